@@ -1,0 +1,121 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"slotmeta/internal/slotstore"
+	"slotmeta/internal/slotstore/controller"
+)
+
+// options are the server's flags; every flag also reads SLOTMETA_<NAME>
+// (upper case, dashes as underscores) when not given on the command line.
+type options struct {
+	NodeID            uint64
+	DataDir           string
+	APIAddr           string
+	RaftAddr          string
+	PeerAddr          string
+	InitialMembers    string
+	ClusterID         string
+	Groups            int
+	ReplicationFactor int
+	RTT               time.Duration
+	ElectionRTT       uint64
+	LogLevel          string
+	MaxBodyBytes      int64
+	ShutdownTimeout   time.Duration
+}
+
+func parseOptions(args []string, getenv func(string) string) (*options, error) {
+	o := &options{}
+	fs := flag.NewFlagSet("slotmeta", flag.ContinueOnError)
+	fs.Uint64Var(&o.NodeID, "node-id", 1, "this node's id (positive, unique in the cluster)")
+	fs.StringVar(&o.DataDir, "data-dir", "./data", "directory for Raft logs and the store")
+	fs.StringVar(&o.APIAddr, "api-addr", "127.0.0.1:8080", "HTTP API and console listen address")
+	fs.StringVar(&o.RaftAddr, "raft-addr", "127.0.0.1:9080", "Raft listen address (must not change across restarts)")
+	fs.StringVar(&o.PeerAddr, "peer-addr", "127.0.0.1:9180", "peer RPC address advertised to other nodes")
+	fs.StringVar(&o.InitialMembers, "initial-members", "", "founding members as id=raft/api/peer,… (default: this node alone)")
+	fs.StringVar(&o.ClusterID, "cluster-id", "slotmeta", "cluster id written at bootstrap")
+	fs.IntVar(&o.Groups, "groups", 8, "slot groups at bootstrap (1..256)")
+	fs.IntVar(&o.ReplicationFactor, "replication-factor", 3, "replicas per group (capped by the node count)")
+	fs.DurationVar(&o.RTT, "rtt", 50*time.Millisecond, "Raft tick")
+	fs.Uint64Var(&o.ElectionRTT, "election-rtt", 10, "election timeout in ticks")
+	fs.StringVar(&o.LogLevel, "log-level", "info", "debug, info, warn or error")
+	fs.Int64Var(&o.MaxBodyBytes, "max-body-bytes", 1<<20, "largest accepted request body")
+	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "how long to drain HTTP on SIGINT/SIGTERM")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var envErr error
+	fs.VisitAll(func(f *flag.Flag) {
+		env := "SLOTMETA_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v := getenv(env); v != "" && !set[f.Name] {
+			if err := f.Value.Set(v); err != nil && envErr == nil {
+				envErr = fmt.Errorf("%s=%q: %w", env, v, err)
+			}
+		}
+	})
+	if envErr != nil {
+		return nil, envErr
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	return o, nil
+}
+
+// members parses --initial-members, or returns this node alone.
+func (o *options) members() ([]controller.Node, error) {
+	if strings.TrimSpace(o.InitialMembers) == "" {
+		return []controller.Node{{ID: slotstore.NodeID(o.NodeID), RaftAddr: o.RaftAddr, APIAddr: o.APIAddr, PeerAddr: o.PeerAddr}}, nil
+	}
+	var out []controller.Node
+	for _, item := range strings.Split(o.InitialMembers, ",") {
+		id, addrs, ok := strings.Cut(strings.TrimSpace(item), "=")
+		if !ok {
+			return nil, fmt.Errorf("initial member %q: want id=raft/api/peer", item)
+		}
+		n, err := strconv.ParseUint(id, 10, 64)
+		if err != nil || n == 0 {
+			return nil, fmt.Errorf("initial member %q: bad id", item)
+		}
+		parts := strings.Split(addrs, "/")
+		if len(parts) > 3 {
+			return nil, fmt.Errorf("initial member %q: want id=raft/api/peer", item)
+		}
+		for _, p := range parts {
+			if _, _, err := net.SplitHostPort(p); err != nil {
+				return nil, fmt.Errorf("initial member %q: %w", item, err)
+			}
+		}
+		m := controller.Node{ID: slotstore.NodeID(n), RaftAddr: parts[0]}
+		if len(parts) > 1 {
+			m.APIAddr = parts[1]
+		}
+		if len(parts) > 2 {
+			m.PeerAddr = parts[2]
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// isLoopback reports whether a listen address only accepts local connections.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

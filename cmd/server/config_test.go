@@ -1,0 +1,53 @@
+package main
+
+import (
+	"testing"
+	"time"
+)
+
+func TestOptionsFlagsAndEnv(t *testing.T) {
+	env := map[string]string{"SLOTMETA_NODE_ID": "7", "SLOTMETA_GROUPS": "16", "SLOTMETA_RTT": "20ms"}
+	o, err := parseOptions([]string{"--groups", "4"}, func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.NodeID != 7 || o.Groups != 4 || o.RTT != 20*time.Millisecond || o.APIAddr != "127.0.0.1:8080" {
+		t.Fatalf("flags must win over env, env over defaults: %+v", o)
+	}
+	if _, err := parseOptions(nil, func(k string) string {
+		if k == "SLOTMETA_GROUPS" {
+			return "many"
+		}
+		return ""
+	}); err == nil {
+		t.Fatal("a malformed env value was accepted")
+	}
+}
+
+func TestMembers(t *testing.T) {
+	o := &options{NodeID: 1, RaftAddr: "127.0.0.1:9080", APIAddr: "127.0.0.1:8080"}
+	m, err := o.members()
+	if err != nil || len(m) != 1 || m[0].ID != 1 || m[0].RaftAddr != "127.0.0.1:9080" {
+		t.Fatalf("default members: %+v %v", m, err)
+	}
+	o.InitialMembers = "1=127.0.0.1:9081/127.0.0.1:8081/127.0.0.1:9181, 2=127.0.0.1:9082"
+	m, err = o.members()
+	if err != nil || len(m) != 2 || m[0].APIAddr != "127.0.0.1:8081" || m[1].ID != 2 || m[1].APIAddr != "" {
+		t.Fatalf("parsed members: %+v %v", m, err)
+	}
+	for _, bad := range []string{"x=127.0.0.1:1", "1", "0=127.0.0.1:1", "1=nohostport", "1=a:1/b:2/c:3/d:4"} {
+		o.InitialMembers = bad
+		if _, err := o.members(); err == nil {
+			t.Fatalf("%q was accepted", bad)
+		}
+	}
+}
+
+func TestIsLoopback(t *testing.T) {
+	for addr, want := range map[string]bool{"127.0.0.1:8080": true, "localhost:1": true, "[::1]:80": true,
+		"0.0.0.0:8080": false, ":8080": false, "10.0.0.1:80": false, "bogus": false} {
+		if got := isLoopback(addr); got != want {
+			t.Errorf("isLoopback(%q) = %v", addr, got)
+		}
+	}
+}

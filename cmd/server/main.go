@@ -1,0 +1,161 @@
+// Command server runs one slotmeta node: the Raft replicas, the store, the
+// REST API, /metrics and the console. Flags and SLOTMETA_* environment
+// variables configure it (see -h); SIGINT/SIGTERM drain HTTP, then close the
+// NodeHost, then the store.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"slotmeta"
+	"slotmeta/internal/console"
+	"slotmeta/internal/httpapi"
+	"slotmeta/internal/slotstore"
+	"slotmeta/internal/slotstore/cluster"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Getenv); err != nil {
+		fmt.Fprintln(os.Stderr, "slotmeta:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string, getenv func(string) string) error {
+	o, err := parseOptions(args, getenv)
+	if err != nil {
+		return err
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(o.LogLevel)); err != nil {
+		return fmt.Errorf("log level: %w", err)
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	if !isLoopback(o.APIAddr) {
+		// Access control (bearer tokens) is not built yet: never serve the
+		// API beyond this machine without it.
+		return fmt.Errorf("no API tokens are configured, so the API only listens on loopback; %s is not", o.APIAddr)
+	}
+	members, err := o.members()
+	if err != nil {
+		return err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	node, err := cluster.Start(cluster.Config{
+		NodeID:            slotstore.NodeID(o.NodeID),
+		DataDir:           o.DataDir,
+		RaftAddr:          o.RaftAddr,
+		APIAddr:           o.APIAddr,
+		PeerAddr:          o.PeerAddr,
+		InitialMembers:    members,
+		ClusterID:         o.ClusterID,
+		GroupCount:        o.Groups,
+		ReplicationFactor: o.ReplicationFactor,
+		RTT:               o.RTT,
+		ElectionRTT:       o.ElectionRTT,
+		Registerer:        reg,
+		Logger:            log,
+	})
+	if err != nil {
+		return err
+	}
+	handler, err := httpapi.New(httpapi.Config{
+		Backend:      node,
+		Registerer:   reg,
+		Gatherer:     reg,
+		Logger:       log,
+		MaxBodyBytes: o.MaxBodyBytes,
+		Console:      console.Handler(consoleSource{node}),
+		OpenAPI:      slotmeta.OpenAPI,
+	})
+	if err != nil {
+		_ = node.Close()
+		return err
+	}
+	ln, err := net.Listen("tcp", o.APIAddr)
+	if err != nil {
+		_ = node.Close()
+		return err
+	}
+	srv := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	log.Info("slotmeta node started", "node", o.NodeID, "data", o.DataDir, "raft", o.RaftAddr,
+		"api", "http://"+ln.Addr().String(), "console", "http://"+ln.Addr().String()+"/console",
+		"note", "no API tokens configured: listening on loopback only")
+
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := node.WaitReady(ctx); err != nil {
+			log.Warn("node is not ready yet", "err", err)
+			return
+		}
+		log.Info("node ready", "api", "http://"+ln.Addr().String(), "console", "http://"+ln.Addr().String()+"/console")
+	}()
+
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	select {
+	case s := <-sig:
+		log.Info("shutting down", "signal", s.String())
+	case err := <-serveErr:
+		log.Error("http server stopped", "err", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), o.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		log.Warn("http drain incomplete", "err", err)
+	}
+	if err := node.Close(); err != nil {
+		return fmt.Errorf("close node: %w", err)
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// consoleSource adapts the node to the console's Source.
+type consoleSource struct{ n *cluster.Node }
+
+func (c consoleSource) Overview() console.Overview {
+	st := c.n.Controller()
+	snap := c.n.Routes()
+	ov := console.Overview{NodeID: c.n.NodeID(), ClusterID: st.ClusterID, RouteRevision: snap.Revision(), GeneratedAt: time.Now()}
+	if err := c.n.Ready(); err != nil {
+		ov.Ready = err.Error()
+	}
+	table := snap.Table()
+	for _, id := range st.GroupIDs() {
+		g := st.Groups[id]
+		row := console.GroupRow{ID: id, PreferredLeader: g.PreferredLeader, ConfigEpoch: g.ConfigEpoch}
+		if table != nil {
+			row.HashSlots = len(table.SlotsOf(id))
+		}
+		if live, ok := snap.Group(id); ok {
+			row.Leader, row.Term = live.Leader, live.Term
+		}
+		ov.Groups = append(ov.Groups, row)
+	}
+	return ov
+}

@@ -1,0 +1,37 @@
+package httpapi
+
+import (
+	"context"
+
+	"slotmeta/internal/slotstore"
+	"slotmeta/internal/slotstore/meta"
+	"slotmeta/internal/slotstore/routing"
+)
+
+// Backend is what the API needs from the node: replicate a command, answer a
+// query, and show the routing view. cmd/server wires the cluster package's
+// Node in; tests may use a real node or, for pure request-decoding tests, a
+// fake.
+type Backend interface {
+	// Propose replicates cmd through the group that owns its route key's hash
+	// slot and returns the command's own result. The backend sets the header's
+	// HashSlot (from RouteKey) and TimeMs; the caller sets IdempotencyKey.
+	// A non-nil error is a *slotstore.Error (queue_full, busy, timeout,
+	// route_not_ready, …); a command that was applied but refused (conflict,
+	// not_found, failed_precondition, …) comes back as a Result with a Code.
+	Propose(ctx context.Context, cmd meta.Command) (meta.Result, slotstore.Route, error)
+
+	// Read answers q from the group that owns q.RouteSlot(). The answer's type
+	// is documented on each query type (e.g. *meta.User or nil for GetUser).
+	Read(ctx context.Context, q meta.Query, c meta.Consistency) (any, meta.ReadInfo, error)
+
+	// Routes returns the node's current routing snapshot.
+	Routes() *routing.Snapshot
+
+	// NodeID is this node's id.
+	NodeID() slotstore.NodeID
+
+	// Ready returns nil when the node can serve every hash slot (the routing
+	// table is known and every group has a live leader), else why not.
+	Ready() error
+}

@@ -1,0 +1,110 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+
+	"slotmeta/internal/slotstore"
+	"slotmeta/internal/slotstore/routing"
+)
+
+// clusterRoutes mounts /v1/cluster (routes only, for now).
+func (a *api) clusterRoutes(r chi.Router) {
+	r.Get("/routes", a.handle(a.getRoutes))
+	r.Post("/routes/resolve", a.handle(a.resolveRoutes))
+}
+
+// slotRouteJSON is one hash slot's row of GET /v1/cluster/routes. The leader
+// fields are left out while no live leader is known.
+type slotRouteJSON struct {
+	HashSlot    slotstore.HashSlot `json:"hash_slot"`
+	Group       slotstore.GroupID  `json:"group"`
+	LeaderNode  slotstore.NodeID   `json:"leader_node,omitempty"`
+	LeaderTerm  uint64             `json:"leader_term,omitempty"`
+	ConfigEpoch uint64             `json:"config_epoch"`
+}
+
+type routesJSON struct {
+	Revision  uint64          `json:"revision"`
+	HashSlots []slotRouteJSON `json:"hash_slots"`
+}
+
+// slotRoute is hash slot hs's row in snap.
+func slotRoute(snap *routing.Snapshot, hs slotstore.HashSlot) slotRouteJSON {
+	g := snap.Table().Group(hs)
+	row := slotRouteJSON{HashSlot: hs, Group: g}
+	if st, ok := snap.Group(g); ok {
+		row.ConfigEpoch = st.ConfigEpoch
+		if st.Leader != 0 {
+			row.LeaderNode, row.LeaderTerm = st.Leader, st.Term
+		}
+	}
+	return row
+}
+
+// getRoutes is GET /v1/cluster/routes: the HashToGroup table, all 256 hash
+// slots, with its revision and each group's live leader.
+func (a *api) getRoutes(w http.ResponseWriter, r *http.Request) error {
+	snap, err := a.snapshot()
+	if err != nil {
+		return err
+	}
+	if snap.Table() == nil {
+		return slotstore.Errorf(slotstore.CodeRouteNotReady, "no routing table yet")
+	}
+	out := routesJSON{Revision: snap.Revision(), HashSlots: make([]slotRouteJSON, slotstore.HashSlotCount)}
+	for hs := range out.HashSlots {
+		out.HashSlots[hs] = slotRoute(snap, slotstore.HashSlot(hs))
+	}
+	a.writeJSON(w, r, http.StatusOK, out)
+	return nil
+}
+
+// resolveRequest is the body of POST /v1/cluster/routes/resolve.
+type resolveRequest struct {
+	Keys []string `json:"keys" validate:"required,min=1,max=1000,dive,routekey"`
+}
+
+// keyRouteJSON is one key's route. Ready is false, and Error says why, when
+// the key cannot be routed right now.
+type keyRouteJSON struct {
+	Key string `json:"key"`
+	slotRouteJSON
+	Ready bool   `json:"ready"`
+	Error string `json:"error,omitempty"`
+}
+
+type resolvedJSON struct {
+	Revision uint64         `json:"revision"`
+	Routes   []keyRouteJSON `json:"routes"`
+}
+
+// resolveRoutes is POST /v1/cluster/routes/resolve: every key resolved
+// against one snapshot, so all answers share one revision.
+func (a *api) resolveRoutes(w http.ResponseWriter, r *http.Request) error {
+	var req resolveRequest
+	if err := a.decode(w, r, &req); err != nil {
+		return err
+	}
+	snap, err := a.snapshot()
+	if err != nil {
+		return err
+	}
+	out := resolvedJSON{Revision: snap.Revision(), Routes: make([]keyRouteJSON, len(req.Keys))}
+	for i, key := range req.Keys {
+		hs := slotstore.HashSlotOfString(key)
+		row := keyRouteJSON{Key: key, slotRouteJSON: slotRouteJSON{HashSlot: hs}}
+		if _, err := snap.ResolveSlot(hs); err != nil {
+			row.Error = err.Error()
+		} else {
+			row.Ready = true
+		}
+		if snap.Table() != nil {
+			row.slotRouteJSON = slotRoute(snap, hs)
+		}
+		out.Routes[i] = row
+	}
+	a.writeJSON(w, r, http.StatusOK, out)
+	return nil
+}

@@ -1,0 +1,52 @@
+// Package httpapi is slotmeta's public HTTP/JSON API: a chi router with one
+// sub-router per resource (users, business keys, cluster routes), the health
+// and metrics endpoints, and the one table that turns a slotstore.Error into
+// an HTTP status and DESIGN §9's error body. openapi.yaml at the repository
+// root is its contract.
+//
+// # Model
+//
+// A handler only translates. It decodes and validates the request (query,
+// headers, path, body) completely before it touches the Backend, so a
+// rejected request never reaches Raft; then it builds one meta.Command or
+// meta.Query, hands it to the Backend and renders what comes back. It never
+// routes, retries or forwards on its own: the Backend owns all of that.
+//
+// A body is application/json, bounded by Config.MaxBodyBytes, and exactly
+// one object whose member names match the request type's JSON names exactly
+// (no case folding, no duplicates); validator tags check the values, and
+// every rejected field is named in the error's details.
+//
+// A keyed request (a user, a business key) loads the node's routing snapshot
+// once. That snapshot fences the request (an X-Route-Revision older than the
+// snapshot's revision answers 409 route_revision_mismatch before anything is
+// proposed) and supplies the route headers (X-Hash-Slot, X-Slot-Group,
+// X-Leader-Node, X-Leader-Term, X-Config-Epoch, X-Route-Revision); the route
+// the Backend reports with its answer replaces them, because it is the
+// fresher observation. A leader that is not known is left out, never
+// guessed. Reads also say who served them (X-Served-By) and at which applied
+// index (X-Applied-Index).
+//
+// Listing users walks the 256 hash slots in order. One routing table groups
+// consecutive hash slots owned by the same group into one meta.ScanUsers
+// query; the cursor names a position (hash slot, last uid), never a node, so
+// a client can continue a listing on any node and across leader changes.
+//
+// # Errors
+//
+// Every failure is a *slotstore.Error and is rendered by errors.go, whose
+// table is the only place that maps a Code to a status. A client mistake is
+// always a 4xx; 5xx means the node or the cluster could not serve, and
+// retryable ones carry Retry-After. A panic in a handler is logged with its
+// stack and answered with the same error body (500 internal).
+//
+// # Concurrency
+//
+// The handler New returns is safe for concurrent use and holds no mutable
+// state of its own besides its Prometheus collectors. Each request runs on
+// its own goroutine with a context that carries a deadline (Config.
+// RequestTimeout) and is cancelled when the client goes away; that context
+// is passed to the Backend, which must itself be safe for concurrent use.
+// Routing snapshots are immutable values, so a request that loaded one can
+// use it without locks for as long as it runs.
+package httpapi

@@ -1,0 +1,322 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"slotmeta/internal/slotstore"
+	"slotmeta/internal/slotstore/meta"
+	"slotmeta/internal/slotstore/routing"
+)
+
+// fakeBackend is an in-memory Backend: one map per entity, one revision
+// counter, idempotency records, and a real routing.Router. It records every
+// call so tests can assert that a rejected request never reached it.
+type fakeBackend struct {
+	t      testing.TB
+	node   slotstore.NodeID
+	router *routing.Router
+
+	mu       sync.Mutex
+	calls    []string
+	rev      uint64
+	now      int64
+	users    map[string]*meta.User
+	kvs      map[string]*meta.KV
+	idem     map[string]meta.Result
+	proposed []meta.Command
+	scans    []meta.ScanUsers
+
+	// Failure injection.
+	proposeErr error
+	readErr    error
+	readyErr   error
+	panicMsg   string
+	blockRead  bool // Read waits for its context to end
+}
+
+// newFake returns a backend whose table splits the hash slots into groups
+// groups (revision 1), each led by node 1 at term 7 with config epoch 3.
+func newFake(t testing.TB, groups int) *fakeBackend {
+	t.Helper()
+	tbl, err := routing.InitialTable(groups)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newFakeTable(t, tbl)
+}
+
+func newFakeTable(t testing.TB, tbl *routing.Table) *fakeBackend {
+	f := &fakeBackend{
+		t: t, node: 2, router: routing.NewRouter(),
+		users: map[string]*meta.User{}, kvs: map[string]*meta.KV{}, idem: map[string]meta.Result{},
+		now: 1_700_000_000_000,
+	}
+	f.router.SetTable(tbl)
+	for _, g := range tbl.GroupIDs() {
+		f.router.SetConfigEpoch(g, 3)
+		f.router.SetLeader(g, 1, 7)
+	}
+	return f
+}
+
+func (f *fakeBackend) record(call string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, call)
+}
+
+// Calls returns the names of the backend methods called so far.
+func (f *fakeBackend) Calls() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.calls...)
+}
+
+func (f *fakeBackend) count(call string) int {
+	n := 0
+	for _, c := range f.Calls() {
+		if c == call {
+			n++
+		}
+	}
+	return n
+}
+
+func (f *fakeBackend) Routes() *routing.Snapshot { f.record("Routes"); return f.router.Load() }
+func (f *fakeBackend) NodeID() slotstore.NodeID  { f.record("NodeID"); return f.node }
+func (f *fakeBackend) Ready() error              { f.record("Ready"); return f.readyErr }
+
+func (f *fakeBackend) Propose(ctx context.Context, cmd meta.Command) (meta.Result, slotstore.Route, error) {
+	f.record("Propose")
+	if f.panicMsg != "" {
+		panic(f.panicMsg)
+	}
+	rt, err := f.router.Load().Resolve([]byte(cmd.RouteKey()))
+	if err != nil {
+		return meta.Result{}, rt, err
+	}
+	if f.proposeErr != nil {
+		return meta.Result{}, rt, f.proposeErr
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	h := cmd.Head()
+	h.HashSlot, h.TimeMs = rt.HashSlot, f.now
+	f.proposed = append(f.proposed, cmd)
+	if h.IdempotencyKey != "" {
+		if res, ok := f.idem[h.IdempotencyKey]; ok {
+			res.Replayed = true
+			return res, rt, nil
+		}
+	}
+	res := f.apply(cmd)
+	if h.IdempotencyKey != "" {
+		f.idem[h.IdempotencyKey] = res
+	}
+	return res, rt, nil
+}
+
+func fail(code slotstore.Code, format string, args ...any) meta.Result {
+	return meta.Result{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+func (f *fakeBackend) apply(cmd meta.Command) meta.Result {
+	switch c := cmd.(type) {
+	case *meta.CreateUser:
+		if _, ok := f.users[c.User.UID]; ok {
+			return fail(slotstore.CodeConflict, "user %q exists", c.User.UID)
+		}
+		return f.putUser(c.User, f.now)
+	case *meta.PutUser:
+		created := f.now
+		if old, ok := f.users[c.User.UID]; ok {
+			created = old.CreatedAtMs
+		}
+		return f.putUser(c.User, created)
+	case *meta.DeleteUser:
+		if _, ok := f.users[c.UID]; !ok {
+			return fail(slotstore.CodeNotFound, "user %q not found", c.UID)
+		}
+		delete(f.users, c.UID)
+		f.rev++
+		return meta.Result{Revision: f.rev}
+	case *meta.PutKV:
+		if res, ok := f.checkCond(c.Key, c.Cond); !ok {
+			return res
+		}
+		f.rev++
+		kv := &meta.KV{Key: c.Key, Value: c.Value, Revision: f.rev, CreateRevision: f.rev, UpdatedAtMs: f.now}
+		if old, ok := f.kvs[c.Key]; ok {
+			kv.CreateRevision = old.CreateRevision
+		}
+		f.kvs[c.Key] = kv
+		return meta.Result{Revision: f.rev, Value: meta.EncodeKV(kv)}
+	case *meta.DeleteKV:
+		if res, ok := f.checkCond(c.Key, c.Cond); !ok {
+			return res
+		}
+		if _, ok := f.kvs[c.Key]; !ok {
+			return fail(slotstore.CodeNotFound, "key %q not found", c.Key)
+		}
+		delete(f.kvs, c.Key)
+		f.rev++
+		return meta.Result{Revision: f.rev}
+	}
+	return fail(slotstore.CodeInternal, "fake cannot apply %T", cmd)
+}
+
+func (f *fakeBackend) putUser(u meta.User, created int64) meta.Result {
+	f.rev++
+	u.CreatedAtMs, u.UpdatedAtMs, u.Revision = created, f.now, f.rev
+	f.users[u.UID] = &u
+	return meta.Result{Revision: f.rev, Value: meta.EncodeUser(&u)}
+}
+
+func (f *fakeBackend) checkCond(key string, c meta.Cond) (meta.Result, bool) {
+	old, exists := f.kvs[key]
+	ok := true
+	switch c.Kind {
+	case meta.CondIfRevision:
+		ok = exists && old.Revision == c.Revision
+	case meta.CondIfAbsent:
+		ok = !exists
+	case meta.CondIfExists:
+		ok = exists
+	}
+	if !ok {
+		return fail(slotstore.CodeFailedPrecondition, "precondition failed for %q", key), false
+	}
+	return meta.Result{}, true
+}
+
+func (f *fakeBackend) Read(ctx context.Context, q meta.Query, c meta.Consistency) (any, meta.ReadInfo, error) {
+	f.record("Read")
+	if f.panicMsg != "" {
+		panic(f.panicMsg)
+	}
+	snap := f.router.Load()
+	rt, err := snap.ResolveSlot(q.RouteSlot())
+	if err != nil {
+		return nil, meta.ReadInfo{Route: rt}, err
+	}
+	if f.blockRead {
+		<-ctx.Done()
+		return nil, meta.ReadInfo{}, ctx.Err()
+	}
+	if f.readErr != nil {
+		return nil, meta.ReadInfo{Route: rt}, f.readErr
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	info := meta.ReadInfo{ServedBy: f.node, AppliedIndex: f.rev, Route: rt}
+	switch q := q.(type) {
+	case *meta.GetUser:
+		if u, ok := f.users[q.UID]; ok {
+			cp := *u
+			return &cp, info, nil
+		}
+		return (*meta.User)(nil), info, nil
+	case *meta.GetKV:
+		if kv, ok := f.kvs[q.Key]; ok {
+			cp := *kv
+			return &cp, info, nil
+		}
+		return nil, info, nil
+	case *meta.ScanUsers:
+		f.scans = append(f.scans, *q)
+		return f.scan(snap.Table(), q), info, nil
+	}
+	return nil, info, slotstore.Errorf(slotstore.CodeInternal, "fake cannot read %T", q)
+}
+
+// scan answers ScanUsers like a group would: only if every hash slot of the
+// range is owned by one group, in (slot, uid) order.
+func (f *fakeBackend) scan(tbl *routing.Table, q *meta.ScanUsers) *meta.UserPage {
+	for s := q.FromSlot; s <= q.ToSlot; s++ {
+		if tbl.Group(s) != tbl.Group(q.FromSlot) {
+			f.t.Errorf("ScanUsers %d-%d spans groups %d and %d", q.FromSlot, q.ToSlot, tbl.Group(q.FromSlot), tbl.Group(s))
+		}
+	}
+	if q.Limit < 1 {
+		f.t.Errorf("ScanUsers with limit %d", q.Limit)
+	}
+	var all []*meta.User
+	for _, u := range f.users {
+		s := slotstore.HashSlotOfString(u.UID)
+		if s < q.FromSlot || s > q.ToSlot || (s == q.FromSlot && u.UID <= q.AfterUID) {
+			continue
+		}
+		cp := *u
+		all = append(all, &cp)
+	}
+	sortUsers(all)
+	page := &meta.UserPage{Users: all}
+	if len(all) > q.Limit {
+		page.Users, page.More = all[:q.Limit], true
+		last := page.Users[q.Limit-1]
+		page.LastSlot, page.LastUID = slotstore.HashSlotOfString(last.UID), last.UID
+	}
+	return page
+}
+
+func sortUsers(us []*meta.User) {
+	sort.Slice(us, func(i, j int) bool {
+		si, sj := slotstore.HashSlotOfString(us[i].UID), slotstore.HashSlotOfString(us[j].UID)
+		if si != sj {
+			return si < sj
+		}
+		return us[i].UID < us[j].UID
+	})
+}
+
+// newHandler builds the API over f with a private registry and a quiet logger.
+func newHandler(t testing.TB, f *fakeBackend, opts ...func(*Config)) http.Handler {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	cfg := Config{Backend: f, Registerer: reg, Gatherer: reg, Logger: slog.New(slog.DiscardHandler)}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	h, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// do sends one request. headers are name, value pairs; a body without a
+// Content-Type pair is sent as application/json.
+func do(t testing.TB, h http.Handler, method, target, body string, headers ...string) *httptest.ResponseRecorder {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	r := httptest.NewRequest(method, target, rd)
+	if body != "" {
+		r.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		if headers[i] == "Content-Type" {
+			r.Header.Del("Content-Type")
+		}
+		r.Header.Add(headers[i], headers[i+1])
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	return w
+}
+
+func encodeRaw(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }

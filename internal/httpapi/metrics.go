@@ -1,0 +1,91 @@
+package httpapi
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the API's Prometheus collectors.
+type metrics struct {
+	duration *prometheus.HistogramVec
+	inFlight prometheus.Gauge
+}
+
+// newMetrics registers the API's collectors on reg. Collectors that an
+// earlier New registered on reg are reused.
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	duration := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: "slotmeta",
+		Subsystem: "http",
+		Name:      "request_duration_seconds",
+		Help:      "Latency of HTTP requests by method, chi route pattern and status code.",
+		Buckets:   []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+	}, []string{"method", "route", "code"})
+	inFlight := prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: "slotmeta",
+		Subsystem: "http",
+		Name:      "requests_in_flight",
+		Help:      "HTTP requests being served.",
+	})
+	m := &metrics{}
+	var err error
+	if m.duration, err = register(reg, duration); err != nil {
+		return nil, err
+	}
+	if m.inFlight, err = register(reg, inFlight); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// register registers c on reg, or returns the equal collector already there.
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
+	err := reg.Register(c)
+	if are, ok := errors.AsType[prometheus.AlreadyRegisteredError](err); ok {
+		if existing, ok := are.ExistingCollector.(C); ok {
+			return existing, nil
+		}
+	}
+	return c, err
+}
+
+// instrument counts in-flight requests and observes each one's latency
+// under its method, route pattern (not its path, so keys never become label
+// values) and status code.
+func (m *metrics) instrument(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		m.inFlight.Inc()
+		defer m.inFlight.Dec()
+		start := time.Now()
+		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+		defer func() {
+			status := ww.Status()
+			if status == 0 {
+				status = http.StatusOK // nothing written: net/http answers 200
+			}
+			route := "unmatched"
+			if rctx := chi.RouteContext(r.Context()); rctx != nil && rctx.RoutePattern() != "" {
+				route = rctx.RoutePattern()
+			}
+			m.duration.WithLabelValues(methodLabel(r.Method), route, strconv.Itoa(status)).
+				Observe(time.Since(start).Seconds())
+		}()
+		next.ServeHTTP(ww, r)
+	})
+}
+
+// methodLabel bounds the method label to the standard methods.
+func methodLabel(method string) string {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return method
+	}
+	return "OTHER"
+}

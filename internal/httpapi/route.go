@@ -1,0 +1,127 @@
+package httpapi
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"slotmeta/internal/slotstore"
+	"slotmeta/internal/slotstore/meta"
+	"slotmeta/internal/slotstore/routing"
+)
+
+// Response headers of keyed requests (DESIGN §3, §6). X-Route-Revision is
+// also a request header: the client's fence.
+const (
+	hdrHashSlot      = "X-Hash-Slot"
+	hdrSlotGroup     = "X-Slot-Group"
+	hdrLeaderNode    = "X-Leader-Node"
+	hdrLeaderTerm    = "X-Leader-Term"
+	hdrConfigEpoch   = "X-Config-Epoch"
+	hdrRouteRevision = "X-Route-Revision"
+	hdrAppliedIndex  = "X-Applied-Index"
+	hdrServedBy      = "X-Served-By"
+	hdrReplayed      = "Idempotent-Replayed"
+)
+
+// setRouteHeaders describes rt in h. What rt does not know is removed rather
+// than shown as 0: a group of 0 is none, and a leader of 0 is unknown.
+func setRouteHeaders(h http.Header, rt slotstore.Route) {
+	setOrDel := func(name string, v uint64, known bool) {
+		if known {
+			h.Set(name, strconv.FormatUint(v, 10))
+		} else {
+			h.Del(name)
+		}
+	}
+	setOrDel(hdrHashSlot, uint64(rt.HashSlot), true)
+	setOrDel(hdrSlotGroup, uint64(rt.GroupID), rt.GroupID != 0)
+	setOrDel(hdrConfigEpoch, rt.ConfigEpoch, rt.GroupID != 0)
+	setOrDel(hdrLeaderNode, uint64(rt.LeaderNodeID), rt.LeaderNodeID != 0)
+	setOrDel(hdrLeaderTerm, rt.LeaderTerm, rt.LeaderNodeID != 0)
+	setOrDel(hdrRouteRevision, rt.RouteRevision, rt.RouteRevision != 0)
+}
+
+// snapshot returns the backend's routing snapshot.
+func (a *api) snapshot() (*routing.Snapshot, error) {
+	s := a.be.Routes()
+	if s == nil {
+		return nil, slotstore.Errorf(slotstore.CodeRouteNotReady, "no routing snapshot yet")
+	}
+	return s, nil
+}
+
+// target is a keyed request: its route key and the client's fence.
+type target struct {
+	key   string
+	fence fence
+}
+
+// begin routes t on the current snapshot: it sets the route headers and
+// refuses a client whose X-Route-Revision is older than the snapshot's.
+// A route that is not ready is not refused here; the backend answers it.
+func (a *api) begin(w http.ResponseWriter, t target) error {
+	snap, err := a.snapshot()
+	if err != nil {
+		return err
+	}
+	hs := slotstore.HashSlotOfString(t.key)
+	rt, _ := snap.ResolveSlot(hs)
+	rt.HashSlot, rt.RouteRevision = hs, snap.Revision()
+	setRouteHeaders(w.Header(), rt)
+	if t.fence.set && t.fence.revision < snap.Revision() {
+		return &slotstore.Error{
+			Code:          slotstore.CodeRouteRevisionMismatch,
+			Message:       fmt.Sprintf("route revision %d is older than this node's %d; refresh routes and retry", t.fence.revision, snap.Revision()),
+			RouteRevision: snap.Revision(),
+		}
+	}
+	return nil
+}
+
+// propose replicates cmd for t. It returns the command's result, or an error
+// for a refused request or a failed or refused command. A replayed answer is
+// marked with Idempotent-Replayed, whatever its outcome.
+func (a *api) propose(w http.ResponseWriter, r *http.Request, t target, idemKey string, cmd meta.Command) (meta.Result, error) {
+	if err := a.begin(w, t); err != nil {
+		return meta.Result{}, err
+	}
+	cmd.Head().IdempotencyKey = idemKey
+	res, rt, err := a.be.Propose(r.Context(), cmd)
+	if rt.GroupID != 0 {
+		setRouteHeaders(w.Header(), rt)
+	}
+	if err != nil {
+		return res, err
+	}
+	if res.Replayed {
+		w.Header().Set(hdrReplayed, "true")
+	}
+	return res, res.Err()
+}
+
+// read answers q for t and says who served it at which applied index.
+func (a *api) read(w http.ResponseWriter, r *http.Request, t target, c meta.Consistency, q meta.Query) (any, error) {
+	if err := a.begin(w, t); err != nil {
+		return nil, err
+	}
+	ans, info, err := a.be.Read(r.Context(), q, c)
+	setReadHeaders(w.Header(), info)
+	return ans, err
+}
+
+// setReadHeaders describes who served a read.
+func setReadHeaders(h http.Header, info meta.ReadInfo) {
+	if info.Route.GroupID != 0 {
+		setRouteHeaders(h, info.Route)
+	}
+	if info.ServedBy != 0 {
+		h.Set(hdrServedBy, strconv.FormatUint(uint64(info.ServedBy), 10))
+		h.Set(hdrAppliedIndex, strconv.FormatUint(info.AppliedIndex, 10))
+	}
+}
+
+// internalf reports a backend answer that breaks the Backend contract.
+func internalf(format string, args ...any) error {
+	return slotstore.Errorf(slotstore.CodeInternal, format, args...)
+}

@@ -1,0 +1,57 @@
+package httpapi
+
+import (
+	"log/slog"
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+)
+
+// api holds what the handlers share. It is immutable after New.
+type api struct {
+	be      Backend
+	log     *slog.Logger
+	maxBody int64
+}
+
+// New returns the HTTP handler of one node's API. It registers its metrics on
+// cfg.Registerer, so it fails if collectors of the same names but other
+// shapes are registered there.
+func New(cfg Config) (http.Handler, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	a := &api{be: cfg.Backend, log: cfg.Logger, maxBody: cfg.MaxBodyBytes}
+
+	r := chi.NewRouter()
+	r.Use(m.instrument, a.recoverPanics, withDeadline(cfg.RequestTimeout), routeOnEscapedPath, middleware.GetHead)
+	// Set before any sub-router is made: chi hands them down at Mount.
+	r.NotFound(a.notFound)
+	var flat chi.Routes // every route, once registered
+	r.MethodNotAllowed(a.methodNotAllowed(&flat))
+
+	r.Get("/healthz", a.healthz)
+	r.Get("/readyz", a.handle(a.readyz))
+	r.Method(http.MethodGet, "/metrics", a.metricsHandler(cfg.Gatherer))
+	if cfg.OpenAPI != nil {
+		r.Get("/openapi.yaml", a.openAPI(cfg.OpenAPI))
+	}
+	if cfg.Console != nil {
+		r.Mount("/console", cfg.Console)
+	}
+	r.Route("/v1", func(r chi.Router) {
+		r.Route("/users", a.userRoutes)
+		r.Route("/kv", a.kvRoutes)
+		r.Route("/cluster", a.clusterRoutes)
+	})
+	if flat, err = flatRoutes(r); err != nil {
+		return nil, err
+	}
+	return r, nil
+}

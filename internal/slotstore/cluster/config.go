@@ -1,0 +1,135 @@
+package cluster
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"slotmeta/internal/slotstore"
+	"slotmeta/internal/slotstore/controller"
+	"slotmeta/internal/slotstore/store"
+)
+
+// Config describes one node. Start fills defaults (EnsureDefaults) and
+// refuses what Validate rejects.
+type Config struct {
+	NodeID   slotstore.NodeID
+	DataDir  string // raft/ (dragonboat) and store/ (Pebble) live under it
+	RaftAddr string // host:port for Raft traffic; must stay the same across restarts
+	APIAddr  string // advertised HTTP API address
+	PeerAddr string // advertised peer RPC address
+
+	// InitialMembers are the founding nodes (this one included) of a new
+	// cluster. Ignored once the node has joined a cluster.
+	InitialMembers    []controller.Node
+	ClusterID         string // default "slotmeta"
+	GroupCount        int    // slot groups at bootstrap (default 8)
+	ReplicationFactor int    // replicas per group, capped by the node count (default 3)
+	DeploymentID      uint64 // isolates clusters on one network (default 1)
+
+	// Raft timing: RTT is the tick; elections take ElectionRTT..2×ElectionRTT ticks.
+	RTT                time.Duration // default 50ms
+	ElectionRTT        uint64        // default 10
+	HeartbeatRTT       uint64        // default 1
+	SnapshotEntries    uint64        // default 10000
+	CompactionOverhead uint64        // default 5000
+	MaxInMemLogSize    uint64        // default 64 MiB
+
+	Proposer ProposerConfig
+	Store    store.Options
+
+	// RequestTimeout bounds the node's own background Raft calls (default 3s).
+	RequestTimeout time.Duration
+
+	Registerer prometheus.Registerer // default: a private registry
+	Logger     *slog.Logger          // default: discard
+	Now        func() time.Time      // default: time.Now
+}
+
+// EnsureDefaults fills zero fields.
+func (c *Config) EnsureDefaults() {
+	if c.ClusterID == "" {
+		c.ClusterID = "slotmeta"
+	}
+	if c.GroupCount == 0 {
+		c.GroupCount = 8
+	}
+	if c.ReplicationFactor == 0 {
+		c.ReplicationFactor = 3
+	}
+	if c.DeploymentID == 0 {
+		c.DeploymentID = 1
+	}
+	if c.RTT == 0 {
+		c.RTT = 50 * time.Millisecond
+	}
+	if c.ElectionRTT == 0 {
+		c.ElectionRTT = 10
+	}
+	if c.HeartbeatRTT == 0 {
+		c.HeartbeatRTT = 1
+	}
+	if c.SnapshotEntries == 0 {
+		c.SnapshotEntries = 10000
+	}
+	if c.CompactionOverhead == 0 {
+		c.CompactionOverhead = 5000
+	}
+	if c.MaxInMemLogSize == 0 {
+		c.MaxInMemLogSize = 64 << 20
+	}
+	if c.RequestTimeout == 0 {
+		c.RequestTimeout = 3 * time.Second
+	}
+	if c.Registerer == nil {
+		c.Registerer = prometheus.NewRegistry()
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	c.Proposer.ensureDefaults()
+}
+
+// Validate reports a configuration that cannot work.
+func (c *Config) Validate() error {
+	if c.NodeID == 0 {
+		return fmt.Errorf("cluster: node id must be positive")
+	}
+	if c.DataDir == "" {
+		return fmt.Errorf("cluster: data dir is required")
+	}
+	if c.RaftAddr == "" {
+		return fmt.Errorf("cluster: raft address is required")
+	}
+	if c.GroupCount < 1 || c.GroupCount > slotstore.HashSlotCount {
+		return fmt.Errorf("cluster: group count %d outside 1..%d", c.GroupCount, slotstore.HashSlotCount)
+	}
+	if c.ReplicationFactor < 1 || c.ReplicationFactor > 7 {
+		return fmt.Errorf("cluster: replication factor %d outside 1..7", c.ReplicationFactor)
+	}
+	if c.RTT < time.Millisecond {
+		return fmt.Errorf("cluster: rtt %v under 1ms", c.RTT)
+	}
+	if c.ElectionRTT <= 2*c.HeartbeatRTT {
+		return fmt.Errorf("cluster: election rtt %d must exceed twice the heartbeat rtt %d", c.ElectionRTT, c.HeartbeatRTT)
+	}
+	if c.RequestTimeout < 2*c.RTT {
+		return fmt.Errorf("cluster: request timeout %v under two ticks", c.RequestTimeout)
+	}
+	seen := map[slotstore.NodeID]bool{}
+	for _, m := range c.InitialMembers {
+		if m.ID == 0 || seen[m.ID] || m.RaftAddr == "" {
+			return fmt.Errorf("cluster: initial member %d is zero, repeated or has no raft address", m.ID)
+		}
+		seen[m.ID] = true
+	}
+	if len(c.InitialMembers) > 0 && !seen[c.NodeID] {
+		return fmt.Errorf("cluster: node %d is not among the initial members", c.NodeID)
+	}
+	return c.Proposer.Validate()
+}

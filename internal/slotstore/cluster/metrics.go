@@ -1,0 +1,104 @@
+package cluster
+
+import (
+	"errors"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"slotmeta/internal/slotstore"
+)
+
+// metrics are the node's Prometheus instruments, registered on the node's
+// own registerer (several nodes share a test process).
+type metrics struct {
+	reg        prometheus.Registerer
+	proposals  *prometheus.CounterVec
+	batchCmds  prometheus.Histogram
+	batchBytes prometheus.Histogram
+	appliedIdx *prometheus.GaugeVec
+	queueDepth prometheus.Collector
+	cs         []prometheus.Collector
+
+	entries, commands atomic.Uint64 // totals behind BatchStats
+}
+
+func newMetrics(reg prometheus.Registerer, n *Node) (*metrics, error) {
+	m := &metrics{reg: reg}
+	m.proposals = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "slotmeta_proposals_total", Help: "Commands proposed, by group and outcome (ok or an error code).",
+	}, []string{"group", "outcome"})
+	m.batchCmds = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "slotmeta_proposal_batch_commands", Help: "Commands coalesced into one Raft entry.",
+		Buckets: prometheus.ExponentialBuckets(1, 2, 13),
+	})
+	m.batchBytes = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "slotmeta_proposal_batch_bytes", Help: "Encoded bytes of one Raft entry.",
+		Buckets: prometheus.ExponentialBuckets(64, 4, 10),
+	})
+	m.appliedIdx = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "slotmeta_group_applied_index", Help: "Last Raft index applied by this node's replica of a group.",
+	}, []string{"group"})
+	m.queueDepth = &queueCollector{n: n, desc: prometheus.NewDesc("slotmeta_proposal_queue_depth",
+		"Commands waiting in a group's proposal queue on this node.", []string{"group"}, nil)}
+	for _, c := range []prometheus.Collector{m.proposals, m.batchCmds, m.batchBytes, m.appliedIdx, m.queueDepth} {
+		if err := reg.Register(c); err != nil {
+			m.unregister()
+			return nil, err
+		}
+		m.cs = append(m.cs, c)
+	}
+	return m, nil
+}
+
+func (m *metrics) unregister() {
+	for _, c := range m.cs {
+		m.reg.Unregister(c)
+	}
+	m.cs = nil
+}
+
+func (m *metrics) proposal(g slotstore.GroupID, code slotstore.Code) {
+	outcome := string(code)
+	if outcome == "" {
+		outcome = "ok"
+	}
+	m.proposals.WithLabelValues(strconv.FormatUint(uint64(g), 10), outcome).Inc()
+}
+
+func (m *metrics) applied(g slotstore.GroupID, index uint64) {
+	m.appliedIdx.WithLabelValues(strconv.FormatUint(uint64(g), 10)).Set(float64(index))
+}
+
+func (m *metrics) batchObserver(slotstore.GroupID) BatchObserver {
+	return func(cmds, bytes int) {
+		m.entries.Add(1)
+		m.commands.Add(uint64(cmds))
+		m.batchCmds.Observe(float64(cmds))
+		m.batchBytes.Observe(float64(bytes))
+	}
+}
+
+// queueCollector reports each local proposer's queue depth at scrape time.
+type queueCollector struct {
+	n    *Node
+	desc *prometheus.Desc
+}
+
+func (q *queueCollector) Describe(ch chan<- *prometheus.Desc) { ch <- q.desc }
+
+func (q *queueCollector) Collect(ch chan<- prometheus.Metric) {
+	for id, g := range *q.n.groups.Load() {
+		ch <- prometheus.MustNewConstMetric(q.desc, prometheus.GaugeValue, float64(g.proposer.QueueDepth()),
+			strconv.FormatUint(uint64(id), 10))
+	}
+}
+
+func asError(err error, target **slotstore.Error) bool { return errors.As(err, target) }
+
+// BatchStats returns how many Raft entries this node's proposers have
+// proposed and how many commands they carried.
+func (n *Node) BatchStats() (entries, commands uint64) {
+	return n.metrics.entries.Load(), n.metrics.commands.Load()
+}

@@ -1,0 +1,266 @@
+// Package cluster runs one slotmeta node: a dragonboat NodeHost, the node's
+// Pebble store, the controller replica, the node's slot group replicas with
+// one proposer each, and the routing view that follows them.
+//
+// Lifecycle. Start opens the store (migrating it), starts the NodeHost and the
+// controller replica, and returns; a reconcile loop then proposes the
+// cluster's bootstrap (founding members only, idempotent), follows the
+// controller's state — publishing each new HashToGroup table and config
+// epoch to the router and starting the slot replicas this node is a desired
+// peer of — and refreshes live leaders. Close stops the loop, the proposers
+// (answering everything queued), the NodeHost and then the store, in that
+// order.
+//
+// Concurrency. Propose and Read are safe for concurrent use and never block
+// on the reconcile loop: they read the immutable routing snapshot and the
+// copy-on-write table of local groups. Leader events arrive on dragonboat's
+// event goroutine and only publish router updates.
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lni/dragonboat/v4"
+	"github.com/lni/dragonboat/v4/config"
+	dblogger "github.com/lni/dragonboat/v4/logger"
+	"github.com/lni/dragonboat/v4/raftio"
+	sm "github.com/lni/dragonboat/v4/statemachine"
+
+	"slotmeta/internal/slotstore"
+	"slotmeta/internal/slotstore/controller"
+	"slotmeta/internal/slotstore/fsm"
+	"slotmeta/internal/slotstore/routing"
+	"slotmeta/internal/slotstore/store"
+)
+
+// localGroup is a slot group replica running on this node.
+type localGroup struct {
+	id        slotstore.GroupID
+	replicaID uint64
+	sm        atomic.Pointer[fsm.StateMachine] // set when dragonboat creates it
+	proposer  *Proposer
+}
+
+// Node is a running slotmeta node.
+type Node struct {
+	cfg     Config
+	db      *store.DB
+	nh      *dragonboat.NodeHost
+	router  *routing.Router
+	metrics *metrics
+
+	ctrl       atomic.Pointer[controller.State]
+	ctrlLeader atomic.Uint64 // controller leader node id (0: unknown)
+	ctrlSM     *controller.StateMachine
+
+	mu     sync.Mutex // guards changes of groups; readers use the atomic copy
+	groups atomic.Pointer[map[slotstore.GroupID]*localGroup]
+
+	kick chan struct{} // wakes the reconcile loop (cap 1)
+	stop chan struct{}
+	done chan struct{}
+	once sync.Once
+}
+
+var quietOnce sync.Once
+
+// quietDragonboat turns dragonboat's chatty package loggers down. They are
+// process-global, so it happens once.
+func quietDragonboat() {
+	quietOnce.Do(func() {
+		for _, p := range []string{"raft", "rsm", "transport", "dragonboat", "logdb", "config", "raftpb", "settings", "grpc", "registry", "tan", "vfs"} {
+			dblogger.GetLogger(p).SetLevel(dblogger.ERROR)
+		}
+	})
+}
+
+// Start opens the node's store and NodeHost and starts its replicas.
+func Start(cfg Config) (*Node, error) {
+	cfg.EnsureDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	quietDragonboat()
+	db, err := store.Open(filepath.Join(cfg.DataDir, "store"), &cfg.Store)
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{cfg: cfg, db: db, router: routing.NewRouter(), kick: make(chan struct{}, 1),
+		stop: make(chan struct{}), done: make(chan struct{})}
+	empty := map[slotstore.GroupID]*localGroup{}
+	n.groups.Store(&empty)
+	n.ctrl.Store(controller.NewState())
+	n.metrics, err = newMetrics(cfg.Registerer, n)
+	if err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	raftDir := filepath.Join(cfg.DataDir, "raft")
+	if err := os.MkdirAll(raftDir, 0o755); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	nhc := config.NodeHostConfig{
+		DeploymentID:      cfg.DeploymentID,
+		NodeHostDir:       raftDir,
+		RTTMillisecond:    uint64(cfg.RTT / time.Millisecond),
+		RaftAddress:       cfg.RaftAddr,
+		RaftEventListener: n,
+		Expert:            config.ExpertConfig{LogDB: config.GetTinyMemLogDBConfig()},
+	}
+	nh, err := dragonboat.NewNodeHost(nhc)
+	if err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("cluster: start nodehost: %w", err)
+	}
+	n.nh = nh
+	if err := n.startController(); err != nil {
+		nh.Close()
+		_ = db.Close()
+		return nil, err
+	}
+	go n.reconcileLoop()
+	return n, nil
+}
+
+func (n *Node) shardConfig(shard, replica uint64) config.Config {
+	return config.Config{
+		ShardID:             shard,
+		ReplicaID:           replica,
+		CheckQuorum:         true,
+		PreVote:             true,
+		ElectionRTT:         n.cfg.ElectionRTT,
+		HeartbeatRTT:        n.cfg.HeartbeatRTT,
+		SnapshotEntries:     n.cfg.SnapshotEntries,
+		CompactionOverhead:  n.cfg.CompactionOverhead,
+		OrderedConfigChange: true,
+		MaxInMemLogSize:     n.cfg.MaxInMemLogSize,
+	}
+}
+
+func (n *Node) startController() error {
+	replica := uint64(n.cfg.NodeID)
+	n.ctrlSM = controller.NewStateMachine(func(s *controller.State) {
+		n.ctrl.Store(s)
+		n.poke()
+	})
+	create := func(uint64, uint64) sm.IStateMachine { return n.ctrlSM }
+	members := map[uint64]dragonboat.Target{}
+	if !n.nh.HasNodeInfo(controller.ShardID, replica) {
+		if len(n.cfg.InitialMembers) == 0 {
+			return fmt.Errorf("cluster: node %d has no cluster state and no initial members (joining is not supported yet)", n.cfg.NodeID)
+		}
+		for _, m := range n.cfg.InitialMembers {
+			members[uint64(m.ID)] = m.RaftAddr
+		}
+	}
+	if err := n.nh.StartReplica(members, false, create, n.shardConfig(controller.ShardID, replica)); err != nil {
+		return fmt.Errorf("cluster: start controller replica: %w", err)
+	}
+	return nil
+}
+
+// poke wakes the reconcile loop without blocking.
+func (n *Node) poke() {
+	select {
+	case n.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Close stops the node: reconcile loop, proposers, NodeHost, then store.
+func (n *Node) Close() error {
+	var err error
+	n.once.Do(func() {
+		close(n.stop)
+		<-n.done
+		for _, g := range *n.groups.Load() {
+			g.proposer.Close()
+		}
+		n.nh.Close()
+		n.metrics.unregister()
+		err = n.db.Close()
+	})
+	return err
+}
+
+// NodeID is this node's id.
+func (n *Node) NodeID() slotstore.NodeID { return n.cfg.NodeID }
+
+// Routes returns the current routing snapshot.
+func (n *Node) Routes() *routing.Snapshot { return n.router.Load() }
+
+// Controller returns a copy of the controller state as this node last applied it.
+func (n *Node) Controller() *controller.State { return n.ctrl.Load() }
+
+// ControllerLeader is the controller leader as this node sees it (0: unknown).
+func (n *Node) ControllerLeader() slotstore.NodeID { return slotstore.NodeID(n.ctrlLeader.Load()) }
+
+// Ready returns nil when the cluster is bootstrapped, every group has a live
+// leader, and every replica this node should hold is running.
+func (n *Node) Ready() error {
+	st := n.ctrl.Load()
+	if !st.Bootstrapped {
+		return slotstore.Errorf(slotstore.CodeRouteNotReady, "cluster is not bootstrapped yet")
+	}
+	if ok, g := n.router.Load().Ready(); !ok {
+		if g == 0 {
+			return slotstore.Errorf(slotstore.CodeRouteNotReady, "no routing table yet")
+		}
+		return slotstore.Errorf(slotstore.CodeRouteNotReady, "group %d has no live leader", g)
+	}
+	local := *n.groups.Load()
+	for _, id := range st.GroupIDs() {
+		if _, want := st.Groups[id].Peers[n.cfg.NodeID]; want && (local[id] == nil || local[id].sm.Load() == nil) {
+			return slotstore.Errorf(slotstore.CodeRouteNotReady, "replica of group %d is not running here yet", id)
+		}
+	}
+	return nil
+}
+
+// WaitReady polls Ready until it passes or ctx ends.
+func (n *Node) WaitReady(ctx context.Context) error {
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for {
+		err := n.Ready()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("cluster: not ready: %w", err)
+		case <-t.C:
+		}
+	}
+}
+
+// LeaderUpdated implements raftio.IRaftEventListener. It runs on
+// dragonboat's event goroutine: publish and return.
+func (n *Node) LeaderUpdated(info raftio.LeaderInfo) {
+	if info.ShardID == controller.ShardID {
+		n.ctrlLeader.Store(info.LeaderID) // controller replica ids are node ids
+		return
+	}
+	g, ok := controller.GroupOfShard(info.ShardID)
+	if !ok {
+		return
+	}
+	if info.LeaderID == 0 {
+		n.router.SetLeader(g, 0, info.Term)
+		return
+	}
+	grp, ok := n.ctrl.Load().Groups[g]
+	if !ok {
+		return
+	}
+	if node, ok := grp.NodeOfReplica(info.LeaderID); ok {
+		n.router.SetLeader(g, node, info.Term)
+	}
+}

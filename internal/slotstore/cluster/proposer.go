@@ -1,0 +1,277 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"slotmeta/internal/slotstore"
+	"slotmeta/internal/slotstore/meta"
+)
+
+// Replicator proposes one entry to a group and waits for its per-command
+// results (one per command of the entry) or an error. A *slotstore.Error
+// says how the entry failed; on a timeout its commands may still apply.
+type Replicator interface {
+	Replicate(ctx context.Context, entry []byte) ([]meta.Result, error)
+}
+
+// ProposerConfig bounds a proposer. The zero value takes the defaults.
+type ProposerConfig struct {
+	QueueSize        int           // commands waiting to be batched (default 4096)
+	MaxBatchCommands int           // commands per Raft entry (default 256)
+	MaxBatchBytes    int           // encoded bytes per Raft entry (default 1 MiB)
+	MaxWait          time.Duration // how long a batch may wait for more commands while others are in flight (default 0: never wait)
+	MaxInFlight      int           // entries proposed and not yet answered (default 4)
+	ProposalTimeout  time.Duration // upper bound for one entry (default 5s)
+}
+
+func (c *ProposerConfig) ensureDefaults() {
+	if c.QueueSize <= 0 {
+		c.QueueSize = 4096
+	}
+	if c.MaxBatchCommands <= 0 {
+		c.MaxBatchCommands = 256
+	}
+	c.MaxBatchCommands = min(c.MaxBatchCommands, meta.MaxCommandsPerEntry)
+	if c.MaxBatchBytes <= 0 {
+		c.MaxBatchBytes = 1 << 20
+	}
+	if c.MaxInFlight <= 0 {
+		c.MaxInFlight = 4
+	}
+	if c.ProposalTimeout <= 0 {
+		c.ProposalTimeout = 5 * time.Second
+	}
+}
+
+// Validate reports a configuration that cannot work.
+func (c ProposerConfig) Validate() error {
+	c.ensureDefaults()
+	if c.MaxBatchBytes > meta.MaxEntryBytes {
+		return fmt.Errorf("proposer: max batch bytes %d over the entry limit %d", c.MaxBatchBytes, meta.MaxEntryBytes)
+	}
+	if c.MaxWait < 0 || c.MaxWait > time.Second {
+		return fmt.Errorf("proposer: max wait %v outside [0, 1s]", c.MaxWait)
+	}
+	return nil
+}
+
+// BatchObserver receives the size of every proposed entry (for metrics).
+type BatchObserver func(commands, bytes int)
+
+type outcome struct {
+	res meta.Result
+	err error
+}
+
+type request struct {
+	ctx  context.Context
+	data []byte
+	done chan outcome // buffered(1): the proposer never blocks on a caller
+}
+
+// Proposer coalesces one group's commands into Raft entries.
+//
+// Callers Submit encoded commands into a bounded queue; a full queue is
+// refused at once (queue_full). One loop goroutine takes an in-flight slot,
+// then drains the queue into one entry bounded by MaxBatchCommands and
+// MaxBatchBytes, and hands it to a goroutine that replicates it and answers
+// every caller with its own result. While MaxInFlight entries are out, the
+// queue fills and the next entry is larger: batching adapts to load without
+// delaying a lone command. A command whose caller gave up before it was
+// proposed is answered timeout and never proposed. Every submitted command
+// gets exactly one answer.
+//
+// The proposer owns its goroutines; Close stops them and answers everything
+// still queued with an error.
+type Proposer struct {
+	cfg     ProposerConfig
+	rep     Replicator
+	observe BatchObserver
+	queue   chan *request
+	stop    chan struct{}
+	wg      sync.WaitGroup
+	once    sync.Once
+}
+
+// NewProposer starts a proposer over rep.
+func NewProposer(cfg ProposerConfig, rep Replicator, observe BatchObserver) *Proposer {
+	cfg.ensureDefaults()
+	p := &Proposer{cfg: cfg, rep: rep, observe: observe, queue: make(chan *request, cfg.QueueSize), stop: make(chan struct{})}
+	p.wg.Add(1)
+	go p.run()
+	return p
+}
+
+// QueueDepth is the number of commands waiting.
+func (p *Proposer) QueueDepth() int { return len(p.queue) }
+
+// errClosed answers commands submitted to (or queued in) a closed proposer.
+var errClosed = &slotstore.Error{Code: slotstore.CodeBusy, Message: "group is shutting down on this node", RetryAfter: time.Second}
+
+// Submit queues one encoded command and waits for its result.
+func (p *Proposer) Submit(ctx context.Context, cmd []byte) (meta.Result, error) {
+	if len(cmd) > p.cfg.MaxBatchBytes {
+		return meta.Result{}, slotstore.Errorf(slotstore.CodePayloadTooLarge, "command of %d bytes over the %d-byte entry bound", len(cmd), p.cfg.MaxBatchBytes)
+	}
+	select {
+	case <-p.stop:
+		return meta.Result{}, errClosed
+	default:
+	}
+	req := &request{ctx: ctx, data: cmd, done: make(chan outcome, 1)}
+	select {
+	case p.queue <- req:
+	default:
+		return meta.Result{}, &slotstore.Error{Code: slotstore.CodeQueueFull,
+			Message: fmt.Sprintf("proposal queue full (%d commands)", p.cfg.QueueSize), RetryAfter: 100 * time.Millisecond}
+	}
+	select {
+	case o := <-req.done:
+		return o.res, o.err
+	case <-ctx.Done():
+		return meta.Result{}, &slotstore.Error{Code: slotstore.CodeTimeout,
+			Message: "deadline passed before the write was answered; it may or may not have been applied", Err: ctx.Err()}
+	}
+}
+
+// Close stops the proposer, waits for in-flight entries, and answers every
+// queued command with an error.
+func (p *Proposer) Close() {
+	p.once.Do(func() { close(p.stop) })
+	p.wg.Wait()
+	for {
+		select {
+		case req := <-p.queue:
+			req.done <- outcome{err: errClosed}
+		default:
+			return
+		}
+	}
+}
+
+func (p *Proposer) run() {
+	defer p.wg.Done()
+	slots := make(chan struct{}, p.cfg.MaxInFlight)
+	var inflight sync.WaitGroup
+	defer inflight.Wait()
+	var carry *request // did not fit the previous batch; starts the next one
+	defer func() {
+		if carry != nil {
+			carry.done <- outcome{err: errClosed}
+		}
+	}()
+	for {
+		select {
+		case slots <- struct{}{}:
+		case <-p.stop:
+			return
+		}
+		first := carry
+		carry = nil
+		if first == nil {
+			select {
+			case first = <-p.queue:
+			case <-p.stop:
+				<-slots
+				return
+			}
+		}
+		var batch []*request
+		batch, carry = p.collect(first, len(slots) > 1)
+		if len(batch) == 0 {
+			<-slots
+			continue
+		}
+		inflight.Add(1)
+		go func() {
+			defer inflight.Done()
+			defer func() { <-slots }()
+			p.replicate(batch)
+		}()
+	}
+}
+
+// collect drains the queue into one batch starting with first, and returns
+// the command that did not fit (if any) to start the next batch. It waits up
+// to MaxWait for more only when other entries are in flight (busy), so a
+// lone command is never delayed. Commands whose caller already gave up are
+// answered here and left out.
+func (p *Proposer) collect(first *request, busy bool) (batch []*request, carry *request) {
+	batch = make([]*request, 0, min(p.cfg.MaxBatchCommands, 1+len(p.queue)))
+	bytes := 0
+	add := func(r *request) bool {
+		if err := r.ctx.Err(); err != nil {
+			r.done <- outcome{err: &slotstore.Error{Code: slotstore.CodeTimeout, Message: "deadline passed while queued; not proposed", Err: err}}
+			return true
+		}
+		if len(batch) > 0 && bytes+len(r.data)+8 > p.cfg.MaxBatchBytes {
+			return false
+		}
+		batch = append(batch, r)
+		bytes += len(r.data) + 8
+		return true
+	}
+	add(first)
+	var timer <-chan time.Time
+	if busy && p.cfg.MaxWait > 0 {
+		t := time.NewTimer(p.cfg.MaxWait)
+		defer t.Stop()
+		timer = t.C
+	}
+	for len(batch) < p.cfg.MaxBatchCommands {
+		var r *request
+		select {
+		case r = <-p.queue:
+		default:
+			if timer == nil {
+				return batch, nil
+			}
+			select {
+			case r = <-p.queue:
+			case <-timer:
+				return batch, nil
+			case <-p.stop:
+				return batch, nil
+			}
+		}
+		if !add(r) {
+			return batch, r
+		}
+	}
+	return batch, nil
+}
+
+func (p *Proposer) replicate(batch []*request) {
+	cmds := make([][]byte, len(batch))
+	deadline := time.Now().Add(p.cfg.ProposalTimeout)
+	latest := time.Time{}
+	for i, r := range batch {
+		cmds[i] = r.data
+		if d, ok := r.ctx.Deadline(); ok && d.After(latest) {
+			latest = d
+		}
+	}
+	if !latest.IsZero() && latest.Before(deadline) {
+		deadline = latest
+	}
+	entry := meta.EncodeEntry(cmds)
+	if p.observe != nil {
+		p.observe(len(batch), len(entry))
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	results, err := p.rep.Replicate(ctx, entry)
+	cancel()
+	if err == nil && len(results) != len(batch) {
+		err = slotstore.Errorf(slotstore.CodeInternal, "entry of %d commands answered with %d results", len(batch), len(results))
+	}
+	for i, r := range batch {
+		if err != nil {
+			r.done <- outcome{err: err}
+			continue
+		}
+		r.done <- outcome{res: results[i]}
+	}
+}

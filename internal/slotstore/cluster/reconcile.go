@@ -1,0 +1,175 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/lni/dragonboat/v4"
+	sm "github.com/lni/dragonboat/v4/statemachine"
+
+	"slotmeta/internal/slotstore"
+	"slotmeta/internal/slotstore/controller"
+	"slotmeta/internal/slotstore/fsm"
+)
+
+// reconcileLoop is the node's one background owner: it runs until Close.
+func (n *Node) reconcileLoop() {
+	defer close(n.done)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-n.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-n.kick:
+		case <-t.C:
+		}
+		n.reconcile(ctx)
+		next := time.Second
+		if !n.ctrl.Load().Bootstrapped {
+			next = 4 * n.cfg.RTT
+		}
+		if !t.Stop() {
+			select {
+			case <-t.C:
+			default:
+			}
+		}
+		t.Reset(next)
+	}
+}
+
+// reconcile makes this node follow the controller's committed state.
+func (n *Node) reconcile(ctx context.Context) {
+	n.refreshControllerLeader()
+	st := n.ctrl.Load()
+	if !st.Bootstrapped {
+		n.tryBootstrap(ctx)
+		return
+	}
+	table, err := st.Table()
+	if err != nil {
+		n.cfg.Logger.Error("controller table unusable", "err", err)
+		return
+	}
+	n.router.SetTable(table)
+	for _, id := range st.GroupIDs() {
+		grp := st.Groups[id]
+		if cur, ok := n.router.Load().Group(id); !ok || cur.ConfigEpoch != grp.ConfigEpoch {
+			n.router.SetConfigEpoch(id, grp.ConfigEpoch)
+		}
+		if _, want := grp.Peers[n.cfg.NodeID]; want {
+			if _, running := (*n.groups.Load())[id]; !running {
+				if err := n.startGroup(st, grp); err != nil {
+					n.cfg.Logger.Error("start group replica", "group", id, "err", err)
+				}
+			}
+		}
+	}
+	n.refreshLeaders(st)
+}
+
+func (n *Node) refreshControllerLeader() {
+	if leader, _, valid, err := n.nh.GetLeaderID(controller.ShardID); err == nil && valid {
+		n.ctrlLeader.Store(leader)
+	}
+}
+
+// tryBootstrap proposes the founding of the cluster. Every founding member
+// proposes the same command; the first to commit wins, the rest are no-ops.
+func (n *Node) tryBootstrap(ctx context.Context) {
+	if len(n.cfg.InitialMembers) == 0 || n.ctrlLeader.Load() == 0 {
+		return
+	}
+	cmd, err := controller.EncodeCommand(controller.Command{
+		TimeMs: n.cfg.Now().UnixMilli(),
+		Bootstrap: &controller.Bootstrap{
+			ClusterID:         n.cfg.ClusterID,
+			GroupCount:        n.cfg.GroupCount,
+			ReplicationFactor: n.cfg.ReplicationFactor,
+			Nodes:             n.cfg.InitialMembers,
+		},
+	})
+	if err != nil {
+		n.cfg.Logger.Error("encode bootstrap", "err", err)
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, n.cfg.RequestTimeout)
+	defer cancel()
+	res, err := n.nh.SyncPropose(cctx, n.nh.GetNoOPSession(controller.ShardID), cmd)
+	if err != nil {
+		n.cfg.Logger.Debug("bootstrap proposal not committed yet", "err", err)
+		return
+	}
+	var r controller.Result
+	_ = json.Unmarshal(res.Data, &r)
+	n.cfg.Logger.Info("bootstrap proposed", "applied", r.OK, "message", r.Message)
+}
+
+// startGroup starts this node's replica of grp and its proposer.
+func (n *Node) startGroup(st *controller.State, grp *controller.Group) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if _, running := (*n.groups.Load())[grp.ID]; running {
+		return nil
+	}
+	replica := grp.Peers[n.cfg.NodeID]
+	shard := controller.ShardOf(grp.ID)
+	lg := &localGroup{id: grp.ID, replicaID: replica}
+	genesis := st.GenesisSlots(grp.ID)
+	create := func(uint64, uint64) sm.IOnDiskStateMachine {
+		s := fsm.New(fsm.Config{Group: grp.ID, DB: n.db, Genesis: genesis, OnApplied: n.metrics.applied})
+		lg.sm.Store(s)
+		return s
+	}
+	var members map[uint64]dragonboat.Target
+	if !n.nh.HasNodeInfo(shard, replica) {
+		members = map[uint64]dragonboat.Target{}
+		for node, rid := range grp.Peers {
+			if info, ok := st.Nodes[node]; ok {
+				members[rid] = info.RaftAddr
+			}
+		}
+	}
+	if err := n.nh.StartOnDiskReplica(members, false, create, n.shardConfig(shard, replica)); err != nil {
+		return err
+	}
+	rep := &raftReplicator{nh: n.nh, shard: shard, group: grp.ID, session: n.nh.GetNoOPSession(shard)}
+	lg.proposer = NewProposer(n.cfg.Proposer, rep, n.metrics.batchObserver(grp.ID))
+	next := make(map[slotstore.GroupID]*localGroup, len(*n.groups.Load())+1)
+	for id, g := range *n.groups.Load() {
+		next[id] = g
+	}
+	next[grp.ID] = lg
+	n.groups.Store(&next)
+	n.cfg.Logger.Info("group replica started", "group", grp.ID, "replica", replica)
+	return nil
+}
+
+// refreshLeaders re-reads the live leader of every local group, in case a
+// leader event was missed or arrived before the replica mapping was known.
+func (n *Node) refreshLeaders(st *controller.State) {
+	for id := range *n.groups.Load() {
+		leader, term, valid, err := n.nh.GetLeaderID(controller.ShardOf(id))
+		if err != nil {
+			continue
+		}
+		if !valid || leader == 0 {
+			n.router.SetLeader(id, 0, term)
+			continue
+		}
+		if node, ok := st.Groups[id].NodeOfReplica(leader); ok {
+			n.router.SetLeader(id, node, term)
+		}
+	}
+}

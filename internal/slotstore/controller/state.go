@@ -1,0 +1,180 @@
+// Package controller is the controller group's replicated state machine: the
+// cluster's intent. It holds the nodes, the HashToGroup table and its
+// RouteRevision, and per slot group the desired peers (node → dragonboat
+// replica id), ConfigEpoch and PreferredLeader.
+//
+// It holds intent, not fact: the live leader, term and membership of a group
+// are observed from Raft, never read from here. Routing tables, replica
+// placement and (later) reconciliation are derived from this state.
+//
+// The controller is its own dragonboat shard (ShardID) with a small,
+// in-memory state machine; commands are versioned JSON (the controller is
+// low-rate and its log is read by people when things go wrong). Every command
+// is deterministic and idempotent: a retried proposal changes nothing twice.
+//
+// Concurrency: the state machine guards its state with a mutex; readers get
+// deep copies (State.Clone), and OnChange observers get a copy after every
+// applied command and must not block.
+package controller
+
+import (
+	"fmt"
+	"sort"
+
+	"slotmeta/internal/slotstore"
+	"slotmeta/internal/slotstore/routing"
+)
+
+// ShardID is the controller group's dragonboat shard id.
+const ShardID uint64 = 1
+
+// slotShardBase offsets slot group ids into dragonboat shard ids.
+const slotShardBase uint64 = 1000
+
+// ShardOf maps a slot group to its dragonboat shard id. It is the only place
+// that knows the mapping.
+func ShardOf(g slotstore.GroupID) uint64 { return slotShardBase + uint64(g) }
+
+// GroupOfShard is ShardOf's inverse; ok is false for the controller and
+// anything that is not a slot group shard.
+func GroupOfShard(shard uint64) (slotstore.GroupID, bool) {
+	if shard <= slotShardBase || shard > slotShardBase+uint64(^uint32(0)) {
+		return 0, false
+	}
+	return slotstore.GroupID(shard - slotShardBase), true
+}
+
+// Node join states.
+const (
+	NodeJoining  = "joining"
+	NodeActive   = "active"
+	NodeDraining = "draining"
+	NodeRemoved  = "removed"
+)
+
+// Node is a member of the cluster.
+type Node struct {
+	ID         slotstore.NodeID `json:"id"`
+	RaftAddr   string           `json:"raft_addr"`
+	APIAddr    string           `json:"api_addr"`
+	PeerAddr   string           `json:"peer_addr"`
+	Roles      []string         `json:"roles"`
+	State      string           `json:"state"`
+	JoinedAtMs int64            `json:"joined_at_ms"`
+}
+
+// Group is the intent for one slot group.
+type Group struct {
+	ID slotstore.GroupID `json:"id"`
+	// Peers maps each desired member node to its dragonboat replica id.
+	// Replica ids are never reused within a group.
+	Peers            map[slotstore.NodeID]uint64 `json:"peers"`
+	ConfigEpoch      uint64                      `json:"config_epoch"`
+	PreferredLeader  slotstore.NodeID            `json:"preferred_leader"`
+	PreferredSetAtMs int64                       `json:"preferred_set_at_ms"`
+}
+
+// PeerNodes lists the desired member nodes in ascending order.
+func (g *Group) PeerNodes() []slotstore.NodeID {
+	out := make([]slotstore.NodeID, 0, len(g.Peers))
+	for n := range g.Peers {
+		out = append(out, n)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// NodeOfReplica returns the node that holds replica id r, if any.
+func (g *Group) NodeOfReplica(r uint64) (slotstore.NodeID, bool) {
+	for n, id := range g.Peers {
+		if id == r {
+			return n, true
+		}
+	}
+	return 0, false
+}
+
+// State is the controller's whole replicated state.
+type State struct {
+	ClusterID         string `json:"cluster_id"`
+	Bootstrapped      bool   `json:"bootstrapped"`
+	ReplicationFactor int    `json:"replication_factor"`
+	// InitialGroupCount fixes every slot group's genesis ownership: the
+	// hash slots routing.InitialTable(InitialGroupCount) gives it.
+	InitialGroupCount int                          `json:"initial_group_count"`
+	Nodes             map[slotstore.NodeID]*Node   `json:"nodes"`
+	HashToGroup       []slotstore.GroupID          `json:"hash_to_group"`
+	RouteRevision     uint64                       `json:"route_revision"`
+	Groups            map[slotstore.GroupID]*Group `json:"groups"`
+	NextReplicaID     uint64                       `json:"next_replica_id"`
+	AppliedIndex      uint64                       `json:"applied_index"`
+}
+
+// NewState is the empty, not yet bootstrapped state.
+func NewState() *State {
+	return &State{Nodes: map[slotstore.NodeID]*Node{}, Groups: map[slotstore.GroupID]*Group{}}
+}
+
+// Clone returns a deep copy.
+func (s *State) Clone() *State {
+	c := *s
+	c.Nodes = make(map[slotstore.NodeID]*Node, len(s.Nodes))
+	for id, n := range s.Nodes {
+		nn := *n
+		nn.Roles = append([]string(nil), n.Roles...)
+		c.Nodes[id] = &nn
+	}
+	c.HashToGroup = append([]slotstore.GroupID(nil), s.HashToGroup...)
+	c.Groups = make(map[slotstore.GroupID]*Group, len(s.Groups))
+	for id, g := range s.Groups {
+		gg := *g
+		gg.Peers = make(map[slotstore.NodeID]uint64, len(g.Peers))
+		for n, r := range g.Peers {
+			gg.Peers[n] = r
+		}
+		c.Groups[id] = &gg
+	}
+	return &c
+}
+
+// Table returns the HashToGroup table as a routing table.
+func (s *State) Table() (*routing.Table, error) {
+	if !s.Bootstrapped {
+		return nil, fmt.Errorf("controller: not bootstrapped")
+	}
+	if len(s.HashToGroup) != slotstore.HashSlotCount {
+		return nil, fmt.Errorf("controller: table has %d slots", len(s.HashToGroup))
+	}
+	var m [slotstore.HashSlotCount]slotstore.GroupID
+	copy(m[:], s.HashToGroup)
+	return routing.NewTable(s.RouteRevision, m)
+}
+
+// GenesisSlots are the hash slots group g owns at Raft index 0.
+func (s *State) GenesisSlots(g slotstore.GroupID) []slotstore.HashSlot {
+	t, err := routing.InitialTable(s.InitialGroupCount)
+	if err != nil {
+		return nil
+	}
+	return t.SlotsOf(g)
+}
+
+// GroupIDs lists the groups in ascending order.
+func (s *State) GroupIDs() []slotstore.GroupID {
+	out := make([]slotstore.GroupID, 0, len(s.Groups))
+	for id := range s.Groups {
+		out = append(out, id)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// NodeIDs lists the nodes in ascending order.
+func (s *State) NodeIDs() []slotstore.NodeID {
+	out := make([]slotstore.NodeID, 0, len(s.Nodes))
+	for id := range s.Nodes {
+		out = append(out, id)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}

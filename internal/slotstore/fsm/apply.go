@@ -1,0 +1,165 @@
+package fsm
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+	sm "github.com/lni/dragonboat/v4/statemachine"
+
+	"slotmeta/internal/slotstore"
+	"slotmeta/internal/slotstore/meta"
+)
+
+// applier applies the commands of one Update into one batch. It carries the
+// counters that Update persists once at the end.
+type applier struct {
+	sm                   *StateMachine
+	b                    *pebble.Batch
+	revision             uint64
+	dedupHead, dedupTail uint64
+	err                  error // first storage error; Update fails with it
+}
+
+// applyEntry applies every command of one entry and encodes their results.
+func (a *applier) applyEntry(data []byte) sm.Result {
+	cmds, err := meta.DecodeEntry(data)
+	if err != nil {
+		res := []meta.Result{{Code: slotstore.CodeInvalidArgument, Message: "malformed entry: " + err.Error()}}
+		return sm.Result{Value: 0, Data: meta.EncodeResults(res)}
+	}
+	results := make([]meta.Result, len(cmds))
+	for i, raw := range cmds {
+		results[i] = a.applyCommand(raw)
+	}
+	return sm.Result{Value: uint64(len(cmds)), Data: meta.EncodeResults(results)}
+}
+
+func (a *applier) applyCommand(raw []byte) meta.Result {
+	c, err := meta.DecodeCommand(raw)
+	if err != nil {
+		return meta.Result{Code: slotstore.CodeInvalidArgument, Message: "malformed command: " + err.Error()}
+	}
+	h := c.Head()
+	if _, ok := c.(*meta.Noop); !ok && slotstore.HashSlotOfString(c.RouteKey()) != h.HashSlot {
+		return meta.Result{Code: slotstore.CodeInvalidArgument,
+			Message: fmt.Sprintf("route key hashes to slot %d, command names %d", slotstore.HashSlotOfString(c.RouteKey()), h.HashSlot)}
+	}
+	if owned := a.sm.owned.Load(); !owned.Has(h.HashSlot) {
+		return meta.Result{Code: slotstore.CodeWrongGroup,
+			Message: fmt.Sprintf("group %d does not own hash slot %d", a.sm.cfg.Group, h.HashSlot)}
+	}
+	if h.IdempotencyKey == "" {
+		return a.dispatch(c)
+	}
+	fp := meta.Fingerprint(c)
+	dkey := meta.DedupKey(a.sm.cfg.Group, h.HashSlot, h.IdempotencyKey)
+	if rec, found := a.get(dkey); found {
+		if len(rec) < 16+8 || [16]byte(rec[:16]) != fp {
+			return meta.Result{Code: slotstore.CodeConflict, Message: "idempotency key was used for a different request"}
+		}
+		r, err := meta.DecodeResult(rec[24:])
+		if err != nil {
+			return meta.Result{Code: slotstore.CodeInternal, Message: "corrupt idempotency record"}
+		}
+		r.Replayed = true
+		return r
+	}
+	r := a.dispatch(c)
+	a.remember(dkey, fp, h, &r)
+	return r
+}
+
+func (a *applier) dispatch(c meta.Command) meta.Result {
+	switch c := c.(type) {
+	case *meta.CreateUser:
+		return a.createUser(c)
+	case *meta.PutUser:
+		return a.putUser(c)
+	case *meta.DeleteUser:
+		return a.deleteUser(c)
+	case *meta.PutKV:
+		return a.putKV(c)
+	case *meta.DeleteKV:
+		return a.deleteKV(c)
+	case *meta.Noop:
+		return meta.Result{Revision: a.revision}
+	}
+	return meta.Result{Code: slotstore.CodeInvalidArgument, Message: fmt.Sprintf("op %d cannot be applied", c.Op())}
+}
+
+// nextRevision assigns the group revision of a successful change.
+func (a *applier) nextRevision() uint64 {
+	a.revision++
+	return a.revision
+}
+
+// get reads a key through the batch (seeing this Update's earlier writes).
+func (a *applier) get(key []byte) ([]byte, bool) {
+	v, closer, err := a.b.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, false
+	}
+	if err != nil {
+		a.fail(err)
+		return nil, false
+	}
+	defer closer.Close()
+	return append([]byte(nil), v...), true
+}
+
+func (a *applier) set(key, value []byte) {
+	if err := a.b.Set(key, value, nil); err != nil {
+		a.fail(err)
+	}
+}
+
+func (a *applier) del(key []byte) {
+	if err := a.b.Delete(key, nil); err != nil {
+		a.fail(err)
+	}
+}
+
+func (a *applier) fail(err error) {
+	if a.err == nil {
+		a.err = fmt.Errorf("fsm: group %d: %w", a.sm.cfg.Group, err)
+	}
+}
+
+// remember stores an idempotency record (fingerprint | time | result) and
+// appends it to the group's FIFO, evicting records past capacity or TTL.
+// wrong_group and malformed commands never get here: their answer is not
+// final for the request.
+func (a *applier) remember(dkey []byte, fp [16]byte, h *meta.Header, r *meta.Result) {
+	rec := make([]byte, 0, 24+len(r.Value)+32)
+	rec = append(rec, fp[:]...)
+	rec = binary.BigEndian.AppendUint64(rec, uint64(h.TimeMs))
+	rec = append(rec, meta.EncodeResult(r)...)
+	a.set(dkey, rec)
+	g := a.sm.cfg.Group
+	a.set(meta.DedupLogKey(g, a.dedupTail), dkey)
+	a.dedupTail++
+	// Evict at most two per insert: enough to shrink back under the bound,
+	// and a bounded amount of work per command.
+	ttl := a.sm.cfg.DedupTTL.Milliseconds()
+	for i := 0; i < 2 && a.dedupHead < a.dedupTail; i++ {
+		over := a.dedupTail-a.dedupHead > uint64(a.sm.cfg.DedupCapacity)
+		logKey := meta.DedupLogKey(g, a.dedupHead)
+		oldKey, ok := a.get(logKey)
+		if !ok {
+			a.dedupHead++
+			continue
+		}
+		expired := false
+		if old, found := a.get(oldKey); found && len(old) >= 24 {
+			expired = h.TimeMs-int64(binary.BigEndian.Uint64(old[16:24])) > ttl
+		}
+		if !over && !expired {
+			break
+		}
+		a.del(oldKey)
+		a.del(logKey)
+		a.dedupHead++
+	}
+}

@@ -1,0 +1,120 @@
+package fsm
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"slotmeta/internal/slotstore"
+	"slotmeta/internal/slotstore/meta"
+)
+
+// AppliedQuery asks a replica for its applied index. Answer: uint64.
+type AppliedQuery struct{}
+
+// OwnedQuery asks a replica for its owned hash slots. Answer: []slotstore.HashSlot.
+type OwnedQuery struct{}
+
+// Lookup answers a query from committed state. It runs concurrently with
+// Update and so reads only Pebble and atomics.
+func (s *StateMachine) Lookup(q any) (any, error) {
+	switch q := q.(type) {
+	case AppliedQuery:
+		return s.applied.Load(), nil
+	case OwnedQuery:
+		return s.owned.Load().Slots(), nil
+	case *meta.GetUser:
+		if err := s.checkOwned(q.HashSlot); err != nil {
+			return nil, err
+		}
+		raw, found, err := s.get(meta.UserKey(s.cfg.Group, q.HashSlot, q.UID))
+		if err != nil || !found {
+			return (*meta.User)(nil), err
+		}
+		return meta.DecodeUser(raw)
+	case *meta.GetKV:
+		if err := s.checkOwned(q.HashSlot); err != nil {
+			return nil, err
+		}
+		raw, found, err := s.get(meta.KVKey(s.cfg.Group, q.HashSlot, q.Key))
+		if err != nil || !found {
+			return (*meta.KV)(nil), err
+		}
+		return meta.DecodeKV(raw)
+	case *meta.ScanUsers:
+		return s.scanUsers(q)
+	}
+	return nil, fmt.Errorf("fsm: unknown query %T", q)
+}
+
+func (s *StateMachine) checkOwned(hs slotstore.HashSlot) error {
+	if !s.owned.Load().Has(hs) {
+		return &slotstore.Error{Code: slotstore.CodeWrongGroup,
+			Message: fmt.Sprintf("group %d does not own hash slot %d", s.cfg.Group, hs)}
+	}
+	return nil
+}
+
+func (s *StateMachine) get(key []byte) ([]byte, bool, error) {
+	v, closer, err := s.db.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	defer closer.Close()
+	return append([]byte(nil), v...), true, nil
+}
+
+// maxScanLimit bounds one scan regardless of what the caller asks.
+const maxScanLimit = 1000
+
+func (s *StateMachine) scanUsers(q *meta.ScanUsers) (*meta.UserPage, error) {
+	limit := q.Limit
+	if limit <= 0 || limit > maxScanLimit {
+		limit = maxScanLimit
+	}
+	if q.FromSlot > q.ToSlot || !q.ToSlot.Valid() {
+		return nil, slotstore.Errorf(slotstore.CodeInvalidArgument, "bad slot range [%d,%d]", q.FromSlot, q.ToSlot)
+	}
+	for hs := q.FromSlot; hs <= q.ToSlot; hs++ {
+		if err := s.checkOwned(hs); err != nil {
+			return nil, err
+		}
+	}
+	page := &meta.UserPage{}
+	for hs := q.FromSlot; hs <= q.ToSlot; hs++ {
+		prefix := meta.TablePrefix(s.cfg.Group, hs, meta.TableUser)
+		lower := prefix
+		if hs == q.FromSlot && q.AfterUID != "" {
+			// The smallest key after AfterUID: AfterUID followed by 0x00.
+			lower = append(meta.UserKey(s.cfg.Group, hs, q.AfterUID), 0)
+		}
+		it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: meta.PrefixEnd(prefix)})
+		if err != nil {
+			return nil, err
+		}
+		for it.First(); it.Valid(); it.Next() {
+			if len(page.Users) == limit {
+				page.More = true
+				break
+			}
+			u, err := meta.DecodeUser(it.Value())
+			if err != nil {
+				_ = it.Close()
+				return nil, err
+			}
+			page.Users = append(page.Users, u)
+			page.LastSlot, page.LastUID = hs, u.UID
+		}
+		if err := it.Close(); err != nil {
+			return nil, err
+		}
+		if page.More {
+			break
+		}
+	}
+	return page, nil
+}

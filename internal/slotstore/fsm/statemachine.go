@@ -1,0 +1,227 @@
+// Package fsm is the slot group state machine: a dragonboat
+// IOnDiskStateMachine over the node's shared Pebble store, one instance per
+// local replica of a group, writing only under its group's key prefix.
+//
+// Apply model. Update receives a contiguous run of committed entries; each
+// entry holds many commands (the proposer coalesced them). Every command of
+// every entry is applied into ONE indexed Pebble batch — later commands see
+// earlier ones — together with the group's applied index, revision counter
+// and idempotency bookkeeping, and the batch is committed once without
+// fsync. That is safe: Open returns the applied index that is durable, and
+// dragonboat replays every committed entry after it from its own (fsynced)
+// log, so a crash can lose only a suffix of applied state, never a hole.
+//
+// Every command is checked before it is applied: it must decode, its hash
+// slot must be the hash slot of its route key, and the group must own that
+// hash slot (the owned set is replicated state, under the group's system
+// keys). A command that fails a check gets an error result and writes
+// nothing; a malformed command never panics (it is already in every log).
+//
+// Concurrency (dragonboat's contract): Update, Sync, PrepareSnapshot,
+// RecoverFromSnapshot and Close never run concurrently with each other;
+// Lookup and SaveSnapshot may run concurrently with Update. Lookup therefore
+// reads only Pebble (committed batches) and atomics.
+package fsm
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	sm "github.com/lni/dragonboat/v4/statemachine"
+
+	"slotmeta/internal/slotstore"
+	"slotmeta/internal/slotstore/meta"
+	"slotmeta/internal/slotstore/store"
+)
+
+// Config describes one replica's state machine.
+type Config struct {
+	Group slotstore.GroupID
+	DB    *store.DB
+	// Genesis is the owned hash-slot set at Raft index 0 (from the initial
+	// HashToGroup table). It is written once, when the group's state is empty.
+	Genesis []slotstore.HashSlot
+	// DedupCapacity bounds the idempotency records kept per group (default 100000).
+	DedupCapacity int
+	// DedupTTL is how long an idempotency record is kept (default 24h);
+	// older records are evicted as new ones arrive.
+	DedupTTL time.Duration
+	// OnApplied, if set, is called after each committed Update with the new
+	// applied index (for metrics). It must not block.
+	OnApplied func(g slotstore.GroupID, index uint64)
+}
+
+// StateMachine implements sm.IOnDiskStateMachine for one slot group replica.
+type StateMachine struct {
+	cfg     Config
+	db      *pebble.DB
+	applied atomic.Uint64
+	owned   atomic.Pointer[meta.SlotSet]
+
+	// Only Update / Open / RecoverFromSnapshot touch these (never concurrently).
+	revision             uint64
+	dedupHead, dedupTail uint64
+
+	// beforeCommit is a test seam: it sees each Update's batch before commit.
+	beforeCommit func(*pebble.Batch)
+}
+
+var _ sm.IOnDiskStateMachine = (*StateMachine)(nil)
+
+// New returns a state machine for cfg. It touches nothing until Open.
+func New(cfg Config) *StateMachine {
+	if cfg.DedupCapacity <= 0 {
+		cfg.DedupCapacity = 100000
+	}
+	if cfg.DedupTTL <= 0 {
+		cfg.DedupTTL = 24 * time.Hour
+	}
+	return &StateMachine{cfg: cfg, db: cfg.DB.Pebble()}
+}
+
+// Factory adapts a per-group config builder to dragonboat's create function.
+func Factory(build func(shardID, replicaID uint64) Config) sm.CreateOnDiskStateMachineFunc {
+	return func(shardID, replicaID uint64) sm.IOnDiskStateMachine { return New(build(shardID, replicaID)) }
+}
+
+// Group is the group this state machine belongs to.
+func (s *StateMachine) Group() slotstore.GroupID { return s.cfg.Group }
+
+// AppliedIndex is the last Raft index applied (and committed to Pebble).
+func (s *StateMachine) AppliedIndex() uint64 { return s.applied.Load() }
+
+// Open loads the group's state, writing the genesis state first if the group
+// has none, and returns the applied index that is durable.
+func (s *StateMachine) Open(stopc <-chan struct{}) (uint64, error) {
+	select {
+	case <-stopc:
+		return 0, sm.ErrOpenStopped
+	default:
+	}
+	g := s.cfg.Group
+	_, found, err := s.getSys(meta.SysOwned)
+	if err != nil {
+		return 0, err
+	}
+	if !found {
+		b := s.db.NewBatch()
+		_ = b.Set(meta.SysKey(g, meta.SysOwned), meta.EncodeSlotSet(s.cfg.Genesis), nil)
+		_ = b.Set(meta.SysKey(g, meta.SysApplied), u64(0), nil)
+		if err := b.Commit(pebble.Sync); err != nil {
+			return 0, fmt.Errorf("fsm: write genesis of group %d: %w", g, err)
+		}
+	}
+	if err := s.load(); err != nil {
+		return 0, err
+	}
+	return s.applied.Load(), nil
+}
+
+// load reads the in-memory mirror of the group's system records.
+func (s *StateMachine) load() error {
+	applied, err := s.getSysU64(meta.SysApplied)
+	if err != nil {
+		return err
+	}
+	rev, err := s.getSysU64(meta.SysRevision)
+	if err != nil {
+		return err
+	}
+	ownedRaw, _, err := s.getSys(meta.SysOwned)
+	if err != nil {
+		return err
+	}
+	owned, ok := meta.DecodeSlotSet(ownedRaw)
+	if !ok {
+		return fmt.Errorf("fsm: group %d: corrupt owned-slot record", s.cfg.Group)
+	}
+	dm, found, err := s.getSys(meta.SysDedupMeta)
+	if err != nil {
+		return err
+	}
+	s.dedupHead, s.dedupTail = 0, 0
+	if found {
+		if len(dm) != 16 {
+			return fmt.Errorf("fsm: group %d: corrupt idempotency record", s.cfg.Group)
+		}
+		s.dedupHead, s.dedupTail = binary.BigEndian.Uint64(dm), binary.BigEndian.Uint64(dm[8:])
+	}
+	s.revision = rev
+	s.owned.Store(&owned)
+	s.applied.Store(applied)
+	return nil
+}
+
+func (s *StateMachine) getSys(kind meta.SysKind) ([]byte, bool, error) {
+	v, closer, err := s.db.Get(meta.SysKey(s.cfg.Group, kind))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	defer closer.Close()
+	return append([]byte(nil), v...), true, nil
+}
+
+func (s *StateMachine) getSysU64(kind meta.SysKind) (uint64, error) {
+	v, found, err := s.getSys(kind)
+	if err != nil || !found {
+		return 0, err
+	}
+	if len(v) != 8 {
+		return 0, fmt.Errorf("fsm: group %d: system record %d has %d bytes", s.cfg.Group, kind, len(v))
+	}
+	return binary.BigEndian.Uint64(v), nil
+}
+
+// Update applies a run of committed entries in one Pebble batch.
+func (s *StateMachine) Update(entries []sm.Entry) ([]sm.Entry, error) {
+	if len(entries) == 0 {
+		return entries, nil
+	}
+	b := s.db.NewIndexedBatch()
+	defer b.Close()
+	a := applier{sm: s, b: b, revision: s.revision, dedupHead: s.dedupHead, dedupTail: s.dedupTail}
+	for i := range entries {
+		entries[i].Result = a.applyEntry(entries[i].Cmd)
+	}
+	if a.err != nil {
+		// A storage error is not a command's fault: stop rather than diverge.
+		return nil, a.err
+	}
+	last := entries[len(entries)-1].Index
+	g := s.cfg.Group
+	_ = b.Set(meta.SysKey(g, meta.SysApplied), u64(last), nil)
+	if a.revision != s.revision {
+		_ = b.Set(meta.SysKey(g, meta.SysRevision), u64(a.revision), nil)
+	}
+	if a.dedupHead != s.dedupHead || a.dedupTail != s.dedupTail {
+		_ = b.Set(meta.SysKey(g, meta.SysDedupMeta), append(u64(a.dedupHead), u64(a.dedupTail)...), nil)
+	}
+	if s.beforeCommit != nil {
+		s.beforeCommit(b)
+	}
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return nil, fmt.Errorf("fsm: commit group %d at %d: %w", g, last, err)
+	}
+	s.revision, s.dedupHead, s.dedupTail = a.revision, a.dedupHead, a.dedupTail
+	s.applied.Store(last)
+	if s.cfg.OnApplied != nil {
+		s.cfg.OnApplied(g, last)
+	}
+	return entries, nil
+}
+
+// Sync makes everything applied so far durable.
+func (s *StateMachine) Sync() error { return s.db.LogData(nil, pebble.Sync) }
+
+// Close releases nothing: the store is shared and closed by its owner after
+// the NodeHost.
+func (s *StateMachine) Close() error { return nil }
+
+func u64(v uint64) []byte { return binary.BigEndian.AppendUint64(make([]byte, 0, 8), v) }

@@ -1,0 +1,56 @@
+package fsm
+
+import (
+	"slotmeta/internal/slotstore"
+	"slotmeta/internal/slotstore/meta"
+)
+
+func (a *applier) readUser(key []byte) (*meta.User, bool) {
+	raw, found := a.get(key)
+	if !found {
+		return nil, false
+	}
+	u, err := meta.DecodeUser(raw)
+	if err != nil {
+		a.fail(err)
+		return nil, false
+	}
+	return u, true
+}
+
+func (a *applier) writeUser(key []byte, u *meta.User) meta.Result {
+	u.Revision = a.nextRevision()
+	v := meta.EncodeUser(u)
+	a.set(key, v)
+	return meta.Result{Revision: u.Revision, Value: v}
+}
+
+func (a *applier) createUser(c *meta.CreateUser) meta.Result {
+	key := meta.UserKey(a.sm.cfg.Group, c.HashSlot, c.User.UID)
+	if old, found := a.readUser(key); found {
+		return meta.Result{Code: slotstore.CodeConflict, Message: "user " + c.User.UID + " exists",
+			Revision: old.Revision, Value: meta.EncodeUser(old)}
+	}
+	u := c.User
+	u.CreatedAtMs, u.UpdatedAtMs = c.TimeMs, c.TimeMs
+	return a.writeUser(key, &u)
+}
+
+func (a *applier) putUser(c *meta.PutUser) meta.Result {
+	key := meta.UserKey(a.sm.cfg.Group, c.HashSlot, c.User.UID)
+	u := c.User
+	u.CreatedAtMs, u.UpdatedAtMs = c.TimeMs, c.TimeMs
+	if old, found := a.readUser(key); found {
+		u.CreatedAtMs = old.CreatedAtMs
+	}
+	return a.writeUser(key, &u)
+}
+
+func (a *applier) deleteUser(c *meta.DeleteUser) meta.Result {
+	key := meta.UserKey(a.sm.cfg.Group, c.HashSlot, c.UID)
+	if _, found := a.readUser(key); !found {
+		return meta.Result{Code: slotstore.CodeNotFound, Message: "user " + c.UID + " not found"}
+	}
+	a.del(key)
+	return meta.Result{Revision: a.nextRevision()}
+}

@@ -1,0 +1,20 @@
+// Package meta defines what slotmeta stores and how it is written: the entity
+// types (users, business keys, …), the commands that change them, the queries
+// that read them, the binary codec of all three, and the storage keys.
+//
+// Commands are the unit of replication. A command is built and validated by
+// the API layer, encoded with a version byte, coalesced with others into one
+// Raft entry by the proposer (EncodeEntry) and applied by every replica of
+// the owning group. Because an encoded command is already in every replica's
+// log when it is decoded, decoding never panics: a malformed command becomes
+// an error result for that command alone (DecodeEntry).
+//
+// Entities are encoded the same way: a version byte, then fields in a fixed
+// order. A new field is appended under the same version byte, and a decoder
+// ignores bytes after the fields it knows, so old and new binaries read each
+// other's rows; the version byte changes only for an incompatible layout,
+// which needs a migration (package slotmeta/migrations).
+//
+// The package depends on the standard library and slotstore only; the Pebble
+// store and the Raft state machine import it.
+package meta

@@ -1,0 +1,62 @@
+package meta
+
+import "slotmeta/internal/slotstore"
+
+// Consistency selects how a read is served.
+type Consistency uint8
+
+const (
+	// Linearizable reads go through Raft ReadIndex: they see every write
+	// acknowledged before the read began.
+	Linearizable Consistency = 0
+	// Local reads serve the local replica's applied state, possibly stale.
+	Local Consistency = 1
+)
+
+// Query is a read of one group's state, answered by its state machine.
+type Query interface {
+	// RouteSlot is the hash slot whose group answers the query.
+	RouteSlot() slotstore.HashSlot
+}
+
+// GetUser reads one user. Answer: *User or nil.
+type GetUser struct {
+	HashSlot slotstore.HashSlot
+	UID      string
+}
+
+// GetKV reads one business key. Answer: *KV or nil.
+type GetKV struct {
+	HashSlot slotstore.HashSlot
+	Key      string
+}
+
+// ScanUsers lists users of the hash slots [FromSlot, ToSlot] — all owned by
+// one group — in (slot, uid) order, starting after (FromSlot, AfterUID).
+// Answer: *UserPage.
+type ScanUsers struct {
+	FromSlot slotstore.HashSlot
+	ToSlot   slotstore.HashSlot
+	AfterUID string
+	Limit    int
+}
+
+// UserPage is ScanUsers' answer. More is set when the scan stopped at Limit;
+// then LastSlot/LastUID say where to continue.
+type UserPage struct {
+	Users    []*User
+	More     bool
+	LastSlot slotstore.HashSlot
+	LastUID  string
+}
+
+func (q *GetUser) RouteSlot() slotstore.HashSlot   { return q.HashSlot }
+func (q *GetKV) RouteSlot() slotstore.HashSlot     { return q.HashSlot }
+func (q *ScanUsers) RouteSlot() slotstore.HashSlot { return q.FromSlot }
+
+// ReadInfo says who served a read and from what state.
+type ReadInfo struct {
+	ServedBy     slotstore.NodeID
+	AppliedIndex uint64
+	Route        slotstore.Route
+}
