@@ -46,7 +46,7 @@ var page = template.Must(template.New("overview").Parse(`<!doctype html>
 <p data-testid="cluster">Cluster <b>{{.ClusterID}}</b> · route revision <b>{{.RouteRevision}}</b> ·
 {{if .Ready}}<span class="bad" data-testid="ready">not ready: {{.Ready}}</span>{{else}}<span class="ok" data-testid="ready">ready</span>{{end}}</p>
 <table data-testid="groups"><thead><tr><th>group</th><th>hash slots</th><th>live leader</th><th>term</th><th>preferred leader</th><th>config epoch</th></tr></thead>
-<tbody>{{range .Groups}}<tr data-testid="group-{{.ID}}"><td class="num">{{.ID}}</td><td class="num">{{.HashSlots}}</td>
+<tbody>{{range .Groups}}<tr data-testid="group-{{printf "%d" .ID}}"><td class="num">{{printf "%d" .ID}}</td><td class="num">{{.HashSlots}}</td>
 <td>{{if .Leader}}node {{.Leader}}{{else}}<span class="bad">no live leader</span>{{end}}</td><td class="num">{{.Term}}</td>
 <td>node {{.PreferredLeader}}</td><td class="num">{{.ConfigEpoch}}</td></tr>{{end}}</tbody></table>
 <p><small>Rendered {{.GeneratedAt.Format "2006-01-02 15:04:05 MST"}}. The full console is on its way; the API is at <a href="/openapi.yaml">/openapi.yaml</a>.</small></p>

@@ -1,0 +1,162 @@
+package controller
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"testing"
+
+	sm "github.com/lni/dragonboat/v4/statemachine"
+
+	"slotmeta/internal/slotstore"
+)
+
+func bootstrapCmd(t *testing.T, nodes, groups, rf int) []byte {
+	t.Helper()
+	b := &Bootstrap{ClusterID: "c1", GroupCount: groups, ReplicationFactor: rf}
+	for i := nodes; i >= 1; i-- { // out of order on purpose
+		b.Nodes = append(b.Nodes, Node{ID: slotstore.NodeID(i), RaftAddr: fmt.Sprintf("127.0.0.1:%d", 9000+i)})
+	}
+	cmd, err := EncodeCommand(Command{TimeMs: 1000, Bootstrap: b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cmd
+}
+
+func update(t *testing.T, s *StateMachine, index uint64, cmd []byte) Result {
+	t.Helper()
+	res, err := s.Update(sm.Entry{Index: index, Cmd: cmd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r Result
+	if err := json.Unmarshal(res.Data, &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.OK != (res.Value == 1) {
+		t.Fatalf("result value %d disagrees with %+v", res.Value, r)
+	}
+	return r
+}
+
+func TestBootstrapPlacement(t *testing.T) {
+	for _, tc := range []struct{ nodes, groups, rf, wantRF int }{
+		{1, 8, 3, 1}, {3, 8, 3, 3}, {5, 10, 3, 3}, {4, 8, 5, 4},
+	} {
+		t.Run(fmt.Sprintf("n%d-g%d-rf%d", tc.nodes, tc.groups, tc.rf), func(t *testing.T) {
+			var changes int
+			s := NewStateMachine(func(*State) { changes++ })
+			if r := update(t, s, 1, bootstrapCmd(t, tc.nodes, tc.groups, tc.rf)); !r.OK {
+				t.Fatalf("bootstrap: %+v", r)
+			}
+			st := s.Snapshot()
+			if !st.Bootstrapped || st.RouteRevision != 1 || st.ReplicationFactor != tc.wantRF || changes != 1 || st.AppliedIndex != 1 {
+				t.Fatalf("state %+v, %d change notifications", st, changes)
+			}
+			table, err := st.Table()
+			if err != nil {
+				t.Fatal(err)
+			}
+			replicas := map[slotstore.NodeID]int{}
+			preferred := map[slotstore.NodeID]int{}
+			for _, id := range st.GroupIDs() {
+				g := st.Groups[id]
+				if len(g.Peers) != tc.wantRF || g.ConfigEpoch != 1 {
+					t.Fatalf("group %d: %+v", id, g)
+				}
+				if _, ok := g.Peers[g.PreferredLeader]; !ok {
+					t.Fatalf("group %d prefers %d, not one of its peers", id, g.PreferredLeader)
+				}
+				for n, r := range g.Peers {
+					if r != uint64(n) {
+						t.Fatalf("initial replica of node %d has id %d", n, r)
+					}
+					replicas[n]++
+				}
+				preferred[g.PreferredLeader]++
+				if len(table.SlotsOf(id)) == 0 || !reflect.DeepEqual(st.GenesisSlots(id), table.SlotsOf(id)) {
+					t.Fatalf("group %d genesis %v vs table %v", id, st.GenesisSlots(id), table.SlotsOf(id))
+				}
+			}
+			spread := func(m map[slotstore.NodeID]int, what string) {
+				lo, hi := 1<<30, 0
+				for i := 1; i <= tc.nodes; i++ {
+					lo, hi = min(lo, m[slotstore.NodeID(i)]), max(hi, m[slotstore.NodeID(i)])
+				}
+				if hi-lo > 1 {
+					t.Fatalf("%s spread unevenly: %v", what, m)
+				}
+			}
+			spread(replicas, "replicas")
+			spread(preferred, "preferred leaders")
+			if st.NextReplicaID != uint64(tc.nodes)+1 {
+				t.Fatalf("next replica id %d", st.NextReplicaID)
+			}
+		})
+	}
+}
+
+func TestBootstrapOnlyOnce(t *testing.T) {
+	s := NewStateMachine(nil)
+	update(t, s, 1, bootstrapCmd(t, 3, 8, 3))
+	before := s.Snapshot()
+	if r := update(t, s, 2, bootstrapCmd(t, 5, 16, 3)); r.OK {
+		t.Fatal("a second bootstrap applied")
+	}
+	after := s.Snapshot()
+	after.AppliedIndex = before.AppliedIndex
+	if !reflect.DeepEqual(before, after) {
+		t.Fatal("a refused bootstrap changed the state")
+	}
+}
+
+func TestMalformedCommandIsAnsweredNotApplied(t *testing.T) {
+	s := NewStateMachine(nil)
+	for i, cmd := range [][]byte{nil, []byte("{"), []byte(`{"v":2,"bootstrap":{}}`), []byte(`{"v":1}`),
+		[]byte(`{"v":1,"bootstrap":{"cluster_id":"c","group_count":0,"replication_factor":1,"nodes":[{"id":1,"raft_addr":"a:1"}]}}`),
+		[]byte(`{"v":1,"bootstrap":{"cluster_id":"c","group_count":4,"replication_factor":1,"nodes":[{"id":1,"raft_addr":"a:1"},{"id":1,"raft_addr":"a:2"}]}}`)} {
+		if r := update(t, s, uint64(i+1), cmd); r.OK || r.Message == "" {
+			t.Fatalf("command %d (%q): %+v", i, cmd, r)
+		}
+	}
+	if s.Snapshot().Bootstrapped {
+		t.Fatal("a malformed command bootstrapped the cluster")
+	}
+}
+
+func TestSnapshotRoundTrip(t *testing.T) {
+	s := NewStateMachine(nil)
+	update(t, s, 7, bootstrapCmd(t, 3, 8, 3))
+	var buf bytes.Buffer
+	if err := s.SaveSnapshot(&buf, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	var got *State
+	r := NewStateMachine(func(st *State) { got = st })
+	if err := r.RecoverFromSnapshot(bytes.NewReader(buf.Bytes()), nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(s.Snapshot(), r.Snapshot()) || got == nil || got.AppliedIndex != 7 {
+		t.Fatal("recovered state differs")
+	}
+	if err := r.RecoverFromSnapshot(bytes.NewReader([]byte("{garbage")), nil, nil); err == nil {
+		t.Fatal("a corrupt snapshot was accepted")
+	}
+	if !reflect.DeepEqual(s.Snapshot(), r.Snapshot()) {
+		t.Fatal("a rejected snapshot changed the state")
+	}
+}
+
+func TestShardMapping(t *testing.T) {
+	for _, g := range []slotstore.GroupID{1, 8, 256, 1 << 20} {
+		back, ok := GroupOfShard(ShardOf(g))
+		if !ok || back != g || ShardOf(g) == ShardID {
+			t.Fatalf("group %d ↔ shard %d", g, ShardOf(g))
+		}
+	}
+	if _, ok := GroupOfShard(ShardID); ok {
+		t.Fatal("the controller shard maps to a slot group")
+	}
+}
