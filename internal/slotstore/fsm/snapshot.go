@@ -30,7 +30,8 @@ import (
 //
 // Recovery writes the records into an sstable as they arrive, checks the
 // trailer, and only then swaps the group's whole key span for the sstable in
-// one atomic IngestAndExcise. A truncated, corrupt or unordered image is
+// one atomic IngestAndExcise. A truncated, corrupt or unordered image, an
+// image of another group, or one whose system records could not be loaded is
 // rejected with the group's state untouched.
 const (
 	snapMagic     = "SMS1"

@@ -45,7 +45,10 @@ type Config struct {
 	// Genesis is the owned hash-slot set at Raft index 0 (from the initial
 	// HashToGroup table). It is written once, when the group's state is empty.
 	Genesis []slotstore.HashSlot
-	// DedupCapacity bounds the idempotency records kept per group (default 100000).
+	// DedupCapacity bounds the idempotency records kept per group (default
+	// 100000). It and DedupTTL decide which records are evicted, which is
+	// replicated state: every replica of a group must use the same values
+	// (the cluster package always takes the defaults).
 	DedupCapacity int
 	// DedupTTL is how long an idempotency record is kept (default 24h);
 	// older records are evicted as new ones arrive.

@@ -64,6 +64,9 @@ func (o *Options) Validate() error {
 	return nil
 }
 
+// ingestTmp is the directory, inside the store, for files about to be ingested.
+const ingestTmp = "ingest-tmp"
+
 // DB is an open store.
 type DB struct {
 	db      *pebble.DB
@@ -84,6 +87,11 @@ func Open(dir string, o *Options) (*DB, error) {
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("store: %w", err)
+	}
+	// Files staged for ingestion by a process that crashed mid-recovery are
+	// garbage: recovery starts over from the snapshot stream.
+	if err := os.RemoveAll(filepath.Join(dir, ingestTmp)); err != nil {
+		return nil, fmt.Errorf("store: clear staged files: %w", err)
 	}
 	cache := pebble.NewCache(opts.CacheSize)
 	defer cache.Unref()
@@ -119,7 +127,7 @@ func (d *DB) Dir() string { return d.dir }
 
 // TempDir is a directory inside the store for files about to be ingested.
 func (d *DB) TempDir() (string, error) {
-	p := filepath.Join(d.dir, "ingest-tmp")
+	p := filepath.Join(d.dir, ingestTmp)
 	return p, os.MkdirAll(p, 0o755)
 }
 
