@@ -21,6 +21,8 @@ type options struct {
 	RaftAddr          string
 	PeerAddr          string
 	InitialMembers    string
+	Join              string
+	ClusterSecret     string
 	ClusterID         string
 	Groups            int
 	ReplicationFactor int
@@ -40,6 +42,8 @@ func parseOptions(args []string, getenv func(string) string) (*options, error) {
 	fs.StringVar(&o.RaftAddr, "raft-addr", "127.0.0.1:9080", "Raft listen address (must not change across restarts)")
 	fs.StringVar(&o.PeerAddr, "peer-addr", "127.0.0.1:9180", "peer RPC address advertised to other nodes")
 	fs.StringVar(&o.InitialMembers, "initial-members", "", "founding members as id=raft/api/peer,… (default: this node alone)")
+	fs.StringVar(&o.Join, "join", "", "join a running cluster through this node's API address (host:port)")
+	fs.StringVar(&o.ClusterSecret, "cluster-secret", "", "shared secret every peer request carries (required beyond loopback)")
 	fs.StringVar(&o.ClusterID, "cluster-id", "slotmeta", "cluster id written at bootstrap")
 	fs.IntVar(&o.Groups, "groups", 8, "slot groups at bootstrap (1..256)")
 	fs.IntVar(&o.ReplicationFactor, "replication-factor", 3, "replicas per group (capped by the node count)")
@@ -71,8 +75,32 @@ func parseOptions(args []string, getenv func(string) string) (*options, error) {
 	return o, nil
 }
 
-// members parses --initial-members, or returns this node alone.
+// devSecret is the cluster secret of a node that was given none. It is only
+// accepted while every address is on loopback.
+const devSecret = "slotmeta-insecure-loopback-secret"
+
+// secret returns the cluster secret, or why none may be used.
+func (o *options) secret() (string, error) {
+	if o.ClusterSecret != "" {
+		return o.ClusterSecret, nil
+	}
+	for _, a := range []string{o.RaftAddr, o.PeerAddr, o.APIAddr} {
+		if !isLoopback(a) {
+			return "", fmt.Errorf("--cluster-secret is required when %s is not a loopback address", a)
+		}
+	}
+	return devSecret, nil
+}
+
+// members parses --initial-members, or returns this node alone; a joining
+// node has none.
 func (o *options) members() ([]controller.Node, error) {
+	if o.Join != "" {
+		if strings.TrimSpace(o.InitialMembers) != "" {
+			return nil, fmt.Errorf("--join and --initial-members exclude each other")
+		}
+		return nil, nil
+	}
 	if strings.TrimSpace(o.InitialMembers) == "" {
 		return []controller.Node{{ID: slotstore.NodeID(o.NodeID), RaftAddr: o.RaftAddr, APIAddr: o.APIAddr, PeerAddr: o.PeerAddr}}, nil
 	}

@@ -51,3 +51,26 @@ func TestIsLoopback(t *testing.T) {
 		}
 	}
 }
+
+func TestSecretAndJoin(t *testing.T) {
+	o := &options{RaftAddr: "127.0.0.1:1", PeerAddr: "127.0.0.1:2", APIAddr: "127.0.0.1:3"}
+	if s, err := o.secret(); err != nil || s != devSecret {
+		t.Fatalf("loopback without a secret: %q %v", s, err)
+	}
+	o.PeerAddr = "10.1.2.3:9180"
+	if _, err := o.secret(); err == nil {
+		t.Fatal("a non-loopback peer address was allowed without a secret")
+	}
+	o.ClusterSecret = "s3cret"
+	if s, err := o.secret(); err != nil || s != "s3cret" {
+		t.Fatalf("explicit secret: %q %v", s, err)
+	}
+	o.Join = "127.0.0.1:8081"
+	if m, err := o.members(); err != nil || m != nil {
+		t.Fatalf("a joining node founds nothing: %v %v", m, err)
+	}
+	o.InitialMembers = "1=127.0.0.1:9081"
+	if _, err := o.members(); err == nil {
+		t.Fatal("--join with --initial-members was accepted")
+	}
+}

@@ -52,6 +52,13 @@ func run(args []string, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
+	secret, err := o.secret()
+	if err != nil {
+		return err
+	}
+	if secret == devSecret {
+		log.Warn("no --cluster-secret given: using the built-in loopback-only secret")
+	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
@@ -62,6 +69,8 @@ func run(args []string, getenv func(string) string) error {
 		APIAddr:           o.APIAddr,
 		PeerAddr:          o.PeerAddr,
 		InitialMembers:    members,
+		JoinAddr:          o.Join,
+		ClusterSecret:     secret,
 		ClusterID:         o.ClusterID,
 		GroupCount:        o.Groups,
 		ReplicationFactor: o.ReplicationFactor,

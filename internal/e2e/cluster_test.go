@@ -17,14 +17,14 @@ func TestThreeNodesWriteAnywhereReadEverywhere(t *testing.T) {
 	}
 	for i, s := range servers {
 		for k := 0; k < 8; k++ {
-			s.must(200, "PUT", fmt.Sprintf("/v1/kv/n%d-k%d", i, k), fmt.Sprintf(`{"value":"v%d-%d"}`, i, k))
+			s.eventually(200, "PUT", fmt.Sprintf("/v1/kv/n%d-k%d", i, k), fmt.Sprintf(`{"value":"v%d-%d"}`, i, k))
 		}
 	}
 	for i := range servers {
 		for j, s := range servers {
 			for k := 0; k < 8; k++ {
 				var kv struct{ Value string }
-				r := s.must(200, "GET", fmt.Sprintf("/v1/kv/n%d-k%d", i, k), "")
+				r := s.eventually(200, "GET", fmt.Sprintf("/v1/kv/n%d-k%d", i, k), "")
 				r.json(&kv)
 				if kv.Value != fmt.Sprintf("v%d-%d", i, k) {
 					t.Fatalf("node %d reads %q for node %d's write %d", j+1, kv.Value, i+1, k)

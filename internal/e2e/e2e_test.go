@@ -344,3 +344,23 @@ func TestOperationalEndpoints(t *testing.T) {
 		t.Fatal("/openapi.yaml is not the contract")
 	}
 }
+
+// eventually sends a request until it answers want, retrying only answers a
+// client is told to retry (503 and 429 with a retryable error), for at most
+// 10 s. Multi-node tests use it: elections under a loaded machine are normal
+// and the API's contract for them is "retry after Retry-After".
+func (s *server) eventually(want int, method, path, body string, headers ...string) response {
+	s.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r := s.do(method, path, body, headers...)
+		if r.code == want {
+			return r
+		}
+		retryable := (r.code == 503 || r.code == 429) && strings.Contains(string(r.body), `"retryable":true`)
+		if !retryable || time.Now().After(deadline) {
+			s.t.Fatalf("%s %s: %d %s, want %d", method, path, r.code, r.body, want)
+		}
+		time.Sleep(50 * time.Millisecond) // the Retry-After of a client, shortened for tests
+	}
+}

@@ -34,4 +34,14 @@ type Backend interface {
 	// Ready returns nil when the node can serve every hash slot (the routing
 	// table is known and every group has a live leader), else why not.
 	Ready() error
+
+	// Summary is the node's view of the cluster (GET /v1/cluster).
+	Summary() slotstore.ClusterSummary
+
+	// Nodes lists the registered nodes in id order.
+	Nodes() []slotstore.NodeInfo
+
+	// RegisterNode admits a joining node (idempotent) and returns it as the
+	// controller recorded it.
+	RegisterNode(ctx context.Context, n slotstore.NodeInfo) (slotstore.NodeInfo, error)
 }

@@ -9,8 +9,11 @@ import (
 	"slotmeta/internal/slotstore/routing"
 )
 
-// clusterRoutes mounts /v1/cluster (routes only, for now).
+// clusterRoutes mounts /v1/cluster.
 func (a *api) clusterRoutes(r chi.Router) {
+	r.Get("/", a.handle(a.getCluster))
+	r.Get("/nodes", a.handle(a.listNodes))
+	r.Post("/nodes", a.handle(a.registerNode))
 	r.Get("/routes", a.handle(a.getRoutes))
 	r.Post("/routes/resolve", a.handle(a.resolveRoutes))
 }
@@ -106,5 +109,50 @@ func (a *api) resolveRoutes(w http.ResponseWriter, r *http.Request) error {
 		out.Routes[i] = row
 	}
 	a.writeJSON(w, r, http.StatusOK, out)
+	return nil
+}
+
+// getCluster is GET /v1/cluster: this node's summary of the cluster.
+func (a *api) getCluster(w http.ResponseWriter, r *http.Request) error {
+	a.writeJSON(w, r, http.StatusOK, a.be.Summary())
+	return nil
+}
+
+type nodesJSON struct {
+	Items      []slotstore.NodeInfo `json:"items"`
+	NextCursor string               `json:"next_cursor"`
+}
+
+// listNodes is GET /v1/cluster/nodes. The node list is small and always
+// returned whole; next_cursor is always empty.
+func (a *api) listNodes(w http.ResponseWriter, r *http.Request) error {
+	nodes := a.be.Nodes()
+	if nodes == nil {
+		nodes = []slotstore.NodeInfo{}
+	}
+	a.writeJSON(w, r, http.StatusOK, nodesJSON{Items: nodes})
+	return nil
+}
+
+// registerNodeRequest is the body of POST /v1/cluster/nodes.
+type registerNodeRequest struct {
+	ID       uint64 `json:"id" validate:"required,min=1"`
+	RaftAddr string `json:"raft_addr" validate:"required,hostname_port"`
+	APIAddr  string `json:"api_addr" validate:"omitempty,hostname_port"`
+	PeerAddr string `json:"peer_addr" validate:"omitempty,hostname_port"`
+}
+
+// registerNode is POST /v1/cluster/nodes: admit a joining node.
+func (a *api) registerNode(w http.ResponseWriter, r *http.Request) error {
+	var req registerNodeRequest
+	if err := a.decode(w, r, &req); err != nil {
+		return err
+	}
+	n, err := a.be.RegisterNode(r.Context(), slotstore.NodeInfo{ID: slotstore.NodeID(req.ID), RaftAddr: req.RaftAddr,
+		APIAddr: req.APIAddr, PeerAddr: req.PeerAddr})
+	if err != nil {
+		return err
+	}
+	a.writeJSON(w, r, http.StatusOK, n)
 	return nil
 }

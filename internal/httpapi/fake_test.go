@@ -98,6 +98,22 @@ func (f *fakeBackend) Routes() *routing.Snapshot { f.record("Routes"); return f.
 func (f *fakeBackend) NodeID() slotstore.NodeID  { f.record("NodeID"); return f.node }
 func (f *fakeBackend) Ready() error              { f.record("Ready"); return f.readyErr }
 
+func (f *fakeBackend) Summary() slotstore.ClusterSummary {
+	f.record("Summary")
+	return slotstore.ClusterSummary{ClusterID: "fake", NodeID: f.node, RouteRevision: f.router.Load().Revision(), Ready: f.readyErr == nil}
+}
+
+func (f *fakeBackend) Nodes() []slotstore.NodeInfo {
+	f.record("Nodes")
+	return []slotstore.NodeInfo{{ID: f.node, RaftAddr: "127.0.0.1:1", State: slotstore.NodeActive}}
+}
+
+func (f *fakeBackend) RegisterNode(_ context.Context, n slotstore.NodeInfo) (slotstore.NodeInfo, error) {
+	f.record("RegisterNode")
+	n.State = slotstore.NodeActive
+	return n, nil
+}
+
 func (f *fakeBackend) Propose(ctx context.Context, cmd meta.Command) (meta.Result, slotstore.Route, error) {
 	f.record("Propose")
 	if f.panicMsg != "" {

@@ -52,6 +52,7 @@ type Error struct {
 	Code          Code
 	Message       string
 	LeaderHint    NodeID        // not_leader: the newest leader this node knows of
+	LeaderTerm    uint64        // the term LeaderHint was observed at (0: unknown)
 	RouteRevision uint64        // route_revision_mismatch: the node's current revision
 	RetryAfter    time.Duration // retryable errors: when to come back
 	Details       []FieldError

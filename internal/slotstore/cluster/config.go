@@ -21,6 +21,18 @@ type Config struct {
 	APIAddr  string // advertised HTTP API address
 	PeerAddr string // advertised peer RPC address
 
+	// ClusterSecret authenticates peer RPC: every request carries it and
+	// every node refuses requests without it. Required when PeerAddr is set.
+	ClusterSecret string
+	// JoinAddr, for a node that is not a founding member, is the API address
+	// (host:port) of any node of the running cluster to register through.
+	JoinAddr string
+	// MaxPeerInFlight bounds requests in flight to one peer, and (×4) the
+	// requests a node serves for all peers at once; past it: busy (default 256).
+	MaxPeerInFlight int
+	// MaxForwardHops bounds how many leader hints a forwarded request follows (default 3).
+	MaxForwardHops int
+
 	// InitialMembers are the founding nodes (this one included) of a new
 	// cluster. Ignored once the node has joined a cluster.
 	InitialMembers    []controller.Node
@@ -80,6 +92,12 @@ func (c *Config) EnsureDefaults() {
 	if c.MaxInMemLogSize == 0 {
 		c.MaxInMemLogSize = 64 << 20
 	}
+	if c.MaxPeerInFlight == 0 {
+		c.MaxPeerInFlight = 256
+	}
+	if c.MaxForwardHops == 0 {
+		c.MaxForwardHops = 3
+	}
 	if c.RequestTimeout == 0 {
 		c.RequestTimeout = 3 * time.Second
 	}
@@ -127,6 +145,15 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("cluster: initial member %d is zero, repeated or has no raft address", m.ID)
 		}
 		seen[m.ID] = true
+	}
+	if c.PeerAddr != "" && c.ClusterSecret == "" {
+		return fmt.Errorf("cluster: a cluster secret is required to serve peer RPC")
+	}
+	if c.MaxPeerInFlight < 1 || c.MaxForwardHops < 1 || c.MaxForwardHops > 10 {
+		return fmt.Errorf("cluster: peer in-flight bound %d and forward hops %d must be positive (hops ≤ 10)", c.MaxPeerInFlight, c.MaxForwardHops)
+	}
+	if len(c.InitialMembers) > 0 && c.JoinAddr != "" {
+		return fmt.Errorf("cluster: a node either founds a cluster (initial members) or joins one, not both")
 	}
 	if len(c.InitialMembers) > 0 && !seen[c.NodeID] {
 		return fmt.Errorf("cluster: node %d is not among the initial members", c.NodeID)

@@ -20,6 +20,8 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
@@ -62,6 +64,11 @@ type Node struct {
 	mu     sync.Mutex // guards changes of groups; readers use the atomic copy
 	groups atomic.Pointer[map[slotstore.GroupID]*localGroup]
 
+	peers     *peerClient
+	peerSlots chan struct{} // bounds peer requests served at once
+	peerSrv   *http.Server
+	peerLn    net.Listener
+
 	kick chan struct{} // wakes the reconcile loop (cap 1)
 	stop chan struct{}
 	done chan struct{}
@@ -92,7 +99,8 @@ func Start(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{cfg: cfg, db: db, router: routing.NewRouter(), kick: make(chan struct{}, 1),
-		stop: make(chan struct{}), done: make(chan struct{})}
+		stop: make(chan struct{}), done: make(chan struct{}),
+		peers: newPeerClient(cfg.ClusterSecret, cfg.MaxPeerInFlight), peerSlots: make(chan struct{}, 4*cfg.MaxPeerInFlight)}
 	empty := map[slotstore.GroupID]*localGroup{}
 	n.groups.Store(&empty)
 	n.ctrl.Store(controller.NewState())
@@ -120,13 +128,32 @@ func Start(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("cluster: start nodehost: %w", err)
 	}
 	n.nh = nh
+	if cfg.PeerAddr != "" {
+		if n.peerLn, err = net.Listen("tcp", cfg.PeerAddr); err != nil {
+			nh.Close()
+			_ = db.Close()
+			return nil, fmt.Errorf("cluster: peer listener: %w", err)
+		}
+		n.peerSrv = &http.Server{Handler: n.peerHandler(), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 2 * time.Minute}
+		go func() { _ = n.peerSrv.Serve(n.peerLn) }()
+	}
 	if err := n.startController(); err != nil {
+		n.closePeer()
 		nh.Close()
 		_ = db.Close()
 		return nil, err
 	}
 	go n.reconcileLoop()
 	return n, nil
+}
+
+func (n *Node) closePeer() {
+	if n.peerSrv != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = n.peerSrv.Shutdown(ctx)
+	}
+	n.peers.close()
 }
 
 func (n *Node) shardConfig(shard, replica uint64) config.Config {
@@ -151,19 +178,41 @@ func (n *Node) startController() error {
 		n.poke()
 	})
 	create := func(uint64, uint64) sm.IStateMachine { return n.ctrlSM }
-	members := map[uint64]dragonboat.Target{}
-	if !n.nh.HasNodeInfo(controller.ShardID, replica) {
-		if len(n.cfg.InitialMembers) == 0 {
-			return fmt.Errorf("cluster: node %d has no cluster state and no initial members (joining is not supported yet)", n.cfg.NodeID)
+	cfg := n.shardConfig(controller.ShardID, replica)
+	role, err := n.controllerRole()
+	if err != nil {
+		return err
+	}
+	cfg.IsNonVoting = role == roleNonVoting
+	if n.nh.HasNodeInfo(controller.ShardID, replica) {
+		// Restart: dragonboat has the membership; start with none.
+		if err := n.nh.StartReplica(nil, false, create, cfg); err != nil {
+			return fmt.Errorf("cluster: restart controller replica: %w", err)
 		}
+		return nil
+	}
+	switch {
+	case len(n.cfg.InitialMembers) > 0:
+		members := map[uint64]dragonboat.Target{}
 		for _, m := range n.cfg.InitialMembers {
 			members[uint64(m.ID)] = m.RaftAddr
 		}
+		if err := n.setControllerRole(roleVoter); err != nil {
+			return err
+		}
+		cfg.IsNonVoting = false
+		return n.nh.StartReplica(members, false, create, cfg)
+	case n.cfg.JoinAddr != "":
+		if err := n.register(); err != nil {
+			return err
+		}
+		if err := n.setControllerRole(roleNonVoting); err != nil {
+			return err
+		}
+		cfg.IsNonVoting = true
+		return n.nh.StartReplica(nil, true, create, cfg)
 	}
-	if err := n.nh.StartReplica(members, false, create, n.shardConfig(controller.ShardID, replica)); err != nil {
-		return fmt.Errorf("cluster: start controller replica: %w", err)
-	}
-	return nil
+	return fmt.Errorf("cluster: node %d has no cluster state, no initial members and nothing to join", n.cfg.NodeID)
 }
 
 // poke wakes the reconcile loop without blocking.
@@ -180,6 +229,7 @@ func (n *Node) Close() error {
 	n.once.Do(func() {
 		close(n.stop)
 		<-n.done
+		n.closePeer()
 		for _, g := range *n.groups.Load() {
 			g.proposer.Close()
 		}

@@ -77,6 +77,50 @@ func (n *Node) reconcile(ctx context.Context) {
 		}
 	}
 	n.refreshLeaders(st)
+	n.pollPeerLeaders(ctx, st)
+}
+
+// pollPeerLeaders learns the live leaders of groups this node holds no
+// replica of, from the nodes that do. Views only move forward in term (the
+// router ignores older ones), so a slow or stale peer cannot roll a leader
+// back. Each peer gets a short budget; a dead peer just contributes nothing.
+func (n *Node) pollPeerLeaders(ctx context.Context, st *controller.State) {
+	local := *n.groups.Load()
+	missing := map[slotstore.GroupID]bool{}
+	for _, id := range st.GroupIDs() {
+		if local[id] == nil {
+			missing[id] = true
+		}
+	}
+	if len(missing) == 0 {
+		return
+	}
+	ask := map[slotstore.NodeID]string{}
+	for id := range missing {
+		for _, peer := range st.Groups[id].PeerNodes() {
+			if node, ok := st.Nodes[peer]; ok && peer != n.cfg.NodeID && node.PeerAddr != "" {
+				ask[peer] = node.PeerAddr
+			}
+		}
+	}
+	type answer struct{ views []leaderView }
+	answers := make(chan answer, len(ask))
+	for _, addr := range ask {
+		go func() {
+			cctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+			defer cancel()
+			views, _ := n.peers.leaders(cctx, addr)
+			answers <- answer{views}
+		}()
+	}
+	for range ask {
+		a := <-answers
+		for _, v := range a.views {
+			if missing[v.Group] {
+				n.router.SetLeader(v.Group, v.Leader, v.Term)
+			}
+		}
+	}
 }
 
 func (n *Node) refreshControllerLeader() {

@@ -14,9 +14,24 @@ const commandVersion = 1
 
 // Command is the JSON envelope of a controller command: exactly one body is set.
 type Command struct {
-	V         int        `json:"v"`
-	TimeMs    int64      `json:"time_ms"`
-	Bootstrap *Bootstrap `json:"bootstrap,omitempty"`
+	V            int           `json:"v"`
+	TimeMs       int64         `json:"time_ms"`
+	Bootstrap    *Bootstrap    `json:"bootstrap,omitempty"`
+	RegisterNode *RegisterNode `json:"register_node,omitempty"`
+	SetNodeState *SetNodeState `json:"set_node_state,omitempty"`
+}
+
+// RegisterNode records a node that joins a running cluster, in state
+// joining. Registering the same node again is a no-op that succeeds; an id or
+// Raft address already used by another node is a conflict.
+type RegisterNode struct {
+	Node Node `json:"node"`
+}
+
+// SetNodeState moves a registered node to another join state.
+type SetNodeState struct {
+	ID    slotstore.NodeID `json:"id"`
+	State string           `json:"state"`
 }
 
 // Bootstrap founds the cluster: its nodes, the first HashToGroup table and
@@ -31,8 +46,9 @@ type Bootstrap struct {
 
 // Result is the JSON answer of a controller command.
 type Result struct {
-	OK      bool   `json:"ok"`
-	Message string `json:"message,omitempty"`
+	OK      bool           `json:"ok"`
+	Code    slotstore.Code `json:"code,omitempty"` // why not, when !OK
+	Message string         `json:"message,omitempty"`
 }
 
 // EncodeCommand encodes c with the current version.
@@ -50,8 +66,14 @@ func DecodeCommand(b []byte) (Command, error) {
 	if c.V != commandVersion {
 		return c, fmt.Errorf("controller: unknown command version %d", c.V)
 	}
-	if c.Bootstrap == nil {
-		return c, fmt.Errorf("controller: command has no body")
+	bodies := 0
+	for _, set := range []bool{c.Bootstrap != nil, c.RegisterNode != nil, c.SetNodeState != nil} {
+		if set {
+			bodies++
+		}
+	}
+	if bodies != 1 {
+		return c, fmt.Errorf("controller: command has %d bodies, want 1", bodies)
 	}
 	return c, nil
 }
@@ -88,6 +110,10 @@ func apply(s *State, c Command) Result {
 	switch {
 	case c.Bootstrap != nil:
 		return applyBootstrap(s, c.Bootstrap, c.TimeMs)
+	case c.RegisterNode != nil:
+		return applyRegisterNode(s, c.RegisterNode, c.TimeMs)
+	case c.SetNodeState != nil:
+		return applySetNodeState(s, c.SetNodeState)
 	}
 	return Result{Message: "empty command"}
 }
@@ -112,7 +138,7 @@ func applyBootstrap(s *State, b *Bootstrap, timeMs int64) Result {
 		n.State = NodeActive
 		n.JoinedAtMs = timeMs
 		if len(n.Roles) == 0 {
-			n.Roles = []string{"controller", "data"}
+			n.Roles = []string{slotstore.RoleController, slotstore.RoleData}
 		}
 		s.Nodes[n.ID] = &n
 		maxID = max(maxID, n.ID)
@@ -136,5 +162,55 @@ func applyBootstrap(s *State, b *Bootstrap, timeMs int64) Result {
 	s.InitialGroupCount = b.GroupCount
 	s.NextReplicaID = uint64(maxID) + 1
 	s.Bootstrapped = true
+	return Result{OK: true}
+}
+
+func refuse(code slotstore.Code, format string, args ...any) Result {
+	return Result{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+func applyRegisterNode(s *State, r *RegisterNode, timeMs int64) Result {
+	if !s.Bootstrapped {
+		return refuse(slotstore.CodeRouteNotReady, "cluster is not bootstrapped")
+	}
+	n := r.Node
+	if n.ID == 0 || n.RaftAddr == "" {
+		return refuse(slotstore.CodeInvalidArgument, "node needs an id and a raft address")
+	}
+	if old, ok := s.Nodes[n.ID]; ok {
+		if old.RaftAddr != n.RaftAddr {
+			return refuse(slotstore.CodeConflict, "node %d is registered with raft address %s", n.ID, old.RaftAddr)
+		}
+		if old.State == NodeRemoved {
+			return refuse(slotstore.CodeConflict, "node %d was removed; a removed id is never reused", n.ID)
+		}
+		return Result{OK: true, Message: "already registered"}
+	}
+	for _, other := range s.Nodes {
+		if other.RaftAddr == n.RaftAddr {
+			return refuse(slotstore.CodeConflict, "raft address %s belongs to node %d", n.RaftAddr, other.ID)
+		}
+	}
+	n.State = NodeJoining
+	n.JoinedAtMs = timeMs
+	n.Roles = []string{slotstore.RoleData}
+	s.Nodes[n.ID] = &n
+	return Result{OK: true}
+}
+
+func applySetNodeState(s *State, r *SetNodeState) Result {
+	n, ok := s.Nodes[r.ID]
+	if !ok {
+		return refuse(slotstore.CodeNotFound, "node %d is not registered", r.ID)
+	}
+	switch r.State {
+	case NodeJoining, NodeActive, NodeDraining, NodeRemoved:
+	default:
+		return refuse(slotstore.CodeInvalidArgument, "unknown node state %q", r.State)
+	}
+	if n.State == NodeRemoved && r.State != NodeRemoved {
+		return refuse(slotstore.CodeConflict, "node %d was removed", r.ID)
+	}
+	n.State = r.State
 	return Result{OK: true}
 }

@@ -160,3 +160,51 @@ func TestShardMapping(t *testing.T) {
 		t.Fatal("the controller shard maps to a slot group")
 	}
 }
+
+func encode(t *testing.T, c Command) []byte {
+	t.Helper()
+	b, err := EncodeCommand(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestRegisterAndActivateNode(t *testing.T) {
+	s := NewStateMachine(nil)
+	n4 := Node{ID: 4, RaftAddr: "127.0.0.1:9004", APIAddr: "127.0.0.1:8004"}
+	if r := update(t, s, 1, encode(t, Command{RegisterNode: &RegisterNode{Node: n4}})); r.OK || r.Code != slotstore.CodeRouteNotReady {
+		t.Fatalf("register before bootstrap: %+v", r)
+	}
+	update(t, s, 2, bootstrapCmd(t, 3, 4, 3))
+	if r := update(t, s, 3, encode(t, Command{TimeMs: 50, RegisterNode: &RegisterNode{Node: n4}})); !r.OK {
+		t.Fatalf("register: %+v", r)
+	}
+	st := s.Snapshot()
+	if got := st.Nodes[4]; got == nil || got.State != NodeJoining || got.JoinedAtMs != 50 || !reflect.DeepEqual(got.Roles, []string{slotstore.RoleData}) {
+		t.Fatalf("registered node %+v", got)
+	}
+	if r := update(t, s, 4, encode(t, Command{RegisterNode: &RegisterNode{Node: n4}})); !r.OK {
+		t.Fatalf("registering again must be a no-op that succeeds: %+v", r)
+	}
+	for i, bad := range []Node{{ID: 4, RaftAddr: "127.0.0.1:1"}, {ID: 5, RaftAddr: "127.0.0.1:9004"}, {ID: 5}} {
+		if r := update(t, s, uint64(5+i), encode(t, Command{RegisterNode: &RegisterNode{Node: bad}})); r.OK || r.Code == "" {
+			t.Fatalf("conflicting registration %+v: %+v", bad, r)
+		}
+	}
+	if r := update(t, s, 10, encode(t, Command{SetNodeState: &SetNodeState{ID: 4, State: NodeActive}})); !r.OK {
+		t.Fatalf("activate: %+v", r)
+	}
+	if s.Snapshot().Nodes[4].State != NodeActive {
+		t.Fatal("node not active")
+	}
+	if r := update(t, s, 11, encode(t, Command{SetNodeState: &SetNodeState{ID: 9, State: NodeActive}})); r.Code != slotstore.CodeNotFound {
+		t.Fatalf("unknown node: %+v", r)
+	}
+	if r := update(t, s, 12, encode(t, Command{SetNodeState: &SetNodeState{ID: 4, State: "sleepy"}})); r.Code != slotstore.CodeInvalidArgument {
+		t.Fatalf("bad state: %+v", r)
+	}
+	if r := update(t, s, 13, encode(t, Command{Bootstrap: &Bootstrap{}, SetNodeState: &SetNodeState{ID: 4, State: NodeActive}})); r.OK {
+		t.Fatal("a command with two bodies applied")
+	}
+}

@@ -44,24 +44,16 @@ func GroupOfShard(shard uint64) (slotstore.GroupID, bool) {
 	return slotstore.GroupID(shard - slotShardBase), true
 }
 
-// Node join states.
-const (
-	NodeJoining  = "joining"
-	NodeActive   = "active"
-	NodeDraining = "draining"
-	NodeRemoved  = "removed"
-)
+// Node is a member of the cluster (the domain type, shared with the API).
+type Node = slotstore.NodeInfo
 
-// Node is a member of the cluster.
-type Node struct {
-	ID         slotstore.NodeID `json:"id"`
-	RaftAddr   string           `json:"raft_addr"`
-	APIAddr    string           `json:"api_addr"`
-	PeerAddr   string           `json:"peer_addr"`
-	Roles      []string         `json:"roles"`
-	State      string           `json:"state"`
-	JoinedAtMs int64            `json:"joined_at_ms"`
-}
+// Node join states, as in slotstore.
+const (
+	NodeJoining  = slotstore.NodeJoining
+	NodeActive   = slotstore.NodeActive
+	NodeDraining = slotstore.NodeDraining
+	NodeRemoved  = slotstore.NodeRemoved
+)
 
 // Group is the intent for one slot group.
 type Group struct {

@@ -14,9 +14,14 @@ const (
 )
 
 // Query is a read of one group's state, answered by its state machine.
+// Queries cross the peer RPC when a node forwards a read, so each has a
+// binary encoding (EncodeQuery, wire.go) like commands do.
 type Query interface {
 	// RouteSlot is the hash slot whose group answers the query.
 	RouteSlot() slotstore.HashSlot
+	queryKind() QueryKind
+	encodeQuery(*encoder)
+	decodeQuery(*decoder)
 }
 
 // GetUser reads one user. Answer: *User or nil.

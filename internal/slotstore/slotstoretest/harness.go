@@ -15,12 +15,15 @@ import (
 	"slotmeta/internal/slotstore/controller"
 )
 
+// Secret is the cluster secret of every test cluster.
+const Secret = "slotstoretest-secret"
+
 // Options shape a test cluster. Zero values take small, fast defaults.
 type Options struct {
 	Nodes             int           // default 1
 	Groups            int           // default 4
 	ReplicationFactor int           // default min(3, Nodes)
-	RTT               time.Duration // default 5ms
+	RTT               time.Duration // default 20ms (elections in 200–400ms: stable under -race on 2 cores)
 	Proposer          cluster.ProposerConfig
 	// Tune, if set, adjusts each node's config before it starts.
 	Tune func(*cluster.Config)
@@ -57,11 +60,11 @@ func Start(t testing.TB, o Options) *Cluster {
 		o.ReplicationFactor = min(3, o.Nodes)
 	}
 	if o.RTT == 0 {
-		o.RTT = 5 * time.Millisecond
+		o.RTT = 20 * time.Millisecond
 	}
 	members := make([]controller.Node, o.Nodes)
 	for i := range members {
-		members[i] = controller.Node{ID: slotstore.NodeID(i + 1), RaftAddr: FreeAddr(t)}
+		members[i] = controller.Node{ID: slotstore.NodeID(i + 1), RaftAddr: FreeAddr(t), PeerAddr: FreeAddr(t), APIAddr: FreeAddr(t)}
 	}
 	c := &Cluster{t: t}
 	for i := range members {
@@ -69,6 +72,9 @@ func Start(t testing.TB, o Options) *Cluster {
 			NodeID:            members[i].ID,
 			DataDir:           t.TempDir(),
 			RaftAddr:          members[i].RaftAddr,
+			PeerAddr:          members[i].PeerAddr,
+			APIAddr:           members[i].APIAddr,
+			ClusterSecret:     Secret,
 			InitialMembers:    members,
 			GroupCount:        o.Groups,
 			ReplicationFactor: o.ReplicationFactor,
@@ -121,6 +127,31 @@ func (c *Cluster) Restart(i int) *cluster.Node {
 	}
 	c.Nodes[i] = n
 	c.t.Cleanup(func() { _ = n.Close() })
+	c.WaitReady()
+	return n
+}
+
+// Join starts one more node that joins the running cluster through the API
+// address via (a node's HTTP API must be served there), and waits until it
+// is ready. The node keeps the cluster's options.
+func (c *Cluster) Join(via string) *cluster.Node {
+	c.t.Helper()
+	base := c.cfgs[0]
+	id := slotstore.NodeID(len(c.cfgs) + 1)
+	cfg := base
+	cfg.NodeID = id
+	cfg.DataDir = c.t.TempDir()
+	cfg.RaftAddr, cfg.PeerAddr, cfg.APIAddr = FreeAddr(c.t), FreeAddr(c.t), FreeAddr(c.t)
+	cfg.InitialMembers = nil
+	cfg.JoinAddr = via
+	cfg.Registerer = nil
+	n, err := cluster.Start(cfg)
+	if err != nil {
+		c.t.Fatalf("join node %d: %v", id, err)
+	}
+	c.t.Cleanup(func() { _ = n.Close() })
+	c.Nodes = append(c.Nodes, n)
+	c.cfgs = append(c.cfgs, cfg)
 	c.WaitReady()
 	return n
 }

@@ -1,0 +1,58 @@
+package e2e
+
+import (
+	"fmt"
+	"net/url"
+	"testing"
+
+	"slotmeta/internal/slotstore"
+	"slotmeta/internal/slotstore/slotstoretest"
+)
+
+// TestFourthNodeJoins: a node started with a join address registers through
+// a running node's API, becomes active, follows the controller, and serves
+// reads and writes by forwarding (it holds no slot replicas yet).
+func TestFourthNodeJoins(t *testing.T) {
+	c := slotstoretest.Start(t, slotstoretest.Options{Nodes: 3, Groups: 4})
+	s1 := serve(t, c.Nodes[0])
+	u, _ := url.Parse(s1.url)
+	n4 := c.Join(u.Host)
+	s4 := serve(t, n4)
+
+	var nodes struct {
+		Items []slotstore.NodeInfo `json:"items"`
+	}
+	s1.must(200, "GET", "/v1/cluster/nodes", "").json(&nodes)
+	if len(nodes.Items) != 4 || nodes.Items[3].ID != 4 || nodes.Items[3].State != slotstore.NodeActive {
+		t.Fatalf("nodes after the join: %+v", nodes.Items)
+	}
+	var sum slotstore.ClusterSummary
+	s4.must(200, "GET", "/v1/cluster", "").json(&sum)
+	if sum.NodeID != 4 || sum.Nodes != 4 || sum.Groups != 4 || sum.GroupsWithLeader != 4 || !sum.Ready || sum.RouteRevision != 1 {
+		t.Fatalf("the new node's view: %+v", sum)
+	}
+	// Writes through the new node are forwarded to the leaders; reads are
+	// served through a peer holding a replica.
+	for i := 0; i < 12; i++ {
+		s4.eventually(200, "PUT", fmt.Sprintf("/v1/kv/j%d", i), fmt.Sprintf(`{"value":"%d"}`, i))
+	}
+	for i := 0; i < 12; i++ {
+		var kv struct{ Value string }
+		r := s4.eventually(200, "GET", fmt.Sprintf("/v1/kv/j%d", i), "")
+		r.json(&kv)
+		if kv.Value != fmt.Sprint(i) || r.header.Get("X-Served-By") == "4" {
+			t.Fatalf("read through node 4: %q served by %s", kv.Value, r.header.Get("X-Served-By"))
+		}
+		s1.eventually(200, "GET", fmt.Sprintf("/v1/kv/j%d", i), "")
+	}
+	// Registering the same node again is a no-op; a clash is a conflict.
+	s1.must(200, "POST", "/v1/cluster/nodes", fmt.Sprintf(`{"id":4,"raft_addr":%q}`, nodes.Items[3].RaftAddr))
+	if r := s1.do("POST", "/v1/cluster/nodes", `{"id":4,"raft_addr":"127.0.0.1:1"}`); r.code != 409 {
+		t.Fatalf("clashing registration: %d %s", r.code, r.body)
+	}
+	// The joined node restarts as a non-voting controller follower.
+	n4 = c.Restart(3)
+	if err := n4.Ready(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,39 @@
+package slotstore
+
+// NodeInfo is a member of the cluster as the controller records it.
+type NodeInfo struct {
+	ID         NodeID   `json:"id"`
+	RaftAddr   string   `json:"raft_addr"`
+	APIAddr    string   `json:"api_addr,omitempty"`
+	PeerAddr   string   `json:"peer_addr,omitempty"`
+	Roles      []string `json:"roles,omitempty"`
+	State      string   `json:"state,omitempty"` // joining, active, draining, removed
+	JoinedAtMs int64    `json:"joined_at_ms,omitempty"`
+}
+
+// Node join states.
+const (
+	NodeJoining  = "joining"
+	NodeActive   = "active"
+	NodeDraining = "draining"
+	NodeRemoved  = "removed"
+)
+
+// Node roles.
+const (
+	RoleController = "controller" // a voter of the controller group
+	RoleData       = "data"       // may hold slot group replicas
+)
+
+// ClusterSummary is one node's view of the cluster.
+type ClusterSummary struct {
+	ClusterID        string `json:"cluster_id"`
+	NodeID           NodeID `json:"node_id"` // the node that answered
+	RouteRevision    uint64 `json:"route_revision"`
+	ControllerLeader NodeID `json:"controller_leader"` // 0: unknown
+	Nodes            int    `json:"nodes"`
+	Groups           int    `json:"groups"`
+	GroupsWithLeader int    `json:"groups_with_leader"`
+	Ready            bool   `json:"ready"`
+	NotReadyReason   string `json:"not_ready_reason,omitempty"`
+}

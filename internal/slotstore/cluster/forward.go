@@ -1,0 +1,192 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"slotmeta/internal/slotstore"
+	"slotmeta/internal/slotstore/controller"
+	"slotmeta/internal/slotstore/meta"
+)
+
+// Propose replicates cmd through the group owning its route key's hash slot.
+// If this node is that group's leader the command goes to the local
+// proposer; otherwise it is forwarded to the leader over peer RPC (one hop:
+// the leader serves it or refuses with a hint). A not_leader answer with a
+// newer hint is followed, at most MaxForwardHops times; then the caller gets
+// not_leader with the newest hint. Only refusals that prove the command was
+// not proposed are followed, so nothing is proposed twice by forwarding.
+func (n *Node) Propose(ctx context.Context, cmd meta.Command) (meta.Result, slotstore.Route, error) {
+	hs := slotstore.HashSlotOfString(cmd.RouteKey())
+	h := cmd.Head()
+	h.HashSlot = hs
+	route, err := n.router.Load().ResolveSlot(hs)
+	if err != nil {
+		n.metrics.proposal(route.GroupID, slotstore.ErrorCode(err))
+		return meta.Result{}, route, err
+	}
+	// What every replica will decode must decode here first: a field over a
+	// codec limit is the caller's mistake, not a poisoned log entry.
+	enc := meta.EncodeCommand(cmd)
+	if _, derr := meta.DecodeCommand(enc); derr != nil {
+		err := slotstore.Wrap(slotstore.CodeInvalidArgument, derr, "command exceeds a codec limit")
+		n.metrics.proposal(route.GroupID, err.Code)
+		return meta.Result{}, route, err
+	}
+	target := route.LeaderNodeID
+	var res meta.Result
+	for hop := 0; ; hop++ {
+		if target == n.cfg.NodeID {
+			res, route, err = n.proposeLocal(ctx, cmd)
+		} else {
+			res, route, err = n.forwardPropose(ctx, target, enc, route)
+		}
+		next, ok := n.followHint(route.GroupID, target, err)
+		if !ok || hop >= n.cfg.MaxForwardHops {
+			break
+		}
+		target = next
+	}
+	code := slotstore.ErrorCode(err)
+	if err == nil {
+		code = res.Code
+	}
+	n.metrics.proposal(route.GroupID, code)
+	return res, route, err
+}
+
+// followHint decides whether a refusal from target points somewhere new. It
+// records the hint in the router (the refusing node saw a newer leader).
+func (n *Node) followHint(g slotstore.GroupID, target slotstore.NodeID, err error) (slotstore.NodeID, bool) {
+	var se *slotstore.Error
+	if err == nil || !errors.As(err, &se) || se.Code != slotstore.CodeNotLeader {
+		return 0, false
+	}
+	if se.LeaderHint == 0 || se.LeaderHint == target {
+		return 0, false
+	}
+	if se.LeaderTerm > 0 && g != 0 {
+		n.router.SetLeader(g, se.LeaderHint, se.LeaderTerm)
+	}
+	return se.LeaderHint, true
+}
+
+// proposeLocal serves a command on this node: only if the router says this
+// node leads the group; otherwise not_leader with the leader it knows.
+func (n *Node) proposeLocal(ctx context.Context, cmd meta.Command) (meta.Result, slotstore.Route, error) {
+	hs := cmd.Head().HashSlot
+	route, err := n.router.Load().ResolveSlot(hs)
+	if err != nil {
+		return meta.Result{}, route, err
+	}
+	lg := (*n.groups.Load())[route.GroupID]
+	if route.LeaderNodeID != n.cfg.NodeID || lg == nil {
+		return meta.Result{}, route, &slotstore.Error{Code: slotstore.CodeNotLeader, LeaderHint: route.LeaderNodeID,
+			LeaderTerm: route.LeaderTerm, RetryAfter: 200 * time.Millisecond, Message: "this node does not lead the group"}
+	}
+	cmd.Head().TimeMs = n.cfg.Now().UnixMilli()
+	res, err := lg.proposer.Submit(ctx, meta.EncodeCommand(cmd))
+	if err == nil && res.Code == slotstore.CodeWrongGroup {
+		// The group no longer owns the slot: the route moved under us.
+		err = &slotstore.Error{Code: slotstore.CodeWrongGroup, Message: res.Message, RouteRevision: route.RouteRevision}
+	}
+	return res, route, err
+}
+
+func (n *Node) forwardPropose(ctx context.Context, target slotstore.NodeID, enc []byte, route slotstore.Route) (meta.Result, slotstore.Route, error) {
+	addr := n.peerAddrOf(target)
+	if addr == "" {
+		return meta.Result{}, route, &slotstore.Error{Code: slotstore.CodeRouteNotReady, LeaderHint: target,
+			Message: "the leader's peer address is unknown"}
+	}
+	res, r2, err := n.peers.propose(ctx, addr, enc)
+	if r2.GroupID == 0 {
+		r2 = route
+	}
+	return res, r2, err
+}
+
+// peerAddrOf returns the peer RPC address of node id from the controller state.
+func (n *Node) peerAddrOf(id slotstore.NodeID) string {
+	if node, ok := n.ctrl.Load().Nodes[id]; ok {
+		return node.PeerAddr
+	}
+	return ""
+}
+
+// Read answers q from the group owning its hash slot: through the local
+// replica when there is one (ReadIndex on a follower is linearizable too),
+// otherwise through a peer that holds one — the leader first, then the
+// group's other desired peers.
+func (n *Node) Read(ctx context.Context, q meta.Query, c meta.Consistency) (any, meta.ReadInfo, error) {
+	route, rerr := n.router.Load().ResolveSlot(q.RouteSlot())
+	if route.GroupID == 0 {
+		return nil, meta.ReadInfo{ServedBy: n.cfg.NodeID, Route: route}, rerr
+	}
+	if lg := (*n.groups.Load())[route.GroupID]; lg != nil && lg.sm.Load() != nil {
+		return n.readLocal(ctx, q, c)
+	}
+	var candidates []slotstore.NodeID
+	if route.LeaderNodeID != 0 {
+		candidates = append(candidates, route.LeaderNodeID)
+	}
+	if grp, ok := n.ctrl.Load().Groups[route.GroupID]; ok {
+		for _, id := range grp.PeerNodes() {
+			if id != route.LeaderNodeID && id != n.cfg.NodeID {
+				candidates = append(candidates, id)
+			}
+		}
+	}
+	err := rerr
+	if err == nil {
+		err = slotstore.Errorf(slotstore.CodeRouteNotReady, "no node holds group %d", route.GroupID)
+	}
+	for _, id := range candidates {
+		addr := n.peerAddrOf(id)
+		if addr == "" {
+			continue
+		}
+		var v any
+		var info meta.ReadInfo
+		v, info, err = n.peers.read(ctx, addr, q, c)
+		if err == nil {
+			return v, info, nil
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, meta.ReadInfo{ServedBy: n.cfg.NodeID, Route: route}, err
+}
+
+// readLocal reads through this node's replica, or refuses with not_leader.
+func (n *Node) readLocal(ctx context.Context, q meta.Query, c meta.Consistency) (any, meta.ReadInfo, error) {
+	info := meta.ReadInfo{ServedBy: n.cfg.NodeID}
+	route, err := n.router.Load().ResolveSlot(q.RouteSlot())
+	info.Route = route
+	lg := (*n.groups.Load())[route.GroupID]
+	if route.GroupID == 0 || lg == nil || lg.sm.Load() == nil {
+		if err == nil {
+			err = &slotstore.Error{Code: slotstore.CodeNotLeader, LeaderHint: route.LeaderNodeID, LeaderTerm: route.LeaderTerm,
+				Message: "this node holds no replica of the group"}
+		}
+		return nil, info, err
+	}
+	shard := controller.ShardOf(route.GroupID)
+	var v any
+	if c == meta.Local {
+		v, err = n.nh.StaleRead(shard, q)
+	} else {
+		v, err = n.nh.SyncRead(ctx, shard, q)
+	}
+	info.AppliedIndex = lg.sm.Load().AppliedIndex()
+	if err != nil {
+		var se *slotstore.Error
+		if asError(err, &se) {
+			return nil, info, se
+		}
+		return nil, info, raftError(err, route.GroupID, false)
+	}
+	return v, info, nil
+}

@@ -1,0 +1,212 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/lni/dragonboat/v4"
+
+	"slotmeta/internal/slotstore"
+	"slotmeta/internal/slotstore/controller"
+)
+
+// The node's role in the controller group is decided once, when the node
+// founds or joins the cluster, and kept in a small file: dragonboat needs to
+// know whether to start the controller replica as non-voting on every
+// restart, before the controller state is readable.
+const (
+	roleFile      = "controller-role"
+	roleVoter     = "voter"
+	roleNonVoting = "non-voting"
+)
+
+func (n *Node) controllerRole() (string, error) {
+	b, err := os.ReadFile(filepath.Join(n.cfg.DataDir, roleFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return roleVoter, nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("cluster: read controller role: %w", err)
+	}
+	switch r := strings.TrimSpace(string(b)); r {
+	case roleVoter, roleNonVoting:
+		return r, nil
+	default:
+		return "", fmt.Errorf("cluster: unknown controller role %q in %s", r, roleFile)
+	}
+}
+
+func (n *Node) setControllerRole(role string) error {
+	p := filepath.Join(n.cfg.DataDir, roleFile)
+	tmp := p + ".tmp"
+	if err := os.WriteFile(tmp, []byte(role+"\n"), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, p)
+}
+
+// self describes this node for registration.
+func (n *Node) self() slotstore.NodeInfo {
+	return slotstore.NodeInfo{ID: n.cfg.NodeID, RaftAddr: n.cfg.RaftAddr, APIAddr: n.cfg.APIAddr, PeerAddr: n.cfg.PeerAddr}
+}
+
+// register asks a running cluster, through any node's API, to admit this
+// node (POST /v1/cluster/nodes). It retries refusals that say "try again"
+// for up to a minute and gives up at once on a definite refusal.
+func (n *Node) register() error {
+	body, _ := json.Marshal(n.self())
+	url := "http://" + n.cfg.JoinAddr + "/v1/cluster/nodes"
+	deadline := time.Now().Add(time.Minute)
+	var last error
+	for attempt := 0; time.Now().Before(deadline); attempt++ {
+		if attempt > 0 {
+			select {
+			case <-time.After(500 * time.Millisecond):
+			case <-n.stop:
+				return errors.New("cluster: stopped while joining")
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			cancel()
+			last = err
+			continue
+		}
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		resp.Body.Close()
+		cancel()
+		switch {
+		case resp.StatusCode/100 == 2:
+			n.cfg.Logger.Info("registered with the cluster", "via", n.cfg.JoinAddr)
+			return nil
+		case resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests:
+			last = fmt.Errorf("%s answered %d: %s", url, resp.StatusCode, msg)
+		default:
+			return fmt.Errorf("cluster: join refused by %s (%d): %s", url, resp.StatusCode, msg)
+		}
+	}
+	return fmt.Errorf("cluster: could not join through %s: %w", n.cfg.JoinAddr, last)
+}
+
+// RegisterNode admits a node into the running cluster: it records the node
+// in the controller (joining), adds it as a non-voting member of the
+// controller group so it follows the cluster's intent, and marks it active
+// (it can then receive replicas). Every step is idempotent, so a retried
+// registration finishes what an interrupted one started.
+func (n *Node) RegisterNode(ctx context.Context, info slotstore.NodeInfo) (slotstore.NodeInfo, error) {
+	if info.ID == 0 || info.RaftAddr == "" {
+		return info, slotstore.Errorf(slotstore.CodeInvalidArgument, "a node needs an id and a raft address")
+	}
+	if err := n.proposeController(ctx, controller.Command{RegisterNode: &controller.RegisterNode{Node: info}}); err != nil {
+		return info, err
+	}
+	if err := n.addControllerNonVoting(ctx, info); err != nil {
+		return info, err
+	}
+	if err := n.proposeController(ctx, controller.Command{SetNodeState: &controller.SetNodeState{ID: info.ID, State: controller.NodeActive}}); err != nil {
+		return info, err
+	}
+	if got, ok := n.ctrl.Load().Nodes[info.ID]; ok {
+		return *got, nil
+	}
+	return info, nil
+}
+
+// proposeController replicates one controller command and turns a refusal
+// into an error.
+func (n *Node) proposeController(ctx context.Context, c controller.Command) error {
+	c.TimeMs = n.cfg.Now().UnixMilli()
+	b, err := controller.EncodeCommand(c)
+	if err != nil {
+		return err
+	}
+	res, err := n.nh.SyncPropose(ctx, n.nh.GetNoOPSession(controller.ShardID), b)
+	if err != nil {
+		return raftError(err, 0, true)
+	}
+	var r controller.Result
+	if err := json.Unmarshal(res.Data, &r); err != nil {
+		return slotstore.Wrap(slotstore.CodeInternal, err, "undecodable controller result")
+	}
+	if !r.OK {
+		code := r.Code
+		if code == "" {
+			code = slotstore.CodeInternal
+		}
+		return &slotstore.Error{Code: code, Message: r.Message}
+	}
+	return nil
+}
+
+// addControllerNonVoting adds the node to the controller group unless it is
+// already a member. A stale config change id is retried a few times.
+func (n *Node) addControllerNonVoting(ctx context.Context, info slotstore.NodeInfo) error {
+	for attempt := 0; attempt < 5; attempt++ {
+		m, err := n.nh.SyncGetShardMembership(ctx, controller.ShardID)
+		if err != nil {
+			return raftError(err, 0, false)
+		}
+		id := uint64(info.ID)
+		if _, ok := m.Nodes[id]; ok {
+			return nil
+		}
+		if _, ok := m.NonVotings[id]; ok {
+			return nil
+		}
+		if _, ok := m.Removed[id]; ok {
+			return slotstore.Errorf(slotstore.CodeConflict, "node %d was removed from the controller group", info.ID)
+		}
+		err = n.nh.SyncRequestAddNonVoting(ctx, controller.ShardID, id, info.RaftAddr, m.ConfigChangeID)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, dragonboat.ErrRejected) && !dragonboat.IsTempError(err) {
+			return raftError(err, 0, false)
+		}
+		if ctx.Err() != nil {
+			return raftError(ctx.Err(), 0, false)
+		}
+	}
+	return slotstore.Errorf(slotstore.CodeBusy, "controller membership kept changing; retry")
+}
+
+// Nodes lists the registered nodes.
+func (n *Node) Nodes() []slotstore.NodeInfo {
+	st := n.ctrl.Load()
+	out := make([]slotstore.NodeInfo, 0, len(st.Nodes))
+	for _, id := range st.NodeIDs() {
+		out = append(out, *st.Nodes[id])
+	}
+	return out
+}
+
+// Summary is this node's view of the cluster.
+func (n *Node) Summary() slotstore.ClusterSummary {
+	st := n.ctrl.Load()
+	snap := n.router.Load()
+	s := slotstore.ClusterSummary{ClusterID: st.ClusterID, NodeID: n.cfg.NodeID, RouteRevision: snap.Revision(),
+		ControllerLeader: n.ControllerLeader(), Nodes: len(st.Nodes), Groups: len(st.Groups)}
+	for _, id := range st.GroupIDs() {
+		if g, ok := snap.Group(id); ok && g.Leader != 0 {
+			s.GroupsWithLeader++
+		}
+	}
+	if err := n.Ready(); err != nil {
+		s.NotReadyReason = err.Error()
+	} else {
+		s.Ready = true
+	}
+	return s
+}

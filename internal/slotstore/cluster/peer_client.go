@@ -1,0 +1,180 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"slotmeta/internal/slotstore"
+	"slotmeta/internal/slotstore/meta"
+)
+
+// peerClient calls other nodes' peer RPC. It bounds the requests in flight
+// to each peer (past the bound: busy, at once) and gives every request the
+// caller's remaining time budget.
+type peerClient struct {
+	http   *http.Client
+	secret string
+	bound  int
+
+	mu    sync.Mutex
+	slots map[string]chan struct{} // by peer address
+}
+
+func newPeerClient(secret string, bound int) *peerClient {
+	tr := &http.Transport{
+		DialContext:         (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConnsPerHost: 64,
+		IdleConnTimeout:     90 * time.Second,
+	}
+	return &peerClient{http: &http.Client{Transport: tr}, secret: secret, bound: bound, slots: map[string]chan struct{}{}}
+}
+
+func (c *peerClient) close() { c.http.CloseIdleConnections() }
+
+func (c *peerClient) acquire(addr string) (func(), error) {
+	c.mu.Lock()
+	s, ok := c.slots[addr]
+	if !ok {
+		s = make(chan struct{}, c.bound)
+		c.slots[addr] = s
+	}
+	c.mu.Unlock()
+	select {
+	case s <- struct{}{}:
+		return func() { <-s }, nil
+	default:
+		return nil, &slotstore.Error{Code: slotstore.CodeBusy, RetryAfter: 100 * time.Millisecond,
+			Message: fmt.Sprintf("%d requests already in flight to peer %s", c.bound, addr)}
+	}
+}
+
+// call sends one peer request and returns the response on 200, or the
+// peer's error. sent reports whether the request may have reached the peer
+// (a transport failure after that leaves a write's outcome unknown).
+func (c *peerClient) call(ctx context.Context, method, addr, path string, body []byte, hdr map[string]string) (resp *http.Response, sent bool, err error) {
+	release, err := c.acquire(addr)
+	if err != nil {
+		return nil, false, err
+	}
+	defer release()
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return nil, false, fmt.Errorf("cluster: peer call without a deadline")
+	}
+	remaining := time.Until(deadline)
+	if remaining < time.Millisecond {
+		return nil, false, &slotstore.Error{Code: slotstore.CodeTimeout, Message: "no time left to call a peer"}
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://"+addr+peerPrefix+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, false, err
+	}
+	req.Header.Set(hdrSecret, c.secret)
+	req.Header.Set(hdrTimeoutMs, strconv.FormatInt(max(remaining.Milliseconds(), 1), 10))
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err = c.http.Do(req)
+	if err != nil {
+		var op *net.OpError
+		dialFailed := errors.As(err, &op) && op.Op == "dial"
+		code := slotstore.CodeRouteNotReady
+		if errors.Is(err, context.DeadlineExceeded) {
+			code = slotstore.CodeTimeout
+		}
+		return nil, !dialFailed, &slotstore.Error{Code: code, Message: "peer " + addr + " unreachable", Err: err, RetryAfter: 500 * time.Millisecond}
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		var pe peerError
+		if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&pe); err != nil || pe.Code == "" {
+			return nil, true, &slotstore.Error{Code: slotstore.CodeInternal, Message: fmt.Sprintf("peer %s answered %d", addr, resp.StatusCode)}
+		}
+		return resp, true, &slotstore.Error{Code: pe.Code, Message: pe.Message, LeaderHint: pe.LeaderHint, LeaderTerm: pe.LeaderTerm,
+			RouteRevision: pe.RouteRevision, RetryAfter: time.Duration(pe.RetryAfterMs) * time.Millisecond}
+	}
+	return resp, true, nil
+}
+
+func readBody(resp *http.Response) ([]byte, error) {
+	defer resp.Body.Close()
+	return io.ReadAll(io.LimitReader(resp.Body, meta.MaxEntryBytes+1))
+}
+
+// propose forwards an encoded command to the node at addr.
+func (c *peerClient) propose(ctx context.Context, addr string, cmd []byte) (meta.Result, slotstore.Route, error) {
+	resp, sent, err := c.call(ctx, http.MethodPost, addr, "propose", cmd, nil)
+	var route slotstore.Route
+	if resp != nil {
+		route = routeFromHeaders(resp.Header)
+	}
+	if err != nil {
+		if sent && resp == nil {
+			// The connection failed after the request may have left.
+			return meta.Result{}, route, &slotstore.Error{Code: slotstore.CodeTimeout, Err: err, RetryAfter: time.Second,
+				Message: "lost the connection to the leader; the write may or may not have been applied"}
+		}
+		return meta.Result{}, route, err
+	}
+	body, err := readBody(resp)
+	if err != nil {
+		return meta.Result{}, route, &slotstore.Error{Code: slotstore.CodeTimeout, Err: err,
+			Message: "lost the leader's answer; the write may or may not have been applied"}
+	}
+	res, err := meta.DecodeResult(body)
+	if err != nil {
+		return meta.Result{}, route, slotstore.Wrap(slotstore.CodeInternal, err, "undecodable result from the leader")
+	}
+	return res, route, nil
+}
+
+// read forwards a query to the node at addr.
+func (c *peerClient) read(ctx context.Context, addr string, q meta.Query, cons meta.Consistency) (any, meta.ReadInfo, error) {
+	hdr := map[string]string{}
+	if cons == meta.Local {
+		hdr[hdrConsist] = "local"
+	}
+	resp, _, err := c.call(ctx, http.MethodPost, addr, "read", meta.EncodeQuery(q), hdr)
+	var info meta.ReadInfo
+	if resp != nil {
+		info.Route = routeFromHeaders(resp.Header)
+		s, _ := strconv.ParseUint(resp.Header.Get("X-Served-By"), 10, 64)
+		info.ServedBy = slotstore.NodeID(s)
+		info.AppliedIndex, _ = strconv.ParseUint(resp.Header.Get("X-Applied-Index"), 10, 64)
+	}
+	if err != nil {
+		return nil, info, err
+	}
+	body, err := readBody(resp)
+	if err != nil {
+		return nil, info, &slotstore.Error{Code: slotstore.CodeTimeout, Err: err, Message: "lost the peer's answer"}
+	}
+	v, err := meta.DecodeAnswer(body)
+	if err != nil {
+		return nil, info, slotstore.Wrap(slotstore.CodeInternal, err, "undecodable answer from a peer")
+	}
+	return v, info, nil
+}
+
+// leaders asks the node at addr for its live leader views.
+func (c *peerClient) leaders(ctx context.Context, addr string) ([]leaderView, error) {
+	resp, _, err := c.call(ctx, http.MethodGet, addr, "leaders", nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	body, err := readBody(resp)
+	if err != nil {
+		return nil, err
+	}
+	var views []leaderView
+	return views, json.Unmarshal(body, &views)
+}
