@@ -32,6 +32,12 @@ func TestThreeNodesWriteAnywhereReadEverywhere(t *testing.T) {
 				if r.header.Get("X-Served-By") != fmt.Sprint(j+1) {
 					t.Fatalf("served by %s, asked node %d", r.header.Get("X-Served-By"), j+1)
 				}
+				// A local read is served by the node asked, from its own
+				// replica, and says how far that replica has applied.
+				lr := s.eventually(200, "GET", fmt.Sprintf("/v1/kv/n%d-k%d?consistency=local", i, k), "")
+				if lr.header.Get("X-Served-By") != fmt.Sprint(j+1) || lr.header.Get("X-Applied-Index") == "" || lr.header.Get("X-Applied-Index") == "0" {
+					t.Fatalf("local read on node %d: %v", j+1, lr.header)
+				}
 			}
 		}
 	}

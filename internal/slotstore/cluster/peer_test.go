@@ -1,0 +1,117 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"slotmeta/internal/slotstore"
+)
+
+// A node with just enough wiring for the peer handler's guards.
+func guardNode(slots int) *Node {
+	return &Node{cfg: Config{ClusterSecret: "right"}, peerSlots: make(chan struct{}, slots)}
+}
+
+func peerRequest(t *testing.T, h http.Handler, secret, timeout string) (int, peerError) {
+	t.Helper()
+	req := httptest.NewRequest(http.MethodGet, peerPrefix+"leaders", nil)
+	if secret != "" {
+		req.Header.Set(hdrSecret, secret)
+	}
+	if timeout != "" {
+		req.Header.Set(hdrTimeoutMs, timeout)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	var pe peerError
+	if rec.Code != http.StatusOK {
+		if err := json.Unmarshal(rec.Body.Bytes(), &pe); err != nil {
+			t.Fatalf("%d without the error envelope: %s", rec.Code, rec.Body)
+		}
+	}
+	return rec.Code, pe
+}
+
+func TestPeerRPCRefusesWithoutSecretOrBudget(t *testing.T) {
+	n := guardNode(1)
+	ran := false
+	h := n.peerAuth(func(context.Context, http.ResponseWriter, *http.Request) { ran = true })
+	for _, tc := range []struct {
+		secret, timeout string
+		status          int
+		code            slotstore.Code
+	}{
+		{"", "1000", 401, slotstore.CodeUnauthenticated},
+		{"wrong", "1000", 401, slotstore.CodeUnauthenticated},
+		{"righ", "1000", 401, slotstore.CodeUnauthenticated},
+		{"right", "", 400, slotstore.CodeInvalidArgument},
+		{"right", "0", 400, slotstore.CodeInvalidArgument},
+		{"right", "abc", 400, slotstore.CodeInvalidArgument},
+		{"right", "600000", 400, slotstore.CodeInvalidArgument},
+	} {
+		status, pe := peerRequest(t, h, tc.secret, tc.timeout)
+		if status != tc.status || pe.Code != tc.code || ran {
+			t.Fatalf("secret %q timeout %q: %d %+v (handler ran: %v)", tc.secret, tc.timeout, status, pe, ran)
+		}
+	}
+	if status, _ := peerRequest(t, h, "right", "1000"); status != 200 || !ran {
+		t.Fatalf("a good request: %d, handler ran %v", status, ran)
+	}
+}
+
+func TestPeerRPCServesABoundedNumberAtOnce(t *testing.T) {
+	n := guardNode(1)
+	n.peerSlots <- struct{}{} // one request in flight: the bound
+	h := n.peerAuth(func(context.Context, http.ResponseWriter, *http.Request) { t.Fatal("ran past the bound") })
+	status, pe := peerRequest(t, h, "right", "1000")
+	if status != 503 || pe.Code != slotstore.CodeBusy || pe.RetryAfterMs <= 0 {
+		t.Fatalf("over the bound: %d %+v", status, pe)
+	}
+}
+
+func TestPeerClientBoundsInFlightPerPeer(t *testing.T) {
+	c := newPeerClient("s", 2)
+	r1, err := c.acquire("a:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := c.acquire("a:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.acquire("a:1"); slotstore.ErrorCode(err) != slotstore.CodeBusy {
+		t.Fatalf("third in flight to one peer: %v, want busy", err)
+	}
+	if r, err := c.acquire("b:1"); err != nil {
+		t.Fatalf("another peer has its own bound: %v", err)
+	} else {
+		r()
+	}
+	r1()
+	if r, err := c.acquire("a:1"); err != nil {
+		t.Fatalf("after a release: %v", err)
+	} else {
+		r()
+	}
+	r2()
+}
+
+func TestPeerClientNeedsADeadline(t *testing.T) {
+	c := newPeerClient("s", 1)
+	if _, _, err := c.call(context.Background(), http.MethodGet, "127.0.0.1:1", "leaders", nil, nil); err == nil ||
+		!strings.Contains(err.Error(), "deadline") {
+		t.Fatalf("a call without a deadline: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	// Nothing listens on port 1: the dial fails, the request was never sent.
+	_, sent, err := c.call(ctx, http.MethodGet, "127.0.0.1:1", "leaders", nil, nil)
+	if err == nil || sent || slotstore.ErrorCode(err) != slotstore.CodeRouteNotReady {
+		t.Fatalf("dial failure: sent=%v %v", sent, err)
+	}
+}
