@@ -71,20 +71,25 @@ func (a *applier) applyCommand(raw []byte) meta.Result {
 	return r
 }
 
+// appliers maps each op to the function that applies it. Each resource
+// family registers its own from an init function in its own file.
+var appliers = map[meta.Op]func(*applier, meta.Command) meta.Result{}
+
+// registerApplier installs the apply function of op (at init; panics on a repeat).
+func registerApplier(op meta.Op, f func(*applier, meta.Command) meta.Result) {
+	if _, dup := appliers[op]; dup {
+		panic(fmt.Sprintf("fsm: applier for op %d registered twice", op))
+	}
+	appliers[op] = f
+}
+
+func init() {
+	registerApplier(meta.OpNoop, func(a *applier, _ meta.Command) meta.Result { return meta.Result{Revision: a.revision} })
+}
+
 func (a *applier) dispatch(c meta.Command) meta.Result {
-	switch c := c.(type) {
-	case *meta.CreateUser:
-		return a.createUser(c)
-	case *meta.PutUser:
-		return a.putUser(c)
-	case *meta.DeleteUser:
-		return a.deleteUser(c)
-	case *meta.PutKV:
-		return a.putKV(c)
-	case *meta.DeleteKV:
-		return a.deleteKV(c)
-	case *meta.Noop:
-		return meta.Result{Revision: a.revision}
+	if f, ok := appliers[c.Op()]; ok {
+		return f(a, c)
 	}
 	return meta.Result{Code: slotstore.CodeInvalidArgument, Message: fmt.Sprintf("op %d cannot be applied", c.Op())}
 }

@@ -16,6 +16,18 @@ type AppliedQuery struct{}
 // OwnedQuery asks a replica for its owned hash slots. Answer: []slotstore.HashSlot.
 type OwnedQuery struct{}
 
+// lookups maps each query kind to the function that answers it; resource
+// families register theirs from init functions, like appliers.
+var lookups = map[meta.QueryKind]func(*StateMachine, meta.Query) (any, error){}
+
+// registerLookup installs the answer function of query kind k.
+func registerLookup(k meta.QueryKind, f func(*StateMachine, meta.Query) (any, error)) {
+	if _, dup := lookups[k]; dup {
+		panic(fmt.Sprintf("fsm: lookup for query kind %d registered twice", k))
+	}
+	lookups[k] = f
+}
+
 // Lookup answers a query from committed state. It runs concurrently with
 // Update and so reads only Pebble and atomics.
 func (s *StateMachine) Lookup(q any) (any, error) {
@@ -24,28 +36,36 @@ func (s *StateMachine) Lookup(q any) (any, error) {
 		return s.applied.Load(), nil
 	case OwnedQuery:
 		return s.owned.Load().Slots(), nil
-	case *meta.GetUser:
-		if err := s.checkOwned(q.HashSlot); err != nil {
-			return nil, err
+	case meta.Query:
+		if f, ok := lookups[q.Kind()]; ok {
+			return f(s, q)
 		}
-		raw, found, err := s.get(meta.UserKey(s.cfg.Group, q.HashSlot, q.UID))
-		if err != nil || !found {
-			return (*meta.User)(nil), err
-		}
-		return meta.DecodeUser(raw)
-	case *meta.GetKV:
-		if err := s.checkOwned(q.HashSlot); err != nil {
-			return nil, err
-		}
-		raw, found, err := s.get(meta.KVKey(s.cfg.Group, q.HashSlot, q.Key))
-		if err != nil || !found {
-			return (*meta.KV)(nil), err
-		}
-		return meta.DecodeKV(raw)
-	case *meta.ScanUsers:
-		return s.scanUsers(q)
 	}
 	return nil, fmt.Errorf("fsm: unknown query %T", q)
+}
+
+// getUser answers meta.GetUser: *meta.User or a nil one.
+func (s *StateMachine) getUser(q *meta.GetUser) (any, error) {
+	if err := s.checkOwned(q.HashSlot); err != nil {
+		return nil, err
+	}
+	raw, found, err := s.get(meta.UserKey(s.cfg.Group, q.HashSlot, q.UID))
+	if err != nil || !found {
+		return (*meta.User)(nil), err
+	}
+	return meta.DecodeUser(raw)
+}
+
+// getKV answers meta.GetKV: *meta.KV or a nil one.
+func (s *StateMachine) getKV(q *meta.GetKV) (any, error) {
+	if err := s.checkOwned(q.HashSlot); err != nil {
+		return nil, err
+	}
+	raw, found, err := s.get(meta.KVKey(s.cfg.Group, q.HashSlot, q.Key))
+	if err != nil || !found {
+		return (*meta.KV)(nil), err
+	}
+	return meta.DecodeKV(raw)
 }
 
 func (s *StateMachine) checkOwned(hs slotstore.HashSlot) error {

@@ -5,6 +5,14 @@ import (
 	"slotmeta/internal/slotstore/meta"
 )
 
+func init() {
+	registerApplier(meta.OpCreateUser, func(a *applier, c meta.Command) meta.Result { return a.createUser(c.(*meta.CreateUser)) })
+	registerApplier(meta.OpPutUser, func(a *applier, c meta.Command) meta.Result { return a.putUser(c.(*meta.PutUser)) })
+	registerApplier(meta.OpDeleteUser, func(a *applier, c meta.Command) meta.Result { return a.deleteUser(c.(*meta.DeleteUser)) })
+	registerLookup(meta.QueryGetUser, func(s *StateMachine, q meta.Query) (any, error) { return s.getUser(q.(*meta.GetUser)) })
+	registerLookup(meta.QueryScanUsers, func(s *StateMachine, q meta.Query) (any, error) { return s.scanUsers(q.(*meta.ScanUsers)) })
+}
+
 func (a *applier) readUser(key []byte) (*meta.User, bool) {
 	raw, found := a.get(key)
 	if !found {

@@ -7,7 +7,9 @@ import (
 	"slotmeta/internal/slotstore"
 )
 
-// Op identifies a command type on the wire. Values are never reused.
+// Op identifies a command type on the wire. Values are never reused. Each
+// resource family owns a range (see registry.go), so families can grow
+// without renumbering.
 type Op uint8
 
 const (
@@ -153,23 +155,13 @@ func (c *PutKV) decodeBody(d *decoder) {
 func (c *DeleteKV) encodeBody(e *encoder) { e.str(c.Key); encodeCond(e, c.Cond) }
 func (c *DeleteKV) decodeBody(d *decoder) { c.Key = d.str(MaxKeyBytes); c.Cond = decodeCond(d) }
 
-// newCommand returns an empty command of op, or nil for an unknown op.
-func newCommand(op Op) Command {
-	switch op {
-	case OpCreateUser:
-		return &CreateUser{}
-	case OpPutUser:
-		return &PutUser{}
-	case OpDeleteUser:
-		return &DeleteUser{}
-	case OpPutKV:
-		return &PutKV{}
-	case OpDeleteKV:
-		return &DeleteKV{}
-	case OpNoop:
-		return &Noop{}
-	}
-	return nil
+func init() {
+	registerCommand(OpCreateUser, func() Command { return &CreateUser{} })
+	registerCommand(OpPutUser, func() Command { return &PutUser{} })
+	registerCommand(OpDeleteUser, func() Command { return &DeleteUser{} })
+	registerCommand(OpPutKV, func() Command { return &PutKV{} })
+	registerCommand(OpDeleteKV, func() Command { return &DeleteKV{} })
+	registerCommand(OpNoop, func() Command { return &Noop{} })
 }
 
 // EncodeCommand encodes c: version | op | hash slot | time | idempotency key | body.
@@ -196,10 +188,11 @@ func DecodeCommand(b []byte) (Command, error) {
 	if d.err() != nil {
 		return nil, d.err()
 	}
-	c := newCommand(op)
-	if c == nil {
+	f := commands[op]
+	if f == nil {
 		return nil, fmt.Errorf("%w: unknown op %d", ErrMalformed, op)
 	}
+	c := f()
 	h := c.Head()
 	h.HashSlot = slotstore.HashSlot(d.u16())
 	h.TimeMs = d.varint()

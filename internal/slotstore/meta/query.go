@@ -19,7 +19,8 @@ const (
 type Query interface {
 	// RouteSlot is the hash slot whose group answers the query.
 	RouteSlot() slotstore.HashSlot
-	queryKind() QueryKind
+	// Kind identifies the query type on the wire (and to the state machine).
+	Kind() QueryKind
 	encodeQuery(*encoder)
 	decodeQuery(*decoder)
 }

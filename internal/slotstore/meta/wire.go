@@ -17,9 +17,22 @@ const (
 
 const wireVersion = 1
 
-func (*GetUser) queryKind() QueryKind   { return QueryGetUser }
-func (*GetKV) queryKind() QueryKind     { return QueryGetKV }
-func (*ScanUsers) queryKind() QueryKind { return QueryScanUsers }
+func (*GetUser) Kind() QueryKind   { return QueryGetUser }
+func (*GetKV) Kind() QueryKind     { return QueryGetKV }
+func (*ScanUsers) Kind() QueryKind { return QueryScanUsers }
+
+func init() {
+	registerQuery(QueryGetUser, func() Query { return &GetUser{} })
+	registerQuery(QueryGetKV, func() Query { return &GetKV{} })
+	registerQuery(QueryScanUsers, func() Query { return &ScanUsers{} })
+	registerAnswer(answerUser, (*User)(nil),
+		func(e *encoder, v any) { e.bytes(EncodeUser(v.(*User))) },
+		func(d *decoder) (any, error) { return DecodeUser(d.bytes(MaxEntryBytes)) })
+	registerAnswer(answerKV, (*KV)(nil),
+		func(e *encoder, v any) { e.bytes(EncodeKV(v.(*KV))) },
+		func(d *decoder) (any, error) { return DecodeKV(d.bytes(MaxEntryBytes)) })
+	registerAnswer(answerUserPage, (*UserPage)(nil), encodeUserPage, decodeUserPage)
+}
 
 func (q *GetUser) encodeQuery(e *encoder) { e.u16(uint16(q.HashSlot)); e.str(q.UID) }
 func (q *GetUser) decodeQuery(d *decoder) {
@@ -48,23 +61,11 @@ func (q *ScanUsers) decodeQuery(d *decoder) {
 	q.Limit = int(n)
 }
 
-func newQuery(k QueryKind) Query {
-	switch k {
-	case QueryGetUser:
-		return &GetUser{}
-	case QueryGetKV:
-		return &GetKV{}
-	case QueryScanUsers:
-		return &ScanUsers{}
-	}
-	return nil
-}
-
 // EncodeQuery encodes q: version | kind | body.
 func EncodeQuery(q Query) []byte {
 	e := encoder{b: make([]byte, 0, 32)}
 	e.u8(wireVersion)
-	e.u8(uint8(q.queryKind()))
+	e.u8(uint8(q.Kind()))
 	q.encodeQuery(&e)
 	return e.b
 }
@@ -79,10 +80,11 @@ func DecodeQuery(b []byte) (Query, error) {
 	if d.err() != nil {
 		return nil, d.err()
 	}
-	q := newQuery(k)
-	if q == nil {
+	f := queries[k]
+	if f == nil {
 		return nil, fmt.Errorf("%w: unknown query kind %d", ErrMalformed, k)
 	}
+	q := f()
 	q.decodeQuery(&d)
 	if d.err() != nil {
 		return nil, d.err()
@@ -96,7 +98,7 @@ func DecodeQuery(b []byte) (Query, error) {
 	return q, nil
 }
 
-// Answer tags on the wire.
+// Answer tags on the wire (the registry in registry.go maps types to tags).
 const (
 	answerNil      = 0
 	answerUser     = 1
@@ -107,91 +109,32 @@ const (
 // maxPageItems bounds a decoded page.
 const maxPageItems = 100000
 
-// EncodeAnswer encodes a query's answer (one of the types the queries
-// document, or nil).
-func EncodeAnswer(v any) ([]byte, error) {
-	e := encoder{b: make([]byte, 0, 64)}
-	e.u8(wireVersion)
-	switch a := v.(type) {
-	case nil:
-		e.u8(answerNil)
-	case *User:
-		if a == nil {
-			e.u8(answerNil)
-			break
-		}
-		e.u8(answerUser)
-		e.bytes(EncodeUser(a))
-	case *KV:
-		if a == nil {
-			e.u8(answerNil)
-			break
-		}
-		e.u8(answerKV)
-		e.bytes(EncodeKV(a))
-	case *UserPage:
-		e.u8(answerUserPage)
-		e.uvarint(uint64(len(a.Users)))
-		for _, u := range a.Users {
-			e.bytes(EncodeUser(u))
-		}
-		e.bool(a.More)
-		e.u16(uint16(a.LastSlot))
-		e.str(a.LastUID)
-	default:
-		return nil, fmt.Errorf("meta: cannot encode answer %T", v)
+func encodeUserPage(e *encoder, v any) {
+	a := v.(*UserPage)
+	e.uvarint(uint64(len(a.Users)))
+	for _, u := range a.Users {
+		e.bytes(EncodeUser(u))
 	}
-	return e.b, nil
+	e.bool(a.More)
+	e.u16(uint16(a.LastSlot))
+	e.str(a.LastUID)
 }
 
-// DecodeAnswer decodes EncodeAnswer's output.
-func DecodeAnswer(b []byte) (any, error) {
-	d := decoder{b: b}
-	if v := d.u8(); d.err() == nil && v != wireVersion {
-		return nil, fmt.Errorf("%w: unknown answer version %d", ErrMalformed, v)
+func decodeUserPage(d *decoder) (any, error) {
+	n := d.uvarint()
+	if n > maxPageItems {
+		d.fail("page of %d items", n)
 	}
-	tag := d.u8()
-	var out any
-	switch {
-	case d.err() != nil:
-	case tag == answerNil:
-	case tag == answerUser:
+	page := &UserPage{Users: make([]*User, 0, min(n, uint64(len(d.b))))}
+	for i := uint64(0); i < n && d.err() == nil; i++ {
 		u, err := DecodeUser(d.bytes(MaxEntryBytes))
 		if err != nil {
 			return nil, err
 		}
-		out = u
-	case tag == answerKV:
-		kv, err := DecodeKV(d.bytes(MaxEntryBytes))
-		if err != nil {
-			return nil, err
-		}
-		out = kv
-	case tag == answerUserPage:
-		n := d.uvarint()
-		if n > maxPageItems {
-			d.fail("page of %d items", n)
-		}
-		page := &UserPage{Users: make([]*User, 0, min(n, uint64(len(d.b))))}
-		for i := uint64(0); i < n && d.err() == nil; i++ {
-			u, err := DecodeUser(d.bytes(MaxEntryBytes))
-			if err != nil {
-				return nil, err
-			}
-			page.Users = append(page.Users, u)
-		}
-		page.More = d.bool()
-		page.LastSlot = slotstore.HashSlot(d.u16())
-		page.LastUID = d.str(MaxKeyBytes)
-		out = page
-	default:
-		return nil, fmt.Errorf("%w: unknown answer tag %d", ErrMalformed, tag)
+		page.Users = append(page.Users, u)
 	}
-	if d.err() != nil {
-		return nil, d.err()
-	}
-	if len(d.b) != 0 {
-		return nil, fmt.Errorf("%w: %d trailing bytes after answer", ErrMalformed, len(d.b))
-	}
-	return out, nil
+	page.More = d.bool()
+	page.LastSlot = slotstore.HashSlot(d.u16())
+	page.LastUID = d.str(MaxKeyBytes)
+	return page, d.err()
 }
