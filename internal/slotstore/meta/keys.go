@@ -24,7 +24,137 @@ const (
 	TableUser  Table = 1
 	TableKV    Table = 2
 	TableDedup Table = 3 // idempotency records
+
+	TableDevice      Table = 10 // uid | device flag
+	TableSystemUID   Table = 11 // uid (under the reserved route key SystemUIDsRouteKey)
+	TablePlugin      Table = 12 // uid | plugin no
+	TablePluginIndex Table = 13 // plugin no | uid (for the scan by plugin)
+
+	TableChannel    Table = 20 // channel
+	TableSubscriber Table = 21 // channel | uid
+	TableDenylist   Table = 22 // channel | uid
+	TableAllowlist  Table = 23 // channel | uid
+
+	TableMembership         Table = 40 // uid | channel
+	TableMembershipActivity Table = 41 // uid | ^activity time | channel (newest first)
+	TableCmdBinding         Table = 42 // uid | channel
+	TableOutbox             Table = 43 // seq: projection work the hash slot owes other groups
+
+	TableRuntime     Table = 60 // channel
+	TableChannelTask Table = 61 // channel | task id
+
+	TableEvent Table = 80 // channel | seq
 )
+
+// SystemUIDsRouteKey is the reserved route key under which every system UID
+// is stored (one hash slot holds the whole set).
+const SystemUIDsRouteKey = "__slotmeta_system_uids__"
+
+// Composite primary keys are built from parts that keep their order: a
+// string part that other parts follow is escaped (0x00 → 0x00 0xFF) and
+// terminated (0x00 0x01), so "a" sorts before "a\x00b" before "ab"; the last
+// part is appended raw; fixed-width integers are big endian.
+
+// appendPart appends a non-final string part.
+func appendPart(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if s[i] == 0 {
+			b = append(b, 0, 0xFF)
+		} else {
+			b = append(b, s[i])
+		}
+	}
+	return append(b, 0, 1)
+}
+
+// channelPart appends a channel identity as a non-final part: type | escaped id.
+func channelPart(b []byte, channelType uint8, channelID string) []byte {
+	return appendPart(append(b, channelType), channelID)
+}
+
+// DeviceKey is the key of one device of uid; DevicePrefix covers all of them.
+func DeviceKey(g slotstore.GroupID, s slotstore.HashSlot, uid string, flag uint8) []byte {
+	return append(DevicePrefix(g, s, uid), flag)
+}
+
+// DevicePrefix is the prefix of every device of uid.
+func DevicePrefix(g slotstore.GroupID, s slotstore.HashSlot, uid string) []byte {
+	return appendPart(TablePrefix(g, s, TableDevice), uid)
+}
+
+// SystemUIDKey is the key of one system UID (s is the hash slot of SystemUIDsRouteKey).
+func SystemUIDKey(g slotstore.GroupID, s slotstore.HashSlot, uid string) []byte {
+	return RowKey(g, s, TableSystemUID, uid)
+}
+
+// PluginKey is uid's binding to plugin; PluginPrefix covers uid's bindings.
+func PluginKey(g slotstore.GroupID, s slotstore.HashSlot, uid, plugin string) []byte {
+	return append(PluginPrefix(g, s, uid), plugin...)
+}
+
+// PluginPrefix is the prefix of every plugin binding of uid.
+func PluginPrefix(g slotstore.GroupID, s slotstore.HashSlot, uid string) []byte {
+	return appendPart(TablePrefix(g, s, TablePlugin), uid)
+}
+
+// PluginIndexKey indexes uid under plugin in uid's hash slot.
+func PluginIndexKey(g slotstore.GroupID, s slotstore.HashSlot, plugin, uid string) []byte {
+	return append(PluginIndexPrefix(g, s, plugin), uid...)
+}
+
+// PluginIndexPrefix is the prefix of the users bound to plugin in one hash slot.
+func PluginIndexPrefix(g slotstore.GroupID, s slotstore.HashSlot, plugin string) []byte {
+	return appendPart(TablePrefix(g, s, TablePluginIndex), plugin)
+}
+
+// ChannelKey is the key of a channel row (also of its runtime meta, with TableRuntime).
+func ChannelKey(g slotstore.GroupID, s slotstore.HashSlot, t Table, channelType uint8, channelID string) []byte {
+	return append(append(TablePrefix(g, s, t), channelType), channelID...)
+}
+
+// ChannelMemberKey is the key of uid in one of a channel's lists
+// (TableSubscriber, TableDenylist, TableAllowlist).
+func ChannelMemberKey(g slotstore.GroupID, s slotstore.HashSlot, list Table, channelType uint8, channelID, uid string) []byte {
+	return append(ChannelListPrefix(g, s, list, channelType, channelID), uid...)
+}
+
+// ChannelListPrefix is the prefix of one list of a channel (also of its
+// tasks and events, with TableChannelTask and TableEvent).
+func ChannelListPrefix(g slotstore.GroupID, s slotstore.HashSlot, list Table, channelType uint8, channelID string) []byte {
+	return channelPart(TablePrefix(g, s, list), channelType, channelID)
+}
+
+// ChannelTaskKey is the key of a channel's migration task.
+func ChannelTaskKey(g slotstore.GroupID, s slotstore.HashSlot, channelType uint8, channelID string, taskID uint64) []byte {
+	return binary.BigEndian.AppendUint64(ChannelListPrefix(g, s, TableChannelTask, channelType, channelID), taskID)
+}
+
+// EventKey is the key of a channel's message-event projection at seq.
+func EventKey(g slotstore.GroupID, s slotstore.HashSlot, channelType uint8, channelID string, seq uint64) []byte {
+	return binary.BigEndian.AppendUint64(ChannelListPrefix(g, s, TableEvent, channelType, channelID), seq)
+}
+
+// UserChannelKey is the key of uid's row about a channel (TableMembership, TableCmdBinding).
+func UserChannelKey(g slotstore.GroupID, s slotstore.HashSlot, t Table, uid string, channelType uint8, channelID string) []byte {
+	return append(append(UserTablePrefix(g, s, t, uid), channelType), channelID...)
+}
+
+// UserTablePrefix is the prefix of uid's rows in table t.
+func UserTablePrefix(g slotstore.GroupID, s slotstore.HashSlot, t Table, uid string) []byte {
+	return appendPart(TablePrefix(g, s, t), uid)
+}
+
+// MembershipActivityKey indexes uid's membership of a channel by activity
+// time, newest first (the time is stored inverted).
+func MembershipActivityKey(g slotstore.GroupID, s slotstore.HashSlot, uid string, activityMs int64, channelType uint8, channelID string) []byte {
+	b := binary.BigEndian.AppendUint64(UserTablePrefix(g, s, TableMembershipActivity, uid), ^uint64(activityMs))
+	return append(append(b, channelType), channelID...)
+}
+
+// OutboxKey is the key of the projection record at seq in hash slot s.
+func OutboxKey(g slotstore.GroupID, s slotstore.HashSlot, seq uint64) []byte {
+	return binary.BigEndian.AppendUint64(TablePrefix(g, s, TableOutbox), seq)
+}
 
 // sysSlot marks the system sub-space of a group; it is above every hash slot.
 const sysSlot = 0xFFFF

@@ -254,3 +254,39 @@ func TestSlotSet(t *testing.T) {
 		}
 	}
 }
+
+func TestCompositeKeysKeepOrderAndNeverCollide(t *testing.T) {
+	// Parts with embedded zero bytes and prefixes of each other must not
+	// collide and must sort part by part.
+	uids := []string{"a", "a\x00", "a\x00b", "a\x01", "ab", "b"}
+	var keys [][]byte
+	for _, u := range uids {
+		keys = append(keys, meta.DeviceKey(1, 2, u, 0), meta.DeviceKey(1, 2, u, 255))
+	}
+	for i := 1; i < len(keys); i++ {
+		if bytes.Compare(keys[i-1], keys[i]) >= 0 {
+			t.Fatalf("keys out of order at %d: %q !< %q", i, keys[i-1], keys[i])
+		}
+	}
+	for _, u := range uids {
+		p := meta.DevicePrefix(1, 2, u)
+		for _, other := range uids {
+			k := meta.DeviceKey(1, 2, other, 7)
+			if bytes.HasPrefix(k, p) != (other == u) {
+				t.Fatalf("device of %q under the prefix of %q: %v", other, u, bytes.HasPrefix(k, p))
+			}
+		}
+	}
+	a := meta.ChannelMemberKey(1, 2, meta.TableSubscriber, 1, "g1", "u")
+	b := meta.ChannelMemberKey(1, 2, meta.TableSubscriber, 1, "g1\x00", "u")
+	c := meta.ChannelMemberKey(1, 2, meta.TableSubscriber, 2, "g1", "u")
+	if bytes.Equal(a, b) || bytes.Equal(a, c) || !bytes.HasPrefix(a, meta.ChannelListPrefix(1, 2, meta.TableSubscriber, 1, "g1")) ||
+		bytes.HasPrefix(b, meta.ChannelListPrefix(1, 2, meta.TableSubscriber, 1, "g1")) {
+		t.Fatal("channel list keys collide or leak across channels")
+	}
+	newer := meta.MembershipActivityKey(1, 2, "u", 2000, 1, "x")
+	older := meta.MembershipActivityKey(1, 2, "u", 1000, 1, "y")
+	if bytes.Compare(newer, older) >= 0 {
+		t.Fatal("activity index does not list newest first")
+	}
+}
