@@ -44,4 +44,23 @@ type Backend interface {
 	// RegisterNode admits a joining node (idempotent) and returns it as the
 	// controller recorded it.
 	RegisterNode(ctx context.Context, n slotstore.NodeInfo) (slotstore.NodeInfo, error)
+
+	Operator
+}
+
+// Operator is what the cluster operations need: observed status beside
+// intent, safe leader transfers, preferred leaders and the decision log.
+type Operator interface {
+	// Groups returns every group's intent and observed fact.
+	Groups(ctx context.Context) ([]slotstore.GroupView, error)
+	// Group returns one group's view (not_found for an unknown group).
+	Group(ctx context.Context, g slotstore.GroupID) (slotstore.GroupView, error)
+	// LeaderTransfer runs the safety checks of moving g's leadership to
+	// target and, unless dryRun, performs it. An unsafe transfer is a
+	// conflict whose details name the blockers.
+	LeaderTransfer(ctx context.Context, g slotstore.GroupID, target slotstore.NodeID, dryRun bool) (slotstore.Preflight, slotstore.TransferResult, error)
+	// SetPreferredLeader records the intent that node should lead g.
+	SetPreferredLeader(ctx context.Context, g slotstore.GroupID, node slotstore.NodeID) error
+	// Decisions returns the reconciler's decision log, oldest first.
+	Decisions() []slotstore.Decision
 }

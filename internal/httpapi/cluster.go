@@ -15,6 +15,12 @@ func (a *api) clusterRoutes(r chi.Router) {
 	r.Get("/nodes", a.handle(a.listNodes))
 	r.Post("/nodes", a.handle(a.registerNode))
 	r.Get("/routes", a.handle(a.getRoutes))
+	r.Get("/groups", a.handle(a.listGroups))
+	r.Get("/groups/{id}", a.handle(a.getGroup))
+	r.Post("/groups/{id}/leader-transfer", a.handle(a.transferLeader))
+	r.Get("/groups/{id}/leader-transfer/preflight", a.handle(a.preflightTransfer))
+	r.Put("/groups/{id}/preferred-leader", a.handle(a.setPreferredLeader))
+	r.Get("/decisions", a.handle(a.listDecisions))
 	r.Post("/routes/resolve", a.handle(a.resolveRoutes))
 }
 

@@ -108,6 +108,31 @@ func (f *fakeBackend) Nodes() []slotstore.NodeInfo {
 	return []slotstore.NodeInfo{{ID: f.node, RaftAddr: "127.0.0.1:1", State: slotstore.NodeActive}}
 }
 
+func (f *fakeBackend) Groups(context.Context) ([]slotstore.GroupView, error) {
+	f.record("Groups")
+	return []slotstore.GroupView{{ID: 1}}, nil
+}
+
+func (f *fakeBackend) Group(_ context.Context, g slotstore.GroupID) (slotstore.GroupView, error) {
+	f.record("Group")
+	if g != 1 {
+		return slotstore.GroupView{}, slotstore.Errorf(slotstore.CodeNotFound, "group %d does not exist", g)
+	}
+	return slotstore.GroupView{ID: 1}, nil
+}
+
+func (f *fakeBackend) LeaderTransfer(_ context.Context, g slotstore.GroupID, target slotstore.NodeID, dryRun bool) (slotstore.Preflight, slotstore.TransferResult, error) {
+	f.record("LeaderTransfer")
+	return slotstore.Preflight{Group: g, Target: target, OK: true, Blockers: []slotstore.Blocker{}}, slotstore.TransferResult{Group: g, Leader: target}, nil
+}
+
+func (f *fakeBackend) SetPreferredLeader(context.Context, slotstore.GroupID, slotstore.NodeID) error {
+	f.record("SetPreferredLeader")
+	return nil
+}
+
+func (f *fakeBackend) Decisions() []slotstore.Decision { f.record("Decisions"); return nil }
+
 func (f *fakeBackend) RegisterNode(_ context.Context, n slotstore.NodeInfo) (slotstore.NodeInfo, error) {
 	f.record("RegisterNode")
 	n.State = slotstore.NodeActive

@@ -49,6 +49,14 @@ type Config struct {
 	CompactionOverhead uint64        // default 5000
 	MaxInMemLogSize    uint64        // default 64 MiB
 
+	// ObserveInterval is how often the controller leader collects status
+	// reports and reconciles (default 1s; negative: never by itself — tests
+	// drive ObserveOnce and ReconcileOnce with their own clock).
+	ObserveInterval time.Duration
+	// Leadership holds the safety thresholds of transfers and of the
+	// preferred-leader reconciler.
+	Leadership LeadershipPolicy
+
 	Proposer ProposerConfig
 	Store    store.Options
 
@@ -98,6 +106,10 @@ func (c *Config) EnsureDefaults() {
 	if c.MaxForwardHops == 0 {
 		c.MaxForwardHops = 3
 	}
+	if c.ObserveInterval == 0 {
+		c.ObserveInterval = time.Second
+	}
+	c.Leadership.ensureDefaults()
 	if c.RequestTimeout == 0 {
 		c.RequestTimeout = 3 * time.Second
 	}

@@ -69,6 +69,11 @@ type Node struct {
 	peerSrv   *http.Server
 	peerLn    net.Listener
 
+	obs       *observer
+	transfers sync.Map       // GroupID → time.Time: leader transfers this node started and has not seen finish
+	decided   sync.Map       // GroupID → string: the last decision recorded per group (to log changes only)
+	bg        sync.WaitGroup // background goroutines besides the reconcile loop
+
 	kick chan struct{} // wakes the reconcile loop (cap 1)
 	stop chan struct{}
 	done chan struct{}
@@ -100,7 +105,8 @@ func Start(cfg Config) (*Node, error) {
 	}
 	n := &Node{cfg: cfg, db: db, router: routing.NewRouter(), kick: make(chan struct{}, 1),
 		stop: make(chan struct{}), done: make(chan struct{}),
-		peers: newPeerClient(cfg.ClusterSecret, cfg.MaxPeerInFlight), peerSlots: make(chan struct{}, 4*cfg.MaxPeerInFlight)}
+		peers: newPeerClient(cfg.ClusterSecret, cfg.MaxPeerInFlight), peerSlots: make(chan struct{}, 4*cfg.MaxPeerInFlight),
+		obs: newObserver()}
 	empty := map[slotstore.GroupID]*localGroup{}
 	n.groups.Store(&empty)
 	n.ctrl.Store(controller.NewState())
@@ -144,6 +150,8 @@ func Start(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	go n.reconcileLoop()
+	n.bg.Add(1)
+	go n.observeLoop()
 	return n, nil
 }
 
@@ -229,6 +237,7 @@ func (n *Node) Close() error {
 	n.once.Do(func() {
 		close(n.stop)
 		<-n.done
+		n.bg.Wait()
 		n.closePeer()
 		for _, g := range *n.groups.Load() {
 			g.proposer.Close()

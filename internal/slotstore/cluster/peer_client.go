@@ -61,6 +61,15 @@ func (c *peerClient) acquire(addr string) (func(), error) {
 // peer's error. sent reports whether the request may have reached the peer
 // (a transport failure after that leaves a write's outcome unknown).
 func (c *peerClient) call(ctx context.Context, method, addr, path string, body []byte, hdr map[string]string) (resp *http.Response, sent bool, err error) {
+	return c.callPath(ctx, method, addr, path, bytes.NewReader(body), hdr)
+}
+
+// callPath is call with a body reader (path may carry a query string).
+func (c *peerClient) callPath(ctx context.Context, method, addr, path string, body io.Reader, hdrs ...map[string]string) (resp *http.Response, sent bool, err error) {
+	var hdr map[string]string
+	if len(hdrs) > 0 {
+		hdr = hdrs[0]
+	}
 	release, err := c.acquire(addr)
 	if err != nil {
 		return nil, false, err
@@ -74,7 +83,7 @@ func (c *peerClient) call(ctx context.Context, method, addr, path string, body [
 	if remaining < time.Millisecond {
 		return nil, false, &slotstore.Error{Code: slotstore.CodeTimeout, Message: "no time left to call a peer"}
 	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://"+addr+peerPrefix+path, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, method, "http://"+addr+peerPrefix+path, body)
 	if err != nil {
 		return nil, false, err
 	}
@@ -100,7 +109,7 @@ func (c *peerClient) call(ctx context.Context, method, addr, path string, body [
 			return nil, true, &slotstore.Error{Code: slotstore.CodeInternal, Message: fmt.Sprintf("peer %s answered %d", addr, resp.StatusCode)}
 		}
 		return resp, true, &slotstore.Error{Code: pe.Code, Message: pe.Message, LeaderHint: pe.LeaderHint, LeaderTerm: pe.LeaderTerm,
-			RouteRevision: pe.RouteRevision, RetryAfter: time.Duration(pe.RetryAfterMs) * time.Millisecond}
+			RouteRevision: pe.RouteRevision, RetryAfter: time.Duration(pe.RetryAfterMs) * time.Millisecond, Details: pe.Details}
 	}
 	return resp, true, nil
 }

@@ -31,12 +31,13 @@ const (
 
 // peerError is the JSON error envelope of peer RPC.
 type peerError struct {
-	Code          slotstore.Code   `json:"code"`
-	Message       string           `json:"message"`
-	LeaderHint    slotstore.NodeID `json:"leader_hint,omitempty"`
-	LeaderTerm    uint64           `json:"leader_term,omitempty"`
-	RouteRevision uint64           `json:"route_revision,omitempty"`
-	RetryAfterMs  int64            `json:"retry_after_ms,omitempty"`
+	Code          slotstore.Code         `json:"code"`
+	Message       string                 `json:"message"`
+	LeaderHint    slotstore.NodeID       `json:"leader_hint,omitempty"`
+	LeaderTerm    uint64                 `json:"leader_term,omitempty"`
+	RouteRevision uint64                 `json:"route_revision,omitempty"`
+	RetryAfterMs  int64                  `json:"retry_after_ms,omitempty"`
+	Details       []slotstore.FieldError `json:"details,omitempty"`
 }
 
 func (n *Node) peerHandler() http.Handler {
@@ -44,6 +45,9 @@ func (n *Node) peerHandler() http.Handler {
 	mux.HandleFunc("POST "+peerPrefix+"propose", n.peerAuth(n.servePeerPropose))
 	mux.HandleFunc("POST "+peerPrefix+"read", n.peerAuth(n.servePeerRead))
 	mux.HandleFunc("GET "+peerPrefix+"leaders", n.peerAuth(n.servePeerLeaders))
+	mux.HandleFunc("GET "+peerPrefix+"status", n.peerAuth(n.servePeerStatus))
+	mux.HandleFunc("GET "+peerPrefix+"groups", n.peerAuth(n.servePeerGroups))
+	mux.HandleFunc("POST "+peerPrefix+"transfer", n.peerAuth(n.servePeerTransfer))
 	return mux
 }
 
@@ -80,7 +84,7 @@ func writePeerError(w http.ResponseWriter, status int, err error) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(peerError{Code: e.Code, Message: e.Message, LeaderHint: e.LeaderHint,
-		LeaderTerm: e.LeaderTerm, RouteRevision: e.RouteRevision, RetryAfterMs: e.RetryAfter.Milliseconds()})
+		LeaderTerm: e.LeaderTerm, RouteRevision: e.RouteRevision, RetryAfterMs: e.RetryAfter.Milliseconds(), Details: e.Details})
 }
 
 func setRouteHeaders(h http.Header, r slotstore.Route) {

@@ -19,7 +19,21 @@ type Command struct {
 	Bootstrap    *Bootstrap    `json:"bootstrap,omitempty"`
 	RegisterNode *RegisterNode `json:"register_node,omitempty"`
 	SetNodeState *SetNodeState `json:"set_node_state,omitempty"`
+	SetPreferred *SetPreferred `json:"set_preferred,omitempty"`
+	Decision     *Decision     `json:"decision,omitempty"`
 }
+
+// SetPreferred sets a group's preferred leader (an intent with a time).
+type SetPreferred struct {
+	Group slotstore.GroupID `json:"group"`
+	Node  slotstore.NodeID  `json:"node"`
+}
+
+// Decision is one reconciliation decision (the domain type).
+type Decision = slotstore.Decision
+
+// MaxDecisions bounds the decision log; the oldest entries go first.
+const MaxDecisions = 500
 
 // RegisterNode records a node that joins a running cluster, in state
 // joining. Registering the same node again is a no-op that succeeds; an id or
@@ -67,7 +81,7 @@ func DecodeCommand(b []byte) (Command, error) {
 		return c, fmt.Errorf("controller: unknown command version %d", c.V)
 	}
 	bodies := 0
-	for _, set := range []bool{c.Bootstrap != nil, c.RegisterNode != nil, c.SetNodeState != nil} {
+	for _, set := range []bool{c.Bootstrap != nil, c.RegisterNode != nil, c.SetNodeState != nil, c.SetPreferred != nil, c.Decision != nil} {
 		if set {
 			bodies++
 		}
@@ -114,6 +128,17 @@ func apply(s *State, c Command) Result {
 		return applyRegisterNode(s, c.RegisterNode, c.TimeMs)
 	case c.SetNodeState != nil:
 		return applySetNodeState(s, c.SetNodeState)
+	case c.SetPreferred != nil:
+		return applySetPreferred(s, c.SetPreferred, c.TimeMs)
+	case c.Decision != nil:
+		d := *c.Decision
+		d.AtMs = c.TimeMs
+		s.Decisions = append(s.Decisions, d)
+		if over := len(s.Decisions) - MaxDecisions; over > 0 {
+			s.Decisions = append([]Decision(nil), s.Decisions[over:]...)
+		}
+		s.DecisionSeq++
+		return Result{OK: true}
 	}
 	return Result{Message: "empty command"}
 }
@@ -212,5 +237,18 @@ func applySetNodeState(s *State, r *SetNodeState) Result {
 		return refuse(slotstore.CodeConflict, "node %d was removed", r.ID)
 	}
 	n.State = r.State
+	return Result{OK: true}
+}
+
+func applySetPreferred(s *State, r *SetPreferred, timeMs int64) Result {
+	g, ok := s.Groups[r.Group]
+	if !ok {
+		return refuse(slotstore.CodeNotFound, "group %d does not exist", r.Group)
+	}
+	if _, ok := g.Peers[r.Node]; !ok {
+		return refuse(slotstore.CodeConflict, "node %d is not a desired peer of group %d", r.Node, r.Group)
+	}
+	g.PreferredLeader = r.Node
+	g.PreferredSetAtMs = timeMs
 	return Result{OK: true}
 }

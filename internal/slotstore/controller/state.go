@@ -99,6 +99,8 @@ type State struct {
 	RouteRevision     uint64                       `json:"route_revision"`
 	Groups            map[slotstore.GroupID]*Group `json:"groups"`
 	NextReplicaID     uint64                       `json:"next_replica_id"`
+	Decisions         []Decision                   `json:"decisions"`    // bounded, oldest first
+	DecisionSeq       uint64                       `json:"decision_seq"` // decisions ever recorded
 	AppliedIndex      uint64                       `json:"applied_index"`
 }
 
@@ -117,6 +119,7 @@ func (s *State) Clone() *State {
 		c.Nodes[id] = &nn
 	}
 	c.HashToGroup = append([]slotstore.GroupID(nil), s.HashToGroup...)
+	c.Decisions = append([]Decision(nil), s.Decisions...)
 	c.Groups = make(map[slotstore.GroupID]*Group, len(s.Groups))
 	for id, g := range s.Groups {
 		gg := *g

@@ -1,0 +1,126 @@
+package e2e
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"slotmeta/internal/slotstore"
+	"slotmeta/internal/slotstore/cluster"
+	"slotmeta/internal/slotstore/slotstoretest"
+)
+
+// TestGroupsAndLeaderTransferAPI: the groups view shows intent and observed
+// fact side by side; the preflight says why a transfer is unsafe; a safe
+// transfer answers once the new leader is observed; an unsafe one is a 409
+// whose details name the blockers.
+func TestGroupsAndLeaderTransferAPI(t *testing.T) {
+	c := slotstoretest.Start(t, slotstoretest.Options{Nodes: 3, Groups: 2, Tune: func(cfg *cluster.Config) {
+		cfg.ObserveInterval = 100 * time.Millisecond
+	}})
+	servers := make([]*server, 3)
+	for i, n := range c.Nodes {
+		servers[i] = serve(t, n)
+	}
+	s := servers[0]
+	var groups struct {
+		Items []slotstore.GroupView `json:"items"`
+	}
+	// The first view may predate the first status round: wait for facts.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s.must(200, "GET", "/v1/cluster/groups", "").json(&groups)
+		if len(groups.Items) == 2 && groups.Items[0].Leader != 0 && groups.Items[1].Leader != 0 &&
+			len(groups.Items[0].Voters) == 3 && len(groups.Items[0].Replicas) == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("groups never showed observed leaders and voters: %+v", groups.Items)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	g1 := groups.Items[0]
+	if g1.ID != 1 || len(g1.DesiredPeers) != 3 || g1.ConfigEpoch != 1 || g1.PreferredLeader == 0 || g1.ObservedBy == 0 ||
+		g1.Aggregator == 0 || g1.HashSlots != 128 {
+		t.Fatalf("group 1 view: %+v", g1)
+	}
+	for _, r := range g1.Replicas {
+		if r.Role != slotstore.RoleVoter || !r.Desired || r.ReportAgeMs < 0 {
+			t.Fatalf("replica view: %+v", r)
+		}
+	}
+	// Any node answers with the controller leader's aggregate.
+	var fromOther slotstore.GroupView
+	servers[2].must(200, "GET", "/v1/cluster/groups/1", "").json(&fromOther)
+	if fromOther.ID != 1 || fromOther.Leader == 0 {
+		t.Fatalf("group 1 through node 3: %+v", fromOther)
+	}
+	s.must(404, "GET", "/v1/cluster/groups/9", "")
+	s.must(400, "GET", "/v1/cluster/groups/x", "")
+
+	leader := g1.Leader
+	target := slotstore.NodeID(leader%3 + 1)
+	var pf slotstore.Preflight
+	s.must(200, "GET", fmt.Sprintf("/v1/cluster/groups/1/leader-transfer/preflight?target_node=%d", leader), "").json(&pf)
+	if pf.OK || len(pf.Blockers) == 0 || pf.Blockers[0].Reason != cluster.ReasonAlreadyLeader {
+		t.Fatalf("preflight to the leader itself: %+v", pf)
+	}
+	s.must(200, "GET", fmt.Sprintf("/v1/cluster/groups/1/leader-transfer/preflight?target_node=%d", target), "").json(&pf)
+	if !pf.OK || pf.Leader != leader {
+		t.Fatalf("preflight to a caught-up voter: %+v", pf)
+	}
+	// The transfer itself, asked of a node that may not lead the controller.
+	var res slotstore.TransferResult
+	servers[2].must(200, "POST", "/v1/cluster/groups/1/leader-transfer", fmt.Sprintf(`{"target_node":%d}`, target)).json(&res)
+	if res.Leader != target || res.PreviousLeader != leader || res.ObservedAtMs == 0 {
+		t.Fatalf("transfer result: %+v", res)
+	}
+	if r := s.do("POST", "/v1/cluster/groups/1/leader-transfer", `{"target_node":7}`); r.code != 409 || r.errCode() != "conflict" ||
+		!contains(string(r.body), cluster.ReasonTargetNotPeer) {
+		t.Fatalf("transfer to a stranger: %d %s", r.code, r.body)
+	}
+	s.must(400, "POST", "/v1/cluster/groups/1/leader-transfer", `{"target_node":0}`)
+
+	// Preferred leader intent.
+	var v slotstore.GroupView
+	s.must(200, "PUT", "/v1/cluster/groups/2/preferred-leader", fmt.Sprintf(`{"node":%d}`, 3)).json(&v)
+	if v.PreferredLeader != 3 || v.PreferredSetAtMs == 0 {
+		t.Fatalf("preferred leader: %+v", v)
+	}
+	if r := s.do("PUT", "/v1/cluster/groups/2/preferred-leader", `{"node":9}`); r.code != 409 {
+		t.Fatalf("preferring a stranger: %d %s", r.code, r.body)
+	}
+	// The reconciler runs every 100ms here: group 2 converges on node 3 and
+	// the decision log says so.
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		var ds struct {
+			Items []slotstore.Decision `json:"items"`
+		}
+		s.must(200, "GET", "/v1/cluster/decisions", "").json(&ds)
+		done := false
+		for _, d := range ds.Items {
+			if d.Group == 2 && d.Kind == cluster.DecisionTransferred && d.Leader == 3 {
+				done = true
+			}
+		}
+		var g2 slotstore.GroupView
+		s.must(200, "GET", "/v1/cluster/groups/2", "").json(&g2)
+		if done && g2.Leader == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("group 2 did not converge on its preferred leader: %+v, decisions %+v", g2, ds.Items)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func contains(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if s[i:i+len(sub)] == sub {
+			return true
+		}
+	}
+	return false
+}

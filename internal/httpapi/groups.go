@@ -1,0 +1,143 @@
+package httpapi
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/go-chi/chi/v5"
+
+	"slotmeta/internal/slotstore"
+)
+
+type groupsJSON struct {
+	Items      []slotstore.GroupView `json:"items"`
+	NextCursor string                `json:"next_cursor"`
+}
+
+// listGroups is GET /v1/cluster/groups: intent and observed fact of every
+// group (a short list, returned whole).
+func (a *api) listGroups(w http.ResponseWriter, r *http.Request) error {
+	views, err := a.be.Groups(r.Context())
+	if err != nil {
+		return err
+	}
+	if views == nil {
+		views = []slotstore.GroupView{}
+	}
+	a.writeJSON(w, r, http.StatusOK, groupsJSON{Items: views})
+	return nil
+}
+
+// groupParam parses {id}: a group id from 1.
+func groupParam(r *http.Request) (slotstore.GroupID, error) {
+	id, err := strconv.ParseUint(chi.URLParam(r, "id"), 10, 32)
+	if err != nil || id == 0 {
+		return 0, invalidField("id", "must be a group id from 1")
+	}
+	return slotstore.GroupID(id), nil
+}
+
+// nodeValue parses a node id from a query parameter or body field.
+func nodeValue(field, v string) (slotstore.NodeID, error) {
+	id, err := strconv.ParseUint(v, 10, 64)
+	if err != nil || id == 0 {
+		return 0, invalidField(field, "must be a node id from 1")
+	}
+	return slotstore.NodeID(id), nil
+}
+
+func (a *api) getGroup(w http.ResponseWriter, r *http.Request) error {
+	g, err := groupParam(r)
+	if err != nil {
+		return err
+	}
+	v, err := a.be.Group(r.Context(), g)
+	if err != nil {
+		return err
+	}
+	a.writeJSON(w, r, http.StatusOK, v)
+	return nil
+}
+
+type transferRequest struct {
+	TargetNode uint64 `json:"target_node" validate:"required,min=1"`
+}
+
+// transferLeader is POST /v1/cluster/groups/{id}/leader-transfer.
+func (a *api) transferLeader(w http.ResponseWriter, r *http.Request) error {
+	g, err := groupParam(r)
+	if err != nil {
+		return err
+	}
+	var req transferRequest
+	if err := a.decode(w, r, &req); err != nil {
+		return err
+	}
+	_, res, err := a.be.LeaderTransfer(r.Context(), g, slotstore.NodeID(req.TargetNode), false)
+	if err != nil {
+		return err
+	}
+	a.writeJSON(w, r, http.StatusOK, res)
+	return nil
+}
+
+// preflightTransfer is GET …/leader-transfer/preflight?target_node=: the
+// same checks, nothing done; the verdict is in the body (ok, blockers).
+func (a *api) preflightTransfer(w http.ResponseWriter, r *http.Request) error {
+	g, err := groupParam(r)
+	if err != nil {
+		return err
+	}
+	target, err := nodeValue("target_node", r.URL.Query().Get("target_node"))
+	if err != nil {
+		return err
+	}
+	pf, _, err := a.be.LeaderTransfer(r.Context(), g, target, true)
+	if err != nil {
+		return err
+	}
+	a.writeJSON(w, r, http.StatusOK, pf)
+	return nil
+}
+
+type preferredRequest struct {
+	Node uint64 `json:"node" validate:"required,min=1"`
+}
+
+// setPreferredLeader is PUT /v1/cluster/groups/{id}/preferred-leader.
+func (a *api) setPreferredLeader(w http.ResponseWriter, r *http.Request) error {
+	g, err := groupParam(r)
+	if err != nil {
+		return err
+	}
+	var req preferredRequest
+	if err := a.decode(w, r, &req); err != nil {
+		return err
+	}
+	if err := a.be.SetPreferredLeader(r.Context(), g, slotstore.NodeID(req.Node)); err != nil {
+		return err
+	}
+	v, err := a.be.Group(r.Context(), g)
+	if err != nil {
+		return err
+	}
+	a.writeJSON(w, r, http.StatusOK, v)
+	return nil
+}
+
+type decisionsJSON struct {
+	Items      []slotstore.Decision `json:"items"`
+	NextCursor string               `json:"next_cursor"`
+}
+
+// listDecisions is GET /v1/cluster/decisions: the bounded decision log,
+// newest first (the log holds at most a few hundred entries).
+func (a *api) listDecisions(w http.ResponseWriter, r *http.Request) error {
+	ds := a.be.Decisions()
+	out := make([]slotstore.Decision, 0, len(ds))
+	for i := len(ds) - 1; i >= 0; i-- {
+		out = append(out, ds[i])
+	}
+	a.writeJSON(w, r, http.StatusOK, decisionsJSON{Items: out})
+	return nil
+}

@@ -1,0 +1,54 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/lni/dragonboat/v4"
+
+	"slotmeta/internal/slotstore"
+	"slotmeta/internal/slotstore/controller"
+)
+
+// LocalStatus reports every slot group replica on this node: applied index
+// (from the state machine), log range, leader view, role, config change
+// index — and, for the groups it leads, the membership it applies.
+func (n *Node) LocalStatus(ctx context.Context) slotstore.NodeStatus {
+	out := slotstore.NodeStatus{Node: n.cfg.NodeID, AtMs: n.cfg.Now().UnixMilli()}
+	info := n.nh.GetNodeHostInfo(dragonboat.NodeHostInfoOption{SkipLogInfo: true})
+	shards := map[uint64]int{}
+	for i, si := range info.ShardInfoList {
+		shards[si.ShardID] = i
+	}
+	for id, lg := range *n.groups.Load() {
+		shard := controller.ShardOf(id)
+		rs := slotstore.ReplicaStatus{Group: id, ReplicaID: lg.replicaID, Node: n.cfg.NodeID}
+		if s := lg.sm.Load(); s != nil {
+			rs.AppliedIndex = s.AppliedIndex()
+		}
+		if lr, err := n.nh.GetLogReader(shard); err == nil {
+			rs.LogFirst, rs.LogLast = lr.GetRange()
+		}
+		if i, ok := shards[shard]; ok {
+			si := info.ShardInfoList[i]
+			rs.LeaderReplica, rs.Term = si.LeaderID, si.Term
+			rs.NonVoting, rs.ConfigChangeIndex = si.IsNonVoting, si.ConfigChangeIndex
+		}
+		if rs.LeaderReplica == lg.replicaID && rs.LeaderReplica != 0 {
+			mctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+			if m, err := n.nh.SyncGetShardMembership(mctx, shard); err == nil {
+				rs.Voters, rs.NonVoters, rs.ConfigChangeID = m.Nodes, m.NonVotings, m.ConfigChangeID
+			}
+			cancel()
+		}
+		out.Replicas = append(out.Replicas, rs)
+	}
+	return out
+}
+
+func (n *Node) servePeerStatus(ctx context.Context, w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(n.LocalStatus(ctx))
+}

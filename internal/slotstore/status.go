@@ -1,0 +1,127 @@
+package slotstore
+
+// Observed status: what the nodes report about their replicas, aggregated by
+// the controller leader, and shown beside the controller's intent. These are
+// facts as of ObservedAtMs, never filled in from intent: a group whose
+// leader nobody reports has Leader 0.
+
+// Replica roles as observed in a group's Raft membership.
+const (
+	RoleVoter   = "voter"
+	RoleLearner = "learner" // a non-voting replica (catching up, or a follower of the controller)
+	RoleUnknown = "unknown" // reported by a node, but not in the membership the leader reported
+)
+
+// ReplicaStatus is one node's report about one of its replicas.
+type ReplicaStatus struct {
+	Group             GroupID `json:"group"`
+	ReplicaID         uint64  `json:"replica_id"`
+	Node              NodeID  `json:"node"`
+	AppliedIndex      uint64  `json:"applied_index"`
+	LogFirst          uint64  `json:"log_first"`
+	LogLast           uint64  `json:"log_last"`
+	LeaderReplica     uint64  `json:"leader_replica"` // this replica's view of the leader (0: none)
+	Term              uint64  `json:"term"`
+	NonVoting         bool    `json:"non_voting"`
+	ConfigChangeIndex uint64  `json:"config_change_index"`
+	// Set only by the leader's replica: the membership it applies.
+	Voters         map[uint64]string `json:"voters,omitempty"`     // replica id → raft address
+	NonVoters      map[uint64]string `json:"non_voters,omitempty"` // replica id → raft address
+	ConfigChangeID uint64            `json:"config_change_id,omitempty"`
+}
+
+// NodeStatus is one node's report.
+type NodeStatus struct {
+	Node     NodeID          `json:"node"`
+	AtMs     int64           `json:"at_ms"` // when the node produced it (its clock)
+	Replicas []ReplicaStatus `json:"replicas"`
+}
+
+// ReplicaView is one replica of a group as the console and API show it.
+type ReplicaView struct {
+	Node         NodeID `json:"node"`
+	ReplicaID    uint64 `json:"replica_id"`
+	Role         string `json:"role"`
+	Desired      bool   `json:"desired"` // the node is a desired peer of the group
+	AppliedIndex uint64 `json:"applied_index"`
+	LogFirst     uint64 `json:"log_first"`
+	LogLast      uint64 `json:"log_last"`
+	Lag          uint64 `json:"lag"` // leader's applied index minus this one's (0 for the leader)
+	ReportAgeMs  int64  `json:"report_age_ms"`
+}
+
+// DesiredPeer is one node of a group's intended membership.
+type DesiredPeer struct {
+	Node      NodeID `json:"node"`
+	ReplicaID uint64 `json:"replica_id"`
+}
+
+// GroupView is one slot group: the controller's intent and the observed
+// fact side by side.
+type GroupView struct {
+	ID        GroupID `json:"id"`
+	HashSlots int     `json:"hash_slots"`
+	// Intent (the controller's replicated state).
+	DesiredPeers     []DesiredPeer `json:"desired_peers"`
+	ConfigEpoch      uint64        `json:"config_epoch"`
+	PreferredLeader  NodeID        `json:"preferred_leader"`
+	PreferredSetAtMs int64         `json:"preferred_set_at_ms"`
+	// Fact (observed). Leader is 0 when no replica reports a leader.
+	Leader           NodeID        `json:"leader"`
+	Term             uint64        `json:"term"`
+	Voters           []NodeID      `json:"voters"`
+	Learners         []NodeID      `json:"learners"`
+	ConfigChangeID   uint64        `json:"config_change_id"`
+	Replicas         []ReplicaView `json:"replicas"`
+	ObservedBy       NodeID        `json:"observed_by"`    // the node whose report gave Leader/Term/membership
+	ObservedAtMs     int64         `json:"observed_at_ms"` // when that report was received
+	ObservationAgeMs int64         `json:"observation_age_ms"`
+	Aggregator       NodeID        `json:"aggregator"` // the controller leader that aggregated the reports
+}
+
+// Blocker is one reason a leader transfer must not happen now.
+type Blocker struct {
+	Reason string `json:"reason"` // machine-readable, e.g. target_lagging
+	Detail string `json:"detail"`
+}
+
+// Preflight is the verdict on moving a group's leadership to a node: the
+// checks a transfer runs, with nothing done.
+type Preflight struct {
+	Group           GroupID   `json:"group"`
+	Target          NodeID    `json:"target_node"`
+	OK              bool      `json:"ok"`
+	Blockers        []Blocker `json:"blockers"`
+	Leader          NodeID    `json:"leader"`
+	Term            uint64    `json:"term"`
+	TargetLag       uint64    `json:"target_lag"`
+	TargetReportAge int64     `json:"target_report_age_ms"` // -1: never reported
+	ObservedBy      NodeID    `json:"observed_by"`
+	ObservationAge  int64     `json:"observation_age_ms"`
+}
+
+// TransferResult is a completed leader transfer.
+type TransferResult struct {
+	Group          GroupID `json:"group"`
+	PreviousLeader NodeID  `json:"previous_leader"`
+	Leader         NodeID  `json:"leader"`
+	Term           uint64  `json:"term"`
+	ObservedAtMs   int64   `json:"observed_at_ms"` // when the new leader was observed
+	TookMs         int64   `json:"took_ms"`
+}
+
+// Decision is one reconciliation decision in the controller's bounded log.
+type Decision struct {
+	AtMs   int64   `json:"at_ms"`
+	Group  GroupID `json:"group"`
+	Kind   string  `json:"kind"`   // transfer, skip, transferred, transfer_failed, task
+	Reason string  `json:"reason"` // machine-readable: stale_intent, voter_mismatch, …
+	Detail string  `json:"detail,omitempty"`
+	// The inputs the decision was made from.
+	Leader          NodeID `json:"leader"`
+	Term            uint64 `json:"term"`
+	PreferredLeader NodeID `json:"preferred_leader"`
+	TargetLag       uint64 `json:"target_lag"`
+	TargetReportAge int64  `json:"target_report_age_ms"`
+	Observer        NodeID `json:"observer"`
+}
