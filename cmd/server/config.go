@@ -15,22 +15,23 @@ import (
 // options are the server's flags; every flag also reads SLOTMETA_<NAME>
 // (upper case, dashes as underscores) when not given on the command line.
 type options struct {
-	NodeID            uint64
-	DataDir           string
-	APIAddr           string
-	RaftAddr          string
-	PeerAddr          string
-	InitialMembers    string
-	Join              string
-	ClusterSecret     string
-	ClusterID         string
-	Groups            int
-	ReplicationFactor int
-	RTT               time.Duration
-	ElectionRTT       uint64
-	LogLevel          string
-	MaxBodyBytes      int64
-	ShutdownTimeout   time.Duration
+	NodeID              uint64
+	DataDir             string
+	APIAddr             string
+	RaftAddr            string
+	PeerAddr            string
+	InitialMembers      string
+	Join                string
+	ClusterSecret       string
+	ClusterID           string
+	Groups              int
+	ReplicationFactor   int
+	RTT                 time.Duration
+	ElectionRTT         uint64
+	LogLevel            string
+	MaxBodyBytes        int64
+	ShutdownTimeout     time.Duration
+	EnableSlotMigration bool
 }
 
 func parseOptions(args []string, getenv func(string) string) (*options, error) {
@@ -51,6 +52,7 @@ func parseOptions(args []string, getenv func(string) string) (*options, error) {
 	fs.Uint64Var(&o.ElectionRTT, "election-rtt", 10, "election timeout in ticks")
 	fs.StringVar(&o.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.Int64Var(&o.MaxBodyBytes, "max-body-bytes", 1<<20, "largest accepted request body")
+	fs.BoolVar(&o.EnableSlotMigration, "enable-hash-slot-migration", false, "allow moving hash slots between groups (POST /v1/cluster/hash-slots/{slot}/migrations)")
 	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "how long to drain HTTP on SIGINT/SIGTERM")
 	if err := fs.Parse(args); err != nil {
 		return nil, err

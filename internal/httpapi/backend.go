@@ -63,4 +63,14 @@ type Operator interface {
 	SetPreferredLeader(ctx context.Context, g slotstore.GroupID, node slotstore.NodeID) error
 	// Decisions returns the reconciler's decision log, oldest first.
 	Decisions() []slotstore.Decision
+	// CreateReplicaMove starts (or resumes a failed) move of g's replica.
+	CreateReplicaMove(ctx context.Context, g slotstore.GroupID, from, to slotstore.NodeID) (slotstore.Task, error)
+	// Tasks lists the kept tasks, newest first; Task reads one.
+	Tasks() []slotstore.Task
+	Task(id uint64) (slotstore.Task, error)
+	// CreateSlotMigration starts (or resumes) moving a hash slot to another
+	// group; permission_denied unless the node enables hash-slot migration.
+	CreateSlotMigration(ctx context.Context, hs slotstore.HashSlot, to slotstore.GroupID) (slotstore.Task, error)
+	// CancelTask cancels a task before its commit (conflict after).
+	CancelTask(ctx context.Context, id uint64) (slotstore.Task, error)
 }

@@ -21,6 +21,11 @@ func (a *api) clusterRoutes(r chi.Router) {
 	r.Get("/groups/{id}/leader-transfer/preflight", a.handle(a.preflightTransfer))
 	r.Put("/groups/{id}/preferred-leader", a.handle(a.setPreferredLeader))
 	r.Get("/decisions", a.handle(a.listDecisions))
+	r.Post("/groups/{id}/replica-moves", a.handle(a.createReplicaMove))
+	r.Get("/tasks", a.handle(a.listTasks))
+	r.Get("/tasks/{id}", a.handle(a.getTask))
+	r.Post("/tasks/{id}/cancel", a.handle(a.cancelTask))
+	r.Post("/hash-slots/{slot}/migrations", a.handle(a.createSlotMigration))
 	r.Post("/routes/resolve", a.handle(a.resolveRoutes))
 }
 

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -117,12 +118,23 @@ func (a *api) setPreferredLeader(w http.ResponseWriter, r *http.Request) error {
 	if err := a.be.SetPreferredLeader(r.Context(), g, slotstore.NodeID(req.Node)); err != nil {
 		return err
 	}
-	v, err := a.be.Group(r.Context(), g)
-	if err != nil {
-		return err
+	// The view comes from the controller leader, which may apply the new
+	// intent a moment after this node did: answer once it shows it.
+	for {
+		v, err := a.be.Group(r.Context(), g)
+		if err != nil {
+			return err
+		}
+		if v.PreferredLeader == slotstore.NodeID(req.Node) {
+			a.writeJSON(w, r, http.StatusOK, v)
+			return nil
+		}
+		select {
+		case <-r.Context().Done():
+			return r.Context().Err()
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
-	a.writeJSON(w, r, http.StatusOK, v)
-	return nil
 }
 
 type decisionsJSON struct {

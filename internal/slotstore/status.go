@@ -125,3 +125,34 @@ type Decision struct {
 	TargetReportAge int64  `json:"target_report_age_ms"`
 	Observer        NodeID `json:"observer"`
 }
+
+// PhaseRecord is what a task observed when it finished a phase: the Raft
+// membership of the group at that moment.
+type PhaseRecord struct {
+	Phase          string   `json:"phase"`
+	AtMs           int64    `json:"at_ms"`
+	Voters         []uint64 `json:"voters"`   // replica ids
+	Learners       []uint64 `json:"learners"` // replica ids
+	ConfigChangeID uint64   `json:"config_change_id"`
+	Note           string   `json:"note,omitempty"`
+}
+
+// Task is a controller task (a replica move), with its history.
+type Task struct {
+	ID           uint64        `json:"id"`
+	Kind         string        `json:"kind"`
+	Group        GroupID       `json:"group"`
+	From         NodeID        `json:"from_node,omitempty"`
+	To           NodeID        `json:"to_node,omitempty"`
+	HashSlot     *HashSlot     `json:"hash_slot,omitempty"` // slot migrations: the slot, from Group to ToGroup
+	ToGroup      GroupID       `json:"to_group,omitempty"`
+	OldReplicaID uint64        `json:"old_replica_id,omitempty"`
+	NewReplicaID uint64        `json:"new_replica_id,omitempty"`
+	Phase        string        `json:"phase"`
+	Status       string        `json:"status"`
+	Attempt      int           `json:"attempt"`
+	Error        string        `json:"error,omitempty"`
+	History      []PhaseRecord `json:"history"`
+	CreatedAtMs  int64         `json:"created_at_ms"`
+	UpdatedAtMs  int64         `json:"updated_at_ms"`
+}

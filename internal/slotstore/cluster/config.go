@@ -53,6 +53,12 @@ type Config struct {
 	// reports and reconciles (default 1s; negative: never by itself — tests
 	// drive ObserveOnce and ReconcileOnce with their own clock).
 	ObserveInterval time.Duration
+	// EnableHashSlotMigration allows hash-slot migrations (off by default:
+	// moving a slot between groups is an explicit, controlled operation).
+	EnableHashSlotMigration bool
+	// TaskPhaseTimeout fails a task whose phase has not completed for this
+	// long (default 2m).
+	TaskPhaseTimeout time.Duration
 	// Leadership holds the safety thresholds of transfers and of the
 	// preferred-leader reconciler.
 	Leadership LeadershipPolicy
@@ -110,6 +116,9 @@ func (c *Config) EnsureDefaults() {
 		c.ObserveInterval = time.Second
 	}
 	c.Leadership.ensureDefaults()
+	if c.TaskPhaseTimeout == 0 {
+		c.TaskPhaseTimeout = 2 * time.Minute
+	}
 	if c.RequestTimeout == 0 {
 		c.RequestTimeout = 3 * time.Second
 	}

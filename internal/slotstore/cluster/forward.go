@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"slotmeta/internal/slotstore"
@@ -73,10 +74,22 @@ func (n *Node) followHint(g slotstore.GroupID, target slotstore.NodeID, err erro
 }
 
 // proposeLocal serves a command on this node: only if the router says this
-// node leads the group; otherwise not_leader with the leader it knows.
-func (n *Node) proposeLocal(ctx context.Context, cmd meta.Command) (meta.Result, slotstore.Route, error) {
+// node leads the group; otherwise not_leader with the leader it knows. The
+// group is the one owning the command's hash slot, unless group is given
+// (hash-slot migration commands address a group explicitly).
+func (n *Node) proposeLocal(ctx context.Context, cmd meta.Command, group ...slotstore.GroupID) (meta.Result, slotstore.Route, error) {
 	hs := cmd.Head().HashSlot
-	route, err := n.router.Load().ResolveSlot(hs)
+	snap := n.router.Load()
+	route, err := snap.ResolveSlot(hs)
+	if len(group) > 0 && group[0] != 0 {
+		st, _ := snap.Group(group[0])
+		route = slotstore.Route{HashSlot: hs, GroupID: group[0], LeaderNodeID: st.Leader, LeaderTerm: st.Term,
+			ConfigEpoch: st.ConfigEpoch, RouteRevision: snap.Revision()}
+		err = nil
+		if st.Leader == 0 {
+			err = slotstore.Errorf(slotstore.CodeRouteNotReady, "group %d has no live leader", group[0])
+		}
+	}
 	if err != nil {
 		return meta.Result{}, route, err
 	}
@@ -87,11 +100,31 @@ func (n *Node) proposeLocal(ctx context.Context, cmd meta.Command) (meta.Result,
 	}
 	cmd.Head().TimeMs = n.cfg.Now().UnixMilli()
 	res, err := lg.proposer.Submit(ctx, meta.EncodeCommand(cmd))
-	if err == nil && res.Code == slotstore.CodeWrongGroup {
-		// The group no longer owns the slot: the route moved under us.
-		err = &slotstore.Error{Code: slotstore.CodeWrongGroup, Message: res.Message, RouteRevision: route.RouteRevision}
+	if err == nil && (res.Code == slotstore.CodeWrongGroup || res.Code == slotstore.CodeSlotMigrating) {
+		// The slot moved, or is moving, under us: the client retries (and
+		// re-resolves once the new table arrives).
+		err = &slotstore.Error{Code: res.Code, Message: res.Message, RouteRevision: route.RouteRevision, RetryAfter: 200 * time.Millisecond}
 	}
 	return res, route, err
+}
+
+// proposeToGroup replicates a command through group g itself (its leader,
+// here or one peer hop away), whatever the routing table says of its slot.
+func (n *Node) proposeToGroup(ctx context.Context, g slotstore.GroupID, cmd meta.Command) (meta.Result, error) {
+	st, _ := n.router.Load().Group(g)
+	if st.Leader == 0 {
+		return meta.Result{}, slotstore.Errorf(slotstore.CodeRouteNotReady, "group %d has no live leader", g)
+	}
+	if st.Leader == n.cfg.NodeID {
+		res, _, err := n.proposeLocal(ctx, cmd, g)
+		return res, err
+	}
+	addr := n.peerAddrOf(st.Leader)
+	if addr == "" {
+		return meta.Result{}, slotstore.Errorf(slotstore.CodeRouteNotReady, "the peer address of node %d is unknown", st.Leader)
+	}
+	res, _, err := n.peers.proposeTo(ctx, addr, meta.EncodeCommand(cmd), g)
+	return res, err
 }
 
 func (n *Node) forwardPropose(ctx context.Context, target slotstore.NodeID, enc []byte, route slotstore.Route) (meta.Result, slotstore.Route, error) {
@@ -124,8 +157,21 @@ func (n *Node) Read(ctx context.Context, q meta.Query, c meta.Consistency) (any,
 	if route.GroupID == 0 {
 		return nil, meta.ReadInfo{ServedBy: n.cfg.NodeID, Route: route}, rerr
 	}
+	local := false
 	if lg := (*n.groups.Load())[route.GroupID]; lg != nil && lg.sm.Load() != nil {
-		return n.readLocal(ctx, q, c)
+		if c == meta.Local {
+			return n.readLocal(ctx, q, c)
+		}
+		// A ReadIndex on this replica normally takes one round trip; if it
+		// has not completed in half the budget (a restarting replica, a
+		// leader change swallowing it), ask the leader instead with the rest.
+		lctx, cancel := context.WithTimeout(ctx, localReadBudget(ctx))
+		v, info, err := n.readLocal(lctx, q, c)
+		cancel()
+		if err == nil || !slotstore.ErrorCode(err).Retryable() || ctx.Err() != nil {
+			return v, info, err
+		}
+		local, rerr = true, err
 	}
 	var candidates []slotstore.NodeID
 	if route.LeaderNodeID != 0 {
@@ -144,7 +190,7 @@ func (n *Node) Read(ctx context.Context, q meta.Query, c meta.Consistency) (any,
 	}
 	for _, id := range candidates {
 		addr := n.peerAddrOf(id)
-		if addr == "" {
+		if addr == "" || (local && id == n.cfg.NodeID) {
 			continue
 		}
 		var v any
@@ -178,6 +224,12 @@ func (n *Node) readLocal(ctx context.Context, q meta.Query, c meta.Consistency) 
 	if c == meta.Local {
 		v, err = n.nh.StaleRead(shard, q)
 	} else {
+		// A replica that knows no leader (restarting, partitioned) cannot
+		// complete a ReadIndex: say so now instead of waiting out the deadline.
+		if _, _, valid, lerr := n.nh.GetLeaderID(shard); lerr == nil && !valid {
+			return nil, info, &slotstore.Error{Code: slotstore.CodeRouteNotReady, RetryAfter: 500 * time.Millisecond,
+				Message: fmt.Sprintf("the replica of group %d here knows no leader yet", route.GroupID)}
+		}
 		v, err = n.nh.SyncRead(ctx, shard, q)
 	}
 	info.AppliedIndex = lg.sm.Load().AppliedIndex()
@@ -189,4 +241,14 @@ func (n *Node) readLocal(ctx context.Context, q meta.Query, c meta.Consistency) 
 		return nil, info, raftError(err, route.GroupID, false)
 	}
 	return v, info, nil
+}
+
+// localReadBudget is how long a linearizable read may wait on the local
+// replica before the leader is asked: half the caller's budget, at most 2s.
+func localReadBudget(ctx context.Context) time.Duration {
+	budget := 2 * time.Second
+	if d, ok := ctx.Deadline(); ok {
+		budget = min(budget, time.Until(d)/2)
+	}
+	return max(budget, time.Millisecond)
 }

@@ -127,27 +127,33 @@ func (n *Node) RegisterNode(ctx context.Context, info slotstore.NodeInfo) (slots
 // proposeController replicates one controller command and turns a refusal
 // into an error.
 func (n *Node) proposeController(ctx context.Context, c controller.Command) error {
+	_, err := n.proposeControllerResult(ctx, c)
+	return err
+}
+
+// proposeControllerResult is proposeController returning the result.
+func (n *Node) proposeControllerResult(ctx context.Context, c controller.Command) (controller.Result, error) {
 	c.TimeMs = n.cfg.Now().UnixMilli()
 	b, err := controller.EncodeCommand(c)
 	if err != nil {
-		return err
+		return controller.Result{}, err
 	}
 	res, err := n.nh.SyncPropose(ctx, n.nh.GetNoOPSession(controller.ShardID), b)
 	if err != nil {
-		return raftError(err, 0, true)
+		return controller.Result{}, raftError(err, 0, true)
 	}
 	var r controller.Result
 	if err := json.Unmarshal(res.Data, &r); err != nil {
-		return slotstore.Wrap(slotstore.CodeInternal, err, "undecodable controller result")
+		return r, slotstore.Wrap(slotstore.CodeInternal, err, "undecodable controller result")
 	}
 	if !r.OK {
 		code := r.Code
 		if code == "" {
 			code = slotstore.CodeInternal
 		}
-		return &slotstore.Error{Code: code, Message: r.Message}
+		return r, &slotstore.Error{Code: code, Message: r.Message}
 	}
-	return nil
+	return r, nil
 }
 
 // addControllerNonVoting adds the node to the controller group unless it is

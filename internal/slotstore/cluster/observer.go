@@ -51,6 +51,9 @@ func (n *Node) observeLoop() {
 		n.ObserveOnce(ctx)
 		cancel()
 		n.ReconcileOnce(n.cfg.Now())
+		tctx, tcancel := context.WithTimeout(context.Background(), 2*n.cfg.RequestTimeout)
+		n.TasksOnce(tctx)
+		tcancel()
 	}
 }
 

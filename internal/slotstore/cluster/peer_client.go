@@ -121,7 +121,17 @@ func readBody(resp *http.Response) ([]byte, error) {
 
 // propose forwards an encoded command to the node at addr.
 func (c *peerClient) propose(ctx context.Context, addr string, cmd []byte) (meta.Result, slotstore.Route, error) {
-	resp, sent, err := c.call(ctx, http.MethodPost, addr, "propose", cmd, nil)
+	return c.proposeTo(ctx, addr, cmd, 0)
+}
+
+// proposeTo forwards an encoded command for group g (0: the group owning the
+// command's hash slot) to the node at addr.
+func (c *peerClient) proposeTo(ctx context.Context, addr string, cmd []byte, g slotstore.GroupID) (meta.Result, slotstore.Route, error) {
+	var hdr map[string]string
+	if g != 0 {
+		hdr = map[string]string{hdrGroup: strconv.FormatUint(uint64(g), 10)}
+	}
+	resp, sent, err := c.call(ctx, http.MethodPost, addr, "propose", cmd, hdr)
 	var route slotstore.Route
 	if resp != nil {
 		route = routeFromHeaders(resp.Header)

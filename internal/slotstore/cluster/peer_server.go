@@ -25,6 +25,7 @@ const (
 	hdrSecret    = "X-Slotmeta-Secret"
 	hdrTimeoutMs = "X-Slotmeta-Timeout-Ms"
 	hdrConsist   = "X-Slotmeta-Consistency"
+	hdrGroup     = "X-Slotmeta-Group" // propose to this group, not the one owning the slot
 	maxPeerTime  = 60 * time.Second
 	peerPrefix   = "/peer/v1/"
 )
@@ -48,6 +49,7 @@ func (n *Node) peerHandler() http.Handler {
 	mux.HandleFunc("GET "+peerPrefix+"status", n.peerAuth(n.servePeerStatus))
 	mux.HandleFunc("GET "+peerPrefix+"groups", n.peerAuth(n.servePeerGroups))
 	mux.HandleFunc("POST "+peerPrefix+"transfer", n.peerAuth(n.servePeerTransfer))
+	mux.HandleFunc("POST "+peerPrefix+"membership", n.peerAuth(n.servePeerMembership))
 	return mux
 }
 
@@ -114,7 +116,12 @@ func (n *Node) servePeerPropose(ctx context.Context, w http.ResponseWriter, r *h
 		writePeerError(w, http.StatusBadRequest, slotstore.Wrap(slotstore.CodeInvalidArgument, err, "undecodable command"))
 		return
 	}
-	res, route, err := n.proposeLocal(ctx, cmd)
+	g, _ := strconv.ParseUint(r.Header.Get(hdrGroup), 10, 32)
+	if _, slotCmd := cmd.(meta.SlotCommand); slotCmd && g == 0 {
+		writePeerError(w, http.StatusBadRequest, slotstore.Errorf(slotstore.CodeInvalidArgument, "a hash-slot migration command needs %s", hdrGroup))
+		return
+	}
+	res, route, err := n.proposeLocal(ctx, cmd, slotstore.GroupID(g))
 	setRouteHeaders(w.Header(), route)
 	if err != nil {
 		writePeerError(w, http.StatusServiceUnavailable, err)

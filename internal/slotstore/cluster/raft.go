@@ -41,7 +41,8 @@ func raftError(err error, g slotstore.GroupID, write bool) error {
 		e.Code, e.Message, e.RetryAfter = slotstore.CodeBusy, "raft group is overloaded", 200*time.Millisecond
 	case errors.Is(err, dragonboat.ErrShardNotReady):
 		e.Code, e.Message, e.RetryAfter = slotstore.CodeRouteNotReady, "group has no leader right now", 500*time.Millisecond
-	case errors.Is(err, dragonboat.ErrTimeout), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+	case errors.Is(err, dragonboat.ErrTimeout), errors.Is(err, dragonboat.ErrTimeoutTooSmall),
+		errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		e.Code, e.RetryAfter = slotstore.CodeTimeout, time.Second
 		e.Message = "timed out"
 		if write {

@@ -3,7 +3,10 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
+
+	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/lni/dragonboat/v4"
 	sm "github.com/lni/dragonboat/v4/statemachine"
@@ -11,6 +14,7 @@ import (
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/controller"
 	"slotmeta/internal/slotstore/fsm"
+	"slotmeta/internal/slotstore/meta"
 )
 
 // reconcileLoop is the node's one background owner: it runs until Close.
@@ -68,11 +72,16 @@ func (n *Node) reconcile(ctx context.Context) {
 		if cur, ok := n.router.Load().Group(id); !ok || cur.ConfigEpoch != grp.ConfigEpoch {
 			n.router.SetConfigEpoch(id, grp.ConfigEpoch)
 		}
-		if _, want := grp.Peers[n.cfg.NodeID]; want {
-			if _, running := (*n.groups.Load())[id]; !running {
-				if err := n.startGroup(st, grp); err != nil {
-					n.cfg.Logger.Error("start group replica", "group", id, "err", err)
-				}
+		want, replica, learner := n.wantReplica(st, id)
+		_, running := (*n.groups.Load())[id]
+		switch {
+		case want && !running:
+			if err := n.startGroup(st, grp, replica, learner); err != nil {
+				n.cfg.Logger.Error("start group replica", "group", id, "err", err)
+			}
+		case !want && running:
+			if err := n.stopGroup(ctx, id); err != nil {
+				n.cfg.Logger.Error("stop group replica", "group", id, "err", err)
 			}
 		}
 	}
@@ -160,14 +169,76 @@ func (n *Node) tryBootstrap(ctx context.Context) {
 	n.cfg.Logger.Info("bootstrap proposed", "applied", r.OK, "message", r.Message)
 }
 
-// startGroup starts this node's replica of grp and its proposer.
-func (n *Node) startGroup(st *controller.State, grp *controller.Group) error {
+// wantReplica says whether this node should run a replica of group g, with
+// which replica id, and whether that replica is (still) a learner: a desired
+// peer runs one; so does the target of a replica move once the learner was
+// added (and until the task is cancelled) — nodes act on the committed
+// assignment and the replicated tasks, never on local guesses.
+func (n *Node) wantReplica(st *controller.State, g slotstore.GroupID) (bool, uint64, bool) {
+	grp := st.Groups[g]
+	if r, ok := grp.Peers[n.cfg.NodeID]; ok {
+		return true, r, false
+	}
+	for _, t := range st.Tasks {
+		if t.Group != g || t.To != n.cfg.NodeID || t.Kind != controller.TaskReplicaMove {
+			continue
+		}
+		switch t.Status {
+		case controller.TaskRunning, controller.TaskFailed:
+			if controller.PhaseIndex(t.Phase) >= controller.PhaseIndex(controller.PhaseCatchUp) {
+				return true, t.NewReplicaID, controller.PhaseIndex(t.Phase) <= controller.PhaseIndex(controller.PhasePromote)
+			}
+		}
+	}
+	return false, 0, false
+}
+
+// stopGroup stops this node's replica of g and removes its data: the Raft
+// log (SyncRemoveData) and the group's key span in the store. Only called
+// when the controller no longer wants a replica here.
+func (n *Node) stopGroup(ctx context.Context, g slotstore.GroupID) error {
+	n.mu.Lock()
+	lg := (*n.groups.Load())[g]
+	if lg == nil {
+		n.mu.Unlock()
+		return nil
+	}
+	next := make(map[slotstore.GroupID]*localGroup, len(*n.groups.Load()))
+	for id, x := range *n.groups.Load() {
+		if id != g {
+			next[id] = x
+		}
+	}
+	n.groups.Store(&next)
+	n.mu.Unlock()
+	lg.proposer.Close()
+	shard := controller.ShardOf(g)
+	if err := n.nh.StopReplica(shard, lg.replicaID); err != nil && !errors.Is(err, dragonboat.ErrShardNotFound) {
+		return err
+	}
+	rctx, cancel := context.WithTimeout(ctx, n.cfg.RequestTimeout)
+	defer cancel()
+	if err := n.nh.SyncRemoveData(rctx, shard, lg.replicaID); err != nil {
+		n.cfg.Logger.Warn("remove raft data of a stopped replica", "group", g, "err", err)
+	}
+	prefix := meta.GroupPrefix(g)
+	if err := n.db.Pebble().DeleteRange(prefix, meta.PrefixEnd(prefix), pebble.Sync); err != nil {
+		return err
+	}
+	n.router.ForgetGroup(g)
+	n.cfg.Logger.Info("group replica stopped and its data removed", "group", g, "replica", lg.replicaID)
+	return nil
+}
+
+// startGroup starts this node's replica of grp and its proposer. A learner
+// that was just added joins the group (join, non-voting); a replica that
+// ran here before restarts from its own Raft state.
+func (n *Node) startGroup(st *controller.State, grp *controller.Group, replica uint64, learner bool) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if _, running := (*n.groups.Load())[grp.ID]; running {
 		return nil
 	}
-	replica := grp.Peers[n.cfg.NodeID]
 	shard := controller.ShardOf(grp.ID)
 	lg := &localGroup{id: grp.ID, replicaID: replica}
 	genesis := st.GenesisSlots(grp.ID)
@@ -177,15 +248,22 @@ func (n *Node) startGroup(st *controller.State, grp *controller.Group) error {
 		return s
 	}
 	var members map[uint64]dragonboat.Target
+	cfg := n.shardConfig(shard, replica)
+	cfg.IsNonVoting = learner
+	join := false
 	if !n.nh.HasNodeInfo(shard, replica) {
-		members = map[uint64]dragonboat.Target{}
-		for node, rid := range grp.Peers {
-			if info, ok := st.Nodes[node]; ok {
-				members[rid] = info.RaftAddr
+		if learner {
+			join = true // the learner was added to the membership: join it
+		} else {
+			members = map[uint64]dragonboat.Target{}
+			for node, rid := range grp.Peers {
+				if info, ok := st.Nodes[node]; ok {
+					members[rid] = info.RaftAddr
+				}
 			}
 		}
 	}
-	if err := n.nh.StartOnDiskReplica(members, false, create, n.shardConfig(shard, replica)); err != nil {
+	if err := n.nh.StartOnDiskReplica(members, join, create, cfg); err != nil {
 		return err
 	}
 	rep := &raftReplicator{nh: n.nh, shard: shard, group: grp.ID, session: n.nh.GetNoOPSession(shard)}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/lni/dragonboat/v4"
+
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/controller"
 )
@@ -26,21 +28,49 @@ func (n *Node) TransferLeader(ctx context.Context, g slotstore.GroupID, target s
 		return slotstore.Errorf(slotstore.CodeNotLeader, "node %d holds no replica of group %d", n.cfg.NodeID, g)
 	}
 	shard := controller.ShardOf(g)
-	if err := n.nh.RequestLeaderTransfer(shard, replica); err != nil {
-		return raftError(err, g, false)
+	term, err := n.awaitTransfer(ctx, shard, replica)
+	if err != nil {
+		return err
 	}
+	n.router.SetLeader(g, target, term)
+	return nil
+}
+
+// awaitTransfer asks shard's Raft to move leadership to replica and waits
+// until this node observes it. Raft drops a transfer it cannot finish within
+// an election timeout (say the target lagged for a moment), so the request
+// is repeated once per election timeout until it lands or ctx ends.
+func (n *Node) awaitTransfer(ctx context.Context, shard, replica uint64) (uint64, error) {
+	retry := time.Duration(n.cfg.ElectionRTT) * n.cfg.RTT
+	var last time.Time
 	t := time.NewTicker(5 * time.Millisecond)
 	defer t.Stop()
 	for {
 		leader, term, valid, err := n.nh.GetLeaderID(shard)
 		if err == nil && valid && leader == replica {
-			n.router.SetLeader(g, target, term)
-			return nil
+			return term, nil
+		}
+		if time.Since(last) >= retry {
+			if err := n.nh.RequestLeaderTransfer(shard, replica); err != nil && !dragonboat.IsTempError(err) {
+				return 0, raftError(err, 0, false)
+			}
+			last = time.Now()
 		}
 		select {
 		case <-ctx.Done():
-			return &slotstore.Error{Code: slotstore.CodeTimeout, Message: "the new leader was not observed in time", Err: ctx.Err()}
+			return 0, &slotstore.Error{Code: slotstore.CodeTimeout, Message: "the new leader was not observed in time", Err: ctx.Err()}
 		case <-t.C:
 		}
 	}
+}
+
+// TransferControllerLeader moves the controller group's leadership to node
+// target (a controller voter) and waits until this node observes it. Running
+// controller tasks resume on the new leader: their state is replicated.
+func (n *Node) TransferControllerLeader(ctx context.Context, target slotstore.NodeID) error {
+	if _, err := n.awaitTransfer(ctx, controller.ShardID, uint64(target)); err != nil {
+		return err
+	}
+	n.ctrlLeader.Store(uint64(target))
+	return nil
 }

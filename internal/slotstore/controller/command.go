@@ -14,13 +14,17 @@ const commandVersion = 1
 
 // Command is the JSON envelope of a controller command: exactly one body is set.
 type Command struct {
-	V            int           `json:"v"`
-	TimeMs       int64         `json:"time_ms"`
-	Bootstrap    *Bootstrap    `json:"bootstrap,omitempty"`
-	RegisterNode *RegisterNode `json:"register_node,omitempty"`
-	SetNodeState *SetNodeState `json:"set_node_state,omitempty"`
-	SetPreferred *SetPreferred `json:"set_preferred,omitempty"`
-	Decision     *Decision     `json:"decision,omitempty"`
+	V            int                  `json:"v"`
+	TimeMs       int64                `json:"time_ms"`
+	Bootstrap    *Bootstrap           `json:"bootstrap,omitempty"`
+	RegisterNode *RegisterNode        `json:"register_node,omitempty"`
+	SetNodeState *SetNodeState        `json:"set_node_state,omitempty"`
+	SetPreferred *SetPreferred        `json:"set_preferred,omitempty"`
+	Decision     *Decision            `json:"decision,omitempty"`
+	CreateMove   *CreateMove          `json:"create_move,omitempty"`
+	AdvanceTask  *AdvanceTask         `json:"advance_task,omitempty"`
+	CancelTask   *CancelTask          `json:"cancel_task,omitempty"`
+	SlotMigrate  *CreateSlotMigration `json:"slot_migrate,omitempty"`
 }
 
 // SetPreferred sets a group's preferred leader (an intent with a time).
@@ -62,6 +66,7 @@ type Bootstrap struct {
 type Result struct {
 	OK      bool           `json:"ok"`
 	Code    slotstore.Code `json:"code,omitempty"` // why not, when !OK
+	TaskID  uint64         `json:"task_id,omitempty"`
 	Message string         `json:"message,omitempty"`
 }
 
@@ -81,7 +86,8 @@ func DecodeCommand(b []byte) (Command, error) {
 		return c, fmt.Errorf("controller: unknown command version %d", c.V)
 	}
 	bodies := 0
-	for _, set := range []bool{c.Bootstrap != nil, c.RegisterNode != nil, c.SetNodeState != nil, c.SetPreferred != nil, c.Decision != nil} {
+	for _, set := range []bool{c.Bootstrap != nil, c.RegisterNode != nil, c.SetNodeState != nil, c.SetPreferred != nil, c.Decision != nil,
+		c.CreateMove != nil, c.AdvanceTask != nil, c.CancelTask != nil, c.SlotMigrate != nil} {
 		if set {
 			bodies++
 		}
@@ -128,6 +134,14 @@ func apply(s *State, c Command) Result {
 		return applyRegisterNode(s, c.RegisterNode, c.TimeMs)
 	case c.SetNodeState != nil:
 		return applySetNodeState(s, c.SetNodeState)
+	case c.SlotMigrate != nil:
+		return applyCreateSlotMigration(s, c.SlotMigrate, c.TimeMs)
+	case c.CreateMove != nil:
+		return applyCreateMove(s, c.CreateMove, c.TimeMs)
+	case c.AdvanceTask != nil:
+		return applyAdvanceTask(s, c.AdvanceTask, c.TimeMs)
+	case c.CancelTask != nil:
+		return applyCancelTask(s, c.CancelTask, c.TimeMs)
 	case c.SetPreferred != nil:
 		return applySetPreferred(s, c.SetPreferred, c.TimeMs)
 	case c.Decision != nil:

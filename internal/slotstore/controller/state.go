@@ -101,6 +101,8 @@ type State struct {
 	NextReplicaID     uint64                       `json:"next_replica_id"`
 	Decisions         []Decision                   `json:"decisions"`    // bounded, oldest first
 	DecisionSeq       uint64                       `json:"decision_seq"` // decisions ever recorded
+	Tasks             map[uint64]*Task             `json:"tasks"`
+	NextTaskID        uint64                       `json:"next_task_id"`
 	AppliedIndex      uint64                       `json:"applied_index"`
 }
 
@@ -120,6 +122,12 @@ func (s *State) Clone() *State {
 	}
 	c.HashToGroup = append([]slotstore.GroupID(nil), s.HashToGroup...)
 	c.Decisions = append([]Decision(nil), s.Decisions...)
+	c.Tasks = make(map[uint64]*Task, len(s.Tasks))
+	for id, t := range s.Tasks {
+		tt := *t
+		tt.History = append([]slotstore.PhaseRecord(nil), t.History...)
+		c.Tasks[id] = &tt
+	}
 	c.Groups = make(map[slotstore.GroupID]*Group, len(s.Groups))
 	for id, g := range s.Groups {
 		gg := *g

@@ -19,6 +19,8 @@ type applier struct {
 	b                    *pebble.Batch
 	revision             uint64
 	dedupHead, dedupTail uint64
+	owned, fenced        meta.SlotSet // this Update's view; persisted and published at commit
+	slotsChanged         bool
 	err                  error // first storage error; Update fails with it
 }
 
@@ -42,13 +44,20 @@ func (a *applier) applyCommand(raw []byte) meta.Result {
 		return meta.Result{Code: slotstore.CodeInvalidArgument, Message: "malformed command: " + err.Error()}
 	}
 	h := c.Head()
+	if sc, ok := c.(meta.SlotCommand); ok {
+		return a.applySlotCommand(sc)
+	}
 	if _, ok := c.(*meta.Noop); !ok && slotstore.HashSlotOfString(c.RouteKey()) != h.HashSlot {
 		return meta.Result{Code: slotstore.CodeInvalidArgument,
 			Message: fmt.Sprintf("route key hashes to slot %d, command names %d", slotstore.HashSlotOfString(c.RouteKey()), h.HashSlot)}
 	}
-	if owned := a.sm.owned.Load(); !owned.Has(h.HashSlot) {
+	if !a.owned.Has(h.HashSlot) {
 		return meta.Result{Code: slotstore.CodeWrongGroup,
 			Message: fmt.Sprintf("group %d does not own hash slot %d", a.sm.cfg.Group, h.HashSlot)}
+	}
+	if _, noop := c.(*meta.Noop); !noop && a.fenced.Has(h.HashSlot) {
+		return meta.Result{Code: slotstore.CodeSlotMigrating,
+			Message: fmt.Sprintf("hash slot %d is migrating out of group %d; retry", h.HashSlot, a.sm.cfg.Group)}
 	}
 	if h.IdempotencyKey == "" {
 		return a.dispatch(c)

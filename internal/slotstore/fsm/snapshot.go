@@ -237,13 +237,13 @@ func (s *StateMachine) stageSnapshot(r io.Reader, done <-chan struct{}) (string,
 // group's state: load must be able to read them afterwards, or the swap
 // would leave a state the replica cannot serve.
 type sysCheck struct {
-	keys           [4][]byte // applied, owned, revision, dedup meta
+	keys           [5][]byte // applied, owned, revision, dedup meta, fenced
 	applied, owned bool
 }
 
 func newSysCheck(g slotstore.GroupID) *sysCheck {
-	return &sysCheck{keys: [4][]byte{meta.SysKey(g, meta.SysApplied), meta.SysKey(g, meta.SysOwned),
-		meta.SysKey(g, meta.SysRevision), meta.SysKey(g, meta.SysDedupMeta)}}
+	return &sysCheck{keys: [5][]byte{meta.SysKey(g, meta.SysApplied), meta.SysKey(g, meta.SysOwned),
+		meta.SysKey(g, meta.SysRevision), meta.SysKey(g, meta.SysDedupMeta), meta.SysKey(g, meta.SysFenced)}}
 }
 
 func (c *sysCheck) check(key, v []byte) error {
@@ -257,6 +257,8 @@ func (c *sysCheck) check(key, v []byte) error {
 		want = 8
 	case bytes.Equal(key, c.keys[3]):
 		want = 16
+	case bytes.Equal(key, c.keys[4]):
+		want = len(meta.SlotSet{})
 	}
 	if want >= 0 && len(v) != want {
 		return fmt.Errorf("%w: system record %x has %d bytes, want %d", ErrCorruptSnapshot, key, len(v), want)

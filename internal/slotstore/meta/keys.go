@@ -168,6 +168,7 @@ const (
 	SysRevision  SysKind = 3 // u64: the group's last assigned revision
 	SysDedupMeta SysKind = 4 // u64 head | u64 tail of the idempotency FIFO
 	SysDedupLog  SysKind = 5 // | seq(u64): which idempotency record was written at seq
+	SysFenced    SysKind = 6 // the fenced hash-slot set (EncodeSlotSet): writes refused, migrating out
 
 	SysFormatVersion SysKind = 0x100 // node-wide, under group 0: the store format
 )

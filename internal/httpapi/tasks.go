@@ -1,0 +1,109 @@
+package httpapi
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/go-chi/chi/v5"
+
+	"slotmeta/internal/slotstore"
+)
+
+type replicaMoveRequest struct {
+	FromNode uint64 `json:"from_node" validate:"required,min=1"`
+	ToNode   uint64 `json:"to_node" validate:"required,min=1,nefield=FromNode"`
+}
+
+// createReplicaMove is POST /v1/cluster/groups/{id}/replica-moves: it starts
+// the task and answers 202 with it; the task then runs on the controller
+// leader (GET /v1/cluster/tasks/{id} follows it).
+func (a *api) createReplicaMove(w http.ResponseWriter, r *http.Request) error {
+	g, err := groupParam(r)
+	if err != nil {
+		return err
+	}
+	var req replicaMoveRequest
+	if err := a.decode(w, r, &req); err != nil {
+		return err
+	}
+	t, err := a.be.CreateReplicaMove(r.Context(), g, slotstore.NodeID(req.FromNode), slotstore.NodeID(req.ToNode))
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Location", "/v1/cluster/tasks/"+strconv.FormatUint(t.ID, 10))
+	a.writeJSON(w, r, http.StatusAccepted, t)
+	return nil
+}
+
+type tasksJSON struct {
+	Items      []slotstore.Task `json:"items"`
+	NextCursor string           `json:"next_cursor"`
+}
+
+// listTasks is GET /v1/cluster/tasks (a bounded list, newest first, whole).
+func (a *api) listTasks(w http.ResponseWriter, r *http.Request) error {
+	ts := a.be.Tasks()
+	if ts == nil {
+		ts = []slotstore.Task{}
+	}
+	a.writeJSON(w, r, http.StatusOK, tasksJSON{Items: ts})
+	return nil
+}
+
+func taskParam(r *http.Request) (uint64, error) {
+	id, err := strconv.ParseUint(chi.URLParam(r, "id"), 10, 64)
+	if err != nil || id == 0 {
+		return 0, invalidField("id", "must be a task id from 1")
+	}
+	return id, nil
+}
+
+func (a *api) getTask(w http.ResponseWriter, r *http.Request) error {
+	id, err := taskParam(r)
+	if err != nil {
+		return err
+	}
+	t, err := a.be.Task(id)
+	if err != nil {
+		return err
+	}
+	a.writeJSON(w, r, http.StatusOK, t)
+	return nil
+}
+
+// cancelTask is POST /v1/cluster/tasks/{id}/cancel.
+func (a *api) cancelTask(w http.ResponseWriter, r *http.Request) error {
+	id, err := taskParam(r)
+	if err != nil {
+		return err
+	}
+	t, err := a.be.CancelTask(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	a.writeJSON(w, r, http.StatusOK, t)
+	return nil
+}
+
+type slotMigrationRequest struct {
+	ToGroup uint32 `json:"to_group" validate:"required,min=1"`
+}
+
+// createSlotMigration is POST /v1/cluster/hash-slots/{slot}/migrations.
+func (a *api) createSlotMigration(w http.ResponseWriter, r *http.Request) error {
+	slot, err := strconv.ParseUint(chi.URLParam(r, "slot"), 10, 16)
+	if err != nil || slot >= slotstore.HashSlotCount {
+		return invalidField("slot", "must be a hash slot 0–255")
+	}
+	var req slotMigrationRequest
+	if err := a.decode(w, r, &req); err != nil {
+		return err
+	}
+	t, err := a.be.CreateSlotMigration(r.Context(), slotstore.HashSlot(slot), slotstore.GroupID(req.ToGroup))
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Location", "/v1/cluster/tasks/"+strconv.FormatUint(t.ID, 10))
+	a.writeJSON(w, r, http.StatusAccepted, t)
+	return nil
+}

@@ -1,0 +1,217 @@
+package controller
+
+import (
+	"fmt"
+	"sort"
+
+	"slotmeta/internal/slotstore"
+)
+
+// Task kinds, phases and statuses. A replica move walks its phases in order;
+// each step records the membership it observed, so a task's history is the
+// Raft evidence of what happened.
+const (
+	TaskReplicaMove = "replica_move"
+
+	PhaseAddLearner = "add_learner" // add the target as a non-voting replica
+	PhaseCatchUp    = "catch_up"    // wait until the learner has caught up (a snapshot if the log was compacted)
+	PhasePromote    = "promote"     // make it a voter (same replica id)
+	PhaseRemoveOld  = "remove_old"  // remove the old voter
+	PhaseCommit     = "commit"      // commit the new desired peers and ConfigEpoch+1
+	PhaseDone       = "done"
+
+	TaskRunning    = "running"
+	TaskFailed     = "failed"
+	TaskCancelled  = "cancelled"
+	TaskSucceeded  = "succeeded"
+	TaskCancelling = "cancelling" // cancel asked; the executor removes the learner, then cancelled
+)
+
+// movePhases is the order of a replica move's phases.
+var movePhases = []string{PhaseAddLearner, PhaseCatchUp, PhasePromote, PhaseRemoveOld, PhaseCommit, PhaseDone}
+
+// PhaseIndex is the position of phase in a replica move (-1 if unknown).
+func PhaseIndex(phase string) int {
+	for i, p := range movePhases {
+		if p == phase {
+			return i
+		}
+	}
+	return -1
+}
+
+// Task is a controller task, replicated with its history.
+type Task = slotstore.Task
+
+// CreateMove starts a replica move of Group from From to To. A move of the
+// same group, from and to that failed earlier is resumed instead (same task,
+// same new replica id, next attempt).
+type CreateMove struct {
+	Group slotstore.GroupID `json:"group"`
+	From  slotstore.NodeID  `json:"from"`
+	To    slotstore.NodeID  `json:"to"`
+}
+
+// AdvanceTask moves a task from ExpectedPhase to Phase (compare-and-set) and
+// records what was observed; Status/Error end it.
+type AdvanceTask struct {
+	ID            uint64                 `json:"id"`
+	ExpectedPhase string                 `json:"expected_phase"`
+	Phase         string                 `json:"phase"`
+	Status        string                 `json:"status,omitempty"`
+	Error         string                 `json:"error,omitempty"`
+	Observed      *slotstore.PhaseRecord `json:"observed,omitempty"`
+}
+
+// CancelTask asks to cancel a task; only possible before its commit phase.
+type CancelTask struct {
+	ID uint64 `json:"id"`
+}
+
+// MaxFinishedTasks bounds the finished tasks kept; the oldest go first.
+const MaxFinishedTasks = 200
+
+func activeTask(s *State, g slotstore.GroupID) *Task {
+	for _, t := range s.Tasks {
+		if (t.Group == g || t.ToGroup == g) && (t.Status == TaskRunning || t.Status == TaskCancelling) {
+			return t
+		}
+	}
+	return nil
+}
+
+func applyCreateMove(s *State, c *CreateMove, timeMs int64) Result {
+	g, ok := s.Groups[c.Group]
+	if !ok {
+		return refuse(slotstore.CodeNotFound, "group %d does not exist", c.Group)
+	}
+	if t := activeTask(s, c.Group); t != nil {
+		return refuse(slotstore.CodeConflict, "task %d is already running on group %d", t.ID, c.Group)
+	}
+	for _, t := range s.Tasks { // resume a failed move of the same shape
+		if t.Kind == TaskReplicaMove && t.Group == c.Group && t.From == c.From && t.To == c.To && t.Status == TaskFailed {
+			t.Status, t.Error, t.UpdatedAtMs = TaskRunning, "", timeMs
+			t.Attempt++
+			return Result{OK: true, Message: fmt.Sprintf("task %d resumed", t.ID), TaskID: t.ID}
+		}
+	}
+	if _, ok := g.Peers[c.From]; !ok {
+		return refuse(slotstore.CodeConflict, "node %d is not a desired peer of group %d", c.From, c.Group)
+	}
+	if _, ok := g.Peers[c.To]; ok {
+		return refuse(slotstore.CodeConflict, "node %d already is a desired peer of group %d", c.To, c.Group)
+	}
+	to, ok := s.Nodes[c.To]
+	if !ok || to.State != NodeActive {
+		return refuse(slotstore.CodeConflict, "node %d is not an active node", c.To)
+	}
+	s.NextTaskID++
+	t := &Task{ID: s.NextTaskID, Kind: TaskReplicaMove, Group: c.Group, From: c.From, To: c.To,
+		OldReplicaID: g.Peers[c.From], NewReplicaID: s.NextReplicaID, Phase: PhaseAddLearner, Status: TaskRunning,
+		Attempt: 1, CreatedAtMs: timeMs, UpdatedAtMs: timeMs}
+	s.NextReplicaID++
+	if s.Tasks == nil {
+		s.Tasks = map[uint64]*Task{}
+	}
+	s.Tasks[t.ID] = t
+	return Result{OK: true, TaskID: t.ID}
+}
+
+func applyAdvanceTask(s *State, a *AdvanceTask, timeMs int64) Result {
+	t, ok := s.Tasks[a.ID]
+	if !ok {
+		return refuse(slotstore.CodeNotFound, "task %d does not exist", a.ID)
+	}
+	if t.Status != TaskRunning && t.Status != TaskCancelling {
+		return refuse(slotstore.CodeConflict, "task %d is %s", a.ID, t.Status)
+	}
+	if t.Phase != a.ExpectedPhase {
+		return refuse(slotstore.CodeConflict, "task %d is in phase %s, not %s", a.ID, t.Phase, a.ExpectedPhase)
+	}
+	if a.Observed != nil {
+		rec := *a.Observed
+		rec.AtMs = timeMs
+		t.History = append(t.History, rec)
+		if len(t.History) > 64 {
+			t.History = t.History[len(t.History)-64:]
+		}
+	}
+	if a.Phase != "" {
+		if TaskPhaseIndex(t.Kind, a.Phase) <= TaskPhaseIndex(t.Kind, t.Phase) {
+			return refuse(slotstore.CodeInvalidArgument, "phase %q does not follow %q", a.Phase, t.Phase)
+		}
+		if t.Kind == TaskReplicaMove && a.Phase == PhaseDone && t.Phase == PhaseCommit {
+			if r := commitMove(s, t); !r.OK {
+				return r
+			}
+		}
+		if t.Kind == TaskSlotMigration && t.Phase == PhaseSwitch {
+			if r := switchSlot(s, t); !r.OK {
+				return r
+			}
+		}
+		if t.Kind == TaskSlotMigration && a.Phase == PhaseDone {
+			t.Status = TaskSucceeded
+		}
+		t.Phase = a.Phase
+	}
+	if a.Status != "" {
+		t.Status = a.Status
+	}
+	t.Error = a.Error
+	t.UpdatedAtMs = timeMs
+	pruneTasks(s)
+	return Result{OK: true, TaskID: t.ID}
+}
+
+// commitMove makes the move the new intent: To replaces From among the
+// desired peers and the config epoch grows by one.
+func commitMove(s *State, t *Task) Result {
+	g, ok := s.Groups[t.Group]
+	if !ok {
+		return refuse(slotstore.CodeNotFound, "group %d vanished", t.Group)
+	}
+	delete(g.Peers, t.From)
+	g.Peers[t.To] = t.NewReplicaID
+	g.ConfigEpoch++
+	if g.PreferredLeader == t.From {
+		g.PreferredLeader = t.To
+	}
+	t.Status = TaskSucceeded
+	return Result{OK: true}
+}
+
+func applyCancelTask(s *State, c *CancelTask, timeMs int64) Result {
+	t, ok := s.Tasks[c.ID]
+	if !ok {
+		return refuse(slotstore.CodeNotFound, "task %d does not exist", c.ID)
+	}
+	if t.Status == TaskCancelled || t.Status == TaskCancelling {
+		return Result{OK: true, TaskID: t.ID}
+	}
+	cutoff := TaskPhaseIndex(t.Kind, PhaseRemoveOld)
+	if t.Kind == TaskSlotMigration {
+		cutoff = TaskPhaseIndex(t.Kind, PhaseAcquire)
+	}
+	if t.Status == TaskSucceeded || TaskPhaseIndex(t.Kind, t.Phase) >= cutoff {
+		return refuse(slotstore.CodeConflict, "task %d is past the point of cancelling (phase %s, %s)", t.ID, t.Phase, t.Status)
+	}
+	t.Status, t.UpdatedAtMs = TaskCancelling, timeMs
+	return Result{OK: true, TaskID: t.ID}
+}
+
+// pruneTasks drops the oldest finished tasks beyond MaxFinishedTasks.
+func pruneTasks(s *State) {
+	var finished []uint64
+	for id, t := range s.Tasks {
+		if t.Status == TaskSucceeded || t.Status == TaskCancelled {
+			finished = append(finished, id)
+		}
+	}
+	if over := len(finished) - MaxFinishedTasks; over > 0 {
+		sort.Slice(finished, func(i, j int) bool { return finished[i] < finished[j] })
+		for _, id := range finished[:over] {
+			delete(s.Tasks, id)
+		}
+	}
+}
