@@ -47,6 +47,11 @@ type Config struct {
 
 	// OpenAPI, if non-nil, is served as GET /openapi.yaml.
 	OpenAPI []byte
+
+	// Docs, if non-nil, serves GET /docs (a human-readable rendering of the
+	// contract) and GET /docs/* (its assets); it sees the full path. Other
+	// methods answer 405 like any route's.
+	Docs http.Handler
 }
 
 // withDefaults returns c with every zero field that has a default filled in.

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/binary"
 	"net/http"
@@ -60,79 +61,152 @@ type userPage struct {
 }
 
 // listUsers is GET /v1/users?cursor=&limit=&consistency=: every user, in
-// (hash slot, uid) order. Consecutive hash slots owned by one group are read
-// with one ScanUsers query; queries continue until the page is full or hash
-// slot 255 is done. A page may come back short, even empty, with a cursor.
+// (hash slot, uid) order, walked by walkSlots with one ScanUsers query per
+// run of hash slots owned by one group.
 func (a *api) listUsers(w http.ResponseWriter, r *http.Request) error {
-	q, err := queryParams(r)
+	users, next, err := walkSlots(a, w, r, func(u *meta.User) string { return u.UID },
+		func(ctx context.Context, run slotRun) ([]*meta.User, bool, error) {
+			ans, _, err := a.be.Read(ctx, &meta.ScanUsers{FromSlot: run.from, ToSlot: run.to, AfterUID: run.afterUID, Limit: run.want}, run.consistency)
+			if err != nil {
+				return nil, false, err
+			}
+			scan, ok := ans.(*meta.UserPage)
+			if !ok || scan == nil {
+				return nil, false, internalf("ScanUsers answered %T", ans)
+			}
+			return scan.Users, scan.More, nil
+		})
 	if err != nil {
 		return err
+	}
+	page := userPage{Items: make([]userJSON, 0, len(users)), NextCursor: next}
+	for _, u := range users {
+		page.Items = append(page.Items, userOut(u))
+	}
+	a.writeJSON(w, r, http.StatusOK, page)
+	return nil
+}
+
+// slotRun is one query of a cross-slot listing: the hash slots [from, to],
+// all owned by one group under the routing table of the request, starting
+// after afterUID in from ("" from its start), at most want items.
+type slotRun struct {
+	from, to    slotstore.HashSlot
+	afterUID    string
+	want        int
+	consistency meta.Consistency
+}
+
+// walkSlots serves a listing of rows that live in the hash slot of their
+// uid, across every hash slot in (hash slot, uid) order: GET /v1/users, GET
+// /v1/plugins/{plugin_no}/users. It parses ?limit=, ?consistency= and
+// ?cursor=, sets X-Route-Revision, and calls scan once per run of
+// consecutive hash slots owned by one group, until the page is full or hash
+// slot 255 is done. keyOf is an item's uid (whose hash slot must be the
+// item's). A page may come back short, even empty, with a cursor; the
+// cursor is "" when the listing is done. The cursor names a position (hash
+// slot, last uid), never a node or a group, so a listing survives leader
+// changes and routing changes.
+func walkSlots[T any](a *api, w http.ResponseWriter, r *http.Request, keyOf func(T) string,
+	scan func(ctx context.Context, run slotRun) (items []T, more bool, err error)) ([]T, string, error) {
+	q, err := queryParams(r)
+	if err != nil {
+		return nil, "", err
 	}
 	limit, err := limitParam(q)
 	if err != nil {
-		return err
+		return nil, "", err
 	}
 	c, err := consistencyParam(q)
 	if err != nil {
-		return err
+		return nil, "", err
 	}
 	cur, _, err := single(q, "cursor")
 	if err != nil {
-		return err
+		return nil, "", err
 	}
 	pos, err := decodeCursor(cur)
 	if err != nil {
-		return err
+		return nil, "", err
 	}
 	snap, err := a.snapshot()
 	if err != nil {
-		return err
+		return nil, "", err
 	}
 	table := snap.Table()
 	if table == nil {
-		return slotstore.Errorf(slotstore.CodeRouteNotReady, "no routing table yet")
+		return nil, "", slotstore.Errorf(slotstore.CodeRouteNotReady, "no routing table yet")
 	}
 	w.Header().Set(hdrRouteRevision, strconv.FormatUint(table.Revision(), 10))
 
-	page := userPage{Items: make([]userJSON, 0, min(limit, defaultPageSize))}
-	for pos.slot < slotstore.HashSlotCount && len(page.Items) < limit {
+	out := make([]T, 0, min(limit, defaultPageSize))
+	for pos.slot < slotstore.HashSlotCount && len(out) < limit {
 		end := pos.slot // the last hash slot of the run owned by pos.slot's group
 		for end+1 < slotstore.HashSlotCount && table.Group(end+1) == table.Group(pos.slot) {
 			end++
 		}
-		want := limit - len(page.Items)
-		ans, _, err := a.be.Read(r.Context(), &meta.ScanUsers{FromSlot: pos.slot, ToSlot: end, AfterUID: pos.afterUID, Limit: want}, c)
+		want := limit - len(out)
+		items, more, err := scan(r.Context(), slotRun{from: pos.slot, to: end, afterUID: pos.afterUID, want: want, consistency: c})
 		if err != nil {
-			return err
+			return nil, "", err
 		}
-		scan, ok := ans.(*meta.UserPage)
-		if !ok || scan == nil {
-			return internalf("ScanUsers answered %T", ans)
+		if len(items) > want {
+			items, more = items[:want], true
 		}
-		users, more := scan.Users, scan.More
-		if len(users) > want {
-			users, more = users[:want], true
-		}
-		for _, u := range users {
-			page.Items = append(page.Items, userOut(u))
-		}
+		out = append(out, items...)
 		if !more {
 			pos = position{slot: end + 1}
 			continue
 		}
-		if len(users) == 0 {
-			return internalf("ScanUsers of hash slots %d-%d stopped early without a user", pos.slot, end)
+		if len(items) == 0 {
+			return nil, "", internalf("the scan of hash slots %d-%d stopped early without an item", pos.slot, end)
 		}
-		last := users[len(users)-1].UID
+		last := keyOf(items[len(items)-1])
 		next := position{slot: slotstore.HashSlotOfString(last), afterUID: last}
 		if next.slot < pos.slot || next.slot > end || (next.slot == pos.slot && last <= pos.afterUID) {
-			return internalf("ScanUsers of hash slots %d-%d went backwards to user %q", pos.slot, end, last)
+			return nil, "", internalf("the scan of hash slots %d-%d went backwards to %q", pos.slot, end, last)
 		}
 		pos = next
 	}
+	next := ""
 	if pos.slot < slotstore.HashSlotCount {
-		page.NextCursor = encodeCursor(pos)
+		next = encodeCursor(pos)
 	}
-	a.writeJSON(w, r, http.StatusOK, page)
-	return nil
+	return out, next, nil
+}
+
+// Cursor tags of the keyed listings of devices, plugin bindings, system
+// UIDs and channel lists (packCursor / unpackCursor, channelroutes.go).
+const (
+	tagDevices     = 'd'
+	tagUserPlugins = 'p'
+	tagSystemUIDs  = 'u'
+	tagSubscribers = 's'
+	tagDenylist    = 'x'
+	tagAllowlist   = 'w'
+)
+
+// keyedListQuery parses a keyed listing whose cursor position is the last
+// key listed: it returns the query and that key ("" from the start), which
+// must pass valid (a problem function such as uidProblem).
+func keyedListQuery(r *http.Request, tag byte, valid func(string) string) (listQuery, string, error) {
+	lq, err := parseListQuery(r)
+	if err != nil || lq.cursor == "" {
+		return lq, "", err
+	}
+	pos, err := unpackCursor(lq.cursor, tag)
+	if err != nil {
+		return listQuery{}, "", err
+	}
+	if valid(string(pos)) != "" {
+		return listQuery{}, "", invalidField("cursor", "is not a cursor this listing issued")
+	}
+	return lq, string(pos), nil
+}
+
+// listPage is the answer of a keyed listing: next_cursor is absent when the
+// listing is done (as for GET /v1/users).
+type listPage[T any] struct {
+	Items      []T    `json:"items"`
+	NextCursor string `json:"next_cursor,omitempty"`
 }

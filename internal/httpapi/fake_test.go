@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -27,6 +28,8 @@ type fakeBackend struct {
 	t      testing.TB
 	node   slotstore.NodeID
 	router *routing.Router
+
+	preferred atomic.Uint64 // SetPreferredLeader's intent, shown by Group
 
 	mu       sync.Mutex
 	calls    []string
@@ -118,7 +121,7 @@ func (f *fakeBackend) Group(_ context.Context, g slotstore.GroupID) (slotstore.G
 	if g != 1 {
 		return slotstore.GroupView{}, slotstore.Errorf(slotstore.CodeNotFound, "group %d does not exist", g)
 	}
-	return slotstore.GroupView{ID: 1}, nil
+	return slotstore.GroupView{ID: 1, PreferredLeader: slotstore.NodeID(f.preferred.Load())}, nil
 }
 
 func (f *fakeBackend) LeaderTransfer(_ context.Context, g slotstore.GroupID, target slotstore.NodeID, dryRun bool) (slotstore.Preflight, slotstore.TransferResult, error) {
@@ -126,12 +129,35 @@ func (f *fakeBackend) LeaderTransfer(_ context.Context, g slotstore.GroupID, tar
 	return slotstore.Preflight{Group: g, Target: target, OK: true, Blockers: []slotstore.Blocker{}}, slotstore.TransferResult{Group: g, Leader: target}, nil
 }
 
-func (f *fakeBackend) SetPreferredLeader(context.Context, slotstore.GroupID, slotstore.NodeID) error {
+func (f *fakeBackend) SetPreferredLeader(_ context.Context, _ slotstore.GroupID, n slotstore.NodeID) error {
 	f.record("SetPreferredLeader")
+	f.preferred.Store(uint64(n))
 	return nil
 }
 
 func (f *fakeBackend) Decisions() []slotstore.Decision { f.record("Decisions"); return nil }
+
+func (f *fakeBackend) CreateReplicaMove(_ context.Context, g slotstore.GroupID, from, to slotstore.NodeID) (slotstore.Task, error) {
+	f.record("CreateReplicaMove")
+	return slotstore.Task{ID: 1, Group: g, From: from, To: to, Status: "running"}, nil
+}
+
+func (f *fakeBackend) CreateSlotMigration(_ context.Context, hs slotstore.HashSlot, to slotstore.GroupID) (slotstore.Task, error) {
+	f.record("CreateSlotMigration")
+	return slotstore.Task{}, slotstore.Errorf(slotstore.CodePermissionDenied, "hash-slot migration is disabled")
+}
+
+func (f *fakeBackend) Tasks() []slotstore.Task { f.record("Tasks"); return nil }
+
+func (f *fakeBackend) Task(id uint64) (slotstore.Task, error) {
+	f.record("Task")
+	return slotstore.Task{}, slotstore.Errorf(slotstore.CodeNotFound, "task %d does not exist", id)
+}
+
+func (f *fakeBackend) CancelTask(_ context.Context, id uint64) (slotstore.Task, error) {
+	f.record("CancelTask")
+	return slotstore.Task{ID: id, Status: "cancelling"}, nil
+}
 
 func (f *fakeBackend) RegisterNode(_ context.Context, n slotstore.NodeInfo) (slotstore.NodeInfo, error) {
 	f.record("RegisterNode")
@@ -215,7 +241,10 @@ func (f *fakeBackend) apply(cmd meta.Command) meta.Result {
 		f.rev++
 		return meta.Result{Revision: f.rev}
 	}
-	return fail(slotstore.CodeInternal, "fake cannot apply %T", cmd)
+	// Resources the fake does not model answer as if the row were absent:
+	// a valid client-visible outcome, so FuzzRequest's "no 5xx" holds for
+	// every route (their behaviour is tested against real nodes in e2e).
+	return fail(slotstore.CodeNotFound, "fake does not model %T", cmd)
 }
 
 func (f *fakeBackend) putUser(u meta.User, created int64) meta.Result {
@@ -279,7 +308,7 @@ func (f *fakeBackend) Read(ctx context.Context, q meta.Query, c meta.Consistency
 		f.scans = append(f.scans, *q)
 		return f.scan(snap.Table(), q), info, nil
 	}
-	return nil, info, slotstore.Errorf(slotstore.CodeInternal, "fake cannot read %T", q)
+	return nil, info, slotstore.Errorf(slotstore.CodeNotFound, "fake does not model %T", q)
 }
 
 // scan answers ScanUsers like a group would: only if every hash slot of the

@@ -45,9 +45,23 @@ func New(cfg Config) (http.Handler, error) {
 	if cfg.Console != nil {
 		r.Mount("/console", cfg.Console)
 	}
+	if cfg.Docs != nil {
+		r.Method(http.MethodGet, "/docs", cfg.Docs)
+		r.Method(http.MethodGet, "/docs/*", cfg.Docs)
+	}
 	r.Route("/v1", func(r chi.Router) {
 		r.Route("/users", a.userRoutes)
 		r.Route("/kv", a.kvRoutes)
+		r.Route("/users/{uid}/devices", a.deviceRoutes)
+		r.Route("/users/{uid}/plugins", a.userPluginRoutes)
+		r.Route("/system-uids", a.systemUIDRoutes)
+		r.Route("/plugins", a.pluginRoutes)
+		r.Route("/channels", a.channelRoutes)
+		r.Route("/users/{uid}/memberships", a.membershipRoutes)
+		r.Route("/users/{uid}/cmd-bindings", a.cmdBindingRoutes)
+		r.Route("/channels/{channel_type}/{channel_id}/runtime", a.runtimeRoutes)
+		r.Route("/channels/{channel_type}/{channel_id}/migrations", a.migrationRoutes)
+		r.Route("/channels/{channel_type}/{channel_id}/events", a.eventRoutes)
 		r.Route("/cluster", a.clusterRoutes)
 	})
 	if flat, err = flatRoutes(r); err != nil {

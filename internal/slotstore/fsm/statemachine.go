@@ -53,6 +53,12 @@ type Config struct {
 	// DedupTTL is how long an idempotency record is kept (default 24h);
 	// older records are evicted as new ones arrive.
 	DedupTTL time.Duration
+	// EventCapacity is how many message events one channel's projection
+	// keeps (default meta.DefaultEventCapacity); an append trims the oldest
+	// beyond it. Like DedupCapacity it decides which rows exist: every
+	// replica of a group must use the same value (the cluster package
+	// always takes the default; tests may set a smaller one).
+	EventCapacity int
 	// OnApplied, if set, is called after each committed Update with the new
 	// applied index (for metrics). It must not block.
 	OnApplied func(g slotstore.GroupID, index uint64)
@@ -64,6 +70,8 @@ type StateMachine struct {
 	db      *pebble.DB
 	applied atomic.Uint64
 	owned   atomic.Pointer[meta.SlotSet]
+	fenced  atomic.Pointer[meta.SlotSet] // owned slots refusing writes (migrating out)
+	rev     atomic.Uint64                // revision, for readers (Lookup)
 
 	// Only Update / Open / RecoverFromSnapshot touch these (never concurrently).
 	revision             uint64
@@ -82,6 +90,9 @@ func New(cfg Config) *StateMachine {
 	}
 	if cfg.DedupTTL <= 0 {
 		cfg.DedupTTL = 24 * time.Hour
+	}
+	if cfg.EventCapacity <= 0 {
+		cfg.EventCapacity = meta.DefaultEventCapacity
 	}
 	return &StateMachine{cfg: cfg, db: cfg.DB.Pebble()}
 }
@@ -153,8 +164,18 @@ func (s *StateMachine) load() error {
 		}
 		s.dedupHead, s.dedupTail = binary.BigEndian.Uint64(dm), binary.BigEndian.Uint64(dm[8:])
 	}
+	var fenced meta.SlotSet
+	if raw, found, err := s.getSys(meta.SysFenced); err != nil {
+		return err
+	} else if found {
+		if fenced, ok = meta.DecodeSlotSet(raw); !ok {
+			return fmt.Errorf("fsm: group %d: corrupt fenced-slot record", s.cfg.Group)
+		}
+	}
 	s.revision = rev
+	s.rev.Store(rev)
 	s.owned.Store(&owned)
+	s.fenced.Store(&fenced)
 	s.applied.Store(applied)
 	return nil
 }
@@ -189,7 +210,8 @@ func (s *StateMachine) Update(entries []sm.Entry) ([]sm.Entry, error) {
 	}
 	b := s.db.NewIndexedBatch()
 	defer b.Close()
-	a := applier{sm: s, b: b, revision: s.revision, dedupHead: s.dedupHead, dedupTail: s.dedupTail}
+	a := applier{sm: s, b: b, revision: s.revision, dedupHead: s.dedupHead, dedupTail: s.dedupTail,
+		owned: *s.owned.Load(), fenced: *s.fenced.Load()}
 	for i := range entries {
 		entries[i].Result = a.applyEntry(entries[i].Cmd)
 	}
@@ -203,6 +225,10 @@ func (s *StateMachine) Update(entries []sm.Entry) ([]sm.Entry, error) {
 	if a.revision != s.revision {
 		_ = b.Set(meta.SysKey(g, meta.SysRevision), u64(a.revision), nil)
 	}
+	if a.slotsChanged {
+		_ = b.Set(meta.SysKey(g, meta.SysOwned), a.owned[:], nil)
+		_ = b.Set(meta.SysKey(g, meta.SysFenced), a.fenced[:], nil)
+	}
 	if a.dedupHead != s.dedupHead || a.dedupTail != s.dedupTail {
 		_ = b.Set(meta.SysKey(g, meta.SysDedupMeta), append(u64(a.dedupHead), u64(a.dedupTail)...), nil)
 	}
@@ -213,6 +239,12 @@ func (s *StateMachine) Update(entries []sm.Entry) ([]sm.Entry, error) {
 		return nil, fmt.Errorf("fsm: commit group %d at %d: %w", g, last, err)
 	}
 	s.revision, s.dedupHead, s.dedupTail = a.revision, a.dedupHead, a.dedupTail
+	s.rev.Store(a.revision)
+	if a.slotsChanged {
+		owned, fenced := a.owned, a.fenced
+		s.owned.Store(&owned)
+		s.fenced.Store(&fenced)
+	}
 	s.applied.Store(last)
 	if s.cfg.OnApplied != nil {
 		s.cfg.OnApplied(g, last)

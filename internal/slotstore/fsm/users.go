@@ -60,5 +60,8 @@ func (a *applier) deleteUser(c *meta.DeleteUser) meta.Result {
 		return meta.Result{Code: slotstore.CodeNotFound, Message: "user " + c.UID + " not found"}
 	}
 	a.del(key)
+	// Everything stored under the user goes in the same batch.
+	a.deleteUserDevices(c.HashSlot, c.UID)
+	a.deleteUserPlugins(c.HashSlot, c.UID)
 	return meta.Result{Revision: a.nextRevision()}
 }

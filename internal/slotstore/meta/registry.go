@@ -12,11 +12,11 @@ import (
 //
 //	Op (commands)         QueryKind (queries)     answer tags
 //	  1–9   users, kv       1–9   users, kv         1–9   users, kv
-//	 10–19  devices, system uids  10–19              10–19
+//	 10–19  devices, system uids, plugins 10–19      10–19
 //	 20–39  channels, lists  20–39                   20–39
 //	 40–59  memberships, cmd bindings, outbox 40–59  40–59
-//	 60–79  runtime meta, migration tasks 60–79      60–79
-//	 80–99  plugins, events  80–99                   80–99
+//	 60–79  runtime meta, channel migration tasks    60–79
+//	 80–99  message events   80–99                   80–99
 //	100–127 cluster-internal (ownership, slot migration) 100–127
 var (
 	commands   = map[Op]func() Command{}

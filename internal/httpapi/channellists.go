@@ -1,0 +1,197 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+
+	"slotmeta/internal/slotstore"
+	"slotmeta/internal/slotstore/meta"
+)
+
+// channelListRoutes mounts the five shapes of one list of a channel
+// (subscribers, denylist, allowlist) under /v1/channels:
+//
+//	POST   /{channel_type}/{channel_id}/<list>         {uids} add
+//	POST   /{channel_type}/{channel_id}/<list>/remove  {uids} remove
+//	DELETE /{channel_type}/{channel_id}/<list>/{uid}   remove one (404 if absent)
+//	GET    /{channel_type}/{channel_id}/<list>         page in uid order
+//	GET    /{channel_type}/{channel_id}/<list>/{uid}   membership test
+//
+// A list is a set stored with the channel; the channel must exist (404).
+func (a *api) channelListRoutes(r chi.Router, l meta.ChannelList) {
+	base := "/{channel_type}/{channel_id}/" + l.String()
+	r.Post(base, a.handle(a.changeMembers(l, true)))
+	r.Post(base+"/remove", a.handle(a.changeMembers(l, false)))
+	r.Get(base, a.handle(a.listMembers(l)))
+	r.Get(base+"/{uid}", a.handle(a.getMember(l)))
+	r.Delete(base+"/{uid}", a.handle(a.deleteMember(l)))
+}
+
+// membersRequest is the body of the add and remove calls. A uid may repeat
+// (set semantics: it counts once).
+type membersRequest struct {
+	UIDs []string `json:"uids" validate:"required,min=1,max=1000,dive,uid"`
+}
+
+// membersAdded and membersRemoved answer the add and remove calls: how many
+// uids the call actually added or removed, and the list's size after it.
+type membersAdded struct {
+	Added uint64 `json:"added"`
+	Count uint64 `json:"count"`
+}
+
+type membersRemoved struct {
+	Removed uint64 `json:"removed"`
+	Count   uint64 `json:"count"`
+}
+
+// memberJSON is one member of a list as the API shows it.
+type memberJSON struct {
+	UID       string `json:"uid"`
+	AddedAtMs int64  `json:"added_at_ms"`
+}
+
+// listTag is the cursor tag of list l.
+func listTag(l meta.ChannelList) byte {
+	switch l {
+	case meta.ListDenylist:
+		return tagDenylist
+	case meta.ListAllowlist:
+		return tagAllowlist
+	}
+	return tagSubscribers
+}
+
+// changeMembers is POST …/<list> (add) and POST …/<list>/remove.
+func (a *api) changeMembers(l meta.ChannelList, add bool) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		channelType, id, err := channelFromPath(r)
+		if err != nil {
+			return err
+		}
+		idemKey, f, err := writeHeaders(r)
+		if err != nil {
+			return err
+		}
+		var req membersRequest
+		if err := a.decode(w, r, &req); err != nil {
+			return err
+		}
+		body := meta.ChannelMembers{List: l, ChannelType: channelType, ChannelID: id, UIDs: req.UIDs}
+		var cmd meta.Command = &meta.RemoveChannelMembers{ChannelMembers: body}
+		if add {
+			cmd = &meta.AddChannelMembers{ChannelMembers: body}
+		}
+		res, err := a.propose(w, r, target{id, f}, idemKey, cmd)
+		if err != nil {
+			return err
+		}
+		ch, err := resultEntity(res, "list change", meta.DecodeListChange)
+		if err != nil {
+			return err
+		}
+		if add {
+			a.writeJSON(w, r, http.StatusOK, membersAdded{Added: ch.Changed, Count: ch.Count})
+		} else {
+			a.writeJSON(w, r, http.StatusOK, membersRemoved{Removed: ch.Changed, Count: ch.Count})
+		}
+		return nil
+	}
+}
+
+// deleteMember is DELETE …/<list>/{uid}: 204, or 404 when the uid is not
+// in the list (or the channel does not exist).
+func (a *api) deleteMember(l meta.ChannelList) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		channelType, id, err := channelFromPath(r)
+		if err != nil {
+			return err
+		}
+		uid, err := pathParam(r, "uid", uidProblem)
+		if err != nil {
+			return err
+		}
+		idemKey, f, err := writeHeaders(r)
+		if err != nil {
+			return err
+		}
+		cmd := &meta.DeleteChannelMember{List: l, ChannelType: channelType, ChannelID: id, UID: uid}
+		if _, err := a.propose(w, r, target{id, f}, idemKey, cmd); err != nil {
+			return err
+		}
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	}
+}
+
+// getMember is GET …/<list>/{uid}: 200 {"uid",…} when uid is in the list,
+// else 404.
+func (a *api) getMember(l meta.ChannelList) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		channelType, id, err := channelFromPath(r)
+		if err != nil {
+			return err
+		}
+		uid, err := pathParam(r, "uid", uidProblem)
+		if err != nil {
+			return err
+		}
+		c, f, err := readParams(r)
+		if err != nil {
+			return err
+		}
+		q := &meta.GetChannelMember{HashSlot: slotstore.HashSlotOfString(id), List: l, ChannelType: channelType, ChannelID: id, UID: uid}
+		ans, err := a.read(w, r, target{id, f}, c, q)
+		if err != nil {
+			return err
+		}
+		m, err := answerAs[*meta.ChannelMember](ans, "GetChannelMember")
+		if err != nil {
+			return err
+		}
+		if m == nil {
+			return slotstore.Errorf(slotstore.CodeNotFound, "%q is not in the %s of channel %d/%q", uid, l, channelType, id)
+		}
+		a.writeJSON(w, r, http.StatusOK, memberJSON{UID: m.UID, AddedAtMs: m.AddedAtMs})
+		return nil
+	}
+}
+
+// listMembers is GET …/<list>?cursor=&limit=: one page of the list in uid
+// order; 404 when the channel does not exist.
+func (a *api) listMembers(l meta.ChannelList) handlerFunc {
+	tag := listTag(l)
+	return func(w http.ResponseWriter, r *http.Request) error {
+		channelType, id, err := channelFromPath(r)
+		if err != nil {
+			return err
+		}
+		lq, after, err := keyedListQuery(r, tag, uidProblem)
+		if err != nil {
+			return err
+		}
+		q := &meta.ScanChannelList{HashSlot: slotstore.HashSlotOfString(id), List: l, ChannelType: channelType, ChannelID: id,
+			AfterUID: after, Limit: lq.limit}
+		ans, err := a.read(w, r, target{id, lq.fence}, lq.c, q)
+		if err != nil {
+			return err
+		}
+		p, err := answerAs[*meta.ChannelMemberPage](ans, "ScanChannelList")
+		if err != nil {
+			return err
+		}
+		if p == nil {
+			return channelNotFound(channelType, id)
+		}
+		page := listPage[memberJSON]{Items: make([]memberJSON, 0, len(p.Members))}
+		for _, m := range p.Members {
+			page.Items = append(page.Items, memberJSON{UID: m.UID, AddedAtMs: m.AddedAtMs})
+		}
+		if p.More && len(p.Members) > 0 {
+			page.NextCursor = packCursor(tag, []byte(p.Members[len(p.Members)-1].UID))
+		}
+		a.writeJSON(w, r, http.StatusOK, page)
+		return nil
+	}
+}

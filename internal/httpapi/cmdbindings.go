@@ -1,0 +1,180 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+
+	"slotmeta/internal/slotstore"
+	"slotmeta/internal/slotstore/meta"
+)
+
+// cmdBindingRoutes mounts /v1/users/{uid}/cmd-bindings.
+func (a *api) cmdBindingRoutes(r chi.Router) {
+	r.Get("/", a.handle(a.listCmdBindings))
+	r.Get("/{channel_type}/{channel_id}", a.handle(a.getCmdBinding))
+	r.Put("/{channel_type}/{channel_id}", a.handle(a.putCmdBinding))
+	r.Delete("/{channel_type}/{channel_id}", a.handle(a.deleteCmdBinding))
+	r.Post("/{channel_type}/{channel_id}/ack", a.handle(a.ackCmdBinding))
+}
+
+// cmdBindingPut is the body of PUT …/cmd-bindings/{channel_type}/{channel_id}.
+type cmdBindingPut struct {
+	StartSeq *uint64 `json:"start_seq" validate:"required"`
+}
+
+// cmdBindingAck is the body of POST …/ack.
+type cmdBindingAck struct {
+	AckSeq *uint64 `json:"ack_seq" validate:"required"`
+}
+
+type cmdBindingJSON struct {
+	UID         string `json:"uid"`
+	ChannelType uint8  `json:"channel_type"`
+	ChannelID   string `json:"channel_id"`
+	StartSeq    uint64 `json:"start_seq"`
+	AckSeq      uint64 `json:"ack_seq"`
+	CreatedAtMs int64  `json:"created_at_ms"`
+	UpdatedAtMs int64  `json:"updated_at_ms"`
+	Revision    uint64 `json:"revision"`
+}
+
+func cmdBindingOut(b *meta.CmdBinding) cmdBindingJSON {
+	return cmdBindingJSON{
+		UID: b.UID, ChannelType: b.ChannelType, ChannelID: b.ChannelID, StartSeq: b.StartSeq, AckSeq: b.AckSeq,
+		CreatedAtMs: b.CreatedAtMs, UpdatedAtMs: b.UpdatedAtMs, Revision: b.Revision,
+	}
+}
+
+type cmdBindingPage struct {
+	Items      []cmdBindingJSON `json:"items"`
+	NextCursor string           `json:"next_cursor,omitempty"`
+}
+
+func (a *api) cmdBindingWrite(w http.ResponseWriter, r *http.Request, body any, build func(meta.UserChannel) meta.Command) error {
+	uc, err := userChannelFromPath(r)
+	if err != nil {
+		return err
+	}
+	idemKey, f, err := writeHeaders(r)
+	if err != nil {
+		return err
+	}
+	if err := a.decode(w, r, body); err != nil {
+		return err
+	}
+	res, err := a.propose(w, r, target{uc.UID, f}, idemKey, build(uc))
+	if err != nil {
+		return err
+	}
+	if len(res.Value) == 0 {
+		return internalf("the write succeeded but its result carries no CMD binding")
+	}
+	b, err := meta.DecodeCmdBinding(res.Value)
+	if err != nil {
+		return slotstore.Wrap(slotstore.CodeInternal, err, "decoding the written CMD binding")
+	}
+	a.writeJSON(w, r, http.StatusOK, cmdBindingOut(b))
+	return nil
+}
+
+// putCmdBinding is PUT …: upsert {start_seq}; a stored ack_seq is kept. 200.
+func (a *api) putCmdBinding(w http.ResponseWriter, r *http.Request) error {
+	var req cmdBindingPut
+	return a.cmdBindingWrite(w, r, &req, func(uc meta.UserChannel) meta.Command {
+		return &meta.PutCmdBinding{UserChannel: uc, StartSeq: *req.StartSeq}
+	})
+}
+
+// ackCmdBinding is POST …/ack: raise ack_seq; a value at or below the
+// stored one answers 200 with the row unchanged.
+func (a *api) ackCmdBinding(w http.ResponseWriter, r *http.Request) error {
+	var req cmdBindingAck
+	return a.cmdBindingWrite(w, r, &req, func(uc meta.UserChannel) meta.Command {
+		return &meta.AckCmdBinding{UserChannel: uc, AckSeq: *req.AckSeq}
+	})
+}
+
+// deleteCmdBinding is DELETE …: 204, or 404.
+func (a *api) deleteCmdBinding(w http.ResponseWriter, r *http.Request) error {
+	uc, err := userChannelFromPath(r)
+	if err != nil {
+		return err
+	}
+	idemKey, f, err := writeHeaders(r)
+	if err != nil {
+		return err
+	}
+	if _, err := a.propose(w, r, target{uc.UID, f}, idemKey, &meta.DeleteCmdBinding{UserChannel: uc}); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// getCmdBinding is GET ….
+func (a *api) getCmdBinding(w http.ResponseWriter, r *http.Request) error {
+	uc, err := userChannelFromPath(r)
+	if err != nil {
+		return err
+	}
+	c, f, err := readParams(r)
+	if err != nil {
+		return err
+	}
+	ans, err := a.read(w, r, target{uc.UID, f}, c, &meta.GetCmdBinding{HashSlot: slotstore.HashSlotOfString(uc.UID), UserChannel: uc})
+	if err != nil {
+		return err
+	}
+	b, ok := ans.(*meta.CmdBinding)
+	if !ok && ans != nil {
+		return internalf("GetCmdBinding answered %T", ans)
+	}
+	if b == nil {
+		return slotstore.Errorf(slotstore.CodeNotFound, "user %q has no CMD binding to channel %d/%q", uc.UID, uc.ChannelType, uc.ChannelID)
+	}
+	a.writeJSON(w, r, http.StatusOK, cmdBindingOut(b))
+	return nil
+}
+
+// listCmdBindings is GET /v1/users/{uid}/cmd-bindings, in (channel_type,
+// channel_id) order. The cursor is the last binding's channel type | id.
+func (a *api) listCmdBindings(w http.ResponseWriter, r *http.Request) error {
+	uid, err := pathParam(r, "uid", uidProblem)
+	if err != nil {
+		return err
+	}
+	lq, err := parseListQuery(r)
+	if err != nil {
+		return err
+	}
+	q := &meta.ListCmdBindings{HashSlot: slotstore.HashSlotOfString(uid), UID: uid, Limit: lq.limit}
+	if lq.cursor != "" {
+		pos, err := unpackCursor(lq.cursor, tagCmdBindings)
+		if err != nil {
+			return err
+		}
+		if len(pos) < 2 || meta.ChannelRefProblem(pos[0], string(pos[1:])) != "" {
+			return invalidField("cursor", "is not a cursor this listing issued")
+		}
+		q.HasAfter, q.AfterType, q.AfterID = true, pos[0], string(pos[1:])
+	}
+	ans, err := a.read(w, r, target{uid, lq.fence}, lq.c, q)
+	if err != nil {
+		return err
+	}
+	p, ok := ans.(*meta.CmdBindingPage)
+	if !ok || p == nil {
+		return internalf("ListCmdBindings answered %T", ans)
+	}
+	out := cmdBindingPage{Items: make([]cmdBindingJSON, 0, len(p.Items))}
+	for _, b := range p.Items {
+		out.Items = append(out.Items, cmdBindingOut(b))
+	}
+	if p.More && len(p.Items) > 0 {
+		last := p.Items[len(p.Items)-1]
+		out.NextCursor = packCursor(tagCmdBindings, append([]byte{last.ChannelType}, last.ChannelID...))
+	}
+	a.writeJSON(w, r, http.StatusOK, out)
+	return nil
+}

@@ -1,0 +1,141 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+
+	"slotmeta/internal/slotstore"
+	"slotmeta/internal/slotstore/meta"
+)
+
+// eventRoutes mounts /v1/channels/{channel_type}/{channel_id}/events, the
+// channel's bounded message-event projection.
+func (a *api) eventRoutes(r chi.Router) {
+	r.Get("/", a.handle(a.listEvents))
+	r.Post("/", a.handle(a.appendEvent))
+}
+
+// eventRequest is the body of POST …/events. payload is any JSON value.
+type eventRequest struct {
+	ClientMsgNo string          `json:"client_msg_no" validate:"required,maxbytes=128"`
+	EventKey    string          `json:"event_key" validate:"required,maxbytes=128"`
+	EventID     string          `json:"event_id" validate:"required,maxbytes=128"`
+	EventType   string          `json:"event_type" validate:"required,maxbytes=64"`
+	Status      string          `json:"status" validate:"maxbytes=64"`
+	Payload     json.RawMessage `json:"payload" validate:"maxbytes=16384"`
+}
+
+type eventJSON struct {
+	ChannelType uint8           `json:"channel_type"`
+	ChannelID   string          `json:"channel_id"`
+	Seq         uint64          `json:"seq"`
+	ClientMsgNo string          `json:"client_msg_no"`
+	EventKey    string          `json:"event_key"`
+	EventID     string          `json:"event_id"`
+	EventType   string          `json:"event_type"`
+	Status      string          `json:"status"`
+	Payload     json.RawMessage `json:"payload"`
+	CreatedAtMs int64           `json:"created_at_ms"`
+	Revision    uint64          `json:"revision"`
+}
+
+func eventOut(ev *meta.ChannelEvent) eventJSON {
+	payload := json.RawMessage(ev.Payload)
+	switch {
+	case len(payload) == 0:
+		payload = json.RawMessage("null")
+	case !json.Valid(payload): // not written through this API: show it as a string
+		payload, _ = json.Marshal(string(ev.Payload))
+	}
+	return eventJSON{
+		ChannelType: ev.ChannelType, ChannelID: ev.ChannelID, Seq: ev.Seq,
+		ClientMsgNo: ev.ClientMsgNo, EventKey: ev.EventKey, EventID: ev.EventID, EventType: ev.EventType,
+		Status: ev.Status, Payload: payload, CreatedAtMs: ev.CreatedAtMs, Revision: ev.Revision,
+	}
+}
+
+// eventPage is the answer of GET …/events: besides the page, how many
+// events the projection holds and the newest seq it ever assigned.
+type eventPage struct {
+	Items      []eventJSON `json:"items"`
+	NextCursor string      `json:"next_cursor,omitempty"`
+	Count      uint64      `json:"count"`
+	LastSeq    uint64      `json:"last_seq"`
+}
+
+// appendEvent is POST …/events: 201 with the event and its seq. The oldest
+// events beyond the projection's capacity (1000) are dropped in the same
+// write.
+func (a *api) appendEvent(w http.ResponseWriter, r *http.Request) error {
+	t, id, err := channelFromPath(r)
+	if err != nil {
+		return err
+	}
+	idemKey, f, err := writeHeaders(r)
+	if err != nil {
+		return err
+	}
+	var req eventRequest
+	if err := a.decode(w, r, &req); err != nil {
+		return err
+	}
+	payload := []byte(req.Payload)
+	if bytes.Equal(payload, []byte("null")) {
+		payload = nil
+	}
+	cmd := &meta.AppendEvent{Event: meta.ChannelEvent{
+		ChannelType: t, ChannelID: id, ClientMsgNo: req.ClientMsgNo, EventKey: req.EventKey,
+		EventID: req.EventID, EventType: req.EventType, Status: req.Status, Payload: payload,
+	}}
+	res, err := a.propose(w, r, target{id, f}, idemKey, cmd)
+	if err != nil {
+		return err
+	}
+	if len(res.Value) == 0 {
+		return internalf("the append succeeded but its result carries no event")
+	}
+	ev, err := meta.DecodeChannelEvent(res.Value)
+	if err != nil {
+		return slotstore.Wrap(slotstore.CodeInternal, err, "decoding the appended event")
+	}
+	a.writeJSON(w, r, http.StatusCreated, eventOut(ev))
+	return nil
+}
+
+// listEvents is GET …/events: newest first. The cursor is the last event's seq.
+func (a *api) listEvents(w http.ResponseWriter, r *http.Request) error {
+	t, id, err := channelFromPath(r)
+	if err != nil {
+		return err
+	}
+	lq, err := parseListQuery(r)
+	if err != nil {
+		return err
+	}
+	before, err := parseSeqCursor(lq.cursor, tagEvents)
+	if err != nil {
+		return err
+	}
+	q := &meta.ListEvents{HashSlot: slotstore.HashSlotOfString(id), ChanRef: meta.ChanRef{ChannelType: t, ChannelID: id},
+		BeforeSeq: before, Limit: lq.limit}
+	ans, err := a.read(w, r, target{id, lq.fence}, lq.c, q)
+	if err != nil {
+		return err
+	}
+	p, ok := ans.(*meta.EventPage)
+	if !ok || p == nil {
+		return internalf("ListEvents answered %T", ans)
+	}
+	out := eventPage{Items: make([]eventJSON, 0, len(p.Items)), Count: p.Count, LastSeq: p.LastSeq}
+	for _, ev := range p.Items {
+		out.Items = append(out.Items, eventOut(ev))
+	}
+	if p.More && len(p.Items) > 0 {
+		out.NextCursor = seqCursor(tagEvents, p.Items[len(p.Items)-1].Seq)
+	}
+	a.writeJSON(w, r, http.StatusOK, out)
+	return nil
+}

@@ -1,0 +1,264 @@
+package httpapi
+
+import (
+	"encoding/binary"
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+
+	"slotmeta/internal/slotstore"
+	"slotmeta/internal/slotstore/meta"
+)
+
+// membershipRoutes mounts /v1/users/{uid}/memberships.
+func (a *api) membershipRoutes(r chi.Router) {
+	r.Get("/", a.handle(a.listMemberships))
+	r.Get("/{channel_type}/{channel_id}", a.handle(a.getMembership))
+	r.Put("/{channel_type}/{channel_id}", a.handle(a.putMembership))
+	r.Delete("/{channel_type}/{channel_id}", a.handle(a.deleteMembership))
+	r.Post("/{channel_type}/{channel_id}/read", a.handle(a.readMembership))
+	r.Post("/{channel_type}/{channel_id}/hide", a.handle(a.hideMembership))
+	r.Post("/{channel_type}/{channel_id}/activate", a.handle(a.activateMembership))
+}
+
+// membershipPut is the body of PUT …/memberships/{channel_type}/{channel_id}.
+// read_seq and deleted_to_seq are floors: a value below the stored one keeps
+// the stored one. Without activated_at_ms a new membership is activated now
+// and an existing one keeps its activation time.
+type membershipPut struct {
+	JoinSeq       uint64 `json:"join_seq" validate:"min=0"`
+	ReadSeq       uint64 `json:"read_seq" validate:"min=0"`
+	DeletedToSeq  uint64 `json:"deleted_to_seq" validate:"min=0"`
+	ActivatedAtMs *int64 `json:"activated_at_ms" validate:"omitempty,min=0"`
+	Tombstone     bool   `json:"tombstone"`
+}
+
+// membershipRead is the body of POST …/read.
+type membershipRead struct {
+	ReadSeq *uint64 `json:"read_seq" validate:"required"`
+}
+
+// membershipHide is the body of POST …/hide.
+type membershipHide struct {
+	ToSeq *uint64 `json:"to_seq" validate:"required"`
+}
+
+// membershipJSON is a membership as the API shows it.
+type membershipJSON struct {
+	UID           string `json:"uid"`
+	ChannelType   uint8  `json:"channel_type"`
+	ChannelID     string `json:"channel_id"`
+	JoinSeq       uint64 `json:"join_seq"`
+	ReadSeq       uint64 `json:"read_seq"`
+	DeletedToSeq  uint64 `json:"deleted_to_seq"`
+	ActivatedAtMs int64  `json:"activated_at_ms"`
+	Tombstone     bool   `json:"tombstone"`
+	CreatedAtMs   int64  `json:"created_at_ms"`
+	UpdatedAtMs   int64  `json:"updated_at_ms"`
+	Revision      uint64 `json:"revision"`
+}
+
+func membershipOut(m *meta.Membership) membershipJSON {
+	return membershipJSON{
+		UID: m.UID, ChannelType: m.ChannelType, ChannelID: m.ChannelID,
+		JoinSeq: m.JoinSeq, ReadSeq: m.ReadSeq, DeletedToSeq: m.DeletedToSeq,
+		ActivatedAtMs: m.ActivatedAtMs, Tombstone: m.Tombstone,
+		CreatedAtMs: m.CreatedAtMs, UpdatedAtMs: m.UpdatedAtMs, Revision: m.Revision,
+	}
+}
+
+type membershipPage struct {
+	Items      []membershipJSON `json:"items"`
+	NextCursor string           `json:"next_cursor,omitempty"`
+}
+
+// userChannelFromPath returns {uid}, {channel_type} and {channel_id}.
+func userChannelFromPath(r *http.Request) (meta.UserChannel, error) {
+	uid, err := pathParam(r, "uid", uidProblem)
+	if err != nil {
+		return meta.UserChannel{}, err
+	}
+	t, id, err := channelFromPath(r)
+	if err != nil {
+		return meta.UserChannel{}, err
+	}
+	return meta.UserChannel{UID: uid, ChannelType: t, ChannelID: id}, nil
+}
+
+// writeMembershipResult answers the membership a command wrote or found.
+func (a *api) writeMembershipResult(w http.ResponseWriter, r *http.Request, res meta.Result) error {
+	if len(res.Value) == 0 {
+		return internalf("the write succeeded but its result carries no membership")
+	}
+	m, err := meta.DecodeMembership(res.Value)
+	if err != nil {
+		return slotstore.Wrap(slotstore.CodeInternal, err, "decoding the written membership")
+	}
+	a.writeJSON(w, r, http.StatusOK, membershipOut(m))
+	return nil
+}
+
+// membershipWrite parses the path and write headers, decodes body (if
+// not nil), builds the command and answers the resulting membership.
+func (a *api) membershipWrite(w http.ResponseWriter, r *http.Request, body any, build func(meta.UserChannel) meta.Command) error {
+	uc, err := userChannelFromPath(r)
+	if err != nil {
+		return err
+	}
+	idemKey, f, err := writeHeaders(r)
+	if err != nil {
+		return err
+	}
+	if body != nil {
+		if err := a.decode(w, r, body); err != nil {
+			return err
+		}
+	}
+	res, err := a.propose(w, r, target{uc.UID, f}, idemKey, build(uc))
+	if err != nil {
+		return err
+	}
+	return a.writeMembershipResult(w, r, res)
+}
+
+// putMembership is PUT /v1/users/{uid}/memberships/{channel_type}/{channel_id}: upsert, 200.
+func (a *api) putMembership(w http.ResponseWriter, r *http.Request) error {
+	var req membershipPut
+	return a.membershipWrite(w, r, &req, func(uc meta.UserChannel) meta.Command {
+		c := &meta.PutMembership{UserChannel: uc, JoinSeq: req.JoinSeq, ReadSeq: req.ReadSeq,
+			DeletedToSeq: req.DeletedToSeq, Tombstone: req.Tombstone}
+		if req.ActivatedAtMs != nil {
+			c.HasActivatedAt, c.ActivatedAtMs = true, *req.ActivatedAtMs
+		}
+		return c
+	})
+}
+
+// readMembership is POST …/read: raise the badge floor. A read_seq at or
+// below the stored one answers 200 with the row unchanged.
+func (a *api) readMembership(w http.ResponseWriter, r *http.Request) error {
+	var req membershipRead
+	return a.membershipWrite(w, r, &req, func(uc meta.UserChannel) meta.Command {
+		return &meta.ReadMembership{UserChannel: uc, ReadSeq: *req.ReadSeq}
+	})
+}
+
+// hideMembership is POST …/hide: raise deleted_to_seq (same rule as read).
+func (a *api) hideMembership(w http.ResponseWriter, r *http.Request) error {
+	var req membershipHide
+	return a.membershipWrite(w, r, &req, func(uc meta.UserChannel) meta.Command {
+		return &meta.HideMembership{UserChannel: uc, ToSeq: *req.ToSeq}
+	})
+}
+
+// activateMembership is POST …/activate (no body): activated_at_ms becomes
+// the time the leader applied the command.
+func (a *api) activateMembership(w http.ResponseWriter, r *http.Request) error {
+	return a.membershipWrite(w, r, nil, func(uc meta.UserChannel) meta.Command {
+		return &meta.ActivateMembership{UserChannel: uc}
+	})
+}
+
+// deleteMembership is DELETE …: 204, or 404.
+func (a *api) deleteMembership(w http.ResponseWriter, r *http.Request) error {
+	uc, err := userChannelFromPath(r)
+	if err != nil {
+		return err
+	}
+	idemKey, f, err := writeHeaders(r)
+	if err != nil {
+		return err
+	}
+	if _, err := a.propose(w, r, target{uc.UID, f}, idemKey, &meta.DeleteMembership{UserChannel: uc}); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// getMembership is GET …: the row, tombstones included.
+func (a *api) getMembership(w http.ResponseWriter, r *http.Request) error {
+	uc, err := userChannelFromPath(r)
+	if err != nil {
+		return err
+	}
+	c, f, err := readParams(r)
+	if err != nil {
+		return err
+	}
+	ans, err := a.read(w, r, target{uc.UID, f}, c, &meta.GetMembership{HashSlot: slotstore.HashSlotOfString(uc.UID), UserChannel: uc})
+	if err != nil {
+		return err
+	}
+	m, ok := ans.(*meta.Membership)
+	if !ok && ans != nil {
+		return internalf("GetMembership answered %T", ans)
+	}
+	if m == nil {
+		return slotstore.Errorf(slotstore.CodeNotFound, "user %q has no membership of channel %d/%q", uc.UID, uc.ChannelType, uc.ChannelID)
+	}
+	a.writeJSON(w, r, http.StatusOK, membershipOut(m))
+	return nil
+}
+
+// membershipCursor is the activity position after a membership:
+// varint activated_at_ms | channel type | channel id.
+func membershipCursor(m *meta.Membership) string {
+	pos := binary.AppendVarint(nil, m.ActivatedAtMs)
+	pos = append(append(pos, m.ChannelType), m.ChannelID...)
+	return packCursor(tagMemberships, pos)
+}
+
+func parseMembershipCursor(s string) (*meta.ActivityPos, error) {
+	if s == "" {
+		return nil, nil
+	}
+	pos, err := unpackCursor(s, tagMemberships)
+	if err != nil {
+		return nil, err
+	}
+	ms, n := binary.Varint(pos)
+	if n <= 0 || len(pos) < n+2 || ms < 0 {
+		return nil, invalidField("cursor", "is not a cursor this listing issued")
+	}
+	p := &meta.ActivityPos{AtMs: ms, ChannelType: pos[n], ChannelID: string(pos[n+1:])}
+	if meta.ChannelRefProblem(p.ChannelType, p.ChannelID) != "" {
+		return nil, invalidField("cursor", "is not a cursor this listing issued")
+	}
+	return p, nil
+}
+
+// listMemberships is GET /v1/users/{uid}/memberships: the user's
+// memberships that are not tombstones, newest activation first.
+func (a *api) listMemberships(w http.ResponseWriter, r *http.Request) error {
+	uid, err := pathParam(r, "uid", uidProblem)
+	if err != nil {
+		return err
+	}
+	lq, err := parseListQuery(r)
+	if err != nil {
+		return err
+	}
+	after, err := parseMembershipCursor(lq.cursor)
+	if err != nil {
+		return err
+	}
+	q := &meta.ListMemberships{HashSlot: slotstore.HashSlotOfString(uid), UID: uid, After: after, Limit: lq.limit}
+	ans, err := a.read(w, r, target{uid, lq.fence}, lq.c, q)
+	if err != nil {
+		return err
+	}
+	p, ok := ans.(*meta.MembershipPage)
+	if !ok || p == nil {
+		return internalf("ListMemberships answered %T", ans)
+	}
+	out := membershipPage{Items: make([]membershipJSON, 0, len(p.Items))}
+	for _, m := range p.Items {
+		out.Items = append(out.Items, membershipOut(m))
+	}
+	if p.More && len(p.Items) > 0 {
+		out.NextCursor = membershipCursor(p.Items[len(p.Items)-1])
+	}
+	a.writeJSON(w, r, http.StatusOK, out)
+	return nil
+}

@@ -1,0 +1,285 @@
+package httpapi
+
+import (
+	"encoding/binary"
+	"net/http"
+	"strconv"
+
+	"github.com/go-chi/chi/v5"
+
+	"slotmeta/internal/slotstore"
+	"slotmeta/internal/slotstore/meta"
+)
+
+// migrationRoutes mounts /v1/channels/{channel_type}/{channel_id}/migrations
+// (channel migration tasks).
+func (a *api) migrationRoutes(r chi.Router) {
+	r.Get("/", a.handle(a.listMigrations))
+	r.Post("/", a.handle(a.createMigration))
+	r.Get("/{task_id}", a.handle(a.getMigration))
+	r.Post("/{task_id}/advance", a.handle(a.advanceMigration))
+	r.Post("/{task_id}/abort", a.handle(a.abortMigration))
+}
+
+// migrationCreate is the body of POST …/migrations.
+type migrationCreate struct {
+	Kind       string `json:"kind" validate:"required,maxbytes=32"`
+	SourceNode uint64 `json:"source_node" validate:"required,min=1"`
+	TargetNode uint64 `json:"target_node" validate:"required,min=1"`
+}
+
+// migrationAdvance is the body of POST …/migrations/{task_id}/advance.
+type migrationAdvance struct {
+	ExpectedPhase string `json:"expected_phase" validate:"required,maxbytes=32"`
+	Phase         string `json:"phase" validate:"required,maxbytes=32"`
+	Note          string `json:"note" validate:"maxbytes=1024"`
+}
+
+// migrationAbort is the optional body of POST …/migrations/{task_id}/abort.
+type migrationAbort struct {
+	Note string `json:"note" validate:"maxbytes=1024"`
+}
+
+type migrationJSON struct {
+	ChannelType  uint8  `json:"channel_type"`
+	ChannelID    string `json:"channel_id"`
+	TaskID       uint64 `json:"task_id"`
+	Kind         string `json:"kind"`
+	SourceNode   uint64 `json:"source_node"`
+	TargetNode   uint64 `json:"target_node"`
+	Phase        string `json:"phase"`
+	Active       bool   `json:"active"`
+	Note         string `json:"note"`
+	CreatedAtMs  int64  `json:"created_at_ms"`
+	UpdatedAtMs  int64  `json:"updated_at_ms"`
+	FinishedAtMs int64  `json:"finished_at_ms,omitempty"`
+	Revision     uint64 `json:"revision"`
+}
+
+func migrationOut(t *meta.ChannelTask) migrationJSON {
+	return migrationJSON{
+		ChannelType: t.ChannelType, ChannelID: t.ChannelID, TaskID: t.TaskID, Kind: t.Kind.String(),
+		SourceNode: t.SourceNode, TargetNode: t.TargetNode, Phase: t.Phase.String(), Active: !t.Phase.Finished(),
+		Note: t.Note, CreatedAtMs: t.CreatedAtMs, UpdatedAtMs: t.UpdatedAtMs, FinishedAtMs: t.FinishedAtMs,
+		Revision: t.Revision,
+	}
+}
+
+type migrationPage struct {
+	Items      []migrationJSON `json:"items"`
+	NextCursor string          `json:"next_cursor,omitempty"`
+}
+
+// taskIDFromPath parses {task_id}: a decimal integer of at least 1.
+func taskIDFromPath(r *http.Request) (uint64, error) {
+	raw, err := pathParam(r, "task_id", func(string) string { return "" })
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.ParseUint(raw, 10, 64)
+	if err != nil || n == 0 || raw[0] == '0' || raw[0] == '+' {
+		return 0, invalidField("task_id", "must be a decimal integer of at least 1")
+	}
+	return n, nil
+}
+
+func (a *api) writeMigrationResult(w http.ResponseWriter, r *http.Request, status int, res meta.Result) error {
+	if len(res.Value) == 0 {
+		return internalf("the write succeeded but its result carries no task")
+	}
+	t, err := meta.DecodeChannelTask(res.Value)
+	if err != nil {
+		return slotstore.Wrap(slotstore.CodeInternal, err, "decoding the written task")
+	}
+	if status == http.StatusCreated {
+		w.Header().Set("Location", channelPath(t.ChannelType, t.ChannelID, "/migrations/"+strconv.FormatUint(t.TaskID, 10)))
+	}
+	a.writeJSON(w, r, status, migrationOut(t))
+	return nil
+}
+
+// createMigration is POST …/migrations: 201 with the channel's next task id,
+// or 409 conflict while another task of the channel is active.
+func (a *api) createMigration(w http.ResponseWriter, r *http.Request) error {
+	t, id, err := channelFromPath(r)
+	if err != nil {
+		return err
+	}
+	idemKey, f, err := writeHeaders(r)
+	if err != nil {
+		return err
+	}
+	var req migrationCreate
+	if err := a.decode(w, r, &req); err != nil {
+		return err
+	}
+	kind, ok := meta.ParseTaskKind(req.Kind)
+	if !ok {
+		return invalidField("kind", "must be replica_move or leader_transfer")
+	}
+	if req.SourceNode == req.TargetNode {
+		return invalidField("target_node", "must differ from source_node")
+	}
+	cmd := &meta.CreateChannelTask{ChanRef: meta.ChanRef{ChannelType: t, ChannelID: id},
+		Kind: kind, SourceNode: req.SourceNode, TargetNode: req.TargetNode}
+	res, err := a.propose(w, r, target{id, f}, idemKey, cmd)
+	if err != nil {
+		return err
+	}
+	return a.writeMigrationResult(w, r, http.StatusCreated, res)
+}
+
+// advanceMigration is POST …/{task_id}/advance, a compare-and-set step:
+// 200; 409 conflict when the task is not in expected_phase; 400 when phase
+// does not come after expected_phase.
+func (a *api) advanceMigration(w http.ResponseWriter, r *http.Request) error {
+	t, id, err := channelFromPath(r)
+	if err != nil {
+		return err
+	}
+	taskID, err := taskIDFromPath(r)
+	if err != nil {
+		return err
+	}
+	idemKey, f, err := writeHeaders(r)
+	if err != nil {
+		return err
+	}
+	var req migrationAdvance
+	if err := a.decode(w, r, &req); err != nil {
+		return err
+	}
+	const phases = "created, copying, catching_up, switching, done"
+	from, ok := meta.ParseTaskPhase(req.ExpectedPhase)
+	if !ok || from == meta.PhaseAborted {
+		return invalidField("expected_phase", "must be one of "+phases)
+	}
+	to, ok := meta.ParseTaskPhase(req.Phase)
+	if !ok || to == meta.PhaseAborted {
+		return invalidField("phase", "must be one of "+phases+" (abort a task with …/abort)")
+	}
+	if !meta.PhaseStepOK(from, to) {
+		return invalidField("phase", "must come after expected_phase (created → copying → catching_up → switching → done)")
+	}
+	cmd := &meta.AdvanceChannelTask{ChanRef: meta.ChanRef{ChannelType: t, ChannelID: id},
+		TaskID: taskID, ExpectedPhase: from, Phase: to, Note: req.Note}
+	res, err := a.propose(w, r, target{id, f}, idemKey, cmd)
+	if err != nil {
+		return err
+	}
+	return a.writeMigrationResult(w, r, http.StatusOK, res)
+}
+
+// abortMigration is POST …/{task_id}/abort with an optional {note}: 200;
+// 409 conflict if the task is done; an aborted task answers 200 unchanged.
+func (a *api) abortMigration(w http.ResponseWriter, r *http.Request) error {
+	t, id, err := channelFromPath(r)
+	if err != nil {
+		return err
+	}
+	taskID, err := taskIDFromPath(r)
+	if err != nil {
+		return err
+	}
+	idemKey, f, err := writeHeaders(r)
+	if err != nil {
+		return err
+	}
+	var req migrationAbort
+	if r.ContentLength != 0 {
+		if err := a.decode(w, r, &req); err != nil {
+			return err
+		}
+	}
+	cmd := &meta.AbortChannelTask{ChanRef: meta.ChanRef{ChannelType: t, ChannelID: id}, TaskID: taskID, Note: req.Note}
+	res, err := a.propose(w, r, target{id, f}, idemKey, cmd)
+	if err != nil {
+		return err
+	}
+	return a.writeMigrationResult(w, r, http.StatusOK, res)
+}
+
+// getMigration is GET …/migrations/{task_id}.
+func (a *api) getMigration(w http.ResponseWriter, r *http.Request) error {
+	t, id, err := channelFromPath(r)
+	if err != nil {
+		return err
+	}
+	taskID, err := taskIDFromPath(r)
+	if err != nil {
+		return err
+	}
+	c, f, err := readParams(r)
+	if err != nil {
+		return err
+	}
+	q := &meta.GetChannelTask{HashSlot: slotstore.HashSlotOfString(id), ChanRef: meta.ChanRef{ChannelType: t, ChannelID: id}, TaskID: taskID}
+	ans, err := a.read(w, r, target{id, f}, c, q)
+	if err != nil {
+		return err
+	}
+	task, ok := ans.(*meta.ChannelTask)
+	if !ok && ans != nil {
+		return internalf("GetChannelTask answered %T", ans)
+	}
+	if task == nil {
+		return slotstore.Errorf(slotstore.CodeNotFound, "channel %d/%q has no task %d", t, id, taskID)
+	}
+	a.writeJSON(w, r, http.StatusOK, migrationOut(task))
+	return nil
+}
+
+// listMigrations is GET …/migrations: newest task first. The cursor is the
+// last task's id.
+func (a *api) listMigrations(w http.ResponseWriter, r *http.Request) error {
+	t, id, err := channelFromPath(r)
+	if err != nil {
+		return err
+	}
+	lq, err := parseListQuery(r)
+	if err != nil {
+		return err
+	}
+	before, err := parseSeqCursor(lq.cursor, tagMigrations)
+	if err != nil {
+		return err
+	}
+	q := &meta.ListChannelTasks{HashSlot: slotstore.HashSlotOfString(id), ChanRef: meta.ChanRef{ChannelType: t, ChannelID: id},
+		BeforeID: before, Limit: lq.limit}
+	ans, err := a.read(w, r, target{id, lq.fence}, lq.c, q)
+	if err != nil {
+		return err
+	}
+	p, ok := ans.(*meta.ChannelTaskPage)
+	if !ok || p == nil {
+		return internalf("ListChannelTasks answered %T", ans)
+	}
+	out := migrationPage{Items: make([]migrationJSON, 0, len(p.Items))}
+	for _, task := range p.Items {
+		out.Items = append(out.Items, migrationOut(task))
+	}
+	if p.More && len(p.Items) > 0 {
+		out.NextCursor = seqCursor(tagMigrations, p.Items[len(p.Items)-1].TaskID)
+	}
+	a.writeJSON(w, r, http.StatusOK, out)
+	return nil
+}
+
+// seqCursor / parseSeqCursor carry "continue below number n" for the
+// newest-first listings of numbered rows (tasks, events).
+func seqCursor(tag byte, n uint64) string { return packCursor(tag, binary.AppendUvarint(nil, n)) }
+
+func parseSeqCursor(s string, tag byte) (uint64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	pos, err := unpackCursor(s, tag)
+	if err != nil {
+		return 0, err
+	}
+	n, w := binary.Uvarint(pos)
+	if w <= 0 || w != len(pos) || n < 2 { // below 1 there is nothing to continue with
+		return 0, invalidField("cursor", "is not a cursor this listing issued")
+	}
+	return n, nil
+}

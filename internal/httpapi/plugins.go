@@ -1,0 +1,232 @@
+package httpapi
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+
+	"slotmeta/internal/slotstore"
+	"slotmeta/internal/slotstore/meta"
+)
+
+// userPluginRoutes mounts /v1/users/{uid}/plugins: a user's plugin
+// bindings. A binding belongs to an existing user (404 otherwise) and is
+// deleted with it.
+func (a *api) userPluginRoutes(r chi.Router) {
+	r.Get("/", a.handle(a.listUserPlugins))
+	r.Put("/{plugin_no}", a.handle(a.putPlugin))
+	r.Delete("/{plugin_no}", a.handle(a.deletePlugin))
+}
+
+// pluginRoutes mounts /v1/plugins: the users bound to a plugin.
+func (a *api) pluginRoutes(r chi.Router) {
+	r.Get("/{plugin_no}/users", a.handle(a.listPluginUsers))
+}
+
+// pluginRequest is the optional body of PUT /v1/users/{uid}/plugins/{plugin_no}.
+type pluginRequest struct {
+	Config json.RawMessage `json:"config" validate:"maxbytes=16384"`
+}
+
+// pluginJSON is a plugin binding as the API shows it.
+type pluginJSON struct {
+	UID         string          `json:"uid"`
+	PluginNo    string          `json:"plugin_no"`
+	Config      json.RawMessage `json:"config"`
+	CreatedAtMs int64           `json:"created_at_ms"`
+	UpdatedAtMs int64           `json:"updated_at_ms"`
+	Revision    uint64          `json:"revision"`
+}
+
+func pluginOut(b *meta.PluginBinding) pluginJSON {
+	return pluginJSON{UID: b.UID, PluginNo: b.PluginNo, Config: rawJSONOut(b.Config),
+		CreatedAtMs: b.CreatedAtMs, UpdatedAtMs: b.UpdatedAtMs, Revision: b.Revision}
+}
+
+// rawJSONIn stores an opaque JSON value verbatim; null is the same as unset.
+func rawJSONIn(v json.RawMessage) string {
+	if bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
+		return ""
+	}
+	return string(v)
+}
+
+// rawJSONOut shows a stored opaque JSON value: null when unset, a JSON
+// string when the stored bytes are not JSON (not written through this API).
+func rawJSONOut(s string) json.RawMessage {
+	switch {
+	case s == "":
+		return json.RawMessage("null")
+	case !json.Valid([]byte(s)):
+		b, _ := json.Marshal(s)
+		return b
+	}
+	return json.RawMessage(s)
+}
+
+// hasBody reports whether r has a non-empty body, whatever its framing
+// (Content-Length or chunked). It keeps the body readable.
+func hasBody(r *http.Request) bool {
+	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
+		return false
+	}
+	br := bufio.NewReader(r.Body)
+	if _, err := br.Peek(1); err == io.EOF {
+		return false
+	} // another error is decode's to report
+	r.Body = struct {
+		io.Reader
+		io.Closer
+	}{br, r.Body}
+	return true
+}
+
+// pluginNoProblem says what is wrong with a plugin number, or "" if
+// nothing: 1–64 bytes of [A-Za-z0-9_.-], and not "." or "..".
+func pluginNoProblem(s string) string {
+	if len(s) == 0 || len(s) > meta.MaxPluginNoBytes {
+		return fmt.Sprintf("must be 1 to %d bytes", meta.MaxPluginNoBytes)
+	}
+	if s == "." || s == ".." {
+		return `must not be "." or ".."`
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-') {
+			return "must hold only A-Z, a-z, 0-9, '_', '.' and '-'"
+		}
+	}
+	return ""
+}
+
+// putPlugin is PUT /v1/users/{uid}/plugins/{plugin_no} with an optional
+// body {"config": <any JSON>}: bind, or replace the binding's config (200).
+// 404 when the user does not exist; 409 when the user already has
+// meta.MaxPluginsPerUser bindings.
+func (a *api) putPlugin(w http.ResponseWriter, r *http.Request) error {
+	uid, err := pathParam(r, "uid", uidProblem)
+	if err != nil {
+		return err
+	}
+	plugin, err := pathParam(r, "plugin_no", pluginNoProblem)
+	if err != nil {
+		return err
+	}
+	idemKey, f, err := writeHeaders(r)
+	if err != nil {
+		return err
+	}
+	var req pluginRequest
+	if hasBody(r) { // the body is optional
+		if err := a.decode(w, r, &req); err != nil {
+			return err
+		}
+	}
+	res, err := a.propose(w, r, target{uid, f}, idemKey, &meta.PutPlugin{UID: uid, PluginNo: plugin, Config: rawJSONIn(req.Config)})
+	if err != nil {
+		return err
+	}
+	b, err := resultEntity(res, "plugin binding", meta.DecodePluginBinding)
+	if err != nil {
+		return err
+	}
+	a.writeJSON(w, r, http.StatusOK, pluginOut(b))
+	return nil
+}
+
+// deletePlugin is DELETE /v1/users/{uid}/plugins/{plugin_no}: 204, or 404.
+func (a *api) deletePlugin(w http.ResponseWriter, r *http.Request) error {
+	uid, err := pathParam(r, "uid", uidProblem)
+	if err != nil {
+		return err
+	}
+	plugin, err := pathParam(r, "plugin_no", pluginNoProblem)
+	if err != nil {
+		return err
+	}
+	idemKey, f, err := writeHeaders(r)
+	if err != nil {
+		return err
+	}
+	if _, err := a.propose(w, r, target{uid, f}, idemKey, &meta.DeletePlugin{UID: uid, PluginNo: plugin}); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// listUserPlugins is GET /v1/users/{uid}/plugins?cursor=&limit=: the user's
+// bindings in plugin order; 404 when the user does not exist.
+func (a *api) listUserPlugins(w http.ResponseWriter, r *http.Request) error {
+	uid, err := pathParam(r, "uid", uidProblem)
+	if err != nil {
+		return err
+	}
+	lq, after, err := keyedListQuery(r, tagUserPlugins, pluginNoProblem)
+	if err != nil {
+		return err
+	}
+	ans, err := a.read(w, r, target{uid, lq.fence}, lq.c,
+		&meta.ListUserPlugins{HashSlot: slotstore.HashSlotOfString(uid), UID: uid, AfterPlugin: after, Limit: lq.limit})
+	if err != nil {
+		return err
+	}
+	p, err := answerAs[*meta.PluginPage](ans, "ListUserPlugins")
+	if err != nil {
+		return err
+	}
+	if p == nil {
+		return slotstore.Errorf(slotstore.CodeNotFound, "user %q not found", uid)
+	}
+	page := listPage[pluginJSON]{Items: make([]pluginJSON, 0, len(p.Bindings))}
+	for _, b := range p.Bindings {
+		page.Items = append(page.Items, pluginOut(b))
+	}
+	if p.More && len(p.Bindings) > 0 {
+		page.NextCursor = packCursor(tagUserPlugins, []byte(p.Bindings[len(p.Bindings)-1].PluginNo))
+	}
+	a.writeJSON(w, r, http.StatusOK, page)
+	return nil
+}
+
+// listPluginUsers is GET /v1/plugins/{plugin_no}/users?cursor=&limit=&consistency=:
+// the bindings to a plugin across every hash slot, in (hash slot, uid)
+// order, walked like GET /v1/users (walkSlots). An unknown plugin lists
+// nothing.
+func (a *api) listPluginUsers(w http.ResponseWriter, r *http.Request) error {
+	plugin, err := pathParam(r, "plugin_no", pluginNoProblem)
+	if err != nil {
+		return err
+	}
+	bindings, next, err := walkSlots(a, w, r, func(b *meta.PluginBinding) string { return b.UID },
+		func(ctx context.Context, run slotRun) ([]*meta.PluginBinding, bool, error) {
+			ans, _, err := a.be.Read(ctx, &meta.ScanPluginUsers{PluginNo: plugin, FromSlot: run.from, ToSlot: run.to,
+				AfterUID: run.afterUID, Limit: run.want}, run.consistency)
+			if err != nil {
+				return nil, false, err
+			}
+			p, err := answerAs[*meta.PluginPage](ans, "ScanPluginUsers")
+			if err == nil && p == nil {
+				err = internalf("ScanPluginUsers answered nothing")
+			}
+			if err != nil {
+				return nil, false, err
+			}
+			return p.Bindings, p.More, nil
+		})
+	if err != nil {
+		return err
+	}
+	page := listPage[pluginJSON]{Items: make([]pluginJSON, 0, len(bindings)), NextCursor: next}
+	for _, b := range bindings {
+		page.Items = append(page.Items, pluginOut(b))
+	}
+	a.writeJSON(w, r, http.StatusOK, page)
+	return nil
+}

@@ -1,0 +1,99 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+
+	"slotmeta/internal/slotstore"
+	"slotmeta/internal/slotstore/meta"
+)
+
+// systemUIDRoutes mounts /v1/system-uids. The whole set is stored under one
+// reserved route key (meta.SystemUIDsRouteKey): its route headers are that
+// key's.
+func (a *api) systemUIDRoutes(r chi.Router) {
+	r.Get("/", a.handle(a.listSystemUIDs))
+	r.Put("/{uid}", a.handle(a.putSystemUID))
+	r.Delete("/{uid}", a.handle(a.deleteSystemUID))
+}
+
+// systemUIDJSON is a system UID as the API shows it.
+type systemUIDJSON struct {
+	UID         string `json:"uid"`
+	CreatedAtMs int64  `json:"created_at_ms"`
+	Revision    uint64 `json:"revision"`
+}
+
+func systemUIDOut(s *meta.SystemUID) systemUIDJSON {
+	return systemUIDJSON{UID: s.UID, CreatedAtMs: s.CreatedAtMs, Revision: s.Revision}
+}
+
+// putSystemUID is PUT /v1/system-uids/{uid}: add to the set (200). Adding a
+// member again changes nothing and answers it as it is.
+func (a *api) putSystemUID(w http.ResponseWriter, r *http.Request) error {
+	uid, err := pathParam(r, "uid", uidProblem)
+	if err != nil {
+		return err
+	}
+	idemKey, f, err := writeHeaders(r)
+	if err != nil {
+		return err
+	}
+	res, err := a.propose(w, r, target{meta.SystemUIDsRouteKey, f}, idemKey, &meta.AddSystemUID{UID: uid})
+	if err != nil {
+		return err
+	}
+	s, err := resultEntity(res, "system uid", meta.DecodeSystemUID)
+	if err != nil {
+		return err
+	}
+	a.writeJSON(w, r, http.StatusOK, systemUIDOut(s))
+	return nil
+}
+
+// deleteSystemUID is DELETE /v1/system-uids/{uid}: 204, or 404.
+func (a *api) deleteSystemUID(w http.ResponseWriter, r *http.Request) error {
+	uid, err := pathParam(r, "uid", uidProblem)
+	if err != nil {
+		return err
+	}
+	idemKey, f, err := writeHeaders(r)
+	if err != nil {
+		return err
+	}
+	if _, err := a.propose(w, r, target{meta.SystemUIDsRouteKey, f}, idemKey, &meta.RemoveSystemUID{UID: uid}); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// listSystemUIDs is GET /v1/system-uids?cursor=&limit=: the set in uid order.
+func (a *api) listSystemUIDs(w http.ResponseWriter, r *http.Request) error {
+	lq, after, err := keyedListQuery(r, tagSystemUIDs, uidProblem)
+	if err != nil {
+		return err
+	}
+	hs := slotstore.HashSlotOfString(meta.SystemUIDsRouteKey)
+	ans, err := a.read(w, r, target{meta.SystemUIDsRouteKey, lq.fence}, lq.c, &meta.ScanSystemUIDs{HashSlot: hs, AfterUID: after, Limit: lq.limit})
+	if err != nil {
+		return err
+	}
+	p, err := answerAs[*meta.SystemUIDPage](ans, "ScanSystemUIDs")
+	if err != nil {
+		return err
+	}
+	if p == nil {
+		return internalf("ScanSystemUIDs answered nothing")
+	}
+	page := listPage[systemUIDJSON]{Items: make([]systemUIDJSON, 0, len(p.UIDs))}
+	for _, s := range p.UIDs {
+		page.Items = append(page.Items, systemUIDOut(s))
+	}
+	if p.More && len(p.UIDs) > 0 {
+		page.NextCursor = packCursor(tagSystemUIDs, []byte(p.UIDs[len(p.UIDs)-1].UID))
+	}
+	a.writeJSON(w, r, http.StatusOK, page)
+	return nil
+}

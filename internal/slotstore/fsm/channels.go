@@ -1,0 +1,265 @@
+package fsm
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"slotmeta/internal/slotstore"
+	"slotmeta/internal/slotstore/meta"
+)
+
+func init() {
+	registerApplier(meta.OpCreateChannel, func(a *applier, c meta.Command) meta.Result { return a.createChannel(c.(*meta.CreateChannel)) })
+	registerApplier(meta.OpPutChannel, func(a *applier, c meta.Command) meta.Result { return a.putChannel(c.(*meta.PutChannel)) })
+	registerApplier(meta.OpDeleteChannel, func(a *applier, c meta.Command) meta.Result { return a.deleteChannel(c.(*meta.DeleteChannel)) })
+	registerApplier(meta.OpAddChannelMembers, func(a *applier, c meta.Command) meta.Result {
+		cmd := c.(*meta.AddChannelMembers)
+		return a.changeMembers(&cmd.Header, &cmd.ChannelMembers, true)
+	})
+	registerApplier(meta.OpRemoveChannelMembers, func(a *applier, c meta.Command) meta.Result {
+		cmd := c.(*meta.RemoveChannelMembers)
+		return a.changeMembers(&cmd.Header, &cmd.ChannelMembers, false)
+	})
+	registerApplier(meta.OpDeleteChannelMember, func(a *applier, c meta.Command) meta.Result {
+		return a.deleteChannelMember(c.(*meta.DeleteChannelMember))
+	})
+	registerLookup(meta.QueryGetChannel, func(s *StateMachine, q meta.Query) (any, error) { return s.getChannel(q.(*meta.GetChannel)) })
+	registerLookup(meta.QueryScanChannelList, func(s *StateMachine, q meta.Query) (any, error) {
+		return s.scanChannelList(q.(*meta.ScanChannelList))
+	})
+	registerLookup(meta.QueryGetChannelMember, func(s *StateMachine, q meta.Query) (any, error) {
+		return s.getChannelMember(q.(*meta.GetChannelMember))
+	})
+}
+
+// channelLists are the lists stored with a channel, deleted with it.
+var channelLists = []meta.ChannelList{meta.ListSubscribers, meta.ListDenylist, meta.ListAllowlist}
+
+// badChannel refuses a channel identity the API would have refused: a
+// command in the log need not have come through the API.
+func badChannel(channelType uint8, channelID string) (meta.Result, bool) {
+	if p := meta.ChannelRefProblem(channelType, channelID); p != "" {
+		return meta.Result{Code: slotstore.CodeInvalidArgument, Message: p}, true
+	}
+	return meta.Result{}, false
+}
+
+func channelNotFound(channelType uint8, channelID string) meta.Result {
+	return meta.Result{Code: slotstore.CodeNotFound, Message: fmt.Sprintf("channel %d/%q not found", channelType, channelID)}
+}
+
+func (a *applier) channelKey(hs slotstore.HashSlot, channelType uint8, channelID string) []byte {
+	return meta.ChannelKey(a.sm.cfg.Group, hs, meta.TableChannel, channelType, channelID)
+}
+
+func (a *applier) writeChannel(key []byte, ch *meta.Channel) meta.Result {
+	ch.Revision = a.nextRevision()
+	v := meta.EncodeChannel(ch)
+	a.set(key, v)
+	return meta.Result{Revision: ch.Revision, Value: v}
+}
+
+// setInfo copies what a client sets onto the channel row.
+func setInfo(ch *meta.Channel, in *meta.ChannelInfo) {
+	ch.Type, ch.ID = in.Type, in.ID
+	ch.Ban, ch.Disband, ch.SendBan, ch.AllowStranger, ch.Large = in.Ban, in.Disband, in.SendBan, in.AllowStranger, in.Large
+	ch.Extra = in.Extra
+}
+
+func (a *applier) createChannel(c *meta.CreateChannel) meta.Result {
+	if r, bad := badChannel(c.Channel.Type, c.Channel.ID); bad {
+		return r
+	}
+	key := a.channelKey(c.HashSlot, c.Channel.Type, c.Channel.ID)
+	if old, found := readRow(a, key, meta.DecodeChannel); found {
+		return meta.Result{Code: slotstore.CodeConflict, Message: fmt.Sprintf("channel %d/%q exists", old.Type, old.ID),
+			Revision: old.Revision, Value: meta.EncodeChannel(old)}
+	}
+	ch := &meta.Channel{CreatedAtMs: c.TimeMs, UpdatedAtMs: c.TimeMs}
+	setInfo(ch, &c.Channel)
+	return a.writeChannel(key, ch)
+}
+
+// putChannel replaces a channel's flags and extra; its lists, counts and
+// creation time stay.
+func (a *applier) putChannel(c *meta.PutChannel) meta.Result {
+	if r, bad := badChannel(c.Channel.Type, c.Channel.ID); bad {
+		return r
+	}
+	key := a.channelKey(c.HashSlot, c.Channel.Type, c.Channel.ID)
+	ch, found := readRow(a, key, meta.DecodeChannel)
+	if !found {
+		ch = &meta.Channel{CreatedAtMs: c.TimeMs}
+	}
+	setInfo(ch, &c.Channel)
+	ch.UpdatedAtMs = c.TimeMs
+	return a.writeChannel(key, ch)
+}
+
+// deleteChannel deletes the channel row and its three lists in the batch,
+// each list with one range deletion.
+func (a *applier) deleteChannel(c *meta.DeleteChannel) meta.Result {
+	key := a.channelKey(c.HashSlot, c.ChannelType, c.ChannelID)
+	if _, found := a.get(key); !found {
+		return channelNotFound(c.ChannelType, c.ChannelID)
+	}
+	a.del(key)
+	for _, l := range channelLists {
+		a.delPrefixIfAny(meta.ChannelListPrefix(a.sm.cfg.Group, c.HashSlot, l.Table(), c.ChannelType, c.ChannelID))
+	}
+	return meta.Result{Revision: a.nextRevision()}
+}
+
+// changeMembers adds (add) or removes uids of one list of a channel and
+// keeps the list's count on the channel row in step, in the same batch.
+// Every uid is looked up through the batch, so a uid repeated in one
+// command (or in two commands of one Update) counts once. A command that
+// changes nothing writes nothing.
+func (a *applier) changeMembers(h *meta.Header, m *meta.ChannelMembers, add bool) meta.Result {
+	if r, bad := badChannel(m.ChannelType, m.ChannelID); bad {
+		return r
+	}
+	for _, uid := range m.UIDs {
+		if uid == "" {
+			return meta.Result{Code: slotstore.CodeInvalidArgument, Message: "empty uid"}
+		}
+	}
+	key := a.channelKey(h.HashSlot, m.ChannelType, m.ChannelID)
+	ch, found := readRow(a, key, meta.DecodeChannel)
+	if !found {
+		return channelNotFound(m.ChannelType, m.ChannelID)
+	}
+	g := a.sm.cfg.Group
+	var changed uint64
+	for _, uid := range m.UIDs {
+		mk := meta.ChannelMemberKey(g, h.HashSlot, m.List.Table(), m.ChannelType, m.ChannelID, uid)
+		_, exists := a.get(mk)
+		switch {
+		case add && !exists:
+			a.set(mk, meta.EncodeChannelMember(&meta.ChannelMember{UID: uid, AddedAtMs: h.TimeMs}))
+			changed++
+		case !add && exists:
+			a.del(mk)
+			changed++
+		}
+	}
+	count := ch.Count(m.List)
+	if changed == 0 {
+		return meta.Result{Revision: ch.Revision, Value: meta.EncodeListChange(&meta.ListChange{Count: *count})}
+	}
+	a.countChange(ch, m.List, changed, add, h.TimeMs)
+	r := a.writeChannel(key, ch)
+	r.Value = meta.EncodeListChange(&meta.ListChange{Changed: changed, Count: *count})
+	return r
+}
+
+// countChange applies n additions or removals of list l to the channel row.
+func (a *applier) countChange(ch *meta.Channel, l meta.ChannelList, n uint64, add bool, timeMs int64) {
+	count := ch.Count(l)
+	if add {
+		*count += n
+	} else {
+		*count -= min(n, *count)
+	}
+	if l == meta.ListSubscribers {
+		ch.SubscriberVersion++
+	}
+	ch.UpdatedAtMs = timeMs
+}
+
+func (a *applier) deleteChannelMember(c *meta.DeleteChannelMember) meta.Result {
+	if r, bad := badChannel(c.ChannelType, c.ChannelID); bad {
+		return r
+	}
+	key := a.channelKey(c.HashSlot, c.ChannelType, c.ChannelID)
+	ch, found := readRow(a, key, meta.DecodeChannel)
+	if !found {
+		return channelNotFound(c.ChannelType, c.ChannelID)
+	}
+	mk := meta.ChannelMemberKey(a.sm.cfg.Group, c.HashSlot, c.List.Table(), c.ChannelType, c.ChannelID, c.UID)
+	if _, exists := a.get(mk); !exists {
+		return meta.Result{Code: slotstore.CodeNotFound,
+			Message: fmt.Sprintf("%q is not in the %s of channel %d/%q", c.UID, c.List, c.ChannelType, c.ChannelID)}
+	}
+	a.del(mk)
+	a.countChange(ch, c.List, 1, false, c.TimeMs)
+	r := a.writeChannel(key, ch)
+	r.Value = meta.EncodeListChange(&meta.ListChange{Changed: 1, Count: *ch.Count(c.List)})
+	return r
+}
+
+// getChannel answers meta.GetChannel: *meta.Channel or a nil one.
+func (s *StateMachine) getChannel(q *meta.GetChannel) (any, error) {
+	if err := s.checkOwned(q.HashSlot); err != nil {
+		return nil, err
+	}
+	raw, found, err := s.get(meta.ChannelKey(s.cfg.Group, q.HashSlot, meta.TableChannel, q.ChannelType, q.ChannelID))
+	if err != nil || !found {
+		return (*meta.Channel)(nil), err
+	}
+	return meta.DecodeChannel(raw)
+}
+
+// scanChannelList answers meta.ScanChannelList: *meta.ChannelMemberPage, nil
+// when the channel does not exist. The channel row and the list are read
+// from one snapshot.
+func (s *StateMachine) scanChannelList(q *meta.ScanChannelList) (any, error) {
+	if !q.List.Valid() {
+		return nil, slotstore.Errorf(slotstore.CodeInvalidArgument, "unknown channel list %d", q.List)
+	}
+	if err := s.checkOwned(q.HashSlot); err != nil {
+		return nil, err
+	}
+	g := s.cfg.Group
+	snap := s.db.NewSnapshot()
+	defer snap.Close()
+	_, closer, err := snap.Get(meta.ChannelKey(g, q.HashSlot, meta.TableChannel, q.ChannelType, q.ChannelID))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return (*meta.ChannelMemberPage)(nil), nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	_ = closer.Close()
+	var lower []byte
+	if q.AfterUID != "" {
+		lower = after(meta.ChannelMemberKey(g, q.HashSlot, q.List.Table(), q.ChannelType, q.ChannelID, q.AfterUID))
+	}
+	limit := scanLimit(q.Limit)
+	page := &meta.ChannelMemberPage{}
+	err = scanReader(snap, meta.ChannelListPrefix(g, q.HashSlot, q.List.Table(), q.ChannelType, q.ChannelID), lower,
+		func(_, v []byte) (bool, error) {
+			if len(page.Members) == limit {
+				page.More = true
+				return false, nil
+			}
+			m, err := meta.DecodeChannelMember(v)
+			if err != nil {
+				return false, err
+			}
+			page.Members = append(page.Members, m)
+			return true, nil
+		})
+	if err != nil {
+		return nil, err
+	}
+	return page, nil
+}
+
+// getChannelMember answers meta.GetChannelMember: *meta.ChannelMember or a
+// nil one.
+func (s *StateMachine) getChannelMember(q *meta.GetChannelMember) (any, error) {
+	if !q.List.Valid() {
+		return nil, slotstore.Errorf(slotstore.CodeInvalidArgument, "unknown channel list %d", q.List)
+	}
+	if err := s.checkOwned(q.HashSlot); err != nil {
+		return nil, err
+	}
+	raw, found, err := s.get(meta.ChannelMemberKey(s.cfg.Group, q.HashSlot, q.List.Table(), q.ChannelType, q.ChannelID, q.UID))
+	if err != nil || !found {
+		return (*meta.ChannelMember)(nil), err
+	}
+	return meta.DecodeChannelMember(raw)
+}

@@ -1,0 +1,186 @@
+package fsm
+
+import (
+	"fmt"
+
+	"slotmeta/internal/slotstore"
+	"slotmeta/internal/slotstore/meta"
+)
+
+func init() {
+	registerApplier(meta.OpCreateChannelTask, func(a *applier, c meta.Command) meta.Result {
+		return a.createChannelTask(c.(*meta.CreateChannelTask))
+	})
+	registerApplier(meta.OpAdvanceChannelTask, func(a *applier, c meta.Command) meta.Result {
+		return a.advanceChannelTask(c.(*meta.AdvanceChannelTask))
+	})
+	registerApplier(meta.OpAbortChannelTask, func(a *applier, c meta.Command) meta.Result {
+		return a.abortChannelTask(c.(*meta.AbortChannelTask))
+	})
+	registerLookup(meta.QueryGetChannelTask, func(s *StateMachine, q meta.Query) (any, error) {
+		return s.getChannelTask(q.(*meta.GetChannelTask))
+	})
+	registerLookup(meta.QueryListChannelTasks, func(s *StateMachine, q meta.Query) (any, error) {
+		return s.listChannelTasks(q.(*meta.ListChannelTasks))
+	})
+}
+
+func (a *applier) taskPrefix(hs slotstore.HashSlot, ref *meta.ChanRef) []byte {
+	return meta.ChannelListPrefix(a.sm.cfg.Group, hs, meta.TableChannelTask, ref.ChannelType, ref.ChannelID)
+}
+
+func (a *applier) readChannelTask(key []byte) (*meta.ChannelTask, []byte, bool) {
+	raw, found := a.get(key)
+	if !found {
+		return nil, nil, false
+	}
+	t, err := meta.DecodeChannelTask(raw)
+	if err != nil {
+		a.fail(err)
+		return nil, nil, false
+	}
+	return t, raw, true
+}
+
+func (a *applier) writeChannelTask(key []byte, t *meta.ChannelTask) meta.Result {
+	t.Revision = a.nextRevision()
+	v := meta.EncodeChannelTask(t)
+	a.set(key, v)
+	return meta.Result{Revision: t.Revision, Value: v}
+}
+
+// createChannelTask assigns the channel's next task id. The newest task is
+// the only one that can be active, so one look at it enforces "one active
+// task per channel", and the history trimmed beyond MaxChannelTasksKept is
+// always finished.
+func (a *applier) createChannelTask(c *meta.CreateChannelTask) meta.Result {
+	if p := meta.ChannelRefProblem(c.ChannelType, c.ChannelID); p != "" {
+		return invalidResult("%s", p)
+	}
+	switch {
+	case !c.Kind.Valid():
+		return invalidResult("unknown task kind %d", c.Kind)
+	case c.SourceNode == 0 || c.TargetNode == 0:
+		return invalidResult("source_node and target_node must be node ids (at least 1)")
+	case c.SourceNode == c.TargetNode:
+		return invalidResult("source_node and target_node must differ")
+	}
+	prefix := a.taskPrefix(c.HashSlot, &c.ChanRef)
+	w := a.readWindow(prefix)
+	if w.Count() > 0 {
+		if last, raw, found := a.readChannelTask(seqKey(prefix, w.Last)); found && !last.Phase.Finished() {
+			return refused(slotstore.CodeConflict, last.Revision, raw,
+				"channel %d/%q has active task %d (%s)", c.ChannelType, c.ChannelID, last.TaskID, last.Phase)
+		}
+	}
+	id := a.pushWindow(prefix, w, meta.MaxChannelTasksKept)
+	t := &meta.ChannelTask{
+		ChannelType: c.ChannelType, ChannelID: c.ChannelID, TaskID: id,
+		Kind: c.Kind, SourceNode: c.SourceNode, TargetNode: c.TargetNode, Phase: meta.PhaseCreated,
+		CreatedAtMs: c.TimeMs, UpdatedAtMs: c.TimeMs,
+	}
+	return a.writeChannelTask(seqKey(prefix, id), t)
+}
+
+func (a *applier) existingChannelTask(hs slotstore.HashSlot, ref *meta.ChanRef, id uint64) (*meta.ChannelTask, []byte, []byte, *meta.Result) {
+	if p := meta.ChannelRefProblem(ref.ChannelType, ref.ChannelID); p != "" {
+		r := invalidResult("%s", p)
+		return nil, nil, nil, &r
+	}
+	if id == 0 {
+		r := invalidResult("task_id must be at least 1")
+		return nil, nil, nil, &r
+	}
+	key := seqKey(a.taskPrefix(hs, ref), id)
+	t, raw, found := a.readChannelTask(key)
+	if !found {
+		r := meta.Result{Code: slotstore.CodeNotFound,
+			Message: fmt.Sprintf("channel %d/%q has no task %d", ref.ChannelType, ref.ChannelID, id)}
+		return nil, nil, nil, &r
+	}
+	return t, raw, key, nil
+}
+
+// advanceChannelTask is the compare-and-set phase step.
+func (a *applier) advanceChannelTask(c *meta.AdvanceChannelTask) meta.Result {
+	if !meta.PhaseStepOK(c.ExpectedPhase, c.Phase) {
+		return invalidResult("phase %s does not follow %s", c.Phase, c.ExpectedPhase)
+	}
+	if len(c.Note) > meta.MaxTaskNoteBytes {
+		return invalidResult("note is over %d bytes", meta.MaxTaskNoteBytes)
+	}
+	t, raw, key, res := a.existingChannelTask(c.HashSlot, &c.ChanRef, c.TaskID)
+	if res != nil {
+		return *res
+	}
+	if t.Phase != c.ExpectedPhase {
+		return refused(slotstore.CodeConflict, t.Revision, raw,
+			"task %d is %s, expected %s", t.TaskID, t.Phase, c.ExpectedPhase)
+	}
+	t.Phase, t.UpdatedAtMs = c.Phase, c.TimeMs
+	if c.Note != "" {
+		t.Note = c.Note
+	}
+	if t.Phase == meta.PhaseDone {
+		t.FinishedAtMs = c.TimeMs
+	}
+	return a.writeChannelTask(key, t)
+}
+
+// abortChannelTask aborts a task that is not done; aborting an aborted task
+// answers it unchanged.
+func (a *applier) abortChannelTask(c *meta.AbortChannelTask) meta.Result {
+	if len(c.Note) > meta.MaxTaskNoteBytes {
+		return invalidResult("note is over %d bytes", meta.MaxTaskNoteBytes)
+	}
+	t, raw, key, res := a.existingChannelTask(c.HashSlot, &c.ChanRef, c.TaskID)
+	if res != nil {
+		return *res
+	}
+	switch t.Phase {
+	case meta.PhaseDone:
+		return refused(slotstore.CodeConflict, t.Revision, raw, "task %d is done and cannot be aborted", t.TaskID)
+	case meta.PhaseAborted:
+		return unchangedResult(t.Revision, raw)
+	}
+	t.Phase, t.UpdatedAtMs, t.FinishedAtMs = meta.PhaseAborted, c.TimeMs, c.TimeMs
+	if c.Note != "" {
+		t.Note = c.Note
+	}
+	return a.writeChannelTask(key, t)
+}
+
+func (s *StateMachine) getChannelTask(q *meta.GetChannelTask) (any, error) {
+	if err := s.checkRouted(q.HashSlot, q.ChannelID); err != nil {
+		return nil, err
+	}
+	if q.TaskID == 0 { // number 0 is the window record, not a task
+		return (*meta.ChannelTask)(nil), nil
+	}
+	raw, found, err := s.get(meta.ChannelTaskKey(s.cfg.Group, q.HashSlot, q.ChannelType, q.ChannelID, q.TaskID))
+	if err != nil || !found {
+		return (*meta.ChannelTask)(nil), err
+	}
+	return meta.DecodeChannelTask(raw)
+}
+
+// listChannelTasks lists a channel's tasks newest first.
+func (s *StateMachine) listChannelTasks(q *meta.ListChannelTasks) (*meta.ChannelTaskPage, error) {
+	if err := s.checkRouted(q.HashSlot, q.ChannelID); err != nil {
+		return nil, err
+	}
+	prefix := meta.ChannelListPrefix(s.cfg.Group, q.HashSlot, meta.TableChannelTask, q.ChannelType, q.ChannelID)
+	page := &meta.ChannelTaskPage{}
+	_, more, err := s.seqPage(prefix, q.BeforeID, pageLimit(q.Limit), func(v []byte) error {
+		t, err := meta.DecodeChannelTask(v)
+		if err == nil {
+			page.Items = append(page.Items, t)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	page.More = more
+	return page, nil
+}

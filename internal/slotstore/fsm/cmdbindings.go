@@ -1,0 +1,129 @@
+package fsm
+
+import (
+	"fmt"
+
+	"slotmeta/internal/slotstore"
+	"slotmeta/internal/slotstore/meta"
+)
+
+func init() {
+	registerApplier(meta.OpPutCmdBinding, func(a *applier, c meta.Command) meta.Result { return a.putCmdBinding(c.(*meta.PutCmdBinding)) })
+	registerApplier(meta.OpDeleteCmdBinding, func(a *applier, c meta.Command) meta.Result {
+		return a.deleteCmdBinding(c.(*meta.DeleteCmdBinding))
+	})
+	registerApplier(meta.OpAckCmdBinding, func(a *applier, c meta.Command) meta.Result { return a.ackCmdBinding(c.(*meta.AckCmdBinding)) })
+	registerLookup(meta.QueryGetCmdBinding, func(s *StateMachine, q meta.Query) (any, error) { return s.getCmdBinding(q.(*meta.GetCmdBinding)) })
+	registerLookup(meta.QueryListCmdBindings, func(s *StateMachine, q meta.Query) (any, error) {
+		return s.listCmdBindings(q.(*meta.ListCmdBindings))
+	})
+}
+
+func (a *applier) cmdBindingKey(hs slotstore.HashSlot, u *meta.UserChannel) []byte {
+	return meta.UserChannelKey(a.sm.cfg.Group, hs, meta.TableCmdBinding, u.UID, u.ChannelType, u.ChannelID)
+}
+
+func (a *applier) readCmdBinding(key []byte) (*meta.CmdBinding, []byte, bool) {
+	raw, found := a.get(key)
+	if !found {
+		return nil, nil, false
+	}
+	b, err := meta.DecodeCmdBinding(raw)
+	if err != nil {
+		a.fail(err)
+		return nil, nil, false
+	}
+	return b, raw, true
+}
+
+func (a *applier) writeCmdBinding(key []byte, b *meta.CmdBinding) meta.Result {
+	b.Revision = a.nextRevision()
+	v := meta.EncodeCmdBinding(b)
+	a.set(key, v)
+	return meta.Result{Revision: b.Revision, Value: v}
+}
+
+func (a *applier) putCmdBinding(c *meta.PutCmdBinding) meta.Result {
+	if p := userChannelProblem(&c.UserChannel); p != "" {
+		return invalidResult("%s", p)
+	}
+	key := a.cmdBindingKey(c.HashSlot, &c.UserChannel)
+	b := &meta.CmdBinding{UID: c.UID, ChannelType: c.ChannelType, ChannelID: c.ChannelID,
+		StartSeq: c.StartSeq, CreatedAtMs: c.TimeMs, UpdatedAtMs: c.TimeMs}
+	if old, _, found := a.readCmdBinding(key); found {
+		b.CreatedAtMs, b.AckSeq = old.CreatedAtMs, old.AckSeq
+	}
+	return a.writeCmdBinding(key, b)
+}
+
+func (a *applier) existingCmdBinding(hs slotstore.HashSlot, u *meta.UserChannel) (*meta.CmdBinding, []byte, []byte, *meta.Result) {
+	if p := userChannelProblem(u); p != "" {
+		r := invalidResult("%s", p)
+		return nil, nil, nil, &r
+	}
+	key := a.cmdBindingKey(hs, u)
+	b, raw, found := a.readCmdBinding(key)
+	if !found {
+		r := meta.Result{Code: slotstore.CodeNotFound,
+			Message: fmt.Sprintf("user %q has no CMD binding to channel %d/%q", u.UID, u.ChannelType, u.ChannelID)}
+		return nil, nil, nil, &r
+	}
+	return b, raw, key, nil
+}
+
+func (a *applier) deleteCmdBinding(c *meta.DeleteCmdBinding) meta.Result {
+	_, _, key, res := a.existingCmdBinding(c.HashSlot, &c.UserChannel)
+	if res != nil {
+		return *res
+	}
+	a.del(key)
+	return meta.Result{Revision: a.nextRevision()}
+}
+
+func (a *applier) ackCmdBinding(c *meta.AckCmdBinding) meta.Result {
+	b, raw, key, res := a.existingCmdBinding(c.HashSlot, &c.UserChannel)
+	if res != nil {
+		return *res
+	}
+	if c.AckSeq <= b.AckSeq {
+		return unchangedResult(b.Revision, raw)
+	}
+	b.AckSeq, b.UpdatedAtMs = c.AckSeq, c.TimeMs
+	return a.writeCmdBinding(key, b)
+}
+
+func (s *StateMachine) getCmdBinding(q *meta.GetCmdBinding) (any, error) {
+	if err := s.checkRouted(q.HashSlot, q.UID); err != nil {
+		return nil, err
+	}
+	raw, found, err := s.get(meta.UserChannelKey(s.cfg.Group, q.HashSlot, meta.TableCmdBinding, q.UID, q.ChannelType, q.ChannelID))
+	if err != nil || !found {
+		return (*meta.CmdBinding)(nil), err
+	}
+	return meta.DecodeCmdBinding(raw)
+}
+
+// listCmdBindings lists a user's bindings in (channel type, channel id) order.
+func (s *StateMachine) listCmdBindings(q *meta.ListCmdBindings) (*meta.CmdBindingPage, error) {
+	if err := s.checkRouted(q.HashSlot, q.UID); err != nil {
+		return nil, err
+	}
+	g := s.cfg.Group
+	prefix := meta.UserTablePrefix(g, q.HashSlot, meta.TableCmdBinding, q.UID)
+	lower := prefix
+	if q.HasAfter {
+		lower = append(meta.UserChannelKey(g, q.HashSlot, meta.TableCmdBinding, q.UID, q.AfterType, q.AfterID), 0)
+	}
+	page := &meta.CmdBindingPage{}
+	err := s.scanValues(lower, meta.PrefixEnd(prefix), pageLimit(q.Limit), &page.More, func(v []byte) error {
+		b, err := meta.DecodeCmdBinding(v)
+		if err == nil {
+			page.Items = append(page.Items, b)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return page, nil
+}

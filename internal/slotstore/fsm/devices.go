@@ -1,0 +1,117 @@
+package fsm
+
+import (
+	"fmt"
+
+	"slotmeta/internal/slotstore"
+	"slotmeta/internal/slotstore/meta"
+)
+
+func init() {
+	registerApplier(meta.OpPutDevice, func(a *applier, c meta.Command) meta.Result { return a.putDevice(c.(*meta.PutDevice)) })
+	registerApplier(meta.OpDeleteDevice, func(a *applier, c meta.Command) meta.Result { return a.deleteDevice(c.(*meta.DeleteDevice)) })
+	registerLookup(meta.QueryGetDevice, func(s *StateMachine, q meta.Query) (any, error) { return s.getDevice(q.(*meta.GetDevice)) })
+	registerLookup(meta.QueryListDevices, func(s *StateMachine, q meta.Query) (any, error) { return s.listDevices(q.(*meta.ListDevices)) })
+}
+
+// readRow reads and decodes one row through the batch. A row that does not
+// decode is a storage fault: the Update fails rather than diverge.
+func readRow[T any](a *applier, key []byte, decode func([]byte) (T, error)) (T, bool) {
+	var zero T
+	raw, found := a.get(key)
+	if !found {
+		return zero, false
+	}
+	v, err := decode(raw)
+	if err != nil {
+		a.fail(fmt.Errorf("decoding row %x: %w", key, err))
+		return zero, false
+	}
+	return v, true
+}
+
+// userExists reports whether uid is a user (through the batch).
+func (a *applier) userExists(hs slotstore.HashSlot, uid string) bool {
+	_, found := a.get(meta.UserKey(a.sm.cfg.Group, hs, uid))
+	return found
+}
+
+func userNotFound(uid string) meta.Result {
+	return meta.Result{Code: slotstore.CodeNotFound, Message: fmt.Sprintf("user %q not found", uid)}
+}
+
+func (a *applier) putDevice(c *meta.PutDevice) meta.Result {
+	if !a.userExists(c.HashSlot, c.UID) {
+		return userNotFound(c.UID)
+	}
+	key := meta.DeviceKey(a.sm.cfg.Group, c.HashSlot, c.UID, c.Flag)
+	d := &meta.Device{UID: c.UID, Flag: c.Flag, Token: c.Token, Level: c.Level, CreatedAtMs: c.TimeMs, UpdatedAtMs: c.TimeMs}
+	if old, found := readRow(a, key, meta.DecodeDevice); found {
+		d.CreatedAtMs = old.CreatedAtMs
+	}
+	d.Revision = a.nextRevision()
+	v := meta.EncodeDevice(d)
+	a.set(key, v)
+	return meta.Result{Revision: d.Revision, Value: v}
+}
+
+func (a *applier) deleteDevice(c *meta.DeleteDevice) meta.Result {
+	key := meta.DeviceKey(a.sm.cfg.Group, c.HashSlot, c.UID, c.Flag)
+	if _, found := a.get(key); !found {
+		return meta.Result{Code: slotstore.CodeNotFound, Message: fmt.Sprintf("device %d of user %q not found", c.Flag, c.UID)}
+	}
+	a.del(key)
+	return meta.Result{Revision: a.nextRevision()}
+}
+
+// deleteUserDevices deletes every device of uid (part of deleting the user).
+// A user has at most 256 devices, all under one prefix: one range deletion
+// (none when the user has no device).
+func (a *applier) deleteUserDevices(hs slotstore.HashSlot, uid string) {
+	a.delPrefixIfAny(meta.DevicePrefix(a.sm.cfg.Group, hs, uid))
+}
+
+// getDevice answers meta.GetDevice: *meta.Device or a nil one.
+func (s *StateMachine) getDevice(q *meta.GetDevice) (any, error) {
+	if err := s.checkOwned(q.HashSlot); err != nil {
+		return nil, err
+	}
+	raw, found, err := s.get(meta.DeviceKey(s.cfg.Group, q.HashSlot, q.UID, q.Flag))
+	if err != nil || !found {
+		return (*meta.Device)(nil), err
+	}
+	return meta.DecodeDevice(raw)
+}
+
+// listDevices answers meta.ListDevices: *meta.DevicePage, nil when the user
+// does not exist.
+func (s *StateMachine) listDevices(q *meta.ListDevices) (any, error) {
+	if err := s.checkOwned(q.HashSlot); err != nil {
+		return nil, err
+	}
+	if _, found, err := s.get(meta.UserKey(s.cfg.Group, q.HashSlot, q.UID)); err != nil || !found {
+		return (*meta.DevicePage)(nil), err
+	}
+	page := &meta.DevicePage{}
+	if q.From > 255 {
+		return page, nil
+	}
+	limit := scanLimit(q.Limit)
+	prefix := meta.DevicePrefix(s.cfg.Group, q.HashSlot, q.UID)
+	err := s.scanCommitted(prefix, meta.DeviceKey(s.cfg.Group, q.HashSlot, q.UID, uint8(q.From)), func(_, v []byte) (bool, error) {
+		if len(page.Devices) == limit {
+			page.More = true
+			return false, nil
+		}
+		d, err := meta.DecodeDevice(v)
+		if err != nil {
+			return false, err
+		}
+		page.Devices = append(page.Devices, d)
+		return true, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return page, nil
+}

@@ -1,0 +1,70 @@
+package fsm
+
+import (
+	"slotmeta/internal/slotstore/meta"
+)
+
+func init() {
+	registerApplier(meta.OpAppendEvent, func(a *applier, c meta.Command) meta.Result { return a.appendEvent(c.(*meta.AppendEvent)) })
+	registerLookup(meta.QueryListEvents, func(s *StateMachine, q meta.Query) (any, error) { return s.listEvents(q.(*meta.ListEvents)) })
+}
+
+// eventProblem checks an event's client fields.
+func eventProblem(ev *meta.ChannelEvent) string {
+	if p := meta.ChannelRefProblem(ev.ChannelType, ev.ChannelID); p != "" {
+		return p
+	}
+	for _, f := range []struct {
+		name     string
+		v        string
+		required bool
+		max      int
+	}{
+		{"client_msg_no", ev.ClientMsgNo, true, meta.MaxEventIDBytes},
+		{"event_key", ev.EventKey, true, meta.MaxEventIDBytes},
+		{"event_id", ev.EventID, true, meta.MaxEventIDBytes},
+		{"event_type", ev.EventType, true, meta.MaxEventTypeBytes},
+		{"status", ev.Status, false, meta.MaxEventTypeBytes},
+	} {
+		if (f.required && f.v == "") || len(f.v) > f.max {
+			return f.name + " has a bad length"
+		}
+	}
+	return ""
+}
+
+// appendEvent appends to the channel's bounded projection: the next seq,
+// and the oldest events beyond the group's capacity deleted in this batch.
+func (a *applier) appendEvent(c *meta.AppendEvent) meta.Result {
+	if p := eventProblem(&c.Event); p != "" {
+		return invalidResult("%s", p)
+	}
+	prefix := meta.ChannelListPrefix(a.sm.cfg.Group, c.HashSlot, meta.TableEvent, c.Event.ChannelType, c.Event.ChannelID)
+	seq := a.pushWindow(prefix, a.readWindow(prefix), uint64(a.sm.cfg.EventCapacity))
+	ev := c.Event
+	ev.Seq, ev.CreatedAtMs, ev.Revision = seq, c.TimeMs, a.nextRevision()
+	v := meta.EncodeChannelEvent(&ev)
+	a.set(seqKey(prefix, seq), v)
+	return meta.Result{Revision: ev.Revision, Value: v}
+}
+
+// listEvents lists a channel's events newest first.
+func (s *StateMachine) listEvents(q *meta.ListEvents) (*meta.EventPage, error) {
+	if err := s.checkRouted(q.HashSlot, q.ChannelID); err != nil {
+		return nil, err
+	}
+	prefix := meta.ChannelListPrefix(s.cfg.Group, q.HashSlot, meta.TableEvent, q.ChannelType, q.ChannelID)
+	page := &meta.EventPage{}
+	w, more, err := s.seqPage(prefix, q.BeforeSeq, pageLimit(q.Limit), func(v []byte) error {
+		ev, err := meta.DecodeChannelEvent(v)
+		if err == nil {
+			page.Items = append(page.Items, ev)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	page.More, page.Count, page.LastSeq = more, w.Count(), w.Last
+	return page, nil
+}

@@ -1,0 +1,168 @@
+package fsm
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"slotmeta/internal/slotstore"
+	"slotmeta/internal/slotstore/meta"
+)
+
+func init() {
+	registerApplier(meta.OpPutPlugin, func(a *applier, c meta.Command) meta.Result { return a.putPlugin(c.(*meta.PutPlugin)) })
+	registerApplier(meta.OpDeletePlugin, func(a *applier, c meta.Command) meta.Result { return a.deletePlugin(c.(*meta.DeletePlugin)) })
+	registerLookup(meta.QueryListUserPlugins, func(s *StateMachine, q meta.Query) (any, error) {
+		return s.listUserPlugins(q.(*meta.ListUserPlugins))
+	})
+	registerLookup(meta.QueryScanPluginUsers, func(s *StateMachine, q meta.Query) (any, error) {
+		return s.scanPluginUsers(q.(*meta.ScanPluginUsers))
+	})
+}
+
+// pluginIndexValue is the value of an index row: the row is the data.
+var pluginIndexValue = []byte{}
+
+func (a *applier) putPlugin(c *meta.PutPlugin) meta.Result {
+	if c.PluginNo == "" {
+		return meta.Result{Code: slotstore.CodeInvalidArgument, Message: "empty plugin number"}
+	}
+	if !a.userExists(c.HashSlot, c.UID) {
+		return userNotFound(c.UID)
+	}
+	g := a.sm.cfg.Group
+	key := meta.PluginKey(g, c.HashSlot, c.UID, c.PluginNo)
+	b := &meta.PluginBinding{UID: c.UID, PluginNo: c.PluginNo, Config: c.Config, CreatedAtMs: c.TimeMs, UpdatedAtMs: c.TimeMs}
+	if old, found := readRow(a, key, meta.DecodePluginBinding); found {
+		b.CreatedAtMs = old.CreatedAtMs
+	} else {
+		n := 0
+		a.eachInBatch(meta.PluginPrefix(g, c.HashSlot, c.UID), func(_, _ []byte) bool {
+			n++
+			return n < meta.MaxPluginsPerUser
+		})
+		if n >= meta.MaxPluginsPerUser {
+			return meta.Result{Code: slotstore.CodeConflict,
+				Message: fmt.Sprintf("user %q already has %d plugin bindings, the most allowed", c.UID, meta.MaxPluginsPerUser)}
+		}
+	}
+	b.Revision = a.nextRevision()
+	v := meta.EncodePluginBinding(b)
+	a.set(key, v)
+	a.set(meta.PluginIndexKey(g, c.HashSlot, c.PluginNo, c.UID), pluginIndexValue)
+	return meta.Result{Revision: b.Revision, Value: v}
+}
+
+func (a *applier) deletePlugin(c *meta.DeletePlugin) meta.Result {
+	g := a.sm.cfg.Group
+	key := meta.PluginKey(g, c.HashSlot, c.UID, c.PluginNo)
+	if _, found := a.get(key); !found {
+		return meta.Result{Code: slotstore.CodeNotFound, Message: fmt.Sprintf("user %q is not bound to plugin %q", c.UID, c.PluginNo)}
+	}
+	a.del(key)
+	a.del(meta.PluginIndexKey(g, c.HashSlot, c.PluginNo, c.UID))
+	return meta.Result{Revision: a.nextRevision()}
+}
+
+// deleteUserPlugins deletes every binding of uid and its index row (part of
+// deleting the user). The index rows are under other prefixes, so the
+// bindings are walked through the batch (at most MaxPluginsPerUser) and
+// each binding and index row is deleted.
+func (a *applier) deleteUserPlugins(hs slotstore.HashSlot, uid string) {
+	g := a.sm.cfg.Group
+	prefix := meta.PluginPrefix(g, hs, uid)
+	a.eachInBatch(prefix, func(k, _ []byte) bool {
+		a.del(k)
+		a.del(meta.PluginIndexKey(g, hs, string(k[len(prefix):]), uid))
+		return true
+	})
+}
+
+// listUserPlugins answers meta.ListUserPlugins: *meta.PluginPage, nil when
+// the user does not exist.
+func (s *StateMachine) listUserPlugins(q *meta.ListUserPlugins) (any, error) {
+	if err := s.checkOwned(q.HashSlot); err != nil {
+		return nil, err
+	}
+	g := s.cfg.Group
+	if _, found, err := s.get(meta.UserKey(g, q.HashSlot, q.UID)); err != nil || !found {
+		return (*meta.PluginPage)(nil), err
+	}
+	var lower []byte
+	if q.AfterPlugin != "" {
+		lower = after(meta.PluginKey(g, q.HashSlot, q.UID, q.AfterPlugin))
+	}
+	limit := scanLimit(q.Limit)
+	page := &meta.PluginPage{}
+	err := s.scanCommitted(meta.PluginPrefix(g, q.HashSlot, q.UID), lower, func(_, v []byte) (bool, error) {
+		if len(page.Bindings) == limit {
+			page.More = true
+			return false, nil
+		}
+		b, err := meta.DecodePluginBinding(v)
+		if err != nil {
+			return false, err
+		}
+		page.Bindings = append(page.Bindings, b)
+		return true, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return page, nil
+}
+
+// scanPluginUsers answers meta.ScanPluginUsers: the bindings to a plugin in
+// a run of hash slots, in (slot, uid) order, from the index rows.
+func (s *StateMachine) scanPluginUsers(q *meta.ScanPluginUsers) (any, error) {
+	if q.PluginNo == "" {
+		return nil, slotstore.Errorf(slotstore.CodeInvalidArgument, "empty plugin number")
+	}
+	if q.FromSlot > q.ToSlot || !q.ToSlot.Valid() {
+		return nil, slotstore.Errorf(slotstore.CodeInvalidArgument, "bad slot range [%d,%d]", q.FromSlot, q.ToSlot)
+	}
+	for hs := q.FromSlot; hs <= q.ToSlot; hs++ {
+		if err := s.checkOwned(hs); err != nil {
+			return nil, err
+		}
+	}
+	g := s.cfg.Group
+	limit := scanLimit(q.Limit)
+	page := &meta.PluginPage{}
+	// Index rows and bindings are read from one snapshot, so they agree.
+	snap := s.db.NewSnapshot()
+	defer snap.Close()
+	for hs := q.FromSlot; hs <= q.ToSlot && !page.More; hs++ {
+		prefix := meta.PluginIndexPrefix(g, hs, q.PluginNo)
+		var lower []byte
+		if hs == q.FromSlot && q.AfterUID != "" {
+			lower = after(meta.PluginIndexKey(g, hs, q.PluginNo, q.AfterUID))
+		}
+		err := scanReader(snap, prefix, lower, func(k, _ []byte) (bool, error) {
+			if len(page.Bindings) == limit {
+				page.More = true
+				return false, nil
+			}
+			uid := string(k[len(prefix):])
+			b := &meta.PluginBinding{UID: uid, PluginNo: q.PluginNo}
+			raw, closer, err := snap.Get(meta.PluginKey(g, hs, uid, q.PluginNo))
+			switch {
+			case err == nil: // always, unless the index and the bindings disagree
+				b, err = meta.DecodePluginBinding(raw)
+				_ = closer.Close()
+				if err != nil {
+					return false, err
+				}
+			case !errors.Is(err, pebble.ErrNotFound):
+				return false, err
+			}
+			page.Bindings = append(page.Bindings, b)
+			return true, nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return page, nil
+}

@@ -1,0 +1,69 @@
+package fsm
+
+import (
+	"fmt"
+
+	"slotmeta/internal/slotstore"
+	"slotmeta/internal/slotstore/meta"
+)
+
+func init() {
+	registerApplier(meta.OpAddSystemUID, func(a *applier, c meta.Command) meta.Result { return a.addSystemUID(c.(*meta.AddSystemUID)) })
+	registerApplier(meta.OpRemoveSystemUID, func(a *applier, c meta.Command) meta.Result { return a.removeSystemUID(c.(*meta.RemoveSystemUID)) })
+	registerLookup(meta.QueryScanSystemUIDs, func(s *StateMachine, q meta.Query) (any, error) { return s.scanSystemUIDs(q.(*meta.ScanSystemUIDs)) })
+}
+
+// addSystemUID adds a uid to the set; adding a member again writes nothing
+// and answers the row as it is.
+func (a *applier) addSystemUID(c *meta.AddSystemUID) meta.Result {
+	if c.UID == "" {
+		return meta.Result{Code: slotstore.CodeInvalidArgument, Message: "empty system uid"}
+	}
+	key := meta.SystemUIDKey(a.sm.cfg.Group, c.HashSlot, c.UID)
+	if old, found := readRow(a, key, meta.DecodeSystemUID); found {
+		return meta.Result{Revision: old.Revision, Value: meta.EncodeSystemUID(old)}
+	}
+	su := &meta.SystemUID{UID: c.UID, CreatedAtMs: c.TimeMs, Revision: a.nextRevision()}
+	v := meta.EncodeSystemUID(su)
+	a.set(key, v)
+	return meta.Result{Revision: su.Revision, Value: v}
+}
+
+func (a *applier) removeSystemUID(c *meta.RemoveSystemUID) meta.Result {
+	key := meta.SystemUIDKey(a.sm.cfg.Group, c.HashSlot, c.UID)
+	if _, found := a.get(key); !found {
+		return meta.Result{Code: slotstore.CodeNotFound, Message: fmt.Sprintf("%q is not a system uid", c.UID)}
+	}
+	a.del(key)
+	return meta.Result{Revision: a.nextRevision()}
+}
+
+// scanSystemUIDs answers meta.ScanSystemUIDs: *meta.SystemUIDPage.
+func (s *StateMachine) scanSystemUIDs(q *meta.ScanSystemUIDs) (any, error) {
+	if err := s.checkOwned(q.HashSlot); err != nil {
+		return nil, err
+	}
+	limit := scanLimit(q.Limit)
+	prefix := meta.TablePrefix(s.cfg.Group, q.HashSlot, meta.TableSystemUID)
+	var lower []byte
+	if q.AfterUID != "" {
+		lower = after(meta.SystemUIDKey(s.cfg.Group, q.HashSlot, q.AfterUID))
+	}
+	page := &meta.SystemUIDPage{}
+	err := s.scanCommitted(prefix, lower, func(_, v []byte) (bool, error) {
+		if len(page.UIDs) == limit {
+			page.More = true
+			return false, nil
+		}
+		su, err := meta.DecodeSystemUID(v)
+		if err != nil {
+			return false, err
+		}
+		page.UIDs = append(page.UIDs, su)
+		return true, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return page, nil
+}
