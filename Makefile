@@ -4,8 +4,12 @@ BIN      := bin/slotmeta
 DATA_DIR ?= ./data
 # The race detector doubles build time on 2 cores; it stays on for `make test`.
 TEST_FLAGS ?= -race -count=1 -timeout 25m
+# Node tools, run through npx at pinned versions; neither `make build` nor
+# `make test` needs Node (the Swagger UI files are vendored into web/).
+REDOCLY_VERSION    ?= 2.77.0
+SWAGGER_UI_VERSION ?= 5.35.0
 
-.PHONY: run build test test-short generate lint bench fmt clean
+.PHONY: run build test test-short generate lint lint-spec update-swagger-ui bench fmt clean
 
 run: build
 	$(BIN) --data-dir $(DATA_DIR)
@@ -21,12 +25,36 @@ test:
 test-short:
 	$(GO) test -count=1 ./...
 
+# Regenerates committed code: client/client.gen.go from openapi.yaml
+# (oapi-codegen, a tool of go.mod: offline once the module cache has it).
 generate:
 	$(GO) generate ./...
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '_templ.go$$')); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+
+# Lints openapi.yaml with Redocly's recommended rules (redocly.yaml says
+# which are off and why), then, while openapi.d holds fragments not yet
+# merged, the spec with them merged in (as internal/contract merges it).
+# Needs Node >= 20.19 and, the first time, the npm registry. The Go contract
+# test (internal/contract) validates the spec too, in `make test`.
+REDOCLY := REDOCLY_TELEMETRY=off NO_UPDATE_NOTIFIER=1 npx --yes @redocly/cli@$(REDOCLY_VERSION)
+lint-spec:
+	$(REDOCLY) lint openapi.yaml
+	@if ls openapi.d/*.yaml >/dev/null 2>&1; then \
+	  mkdir -p bin && \
+	  SLOTMETA_WRITE_MERGED_SPEC=$(CURDIR)/bin/openapi.merged.json $(GO) test -count=1 -run '^TestWriteMergedSpec$$' ./internal/contract && \
+	  echo "lint-spec: openapi.yaml + openapi.d/*.yaml, merged into bin/openapi.merged.json:" && \
+	  $(REDOCLY) lint --config redocly.yaml bin/openapi.merged.json; \
+	fi
+
+# Re-vendors Swagger UI for /docs from the npm package swagger-ui-dist.
+update-swagger-ui:
+	tmp=$$(mktemp -d) && cd $$tmp && npm pack --silent swagger-ui-dist@$(SWAGGER_UI_VERSION) >/dev/null && \
+	tar xzf swagger-ui-dist-$(SWAGGER_UI_VERSION).tgz && \
+	cp package/swagger-ui-bundle.js package/swagger-ui.css package/LICENSE package/NOTICE $(CURDIR)/web/static/swagger/ && \
+	rm -rf $$tmp
 
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=1s ./... | tee bench/latest.txt

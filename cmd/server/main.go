@@ -63,21 +63,22 @@ func run(args []string, getenv func(string) string) error {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
 	node, err := cluster.Start(cluster.Config{
-		NodeID:            slotstore.NodeID(o.NodeID),
-		DataDir:           o.DataDir,
-		RaftAddr:          o.RaftAddr,
-		APIAddr:           o.APIAddr,
-		PeerAddr:          o.PeerAddr,
-		InitialMembers:    members,
-		JoinAddr:          o.Join,
-		ClusterSecret:     secret,
-		ClusterID:         o.ClusterID,
-		GroupCount:        o.Groups,
-		ReplicationFactor: o.ReplicationFactor,
-		RTT:               o.RTT,
-		ElectionRTT:       o.ElectionRTT,
-		Registerer:        reg,
-		Logger:            log,
+		NodeID:                  slotstore.NodeID(o.NodeID),
+		DataDir:                 o.DataDir,
+		RaftAddr:                o.RaftAddr,
+		APIAddr:                 o.APIAddr,
+		PeerAddr:                o.PeerAddr,
+		InitialMembers:          members,
+		JoinAddr:                o.Join,
+		ClusterSecret:           secret,
+		EnableHashSlotMigration: o.EnableSlotMigration,
+		ClusterID:               o.ClusterID,
+		GroupCount:              o.Groups,
+		ReplicationFactor:       o.ReplicationFactor,
+		RTT:                     o.RTT,
+		ElectionRTT:             o.ElectionRTT,
+		Registerer:              reg,
+		Logger:                  log,
 	})
 	if err != nil {
 		return err
@@ -90,6 +91,7 @@ func run(args []string, getenv func(string) string) error {
 		MaxBodyBytes: o.MaxBodyBytes,
 		Console:      console.Handler(consoleSource{node}),
 		OpenAPI:      slotmeta.OpenAPI,
+		Docs:         console.Docs(),
 	})
 	if err != nil {
 		_ = node.Close()
