@@ -1,0 +1,141 @@
+# shellcheck shell=bash
+# ops-lib.sh — shared by transfer-leader.sh, rebalance-leaders.sh and
+# move-replica.sh; sourced, not run.
+#
+# Environment:
+#   SLOTMETA_API           any node's API (default http://127.0.0.1:8081)
+#   SLOTMETA_TOKEN         if set, sent as "Authorization: Bearer …" (from a
+#                          mode-600 file, so it never shows in ps)
+#   SLOTMETA_HTTP_TIMEOUT  seconds one request may take (default 20)
+#
+# Every request is bounded by SLOTMETA_HTTP_TIMEOUT; reads are retried while the
+# server answers a retryable error (or does not answer) for up to OPS_RETRY_FOR
+# seconds. Writes are sent once. JSON is read with python3 (no jq needed).
+
+OPS_NAME=${0##*/}
+OPS_API=${SLOTMETA_API:-http://127.0.0.1:8081}
+OPS_API=${OPS_API%/}
+OPS_HTTP_TIMEOUT=${SLOTMETA_HTTP_TIMEOUT:-20}
+OPS_RETRY_FOR=15 # seconds a read keeps retrying a retryable answer
+OPS_CODE=000     # status of the last request (000: no answer)
+
+die() {
+  printf '%s: %s\n' "$OPS_NAME" "$*" >&2
+  exit 1
+}
+
+usage_error() {
+  printf '%s: %s\n' "$OPS_NAME" "$1" >&2
+  usage >&2
+  exit 2
+}
+
+for _tool in curl python3; do
+  command -v "$_tool" >/dev/null 2>&1 || die "$_tool is required"
+done
+unset _tool
+[[ $OPS_HTTP_TIMEOUT =~ ^[1-9][0-9]*$ ]] || die "SLOTMETA_HTTP_TIMEOUT=$OPS_HTTP_TIMEOUT is not a number of seconds"
+[[ $OPS_API =~ ^https?://[^/]+(/.*)?$ ]] || die "SLOTMETA_API=$OPS_API: want http(s)://HOST:PORT"
+
+OPS_TMP=$(mktemp -d)
+trap 'rm -rf "$OPS_TMP"' EXIT
+if [ -n "${SLOTMETA_TOKEN:-}" ]; then
+  [[ $SLOTMETA_TOKEN != *[$'\r\n']* ]] || die "SLOTMETA_TOKEN must be one line"
+  (umask 077 && printf 'Authorization: Bearer %s\n' "$SLOTMETA_TOKEN" >"$OPS_TMP/auth")
+fi
+
+# positive_int NAME VALUE: VALUE is an integer from 1, or a usage error.
+positive_int() {
+  [[ $2 =~ ^[1-9][0-9]{0,9}$ ]] || usage_error "$1 must be a whole number from 1, got '$2'"
+}
+
+# now_ms: milliseconds since the epoch.
+now_ms() {
+  if [ -n "${EPOCHREALTIME:-}" ]; then
+    local t=${EPOCHREALTIME/[.,]/}
+    echo $((10#$t / 1000))
+  else
+    python3 -c 'import time; print(int(time.time() * 1000))'
+  fi
+}
+
+# call METHOD PATH [BODY]: one request; the status goes to OPS_CODE (000 when
+# nothing answered in time), the body to $OPS_TMP/body.
+call() {
+  local method=$1 path=$2 body=${3-}
+  local -a args=(-q -sS -X "$method" -o "$OPS_TMP/body" -w '%{http_code}'
+    --connect-timeout 5 --max-time "$OPS_HTTP_TIMEOUT" -H 'Accept: application/json')
+  [ -f "$OPS_TMP/auth" ] && args+=(-H "@$OPS_TMP/auth")
+  [ -n "$body" ] && args+=(-H 'Content-Type: application/json' --data-binary "$body")
+  : >"$OPS_TMP/body"
+  OPS_CODE=$(curl "${args[@]}" "$OPS_API$path" 2>"$OPS_TMP/curl.err") || OPS_CODE=000
+  [[ $OPS_CODE =~ ^[0-9]{3}$ ]] || OPS_CODE=000
+}
+
+# jq_py CODE [ARG…]: run python CODE with the last response body parsed as
+# `d` (None if it is not JSON) and the ARGs in sys.argv[2:].
+jq_py() {
+  python3 -c "import json, sys
+try:
+    d = json.load(open(sys.argv[1]))
+except ValueError:
+    d = None
+$1" "$OPS_TMP/body" "${@:2}"
+}
+
+# retryable: the last answer says the same request may be retried (or nothing
+# answered at all).
+retryable() {
+  [ "$OPS_CODE" = 000 ] && return 0
+  [ "$OPS_CODE" = 503 ] || return 1
+  [ "$(jq_py 'print(isinstance(d, dict) and isinstance(d.get("error"), dict) and d["error"].get("retryable") is True)')" = True ]
+}
+
+# describe: the last answer, for an error message — the status, the error's
+# code and message, and each detail on a line of its own.
+describe() {
+  if [ "$OPS_CODE" = 000 ]; then
+    printf 'no answer from %s within %ss (%s)' "$OPS_API" "$OPS_HTTP_TIMEOUT" "$(tr '\n' ' ' <"$OPS_TMP/curl.err" | cut -c1-200)"
+    return 0
+  fi
+  jq_py '
+code = sys.argv[2]
+e = d.get("error") if isinstance(d, dict) else None
+if not isinstance(e, dict):
+    raw = open(sys.argv[1], errors="replace").read().strip().replace("\n", " ")
+    print("HTTP %s: %s" % (code, raw[:300] or "(empty body)"))
+else:
+    print("HTTP %s %s: %s%s" % (code, e.get("code", "?"), e.get("message", ""),
+                                " (retryable)" if e.get("retryable") else ""))
+    for f in e.get("details") or []:
+        print("  - %s: %s" % (f.get("field", "?"), f.get("reason", "")))
+' "$OPS_CODE"
+}
+
+# call_retry METHOD PATH [BODY]: call, again while the answer is retryable,
+# for up to OPS_RETRY_FOR seconds. Only for requests that are safe to repeat.
+call_retry() {
+  local deadline=$((SECONDS + OPS_RETRY_FOR))
+  while :; do
+    call "$@"
+    retryable || return 0
+    ((SECONDS < deadline)) || return 0
+    sleep 0.5
+  done
+}
+
+# get_ok PATH: GET PATH (retrying) and exit 1 unless it answers 200.
+get_ok() {
+  call_retry GET "$1"
+  [ "$OPS_CODE" = 200 ] || die "GET $1 on $OPS_API failed: $(describe)"
+}
+
+# json CODE [ARG…]: jq_py on an answer that must be JSON of the expected
+# shape; exits 1 (from the command substitution, which set -e carries on)
+# with the answer when it is not.
+json() {
+  local out
+  out=$(jq_py "$@" 2>"$OPS_TMP/py.err") ||
+    die "unexpected answer (HTTP $OPS_CODE) from $OPS_API: $(head -c 300 "$OPS_TMP/body") [$(tail -n 1 "$OPS_TMP/py.err")]"
+  printf '%s\n' "$out"
+}

@@ -1,0 +1,508 @@
+package scripts_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The ops scripts' cluster: four nodes, replication factor 3, so that node 4
+// holds no replica of group 1.
+const (
+	opsNodes    = 4
+	opsGroups   = 4
+	opsNodeArgs = "--rtt 10ms --groups 4 --replication-factor 3"
+)
+
+// opsGroup is the part of a group view (GET /v1/cluster/groups) the ops
+// tests read.
+type opsGroup struct {
+	ID           int `json:"id"`
+	DesiredPeers []struct {
+		Node int `json:"node"`
+	} `json:"desired_peers"`
+	PreferredLeader int   `json:"preferred_leader"`
+	PreferredSetAt  int64 `json:"preferred_set_at_ms"`
+	Leader          int   `json:"leader"`
+	Term            int   `json:"term"`
+	Voters          []int `json:"voters"`
+	Learners        []int `json:"learners"`
+	ObservedBy      int   `json:"observed_by"`
+}
+
+func (g opsGroup) peers() []int {
+	var out []int
+	for _, p := range g.DesiredPeers {
+		out = append(out, p.Node)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// follower is a voter of g that does not lead it.
+func (g opsGroup) follower(t *testing.T) int {
+	t.Helper()
+	for _, v := range g.Voters {
+		if v != g.Leader {
+			return v
+		}
+	}
+	t.Fatalf("group %d has no follower voter: %+v", g.ID, g)
+	return 0
+}
+
+// opsSkip skips unless this machine can run the ops scripts.
+func opsSkip(t *testing.T, tools ...string) {
+	t.Helper()
+	if runtime.GOOS != "linux" {
+		t.Skip("cluster.sh reads /proc")
+	}
+	for _, tool := range append([]string{"bash", "curl", "python3"}, tools...) {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("the ops scripts need %s: %v", tool, err)
+		}
+	}
+}
+
+// runOps runs scripts/NAME with args against api (SLOTMETA_API) and returns
+// its output and exit status. It never lets a script run past timeout.
+func runOps(t *testing.T, timeout time.Duration, api string, env []string, name string, args ...string) (string, int) {
+	t.Helper()
+	path, err := filepath.Abs(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, path, args...)
+	cmd.Env = append(cleanEnv(), "SLOTMETA_API="+api, "NO_PROXY=127.0.0.1,localhost", "no_proxy=127.0.0.1,localhost")
+	cmd.Env = append(cmd.Env, env...)
+	cmd.WaitDelay = 5 * time.Second
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	start := time.Now()
+	err = cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("%s %s did not finish within %v:\n%s", name, strings.Join(args, " "), timeout, out.String())
+	}
+	code := 0
+	if err != nil {
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) {
+			t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out.String())
+		}
+		code = exit.ExitCode()
+	}
+	t.Logf("$ %s %s → exit %d in %v\n%s", name, strings.Join(args, " "), code, time.Since(start).Round(time.Millisecond), out.String())
+	return out.String(), code
+}
+
+// opsGroups reads every group's view from node i.
+func (c *cluster) opsGroups(i int) []opsGroup {
+	c.t.Helper()
+	code, body := c.get(i, "/v1/cluster/groups")
+	if code != http.StatusOK {
+		c.t.Fatalf("GET /v1/cluster/groups on node %d: %d %s", i, code, body)
+	}
+	var list struct {
+		Items []opsGroup `json:"items"`
+	}
+	if err := json.Unmarshal([]byte(body), &list); err != nil {
+		c.t.Fatalf("GET /v1/cluster/groups: %v\n%s", err, body)
+	}
+	return list.Items
+}
+
+func (c *cluster) opsGroup(i, id int) opsGroup {
+	c.t.Helper()
+	code, body := c.get(i, fmt.Sprintf("/v1/cluster/groups/%d", id))
+	if code != http.StatusOK {
+		c.t.Fatalf("GET /v1/cluster/groups/%d on node %d: %d %s", id, i, code, body)
+	}
+	var g opsGroup
+	if err := json.Unmarshal([]byte(body), &g); err != nil {
+		c.t.Fatalf("GET /v1/cluster/groups/%d: %v\n%s", id, err, body)
+	}
+	return g
+}
+
+// opsWaitGroup polls group id's view on node 1 until ok accepts it; the view
+// is the controller leader's aggregate of status reports, refreshed about
+// once a second, so it trails what a script was just told.
+func (c *cluster) opsWaitGroup(patience time.Duration, id int, what string, ok func(opsGroup) bool) opsGroup {
+	c.t.Helper()
+	deadline := time.Now().Add(patience)
+	for {
+		g := c.opsGroup(1, id)
+		if ok(g) {
+			return g
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("group %d: %s: not within %v; last view %+v", id, what, patience, g)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestOpsScripts runs transfer-leader.sh, rebalance-leaders.sh and
+// move-replica.sh against a real four-node cluster, each against another node.
+func TestOpsScripts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the server and runs a four-node cluster")
+	}
+	opsSkip(t, "go")
+	script, err := filepath.Abs("cluster.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &cluster{t: t, script: script}
+	nodeArgs := []string{"SLOTMETA_NODE_ARGS=" + opsNodeArgs} // wins over run's default
+	// The first TempDir registers the removal of the test's temporary
+	// directory; cleanups run last-in first-out, so the one below, registered
+	// after it, stops the nodes (and reads their logs) before their directory
+	// goes. Registered before any TempDir, down would find no cluster and
+	// leave the nodes running.
+	t.TempDir()
+	t.Cleanup(func() {
+		if c.dir == "" {
+			return
+		}
+		if t.Failed() {
+			c.dumpLogs()
+		}
+		if out, code := c.run(time.Minute, nil, "down"); code != 0 {
+			t.Errorf("cleanup: down exited %d:\n%s", code, out)
+		}
+	})
+	for attempt := 1; ; attempt++ {
+		c.dir, c.base = t.TempDir(), freeBase(t, opsNodes)
+		t.Logf("cluster dir %s, base port %d", c.dir, c.base)
+		out, code := c.run(10*time.Minute, nodeArgs, "up", strconv.Itoa(opsNodes))
+		if code == 0 {
+			t.Logf("%s", out)
+			break
+		}
+		if !strings.Contains(out, "already in use") || attempt == 3 {
+			t.Fatalf("cluster.sh up %d exited %d:\n%s", opsNodes, code, out)
+		}
+		t.Logf("cluster.sh up: a port was taken; trying other ports:\n%s", out)
+		if out, code := c.run(time.Minute, nil, "down"); code != 0 {
+			t.Fatalf("down exited %d:\n%s", code, out)
+		}
+	}
+	c.waitReady(15*time.Second, 1, 2, 3, 4)
+	api := func(i int) string { return c.url(i, "") }
+
+	// Settled: every group observed with its desired voters and led by its
+	// preferred leader (the reconciler moves the leaders there after
+	// bootstrap).
+	for id := 1; id <= opsGroups; id++ {
+		c.opsWaitGroup(20*time.Second, id, "observed, led by its preferred leader, with its desired voters", func(g opsGroup) bool {
+			v := slices.Clone(g.Voters)
+			slices.Sort(v)
+			return g.Leader != 0 && g.Leader == g.PreferredLeader && g.ObservedBy != 0 &&
+				slices.Equal(v, g.peers()) && len(g.Learners) == 0
+		})
+	}
+	g1 := c.opsGroup(1, 1)
+	if slices.Contains(g1.peers(), 4) {
+		t.Fatalf("node 4 holds a replica of group 1 (replication factor 3 expected): %+v", g1)
+	}
+
+	// transfer-leader.sh to a follower voter, through node 4 (which holds no
+	// replica of group 1).
+	target := g1.follower(t)
+	out, code := runOps(t, 30*time.Second, api(4), nil, "transfer-leader.sh", "1", strconv.Itoa(target))
+	if code != 0 || !strings.Contains(out, "preflight: safe") {
+		t.Fatalf("transfer-leader.sh 1 %d exited %d", target, code)
+	}
+	c.opsWaitGroup(5*time.Second, 1, fmt.Sprintf("led by node %d", target), func(g opsGroup) bool { return g.Leader == target })
+
+	// transfer-leader.sh to node 4, not a peer: refused by the preflight,
+	// nothing sent.
+	out, code = runOps(t, 30*time.Second, api(2), nil, "transfer-leader.sh", "1", "4")
+	if code != 1 || !strings.Contains(out, "target_not_desired_peer") || strings.Contains(out, "transferring group 1 from") {
+		t.Fatalf("transfer-leader.sh 1 4 exited %d; want 1, target_not_desired_peer and no transfer", code)
+	}
+
+	// The reconciler takes group 1 back to its preferred leader (that intent
+	// is fresh); --prefer moves the preference along, so leadership stays.
+	g1 = c.opsWaitGroup(10*time.Second, 1, "led by its preferred leader again", func(g opsGroup) bool {
+		return g.Leader != 0 && g.Leader == g.PreferredLeader
+	})
+	target = g1.follower(t)
+	out, code = runOps(t, 30*time.Second, api(3), nil, "transfer-leader.sh", "1", strconv.Itoa(target), "--prefer")
+	if code != 0 || !strings.Contains(out, "preferred leader is now node "+strconv.Itoa(target)) {
+		t.Fatalf("transfer-leader.sh 1 %d --prefer exited %d", target, code)
+	}
+	c.opsWaitGroup(5*time.Second, 1, fmt.Sprintf("led and preferred by node %d", target), func(g opsGroup) bool {
+		return g.Leader == target && g.PreferredLeader == target
+	})
+	time.Sleep(2500 * time.Millisecond) // two reconciler rounds
+	if g := c.opsGroup(1, 1); g.Leader != target {
+		t.Fatalf("group 1 moved away from node %d after transfer-leader.sh --prefer: %+v", target, g)
+	}
+
+	// Skew the preferences: every group prefers its lowest peer.
+	for _, g := range c.opsGroups(1) {
+		body := fmt.Sprintf(`{"node":%d}`, g.peers()[0])
+		if code, resp := c.put(1, fmt.Sprintf("/v1/cluster/groups/%d/preferred-leader", g.ID), body); code != http.StatusOK {
+			t.Fatalf("PUT group %d's preferred leader %s: %d %s", g.ID, body, code, resp)
+		}
+	}
+
+	// rebalance-leaders.sh --dry-run changes nothing.
+	before := c.opsGroups(1)
+	if out, code := runOps(t, 30*time.Second, api(2), nil, "rebalance-leaders.sh", "--dry-run"); code != 0 || !strings.Contains(out, "nothing changed") {
+		t.Fatalf("rebalance-leaders.sh --dry-run exited %d", code)
+	}
+	for i, g := range c.opsGroups(1) {
+		if g.PreferredLeader != before[i].PreferredLeader || g.PreferredSetAt != before[i].PreferredSetAt {
+			t.Fatalf("rebalance-leaders.sh --dry-run changed group %d's preference: %+v → %+v", g.ID, before[i], g)
+		}
+	}
+
+	// rebalance-leaders.sh: preferences spread, every leader follows.
+	out, code = runOps(t, 60*time.Second, api(2), nil, "rebalance-leaders.sh", "--timeout", "40")
+	if code != 0 {
+		t.Fatalf("rebalance-leaders.sh exited %d", code)
+	}
+	after := c.opsGroups(1)
+	withReplicas := map[int]bool{}
+	prefers := map[int]int{}
+	for _, g := range after {
+		for _, n := range g.peers() {
+			withReplicas[n] = true
+		}
+		prefers[g.PreferredLeader]++
+		if g.Leader == 0 || g.Leader != g.PreferredLeader {
+			t.Errorf("after rebalance-leaders.sh, group %d is led by %d but prefers %d", g.ID, g.Leader, g.PreferredLeader)
+		}
+		if g.PreferredSetAt < before[g.ID-1].PreferredSetAt {
+			t.Errorf("group %d's intent was not refreshed: set at %d, before %d", g.ID, g.PreferredSetAt, before[g.ID-1].PreferredSetAt)
+		}
+	}
+	limit := (len(after) + len(withReplicas) - 1) / len(withReplicas)
+	for n, k := range prefers {
+		if k > limit {
+			t.Errorf("after rebalance-leaders.sh node %d is preferred by %d groups, more than ceil(%d/%d) = %d", n, k, len(after), len(withReplicas), limit)
+		}
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+
+	// move-replica.sh: a source that is not a peer is refused; then a voter
+	// that does not lead group 1 hands its replica to node 4.
+	g1 = c.opsGroup(1, 1)
+	from := g1.follower(t)
+	if out, code := runOps(t, 30*time.Second, api(3), nil, "move-replica.sh", "1", "4", strconv.Itoa(from)); code != 1 || !strings.Contains(out, "not a desired peer") {
+		t.Fatalf("move-replica.sh 1 4 %d exited %d; want 1 and 'not a desired peer'", from, code)
+	}
+	out, code = runOps(t, 60*time.Second, api(3), nil, "move-replica.sh", "1", strconv.Itoa(from), "4", "--timeout", "45")
+	if code != 0 || !strings.Contains(out, "succeeded") || !strings.Contains(out, "catch_up") {
+		t.Fatalf("move-replica.sh 1 %d 4 exited %d", from, code)
+	}
+	c.opsWaitGroup(5*time.Second, 1, "voters include node 4, not node "+strconv.Itoa(from), func(g opsGroup) bool {
+		return slices.Contains(g.Voters, 4) && !slices.Contains(g.Voters, from) &&
+			slices.Contains(g.peers(), 4) && !slices.Contains(g.peers(), from)
+	})
+}
+
+// TestOpsScriptsToken checks, against a stub server, that the ops scripts
+// send SLOTMETA_TOKEN as a bearer token (and nothing when it is unset), fail
+// clearly on an error answer, and reject bad usage with exit 2.
+func TestOpsScriptsToken(t *testing.T) {
+	opsSkip(t)
+	var mu sync.Mutex
+	var auth []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		auth = append(auth, r.Header.Get("Authorization"))
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		fmt.Fprint(w, `{"error":{"code":"not_found","message":"group 7 does not exist","retryable":false}}`)
+	}))
+	defer srv.Close()
+	for _, tc := range []struct {
+		token, want string
+		name        string
+		args        []string
+	}{
+		{"s3cr3t", "Bearer s3cr3t", "transfer-leader.sh", []string{"7", "2"}},
+		{"", "", "transfer-leader.sh", []string{"7", "2"}},
+		{"s3cr3t", "Bearer s3cr3t", "rebalance-leaders.sh", nil},
+		{"s3cr3t", "Bearer s3cr3t", "move-replica.sh", []string{"7", "1", "2"}},
+	} {
+		mu.Lock()
+		auth = nil
+		mu.Unlock()
+		var env []string
+		if tc.token != "" {
+			env = []string{"SLOTMETA_TOKEN=" + tc.token}
+		}
+		out, code := runOps(t, 30*time.Second, srv.URL, env, tc.name, tc.args...)
+		if code != 1 || !strings.Contains(out, "does not exist") {
+			t.Errorf("%s %v against a 404: exit %d, want 1 and the server's message", tc.name, tc.args, code)
+		}
+		mu.Lock()
+		if len(auth) == 0 {
+			t.Errorf("%s made no request", tc.name)
+		}
+		for _, a := range auth {
+			if a != tc.want {
+				t.Errorf("%s sent Authorization %q, want %q", tc.name, a, tc.want)
+			}
+		}
+		mu.Unlock()
+	}
+	for _, bad := range [][]string{
+		{"transfer-leader.sh"}, {"transfer-leader.sh", "1", "x"}, {"transfer-leader.sh", "1", "2", "--timeout", "0"},
+		{"rebalance-leaders.sh", "extra"}, {"move-replica.sh", "1", "2"}, {"move-replica.sh", "1", "2", "2"},
+	} {
+		if out, code := runOps(t, 30*time.Second, srv.URL, nil, bad[0], bad[1:]...); code != 2 || !strings.Contains(out, "usage:") {
+			t.Errorf("%v: exit %d, want 2 with the usage", bad, code)
+		}
+	}
+}
+
+// TestOpsScriptsShellcheck lints the ops scripts, when shellcheck is installed.
+func TestOpsScriptsShellcheck(t *testing.T) {
+	if _, err := exec.LookPath("shellcheck"); err != nil {
+		t.Skip("shellcheck is not installed")
+	}
+	cmd := exec.Command("shellcheck", "-x", "ops-lib.sh", "transfer-leader.sh", "rebalance-leaders.sh", "move-replica.sh")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("shellcheck: %v\n%s", err, out)
+	}
+}
+
+// opsStub is a stand-in API: each "METHOD PATH" answers the next of its
+// canned replies (the last one again once they run out).
+type opsStub struct {
+	mu      sync.Mutex
+	replies map[string][]opsReply
+	calls   map[string]int
+}
+
+type opsReply struct {
+	code int
+	body string
+}
+
+func (s *opsStub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	key := r.Method + " " + r.URL.RequestURI()
+	s.mu.Lock()
+	replies, n := s.replies[key], s.calls[key]
+	s.calls[key]++
+	s.mu.Unlock()
+	if len(replies) == 0 {
+		w.WriteHeader(http.StatusNotFound)
+		fmt.Fprintf(w, `{"error":{"code":"not_found","message":"stub: no reply for %s","retryable":false}}`, key)
+		return
+	}
+	rep := replies[min(n, len(replies)-1)]
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(rep.code)
+	fmt.Fprint(w, rep.body)
+}
+
+// TestOpsScriptsFailures drives the scripts' failure paths against stubs: a
+// transfer refused after a safe preflight (with a retryable 503 on the way),
+// a rebalance that does not converge, and a replica move whose task fails.
+func TestOpsScriptsFailures(t *testing.T) {
+	opsSkip(t)
+	view := func(leader, preferred int) string {
+		return fmt.Sprintf(`{"id":1,"desired_peers":[{"node":1,"replica_id":1},{"node":2,"replica_id":2}],`+
+			`"preferred_leader":%d,"preferred_set_at_ms":1,"leader":%d,"term":5,"voters":[1,2],"learners":[],`+
+			`"observed_by":1,"observation_age_ms":10,"config_epoch":1}`, preferred, leader)
+	}
+	run := func(t *testing.T, replies map[string][]opsReply, timeout time.Duration, name string, args ...string) (string, int) {
+		t.Helper()
+		srv := httptest.NewServer(&opsStub{replies: replies, calls: map[string]int{}})
+		defer srv.Close()
+		return runOps(t, timeout, srv.URL, nil, name, args...)
+	}
+
+	t.Run("transfer refused", func(t *testing.T) {
+		out, code := run(t, map[string][]opsReply{
+			"GET /v1/cluster/groups/1": {
+				{503, `{"error":{"code":"not_leader","message":"controller leader unknown","retryable":true}}`},
+				{200, view(1, 1)}},
+			"GET /v1/cluster/groups/1/leader-transfer/preflight?target_node=2": {{200,
+				`{"group":1,"target_node":2,"ok":true,"blockers":[],"leader":1,"term":5,"target_lag":0,` +
+					`"target_report_age_ms":20,"observed_by":1,"observation_age_ms":10}`}},
+			"POST /v1/cluster/groups/1/leader-transfer": {{409,
+				`{"error":{"code":"conflict","message":"leader transfer refused: it is not safe now","retryable":false,` +
+					`"details":[{"field":"transfer_in_flight","reason":"a leader transfer of group 1 is in flight"}]}}`}},
+		}, 30*time.Second, "transfer-leader.sh", "1", "2")
+		if code != 1 || !strings.Contains(out, "preflight: safe") || !strings.Contains(out, "transfer_in_flight: a leader transfer of group 1 is in flight") {
+			t.Fatalf("exit %d; want 1 with the blocker", code)
+		}
+	})
+
+	t.Run("rebalance timeout", func(t *testing.T) {
+		now := time.Now().UnixMilli()
+		out, code := run(t, map[string][]opsReply{
+			"GET /v1/cluster/nodes":                     {{200, `{"items":[{"id":1,"raft_addr":"a","state":"active"},{"id":2,"raft_addr":"b","state":"active"}],"next_cursor":""}`}},
+			"GET /v1/cluster/groups":                    {{200, `{"items":[` + view(2, 1) + `],"next_cursor":""}`}},
+			"PUT /v1/cluster/groups/1/preferred-leader": {{200, view(2, 2)}}, // a view from before the PUT
+			"GET /v1/cluster/decisions": {{200, fmt.Sprintf(`{"items":[`+
+				`{"at_ms":%d,"group":1,"kind":"skip","reason":"target_lagging","detail":"node 1 is 99 entries behind the leader (limit 64)","leader":2,"term":5,"preferred_leader":1,"target_lag":99,"target_report_age_ms":5,"observer":1},`+
+				`{"at_ms":%d,"group":1,"kind":"transfer","reason":"preferred_leader","leader":2,"term":5,"preferred_leader":1,"target_lag":0,"target_report_age_ms":5,"observer":1}`+
+				`],"next_cursor":""}`, now, now-5000)}},
+		}, 30*time.Second, "rebalance-leaders.sh", "--timeout", "2")
+		if code != 1 || !strings.Contains(out, "did not converge") || !strings.Contains(out, "a view from before the change") ||
+			!strings.Contains(out, "group 1: leader 2 (term 5), preferred 1; latest decision") ||
+			!strings.Contains(out, "skip target_lagging - node 1 is 99 entries behind") {
+			t.Fatalf("exit %d; want 1 with group 1 and its latest decision", code)
+		}
+	})
+
+	t.Run("rebalance without an active peer", func(t *testing.T) {
+		out, code := run(t, map[string][]opsReply{
+			"GET /v1/cluster/nodes":  {{200, `{"items":[{"id":1,"raft_addr":"a","state":"draining"},{"id":2,"raft_addr":"b","state":"removed"}],"next_cursor":""}`}},
+			"GET /v1/cluster/groups": {{200, `{"items":[` + view(2, 1) + `],"next_cursor":""}`}},
+		}, 30*time.Second, "rebalance-leaders.sh")
+		if code != 1 || !strings.Contains(out, "group 1 has no active desired peer (peers 1,2; states node 1 draining, node 2 removed); nothing changed") {
+			t.Fatalf("exit %d; want 1, naming the group and its peers' states", code)
+		}
+	})
+
+	t.Run("move fails", func(t *testing.T) {
+		task := func(phase, status, errMsg string, history int) string {
+			h := []string{
+				`{"phase":"add_learner","at_ms":1,"voters":[1,2],"learners":[5],"config_change_id":3,"note":"replica 5 added as a learner on node 3"}`,
+			}[:history]
+			return fmt.Sprintf(`{"id":9,"kind":"replica_move","group":1,"from_node":2,"to_node":3,"old_replica_id":2,"new_replica_id":5,`+
+				`"phase":%q,"status":%q,"attempt":1,"error":%q,"history":[%s],"created_at_ms":1,"updated_at_ms":1}`,
+				phase, status, errMsg, strings.Join(h, ","))
+		}
+		out, code := run(t, map[string][]opsReply{
+			"POST /v1/cluster/groups/1/replica-moves": {{202, task("add_learner", "running", "", 0)}},
+			"GET /v1/cluster/tasks/9": {
+				{404, `{"error":{"code":"not_found","message":"task 9 does not exist","retryable":false}}`},
+				{200, task("catch_up", "running", "", 1)},
+				{200, task("catch_up", "failed", "phase catch_up did not complete within 2m0s: node 3 has not reported replica 5 yet", 1)}},
+		}, 30*time.Second, "move-replica.sh", "1", "2", "3", "--timeout", "20")
+		if code != 1 || !strings.Contains(out, "phase add_learner -> catch_up (running)") ||
+			!strings.Contains(out, "replica 5 added as a learner on node 3") ||
+			!strings.Contains(out, "task 9 failed in phase catch_up: phase catch_up did not complete within 2m0s") {
+			t.Fatalf("exit %d; want 1 with the phase change, its note and the task's error", code)
+		}
+	})
+}
