@@ -32,6 +32,7 @@ type options struct {
 	MaxBodyBytes        int64
 	ShutdownTimeout     time.Duration
 	EnableSlotMigration bool
+	ProjectInterval     time.Duration
 }
 
 func parseOptions(args []string, getenv func(string) string) (*options, error) {
@@ -53,6 +54,7 @@ func parseOptions(args []string, getenv func(string) string) (*options, error) {
 	fs.StringVar(&o.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.Int64Var(&o.MaxBodyBytes, "max-body-bytes", 1<<20, "largest accepted request body")
 	fs.BoolVar(&o.EnableSlotMigration, "enable-hash-slot-migration", false, "allow moving hash slots between groups (POST /v1/cluster/hash-slots/{slot}/migrations)")
+	fs.DurationVar(&o.ProjectInterval, "project-interval", 200*time.Millisecond, "how often subscriber changes are projected into memberships (negative: never; for tests)")
 	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "how long to drain HTTP on SIGINT/SIGTERM")
 	if err := fs.Parse(args); err != nil {
 		return nil, err

@@ -72,6 +72,7 @@ func run(args []string, getenv func(string) string) error {
 		JoinAddr:                o.Join,
 		ClusterSecret:           secret,
 		EnableHashSlotMigration: o.EnableSlotMigration,
+		ProjectInterval:         o.ProjectInterval,
 		ClusterID:               o.ClusterID,
 		GroupCount:              o.Groups,
 		ReplicationFactor:       o.ReplicationFactor,

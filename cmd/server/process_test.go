@@ -63,12 +63,14 @@ type proc struct {
 
 type procConfig struct {
 	dataDir, api, raft string
+	extra              []string
 }
 
 func startProc(t *testing.T, pc procConfig) *proc {
 	t.Helper()
-	cmd := exec.Command(serverBin, "--data-dir", pc.dataDir, "--api-addr", pc.api, "--raft-addr", pc.raft,
-		"--peer-addr", freePort(t), "--rtt", "10ms", "--groups", "4", "--log-level", "warn")
+	args := []string{"--data-dir", pc.dataDir, "--api-addr", pc.api, "--raft-addr", pc.raft,
+		"--peer-addr", freePort(t), "--rtt", "10ms", "--groups", "4", "--log-level", "warn"}
+	cmd := exec.Command(serverBin, append(args, pc.extra...)...)
 	var log bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &log, &log
 	if err := cmd.Start(); err != nil {

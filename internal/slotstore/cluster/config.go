@@ -53,6 +53,10 @@ type Config struct {
 	// reports and reconciles (default 1s; negative: never by itself — tests
 	// drive ObserveOnce and ReconcileOnce with their own clock).
 	ObserveInterval time.Duration
+	// ProjectInterval is how often a node drains the subscriber → membership
+	// outbox of the groups it leads (default 200ms; negative: never — tests
+	// use it to stop between the channel-side commit and the projection).
+	ProjectInterval time.Duration
 	// EnableHashSlotMigration allows hash-slot migrations (off by default:
 	// moving a slot between groups is an explicit, controlled operation).
 	EnableHashSlotMigration bool
@@ -116,6 +120,9 @@ func (c *Config) EnsureDefaults() {
 		c.ObserveInterval = time.Second
 	}
 	c.Leadership.ensureDefaults()
+	if c.ProjectInterval == 0 {
+		c.ProjectInterval = 200 * time.Millisecond
+	}
 	if c.TaskPhaseTimeout == 0 {
 		c.TaskPhaseTimeout = 2 * time.Minute
 	}

@@ -150,8 +150,9 @@ func Start(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	go n.reconcileLoop()
-	n.bg.Add(1)
+	n.bg.Add(2)
 	go n.observeLoop()
+	go n.projectLoop()
 	return n, nil
 }
 

@@ -133,6 +133,7 @@ func (a *applier) changeMembers(h *meta.Header, m *meta.ChannelMembers, add bool
 	}
 	g := a.sm.cfg.Group
 	var changed uint64
+	var changedUIDs []string
 	for _, uid := range m.UIDs {
 		mk := meta.ChannelMemberKey(g, h.HashSlot, m.List.Table(), m.ChannelType, m.ChannelID, uid)
 		_, exists := a.get(mk)
@@ -140,9 +141,11 @@ func (a *applier) changeMembers(h *meta.Header, m *meta.ChannelMembers, add bool
 		case add && !exists:
 			a.set(mk, meta.EncodeChannelMember(&meta.ChannelMember{UID: uid, AddedAtMs: h.TimeMs}))
 			changed++
+			changedUIDs = append(changedUIDs, uid)
 		case !add && exists:
 			a.del(mk)
 			changed++
+			changedUIDs = append(changedUIDs, uid)
 		}
 	}
 	count := ch.Count(m.List)
@@ -150,9 +153,25 @@ func (a *applier) changeMembers(h *meta.Header, m *meta.ChannelMembers, add bool
 		return meta.Result{Revision: ch.Revision, Value: meta.EncodeListChange(&meta.ListChange{Count: *count})}
 	}
 	a.countChange(ch, m.List, changed, add, h.TimeMs)
+	var projected []string
+	if m.List == meta.ListSubscribers {
+		projected = changedUIDs
+		ch.PendingProjection++
+	}
 	r := a.writeChannel(key, ch)
+	if projected != nil {
+		a.appendOutbox(h.HashSlot, r.Revision, ch, add, projected)
+	}
 	r.Value = meta.EncodeListChange(&meta.ListChange{Changed: changed, Count: *count})
 	return r
+}
+
+// appendOutbox records, in the same batch as the subscriber change, the
+// projection the users' groups owe: seq is the channel row's new revision
+// (unique in the group, growing).
+func (a *applier) appendOutbox(hs slotstore.HashSlot, seq uint64, ch *meta.Channel, add bool, uids []string) {
+	rec := &meta.OutboxRecord{ChannelType: ch.Type, ChannelID: ch.ID, Version: ch.SubscriberVersion, Add: add, UIDs: uids}
+	a.set(meta.OutboxKey(a.sm.cfg.Group, hs, seq), meta.EncodeOutboxRecord(rec))
 }
 
 // countChange applies n additions or removals of list l to the channel row.
@@ -185,7 +204,13 @@ func (a *applier) deleteChannelMember(c *meta.DeleteChannelMember) meta.Result {
 	}
 	a.del(mk)
 	a.countChange(ch, c.List, 1, false, c.TimeMs)
+	if c.List == meta.ListSubscribers {
+		ch.PendingProjection++
+	}
 	r := a.writeChannel(key, ch)
+	if c.List == meta.ListSubscribers {
+		a.appendOutbox(c.HashSlot, r.Revision, ch, false, []string{c.UID})
+	}
 	r.Value = meta.EncodeListChange(&meta.ListChange{Changed: 1, Count: *ch.Count(c.List)})
 	return r
 }

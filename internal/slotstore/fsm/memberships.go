@@ -99,6 +99,7 @@ func (a *applier) putMembership(c *meta.PutMembership) meta.Result {
 		ActivatedAtMs: max(c.TimeMs, 0), CreatedAtMs: c.TimeMs, UpdatedAtMs: c.TimeMs,
 	}
 	if found {
+		m.ProjectedVersion = old.ProjectedVersion
 		m.CreatedAtMs = old.CreatedAtMs
 		m.ActivatedAtMs = old.ActivatedAtMs
 		m.ReadSeq = max(m.ReadSeq, old.ReadSeq)

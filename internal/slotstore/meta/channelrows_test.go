@@ -117,7 +117,15 @@ func checkEntity[T any](t *testing.T, name string, v *T, enc func(*T) []byte, de
 
 func TestChannelRowEntitiesRoundTrip(t *testing.T) {
 	for i, m := range sampleMemberships() {
-		checkEntity(t, fmt.Sprintf("membership %d", i), m, meta.EncodeMembership, meta.DecodeMembership)
+		// The last field (ProjectedVersion) is optional for older rows, so
+		// only cuts before it must fail.
+		checkEntity(t, fmt.Sprintf("membership %d", i), m, meta.EncodeMembership, func(b []byte) (*meta.Membership, error) {
+			full := meta.EncodeMembership(m)
+			if len(b) == len(full)-1 && bytes.Equal(b, full[:len(b)]) && m.ProjectedVersion < 0x80 {
+				return nil, fmt.Errorf("%w: (optional trailing field cut)", meta.ErrMalformed)
+			}
+			return meta.DecodeMembership(b)
+		})
 	}
 	for i, b := range sampleCmdBindings() {
 		checkEntity(t, fmt.Sprintf("cmd binding %d", i), b, meta.EncodeCmdBinding, meta.DecodeCmdBinding)
@@ -146,9 +154,14 @@ func TestChannelRowEntitiesRoundTrip(t *testing.T) {
 func TestChannelRowEntityGoldenEncoding(t *testing.T) {
 	m := &meta.Membership{UID: "u", ChannelType: 2, ChannelID: "c", JoinSeq: 1, ReadSeq: 300, DeletedToSeq: 0,
 		ActivatedAtMs: 64, Tombstone: true, CreatedAtMs: 1, UpdatedAtMs: -1, Revision: 5}
-	want := []byte{1, 1, 'u', 2, 1, 'c', 1, 0xAC, 0x02, 0, 0x80, 0x01, 1, 2, 1, 5}
+	want := []byte{1, 1, 'u', 2, 1, 'c', 1, 0xAC, 0x02, 0, 0x80, 0x01, 1, 2, 1, 5, 0}
 	if got := meta.EncodeMembership(m); !bytes.Equal(got, want) {
 		t.Errorf("EncodeMembership = % x\n                   want % x", got, want)
+	}
+	// A row written before ProjectedVersion existed (no trailing field)
+	// still decodes, with version 0.
+	if old, err := meta.DecodeMembership(want[:len(want)-1]); err != nil || old.Revision != 5 || old.ProjectedVersion != 0 {
+		t.Errorf("a pre-projection row: %+v, %v", old, err)
 	}
 	r := &meta.ChannelRuntime{ChannelType: 1, ChannelID: "c", ChannelEpoch: 2, LeaderEpoch: 3, Leader: 1,
 		Replicas: []uint64{1, 2}, ISR: []uint64{1}, MinISR: 1, Status: meta.RuntimeActive, LeaseUntilMs: 1,

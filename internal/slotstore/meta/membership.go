@@ -22,6 +22,10 @@ type Membership struct {
 	CreatedAtMs   int64
 	UpdatedAtMs   int64
 	Revision      uint64
+	// ProjectedVersion is the channel's subscriber version that last
+	// projected into this row (the outbox fence): an older projection is
+	// ignored, so a replayed one never undoes a newer change.
+	ProjectedVersion uint64
 }
 
 // EncodeMembership encodes m as a stored value.
@@ -38,6 +42,7 @@ func EncodeMembership(m *Membership) []byte {
 	e.varint(m.CreatedAtMs)
 	e.varint(m.UpdatedAtMs)
 	e.uvarint(m.Revision)
+	e.uvarint(m.ProjectedVersion)
 	return e.b
 }
 
@@ -58,6 +63,9 @@ func DecodeMembership(b []byte) (*Membership, error) {
 	m.CreatedAtMs = d.varint()
 	m.UpdatedAtMs = d.varint()
 	m.Revision = d.uvarint()
+	if !d.done() { // appended later: absent in rows written before
+		m.ProjectedVersion = d.uvarint()
+	}
 	if err := d.err(); err != nil {
 		return nil, err
 	}
