@@ -4,10 +4,12 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"time"
 
+	"slotmeta/internal/auth"
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/controller"
 )
@@ -33,6 +35,7 @@ type options struct {
 	ShutdownTimeout     time.Duration
 	EnableSlotMigration bool
 	ProjectInterval     time.Duration
+	TokensFile          string
 }
 
 func parseOptions(args []string, getenv func(string) string) (*options, error) {
@@ -55,6 +58,7 @@ func parseOptions(args []string, getenv func(string) string) (*options, error) {
 	fs.Int64Var(&o.MaxBodyBytes, "max-body-bytes", 1<<20, "largest accepted request body")
 	fs.BoolVar(&o.EnableSlotMigration, "enable-hash-slot-migration", false, "allow moving hash slots between groups (POST /v1/cluster/hash-slots/{slot}/migrations)")
 	fs.DurationVar(&o.ProjectInterval, "project-interval", 200*time.Millisecond, "how often subscriber changes are projected into memberships (negative: never; for tests)")
+	fs.StringVar(&o.TokensFile, "tokens-file", "", `API tokens, one "role token" line each (roles: read, write, admin); or SLOTMETA_TOKENS="role:token,…"`)
 	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "how long to drain HTTP on SIGINT/SIGTERM")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -150,4 +154,29 @@ func isLoopback(addr string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// authenticator builds the token check from --tokens-file and SLOTMETA_TOKENS.
+func (o *options) authenticator(getenv func(string) string) (*auth.Authenticator, error) {
+	tokens := map[string]auth.Role{}
+	if o.TokensFile != "" {
+		f, err := os.Open(o.TokensFile)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		if tokens, err = auth.Parse(f); err != nil {
+			return nil, err
+		}
+	}
+	if env := getenv("SLOTMETA_TOKENS"); env != "" {
+		more, err := auth.ParseEnv(env)
+		if err != nil {
+			return nil, err
+		}
+		for t, r := range more {
+			tokens[t] = r
+		}
+	}
+	return auth.New(tokens)
 }

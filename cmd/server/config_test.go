@@ -1,6 +1,9 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -72,5 +75,32 @@ func TestSecretAndJoin(t *testing.T) {
 	o.InitialMembers = "1=127.0.0.1:9081"
 	if _, err := o.members(); err == nil {
 		t.Fatal("--join with --initial-members was accepted")
+	}
+}
+
+func TestNoTokensMeansLoopbackOnly(t *testing.T) {
+	err := run([]string{"--api-addr", "0.0.0.0:0", "--data-dir", t.TempDir()}, func(string) string { return "" })
+	if err == nil || !strings.Contains(err.Error(), "loopback") {
+		t.Fatalf("a public API address without tokens: %v", err)
+	}
+}
+
+func TestAuthenticatorFromFileAndEnv(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(path, []byte("admin admin-token-0123456789\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	o := &options{TokensFile: path}
+	a, err := o.authenticator(func(k string) string {
+		if k == "SLOTMETA_TOKENS" {
+			return "read:read-token-0123456789"
+		}
+		return ""
+	})
+	if err != nil || !a.Enabled() || a.RoleOf("admin-token-0123456789").String() != "admin" || a.RoleOf("read-token-0123456789").String() != "read" {
+		t.Fatalf("tokens from file and env: %v", err)
+	}
+	if _, err := (&options{TokensFile: path + "-missing"}).authenticator(func(string) string { return "" }); err == nil {
+		t.Fatal("a missing tokens file was accepted")
 	}
 }

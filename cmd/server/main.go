@@ -43,10 +43,13 @@ func run(args []string, getenv func(string) string) error {
 		return fmt.Errorf("log level: %w", err)
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	if !isLoopback(o.APIAddr) {
-		// Access control (bearer tokens) is not built yet: never serve the
-		// API beyond this machine without it.
-		return fmt.Errorf("no API tokens are configured, so the API only listens on loopback; %s is not", o.APIAddr)
+	authn, err := o.authenticator(getenv)
+	if err != nil {
+		return err
+	}
+	if !authn.Enabled() && !isLoopback(o.APIAddr) {
+		// Never serve the API beyond this machine without access control.
+		return fmt.Errorf("no API tokens are configured (--tokens-file or SLOTMETA_TOKENS), so the API only listens on loopback; %s is not", o.APIAddr)
 	}
 	members, err := o.members()
 	if err != nil {
@@ -92,6 +95,7 @@ func run(args []string, getenv func(string) string) error {
 		MaxBodyBytes: o.MaxBodyBytes,
 		Console:      console.Handler(consoleSource{node}),
 		OpenAPI:      slotmeta.OpenAPI,
+		Auth:         authn,
 		Docs:         console.Docs(),
 	})
 	if err != nil {
@@ -115,7 +119,7 @@ func run(args []string, getenv func(string) string) error {
 	go func() { serveErr <- srv.Serve(ln) }()
 	log.Info("slotmeta node started", "node", o.NodeID, "data", o.DataDir, "raft", o.RaftAddr,
 		"api", "http://"+ln.Addr().String(), "console", "http://"+ln.Addr().String()+"/console",
-		"note", "no API tokens configured: listening on loopback only")
+		"access_control", authn.Enabled())
 
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"slotmeta/internal/auth"
+
 	"errors"
 	"log/slog"
 	"net/http"
@@ -52,6 +54,11 @@ type Config struct {
 	// contract) and GET /docs/* (its assets); it sees the full path. Other
 	// methods answer 405 like any route's.
 	Docs http.Handler
+
+	// Auth checks bearer tokens and roles (package auth); nil or without
+	// tokens: every request is allowed (the server then listens on loopback
+	// only).
+	Auth *auth.Authenticator
 }
 
 // withDefaults returns c with every zero field that has a default filled in.

@@ -6,6 +6,8 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
+
+	"slotmeta/internal/auth"
 )
 
 // api holds what the handlers share. It is immutable after New.
@@ -13,6 +15,7 @@ type api struct {
 	be      Backend
 	log     *slog.Logger
 	maxBody int64
+	auth    *auth.Authenticator
 }
 
 // New returns the HTTP handler of one node's API. It registers its metrics on
@@ -27,10 +30,10 @@ func New(cfg Config) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &api{be: cfg.Backend, log: cfg.Logger, maxBody: cfg.MaxBodyBytes}
+	a := &api{be: cfg.Backend, log: cfg.Logger, maxBody: cfg.MaxBodyBytes, auth: cfg.Auth}
 
 	r := chi.NewRouter()
-	r.Use(m.instrument, a.recoverPanics, withDeadline(cfg.RequestTimeout), routeOnEscapedPath, middleware.GetHead)
+	r.Use(m.instrument, a.recoverPanics, a.authenticate, withDeadline(cfg.RequestTimeout), routeOnEscapedPath, middleware.GetHead)
 	// Set before any sub-router is made: chi hands them down at Mount.
 	r.NotFound(a.notFound)
 	var flat chi.Routes // every route, once registered
