@@ -9,7 +9,7 @@ TEST_FLAGS ?= -race -count=1 -timeout 25m
 REDOCLY_VERSION    ?= 2.77.0
 SWAGGER_UI_VERSION ?= 5.35.0
 
-.PHONY: run build test test-short generate lint lint-spec update-swagger-ui bench fmt clean
+.PHONY: chaos run build test test-short generate lint lint-spec update-swagger-ui bench fmt clean
 
 run: build
 	$(BIN) --data-dir $(DATA_DIR)
@@ -64,3 +64,11 @@ fmt:
 
 clean:
 	rm -rf bin
+
+# Randomized fault schedules (CHAOS_SEEDS of them, CHAOS_DURATION each) with
+# linearizability checking; the summary lands in chaos/results/.
+CHAOS_SEEDS ?= 50
+CHAOS_DURATION ?= 5s
+chaos:
+	mkdir -p chaos/results
+	CHAOS_SEEDS=$(CHAOS_SEEDS) CHAOS_DURATION=$(CHAOS_DURATION) $(GO) test -count=1 -timeout 120m -v -run TestShortChaos ./internal/chaos/ | tee chaos/results/$$(date -u +%Y%m%dT%H%M%SZ).txt
