@@ -71,4 +71,5 @@ CHAOS_SEEDS ?= 50
 CHAOS_DURATION ?= 5s
 chaos:
 	mkdir -p chaos/results
-	CHAOS_SEEDS=$(CHAOS_SEEDS) CHAOS_DURATION=$(CHAOS_DURATION) $(GO) test -count=1 -timeout 120m -v -run TestShortChaos ./internal/chaos/ | tee chaos/results/$$(date -u +%Y%m%dT%H%M%SZ).txt
+	CHAOS_SEEDS=$(CHAOS_SEEDS) CHAOS_DURATION=$(CHAOS_DURATION) FUZZ_REQUESTS=100000 \
+		$(GO) test -count=1 -timeout 120m -v -run 'TestShortChaos|TestHTTPFuzz' ./internal/chaos/ | tee chaos/results/$$(date -u +%Y%m%dT%H%M%SZ).txt
