@@ -74,6 +74,10 @@ type Node struct {
 	decided   sync.Map       // GroupID → string: the last decision recorded per group (to log changes only)
 	bg        sync.WaitGroup // background goroutines besides the reconcile loop
 
+	// viewsHook, set only by tests, replaces the observed views the
+	// preferred-leader reconciler decides from.
+	viewsHook func(now time.Time) []slotstore.GroupView
+
 	kick chan struct{} // wakes the reconcile loop (cap 1)
 	stop chan struct{}
 	done chan struct{}

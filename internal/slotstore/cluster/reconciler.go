@@ -68,7 +68,11 @@ func (n *Node) ReconcileOnce(now time.Time) []slotstore.Decision {
 		return nil
 	}
 	var out []slotstore.Decision
-	for _, v := range n.aggregate(now) {
+	views := n.aggregate(now)
+	if n.viewsHook != nil {
+		views = n.viewsHook(now)
+	}
+	for _, v := range views {
 		d := decidePreferred(v, now, n.cfg.Leadership, n.transferInFlight(v.ID, now))
 		if d == nil {
 			n.decided.Delete(v.ID)
