@@ -90,9 +90,12 @@ func (n *Node) advance(ctx context.Context, t slotstore.Task, phase, status, err
 	_, err := n.proposeControllerResult(ctx, controller.Command{AdvanceTask: &controller.AdvanceTask{
 		ID: t.ID, ExpectedPhase: t.Phase, Phase: phase, Status: status, Error: errMsg, Observed: obs}})
 	if err == nil {
-		kind := "task"
-		n.record(slotstore.Decision{Group: t.Group, Kind: kind, Reason: t.Kind + ":" + t.Phase + "→" + firstNonEmpty(phase, status),
-			Detail: fmt.Sprintf("task %d (%s %d→%d) %s", t.ID, t.Kind, t.From, t.To, firstNonEmpty(errMsg, "ok"))})
+		what := fmt.Sprintf("%s node %d→%d", t.Kind, t.From, t.To)
+		if t.HashSlot != nil {
+			what = fmt.Sprintf("%s of hash slot %d, group %d→%d", t.Kind, *t.HashSlot, t.Group, t.ToGroup)
+		}
+		n.record(slotstore.Decision{Group: t.Group, Kind: "task", Reason: t.Kind + ":" + t.Phase + "→" + firstNonEmpty(phase, status),
+			Detail: fmt.Sprintf("task %d (%s) %s", t.ID, what, firstNonEmpty(errMsg, "ok"))})
 	}
 	return err
 }

@@ -106,10 +106,30 @@ func (a *applier) deleteChannel(c *meta.DeleteChannel) meta.Result {
 		return channelNotFound(c.ChannelType, c.ChannelID)
 	}
 	a.del(key)
+	// The subscribers leave with the channel: their memberships owe a
+	// projection too, in chunks of at most a list call's size.
+	subs := meta.ChannelListPrefix(a.sm.cfg.Group, c.HashSlot, meta.ListSubscribers.Table(), c.ChannelType, c.ChannelID)
+	var uids []string
+	rev := a.nextRevision()
+	ch := &meta.Channel{Type: c.ChannelType, ID: c.ChannelID}
+	flush := func() {
+		if len(uids) > 0 {
+			a.appendOutbox(c.HashSlot, a.nextRevision(), ch, false, uids)
+			uids = nil
+		}
+	}
+	a.eachInBatch(subs, func(k, _ []byte) bool {
+		uids = append(uids, string(k[len(subs):]))
+		if len(uids) == 1000 {
+			flush()
+		}
+		return true
+	})
+	flush()
 	for _, l := range channelLists {
 		a.delPrefixIfAny(meta.ChannelListPrefix(a.sm.cfg.Group, c.HashSlot, l.Table(), c.ChannelType, c.ChannelID))
 	}
-	return meta.Result{Revision: a.nextRevision()}
+	return meta.Result{Revision: rev}
 }
 
 // changeMembers adds (add) or removes uids of one list of a channel and
@@ -167,10 +187,12 @@ func (a *applier) changeMembers(h *meta.Header, m *meta.ChannelMembers, add bool
 }
 
 // appendOutbox records, in the same batch as the subscriber change, the
-// projection the users' groups owe: seq is the channel row's new revision
-// (unique in the group, growing).
+// projection the users' groups owe. seq is a group revision of this change
+// (unique, growing) and doubles as the projection's version: unlike the
+// channel's own counter it keeps growing when a channel is deleted and
+// created again, so an old projection can never overtake a new one.
 func (a *applier) appendOutbox(hs slotstore.HashSlot, seq uint64, ch *meta.Channel, add bool, uids []string) {
-	rec := &meta.OutboxRecord{ChannelType: ch.Type, ChannelID: ch.ID, Version: ch.SubscriberVersion, Add: add, UIDs: uids}
+	rec := &meta.OutboxRecord{ChannelType: ch.Type, ChannelID: ch.ID, Version: seq, Add: add, UIDs: uids}
 	a.set(meta.OutboxKey(a.sm.cfg.Group, hs, seq), meta.EncodeOutboxRecord(rec))
 }
 
