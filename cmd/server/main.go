@@ -93,7 +93,7 @@ func run(args []string, getenv func(string) string) error {
 		Gatherer:     reg,
 		Logger:       log,
 		MaxBodyBytes: o.MaxBodyBytes,
-		Console:      console.Handler(consoleSource{node}),
+		Console:      console.Handler(consoleSource{node}, authn),
 		OpenAPI:      slotmeta.OpenAPI,
 		Auth:         authn,
 		Docs:         console.Docs(),
@@ -151,27 +151,13 @@ func run(args []string, getenv func(string) string) error {
 	return nil
 }
 
-// consoleSource adapts the node to the console's Source.
-type consoleSource struct{ n *cluster.Node }
+// consoleSource adapts the node to the console's Source: the node has every
+// method but the slot map, which it reads off the routing snapshot.
+type consoleSource struct{ *cluster.Node }
 
-func (c consoleSource) Overview() console.Overview {
-	st := c.n.Controller()
-	snap := c.n.Routes()
-	ov := console.Overview{NodeID: c.n.NodeID(), ClusterID: st.ClusterID, RouteRevision: snap.Revision(), GeneratedAt: time.Now()}
-	if err := c.n.Ready(); err != nil {
-		ov.Ready = err.Error()
+func (c consoleSource) SlotMap() (m [slotstore.HashSlotCount]slotstore.GroupID) {
+	if t := c.Routes().Table(); t != nil {
+		m = t.Groups()
 	}
-	table := snap.Table()
-	for _, id := range st.GroupIDs() {
-		g := st.Groups[id]
-		row := console.GroupRow{ID: id, PreferredLeader: g.PreferredLeader, ConfigEpoch: g.ConfigEpoch}
-		if table != nil {
-			row.HashSlots = len(table.SlotsOf(id))
-		}
-		if live, ok := snap.Group(id); ok {
-			row.Leader, row.Term = live.Leader, live.Term
-		}
-		ov.Groups = append(ov.Groups, row)
-	}
-	return ov
+	return m
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"slotmeta/internal/httpapi"
+	"slotmeta/internal/slotstore/cluster"
 	"slotmeta/internal/slotstore/slotstoretest"
 )
 
@@ -55,7 +56,10 @@ func TestHTTPFuzz(t *testing.T) {
 	if v, _ := strconv.Atoi(os.Getenv("FUZZ_REQUESTS")); v > 0 {
 		n = v
 	}
-	c := slotstoretest.Start(t, slotstoretest.Options{Nodes: 1, Groups: 4})
+	// The projector is off: it proposes in the background, and this test
+	// checks that a refused request proposes nothing.
+	c := slotstoretest.Start(t, slotstoretest.Options{Nodes: 1, Groups: 4,
+		Tune: func(cfg *cluster.Config) { cfg.ProjectInterval = -1 }})
 	node := c.Nodes[0]
 	reg := prometheus.NewRegistry()
 	h, err := httpapi.New(httpapi.Config{Backend: node, Registerer: reg, Gatherer: reg})

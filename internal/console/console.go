@@ -1,70 +1,563 @@
-// Package console serves the operations console at /console. For now it is
-// a single read-only overview page rendered on the server from a Source; the
-// full console (groups, hash-slot map, tasks, actions) builds on it.
+// Package console serves the operations console at /console: an overview,
+// the hash-slot map, the groups (intent beside observed fact), one group's
+// detail with its actions (leader transfer after a preflight, preferred
+// leader, replica move), the tasks and the decision log.
+//
+// Pages are rendered on the server with templ (the *.templ files; the
+// generated *_templ.go files are committed). The parts that change are
+// fragments that htmx (vendored in web/static) re-fetches every 2 s; the full
+// pages render the same fragments, so everything reads without JavaScript.
+//
+// Reads need the read role and actions the admin role when access control
+// is on (auth.Authenticator); the token lives in an HttpOnly, SameSite=Strict
+// cookie set by the login form. Actions are POST forms answered with a
+// redirect (POST-redirect-GET) and guarded against cross-origin requests.
 package console
 
+//go:generate go tool templ generate
+
 import (
-	"html/template"
+	"context"
+	"fmt"
 	"io/fs"
 	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
 	"time"
 
+	"github.com/a-h/templ"
+
+	"slotmeta/internal/auth"
 	"slotmeta/internal/slotstore"
 	"slotmeta/web"
 )
 
-// GroupRow is one slot group as the overview shows it: intent and the live
-// leader side by side. Leader 0 means no live leader is known.
-type GroupRow struct {
-	ID              slotstore.GroupID
-	HashSlots       int
-	PreferredLeader slotstore.NodeID
-	Leader          slotstore.NodeID
-	Term            uint64
-	ConfigEpoch     uint64
-}
-
-// Overview is what the overview page shows.
-type Overview struct {
-	NodeID        slotstore.NodeID
-	ClusterID     string
-	RouteRevision uint64
-	Ready         string // empty when ready, else why not
-	Groups        []GroupRow
-	GeneratedAt   time.Time
-}
-
-// Source provides the overview; the server wires the node in.
+// Source is what the console needs from the node. cmd/server adapts the
+// cluster node; tests may pass a fake.
 type Source interface {
-	Overview() Overview
+	NodeID() slotstore.NodeID
+	Summary() slotstore.ClusterSummary
+	Nodes() []slotstore.NodeInfo
+	// SlotMap is the routing table: the group of every hash slot (0 when the
+	// table is not known yet).
+	SlotMap() [slotstore.HashSlotCount]slotstore.GroupID
+
+	Groups(ctx context.Context) ([]slotstore.GroupView, error)
+	Group(ctx context.Context, g slotstore.GroupID) (slotstore.GroupView, error)
+	LeaderTransfer(ctx context.Context, g slotstore.GroupID, target slotstore.NodeID, dryRun bool) (slotstore.Preflight, slotstore.TransferResult, error)
+	SetPreferredLeader(ctx context.Context, g slotstore.GroupID, node slotstore.NodeID) error
+	Decisions() []slotstore.Decision
+	CreateReplicaMove(ctx context.Context, g slotstore.GroupID, from, to slotstore.NodeID) (slotstore.Task, error)
+	Tasks() []slotstore.Task
+	Task(id uint64) (slotstore.Task, error)
+	CancelTask(ctx context.Context, id uint64) (slotstore.Task, error)
 }
 
-var page = template.Must(template.New("overview").Parse(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>slotmeta console</title>
-<link rel="stylesheet" href="/console/static/console.css"></head>
-<body><h1>slotmeta · node {{.NodeID}}</h1>
-<p data-testid="cluster">Cluster <b>{{.ClusterID}}</b> · route revision <b>{{.RouteRevision}}</b> ·
-{{if .Ready}}<span class="bad" data-testid="ready">not ready: {{.Ready}}</span>{{else}}<span class="ok" data-testid="ready">ready</span>{{end}}</p>
-<table data-testid="groups"><thead><tr><th>group</th><th>hash slots</th><th>live leader</th><th>term</th><th>preferred leader</th><th>config epoch</th></tr></thead>
-<tbody>{{range .Groups}}<tr data-testid="group-{{printf "%d" .ID}}"><td class="num">{{printf "%d" .ID}}</td><td class="num">{{.HashSlots}}</td>
-<td>{{if .Leader}}node {{.Leader}}{{else}}<span class="bad">no live leader</span>{{end}}</td><td class="num">{{.Term}}</td>
-<td>node {{.PreferredLeader}}</td><td class="num">{{.ConfigEpoch}}</td></tr>{{end}}</tbody></table>
-<p><small>Rendered {{.GeneratedAt.Format "2006-01-02 15:04:05 MST"}}. The full console is on its way; the API is at <a href="/openapi.yaml">/openapi.yaml</a>.</small></p>
-</body></html>`))
+// flashCookie carries the outcome of an action to the page the action
+// redirects to (POST-redirect-GET).
+const flashCookie = "slotmeta_flash"
 
-// Handler serves the console; mount it at /console.
-func Handler(src Source) http.Handler {
+// cookiePath scopes the console's cookies to the console.
+const cookiePath = "/console"
+
+type console struct {
+	src   Source
+	authn *auth.Authenticator
+	now   func() time.Time
+}
+
+// Handler serves the console; mount it at /console (it sees full paths).
+// authn may be nil or have no tokens: then every read and action is allowed
+// (the server only listens on loopback in that case).
+func Handler(src Source, authn *auth.Authenticator) http.Handler {
+	c := &console{src: src, authn: authn, now: time.Now}
 	mux := http.NewServeMux()
 	static, _ := fs.Sub(web.Static, "static")
-	mux.Handle("/console/static/", http.StripPrefix("/console/static/", http.FileServerFS(static)))
-	overview := func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	mux.Handle("GET /console/static/", http.StripPrefix("/console/static/", http.FileServerFS(static)))
+
+	mux.HandleFunc("GET /console", c.read(c.overviewPage))
+	mux.HandleFunc("GET /console/{$}", c.read(c.overviewPage))
+	mux.HandleFunc("GET /console/slots", c.read(c.slotsPage))
+	mux.HandleFunc("GET /console/groups", c.read(c.groupsPage))
+	mux.HandleFunc("GET /console/groups/{id}", c.read(c.groupPage))
+	mux.HandleFunc("GET /console/tasks", c.read(c.tasksPage))
+	mux.HandleFunc("GET /console/decisions", c.read(c.decisionsPage))
+
+	mux.HandleFunc("GET /console/fragments/overview", c.read(c.overviewFragment))
+	mux.HandleFunc("GET /console/fragments/slots", c.read(c.slotsFragment))
+	mux.HandleFunc("GET /console/fragments/groups", c.read(c.groupsFragment))
+	mux.HandleFunc("GET /console/fragments/groups/{id}", c.read(c.groupFragment))
+	mux.HandleFunc("GET /console/fragments/tasks", c.read(c.tasksFragment))
+	mux.HandleFunc("GET /console/fragments/decisions", c.read(c.decisionsFragment))
+
+	mux.HandleFunc("GET /console/login", c.loginPage)
+	mux.HandleFunc("POST /console/login", c.login)
+	mux.HandleFunc("POST /console/logout", c.logout)
+
+	mux.HandleFunc("POST /console/groups/{id}/transfer", c.action(c.transfer))
+	mux.HandleFunc("POST /console/groups/{id}/preferred", c.action(c.setPreferred))
+	mux.HandleFunc("POST /console/groups/{id}/moves", c.action(c.replicaMove))
+	mux.HandleFunc("POST /console/tasks/{id}/cancel", c.action(c.cancelTask))
+
+	// Cross-origin POSTs (CSRF) are refused: Sec-Fetch-Site, else Origin
+	// against Host (net/http's CrossOriginProtection).
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c.render(w, r, http.StatusForbidden, c.refusedPage(r, "Refused: this form was sent from another origin (cross-site request)."))
+	}))
+	return cop.Handler(mux)
+}
+
+// ---- access control ----
+
+// session describes who is looking, for the header.
+func (c *console) session(r *http.Request) Session {
+	s := Session{AuthEnabled: c.authn.Enabled(), Node: c.src.NodeID()}
+	if !s.AuthEnabled {
+		s.Role = "admin (access control off)"
+		s.CanAct = true
+		return s
+	}
+	tok := auth.TokenOf(r)
+	if tok == "" {
+		return s
+	}
+	role := c.authn.RoleOf(tok)
+	if role != auth.RoleNone {
+		s.SignedIn = true
+		s.Role = role.String()
+		s.CanAct = role >= auth.RoleAdmin
+	}
+	return s
+}
+
+// read wraps a GET handler: the read role is needed when access control is
+// on; a browser without it is sent to the login form.
+func (c *console) read(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
-		if err := page.Execute(w, src.Overview()); err != nil {
-			http.Error(w, "render failed", http.StatusInternalServerError)
+		if err := c.authn.Require(r, auth.RoleRead); err != nil {
+			if strings.HasPrefix(r.URL.Path, "/console/fragments/") {
+				http.Error(w, "sign in again: "+errMessage(err), statusOf(err))
+				return
+			}
+			http.Redirect(w, r, "/console/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+			return
+		}
+		h(w, r)
+	}
+}
+
+// action wraps a POST handler: the admin role is checked here, and a
+// refusal is shown (nothing is done).
+func (c *console) action(h func(w http.ResponseWriter, r *http.Request) (redirect string, f Flash)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		if err := c.authn.Require(r, auth.RoleAdmin); err != nil {
+			c.render(w, r, statusOf(err), c.refusedPage(r, "Refused: "+errMessage(err)+". Nothing was changed."))
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
+		if err := r.ParseForm(); err != nil {
+			c.render(w, r, http.StatusBadRequest, c.refusedPage(r, "Bad form: "+err.Error()))
+			return
+		}
+		to, f := h(w, r)
+		setFlash(w, r, f)
+		http.Redirect(w, r, to, http.StatusSeeOther)
+	}
+}
+
+func statusOf(err error) int {
+	if e := slotstore.AsError(err); e != nil && e.Code == slotstore.CodePermissionDenied {
+		return http.StatusForbidden
+	}
+	return http.StatusUnauthorized
+}
+
+func errMessage(err error) string {
+	e := slotstore.AsError(err)
+	if e == nil {
+		return err.Error()
+	}
+	msg := e.Message
+	if msg == "" {
+		msg = e.Error()
+	}
+	for _, d := range e.Details {
+		msg += "; " + d.Field + ": " + d.Reason
+	}
+	return msg
+}
+
+func (c *console) loginPage(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	c.render(w, r, http.StatusOK, c.page(r, "Sign in", "login", LoginBody(LoginProps{Next: safeNext(r.URL.Query().Get("next")), AuthEnabled: c.authn.Enabled()})))
+}
+
+func (c *console) login(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
+	_ = r.ParseForm()
+	next := safeNext(r.PostForm.Get("next"))
+	if !c.authn.Enabled() {
+		http.Redirect(w, r, next, http.StatusSeeOther)
+		return
+	}
+	tok := strings.TrimSpace(r.PostForm.Get("token"))
+	if tok == "" || c.authn.RoleOf(tok) == auth.RoleNone {
+		c.render(w, r, http.StatusUnauthorized, c.page(r, "Sign in", "login", LoginBody(LoginProps{Next: next, AuthEnabled: true, Error: "That token is not valid."})))
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: auth.CookieName, Value: tok, Path: cookiePath, HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, MaxAge: 12 * 3600})
+	setFlash(w, r, Flash{OK: true, Message: "Signed in as " + c.authn.RoleOf(tok).String() + "."})
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+func (c *console) logout(w http.ResponseWriter, r *http.Request) {
+	http.SetCookie(w, &http.Cookie{Name: auth.CookieName, Value: "", Path: cookiePath, HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, MaxAge: -1})
+	setFlash(w, r, Flash{OK: true, Message: "Signed out."})
+	http.Redirect(w, r, "/console/login", http.StatusSeeOther)
+}
+
+// safeNext keeps a post-login redirect inside the console.
+func safeNext(s string) string {
+	if !strings.HasPrefix(s, "/console") || strings.HasPrefix(s, "//") || strings.ContainsAny(s, "\\\r\n") {
+		return "/console"
+	}
+	return s
+}
+
+func setFlash(w http.ResponseWriter, r *http.Request, f Flash) {
+	if f.Message == "" {
+		return
+	}
+	v := "err:"
+	if f.OK {
+		v = "ok:"
+	}
+	http.SetCookie(w, &http.Cookie{Name: flashCookie, Value: url.QueryEscape(v + f.Message), Path: cookiePath,
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, MaxAge: 60})
+}
+
+// takeFlash reads and clears the flash of the previous action.
+func takeFlash(w http.ResponseWriter, r *http.Request) *Flash {
+	ck, err := r.Cookie(flashCookie)
+	if err != nil {
+		return nil
+	}
+	http.SetCookie(w, &http.Cookie{Name: flashCookie, Value: "", Path: cookiePath, HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, MaxAge: -1})
+	v, err := url.QueryUnescape(ck.Value)
+	if err != nil {
+		return nil
+	}
+	if m, ok := strings.CutPrefix(v, "ok:"); ok {
+		return &Flash{OK: true, Message: m}
+	}
+	if m, ok := strings.CutPrefix(v, "err:"); ok {
+		return &Flash{Message: m}
+	}
+	return nil
+}
+
+// ---- rendering ----
+
+func (c *console) page(r *http.Request, title, nav string, body templ.Component) templ.Component {
+	return Page(PageProps{Title: title, Nav: nav, Session: c.session(r), Now: c.now()}, body)
+}
+
+func (c *console) refusedPage(r *http.Request, msg string) templ.Component {
+	return c.page(r, "Refused", "", Refused(msg, c.session(r)))
+}
+
+func (c *console) render(w http.ResponseWriter, r *http.Request, status int, comp templ.Component) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	if err := comp.Render(r.Context(), w); err != nil {
+		_, _ = fmt.Fprintf(w, "<p>render failed: %s</p>", templ.EscapeString(err.Error()))
+	}
+}
+
+func (c *console) full(w http.ResponseWriter, r *http.Request, title, nav string, body templ.Component) {
+	props := PageProps{Title: title, Nav: nav, Session: c.session(r), Now: c.now(), Flash: takeFlash(w, r)}
+	c.render(w, r, http.StatusOK, Page(props, body))
+}
+
+// ---- view models ----
+
+func (c *console) overview(ctx context.Context) OverviewProps {
+	p := OverviewProps{Summary: c.src.Summary(), Now: c.now()}
+	groups, err := c.src.Groups(ctx)
+	if err != nil {
+		p.Err = errMessage(err)
+	}
+	for _, g := range groups {
+		if g.Leader != 0 {
+			p.WithLeader++
+		} else {
+			p.WithoutLeader++
 		}
 	}
-	mux.HandleFunc("GET /console", overview)
-	mux.HandleFunc("GET /console/{$}", overview)
-	return mux
+	for _, n := range c.src.Nodes() {
+		row := NodeRow{NodeInfo: n, ReportAgeMs: -1}
+		for _, g := range groups {
+			if g.Leader == n.ID {
+				row.Leads++
+			}
+			for _, rv := range g.Replicas {
+				if rv.Node == n.ID {
+					row.Replicas++
+					if row.ReportAgeMs < 0 || rv.ReportAgeMs < row.ReportAgeMs {
+						row.ReportAgeMs = rv.ReportAgeMs
+					}
+				}
+			}
+		}
+		p.Nodes = append(p.Nodes, row)
+	}
+	return p
+}
+
+func (c *console) slots(ctx context.Context) SlotsProps {
+	p := SlotsProps{Now: c.now()}
+	groups, err := c.src.Groups(ctx)
+	if err != nil {
+		p.Err = errMessage(err)
+	}
+	leaders := map[slotstore.GroupID]slotstore.NodeID{}
+	for _, g := range groups {
+		leaders[g.ID] = g.Leader
+	}
+	migrating := map[slotstore.HashSlot]slotstore.Task{}
+	for _, t := range c.src.Tasks() {
+		if t.Kind == "slot_migration" && t.HashSlot != nil && (t.Status == "running" || t.Status == "cancelling") {
+			migrating[*t.HashSlot] = t
+		}
+	}
+	m := c.src.SlotMap()
+	count := map[slotstore.GroupID]int{}
+	for i, g := range m {
+		cell := SlotCell{Slot: slotstore.HashSlot(i), Group: g, Leader: leaders[g]}
+		if t, ok := migrating[cell.Slot]; ok {
+			cell.Migrating, cell.MigratingTo, cell.TaskID = true, t.ToGroup, t.ID
+		}
+		p.Cells = append(p.Cells, cell)
+		count[g]++
+	}
+	for _, g := range groups {
+		p.Legend = append(p.Legend, LegendItem{Group: g.ID, Leader: g.Leader, Slots: count[g.ID]})
+	}
+	return p
+}
+
+func (c *console) groups(ctx context.Context) GroupsProps {
+	p := GroupsProps{Now: c.now()}
+	gs, err := c.src.Groups(ctx)
+	if err != nil {
+		p.Err = errMessage(err)
+	}
+	p.Groups = gs
+	return p
+}
+
+func (c *console) group(ctx context.Context, id slotstore.GroupID, canAct bool) GroupProps {
+	p := GroupProps{Now: c.now(), CanAct: canAct, Nodes: c.src.Nodes()}
+	g, err := c.src.Group(ctx, id)
+	if err != nil {
+		p.Err = errMessage(err)
+		return p
+	}
+	p.Group, p.Found = g, true
+	// The preflight verdict for every other voter, before any button.
+	cands := append([]slotstore.NodeID(nil), g.Voters...)
+	if len(cands) == 0 {
+		for _, d := range g.DesiredPeers {
+			cands = append(cands, d.Node)
+		}
+	}
+	sort.Slice(cands, func(i, j int) bool { return cands[i] < cands[j] })
+	for _, n := range cands {
+		if n == g.Leader {
+			continue
+		}
+		pf, _, err := c.src.LeaderTransfer(ctx, id, n, true)
+		cand := Candidate{Node: n, Preflight: pf}
+		if err != nil {
+			cand.Err = errMessage(err)
+		}
+		p.Candidates = append(p.Candidates, cand)
+	}
+	for _, t := range c.src.Tasks() {
+		if t.Group == id || t.ToGroup == id {
+			p.Tasks = append(p.Tasks, t)
+		}
+	}
+	ds := c.src.Decisions()
+	for i := len(ds) - 1; i >= 0 && len(p.Decisions) < 50; i-- {
+		if ds[i].Group == id {
+			p.Decisions = append(p.Decisions, ds[i])
+		}
+	}
+	return p
+}
+
+func (c *console) tasks() TasksProps {
+	return TasksProps{Now: c.now(), Tasks: c.src.Tasks()}
+}
+
+func (c *console) decisions() DecisionsProps {
+	ds := c.src.Decisions()
+	out := make([]slotstore.Decision, 0, len(ds))
+	for i := len(ds) - 1; i >= 0; i-- {
+		out = append(out, ds[i])
+	}
+	return DecisionsProps{Now: c.now(), Decisions: out}
+}
+
+// ---- pages and fragments ----
+
+func (c *console) overviewPage(w http.ResponseWriter, r *http.Request) {
+	c.full(w, r, "Overview", "overview", OverviewBody(c.overview(r.Context())))
+}
+func (c *console) overviewFragment(w http.ResponseWriter, r *http.Request) {
+	c.render(w, r, http.StatusOK, OverviewFragment(c.overview(r.Context())))
+}
+func (c *console) slotsPage(w http.ResponseWriter, r *http.Request) {
+	c.full(w, r, "Hash slots", "slots", SlotsBody(c.slots(r.Context())))
+}
+func (c *console) slotsFragment(w http.ResponseWriter, r *http.Request) {
+	c.render(w, r, http.StatusOK, SlotGrid(c.slots(r.Context())))
+}
+func (c *console) groupsPage(w http.ResponseWriter, r *http.Request) {
+	c.full(w, r, "Groups", "groups", GroupsBody(c.groups(r.Context())))
+}
+func (c *console) groupsFragment(w http.ResponseWriter, r *http.Request) {
+	c.render(w, r, http.StatusOK, GroupsTable(c.groups(r.Context())))
+}
+
+func groupID(r *http.Request) (slotstore.GroupID, bool) {
+	v, err := strconv.ParseUint(r.PathValue("id"), 10, 32)
+	return slotstore.GroupID(v), err == nil
+}
+
+func (c *console) groupPage(w http.ResponseWriter, r *http.Request) {
+	id, ok := groupID(r)
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	c.full(w, r, fmt.Sprintf("Group %d", id), "groups", GroupBody(c.group(r.Context(), id, c.session(r).CanAct)))
+}
+func (c *console) groupFragment(w http.ResponseWriter, r *http.Request) {
+	id, ok := groupID(r)
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	c.render(w, r, http.StatusOK, GroupLive(c.group(r.Context(), id, c.session(r).CanAct)))
+}
+func (c *console) tasksPage(w http.ResponseWriter, r *http.Request) {
+	c.full(w, r, "Tasks", "tasks", TasksBody(c.tasks()))
+}
+func (c *console) tasksFragment(w http.ResponseWriter, r *http.Request) {
+	c.render(w, r, http.StatusOK, TaskList(c.tasks(), c.session(r).CanAct))
+}
+func (c *console) decisionsPage(w http.ResponseWriter, r *http.Request) {
+	c.full(w, r, "Decision log", "decisions", DecisionsBody(c.decisions()))
+}
+func (c *console) decisionsFragment(w http.ResponseWriter, r *http.Request) {
+	c.render(w, r, http.StatusOK, DecisionTable(c.decisions()))
+}
+
+// ---- actions ----
+
+func formNode(r *http.Request, name string) (slotstore.NodeID, error) {
+	v, err := strconv.ParseUint(strings.TrimSpace(r.PostForm.Get(name)), 10, 64)
+	if err != nil || v == 0 {
+		return 0, fmt.Errorf("%s: want a node id", name)
+	}
+	return slotstore.NodeID(v), nil
+}
+
+func groupURL(id slotstore.GroupID) string { return fmt.Sprintf("/console/groups/%d", id) }
+
+func (c *console) transfer(w http.ResponseWriter, r *http.Request) (string, Flash) {
+	id, ok := groupID(r)
+	if !ok {
+		return "/console/groups", Flash{Message: "bad group id"}
+	}
+	target, err := formNode(r, "target")
+	if err != nil {
+		return groupURL(id), Flash{Message: err.Error()}
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 15*time.Second)
+	defer cancel()
+	pf, res, err := c.src.LeaderTransfer(ctx, id, target, false)
+	if err != nil {
+		msg := fmt.Sprintf("Leader transfer of group %d to node %d failed: %s", id, target, errMessage(err))
+		if len(pf.Blockers) > 0 && slotstore.AsError(err) == nil {
+			for _, b := range pf.Blockers {
+				msg += "; " + b.Reason + ": " + b.Detail
+			}
+		}
+		return groupURL(id), Flash{Message: msg}
+	}
+	return groupURL(id), Flash{OK: true, Message: fmt.Sprintf("Group %d: leadership moved from node %d to node %d (term %d) in %d ms.",
+		id, res.PreviousLeader, res.Leader, res.Term, res.TookMs)}
+}
+
+func (c *console) setPreferred(w http.ResponseWriter, r *http.Request) (string, Flash) {
+	id, ok := groupID(r)
+	if !ok {
+		return "/console/groups", Flash{Message: "bad group id"}
+	}
+	node, err := formNode(r, "node")
+	if err != nil {
+		return groupURL(id), Flash{Message: err.Error()}
+	}
+	if err := c.src.SetPreferredLeader(r.Context(), id, node); err != nil {
+		return groupURL(id), Flash{Message: fmt.Sprintf("Setting the preferred leader of group %d failed: %s", id, errMessage(err))}
+	}
+	return groupURL(id), Flash{OK: true, Message: fmt.Sprintf("Group %d: preferred leader is now node %d (the reconciler moves leadership when it is safe).", id, node)}
+}
+
+func (c *console) replicaMove(w http.ResponseWriter, r *http.Request) (string, Flash) {
+	id, ok := groupID(r)
+	if !ok {
+		return "/console/groups", Flash{Message: "bad group id"}
+	}
+	from, err := formNode(r, "from")
+	if err != nil {
+		return groupURL(id), Flash{Message: err.Error()}
+	}
+	to, err := formNode(r, "to")
+	if err != nil {
+		return groupURL(id), Flash{Message: err.Error()}
+	}
+	t, err := c.src.CreateReplicaMove(r.Context(), id, from, to)
+	if err != nil {
+		return groupURL(id), Flash{Message: fmt.Sprintf("Replica move of group %d from node %d to node %d refused: %s", id, from, to, errMessage(err))}
+	}
+	return groupURL(id), Flash{OK: true, Message: fmt.Sprintf("Task %d started: move group %d's replica from node %d to node %d.", t.ID, id, from, to)}
+}
+
+func (c *console) cancelTask(w http.ResponseWriter, r *http.Request) (string, Flash) {
+	id, err := strconv.ParseUint(r.PathValue("id"), 10, 64)
+	if err != nil {
+		return "/console/tasks", Flash{Message: "bad task id"}
+	}
+	back := "/console/tasks"
+	if b := r.PostForm.Get("back"); b != "" {
+		back = safeNext(b)
+	}
+	t, err := c.src.CancelTask(r.Context(), id)
+	if err != nil {
+		return back, Flash{Message: fmt.Sprintf("Cancelling task %d refused: %s", id, errMessage(err))}
+	}
+	return back, Flash{OK: true, Message: fmt.Sprintf("Task %d is %s.", t.ID, t.Status)}
 }

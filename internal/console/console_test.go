@@ -1,53 +1,434 @@
 package console
 
 import (
+	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/net/html"
+
+	"slotmeta/internal/auth"
+	"slotmeta/internal/slotstore"
 )
 
-type fixed Overview
+// ---- HTML helpers ----
 
-func (f fixed) Overview() Overview { return Overview(f) }
-
-func TestOverviewShowsLiveLeaderNeverThePreferredOne(t *testing.T) {
-	src := fixed{NodeID: 2, ClusterID: "c1", RouteRevision: 3, Ready: "group 2 has no live leader", GeneratedAt: time.Unix(0, 0),
-		Groups: []GroupRow{
-			{ID: 1, HashSlots: 128, PreferredLeader: 1, Leader: 3, Term: 5, ConfigEpoch: 1},
-			{ID: 2, HashSlots: 128, PreferredLeader: 2, Leader: 0, Term: 0, ConfigEpoch: 2},
-		}}
-	ts := httptest.NewServer(Handler(src))
-	defer ts.Close()
-	resp, err := http.Get(ts.URL + "/console")
+func parse(t *testing.T, s string) *html.Node {
+	t.Helper()
+	doc, err := html.Parse(strings.NewReader(s))
 	if err != nil {
 		t.Fatal(err)
 	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	page := string(body)
-	row := func(id string) string {
-		i := strings.Index(page, `data-testid="group-`+id+`"`)
-		if i < 0 {
-			t.Fatalf("no row for group %s", id)
+	return doc
+}
+
+func attr(n *html.Node, key string) string {
+	for _, a := range n.Attr {
+		if a.Key == key {
+			return a.Val
 		}
-		j := strings.Index(page[i:], "</tr>")
-		return page[i : i+j]
 	}
-	if r := row("1"); !strings.Contains(r, "node 3") {
-		t.Fatalf("group 1 row lacks its live leader: %s", r)
+	return ""
+}
+
+// byTestID returns every element whose data-testid is id, in document order.
+func byTestID(root *html.Node, id string) []*html.Node {
+	var out []*html.Node
+	var walk func(*html.Node)
+	walk = func(n *html.Node) {
+		if n.Type == html.ElementNode && attr(n, "data-testid") == id {
+			out = append(out, n)
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
 	}
-	if r := row("2"); !strings.Contains(r, "no live leader") {
-		t.Fatalf("group 2 without a leader must say so: %s", r)
+	walk(root)
+	return out
+}
+
+func text(n *html.Node) string {
+	var b strings.Builder
+	var walk func(*html.Node)
+	walk = func(n *html.Node) {
+		if n.Type == html.TextNode {
+			b.WriteString(n.Data)
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
 	}
-	if !strings.Contains(page, "not ready: group 2 has no live leader") || !strings.Contains(page, "route revision <b>3</b>") {
-		t.Fatalf("overview header wrong:\n%s", page)
+	walk(n)
+	return strings.Join(strings.Fields(b.String()), " ")
+}
+
+func render(t *testing.T, c interface {
+	Render(ctx context.Context, w io.Writer) error
+}) *html.Node {
+	t.Helper()
+	var b strings.Builder
+	if err := c.Render(context.Background(), &b); err != nil {
+		t.Fatal(err)
 	}
-	css, err := http.Get(ts.URL + "/console/static/console.css")
-	if err != nil || css.StatusCode != 200 {
-		t.Fatalf("static asset: %v %v", err, css.StatusCode)
+	return parse(t, b.String())
+}
+
+func one(t *testing.T, root *html.Node, id string) *html.Node {
+	t.Helper()
+	ns := byTestID(root, id)
+	if len(ns) != 1 {
+		t.Fatalf("want one %q, found %d", id, len(ns))
 	}
-	css.Body.Close()
+	return ns[0]
+}
+
+var now = time.UnixMilli(1_800_000_000_000)
+
+// ---- component tests (plain props) ----
+
+func TestGroupWithoutLeaderSaysSoNeverThePreferredLeader(t *testing.T) {
+	p := GroupsProps{Now: now, Groups: []slotstore.GroupView{
+		{ID: 1, HashSlots: 128, PreferredLeader: 1, Leader: 3, Term: 5, ConfigEpoch: 1, Voters: []slotstore.NodeID{1, 2, 3},
+			Replicas: []slotstore.ReplicaView{{Node: 3, AppliedIndex: 90}, {Node: 1, AppliedIndex: 10, Lag: 80}}},
+		{ID: 2, HashSlots: 128, PreferredLeader: 2, Leader: 0, Term: 0, ConfigEpoch: 2},
+	}}
+	doc := render(t, GroupsTable(p))
+	g1 := one(t, doc, "group-1")
+	if got := text(one(t, g1, "leader")); !strings.Contains(got, "node 3") || !strings.Contains(got, "not preferred") {
+		t.Fatalf("group 1 leader cell: %q", got)
+	}
+	if got := text(one(t, g1, "term")); got != "5" {
+		t.Fatalf("group 1 term: %q", got)
+	}
+	g2 := one(t, doc, "group-2")
+	leader := one(t, g2, "leader")
+	if got := text(leader); !strings.Contains(got, "no live leader") || strings.Contains(got, "node 2") {
+		t.Fatalf("group 2 without a leader must say so, not name the preferred one: %q", got)
+	}
+	if len(byTestID(leader, "no-leader")) != 1 || attr(g2, "data-leader") != "0" {
+		t.Fatal("group 2 lacks the no-leader marker")
+	}
+	// The group page says the same.
+	gp := render(t, GroupLive(GroupProps{Found: true, Now: now, Group: p.Groups[1]}))
+	if got := text(one(t, one(t, gp, "group-2"), "leader")); !strings.Contains(got, "no live leader") {
+		t.Fatalf("group page: %q", got)
+	}
+}
+
+func TestPreflightBlockersAreListedAndTheButtonDisabled(t *testing.T) {
+	p := GroupProps{Found: true, CanAct: true, Now: now,
+		Group: slotstore.GroupView{ID: 4, Leader: 1, Term: 7, Voters: []slotstore.NodeID{1, 2, 3}},
+		Candidates: []Candidate{
+			{Node: 2, Preflight: slotstore.Preflight{OK: true, Target: 2}},
+			{Node: 3, Preflight: slotstore.Preflight{Target: 3, TargetLag: 5000, Blockers: []slotstore.Blocker{
+				{Reason: "target_lagging", Detail: "node 3 is 5000 entries behind"},
+				{Reason: "stale_observation", Detail: "the leader report is 12s old"},
+			}}},
+		}}
+	doc := render(t, GroupLive(p))
+	ok := one(t, doc, "preflight-2")
+	if got := text(one(t, ok, "verdict")); !strings.Contains(got, "safe") {
+		t.Fatalf("verdict for node 2: %q", got)
+	}
+	if b := one(t, ok, "transfer-2"); hasAttr(b, "disabled") {
+		t.Fatal("a safe transfer's button is disabled")
+	}
+	blocked := one(t, doc, "preflight-3")
+	if got := text(one(t, blocked, "verdict")); !strings.Contains(got, "blocked") {
+		t.Fatalf("verdict for node 3: %q", got)
+	}
+	bs := byTestID(blocked, "blocker")
+	if len(bs) != 2 || !strings.Contains(text(bs[0]), "target_lagging") || !strings.Contains(text(bs[0]), "5000 entries behind") ||
+		!strings.Contains(text(bs[1]), "stale_observation") {
+		t.Fatalf("blockers: %d", len(bs))
+	}
+	if b := one(t, blocked, "transfer-3"); !hasAttr(b, "disabled") {
+		t.Fatal("a blocked transfer's button is enabled")
+	}
+	// Without the admin role every button is disabled.
+	p.CanAct = false
+	if b := one(t, render(t, GroupLive(p)), "transfer-2"); !hasAttr(b, "disabled") {
+		t.Fatal("button enabled without admin")
+	}
+}
+
+func hasAttr(n *html.Node, key string) bool {
+	for _, a := range n.Attr {
+		if a.Key == key {
+			return true
+		}
+	}
+	return false
+}
+
+func TestSlotGridHas256CellsThatTellSlotGroupAndLeader(t *testing.T) {
+	src := newFake()
+	src.groups[2] = slotstore.GroupView{ID: 2, Leader: 0}
+	hs := slotstore.HashSlot(200)
+	src.tasks = []slotstore.Task{{ID: 9, Kind: "slot_migration", Group: 2, ToGroup: 1, HashSlot: &hs, Status: "running"}}
+	c := &console{src: src, now: func() time.Time { return now }}
+	doc := render(t, SlotGrid(c.slots(context.Background())))
+	cells := byTestID(doc, "slot-cell")
+	if len(cells) != slotstore.HashSlotCount {
+		t.Fatalf("%d cells, want 256", len(cells))
+	}
+	for i, cell := range cells {
+		g := src.slotMap[i]
+		if attr(cell, "data-slot") != u64(uint64(i)) || attr(cell, "data-group") != gid(g) {
+			t.Fatalf("cell %d: slot %s group %s", i, attr(cell, "data-slot"), attr(cell, "data-group"))
+		}
+		title := attr(cell, "title")
+		if g == 1 && !strings.Contains(title, "leader node 3") {
+			t.Fatalf("cell %d title %q", i, title)
+		}
+		if g == 2 && !strings.Contains(title, "NO LIVE LEADER") {
+			t.Fatalf("cell %d title %q", i, title)
+		}
+	}
+	if title := attr(cells[200], "title"); !strings.Contains(title, "migrating to group 1 (task 9)") || !strings.Contains(text(cells[200]), "⇄1") {
+		t.Fatalf("migrating cell: %q %q", title, text(cells[200]))
+	}
+}
+
+// ---- handler tests with a fake source ----
+
+type fake struct {
+	mu        sync.Mutex
+	groups    map[slotstore.GroupID]slotstore.GroupView
+	slotMap   [slotstore.HashSlotCount]slotstore.GroupID
+	tasks     []slotstore.Task
+	transfers int
+}
+
+func newFake() *fake {
+	f := &fake{groups: map[slotstore.GroupID]slotstore.GroupView{
+		1: {ID: 1, HashSlots: 128, Leader: 3, Term: 4, PreferredLeader: 3, Voters: []slotstore.NodeID{1, 2, 3}},
+		2: {ID: 2, HashSlots: 128, Leader: 1, Term: 2, PreferredLeader: 1, Voters: []slotstore.NodeID{1, 2, 3}},
+	}}
+	for i := range f.slotMap {
+		f.slotMap[i] = slotstore.GroupID(1 + i%2)
+	}
+	return f
+}
+
+func (f *fake) NodeID() slotstore.NodeID { return 1 }
+func (f *fake) Summary() slotstore.ClusterSummary {
+	return slotstore.ClusterSummary{ClusterID: "c1", NodeID: 1, RouteRevision: 3, ControllerLeader: 1, Ready: true}
+}
+func (f *fake) Nodes() []slotstore.NodeInfo {
+	return []slotstore.NodeInfo{{ID: 1, State: "active"}, {ID: 2, State: "active"}, {ID: 3, State: "active"}}
+}
+func (f *fake) SlotMap() [slotstore.HashSlotCount]slotstore.GroupID { return f.slotMap }
+func (f *fake) Groups(context.Context) ([]slotstore.GroupView, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return []slotstore.GroupView{f.groups[1], f.groups[2]}, nil
+}
+func (f *fake) Group(_ context.Context, g slotstore.GroupID) (slotstore.GroupView, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	v, ok := f.groups[g]
+	if !ok {
+		return v, slotstore.Errorf(slotstore.CodeNotFound, "no group %d", g)
+	}
+	return v, nil
+}
+func (f *fake) LeaderTransfer(_ context.Context, g slotstore.GroupID, target slotstore.NodeID, dry bool) (slotstore.Preflight, slotstore.TransferResult, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	pf := slotstore.Preflight{Group: g, Target: target, OK: true}
+	if dry {
+		return pf, slotstore.TransferResult{}, nil
+	}
+	f.transfers++
+	v := f.groups[g]
+	prev := v.Leader
+	v.Leader, v.Term = target, v.Term+1
+	f.groups[g] = v
+	return pf, slotstore.TransferResult{Group: g, PreviousLeader: prev, Leader: target, Term: v.Term}, nil
+}
+func (f *fake) SetPreferredLeader(context.Context, slotstore.GroupID, slotstore.NodeID) error {
+	return nil
+}
+func (f *fake) Decisions() []slotstore.Decision { return nil }
+func (f *fake) CreateReplicaMove(context.Context, slotstore.GroupID, slotstore.NodeID, slotstore.NodeID) (slotstore.Task, error) {
+	return slotstore.Task{}, errors.New("not in the fake")
+}
+func (f *fake) Tasks() []slotstore.Task             { return f.tasks }
+func (f *fake) Task(uint64) (slotstore.Task, error) { return slotstore.Task{}, errors.New("none") }
+func (f *fake) CancelTask(context.Context, uint64) (slotstore.Task, error) {
+	return slotstore.Task{}, errors.New("none")
+}
+
+const (
+	adminTok = "admin-token-0123456789"
+	readTok  = "read-token-0123456789"
+)
+
+func noRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+func TestActionsNeedAdminAndReadsNeedRead(t *testing.T) {
+	f := newFake()
+	authn, err := auth.New(map[string]auth.Role{adminTok: auth.RoleAdmin, readTok: auth.RoleRead})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(Handler(f, authn))
+	defer ts.Close()
+	cl := &http.Client{CheckRedirect: noRedirect}
+	do := func(method, path, cookie string, form url.Values) (*http.Response, string) {
+		t.Helper()
+		var body io.Reader
+		if form != nil {
+			body = strings.NewReader(form.Encode())
+		}
+		req, _ := http.NewRequest(method, ts.URL+path, body)
+		if form != nil {
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		}
+		if cookie != "" {
+			req.AddCookie(&http.Cookie{Name: auth.CookieName, Value: cookie})
+		}
+		resp, err := cl.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp, string(b)
+	}
+	// Reads: no cookie → login; read cookie → page.
+	if resp, _ := do("GET", "/console/groups", "", nil); resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(resp.Header.Get("Location"), "/console/login") {
+		t.Fatalf("anonymous read: %d %s", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if resp, body := do("GET", "/console/groups", readTok, nil); resp.StatusCode != 200 || !strings.Contains(body, `data-testid="group-1"`) {
+		t.Fatalf("read: %d", resp.StatusCode)
+	}
+	// Actions: no cookie and read cookie are refused, nothing happens.
+	form := url.Values{"target": {"2"}}
+	if resp, body := do("POST", "/console/groups/1/transfer", "", form); resp.StatusCode != http.StatusUnauthorized || !strings.Contains(body, `data-testid="refused"`) {
+		t.Fatalf("anonymous action: %d", resp.StatusCode)
+	}
+	if resp, body := do("POST", "/console/groups/1/transfer", readTok, form); resp.StatusCode != http.StatusForbidden || !strings.Contains(body, "needs the admin role") {
+		t.Fatalf("read-role action: %d %s", resp.StatusCode, body)
+	}
+	if f.transfers != 0 || f.groups[1].Leader != 3 {
+		t.Fatal("a refused action changed the leader")
+	}
+	// Admin: done, POST-redirect-GET with the outcome shown once.
+	resp, _ := do("POST", "/console/groups/1/transfer", adminTok, form)
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/console/groups/1" || f.groups[1].Leader != 2 {
+		t.Fatalf("admin action: %d %s leader %d", resp.StatusCode, resp.Header.Get("Location"), f.groups[1].Leader)
+	}
+	var flash *http.Cookie
+	for _, c := range resp.Cookies() {
+		if c.Name == flashCookie {
+			flash = c
+		}
+	}
+	if flash == nil {
+		t.Fatal("no flash")
+	}
+	req, _ := http.NewRequest("GET", ts.URL+"/console/groups/1", nil)
+	req.AddCookie(&http.Cookie{Name: auth.CookieName, Value: adminTok})
+	req.AddCookie(flash)
+	r2, err := cl.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(r2.Body)
+	r2.Body.Close()
+	if got := text(one(t, parse(t, string(b)), "flash")); !strings.Contains(got, "from node 3 to node 2") {
+		t.Fatalf("flash: %q", got)
+	}
+	// A cross-origin POST is refused even with the admin cookie.
+	req, _ = http.NewRequest("POST", ts.URL+"/console/groups/1/transfer", strings.NewReader("target=3"))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", "https://evil.example")
+	req.Header.Set("Sec-Fetch-Site", "cross-site")
+	req.AddCookie(&http.Cookie{Name: auth.CookieName, Value: adminTok})
+	r3, err := cl.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r3.Body.Close()
+	if r3.StatusCode != http.StatusForbidden || f.groups[1].Leader != 2 {
+		t.Fatalf("cross-origin action: %d, leader %d", r3.StatusCode, f.groups[1].Leader)
+	}
+}
+
+func TestLoginSetsAStrictHttpOnlyCookie(t *testing.T) {
+	authn, _ := auth.New(map[string]auth.Role{adminTok: auth.RoleAdmin})
+	ts := httptest.NewServer(Handler(newFake(), authn))
+	defer ts.Close()
+	cl := &http.Client{CheckRedirect: noRedirect}
+	resp, err := cl.PostForm(ts.URL+"/console/login", url.Values{"token": {"wrong-token-0123456789"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("bad token: %d", resp.StatusCode)
+	}
+	resp, err = cl.PostForm(ts.URL+"/console/login", url.Values{"token": {adminTok}, "next": {"/console/groups"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/console/groups" {
+		t.Fatalf("login: %d %s", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	var ck *http.Cookie
+	for _, c := range resp.Cookies() {
+		if c.Name == auth.CookieName {
+			ck = c
+		}
+	}
+	if ck == nil || ck.Value != adminTok || !ck.HttpOnly || ck.SameSite != http.SameSiteStrictMode || ck.Secure {
+		t.Fatalf("cookie %+v", ck)
+	}
+	if safeNext("//evil.example/x") != "/console" || safeNext("https://evil.example") != "/console" {
+		t.Fatal("open redirect")
+	}
+}
+
+func TestPagesRenderWithoutAuthAndServeAssets(t *testing.T) {
+	ts := httptest.NewServer(Handler(newFake(), nil))
+	defer ts.Close()
+	for _, p := range []string{"/console", "/console/slots", "/console/groups", "/console/groups/1", "/console/tasks", "/console/decisions",
+		"/console/fragments/overview", "/console/fragments/slots", "/console/fragments/groups", "/console/fragments/groups/1",
+		"/console/fragments/tasks", "/console/fragments/decisions", "/console/login", "/console/static/console.css", "/console/static/htmx.min.js"} {
+		resp, err := http.Get(ts.URL + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: %d %s", p, resp.StatusCode, b)
+		}
+		if strings.HasPrefix(p, "/console/fragments/") && strings.Contains(string(b), "<html") {
+			t.Fatalf("%s: a fragment renders a full page", p)
+		}
+	}
+	resp, err := http.Get(ts.URL + "/console/groups")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	doc := parse(t, string(b))
+	if len(byTestID(doc, "group-1")) != 1 || !strings.Contains(string(b), `hx-get="/console/fragments/groups"`) || !strings.Contains(string(b), `hx-trigger="every 2s"`) {
+		t.Fatal("the groups page lacks its live fragment")
+	}
+	if !strings.Contains(string(b), "width:") && !strings.Contains(string(b), "style=") {
+		t.Log("no lag bars rendered (no replicas in the fake)")
+	}
 }

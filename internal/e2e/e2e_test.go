@@ -98,8 +98,19 @@ func (s *server) must(want int, method, path, body string, headers ...string) re
 	return r
 }
 
+// oneNode is a one-node cluster whose membership projector is off: tests
+// here count the commands a request proposes, and the projector proposes in
+// the background. Projection tests use oneProjectingNode.
 func oneNode(t *testing.T) *server {
-	c := slotstoretest.Start(t, slotstoretest.Options{Nodes: 1, Groups: 4})
+	c := slotstoretest.Start(t, slotstoretest.Options{Nodes: 1, Groups: 4,
+		Tune: func(cfg *cluster.Config) { cfg.ProjectInterval = -1 }})
+	return serve(t, c.Nodes[0])
+}
+
+// oneProjectingNode is a one-node cluster with the projector running.
+func oneProjectingNode(t *testing.T) *server {
+	c := slotstoretest.Start(t, slotstoretest.Options{Nodes: 1, Groups: 4,
+		Tune: func(cfg *cluster.Config) { cfg.ProjectInterval = 20 * time.Millisecond }})
 	return serve(t, c.Nodes[0])
 }
 

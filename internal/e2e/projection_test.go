@@ -10,7 +10,7 @@ import (
 // its subscribers' memberships with it, and joining the re-created channel
 // is projected even though its own counters started over.
 func TestProjectionFollowsChannelDeleteAndRecreate(t *testing.T) {
-	s := oneNode(t)
+	s := oneProjectingNode(t)
 	drained := func() {
 		t.Helper()
 		deadline := time.Now().Add(10 * time.Second)

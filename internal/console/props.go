@@ -1,0 +1,351 @@
+package console
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"slotmeta/internal/slotstore"
+)
+
+// Session is who looks at the page.
+type Session struct {
+	Node        slotstore.NodeID
+	AuthEnabled bool
+	SignedIn    bool
+	Role        string
+	CanAct      bool // may run actions (admin, or access control off)
+}
+
+// Flash is the outcome of the previous action.
+type Flash struct {
+	OK      bool
+	Message string
+}
+
+// PageProps frame every full page.
+type PageProps struct {
+	Title   string
+	Nav     string
+	Session Session
+	Flash   *Flash
+	Now     time.Time
+}
+
+// NodeRow is one node in the overview.
+type NodeRow struct {
+	slotstore.NodeInfo
+	Replicas    int   // replicas observed on it
+	Leads       int   // groups it leads
+	ReportAgeMs int64 // age of its freshest replica report; -1: none
+}
+
+// OverviewProps is the overview page.
+type OverviewProps struct {
+	Summary       slotstore.ClusterSummary
+	Nodes         []NodeRow
+	WithLeader    int
+	WithoutLeader int
+	Now           time.Time
+	Err           string
+}
+
+// SlotCell is one hash slot of the map.
+type SlotCell struct {
+	Slot        slotstore.HashSlot
+	Group       slotstore.GroupID
+	Leader      slotstore.NodeID
+	Migrating   bool
+	MigratingTo slotstore.GroupID
+	TaskID      uint64
+}
+
+// LegendItem is one group in the slot map's legend.
+type LegendItem struct {
+	Group  slotstore.GroupID
+	Leader slotstore.NodeID
+	Slots  int
+}
+
+// SlotsProps is the hash-slot map.
+type SlotsProps struct {
+	Cells  []SlotCell
+	Legend []LegendItem
+	Now    time.Time
+	Err    string
+}
+
+// GroupsProps is the groups page.
+type GroupsProps struct {
+	Groups []slotstore.GroupView
+	Now    time.Time
+	Err    string
+}
+
+// Candidate is a possible new leader with its preflight verdict.
+type Candidate struct {
+	Node      slotstore.NodeID
+	Preflight slotstore.Preflight
+	Err       string
+}
+
+// GroupProps is one group's page.
+type GroupProps struct {
+	Group      slotstore.GroupView
+	Found      bool
+	Candidates []Candidate
+	Nodes      []slotstore.NodeInfo
+	Tasks      []slotstore.Task
+	Decisions  []slotstore.Decision // newest first
+	CanAct     bool
+	Now        time.Time
+	Err        string
+}
+
+// TasksProps is the tasks page.
+type TasksProps struct {
+	Tasks []slotstore.Task
+	Now   time.Time
+}
+
+// DecisionsProps is the decision log, newest first.
+type DecisionsProps struct {
+	Decisions []slotstore.Decision
+	Now       time.Time
+}
+
+// LoginProps is the login form.
+type LoginProps struct {
+	Next        string
+	AuthEnabled bool
+	Error       string
+}
+
+// ---- formatting helpers used by the templates ----
+
+func u64(v uint64) string { return strconv.FormatUint(v, 10) }
+func i64(v int64) string  { return strconv.FormatInt(v, 10) }
+func num(v int) string    { return strconv.Itoa(v) }
+func gid(g slotstore.GroupID) string {
+	return strconv.FormatUint(uint64(g), 10)
+}
+func nid(n slotstore.NodeID) string { return strconv.FormatUint(uint64(n), 10) }
+
+func nodeName(n slotstore.NodeID) string {
+	if n == 0 {
+		return "—"
+	}
+	return "node " + nid(n)
+}
+
+func nodeList(ns []slotstore.NodeID) string {
+	if len(ns) == 0 {
+		return "—"
+	}
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = nid(n)
+	}
+	return strings.Join(s, ", ")
+}
+
+func replicaList(ns []uint64) string {
+	if len(ns) == 0 {
+		return "—"
+	}
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = "r" + u64(n)
+	}
+	return strings.Join(s, ", ")
+}
+
+func desiredList(ps []slotstore.DesiredPeer) string {
+	if len(ps) == 0 {
+		return "—"
+	}
+	s := make([]string, len(ps))
+	for i, p := range ps {
+		s[i] = fmt.Sprintf("%d (r%d)", p.Node, p.ReplicaID)
+	}
+	return strings.Join(s, ", ")
+}
+
+// dur is a compact duration: 850ms, 4.2s, 3m10s, 2h5m, 3d4h.
+func dur(ms int64) string {
+	if ms < 0 {
+		ms = -ms
+	}
+	switch {
+	case ms < 1000:
+		return fmt.Sprintf("%dms", ms)
+	case ms < 60_000:
+		return fmt.Sprintf("%.1fs", float64(ms)/1000)
+	case ms < 3_600_000:
+		return fmt.Sprintf("%dm%02ds", ms/60_000, ms/1000%60)
+	case ms < 86_400_000:
+		return fmt.Sprintf("%dh%02dm", ms/3_600_000, ms/60_000%60)
+	}
+	return fmt.Sprintf("%dd%02dh", ms/86_400_000, ms/3_600_000%24)
+}
+
+// ago is a relative time: "4.2s ago" (or "in 1s" for a clock ahead).
+func ago(atMs int64, now time.Time) string {
+	if atMs == 0 {
+		return "never"
+	}
+	d := now.UnixMilli() - atMs
+	if d < 0 {
+		return "in " + dur(d)
+	}
+	return dur(d) + " ago"
+}
+
+// abs is an absolute UTC time.
+func abs(atMs int64) string {
+	if atMs == 0 {
+		return "—"
+	}
+	return time.UnixMilli(atMs).UTC().Format("2006-01-02 15:04:05Z")
+}
+
+func absISO(atMs int64) string { return time.UnixMilli(atMs).UTC().Format(time.RFC3339Nano) }
+
+func clock(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") }
+
+// Lag thresholds: a replica further behind is called lagging; a report
+// older than staleMs is stale.
+const (
+	laggingEntries = 100
+	staleMs        = 10_000
+)
+
+func maxLag(g slotstore.GroupView) uint64 {
+	var m uint64
+	for _, r := range g.Replicas {
+		m = max(m, r.Lag)
+	}
+	return m
+}
+
+// lagWidth is the width of a replica's lag bar, in percent of the group's
+// largest lag (at least a sliver when behind at all).
+func lagWidth(lag, maxLag uint64) string {
+	if lag == 0 || maxLag == 0 {
+		return "width:0%"
+	}
+	pct := max(int(lag*100/maxLag), 4)
+	return "width:" + strconv.Itoa(pct) + "%"
+}
+
+func replicaState(g slotstore.GroupView, r slotstore.ReplicaView) (label, class string) {
+	switch {
+	case g.Leader != 0 && r.Node == g.Leader:
+		return "leader", "ok"
+	case r.ReportAgeMs > staleMs:
+		return "stale report", "bad"
+	case r.Lag > laggingEntries:
+		return "lagging", "warn"
+	case r.Lag > 0:
+		return "behind", ""
+	}
+	return "caught up", "ok"
+}
+
+func nodeHealth(n NodeRow) (label, class string) {
+	switch {
+	case n.State == slotstore.NodeRemoved:
+		return "removed", "muted"
+	case n.ReportAgeMs < 0:
+		return "no replica reports", "warn"
+	case n.ReportAgeMs > staleMs:
+		return "stale (" + dur(n.ReportAgeMs) + ")", "bad"
+	}
+	return "reporting", "ok"
+}
+
+func taskActive(t slotstore.Task) bool { return t.Status == "running" || t.Status == "cancelling" }
+
+func statusClass(s string) string {
+	switch s {
+	case "succeeded", "done":
+		return "ok"
+	case "failed":
+		return "bad"
+	case "running", "cancelling":
+		return "warn"
+	}
+	return "muted"
+}
+
+func taskSubject(t slotstore.Task) string {
+	switch {
+	case t.HashSlot != nil:
+		return fmt.Sprintf("slot %d: group %d → group %d", *t.HashSlot, t.Group, t.ToGroup)
+	case t.From != 0 || t.To != 0:
+		return fmt.Sprintf("group %d: node %d (r%d) → node %d (r%d)", t.Group, t.From, t.OldReplicaID, t.To, t.NewReplicaID)
+	}
+	return fmt.Sprintf("group %d", t.Group)
+}
+
+func slotTitle(c SlotCell) string {
+	s := fmt.Sprintf("slot %d → group %d, leader %s", c.Slot, c.Group, nodeName(c.Leader))
+	if c.Leader == 0 {
+		s = fmt.Sprintf("slot %d → group %d, NO LIVE LEADER", c.Slot, c.Group)
+	}
+	if c.Migrating {
+		s += fmt.Sprintf("; migrating to group %d (task %d)", c.MigratingTo, c.TaskID)
+	}
+	return s
+}
+
+func slotClass(c SlotCell) string {
+	s := "cell g" + strconv.Itoa(int(c.Group)%10)
+	if c.Leader == 0 {
+		s += " noleader"
+	}
+	if c.Migrating {
+		s += " migrating"
+	}
+	return s
+}
+
+func legendClass(g slotstore.GroupID) string { return "swatch g" + strconv.Itoa(int(g)%10) }
+
+func groupHref(g slotstore.GroupID) string { return "/console/groups/" + gid(g) }
+
+func joinRoles(r []string) string {
+	if len(r) == 0 {
+		return "—"
+	}
+	return strings.Join(r, ", ")
+}
+
+// moveFrom and moveTo preselect a replica move: from a desired peer (not
+// the leader, when possible), to a node that holds no replica of the group.
+func moveFrom(g slotstore.GroupView) slotstore.NodeID {
+	var first slotstore.NodeID
+	for _, p := range g.DesiredPeers {
+		if first == 0 {
+			first = p.Node
+		}
+		if p.Node != g.Leader {
+			return p.Node
+		}
+	}
+	return first
+}
+
+func moveTo(g slotstore.GroupView, nodes []slotstore.NodeInfo) slotstore.NodeID {
+	for _, n := range nodes {
+		held := false
+		for _, p := range g.DesiredPeers {
+			held = held || p.Node == n.ID
+		}
+		if !held && n.State != slotstore.NodeRemoved {
+			return n.ID
+		}
+	}
+	return 0
+}
