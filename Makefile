@@ -56,8 +56,12 @@ update-swagger-ui:
 	cp package/swagger-ui-bundle.js package/swagger-ui.css package/LICENSE package/NOTICE $(CURDIR)/web/static/swagger/ && \
 	rm -rf $$tmp
 
+# The Go micro-benchmarks (also in bench/latest.txt) and cmd/slotbench against a
+# 3-node cluster on 127.0.0.1 (every workload at c=1/16/64); the report lands in
+# bench/results/. BENCH_DURATION=5s per run; see bench/run.sh for the other knobs.
+# bench/compare-etcd.sh runs the same workloads against etcd side by side.
 bench:
-	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=1s ./... | tee bench/latest.txt
+	GO=$(GO) bench/run.sh
 
 fmt:
 	gofmt -w $$(git ls-files '*.go' | grep -v '_templ.go$$')

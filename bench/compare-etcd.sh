@@ -1,0 +1,185 @@
+#!/usr/bin/env bash
+# bench/compare-etcd.sh — slotmeta (3 nodes) against etcd (3 members) on this
+# machine, in one run, with the same slotbench workloads:
+#   - installs etcd-server and etcd-client with apt if `etcd` is missing,
+#   - starts a 3-member etcd on 127.0.0.1 (free ports, data under this run's
+#     directory, --quota-backend-bytes $ETCD_QUOTA) and a 3-node slotmeta
+#     cluster (scripts/cluster.sh),
+#   - runs each workload at each concurrency against both, back to back
+#     (COMPARE_MODE=interleaved: etcd then slotmeta for every workload and
+#     concurrency, both clusters up; sequential: all of etcd, stop it, then all
+#     of slotmeta),
+#   - stops exactly the processes it started (always: a trap) and writes
+#     bench/results/<date>-<commit>-etcd.md with the ratio per workload.
+#
+# Environment: COMPARE_WORKLOADS ["kv-put get-linearizable get-local mixed"],
+# COMPARE_MODE [interleaved], ETCD_QUOTA [268435456], and bench/run.sh's
+# BENCH_DURATION, BENCH_WARMUP, BENCH_TIMEOUT, BENCH_CONCURRENCY, BENCH_KEYS,
+# BENCH_IDLE, BENCH_NODE_ARGS, BENCH_SOURCE.
+set -euo pipefail
+# shellcheck source=bench/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+COMPARE_WORKLOADS=${COMPARE_WORKLOADS:-kv-put get-linearizable get-local mixed}
+COMPARE_MODE=${COMPARE_MODE:-interleaved}
+ETCD_QUOTA=${ETCD_QUOTA:-268435456} # 256 MiB
+export LOAD_START # read by machine_md
+LOAD_START=$(load_now)
+OUT=$ROOT/bench/results/$STAMP-$COMMIT$DIRTY-etcd.md
+JSONL=$RUN/compare.jsonl
+case $COMPARE_MODE in interleaved | sequential) ;; *) die "COMPARE_MODE=$COMPARE_MODE: want interleaved or sequential" ;; esac
+
+# ---- etcd --------------------------------------------------------------------
+
+if ! command -v etcd >/dev/null 2>&1; then
+  echo "installing etcd-server and etcd-client (apt)"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get install -y --no-install-recommends etcd-server etcd-client >"$RUN/apt.log" 2>&1 ||
+    { apt-get update >>"$RUN/apt.log" 2>&1 && apt-get install -y --no-install-recommends etcd-server etcd-client >>"$RUN/apt.log" 2>&1; } ||
+    { tail -n 20 "$RUN/apt.log" >&2; die "could not install etcd-server"; }
+fi
+ETCD=$(command -v etcd)
+ETCD_VERSION=$("$ETCD" --version 2>/dev/null | head -n1)
+ETCD_DIR=$RUN/etcd
+ETCD_PIDS=()
+ETCD_BASE=""
+
+# etcd_ours PID I: PID is still the etcd we started for member I.
+etcd_ours() {
+  local arg
+  local -a argv=()
+  { mapfile -d '' -t argv <"/proc/$1/cmdline"; } 2>/dev/null || return 1
+  [ "${#argv[@]}" -gt 0 ] && [ "${argv[0]}" = "$ETCD" ] || return 1
+  for arg in "${argv[@]}"; do [ "$arg" = "$ETCD_DIR/e$2" ] && return 0; done
+  return 1
+}
+
+etcd_up() {
+  local i c p cluster="" deadline
+  ETCD_BASE=$("$SLOTBENCH" freeport -offsets 0,1,2,3,4,5) || die "no free ports for etcd"
+  for i in 1 2 3; do
+    cluster+="${cluster:+,}e$i=http://127.0.0.1:$((ETCD_BASE + 2 * (i - 1) + 1))"
+  done
+  mkdir -p "$ETCD_DIR"
+  for i in 1 2 3; do
+    c=$((ETCD_BASE + 2 * (i - 1)))
+    p=$((c + 1))
+    "$ETCD" --name "e$i" --data-dir "$ETCD_DIR/e$i" \
+      --listen-client-urls "http://127.0.0.1:$c" --advertise-client-urls "http://127.0.0.1:$c" \
+      --listen-peer-urls "http://127.0.0.1:$p" --initial-advertise-peer-urls "http://127.0.0.1:$p" \
+      --initial-cluster "$cluster" --initial-cluster-token "slotbench-$$" --initial-cluster-state new \
+      --quota-backend-bytes "$ETCD_QUOTA" --logger zap --log-outputs stderr \
+      </dev/null >"$ETCD_DIR/e$i.log" 2>&1 &
+    ETCD_PIDS+=($!)
+  done
+  deadline=$((SECONDS + 60))
+  for i in 1 2 3; do
+    c=$((ETCD_BASE + 2 * (i - 1)))
+    until curl -q -s --noproxy '*' --max-time 2 "http://127.0.0.1:$c/health" 2>/dev/null | grep -q '"health":"true"'; do
+      etcd_ours "${ETCD_PIDS[$((i - 1))]}" "$i" || { tail -n 20 "$ETCD_DIR/e$i.log" >&2; die "etcd member $i exited"; }
+      ((SECONDS < deadline)) || { tail -n 20 "$ETCD_DIR/e$i.log" >&2; die "etcd member $i not healthy after 60s"; }
+      sleep 0.3
+    done
+  done
+  echo "etcd: 3 members on 127.0.0.1:$ETCD_BASE,$((ETCD_BASE + 2)),$((ETCD_BASE + 4)) (pids ${ETCD_PIDS[*]}), $ETCD_VERSION"
+}
+
+etcd_down() {
+  local i pid deadline
+  [ "${#ETCD_PIDS[@]}" -gt 0 ] || return 0
+  for i in "${!ETCD_PIDS[@]}"; do
+    pid=${ETCD_PIDS[$i]}
+    if etcd_ours "$pid" $((i + 1)); then kill -TERM "$pid" 2>/dev/null || true; fi
+  done
+  deadline=$((SECONDS + 15))
+  for i in "${!ETCD_PIDS[@]}"; do
+    pid=${ETCD_PIDS[$i]}
+    while etcd_ours "$pid" $((i + 1)) && ((SECONDS < deadline)); do sleep 0.2; done
+    if etcd_ours "$pid" $((i + 1)); then
+      note "etcd member $((i + 1)) (pid $pid) did not stop after SIGTERM; SIGKILL"
+      kill -KILL "$pid" 2>/dev/null || true
+    fi
+    wait "$pid" 2>/dev/null || true
+  done
+  ETCD_PIDS=()
+  rm -rf "$ETCD_DIR"/e{1,2,3}
+  echo "etcd: stopped"
+}
+
+etcd_endpoints() {
+  echo "http://127.0.0.1:$ETCD_BASE,http://127.0.0.1:$((ETCD_BASE + 2)),http://127.0.0.1:$((ETCD_BASE + 4))"
+}
+
+cleanup() {
+  local rc=$?
+  trap - EXIT INT TERM
+  etcd_down || true
+  slotmeta_down || true
+  tidy_run
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# Everything from here on is also logged; no subshell, so that the trap sees
+# what was started.
+exec > >(tee "$RUN/compare.txt") 2>&1
+echo "compare-etcd.sh: run directory $RUN (source: $SRC, mode $COMPARE_MODE)"
+# shellcheck disable=SC2086 # word-split lists on purpose
+if [ "$COMPARE_MODE" = interleaved ]; then
+  etcd_up
+  slotmeta_up
+  E_EPS=$(etcd_endpoints) E_PIDS=$(IFS=,; echo "${ETCD_PIDS[*]}")
+  S_EPS=$(slotmeta_endpoints) S_PIDS=$(slotmeta_pids)
+  echo "idle cores, 5 s, both clusters up: etcd $(idle_cores "$E_PIDS" 5), slotmeta $(idle_cores "$S_PIDS" 5)" | tee "$RUN/idle.txt"
+  e_pre=true s_pre=true
+  for w in $COMPARE_WORKLOADS; do
+    for c in $BENCH_CONCURRENCY; do
+      if is_read_workload "$w"; then
+        bench_one etcd "$E_EPS" "$E_PIDS" "$JSONL" "$w" "$c" "$e_pre"
+        bench_one slotmeta "$S_EPS" "$S_PIDS" "$JSONL" "$w" "$c" "$s_pre"
+        e_pre=false s_pre=false
+      else
+        bench_one etcd "$E_EPS" "$E_PIDS" "$JSONL" "$w" "$c" false
+        bench_one slotmeta "$S_EPS" "$S_PIDS" "$JSONL" "$w" "$c" false
+      fi
+    done
+  done
+else
+  etcd_up
+  E_PIDS=$(IFS=,; echo "${ETCD_PIDS[*]}")
+  echo "idle cores, 5 s: etcd $(idle_cores "$E_PIDS" 5)" | tee "$RUN/idle.txt"
+  run_workloads etcd "$(etcd_endpoints)" "$E_PIDS" "$JSONL" $COMPARE_WORKLOADS
+  etcd_down
+  slotmeta_up
+  S_PIDS=$(slotmeta_pids)
+  echo "idle cores, 5 s: slotmeta $(idle_cores "$S_PIDS" 5)" | tee -a "$RUN/idle.txt"
+  run_workloads slotmeta "$(slotmeta_endpoints)" "$S_PIDS" "$JSONL" $COMPARE_WORKLOADS
+fi
+LOAD_END=$(load_now)
+etcd_down
+slotmeta_down
+
+{
+  echo "# slotmeta vs etcd, $STAMP, commit $COMMIT$DIRTY"
+  echo
+  echo "Command: \`${USER_ENV}bench/compare-etcd.sh\` (mode $COMPARE_MODE, $BENCH_DURATION per run, c = $BENCH_CONCURRENCY); run directory \`${RUN#"$ROOT"/}\`."
+  echo
+  machine_md
+  echo "- load average at the end: $LOAD_END"
+  echo "- etcd: $ETCD_VERSION, 3 members on 127.0.0.1, defaults (heartbeat 100 ms, election 1000 ms) and --quota-backend-bytes $ETCD_QUOTA; slotbench speaks its v3 HTTP/JSON gateway (/v3/kv/put, /v3/kv/range with serializable=false|true)"
+  echo "- slotmeta: 3 nodes on 127.0.0.1 (scripts/cluster.sh), server flags \`${BENCH_NODE_ARGS:-defaults}\` (8 groups, RTT 50 ms, election 10 ticks)"
+  echo "- slotbench: closed loop, $BENCH_DURATION measured after a $BENCH_WARMUP warm-up, timeout $BENCH_TIMEOUT, 200-byte values, workers spread over the 3 members/nodes, reads over $BENCH_KEYS preloaded keys; mode $COMPARE_MODE"
+  echo "- $(tr '\n' ' ' <"$RUN/idle.txt")"
+  echo
+  if [ -s "$RUN/failures" ]; then
+    echo "**Failures:**"
+    sed 's/^/- /' "$RUN/failures"
+    echo
+  fi
+  if [ -s "$JSONL" ]; then "$SLOTBENCH" report -a slotmeta -b etcd "$JSONL"; else echo "(no results)"; fi
+} >"$OUT"
+echo
+sed -n '/^### slotmeta vs etcd/,$p' "$OUT"
+echo "=== wrote ${OUT#"$ROOT"/}"
+[ ! -s "$RUN/failures" ] || { note "some runs failed: $(tr '\n' ';' <"$RUN/failures")"; exit 1; }

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestLoopbackOnly(t *testing.T) {
+	for _, ep := range []string{"http://127.0.0.1:8081", "http://localhost:2379", "http://[::1]:80", "http://127.3.4.5:1"} {
+		if err := loopbackOnly([]string{ep}); err != nil {
+			t.Errorf("%s refused: %v", ep, err)
+		}
+	}
+	for _, ep := range []string{"http://10.0.0.1:8081", "http://example.com:80", "https://127.0.0.1:1", "127.0.0.1:8081", "http://192.168.1.1"} {
+		if loopbackOnly([]string{ep}) == nil {
+			t.Errorf("%s accepted", ep)
+		}
+	}
+}
+
+func TestRequestsOfBothTargets(t *testing.T) {
+	c := slotmetaBackend{}.put("http://127.0.0.1:1", "a/b", []byte("xyz"))
+	if c.method != "PUT" || c.url != "http://127.0.0.1:1/v1/kv/a%2Fb" || string(c.body) != `{"value":"xyz"}` || c.expect != 200 {
+		t.Errorf("slotmeta put: %+v %s", c, c.body)
+	}
+	if c := (slotmetaBackend{}).get("http://h:1", "k", false); c.url != "http://h:1/v1/kv/k?consistency=local" {
+		t.Errorf("slotmeta local get: %s", c.url)
+	}
+	c, _ = slotmetaBackend{}.addSubscribers("http://h:1", 2, "ch", []string{"u1", "u2"})
+	if c.url != "http://h:1/v1/channels/2/ch/subscribers" || string(c.body) != `{"uids":["u1","u2"]}` {
+		t.Errorf("subscribers: %s %s", c.url, c.body)
+	}
+	e := etcdBackend{}.put("http://h:1", "k", []byte("v"))
+	if e.url != "http://h:1/v3/kv/put" || string(e.body) != `{"key":"aw==","value":"dg=="}` {
+		t.Errorf("etcd put: %s %s", e.url, e.body)
+	}
+	e = etcdBackend{}.get("http://h:1", "k", false)
+	if string(e.body) != `{"key":"aw==","serializable":true}` || e.check([]byte(`{"header":{}}`)) || !e.check([]byte(`{"kvs":[{}],"count":"1"}`)) {
+		t.Errorf("etcd serializable range: %s", e.body)
+	}
+	if got := (slotmetaBackend{}).errorCode([]byte(`{"error":{"code":"timeout","message":"m"}}`)); got != "timeout" {
+		t.Errorf("slotmeta error code %q", got)
+	}
+	if got := (etcdBackend{}).errorCode([]byte(`{"error":"etcdserver: request timed out","code":14}`)); got != "grpc14:etcdserver:_request_timed_out" {
+		t.Errorf("etcd error code %q", got)
+	}
+}
+
+func TestReportRatiosAndTargets(t *testing.T) {
+	mk := func(target, w string, c int, ops, p50, p99 float64) *Result {
+		return &Result{Target: target, Workload: w, Concurrency: c, OpsPerSec: ops, Latency: latency{P50: p50, P99: p99}}
+	}
+	rs := []*Result{
+		mk("slotmeta", "kv-put", 64, 5000, 10, 20), mk("etcd", "kv-put", 64, 1000, 12, 30),
+		mk("slotmeta", "get-linearizable", 64, 2000, 1, 2), mk("etcd", "get-linearizable", 64, 1000, 1, 2),
+		mk("slotmeta", "kv-put", 1, 500, 2, 3), mk("etcd", "kv-put", 1, 600, 1.5, 3),
+	}
+	var out bytes.Buffer
+	report(&out, rs, "slotmeta", "etcd")
+	s := out.String()
+	for _, want := range []string{
+		"| kv-put | 64 | 5000 | 1000 | 5.00× |",
+		"kv-put c=64 ≥ 5× etcd with p99 no worse: 5.00×, p99 20.00 vs 30.00 ms — **met**",
+		"get-linearizable c=64 ≥ 3× etcd: 2.00× — **not met**",
+		"c=1 write (kv-put) p50 ≤ etcd's: 2.00 vs 1.50 ms — **not met**",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("report lacks %q:\n%s", want, s)
+		}
+	}
+}

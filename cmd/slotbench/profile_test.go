@@ -1,0 +1,134 @@
+//go:build slotbenchprofile
+
+// The in-process profile harness (bench/profile.sh): three real slotmeta
+// nodes in this process — dragonboat NodeHosts, Pebble stores, the REST API
+// on loopback HTTP servers, the server's defaults (8 groups, RTT 50 ms,
+// election 10 ticks) — loaded by slotbench's own Run, with a CPU profile
+// taken over the load only. The build tag keeps it out of `go test ./...`.
+//
+//	go test -tags slotbenchprofile -run TestProfileInProcess -v ./cmd/slotbench
+//
+// GOMAXPROCS defaults to 3 × NumCPU here (three server processes' worth).
+// SLOTBENCH_PROFILE_OUT (cpu.prof), SLOTBENCH_PROFILE_WORKLOAD (kv-put),
+// SLOTBENCH_PROFILE_C (64), SLOTBENCH_PROFILE_DURATION (10s),
+// SLOTBENCH_PROFILE_GROUPS (8, the server's --groups default).
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"slotmeta"
+	"slotmeta/internal/httpapi"
+	"slotmeta/internal/slotstore/cluster"
+	"slotmeta/internal/slotstore/slotstoretest"
+)
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+func TestProfileInProcess(t *testing.T) {
+	out := envOr("SLOTBENCH_PROFILE_OUT", "cpu.prof")
+	workload := envOr("SLOTBENCH_PROFILE_WORKLOAD", "kv-put")
+	conc, err := strconv.Atoi(envOr("SLOTBENCH_PROFILE_C", "64"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dur, err := time.ParseDuration(envOr("SLOTBENCH_PROFILE_DURATION", "10s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Three server processes have 3 × GOMAXPROCS Ps between them; three
+	// nodes in one process with only NumCPU Ps stall whenever fdatasync
+	// calls hold the Ps (half the throughput, leader churn). Emulate the
+	// processes unless GOMAXPROCS is set.
+	if os.Getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(3 * runtime.NumCPU())
+	}
+	t.Logf("GOMAXPROCS %d", runtime.GOMAXPROCS(0))
+	groups, err := strconv.Atoi(envOr("SLOTBENCH_PROFILE_GROUPS", "8"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := slotstoretest.Start(t, slotstoretest.Options{
+		Nodes: 3, Groups: groups, RTT: 50 * time.Millisecond,
+		Tune: func(cfg *cluster.Config) { cfg.ElectionRTT = 10 },
+	})
+	var eps []string
+	for _, n := range c.Nodes {
+		reg := prometheus.NewRegistry()
+		h, err := httpapi.New(httpapi.Config{Backend: n, Registerer: reg, Gatherer: reg, OpenAPI: slotmeta.OpenAPI,
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The server's own http.Server settings (cmd/server/main.go).
+		srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second,
+			WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
+		go srv.Serve(ln)
+		t.Cleanup(func() { srv.Close() })
+		eps = append(eps, "http://"+ln.Addr().String())
+	}
+	cfg := Config{Target: "slotmeta", Endpoints: eps, Workload: workload, Concurrency: conc,
+		Duration: dur, Timeout: 5 * time.Second, ValueSize: 200, Keys: 2000, KeyPrefix: "sbpre", Preload: true,
+		PreloadConc: 32, Channels: 64, UIDsPerCall: 10, ReadPercent: 90}
+	// Warm up (and preload) without the profiler until a warm-up run sees
+	// no errors: right after the start the preferred-leader reconciler
+	// still moves group leaders (route_not_ready while it does).
+	warm := cfg
+	warm.Duration = 3 * time.Second
+	for i := range 10 {
+		r, err := Run(context.Background(), warm, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		warm.Preload = false
+		t.Logf("warm-up %d: %.0f ops/s, %d errors %v", i+1, r.OpsPerSec, r.Errors, r.ErrorsBy)
+		if r.Errors == 0 {
+			break
+		}
+	}
+	cfg.Preload = false
+	f, err := os.Create(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.StartCPUProfile(f); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(context.Background(), cfg, os.Stderr)
+	pprof.StopCPUProfile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	printResult(os.Stdout, res)
+	var batches, cmds float64
+	for _, n := range c.Nodes {
+		e, cm := n.BatchStats()
+		batches += float64(e)
+		cmds += float64(cm)
+	}
+	if batches > 0 {
+		t.Logf("proposer: %.0f entries, %.2f commands per Raft entry (whole test)", batches, cmds/batches)
+	}
+}

@@ -1,0 +1,190 @@
+package main
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// A request to send: what it is, what answer means success.
+type call struct {
+	kind   string // "read" or "write": the histogram it lands in
+	method string
+	url    string
+	body   []byte
+	expect int               // the status of success
+	alt    int               // another status that counts as success (0: none)
+	check  func([]byte) bool // nil: the status decides
+}
+
+// backend turns the workloads' operations into HTTP requests of one system.
+type backend interface {
+	name() string
+	ready(ep string) call
+	put(ep, key string, value []byte) call
+	get(ep, key string, linearizable bool) call
+	createUser(ep, uid string, name []byte) (call, bool)
+	createChannel(ep string, typ int, id string) (call, bool)
+	addSubscribers(ep string, typ int, id string, uids []string) (call, bool)
+	// errorCode names the error in a failed answer's body ("" if none).
+	errorCode(body []byte) string
+}
+
+func newBackend(target string) (backend, error) {
+	switch target {
+	case "slotmeta":
+		return slotmetaBackend{}, nil
+	case "etcd":
+		return etcdBackend{}, nil
+	}
+	return nil, fmt.Errorf("unknown -target %q (slotmeta or etcd)", target)
+}
+
+// ---- slotmeta: the REST API of openapi.yaml --------------------------------
+
+type slotmetaBackend struct{}
+
+func (slotmetaBackend) name() string { return "slotmeta" }
+
+func (slotmetaBackend) ready(ep string) call {
+	return call{kind: "read", method: "GET", url: ep + "/readyz", expect: 200}
+}
+
+func (slotmetaBackend) put(ep, key string, value []byte) call {
+	b := make([]byte, 0, len(value)+16)
+	b = append(b, `{"value":"`...)
+	b = append(b, value...) // alphanumeric: no escaping needed
+	b = append(b, `"}`...)
+	return call{kind: "write", method: "PUT", url: ep + "/v1/kv/" + url.PathEscape(key), body: b, expect: 200}
+}
+
+func (slotmetaBackend) get(ep, key string, linearizable bool) call {
+	u := ep + "/v1/kv/" + url.PathEscape(key)
+	if !linearizable {
+		u += "?consistency=local"
+	}
+	return call{kind: "read", method: "GET", url: u, expect: 200}
+}
+
+func (slotmetaBackend) createUser(ep, uid string, name []byte) (call, bool) {
+	b := make([]byte, 0, len(name)+len(uid)+24)
+	b = append(b, `{"uid":"`...)
+	b = append(b, uid...)
+	b = append(b, `","name":"`...)
+	b = append(b, name...)
+	b = append(b, `"}`...)
+	return call{kind: "write", method: "POST", url: ep + "/v1/users", body: b, expect: 201}, true
+}
+
+func (slotmetaBackend) createChannel(ep string, typ int, id string) (call, bool) {
+	b := fmt.Appendf(nil, `{"channel_type":%d,"channel_id":%q}`, typ, id)
+	return call{kind: "write", method: "POST", url: ep + "/v1/channels", body: b, expect: 201, alt: 409}, true
+}
+
+func (slotmetaBackend) addSubscribers(ep string, typ int, id string, uids []string) (call, bool) {
+	b := make([]byte, 0, 16+len(uids)*40)
+	b = append(b, `{"uids":[`...)
+	for i, u := range uids {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendQuote(b, u)
+	}
+	b = append(b, "]}"...)
+	u := ep + "/v1/channels/" + strconv.Itoa(typ) + "/" + url.PathEscape(id) + "/subscribers"
+	return call{kind: "write", method: "POST", url: u, body: b, expect: 200}, true
+}
+
+func (slotmetaBackend) errorCode(body []byte) string {
+	var e struct {
+		Error struct {
+			Code string `json:"code"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &e) == nil {
+		return e.Error.Code
+	}
+	return ""
+}
+
+// ---- etcd: the v3 HTTP/JSON gateway (etcd 3.4: /v3/kv/...) -----------------
+
+type etcdBackend struct{}
+
+func (etcdBackend) name() string { return "etcd" }
+
+func (etcdBackend) ready(ep string) call {
+	return call{kind: "read", method: "GET", url: ep + "/health", expect: 200,
+		check: func(b []byte) bool { return bytes.Contains(b, []byte(`"true"`)) }}
+}
+
+var b64 = base64.StdEncoding
+
+func (etcdBackend) put(ep, key string, value []byte) call {
+	b := make([]byte, 0, 32+b64.EncodedLen(len(key))+b64.EncodedLen(len(value)))
+	b = append(b, `{"key":"`...)
+	b = b64.AppendEncode(b, []byte(key))
+	b = append(b, `","value":"`...)
+	b = b64.AppendEncode(b, value)
+	b = append(b, `"}`...)
+	return call{kind: "write", method: "POST", url: ep + "/v3/kv/put", body: b, expect: 200}
+}
+
+// hasKV: a range that found the key answers "kvs" (and "count"); a miss
+// answers only the header, which we count as not_found.
+func hasKV(b []byte) bool { return bytes.Contains(b, []byte(`"kvs"`)) }
+
+func (etcdBackend) get(ep, key string, linearizable bool) call {
+	b := make([]byte, 0, 48+b64.EncodedLen(len(key)))
+	b = append(b, `{"key":"`...)
+	b = b64.AppendEncode(b, []byte(key))
+	b = append(b, `","serializable":`...)
+	b = strconv.AppendBool(b, !linearizable)
+	b = append(b, '}')
+	return call{kind: "read", method: "POST", url: ep + "/v3/kv/range", body: b, expect: 200, check: hasKV}
+}
+
+func (etcdBackend) createUser(string, string, []byte) (call, bool) { return call{}, false }
+func (etcdBackend) createChannel(string, int, string) (call, bool) { return call{}, false }
+func (etcdBackend) addSubscribers(string, int, string, []string) (call, bool) {
+	return call{}, false
+}
+
+func (etcdBackend) errorCode(body []byte) string {
+	var e struct {
+		Error string `json:"error"`
+		Code  int    `json:"code"`
+	}
+	if json.Unmarshal(body, &e) != nil {
+		return ""
+	}
+	msg := e.Error
+	if len(msg) > 48 {
+		msg = msg[:48]
+	}
+	msg = strings.ReplaceAll(msg, " ", "_")
+	if e.Code != 0 {
+		return fmt.Sprintf("grpc%d:%s", e.Code, msg)
+	}
+	return msg
+}
+
+// httpReq builds the *http.Request of c.
+func (c call) httpReq() (*http.Request, error) {
+	var r *http.Request
+	var err error
+	if c.body != nil {
+		r, err = http.NewRequest(c.method, c.url, bytes.NewReader(c.body))
+		if err == nil {
+			r.Header.Set("Content-Type", "application/json")
+		}
+	} else {
+		r, err = http.NewRequest(c.method, c.url, nil)
+	}
+	return r, err
+}
