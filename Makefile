@@ -73,7 +73,10 @@ clean:
 # linearizability checking; the summary lands in chaos/results/.
 CHAOS_SEEDS ?= 50
 CHAOS_DURATION ?= 5s
+chaos: SHELL := /bin/bash
 chaos:
 	mkdir -p chaos/results
 	CHAOS_SEEDS=$(CHAOS_SEEDS) CHAOS_DURATION=$(CHAOS_DURATION) FUZZ_REQUESTS=100000 \
-		$(GO) test -count=1 -timeout 120m -v -run 'TestShortChaos|TestHTTPFuzz' ./internal/chaos/ | tee chaos/results/$$(date -u +%Y%m%dT%H%M%SZ).txt
+		$(GO) test -count=1 -timeout 120m -v -run 'TestShortChaos|TestHTTPFuzz' ./internal/chaos/ 2>&1 \
+		| grep -aE '^(=== RUN|--- |ok|FAIL|PASS|[[:space:]]+[a-z_]+_test\.go:)' | tee chaos/results/$$(date -u +%Y%m%dT%H%M%SZ).txt; \
+		test $${PIPESTATUS[0]} -eq 0
