@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -76,7 +77,7 @@ func TestGroupsAndLeaderTransferAPI(t *testing.T) {
 		t.Fatalf("transfer result: %+v", res)
 	}
 	if r := s.do("POST", "/v1/cluster/groups/1/leader-transfer", `{"target_node":7}`); r.code != 409 || r.errCode() != "conflict" ||
-		!contains(string(r.body), cluster.ReasonTargetNotPeer) {
+		!strings.Contains(string(r.body), cluster.ReasonTargetNotPeer) {
 		t.Fatalf("transfer to a stranger: %d %s", r.code, r.body)
 	}
 	s.must(400, "POST", "/v1/cluster/groups/1/leader-transfer", `{"target_node":0}`)
@@ -114,13 +115,4 @@ func TestGroupsAndLeaderTransferAPI(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-}
-
-func contains(s, sub string) bool {
-	for i := 0; i+len(sub) <= len(s); i++ {
-		if s[i:i+len(sub)] == sub {
-			return true
-		}
-	}
-	return false
 }

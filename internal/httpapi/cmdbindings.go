@@ -126,9 +126,9 @@ func (a *api) getCmdBinding(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	b, ok := ans.(*meta.CmdBinding)
-	if !ok && ans != nil {
-		return internalf("GetCmdBinding answered %T", ans)
+	b, err := answerAs[*meta.CmdBinding](ans, "GetCmdBinding")
+	if err != nil {
+		return err
 	}
 	if b == nil {
 		return slotstore.Errorf(slotstore.CodeNotFound, "user %q has no CMD binding to channel %d/%q", uc.UID, uc.ChannelType, uc.ChannelID)

@@ -173,19 +173,6 @@ func (a *api) listDevices(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// answerAs checks that a query answered a T (a nil answer is T's zero).
-func answerAs[T any](ans any, query string) (T, error) {
-	var zero T
-	if ans == nil {
-		return zero, nil
-	}
-	v, ok := ans.(T)
-	if !ok {
-		return zero, internalf("%s answered %T", query, ans)
-	}
-	return v, nil
-}
-
 // resultEntity decodes the entity a successful command wrote.
 func resultEntity[T any](res meta.Result, what string, decode func([]byte) (T, error)) (T, error) {
 	var zero T

@@ -83,9 +83,9 @@ func (a *api) getKV(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	kv, ok := ans.(*meta.KV)
-	if !ok && ans != nil {
-		return internalf("GetKV answered %T", ans)
+	kv, err := answerAs[*meta.KV](ans, "GetKV")
+	if err != nil {
+		return err
 	}
 	if kv == nil {
 		return slotstore.Errorf(slotstore.CodeNotFound, "key %q not found", key)

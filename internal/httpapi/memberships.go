@@ -190,9 +190,9 @@ func (a *api) getMembership(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	m, ok := ans.(*meta.Membership)
-	if !ok && ans != nil {
-		return internalf("GetMembership answered %T", ans)
+	m, err := answerAs[*meta.Membership](ans, "GetMembership")
+	if err != nil {
+		return err
 	}
 	if m == nil {
 		return slotstore.Errorf(slotstore.CodeNotFound, "user %q has no membership of channel %d/%q", uc.UID, uc.ChannelType, uc.ChannelID)

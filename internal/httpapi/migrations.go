@@ -218,9 +218,9 @@ func (a *api) getMigration(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	task, ok := ans.(*meta.ChannelTask)
-	if !ok && ans != nil {
-		return internalf("GetChannelTask answered %T", ans)
+	task, err := answerAs[*meta.ChannelTask](ans, "GetChannelTask")
+	if err != nil {
+		return err
 	}
 	if task == nil {
 		return slotstore.Errorf(slotstore.CodeNotFound, "channel %d/%q has no task %d", t, id, taskID)

@@ -237,9 +237,9 @@ func (a *api) getRuntime(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	rt, ok := ans.(*meta.ChannelRuntime)
-	if !ok && ans != nil {
-		return internalf("GetRuntime answered %T", ans)
+	rt, err := answerAs[*meta.ChannelRuntime](ans, "GetRuntime")
+	if err != nil {
+		return err
 	}
 	if rt == nil {
 		return slotstore.Errorf(slotstore.CodeNotFound, "channel %d/%q has no runtime meta", t, id)

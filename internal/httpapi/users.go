@@ -138,9 +138,9 @@ func (a *api) getUser(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	u, ok := ans.(*meta.User)
-	if !ok && ans != nil {
-		return internalf("GetUser answered %T", ans)
+	u, err := answerAs[*meta.User](ans, "GetUser")
+	if err != nil {
+		return err
 	}
 	if u == nil {
 		return slotstore.Errorf(slotstore.CodeNotFound, "user %q not found", uid)

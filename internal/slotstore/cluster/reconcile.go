@@ -185,8 +185,8 @@ func (n *Node) wantReplica(st *controller.State, g slotstore.GroupID) (bool, uin
 		}
 		switch t.Status {
 		case controller.TaskRunning, controller.TaskFailed:
-			if controller.PhaseIndex(t.Phase) >= controller.PhaseIndex(controller.PhaseCatchUp) {
-				return true, t.NewReplicaID, controller.PhaseIndex(t.Phase) <= controller.PhaseIndex(controller.PhasePromote)
+			if controller.TaskPhaseIndex(controller.TaskReplicaMove, t.Phase) >= controller.TaskPhaseIndex(controller.TaskReplicaMove, controller.PhaseCatchUp) {
+				return true, t.NewReplicaID, controller.TaskPhaseIndex(controller.TaskReplicaMove, t.Phase) <= controller.TaskPhaseIndex(controller.TaskReplicaMove, controller.PhasePromote)
 			}
 		}
 	}

@@ -60,14 +60,11 @@ func (n *Node) CancelTask(ctx context.Context, id uint64) (slotstore.Task, error
 }
 
 // proposeControllerTask proposes a task command and returns the task id.
+// SyncPropose returns once this node's replica applied the command, so the
+// task is already in the state Task reads.
 func (n *Node) proposeControllerTask(ctx context.Context, c controller.Command) (uint64, error) {
 	r, err := n.proposeControllerResult(ctx, c)
-	if err != nil {
-		return 0, err
-	}
-	// The proposing replica applied the command; wait until this node's copy
-	// of the state shows it (it is the same replica, so this is immediate).
-	return r.TaskID, nil
+	return r.TaskID, err
 }
 
 // TasksOnce runs one step of every running task (controller leader only).

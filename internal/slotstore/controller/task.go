@@ -30,16 +30,6 @@ const (
 // movePhases is the order of a replica move's phases.
 var movePhases = []string{PhaseAddLearner, PhaseCatchUp, PhasePromote, PhaseRemoveOld, PhaseCommit, PhaseDone}
 
-// PhaseIndex is the position of phase in a replica move (-1 if unknown).
-func PhaseIndex(phase string) int {
-	for i, p := range movePhases {
-		if p == phase {
-			return i
-		}
-	}
-	return -1
-}
-
 // Task is a controller task, replicated with its history.
 type Task = slotstore.Task
 

@@ -1,6 +1,8 @@
 package fsm
 
 import (
+	"encoding/binary"
+
 	"github.com/cockroachdb/pebble/v2"
 
 	"slotmeta/internal/slotstore/meta"
@@ -91,19 +93,11 @@ func (s *StateMachine) scanOutbox(q *meta.ScanOutbox) (*meta.OutboxPage, error) 
 				_ = it.Close()
 				return nil, err
 			}
-			page.Entries = append(page.Entries, meta.OutboxEntry{HashSlot: hs, Seq: beU64(k), Record: rec})
+			page.Entries = append(page.Entries, meta.OutboxEntry{HashSlot: hs, Seq: binary.BigEndian.Uint64(k), Record: rec})
 		}
 		if err := it.Close(); err != nil {
 			return nil, err
 		}
 	}
 	return page, nil
-}
-
-func beU64(b []byte) uint64 {
-	var v uint64
-	for _, x := range b {
-		v = v<<8 | uint64(x)
-	}
-	return v
 }
