@@ -12861,11 +12861,18 @@ type ClientWithResponsesInterface interface {
 	PutUserPluginWithResponse(ctx context.Context, uid UIDParameter, pluginNo PluginNoPath, params *PutUserPluginParams, body PutUserPluginJSONRequestBody, reqEditors ...RequestEditorFn) (*PutUserPluginResponse, error)
 }
 
+// DocsResponseDefaultHeaders the declared response headers of an HTTP default response for Docs
+type DocsResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type DocsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *ErrorResponse
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *DocsResponseDefaultHeaders
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
@@ -12902,6 +12909,11 @@ func (r DocsResponse) ContentType() string {
 	return ""
 }
 
+// HealthzResponseDefaultHeaders the declared response headers of an HTTP default response for Healthz
+type HealthzResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type HealthzResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -12909,6 +12921,8 @@ type HealthzResponse struct {
 	JSON200 *StatusOK
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *ErrorResponse
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *HealthzResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -12950,11 +12964,18 @@ func (r HealthzResponse) ContentType() string {
 	return ""
 }
 
+// MetricsResponseDefaultHeaders the declared response headers of an HTTP default response for Metrics
+type MetricsResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type MetricsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *ErrorResponse
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *MetricsResponseDefaultHeaders
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
@@ -12991,6 +13012,11 @@ func (r MetricsResponse) ContentType() string {
 	return ""
 }
 
+// OpenapiResponseDefaultHeaders the declared response headers of an HTTP default response for Openapi
+type OpenapiResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type OpenapiResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -12998,6 +13024,8 @@ type OpenapiResponse struct {
 	YAML200 *map[string]interface{}
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *ErrorResponse
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *OpenapiResponseDefaultHeaders
 }
 
 // GetYAML200 returns the response for an HTTP 200 `application/yaml` response
@@ -13044,6 +13072,11 @@ type ReadyzResponse503Headers struct {
 	RetryAfter int
 }
 
+// ReadyzResponseDefaultHeaders the declared response headers of an HTTP default response for Readyz
+type ReadyzResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type ReadyzResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -13055,6 +13088,8 @@ type ReadyzResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ReadyzResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ReadyzResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -13148,6 +13183,11 @@ type CreateChannelResponse503Headers struct {
 	XSlotGroup     *int64
 }
 
+// CreateChannelResponseDefaultHeaders the declared response headers of an HTTP default response for CreateChannel
+type CreateChannelResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type CreateChannelResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -13175,6 +13215,8 @@ type CreateChannelResponse struct {
 	Headers429 *CreateChannelResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *CreateChannelResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *CreateChannelResponseDefaultHeaders
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
@@ -13305,6 +13347,11 @@ type DeleteChannelResponse503Headers struct {
 	XSlotGroup     *int64
 }
 
+// DeleteChannelResponseDefaultHeaders the declared response headers of an HTTP default response for DeleteChannel
+type DeleteChannelResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type DeleteChannelResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -13332,6 +13379,8 @@ type DeleteChannelResponse struct {
 	Headers429 *DeleteChannelResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *DeleteChannelResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *DeleteChannelResponseDefaultHeaders
 }
 
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
@@ -13447,6 +13496,11 @@ type GetChannelResponse503Headers struct {
 	XSlotGroup     *int64
 }
 
+// GetChannelResponseDefaultHeaders the declared response headers of an HTTP default response for GetChannel
+type GetChannelResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type GetChannelResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -13472,6 +13526,8 @@ type GetChannelResponse struct {
 	Headers409 *GetChannelResponse409Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetChannelResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetChannelResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -13584,6 +13640,11 @@ type PutChannelResponse503Headers struct {
 	XSlotGroup     *int64
 }
 
+// PutChannelResponseDefaultHeaders the declared response headers of an HTTP default response for PutChannel
+type PutChannelResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type PutChannelResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -13611,6 +13672,8 @@ type PutChannelResponse struct {
 	Headers429 *PutChannelResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *PutChannelResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *PutChannelResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -13731,6 +13794,11 @@ type ListChannelAllowlistResponse503Headers struct {
 	XSlotGroup     *int64
 }
 
+// ListChannelAllowlistResponseDefaultHeaders the declared response headers of an HTTP default response for ListChannelAllowlist
+type ListChannelAllowlistResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type ListChannelAllowlistResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -13756,6 +13824,8 @@ type ListChannelAllowlistResponse struct {
 	Headers409 *ListChannelAllowlistResponse409Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ListChannelAllowlistResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ListChannelAllowlistResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -13881,6 +13951,11 @@ type AddChannelAllowlistResponse503Headers struct {
 	XSlotGroup     *int64
 }
 
+// AddChannelAllowlistResponseDefaultHeaders the declared response headers of an HTTP default response for AddChannelAllowlist
+type AddChannelAllowlistResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type AddChannelAllowlistResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -13912,6 +13987,8 @@ type AddChannelAllowlistResponse struct {
 	Headers429 *AddChannelAllowlistResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *AddChannelAllowlistResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *AddChannelAllowlistResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -14047,6 +14124,11 @@ type RemoveChannelAllowlistResponse503Headers struct {
 	XSlotGroup     *int64
 }
 
+// RemoveChannelAllowlistResponseDefaultHeaders the declared response headers of an HTTP default response for RemoveChannelAllowlist
+type RemoveChannelAllowlistResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type RemoveChannelAllowlistResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -14078,6 +14160,8 @@ type RemoveChannelAllowlistResponse struct {
 	Headers429 *RemoveChannelAllowlistResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *RemoveChannelAllowlistResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *RemoveChannelAllowlistResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -14213,6 +14297,11 @@ type DeleteChannelAllowlistMemberResponse503Headers struct {
 	XSlotGroup     *int64
 }
 
+// DeleteChannelAllowlistMemberResponseDefaultHeaders the declared response headers of an HTTP default response for DeleteChannelAllowlistMember
+type DeleteChannelAllowlistMemberResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type DeleteChannelAllowlistMemberResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -14240,6 +14329,8 @@ type DeleteChannelAllowlistMemberResponse struct {
 	Headers429 *DeleteChannelAllowlistMemberResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *DeleteChannelAllowlistMemberResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *DeleteChannelAllowlistMemberResponseDefaultHeaders
 }
 
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
@@ -14355,6 +14446,11 @@ type GetChannelAllowlistMemberResponse503Headers struct {
 	XSlotGroup     *int64
 }
 
+// GetChannelAllowlistMemberResponseDefaultHeaders the declared response headers of an HTTP default response for GetChannelAllowlistMember
+type GetChannelAllowlistMemberResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type GetChannelAllowlistMemberResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -14380,6 +14476,8 @@ type GetChannelAllowlistMemberResponse struct {
 	Headers409 *GetChannelAllowlistMemberResponse409Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetChannelAllowlistMemberResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetChannelAllowlistMemberResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -14495,6 +14593,11 @@ type ListChannelDenylistResponse503Headers struct {
 	XSlotGroup     *int64
 }
 
+// ListChannelDenylistResponseDefaultHeaders the declared response headers of an HTTP default response for ListChannelDenylist
+type ListChannelDenylistResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type ListChannelDenylistResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -14520,6 +14623,8 @@ type ListChannelDenylistResponse struct {
 	Headers409 *ListChannelDenylistResponse409Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ListChannelDenylistResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ListChannelDenylistResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -14645,6 +14750,11 @@ type AddChannelDenylistResponse503Headers struct {
 	XSlotGroup     *int64
 }
 
+// AddChannelDenylistResponseDefaultHeaders the declared response headers of an HTTP default response for AddChannelDenylist
+type AddChannelDenylistResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type AddChannelDenylistResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -14676,6 +14786,8 @@ type AddChannelDenylistResponse struct {
 	Headers429 *AddChannelDenylistResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *AddChannelDenylistResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *AddChannelDenylistResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -14811,6 +14923,11 @@ type RemoveChannelDenylistResponse503Headers struct {
 	XSlotGroup     *int64
 }
 
+// RemoveChannelDenylistResponseDefaultHeaders the declared response headers of an HTTP default response for RemoveChannelDenylist
+type RemoveChannelDenylistResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type RemoveChannelDenylistResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -14842,6 +14959,8 @@ type RemoveChannelDenylistResponse struct {
 	Headers429 *RemoveChannelDenylistResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *RemoveChannelDenylistResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *RemoveChannelDenylistResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -14977,6 +15096,11 @@ type DeleteChannelDenylistMemberResponse503Headers struct {
 	XSlotGroup     *int64
 }
 
+// DeleteChannelDenylistMemberResponseDefaultHeaders the declared response headers of an HTTP default response for DeleteChannelDenylistMember
+type DeleteChannelDenylistMemberResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type DeleteChannelDenylistMemberResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -15004,6 +15128,8 @@ type DeleteChannelDenylistMemberResponse struct {
 	Headers429 *DeleteChannelDenylistMemberResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *DeleteChannelDenylistMemberResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *DeleteChannelDenylistMemberResponseDefaultHeaders
 }
 
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
@@ -15119,6 +15245,11 @@ type GetChannelDenylistMemberResponse503Headers struct {
 	XSlotGroup     *int64
 }
 
+// GetChannelDenylistMemberResponseDefaultHeaders the declared response headers of an HTTP default response for GetChannelDenylistMember
+type GetChannelDenylistMemberResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type GetChannelDenylistMemberResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -15144,6 +15275,8 @@ type GetChannelDenylistMemberResponse struct {
 	Headers409 *GetChannelDenylistMemberResponse409Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetChannelDenylistMemberResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetChannelDenylistMemberResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -15246,6 +15379,11 @@ type ListChannelEventsResponse503Headers struct {
 	XSlotGroup     *int64
 }
 
+// ListChannelEventsResponseDefaultHeaders the declared response headers of an HTTP default response for ListChannelEvents
+type ListChannelEventsResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type ListChannelEventsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -15267,6 +15405,8 @@ type ListChannelEventsResponse struct {
 	Headers409 *ListChannelEventsResponse409Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ListChannelEventsResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ListChannelEventsResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -15374,6 +15514,11 @@ type AppendChannelEventResponse503Headers struct {
 	XSlotGroup     *int64
 }
 
+// AppendChannelEventResponseDefaultHeaders the declared response headers of an HTTP default response for AppendChannelEvent
+type AppendChannelEventResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type AppendChannelEventResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -15401,6 +15546,8 @@ type AppendChannelEventResponse struct {
 	Headers429 *AppendChannelEventResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *AppendChannelEventResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *AppendChannelEventResponseDefaultHeaders
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
@@ -15508,6 +15655,11 @@ type ListChannelMigrationsResponse503Headers struct {
 	XSlotGroup     *int64
 }
 
+// ListChannelMigrationsResponseDefaultHeaders the declared response headers of an HTTP default response for ListChannelMigrations
+type ListChannelMigrationsResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type ListChannelMigrationsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -15529,6 +15681,8 @@ type ListChannelMigrationsResponse struct {
 	Headers409 *ListChannelMigrationsResponse409Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ListChannelMigrationsResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ListChannelMigrationsResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -15637,6 +15791,11 @@ type CreateChannelMigrationResponse503Headers struct {
 	XSlotGroup     *int64
 }
 
+// CreateChannelMigrationResponseDefaultHeaders the declared response headers of an HTTP default response for CreateChannelMigration
+type CreateChannelMigrationResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type CreateChannelMigrationResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -15664,6 +15823,8 @@ type CreateChannelMigrationResponse struct {
 	Headers429 *CreateChannelMigrationResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *CreateChannelMigrationResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *CreateChannelMigrationResponseDefaultHeaders
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
@@ -15784,6 +15945,11 @@ type GetChannelMigrationResponse503Headers struct {
 	XSlotGroup     *int64
 }
 
+// GetChannelMigrationResponseDefaultHeaders the declared response headers of an HTTP default response for GetChannelMigration
+type GetChannelMigrationResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type GetChannelMigrationResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -15809,6 +15975,8 @@ type GetChannelMigrationResponse struct {
 	Headers409 *GetChannelMigrationResponse409Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetChannelMigrationResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetChannelMigrationResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -15934,6 +16102,11 @@ type AbortChannelMigrationResponse503Headers struct {
 	XSlotGroup     *int64
 }
 
+// AbortChannelMigrationResponseDefaultHeaders the declared response headers of an HTTP default response for AbortChannelMigration
+type AbortChannelMigrationResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type AbortChannelMigrationResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -15965,6 +16138,8 @@ type AbortChannelMigrationResponse struct {
 	Headers429 *AbortChannelMigrationResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *AbortChannelMigrationResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *AbortChannelMigrationResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -16100,6 +16275,11 @@ type AdvanceChannelMigrationResponse503Headers struct {
 	XSlotGroup     *int64
 }
 
+// AdvanceChannelMigrationResponseDefaultHeaders the declared response headers of an HTTP default response for AdvanceChannelMigration
+type AdvanceChannelMigrationResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type AdvanceChannelMigrationResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -16131,6 +16311,8 @@ type AdvanceChannelMigrationResponse struct {
 	Headers429 *AdvanceChannelMigrationResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *AdvanceChannelMigrationResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *AdvanceChannelMigrationResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -16266,6 +16448,11 @@ type DeleteChannelRuntimeResponse503Headers struct {
 	XSlotGroup     *int64
 }
 
+// DeleteChannelRuntimeResponseDefaultHeaders the declared response headers of an HTTP default response for DeleteChannelRuntime
+type DeleteChannelRuntimeResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type DeleteChannelRuntimeResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -16293,6 +16480,8 @@ type DeleteChannelRuntimeResponse struct {
 	Headers429 *DeleteChannelRuntimeResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *DeleteChannelRuntimeResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *DeleteChannelRuntimeResponseDefaultHeaders
 }
 
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
@@ -16408,6 +16597,11 @@ type GetChannelRuntimeResponse503Headers struct {
 	XSlotGroup     *int64
 }
 
+// GetChannelRuntimeResponseDefaultHeaders the declared response headers of an HTTP default response for GetChannelRuntime
+type GetChannelRuntimeResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type GetChannelRuntimeResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -16433,6 +16627,8 @@ type GetChannelRuntimeResponse struct {
 	Headers409 *GetChannelRuntimeResponse409Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetChannelRuntimeResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetChannelRuntimeResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -16546,6 +16742,11 @@ type CreateChannelRuntimeResponse503Headers struct {
 	XSlotGroup     *int64
 }
 
+// CreateChannelRuntimeResponseDefaultHeaders the declared response headers of an HTTP default response for CreateChannelRuntime
+type CreateChannelRuntimeResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type CreateChannelRuntimeResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -16573,6 +16774,8 @@ type CreateChannelRuntimeResponse struct {
 	Headers429 *CreateChannelRuntimeResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *CreateChannelRuntimeResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *CreateChannelRuntimeResponseDefaultHeaders
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
@@ -16690,6 +16893,11 @@ type PutChannelRuntimeResponse503Headers struct {
 	XSlotGroup     *int64
 }
 
+// PutChannelRuntimeResponseDefaultHeaders the declared response headers of an HTTP default response for PutChannelRuntime
+type PutChannelRuntimeResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type PutChannelRuntimeResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -16717,6 +16925,8 @@ type PutChannelRuntimeResponse struct {
 	Headers429 *PutChannelRuntimeResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *PutChannelRuntimeResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *PutChannelRuntimeResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -16847,6 +17057,11 @@ type AdvanceChannelRetentionResponse503Headers struct {
 	XSlotGroup     *int64
 }
 
+// AdvanceChannelRetentionResponseDefaultHeaders the declared response headers of an HTTP default response for AdvanceChannelRetention
+type AdvanceChannelRetentionResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type AdvanceChannelRetentionResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -16878,6 +17093,8 @@ type AdvanceChannelRetentionResponse struct {
 	Headers429 *AdvanceChannelRetentionResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *AdvanceChannelRetentionResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *AdvanceChannelRetentionResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -17003,6 +17220,11 @@ type ListChannelSubscribersResponse503Headers struct {
 	XSlotGroup     *int64
 }
 
+// ListChannelSubscribersResponseDefaultHeaders the declared response headers of an HTTP default response for ListChannelSubscribers
+type ListChannelSubscribersResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type ListChannelSubscribersResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -17028,6 +17250,8 @@ type ListChannelSubscribersResponse struct {
 	Headers409 *ListChannelSubscribersResponse409Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ListChannelSubscribersResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ListChannelSubscribersResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -17153,6 +17377,11 @@ type AddChannelSubscribersResponse503Headers struct {
 	XSlotGroup     *int64
 }
 
+// AddChannelSubscribersResponseDefaultHeaders the declared response headers of an HTTP default response for AddChannelSubscribers
+type AddChannelSubscribersResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type AddChannelSubscribersResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -17184,6 +17413,8 @@ type AddChannelSubscribersResponse struct {
 	Headers429 *AddChannelSubscribersResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *AddChannelSubscribersResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *AddChannelSubscribersResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -17319,6 +17550,11 @@ type RemoveChannelSubscribersResponse503Headers struct {
 	XSlotGroup     *int64
 }
 
+// RemoveChannelSubscribersResponseDefaultHeaders the declared response headers of an HTTP default response for RemoveChannelSubscribers
+type RemoveChannelSubscribersResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type RemoveChannelSubscribersResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -17350,6 +17586,8 @@ type RemoveChannelSubscribersResponse struct {
 	Headers429 *RemoveChannelSubscribersResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *RemoveChannelSubscribersResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *RemoveChannelSubscribersResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -17485,6 +17723,11 @@ type DeleteChannelSubscriberResponse503Headers struct {
 	XSlotGroup     *int64
 }
 
+// DeleteChannelSubscriberResponseDefaultHeaders the declared response headers of an HTTP default response for DeleteChannelSubscriber
+type DeleteChannelSubscriberResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type DeleteChannelSubscriberResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -17512,6 +17755,8 @@ type DeleteChannelSubscriberResponse struct {
 	Headers429 *DeleteChannelSubscriberResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *DeleteChannelSubscriberResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *DeleteChannelSubscriberResponseDefaultHeaders
 }
 
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
@@ -17627,6 +17872,11 @@ type GetChannelSubscriberResponse503Headers struct {
 	XSlotGroup     *int64
 }
 
+// GetChannelSubscriberResponseDefaultHeaders the declared response headers of an HTTP default response for GetChannelSubscriber
+type GetChannelSubscriberResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type GetChannelSubscriberResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -17652,6 +17902,8 @@ type GetChannelSubscriberResponse struct {
 	Headers409 *GetChannelSubscriberResponse409Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetChannelSubscriberResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetChannelSubscriberResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -17718,6 +17970,11 @@ func (r GetChannelSubscriberResponse) ContentType() string {
 	return ""
 }
 
+// GetClusterResponseDefaultHeaders the declared response headers of an HTTP default response for GetCluster
+type GetClusterResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type GetClusterResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -17727,6 +17984,8 @@ type GetClusterResponse struct {
 	JSON500 *Internal
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *ErrorResponse
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetClusterResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -17773,6 +18032,11 @@ func (r GetClusterResponse) ContentType() string {
 	return ""
 }
 
+// ListDecisionsResponseDefaultHeaders the declared response headers of an HTTP default response for ListDecisions
+type ListDecisionsResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type ListDecisionsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -17782,6 +18046,8 @@ type ListDecisionsResponse struct {
 	JSON500 *Internal
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *ErrorResponse
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ListDecisionsResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -17833,6 +18099,11 @@ type ListGroupsResponse503Headers struct {
 	RetryAfter int
 }
 
+// ListGroupsResponseDefaultHeaders the declared response headers of an HTTP default response for ListGroups
+type ListGroupsResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type ListGroupsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -17846,6 +18117,8 @@ type ListGroupsResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ListGroupsResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ListGroupsResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -17902,6 +18175,11 @@ type GetGroupResponse503Headers struct {
 	RetryAfter int
 }
 
+// GetGroupResponseDefaultHeaders the declared response headers of an HTTP default response for GetGroup
+type GetGroupResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type GetGroupResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -17919,6 +18197,8 @@ type GetGroupResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetGroupResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetGroupResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -17985,6 +18265,11 @@ type TransferLeaderResponse503Headers struct {
 	RetryAfter int
 }
 
+// TransferLeaderResponseDefaultHeaders the declared response headers of an HTTP default response for TransferLeader
+type TransferLeaderResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type TransferLeaderResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -18006,6 +18291,8 @@ type TransferLeaderResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *TransferLeaderResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *TransferLeaderResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -18082,6 +18369,11 @@ type PreflightLeaderTransferResponse503Headers struct {
 	RetryAfter int
 }
 
+// PreflightLeaderTransferResponseDefaultHeaders the declared response headers of an HTTP default response for PreflightLeaderTransfer
+type PreflightLeaderTransferResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type PreflightLeaderTransferResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -18099,6 +18391,8 @@ type PreflightLeaderTransferResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *PreflightLeaderTransferResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *PreflightLeaderTransferResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -18165,6 +18459,11 @@ type SetPreferredLeaderResponse503Headers struct {
 	RetryAfter int
 }
 
+// SetPreferredLeaderResponseDefaultHeaders the declared response headers of an HTTP default response for SetPreferredLeader
+type SetPreferredLeaderResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type SetPreferredLeaderResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -18186,6 +18485,8 @@ type SetPreferredLeaderResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *SetPreferredLeaderResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *SetPreferredLeaderResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -18267,6 +18568,11 @@ type CreateReplicaMoveResponse503Headers struct {
 	RetryAfter int
 }
 
+// CreateReplicaMoveResponseDefaultHeaders the declared response headers of an HTTP default response for CreateReplicaMove
+type CreateReplicaMoveResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type CreateReplicaMoveResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -18290,6 +18596,8 @@ type CreateReplicaMoveResponse struct {
 	Headers202 *CreateReplicaMoveResponse202Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *CreateReplicaMoveResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *CreateReplicaMoveResponseDefaultHeaders
 }
 
 // GetJSON202 returns the response for an HTTP 202 `application/json` response
@@ -18371,6 +18679,11 @@ type CreateSlotMigrationResponse503Headers struct {
 	RetryAfter int
 }
 
+// CreateSlotMigrationResponseDefaultHeaders the declared response headers of an HTTP default response for CreateSlotMigration
+type CreateSlotMigrationResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type CreateSlotMigrationResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -18396,6 +18709,8 @@ type CreateSlotMigrationResponse struct {
 	Headers202 *CreateSlotMigrationResponse202Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *CreateSlotMigrationResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *CreateSlotMigrationResponseDefaultHeaders
 }
 
 // GetJSON202 returns the response for an HTTP 202 `application/json` response
@@ -18472,6 +18787,11 @@ func (r CreateSlotMigrationResponse) ContentType() string {
 	return ""
 }
 
+// ListNodesResponseDefaultHeaders the declared response headers of an HTTP default response for ListNodes
+type ListNodesResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type ListNodesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -18481,6 +18801,8 @@ type ListNodesResponse struct {
 	JSON500 *Internal
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *ErrorResponse
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ListNodesResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -18532,6 +18854,11 @@ type RegisterNodeResponse503Headers struct {
 	RetryAfter int
 }
 
+// RegisterNodeResponseDefaultHeaders the declared response headers of an HTTP default response for RegisterNode
+type RegisterNodeResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type RegisterNodeResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -18551,6 +18878,8 @@ type RegisterNodeResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *RegisterNodeResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *RegisterNodeResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -18622,6 +18951,11 @@ type GetRoutesResponse503Headers struct {
 	RetryAfter int
 }
 
+// GetRoutesResponseDefaultHeaders the declared response headers of an HTTP default response for GetRoutes
+type GetRoutesResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type GetRoutesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -18635,6 +18969,8 @@ type GetRoutesResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetRoutesResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetRoutesResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -18691,6 +19027,11 @@ type ResolveRoutesResponse503Headers struct {
 	RetryAfter int
 }
 
+// ResolveRoutesResponseDefaultHeaders the declared response headers of an HTTP default response for ResolveRoutes
+type ResolveRoutesResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type ResolveRoutesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -18708,6 +19049,8 @@ type ResolveRoutesResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ResolveRoutesResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ResolveRoutesResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -18769,6 +19112,11 @@ func (r ResolveRoutesResponse) ContentType() string {
 	return ""
 }
 
+// ListTasksResponseDefaultHeaders the declared response headers of an HTTP default response for ListTasks
+type ListTasksResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type ListTasksResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -18778,6 +19126,8 @@ type ListTasksResponse struct {
 	JSON500 *Internal
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *ErrorResponse
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ListTasksResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -18824,6 +19174,11 @@ func (r ListTasksResponse) ContentType() string {
 	return ""
 }
 
+// GetTaskResponseDefaultHeaders the declared response headers of an HTTP default response for GetTask
+type GetTaskResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type GetTaskResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -18837,6 +19192,8 @@ type GetTaskResponse struct {
 	JSON500 *Internal
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *ErrorResponse
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetTaskResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -18898,6 +19255,11 @@ type CancelTaskResponse503Headers struct {
 	RetryAfter int
 }
 
+// CancelTaskResponseDefaultHeaders the declared response headers of an HTTP default response for CancelTask
+type CancelTaskResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type CancelTaskResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -18917,6 +19279,8 @@ type CancelTaskResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *CancelTaskResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *CancelTaskResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -19053,6 +19417,11 @@ type DeleteKVResponse503Headers struct {
 	XSlotGroup     *int64
 }
 
+// DeleteKVResponseDefaultHeaders the declared response headers of an HTTP default response for DeleteKV
+type DeleteKVResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type DeleteKVResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -19084,6 +19453,8 @@ type DeleteKVResponse struct {
 	Headers429 *DeleteKVResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *DeleteKVResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *DeleteKVResponseDefaultHeaders
 }
 
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
@@ -19205,6 +19576,11 @@ type GetKVResponse503Headers struct {
 	XSlotGroup     *int64
 }
 
+// GetKVResponseDefaultHeaders the declared response headers of an HTTP default response for GetKV
+type GetKVResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type GetKVResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -19230,6 +19606,8 @@ type GetKVResponse struct {
 	Headers409 *GetKVResponse409Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetKVResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetKVResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -19354,6 +19732,11 @@ type PutKVResponse503Headers struct {
 	XSlotGroup     *int64
 }
 
+// PutKVResponseDefaultHeaders the declared response headers of an HTTP default response for PutKV
+type PutKVResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type PutKVResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -19385,6 +19768,8 @@ type PutKVResponse struct {
 	Headers429 *PutKVResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *PutKVResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *PutKVResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -19472,6 +19857,11 @@ type ListPluginUsersResponse503Headers struct {
 	XRouteRevision *int64
 }
 
+// ListPluginUsersResponseDefaultHeaders the declared response headers of an HTTP default response for ListPluginUsers
+type ListPluginUsersResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type ListPluginUsersResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -19489,6 +19879,8 @@ type ListPluginUsersResponse struct {
 	Headers200 *ListPluginUsersResponse200Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ListPluginUsersResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ListPluginUsersResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -19594,6 +19986,11 @@ type ListSystemUIDsResponse503Headers struct {
 	XSlotGroup     *int64
 }
 
+// ListSystemUIDsResponseDefaultHeaders the declared response headers of an HTTP default response for ListSystemUIDs
+type ListSystemUIDsResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type ListSystemUIDsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -19619,6 +20016,8 @@ type ListSystemUIDsResponse struct {
 	Headers409 *ListSystemUIDsResponse409Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ListSystemUIDsResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ListSystemUIDsResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -19744,6 +20143,11 @@ type DeleteSystemUIDResponse503Headers struct {
 	XSlotGroup     *int64
 }
 
+// DeleteSystemUIDResponseDefaultHeaders the declared response headers of an HTTP default response for DeleteSystemUID
+type DeleteSystemUIDResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type DeleteSystemUIDResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -19771,6 +20175,8 @@ type DeleteSystemUIDResponse struct {
 	Headers429 *DeleteSystemUIDResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *DeleteSystemUIDResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *DeleteSystemUIDResponseDefaultHeaders
 }
 
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
@@ -19883,6 +20289,11 @@ type PutSystemUIDResponse503Headers struct {
 	XSlotGroup     *int64
 }
 
+// PutSystemUIDResponseDefaultHeaders the declared response headers of an HTTP default response for PutSystemUID
+type PutSystemUIDResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type PutSystemUIDResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -19908,6 +20319,8 @@ type PutSystemUIDResponse struct {
 	Headers429 *PutSystemUIDResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *PutSystemUIDResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *PutSystemUIDResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -19984,6 +20397,11 @@ type ListUsersResponse503Headers struct {
 	RetryAfter int
 }
 
+// ListUsersResponseDefaultHeaders the declared response headers of an HTTP default response for ListUsers
+type ListUsersResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type ListUsersResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -20001,6 +20419,8 @@ type ListUsersResponse struct {
 	Headers200 *ListUsersResponse200Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ListUsersResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ListUsersResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -20104,6 +20524,11 @@ type CreateUserResponse503Headers struct {
 	XSlotGroup     *int64
 }
 
+// CreateUserResponseDefaultHeaders the declared response headers of an HTTP default response for CreateUser
+type CreateUserResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type CreateUserResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -20131,6 +20556,8 @@ type CreateUserResponse struct {
 	Headers429 *CreateUserResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *CreateUserResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *CreateUserResponseDefaultHeaders
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
@@ -20261,6 +20688,11 @@ type DeleteUserResponse503Headers struct {
 	XSlotGroup     *int64
 }
 
+// DeleteUserResponseDefaultHeaders the declared response headers of an HTTP default response for DeleteUser
+type DeleteUserResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type DeleteUserResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -20288,6 +20720,8 @@ type DeleteUserResponse struct {
 	Headers429 *DeleteUserResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *DeleteUserResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *DeleteUserResponseDefaultHeaders
 }
 
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
@@ -20403,6 +20837,11 @@ type GetUserResponse503Headers struct {
 	XSlotGroup     *int64
 }
 
+// GetUserResponseDefaultHeaders the declared response headers of an HTTP default response for GetUser
+type GetUserResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type GetUserResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -20428,6 +20867,8 @@ type GetUserResponse struct {
 	Headers409 *GetUserResponse409Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetUserResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetUserResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -20540,6 +20981,11 @@ type PutUserResponse503Headers struct {
 	XSlotGroup     *int64
 }
 
+// PutUserResponseDefaultHeaders the declared response headers of an HTTP default response for PutUser
+type PutUserResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type PutUserResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -20567,6 +21013,8 @@ type PutUserResponse struct {
 	Headers429 *PutUserResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *PutUserResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *PutUserResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -20674,6 +21122,11 @@ type ListCmdBindingsResponse503Headers struct {
 	XSlotGroup     *int64
 }
 
+// ListCmdBindingsResponseDefaultHeaders the declared response headers of an HTTP default response for ListCmdBindings
+type ListCmdBindingsResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type ListCmdBindingsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -20695,6 +21148,8 @@ type ListCmdBindingsResponse struct {
 	Headers409 *ListCmdBindingsResponse409Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ListCmdBindingsResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ListCmdBindingsResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -20815,6 +21270,11 @@ type DeleteCmdBindingResponse503Headers struct {
 	XSlotGroup     *int64
 }
 
+// DeleteCmdBindingResponseDefaultHeaders the declared response headers of an HTTP default response for DeleteCmdBinding
+type DeleteCmdBindingResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type DeleteCmdBindingResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -20842,6 +21302,8 @@ type DeleteCmdBindingResponse struct {
 	Headers429 *DeleteCmdBindingResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *DeleteCmdBindingResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *DeleteCmdBindingResponseDefaultHeaders
 }
 
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
@@ -20957,6 +21419,11 @@ type GetCmdBindingResponse503Headers struct {
 	XSlotGroup     *int64
 }
 
+// GetCmdBindingResponseDefaultHeaders the declared response headers of an HTTP default response for GetCmdBinding
+type GetCmdBindingResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type GetCmdBindingResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -20982,6 +21449,8 @@ type GetCmdBindingResponse struct {
 	Headers409 *GetCmdBindingResponse409Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetCmdBindingResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetCmdBindingResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -21094,6 +21563,11 @@ type PutCmdBindingResponse503Headers struct {
 	XSlotGroup     *int64
 }
 
+// PutCmdBindingResponseDefaultHeaders the declared response headers of an HTTP default response for PutCmdBinding
+type PutCmdBindingResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type PutCmdBindingResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -21121,6 +21595,8 @@ type PutCmdBindingResponse struct {
 	Headers429 *PutCmdBindingResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *PutCmdBindingResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *PutCmdBindingResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -21251,6 +21727,11 @@ type AckCmdBindingResponse503Headers struct {
 	XSlotGroup     *int64
 }
 
+// AckCmdBindingResponseDefaultHeaders the declared response headers of an HTTP default response for AckCmdBinding
+type AckCmdBindingResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type AckCmdBindingResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -21282,6 +21763,8 @@ type AckCmdBindingResponse struct {
 	Headers429 *AckCmdBindingResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *AckCmdBindingResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *AckCmdBindingResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -21407,6 +21890,11 @@ type ListDevicesResponse503Headers struct {
 	XSlotGroup     *int64
 }
 
+// ListDevicesResponseDefaultHeaders the declared response headers of an HTTP default response for ListDevices
+type ListDevicesResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type ListDevicesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -21432,6 +21920,8 @@ type ListDevicesResponse struct {
 	Headers409 *ListDevicesResponse409Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ListDevicesResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ListDevicesResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -21557,6 +22047,11 @@ type DeleteDeviceResponse503Headers struct {
 	XSlotGroup     *int64
 }
 
+// DeleteDeviceResponseDefaultHeaders the declared response headers of an HTTP default response for DeleteDevice
+type DeleteDeviceResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type DeleteDeviceResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -21584,6 +22079,8 @@ type DeleteDeviceResponse struct {
 	Headers429 *DeleteDeviceResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *DeleteDeviceResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *DeleteDeviceResponseDefaultHeaders
 }
 
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
@@ -21699,6 +22196,11 @@ type GetDeviceResponse503Headers struct {
 	XSlotGroup     *int64
 }
 
+// GetDeviceResponseDefaultHeaders the declared response headers of an HTTP default response for GetDevice
+type GetDeviceResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type GetDeviceResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -21724,6 +22226,8 @@ type GetDeviceResponse struct {
 	Headers409 *GetDeviceResponse409Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetDeviceResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetDeviceResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -21849,6 +22353,11 @@ type PutDeviceResponse503Headers struct {
 	XSlotGroup     *int64
 }
 
+// PutDeviceResponseDefaultHeaders the declared response headers of an HTTP default response for PutDevice
+type PutDeviceResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type PutDeviceResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -21880,6 +22389,8 @@ type PutDeviceResponse struct {
 	Headers429 *PutDeviceResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *PutDeviceResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *PutDeviceResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -21992,6 +22503,11 @@ type ListMembershipsResponse503Headers struct {
 	XSlotGroup     *int64
 }
 
+// ListMembershipsResponseDefaultHeaders the declared response headers of an HTTP default response for ListMemberships
+type ListMembershipsResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type ListMembershipsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -22013,6 +22529,8 @@ type ListMembershipsResponse struct {
 	Headers409 *ListMembershipsResponse409Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ListMembershipsResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ListMembershipsResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -22133,6 +22651,11 @@ type DeleteMembershipResponse503Headers struct {
 	XSlotGroup     *int64
 }
 
+// DeleteMembershipResponseDefaultHeaders the declared response headers of an HTTP default response for DeleteMembership
+type DeleteMembershipResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type DeleteMembershipResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -22160,6 +22683,8 @@ type DeleteMembershipResponse struct {
 	Headers429 *DeleteMembershipResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *DeleteMembershipResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *DeleteMembershipResponseDefaultHeaders
 }
 
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
@@ -22275,6 +22800,11 @@ type GetMembershipResponse503Headers struct {
 	XSlotGroup     *int64
 }
 
+// GetMembershipResponseDefaultHeaders the declared response headers of an HTTP default response for GetMembership
+type GetMembershipResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type GetMembershipResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -22300,6 +22830,8 @@ type GetMembershipResponse struct {
 	Headers409 *GetMembershipResponse409Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetMembershipResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetMembershipResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -22412,6 +22944,11 @@ type PutMembershipResponse503Headers struct {
 	XSlotGroup     *int64
 }
 
+// PutMembershipResponseDefaultHeaders the declared response headers of an HTTP default response for PutMembership
+type PutMembershipResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type PutMembershipResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -22439,6 +22976,8 @@ type PutMembershipResponse struct {
 	Headers429 *PutMembershipResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *PutMembershipResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *PutMembershipResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -22569,6 +23108,11 @@ type ActivateMembershipResponse503Headers struct {
 	XSlotGroup     *int64
 }
 
+// ActivateMembershipResponseDefaultHeaders the declared response headers of an HTTP default response for ActivateMembership
+type ActivateMembershipResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type ActivateMembershipResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -22598,6 +23142,8 @@ type ActivateMembershipResponse struct {
 	Headers429 *ActivateMembershipResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ActivateMembershipResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ActivateMembershipResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -22728,6 +23274,11 @@ type HideMembershipResponse503Headers struct {
 	XSlotGroup     *int64
 }
 
+// HideMembershipResponseDefaultHeaders the declared response headers of an HTTP default response for HideMembership
+type HideMembershipResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type HideMembershipResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -22759,6 +23310,8 @@ type HideMembershipResponse struct {
 	Headers429 *HideMembershipResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *HideMembershipResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *HideMembershipResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -22894,6 +23447,11 @@ type ReadMembershipResponse503Headers struct {
 	XSlotGroup     *int64
 }
 
+// ReadMembershipResponseDefaultHeaders the declared response headers of an HTTP default response for ReadMembership
+type ReadMembershipResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type ReadMembershipResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -22925,6 +23483,8 @@ type ReadMembershipResponse struct {
 	Headers429 *ReadMembershipResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ReadMembershipResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ReadMembershipResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -23050,6 +23610,11 @@ type ListUserPluginsResponse503Headers struct {
 	XSlotGroup     *int64
 }
 
+// ListUserPluginsResponseDefaultHeaders the declared response headers of an HTTP default response for ListUserPlugins
+type ListUserPluginsResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type ListUserPluginsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -23075,6 +23640,8 @@ type ListUserPluginsResponse struct {
 	Headers409 *ListUserPluginsResponse409Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ListUserPluginsResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ListUserPluginsResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -23200,6 +23767,11 @@ type DeleteUserPluginResponse503Headers struct {
 	XSlotGroup     *int64
 }
 
+// DeleteUserPluginResponseDefaultHeaders the declared response headers of an HTTP default response for DeleteUserPlugin
+type DeleteUserPluginResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type DeleteUserPluginResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -23227,6 +23799,8 @@ type DeleteUserPluginResponse struct {
 	Headers429 *DeleteUserPluginResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *DeleteUserPluginResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *DeleteUserPluginResponseDefaultHeaders
 }
 
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
@@ -23352,6 +23926,11 @@ type PutUserPluginResponse503Headers struct {
 	XSlotGroup     *int64
 }
 
+// PutUserPluginResponseDefaultHeaders the declared response headers of an HTTP default response for PutUserPlugin
+type PutUserPluginResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
 type PutUserPluginResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -23383,6 +23962,8 @@ type PutUserPluginResponse struct {
 	Headers429 *PutUserPluginResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *PutUserPluginResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *PutUserPluginResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -25294,6 +25875,19 @@ func ParseDocsResponse(rsp *http.Response) (*DocsResponse, error) {
 
 	}
 
+	switch {
+	case true:
+		var headers DocsResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
 	return response, nil
 }
 
@@ -25327,6 +25921,19 @@ func ParseHealthzResponse(rsp *http.Response) (*HealthzResponse, error) {
 
 	}
 
+	switch {
+	case true:
+		var headers HealthzResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
 	return response, nil
 }
 
@@ -25351,6 +25958,19 @@ func ParseMetricsResponse(rsp *http.Response) (*MetricsResponse, error) {
 		}
 		response.JSONDefault = &dest
 
+	}
+
+	switch {
+	case true:
+		var headers MetricsResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -25384,6 +26004,19 @@ func ParseOpenapiResponse(rsp *http.Response) (*OpenapiResponse, error) {
 		}
 		response.JSONDefault = &dest
 
+	}
+
+	switch {
+	case true:
+		var headers OpenapiResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -25437,6 +26070,16 @@ func ParseReadyzResponse(rsp *http.Response) (*ReadyzResponse, error) {
 			headers.RetryAfter = value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers ReadyzResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -25744,6 +26387,16 @@ func ParseCreateChannelResponse(rsp *http.Response) (*CreateChannelResponse, err
 			headers.XSlotGroup = &value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers CreateChannelResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -26106,6 +26759,16 @@ func ParseDeleteChannelResponse(rsp *http.Response) (*DeleteChannelResponse, err
 			headers.XSlotGroup = &value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers DeleteChannelResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -26420,6 +27083,16 @@ func ParseGetChannelResponse(rsp *http.Response) (*GetChannelResponse, error) {
 			headers.XSlotGroup = &value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers GetChannelResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -26720,6 +27393,16 @@ func ParsePutChannelResponse(rsp *http.Response) (*PutChannelResponse, error) {
 			headers.XSlotGroup = &value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers PutChannelResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -27034,6 +27717,16 @@ func ParseListChannelAllowlistResponse(rsp *http.Response) (*ListChannelAllowlis
 			headers.XSlotGroup = &value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers ListChannelAllowlistResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -27407,6 +28100,16 @@ func ParseAddChannelAllowlistResponse(rsp *http.Response) (*AddChannelAllowlistR
 			headers.XSlotGroup = &value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers AddChannelAllowlistResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -27780,6 +28483,16 @@ func ParseRemoveChannelAllowlistResponse(rsp *http.Response) (*RemoveChannelAllo
 			headers.XSlotGroup = &value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers RemoveChannelAllowlistResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -28142,6 +28855,16 @@ func ParseDeleteChannelAllowlistMemberResponse(rsp *http.Response) (*DeleteChann
 			headers.XSlotGroup = &value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers DeleteChannelAllowlistMemberResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -28456,6 +29179,16 @@ func ParseGetChannelAllowlistMemberResponse(rsp *http.Response) (*GetChannelAllo
 			headers.XSlotGroup = &value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers GetChannelAllowlistMemberResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -28770,6 +29503,16 @@ func ParseListChannelDenylistResponse(rsp *http.Response) (*ListChannelDenylistR
 			headers.XSlotGroup = &value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers ListChannelDenylistResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -29143,6 +29886,16 @@ func ParseAddChannelDenylistResponse(rsp *http.Response) (*AddChannelDenylistRes
 			headers.XSlotGroup = &value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers AddChannelDenylistResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -29516,6 +30269,16 @@ func ParseRemoveChannelDenylistResponse(rsp *http.Response) (*RemoveChannelDenyl
 			headers.XSlotGroup = &value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers RemoveChannelDenylistResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -29878,6 +30641,16 @@ func ParseDeleteChannelDenylistMemberResponse(rsp *http.Response) (*DeleteChanne
 			headers.XSlotGroup = &value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers DeleteChannelDenylistMemberResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -30192,6 +30965,16 @@ func ParseGetChannelDenylistMemberResponse(rsp *http.Response) (*GetChannelDenyl
 			headers.XSlotGroup = &value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers GetChannelDenylistMemberResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -30433,6 +31216,16 @@ func ParseListChannelEventsResponse(rsp *http.Response) (*ListChannelEventsRespo
 			headers.XSlotGroup = &value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers ListChannelEventsResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -30733,6 +31526,16 @@ func ParseAppendChannelEventResponse(rsp *http.Response) (*AppendChannelEventRes
 			headers.XSlotGroup = &value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers AppendChannelEventResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -30974,6 +31777,16 @@ func ParseListChannelMigrationsResponse(rsp *http.Response) (*ListChannelMigrati
 			headers.XSlotGroup = &value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers ListChannelMigrationsResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -31281,6 +32094,16 @@ func ParseCreateChannelMigrationResponse(rsp *http.Response) (*CreateChannelMigr
 			headers.XSlotGroup = &value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers CreateChannelMigrationResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -31595,6 +32418,16 @@ func ParseGetChannelMigrationResponse(rsp *http.Response) (*GetChannelMigrationR
 			headers.XSlotGroup = &value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers GetChannelMigrationResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -31968,6 +32801,16 @@ func ParseAbortChannelMigrationResponse(rsp *http.Response) (*AbortChannelMigrat
 			headers.XSlotGroup = &value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers AbortChannelMigrationResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -32341,6 +33184,16 @@ func ParseAdvanceChannelMigrationResponse(rsp *http.Response) (*AdvanceChannelMi
 			headers.XSlotGroup = &value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers AdvanceChannelMigrationResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -32703,6 +33556,16 @@ func ParseDeleteChannelRuntimeResponse(rsp *http.Response) (*DeleteChannelRuntim
 			headers.XSlotGroup = &value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers DeleteChannelRuntimeResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -33017,6 +33880,16 @@ func ParseGetChannelRuntimeResponse(rsp *http.Response) (*GetChannelRuntimeRespo
 			headers.XSlotGroup = &value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers GetChannelRuntimeResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -33324,6 +34197,16 @@ func ParseCreateChannelRuntimeResponse(rsp *http.Response) (*CreateChannelRuntim
 			headers.XSlotGroup = &value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers CreateChannelRuntimeResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -33624,6 +34507,16 @@ func ParsePutChannelRuntimeResponse(rsp *http.Response) (*PutChannelRuntimeRespo
 			headers.XSlotGroup = &value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers PutChannelRuntimeResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -33997,6 +34890,16 @@ func ParseAdvanceChannelRetentionResponse(rsp *http.Response) (*AdvanceChannelRe
 			headers.XSlotGroup = &value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers AdvanceChannelRetentionResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -34311,6 +35214,16 @@ func ParseListChannelSubscribersResponse(rsp *http.Response) (*ListChannelSubscr
 			headers.XSlotGroup = &value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers ListChannelSubscribersResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -34684,6 +35597,16 @@ func ParseAddChannelSubscribersResponse(rsp *http.Response) (*AddChannelSubscrib
 			headers.XSlotGroup = &value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers AddChannelSubscribersResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -35057,6 +35980,16 @@ func ParseRemoveChannelSubscribersResponse(rsp *http.Response) (*RemoveChannelSu
 			headers.XSlotGroup = &value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers RemoveChannelSubscribersResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -35419,6 +36352,16 @@ func ParseDeleteChannelSubscriberResponse(rsp *http.Response) (*DeleteChannelSub
 			headers.XSlotGroup = &value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers DeleteChannelSubscriberResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -35733,6 +36676,16 @@ func ParseGetChannelSubscriberResponse(rsp *http.Response) (*GetChannelSubscribe
 			headers.XSlotGroup = &value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers GetChannelSubscriberResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -35775,6 +36728,19 @@ func ParseGetClusterResponse(rsp *http.Response) (*GetClusterResponse, error) {
 
 	}
 
+	switch {
+	case true:
+		var headers GetClusterResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
 	return response, nil
 }
 
@@ -35813,6 +36779,19 @@ func ParseListDecisionsResponse(rsp *http.Response) (*ListDecisionsResponse, err
 		}
 		response.JSONDefault = &dest
 
+	}
+
+	switch {
+	case true:
+		var headers ListDecisionsResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -35873,6 +36852,16 @@ func ParseListGroupsResponse(rsp *http.Response) (*ListGroupsResponse, error) {
 			headers.RetryAfter = value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers ListGroupsResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -35947,6 +36936,16 @@ func ParseGetGroupResponse(rsp *http.Response) (*GetGroupResponse, error) {
 			headers.RetryAfter = value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers GetGroupResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -36035,6 +37034,16 @@ func ParseTransferLeaderResponse(rsp *http.Response) (*TransferLeaderResponse, e
 			headers.RetryAfter = value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers TransferLeaderResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -36109,6 +37118,16 @@ func ParsePreflightLeaderTransferResponse(rsp *http.Response) (*PreflightLeaderT
 			headers.RetryAfter = value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers PreflightLeaderTransferResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -36197,6 +37216,16 @@ func ParseSetPreferredLeaderResponse(rsp *http.Response) (*SetPreferredLeaderRes
 			headers.RetryAfter = value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers SetPreferredLeaderResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -36295,6 +37324,16 @@ func ParseCreateReplicaMoveResponse(rsp *http.Response) (*CreateReplicaMoveRespo
 			headers.RetryAfter = value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers CreateReplicaMoveResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -36400,6 +37439,16 @@ func ParseCreateSlotMigrationResponse(rsp *http.Response) (*CreateSlotMigrationR
 			headers.RetryAfter = value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers CreateSlotMigrationResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -36440,6 +37489,19 @@ func ParseListNodesResponse(rsp *http.Response) (*ListNodesResponse, error) {
 		}
 		response.JSONDefault = &dest
 
+	}
+
+	switch {
+	case true:
+		var headers ListNodesResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -36521,6 +37583,16 @@ func ParseRegisterNodeResponse(rsp *http.Response) (*RegisterNodeResponse, error
 			headers.RetryAfter = value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers RegisterNodeResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -36581,6 +37653,16 @@ func ParseGetRoutesResponse(rsp *http.Response) (*GetRoutesResponse, error) {
 			headers.RetryAfter = value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers GetRoutesResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -36655,6 +37737,16 @@ func ParseResolveRoutesResponse(rsp *http.Response) (*ResolveRoutesResponse, err
 			headers.RetryAfter = value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers ResolveRoutesResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -36695,6 +37787,19 @@ func ParseListTasksResponse(rsp *http.Response) (*ListTasksResponse, error) {
 		}
 		response.JSONDefault = &dest
 
+	}
+
+	switch {
+	case true:
+		var headers ListTasksResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -36749,6 +37854,19 @@ func ParseGetTaskResponse(rsp *http.Response) (*GetTaskResponse, error) {
 		}
 		response.JSONDefault = &dest
 
+	}
+
+	switch {
+	case true:
+		var headers GetTaskResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -36830,6 +37948,16 @@ func ParseCancelTaskResponse(rsp *http.Response) (*CancelTaskResponse, error) {
 			headers.RetryAfter = value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers CancelTaskResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -37251,6 +38379,16 @@ func ParseDeleteKVResponse(rsp *http.Response) (*DeleteKVResponse, error) {
 			headers.XSlotGroup = &value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers DeleteKVResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -37572,6 +38710,16 @@ func ParseGetKVResponse(rsp *http.Response) (*GetKVResponse, error) {
 			headers.XSlotGroup = &value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers GetKVResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -37938,6 +39086,16 @@ func ParsePutKVResponse(rsp *http.Response) (*PutKVResponse, error) {
 			headers.XSlotGroup = &value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers PutKVResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -38022,6 +39180,16 @@ func ParseListPluginUsersResponse(rsp *http.Response) (*ListPluginUsersResponse,
 			headers.XRouteRevision = &value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers ListPluginUsersResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -38336,6 +39504,16 @@ func ParseListSystemUIDsResponse(rsp *http.Response) (*ListSystemUIDsResponse, e
 			headers.XSlotGroup = &value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers ListSystemUIDsResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -38698,6 +39876,16 @@ func ParseDeleteSystemUIDResponse(rsp *http.Response) (*DeleteSystemUIDResponse,
 			headers.XSlotGroup = &value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers DeleteSystemUIDResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -38991,6 +40179,16 @@ func ParsePutSystemUIDResponse(rsp *http.Response) (*PutSystemUIDResponse, error
 			headers.XSlotGroup = &value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers PutSystemUIDResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -39068,6 +40266,16 @@ func ParseListUsersResponse(rsp *http.Response) (*ListUsersResponse, error) {
 			headers.RetryAfter = value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers ListUsersResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -39375,6 +40583,16 @@ func ParseCreateUserResponse(rsp *http.Response) (*CreateUserResponse, error) {
 			headers.XSlotGroup = &value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers CreateUserResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -39737,6 +40955,16 @@ func ParseDeleteUserResponse(rsp *http.Response) (*DeleteUserResponse, error) {
 			headers.XSlotGroup = &value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers DeleteUserResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -40051,6 +41279,16 @@ func ParseGetUserResponse(rsp *http.Response) (*GetUserResponse, error) {
 			headers.XSlotGroup = &value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers GetUserResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -40351,6 +41589,16 @@ func ParsePutUserResponse(rsp *http.Response) (*PutUserResponse, error) {
 			headers.XSlotGroup = &value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers PutUserResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -40592,6 +41840,16 @@ func ParseListCmdBindingsResponse(rsp *http.Response) (*ListCmdBindingsResponse,
 			headers.XSlotGroup = &value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers ListCmdBindingsResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -40954,6 +42212,16 @@ func ParseDeleteCmdBindingResponse(rsp *http.Response) (*DeleteCmdBindingRespons
 			headers.XSlotGroup = &value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers DeleteCmdBindingResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -41268,6 +42536,16 @@ func ParseGetCmdBindingResponse(rsp *http.Response) (*GetCmdBindingResponse, err
 			headers.XSlotGroup = &value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers GetCmdBindingResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -41568,6 +42846,16 @@ func ParsePutCmdBindingResponse(rsp *http.Response) (*PutCmdBindingResponse, err
 			headers.XSlotGroup = &value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers PutCmdBindingResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -41941,6 +43229,16 @@ func ParseAckCmdBindingResponse(rsp *http.Response) (*AckCmdBindingResponse, err
 			headers.XSlotGroup = &value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers AckCmdBindingResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -42255,6 +43553,16 @@ func ParseListDevicesResponse(rsp *http.Response) (*ListDevicesResponse, error) 
 			headers.XSlotGroup = &value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers ListDevicesResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -42617,6 +43925,16 @@ func ParseDeleteDeviceResponse(rsp *http.Response) (*DeleteDeviceResponse, error
 			headers.XSlotGroup = &value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers DeleteDeviceResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -42931,6 +44249,16 @@ func ParseGetDeviceResponse(rsp *http.Response) (*GetDeviceResponse, error) {
 			headers.XSlotGroup = &value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers GetDeviceResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -43304,6 +44632,16 @@ func ParsePutDeviceResponse(rsp *http.Response) (*PutDeviceResponse, error) {
 			headers.XSlotGroup = &value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers PutDeviceResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -43545,6 +44883,16 @@ func ParseListMembershipsResponse(rsp *http.Response) (*ListMembershipsResponse,
 			headers.XSlotGroup = &value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers ListMembershipsResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -43907,6 +45255,16 @@ func ParseDeleteMembershipResponse(rsp *http.Response) (*DeleteMembershipRespons
 			headers.XSlotGroup = &value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers DeleteMembershipResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -44221,6 +45579,16 @@ func ParseGetMembershipResponse(rsp *http.Response) (*GetMembershipResponse, err
 			headers.XSlotGroup = &value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers GetMembershipResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -44521,6 +45889,16 @@ func ParsePutMembershipResponse(rsp *http.Response) (*PutMembershipResponse, err
 			headers.XSlotGroup = &value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers PutMembershipResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -44887,6 +46265,16 @@ func ParseActivateMembershipResponse(rsp *http.Response) (*ActivateMembershipRes
 			headers.XSlotGroup = &value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers ActivateMembershipResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -45260,6 +46648,16 @@ func ParseHideMembershipResponse(rsp *http.Response) (*HideMembershipResponse, e
 			headers.XSlotGroup = &value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers HideMembershipResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -45633,6 +47031,16 @@ func ParseReadMembershipResponse(rsp *http.Response) (*ReadMembershipResponse, e
 			headers.XSlotGroup = &value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers ReadMembershipResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -45947,6 +47355,16 @@ func ParseListUserPluginsResponse(rsp *http.Response) (*ListUserPluginsResponse,
 			headers.XSlotGroup = &value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers ListUserPluginsResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -46309,6 +47727,16 @@ func ParseDeleteUserPluginResponse(rsp *http.Response) (*DeleteUserPluginRespons
 			headers.XSlotGroup = &value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers DeleteUserPluginResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -46682,6 +48110,16 @@ func ParsePutUserPluginResponse(rsp *http.Response) (*PutUserPluginResponse, err
 			headers.XSlotGroup = &value
 		}
 		response.Headers503 = &headers
+	case true:
+		var headers PutUserPluginResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil

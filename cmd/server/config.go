@@ -30,12 +30,16 @@ type options struct {
 	ReplicationFactor   int
 	RTT                 time.Duration
 	ElectionRTT         uint64
+	RaftWorkers         int
 	LogLevel            string
 	MaxBodyBytes        int64
 	ShutdownTimeout     time.Duration
 	EnableSlotMigration bool
 	ProjectInterval     time.Duration
 	TokensFile          string
+	TLSCA               string
+	TLSCert             string
+	TLSKey              string
 }
 
 func parseOptions(args []string, getenv func(string) string) (*options, error) {
@@ -54,11 +58,15 @@ func parseOptions(args []string, getenv func(string) string) (*options, error) {
 	fs.IntVar(&o.ReplicationFactor, "replication-factor", 3, "replicas per group (capped by the node count)")
 	fs.DurationVar(&o.RTT, "rtt", 50*time.Millisecond, "Raft tick")
 	fs.Uint64Var(&o.ElectionRTT, "election-rtt", 10, "election timeout in ticks")
+	fs.IntVar(&o.RaftWorkers, "raft-workers", 0, "Raft step workers and log shards; groups on one worker share a log fsync (default 2 for a new data dir; fixed when the data dir is created)")
 	fs.StringVar(&o.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.Int64Var(&o.MaxBodyBytes, "max-body-bytes", 1<<20, "largest accepted request body")
 	fs.BoolVar(&o.EnableSlotMigration, "enable-hash-slot-migration", false, "allow moving hash slots between groups (POST /v1/cluster/hash-slots/{slot}/migrations)")
 	fs.DurationVar(&o.ProjectInterval, "project-interval", 200*time.Millisecond, "how often subscriber changes are projected into memberships (negative: never; for tests)")
 	fs.StringVar(&o.TokensFile, "tokens-file", "", `API tokens, one "role token" line each (roles: read, write, admin); or SLOTMETA_TOKENS="role:token,…"`)
+	fs.StringVar(&o.TLSCA, "tls-ca", "", "CA certificate (PEM) of mutual TLS between nodes, Raft and peer RPC; with --tls-cert and --tls-key, or none")
+	fs.StringVar(&o.TLSCert, "tls-cert", "", "this node's certificate (PEM), signed by --tls-ca, for server and client auth on its Raft and peer hosts")
+	fs.StringVar(&o.TLSKey, "tls-key", "", "the private key (PEM) of --tls-cert")
 	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "how long to drain HTTP on SIGINT/SIGTERM")
 	if err := fs.Parse(args); err != nil {
 		return nil, err

@@ -104,3 +104,19 @@ func TestAuthenticatorFromFileAndEnv(t *testing.T) {
 		t.Fatal("a missing tokens file was accepted")
 	}
 }
+
+func TestTLSOptionsFromFlagsAndEnv(t *testing.T) {
+	env := map[string]string{"SLOTMETA_TLS_CA": "/etc/slotmeta/ca.pem", "SLOTMETA_TLS_CERT": "/env/node.pem", "SLOTMETA_TLS_KEY": "/etc/slotmeta/node-key.pem"}
+	o, err := parseOptions([]string{"--tls-cert", "/flag/node.pem"}, func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.TLSCA != "/etc/slotmeta/ca.pem" || o.TLSCert != "/flag/node.pem" || o.TLSKey != "/etc/slotmeta/node-key.pem" {
+		t.Fatalf("TLS options: %+v", o)
+	}
+	// A partial TLS configuration is refused before anything starts.
+	err = run([]string{"--data-dir", t.TempDir(), "--tls-ca", "/etc/slotmeta/ca.pem"}, func(string) string { return "" })
+	if err == nil || !strings.Contains(err.Error(), "missing: certificate file, key file") {
+		t.Fatalf("--tls-ca alone: %v", err)
+	}
+}

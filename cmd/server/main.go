@@ -74,6 +74,7 @@ func run(args []string, getenv func(string) string) error {
 		InitialMembers:          members,
 		JoinAddr:                o.Join,
 		ClusterSecret:           secret,
+		TLS:                     cluster.TLSConfig{CAFile: o.TLSCA, CertFile: o.TLSCert, KeyFile: o.TLSKey},
 		EnableHashSlotMigration: o.EnableSlotMigration,
 		ProjectInterval:         o.ProjectInterval,
 		ClusterID:               o.ClusterID,
@@ -81,6 +82,7 @@ func run(args []string, getenv func(string) string) error {
 		ReplicationFactor:       o.ReplicationFactor,
 		RTT:                     o.RTT,
 		ElectionRTT:             o.ElectionRTT,
+		RaftWorkers:             o.RaftWorkers,
 		Registerer:              reg,
 		Logger:                  log,
 	})
@@ -119,7 +121,7 @@ func run(args []string, getenv func(string) string) error {
 	go func() { serveErr <- srv.Serve(ln) }()
 	log.Info("slotmeta node started", "node", o.NodeID, "data", o.DataDir, "raft", o.RaftAddr,
 		"api", "http://"+ln.Addr().String(), "console", "http://"+ln.Addr().String()+"/console",
-		"access_control", authn.Enabled())
+		"access_control", authn.Enabled(), "cluster_tls", o.TLSCA != "")
 
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

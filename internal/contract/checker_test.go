@@ -69,7 +69,8 @@ func (s *spec) check(e exchange) error {
 	}
 	reqIn := &openapi3filter.RequestValidationInput{
 		Request: req, PathParams: params, Route: route,
-		Options: &openapi3filter.Options{MultiError: true, SkipSettingDefaults: true, RejectWhenRequestBodyNotSpecified: true},
+		Options: &openapi3filter.Options{MultiError: true, SkipSettingDefaults: true, RejectWhenRequestBodyNotSpecified: true,
+			AuthenticationFunc: s.authenticate},
 	}
 	var errs []error
 	reqErr := openapi3filter.ValidateRequest(ctx, reqIn)
@@ -103,6 +104,26 @@ func (s *spec) check(e exchange) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// authenticate checks a request against one security scheme of its
+// operation. The spec's only scheme is bearerAuth: a server with tokens
+// (s.tokens) needs `Authorization: Bearer <token>`; a server without any
+// needs nothing, as the scheme's description says. Whether the token is
+// valid and its role high enough only the server knows (401, 403).
+func (s *spec) authenticate(_ context.Context, in *openapi3filter.AuthenticationInput) error {
+	sc := in.SecurityScheme
+	if in.SecuritySchemeName != "bearerAuth" || sc == nil || sc.Type != "http" || !strings.EqualFold(sc.Scheme, "bearer") {
+		return fmt.Errorf("unknown security scheme %q", in.SecuritySchemeName)
+	}
+	if !s.tokens {
+		return nil
+	}
+	scheme, tok, _ := strings.Cut(in.RequestValidationInput.Request.Header.Get("Authorization"), " ")
+	if !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(tok) == "" {
+		return errors.New("no bearer token in Authorization")
+	}
+	return nil
 }
 
 // hasHeaderFold reports whether declared has name in any letter case

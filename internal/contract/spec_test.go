@@ -192,6 +192,9 @@ func sortedKeys[V any](m map[string]V) []string {
 type spec struct {
 	doc    *openapi3.T
 	router routers.Router
+	// tokens: the server under test has API tokens, so the spec's security
+	// requirement (a bearer token) applies; without tokens it needs none.
+	tokens bool
 }
 
 // newSpec loads raw with kin-openapi, validates it (the in-`make test` lint

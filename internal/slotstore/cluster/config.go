@@ -3,8 +3,10 @@ package cluster
 import (
 	"fmt"
 	"log/slog"
+	"net/http"
 	"time"
 
+	"github.com/lni/dragonboat/v4/config"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"slotmeta/internal/slotstore"
@@ -24,6 +26,9 @@ type Config struct {
 	// ClusterSecret authenticates peer RPC: every request carries it and
 	// every node refuses requests without it. Required when PeerAddr is set.
 	ClusterSecret string
+	// TLS, when its files are set (all three or none), makes Raft and peer
+	// RPC mutual TLS against one CA (tls.go).
+	TLS TLSConfig
 	// JoinAddr, for a node that is not a founding member, is the API address
 	// (host:port) of any node of the running cluster to register through.
 	JoinAddr string
@@ -48,6 +53,10 @@ type Config struct {
 	SnapshotEntries    uint64        // default 10000
 	CompactionOverhead uint64        // default 5000
 	MaxInMemLogSize    uint64        // default 64 MiB
+	// RaftWorkers is the number of Raft step workers and log shards
+	// (engine.go). Groups on one worker share a log fsync. Fixed when the
+	// data directory is created (default 2); 0 takes the directory's count.
+	RaftWorkers int
 
 	// ObserveInterval is how often the controller leader collects status
 	// reports and reconciles (default 1s; negative: never by itself — tests
@@ -72,6 +81,12 @@ type Config struct {
 
 	// RequestTimeout bounds the node's own background Raft calls (default 3s).
 	RequestTimeout time.Duration
+
+	// Fault-injection hooks for in-process test clusters (package
+	// slotstore/faults); nil in production.
+	RaftTransport     config.TransportFactory                   // replaces dragonboat's default transport
+	RaftFS            config.IFS                                // dragonboat's file system (log, snapshots)
+	WrapPeerTransport func(http.RoundTripper) http.RoundTripper // wraps the peer RPC client's transport
 
 	Registerer prometheus.Registerer // default: a private registry
 	Logger     *slog.Logger          // default: discard
@@ -176,6 +191,12 @@ func (c *Config) Validate() error {
 	}
 	if c.PeerAddr != "" && c.ClusterSecret == "" {
 		return fmt.Errorf("cluster: a cluster secret is required to serve peer RPC")
+	}
+	if err := c.TLS.validate(); err != nil {
+		return err
+	}
+	if c.RaftWorkers < 0 || c.RaftWorkers > maxRaftWorkers {
+		return fmt.Errorf("cluster: raft workers %d outside 1..%d", c.RaftWorkers, maxRaftWorkers)
 	}
 	if c.MaxPeerInFlight < 1 || c.MaxForwardHops < 1 || c.MaxForwardHops > 10 {
 		return fmt.Errorf("cluster: peer in-flight bound %d and forward hops %d must be positive (hops ≤ 10)", c.MaxPeerInFlight, c.MaxForwardHops)

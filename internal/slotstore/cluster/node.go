@@ -103,6 +103,10 @@ func Start(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	quietDragonboat()
+	peerTLS, err := cfg.TLS.peerTLSConfigs()
+	if err != nil {
+		return nil, err
+	}
 	db, err := store.Open(filepath.Join(cfg.DataDir, "store"), &cfg.Store)
 	if err != nil {
 		return nil, err
@@ -111,6 +115,10 @@ func Start(cfg Config) (*Node, error) {
 		stop: make(chan struct{}), done: make(chan struct{}),
 		peers: newPeerClient(cfg.ClusterSecret, cfg.MaxPeerInFlight), peerSlots: make(chan struct{}, 4*cfg.MaxPeerInFlight),
 		obs: newObserver()}
+	n.peers.useTLS(peerTLS)
+	if cfg.WrapPeerTransport != nil {
+		n.peers.http.Transport = cfg.WrapPeerTransport(n.peers.http.Transport)
+	}
 	empty := map[slotstore.GroupID]*localGroup{}
 	n.groups.Store(&empty)
 	n.ctrl.Store(controller.NewState())
@@ -120,6 +128,11 @@ func Start(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	raftDir := filepath.Join(cfg.DataDir, "raft")
+	workers, err := resolveRaftWorkers(cfg.DataDir, cfg.RaftWorkers)
+	if err != nil {
+		_ = db.Close()
+		return nil, err
+	}
 	if err := os.MkdirAll(raftDir, 0o755); err != nil {
 		_ = db.Close()
 		return nil, err
@@ -130,7 +143,17 @@ func Start(cfg Config) (*Node, error) {
 		RTTMillisecond:    uint64(cfg.RTT / time.Millisecond),
 		RaftAddress:       cfg.RaftAddr,
 		RaftEventListener: n,
-		Expert:            config.ExpertConfig{LogDB: config.GetTinyMemLogDBConfig()},
+		MutualTLS:         cfg.TLS.Enabled(),
+		CAFile:            cfg.TLS.CAFile,
+		CertFile:          cfg.TLS.CertFile,
+		KeyFile:           cfg.TLS.KeyFile,
+		Expert:            expertConfig(workers),
+	}
+	if cfg.RaftTransport != nil {
+		nhc.Expert.TransportFactory = cfg.RaftTransport
+	}
+	if cfg.RaftFS != nil {
+		nhc.Expert.FS = cfg.RaftFS
 	}
 	nh, err := dragonboat.NewNodeHost(nhc)
 	if err != nil {
@@ -144,7 +167,9 @@ func Start(cfg Config) (*Node, error) {
 			_ = db.Close()
 			return nil, fmt.Errorf("cluster: peer listener: %w", err)
 		}
-		n.peerSrv = &http.Server{Handler: n.peerHandler(), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 2 * time.Minute}
+		n.peerLn = peerTLS.listener(n.peerLn)
+		n.peerSrv = &http.Server{Handler: n.peerHandler(), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 2 * time.Minute,
+			ErrorLog: peerErrorLog(cfg.Logger)}
 		go func() { _ = n.peerSrv.Serve(n.peerLn) }()
 	}
 	if err := n.startController(); err != nil {

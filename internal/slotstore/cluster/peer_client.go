@@ -22,6 +22,7 @@ import (
 // caller's remaining time budget.
 type peerClient struct {
 	http   *http.Client
+	scheme string // http, or https with TLS (useTLS)
 	secret string
 	bound  int
 
@@ -35,7 +36,19 @@ func newPeerClient(secret string, bound int) *peerClient {
 		MaxIdleConnsPerHost: 64,
 		IdleConnTimeout:     90 * time.Second,
 	}
-	return &peerClient{http: &http.Client{Transport: tr}, secret: secret, bound: bound, slots: map[string]chan struct{}{}}
+	return &peerClient{http: &http.Client{Transport: tr}, scheme: "http", secret: secret, bound: bound, slots: map[string]chan struct{}{}}
+}
+
+// useTLS makes the client call peers over TLS with p's client config (this
+// node's certificate, the cluster's CA); nil leaves it on plain HTTP. It is
+// called before the first call.
+func (c *peerClient) useTLS(p *peerTLS) {
+	if p == nil {
+		return
+	}
+	// newPeerClient's own transport, before anything wraps it.
+	c.http.Transport.(*http.Transport).TLSClientConfig = p.client
+	c.scheme = "https"
 }
 
 func (c *peerClient) close() { c.http.CloseIdleConnections() }
@@ -83,7 +96,7 @@ func (c *peerClient) callPath(ctx context.Context, method, addr, path string, bo
 	if remaining < time.Millisecond {
 		return nil, false, &slotstore.Error{Code: slotstore.CodeTimeout, Message: "no time left to call a peer"}
 	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://"+addr+peerPrefix+path, body)
+	req, err := http.NewRequestWithContext(ctx, method, c.scheme+"://"+addr+peerPrefix+path, body)
 	if err != nil {
 		return nil, false, err
 	}
@@ -96,6 +109,11 @@ func (c *peerClient) callPath(ctx context.Context, method, addr, path string, bo
 	if err != nil {
 		var op *net.OpError
 		dialFailed := errors.As(err, &op) && op.Op == "dial"
+		if isTLSRefusal(err) {
+			// The handshake failed: the request never reached the peer.
+			return nil, false, &slotstore.Error{Code: slotstore.CodeRouteNotReady, Message: "TLS handshake with peer " + addr + " failed",
+				Err: err, RetryAfter: 500 * time.Millisecond}
+		}
 		code := slotstore.CodeRouteNotReady
 		if errors.Is(err, context.DeadlineExceeded) {
 			code = slotstore.CodeTimeout

@@ -1,0 +1,83 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/lni/dragonboat/v4/config"
+)
+
+// Raft workers. dragonboat runs the Raft step of its groups on ExecShards
+// worker goroutines (group g on worker g mod ExecShards) and keeps the log in
+// LogDB.Shards Pebble instances. Each worker saves the Raft state of all the
+// groups it stepped in one write, so groups that share a worker share one log
+// fsync per round: with one worker per group (dragonboat's default of 16)
+// every group pays its own fdatasync per entry on every replica, which was
+// the largest single cost of a write on a small machine (bench/README.md).
+//
+// dragonboat refuses to open a log written with different counts, so the
+// count is chosen when a node's data directory is created and kept beside
+// it (raft-workers). A directory created before the file existed used
+// dragonboat's defaults (16).
+const (
+	raftWorkersFile    = "raft-workers"
+	defaultRaftWorkers = 2
+	legacyRaftWorkers  = 16
+	maxRaftWorkers     = 64
+)
+
+// resolveRaftWorkers returns the worker count to run with: the one the data
+// directory was created with, or for a new directory the configured one (or
+// the default), which it records. A configured count that differs from the
+// directory's is refused rather than ignored.
+func resolveRaftWorkers(dataDir string, configured int) (int, error) {
+	p := filepath.Join(dataDir, raftWorkersFile)
+	b, err := os.ReadFile(p)
+	switch {
+	case err == nil:
+		have, perr := strconv.Atoi(strings.TrimSpace(string(b)))
+		if perr != nil || have < 1 || have > maxRaftWorkers {
+			return 0, fmt.Errorf("cluster: unreadable raft worker count %q in %s", strings.TrimSpace(string(b)), p)
+		}
+		if configured != 0 && configured != have {
+			return 0, fmt.Errorf("cluster: the data directory was created with %d raft workers, %d configured: the count cannot change after the first start", have, configured)
+		}
+		return have, nil
+	case !errors.Is(err, os.ErrNotExist):
+		return 0, fmt.Errorf("cluster: read raft worker count: %w", err)
+	}
+	want := configured
+	if want == 0 {
+		want = defaultRaftWorkers
+	}
+	if entries, _ := os.ReadDir(filepath.Join(dataDir, "raft")); len(entries) > 0 {
+		// A log written before the count was recorded: dragonboat's defaults.
+		if configured != 0 && configured != legacyRaftWorkers {
+			return 0, fmt.Errorf("cluster: the data directory predates %s and uses %d raft workers, %d configured", raftWorkersFile, legacyRaftWorkers, configured)
+		}
+		want = legacyRaftWorkers
+	}
+	tmp := p + ".tmp"
+	if err := os.WriteFile(tmp, []byte(strconv.Itoa(want)+"\n"), 0o644); err != nil {
+		return 0, fmt.Errorf("cluster: record raft worker count: %w", err)
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		return 0, fmt.Errorf("cluster: record raft worker count: %w", err)
+	}
+	return want, nil
+}
+
+// expertConfig is dragonboat's engine and LogDB configuration for workers:
+// the tiny LogDB preset (dragonboat.md §2: 4 MiB write buffers per shard),
+// one LogDB shard per step worker, the other stages at their defaults.
+func expertConfig(workers int) config.ExpertConfig {
+	logdb := config.GetTinyMemLogDBConfig()
+	logdb.Shards = uint64(workers)
+	engine := config.GetDefaultEngineConfig()
+	engine.ExecShards = uint64(workers)
+	return config.ExpertConfig{LogDB: logdb, Engine: engine}
+}

@@ -1,0 +1,67 @@
+package cluster
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestRaftWorkersAreFixedAtCreation: a new data directory records the
+// configured (or default) count; a restart takes the recorded one; a
+// different configured count is refused, never silently ignored; a directory
+// written before the record existed keeps dragonboat's old default.
+func TestRaftWorkersAreFixedAtCreation(t *testing.T) {
+	dir := t.TempDir()
+	if w, err := resolveRaftWorkers(dir, 0); err != nil || w != defaultRaftWorkers {
+		t.Fatalf("new dir, default: %d %v", w, err)
+	}
+	if w, err := resolveRaftWorkers(dir, 0); err != nil || w != defaultRaftWorkers {
+		t.Fatalf("restart: %d %v", w, err)
+	}
+	if w, err := resolveRaftWorkers(dir, defaultRaftWorkers); err != nil || w != defaultRaftWorkers {
+		t.Fatalf("restart with the same count: %d %v", w, err)
+	}
+	if _, err := resolveRaftWorkers(dir, 4); err == nil || !strings.Contains(err.Error(), "cannot change") {
+		t.Fatalf("a changed count: %v", err)
+	}
+
+	configured := t.TempDir()
+	if w, err := resolveRaftWorkers(configured, 4); err != nil || w != 4 {
+		t.Fatalf("new dir, 4 configured: %d %v", w, err)
+	}
+	if w, err := resolveRaftWorkers(configured, 0); err != nil || w != 4 {
+		t.Fatalf("restart of a 4-worker dir: %d %v", w, err)
+	}
+
+	legacy := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(legacy, "raft", "nodehost"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if w, err := resolveRaftWorkers(legacy, 0); err != nil || w != legacyRaftWorkers {
+		t.Fatalf("legacy dir: %d %v", w, err)
+	}
+
+	bad := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bad, raftWorkersFile), []byte("many\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := resolveRaftWorkers(bad, 0); err == nil {
+		t.Fatal("an unreadable record was accepted")
+	}
+}
+
+// TestExpertConfigSharesLogShards: groups on one step worker save through
+// one LogDB shard.
+func TestExpertConfigSharesLogShards(t *testing.T) {
+	e := expertConfig(2)
+	if e.Engine.ExecShards != 2 || e.LogDB.Shards != 2 {
+		t.Fatalf("exec %d, logdb %d", e.Engine.ExecShards, e.LogDB.Shards)
+	}
+	if err := e.Engine.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if mb := e.LogDB.MemorySizeMB(); mb > 64 {
+		t.Fatalf("LogDB memory bound %d MiB", mb)
+	}
+}
