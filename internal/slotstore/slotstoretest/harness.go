@@ -13,6 +13,7 @@ import (
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/cluster"
 	"slotmeta/internal/slotstore/controller"
+	"slotmeta/internal/slotstore/faults"
 )
 
 // Secret is the cluster secret of every test cluster.
@@ -27,6 +28,10 @@ type Options struct {
 	Proposer          cluster.ProposerConfig
 	// Tune, if set, adjusts each node's config before it starts.
 	Tune func(*cluster.Config)
+	// Faults routes every node's Raft and peer RPC traffic through one
+	// faults.Network (Cluster.Net) and its Raft log and store through one
+	// faults.Disk per node (Cluster.Disk), across Restart and Join.
+	Faults bool
 }
 
 // Cluster is a set of running nodes.
@@ -34,6 +39,10 @@ type Cluster struct {
 	t     testing.TB
 	Nodes []*cluster.Node
 	cfgs  []cluster.Config
+	// Net is the cluster's fault network (Options.Faults; nil otherwise).
+	// Node i (0-based) is NodeID i+1.
+	Net   *faults.Network
+	disks []*faults.Disk
 }
 
 // FreeAddr returns a 127.0.0.1 address whose port the OS just handed out.
@@ -67,6 +76,9 @@ func Start(t testing.TB, o Options) *Cluster {
 		members[i] = controller.Node{ID: slotstore.NodeID(i + 1), RaftAddr: FreeAddr(t), PeerAddr: FreeAddr(t), APIAddr: FreeAddr(t)}
 	}
 	c := &Cluster{t: t}
+	if o.Faults {
+		c.Net = faults.NewNetwork()
+	}
 	for i := range members {
 		cfg := cluster.Config{
 			NodeID:            members[i].ID,
@@ -86,6 +98,7 @@ func Start(t testing.TB, o Options) *Cluster {
 		if o.Tune != nil {
 			o.Tune(&cfg)
 		}
+		c.withFaults(&cfg)
 		c.cfgs = append(c.cfgs, cfg)
 	}
 	for i := range c.cfgs {
@@ -96,6 +109,7 @@ func Start(t testing.TB, o Options) *Cluster {
 		c.Nodes = append(c.Nodes, n)
 		t.Cleanup(func() { _ = n.Close() })
 	}
+	c.closeDisksFirst()
 	c.WaitReady()
 	return c
 }
@@ -145,6 +159,7 @@ func (c *Cluster) Join(via string) *cluster.Node {
 	cfg.InitialMembers = nil
 	cfg.JoinAddr = via
 	cfg.Registerer = nil
+	c.withFaults(&cfg)
 	n, err := cluster.Start(cfg)
 	if err != nil {
 		c.t.Fatalf("join node %d: %v", id, err)
@@ -152,6 +167,45 @@ func (c *Cluster) Join(via string) *cluster.Node {
 	c.t.Cleanup(func() { _ = n.Close() })
 	c.Nodes = append(c.Nodes, n)
 	c.cfgs = append(c.cfgs, cfg)
+	c.closeDisksFirst()
 	c.WaitReady()
 	return n
+}
+
+// Disk is the fault disk of node i (0-based; Options.Faults, else nil).
+func (c *Cluster) Disk(i int) *faults.Disk {
+	if i < 0 || i >= len(c.disks) {
+		return nil
+	}
+	return c.disks[i]
+}
+
+// withFaults wires cfg's node into the cluster's fault network and gives it
+// its own disk. The hooks stay in c.cfgs, so Restart keeps them.
+func (c *Cluster) withFaults(cfg *cluster.Config) {
+	if c.Net == nil {
+		return
+	}
+	d := faults.NewDisk()
+	c.disks = append(c.disks, d)
+	c.Net.Register(cfg.NodeID, cfg.RaftAddr, cfg.PeerAddr)
+	cfg.RaftTransport = c.Net.RaftTransport(cfg.NodeID)
+	cfg.WrapPeerTransport = c.Net.PeerTransport(cfg.NodeID)
+	cfg.RaftFS = d.RaftFS()
+	cfg.Store.FS = d.StoreFS()
+}
+
+// closeDisksFirst makes the disks drop their delays before the nodes
+// started so far close (cleanups run last-registered first), so no Close
+// waits out a slow fsync.
+func (c *Cluster) closeDisksFirst() {
+	if c.Net == nil {
+		return
+	}
+	disks := c.disks
+	c.t.Cleanup(func() {
+		for _, d := range disks {
+			d.Close()
+		}
+	})
 }

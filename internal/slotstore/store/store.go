@@ -20,6 +20,8 @@ import (
 	"path/filepath"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"slotmeta/internal/slotstore/meta"
 	"slotmeta/migrations"
@@ -35,6 +37,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Migrations to run (default migrations.All); tests substitute their own.
 	Migrations []migrations.Migration
+	// FS is the file system under the DB (default: the OS's); fault tests
+	// slow it down (package slotstore/faults).
+	FS vfs.FS
 }
 
 // EnsureDefaults fills in zero fields.
@@ -100,10 +105,19 @@ func Open(dir string, o *Options) (*DB, error) {
 		MemTableSize:       opts.MemTableSize,
 		FormatMajorVersion: pebble.FormatNewest,
 		Logger:             pebbleLogger{opts.Logger},
+		FS:                 opts.FS, // nil: EnsureDefaults takes vfs.Default
 	}
 	// pebble.Open defaults a clone, not po; PebbleOptions hands po to sstable
 	// writers (snapshot recovery), which need the defaults (Levels, Comparer).
 	po.EnsureDefaults()
+	// Bloom filters (10 bits per key, ~1% false positives) let the point
+	// lookups of the apply path — most of them for keys that do not exist
+	// yet (creates, the old value of a put) — skip sstables without reading
+	// their index and data blocks.
+	for i := range po.Levels {
+		po.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+		po.Levels[i].FilterType = pebble.TableFilter
+	}
 	pdb, err := pebble.Open(dir, po)
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", dir, err)

@@ -404,3 +404,30 @@ func TestOpenClearsStagedIngestFiles(t *testing.T) {
 		t.Fatalf("a staged file from a crashed recovery survived reopening: %v", err)
 	}
 }
+
+// TestPointLookupsUseBloomFilters: a lookup of an absent key is answered by
+// the sstables' bloom filters without reading their data blocks.
+func TestPointLookupsUseBloomFilters(t *testing.T) {
+	db, err := store.Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	p := db.Pebble()
+	for i := 0; i < 1000; i++ {
+		if err := p.Set([]byte(fmt.Sprintf("present-%04d", i)), []byte("v"), pebble.NoSync); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 100; i++ {
+		if _, _, err := p.Get([]byte(fmt.Sprintf("absent-%04d", i))); !errors.Is(err, pebble.ErrNotFound) {
+			t.Fatalf("absent key: %v", err)
+		}
+	}
+	if m := p.Metrics(); m.Filter.Hits == 0 {
+		t.Fatalf("no bloom filter hits (misses %d): the tables have no filters", m.Filter.Misses)
+	}
+}

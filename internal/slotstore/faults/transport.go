@@ -1,0 +1,124 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"net"
+
+	"github.com/lni/dragonboat/v4/config"
+	"github.com/lni/dragonboat/v4/raftio"
+	pb "github.com/lni/dragonboat/v4/raftpb"
+
+	"slotmeta/internal/slotstore"
+)
+
+// RaftTransport returns the transport factory for node self's NodeHost
+// (config.NodeHostConfig.Expert.TransportFactory). The transports it creates
+// are dragonboat's default TCP transport, with the network's rules applied
+// to everything self sends. Targets are Raft addresses; register them first.
+func (n *Network) RaftTransport(self slotstore.NodeID) config.TransportFactory {
+	return &transportFactory{net: n, self: self}
+}
+
+type transportFactory struct {
+	net  *Network
+	self slotstore.NodeID
+}
+
+// Create implements config.TransportFactory.
+func (f *transportFactory) Create(c config.NodeHostConfig, mh raftio.MessageHandler, ch raftio.ChunkHandler) raftio.ITransport {
+	return &transport{inner: newTCPTransport(c, mh, ch), net: f.net, self: f.self}
+}
+
+// Validate implements config.TransportFactory: a Raft address is host:port,
+// as the default transport requires.
+func (f *transportFactory) Validate(addr string) bool {
+	host, port, err := net.SplitHostPort(addr)
+	return err == nil && host != "" && port != ""
+}
+
+// transport applies the network's rules on the sending side of a wrapped
+// transport. Receiving is untouched: dragonboat's connections carry data one
+// way, so filtering at every sender covers every direction.
+type transport struct {
+	inner raftio.ITransport
+	net   *Network
+	self  slotstore.NodeID
+}
+
+var _ raftio.ITransport = (*transport)(nil)
+
+func (t *transport) Name() string { return "faults+" + t.inner.Name() }
+func (t *transport) Start() error { return t.inner.Start() }
+func (t *transport) Close() error { return t.inner.Close() }
+func (t *transport) refused(target string) error {
+	t.net.dropped.Add(1)
+	return &net.OpError{Op: "dial", Net: "tcp", Addr: addrOf(target), Err: fmt.Errorf("node %d → %s: %w", t.self, target, ErrBlocked)}
+}
+
+// GetConnection refuses a cut target as an unreachable host would.
+func (t *transport) GetConnection(ctx context.Context, target string) (raftio.IConnection, error) {
+	to := t.net.NodeOf(target)
+	if t.net.Cut(t.self, to) {
+		return nil, t.refused(target)
+	}
+	c, err := t.inner.GetConnection(ctx, target)
+	if err != nil {
+		return nil, err
+	}
+	return &connection{inner: c, t: t, to: to}, nil
+}
+
+// GetSnapshotConnection refuses a cut target as an unreachable host would.
+func (t *transport) GetSnapshotConnection(ctx context.Context, target string) (raftio.ISnapshotConnection, error) {
+	to := t.net.NodeOf(target)
+	if t.net.Cut(t.self, to) {
+		return nil, t.refused(target)
+	}
+	c, err := t.inner.GetSnapshotConnection(ctx, target)
+	if err != nil {
+		return nil, err
+	}
+	return &snapshotConnection{inner: c, t: t, to: to}, nil
+}
+
+// connection swallows the batches the network does not deliver: the sender
+// sees success, the receiver nothing (a black hole, not a reset).
+type connection struct {
+	inner raftio.IConnection
+	t     *transport
+	to    slotstore.NodeID
+}
+
+func (c *connection) Close() { c.inner.Close() }
+
+func (c *connection) SendMessageBatch(b pb.MessageBatch) error {
+	if !c.t.net.Deliver(c.t.self, c.to) {
+		return nil
+	}
+	return c.inner.SendMessageBatch(b)
+}
+
+// snapshotConnection fails the chunks the network does not deliver: a lost
+// chunk breaks the stream (dragonboat aborts and retries the snapshot later)
+// rather than stalling it until the chunk timeout.
+type snapshotConnection struct {
+	inner raftio.ISnapshotConnection
+	t     *transport
+	to    slotstore.NodeID
+}
+
+func (c *snapshotConnection) Close() { c.inner.Close() }
+
+func (c *snapshotConnection) SendChunk(ch pb.Chunk) error {
+	if !c.t.net.Deliver(c.t.self, c.to) {
+		return fmt.Errorf("faults: snapshot chunk from node %d to %d: %w", c.t.self, c.to, ErrBlocked)
+	}
+	return c.inner.SendChunk(ch)
+}
+
+// addrOf is a net.Addr for an address string, for error messages.
+type addrOf string
+
+func (a addrOf) Network() string { return "tcp" }
+func (a addrOf) String() string  { return string(a) }
