@@ -18,6 +18,7 @@ type metrics struct {
 	batchCmds  prometheus.Histogram
 	batchBytes prometheus.Histogram
 	appliedIdx *prometheus.GaugeVec
+	backlogs   *prometheus.GaugeVec
 	queueDepth prometheus.Collector
 	cs         []prometheus.Collector
 
@@ -40,9 +41,13 @@ func newMetrics(reg prometheus.Registerer, n *Node) (*metrics, error) {
 	m.appliedIdx = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "slotmeta_group_applied_index", Help: "Last Raft index applied by this node's replica of a group.",
 	}, []string{"group"})
+	m.backlogs = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "slotmeta_projection_backlog",
+		Help: "Subscriber changes waiting for their membership projection, as the last scan of a group this node leads saw them (capped at one scan page).",
+	}, []string{"group"})
 	m.queueDepth = &queueCollector{n: n, desc: prometheus.NewDesc("slotmeta_proposal_queue_depth",
 		"Commands waiting in a group's proposal queue on this node.", []string{"group"}, nil)}
-	for _, c := range []prometheus.Collector{m.proposals, m.batchCmds, m.batchBytes, m.appliedIdx, m.queueDepth} {
+	for _, c := range []prometheus.Collector{m.proposals, m.batchCmds, m.batchBytes, m.appliedIdx, m.backlogs, m.queueDepth} {
 		if err := reg.Register(c); err != nil {
 			m.unregister()
 			return nil, err
@@ -69,6 +74,17 @@ func (m *metrics) proposal(g slotstore.GroupID, code slotstore.Code) {
 
 func (m *metrics) applied(g slotstore.GroupID, index uint64) {
 	m.appliedIdx.WithLabelValues(strconv.FormatUint(uint64(g), 10)).Set(float64(index))
+}
+
+// backlog records the projection backlog of a led group; n < 0: the node
+// does not lead it (the series is dropped).
+func (m *metrics) backlog(g slotstore.GroupID, n int) {
+	label := strconv.FormatUint(uint64(g), 10)
+	if n < 0 {
+		m.backlogs.DeleteLabelValues(label)
+		return
+	}
+	m.backlogs.WithLabelValues(label).Set(float64(n))
 }
 
 func (m *metrics) batchObserver(slotstore.GroupID) BatchObserver {

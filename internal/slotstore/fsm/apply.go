@@ -76,6 +76,11 @@ func (a *applier) applyCommand(raw []byte) meta.Result {
 		return r
 	}
 	r := a.dispatch(c)
+	if r.Code.Retryable() {
+		// Nothing was done and the client is told to come back: a retry
+		// under the same key must be applied then, not answered from here.
+		return r
+	}
 	a.remember(dkey, fp, h, &r)
 	return r
 }

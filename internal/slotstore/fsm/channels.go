@@ -151,6 +151,9 @@ func (a *applier) changeMembers(h *meta.Header, m *meta.ChannelMembers, add bool
 	if !found {
 		return channelNotFound(m.ChannelType, m.ChannelID)
 	}
+	if m.List == meta.ListSubscribers && ch.PendingProjection >= MaxPendingProjection {
+		return projectionBacklog(ch)
+	}
 	g := a.sm.cfg.Group
 	var changed uint64
 	var changedUIDs []string
@@ -186,6 +189,18 @@ func (a *applier) changeMembers(h *meta.Header, m *meta.ChannelMembers, add bool
 	return r
 }
 
+// MaxPendingProjection bounds a channel's outbox: while this many of its
+// subscriber changes wait for their membership projection, further changes
+// are refused as busy (503 with Retry-After; nothing is written) until the
+// projector catches up. It keeps the outbox, and the work a lagging projector
+// owes, bounded per channel.
+const MaxPendingProjection = 4096
+
+func projectionBacklog(ch *meta.Channel) meta.Result {
+	return meta.Result{Code: slotstore.CodeBusy, Revision: ch.Revision,
+		Message: fmt.Sprintf("channel %d/%q has %d subscriber changes waiting for their membership projection; retry later", ch.Type, ch.ID, ch.PendingProjection)}
+}
+
 // appendOutbox records, in the same batch as the subscriber change, the
 // projection the users' groups owe. seq is a group revision of this change
 // (unique, growing) and doubles as the projection's version: unlike the
@@ -218,6 +233,9 @@ func (a *applier) deleteChannelMember(c *meta.DeleteChannelMember) meta.Result {
 	ch, found := readRow(a, key, meta.DecodeChannel)
 	if !found {
 		return channelNotFound(c.ChannelType, c.ChannelID)
+	}
+	if c.List == meta.ListSubscribers && ch.PendingProjection >= MaxPendingProjection {
+		return projectionBacklog(ch)
 	}
 	mk := meta.ChannelMemberKey(a.sm.cfg.Group, c.HashSlot, c.List.Table(), c.ChannelType, c.ChannelID, c.UID)
 	if _, exists := a.get(mk); !exists {

@@ -1,9 +1,11 @@
 package fsm_test
 
 import (
+	"fmt"
 	"testing"
 
 	"slotmeta/internal/slotstore"
+	"slotmeta/internal/slotstore/fsm"
 	"slotmeta/internal/slotstore/meta"
 	"slotmeta/internal/slotstore/store"
 )
@@ -51,5 +53,46 @@ func TestProjectionIsFencedByVersion(t *testing.T) {
 	}
 	if r := project(4, true); !r.OK() || get().Tombstone {
 		t.Fatalf("a newer join did not revive the membership: %+v", get())
+	}
+}
+
+// TestProjectionBacklogIsBounded: once a channel has MaxPendingProjection
+// subscriber changes waiting for their projection, further subscriber
+// changes are refused as busy (retryable, nothing written, not remembered
+// under their Idempotency-Key), other lists still change, and an
+// acknowledgement makes room again.
+func TestProjectionBacklogIsBounded(t *testing.T) {
+	db := openStore(t, t.TempDir())
+	st := &stepper{t: t, s: newSM(t, db, 1, allSlots())}
+	st.ok(&meta.CreateChannel{Header: hdr("bl", "", 100), Channel: chInfo(1, "bl")})
+	members := func(l meta.ChannelList, idem string, uids ...string) *meta.AddChannelMembers {
+		return &meta.AddChannelMembers{Header: hdr("bl", idem, 200), ChannelMembers: meta.ChannelMembers{List: l, ChannelType: 1, ChannelID: "bl", UIDs: uids}}
+	}
+	// Fill the outbox in entries of 256 commands.
+	for i := 0; i < fsm.MaxPendingProjection; {
+		var cmds []meta.Command
+		for ; i < fsm.MaxPendingProjection && len(cmds) < 256; i++ {
+			cmds = append(cmds, members(meta.ListSubscribers, "", fmt.Sprintf("u%d", i)))
+		}
+		st.ok(cmds...)
+	}
+	unchanged(t, db, 1, "a subscriber change past the bound", func() {
+		r := st.apply(members(meta.ListSubscribers, "once", "late"))[0]
+		wantCode(t, r, slotstore.CodeBusy)
+		r = st.apply(&meta.RemoveChannelMembers{Header: hdr("bl", "", 200),
+			ChannelMembers: meta.ChannelMembers{List: meta.ListSubscribers, ChannelType: 1, ChannelID: "bl", UIDs: []string{"u1"}}})[0]
+		wantCode(t, r, slotstore.CodeBusy)
+	})
+	st.ok(members(meta.ListDenylist, "", "spammer")) // other lists are not bounded by the outbox
+	page, _ := st.lookup(&meta.ScanOutbox{FromSlot: 0, ToSlot: slotstore.HashSlotCount - 1, Limit: 1}).(*meta.OutboxPage)
+	if page == nil || len(page.Entries) != 1 {
+		t.Fatalf("outbox page %+v", page)
+	}
+	e := page.Entries[0]
+	st.ok(&meta.AckOutbox{Header: meta.Header{HashSlot: e.HashSlot}, ChannelType: 1, ChannelID: "bl", Seq: e.Seq})
+	// Room again: the same Idempotency-Key is applied now, not replayed busy.
+	r := st.ok(members(meta.ListSubscribers, "once", "late"))[0]
+	if r.Replayed {
+		t.Fatal("the busy answer was remembered under the idempotency key")
 	}
 }
