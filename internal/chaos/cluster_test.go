@@ -1,0 +1,183 @@
+package chaos
+
+import (
+	"encoding/json"
+	"io"
+	"math/rand"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"slotmeta/internal/httpapi"
+	"slotmeta/internal/slotstore/slotstoretest"
+)
+
+// testCluster is a real in-process cluster (slotstoretest) with one HTTP API
+// server per node. Clients pick a node's URL per request. A node restarts
+// like a process: its API server closes first (connections are refused
+// until the node is back, on a new server and URL).
+type testCluster struct {
+	t      *testing.T
+	c      *slotstoretest.Cluster
+	groups int
+	client *http.Client
+
+	mu      sync.RWMutex
+	urls    []string
+	servers []*httptest.Server
+}
+
+func startCluster(t *testing.T, o slotstoretest.Options) *testCluster {
+	tc := &testCluster{t: t, c: slotstoretest.Start(t, o), groups: o.Groups,
+		client: &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 16}}}
+	t.Cleanup(tc.client.CloseIdleConnections)
+	tc.urls = make([]string, len(tc.c.Nodes))
+	tc.servers = make([]*httptest.Server, len(tc.c.Nodes))
+	for i := range tc.c.Nodes {
+		tc.serve(i)
+	}
+	return tc
+}
+
+// serve starts an API server for node i (0-based) and publishes its URL.
+func (tc *testCluster) serve(i int) {
+	reg := prometheus.NewRegistry()
+	h, err := httpapi.New(httpapi.Config{Backend: tc.c.Nodes[i], Registerer: reg, Gatherer: reg})
+	if err != nil {
+		tc.t.Fatal(err)
+	}
+	ts := httptest.NewServer(h)
+	tc.t.Cleanup(ts.Close)
+	tc.mu.Lock()
+	tc.urls[i], tc.servers[i] = ts.URL, ts
+	tc.mu.Unlock()
+}
+
+func (tc *testCluster) size() int { return len(tc.urls) }
+
+// url is node i's API base URL.
+func (tc *testCluster) url(i int) string {
+	tc.mu.RLock()
+	defer tc.mu.RUnlock()
+	return tc.urls[i]
+}
+
+// anyURL is a random node's API base URL.
+func (tc *testCluster) anyURL(rng *rand.Rand) string { return tc.url(rng.Intn(tc.size())) }
+
+// restart closes node i's API server (waiting for the requests it is
+// serving), restarts the node on its data (waiting until the cluster is
+// ready) and serves it again.
+func (tc *testCluster) restart(i int) {
+	tc.mu.RLock()
+	old := tc.servers[i]
+	tc.mu.RUnlock()
+	old.Close()
+	tc.c.Restart(i)
+	tc.serve(i)
+}
+
+// answer is one HTTP exchange as a client saw it.
+type answer struct {
+	code   int // 0: no answer (connection error, timeout)
+	header http.Header
+	body   []byte
+}
+
+// request is one HTTP call; a write may carry an Idempotency-Key.
+type request struct {
+	method, path, body string
+	ifMatch            string // If-Match value ("" none)
+	ifNoneMatch        bool   // If-None-Match: *
+	idemKey            string
+}
+
+func (tc *testCluster) do(base string, r request) answer {
+	var rd io.Reader
+	if r.body != "" {
+		rd = strings.NewReader(r.body)
+	}
+	req, err := http.NewRequest(r.method, base+r.path, rd)
+	if err != nil {
+		tc.t.Errorf("%s %s: %v", r.method, r.path, err)
+		return answer{}
+	}
+	if r.body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if r.ifMatch != "" {
+		req.Header.Set("If-Match", r.ifMatch)
+	}
+	if r.ifNoneMatch {
+		req.Header.Set("If-None-Match", "*")
+	}
+	if r.idemKey != "" {
+		req.Header.Set("Idempotency-Key", r.idemKey)
+	}
+	resp, err := tc.client.Do(req)
+	if err != nil {
+		return answer{}
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return answer{} // a cut-off answer says nothing definite
+	}
+	return answer{code: resp.StatusCode, header: resp.Header, body: b}
+}
+
+// outcome is what a client can conclude from an answer.
+type outcome uint8
+
+const (
+	outOK       outcome = iota // 2xx: applied (a write) or read
+	outRefused                 // 412: the condition did not hold; nothing changed
+	outNotFound                // 404: absent; nothing changed
+	outUnknown                 // no definite answer: a write may or may not have applied
+)
+
+var outcomeNames = [...]string{"ok", "refused", "not_found", "unknown"}
+
+func (o outcome) String() string { return outcomeNames[o] }
+
+// classify maps a status to an outcome. Timeouts, 429 and 5xx are unknown
+// (the command may still be in a Raft log); a status no well-formed request
+// of these clients should get is reported as a failure (unexpected).
+func classify(code int) (o outcome, unexpected bool) {
+	switch {
+	case code >= 200 && code < 300:
+		return outOK, false
+	case code == http.StatusPreconditionFailed:
+		return outRefused, false
+	case code == http.StatusNotFound:
+		return outNotFound, false
+	case code == 0, code == http.StatusTooManyRequests, code >= 500:
+		return outUnknown, code >= 500 && code != http.StatusServiceUnavailable
+	}
+	return outUnknown, true
+}
+
+// retryAfter is the pause an unknown answer asks for, bounded to keep the
+// retries of a schedule short.
+func (a answer) retryAfter() time.Duration {
+	d := 50 * time.Millisecond
+	if s, err := strconv.Atoi(a.header.Get("Retry-After")); err == nil && s > 0 {
+		d = time.Duration(s) * time.Second
+	}
+	return min(d, 200*time.Millisecond)
+}
+
+// errorCode is the "code" of an error body ("" if none).
+func (a answer) errorCode() string {
+	var e struct {
+		Error struct{ Code, Message string }
+	}
+	_ = json.Unmarshal(a.body, &e)
+	return e.Error.Code
+}

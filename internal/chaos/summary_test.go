@@ -1,0 +1,78 @@
+package chaos
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+// scheduleReport is what one schedule did and found. log writes it as a few
+// one-line t.Logf calls, each starting "seed=<seed> <what>:", which `make
+// chaos` keeps in chaos/results/ (it keeps every "<file>_test.go:" line) and
+// totals from the "checks:" lines.
+type scheduleReport struct {
+	seed       int64
+	faults     []injected
+	rec        *recorder
+	verdicts   map[string]string // model → "ok" or the violation
+	lost       lostReport
+	dups       []string // values applied twice and re-sends not answered as replays
+	own        ownershipReport
+	run, check time.Duration
+}
+
+// violations counts everything that fails the schedule.
+func (s *scheduleReport) violations() int {
+	n := s.lost.lost + len(s.dups) + len(s.own.violations) + len(s.rec.failures)
+	for _, v := range s.verdicts {
+		if v != "ok" {
+			n++
+		}
+	}
+	return n
+}
+
+func (s *scheduleReport) log(t *testing.T) {
+	kinds := map[string]int{}
+	var descs []string
+	for _, f := range s.faults {
+		kinds[f.kind]++
+		descs = append(descs, f.desc)
+	}
+	t.Logf("seed=%d faults: %d (%s): %s", s.seed, len(s.faults), countList(kinds), strings.Join(descs, ", "))
+	t.Logf("seed=%d ops: %s", s.seed, s.rec.opsByKind())
+	id := s.rec.idem
+	t.Logf("seed=%d idempotency: writes=%d retried=%d resent=%d replay_mismatches=%d",
+		s.seed, id.writes, id.retried, id.resent, id.mismatched)
+	var models []string
+	for m, v := range s.verdicts {
+		models = append(models, m+"="+v)
+	}
+	sort.Strings(models)
+	t.Logf("seed=%d checks: violations=%d linearizable %s; acked=%d lost=%d; duplicate_applies=%d; slot_checks=%d slot_skipped=%d slot_violations=%d; failures=%d; run=%v check=%v",
+		s.seed, s.violations(), strings.Join(models, " "), s.lost.acked, s.lost.lost, len(s.dups),
+		s.own.checks, s.own.skipped, len(s.own.violations), len(s.rec.failures), s.run.Round(time.Millisecond), s.check.Round(time.Millisecond))
+	for _, group := range []struct {
+		what  string
+		lines []string
+	}{{"lost", s.lost.details}, {"duplicate", s.dups}, {"slot", s.own.violations}, {"failure", s.rec.failures}} {
+		for i, l := range group.lines {
+			if i == 10 {
+				t.Logf("seed=%d %s: … %d more", s.seed, group.what, len(group.lines)-i)
+				break
+			}
+			t.Logf("seed=%d %s: %s", s.seed, group.what, l)
+		}
+	}
+}
+
+func countList(m map[string]int) string {
+	var parts []string
+	for k, n := range m {
+		parts = append(parts, fmt.Sprintf("%s %d", k, n))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
+}
