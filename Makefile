@@ -9,7 +9,7 @@ TEST_FLAGS ?= -race -count=1 -timeout 25m
 REDOCLY_VERSION    ?= 2.77.0
 SWAGGER_UI_VERSION ?= 5.35.0
 
-.PHONY: chaos run build test test-short generate lint lint-spec update-swagger-ui bench fmt clean
+.PHONY: chaos run build test test-short generate lint lint-spec update-swagger-ui bench soak fmt clean
 
 run: build
 	$(BIN) --data-dir $(DATA_DIR)
@@ -63,6 +63,10 @@ update-swagger-ui:
 bench:
 	GO=$(GO) bench/run.sh
 
+# soak: 10 minutes of rotating load on a 3-node cluster; memory and goroutines must stay flat.
+soak:
+	GO=$(GO) bench/soak.sh
+
 fmt:
 	gofmt -w $$(git ls-files '*.go' | grep -v '_templ.go$$')
 
@@ -70,13 +74,23 @@ clean:
 	rm -rf bin
 
 # Randomized fault schedules (CHAOS_SEEDS of them, CHAOS_DURATION each) with
-# linearizability checking; the summary lands in chaos/results/.
+# the history checks of internal/chaos, the overload tests and 100k fuzzed
+# HTTP requests. The summary lands in chaos/results/<UTC time>.txt: per
+# schedule the lines "seed=<seed> faults:", "ops:", "idempotency:" and
+# "checks:" (violations, lost writes, duplicate applies, hash-slot checks),
+# then one TOTAL line summed over the "checks:" lines. A linearizability
+# violation's porcupine visualization is written next to it (violation-*.html).
 CHAOS_SEEDS ?= 50
 CHAOS_DURATION ?= 5s
 chaos: SHELL := /bin/bash
 chaos:
 	mkdir -p chaos/results
-	CHAOS_SEEDS=$(CHAOS_SEEDS) CHAOS_DURATION=$(CHAOS_DURATION) FUZZ_REQUESTS=100000 \
-		$(GO) test -count=1 -timeout 120m -v -run 'TestShortChaos|TestHTTPFuzz' ./internal/chaos/ 2>&1 \
-		| grep -aE '^(=== RUN|--- |ok|FAIL|PASS|[[:space:]]+[a-z_]+_test\.go:)' | tee chaos/results/$$(date -u +%Y%m%dT%H%M%SZ).txt; \
-		test $${PIPESTATUS[0]} -eq 0
+	out=chaos/results/$$(date -u +%Y%m%dT%H%M%SZ).txt; \
+	CHAOS_SEEDS=$(CHAOS_SEEDS) CHAOS_DURATION=$(CHAOS_DURATION) CHAOS_VIS_DIR=$(CURDIR)/chaos/results FUZZ_REQUESTS=100000 \
+		$(GO) test -count=1 -timeout 120m -v -run 'TestShortChaos|TestOverload|TestHTTPFuzz' ./internal/chaos/ 2>&1 \
+		| grep -aE '^(=== RUN|--- |ok|FAIL|PASS|[[:space:]]+[a-z_]+_test\.go:)' | tee $$out; \
+	status=$${PIPESTATUS[0]}; \
+	awk '/ seed=[0-9]+ checks: /{ n++; for (i = 1; i <= NF; i++) { split($$i, kv, "="); \
+		if (kv[1] == "violations") v += kv[2]; if (kv[1] == "lost") l += kv[2]; if (kv[1] == "duplicate_applies") d += kv[2] } } \
+		END { printf "TOTAL schedules=%d violations=%d lost=%d duplicate_applies=%d\n", n, v, l, d }' $$out | tee -a $$out; \
+	test $$status -eq 0

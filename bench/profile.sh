@@ -19,13 +19,14 @@ OUTDIR=${BENCH_PROFILE_OUT:-$ROOT/bench/.run/profile-$(date -u +%Y-%m-%dT%H%M%SZ
 WORKLOAD=${PROFILE_WORKLOAD:-kv-put}
 CONC=${PROFILE_C:-64}
 DURATION=${PROFILE_DURATION:-10s}
-GROUPS_N=${PROFILE_GROUPS:-8}
+GROUPS_N=${PROFILE_GROUPS:-3}
+WORKERS=${PROFILE_RAFT_WORKERS:-0}
 mkdir -p "$OUTDIR"
 
 (cd "$SRC" && "$GO" test -c -tags slotbenchprofile -o "$OUTDIR/slotbench.test" ./cmd/slotbench)
 echo "workload $WORKLOAD c=$CONC for $DURATION, 3 in-process nodes ($GROUPS_N groups, RTT 50ms); load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 (cd "$OUTDIR" && SLOTBENCH_PROFILE_OUT="$OUTDIR/cpu.prof" SLOTBENCH_PROFILE_WORKLOAD=$WORKLOAD \
-  SLOTBENCH_PROFILE_C=$CONC SLOTBENCH_PROFILE_DURATION=$DURATION SLOTBENCH_PROFILE_GROUPS=$GROUPS_N \
+  SLOTBENCH_PROFILE_C=$CONC SLOTBENCH_PROFILE_DURATION=$DURATION SLOTBENCH_PROFILE_GROUPS=$GROUPS_N SLOTBENCH_PROFILE_RAFT_WORKERS=$WORKERS \
   ./slotbench.test -test.run '^TestProfileInProcess$' -test.v -test.count=1 -test.timeout 10m 2>&1) |
   grep -Ev '^(=== RUN|preloaded|slotbench:)' | grep -v '^\s*$' || true
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

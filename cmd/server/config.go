@@ -54,7 +54,7 @@ func parseOptions(args []string, getenv func(string) string) (*options, error) {
 	fs.StringVar(&o.Join, "join", "", "join a running cluster through this node's API address (host:port)")
 	fs.StringVar(&o.ClusterSecret, "cluster-secret", "", "shared secret every peer request carries (required beyond loopback)")
 	fs.StringVar(&o.ClusterID, "cluster-id", "slotmeta", "cluster id written at bootstrap")
-	fs.IntVar(&o.Groups, "groups", 8, "slot groups at bootstrap (1..256)")
+	fs.IntVar(&o.Groups, "groups", 0, "slot groups at bootstrap (1..256; default: one per founding member)")
 	fs.IntVar(&o.ReplicationFactor, "replication-factor", 3, "replicas per group (capped by the node count)")
 	fs.DurationVar(&o.RTT, "rtt", 50*time.Millisecond, "Raft tick")
 	fs.Uint64Var(&o.ElectionRTT, "election-rtt", 10, "election timeout in ticks")

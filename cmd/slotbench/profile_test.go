@@ -2,8 +2,8 @@
 
 // The in-process profile harness (bench/profile.sh): three real slotmeta
 // nodes in this process — dragonboat NodeHosts, Pebble stores, the REST API
-// on loopback HTTP servers, the server's defaults (8 groups, RTT 50 ms,
-// election 10 ticks) — loaded by slotbench's own Run, with a CPU profile
+// on loopback HTTP servers, the server's defaults for three nodes (3
+// groups, 2 Raft workers, RTT 50 ms, election 10 ticks) — loaded by slotbench's own Run, with a CPU profile
 // taken over the load only. The build tag keeps it out of `go test ./...`.
 //
 //	go test -tags slotbenchprofile -run TestProfileInProcess -v ./cmd/slotbench
@@ -11,7 +11,10 @@
 // GOMAXPROCS defaults to 3 × NumCPU here (three server processes' worth).
 // SLOTBENCH_PROFILE_OUT (cpu.prof), SLOTBENCH_PROFILE_WORKLOAD (kv-put),
 // SLOTBENCH_PROFILE_C (64), SLOTBENCH_PROFILE_DURATION (10s),
-// SLOTBENCH_PROFILE_GROUPS (8, the server's --groups default).
+// SLOTBENCH_PROFILE_GROUPS (3, the server's --groups default for 3 nodes),
+// SLOTBENCH_PROFILE_RAFT_WORKERS (0: the server's default); for experiments
+// SLOTBENCH_PROFILE_MAXINFLIGHT, SLOTBENCH_PROFILE_MAXWAIT (proposer) and
+// SLOTBENCH_PROFILE_MEMTABLE (store memtable bytes).
 package main
 
 import (
@@ -61,13 +64,29 @@ func TestProfileInProcess(t *testing.T) {
 		runtime.GOMAXPROCS(3 * runtime.NumCPU())
 	}
 	t.Logf("GOMAXPROCS %d", runtime.GOMAXPROCS(0))
-	groups, err := strconv.Atoi(envOr("SLOTBENCH_PROFILE_GROUPS", "8"))
+	groups, err := strconv.Atoi(envOr("SLOTBENCH_PROFILE_GROUPS", "3"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	workers, err := strconv.Atoi(envOr("SLOTBENCH_PROFILE_RAFT_WORKERS", "0"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := slotstoretest.Start(t, slotstoretest.Options{
 		Nodes: 3, Groups: groups, RTT: 50 * time.Millisecond,
-		Tune: func(cfg *cluster.Config) { cfg.ElectionRTT = 10 },
+		Tune: func(cfg *cluster.Config) {
+			cfg.ElectionRTT = 10
+			cfg.RaftWorkers = workers
+			if v, err := strconv.Atoi(os.Getenv("SLOTBENCH_PROFILE_MAXINFLIGHT")); err == nil {
+				cfg.Proposer.MaxInFlight = v
+			}
+			if v, err := strconv.Atoi(os.Getenv("SLOTBENCH_PROFILE_MEMTABLE")); err == nil {
+				cfg.Store.MemTableSize = uint64(v)
+			}
+			if v, err := time.ParseDuration(os.Getenv("SLOTBENCH_PROFILE_MAXWAIT")); err == nil {
+				cfg.Proposer.MaxWait = v
+			}
+		},
 	})
 	var eps []string
 	for _, n := range c.Nodes {
