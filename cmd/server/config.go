@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -24,6 +25,7 @@ type options struct {
 	PeerAddr            string
 	InitialMembers      string
 	Join                string
+	JoinToken           string
 	ClusterSecret       string
 	ClusterID           string
 	Groups              int
@@ -52,6 +54,7 @@ func parseOptions(args []string, getenv func(string) string) (*options, error) {
 	fs.StringVar(&o.PeerAddr, "peer-addr", "127.0.0.1:9180", "peer RPC address advertised to other nodes")
 	fs.StringVar(&o.InitialMembers, "initial-members", "", "founding members as id=raft/api/peer,… (default: this node alone)")
 	fs.StringVar(&o.Join, "join", "", "join a running cluster through this node's API address (host:port)")
+	fs.StringVar(&o.JoinToken, "join-token", "", "admin token for --join when the cluster's API requires tokens (default: an admin token of this node's own --tokens-file/SLOTMETA_TOKENS)")
 	fs.StringVar(&o.ClusterSecret, "cluster-secret", "", "shared secret every peer request carries (required beyond loopback)")
 	fs.StringVar(&o.ClusterID, "cluster-id", "slotmeta", "cluster id written at bootstrap")
 	fs.IntVar(&o.Groups, "groups", 0, "slot groups at bootstrap (1..256; default: one per founding member)")
@@ -166,6 +169,39 @@ func isLoopback(addr string) bool {
 
 // authenticator builds the token check from --tokens-file and SLOTMETA_TOKENS.
 func (o *options) authenticator(getenv func(string) string) (*auth.Authenticator, error) {
+	tokens, err := o.tokens(getenv)
+	if err != nil {
+		return nil, err
+	}
+	return auth.New(tokens)
+}
+
+// joinToken is the token a joining node registers with: --join-token, else
+// the first (sorted) admin token of its own tokens — nodes of one cluster
+// usually share the tokens file.
+func (o *options) joinToken(getenv func(string) string) (string, error) {
+	if o.JoinToken != "" || o.Join == "" {
+		return o.JoinToken, nil
+	}
+	tokens, err := o.tokens(getenv)
+	if err != nil {
+		return "", err
+	}
+	var admins []string
+	for t, r := range tokens {
+		if r == auth.RoleAdmin {
+			admins = append(admins, t)
+		}
+	}
+	slices.Sort(admins)
+	if len(admins) == 0 {
+		return "", nil
+	}
+	return admins[0], nil
+}
+
+// tokens reads --tokens-file and SLOTMETA_TOKENS (the environment wins).
+func (o *options) tokens(getenv func(string) string) (map[string]auth.Role, error) {
 	tokens := map[string]auth.Role{}
 	if o.TokensFile != "" {
 		f, err := os.Open(o.TokensFile)
@@ -186,5 +222,5 @@ func (o *options) authenticator(getenv func(string) string) (*auth.Authenticator
 			tokens[t] = r
 		}
 	}
-	return auth.New(tokens)
+	return tokens, nil
 }

@@ -120,3 +120,28 @@ func TestTLSOptionsFromFlagsAndEnv(t *testing.T) {
 		t.Fatalf("--tls-ca alone: %v", err)
 	}
 }
+
+// TestJoinToken: --join-token wins; else a joining node uses the first admin
+// token of its own tokens (nodes share the tokens file); a founding node and
+// a node without admin tokens send none.
+func TestJoinToken(t *testing.T) {
+	env := map[string]string{"SLOTMETA_TOKENS": "read:r1,admin:zz-admin,admin:aa-admin,write:w1"}
+	getenv := func(k string) string { return env[k] }
+	cases := []struct {
+		o    options
+		want string
+	}{
+		{options{Join: "127.0.0.1:8080", JoinToken: "given"}, "given"},
+		{options{Join: "127.0.0.1:8080"}, "aa-admin"},
+		{options{}, ""},
+	}
+	for _, c := range cases {
+		if got, err := c.o.joinToken(getenv); err != nil || got != c.want {
+			t.Fatalf("%+v: %q %v, want %q", c.o, got, err, c.want)
+		}
+	}
+	env["SLOTMETA_TOKENS"] = "read:r1"
+	if got, _ := (&options{Join: "127.0.0.1:8080"}).joinToken(getenv); got != "" {
+		t.Fatalf("no admin token: %q", got)
+	}
+}

@@ -43,6 +43,10 @@ func run(args []string, getenv func(string) string) error {
 		return fmt.Errorf("log level: %w", err)
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	joinToken, err := o.joinToken(getenv)
+	if err != nil {
+		return err
+	}
 	authn, err := o.authenticator(getenv)
 	if err != nil {
 		return err
@@ -73,6 +77,7 @@ func run(args []string, getenv func(string) string) error {
 		PeerAddr:                o.PeerAddr,
 		InitialMembers:          members,
 		JoinAddr:                o.Join,
+		JoinToken:               joinToken,
 		ClusterSecret:           secret,
 		TLS:                     cluster.TLSConfig{CAFile: o.TLSCA, CertFile: o.TLSCert, KeyFile: o.TLSKey},
 		EnableHashSlotMigration: o.EnableSlotMigration,

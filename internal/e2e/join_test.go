@@ -2,10 +2,18 @@ package e2e
 
 import (
 	"fmt"
+	"net/http/httptest"
 	"net/url"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"slotmeta/internal/auth"
+	"slotmeta/internal/httpapi"
 	"slotmeta/internal/slotstore"
+	"slotmeta/internal/slotstore/cluster"
 	"slotmeta/internal/slotstore/slotstoretest"
 )
 
@@ -54,5 +62,48 @@ func TestFourthNodeJoins(t *testing.T) {
 	n4 = c.Restart(3)
 	if err := n4.Ready(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestJoinThroughAnAPIWithTokens: when the cluster's API requires tokens, a
+// node joins with an admin token and is refused without one (or with a
+// lesser role) — at once, not after a minute of retries.
+func TestJoinThroughAnAPIWithTokens(t *testing.T) {
+	const admin, writer = "join-admin-token", "join-write-token"
+	c := slotstoretest.Start(t, slotstoretest.Options{Nodes: 3, Groups: 2,
+		Tune: func(cfg *cluster.Config) { cfg.JoinToken = admin }})
+	authn, err := auth.New(map[string]auth.Role{admin: auth.RoleAdmin, writer: auth.RoleWrite})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	h, err := httpapi.New(httpapi.Config{Backend: c.Nodes[0], Registerer: reg, Gatherer: reg, Auth: authn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(h)
+	t.Cleanup(ts.Close)
+	u, _ := url.Parse(ts.URL)
+
+	for _, token := range []string{"", writer} {
+		cfg := cluster.Config{NodeID: 9, DataDir: t.TempDir(), RaftAddr: slotstoretest.FreeAddr(t), PeerAddr: slotstoretest.FreeAddr(t),
+			APIAddr: slotstoretest.FreeAddr(t), ClusterSecret: slotstoretest.Secret, JoinAddr: u.Host, JoinToken: token,
+			RTT: 20 * time.Millisecond, ElectionRTT: 10, HeartbeatRTT: 1}
+		start := time.Now()
+		n, err := cluster.Start(cfg)
+		if err == nil {
+			_ = n.Close()
+			t.Fatalf("joined with token %q", token)
+		}
+		if !strings.Contains(err.Error(), "join refused") || time.Since(start) > 20*time.Second {
+			t.Fatalf("token %q: %v after %v", token, err, time.Since(start))
+		}
+	}
+	n4 := c.Join(u.Host) // the harness's config carries the admin token
+	if err := n4.Ready(); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(c.Nodes[0].Nodes()); got != 4 {
+		t.Fatalf("%d nodes registered", got)
 	}
 }

@@ -32,6 +32,9 @@ type Config struct {
 	// JoinAddr, for a node that is not a founding member, is the API address
 	// (host:port) of any node of the running cluster to register through.
 	JoinAddr string
+	// JoinToken is the bearer token (admin role) the registration carries
+	// when the cluster's API requires tokens.
+	JoinToken string
 	// MaxPeerInFlight bounds requests in flight to one peer, and (×4) the
 	// requests a node serves for all peers at once; past it: busy (default 256).
 	MaxPeerInFlight int

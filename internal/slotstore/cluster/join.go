@@ -78,6 +78,9 @@ func (n *Node) register() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
+		if n.cfg.JoinToken != "" {
+			req.Header.Set("Authorization", "Bearer "+n.cfg.JoinToken)
+		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			cancel()
