@@ -230,7 +230,11 @@ func (n *Node) readLocal(ctx context.Context, q meta.Query, c meta.Consistency) 
 			return nil, info, &slotstore.Error{Code: slotstore.CodeRouteNotReady, RetryAfter: 500 * time.Millisecond,
 				Message: fmt.Sprintf("the replica of group %d here knows no leader yet", route.GroupID)}
 		}
-		v, err = n.nh.SyncRead(ctx, shard, q)
+		// One ReadIndex round, shared with the reads waiting beside this
+		// one (readindex.go), then the local state machine.
+		if err = lg.reads.wait(ctx); err == nil {
+			v, err = n.nh.StaleRead(shard, q)
+		}
 	}
 	info.AppliedIndex = lg.sm.Load().AppliedIndex()
 	if err != nil {

@@ -47,6 +47,7 @@ type localGroup struct {
 	replicaID uint64
 	sm        atomic.Pointer[fsm.StateMachine] // set when dragonboat creates it
 	proposer  *Proposer
+	reads     *readBatcher // shares ReadIndex rounds among linearizable reads
 }
 
 // Node is a running slotmeta node.
@@ -70,6 +71,7 @@ type Node struct {
 	peerLn    net.Listener
 
 	obs       *observer
+	snaps     snapshotEvents // dragonboat system events, counted (snapshotevents.go)
 	transfers sync.Map       // GroupID → time.Time: leader transfers this node started and has not seen finish
 	decided   sync.Map       // GroupID → string: the last decision recorded per group (to log changes only)
 	bg        sync.WaitGroup // background goroutines besides the reconcile loop
@@ -149,6 +151,7 @@ func Start(cfg Config) (*Node, error) {
 		KeyFile:           cfg.TLS.KeyFile,
 		Expert:            expertConfig(workers),
 	}
+	nhc.SystemEventListener = &n.snaps // counts snapshots (snapshotevents.go)
 	if cfg.RaftTransport != nil {
 		nhc.Expert.TransportFactory = cfg.RaftTransport
 	}
@@ -271,6 +274,7 @@ func (n *Node) Close() error {
 		n.closePeer()
 		for _, g := range *n.groups.Load() {
 			g.proposer.Close()
+			g.reads.close()
 		}
 		n.nh.Close()
 		n.metrics.unregister()

@@ -212,6 +212,7 @@ func (n *Node) stopGroup(ctx context.Context, g slotstore.GroupID) error {
 	n.groups.Store(&next)
 	n.mu.Unlock()
 	lg.proposer.Close()
+	lg.reads.close()
 	shard := controller.ShardOf(g)
 	if err := n.nh.StopReplica(shard, lg.replicaID); err != nil && !errors.Is(err, dragonboat.ErrShardNotFound) {
 		return err
@@ -268,6 +269,7 @@ func (n *Node) startGroup(st *controller.State, grp *controller.Group, replica u
 	}
 	rep := &raftReplicator{nh: n.nh, shard: shard, group: grp.ID, session: n.nh.GetNoOPSession(shard)}
 	lg.proposer = NewProposer(n.cfg.Proposer, rep, n.metrics.batchObserver(grp.ID))
+	lg.reads = newReadBatcher(nhReadIndex{nh: n.nh, shard: shard}, n.cfg.RequestTimeout)
 	next := make(map[slotstore.GroupID]*localGroup, len(*n.groups.Load())+1)
 	for id, g := range *n.groups.Load() {
 		next[id] = g

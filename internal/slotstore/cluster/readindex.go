@@ -1,0 +1,174 @@
+package cluster
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/lni/dragonboat/v4"
+)
+
+// Linearizable reads of one group on one node share ReadIndex rounds.
+//
+// A read is linearizable once the local replica has applied everything that
+// was committed when the read arrived. A ReadIndex round that *starts after*
+// the read arrived proves exactly that when it completes (dragonboat completes
+// it only once the replica has applied up to the confirmed commit index), so
+// every read waiting when a round starts may be answered from the local state
+// machine after it — one round, one heartbeat exchange with a quorum, for all
+// of them. The batcher keeps at most one round in flight per group: reads
+// that arrive during a round wait for the next one, which starts as soon as
+// the current one ends. Under load a round serves every read that arrived
+// during the previous round; alone, a read costs one round as before.
+//
+// Concurrency contract: wait may be called from any goroutine. The batcher's
+// one round goroutine is started by a waiter when no round runs and exits
+// when no read waits; close cancels a running round and waits for it.
+
+// readIndexer runs one ReadIndex round for a group.
+type readIndexer interface {
+	readIndex(ctx context.Context) error
+}
+
+// readRound is one ReadIndex round and the reads waiting for it.
+type readRound struct {
+	done    chan struct{} // closed when err is set
+	err     error
+	waiters int // reads that joined (guarded by the batcher's mu)
+}
+
+type readBatcher struct {
+	ri      readIndexer
+	timeout time.Duration // bound of one round
+
+	mu      sync.Mutex
+	next    *readRound // the round arriving reads join; nil: none yet
+	running bool
+	closed  bool
+	ctx     context.Context // canceled by close
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+
+	rounds, reads uint64 // guarded by mu; for tests and metrics
+}
+
+func newReadBatcher(ri readIndexer, timeout time.Duration) *readBatcher {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &readBatcher{ri: ri, timeout: timeout, ctx: ctx, cancel: cancel}
+}
+
+// wait returns once a ReadIndex round that started after the call has
+// completed (nil), failed (its error), or ctx ended (ctx's error).
+func (b *readBatcher) wait(ctx context.Context) error {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return dragonboat.ErrShardClosed
+	}
+	if b.next == nil {
+		b.next = &readRound{done: make(chan struct{})}
+	}
+	r := b.next
+	r.waiters++
+	b.reads++
+	if !b.running {
+		b.running = true
+		b.wg.Add(1)
+		go b.run()
+	}
+	b.mu.Unlock()
+	select {
+	case <-r.done:
+		return r.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// run starts rounds while reads wait for one.
+func (b *readBatcher) run() {
+	defer b.wg.Done()
+	for {
+		b.mu.Lock()
+		r := b.next
+		if r == nil || b.closed {
+			b.running = false
+			b.mu.Unlock()
+			if r != nil {
+				r.err = dragonboat.ErrShardClosed
+				close(r.done)
+			}
+			return
+		}
+		b.next = nil // reads from now on wait for the following round
+		b.rounds++
+		b.mu.Unlock()
+		ctx, cancel := context.WithTimeout(b.ctx, b.timeout)
+		r.err = b.ri.readIndex(ctx)
+		cancel()
+		close(r.done)
+	}
+}
+
+// waiting is the number of reads that wait for the next round.
+func (b *readBatcher) waiting() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.next == nil {
+		return 0
+	}
+	return b.next.waiters
+}
+
+// stats returns the rounds run and the reads served so far.
+func (b *readBatcher) stats() (rounds, reads uint64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.rounds, b.reads
+}
+
+// close fails waiting reads and stops the round goroutine.
+func (b *readBatcher) close() {
+	b.mu.Lock()
+	b.closed = true
+	b.mu.Unlock()
+	b.cancel()
+	b.wg.Wait()
+}
+
+// nhReadIndex runs ReadIndex rounds on a NodeHost's replica of a shard.
+type nhReadIndex struct {
+	nh    *dragonboat.NodeHost
+	shard uint64
+}
+
+func (r nhReadIndex) readIndex(ctx context.Context) error {
+	d, ok := ctx.Deadline()
+	if !ok {
+		return dragonboat.ErrTimeoutTooSmall
+	}
+	rs, err := r.nh.ReadIndex(r.shard, time.Until(d))
+	if err != nil {
+		return err
+	}
+	defer rs.Release()
+	select {
+	case res := <-rs.AppliedC():
+		switch {
+		case res.Completed():
+			return nil
+		case res.Dropped():
+			return dragonboat.ErrShardNotReady
+		case res.Terminated():
+			return dragonboat.ErrShardClosed
+		case res.Rejected():
+			return dragonboat.ErrRejected
+		case res.Aborted():
+			return dragonboat.ErrAborted
+		default:
+			return dragonboat.ErrTimeout
+		}
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

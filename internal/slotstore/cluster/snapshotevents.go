@@ -1,0 +1,80 @@
+package cluster
+
+import (
+	"sync/atomic"
+
+	"github.com/lni/dragonboat/v4/raftio"
+
+	"slotmeta/internal/slotstore/controller"
+)
+
+// SnapshotStats counts the Raft snapshots of slot groups (the controller's
+// shard left out) that moved between this node and others since the node
+// started, as dragonboat's system events report them. A replica that fell
+// behind the leader's compacted log catches up by receiving one and
+// recovering its state machine from it.
+type SnapshotStats struct {
+	// Received: snapshot streams a replica on this node received whole
+	// from a leader (dragonboat's SnapshotReceived).
+	Received uint64
+	// Recovered: state-machine recoveries from a non-empty snapshot, the
+	// received ones and those at a restart (SnapshotRecovered).
+	Recovered uint64
+	// Sent and SendAborted: snapshot streams this node sent to a follower
+	// completely, and the ones that broke off.
+	Sent, SendAborted uint64
+}
+
+// SnapshotStats reports this node's counters. Safe at any time.
+func (n *Node) SnapshotStats() SnapshotStats {
+	e := &n.snaps
+	return SnapshotStats{Received: e.received.Load(), Recovered: e.recovered.Load(),
+		Sent: e.sent.Load(), SendAborted: e.aborted.Load()}
+}
+
+// snapshotEvents is the node's dragonboat system event listener. dragonboat
+// calls it from one goroutine of its own; it only counts.
+type snapshotEvents struct {
+	received, recovered, sent, aborted atomic.Uint64
+}
+
+var _ raftio.ISystemEventListener = (*snapshotEvents)(nil)
+
+func slotShard(shard uint64) bool { return shard != controller.ShardID }
+
+func (e *snapshotEvents) SnapshotReceived(i raftio.SnapshotInfo) {
+	if slotShard(i.ShardID) {
+		e.received.Add(1)
+	}
+}
+
+func (e *snapshotEvents) SnapshotRecovered(i raftio.SnapshotInfo) {
+	if slotShard(i.ShardID) && i.Index > 0 {
+		e.recovered.Add(1)
+	}
+}
+
+func (e *snapshotEvents) SendSnapshotCompleted(i raftio.SnapshotInfo) {
+	if slotShard(i.ShardID) {
+		e.sent.Add(1)
+	}
+}
+
+func (e *snapshotEvents) SendSnapshotAborted(i raftio.SnapshotInfo) {
+	if slotShard(i.ShardID) {
+		e.aborted.Add(1)
+	}
+}
+
+func (*snapshotEvents) NodeHostShuttingDown()                       {}
+func (*snapshotEvents) NodeUnloaded(raftio.NodeInfo)                {}
+func (*snapshotEvents) NodeDeleted(raftio.NodeInfo)                 {}
+func (*snapshotEvents) NodeReady(raftio.NodeInfo)                   {}
+func (*snapshotEvents) MembershipChanged(raftio.NodeInfo)           {}
+func (*snapshotEvents) ConnectionEstablished(raftio.ConnectionInfo) {}
+func (*snapshotEvents) ConnectionFailed(raftio.ConnectionInfo)      {}
+func (*snapshotEvents) SendSnapshotStarted(raftio.SnapshotInfo)     {}
+func (*snapshotEvents) SnapshotCreated(raftio.SnapshotInfo)         {}
+func (*snapshotEvents) SnapshotCompacted(raftio.SnapshotInfo)       {}
+func (*snapshotEvents) LogCompacted(raftio.EntryInfo)               {}
+func (*snapshotEvents) LogDBCompacted(raftio.EntryInfo)             {}
