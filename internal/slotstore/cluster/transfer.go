@@ -22,6 +22,9 @@ func (n *Node) TransferLeader(ctx context.Context, g slotstore.GroupID, target s
 	}
 	replica, ok := grp.Peers[target]
 	if !ok {
+		replica, ok = movingIn(n.ctrl.Load(), g, target)
+	}
+	if !ok {
 		return slotstore.Errorf(slotstore.CodeConflict, "node %d is not a desired peer of group %d", target, g)
 	}
 	if (*n.groups.Load())[g] == nil {
@@ -34,6 +37,20 @@ func (n *Node) TransferLeader(ctx context.Context, g slotstore.GroupID, target s
 	}
 	n.router.SetLeader(g, target, term)
 	return nil
+}
+
+// movingIn returns the replica a running replica move of g is bringing to
+// node target once it is a voter that is not yet a desired peer: in the
+// remove_old phase, where the move hands the leadership to it before it
+// removes the old voter (the desired peers change only at the commit).
+func movingIn(st *controller.State, g slotstore.GroupID, target slotstore.NodeID) (uint64, bool) {
+	for _, t := range st.Tasks {
+		if t.Kind == controller.TaskReplicaMove && t.Group == g && t.To == target && t.NewReplicaID != 0 &&
+			t.Status == controller.TaskRunning && t.Phase == controller.PhaseRemoveOld {
+			return t.NewReplicaID, true
+		}
+	}
+	return 0, false
 }
 
 // awaitTransfer asks shard's Raft to move leadership to replica and waits
