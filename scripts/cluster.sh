@@ -146,7 +146,8 @@ port_in_use() { (exec 3<>"/dev/tcp/$HOST/$1") 2>/dev/null; }
 build() {
   mkdir -p "$DIR/bin"
   echo "building $BIN"
-  (cd "$ROOT" && go build -o "$BIN" ./cmd/server) || die "go build failed"
+  # Pure Go, like make build (no glibc arenas under Pebble's memory).
+  (cd "$ROOT" && CGO_ENABLED=0 go build -o "$BIN" ./cmd/server) || die "go build failed"
 }
 
 # secret: the cluster secret, made once per cluster dir.

@@ -1,5 +1,8 @@
 // Package chaos runs real in-process clusters under concurrent clients while
-// faults are injected (schedule_test.go: leader transfers, node restarts),
+// faults are injected (schedule_test.go: leader transfers, node restarts;
+// netfaults_test.go: isolated nodes, partitions, one-way and lossy links,
+// slow fsync, a follower lagging until it needs a snapshot; moves_test.go:
+// replica moves while the controller leader is lost),
 // records every client operation and checks what the clients saw:
 //
 //   - business keys (kvmodel_test.go): puts, compare-and-set puts (If-Match,
@@ -10,7 +13,9 @@
 //     Idempotency-Key is never applied twice (invariants_test.go,
 //     idempotency_test.go);
 //   - every hash slot is owned by exactly one group, and routed to it
-//     (ownership_test.go), after every fault and at the end.
+//     (ownership_test.go), after every fault and at the end;
+//   - every replica move ends, and then every group's Raft membership is
+//     exactly the controller's desired peers (moves_test.go).
 //
 // `make test` runs a few fixed seeds (TestShortChaos); CHAOS_SEEDS=N runs N
 // random schedules of CHAOS_DURATION each (make chaos), whose summaries
@@ -27,6 +32,7 @@ import (
 	"testing"
 	"time"
 
+	"slotmeta/internal/slotstore/cluster"
 	"slotmeta/internal/slotstore/slotstoretest"
 )
 
@@ -34,6 +40,23 @@ const (
 	kvClients  = 4
 	subClients = 2
 )
+
+// The chaos cluster: four nodes, two groups of three replicas (a free node
+// per group to move a replica to), every node's Raft and peer traffic and
+// disks through the fault harness. Snapshots every 64 entries keeping 16
+// (dragonboat compacts the log to 16 entries behind each snapshot), so a
+// follower cut off for a second while the clients write falls behind the
+// leader's log and must install a snapshot. The controller observes and
+// steps tasks every 200 ms (moves finish within a schedule), and a task
+// phase fails after 3 s stuck (so faults make moves fail and resume).
+func chaosOptions() slotstoretest.Options {
+	return slotstoretest.Options{Nodes: 4, Groups: 2, ReplicationFactor: 3, Faults: true, Tune: func(cfg *cluster.Config) {
+		cfg.SnapshotEntries = 32
+		cfg.CompactionOverhead = 8
+		cfg.ObserveInterval = 200 * time.Millisecond
+		cfg.TaskPhaseTimeout = 3 * time.Second
+	}}
+}
 
 func TestShortChaos(t *testing.T) {
 	seeds := []int64{1, 2, 3}
@@ -48,22 +71,34 @@ func TestShortChaos(t *testing.T) {
 	if d, err := time.ParseDuration(os.Getenv("CHAOS_DURATION")); err == nil {
 		dur = d
 	}
+	var installs uint64
 	for _, seed := range seeds {
-		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) { runSchedule(t, seed, dur) })
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) { installs += runSchedule(t, seed, dur) })
+	}
+	// Every schedule lags a follower until it needs a snapshot (the lag
+	// fault writes enough itself): one install at least must show.
+	if installs == 0 && !t.Failed() {
+		t.Errorf("no snapshot was installed in %d schedules", len(seeds))
 	}
 }
 
-// runSchedule runs one seeded schedule of length dur and checks it.
-func runSchedule(t *testing.T, seed int64, dur time.Duration) {
-	tc := startCluster(t, slotstoretest.Options{Nodes: 3, Groups: 2})
+// runSchedule runs one seeded schedule of length dur and checks it. It
+// returns the snapshots the cluster's replicas installed.
+func runSchedule(t *testing.T, seed int64, dur time.Duration) uint64 {
+	opts := chaosOptions()
+	tc := startCluster(t, opts)
 	createChannels(tc)
 	rec := newRecorder()
-	rep := &scheduleReport{seed: seed, rec: rec, verdicts: map[string]string{}}
+	rep := &scheduleReport{seed: seed, rec: rec, verdicts: map[string]string{}, moves: &moveLog{}}
 	rep.own.check(tc.c.Nodes)
 
 	started := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), dur)
 	defer cancel()
+	// The clients run until the fault schedule ends (it may run past dur
+	// to inject every class of fault once).
+	clientCtx, stopClients := context.WithCancel(context.Background())
+	defer stopClients()
 	var wg sync.WaitGroup
 	for id := 0; id < kvClients+subClients; id++ {
 		c := &client{id: id, tc: tc, rec: rec, rng: rand.New(rand.NewSource(seed*31 + int64(id))),
@@ -72,19 +107,25 @@ func runSchedule(t *testing.T, seed int64, dur time.Duration) {
 		go func() {
 			defer wg.Done()
 			if id < kvClients {
-				c.runKVClient(ctx)
+				c.runKVClient(clientCtx)
 			} else {
-				c.runSubClient(ctx)
+				c.runSubClient(clientCtx)
 			}
 		}()
 	}
-	env := &faultEnv{tc: tc, rng: rand.New(rand.NewSource(seed))}
+	env := &faultEnv{tc: tc, rng: rand.New(rand.NewSource(seed)), moves: rep.moves}
 	rep.faults = runFaults(ctx, env, func() { rep.own.check(tc.c.Nodes) })
+	stopClients()
 	wg.Wait()
 	tc.c.WaitReady()
+	settleMoves(tc, rep.moves, opts.ReplicationFactor)
 	finalKV, finalSubs := finalReads(t, tc, rec)
 	rep.own.check(tc.c.Nodes)
 	rep.run = time.Since(started)
+	rep.snaps, rep.dropped = tc.snapshots(), tc.c.Net.Dropped()
+	for i := range tc.c.Nodes {
+		rep.delayedSyncs += tc.c.Disk(i).DelayedSyncs()
+	}
 
 	checkStart := time.Now()
 	rep.verdicts["kv"], _ = linearizable("kv", seed, kvModel, rec.kv)
@@ -103,6 +144,7 @@ func runSchedule(t *testing.T, seed int64, dur time.Duration) {
 			t.Fatalf("seed %d: the schedule did no work: no %s succeeded", seed, kind)
 		}
 	}
+	return rep.snaps.Received
 }
 
 // finalReads closes the histories with a read of every key and every

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"slotmeta/internal/httpapi"
+	"slotmeta/internal/slotstore/cluster"
 	"slotmeta/internal/slotstore/slotstoretest"
 )
 
@@ -31,6 +32,10 @@ type testCluster struct {
 	mu      sync.RWMutex
 	urls    []string
 	servers []*httptest.Server
+
+	// retired sums the snapshot counters of nodes closed by restart.
+	retired cluster.SnapshotStats
+	fillSeq int // fill's last key number (fault goroutine only)
 }
 
 func startCluster(t *testing.T, o slotstoretest.Options) *testCluster {
@@ -79,8 +84,24 @@ func (tc *testCluster) restart(i int) {
 	old := tc.servers[i]
 	tc.mu.RUnlock()
 	old.Close()
+	node := tc.c.Nodes[i]
 	tc.c.Restart(i)
+	tc.retired = addSnapshots(tc.retired, node.SnapshotStats())
 	tc.serve(i)
+}
+
+// snapshots sums the snapshot counters of every node the cluster ran.
+func (tc *testCluster) snapshots() cluster.SnapshotStats {
+	s := tc.retired
+	for _, n := range tc.c.Nodes {
+		s = addSnapshots(s, n.SnapshotStats())
+	}
+	return s
+}
+
+func addSnapshots(a, b cluster.SnapshotStats) cluster.SnapshotStats {
+	return cluster.SnapshotStats{Received: a.Received + b.Received, Recovered: a.Recovered + b.Recovered,
+		Sent: a.Sent + b.Sent, SendAborted: a.SendAborted + b.SendAborted}
 }
 
 // answer is one HTTP exchange as a client saw it.

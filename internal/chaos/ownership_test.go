@@ -19,6 +19,12 @@ import (
 // fault kinds starts one). While one is, replicas legitimately disagree for
 // a moment and a slot is held by two groups during the handover, so the
 // check is skipped and counted as such.
+//
+// Only the replicas on a group's desired peers (in the freshest controller
+// state any node applied) are compared: a replica move's new learner starts
+// empty and owns nothing until it has caught up (it becomes a desired peer
+// only after that, at the move's commit), and the old replica is stopped
+// and its rows deleted once it is no longer desired.
 
 type ownershipReport struct {
 	checks, skipped int
@@ -50,8 +56,17 @@ func ownershipViolations(nodes []*cluster.Node) []string {
 	var bad []string
 	groupSet := map[slotstore.GroupID][]slotstore.HashSlot{} // the first replica's view of each group
 	groupFrom := map[slotstore.GroupID]slotstore.NodeID{}
+	var ctrl *controller.State
+	for _, n := range nodes {
+		if st := n.Controller(); ctrl == nil || st.AppliedIndex > ctrl.AppliedIndex {
+			ctrl = st
+		}
+	}
 	for _, n := range nodes {
 		for _, ro := range n.Ownership() {
+			if grp, ok := ctrl.Groups[ro.Group]; !ok || grp.Peers[n.NodeID()] == 0 {
+				continue
+			}
 			if len(ro.Fenced) > 0 {
 				bad = append(bad, fmt.Sprintf("n%d: group %d has fenced slots %v with no migration in flight", n.NodeID(), ro.Group, ro.Fenced))
 			}

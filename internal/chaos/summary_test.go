@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"slotmeta/internal/slotstore/cluster"
 )
 
 // scheduleReport is what one schedule did and found. log writes it as a few
@@ -13,19 +15,23 @@ import (
 // chaos` keeps in chaos/results/ (it keeps every "<file>_test.go:" line) and
 // totals from the "checks:" lines.
 type scheduleReport struct {
-	seed       int64
-	faults     []injected
-	rec        *recorder
-	verdicts   map[string]string // model → "ok" or the violation
-	lost       lostReport
-	dups       []string // values applied twice and re-sends not answered as replays
-	own        ownershipReport
-	run, check time.Duration
+	seed         int64
+	faults       []injected
+	rec          *recorder
+	verdicts     map[string]string // model → "ok" or the violation
+	lost         lostReport
+	dups         []string // values applied twice and re-sends not answered as replays
+	own          ownershipReport
+	moves        *moveLog
+	snaps        cluster.SnapshotStats // summed over every node the schedule ran
+	dropped      uint64                // messages the fault network refused
+	delayedSyncs uint64                // fsyncs the fault disks slowed
+	run, check   time.Duration
 }
 
 // violations counts everything that fails the schedule.
 func (s *scheduleReport) violations() int {
-	n := s.lost.lost + len(s.dups) + len(s.own.violations) + len(s.rec.failures)
+	n := s.lost.lost + len(s.dups) + len(s.own.violations) + len(s.rec.failures) + len(s.moves.violations)
 	for _, v := range s.verdicts {
 		if v != "ok" {
 			n++
@@ -46,18 +52,23 @@ func (s *scheduleReport) log(t *testing.T) {
 	id := s.rec.idem
 	t.Logf("seed=%d idempotency: writes=%d retried=%d resent=%d replay_mismatches=%d",
 		s.seed, id.writes, id.retried, id.resent, id.mismatched)
+	m := s.moves
+	t.Logf("seed=%d cluster: snapshots received=%d recovered=%d sent=%d send_aborted=%d; moves started=%d resumed=%d refused=%d done=%d failed_then_done=%d ctrl_leader_restarts=%d ctrl_leader_isolations=%d; net_dropped=%d delayed_syncs=%d",
+		s.seed, s.snaps.Received, s.snaps.Recovered, s.snaps.Sent, s.snaps.SendAborted,
+		m.started, m.resumed, m.refused, m.done, m.failedOnce, m.ctrlRestarts, m.ctrlIsolates, s.dropped, s.delayedSyncs)
 	var models []string
 	for m, v := range s.verdicts {
 		models = append(models, m+"="+v)
 	}
 	sort.Strings(models)
-	t.Logf("seed=%d checks: violations=%d linearizable %s; acked=%d lost=%d; duplicate_applies=%d; slot_checks=%d slot_skipped=%d slot_violations=%d; failures=%d; run=%v check=%v",
+	t.Logf("seed=%d checks: violations=%d linearizable %s; acked=%d lost=%d; duplicate_applies=%d; slot_checks=%d slot_skipped=%d slot_violations=%d; failures=%d; snapshot_installs=%d moves_done=%d move_violations=%d; run=%v check=%v",
 		s.seed, s.violations(), strings.Join(models, " "), s.lost.acked, s.lost.lost, len(s.dups),
-		s.own.checks, s.own.skipped, len(s.own.violations), len(s.rec.failures), s.run.Round(time.Millisecond), s.check.Round(time.Millisecond))
+		s.own.checks, s.own.skipped, len(s.own.violations), len(s.rec.failures), s.snaps.Received, m.done, len(m.violations),
+		s.run.Round(time.Millisecond), s.check.Round(time.Millisecond))
 	for _, group := range []struct {
 		what  string
 		lines []string
-	}{{"lost", s.lost.details}, {"duplicate", s.dups}, {"slot", s.own.violations}, {"failure", s.rec.failures}} {
+	}{{"lost", s.lost.details}, {"duplicate", s.dups}, {"slot", s.own.violations}, {"failure", s.rec.failures}, {"move", m.violations}} {
 		for i, l := range group.lines {
 			if i == 10 {
 				t.Logf("seed=%d %s: … %d more", s.seed, group.what, len(group.lines)-i)
