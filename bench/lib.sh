@@ -89,6 +89,16 @@ tidy_run() {
   rm -rf "$RUN/slotmeta/bin"
 }
 
+# slotmeta_cleanup: the EXIT trap of run.sh and soak.sh — stop the cluster,
+# tidy the run directory, keep the exit status.
+slotmeta_cleanup() {
+  local rc=$?
+  trap - EXIT INT TERM
+  slotmeta_down
+  tidy_run
+  exit "$rc"
+}
+
 slotmeta_pids() { cat "$SLOTMETA_CLUSTER_DIR"/node{1,2,3}/pid | paste -sd,; }
 
 slotmeta_endpoints() {

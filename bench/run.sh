@@ -32,14 +32,7 @@ OUT=$ROOT/bench/results/$STAMP-$COMMIT$DIRTY.md
 JSONL=$RUN/slotbench.jsonl
 COMMAND="${USER_ENV}make bench"
 
-cleanup() {
-  local rc=$?
-  trap - EXIT INT TERM
-  slotmeta_down
-  tidy_run
-  exit "$rc"
-}
-trap cleanup EXIT
+trap slotmeta_cleanup EXIT
 trap 'exit 130' INT TERM
 
 echo "bench/run.sh: run directory $RUN (source: $SRC)"

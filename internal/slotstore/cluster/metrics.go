@@ -3,6 +3,7 @@ package cluster
 import (
 	"errors"
 	"strconv"
+	"sync"
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -20,6 +21,7 @@ type metrics struct {
 	appliedIdx *prometheus.GaugeVec
 	backlogs   *prometheus.GaugeVec
 	queueDepth prometheus.Collector
+	store      *storeCollector
 	cs         []prometheus.Collector
 
 	entries, commands atomic.Uint64 // totals behind BatchStats
@@ -45,9 +47,10 @@ func newMetrics(reg prometheus.Registerer, n *Node) (*metrics, error) {
 		Name: "slotmeta_projection_backlog",
 		Help: "Subscriber changes waiting for their membership projection, as the last scan of a group this node leads saw them (capped at one scan page).",
 	}, []string{"group"})
+	m.store = newStoreCollector(n)
 	m.queueDepth = &queueCollector{n: n, desc: prometheus.NewDesc("slotmeta_proposal_queue_depth",
 		"Commands waiting in a group's proposal queue on this node.", []string{"group"}, nil)}
-	for _, c := range []prometheus.Collector{m.proposals, m.batchCmds, m.batchBytes, m.appliedIdx, m.backlogs, m.queueDepth} {
+	for _, c := range []prometheus.Collector{m.proposals, m.batchCmds, m.batchBytes, m.appliedIdx, m.backlogs, m.queueDepth, m.store} {
 		if err := reg.Register(c); err != nil {
 			m.unregister()
 			return nil, err
@@ -58,6 +61,7 @@ func newMetrics(reg prometheus.Registerer, n *Node) (*metrics, error) {
 }
 
 func (m *metrics) unregister() {
+	m.store.stop()
 	for _, c := range m.cs {
 		m.reg.Unregister(c)
 	}
@@ -117,4 +121,52 @@ func asError(err error, target **slotstore.Error) bool { return errors.As(err, t
 // proposed and how many commands they carried.
 func (n *Node) BatchStats() (entries, commands uint64) {
 	return n.metrics.entries.Load(), n.metrics.commands.Load()
+}
+
+// storeCollector reports the store's memory and disk at scrape time: the
+// bounded parts of a node's memory outside the Go heap (block cache,
+// memtables) and the open-file cache, so a soak can tell a filling cache
+// from a leak.
+type storeCollector struct {
+	n                             *Node
+	cache, memtables, files, disk *prometheus.Desc
+
+	mu     sync.RWMutex // a scrape in progress holds it; stop waits for it
+	closed bool
+}
+
+// stop ends collection before the store closes.
+func (s *storeCollector) stop() {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+}
+
+func newStoreCollector(n *Node) *storeCollector {
+	return &storeCollector{n: n,
+		cache:     prometheus.NewDesc("slotmeta_store_block_cache_bytes", "Bytes in the store's block cache (bounded by its size).", nil, nil),
+		memtables: prometheus.NewDesc("slotmeta_store_memtable_bytes", "Bytes of the store's memtables, including those waiting to be flushed or released.", nil, nil),
+		files:     prometheus.NewDesc("slotmeta_store_file_cache_bytes", "Bytes held by the store's cache of open sstables.", nil, nil),
+		disk:      prometheus.NewDesc("slotmeta_store_disk_bytes", "Bytes the store uses on disk.", nil, nil),
+	}
+}
+
+func (s *storeCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- s.cache
+	ch <- s.memtables
+	ch <- s.files
+	ch <- s.disk
+}
+
+func (s *storeCollector) Collect(ch chan<- prometheus.Metric) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return
+	}
+	m := s.n.db.Pebble().Metrics()
+	ch <- prometheus.MustNewConstMetric(s.cache, prometheus.GaugeValue, float64(m.BlockCache.Size))
+	ch <- prometheus.MustNewConstMetric(s.memtables, prometheus.GaugeValue, float64(m.MemTable.Size+m.MemTable.ZombieSize))
+	ch <- prometheus.MustNewConstMetric(s.files, prometheus.GaugeValue, float64(m.FileCache.Size))
+	ch <- prometheus.MustNewConstMetric(s.disk, prometheus.GaugeValue, float64(m.DiskSpaceUsage()))
 }
