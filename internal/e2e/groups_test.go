@@ -27,12 +27,15 @@ func TestGroupsAndLeaderTransferAPI(t *testing.T) {
 	var groups struct {
 		Items []slotstore.GroupView `json:"items"`
 	}
-	// The first view may predate the first status round: wait for facts.
+	// The first view may predate the first status round: wait for facts,
+	// and for the leaders to sit at their preferred nodes (until then the
+	// reconciler may be moving one, and a preflight sees that transfer).
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		s.must(200, "GET", "/v1/cluster/groups", "").json(&groups)
 		if len(groups.Items) == 2 && groups.Items[0].Leader != 0 && groups.Items[1].Leader != 0 &&
-			len(groups.Items[0].Voters) == 3 && len(groups.Items[0].Replicas) == 3 {
+			len(groups.Items[0].Voters) == 3 && len(groups.Items[0].Replicas) == 3 &&
+			groups.Items[0].Leader == groups.Items[0].PreferredLeader && groups.Items[1].Leader == groups.Items[1].PreferredLeader {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -66,7 +69,15 @@ func TestGroupsAndLeaderTransferAPI(t *testing.T) {
 	if pf.OK || len(pf.Blockers) == 0 || pf.Blockers[0].Reason != cluster.ReasonAlreadyLeader {
 		t.Fatalf("preflight to the leader itself: %+v", pf)
 	}
-	s.must(200, "GET", fmt.Sprintf("/v1/cluster/groups/1/leader-transfer/preflight?target_node=%d", target), "").json(&pf)
+	// A transfer the reconciler made at start-up stays "in flight" until the
+	// controller observes it done: the preflight says so until then.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		s.must(200, "GET", fmt.Sprintf("/v1/cluster/groups/1/leader-transfer/preflight?target_node=%d", target), "").json(&pf)
+		if pf.OK || time.Now().After(deadline) || len(pf.Blockers) != 1 || pf.Blockers[0].Reason != cluster.ReasonTransferInFlight {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	if !pf.OK || pf.Leader != leader {
 		t.Fatalf("preflight to a caught-up voter: %+v", pf)
 	}
