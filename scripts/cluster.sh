@@ -147,7 +147,7 @@ build() {
   mkdir -p "$DIR/bin"
   echo "building $BIN"
   # Pure Go, like make build (no glibc arenas under Pebble's memory).
-  (cd "$ROOT" && CGO_ENABLED=0 go build -o "$BIN" ./cmd/server) || die "go build failed"
+  (cd "$ROOT" && CGO_ENABLED=${CGO_ENABLED:-0} go build -o "$BIN" ./cmd/server) || die "go build failed"
 }
 
 # secret: the cluster secret, made once per cluster dir.
