@@ -40,6 +40,19 @@ type writes struct {
 	acked []string
 }
 
+// faultStart starts a fault cluster and returns it with a write recorder
+// and the group's leader.
+func faultStart(t *testing.T) (*slotstoretest.Cluster, *writes, slotstore.NodeID) {
+	t.Helper()
+	c := faultCluster(t)
+	w := newWrites(t, c)
+	leader := leaderOf(c.Nodes[0])
+	if leader == 0 {
+		t.Fatal("group has no leader")
+	}
+	return c, w, leader
+}
+
 func newWrites(t *testing.T, c *slotstoretest.Cluster) *writes {
 	return &writes{t: t, table: c.Nodes[0].Routes().Table().Group}
 }
@@ -164,12 +177,7 @@ func others(c *slotstoretest.Cluster, id slotstore.NodeID) []*cluster.Node {
 // write takes at least the delay) and none is lost.
 func TestFaultSlowDisk(t *testing.T) {
 	const delay = 30 * time.Millisecond
-	c := faultCluster(t)
-	w := newWrites(t, c)
-	leader := leaderOf(c.Nodes[0])
-	if leader == 0 {
-		t.Fatal("group has no leader")
-	}
+	c, w, leader := faultStart(t)
 	ln := c.Nodes[leader-1]
 	follower := others(c, leader)[0].NodeID()
 

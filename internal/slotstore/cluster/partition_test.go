@@ -14,12 +14,7 @@ import (
 // heals the old leader catches up and every acknowledged write reads back
 // through every node.
 func TestFaultPartitionIsolatedLeader(t *testing.T) {
-	c := faultCluster(t)
-	w := newWrites(t, c)
-	old := leaderOf(c.Nodes[0])
-	if old == 0 {
-		t.Fatal("group has no leader")
-	}
+	c, w, old := faultStart(t)
 	isolated := c.Nodes[old-1]
 	majority := others(c, old)
 	for range 3 {
@@ -92,12 +87,7 @@ func closed(c <-chan struct{}) bool {
 // keeps accepting writes through the leader and the other follower; after
 // the network heals the cut-off follower converges.
 func TestFaultOneWayLeaderToFollower(t *testing.T) {
-	c := faultCluster(t)
-	w := newWrites(t, c)
-	leader := leaderOf(c.Nodes[0])
-	if leader == 0 {
-		t.Fatal("group has no leader")
-	}
+	c, w, leader := faultStart(t)
 	rest := others(c, leader)
 	cutOff, other := rest[0], rest[1]
 	w.mustPut(cutOff, 5*time.Second)
