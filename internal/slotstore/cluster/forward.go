@@ -133,7 +133,7 @@ func (n *Node) forwardPropose(ctx context.Context, target slotstore.NodeID, enc 
 		return meta.Result{}, route, &slotstore.Error{Code: slotstore.CodeRouteNotReady, LeaderHint: target,
 			Message: "the leader's peer address is unknown"}
 	}
-	res, r2, err := n.peers.propose(ctx, addr, enc)
+	res, r2, err := n.peers.forward(ctx, addr, enc)
 	if r2.GroupID == 0 {
 		r2 = route
 	}

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"slotmeta/internal/slotstore"
@@ -26,8 +27,11 @@ type peerClient struct {
 	secret string
 	bound  int
 
-	mu    sync.Mutex
-	slots map[string]chan struct{} // by peer address
+	mu         sync.Mutex
+	slots      map[string]chan struct{} // by peer address
+	forwarders map[string]*forwarder    // by peer address (forwardbatch.go)
+
+	batches, batched atomic.Uint64 // batch requests sent, commands they carried
 }
 
 func newPeerClient(secret string, bound int) *peerClient {
@@ -36,7 +40,8 @@ func newPeerClient(secret string, bound int) *peerClient {
 		MaxIdleConnsPerHost: 64,
 		IdleConnTimeout:     90 * time.Second,
 	}
-	return &peerClient{http: &http.Client{Transport: tr}, scheme: "http", secret: secret, bound: bound, slots: map[string]chan struct{}{}}
+	return &peerClient{http: &http.Client{Transport: tr}, scheme: "http", secret: secret, bound: bound, slots: map[string]chan struct{}{},
+		forwarders: map[string]*forwarder{}}
 }
 
 // useTLS makes the client call peers over TLS with p's client config (this
@@ -135,11 +140,6 @@ func (c *peerClient) callPath(ctx context.Context, method, addr, path string, bo
 func readBody(resp *http.Response) ([]byte, error) {
 	defer resp.Body.Close()
 	return io.ReadAll(io.LimitReader(resp.Body, meta.MaxEntryBytes+1))
-}
-
-// propose forwards an encoded command to the node at addr.
-func (c *peerClient) propose(ctx context.Context, addr string, cmd []byte) (meta.Result, slotstore.Route, error) {
-	return c.proposeTo(ctx, addr, cmd, 0)
 }
 
 // proposeTo forwards an encoded command for group g (0: the group owning the

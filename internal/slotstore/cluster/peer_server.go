@@ -44,6 +44,7 @@ type peerError struct {
 func (n *Node) peerHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+peerPrefix+"propose", n.peerAuth(n.servePeerPropose))
+	mux.HandleFunc("POST "+peerPrefix+"propose-batch", n.peerAuth(n.servePeerProposeBatch))
 	mux.HandleFunc("POST "+peerPrefix+"read", n.peerAuth(n.servePeerRead))
 	mux.HandleFunc("GET "+peerPrefix+"leaders", n.peerAuth(n.servePeerLeaders))
 	mux.HandleFunc("GET "+peerPrefix+"status", n.peerAuth(n.servePeerStatus))

@@ -1,0 +1,78 @@
+package cluster_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"slotmeta/internal/slotstore"
+	"slotmeta/internal/slotstore/meta"
+	"slotmeta/internal/slotstore/slotstoretest"
+)
+
+// TestForwardedWritesShareRequests: many concurrent writes through a node
+// that does not lead the group travel to the leader in shared batch
+// requests, each answered on its own; every one is applied exactly once and
+// reads back through the leader.
+func TestForwardedWritesShareRequests(t *testing.T) {
+	c := slotstoretest.Start(t, slotstoretest.Options{Nodes: 3, Groups: 1})
+	var leader, follower int = -1, -1
+	deadline := time.Now().Add(10 * time.Second)
+	for leader < 0 && time.Now().Before(deadline) {
+		if st, ok := c.Nodes[0].Routes().Group(1); ok && st.Leader != 0 {
+			leader = int(st.Leader) - 1
+			break
+		}
+		time.Sleep(10 * time.Millisecond) // polling with a deadline
+	}
+	if leader < 0 {
+		t.Fatal("group 1 has no leader")
+	}
+	follower = (leader + 1) % 3
+	via := c.Nodes[follower]
+	const writers, each = 48, 20
+	var wg sync.WaitGroup
+	errs := make(chan error, writers*each)
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				key := fmt.Sprintf("fb-%d-%d", w, i)
+				res, _, err := via.Propose(ctx, &meta.PutKV{Key: key, Value: []byte(key)})
+				cancel()
+				if err == nil && !res.OK() {
+					err = res.Err()
+				}
+				if err != nil {
+					errs <- fmt.Errorf("%s: %w", key, err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	batches, cmds := via.ForwardStats()
+	t.Logf("%d writes through node %d (leader %d): %d batch requests carried %d of them", writers*each, follower+1, leader+1, batches, cmds)
+	if batches == 0 || cmds < 2*batches {
+		t.Fatalf("no batching: %d batches, %d commands", batches, cmds)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for w := 0; w < writers; w++ {
+		for i := 0; i < each; i++ {
+			key := fmt.Sprintf("fb-%d-%d", w, i)
+			v, _, err := c.Nodes[leader].Read(ctx, &meta.GetKV{HashSlot: slotstore.HashSlotOfString(key), Key: key}, meta.Linearizable)
+			kv, _ := v.(*meta.KV)
+			if err != nil || kv == nil || string(kv.Value) != key || kv.CreateRevision != kv.Revision {
+				t.Fatalf("%s: %+v %v", key, kv, err)
+			}
+		}
+	}
+}
