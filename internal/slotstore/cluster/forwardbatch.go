@@ -205,9 +205,7 @@ func encodeBatchAnswers(outs []fwdOutcome) []byte {
 		}
 		var body []byte
 		if o.err != nil {
-			e := slotstore.AsError(o.err)
-			body, _ = json.Marshal(peerError{Code: e.Code, Message: e.Message, LeaderHint: e.LeaderHint, LeaderTerm: e.LeaderTerm,
-				RouteRevision: e.RouteRevision, RetryAfterMs: e.RetryAfter.Milliseconds(), Details: e.Details})
+			body, _ = json.Marshal(toPeerError(o.err))
 			b = append(b, 1)
 		} else {
 			body = meta.EncodeResult(&o.res)
@@ -257,8 +255,7 @@ func decodeBatchAnswers(b []byte, want int) ([]fwdOutcome, error) {
 			if err := json.Unmarshal(body, &pe); err != nil || pe.Code == "" {
 				return nil, errBatchAnswer
 			}
-			outs[i].err = &slotstore.Error{Code: pe.Code, Message: pe.Message, LeaderHint: pe.LeaderHint, LeaderTerm: pe.LeaderTerm,
-				RouteRevision: pe.RouteRevision, RetryAfter: time.Duration(pe.RetryAfterMs) * time.Millisecond, Details: pe.Details}
+			outs[i].err = pe.err()
 		default:
 			return nil, errBatchAnswer
 		}

@@ -131,8 +131,7 @@ func (c *peerClient) callPath(ctx context.Context, method, addr, path string, bo
 		if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&pe); err != nil || pe.Code == "" {
 			return nil, true, &slotstore.Error{Code: slotstore.CodeInternal, Message: fmt.Sprintf("peer %s answered %d", addr, resp.StatusCode)}
 		}
-		return resp, true, &slotstore.Error{Code: pe.Code, Message: pe.Message, LeaderHint: pe.LeaderHint, LeaderTerm: pe.LeaderTerm,
-			RouteRevision: pe.RouteRevision, RetryAfter: time.Duration(pe.RetryAfterMs) * time.Millisecond, Details: pe.Details}
+		return resp, true, pe.err()
 	}
 	return resp, true, nil
 }

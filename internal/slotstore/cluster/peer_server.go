@@ -82,12 +82,23 @@ func (n *Node) peerAuth(h func(ctx context.Context, w http.ResponseWriter, r *ht
 	}
 }
 
-func writePeerError(w http.ResponseWriter, status int, err error) {
+// toPeerError is err as the envelope peer RPC sends.
+func toPeerError(err error) peerError {
 	e := slotstore.AsError(err)
+	return peerError{Code: e.Code, Message: e.Message, LeaderHint: e.LeaderHint, LeaderTerm: e.LeaderTerm,
+		RouteRevision: e.RouteRevision, RetryAfterMs: e.RetryAfter.Milliseconds(), Details: e.Details}
+}
+
+// err is the envelope as the error it carries.
+func (pe peerError) err() *slotstore.Error {
+	return &slotstore.Error{Code: pe.Code, Message: pe.Message, LeaderHint: pe.LeaderHint, LeaderTerm: pe.LeaderTerm,
+		RouteRevision: pe.RouteRevision, RetryAfter: time.Duration(pe.RetryAfterMs) * time.Millisecond, Details: pe.Details}
+}
+
+func writePeerError(w http.ResponseWriter, status int, err error) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(peerError{Code: e.Code, Message: e.Message, LeaderHint: e.LeaderHint,
-		LeaderTerm: e.LeaderTerm, RouteRevision: e.RouteRevision, RetryAfterMs: e.RetryAfter.Milliseconds(), Details: e.Details})
+	_ = json.NewEncoder(w).Encode(toPeerError(err))
 }
 
 func setRouteHeaders(h http.Header, r slotstore.Route) {

@@ -52,6 +52,17 @@ func mustStart(t *testing.T, f *fakeIndexer, want int) {
 	}
 }
 
+// waitingFor polls until n reads wait for the next round (5 s at most).
+func waitingFor(t *testing.T, b *readBatcher, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); b.waiting() < n; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d reads wait for the next round, want %d", b.waiting(), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 func pending(t *testing.T, ch <-chan error, what string) {
 	t.Helper()
 	select {
@@ -78,9 +89,7 @@ func TestReadBatcherRoundsStartAfterTheRead(t *testing.T) {
 	for i := 0; i < 10; i++ {
 		during = append(during, waitAsync(b, ctx))
 	}
-	for b.waiting() < 10 { // all ten have joined the next round
-		time.Sleep(time.Millisecond)
-	}
+	waitingFor(t, b, 10) // all ten have joined the next round
 	f.release <- nil
 	if err := <-a; err != nil {
 		t.Fatalf("read a: %v", err)
@@ -90,9 +99,7 @@ func TestReadBatcherRoundsStartAfterTheRead(t *testing.T) {
 		pending(t, ch, "a read that arrived during round 1")
 	}
 	late := waitAsync(b, ctx)
-	for b.waiting() < 1 {
-		time.Sleep(time.Millisecond)
-	}
+	waitingFor(t, b, 1)
 	f.release <- errors.New("round 2 failed")
 	for _, ch := range during {
 		if err := <-ch; err == nil || err.Error() != "round 2 failed" {
@@ -124,9 +131,7 @@ func TestReadBatcherDeadlineAndClose(t *testing.T) {
 		t.Fatalf("canceled read: %v", err)
 	}
 	next := waitAsync(b, context.Background())
-	for b.waiting() < 1 {
-		time.Sleep(time.Millisecond)
-	}
+	waitingFor(t, b, 1)
 	b.close() // cancels round 1; round 2 never starts
 	if err := <-next; err == nil {
 		t.Fatal("a read waiting at close succeeded")
