@@ -51,37 +51,20 @@ type cmdBindingPage struct {
 	NextCursor string           `json:"next_cursor,omitempty"`
 }
 
-func (a *api) cmdBindingWrite(w http.ResponseWriter, r *http.Request, body any, build func(meta.UserChannel) meta.Command) error {
-	uc, err := userChannelFromPath(r)
-	if err != nil {
-		return err
-	}
-	idemKey, f, err := writeHeaders(r)
-	if err != nil {
-		return err
-	}
-	if err := a.decode(w, r, body); err != nil {
-		return err
-	}
-	res, err := a.propose(w, r, target{uc.UID, f}, idemKey, build(uc))
-	if err != nil {
-		return err
-	}
-	if len(res.Value) == 0 {
-		return internalf("the write succeeded but its result carries no CMD binding")
-	}
-	b, err := meta.DecodeCmdBinding(res.Value)
-	if err != nil {
-		return slotstore.Wrap(slotstore.CodeInternal, err, "decoding the written CMD binding")
-	}
-	a.writeJSON(w, r, http.StatusOK, cmdBindingOut(b))
-	return nil
+// cmdBindings are the rows of /v1/users/{uid}/cmd-bindings/{channel_type}/{channel_id}.
+var cmdBindings = userChannelRow[meta.CmdBinding]{
+	noun: "CMD binding", of: "to", decode: meta.DecodeCmdBinding,
+	out: func(b *meta.CmdBinding) any { return cmdBindingOut(b) },
+	get: func(uc meta.UserChannel) meta.Query {
+		return &meta.GetCmdBinding{HashSlot: slotstore.HashSlotOfString(uc.UID), UserChannel: uc}
+	},
+	del: func(uc meta.UserChannel) meta.Command { return &meta.DeleteCmdBinding{UserChannel: uc} },
 }
 
 // putCmdBinding is PUT …: upsert {start_seq}; a stored ack_seq is kept. 200.
 func (a *api) putCmdBinding(w http.ResponseWriter, r *http.Request) error {
 	var req cmdBindingPut
-	return a.cmdBindingWrite(w, r, &req, func(uc meta.UserChannel) meta.Command {
+	return cmdBindings.write(a, w, r, &req, func(uc meta.UserChannel) meta.Command {
 		return &meta.PutCmdBinding{UserChannel: uc, StartSeq: *req.StartSeq}
 	})
 }
@@ -90,51 +73,19 @@ func (a *api) putCmdBinding(w http.ResponseWriter, r *http.Request) error {
 // stored one answers 200 with the row unchanged.
 func (a *api) ackCmdBinding(w http.ResponseWriter, r *http.Request) error {
 	var req cmdBindingAck
-	return a.cmdBindingWrite(w, r, &req, func(uc meta.UserChannel) meta.Command {
+	return cmdBindings.write(a, w, r, &req, func(uc meta.UserChannel) meta.Command {
 		return &meta.AckCmdBinding{UserChannel: uc, AckSeq: *req.AckSeq}
 	})
 }
 
 // deleteCmdBinding is DELETE …: 204, or 404.
 func (a *api) deleteCmdBinding(w http.ResponseWriter, r *http.Request) error {
-	uc, err := userChannelFromPath(r)
-	if err != nil {
-		return err
-	}
-	idemKey, f, err := writeHeaders(r)
-	if err != nil {
-		return err
-	}
-	if _, err := a.propose(w, r, target{uc.UID, f}, idemKey, &meta.DeleteCmdBinding{UserChannel: uc}); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return cmdBindings.remove(a, w, r)
 }
 
 // getCmdBinding is GET ….
 func (a *api) getCmdBinding(w http.ResponseWriter, r *http.Request) error {
-	uc, err := userChannelFromPath(r)
-	if err != nil {
-		return err
-	}
-	c, f, err := readParams(r)
-	if err != nil {
-		return err
-	}
-	ans, err := a.read(w, r, target{uc.UID, f}, c, &meta.GetCmdBinding{HashSlot: slotstore.HashSlotOfString(uc.UID), UserChannel: uc})
-	if err != nil {
-		return err
-	}
-	b, err := answerAs[*meta.CmdBinding](ans, "GetCmdBinding")
-	if err != nil {
-		return err
-	}
-	if b == nil {
-		return slotstore.Errorf(slotstore.CodeNotFound, "user %q has no CMD binding to channel %d/%q", uc.UID, uc.ChannelType, uc.ChannelID)
-	}
-	a.writeJSON(w, r, http.StatusOK, cmdBindingOut(b))
-	return nil
+	return cmdBindings.fetch(a, w, r)
 }
 
 // listCmdBindings is GET /v1/users/{uid}/cmd-bindings, in (channel_type,

@@ -85,46 +85,20 @@ func userChannelFromPath(r *http.Request) (meta.UserChannel, error) {
 	return meta.UserChannel{UID: uid, ChannelType: t, ChannelID: id}, nil
 }
 
-// writeMembershipResult answers the membership a command wrote or found.
-func (a *api) writeMembershipResult(w http.ResponseWriter, r *http.Request, res meta.Result) error {
-	if len(res.Value) == 0 {
-		return internalf("the write succeeded but its result carries no membership")
-	}
-	m, err := meta.DecodeMembership(res.Value)
-	if err != nil {
-		return slotstore.Wrap(slotstore.CodeInternal, err, "decoding the written membership")
-	}
-	a.writeJSON(w, r, http.StatusOK, membershipOut(m))
-	return nil
-}
-
-// membershipWrite parses the path and write headers, decodes body (if
-// not nil), builds the command and answers the resulting membership.
-func (a *api) membershipWrite(w http.ResponseWriter, r *http.Request, body any, build func(meta.UserChannel) meta.Command) error {
-	uc, err := userChannelFromPath(r)
-	if err != nil {
-		return err
-	}
-	idemKey, f, err := writeHeaders(r)
-	if err != nil {
-		return err
-	}
-	if body != nil {
-		if err := a.decode(w, r, body); err != nil {
-			return err
-		}
-	}
-	res, err := a.propose(w, r, target{uc.UID, f}, idemKey, build(uc))
-	if err != nil {
-		return err
-	}
-	return a.writeMembershipResult(w, r, res)
+// memberships are the rows of /v1/users/{uid}/memberships/{channel_type}/{channel_id}.
+var memberships = userChannelRow[meta.Membership]{
+	noun: "membership", of: "of", decode: meta.DecodeMembership,
+	out: func(m *meta.Membership) any { return membershipOut(m) },
+	get: func(uc meta.UserChannel) meta.Query {
+		return &meta.GetMembership{HashSlot: slotstore.HashSlotOfString(uc.UID), UserChannel: uc}
+	},
+	del: func(uc meta.UserChannel) meta.Command { return &meta.DeleteMembership{UserChannel: uc} },
 }
 
 // putMembership is PUT /v1/users/{uid}/memberships/{channel_type}/{channel_id}: upsert, 200.
 func (a *api) putMembership(w http.ResponseWriter, r *http.Request) error {
 	var req membershipPut
-	return a.membershipWrite(w, r, &req, func(uc meta.UserChannel) meta.Command {
+	return memberships.write(a, w, r, &req, func(uc meta.UserChannel) meta.Command {
 		c := &meta.PutMembership{UserChannel: uc, JoinSeq: req.JoinSeq, ReadSeq: req.ReadSeq,
 			DeletedToSeq: req.DeletedToSeq, Tombstone: req.Tombstone}
 		if req.ActivatedAtMs != nil {
@@ -138,7 +112,7 @@ func (a *api) putMembership(w http.ResponseWriter, r *http.Request) error {
 // below the stored one answers 200 with the row unchanged.
 func (a *api) readMembership(w http.ResponseWriter, r *http.Request) error {
 	var req membershipRead
-	return a.membershipWrite(w, r, &req, func(uc meta.UserChannel) meta.Command {
+	return memberships.write(a, w, r, &req, func(uc meta.UserChannel) meta.Command {
 		return &meta.ReadMembership{UserChannel: uc, ReadSeq: *req.ReadSeq}
 	})
 }
@@ -146,7 +120,7 @@ func (a *api) readMembership(w http.ResponseWriter, r *http.Request) error {
 // hideMembership is POST …/hide: raise deleted_to_seq (same rule as read).
 func (a *api) hideMembership(w http.ResponseWriter, r *http.Request) error {
 	var req membershipHide
-	return a.membershipWrite(w, r, &req, func(uc meta.UserChannel) meta.Command {
+	return memberships.write(a, w, r, &req, func(uc meta.UserChannel) meta.Command {
 		return &meta.HideMembership{UserChannel: uc, ToSeq: *req.ToSeq}
 	})
 }
@@ -154,51 +128,19 @@ func (a *api) hideMembership(w http.ResponseWriter, r *http.Request) error {
 // activateMembership is POST …/activate (no body): activated_at_ms becomes
 // the time the leader applied the command.
 func (a *api) activateMembership(w http.ResponseWriter, r *http.Request) error {
-	return a.membershipWrite(w, r, nil, func(uc meta.UserChannel) meta.Command {
+	return memberships.write(a, w, r, nil, func(uc meta.UserChannel) meta.Command {
 		return &meta.ActivateMembership{UserChannel: uc}
 	})
 }
 
 // deleteMembership is DELETE …: 204, or 404.
 func (a *api) deleteMembership(w http.ResponseWriter, r *http.Request) error {
-	uc, err := userChannelFromPath(r)
-	if err != nil {
-		return err
-	}
-	idemKey, f, err := writeHeaders(r)
-	if err != nil {
-		return err
-	}
-	if _, err := a.propose(w, r, target{uc.UID, f}, idemKey, &meta.DeleteMembership{UserChannel: uc}); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return memberships.remove(a, w, r)
 }
 
 // getMembership is GET …: the row, tombstones included.
 func (a *api) getMembership(w http.ResponseWriter, r *http.Request) error {
-	uc, err := userChannelFromPath(r)
-	if err != nil {
-		return err
-	}
-	c, f, err := readParams(r)
-	if err != nil {
-		return err
-	}
-	ans, err := a.read(w, r, target{uc.UID, f}, c, &meta.GetMembership{HashSlot: slotstore.HashSlotOfString(uc.UID), UserChannel: uc})
-	if err != nil {
-		return err
-	}
-	m, err := answerAs[*meta.Membership](ans, "GetMembership")
-	if err != nil {
-		return err
-	}
-	if m == nil {
-		return slotstore.Errorf(slotstore.CodeNotFound, "user %q has no membership of channel %d/%q", uc.UID, uc.ChannelType, uc.ChannelID)
-	}
-	a.writeJSON(w, r, http.StatusOK, membershipOut(m))
-	return nil
+	return memberships.fetch(a, w, r)
 }
 
 // membershipCursor is the activity position after a membership:
