@@ -130,6 +130,9 @@ func TestFaultPartitionAfterRestart(t *testing.T) {
 	waitUntil(t, 10*time.Second, "a slow sync on the restarted node", func() bool { return disk.DelayedSyncs() > 0 })
 	disk.SetSyncDelay(0)
 
+	// Until the restarted node has heard from a leader, "it lost the leader"
+	// below would hold before the isolation did anything.
+	waitUntil(t, 10*time.Second, "the restarted node to know the group's leader", func() bool { return leaderOf(n) != 0 })
 	dropped := c.Net.Dropped()
 	c.Net.Isolate(id)
 	waitUntil(t, 10*time.Second, "the restarted node to lose the group's leader", func() bool { return leaderOf(n) == 0 })
@@ -137,9 +140,7 @@ func TestFaultPartitionAfterRestart(t *testing.T) {
 		l := leaderOf(others(c, id)[0])
 		return l != 0 && l != id
 	})
-	if c.Net.Dropped() == dropped {
-		t.Fatal("isolating the restarted node dropped nothing")
-	}
+	waitUntil(t, 10*time.Second, "isolation to drop the restarted node's messages", func() bool { return c.Net.Dropped() > dropped })
 	c.Net.Heal()
 	c.WaitReady()
 	w.mustPut(n, 10*time.Second)
