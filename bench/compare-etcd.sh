@@ -168,7 +168,7 @@ slotmeta_down
   machine_md
   echo "- load average at the end: $LOAD_END"
   echo "- etcd: $ETCD_VERSION, 3 members on 127.0.0.1, defaults (heartbeat 100 ms, election 1000 ms) and --quota-backend-bytes $ETCD_QUOTA; slotbench speaks its v3 HTTP/JSON gateway (/v3/kv/put, /v3/kv/range with serializable=false|true)"
-  echo "- slotmeta: 3 nodes on 127.0.0.1 (scripts/cluster.sh), server flags \`${BENCH_NODE_ARGS:-defaults}\` (one group per node, 2 Raft workers, RTT 50 ms, election 10 ticks)"
+  echo "- slotmeta: 3 nodes on 127.0.0.1 (scripts/cluster.sh), server flags \`${BENCH_NODE_ARGS:-defaults}\` (defaults: 1 slot group on 3 nodes, 2 Raft workers, RTT 50 ms, election 10 ticks)"
   echo "- slotbench: closed loop, $BENCH_DURATION measured after a $BENCH_WARMUP warm-up, timeout $BENCH_TIMEOUT, 200-byte values, workers spread over the 3 members/nodes, reads over $BENCH_KEYS preloaded keys; mode $COMPARE_MODE"
   echo "- $(tr '\n' ' ' <"$RUN/idle.txt")"
   echo

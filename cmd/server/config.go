@@ -57,7 +57,7 @@ func parseOptions(args []string, getenv func(string) string) (*options, error) {
 	fs.StringVar(&o.JoinToken, "join-token", "", "admin token for --join when the cluster's API requires tokens (default: an admin token of this node's own --tokens-file/SLOTMETA_TOKENS)")
 	fs.StringVar(&o.ClusterSecret, "cluster-secret", "", "shared secret every peer request carries (required beyond loopback)")
 	fs.StringVar(&o.ClusterID, "cluster-id", "slotmeta", "cluster id written at bootstrap")
-	fs.IntVar(&o.Groups, "groups", 0, "slot groups at bootstrap (1..256; default: one per founding member)")
+	fs.IntVar(&o.Groups, "groups", 0, "slot groups at bootstrap (1..256; default: founding members ÷ replication factor, at least 1)")
 	fs.IntVar(&o.ReplicationFactor, "replication-factor", 3, "replicas per group (capped by the node count)")
 	fs.DurationVar(&o.RTT, "rtt", 50*time.Millisecond, "Raft tick")
 	fs.Uint64Var(&o.ElectionRTT, "election-rtt", 10, "election timeout in ticks")

@@ -2,16 +2,16 @@
 
 // The in-process profile harness (bench/profile.sh): three real slotmeta
 // nodes in this process — dragonboat NodeHosts, Pebble stores, the REST API
-// on loopback HTTP servers, the server's defaults for three nodes (3
-// groups, 2 Raft workers, RTT 50 ms, election 10 ticks) — loaded by slotbench's own Run, with a CPU profile
-// taken over the load only. The build tag keeps it out of `go test ./...`.
+// on loopback HTTP servers, the server's defaults for three nodes (1
+// group, 2 Raft workers, RTT 50 ms, election 10 ticks) — loaded by
+// slotbench's own Run, with a CPU profile taken over the load only. The build tag keeps it out of `go test ./...`.
 //
 //	go test -tags slotbenchprofile -run TestProfileInProcess -v ./cmd/slotbench
 //
 // GOMAXPROCS defaults to 3 × NumCPU here (three server processes' worth).
 // SLOTBENCH_PROFILE_OUT (cpu.prof), SLOTBENCH_PROFILE_WORKLOAD (kv-put),
 // SLOTBENCH_PROFILE_C (64), SLOTBENCH_PROFILE_DURATION (10s),
-// SLOTBENCH_PROFILE_GROUPS (3, the server's --groups default for 3 nodes),
+// SLOTBENCH_PROFILE_GROUPS (1, the server's --groups default for 3 nodes),
 // SLOTBENCH_PROFILE_RAFT_WORKERS (0: the server's default); for experiments
 // SLOTBENCH_PROFILE_MAXINFLIGHT, SLOTBENCH_PROFILE_MAXWAIT (proposer) and
 // SLOTBENCH_PROFILE_MEMTABLE (store memtable bytes).
@@ -64,7 +64,7 @@ func TestProfileInProcess(t *testing.T) {
 		runtime.GOMAXPROCS(3 * runtime.NumCPU())
 	}
 	t.Logf("GOMAXPROCS %d", runtime.GOMAXPROCS(0))
-	groups, err := strconv.Atoi(envOr("SLOTBENCH_PROFILE_GROUPS", "3"))
+	groups, err := strconv.Atoi(envOr("SLOTBENCH_PROFILE_GROUPS", "1"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,6 +127,19 @@ func TestProfileInProcess(t *testing.T) {
 		}
 	}
 	cfg.Preload = false
+	// SLOTBENCH_PROFILE_TO=leader|followers (one group): send the load only
+	// to group 1's leader, or only to the other nodes (forwarded writes).
+	if to := os.Getenv("SLOTBENCH_PROFILE_TO"); to != "" {
+		st, _ := c.Nodes[0].Routes().Group(1)
+		var sel []string
+		for i, n := range c.Nodes {
+			if (n.NodeID() == st.Leader) == (to == "leader") {
+				sel = append(sel, eps[i])
+			}
+		}
+		t.Logf("load only to %s of group 1 (leader node %d): %v", to, st.Leader, sel)
+		cfg.Endpoints = sel
+	}
 	f, err := os.Create(out)
 	if err != nil {
 		t.Fatal(err)
@@ -141,13 +154,18 @@ func TestProfileInProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	printResult(os.Stdout, res)
-	var batches, cmds float64
-	for _, n := range c.Nodes {
-		e, cm := n.BatchStats()
-		batches += float64(e)
-		cmds += float64(cm)
+	// sum adds up a pair of counters over the nodes.
+	sum := func(stat func(*cluster.Node) (uint64, uint64)) (a, b float64) {
+		for _, n := range c.Nodes {
+			x, y := stat(n)
+			a, b = a+float64(x), b+float64(y)
+		}
+		return a, b
 	}
-	if batches > 0 {
+	if batches, cmds := sum((*cluster.Node).BatchStats); batches > 0 {
 		t.Logf("proposer: %.0f entries, %.2f commands per Raft entry (whole test)", batches, cmds/batches)
+	}
+	if rounds, reads := sum((*cluster.Node).ReadIndexStats); rounds > 0 {
+		t.Logf("reads: %.0f ReadIndex rounds, %.2f linearizable reads per round (whole test)", rounds, reads/rounds)
 	}
 }

@@ -96,20 +96,28 @@ type Config struct {
 	Now        func() time.Time      // default: time.Now
 }
 
+// DefaultGroupCount is the number of slot groups a cluster of members
+// founding nodes starts with when none is configured: one group per full
+// set of replicas (members ÷ replication factor, at least 1), so that every
+// founding node holds one replica. Each further group on the same nodes only
+// adds Raft rounds, log syncs and smaller batches of its own: on 3 nodes, 3
+// groups cost ~50% more CPU per write than 1 (ADR 0005). Clusters planned
+// to grow choose more with --groups.
+func DefaultGroupCount(members, replicationFactor int) int {
+	rf := max(1, min(replicationFactor, members))
+	return min(max(1, members/rf), slotstore.HashSlotCount)
+}
+
 // EnsureDefaults fills zero fields.
 func (c *Config) EnsureDefaults() {
 	if c.ClusterID == "" {
 		c.ClusterID = "slotmeta"
 	}
-	if c.GroupCount == 0 {
-		// One group per founding node: each node leads one group, and every
-		// group costs Raft rounds, heartbeats and log syncs of its own
-		// (bench/README.md: 3 groups on 3 nodes use ~18% less CPU per write
-		// than 8). Clusters planned to grow choose more with --groups.
-		c.GroupCount = min(max(1, len(c.InitialMembers)), slotstore.HashSlotCount)
-	}
 	if c.ReplicationFactor == 0 {
 		c.ReplicationFactor = 3
+	}
+	if c.GroupCount == 0 {
+		c.GroupCount = DefaultGroupCount(len(c.InitialMembers), c.ReplicationFactor)
 	}
 	if c.DeploymentID == 0 {
 		c.DeploymentID = 1

@@ -117,6 +117,18 @@ func (q *queueCollector) Collect(ch chan<- prometheus.Metric) {
 
 func asError(err error, target **slotstore.Error) bool { return errors.As(err, target) }
 
+// ReadIndexStats returns how many ReadIndex rounds this node's groups have
+// run and how many linearizable reads they served (groups that left the
+// node no longer count).
+func (n *Node) ReadIndexStats() (rounds, reads uint64) {
+	for _, g := range *n.groups.Load() {
+		r, d := g.reads.stats()
+		rounds += r
+		reads += d
+	}
+	return rounds, reads
+}
+
 // BatchStats returns how many Raft entries this node's proposers have
 // proposed and how many commands they carried.
 func (n *Node) BatchStats() (entries, commands uint64) {

@@ -88,6 +88,9 @@ func TestOneNodeWriteReadRestart(t *testing.T) {
 	if info.ServedBy != 1 || info.AppliedIndex == 0 {
 		t.Fatalf("read info %+v", info)
 	}
+	if rounds, reads := n.ReadIndexStats(); rounds != 1 || reads != 1 {
+		t.Fatalf("one linearizable read: %d ReadIndex rounds, %d reads counted; want 1, 1", rounds, reads)
+	}
 }
 
 func freeAddrB(b *testing.B) string { return freeAddr(b) }
