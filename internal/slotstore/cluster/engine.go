@@ -73,11 +73,13 @@ func resolveRaftWorkers(dataDir string, configured int) (int, error) {
 
 // expertConfig is dragonboat's engine and LogDB configuration for workers:
 // the tiny LogDB preset (dragonboat.md §2: 4 MiB write buffers per shard),
-// one LogDB shard per step worker, the other stages at their defaults.
+// one LogDB shard per step worker, the other stages at their defaults; the
+// LogDB is dragonboat's default without an fsync for commit-only saves
+// (logdb.go, ADR 0006).
 func expertConfig(workers int) config.ExpertConfig {
 	logdb := config.GetTinyMemLogDBConfig()
 	logdb.Shards = uint64(workers)
 	engine := config.GetDefaultEngineConfig()
 	engine.ExecShards = uint64(workers)
-	return config.ExpertConfig{LogDB: logdb, Engine: engine}
+	return config.ExpertConfig{LogDB: logdb, Engine: engine, LogDBFactory: commitLogDBFactory{}}
 }
