@@ -80,8 +80,23 @@ func (c *peerClient) forward(ctx context.Context, addr string, cmd []byte) (meta
 		c.forwarders[addr] = f
 	}
 	c.mu.Unlock()
-	r := &fwdReq{ctx: ctx, cmd: cmd, done: make(chan fwdOutcome, 1)}
 	f.mu.Lock()
+	if len(f.queue) == 0 && f.running == 0 {
+		// Nothing waits and nothing is out: this one goes alone, from the
+		// caller's goroutine; under load writes queue and leave in batches.
+		f.running++
+		f.mu.Unlock()
+		res, route, err := f.c.proposeTo(ctx, f.addr, cmd, 0)
+		f.mu.Lock()
+		f.running--
+		if len(f.queue) > 0 && f.running < forwardInFlight {
+			f.running++ // writes queued meanwhile behind this one
+			go f.send()
+		}
+		f.mu.Unlock()
+		return res, route, err
+	}
+	r := &fwdReq{ctx: ctx, cmd: cmd, done: make(chan fwdOutcome, 1)}
 	if len(f.queue) >= forwardQueue {
 		f.mu.Unlock()
 		return meta.Result{}, slotstore.Route{}, &slotstore.Error{Code: slotstore.CodeBusy, RetryAfter: 100 * time.Millisecond,
@@ -290,6 +305,12 @@ func (n *Node) servePeerProposeBatch(ctx context.Context, w http.ResponseWriter,
 		}
 		if err != nil {
 			outs[i].err = slotstore.Wrap(slotstore.CodeInvalidArgument, err, "undecodable command")
+			continue
+		}
+		if i == len(cmds)-1 {
+			// The last one on this goroutine: a batch of one (the common
+			// case at low load) costs no hand-off.
+			outs[i].res, outs[i].route, outs[i].err = n.proposeLocal(ctx, cmd)
 			continue
 		}
 		wg.Add(1)

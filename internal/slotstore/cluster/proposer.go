@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"slotmeta/internal/slotstore"
@@ -80,26 +81,34 @@ type request struct {
 // MaxBatchBytes, and hands it to a goroutine that replicates it and answers
 // every caller with its own result. While MaxInFlight entries are out, the
 // queue fills and the next entry is larger: batching adapts to load without
-// delaying a lone command. A command whose caller gave up before it was
-// proposed is answered timeout and never proposed. Every submitted command
-// gets exactly one answer.
+// delaying a lone command. A lone command — nothing queued, no entry in
+// flight — is proposed by its caller's own goroutine, sparing it the two
+// hand-offs through the loop; under load everything goes through the queue,
+// where it is batched. A command whose caller gave up before it was proposed is
+// answered timeout and never proposed. Every submitted command gets exactly
+// one answer.
 //
-// The proposer owns its goroutines; Close stops them and answers everything
-// still queued with an error.
+// The proposer owns its goroutines; Close stops them, waits for commands
+// being proposed by their callers, and answers everything still queued with
+// an error.
 type Proposer struct {
 	cfg     ProposerConfig
 	rep     Replicator
 	observe BatchObserver
 	queue   chan *request
+	slots   chan struct{} // one token per entry in flight (loop and callers)
 	stop    chan struct{}
+	closing sync.RWMutex // callers proposing directly hold it shared; Close takes it
 	wg      sync.WaitGroup
 	once    sync.Once
+	direct  atomic.Uint64 // commands proposed by their callers (for tests)
 }
 
 // NewProposer starts a proposer over rep.
 func NewProposer(cfg ProposerConfig, rep Replicator, observe BatchObserver) *Proposer {
 	cfg.ensureDefaults()
-	p := &Proposer{cfg: cfg, rep: rep, observe: observe, queue: make(chan *request, cfg.QueueSize), stop: make(chan struct{})}
+	p := &Proposer{cfg: cfg, rep: rep, observe: observe, queue: make(chan *request, cfg.QueueSize),
+		slots: make(chan struct{}, cfg.MaxInFlight), stop: make(chan struct{})}
 	p.wg.Add(1)
 	go p.run()
 	return p
@@ -122,6 +131,13 @@ func (p *Proposer) Submit(ctx context.Context, cmd []byte) (meta.Result, error) 
 	default:
 	}
 	req := &request{ctx: ctx, data: cmd, done: make(chan outcome, 1)}
+	if len(p.queue) == 0 && len(p.slots) <= 1 { // nothing waits, nothing in flight but the idle loop's slot
+		select {
+		case p.slots <- struct{}{}:
+			return p.proposeDirect(req)
+		default:
+		}
+	}
 	select {
 	case p.queue <- req:
 	default:
@@ -137,10 +153,32 @@ func (p *Proposer) Submit(ctx context.Context, cmd []byte) (meta.Result, error) 
 	}
 }
 
+// proposeDirect proposes req alone on the caller's goroutine, holding the
+// in-flight slot the caller took.
+func (p *Proposer) proposeDirect(req *request) (meta.Result, error) {
+	defer func() { <-p.slots }()
+	p.closing.RLock()
+	defer p.closing.RUnlock()
+	select {
+	case <-p.stop:
+		return meta.Result{}, errClosed
+	default:
+	}
+	if err := req.ctx.Err(); err != nil {
+		return meta.Result{}, &slotstore.Error{Code: slotstore.CodeTimeout, Message: "deadline passed before the write was proposed; not proposed", Err: err}
+	}
+	p.direct.Add(1)
+	p.replicate([]*request{req})
+	o := <-req.done
+	return o.res, o.err
+}
+
 // Close stops the proposer, waits for in-flight entries, and answers every
 // queued command with an error.
 func (p *Proposer) Close() {
 	p.once.Do(func() { close(p.stop) })
+	p.closing.Lock() // callers proposing directly have finished
+	p.closing.Unlock()
 	p.wg.Wait()
 	for {
 		select {
@@ -154,7 +192,7 @@ func (p *Proposer) Close() {
 
 func (p *Proposer) run() {
 	defer p.wg.Done()
-	slots := make(chan struct{}, p.cfg.MaxInFlight)
+	slots := p.slots
 	var inflight sync.WaitGroup
 	defer inflight.Wait()
 	var carry *request // did not fit the previous batch; starts the next one

@@ -267,3 +267,69 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+func TestProposerLoneCommandIsProposedByItsCaller(t *testing.T) {
+	rep := &fakeReplicator{}
+	p := NewProposer(ProposerConfig{}, rep, nil)
+	defer p.Close()
+	for i := range 10 {
+		want := fmt.Sprintf("lone-%d", i)
+		if res, err := p.Submit(ctxT(t), []byte(want)); err != nil || res.Message != want {
+			t.Fatalf("command %d: %q, %v", i, res.Message, err)
+		}
+	}
+	if p.direct.Load() != 10 || len(rep.batches()) != 10 {
+		t.Fatalf("10 commands one at a time: %d proposed directly, %d entries; want 10, 10", p.direct.Load(), len(rep.batches()))
+	}
+	// With every slot taken (by callers or the loop), commands wait in the
+	// queue for the loop.
+	gated := &fakeReplicator{gate: make(chan struct{})}
+	q := NewProposer(ProposerConfig{MaxInFlight: 2}, gated, nil)
+	defer q.Close()
+	var wg sync.WaitGroup
+	for range 5 {
+		wg.Go(func() {
+			if _, err := q.Submit(ctxT(t), []byte("x")); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	waitFor(t, func() bool {
+		b := gated.batches()
+		n := q.QueueDepth()
+		for _, e := range b {
+			n += len(e)
+		}
+		return len(b) == 2 && n == 5
+	})
+	// Two entries in flight (the bound), the other commands queued: none
+	// was proposed beside them.
+	close(gated.gate)
+	wg.Wait()
+}
+
+func TestProposerCloseWaitsForCallerProposing(t *testing.T) {
+	rep := &fakeReplicator{gate: make(chan struct{})}
+	p := NewProposer(ProposerConfig{}, rep, nil)
+	answer := make(chan error, 1)
+	go func() {
+		_, err := p.Submit(ctxT(t), []byte("direct"))
+		answer <- err
+	}()
+	waitFor(t, func() bool { return len(rep.batches()) == 1 })
+	closed := make(chan struct{})
+	go func() { p.Close(); close(closed) }()
+	select {
+	case <-closed:
+		t.Fatal("Close returned while a caller's entry was in flight")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(rep.gate)
+	<-closed
+	if err := <-answer; err != nil {
+		t.Fatalf("the caller's entry: %v", err)
+	}
+	if _, err := p.Submit(ctxT(t), []byte("late")); slotstore.ErrorCode(err) != slotstore.CodeBusy {
+		t.Fatalf("submit after close: %v", err)
+	}
+}
