@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"slotmeta/internal/slotstore"
+	"slotmeta/internal/slotstore/cluster"
 	"slotmeta/internal/slotstore/meta"
 	"slotmeta/internal/slotstore/slotstoretest"
 )
@@ -17,7 +18,9 @@ import (
 // requests, each answered on its own; every one is applied exactly once and
 // reads back through the leader.
 func TestForwardedWritesShareRequests(t *testing.T) {
-	c := slotstoretest.Start(t, slotstoretest.Options{Nodes: 3, Groups: 1})
+	// No preferred-leader moves during the test (ObserveInterval -1).
+	c := slotstoretest.Start(t, slotstoretest.Options{Nodes: 3, Groups: 1,
+		Tune: func(cfg *cluster.Config) { cfg.ObserveInterval = -1 }})
 	var leader, follower int = -1, -1
 	deadline := time.Now().Add(10 * time.Second)
 	for leader < 0 && time.Now().Before(deadline) {
@@ -42,11 +45,23 @@ func TestForwardedWritesShareRequests(t *testing.T) {
 			for i := 0; i < each; i++ {
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				key := fmt.Sprintf("fb-%d-%d", w, i)
-				res, _, err := via.Propose(ctx, &meta.PutKV{Key: key, Value: []byte(key)})
-				cancel()
-				if err == nil && !res.OK() {
-					err = res.Err()
+				var err error
+				for {
+					var res meta.Result
+					res, _, err = via.Propose(ctx, &meta.PutKV{Key: key, Value: []byte(key)})
+					if err == nil && !res.OK() {
+						err = res.Err()
+					}
+					// An election under -race load answers "no leader" or
+					// "not leader": nothing was proposed, so a client
+					// retries; the deadline bounds it.
+					code := slotstore.ErrorCode(err)
+					if (code != slotstore.CodeRouteNotReady && code != slotstore.CodeNotLeader) || ctx.Err() != nil {
+						break
+					}
+					time.Sleep(20 * time.Millisecond)
 				}
+				cancel()
 				if err != nil {
 					errs <- fmt.Errorf("%s: %w", key, err)
 				}
