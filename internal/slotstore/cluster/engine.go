@@ -81,5 +81,5 @@ func expertConfig(workers int) config.ExpertConfig {
 	logdb.Shards = uint64(workers)
 	engine := config.GetDefaultEngineConfig()
 	engine.ExecShards = uint64(workers)
-	return config.ExpertConfig{LogDB: logdb, Engine: engine, LogDBFactory: commitLogDBFactory{}}
+	return config.ExpertConfig{LogDB: logdb, Engine: engine, LogDBFactory: &commitLogDBFactory{}}
 }

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"sync"
+	"sync/atomic"
 	_ "unsafe" // for go:linkname
 
 	"github.com/lni/dragonboat/v4/config"
@@ -47,17 +48,22 @@ func newDefaultLogDB(cfg config.NodeHostConfig, cb config.LogDBCallback, dirs []
 // the NodeHost directory; keeping it lets existing data directories open.
 const defaultLogDBName = "sharded-pebble"
 
-// commitLogDBFactory creates commitLogDBs over dragonboat's default LogDB.
-type commitLogDBFactory struct{}
+// commitLogDBFactory creates a commitLogDB over dragonboat's default LogDB
+// and keeps it for the node's tests.
+type commitLogDBFactory struct {
+	db atomic.Pointer[commitLogDB]
+}
 
-func (commitLogDBFactory) Name() string { return defaultLogDBName }
+func (*commitLogDBFactory) Name() string { return defaultLogDBName }
 
-func (commitLogDBFactory) Create(cfg config.NodeHostConfig, cb config.LogDBCallback, dirs []string, lldirs []string) (raftio.ILogDB, error) {
+func (f *commitLogDBFactory) Create(cfg config.NodeHostConfig, cb config.LogDBCallback, dirs []string, lldirs []string) (raftio.ILogDB, error) {
 	inner, err := newDefaultLogDB(cfg, cb, dirs, lldirs)
 	if err != nil {
 		return nil, err
 	}
-	return newCommitLogDB(inner), nil
+	db := newCommitLogDB(inner)
+	f.db.Store(db)
+	return db, nil
 }
 
 type replicaKey struct{ shard, replica uint64 }
@@ -70,6 +76,7 @@ type commitLogDB struct {
 	saved    map[replicaKey]pb.State // the last state written per replica
 	deferred map[replicaKey]pb.State // a newer commit not written yet
 	skipped  uint64                  // saves left out entirely (for tests)
+	raised   uint64                  // commits ReadRaftState raised to the snapshot (for tests)
 }
 
 func newCommitLogDB(inner raftio.ILogDB) *commitLogDB {
@@ -147,8 +154,11 @@ func (l *commitLogDB) ReadRaftState(shard, replica, lastIndex uint64) (raftio.Ra
 	if d, ok := l.deferred[replicaKey{shard, replica}]; ok && d.Term == rs.State.Term && d.Vote == rs.State.Vote {
 		rs.State.Commit = max(rs.State.Commit, d.Commit)
 	}
+	if rs.State.Commit < lastIndex {
+		rs.State.Commit = lastIndex
+		l.raised++
+	}
 	l.mu.Unlock()
-	rs.State.Commit = max(rs.State.Commit, lastIndex)
 	return rs, nil
 }
 
@@ -168,6 +178,14 @@ func (l *commitLogDB) RemoveNodeData(shard, replica uint64) error {
 func (l *commitLogDB) ImportSnapshot(ss pb.Snapshot, replica uint64) error {
 	l.forget(ss.ShardID, replica)
 	return l.ILogDB.ImportSnapshot(ss, replica)
+}
+
+// commitsRaised is the number of ReadRaftState answers whose commit was
+// raised to the latest snapshot's index.
+func (l *commitLogDB) commitsRaised() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.raised
 }
 
 // skippedSaves is the number of SaveRaftState calls that wrote nothing.

@@ -55,6 +55,7 @@ type Node struct {
 	cfg     Config
 	db      *store.DB
 	nh      *dragonboat.NodeHost
+	logdb   *commitLogDBFactory // the Raft log (logdb.go); its instance, for tests
 	router  *routing.Router
 	metrics *metrics
 
@@ -158,6 +159,7 @@ func Start(cfg Config) (*Node, error) {
 	if cfg.RaftFS != nil {
 		nhc.Expert.FS = cfg.RaftFS
 	}
+	n.logdb, _ = nhc.Expert.LogDBFactory.(*commitLogDBFactory)
 	nh, err := dragonboat.NewNodeHost(nhc)
 	if err != nil {
 		_ = db.Close()

@@ -1,0 +1,25 @@
+package cluster
+
+import (
+	"context"
+
+	"github.com/lni/dragonboat/v4"
+
+	"slotmeta/internal/slotstore"
+	"slotmeta/internal/slotstore/controller"
+)
+
+// RequestSnapshot makes n's replica of group g take a snapshot now and
+// returns its index, for tests of package cluster_test.
+func (n *Node) RequestSnapshot(ctx context.Context, g slotstore.GroupID) (uint64, error) {
+	return n.nh.SyncRequestSnapshot(ctx, controller.ShardOf(g), dragonboat.SnapshotOption{})
+}
+
+// CommitsRaised is how many times n's Raft log raised a replica's commit
+// index to its snapshot on start (logdb.go).
+func (n *Node) CommitsRaised() uint64 {
+	if db := n.logdb.db.Load(); db != nil {
+		return db.commitsRaised()
+	}
+	return 0
+}
