@@ -7,6 +7,7 @@ package slotstoretest
 import (
 	"context"
 	"net"
+	"sync"
 	"testing"
 	"time"
 
@@ -45,15 +46,34 @@ type Cluster struct {
 	disks []*faults.Disk
 }
 
-// FreeAddr returns a 127.0.0.1 address whose port the OS just handed out.
+// handedOut holds every address FreeAddr returned in this process: the
+// OS may hand a port it freed out again, and two nodes of one cluster then
+// got the same Raft address (dragonboat panics "duplicated address").
+var handedOut = struct {
+	sync.Mutex
+	addrs map[string]bool
+}{addrs: map[string]bool{}}
+
+// FreeAddr returns a 127.0.0.1 address whose port the OS just handed out
+// and that no earlier FreeAddr call of this process returned.
 func FreeAddr(t testing.TB) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := l.Addr().String()
+		_ = l.Close()
+		if !handedOut.addrs[addr] {
+			handedOut.addrs[addr] = true
+			return addr
+		}
 	}
-	defer l.Close()
-	return l.Addr().String()
+	t.Fatal("slotstoretest: no fresh loopback port in 100 tries")
+	return ""
 }
 
 // Start starts the cluster and waits until every node is ready.
