@@ -76,10 +76,10 @@ func resolveRaftWorkers(dataDir string, configured int) (int, error) {
 // one LogDB shard per step worker, the other stages at their defaults; the
 // LogDB is dragonboat's default without an fsync for commit-only saves
 // (logdb.go, ADR 0006).
-func expertConfig(workers int) config.ExpertConfig {
-	logdb := config.GetTinyMemLogDBConfig()
-	logdb.Shards = uint64(workers)
+func expertConfig(workers int, logdb *commitLogDBFactory) config.ExpertConfig {
+	logcfg := config.GetTinyMemLogDBConfig()
+	logcfg.Shards = uint64(workers)
 	engine := config.GetDefaultEngineConfig()
 	engine.ExecShards = uint64(workers)
-	return config.ExpertConfig{LogDB: logdb, Engine: engine, LogDBFactory: &commitLogDBFactory{}}
+	return config.ExpertConfig{LogDB: logcfg, Engine: engine, LogDBFactory: logdb}
 }

@@ -54,7 +54,7 @@ func TestRaftWorkersAreFixedAtCreation(t *testing.T) {
 // TestExpertConfigSharesLogShards: groups on one step worker save through
 // one LogDB shard.
 func TestExpertConfigSharesLogShards(t *testing.T) {
-	e := expertConfig(2)
+	e := expertConfig(2, &commitLogDBFactory{})
 	if e.Engine.ExecShards != 2 || e.LogDB.Shards != 2 {
 		t.Fatalf("exec %d, logdb %d", e.Engine.ExecShards, e.LogDB.Shards)
 	}

@@ -21,19 +21,12 @@ func TestForwardedWritesShareRequests(t *testing.T) {
 	// No preferred-leader moves during the test (ObserveInterval -1).
 	c := slotstoretest.Start(t, slotstoretest.Options{Nodes: 3, Groups: 1,
 		Tune: func(cfg *cluster.Config) { cfg.ObserveInterval = -1 }})
-	var leader, follower int = -1, -1
-	deadline := time.Now().Add(10 * time.Second)
-	for leader < 0 && time.Now().Before(deadline) {
-		if st, ok := c.Nodes[0].Routes().Group(1); ok && st.Leader != 0 {
-			leader = int(st.Leader) - 1
-			break
-		}
-		time.Sleep(10 * time.Millisecond) // polling with a deadline
-	}
-	if leader < 0 {
-		t.Fatal("group 1 has no leader")
-	}
-	follower = (leader + 1) % 3
+	leader := -1
+	waitUntil(t, 10*time.Second, "a leader of group 1", func() bool {
+		leader = int(leaderOf(c.Nodes[0])) - 1
+		return leader >= 0
+	})
+	follower := (leader + 1) % 3
 	via := c.Nodes[follower]
 	const writers, each = 48, 20
 	var wg sync.WaitGroup

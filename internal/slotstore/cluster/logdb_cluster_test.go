@@ -14,18 +14,7 @@ import (
 // commit index that follows it (dragonboat's own LogDB syncs both: 2.0
 // per write on the leader).
 func TestRaftLogSyncsOncePerWrite(t *testing.T) {
-	c := slotstoretest.Start(t, slotstoretest.Options{Nodes: 3, Groups: 1, Faults: true,
-		Tune: func(cfg *cluster.Config) { cfg.ObserveInterval = -1; cfg.ProjectInterval = -1 }})
-	w := newWrites(t, c)
-	var leader *cluster.Node
-	waitUntil(t, 10*time.Second, "a leader of the group", func() bool {
-		id := leaderOf(c.Nodes[0])
-		if id == 0 {
-			return false
-		}
-		leader = c.Nodes[id-1]
-		return true
-	})
+	c, w, leader := oneGroupStart(t, true)
 	w.mustPut(leader, 5*time.Second)
 	before := make([]uint64, len(c.Nodes))
 	for i := range c.Nodes {
@@ -51,18 +40,7 @@ func TestRaftLogSyncsOncePerWrite(t *testing.T) {
 // replica whose written commit is below its snapshot; the Raft log raises
 // it, and the follower comes back with every write.
 func TestRestartWithSnapshotPastWrittenCommit(t *testing.T) {
-	c := slotstoretest.Start(t, slotstoretest.Options{Nodes: 3, Groups: 1,
-		Tune: func(cfg *cluster.Config) { cfg.ObserveInterval = -1; cfg.ProjectInterval = -1 }})
-	w := newWrites(t, c)
-	var leader *cluster.Node
-	waitUntil(t, 10*time.Second, "a leader of the group", func() bool {
-		id := leaderOf(c.Nodes[0])
-		if id == 0 {
-			return false
-		}
-		leader = c.Nodes[id-1]
-		return true
-	})
+	c, w, leader := oneGroupStart(t, false)
 	fi := int(leader.NodeID()) % 3 // a follower's index in c.Nodes
 	for range 20 {
 		w.mustPut(leader, 5*time.Second)
@@ -85,4 +63,20 @@ func TestRestartWithSnapshotPastWrittenCommit(t *testing.T) {
 	}
 	w.mustPut(restarted, 10*time.Second)
 	w.verify(c, 15*time.Second)
+}
+
+// oneGroupStart starts 3 nodes with one group, no preferred-leader moves and
+// no projector, and returns them with a write recorder and the leader.
+func oneGroupStart(t *testing.T, faults bool) (*slotstoretest.Cluster, *writes, *cluster.Node) {
+	t.Helper()
+	c := slotstoretest.Start(t, slotstoretest.Options{Nodes: 3, Groups: 1, Faults: faults,
+		Tune: func(cfg *cluster.Config) { cfg.ObserveInterval = -1; cfg.ProjectInterval = -1 }})
+	var leader *cluster.Node
+	waitUntil(t, 10*time.Second, "a leader of the group", func() bool {
+		if id := leaderOf(c.Nodes[0]); id != 0 {
+			leader = c.Nodes[id-1]
+		}
+		return leader != nil
+	})
+	return c, newWrites(t, c), leader
 }

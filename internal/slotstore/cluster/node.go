@@ -114,7 +114,7 @@ func Start(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, db: db, router: routing.NewRouter(), kick: make(chan struct{}, 1),
+	n := &Node{cfg: cfg, db: db, logdb: &commitLogDBFactory{}, router: routing.NewRouter(), kick: make(chan struct{}, 1),
 		stop: make(chan struct{}), done: make(chan struct{}),
 		peers: newPeerClient(cfg.ClusterSecret, cfg.MaxPeerInFlight), peerSlots: make(chan struct{}, 4*cfg.MaxPeerInFlight),
 		obs: newObserver()}
@@ -150,7 +150,7 @@ func Start(cfg Config) (*Node, error) {
 		CAFile:            cfg.TLS.CAFile,
 		CertFile:          cfg.TLS.CertFile,
 		KeyFile:           cfg.TLS.KeyFile,
-		Expert:            expertConfig(workers),
+		Expert:            expertConfig(workers, n.logdb),
 	}
 	nhc.SystemEventListener = &n.snaps // counts snapshots (snapshotevents.go)
 	if cfg.RaftTransport != nil {
@@ -159,7 +159,6 @@ func Start(cfg Config) (*Node, error) {
 	if cfg.RaftFS != nil {
 		nhc.Expert.FS = cfg.RaftFS
 	}
-	n.logdb, _ = nhc.Expert.LogDBFactory.(*commitLogDBFactory)
 	nh, err := dragonboat.NewNodeHost(nhc)
 	if err != nil {
 		_ = db.Close()
