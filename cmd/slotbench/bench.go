@@ -8,7 +8,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"runtime"
@@ -96,7 +95,7 @@ type serverStats struct {
 func loopbackOnly(eps []string) error {
 	for _, ep := range eps {
 		u, err := url.Parse(ep)
-		if err != nil || u.Scheme != "http" || u.Host == "" {
+		if err != nil || u.Scheme != "http" || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
 			return fmt.Errorf("endpoint %q: want http://HOST:PORT", ep)
 		}
 		h := u.Hostname()
@@ -111,44 +110,13 @@ func loopbackOnly(eps []string) error {
 	return nil
 }
 
-// newClient is a keep-alive pool sized to the concurrency whose dialer only
-// connects to loopback addresses and which ignores proxy settings.
-func newClient(conc int, timeout time.Duration) *http.Client {
-	d := &net.Dialer{
-		Timeout: timeout,
-		Control: func(network, address string, _ syscall.RawConn) error {
-			host, _, err := net.SplitHostPort(address)
-			if err != nil {
-				return err
-			}
-			if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
-				return fmt.Errorf("refusing to dial %s: not loopback", address)
-			}
-			return nil
-		},
-	}
-	tr := &http.Transport{
-		Proxy:                 nil,
-		DialContext:           d.DialContext,
-		MaxIdleConns:          conc * 4,
-		MaxIdleConnsPerHost:   conc,
-		MaxConnsPerHost:       conc,
-		IdleConnTimeout:       90 * time.Second,
-		ResponseHeaderTimeout: timeout,
-		DisableCompression:    true,
-		ForceAttemptHTTP2:     false,
-	}
-	return &http.Client{Transport: tr, Timeout: timeout,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-}
-
 // worker is one closed-loop client: it sends a request, waits for the answer,
 // sends the next.
 type worker struct {
 	id     int
 	cfg    *Config
 	be     backend
-	client *http.Client
+	conns  *conns
 	rng    *rand.Rand
 	value  []byte
 	buf    bytes.Buffer
@@ -161,28 +129,20 @@ type worker struct {
 	last   time.Time
 }
 
-// outcome sends c and returns "" on success or the error's name.
+// do sends c and returns "" on success or the error's name.
 func (w *worker) do(ctx context.Context, c call) string {
-	req, err := c.httpReq()
-	if err != nil {
-		return "request: " + err.Error()
-	}
-	req = req.WithContext(ctx)
-	if w.cfg.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+w.cfg.Token)
-	}
-	resp, err := w.client.Do(req)
+	status, err := w.conns.roundTrip(ctx, c, &w.buf)
 	w.msg = ""
 	if err != nil {
 		w.msg = err.Error()
 		switch {
+		case ctx.Err() != nil && errors.Is(ctx.Err(), context.Canceled), errors.Is(err, errClosed):
+			return "canceled"
 		case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
 			return "client-timeout"
-		case errors.Is(err, context.Canceled):
-			return "canceled"
 		case errors.Is(err, syscall.ECONNREFUSED):
 			return "connection-refused"
-		case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 			return "connection-reset"
 		}
 		s := err.Error()
@@ -191,26 +151,19 @@ func (w *worker) do(ctx context.Context, c call) string {
 		}
 		return "transport:" + s
 	}
-	w.buf.Reset()
-	_, rerr := w.buf.ReadFrom(io.LimitReader(resp.Body, 1<<20))
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if rerr != nil {
-		return "read-body"
-	}
-	if resp.StatusCode != c.expect && (c.alt == 0 || resp.StatusCode != c.alt) {
+	if status != c.expect && (c.alt == 0 || status != c.alt) {
 		w.msg = w.buf.String()
 		if len(w.msg) > 200 {
 			w.msg = w.msg[:200]
 		}
 		code := w.be.errorCode(w.buf.Bytes())
 		if code == "" {
-			return strconv.Itoa(resp.StatusCode)
+			return strconv.Itoa(status)
 		}
-		return strconv.Itoa(resp.StatusCode) + " " + code
+		return strconv.Itoa(status) + " " + code
 	}
-	if c.check != nil && resp.StatusCode == c.expect && !c.check(w.buf.Bytes()) {
-		return strconv.Itoa(resp.StatusCode) + " not_found"
+	if c.check != nil && !c.check(w.buf.Bytes()) {
+		return strconv.Itoa(status) + " not_found"
 	}
 	return ""
 }
@@ -366,7 +319,7 @@ func setupCall(ctx context.Context, w *worker, c call) error {
 		case <-time.After(time.Duration(100*(attempt+1)) * time.Millisecond):
 		}
 	}
-	return fmt.Errorf("%s %s: %s", c.method, c.url, last)
+	return fmt.Errorf("%s %s: %s", c.method, c.url(), last)
 }
 
 // Run performs one benchmark run. progress gets human-readable notes.
@@ -384,13 +337,27 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Result, error) {
 	// A hard stop for everything below, setup included.
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute+cfg.Warmup+cfg.Duration+2*cfg.Timeout)
 	defer cancel()
-	client := newClient(max(cfg.Concurrency, cfg.PreloadConc), cfg.Timeout)
-	defer client.CloseIdleConnections()
 	seed := uint64(time.Now().UnixNano())
+	// Every worker's connections are closed when the run ends or is stopped.
+	var madeMu sync.Mutex
+	var made []*worker
+	closeAll := func() {
+		madeMu.Lock()
+		defer madeMu.Unlock()
+		for _, w := range made {
+			w.conns.close()
+		}
+	}
+	defer closeAll()
+	defer context.AfterFunc(ctx, closeAll)()
 	mk := func(id int) *worker {
 		r := rand.New(rand.NewPCG(seed, uint64(id)))
-		return &worker{id: id, cfg: &cfg, be: be, client: client, rng: r, value: randValue(r, cfg.ValueSize),
+		w := &worker{id: id, cfg: &cfg, be: be, conns: newConns(cfg.Timeout, cfg.Token), rng: r, value: randValue(r, cfg.ValueSize),
 			hists: map[string]*hist{}, errs: map[string]uint64{}, sample: map[string]string{}}
+		madeMu.Lock()
+		made = append(made, w)
+		madeMu.Unlock()
+		return w
 	}
 
 	// Every endpoint answers before anything is measured.
@@ -495,8 +462,8 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Result, error) {
 	}
 	var wg sync.WaitGroup
 	for _, w := range ws {
-		// The label marks the load generator's samples (and those of the
-		// HTTP client goroutines it starts) in an in-process CPU profile.
+		// The label marks the load generator's samples in an in-process
+		// CPU profile.
 		wg.Go(func() {
 			pprof.Do(ctx, pprof.Labels("slotbench", "client"), func(ctx context.Context) { w.loop(ctx, end, measureFrom) })
 		})

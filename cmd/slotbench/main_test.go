@@ -21,19 +21,19 @@ func TestLoopbackOnly(t *testing.T) {
 
 func TestRequestsOfBothTargets(t *testing.T) {
 	c := slotmetaBackend{}.put("http://127.0.0.1:1", "a/b", []byte("xyz"))
-	if c.method != "PUT" || c.url != "http://127.0.0.1:1/v1/kv/a%2Fb" || string(c.body) != `{"value":"xyz"}` || c.expect != 200 {
+	if c.method != "PUT" || c.url() != "http://127.0.0.1:1/v1/kv/a%2Fb" || string(c.body) != `{"value":"xyz"}` || c.expect != 200 {
 		t.Errorf("slotmeta put: %+v %s", c, c.body)
 	}
-	if c := (slotmetaBackend{}).get("http://h:1", "k", false); c.url != "http://h:1/v1/kv/k?consistency=local" {
-		t.Errorf("slotmeta local get: %s", c.url)
+	if c := (slotmetaBackend{}).get("http://h:1", "k", false); c.url() != "http://h:1/v1/kv/k?consistency=local" {
+		t.Errorf("slotmeta local get: %s", c.url())
 	}
 	c, _ = slotmetaBackend{}.addSubscribers("http://h:1", 2, "ch", []string{"u1", "u2"})
-	if c.url != "http://h:1/v1/channels/2/ch/subscribers" || string(c.body) != `{"uids":["u1","u2"]}` {
-		t.Errorf("subscribers: %s %s", c.url, c.body)
+	if c.url() != "http://h:1/v1/channels/2/ch/subscribers" || string(c.body) != `{"uids":["u1","u2"]}` {
+		t.Errorf("subscribers: %s %s", c.url(), c.body)
 	}
 	e := etcdBackend{}.put("http://h:1", "k", []byte("v"))
-	if e.url != "http://h:1/v3/kv/put" || string(e.body) != `{"key":"aw==","value":"dg=="}` {
-		t.Errorf("etcd put: %s %s", e.url, e.body)
+	if e.url() != "http://h:1/v3/kv/put" || string(e.body) != `{"key":"aw==","value":"dg=="}` {
+		t.Errorf("etcd put: %s %s", e.url(), e.body)
 	}
 	e = etcdBackend{}.get("http://h:1", "k", false)
 	if string(e.body) != `{"key":"aw==","serializable":true}` || e.check([]byte(`{"header":{}}`)) || !e.check([]byte(`{"kvs":[{}],"count":"1"}`)) {

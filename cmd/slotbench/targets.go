@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -15,7 +14,8 @@ import (
 type call struct {
 	kind   string // "read" or "write": the histogram it lands in
 	method string
-	url    string
+	host   string // HOST:PORT of the endpoint
+	path   string // with the query
 	body   []byte
 	expect int               // the status of success
 	alt    int               // another status that counts as success (0: none)
@@ -52,7 +52,7 @@ type slotmetaBackend struct{}
 func (slotmetaBackend) name() string { return "slotmeta" }
 
 func (slotmetaBackend) ready(ep string) call {
-	return call{kind: "read", method: "GET", url: ep + "/readyz", expect: 200}
+	return call{kind: "read", method: "GET", host: hostOf(ep), path: "/readyz", expect: 200}
 }
 
 func (slotmetaBackend) put(ep, key string, value []byte) call {
@@ -60,15 +60,15 @@ func (slotmetaBackend) put(ep, key string, value []byte) call {
 	b = append(b, `{"value":"`...)
 	b = append(b, value...) // alphanumeric: no escaping needed
 	b = append(b, `"}`...)
-	return call{kind: "write", method: "PUT", url: ep + "/v1/kv/" + url.PathEscape(key), body: b, expect: 200}
+	return call{kind: "write", method: "PUT", host: hostOf(ep), path: "/v1/kv/" + url.PathEscape(key), body: b, expect: 200}
 }
 
 func (slotmetaBackend) get(ep, key string, linearizable bool) call {
-	u := ep + "/v1/kv/" + url.PathEscape(key)
+	p := "/v1/kv/" + url.PathEscape(key)
 	if !linearizable {
-		u += "?consistency=local"
+		p += "?consistency=local"
 	}
-	return call{kind: "read", method: "GET", url: u, expect: 200}
+	return call{kind: "read", method: "GET", host: hostOf(ep), path: p, expect: 200}
 }
 
 func (slotmetaBackend) createUser(ep, uid string, name []byte) (call, bool) {
@@ -78,12 +78,12 @@ func (slotmetaBackend) createUser(ep, uid string, name []byte) (call, bool) {
 	b = append(b, `","name":"`...)
 	b = append(b, name...)
 	b = append(b, `"}`...)
-	return call{kind: "write", method: "POST", url: ep + "/v1/users", body: b, expect: 201}, true
+	return call{kind: "write", method: "POST", host: hostOf(ep), path: "/v1/users", body: b, expect: 201}, true
 }
 
 func (slotmetaBackend) createChannel(ep string, typ int, id string) (call, bool) {
 	b := fmt.Appendf(nil, `{"channel_type":%d,"channel_id":%q}`, typ, id)
-	return call{kind: "write", method: "POST", url: ep + "/v1/channels", body: b, expect: 201, alt: 409}, true
+	return call{kind: "write", method: "POST", host: hostOf(ep), path: "/v1/channels", body: b, expect: 201, alt: 409}, true
 }
 
 func (slotmetaBackend) addSubscribers(ep string, typ int, id string, uids []string) (call, bool) {
@@ -96,8 +96,8 @@ func (slotmetaBackend) addSubscribers(ep string, typ int, id string, uids []stri
 		b = strconv.AppendQuote(b, u)
 	}
 	b = append(b, "]}"...)
-	u := ep + "/v1/channels/" + strconv.Itoa(typ) + "/" + url.PathEscape(id) + "/subscribers"
-	return call{kind: "write", method: "POST", url: u, body: b, expect: 200}, true
+	p := "/v1/channels/" + strconv.Itoa(typ) + "/" + url.PathEscape(id) + "/subscribers"
+	return call{kind: "write", method: "POST", host: hostOf(ep), path: p, body: b, expect: 200}, true
 }
 
 func (slotmetaBackend) errorCode(body []byte) string {
@@ -119,7 +119,7 @@ type etcdBackend struct{}
 func (etcdBackend) name() string { return "etcd" }
 
 func (etcdBackend) ready(ep string) call {
-	return call{kind: "read", method: "GET", url: ep + "/health", expect: 200,
+	return call{kind: "read", method: "GET", host: hostOf(ep), path: "/health", expect: 200,
 		check: func(b []byte) bool { return bytes.Contains(b, []byte(`"true"`)) }}
 }
 
@@ -132,7 +132,7 @@ func (etcdBackend) put(ep, key string, value []byte) call {
 	b = append(b, `","value":"`...)
 	b = b64.AppendEncode(b, value)
 	b = append(b, `"}`...)
-	return call{kind: "write", method: "POST", url: ep + "/v3/kv/put", body: b, expect: 200}
+	return call{kind: "write", method: "POST", host: hostOf(ep), path: "/v3/kv/put", body: b, expect: 200}
 }
 
 // hasKV: a range that found the key answers "kvs" (and "count"); a miss
@@ -146,7 +146,7 @@ func (etcdBackend) get(ep, key string, linearizable bool) call {
 	b = append(b, `","serializable":`...)
 	b = strconv.AppendBool(b, !linearizable)
 	b = append(b, '}')
-	return call{kind: "read", method: "POST", url: ep + "/v3/kv/range", body: b, expect: 200, check: hasKV}
+	return call{kind: "read", method: "POST", host: hostOf(ep), path: "/v3/kv/range", body: b, expect: 200, check: hasKV}
 }
 
 func (etcdBackend) createUser(string, string, []byte) (call, bool) { return call{}, false }
@@ -174,17 +174,8 @@ func (etcdBackend) errorCode(body []byte) string {
 	return msg
 }
 
-// httpReq builds the *http.Request of c.
-func (c call) httpReq() (*http.Request, error) {
-	var r *http.Request
-	var err error
-	if c.body != nil {
-		r, err = http.NewRequest(c.method, c.url, bytes.NewReader(c.body))
-		if err == nil {
-			r.Header.Set("Content-Type", "application/json")
-		}
-	} else {
-		r, err = http.NewRequest(c.method, c.url, nil)
-	}
-	return r, err
-}
+// hostOf is the HOST:PORT of an endpoint's base URL (validated to be
+// http://HOST:PORT).
+func hostOf(ep string) string { return strings.TrimSuffix(strings.TrimPrefix(ep, "http://"), "/") }
+
+func (c call) url() string { return "http://" + c.host + c.path }
