@@ -165,6 +165,14 @@ func TestProfileInProcess(t *testing.T) {
 	if batches, cmds := sum((*cluster.Node).BatchStats); batches > 0 {
 		t.Logf("proposer: %.0f entries, %.2f commands per Raft entry (whole test)", batches, cmds/batches)
 	}
+	if batches, cmds := sum((*cluster.Node).ForwardStats); batches > 0 || cmds > 0 {
+		var singles float64
+		for _, n := range c.Nodes {
+			singles += float64(n.ForwardSingles())
+		}
+		t.Logf("forwarding: %.0f writes forwarded in %.0f peer requests (%.0f alone, %.0f in batches; whole test)",
+			singles+cmds, singles+batches, singles, cmds)
+	}
 	if rounds, reads := sum((*cluster.Node).ReadIndexStats); rounds > 0 {
 		t.Logf("reads: %.0f ReadIndex rounds, %.2f linearizable reads per round (whole test)", rounds, reads/rounds)
 	}

@@ -70,6 +70,10 @@ func (n *Node) ForwardStats() (batches, commands uint64) {
 	return n.peers.batches.Load(), n.peers.batched.Load()
 }
 
+// ForwardSingles returns how many forwarded commands left alone, one per
+// peer request.
+func (n *Node) ForwardSingles() uint64 { return n.peers.singles.Load() }
+
 // forward sends an encoded command to the leader at addr and waits for its
 // result, batched with other commands forwarded to addr meanwhile.
 func (c *peerClient) forward(ctx context.Context, addr string, cmd []byte) (meta.Result, slotstore.Route, error) {
@@ -86,6 +90,7 @@ func (c *peerClient) forward(ctx context.Context, addr string, cmd []byte) (meta
 		// caller's goroutine; under load writes queue and leave in batches.
 		f.running++
 		f.mu.Unlock()
+		f.c.singles.Add(1)
 		res, route, err := f.c.proposeTo(ctx, f.addr, cmd, 0)
 		f.mu.Lock()
 		f.running--
@@ -147,6 +152,7 @@ func (f *forwarder) send() {
 		f.mu.Unlock()
 		if len(batch) == 1 {
 			r := batch[0]
+			f.c.singles.Add(1)
 			res, route, err := f.c.proposeTo(r.ctx, f.addr, r.cmd, 0)
 			r.done <- fwdOutcome{res: res, route: route, err: err}
 			continue

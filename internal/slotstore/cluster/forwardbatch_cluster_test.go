@@ -71,6 +71,11 @@ func TestForwardedWritesShareRequests(t *testing.T) {
 	if batches == 0 || cmds < 2*batches {
 		t.Fatalf("no batching: %d batches, %d commands", batches, cmds)
 	}
+	// Every write left the follower alone or in a batch (a retried one more
+	// than once).
+	if singles := via.ForwardSingles(); singles+cmds < writers*each {
+		t.Fatalf("%d writes forwarded alone and %d in batches, want at least %d", singles, cmds, writers*each)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for w := 0; w < writers; w++ {

@@ -32,6 +32,7 @@ type peerClient struct {
 	forwarders map[string]*forwarder    // by peer address (forwardbatch.go)
 
 	batches, batched atomic.Uint64 // batch requests sent, commands they carried
+	singles          atomic.Uint64 // forwarded commands sent alone
 }
 
 func newPeerClient(secret string, bound int) *peerClient {
