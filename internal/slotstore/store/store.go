@@ -29,7 +29,9 @@ import (
 
 // Options tune the store. The zero value is valid: EnsureDefaults fills it.
 type Options struct {
-	// CacheSize is the block cache in bytes (default 32 MiB).
+	// CacheSize is the block cache in bytes (default 32 MiB), for sstable
+	// blocks alone: Pebble charges its memtables to the same cache, so Open
+	// makes the cache larger by what the memtables may reserve.
 	CacheSize int64
 	// MemTableSize is the size of one memtable in bytes (default 16 MiB).
 	MemTableSize uint64
@@ -98,10 +100,7 @@ func Open(dir string, o *Options) (*DB, error) {
 	if err := os.RemoveAll(filepath.Join(dir, ingestTmp)); err != nil {
 		return nil, fmt.Errorf("store: clear staged files: %w", err)
 	}
-	cache := pebble.NewCache(opts.CacheSize)
-	defer cache.Unref()
 	po := &pebble.Options{
-		Cache:              cache,
 		MemTableSize:       opts.MemTableSize,
 		FormatMajorVersion: pebble.FormatNewest,
 		Logger:             pebbleLogger{opts.Logger},
@@ -110,6 +109,14 @@ func Open(dir string, o *Options) (*DB, error) {
 	// pebble.Open defaults a clone, not po; PebbleOptions hands po to sstable
 	// writers (snapshot recovery), which need the defaults (Levels, Comparer).
 	po.EnsureDefaults()
+	// Pebble reserves every memtable's size in the block cache (up to
+	// MemTableStopWritesThreshold of them before writes stall). A cache of
+	// CacheSize alone was all reserved by two 16 MiB memtables and held no
+	// block: every index, filter and data block of an sstable was read from
+	// the file again (TestBlockCacheHoldsBlocks).
+	cache := pebble.NewCache(opts.CacheSize + int64(po.MemTableStopWritesThreshold)*int64(po.MemTableSize))
+	defer cache.Unref()
+	po.Cache = cache
 	// Bloom filters (10 bits per key, ~1% false positives) let the point
 	// lookups of the apply path — most of them for keys that do not exist
 	// yet (creates, the old value of a put) — skip sstables without reading
