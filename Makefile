@@ -94,11 +94,15 @@ CHAOS_DURATION ?= 5s
 chaos: SHELL := /bin/bash
 chaos:
 	mkdir -p chaos/results
-	out=chaos/results/$$(date -u +%Y%m%dT%H%M%SZ).txt; \
+	out=chaos/results/$$(date -u +%Y%m%dT%H%M%SZ).txt; log=$${out%.txt}.log; \
 	CHAOS_SEEDS=$(CHAOS_SEEDS) CHAOS_DURATION=$(CHAOS_DURATION) CHAOS_VIS_DIR=$(CURDIR)/chaos/results FUZZ_REQUESTS=100000 \
 		$(GO) test -count=1 -timeout 120m -v -run 'TestShortChaos|TestOverload|TestHTTPFuzz' ./internal/chaos/ 2>&1 \
-		| grep -aE '^(=== RUN|--- |ok|FAIL|PASS|[[:space:]]+[a-z_]+_test\.go:)' | tee $$out; \
+		| tee $$log | grep -aE '^(=== RUN|--- |ok|FAIL|PASS|[[:space:]]+[a-z_]+_test\.go:)' | tee $$out; \
 	status=$${PIPESTATUS[0]}; \
+	if [ $$status -ne 0 ]; then \
+		grep -a -m1 -A40 -E '^(panic:|fatal error:)' $$log | tee -a $$out; \
+		echo "the whole output (servers' logs included): $$log (CHAOS_SEED=<seed> replays one schedule)" | tee -a $$out; \
+	fi; \
 	awk '/ seed=[0-9]+ checks: /{ n++; for (i = 1; i <= NF; i++) { sub(/;$$/, "", $$i); split($$i, kv, "="); \
 		if (kv[1] == "violations") v += kv[2]; if (kv[1] == "lost") l += kv[2]; if (kv[1] == "duplicate_applies") d += kv[2]; \
 		if (kv[1] == "snapshot_installs") s += kv[2]; if (kv[1] == "moves_done") m += kv[2]; if (kv[1] == "move_violations") mv += kv[2] } } \

@@ -67,6 +67,10 @@ func TestShortChaos(t *testing.T) {
 			seeds = append(seeds, base+int64(i))
 		}
 	}
+	// CHAOS_SEED replays one schedule (timing still varies from run to run).
+	if v, err := strconv.ParseInt(os.Getenv("CHAOS_SEED"), 10, 64); err == nil {
+		seeds = []int64{v}
+	}
 	dur := 3 * time.Second
 	if d, err := time.ParseDuration(os.Getenv("CHAOS_DURATION")); err == nil {
 		dur = d
