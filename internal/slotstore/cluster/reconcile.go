@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -82,6 +83,12 @@ func (n *Node) reconcile(ctx context.Context) {
 		case !want && running:
 			if err := n.stopGroup(ctx, id); err != nil {
 				n.cfg.Logger.Error("stop group replica", "group", id, "err", err)
+			}
+		case !want && !running && n.hasGroupData(id):
+			// A replica removed while this node was down, or a stopGroup
+			// cut short by a restart, left its data behind.
+			if err := n.clearStaleGroup(ctx, id, 0); err != nil {
+				n.cfg.Logger.Error("remove data a removed replica left behind", "group", id, "err", err)
 			}
 		}
 	}
@@ -231,6 +238,67 @@ func (n *Node) stopGroup(ctx context.Context, g slotstore.GroupID) error {
 	return nil
 }
 
+// hasGroupData reports whether the store holds anything of group g (its
+// state machine writes its system records first, at Open).
+func (n *Node) hasGroupData(g slotstore.GroupID) bool {
+	_, closer, err := n.db.Pebble().Get(meta.SysKey(g, meta.SysOwned))
+	if err != nil {
+		return false
+	}
+	_ = closer.Close()
+	return true
+}
+
+// clearStaleGroup removes what replicas of group g other than keep (0:
+// any) left on this node: their Raft logs and the group's key span in the
+// store. None of them may be running.
+//
+// Removing data is only safe on the controller's current word: a node that
+// restarted replays its own copy of the controller state, which may be
+// older than what it acted on before (and may not yet show a replica it
+// already holds). So before removing anything it reads the controller state
+// linearizably and leaves everything alone unless that state places no
+// replica of g here other than keep.
+func (n *Node) clearStaleGroup(ctx context.Context, g slotstore.GroupID, keep uint64) error {
+	shard := controller.ShardOf(g)
+	var others []uint64
+	for _, ni := range n.nh.GetNodeHostInfo(dragonboat.NodeHostInfoOption{}).LogInfo {
+		if ni.ShardID == shard && ni.ReplicaID != keep {
+			others = append(others, ni.ReplicaID)
+		}
+	}
+	rows := n.hasGroupData(g)
+	if len(others) == 0 && !rows {
+		return nil
+	}
+	v, err := n.nh.SyncRead(ctx, controller.ShardID, controller.StateQuery{})
+	if err != nil {
+		return fmt.Errorf("read the controller state: %w", raftError(err, 0, false))
+	}
+	st, ok := v.(*controller.State)
+	if !ok {
+		return fmt.Errorf("controller state query answered %T", v)
+	}
+	if want, replica, _ := n.wantReplica(st, g); want && replica != keep {
+		return fmt.Errorf("the controller places replica %d of group %d here: its data stays", replica, g)
+	}
+	for _, rid := range others {
+		if err := n.nh.SyncRemoveData(ctx, shard, rid); err != nil {
+			return fmt.Errorf("remove the raft data of replica %d: %w", rid, err)
+		}
+		n.cfg.Logger.Warn("removed the raft data an earlier replica left", "group", g, "replica", rid)
+	}
+	if !rows {
+		return nil
+	}
+	prefix := meta.GroupPrefix(g)
+	if err := n.db.Pebble().DeleteRange(prefix, meta.PrefixEnd(prefix), pebble.Sync); err != nil {
+		return err
+	}
+	n.cfg.Logger.Warn("removed the store data an earlier replica left", "group", g)
+	return nil
+}
+
 // startGroup starts this node's replica of grp and its proposer. A learner
 // that was just added joins the group (join, non-voting); a replica that
 // ran here before restarts from its own Raft state.
@@ -253,6 +321,16 @@ func (n *Node) startGroup(st *controller.State, grp *controller.Group, replica u
 	cfg.IsNonVoting = learner
 	join := false
 	if !n.nh.HasNodeInfo(shard, replica) {
+		// A new replica starts from nothing: what an earlier replica of
+		// the group on this node left would be taken for its state (and
+		// dragonboat refuses a new replica whose state machine is not
+		// empty by panicking: "new node at non-zero index").
+		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.RequestTimeout)
+		err := n.clearStaleGroup(ctx, grp.ID, replica)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("clear what an earlier replica of group %d left: %w", grp.ID, err)
+		}
 		if learner {
 			join = true // the learner was added to the membership: join it
 		} else {

@@ -152,9 +152,29 @@ func (c *Cluster) WaitReady() {
 // Restart closes node i (0-based) and starts it again on the same data.
 func (c *Cluster) Restart(i int) *cluster.Node {
 	c.t.Helper()
+	// Nodes[i] keeps the closed node until the new one replaces it.
 	if err := c.Nodes[i].Close(); err != nil {
 		c.t.Fatalf("close node %d: %v", i+1, err)
 	}
+	return c.StartNode(i)
+}
+
+// DataDir is node i's (0-based) data directory.
+func (c *Cluster) DataDir(i int) string { return c.cfgs[i].DataDir }
+
+// StopNode closes node i (0-based); Nodes[i] is nil until StartNode.
+func (c *Cluster) StopNode(i int) {
+	c.t.Helper()
+	if err := c.Nodes[i].Close(); err != nil {
+		c.t.Fatalf("close node %d: %v", i+1, err)
+	}
+	c.Nodes[i] = nil
+}
+
+// StartNode starts node i (0-based) again on its data and waits until every
+// node is ready.
+func (c *Cluster) StartNode(i int) *cluster.Node {
+	c.t.Helper()
 	n, err := cluster.Start(c.cfgs[i])
 	if err != nil {
 		c.t.Fatalf("restart node %d: %v", i+1, err)

@@ -1,0 +1,186 @@
+package cluster_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"slotmeta/internal/slotstore"
+	"slotmeta/internal/slotstore/cluster"
+	"slotmeta/internal/slotstore/controller"
+	"slotmeta/internal/slotstore/meta"
+	"slotmeta/internal/slotstore/slotstoretest"
+	"slotmeta/internal/slotstore/store"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// TestReplicaMovesBackToANodeThatWasDown: a group's replica is moved off a
+// node while that node is down, so the node never stops it and its Raft log
+// and store rows stay behind; then the group is moved back to the node as a
+// new replica. The node must drop what the old replica left — dragonboat
+// refuses a new replica whose state machine is not empty by panicking ("new
+// node at non-zero index"), which took the whole process down (found by
+// make chaos: a schedule restarted a node between a move off it and a move
+// back) — and the new replica must come up with the group's data.
+func TestReplicaMovesBackToANodeThatWasDown(t *testing.T) {
+	c := slotstoretest.Start(t, slotstoretest.Options{Nodes: 4, Groups: 1, ReplicationFactor: 3, Tune: func(cfg *cluster.Config) {
+		cfg.ObserveInterval = 100 * time.Millisecond // steps the tasks
+		cfg.TaskPhaseTimeout = 10 * time.Second
+	}})
+	const g = slotstore.GroupID(1)
+	var leader slotstore.NodeID
+	waitUntil(t, 10*time.Second, "a leader of group 1", func() bool {
+		st, ok := c.Nodes[0].Routes().Group(g)
+		leader = st.Leader
+		return ok && leader != 0
+	})
+	peers := c.Nodes[0].Controller().Groups[g].Peers
+	var down, free, other slotstore.NodeID // a follower to stop, the node without a replica, the third peer
+	for i := 1; i <= 4; i++ {
+		id := slotstore.NodeID(i)
+		switch _, ok := peers[id]; {
+		case !ok:
+			free = id
+		case id != leader && down == 0:
+			down = id
+		case id != leader:
+			other = id
+		}
+	}
+	if down == 0 || free == 0 || other == 0 {
+		t.Fatalf("peers %v, leader n%d: no follower to stop", peers, leader)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	via := c.Nodes[leader-1]
+	put := func(key string) {
+		t.Helper()
+		for {
+			res, _, err := via.Propose(ctx, &meta.PutKV{Key: key, Value: []byte(key)})
+			if err == nil && res.OK() {
+				return
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("put %s: %v %v", key, err, res.Err())
+			}
+			time.Sleep(20 * time.Millisecond) // a leader change under -race load; bounded by ctx
+		}
+	}
+	put("before")
+	// The replica to be stopped has applied it: its state machine's rows
+	// then say so (a non-zero applied index).
+	waitUntil(t, 10*time.Second, fmt.Sprintf("n%d applied the first write", down), func() bool {
+		v, info, err := c.Nodes[down-1].Read(ctx, &meta.GetKV{HashSlot: slotstore.HashSlotOfString("before"), Key: "before"}, meta.Local)
+		kv, _ := v.(*meta.KV)
+		return err == nil && info.ServedBy == down && kv != nil
+	})
+
+	move := func(from, to slotstore.NodeID) controller.Group {
+		t.Helper()
+		// A controller proposal a stopped leader dropped is only answered
+		// at its deadline: ask in short attempts, as a client would (asking
+		// again for the same move resumes it).
+		var task slotstore.Task
+		for {
+			actx, acancel := context.WithTimeout(ctx, 3*time.Second)
+			var err error
+			task, err = via.CreateReplicaMove(actx, g, from, to)
+			acancel()
+			if err == nil {
+				break
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("move n%d→n%d: %v", from, to, err)
+			}
+		}
+		for task.Status == controller.TaskRunning {
+			if ctx.Err() != nil {
+				t.Fatalf("move n%d→n%d did not end: %+v", from, to, task)
+			}
+			time.Sleep(50 * time.Millisecond) // polling with a deadline
+			task, _ = via.Task(task.ID)
+		}
+		if task.Status != controller.TaskSucceeded {
+			t.Fatalf("move n%d→n%d: %s at %s: %s", from, to, task.Status, task.Phase, task.Error)
+		}
+		return *via.Controller().Groups[g]
+	}
+
+	// What the replica on the node to be stopped holds of group 1.
+	i := int(down) - 1
+	c.StopNode(i)
+	left := storeRows(t, c.DataDir(i), meta.GroupPrefix(g))
+	move(down, free)
+	put("while-down")
+	// Back, the node learns it lost the replica (it may start it from its
+	// stale controller state first, and stop it and remove its data then).
+	c.StartNode(i)
+	waitUntil(t, 10*time.Second, "the removed replica's rows gone", func() bool {
+		k, err := c.Nodes[i].StoredKeys(g)
+		return err == nil && k == 0
+	})
+	// Now as if a restart had cut that removal short: the old rows are back
+	// and the node's controller state already knows it is not a replica.
+	c.StopNode(i)
+	putStoreRows(t, c.DataDir(i), left)
+	c.StartNode(i)
+	grp := move(other, down)
+	put("after")
+
+	// The new replica on the node that was down has every write.
+	n := c.Nodes[down-1]
+	for _, key := range []string{"before", "while-down", "after"} {
+		waitUntil(t, 10*time.Second, fmt.Sprintf("n%d's own replica has %s", down, key), func() bool {
+			v, info, err := n.Read(ctx, &meta.GetKV{HashSlot: slotstore.HashSlotOfString(key), Key: key}, meta.Linearizable)
+			kv, _ := v.(*meta.KV)
+			return err == nil && info.ServedBy == down && kv != nil && string(kv.Value) == key
+		})
+	}
+	if rid := grp.Peers[down]; rid == 0 || rid == peers[down] {
+		t.Fatalf("n%d holds replica %d of group 1 (was %d): want a new replica id", down, rid, peers[down])
+	}
+}
+
+// storeRows reads every row under prefix from a stopped node's store.
+func storeRows(t *testing.T, dataDir string, prefix []byte) [][2][]byte {
+	t.Helper()
+	db, err := store.Open(filepath.Join(dataDir, "store"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	it, err := db.Pebble().NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: meta.PrefixEnd(prefix)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Close()
+	var rows [][2][]byte
+	for it.First(); it.Valid(); it.Next() {
+		rows = append(rows, [2][]byte{slices.Clone(it.Key()), slices.Clone(it.Value())})
+	}
+	if len(rows) == 0 {
+		t.Fatalf("no rows under %x in %s", prefix, dataDir)
+	}
+	return rows
+}
+
+// putStoreRows writes rows into a stopped node's store.
+func putStoreRows(t *testing.T, dataDir string, rows [][2][]byte) {
+	t.Helper()
+	db, err := store.Open(filepath.Join(dataDir, "store"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	b := db.Pebble().NewBatch()
+	for _, r := range rows {
+		_ = b.Set(r[0], r[1], nil)
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+}
