@@ -81,32 +81,7 @@ func TestReplicaMovesBackToANodeThatWasDown(t *testing.T) {
 
 	move := func(from, to slotstore.NodeID) controller.Group {
 		t.Helper()
-		// A controller proposal a stopped leader dropped is only answered
-		// at its deadline: ask in short attempts, as a client would (asking
-		// again for the same move resumes it).
-		var task slotstore.Task
-		for {
-			actx, acancel := context.WithTimeout(ctx, 3*time.Second)
-			var err error
-			task, err = via.CreateReplicaMove(actx, g, from, to)
-			acancel()
-			if err == nil {
-				break
-			}
-			if ctx.Err() != nil {
-				t.Fatalf("move n%d→n%d: %v", from, to, err)
-			}
-		}
-		for task.Status == controller.TaskRunning {
-			if ctx.Err() != nil {
-				t.Fatalf("move n%d→n%d did not end: %+v", from, to, task)
-			}
-			time.Sleep(50 * time.Millisecond) // polling with a deadline
-			task, _ = via.Task(task.ID)
-		}
-		if task.Status != controller.TaskSucceeded {
-			t.Fatalf("move n%d→n%d: %s at %s: %s", from, to, task.Status, task.Phase, task.Error)
-		}
+		moveReplica(ctx, t, via, g, from, to)
 		return *via.Controller().Groups[g]
 	}
 
@@ -183,4 +158,37 @@ func putStoreRows(t *testing.T, dataDir string, rows [][2][]byte) {
 	if err := b.Commit(pebble.Sync); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// moveReplica moves g's replica from one node to another through via and
+// waits until the task succeeds (failing t otherwise, or at ctx's end). A
+// controller proposal that a stopped leader dropped is only answered at its
+// deadline, so it asks in short attempts, as a client would (asking again
+// for the same move resumes it).
+func moveReplica(ctx context.Context, t *testing.T, via *cluster.Node, g slotstore.GroupID, from, to slotstore.NodeID) slotstore.Task {
+	t.Helper()
+	var task slotstore.Task
+	for {
+		actx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		var err error
+		task, err = via.CreateReplicaMove(actx, g, from, to)
+		cancel()
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("move n%d→n%d: %v", from, to, err)
+		}
+	}
+	for task.Status == controller.TaskRunning {
+		if ctx.Err() != nil {
+			t.Fatalf("move n%d→n%d did not end: %+v", from, to, task)
+		}
+		time.Sleep(50 * time.Millisecond) // polling with a deadline
+		task, _ = via.Task(task.ID)
+	}
+	if task.Status != controller.TaskSucceeded {
+		t.Fatalf("move n%d→n%d: %s at %s: %s", from, to, task.Status, task.Phase, task.Error)
+	}
+	return task
 }

@@ -7,7 +7,6 @@ import (
 
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/cluster"
-	"slotmeta/internal/slotstore/controller"
 	"slotmeta/internal/slotstore/slotstoretest"
 )
 
@@ -41,23 +40,9 @@ func TestReplicaMoveOffTheLeader(t *testing.T) {
 	if from == 0 || to == 0 {
 		t.Fatalf("leader n%d, free node n%d", from, to)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	task, err := n.CreateReplicaMove(ctx, g, from, to)
-	if err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(60 * time.Second)
-	for task.Status == controller.TaskRunning {
-		if time.Now().After(deadline) {
-			t.Fatalf("the move did not end: %+v", task)
-		}
-		time.Sleep(50 * time.Millisecond) // polling with a deadline
-		task, _ = n.Task(task.ID)
-	}
-	if task.Status != controller.TaskSucceeded {
-		t.Fatalf("moving the leader's replica n%d→n%d: %s at %s: %s", from, to, task.Status, task.Phase, task.Error)
-	}
+	task := moveReplica(ctx, t, n, g, from, to)
 	peers := n.Controller().Groups[g].Peers
 	if _, ok := peers[from]; ok {
 		t.Fatalf("n%d is still a desired peer: %v", from, peers)
