@@ -162,7 +162,7 @@ func (w *worker) do(ctx context.Context, c call) string {
 		}
 		return strconv.Itoa(status) + " " + code
 	}
-	if c.check != nil && !c.check(w.buf.Bytes()) {
+	if c.check != nil && status == c.expect && !c.check(w.buf.Bytes()) {
 		return strconv.Itoa(status) + " not_found"
 	}
 	return ""

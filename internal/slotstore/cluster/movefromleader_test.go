@@ -24,13 +24,11 @@ func TestReplicaMoveOffTheLeader(t *testing.T) {
 	const g = slotstore.GroupID(1)
 	n := c.Nodes[0]
 	var from slotstore.NodeID
-	for wait := time.Now().Add(10 * time.Second); from == 0 && time.Now().Before(wait); {
-		if st, ok := n.Routes().Group(g); ok && st.Leader != 0 {
-			from = st.Leader
-		} else {
-			time.Sleep(20 * time.Millisecond) // polling with a deadline
-		}
-	}
+	waitUntil(t, 10*time.Second, "a leader of group 1", func() bool {
+		st, ok := n.Routes().Group(g)
+		from = st.Leader
+		return ok && from != 0
+	})
 	var to slotstore.NodeID
 	for i := 1; i <= len(c.Nodes); i++ {
 		if _, ok := n.Controller().Groups[g].Peers[slotstore.NodeID(i)]; !ok {

@@ -229,8 +229,7 @@ func (n *Node) stopGroup(ctx context.Context, g slotstore.GroupID) error {
 	if err := n.nh.SyncRemoveData(rctx, shard, lg.replicaID); err != nil {
 		n.cfg.Logger.Warn("remove raft data of a stopped replica", "group", g, "err", err)
 	}
-	prefix := meta.GroupPrefix(g)
-	if err := n.db.Pebble().DeleteRange(prefix, meta.PrefixEnd(prefix), pebble.Sync); err != nil {
+	if err := n.deleteGroupRows(g); err != nil {
 		return err
 	}
 	n.router.ForgetGroup(g)
@@ -291,12 +290,17 @@ func (n *Node) clearStaleGroup(ctx context.Context, g slotstore.GroupID, keep ui
 	if !rows {
 		return nil
 	}
-	prefix := meta.GroupPrefix(g)
-	if err := n.db.Pebble().DeleteRange(prefix, meta.PrefixEnd(prefix), pebble.Sync); err != nil {
+	if err := n.deleteGroupRows(g); err != nil {
 		return err
 	}
 	n.cfg.Logger.Warn("removed the store data an earlier replica left", "group", g)
 	return nil
+}
+
+// deleteGroupRows removes group g's key span from the store, durably.
+func (n *Node) deleteGroupRows(g slotstore.GroupID) error {
+	prefix := meta.GroupPrefix(g)
+	return n.db.Pebble().DeleteRange(prefix, meta.PrefixEnd(prefix), pebble.Sync)
 }
 
 // startGroup starts this node's replica of grp and its proposer. A learner

@@ -152,11 +152,15 @@ func (c *Cluster) WaitReady() {
 // Restart closes node i (0-based) and starts it again on the same data.
 func (c *Cluster) Restart(i int) *cluster.Node {
 	c.t.Helper()
-	// Nodes[i] keeps the closed node until the new one replaces it.
+	c.closeNode(i) // Nodes[i] keeps the closed node until the new one replaces it
+	return c.StartNode(i)
+}
+
+func (c *Cluster) closeNode(i int) {
+	c.t.Helper()
 	if err := c.Nodes[i].Close(); err != nil {
 		c.t.Fatalf("close node %d: %v", i+1, err)
 	}
-	return c.StartNode(i)
 }
 
 // DataDir is node i's (0-based) data directory.
@@ -165,9 +169,7 @@ func (c *Cluster) DataDir(i int) string { return c.cfgs[i].DataDir }
 // StopNode closes node i (0-based); Nodes[i] is nil until StartNode.
 func (c *Cluster) StopNode(i int) {
 	c.t.Helper()
-	if err := c.Nodes[i].Close(); err != nil {
-		c.t.Fatalf("close node %d: %v", i+1, err)
-	}
+	c.closeNode(i)
 	c.Nodes[i] = nil
 }
 
