@@ -28,6 +28,16 @@ type ReplicaStatus struct {
 	Voters         map[uint64]string `json:"voters,omitempty"`     // replica id → raft address
 	NonVoters      map[uint64]string `json:"non_voters,omitempty"` // replica id → raft address
 	ConfigChangeID uint64            `json:"config_change_id,omitempty"`
+	// Set only by the leader's replica: for each other replica of the
+	// membership, how long ago this node last received a Raft message from
+	// it (-1: never). The leader's own view of who answers it.
+	HeardAgoMs map[uint64]int64 `json:"heard_ago_ms,omitempty"`
+	// The replica's last disruption as its node saw it ("" none): restarted
+	// (from its own Raft state), lost_leadership (stopped leading without a
+	// transfer away having been asked), no_leader (knew no leader for longer
+	// than an election should take); and how long ago it ended.
+	Disruption     string `json:"disruption,omitempty"`
+	DisruptedAgoMs int64  `json:"disrupted_ago_ms,omitempty"`
 }
 
 // NodeStatus is one node's report.
@@ -48,6 +58,44 @@ type ReplicaView struct {
 	LogLast      uint64 `json:"log_last"`
 	Lag          uint64 `json:"lag"` // leader's applied index minus this one's (0 for the leader)
 	ReportAgeMs  int64  `json:"report_age_ms"`
+	// HeardAgoMs is how long ago the group leader's node last received a
+	// Raft message from this replica, as of now (the leader's report plus
+	// its age); 0 for the leader itself, -1 when the leader's report does
+	// not say (no leader report, or never heard).
+	HeardAgoMs int64 `json:"heard_ago_ms"`
+	// Live: a voter whose node reports and whom the leader hears.
+	Live bool `json:"live"`
+	// The replica's last disruption as its node reported it (see
+	// ReplicaStatus); "" when none.
+	Disruption     string `json:"disruption,omitempty"`
+	DisruptedAgoMs int64  `json:"disrupted_ago_ms,omitempty"`
+}
+
+// Group health as observed.
+const (
+	GroupHealthy         = "healthy"
+	GroupUnderReplicated = "under_replicated" // fewer live voters than desired peers
+	GroupNoLeader        = "no_leader"
+)
+
+// Node health as the controller leader observes it.
+const (
+	NodeReachable   = "reachable"
+	NodeUnreachable = "unreachable" // no status report for longer than a few report intervals
+	NodeUnknown     = "unknown"     // no report yet since this controller leader took over
+)
+
+// NodeHealth is one node's reachability as the controller leader sees it.
+type NodeHealth struct {
+	Node   NodeID `json:"node"`
+	Health string `json:"health"` // reachable, unreachable, unknown
+	// ReportAgeMs is the age of the node's latest status report (-1: none).
+	ReportAgeMs int64 `json:"report_age_ms"`
+	// HealthyForMs is how long the node has reported without a gap since
+	// it was last unreachable (-1 while unreachable or unknown; since the
+	// controller leader took over when it never saw a gap).
+	HealthyForMs int64  `json:"healthy_for_ms"`
+	Aggregator   NodeID `json:"aggregator"` // the controller leader that observed it
 }
 
 // DesiredPeer is one node of a group's intended membership.
@@ -73,6 +121,8 @@ type GroupView struct {
 	Learners         []NodeID      `json:"learners"`
 	ConfigChangeID   uint64        `json:"config_change_id"`
 	Replicas         []ReplicaView `json:"replicas"`
+	Health           string        `json:"health"`         // healthy, under_replicated, no_leader
+	LiveVoters       int           `json:"live_voters"`    // voters that report and that the leader hears
 	ObservedBy       NodeID        `json:"observed_by"`    // the node whose report gave Leader/Term/membership
 	ObservedAtMs     int64         `json:"observed_at_ms"` // when that report was received
 	ObservationAgeMs int64         `json:"observation_age_ms"`

@@ -40,6 +40,14 @@ type Config struct {
 	MaxPeerInFlight int
 	// MaxForwardHops bounds how many leader hints a forwarded request follows (default 3).
 	MaxForwardHops int
+	// ForwardHopTimeout bounds one forward to a leader, within the
+	// caller's deadline (default: two election timeouts, at least 1s): a
+	// leader cut off by the network hangs instead of refusing.
+	ForwardHopTimeout time.Duration
+	// LeaderWait bounds how long a write waits, in all, for a group
+	// without a reachable leader to get one (default: four election
+	// timeouts, at least 2s); past it the write is refused route_not_ready.
+	LeaderWait time.Duration
 
 	// InitialMembers are the founding nodes (this one included) of a new
 	// cluster. Ignored once the node has joined a cluster.
@@ -69,6 +77,9 @@ type Config struct {
 	// outbox of the groups it leads (default 200ms; negative: never — tests
 	// use it to stop between the channel-side commit and the projection).
 	ProjectInterval time.Duration
+	// UnreachableAfter: a node whose latest status report is older is
+	// unreachable (default 3 × ObserveInterval).
+	UnreachableAfter time.Duration
 	// EnableHashSlotMigration allows hash-slot migrations (off by default:
 	// moving a slot between groups is an explicit, controlled operation).
 	EnableHashSlotMigration bool
@@ -146,8 +157,23 @@ func (c *Config) EnsureDefaults() {
 	if c.MaxForwardHops == 0 {
 		c.MaxForwardHops = 3
 	}
+	if c.ForwardHopTimeout == 0 {
+		c.ForwardHopTimeout = max(2*c.electionTimeout(), time.Second)
+	}
+	if c.LeaderWait == 0 {
+		c.LeaderWait = max(4*c.electionTimeout(), 2*time.Second)
+	}
 	if c.ObserveInterval == 0 {
 		c.ObserveInterval = time.Second
+	}
+	if c.Leadership.ReachableWithin == 0 {
+		c.Leadership.ReachableWithin = c.electionTimeout()
+	}
+	if c.UnreachableAfter == 0 {
+		c.UnreachableAfter = 3 * c.ObserveInterval
+		if c.ObserveInterval < 0 {
+			c.UnreachableAfter = 3 * time.Second
+		}
 	}
 	c.Leadership.ensureDefaults()
 	if c.ProjectInterval == 0 {
@@ -170,6 +196,9 @@ func (c *Config) EnsureDefaults() {
 	}
 	c.Proposer.ensureDefaults()
 }
+
+// electionTimeout is the shortest election timeout: ElectionRTT ticks.
+func (c *Config) electionTimeout() time.Duration { return time.Duration(c.ElectionRTT) * c.RTT }
 
 // Validate reports a configuration that cannot work.
 func (c *Config) Validate() error {

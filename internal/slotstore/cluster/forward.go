@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"slotmeta/internal/slotstore"
@@ -17,13 +18,21 @@ import (
 // the leader serves it or refuses with a hint). A not_leader answer with a
 // newer hint is followed, at most MaxForwardHops times; then the caller gets
 // not_leader with the newest hint. Only refusals that prove the command was
-// not proposed are followed, so nothing is proposed twice by forwarding.
+// not proposed are followed — or, for a command carrying an Idempotency-Key,
+// whose replay the group answers from its first result, also a forward cut
+// short by a leader change — so nothing is applied twice by forwarding.
+//
+// While the group has no leader known here (an election), or the leader
+// cannot be reached and the command was not sent, the write waits for the
+// next leader change — at most LeaderWait in all, within ctx — and goes to
+// the new leader, instead of failing at once: a client sees an election as
+// latency, not as an error, when it ends in time.
 func (n *Node) Propose(ctx context.Context, cmd meta.Command) (meta.Result, slotstore.Route, error) {
 	hs := slotstore.HashSlotOfString(cmd.RouteKey())
 	h := cmd.Head()
 	h.HashSlot = hs
-	route, err := n.router.Load().ResolveSlot(hs)
-	if err != nil {
+	change, route, err := n.resolveWatching(hs)
+	if route.GroupID == 0 {
 		n.metrics.proposal(route.GroupID, slotstore.ErrorCode(err))
 		return meta.Result{}, route, err
 	}
@@ -35,19 +44,30 @@ func (n *Node) Propose(ctx context.Context, cmd meta.Command) (meta.Result, slot
 		n.metrics.proposal(route.GroupID, err.Code)
 		return meta.Result{}, route, err
 	}
+	idem := h.IdempotencyKey != ""
+	waitUntil := time.Now().Add(n.cfg.LeaderWait)
 	target := route.LeaderNodeID
 	var res meta.Result
-	for hop := 0; ; hop++ {
-		if target == n.cfg.NodeID {
+	for hop, rounds := 0, 0; rounds < maxProposeRounds; rounds++ {
+		if target == 0 {
+			if err == nil {
+				err = slotstore.Errorf(slotstore.CodeRouteNotReady, "group %d has no live leader", route.GroupID)
+			}
+		} else if target == n.cfg.NodeID {
 			res, route, err = n.proposeLocal(ctx, cmd)
 		} else {
-			res, route, err = n.forwardPropose(ctx, target, enc, route)
+			res, route, err = n.forwardPropose(ctx, target, enc, route, idem)
 		}
-		next, ok := n.followHint(route.GroupID, target, err)
-		if !ok || hop >= n.cfg.MaxForwardHops {
+		if next, ok := n.followHint(route.GroupID, target, err); ok && hop < n.cfg.MaxForwardHops {
+			target = next
+			hop++
+			continue
+		}
+		if !definitelyLeaderless(err) || !awaitLeaderChange(ctx, change, waitUntil) {
 			break
 		}
-		target = next
+		change, route, err = n.resolveWatching(hs)
+		target = route.LeaderNodeID
 	}
 	code := slotstore.ErrorCode(err)
 	if err == nil {
@@ -55,6 +75,46 @@ func (n *Node) Propose(ctx context.Context, cmd meta.Command) (meta.Result, slot
 	}
 	n.metrics.proposal(route.GroupID, code)
 	return res, route, err
+}
+
+// maxProposeRounds bounds the attempts of one Propose (hint follows and
+// waits for a leader together); time bounds them first.
+const maxProposeRounds = 16
+
+// resolveWatching resolves hs and returns, taken before the resolve, the
+// context its group's next leader change cancels.
+func (n *Node) resolveWatching(hs slotstore.HashSlot) (context.Context, slotstore.Route, error) {
+	route, _ := n.router.Load().ResolveSlot(hs)
+	change := n.router.LeaderChange(route.GroupID)
+	route, err := n.router.Load().ResolveSlot(hs)
+	return change, route, err
+}
+
+// definitelyLeaderless reports an error that says the write was not
+// proposed because no reachable leader took it: no leader known, the
+// leader's node unreachable before anything was sent, a replica not
+// running, dropped by Raft until the deadline.
+func definitelyLeaderless(err error) bool {
+	c := slotstore.ErrorCode(err)
+	return err != nil && (c == slotstore.CodeRouteNotReady || c == slotstore.CodeNotLeader)
+}
+
+// awaitLeaderChange waits for change (a leader change of the group) until
+// ctx ends or until passes; it reports whether the change came in time.
+func awaitLeaderChange(ctx, change context.Context, until time.Time) bool {
+	d := time.Until(until)
+	if d <= 0 || ctx.Err() != nil {
+		return false
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-change.Done():
+		return ctx.Err() == nil
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	return false
 }
 
 // followHint decides whether a refusal from target points somewhere new. It
@@ -123,21 +183,101 @@ func (n *Node) proposeToGroup(ctx context.Context, g slotstore.GroupID, cmd meta
 	if addr == "" {
 		return meta.Result{}, slotstore.Errorf(slotstore.CodeRouteNotReady, "the peer address of node %d is unknown", st.Leader)
 	}
-	res, _, err := n.peers.proposeTo(ctx, addr, meta.EncodeCommand(cmd), g)
+	res, _, _, err := n.peers.proposeTo(ctx, addr, meta.EncodeCommand(cmd), g)
 	return res, err
 }
 
-func (n *Node) forwardPropose(ctx context.Context, target slotstore.NodeID, enc []byte, route slotstore.Route) (meta.Result, slotstore.Route, error) {
+// Causes that end a forward hop before the caller's deadline.
+var (
+	errHopDeadline = errors.New("the forward hop's deadline passed")
+	errLeaderMoved = errors.New("the group's leader moved to another node")
+)
+
+// forwardPropose forwards an encoded command to target, the leader as this
+// node knows it. The hop has its own deadline (ForwardHopTimeout, within
+// ctx) and ends as soon as this node learns that another node leads the
+// group: a command still queued here was not sent, and is refused with the
+// new leader as the hint (the caller follows it); a command already sent is
+// answered "may or may not have been applied" (timeout, a short
+// Retry-After) — or, if idem, refused with the hint too, since the group
+// answers its replay from the first result.
+func (n *Node) forwardPropose(ctx context.Context, target slotstore.NodeID, enc []byte, route slotstore.Route, idem bool) (meta.Result, slotstore.Route, error) {
 	addr := n.peerAddrOf(target)
 	if addr == "" {
 		return meta.Result{}, route, &slotstore.Error{Code: slotstore.CodeRouteNotReady, LeaderHint: target,
 			Message: "the leader's peer address is unknown"}
 	}
-	res, r2, err := n.peers.forward(ctx, addr, enc)
+	hctx, cancel := context.WithTimeoutCause(ctx, n.cfg.ForwardHopTimeout, errHopDeadline)
+	defer cancel()
+	hctx, stop := n.watchLeaderMove(hctx, route.GroupID, target)
+	defer stop()
+	res, r2, sent, err := n.peers.forward(hctx, addr, enc)
 	if r2.GroupID == 0 {
 		r2 = route
 	}
+	if err == nil || hctx.Err() == nil || ctx.Err() != nil {
+		return res, r2, err // answered, or the caller's own deadline passed
+	}
+	switch cause := context.Cause(hctx); {
+	case errors.Is(cause, errLeaderMoved):
+		st, _ := n.router.Load().Group(route.GroupID)
+		n.metrics.leaderMove(!sent || idem)
+		if !sent || idem {
+			what := "before it was sent"
+			if sent {
+				what = "after it was sent; it carries an Idempotency-Key, so the new leader answers a replay"
+			}
+			return res, r2, &slotstore.Error{Code: slotstore.CodeNotLeader, LeaderHint: st.Leader, LeaderTerm: st.Term, Err: err,
+				RetryAfter: 100 * time.Millisecond, Message: fmt.Sprintf("node %d leads group %d now (the write was forwarded to node %d; it moved %s)",
+					st.Leader, route.GroupID, target, what)}
+		}
+		return res, r2, &slotstore.Error{Code: slotstore.CodeTimeout, Err: err, RetryAfter: 100 * time.Millisecond,
+			Message: fmt.Sprintf("the leader of group %d changed (node %d → %d) while the write was with the old one; it may or may not have been applied",
+				route.GroupID, target, st.Leader)}
+	case errors.Is(cause, errHopDeadline):
+		if !sent {
+			return res, r2, &slotstore.Error{Code: slotstore.CodeRouteNotReady, Err: err, RetryAfter: 200 * time.Millisecond,
+				Message: fmt.Sprintf("the leader (node %d) did not take the write within %v; not sent", target, n.cfg.ForwardHopTimeout)}
+		}
+		return res, r2, &slotstore.Error{Code: slotstore.CodeTimeout, Err: err, RetryAfter: 200 * time.Millisecond,
+			Message: fmt.Sprintf("the leader (node %d) did not answer within %v; the write may or may not have been applied", target, n.cfg.ForwardHopTimeout)}
+	}
 	return res, r2, err
+}
+
+// watchLeaderMove returns a child of ctx that is cancelled (cause
+// errLeaderMoved) once this node learns that a node other than target
+// leads group g; a change to "no leader" (an election under way) or to
+// target at a newer term keeps it waiting. stop releases it.
+func (n *Node) watchLeaderMove(ctx context.Context, g slotstore.GroupID, target slotstore.NodeID) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	var mu sync.Mutex
+	stopped := false
+	var unwatch func() bool
+	var arm func()
+	arm = func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped {
+			return
+		}
+		change := n.router.LeaderChange(g)
+		if st, _ := n.router.Load().Group(g); st.Leader != 0 && st.Leader != target {
+			cancel(errLeaderMoved)
+			return
+		}
+		unwatch = context.AfterFunc(change, arm)
+	}
+	arm()
+	return ctx, func() {
+		mu.Lock()
+		stopped = true
+		if unwatch != nil {
+			unwatch()
+		}
+		mu.Unlock()
+		cancel(nil)
+	}
 }
 
 // peerAddrOf returns the peer RPC address of node id from the controller state.
@@ -193,9 +333,19 @@ func (n *Node) Read(ctx context.Context, q meta.Query, c meta.Consistency) (any,
 		if addr == "" || (local && id == n.cfg.NodeID) {
 			continue
 		}
+		// Each peer gets at most one hop's time, and the leader loses it
+		// the moment another node is known to lead: a read is safe to ask
+		// again elsewhere, and a peer cut off by the network only hangs.
+		hctx, cancel := context.WithTimeoutCause(ctx, n.cfg.ForwardHopTimeout, errHopDeadline)
+		stop := func() {}
+		if id == route.LeaderNodeID {
+			hctx, stop = n.watchLeaderMove(hctx, route.GroupID, id)
+		}
 		var v any
 		var info meta.ReadInfo
-		v, info, err = n.peers.read(ctx, addr, q, c)
+		v, info, err = n.peers.read(hctx, addr, q, c)
+		stop()
+		cancel()
 		if err == nil {
 			return v, info, nil
 		}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"slotmeta/internal/slotstore"
@@ -46,12 +47,21 @@ type fwdOutcome struct {
 	res   meta.Result
 	route slotstore.Route
 	err   error
+	sent  bool // the command may have reached the leader
 }
 
+// A queued command is taken by one sender or abandoned, never both.
+const (
+	reqQueued    int32 = iota
+	reqTaken           // in a request that left (or is leaving)
+	reqAbandoned       // never sent: its caller gave up, or its deadline passed in the queue
+)
+
 type fwdReq struct {
-	ctx  context.Context
-	cmd  []byte
-	done chan fwdOutcome // buffered(1): a sender never blocks on a caller
+	ctx   context.Context
+	cmd   []byte
+	state atomic.Int32
+	done  chan fwdOutcome // buffered(1): a sender never blocks on a caller
 }
 
 // forwarder batches the forwarded commands to one peer address.
@@ -75,8 +85,11 @@ func (n *Node) ForwardStats() (batches, commands uint64) {
 func (n *Node) ForwardSingles() uint64 { return n.peers.singles.Load() }
 
 // forward sends an encoded command to the leader at addr and waits for its
-// result, batched with other commands forwarded to addr meanwhile.
-func (c *peerClient) forward(ctx context.Context, addr string, cmd []byte) (meta.Result, slotstore.Route, error) {
+// result, batched with other commands forwarded to addr meanwhile. sent
+// reports whether the command may have reached the leader (false: an error
+// is a definite "not proposed there"). A caller whose ctx ends while its
+// command is still queued takes it out: it is never sent.
+func (c *peerClient) forward(ctx context.Context, addr string, cmd []byte) (meta.Result, slotstore.Route, bool, error) {
 	c.mu.Lock()
 	f := c.forwarders[addr]
 	if f == nil {
@@ -91,7 +104,7 @@ func (c *peerClient) forward(ctx context.Context, addr string, cmd []byte) (meta
 		f.running++
 		f.mu.Unlock()
 		f.c.singles.Add(1)
-		res, route, err := f.c.proposeTo(ctx, f.addr, cmd, 0)
+		res, route, sent, err := f.c.proposeTo(ctx, f.addr, cmd, 0)
 		f.mu.Lock()
 		f.running--
 		if len(f.queue) > 0 && f.running < forwardInFlight {
@@ -99,12 +112,12 @@ func (c *peerClient) forward(ctx context.Context, addr string, cmd []byte) (meta
 			go f.send()
 		}
 		f.mu.Unlock()
-		return res, route, err
+		return res, route, sent, err
 	}
 	r := &fwdReq{ctx: ctx, cmd: cmd, done: make(chan fwdOutcome, 1)}
 	if len(f.queue) >= forwardQueue {
 		f.mu.Unlock()
-		return meta.Result{}, slotstore.Route{}, &slotstore.Error{Code: slotstore.CodeBusy, RetryAfter: 100 * time.Millisecond,
+		return meta.Result{}, slotstore.Route{}, false, &slotstore.Error{Code: slotstore.CodeBusy, RetryAfter: 100 * time.Millisecond,
 			Message: fmt.Sprintf("%d writes already wait to be forwarded to %s", forwardQueue, addr)}
 	}
 	f.queue = append(f.queue, r)
@@ -115,9 +128,13 @@ func (c *peerClient) forward(ctx context.Context, addr string, cmd []byte) (meta
 	f.mu.Unlock()
 	select {
 	case o := <-r.done:
-		return o.res, o.route, o.err
+		return o.res, o.route, o.sent, o.err
 	case <-ctx.Done():
-		return meta.Result{}, slotstore.Route{}, &slotstore.Error{Code: slotstore.CodeTimeout, Err: ctx.Err(),
+		if r.state.CompareAndSwap(reqQueued, reqAbandoned) || r.state.Load() == reqAbandoned {
+			return meta.Result{}, slotstore.Route{}, false, &slotstore.Error{Code: slotstore.CodeTimeout, Err: ctx.Err(),
+				Message: "deadline passed before the write was forwarded; not sent"}
+		}
+		return meta.Result{}, slotstore.Route{}, true, &slotstore.Error{Code: slotstore.CodeTimeout, Err: ctx.Err(),
 			Message: "deadline passed while forwarding to the leader; the write may or may not have been applied"}
 	}
 }
@@ -130,14 +147,19 @@ func (f *forwarder) send() {
 		bytes := 0
 		rest := f.queue[:0]
 		for i, r := range f.queue {
-			if r.ctx.Err() != nil {
-				r.done <- fwdOutcome{err: &slotstore.Error{Code: slotstore.CodeTimeout, Err: r.ctx.Err(),
-					Message: "deadline passed before the write was forwarded; not sent"}}
+			if r.ctx.Err() != nil || r.state.Load() != reqQueued {
+				if r.state.CompareAndSwap(reqQueued, reqAbandoned) {
+					r.done <- fwdOutcome{err: &slotstore.Error{Code: slotstore.CodeTimeout, Err: r.ctx.Err(),
+						Message: "deadline passed before the write was forwarded; not sent"}}
+				}
 				continue
 			}
 			if len(batch) == forwardBatchMax || (len(batch) > 0 && bytes+len(r.cmd) > forwardBatchBytes) {
 				rest = append(rest, f.queue[i:]...)
 				break
+			}
+			if !r.state.CompareAndSwap(reqQueued, reqTaken) {
+				continue // its caller gave up this moment
 			}
 			batch = append(batch, r)
 			bytes += len(r.cmd)
@@ -153,8 +175,8 @@ func (f *forwarder) send() {
 		if len(batch) == 1 {
 			r := batch[0]
 			f.c.singles.Add(1)
-			res, route, err := f.c.proposeTo(r.ctx, f.addr, r.cmd, 0)
-			r.done <- fwdOutcome{res: res, route: route, err: err}
+			res, route, sent, err := f.c.proposeTo(r.ctx, f.addr, r.cmd, 0)
+			r.done <- fwdOutcome{res: res, route: route, err: err, sent: sent}
 			continue
 		}
 		f.sendBatch(batch)
@@ -190,7 +212,7 @@ func (f *forwarder) sendBatch(batch []*fwdReq) {
 			resp.Body.Close()
 		}
 		if sent && resp == nil {
-			answer(fwdOutcome{err: &slotstore.Error{Code: slotstore.CodeTimeout, Err: err, RetryAfter: time.Second,
+			answer(fwdOutcome{sent: true, err: &slotstore.Error{Code: slotstore.CodeTimeout, Err: err, RetryAfter: time.Second,
 				Message: "lost the connection to the leader; the write may or may not have been applied"}})
 			return
 		}
@@ -200,16 +222,17 @@ func (f *forwarder) sendBatch(batch []*fwdReq) {
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, 4*meta.MaxEntryBytes+1))
 	if err != nil {
-		answer(fwdOutcome{err: &slotstore.Error{Code: slotstore.CodeTimeout, Err: err,
+		answer(fwdOutcome{sent: true, err: &slotstore.Error{Code: slotstore.CodeTimeout, Err: err,
 			Message: "lost the leader's answer; the write may or may not have been applied"}})
 		return
 	}
 	outs, err := decodeBatchAnswers(raw, len(batch))
 	if err != nil {
-		answer(fwdOutcome{err: slotstore.Wrap(slotstore.CodeInternal, err, "undecodable batch answer from the leader")})
+		answer(fwdOutcome{sent: true, err: slotstore.Wrap(slotstore.CodeInternal, err, "undecodable batch answer from the leader")})
 		return
 	}
 	for i, r := range batch {
+		outs[i].sent = true
 		r.done <- outs[i]
 	}
 }

@@ -33,6 +33,17 @@ func (n *Node) transferInFlight(g slotstore.GroupID, now time.Time) bool {
 	return ok && now.Sub(v.(time.Time)) < n.cfg.Leadership.TransferCooldown
 }
 
+// transferFacts gathers what the transfer checks of moving g's leadership
+// to target need besides the group's view, as this node knows it at now.
+func (n *Node) transferFacts(g slotstore.GroupID, target slotstore.NodeID, now time.Time) transferFacts {
+	f := transferFacts{Now: now, InFlight: n.transferInFlight(g, now), Backoff: n.backoff.state(g)}
+	f.TargetHealthyFor, f.TargetGap = n.obs.healthyFor(now, target)
+	for _, h := range n.obs.nodeHealth(now, []slotstore.NodeID{target}, n.cfg.NodeID) {
+		f.TargetDown = h.Health == slotstore.NodeUnreachable
+	}
+	return f
+}
+
 type transferRequest struct {
 	Group  slotstore.GroupID `json:"group"`
 	Target slotstore.NodeID  `json:"target"`
@@ -64,8 +75,7 @@ func (n *Node) leaderTransfer(ctx context.Context, g slotstore.GroupID, target s
 	if err != nil {
 		return slotstore.Preflight{}, slotstore.TransferResult{}, err
 	}
-	now := n.cfg.Now()
-	pf := checkTransfer(v, target, n.cfg.Leadership, n.transferInFlight(g, now))
+	pf := checkTransfer(v, target, n.cfg.Leadership, n.transferFacts(g, target, n.cfg.Now()))
 	if dryRun {
 		return pf, slotstore.TransferResult{}, nil
 	}
@@ -102,15 +112,28 @@ func (n *Node) refreshObservations(ctx context.Context) {
 	}
 }
 
-// executeTransfer asks a node that holds a replica of the group (this one,
-// else the current leader) to transfer, and waits to observe the new leader.
-func (n *Node) executeTransfer(ctx context.Context, v slotstore.GroupView, target slotstore.NodeID) (slotstore.TransferResult, error) {
+// executeTransfer asks the group's current leader (this node, or the
+// leader's node over peer RPC) to transfer, and waits to observe the new
+// leader. The leader's node carries it out because it alone knows, live,
+// whether the target answers it (TransferLeader refuses otherwise), and so
+// that it knows its leadership was handed away, not lost. A failure puts
+// the group into back-off; a success clears it.
+func (n *Node) executeTransfer(ctx context.Context, v slotstore.GroupView, target slotstore.NodeID) (res slotstore.TransferResult, err error) {
 	start := n.cfg.Now()
 	n.transfers.Store(v.ID, start)
 	defer n.transfers.Delete(v.ID)
-	res := slotstore.TransferResult{Group: v.ID, PreviousLeader: v.Leader}
-	var err error
-	if (*n.groups.Load())[v.ID] != nil {
+	defer func() {
+		if err != nil {
+			n.backoff.failed(v.ID, n.cfg.Now(), n.cfg.Leadership)
+		} else {
+			n.backoff.succeeded(v.ID)
+		}
+	}()
+	res = slotstore.TransferResult{Group: v.ID, PreviousLeader: v.Leader}
+	if v.Leader == 0 {
+		return res, slotstore.Errorf(slotstore.CodeRouteNotReady, "group %d has no observed leader to transfer from", v.ID)
+	}
+	if v.Leader == n.cfg.NodeID {
 		err = n.TransferLeader(ctx, v.ID, target)
 		if err == nil {
 			st, _ := n.router.Load().Group(v.ID)

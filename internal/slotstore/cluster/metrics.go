@@ -21,10 +21,14 @@ type metrics struct {
 	appliedIdx *prometheus.GaugeVec
 	backlogs   *prometheus.GaugeVec
 	queueDepth prometheus.Collector
+	dropped    prometheus.Counter
+	moves      *prometheus.CounterVec
+	health     prometheus.Collector
 	store      *storeCollector
 	cs         []prometheus.Collector
 
 	entries, commands atomic.Uint64 // totals behind BatchStats
+	drops             atomic.Uint64 // behind DroppedProposals
 }
 
 func newMetrics(reg prometheus.Registerer, n *Node) (*metrics, error) {
@@ -47,10 +51,24 @@ func newMetrics(reg prometheus.Registerer, n *Node) (*metrics, error) {
 		Name: "slotmeta_projection_backlog",
 		Help: "Subscriber changes waiting for their membership projection, as the last scan of a group this node leads saw them (capped at one scan page).",
 	}, []string{"group"})
+	m.dropped = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "slotmeta_proposals_dropped_total",
+		Help: "Raft entries dragonboat dropped before appending them (a leader transfer or an election under way), proposed again.",
+	})
+	m.moves = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "slotmeta_forward_leader_moves_total",
+		Help: "Forwarded writes cut short because another node was learnt to lead the group, by what became of them: redirected (not sent, or re-sent under an Idempotency-Key) or unknown (answered timeout).",
+	}, []string{"outcome"})
+	m.health = &healthCollector{n: n,
+		unreachable: prometheus.NewDesc("slotmeta_node_unreachable", "1 when the controller leader has had no status report from the node for longer than the unreachable limit (reported by the controller leader only).", []string{"node"}, nil),
+		under:       prometheus.NewDesc("slotmeta_group_under_replicated", "1 when the group has fewer live voters than desired peers, or no leader (reported by the controller leader only).", []string{"group"}, nil),
+		live:        prometheus.NewDesc("slotmeta_group_live_voters", "Voters of the group that report and that its leader hears (reported by the controller leader only).", []string{"group"}, nil),
+	}
 	m.store = newStoreCollector(n)
 	m.queueDepth = &queueCollector{n: n, desc: prometheus.NewDesc("slotmeta_proposal_queue_depth",
 		"Commands waiting in a group's proposal queue on this node.", []string{"group"}, nil)}
-	for _, c := range []prometheus.Collector{m.proposals, m.batchCmds, m.batchBytes, m.appliedIdx, m.backlogs, m.queueDepth, m.store} {
+	for _, c := range []prometheus.Collector{m.proposals, m.batchCmds, m.batchBytes, m.appliedIdx, m.backlogs, m.queueDepth,
+		m.dropped, m.moves, m.health, m.store} {
 		if err := reg.Register(c); err != nil {
 			m.unregister()
 			return nil, err
@@ -74,6 +92,63 @@ func (m *metrics) proposal(g slotstore.GroupID, code slotstore.Code) {
 		outcome = "ok"
 	}
 	m.proposals.WithLabelValues(strconv.FormatUint(uint64(g), 10), outcome).Inc()
+}
+
+// droppedProposal counts an entry dragonboat dropped that is proposed again.
+func (m *metrics) droppedProposal() {
+	m.drops.Add(1)
+	m.dropped.Inc()
+}
+
+// leaderMove counts a forward cut short by a leader change.
+func (m *metrics) leaderMove(redirected bool) {
+	outcome := "unknown"
+	if redirected {
+		outcome = "redirected"
+	}
+	m.moves.WithLabelValues(outcome).Inc()
+}
+
+// DroppedProposals is how many Raft entries this node's proposers had
+// dropped by dragonboat and proposed again.
+func (n *Node) DroppedProposals() uint64 { return n.metrics.drops.Load() }
+
+// healthCollector reports node and group health at scrape time, on the
+// controller leader only (elsewhere it has no series: one node speaks for
+// the cluster, so dashboards do not sum several views).
+type healthCollector struct {
+	n                        *Node
+	unreachable, under, live *prometheus.Desc
+}
+
+func (h *healthCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- h.unreachable
+	ch <- h.under
+	ch <- h.live
+}
+
+func (h *healthCollector) Collect(ch chan<- prometheus.Metric) {
+	n := h.n
+	if !n.isControllerLeader() {
+		return
+	}
+	now := n.cfg.Now()
+	for _, nh := range n.obs.nodeHealth(now, n.registeredNodes(), n.cfg.NodeID) {
+		v := 0.0
+		if nh.Health == slotstore.NodeUnreachable {
+			v = 1
+		}
+		ch <- prometheus.MustNewConstMetric(h.unreachable, prometheus.GaugeValue, v, strconv.FormatUint(uint64(nh.Node), 10))
+	}
+	for _, g := range n.aggregate(now) {
+		label := strconv.FormatUint(uint64(g.ID), 10)
+		v := 0.0
+		if g.Health != slotstore.GroupHealthy {
+			v = 1
+		}
+		ch <- prometheus.MustNewConstMetric(h.under, prometheus.GaugeValue, v, label)
+		ch <- prometheus.MustNewConstMetric(h.live, prometheus.GaugeValue, float64(g.LiveVoters), label)
+	}
 }
 
 func (m *metrics) applied(g slotstore.GroupID, index uint64) {

@@ -72,10 +72,13 @@ type Node struct {
 	peerLn    net.Listener
 
 	obs       *observer
-	snaps     snapshotEvents // dragonboat system events, counted (snapshotevents.go)
-	transfers sync.Map       // GroupID → time.Time: leader transfers this node started and has not seen finish
-	decided   sync.Map       // GroupID → string: the last decision recorded per group (to log changes only)
-	bg        sync.WaitGroup // background goroutines besides the reconcile loop
+	heard     *heard           // when each replica was last heard from over Raft (heard.go)
+	disrupt   *disruptions     // the local replicas' last disruptions (disruption.go)
+	backoff   *transferBackoff // per group, after failed leader transfers (health.go)
+	snaps     snapshotEvents   // dragonboat system events, counted (snapshotevents.go)
+	transfers sync.Map         // GroupID → time.Time: leader transfers this node started and has not seen finish
+	decided   sync.Map         // GroupID → string: the last decision recorded per group (to log changes only)
+	bg        sync.WaitGroup   // background goroutines besides the reconcile loop
 
 	// viewsHook, set only by tests, replaces the observed views the
 	// preferred-leader reconciler decides from.
@@ -117,7 +120,9 @@ func Start(cfg Config) (*Node, error) {
 	n := &Node{cfg: cfg, db: db, logdb: &commitLogDBFactory{}, router: routing.NewRouter(), kick: make(chan struct{}, 1),
 		stop: make(chan struct{}), done: make(chan struct{}),
 		peers: newPeerClient(cfg.ClusterSecret, cfg.MaxPeerInFlight), peerSlots: make(chan struct{}, 4*cfg.MaxPeerInFlight),
-		obs: newObserver()}
+		obs: newObserver(), heard: newHeard(),
+		disrupt: newDisruptions(4*cfg.electionTimeout(), 2*cfg.electionTimeout()),
+		backoff: newTransferBackoff(uint64(cfg.NodeID)<<32 ^ uint64(time.Now().UnixNano()))}
 	n.peers.useTLS(peerTLS)
 	if cfg.WrapPeerTransport != nil {
 		n.peers.http.Transport = cfg.WrapPeerTransport(n.peers.http.Transport)
@@ -153,9 +158,8 @@ func Start(cfg Config) (*Node, error) {
 		Expert:            expertConfig(workers, n.logdb),
 	}
 	nhc.SystemEventListener = &n.snaps // counts snapshots (snapshotevents.go)
-	if cfg.RaftTransport != nil {
-		nhc.Expert.TransportFactory = cfg.RaftTransport
-	}
+	// dragonboat's TCP transport (or the test's), recording who we hear from.
+	nhc.Expert.TransportFactory = heardTransport{inner: cfg.RaftTransport, h: n.heard}
 	if cfg.RaftFS != nil {
 		nhc.Expert.FS = cfg.RaftFS
 	}
@@ -346,6 +350,7 @@ func (n *Node) LeaderUpdated(info raftio.LeaderInfo) {
 	if !ok {
 		return
 	}
+	n.disrupt.leaderUpdated(info.ShardID, info.LeaderID)
 	if info.LeaderID == 0 {
 		n.router.SetLeader(g, 0, info.Term)
 		return

@@ -17,6 +17,7 @@ import (
 type observer struct {
 	mu      sync.Mutex
 	reports map[slotstore.NodeID]report
+	health  healthBook // reachability streaks while this node leads the controller (health.go)
 }
 
 type report struct {
@@ -24,7 +25,9 @@ type report struct {
 	receivedAt time.Time
 }
 
-func newObserver() *observer { return &observer{reports: map[slotstore.NodeID]report{}} }
+func newObserver() *observer {
+	return &observer{reports: map[slotstore.NodeID]report{}, health: healthBook{tracks: map[slotstore.NodeID]*nodeTrack{}}}
+}
 
 // isControllerLeader reports whether this node leads the controller group.
 func (n *Node) isControllerLeader() bool { return n.ctrlLeader.Load() == uint64(n.cfg.NodeID) }
@@ -45,6 +48,7 @@ func (n *Node) observeLoop() {
 		case <-t.C:
 		}
 		if !n.isControllerLeader() {
+			n.obs.stepDown()
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ObserveInterval)
@@ -61,6 +65,8 @@ func (n *Node) observeLoop() {
 // (concurrently; a node that does not answer within ctx keeps its last one).
 func (n *Node) ObserveOnce(ctx context.Context) {
 	st := n.ctrl.Load()
+	n.obs.lead(n.cfg.Now())
+	defer func() { n.obs.updateHealth(n.cfg.Now(), n.registeredNodes(), n.cfg.UnreachableAfter) }()
 	var wg sync.WaitGroup
 	for _, id := range st.NodeIDs() {
 		node := st.Nodes[id]
@@ -92,6 +98,28 @@ func (n *Node) ObserveOnce(ctx context.Context) {
 		}()
 	}
 	wg.Wait()
+}
+
+// registeredNodes are the nodes the controller lists, removed ones left out.
+func (n *Node) registeredNodes() []slotstore.NodeID {
+	st := n.ctrl.Load()
+	var out []slotstore.NodeID
+	for _, id := range st.NodeIDs() {
+		if st.Nodes[id].State != controller.NodeRemoved {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// NodeHealth returns every registered node's reachability as the
+// controller leader observes it (asked over peer RPC when it is another
+// node).
+func (n *Node) NodeHealth(ctx context.Context) ([]slotstore.NodeHealth, error) {
+	if n.isControllerLeader() {
+		return n.obs.nodeHealth(n.cfg.Now(), n.registeredNodes(), n.cfg.NodeID), nil
+	}
+	return askControllerLeader[[]slotstore.NodeHealth](ctx, n, "health")
 }
 
 // nodeOfReplica maps a replica of group g to its node: through the desired
@@ -160,6 +188,8 @@ func (n *Node) aggregate(now time.Time) []slotstore.GroupView {
 		}
 		var leaderApplied uint64
 		var voters, nonVoters map[uint64]string
+		var heardAgo map[uint64]int64 // from the leader's own report
+		var leaderReportAge int64
 		if best != nil {
 			v.Leader = nodeOfReplica(st, gid, best.rs.LeaderReplica, best.rs.Voters)
 			v.Term = best.rs.Term
@@ -170,6 +200,7 @@ func (n *Node) aggregate(now time.Time) []slotstore.GroupView {
 				if s.rs.ReplicaID == best.rs.LeaderReplica && s.rs.LeaderReplica == s.rs.ReplicaID {
 					leaderApplied = s.rs.AppliedIndex
 					voters, nonVoters, v.ConfigChangeID = s.rs.Voters, s.rs.NonVoters, s.rs.ConfigChangeID
+					heardAgo, leaderReportAge = s.rs.HeardAgoMs, now.Sub(s.at).Milliseconds()
 				}
 			}
 		}
@@ -197,16 +228,40 @@ func (n *Node) aggregate(now time.Time) []slotstore.GroupView {
 			if leaderApplied > s.rs.AppliedIndex {
 				rv.Lag = leaderApplied - s.rs.AppliedIndex
 			}
+			rv.HeardAgoMs = -1
+			switch ago, ok := heardAgo[s.rs.ReplicaID]; {
+			case heardAgo != nil && s.rs.ReplicaID == best.rs.LeaderReplica:
+				rv.HeardAgoMs = 0
+			case ok && ago >= 0:
+				rv.HeardAgoMs = ago + leaderReportAge
+			}
+			rv.Disruption, rv.DisruptedAgoMs = s.rs.Disruption, s.rs.DisruptedAgoMs
+			if rv.Disruption != "" {
+				rv.DisruptedAgoMs += rv.ReportAgeMs
+			}
+			rv.Live = rv.Role == slotstore.RoleVoter && rv.ReportAgeMs <= n.cfg.UnreachableAfter.Milliseconds() &&
+				rv.HeardAgoMs >= 0 && rv.HeardAgoMs <= n.cfg.UnreachableAfter.Milliseconds()
+			if rv.Live {
+				v.LiveVoters++
+			}
 			reported[s.rs.Node] = true
 			v.Replicas = append(v.Replicas, rv)
 		}
 		for _, p := range v.DesiredPeers { // desired peers that reported nothing
 			if !reported[p.Node] {
 				v.Replicas = append(v.Replicas, slotstore.ReplicaView{Node: p.Node, ReplicaID: p.ReplicaID, Role: slotstore.RoleUnknown,
-					Desired: true, ReportAgeMs: -1})
+					Desired: true, ReportAgeMs: -1, HeardAgoMs: -1})
 			}
 		}
 		sort.Slice(v.Replicas, func(i, j int) bool { return v.Replicas[i].Node < v.Replicas[j].Node })
+		switch {
+		case v.Leader == 0:
+			v.Health = slotstore.GroupNoLeader
+		case v.LiveVoters < len(v.DesiredPeers):
+			v.Health = slotstore.GroupUnderReplicated
+		default:
+			v.Health = slotstore.GroupHealthy
+		}
 		views = append(views, v)
 	}
 	return views
@@ -220,32 +275,47 @@ func (n *Node) Groups(ctx context.Context) ([]slotstore.GroupView, error) {
 	if n.isControllerLeader() {
 		return n.aggregate(n.cfg.Now()), nil
 	}
+	return askControllerLeader[[]slotstore.GroupView](ctx, n, "groups")
+}
+
+// askControllerLeader GETs one of the views only the controller leader
+// holds (groups, health) over peer RPC.
+func askControllerLeader[T any](ctx context.Context, n *Node, path string) (T, error) {
+	var out T
 	leader := slotstore.NodeID(n.ctrlLeader.Load())
 	addr := n.peerAddrOf(leader)
 	if leader == 0 || addr == "" {
-		return nil, slotstore.Errorf(slotstore.CodeRouteNotReady, "the controller leader is unknown")
+		return out, slotstore.Errorf(slotstore.CodeRouteNotReady, "the controller leader is unknown")
 	}
-	resp, _, err := n.peers.call(ctx, http.MethodGet, addr, "groups", nil, nil)
+	resp, _, err := n.peers.call(ctx, http.MethodGet, addr, path, nil, nil)
 	if err != nil {
-		return nil, err
+		return out, err
 	}
 	body, err := readBody(resp)
 	if err != nil {
-		return nil, slotstore.Wrap(slotstore.CodeTimeout, err, "reading the controller leader's answer")
+		return out, slotstore.Wrap(slotstore.CodeTimeout, err, "reading the controller leader's answer")
 	}
-	var views []slotstore.GroupView
-	if err := json.Unmarshal(body, &views); err != nil {
-		return nil, slotstore.Wrap(slotstore.CodeInternal, err, "undecodable group views")
+	if err := json.Unmarshal(body, &out); err != nil {
+		return out, slotstore.Wrap(slotstore.CodeInternal, err, "undecodable answer of the controller leader")
 	}
-	return views, nil
+	return out, nil
 }
 
 func (n *Node) servePeerGroups(_ context.Context, w http.ResponseWriter, _ *http.Request) {
+	serveControllerView(n, w, func() []slotstore.GroupView { return n.aggregate(n.cfg.Now()) })
+}
+
+func (n *Node) servePeerHealth(_ context.Context, w http.ResponseWriter, _ *http.Request) {
+	serveControllerView(n, w, func() []slotstore.NodeHealth { return n.obs.nodeHealth(n.cfg.Now(), n.registeredNodes(), n.cfg.NodeID) })
+}
+
+// serveControllerView answers a view only the controller leader holds.
+func serveControllerView[T any](n *Node, w http.ResponseWriter, view func() T) {
 	if !n.isControllerLeader() {
 		writePeerError(w, http.StatusServiceUnavailable, &slotstore.Error{Code: slotstore.CodeNotLeader,
 			LeaderHint: slotstore.NodeID(n.ctrlLeader.Load()), Message: "this node does not lead the controller"})
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(n.aggregate(n.cfg.Now()))
+	_ = json.NewEncoder(w).Encode(view())
 }

@@ -143,35 +143,36 @@ func readBody(resp *http.Response) ([]byte, error) {
 }
 
 // proposeTo forwards an encoded command for group g (0: the group owning the
-// command's hash slot) to the node at addr.
-func (c *peerClient) proposeTo(ctx context.Context, addr string, cmd []byte, g slotstore.GroupID) (meta.Result, slotstore.Route, error) {
+// command's hash slot) to the node at addr. sent reports whether the
+// request may have reached the node: an error with sent false is a definite
+// "not proposed there".
+func (c *peerClient) proposeTo(ctx context.Context, addr string, cmd []byte, g slotstore.GroupID) (res meta.Result, route slotstore.Route, sent bool, err error) {
 	var hdr map[string]string
 	if g != 0 {
 		hdr = map[string]string{hdrGroup: strconv.FormatUint(uint64(g), 10)}
 	}
 	resp, sent, err := c.call(ctx, http.MethodPost, addr, "propose", cmd, hdr)
-	var route slotstore.Route
 	if resp != nil {
 		route = routeFromHeaders(resp.Header)
 	}
 	if err != nil {
 		if sent && resp == nil {
 			// The connection failed after the request may have left.
-			return meta.Result{}, route, &slotstore.Error{Code: slotstore.CodeTimeout, Err: err, RetryAfter: time.Second,
+			return meta.Result{}, route, true, &slotstore.Error{Code: slotstore.CodeTimeout, Err: err, RetryAfter: time.Second,
 				Message: "lost the connection to the leader; the write may or may not have been applied"}
 		}
-		return meta.Result{}, route, err
+		return meta.Result{}, route, sent, err
 	}
 	body, err := readBody(resp)
 	if err != nil {
-		return meta.Result{}, route, &slotstore.Error{Code: slotstore.CodeTimeout, Err: err,
+		return meta.Result{}, route, true, &slotstore.Error{Code: slotstore.CodeTimeout, Err: err,
 			Message: "lost the leader's answer; the write may or may not have been applied"}
 	}
-	res, err := meta.DecodeResult(body)
+	res, err = meta.DecodeResult(body)
 	if err != nil {
-		return meta.Result{}, route, slotstore.Wrap(slotstore.CodeInternal, err, "undecodable result from the leader")
+		return meta.Result{}, route, true, slotstore.Wrap(slotstore.CodeInternal, err, "undecodable result from the leader")
 	}
-	return res, route, nil
+	return res, route, true, nil
 }
 
 // read forwards a query to the node at addr.

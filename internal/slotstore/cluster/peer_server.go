@@ -49,6 +49,7 @@ func (n *Node) peerHandler() http.Handler {
 	mux.HandleFunc("GET "+peerPrefix+"leaders", n.peerAuth(n.servePeerLeaders))
 	mux.HandleFunc("GET "+peerPrefix+"status", n.peerAuth(n.servePeerStatus))
 	mux.HandleFunc("GET "+peerPrefix+"groups", n.peerAuth(n.servePeerGroups))
+	mux.HandleFunc("GET "+peerPrefix+"health", n.peerAuth(n.servePeerHealth))
 	mux.HandleFunc("POST "+peerPrefix+"transfer", n.peerAuth(n.servePeerTransfer))
 	mux.HandleFunc("POST "+peerPrefix+"membership", n.peerAuth(n.servePeerMembership))
 	return mux

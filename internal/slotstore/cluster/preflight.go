@@ -22,14 +22,29 @@ const (
 	ReasonNoLeader            = "no_live_leader"
 	ReasonAlreadyLeader       = "already_leader"
 	ReasonNoObservation       = "no_observation"
+	ReasonTargetUnreachable   = "target_unreachable"
+	ReasonTargetHeldDown      = "target_held_down"
+	ReasonTransferBackoff     = "transfer_backoff"
 )
 
 // LeadershipPolicy holds the thresholds of the safety checks.
 type LeadershipPolicy struct {
 	PreferredTTL     time.Duration // an intent older than this is stale (default 24h)
-	ActiveWithin     time.Duration // a node that reported longer ago is inactive (default 5s)
+	ActiveWithin     time.Duration // a node that reported longer ago is inactive (default 3s)
 	MaxLag           uint64        // a target further behind the leader is lagging (default 64 entries)
 	TransferCooldown time.Duration // a transfer started this recently is still in flight (default 5s)
+	// ReachableWithin: the group leader's node must have received a Raft
+	// message from the target this recently (default: one election timeout,
+	// i.e. ten missed heartbeats; Config fills it from the Raft timing).
+	ReachableWithin time.Duration
+	// HoldDown keeps a node that was disrupted — unreachable, restarted,
+	// lost its leadership or its leader — from being made leader until it
+	// has been healthy this long (default 30s).
+	HoldDown time.Duration
+	// After a failed transfer, the group's next one waits BackoffBase,
+	// doubling per failure in a row up to BackoffMax, jittered ±25 %
+	// (defaults 5s and 5m).
+	BackoffBase, BackoffMax time.Duration
 }
 
 func (p *LeadershipPolicy) ensureDefaults() {
@@ -37,7 +52,7 @@ func (p *LeadershipPolicy) ensureDefaults() {
 		p.PreferredTTL = 24 * time.Hour
 	}
 	if p.ActiveWithin == 0 {
-		p.ActiveWithin = 5 * time.Second
+		p.ActiveWithin = 3 * time.Second
 	}
 	if p.MaxLag == 0 {
 		p.MaxLag = 64
@@ -45,6 +60,31 @@ func (p *LeadershipPolicy) ensureDefaults() {
 	if p.TransferCooldown == 0 {
 		p.TransferCooldown = 5 * time.Second
 	}
+	if p.ReachableWithin == 0 {
+		p.ReachableWithin = 500 * time.Millisecond
+	}
+	if p.HoldDown == 0 {
+		p.HoldDown = 30 * time.Second
+	}
+	if p.BackoffBase == 0 {
+		p.BackoffBase = 5 * time.Second
+	}
+	if p.BackoffMax == 0 {
+		p.BackoffMax = 5 * time.Minute
+	}
+}
+
+// transferFacts are what the checks need besides the group's view: all
+// of it observed or remembered by the controller leader at Now.
+type transferFacts struct {
+	Now      time.Time
+	InFlight bool         // a transfer of the group is in flight
+	Backoff  backoffState // the group's back-off after failed transfers
+	// The target node's streak of reports since this controller leader
+	// last saw it unreachable (Gap false: it never did).
+	TargetGap        bool
+	TargetHealthyFor time.Duration
+	TargetDown       bool // the node is unreachable now
 }
 
 // Blocker and Preflight are the domain types (package slotstore).
@@ -54,10 +94,14 @@ type (
 )
 
 // checkTransfer runs every safety check of moving v's leadership to target.
-// It is a pure function of the view, the policy, now and whether a transfer
-// is in flight: the API's preflight, the transfer itself and the
-// preferred-leader reconciler all use it.
-func checkTransfer(v slotstore.GroupView, target slotstore.NodeID, p LeadershipPolicy, inFlight bool) Preflight {
+// It is a pure function of the view, the policy and the facts: the API's
+// preflight, the transfer itself and the preferred-leader reconciler all
+// use it. Besides the membership and progress checks it asks whether the
+// target is reachable now — its node reports, and the leader's own Raft
+// view has heard from it within ReachableWithin — and whether it was
+// disrupted within HoldDown; and it holds the group back while it is in
+// back-off after failed transfers.
+func checkTransfer(v slotstore.GroupView, target slotstore.NodeID, p LeadershipPolicy, f transferFacts) Preflight {
 	pf := Preflight{Group: v.ID, Target: target, Leader: v.Leader, Term: v.Term, TargetReportAge: -1,
 		ObservedBy: v.ObservedBy, ObservationAge: v.ObservationAgeMs, Blockers: []Blocker{}}
 	block := func(reason, format string, args ...any) {
@@ -102,12 +146,35 @@ func checkTransfer(v slotstore.GroupView, target slotstore.NodeID, p LeadershipP
 		if r.Lag > p.MaxLag {
 			block(ReasonTargetLagging, "node %d is %d entries behind the leader (limit %d)", target, r.Lag, p.MaxLag)
 		}
+		if v.Leader != 0 && v.Leader != target {
+			// HeardAgoMs is as of now: the leader's report plus its age.
+			limit := p.ReachableWithin + time.Duration(max(v.ObservationAgeMs, 0))*time.Millisecond
+			switch {
+			case r.HeardAgoMs < 0:
+				block(ReasonTargetUnreachable, "the leader (node %d) has not reported hearing from node %d", v.Leader, target)
+			case time.Duration(r.HeardAgoMs)*time.Millisecond > limit:
+				block(ReasonTargetUnreachable, "the leader (node %d) last heard from node %d %dms ago (limit %v after its report of %dms ago)",
+					v.Leader, target, r.HeardAgoMs, p.ReachableWithin, v.ObservationAgeMs)
+			}
+		}
+		if r.Disruption != "" && time.Duration(r.DisruptedAgoMs)*time.Millisecond < p.HoldDown {
+			block(ReasonTargetHeldDown, "node %d reported its replica %s %dms ago (hold-down %v)", target, r.Disruption, r.DisruptedAgoMs, p.HoldDown)
+		}
 	}
 	if pf.TargetReportAge < 0 && desired[target] && !hasBlocker(pf, ReasonTargetInactive) {
 		block(ReasonTargetInactive, "node %d has not reported group %d", target, v.ID)
 	}
-	if inFlight {
+	if f.TargetDown {
+		block(ReasonTargetUnreachable, "node %d is unreachable: no status report for longer than the limit", target)
+	} else if f.TargetGap && f.TargetHealthyFor < p.HoldDown {
+		block(ReasonTargetHeldDown, "node %d was unreachable; healthy for %v of the %v hold-down", target, f.TargetHealthyFor.Round(time.Millisecond), p.HoldDown)
+	}
+	if f.InFlight {
 		block(ReasonTransferInFlight, "a leader transfer of group %d is in flight", v.ID)
+	}
+	if f.Now.Before(f.Backoff.until) {
+		block(ReasonTransferBackoff, "%d failed transfer(s) of group %d in a row: next attempt in %v", f.Backoff.failures, v.ID,
+			f.Backoff.until.Sub(f.Now).Round(time.Millisecond))
 	}
 	pf.OK = len(pf.Blockers) == 0
 	return pf

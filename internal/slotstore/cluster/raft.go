@@ -13,23 +13,75 @@ import (
 )
 
 // raftReplicator proposes entries to one group through the local NodeHost.
+//
+// A proposal dragonboat drops comes back as ErrShardNotReady. Dropped means
+// never appended: the leader drops proposals while a leader transfer is
+// pending, and followers and candidates drop them when they know no leader,
+// each before anything reaches the log (internal/raft/raft.go,
+// handleLeaderPropose, handleFollowerPropose, handleCandidatePropose →
+// reportDroppedProposal; node.go processDroppedEntries → RequestDropped →
+// ErrShardNotReady), and a replica not yet initialized refuses before
+// queueing (node.go propose). So a dropped entry is proposed again — a
+// transfer or an election lasts a moment, and refusing every write of it
+// would turn a routine transfer into an outage — until it lands, the
+// request's deadline passes (route_not_ready: not proposed), or another
+// replica is seen to lead (not_leader with the hint: the caller follows it).
 type raftReplicator struct {
-	nh      *dragonboat.NodeHost
-	shard   uint64
-	group   slotstore.GroupID
-	session *client.Session
+	nh       *dragonboat.NodeHost
+	shard    uint64
+	group    slotstore.GroupID
+	replica  uint64 // this node's replica
+	session  *client.Session
+	leaderOf func(replica uint64) slotstore.NodeID // the node of a replica (0: unknown)
+	changed  func() context.Context                // cancelled at the group's next leader change
+	dropped  func()                                // counts a dropped entry (metrics)
 }
 
+// dropRetry bounds the pause between proposals of a dropped entry (each
+// pause also ends at a leader change).
+const dropRetry = 20 * time.Millisecond
+
 func (r *raftReplicator) Replicate(ctx context.Context, entry []byte) ([]meta.Result, error) {
-	res, err := r.nh.SyncPropose(ctx, r.session, entry)
-	if err != nil {
-		return nil, raftError(err, r.group, true)
+	pause := time.Millisecond
+	for {
+		change := r.changed()
+		res, err := r.nh.SyncPropose(ctx, r.session, entry)
+		if err == nil {
+			results, err := meta.DecodeResults(res.Data)
+			if err != nil {
+				return nil, slotstore.Wrap(slotstore.CodeInternal, err, "undecodable results")
+			}
+			return results, nil
+		}
+		if !errors.Is(err, dragonboat.ErrShardNotReady) {
+			return nil, raftError(err, r.group, true)
+		}
+		r.dropped()
+		if leader, term, valid, lerr := r.nh.GetLeaderID(r.shard); lerr == nil && valid && leader != r.replica {
+			if node := r.leaderOf(leader); node != 0 {
+				return nil, &slotstore.Error{Code: slotstore.CodeNotLeader, LeaderHint: node, LeaderTerm: term, Err: err,
+					RetryAfter: 100 * time.Millisecond, Message: r.group.String() + ": leadership moved before the write was appended; not proposed"}
+			}
+		}
+		if !sleepCtx(ctx, change, pause) {
+			return nil, &slotstore.Error{Code: slotstore.CodeRouteNotReady, Err: err, RetryAfter: 200 * time.Millisecond,
+				Message: r.group.String() + ": raft dropped the write while its leadership changed, until the deadline; not proposed"}
+		}
+		pause = min(2*pause, dropRetry)
 	}
-	results, err := meta.DecodeResults(res.Data)
-	if err != nil {
-		return nil, slotstore.Wrap(slotstore.CodeInternal, err, "undecodable results")
+}
+
+// sleepCtx waits d, or less if wake is done; it reports false if ctx ended first.
+func sleepCtx(ctx, wake context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-wake.Done():
+	case <-t.C:
 	}
-	return results, nil
+	return ctx.Err() == nil
 }
 
 // raftError turns a dragonboat error into the one error type. write says

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -137,12 +138,38 @@ func (b *readBatcher) close() {
 }
 
 // nhReadIndex runs ReadIndex rounds on a NodeHost's replica of a shard.
+//
+// A round dragonboat drops (no leader known, or a new leader that has not
+// yet committed an entry of its term) is run again, and so is a round still
+// waiting when the group's leader changes — it was most likely sent to the
+// old leader, which may never answer. A round that starts later still
+// starts after every read waiting for it arrived, so retrying keeps the
+// reads linearizable; the round's deadline bounds the retries.
 type nhReadIndex struct {
-	nh    *dragonboat.NodeHost
-	shard uint64
+	nh      *dragonboat.NodeHost
+	shard   uint64
+	changed func() context.Context // cancelled at the group's next leader change
 }
 
 func (r nhReadIndex) readIndex(ctx context.Context) error {
+	pause := time.Millisecond
+	for {
+		change := r.changed()
+		err := r.once(ctx, change)
+		if !errors.Is(err, dragonboat.ErrShardNotReady) && !errors.Is(err, errLeaderChanged) {
+			return err
+		}
+		if errors.Is(err, dragonboat.ErrShardNotReady) && !sleepCtx(ctx, change, pause) {
+			return err
+		}
+		pause = min(2*pause, dropRetry)
+	}
+}
+
+// errLeaderChanged ends a wait that the group's leader change made moot.
+var errLeaderChanged = errors.New("the group's leader changed")
+
+func (r nhReadIndex) once(ctx, change context.Context) error {
 	d, ok := ctx.Deadline()
 	if !ok {
 		return dragonboat.ErrTimeoutTooSmall
@@ -168,6 +195,8 @@ func (r nhReadIndex) readIndex(ctx context.Context) error {
 		default:
 			return dragonboat.ErrTimeout
 		}
+	case <-change.Done():
+		return errLeaderChanged
 	case <-ctx.Done():
 		return ctx.Err()
 	}

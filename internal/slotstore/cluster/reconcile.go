@@ -221,6 +221,7 @@ func (n *Node) stopGroup(ctx context.Context, g slotstore.GroupID) error {
 	lg.proposer.Close()
 	lg.reads.close()
 	shard := controller.ShardOf(g)
+	n.disrupt.forget(shard)
 	if err := n.nh.StopReplica(shard, lg.replicaID); err != nil && !errors.Is(err, dragonboat.ErrShardNotFound) {
 		return err
 	}
@@ -324,7 +325,8 @@ func (n *Node) startGroup(st *controller.State, grp *controller.Group, replica u
 	cfg := n.shardConfig(shard, replica)
 	cfg.IsNonVoting = learner
 	join := false
-	if !n.nh.HasNodeInfo(shard, replica) {
+	restarted := n.nh.HasNodeInfo(shard, replica)
+	if !restarted {
 		// A new replica starts from nothing: what an earlier replica of
 		// the group on this node left would be taken for its state (and
 		// dragonboat refuses a new replica whose state machine is not
@@ -346,12 +348,24 @@ func (n *Node) startGroup(st *controller.State, grp *controller.Group, replica u
 			}
 		}
 	}
+	n.disrupt.started(shard, replica, restarted)
 	if err := n.nh.StartOnDiskReplica(members, join, create, cfg); err != nil {
+		n.disrupt.forget(shard)
 		return err
 	}
-	rep := &raftReplicator{nh: n.nh, shard: shard, group: grp.ID, session: n.nh.GetNoOPSession(shard)}
-	lg.proposer = NewProposer(n.cfg.Proposer, rep, n.metrics.batchObserver(grp.ID))
-	lg.reads = newReadBatcher(nhReadIndex{nh: n.nh, shard: shard}, n.cfg.RequestTimeout)
+	g := grp.ID
+	changed := func() context.Context { return n.router.LeaderChange(g) }
+	leaderOf := func(r uint64) slotstore.NodeID {
+		if grp, ok := n.ctrl.Load().Groups[g]; ok {
+			node, _ := grp.NodeOfReplica(r)
+			return node
+		}
+		return 0
+	}
+	rep := &raftReplicator{nh: n.nh, shard: shard, group: g, replica: replica, session: n.nh.GetNoOPSession(shard),
+		leaderOf: leaderOf, changed: changed, dropped: n.metrics.droppedProposal}
+	lg.proposer = NewProposer(n.cfg.Proposer, rep, n.metrics.batchObserver(g))
+	lg.reads = newReadBatcher(nhReadIndex{nh: n.nh, shard: shard, changed: changed}, n.cfg.RequestTimeout)
 	next := make(map[slotstore.GroupID]*localGroup, len(*n.groups.Load())+1)
 	for id, g := range *n.groups.Load() {
 		next[id] = g

@@ -19,14 +19,17 @@ const (
 
 // blockerOrder ranks blockers: the first present one is the reason recorded.
 var blockerOrder = []string{ReasonNoObservation, ReasonNoLeader, ReasonTargetNotPeer, ReasonVoterMismatch,
-	ReasonConfigChangePending, ReasonTargetNotVoter, ReasonTargetInactive, ReasonTargetLagging, ReasonTransferInFlight}
+	ReasonConfigChangePending, ReasonTargetNotVoter, ReasonTargetInactive, ReasonTargetUnreachable, ReasonTargetHeldDown,
+	ReasonTargetLagging, ReasonTransferInFlight, ReasonTransferBackoff}
 
 // decidePreferred is the preferred-leader policy for one group, a pure
-// function of the view, the clock and the policy. It returns nil when there
-// is nothing to decide (no preference, or the preferred node leads). It
-// only ever proposes the preferred leader — never another candidate — and
-// only when every check passes; otherwise it skips and says why.
-func decidePreferred(v slotstore.GroupView, now time.Time, p LeadershipPolicy, inFlight bool) *slotstore.Decision {
+// function of the view, the policy and the facts (the clock among them). It
+// returns nil when there is nothing to decide (no preference, or the
+// preferred node leads). It only ever proposes the preferred leader — never
+// another candidate — and only when every check passes, reachability and
+// hold-down included; otherwise it skips and says why.
+func decidePreferred(v slotstore.GroupView, p LeadershipPolicy, f transferFacts) *slotstore.Decision {
+	now := f.Now
 	if v.PreferredLeader == 0 || (v.Leader == v.PreferredLeader && v.Leader != 0) {
 		return nil
 	}
@@ -36,7 +39,7 @@ func decidePreferred(v slotstore.GroupView, now time.Time, p LeadershipPolicy, i
 		d.Detail = fmt.Sprintf("preferred leader set %v ago (ttl %v)", age.Round(time.Second), p.PreferredTTL)
 		return d
 	}
-	pf := checkTransfer(v, v.PreferredLeader, p, inFlight)
+	pf := checkTransfer(v, v.PreferredLeader, p, f)
 	d.TargetLag, d.TargetReportAge = pf.TargetLag, pf.TargetReportAge
 	if pf.OK {
 		d.Kind, d.Reason = DecisionTransfer, "preferred_leader"
@@ -73,7 +76,7 @@ func (n *Node) ReconcileOnce(now time.Time) []slotstore.Decision {
 		views = n.viewsHook(now)
 	}
 	for _, v := range views {
-		d := decidePreferred(v, now, n.cfg.Leadership, n.transferInFlight(v.ID, now))
+		d := decidePreferred(v, n.cfg.Leadership, n.transferFacts(v.ID, v.PreferredLeader, now))
 		if d == nil {
 			n.decided.Delete(v.ID)
 			continue
@@ -93,6 +96,9 @@ func (n *Node) ReconcileOnce(now time.Time) []slotstore.Decision {
 		outcome := *d
 		if err != nil {
 			outcome.Kind, outcome.Reason, outcome.Detail = DecisionTransferFailed, string(slotstore.ErrorCode(err)), err.Error()
+			if b := n.backoff.state(v.ID); b.failures > 0 {
+				outcome.Detail += fmt.Sprintf("; failure %d in a row, next attempt not before %v", b.failures, b.until.Sub(now).Round(time.Millisecond))
+			}
 		} else {
 			outcome.Kind, outcome.Reason = DecisionTransferred, "preferred_leader"
 			outcome.Detail = fmt.Sprintf("node %d leads at term %d after %dms", res.Leader, res.Term, res.TookMs)

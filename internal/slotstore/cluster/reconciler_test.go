@@ -14,41 +14,76 @@ func healthyView(now time.Time) slotstore.GroupView {
 		ID: 1, PreferredLeader: 2, PreferredSetAtMs: now.Add(-time.Minute).UnixMilli(),
 		DesiredPeers: []slotstore.DesiredPeer{{Node: 1, ReplicaID: 1}, {Node: 2, ReplicaID: 2}, {Node: 3, ReplicaID: 3}},
 		Leader:       1, Term: 4, ObservedBy: 1, Voters: []slotstore.NodeID{1, 2, 3}, Learners: []slotstore.NodeID{},
+		ObservationAgeMs: 100,
 		Replicas: []slotstore.ReplicaView{
-			{Node: 1, ReplicaID: 1, Role: slotstore.RoleVoter, AppliedIndex: 100, ReportAgeMs: 100},
-			{Node: 2, ReplicaID: 2, Role: slotstore.RoleVoter, AppliedIndex: 99, Lag: 1, ReportAgeMs: 100},
-			{Node: 3, ReplicaID: 3, Role: slotstore.RoleVoter, AppliedIndex: 100, ReportAgeMs: 100},
+			{Node: 1, ReplicaID: 1, Role: slotstore.RoleVoter, AppliedIndex: 100, ReportAgeMs: 100, HeardAgoMs: 0, Live: true},
+			{Node: 2, ReplicaID: 2, Role: slotstore.RoleVoter, AppliedIndex: 99, Lag: 1, ReportAgeMs: 100, HeardAgoMs: 140, Live: true},
+			{Node: 3, ReplicaID: 3, Role: slotstore.RoleVoter, AppliedIndex: 100, ReportAgeMs: 100, HeardAgoMs: 130, Live: true},
 		},
 	}
 }
+
+// facts at now with nothing in flight, no back-off, and the target never
+// seen unreachable.
+func facts(now time.Time) transferFacts { return transferFacts{Now: now} }
 
 func TestDecidePreferred(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
 	p := LeadershipPolicy{}
 	p.ensureDefaults()
 	cases := []struct {
-		name     string
-		edit     func(*slotstore.GroupView)
-		inFlight bool
-		kind     string
-		reason   string
+		name   string
+		edit   func(*slotstore.GroupView)
+		fact   func(*transferFacts)
+		kind   string
+		reason string
 	}{
-		{"all checks pass", func(*slotstore.GroupView) {}, false, DecisionTransfer, "preferred_leader"},
-		{"stale intent", func(v *slotstore.GroupView) { v.PreferredSetAtMs = now.Add(-25 * time.Hour).UnixMilli() }, false, DecisionSkip, ReasonStaleIntent},
-		{"voters differ from desired peers", func(v *slotstore.GroupView) { v.Voters = []slotstore.NodeID{1, 2, 4} }, false, DecisionSkip, ReasonVoterMismatch},
-		{"a learner is in the membership", func(v *slotstore.GroupView) { v.Learners = []slotstore.NodeID{4} }, false, DecisionSkip, ReasonConfigChangePending},
-		{"target has not reported lately", func(v *slotstore.GroupView) { v.Replicas[1].ReportAgeMs = 6000 }, false, DecisionSkip, ReasonTargetInactive},
-		{"target never reported", func(v *slotstore.GroupView) { v.Replicas[1].ReportAgeMs = -1 }, false, DecisionSkip, ReasonTargetInactive},
-		{"target is lagging", func(v *slotstore.GroupView) { v.Replicas[1].Lag = 65 }, false, DecisionSkip, ReasonTargetLagging},
-		{"a transfer is in flight", func(*slotstore.GroupView) {}, true, DecisionSkip, ReasonTransferInFlight},
-		{"no live leader", func(v *slotstore.GroupView) { v.Leader = 0 }, false, DecisionSkip, ReasonNoLeader},
-		{"nothing observed yet", func(v *slotstore.GroupView) { v.ObservedBy, v.Leader = 0, 0 }, false, DecisionSkip, ReasonNoObservation},
+		{"all checks pass", nil, nil, DecisionTransfer, "preferred_leader"},
+		{"stale intent", func(v *slotstore.GroupView) { v.PreferredSetAtMs = now.Add(-25 * time.Hour).UnixMilli() }, nil, DecisionSkip, ReasonStaleIntent},
+		{"voters differ from desired peers", func(v *slotstore.GroupView) { v.Voters = []slotstore.NodeID{1, 2, 4} }, nil, DecisionSkip, ReasonVoterMismatch},
+		{"a learner is in the membership", func(v *slotstore.GroupView) { v.Learners = []slotstore.NodeID{4} }, nil, DecisionSkip, ReasonConfigChangePending},
+		{"target has not reported lately", func(v *slotstore.GroupView) { v.Replicas[1].ReportAgeMs = 6000 }, nil, DecisionSkip, ReasonTargetInactive},
+		{"target never reported", func(v *slotstore.GroupView) { v.Replicas[1].ReportAgeMs = -1 }, nil, DecisionSkip, ReasonTargetInactive},
+		{"target is lagging", func(v *slotstore.GroupView) { v.Replicas[1].Lag = 65 }, nil, DecisionSkip, ReasonTargetLagging},
+		{"a transfer is in flight", nil, func(f *transferFacts) { f.InFlight = true }, DecisionSkip, ReasonTransferInFlight},
+		{"no live leader", func(v *slotstore.GroupView) { v.Leader = 0 }, nil, DecisionSkip, ReasonNoLeader},
+		{"nothing observed yet", func(v *slotstore.GroupView) { v.ObservedBy, v.Leader = 0, 0 }, nil, DecisionSkip, ReasonNoObservation},
+		// The case of the issue: the cut-off node reported 2 s ago (under the
+		// report limit), but the leader has not heard from it since.
+		{"the leader does not hear the target", func(v *slotstore.GroupView) {
+			v.Replicas[1].ReportAgeMs, v.Replicas[1].HeardAgoMs = 1999, 1900
+		}, nil, DecisionSkip, ReasonTargetUnreachable},
+		{"the leader never heard the target", func(v *slotstore.GroupView) { v.Replicas[1].HeardAgoMs = -1 }, nil, DecisionSkip, ReasonTargetUnreachable},
+		{"the target's node is unreachable", nil, func(f *transferFacts) { f.TargetDown, f.TargetGap = true, true }, DecisionSkip, ReasonTargetUnreachable},
+		{"the target lost its leadership 10 s ago", func(v *slotstore.GroupView) {
+			v.Replicas[1].Disruption, v.Replicas[1].DisruptedAgoMs = DisruptionLostLeadership, 10_000
+		}, nil, DecisionSkip, ReasonTargetHeldDown},
+		{"the target restarted 29 s ago", func(v *slotstore.GroupView) {
+			v.Replicas[1].Disruption, v.Replicas[1].DisruptedAgoMs = DisruptionRestarted, 29_000
+		}, nil, DecisionSkip, ReasonTargetHeldDown},
+		{"the target came back 5 s ago", nil, func(f *transferFacts) { f.TargetGap, f.TargetHealthyFor = true, 5*time.Second }, DecisionSkip, ReasonTargetHeldDown},
+		{"the group is in back-off", nil, func(f *transferFacts) { f.Backoff = backoffState{failures: 2, until: now.Add(time.Second)} }, DecisionSkip, ReasonTransferBackoff},
+		// Past each limit, nothing holds it back.
+		{"the target lost its leadership 31 s ago", func(v *slotstore.GroupView) {
+			v.Replicas[1].Disruption, v.Replicas[1].DisruptedAgoMs = DisruptionNoLeader, 31_000
+		}, nil, DecisionTransfer, "preferred_leader"},
+		{"the target came back 31 s ago", nil, func(f *transferFacts) { f.TargetGap, f.TargetHealthyFor = true, 31*time.Second }, DecisionTransfer, "preferred_leader"},
+		{"back-off over", nil, func(f *transferFacts) { f.Backoff = backoffState{failures: 2, until: now} }, DecisionTransfer, "preferred_leader"},
+		{"heard within the limit after an old leader report", func(v *slotstore.GroupView) {
+			v.ObservationAgeMs, v.Replicas[1].HeardAgoMs = 900, 1300
+		}, nil, DecisionTransfer, "preferred_leader"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			v := healthyView(now)
-			tc.edit(&v)
-			d := decidePreferred(v, now, p, tc.inFlight)
+			if tc.edit != nil {
+				tc.edit(&v)
+			}
+			f := facts(now)
+			if tc.fact != nil {
+				tc.fact(&f)
+			}
+			d := decidePreferred(v, p, f)
 			if d == nil || d.Kind != tc.kind || d.Reason != tc.reason {
 				t.Fatalf("got %+v, want %s/%s", d, tc.kind, tc.reason)
 			}
@@ -60,12 +95,12 @@ func TestDecidePreferred(t *testing.T) {
 	// Converged, or no preference: nothing to decide.
 	v := healthyView(now)
 	v.Leader = 2
-	if d := decidePreferred(v, now, p, false); d != nil {
+	if d := decidePreferred(v, p, facts(now)); d != nil {
 		t.Fatalf("preferred node already leads: %+v", d)
 	}
 	v = healthyView(now)
 	v.PreferredLeader = 0
-	if d := decidePreferred(v, now, p, false); d != nil {
+	if d := decidePreferred(v, p, facts(now)); d != nil {
 		t.Fatalf("no preference: %+v", d)
 	}
 }
@@ -75,19 +110,23 @@ func TestCheckTransferListsEveryBlocker(t *testing.T) {
 	p := LeadershipPolicy{}
 	p.ensureDefaults()
 	v := healthyView(now)
-	if pf := checkTransfer(v, 3, p, false); !pf.OK || len(pf.Blockers) != 0 {
+	if pf := checkTransfer(v, 3, p, facts(now)); !pf.OK || len(pf.Blockers) != 0 {
 		t.Fatalf("a safe transfer was blocked: %+v", pf)
 	}
-	if pf := checkTransfer(v, 1, p, false); pf.OK || !hasBlocker(pf, ReasonAlreadyLeader) {
+	if pf := checkTransfer(v, 1, p, facts(now)); pf.OK || !hasBlocker(pf, ReasonAlreadyLeader) {
 		t.Fatalf("transfer to the leader itself: %+v", pf)
 	}
-	if pf := checkTransfer(v, 9, p, false); pf.OK || !hasBlocker(pf, ReasonTargetNotPeer) || !hasBlocker(pf, ReasonTargetNotVoter) {
+	if pf := checkTransfer(v, 9, p, facts(now)); pf.OK || !hasBlocker(pf, ReasonTargetNotPeer) || !hasBlocker(pf, ReasonTargetNotVoter) {
 		t.Fatalf("transfer to a stranger: %+v", pf)
 	}
 	v.Replicas[2].Lag, v.Replicas[2].ReportAgeMs = 1000, 60_000
 	v.Learners = []slotstore.NodeID{4}
-	pf := checkTransfer(v, 3, p, true)
-	for _, r := range []string{ReasonTargetLagging, ReasonTargetInactive, ReasonConfigChangePending, ReasonTransferInFlight} {
+	v.Replicas[2].HeardAgoMs, v.Replicas[2].Disruption, v.Replicas[2].DisruptedAgoMs = 5000, DisruptionRestarted, 100
+	f := facts(now)
+	f.InFlight, f.Backoff = true, backoffState{failures: 1, until: now.Add(time.Minute)}
+	pf := checkTransfer(v, 3, p, f)
+	for _, r := range []string{ReasonTargetLagging, ReasonTargetInactive, ReasonConfigChangePending, ReasonTransferInFlight,
+		ReasonTargetUnreachable, ReasonTargetHeldDown, ReasonTransferBackoff} {
 		if !hasBlocker(pf, r) {
 			t.Fatalf("missing blocker %s in %+v", r, pf.Blockers)
 		}

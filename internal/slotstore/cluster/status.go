@@ -40,8 +40,23 @@ func (n *Node) LocalStatus(ctx context.Context) slotstore.NodeStatus {
 			mctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 			if m, err := n.nh.SyncGetShardMembership(mctx, shard); err == nil {
 				rs.Voters, rs.NonVoters, rs.ConfigChangeID = m.Nodes, m.NonVotings, m.ConfigChangeID
+				rs.HeardAgoMs = map[uint64]int64{}
+				for _, members := range []map[uint64]string{m.Nodes, m.NonVotings} {
+					for rid := range members {
+						if rid == lg.replicaID {
+							continue
+						}
+						rs.HeardAgoMs[rid] = -1
+						if ago, ok := n.heard.ago(shard, rid); ok {
+							rs.HeardAgoMs[rid] = ago.Milliseconds()
+						}
+					}
+				}
 			}
 			cancel()
+		}
+		if kind, ago := n.disrupt.last(shard); kind != "" {
+			rs.Disruption, rs.DisruptedAgoMs = kind, ago.Milliseconds()
 		}
 		out.Replicas = append(out.Replicas, rs)
 	}

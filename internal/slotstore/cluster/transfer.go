@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/lni/dragonboat/v4"
@@ -13,8 +14,11 @@ import (
 // TransferLeader asks group g's Raft to hand leadership to node target and
 // waits until this node observes target as the leader (or ctx ends). The
 // request is best effort in Raft: an answer of timeout means the leader did
-// not move in time, not that it never will. This node must hold a replica of
-// g. (Safety checks and the operator API build on this.)
+// not move in time, not that it never will. This node must lead g: only the
+// leader knows whether the target answers it, and while Raft transfers it
+// drops every proposal, so a transfer toward a replica it has not heard from
+// within ReachableWithin is refused (target_unreachable) before it starts
+// and before each repeat. (Safety checks and the operator API build on this.)
 func (n *Node) TransferLeader(ctx context.Context, g slotstore.GroupID, target slotstore.NodeID) error {
 	grp, ok := n.ctrl.Load().Groups[g]
 	if !ok {
@@ -27,11 +31,31 @@ func (n *Node) TransferLeader(ctx context.Context, g slotstore.GroupID, target s
 	if !ok {
 		return slotstore.Errorf(slotstore.CodeConflict, "node %d is not a desired peer of group %d", target, g)
 	}
-	if (*n.groups.Load())[g] == nil {
+	lg := (*n.groups.Load())[g]
+	if lg == nil {
 		return slotstore.Errorf(slotstore.CodeNotLeader, "node %d holds no replica of group %d", n.cfg.NodeID, g)
 	}
 	shard := controller.ShardOf(g)
-	term, err := n.awaitTransfer(ctx, shard, replica)
+	if leader, _, valid, err := n.nh.GetLeaderID(shard); err != nil || !valid || leader != lg.replicaID {
+		st, _ := n.router.Load().Group(g)
+		return &slotstore.Error{Code: slotstore.CodeNotLeader, LeaderHint: st.Leader, LeaderTerm: st.Term,
+			RetryAfter: 200 * time.Millisecond, Message: fmt.Sprintf("node %d does not lead group %d: the leader transfers", n.cfg.NodeID, g)}
+	}
+	reachable := func() error {
+		ago, ok := n.heard.ago(shard, replica)
+		if ok && ago <= n.cfg.Leadership.ReachableWithin {
+			return nil
+		}
+		e := &slotstore.Error{Code: slotstore.CodeConflict, Message: "leader transfer refused: the target does not answer the leader"}
+		detail := fmt.Sprintf("the leader has not heard from node %d (replica %d)", target, replica)
+		if ok {
+			detail = fmt.Sprintf("the leader last heard from node %d (replica %d) %v ago (limit %v)", target, replica,
+				ago.Round(time.Millisecond), n.cfg.Leadership.ReachableWithin)
+		}
+		e.Details = []slotstore.FieldError{{Field: ReasonTargetUnreachable, Reason: detail}}
+		return e
+	}
+	term, err := n.awaitTransfer(ctx, shard, replica, reachable)
 	if err != nil {
 		return err
 	}
@@ -56,8 +80,9 @@ func movingIn(st *controller.State, g slotstore.GroupID, target slotstore.NodeID
 // awaitTransfer asks shard's Raft to move leadership to replica and waits
 // until this node observes it. Raft drops a transfer it cannot finish within
 // an election timeout (say the target lagged for a moment), so the request
-// is repeated once per election timeout until it lands or ctx ends.
-func (n *Node) awaitTransfer(ctx context.Context, shard, replica uint64) (uint64, error) {
+// is repeated once per election timeout until it lands or ctx ends; before
+// each request check (if not nil) must pass.
+func (n *Node) awaitTransfer(ctx context.Context, shard, replica uint64, check func() error) (uint64, error) {
 	retry := time.Duration(n.cfg.ElectionRTT) * n.cfg.RTT
 	var last time.Time
 	t := time.NewTicker(5 * time.Millisecond)
@@ -68,6 +93,12 @@ func (n *Node) awaitTransfer(ctx context.Context, shard, replica uint64) (uint64
 			return term, nil
 		}
 		if time.Since(last) >= retry {
+			if check != nil {
+				if err := check(); err != nil {
+					return 0, err
+				}
+			}
+			n.disrupt.transferAway(shard)
 			if err := n.nh.RequestLeaderTransfer(shard, replica); err != nil && !dragonboat.IsTempError(err) {
 				return 0, raftError(err, 0, false)
 			}
@@ -85,7 +116,7 @@ func (n *Node) awaitTransfer(ctx context.Context, shard, replica uint64) (uint64
 // target (a controller voter) and waits until this node observes it. Running
 // controller tasks resume on the new leader: their state is replicated.
 func (n *Node) TransferControllerLeader(ctx context.Context, target slotstore.NodeID) error {
-	if _, err := n.awaitTransfer(ctx, controller.ShardID, uint64(target)); err != nil {
+	if _, err := n.awaitTransfer(ctx, controller.ShardID, uint64(target), nil); err != nil {
 		return err
 	}
 	n.ctrlLeader.Store(uint64(target))

@@ -29,6 +29,10 @@
 //     A cut request direction fails as a dial error (nothing was sent); a cut
 //     reply direction discards the answer after the peer acted on it (the
 //     caller cannot know the outcome), which is what a one-way drop does.
+//     With Hang(true) a cut request direction hangs instead, until the
+//     request's context ends — what a link that drops every packet does to
+//     a connection in use (no reset, no refusal: only the caller's deadline
+//     ends it).
 //
 // A *Disk (disk.go) slows fsync on one node's dragonboat LogDB and Pebble
 // store.
@@ -67,6 +71,7 @@ type Network struct {
 	isolated map[slotstore.NodeID]bool
 	cut      map[pair]bool
 	loss     []lossRule
+	hang     atomic.Bool
 
 	dropped atomic.Uint64
 }
@@ -139,6 +144,11 @@ func (n *Network) Lossy(from, to slotstore.NodeID, p float64, seed uint64) {
 	p = min(max(p, 0), 1)
 	n.loss = append(n.loss, lossRule{from: from, to: to, p: p, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))})
 }
+
+// Hang makes peer requests over a cut direction hang until their context
+// ends (true) instead of failing at once as a refused dial (false, the
+// default). Heal does not change it.
+func (n *Network) Hang(on bool) { n.hang.Store(on) }
 
 // Heal removes every cut and loss rule. The address book stays.
 func (n *Network) Heal() {

@@ -35,6 +35,11 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		if req.Body != nil {
 			_ = req.Body.Close() // a RoundTripper always closes the body
 		}
+		if rt.net.hang.Load() {
+			<-req.Context().Done() // the packets vanish; only the deadline ends the wait
+			return nil, &net.OpError{Op: "read", Net: "tcp", Addr: addrOf(req.URL.Host),
+				Err: fmt.Errorf("node %d → %s: %w (hung until %w)", rt.self, req.URL.Host, ErrBlocked, req.Context().Err())}
+		}
 		return nil, &net.OpError{Op: "dial", Net: "tcp", Addr: addrOf(req.URL.Host),
 			Err: fmt.Errorf("node %d → %s: %w", rt.self, req.URL.Host, ErrBlocked)}
 	}

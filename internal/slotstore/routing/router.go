@@ -1,6 +1,7 @@
 package routing
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 
@@ -101,15 +102,27 @@ func (s *Snapshot) Ready() (bool, slotstore.GroupID) {
 }
 
 // Router publishes the node's current Snapshot.
+//
+// It also tells waiters when a group's leader changes: LeaderChange hands
+// out a context that is cancelled, after the new snapshot is published, at
+// the next change of the group's leader or term (or when the router forgets
+// the group). Take it before reading the snapshot: a change after the read
+// then always cancels it.
 type Router struct {
-	mu  sync.Mutex // serialises writers; readers never take it
-	cur atomic.Pointer[Snapshot]
+	mu      sync.Mutex // serialises writers and guards changes; readers never take it
+	cur     atomic.Pointer[Snapshot]
+	changes map[slotstore.GroupID]change
+}
+
+type change struct {
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
 // NewRouter returns a router whose snapshot has no table yet: every resolve
 // answers route_not_ready until SetTable.
 func NewRouter() *Router {
-	r := &Router{}
+	r := &Router{changes: map[slotstore.GroupID]change{}}
 	r.cur.Store(&Snapshot{groups: map[slotstore.GroupID]GroupState{}})
 	return r
 }
@@ -160,17 +173,48 @@ func (r *Router) SetConfigEpoch(g slotstore.GroupID, epoch uint64) {
 // of an older term than the one held is ignored; leader 0 (no leader) at the
 // same or a newer term clears it.
 func (r *Router) SetLeader(g slotstore.GroupID, leader slotstore.NodeID, term uint64) {
+	changed := false
 	r.update(func(_ **Table, groups map[slotstore.GroupID]GroupState) {
 		st := groups[g]
 		if term < st.Term {
 			return
 		}
+		changed = st.Leader != leader || st.Term != term
 		st.Leader, st.Term = leader, term
 		groups[g] = st
 	})
+	if changed {
+		r.signal(g)
+	}
 }
 
 // ForgetGroup drops g's live state (the node stopped following it).
 func (r *Router) ForgetGroup(g slotstore.GroupID) {
 	r.update(func(_ **Table, groups map[slotstore.GroupID]GroupState) { delete(groups, g) })
+	r.signal(g)
+}
+
+// LeaderChange returns a context cancelled at the next change of g's
+// leader or term. Every caller until that change shares one context; it
+// holds no goroutine.
+func (r *Router) LeaderChange(g slotstore.GroupID) context.Context {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, ok := r.changes[g]
+	if !ok {
+		c.ctx, c.cancel = context.WithCancel(context.Background())
+		r.changes[g] = c
+	}
+	return c.ctx
+}
+
+// signal cancels g's change context (the new snapshot is already published).
+func (r *Router) signal(g slotstore.GroupID) {
+	r.mu.Lock()
+	c, ok := r.changes[g]
+	delete(r.changes, g)
+	r.mu.Unlock()
+	if ok {
+		c.cancel()
+	}
 }

@@ -448,3 +448,40 @@ func TestResolveBatchUnderConcurrentPublish(t *testing.T) {
 		t.Fatalf("final revision %d, want %d", got, revisions)
 	}
 }
+
+func TestLeaderChangeIsCancelledByTheNextChangeOnly(t *testing.T) {
+	r := routing.NewRouter()
+	r.SetLeader(1, 2, 5)
+	c := r.LeaderChange(1)
+	other := r.LeaderChange(2)
+	if c != r.LeaderChange(1) {
+		t.Fatal("callers before one change share one context")
+	}
+	r.SetLeader(1, 2, 5) // no change
+	r.SetLeader(1, 3, 4) // older term: ignored
+	select {
+	case <-c.Done():
+		t.Fatal("cancelled without a change")
+	default:
+	}
+	r.SetLeader(1, 0, 6) // an election at a newer term is a change
+	select {
+	case <-c.Done():
+	default:
+		t.Fatal("not cancelled by the change")
+	}
+	if st, _ := r.Load().Group(1); st.Leader != 0 || st.Term != 6 {
+		t.Fatalf("the snapshot must be published when the change is signalled: %+v", st)
+	}
+	next := r.LeaderChange(1)
+	if next.Err() != nil {
+		t.Fatal("a new context after the change")
+	}
+	if other.Err() != nil {
+		t.Fatal("another group's context was cancelled")
+	}
+	r.ForgetGroup(1)
+	if next.Err() == nil {
+		t.Fatal("forgetting the group is a change")
+	}
+}

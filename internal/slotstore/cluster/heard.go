@@ -1,0 +1,126 @@
+package cluster
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+	_ "unsafe" // for go:linkname
+
+	"github.com/lni/dragonboat/v4/config"
+	"github.com/lni/dragonboat/v4/raftio"
+	pb "github.com/lni/dragonboat/v4/raftpb"
+	"github.com/lni/goutils/stringutil"
+)
+
+// heard records when this node last received a Raft message from each
+// replica of each shard: the Raft view of reachability that dragonboat keeps
+// to itself (a leader's "recently active" follower flags drive check-quorum
+// but are not published). A follower answers its leader's heartbeats every
+// heartbeat tick, so on the leader's node a replica not heard from for a few
+// ticks is not reachable now — whatever its node's last status report says.
+// The leader-transfer gates (preflight.go) use it: a transfer toward a
+// replica the leader cannot reach only blocks the group's proposals until
+// Raft gives up on it.
+//
+// The record is taken on the receiving side of the transport (heardTransport
+// wraps the message handler dragonboat gives the transport), so it covers
+// every message of every shard without touching the Raft state machine.
+// Times are read from the monotonic clock.
+//
+// Concurrency contract: record runs on the transport's receive goroutines;
+// ago may be called from any goroutine. Entries are never removed (one per
+// replica a node ever heard from; replica ids are never reused).
+type heard struct {
+	base time.Time
+	now  func() time.Duration // since base (tests replace it)
+	mu   sync.RWMutex
+	at   map[heardKey]*atomic.Int64 // nanoseconds since base
+}
+
+type heardKey struct{ shard, replica uint64 }
+
+func newHeard() *heard {
+	h := &heard{base: time.Now(), at: map[heardKey]*atomic.Int64{}}
+	h.now = func() time.Duration { return time.Since(h.base) }
+	return h
+}
+
+// record notes every sender of a received batch. Batches usually carry
+// messages of few shards from one node, so consecutive repeats are skipped.
+func (h *heard) record(b pb.MessageBatch) {
+	now := int64(h.now())
+	var last heardKey
+	for i := range b.Requests {
+		k := heardKey{b.Requests[i].ShardID, b.Requests[i].From}
+		if i > 0 && k == last {
+			continue
+		}
+		last = k
+		h.mu.RLock()
+		v := h.at[k]
+		h.mu.RUnlock()
+		if v == nil {
+			h.mu.Lock()
+			if v = h.at[k]; v == nil {
+				v = &atomic.Int64{}
+				h.at[k] = v
+			}
+			h.mu.Unlock()
+		}
+		v.Store(now)
+	}
+}
+
+// ago is how long ago this node last heard from replica of shard, and
+// whether it ever did.
+func (h *heard) ago(shard, replica uint64) (time.Duration, bool) {
+	h.mu.RLock()
+	v := h.at[heardKey{shard, replica}]
+	h.mu.RUnlock()
+	if v == nil {
+		return 0, false
+	}
+	return h.now() - time.Duration(v.Load()), true
+}
+
+// heardTransport is the Raft transport factory of every NodeHost: the
+// transport of inner (nil: dragonboat's own TCP transport), with the received
+// messages recorded in h before dragonboat handles them.
+type heardTransport struct {
+	inner config.TransportFactory
+	h     *heard
+}
+
+var _ config.TransportFactory = heardTransport{}
+
+// Create implements config.TransportFactory.
+func (f heardTransport) Create(c config.NodeHostConfig, mh raftio.MessageHandler, ch raftio.ChunkHandler) raftio.ITransport {
+	handle := func(b pb.MessageBatch) {
+		f.h.record(b)
+		mh(b)
+	}
+	if f.inner != nil {
+		return f.inner.Create(c, handle, ch)
+	}
+	return newTCPTransport(c, handle, ch)
+}
+
+// Validate implements config.TransportFactory with the rule dragonboat
+// applies to its own transport's addresses.
+func (f heardTransport) Validate(addr string) bool {
+	if f.inner != nil {
+		return f.inner.Validate(addr)
+	}
+	return stringutil.IsValidAddress(addr)
+}
+
+// newTCPTransport is dragonboat's default TCP transport, the one a NodeHost
+// builds when Expert.TransportFactory is nil. Its constructor lives in an
+// internal package and a custom factory replaces the transport entirely, so
+// wrapping the production transport (instead of running a substitute) means
+// reaching it by name (ADR 0007). The signature must match the pinned module
+// (go.mod: github.com/lni/dragonboat/v4 v4.0.0-20250723143628-076c7f6497dc,
+// internal/transport/tcp.go); TestDragonboatPin holds the version.
+//
+//go:linkname newTCPTransport github.com/lni/dragonboat/v4/internal/transport.NewTCPTransport
+func newTCPTransport(nhConfig config.NodeHostConfig, requestHandler raftio.MessageHandler, chunkHandler raftio.ChunkHandler) raftio.ITransport
