@@ -108,6 +108,27 @@ func (e ErrorCode) Valid() bool {
 	}
 }
 
+// Defines values for GroupViewHealth.
+const (
+	GroupViewHealthHealthy         GroupViewHealth = "healthy"
+	GroupViewHealthNoLeader        GroupViewHealth = "no_leader"
+	GroupViewHealthUnderReplicated GroupViewHealth = "under_replicated"
+)
+
+// Valid indicates whether the value is a known member of the GroupViewHealth enum.
+func (e GroupViewHealth) Valid() bool {
+	switch e {
+	case GroupViewHealthHealthy:
+		return true
+	case GroupViewHealthNoLeader:
+		return true
+	case GroupViewHealthUnderReplicated:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for MigrationKind.
 const (
 	MigrationKindLeaderTransfer MigrationKind = "leader_transfer"
@@ -183,6 +204,27 @@ func (e MigrationStepPhase) Valid() bool {
 	}
 }
 
+// Defines values for NodeHealth.
+const (
+	NodeHealthReachable   NodeHealth = "reachable"
+	NodeHealthUnknown     NodeHealth = "unknown"
+	NodeHealthUnreachable NodeHealth = "unreachable"
+)
+
+// Valid indicates whether the value is a known member of the NodeHealth enum.
+func (e NodeHealth) Valid() bool {
+	switch e {
+	case NodeHealthReachable:
+		return true
+	case NodeHealthUnknown:
+		return true
+	case NodeHealthUnreachable:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for NodeRoles.
 const (
 	Controller NodeRoles = "controller"
@@ -225,21 +267,42 @@ func (e NodeState) Valid() bool {
 	}
 }
 
+// Defines values for ReplicaViewDisruption.
+const (
+	ReplicaViewDisruptionLostLeadership ReplicaViewDisruption = "lost_leadership"
+	ReplicaViewDisruptionNoLeader       ReplicaViewDisruption = "no_leader"
+	ReplicaViewDisruptionRestarted      ReplicaViewDisruption = "restarted"
+)
+
+// Valid indicates whether the value is a known member of the ReplicaViewDisruption enum.
+func (e ReplicaViewDisruption) Valid() bool {
+	switch e {
+	case ReplicaViewDisruptionLostLeadership:
+		return true
+	case ReplicaViewDisruptionNoLeader:
+		return true
+	case ReplicaViewDisruptionRestarted:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ReplicaViewRole.
 const (
-	Learner ReplicaViewRole = "learner"
-	Unknown ReplicaViewRole = "unknown"
-	Voter   ReplicaViewRole = "voter"
+	ReplicaViewRoleLearner ReplicaViewRole = "learner"
+	ReplicaViewRoleUnknown ReplicaViewRole = "unknown"
+	ReplicaViewRoleVoter   ReplicaViewRole = "voter"
 )
 
 // Valid indicates whether the value is a known member of the ReplicaViewRole enum.
 func (e ReplicaViewRole) Valid() bool {
 	switch e {
-	case Learner:
+	case ReplicaViewRoleLearner:
 		return true
-	case Unknown:
+	case ReplicaViewRoleUnknown:
 		return true
-	case Voter:
+	case ReplicaViewRoleVoter:
 		return true
 	default:
 		return false
@@ -1266,11 +1329,17 @@ type GroupView struct {
 	ConfigEpoch    int64          `json:"config_epoch"`
 	DesiredPeers   *[]DesiredPeer `json:"desired_peers"`
 	HashSlots      int            `json:"hash_slots"`
-	Id             int32          `json:"id"`
+
+	// Health `under_replicated`: fewer live voters than desired peers.
+	Health GroupViewHealth `json:"health"`
+	Id     int32           `json:"id"`
 
 	// Leader 0 when no replica reports a live leader.
-	Leader           int64          `json:"leader"`
-	Learners         NodeIDs        `json:"learners"`
+	Leader   int64   `json:"leader"`
+	Learners NodeIDs `json:"learners"`
+
+	// LiveVoters Voters that report and that the leader hears.
+	LiveVoters       int            `json:"live_voters"`
 	ObservationAgeMs int64          `json:"observation_age_ms"`
 	ObservedAtMs     int64          `json:"observed_at_ms"`
 	ObservedBy       int64          `json:"observed_by"`
@@ -1280,6 +1349,9 @@ type GroupView struct {
 	Term             int64          `json:"term"`
 	Voters           NodeIDs        `json:"voters"`
 }
+
+// GroupViewHealth `under_replicated`: fewer live voters than desired peers.
+type GroupViewHealth string
 
 // HashSlotRoute defines model for HashSlotRoute.
 type HashSlotRoute struct {
@@ -1394,16 +1466,28 @@ type MigrationStepPhase string
 
 // Node defines model for Node.
 type Node struct {
-	ApiAddr    *string `json:"api_addr,omitempty"`
-	Id         int64   `json:"id"`
-	JoinedAtMs *int64  `json:"joined_at_ms,omitempty"`
-	PeerAddr   *string `json:"peer_addr,omitempty"`
+	ApiAddr *string `json:"api_addr,omitempty"`
+
+	// Health As the controller leader observes it (in listNodes only): `unreachable` when it has had no status report from the node for longer than a few report intervals (3 s by default); `unknown` when it has no report yet, or the controller leader cannot be asked.
+	Health *NodeHealth `json:"health,omitempty"`
+
+	// HealthyForMs How long the node has reported without a gap since it was last unreachable, or since the controller leader took over (-1 while unreachable or unknown).
+	HealthyForMs *int64  `json:"healthy_for_ms,omitempty"`
+	Id           int64   `json:"id"`
+	JoinedAtMs   *int64  `json:"joined_at_ms,omitempty"`
+	PeerAddr     *string `json:"peer_addr,omitempty"`
 
 	// RaftAddr Example: 127.0.0.1:9081
-	RaftAddr string       `json:"raft_addr"`
-	Roles    *[]NodeRoles `json:"roles,omitempty"`
-	State    *NodeState   `json:"state,omitempty"`
+	RaftAddr string `json:"raft_addr"`
+
+	// ReportAgeMs Age of the node's latest status report (-1: none).
+	ReportAgeMs *int64       `json:"report_age_ms,omitempty"`
+	Roles       *[]NodeRoles `json:"roles,omitempty"`
+	State       *NodeState   `json:"state,omitempty"`
 }
+
+// NodeHealth As the controller leader observes it (in listNodes only): `unreachable` when it has had no status report from the node for longer than a few report intervals (3 s by default); `unknown` when it has no report yet, or the controller leader cannot be asked.
+type NodeHealth string
 
 // NodeRoles defines model for Node.Roles.
 type NodeRoles string
@@ -1505,8 +1589,20 @@ type ReplicaView struct {
 	AppliedIndex int64 `json:"applied_index"`
 	Desired      bool  `json:"desired"`
 
+	// DisruptedAgoMs How long ago that disruption ended.
+	DisruptedAgoMs *int64 `json:"disrupted_ago_ms,omitempty"`
+
+	// Disruption The replica's last disruption as its node reported it: started again from its own Raft state, stopped leading without a transfer away having been asked, or knew no leader for longer than an election takes. Absent when none.
+	Disruption *ReplicaViewDisruption `json:"disruption,omitempty"`
+
+	// HeardAgoMs How long ago the group leader's node last received a Raft message from this replica, as of now (its report plus the report's age); 0 for the leader, -1 when no leader report says.
+	HeardAgoMs int64 `json:"heard_ago_ms"`
+
 	// Lag The leader's applied index minus this replica's.
-	Lag       int64 `json:"lag"`
+	Lag int64 `json:"lag"`
+
+	// Live A voter whose node reports and whom the leader hears.
+	Live      bool  `json:"live"`
 	LogFirst  int64 `json:"log_first"`
 	LogLast   int64 `json:"log_last"`
 	Node      int64 `json:"node"`
@@ -1516,6 +1612,9 @@ type ReplicaView struct {
 	ReportAgeMs int64           `json:"report_age_ms"`
 	Role        ReplicaViewRole `json:"role"`
 }
+
+// ReplicaViewDisruption The replica's last disruption as its node reported it: started again from its own Raft state, stopped leading without a transfer away having been asked, or knew no leader for longer than an election takes. Absent when none.
+type ReplicaViewDisruption string
 
 // ReplicaViewRole defines model for ReplicaView.Role.
 type ReplicaViewRole string
@@ -3159,9 +3258,17 @@ type ClientInterface interface {
 	// group's Raft to transfer and answers once the new leader is observed. Unsafe transfers
 	// are refused with `409 conflict`; `error.details` lists the blockers, each with `field` =
 	// the machine-readable reason (`target_not_desired_peer`, `target_not_voter`,
-	// `target_inactive`, `target_lagging`, `config_change_pending`, `voter_mismatch`,
-	// `transfer_in_flight`, `no_live_leader`, `already_leader`, `no_observation`) and `reason` =
-	// the detail.
+	// `target_inactive`, `target_unreachable`, `target_held_down`, `target_lagging`,
+	// `config_change_pending`, `voter_mismatch`, `transfer_in_flight`, `transfer_backoff`,
+	// `no_live_leader`, `already_leader`, `no_observation`) and `reason` = the detail.
+	//
+	// `target_unreachable`: the group leader's node has not received a Raft message from the
+	// target within the reachability limit (one election timeout by default), or the target's
+	// node is `unreachable` — while Raft transfers it drops every proposal, so a transfer
+	// toward a node that cannot take over would only stop the group's writes.
+	// `target_held_down`: the target was disrupted (unreachable, restarted, lost its leadership
+	// or its leader) less than the hold-down (30 s) ago. `transfer_backoff`: the group's recent
+	// transfers failed; the next waits, doubling per failure (5 s to 5 min, jittered).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3174,9 +3281,17 @@ type ClientInterface interface {
 	// group's Raft to transfer and answers once the new leader is observed. Unsafe transfers
 	// are refused with `409 conflict`; `error.details` lists the blockers, each with `field` =
 	// the machine-readable reason (`target_not_desired_peer`, `target_not_voter`,
-	// `target_inactive`, `target_lagging`, `config_change_pending`, `voter_mismatch`,
-	// `transfer_in_flight`, `no_live_leader`, `already_leader`, `no_observation`) and `reason` =
-	// the detail.
+	// `target_inactive`, `target_unreachable`, `target_held_down`, `target_lagging`,
+	// `config_change_pending`, `voter_mismatch`, `transfer_in_flight`, `transfer_backoff`,
+	// `no_live_leader`, `already_leader`, `no_observation`) and `reason` = the detail.
+	//
+	// `target_unreachable`: the group leader's node has not received a Raft message from the
+	// target within the reachability limit (one election timeout by default), or the target's
+	// node is `unreachable` — while Raft transfers it drops every proposal, so a transfer
+	// toward a node that cannot take over would only stop the group's writes.
+	// `target_held_down`: the target was disrupted (unreachable, restarted, lost its leadership
+	// or its leader) less than the hold-down (30 s) ago. `transfer_backoff`: the group's recent
+	// transfers failed; the next waits, doubling per failure (5 s to 5 min, jittered).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3270,9 +3385,11 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/cluster/hash-slots/{slot}/migrations (the `CreateSlotMigration` operationId).
 	CreateSlotMigration(ctx context.Context, slot int, body CreateSlotMigrationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ListNodes The registered nodes
+	// ListNodes The registered nodes, with their health
 	//
-	// The node list is small and always returned whole; `next_cursor` is always empty.
+	// The node list is small and always returned whole; `next_cursor` is always empty. Each node
+	// carries its `health` as the controller leader observes it (`unreachable` after a few
+	// report intervals without a status report).
 	//
 	// Corresponds with GET /v1/cluster/nodes (the `ListNodes` operationId).
 	ListNodes(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4734,9 +4851,17 @@ func (c *Client) GetGroup(ctx context.Context, id GroupID, reqEditors ...Request
 // group's Raft to transfer and answers once the new leader is observed. Unsafe transfers
 // are refused with `409 conflict`; `error.details` lists the blockers, each with `field` =
 // the machine-readable reason (`target_not_desired_peer`, `target_not_voter`,
-// `target_inactive`, `target_lagging`, `config_change_pending`, `voter_mismatch`,
-// `transfer_in_flight`, `no_live_leader`, `already_leader`, `no_observation`) and `reason` =
-// the detail.
+// `target_inactive`, `target_unreachable`, `target_held_down`, `target_lagging`,
+// `config_change_pending`, `voter_mismatch`, `transfer_in_flight`, `transfer_backoff`,
+// `no_live_leader`, `already_leader`, `no_observation`) and `reason` = the detail.
+//
+// `target_unreachable`: the group leader's node has not received a Raft message from the
+// target within the reachability limit (one election timeout by default), or the target's
+// node is `unreachable` — while Raft transfers it drops every proposal, so a transfer
+// toward a node that cannot take over would only stop the group's writes.
+// `target_held_down`: the target was disrupted (unreachable, restarted, lost its leadership
+// or its leader) less than the hold-down (30 s) ago. `transfer_backoff`: the group's recent
+// transfers failed; the next waits, doubling per failure (5 s to 5 min, jittered).
 //
 // Takes any type of body and a specified content type.
 //
@@ -4759,9 +4884,17 @@ func (c *Client) TransferLeaderWithBody(ctx context.Context, id GroupID, content
 // group's Raft to transfer and answers once the new leader is observed. Unsafe transfers
 // are refused with `409 conflict`; `error.details` lists the blockers, each with `field` =
 // the machine-readable reason (`target_not_desired_peer`, `target_not_voter`,
-// `target_inactive`, `target_lagging`, `config_change_pending`, `voter_mismatch`,
-// `transfer_in_flight`, `no_live_leader`, `already_leader`, `no_observation`) and `reason` =
-// the detail.
+// `target_inactive`, `target_unreachable`, `target_held_down`, `target_lagging`,
+// `config_change_pending`, `voter_mismatch`, `transfer_in_flight`, `transfer_backoff`,
+// `no_live_leader`, `already_leader`, `no_observation`) and `reason` = the detail.
+//
+// `target_unreachable`: the group leader's node has not received a Raft message from the
+// target within the reachability limit (one election timeout by default), or the target's
+// node is `unreachable` — while Raft transfers it drops every proposal, so a transfer
+// toward a node that cannot take over would only stop the group's writes.
+// `target_held_down`: the target was disrupted (unreachable, restarted, lost its leadership
+// or its leader) less than the hold-down (30 s) ago. `transfer_backoff`: the group's recent
+// transfers failed; the next waits, doubling per failure (5 s to 5 min, jittered).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -4935,9 +5068,11 @@ func (c *Client) CreateSlotMigration(ctx context.Context, slot int, body CreateS
 	return c.Client.Do(req)
 }
 
-// ListNodes The registered nodes
+// ListNodes The registered nodes, with their health
 //
-// The node list is small and always returned whole; `next_cursor` is always empty.
+// The node list is small and always returned whole; `next_cursor` is always empty. Each node
+// carries its `health` as the controller leader observes it (`unreachable` after a few
+// report intervals without a status report).
 //
 // Corresponds with GET /v1/cluster/nodes (the `ListNodes` operationId).
 func (c *Client) ListNodes(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -12288,9 +12423,17 @@ type ClientWithResponsesInterface interface {
 	// group's Raft to transfer and answers once the new leader is observed. Unsafe transfers
 	// are refused with `409 conflict`; `error.details` lists the blockers, each with `field` =
 	// the machine-readable reason (`target_not_desired_peer`, `target_not_voter`,
-	// `target_inactive`, `target_lagging`, `config_change_pending`, `voter_mismatch`,
-	// `transfer_in_flight`, `no_live_leader`, `already_leader`, `no_observation`) and `reason` =
-	// the detail.
+	// `target_inactive`, `target_unreachable`, `target_held_down`, `target_lagging`,
+	// `config_change_pending`, `voter_mismatch`, `transfer_in_flight`, `transfer_backoff`,
+	// `no_live_leader`, `already_leader`, `no_observation`) and `reason` = the detail.
+	//
+	// `target_unreachable`: the group leader's node has not received a Raft message from the
+	// target within the reachability limit (one election timeout by default), or the target's
+	// node is `unreachable` — while Raft transfers it drops every proposal, so a transfer
+	// toward a node that cannot take over would only stop the group's writes.
+	// `target_held_down`: the target was disrupted (unreachable, restarted, lost its leadership
+	// or its leader) less than the hold-down (30 s) ago. `transfer_backoff`: the group's recent
+	// transfers failed; the next waits, doubling per failure (5 s to 5 min, jittered).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -12303,9 +12446,17 @@ type ClientWithResponsesInterface interface {
 	// group's Raft to transfer and answers once the new leader is observed. Unsafe transfers
 	// are refused with `409 conflict`; `error.details` lists the blockers, each with `field` =
 	// the machine-readable reason (`target_not_desired_peer`, `target_not_voter`,
-	// `target_inactive`, `target_lagging`, `config_change_pending`, `voter_mismatch`,
-	// `transfer_in_flight`, `no_live_leader`, `already_leader`, `no_observation`) and `reason` =
-	// the detail.
+	// `target_inactive`, `target_unreachable`, `target_held_down`, `target_lagging`,
+	// `config_change_pending`, `voter_mismatch`, `transfer_in_flight`, `transfer_backoff`,
+	// `no_live_leader`, `already_leader`, `no_observation`) and `reason` = the detail.
+	//
+	// `target_unreachable`: the group leader's node has not received a Raft message from the
+	// target within the reachability limit (one election timeout by default), or the target's
+	// node is `unreachable` — while Raft transfers it drops every proposal, so a transfer
+	// toward a node that cannot take over would only stop the group's writes.
+	// `target_held_down`: the target was disrupted (unreachable, restarted, lost its leadership
+	// or its leader) less than the hold-down (30 s) ago. `transfer_backoff`: the group's recent
+	// transfers failed; the next waits, doubling per failure (5 s to 5 min, jittered).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -12401,9 +12552,11 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/cluster/hash-slots/{slot}/migrations (the `CreateSlotMigration` operationId).
 	CreateSlotMigrationWithResponse(ctx context.Context, slot int, body CreateSlotMigrationJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateSlotMigrationResponse, error)
 
-	// ListNodesWithResponse The registered nodes
+	// ListNodesWithResponse The registered nodes, with their health
 	//
-	// The node list is small and always returned whole; `next_cursor` is always empty.
+	// The node list is small and always returned whole; `next_cursor` is always empty. Each node
+	// carries its `health` as the controller leader observes it (`unreachable` after a few
+	// report intervals without a status report).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -24926,9 +25079,17 @@ func (c *ClientWithResponses) GetGroupWithResponse(ctx context.Context, id Group
 // group's Raft to transfer and answers once the new leader is observed. Unsafe transfers
 // are refused with `409 conflict`; `error.details` lists the blockers, each with `field` =
 // the machine-readable reason (`target_not_desired_peer`, `target_not_voter`,
-// `target_inactive`, `target_lagging`, `config_change_pending`, `voter_mismatch`,
-// `transfer_in_flight`, `no_live_leader`, `already_leader`, `no_observation`) and `reason` =
-// the detail.
+// `target_inactive`, `target_unreachable`, `target_held_down`, `target_lagging`,
+// `config_change_pending`, `voter_mismatch`, `transfer_in_flight`, `transfer_backoff`,
+// `no_live_leader`, `already_leader`, `no_observation`) and `reason` = the detail.
+//
+// `target_unreachable`: the group leader's node has not received a Raft message from the
+// target within the reachability limit (one election timeout by default), or the target's
+// node is `unreachable` — while Raft transfers it drops every proposal, so a transfer
+// toward a node that cannot take over would only stop the group's writes.
+// `target_held_down`: the target was disrupted (unreachable, restarted, lost its leadership
+// or its leader) less than the hold-down (30 s) ago. `transfer_backoff`: the group's recent
+// transfers failed; the next waits, doubling per failure (5 s to 5 min, jittered).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -24947,9 +25108,17 @@ func (c *ClientWithResponses) TransferLeaderWithBodyWithResponse(ctx context.Con
 // group's Raft to transfer and answers once the new leader is observed. Unsafe transfers
 // are refused with `409 conflict`; `error.details` lists the blockers, each with `field` =
 // the machine-readable reason (`target_not_desired_peer`, `target_not_voter`,
-// `target_inactive`, `target_lagging`, `config_change_pending`, `voter_mismatch`,
-// `transfer_in_flight`, `no_live_leader`, `already_leader`, `no_observation`) and `reason` =
-// the detail.
+// `target_inactive`, `target_unreachable`, `target_held_down`, `target_lagging`,
+// `config_change_pending`, `voter_mismatch`, `transfer_in_flight`, `transfer_backoff`,
+// `no_live_leader`, `already_leader`, `no_observation`) and `reason` = the detail.
+//
+// `target_unreachable`: the group leader's node has not received a Raft message from the
+// target within the reachability limit (one election timeout by default), or the target's
+// node is `unreachable` — while Raft transfers it drops every proposal, so a transfer
+// toward a node that cannot take over would only stop the group's writes.
+// `target_held_down`: the target was disrupted (unreachable, restarted, lost its leadership
+// or its leader) less than the hold-down (30 s) ago. `transfer_backoff`: the group's recent
+// transfers failed; the next waits, doubling per failure (5 s to 5 min, jittered).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -25093,9 +25262,11 @@ func (c *ClientWithResponses) CreateSlotMigrationWithResponse(ctx context.Contex
 	return ParseCreateSlotMigrationResponse(rsp)
 }
 
-// ListNodesWithResponse The registered nodes
+// ListNodesWithResponse The registered nodes, with their health
 //
-// The node list is small and always returned whole; `next_cursor` is always empty.
+// The node list is small and always returned whole; `next_cursor` is always empty. Each node
+// carries its `health` as the controller leader observes it (`unreachable` after a few
+// report intervals without a status report).
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -46,6 +46,8 @@ type Source interface {
 
 	Groups(ctx context.Context) ([]slotstore.GroupView, error)
 	Group(ctx context.Context, g slotstore.GroupID) (slotstore.GroupView, error)
+	// NodeHealth is every node's reachability as the controller leader sees it.
+	NodeHealth(ctx context.Context) ([]slotstore.NodeHealth, error)
 	LeaderTransfer(ctx context.Context, g slotstore.GroupID, target slotstore.NodeID, dryRun bool) (slotstore.Preflight, slotstore.TransferResult, error)
 	SetPreferredLeader(ctx context.Context, g slotstore.GroupID, node slotstore.NodeID) error
 	Decisions() []slotstore.Decision
@@ -303,8 +305,17 @@ func (c *console) overview(ctx context.Context) OverviewProps {
 			p.WithoutLeader++
 		}
 	}
+	health := map[slotstore.NodeID]slotstore.NodeHealth{}
+	if hs, err := c.src.NodeHealth(ctx); err == nil {
+		for _, h := range hs {
+			health[h.Node] = h
+		}
+	}
 	for _, n := range c.src.Nodes() {
-		row := NodeRow{NodeInfo: n, ReportAgeMs: -1}
+		row := NodeRow{NodeInfo: n, Health: slotstore.NodeHealth{Node: n.ID, Health: slotstore.NodeUnknown, ReportAgeMs: -1, HealthyForMs: -1}}
+		if h, ok := health[n.ID]; ok {
+			row.Health = h
+		}
 		for _, g := range groups {
 			if g.Leader == n.ID {
 				row.Leads++
@@ -312,9 +323,6 @@ func (c *console) overview(ctx context.Context) OverviewProps {
 			for _, rv := range g.Replicas {
 				if rv.Node == n.ID {
 					row.Replicas++
-					if row.ReportAgeMs < 0 || rv.ReportAgeMs < row.ReportAgeMs {
-						row.ReportAgeMs = rv.ReportAgeMs
-					}
 				}
 			}
 		}

@@ -226,6 +226,10 @@ func (f *fake) Nodes() []slotstore.NodeInfo {
 	return []slotstore.NodeInfo{{ID: 1, State: "active"}, {ID: 2, State: "active"}, {ID: 3, State: "active"}}
 }
 func (f *fake) SlotMap() [slotstore.HashSlotCount]slotstore.GroupID { return f.slotMap }
+func (f *fake) NodeHealth(context.Context) ([]slotstore.NodeHealth, error) {
+	return []slotstore.NodeHealth{{Node: 1, Health: slotstore.NodeReachable, ReportAgeMs: 200, HealthyForMs: 60_000},
+		{Node: 2, Health: slotstore.NodeUnreachable, ReportAgeMs: 7_000, HealthyForMs: -1}}, nil
+}
 func (f *fake) Groups(context.Context) ([]slotstore.GroupView, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -430,5 +434,44 @@ func TestPagesRenderWithoutAuthAndServeAssets(t *testing.T) {
 	}
 	if !strings.Contains(string(b), "width:") && !strings.Contains(string(b), "style=") {
 		t.Log("no lag bars rendered (no replicas in the fake)")
+	}
+}
+
+func TestHealthShownAsItIs(t *testing.T) {
+	// Nodes: as the controller leader observes them.
+	op := OverviewProps{Now: now, Nodes: []NodeRow{
+		{NodeInfo: slotstore.NodeInfo{ID: 1, State: "active"}, Health: slotstore.NodeHealth{Node: 1, Health: slotstore.NodeReachable, ReportAgeMs: 300}},
+		{NodeInfo: slotstore.NodeInfo{ID: 2, State: "active"}, Health: slotstore.NodeHealth{Node: 2, Health: slotstore.NodeUnreachable, ReportAgeMs: 7000}},
+		{NodeInfo: slotstore.NodeInfo{ID: 3, State: "active"}, Health: slotstore.NodeHealth{Node: 3, Health: slotstore.NodeUnknown, ReportAgeMs: -1}},
+	}}
+	doc := render(t, OverviewBody(op))
+	for id, want := range map[string]string{"node-1": "reachable", "node-2": "unreachable", "node-3": "unknown"} {
+		h := one(t, one(t, doc, id), "node-health")
+		if got := text(h); !strings.Contains(got, want) || id != "node-2" && strings.Contains(got, "unreachable") {
+			t.Fatalf("%s health: %q, want %q", id, got, want)
+		}
+	}
+	if got := text(one(t, doc, "node-2")); !strings.Contains(got, "report 7.0s old") {
+		t.Fatalf("node 2 row lacks its report age: %q", got)
+	}
+	// Groups: fewer live voters than desired peers is under-replicated.
+	peers := []slotstore.DesiredPeer{{Node: 1, ReplicaID: 1}, {Node: 2, ReplicaID: 2}, {Node: 3, ReplicaID: 3}}
+	gp := GroupsProps{Now: now, Groups: []slotstore.GroupView{
+		{ID: 1, Leader: 1, DesiredPeers: peers, Health: slotstore.GroupHealthy, LiveVoters: 3},
+		{ID: 2, Leader: 1, DesiredPeers: peers, Health: slotstore.GroupUnderReplicated, LiveVoters: 2, Replicas: []slotstore.ReplicaView{
+			{Node: 1, Role: slotstore.RoleVoter, Live: true, HeardAgoMs: 0},
+			{Node: 2, Role: slotstore.RoleVoter, Live: false, HeardAgoMs: 4200, Disruption: "no_leader", DisruptedAgoMs: 0}}},
+	}}
+	doc = render(t, GroupsTable(gp))
+	if got := text(one(t, one(t, doc, "group-1"), "group-health")); got != "healthy" {
+		t.Fatalf("group 1 health: %q", got)
+	}
+	if got := text(one(t, one(t, doc, "group-2"), "group-health")); !strings.Contains(got, "under-replicated (2 of 3 voters live)") {
+		t.Fatalf("group 2 health: %q", got)
+	}
+	page := render(t, GroupLive(GroupProps{Found: true, Now: now, Group: gp.Groups[1]}))
+	r2 := one(t, page, "replica-2")
+	if got := text(r2); !strings.Contains(got, "not live") || !strings.Contains(got, "no_leader") || !strings.Contains(text(one(t, r2, "heard")), "4.2s ago") {
+		t.Fatalf("replica 2 row: %q", got)
 	}
 }

@@ -36,9 +36,9 @@ type PageProps struct {
 // NodeRow is one node in the overview.
 type NodeRow struct {
 	slotstore.NodeInfo
-	Replicas    int   // replicas observed on it
-	Leads       int   // groups it leads
-	ReportAgeMs int64 // age of its freshest replica report; -1: none
+	Replicas int                  // replicas observed on it
+	Leads    int                  // groups it leads
+	Health   slotstore.NodeHealth // as the controller leader observes it
 }
 
 // OverviewProps is the overview page.
@@ -245,6 +245,8 @@ func replicaState(g slotstore.GroupView, r slotstore.ReplicaView) (label, class 
 		return "leader", "ok"
 	case r.ReportAgeMs > staleMs:
 		return "stale report", "bad"
+	case r.Role == slotstore.RoleVoter && !r.Live:
+		return "not live", "bad"
 	case r.Lag > laggingEntries:
 		return "lagging", "warn"
 	case r.Lag > 0:
@@ -253,16 +255,30 @@ func replicaState(g slotstore.GroupView, r slotstore.ReplicaView) (label, class 
 	return "caught up", "ok"
 }
 
+// nodeHealth labels a node as the controller leader sees it.
 func nodeHealth(n NodeRow) (label, class string) {
 	switch {
 	case n.State == slotstore.NodeRemoved:
 		return "removed", "muted"
-	case n.ReportAgeMs < 0:
-		return "no replica reports", "warn"
-	case n.ReportAgeMs > staleMs:
-		return "stale (" + dur(n.ReportAgeMs) + ")", "bad"
+	case n.Health.Health == slotstore.NodeUnreachable:
+		return "⚠ unreachable", "bad"
+	case n.Health.Health == slotstore.NodeReachable:
+		return "reachable", "ok"
 	}
-	return "reporting", "ok"
+	return "unknown", "warn"
+}
+
+// groupHealthLabel labels a group's observed health.
+func groupHealthLabel(g slotstore.GroupView) (label, class string) {
+	switch g.Health {
+	case slotstore.GroupHealthy:
+		return "healthy", "ok"
+	case slotstore.GroupUnderReplicated:
+		return fmt.Sprintf("⚠ under-replicated (%d of %d voters live)", g.LiveVoters, len(g.DesiredPeers)), "bad"
+	case slotstore.GroupNoLeader:
+		return "⚠ no leader", "bad"
+	}
+	return "unknown", "muted"
 }
 
 func taskActive(t slotstore.Task) bool { return t.Status == "running" || t.Status == "cancelling" }

@@ -55,6 +55,9 @@ type Operator interface {
 	Groups(ctx context.Context) ([]slotstore.GroupView, error)
 	// Group returns one group's view (not_found for an unknown group).
 	Group(ctx context.Context, g slotstore.GroupID) (slotstore.GroupView, error)
+	// NodeHealth returns every registered node's reachability as the
+	// controller leader observes it.
+	NodeHealth(ctx context.Context) ([]slotstore.NodeHealth, error)
 	// LeaderTransfer runs the safety checks of moving g's leadership to
 	// target and, unless dryRun, performs it. An unsafe transfer is a
 	// conflict whose details name the blockers.

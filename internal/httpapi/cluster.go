@@ -130,18 +130,38 @@ func (a *api) getCluster(w http.ResponseWriter, r *http.Request) error {
 }
 
 type nodesJSON struct {
-	Items      []slotstore.NodeInfo `json:"items"`
-	NextCursor string               `json:"next_cursor"`
+	Items      []nodeJSON `json:"items"`
+	NextCursor string     `json:"next_cursor"`
+}
+
+// nodeJSON is a registered node with its health as the controller leader
+// observes it.
+type nodeJSON struct {
+	slotstore.NodeInfo
+	Health       string `json:"health"`
+	ReportAgeMs  int64  `json:"report_age_ms"`
+	HealthyForMs int64  `json:"healthy_for_ms"`
 }
 
 // listNodes is GET /v1/cluster/nodes. The node list is small and always
-// returned whole; next_cursor is always empty.
+// returned whole; next_cursor is always empty. A node's health is unknown
+// when the controller leader cannot be asked.
 func (a *api) listNodes(w http.ResponseWriter, r *http.Request) error {
-	nodes := a.be.Nodes()
-	if nodes == nil {
-		nodes = []slotstore.NodeInfo{}
+	health := map[slotstore.NodeID]slotstore.NodeHealth{}
+	if hs, err := a.be.NodeHealth(r.Context()); err == nil {
+		for _, h := range hs {
+			health[h.Node] = h
+		}
 	}
-	a.writeJSON(w, r, http.StatusOK, nodesJSON{Items: nodes})
+	items := []nodeJSON{}
+	for _, n := range a.be.Nodes() {
+		item := nodeJSON{NodeInfo: n, Health: slotstore.NodeUnknown, ReportAgeMs: -1, HealthyForMs: -1}
+		if h, ok := health[n.ID]; ok {
+			item.Health, item.ReportAgeMs, item.HealthyForMs = h.Health, h.ReportAgeMs, h.HealthyForMs
+		}
+		items = append(items, item)
+	}
+	a.writeJSON(w, r, http.StatusOK, nodesJSON{Items: items})
 	return nil
 }
 

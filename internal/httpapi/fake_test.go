@@ -111,6 +111,11 @@ func (f *fakeBackend) Nodes() []slotstore.NodeInfo {
 	return []slotstore.NodeInfo{{ID: f.node, RaftAddr: "127.0.0.1:1", State: slotstore.NodeActive}}
 }
 
+func (f *fakeBackend) NodeHealth(context.Context) ([]slotstore.NodeHealth, error) {
+	f.record("NodeHealth")
+	return []slotstore.NodeHealth{{Node: f.node, Health: slotstore.NodeReachable, ReportAgeMs: 100, HealthyForMs: 5_000}}, nil
+}
+
 func (f *fakeBackend) Groups(context.Context) ([]slotstore.GroupView, error) {
 	f.record("Groups")
 	return []slotstore.GroupView{{ID: 1}}, nil
