@@ -38,6 +38,7 @@ type options struct {
 	ShutdownTimeout     time.Duration
 	EnableSlotMigration bool
 	ProjectInterval     time.Duration
+	LeaderHoldDown      time.Duration
 	TokensFile          string
 	TLSCA               string
 	TLSCert             string
@@ -66,6 +67,7 @@ func parseOptions(args []string, getenv func(string) string) (*options, error) {
 	fs.Int64Var(&o.MaxBodyBytes, "max-body-bytes", 1<<20, "largest accepted request body")
 	fs.BoolVar(&o.EnableSlotMigration, "enable-hash-slot-migration", false, "allow moving hash slots between groups (POST /v1/cluster/hash-slots/{slot}/migrations)")
 	fs.DurationVar(&o.ProjectInterval, "project-interval", 200*time.Millisecond, "how often subscriber changes are projected into memberships (negative: never; for tests)")
+	fs.DurationVar(&o.LeaderHoldDown, "leader-hold-down", 30*time.Second, "how long a node that was disrupted (unreachable, restarted, lost its leadership or its leader) must be healthy before leadership is moved to it")
 	fs.StringVar(&o.TokensFile, "tokens-file", "", `API tokens, one "role token" line each (roles: read, write, admin); or SLOTMETA_TOKENS="role:token,…"`)
 	fs.StringVar(&o.TLSCA, "tls-ca", "", "CA certificate (PEM) of mutual TLS between nodes, Raft and peer RPC; with --tls-cert and --tls-key, or none")
 	fs.StringVar(&o.TLSCert, "tls-cert", "", "this node's certificate (PEM), signed by --tls-ca, for server and client auth on its Raft and peer hosts")

@@ -82,6 +82,7 @@ func run(args []string, getenv func(string) string) error {
 		TLS:                     cluster.TLSConfig{CAFile: o.TLSCA, CertFile: o.TLSCert, KeyFile: o.TLSKey},
 		EnableHashSlotMigration: o.EnableSlotMigration,
 		ProjectInterval:         o.ProjectInterval,
+		Leadership:              cluster.LeadershipPolicy{HoldDown: o.LeaderHoldDown},
 		ClusterID:               o.ClusterID,
 		GroupCount:              o.Groups,
 		ReplicationFactor:       o.ReplicationFactor,

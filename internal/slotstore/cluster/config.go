@@ -44,6 +44,11 @@ type Config struct {
 	// caller's deadline (default: two election timeouts, at least 1s): a
 	// leader cut off by the network hangs instead of refusing.
 	ForwardHopTimeout time.Duration
+	// ForwardMoveGrace is how long a forwarded write already with the old
+	// leader may still be answered by it once another node is known to lead
+	// (default: four ticks, at least 100ms): an old leader that is alive
+	// answers at once, one cut off never does.
+	ForwardMoveGrace time.Duration
 	// LeaderWait bounds how long a write waits, in all, for a group
 	// without a reachable leader to get one (default: four election
 	// timeouts, at least 2s); past it the write is refused route_not_ready.
@@ -159,6 +164,9 @@ func (c *Config) EnsureDefaults() {
 	}
 	if c.ForwardHopTimeout == 0 {
 		c.ForwardHopTimeout = max(2*c.electionTimeout(), time.Second)
+	}
+	if c.ForwardMoveGrace == 0 {
+		c.ForwardMoveGrace = max(4*c.RTT, 100*time.Millisecond)
 	}
 	if c.LeaderWait == 0 {
 		c.LeaderWait = max(4*c.electionTimeout(), 2*time.Second)

@@ -26,7 +26,9 @@ import (
 // cannot be reached and the command was not sent, the write waits for the
 // next leader change — at most LeaderWait in all, within ctx — and goes to
 // the new leader, instead of failing at once: a client sees an election as
-// latency, not as an error, when it ends in time.
+// latency, not as an error, when it ends in time. A command with an
+// Idempotency-Key does the same after an unknown outcome (a connection lost
+// with the old leader, say).
 func (n *Node) Propose(ctx context.Context, cmd meta.Command) (meta.Result, slotstore.Route, error) {
 	hs := slotstore.HashSlotOfString(cmd.RouteKey())
 	h := cmd.Head()
@@ -63,7 +65,12 @@ func (n *Node) Propose(ctx context.Context, cmd meta.Command) (meta.Result, slot
 			hop++
 			continue
 		}
-		if !definitelyLeaderless(err) || !awaitLeaderChange(ctx, change, waitUntil) {
+		// Wait for a new leader, and go to it, when the write was not
+		// proposed for want of a reachable leader — or, carrying an
+		// Idempotency-Key, when its outcome is unknown (its replay is
+		// answered from the first result, so sending it again is safe).
+		again := definitelyLeaderless(err) || idem && slotstore.ErrorCode(err) == slotstore.CodeTimeout
+		if !again || !awaitLeaderChange(ctx, change, waitUntil) {
 			break
 		}
 		change, route, err = n.resolveWatching(hs)
@@ -195,12 +202,17 @@ var (
 
 // forwardPropose forwards an encoded command to target, the leader as this
 // node knows it. The hop has its own deadline (ForwardHopTimeout, within
-// ctx) and ends as soon as this node learns that another node leads the
-// group: a command still queued here was not sent, and is refused with the
-// new leader as the hint (the caller follows it); a command already sent is
-// answered "may or may not have been applied" (timeout, a short
-// Retry-After) — or, if idem, refused with the hint too, since the group
-// answers its replay from the first result.
+// ctx) and follows a leader change: as soon as this node learns that
+// another node leads the group, a command still queued here (not sent) is
+// refused with the new leader as the hint, which the caller follows; a
+// command that carries an Idempotency-Key is cut off and re-sent the same
+// way (the group answers its replay from the first result). A plain
+// command already sent is answered "may or may not have been applied"
+// (timeout, a short Retry-After) — at once when this node's replica has
+// not heard from the old leader for half an election timeout (it was cut
+// off or died: it will not answer), else after ForwardMoveGrace, since an
+// old leader that handed its leadership over is alive and answers (a
+// result, or not_leader), which is worth more than a guess.
 func (n *Node) forwardPropose(ctx context.Context, target slotstore.NodeID, enc []byte, route slotstore.Route, idem bool) (meta.Result, slotstore.Route, error) {
 	addr := n.peerAddrOf(target)
 	if addr == "" {
@@ -209,17 +221,24 @@ func (n *Node) forwardPropose(ctx context.Context, target slotstore.NodeID, enc 
 	}
 	hctx, cancel := context.WithTimeoutCause(ctx, n.cfg.ForwardHopTimeout, errHopDeadline)
 	defer cancel()
-	hctx, stop := n.watchLeaderMove(hctx, route.GroupID, target)
+	grace := func() time.Duration {
+		if idem || n.silent(route.GroupID, target) {
+			return 0
+		}
+		return n.cfg.ForwardMoveGrace
+	}
+	hctx, moved, stop := n.watchLeaderMove(hctx, route.GroupID, target, grace)
 	defer stop()
-	res, r2, sent, err := n.peers.forward(hctx, addr, enc)
+	res, r2, sent, err := n.peers.forward(hctx, addr, enc, moved)
 	if r2.GroupID == 0 {
 		r2 = route
 	}
-	if err == nil || hctx.Err() == nil || ctx.Err() != nil {
+	if err == nil || ctx.Err() != nil {
 		return res, r2, err // answered, or the caller's own deadline passed
 	}
-	switch cause := context.Cause(hctx); {
-	case errors.Is(cause, errLeaderMoved):
+	movedAway := errors.Is(context.Cause(hctx), errLeaderMoved) || (!sent && isDone(moved))
+	switch {
+	case movedAway:
 		st, _ := n.router.Load().Group(route.GroupID)
 		n.metrics.leaderMove(!sent || idem)
 		if !sent || idem {
@@ -232,9 +251,9 @@ func (n *Node) forwardPropose(ctx context.Context, target slotstore.NodeID, enc 
 					st.Leader, route.GroupID, target, what)}
 		}
 		return res, r2, &slotstore.Error{Code: slotstore.CodeTimeout, Err: err, RetryAfter: 100 * time.Millisecond,
-			Message: fmt.Sprintf("the leader of group %d changed (node %d → %d) while the write was with the old one; it may or may not have been applied",
+			Message: fmt.Sprintf("the leader of group %d changed (node %d → %d) and the old one did not answer; the write may or may not have been applied",
 				route.GroupID, target, st.Leader)}
-	case errors.Is(cause, errHopDeadline):
+	case errors.Is(context.Cause(hctx), errHopDeadline):
 		if !sent {
 			return res, r2, &slotstore.Error{Code: slotstore.CodeRouteNotReady, Err: err, RetryAfter: 200 * time.Millisecond,
 				Message: fmt.Sprintf("the leader (node %d) did not take the write within %v; not sent", target, n.cfg.ForwardHopTimeout)}
@@ -245,15 +264,39 @@ func (n *Node) forwardPropose(ctx context.Context, target slotstore.NodeID, enc 
 	return res, r2, err
 }
 
-// watchLeaderMove returns a child of ctx that is cancelled (cause
-// errLeaderMoved) once this node learns that a node other than target
-// leads group g; a change to "no leader" (an election under way) or to
-// target at a newer term keeps it waiting. stop releases it.
-func (n *Node) watchLeaderMove(ctx context.Context, g slotstore.GroupID, target slotstore.NodeID) (context.Context, func()) {
+func isDone(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// silent reports whether this node's replica of g has heard nothing from
+// node's replica for half an election timeout (false when it cannot tell:
+// no replica here, or never heard).
+func (n *Node) silent(g slotstore.GroupID, node slotstore.NodeID) bool {
+	grp, ok := n.ctrl.Load().Groups[g]
+	if !ok || (*n.groups.Load())[g] == nil {
+		return false
+	}
+	ago, ok := n.heard.ago(controller.ShardOf(g), grp.Peers[node])
+	return ok && ago > n.cfg.electionTimeout()/2
+}
+
+// watchLeaderMove watches group g's leadership while a request waits on
+// target. moved is closed once this node learns that a node other than
+// target leads g (a change to "no leader" — an election under way — or to
+// target at a newer term keeps it open); grace() later the returned child
+// of ctx is cancelled with cause errLeaderMoved. stop releases both.
+func (n *Node) watchLeaderMove(ctx context.Context, g slotstore.GroupID, target slotstore.NodeID, grace func() time.Duration) (context.Context, <-chan struct{}, func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
+	moved := make(chan struct{})
 	var mu sync.Mutex
 	stopped := false
 	var unwatch func() bool
+	var timer *time.Timer
 	var arm func()
 	arm = func() {
 		mu.Lock()
@@ -263,17 +306,25 @@ func (n *Node) watchLeaderMove(ctx context.Context, g slotstore.GroupID, target 
 		}
 		change := n.router.LeaderChange(g)
 		if st, _ := n.router.Load().Group(g); st.Leader != 0 && st.Leader != target {
-			cancel(errLeaderMoved)
+			close(moved)
+			if d := grace(); d <= 0 {
+				cancel(errLeaderMoved)
+			} else {
+				timer = time.AfterFunc(d, func() { cancel(errLeaderMoved) })
+			}
 			return
 		}
 		unwatch = context.AfterFunc(change, arm)
 	}
 	arm()
-	return ctx, func() {
+	return ctx, moved, func() {
 		mu.Lock()
 		stopped = true
 		if unwatch != nil {
 			unwatch()
+		}
+		if timer != nil {
+			timer.Stop()
 		}
 		mu.Unlock()
 		cancel(nil)
@@ -339,7 +390,7 @@ func (n *Node) Read(ctx context.Context, q meta.Query, c meta.Consistency) (any,
 		hctx, cancel := context.WithTimeoutCause(ctx, n.cfg.ForwardHopTimeout, errHopDeadline)
 		stop := func() {}
 		if id == route.LeaderNodeID {
-			hctx, stop = n.watchLeaderMove(hctx, route.GroupID, id)
+			hctx, _, stop = n.watchLeaderMove(hctx, route.GroupID, id, func() time.Duration { return 0 })
 		}
 		var v any
 		var info meta.ReadInfo

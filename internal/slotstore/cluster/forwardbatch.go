@@ -87,9 +87,10 @@ func (n *Node) ForwardSingles() uint64 { return n.peers.singles.Load() }
 // forward sends an encoded command to the leader at addr and waits for its
 // result, batched with other commands forwarded to addr meanwhile. sent
 // reports whether the command may have reached the leader (false: an error
-// is a definite "not proposed there"). A caller whose ctx ends while its
-// command is still queued takes it out: it is never sent.
-func (c *peerClient) forward(ctx context.Context, addr string, cmd []byte) (meta.Result, slotstore.Route, bool, error) {
+// is a definite "not proposed there"). A caller whose ctx ends, or whose
+// moved closes, while its command is still queued takes it out: it is never
+// sent. (moved may be nil.)
+func (c *peerClient) forward(ctx context.Context, addr string, cmd []byte, moved <-chan struct{}) (meta.Result, slotstore.Route, bool, error) {
 	c.mu.Lock()
 	f := c.forwarders[addr]
 	if f == nil {
@@ -126,16 +127,24 @@ func (c *peerClient) forward(ctx context.Context, addr string, cmd []byte) (meta
 		go f.send()
 	}
 	f.mu.Unlock()
-	select {
-	case o := <-r.done:
-		return o.res, o.route, o.sent, o.err
-	case <-ctx.Done():
-		if r.state.CompareAndSwap(reqQueued, reqAbandoned) || r.state.Load() == reqAbandoned {
-			return meta.Result{}, slotstore.Route{}, false, &slotstore.Error{Code: slotstore.CodeTimeout, Err: ctx.Err(),
-				Message: "deadline passed before the write was forwarded; not sent"}
+	for {
+		select {
+		case o := <-r.done:
+			return o.res, o.route, o.sent, o.err
+		case <-moved:
+			if r.state.CompareAndSwap(reqQueued, reqAbandoned) {
+				return meta.Result{}, slotstore.Route{}, false, &slotstore.Error{Code: slotstore.CodeRouteNotReady,
+					Message: "the group's leader moved before the write was forwarded; not sent"}
+			}
+			moved = nil // sent already: wait for its answer (or ctx)
+		case <-ctx.Done():
+			if r.state.CompareAndSwap(reqQueued, reqAbandoned) || r.state.Load() == reqAbandoned {
+				return meta.Result{}, slotstore.Route{}, false, &slotstore.Error{Code: slotstore.CodeTimeout, Err: ctx.Err(),
+					Message: "deadline passed before the write was forwarded; not sent"}
+			}
+			return meta.Result{}, slotstore.Route{}, true, &slotstore.Error{Code: slotstore.CodeTimeout, Err: ctx.Err(),
+				Message: "deadline passed while forwarding to the leader; the write may or may not have been applied"}
 		}
-		return meta.Result{}, slotstore.Route{}, true, &slotstore.Error{Code: slotstore.CodeTimeout, Err: ctx.Err(),
-			Message: "deadline passed while forwarding to the leader; the write may or may not have been applied"}
 	}
 }
 

@@ -23,12 +23,14 @@ type metrics struct {
 	queueDepth prometheus.Collector
 	dropped    prometheus.Counter
 	moves      *prometheus.CounterVec
+	attempts   *prometheus.CounterVec
 	health     prometheus.Collector
 	store      *storeCollector
 	cs         []prometheus.Collector
 
 	entries, commands atomic.Uint64 // totals behind BatchStats
 	drops             atomic.Uint64 // behind DroppedProposals
+	missedAttempts    atomic.Uint64 // behind TransferAttempts
 }
 
 func newMetrics(reg prometheus.Registerer, n *Node) (*metrics, error) {
@@ -59,6 +61,10 @@ func newMetrics(reg prometheus.Registerer, n *Node) (*metrics, error) {
 		Name: "slotmeta_forward_leader_moves_total",
 		Help: "Forwarded writes cut short because another node was learnt to lead the group, by what became of them: redirected (not sent, or re-sent under an Idempotency-Key) or unknown (answered timeout).",
 	}, []string{"outcome"})
+	m.attempts = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "slotmeta_leader_transfer_attempts_total",
+		Help: "Leader transfer attempts this node made as the leader, by outcome: landed (the target leads) or missed (it did not within an election timeout).",
+	}, []string{"outcome"})
 	m.health = &healthCollector{n: n,
 		unreachable: prometheus.NewDesc("slotmeta_node_unreachable", "1 when the controller leader has had no status report from the node for longer than the unreachable limit (reported by the controller leader only).", []string{"node"}, nil),
 		under:       prometheus.NewDesc("slotmeta_group_under_replicated", "1 when the group has fewer live voters than desired peers, or no leader (reported by the controller leader only).", []string{"group"}, nil),
@@ -68,7 +74,7 @@ func newMetrics(reg prometheus.Registerer, n *Node) (*metrics, error) {
 	m.queueDepth = &queueCollector{n: n, desc: prometheus.NewDesc("slotmeta_proposal_queue_depth",
 		"Commands waiting in a group's proposal queue on this node.", []string{"group"}, nil)}
 	for _, c := range []prometheus.Collector{m.proposals, m.batchCmds, m.batchBytes, m.appliedIdx, m.backlogs, m.queueDepth,
-		m.dropped, m.moves, m.health, m.store} {
+		m.dropped, m.moves, m.attempts, m.health, m.store} {
 		if err := reg.Register(c); err != nil {
 			m.unregister()
 			return nil, err
@@ -99,6 +105,20 @@ func (m *metrics) droppedProposal() {
 	m.drops.Add(1)
 	m.dropped.Inc()
 }
+
+// transferAttempt counts one attempt of a leader transfer.
+func (m *metrics) transferAttempt(landed bool) {
+	if landed {
+		m.attempts.WithLabelValues("landed").Inc()
+		return
+	}
+	m.missedAttempts.Add(1)
+	m.attempts.WithLabelValues("missed").Inc()
+}
+
+// MissedTransferAttempts is how many leader transfer attempts of this node
+// did not land within an election timeout.
+func (n *Node) MissedTransferAttempts() uint64 { return n.metrics.missedAttempts.Load() }
 
 // leaderMove counts a forward cut short by a leader change.
 func (m *metrics) leaderMove(redirected bool) {

@@ -216,3 +216,16 @@ func (c *peerClient) leaders(ctx context.Context, addr string) ([]leaderView, er
 	var views []leaderView
 	return views, json.Unmarshal(body, &views)
 }
+
+// applied asks the node at addr for the applied index of its replica of g.
+func (c *peerClient) applied(ctx context.Context, addr string, g slotstore.GroupID) (uint64, error) {
+	resp, _, err := c.call(ctx, http.MethodGet, addr, "applied?group="+strconv.FormatUint(uint64(g), 10), nil, nil)
+	if err != nil {
+		return 0, err
+	}
+	body, err := readBody(resp)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseUint(string(body), 10, 64)
+}

@@ -47,6 +47,7 @@ func (n *Node) peerHandler() http.Handler {
 	mux.HandleFunc("POST "+peerPrefix+"propose-batch", n.peerAuth(n.servePeerProposeBatch))
 	mux.HandleFunc("POST "+peerPrefix+"read", n.peerAuth(n.servePeerRead))
 	mux.HandleFunc("GET "+peerPrefix+"leaders", n.peerAuth(n.servePeerLeaders))
+	mux.HandleFunc("GET "+peerPrefix+"applied", n.peerAuth(n.servePeerApplied))
 	mux.HandleFunc("GET "+peerPrefix+"status", n.peerAuth(n.servePeerStatus))
 	mux.HandleFunc("GET "+peerPrefix+"groups", n.peerAuth(n.servePeerGroups))
 	mux.HandleFunc("GET "+peerPrefix+"health", n.peerAuth(n.servePeerHealth))
@@ -201,6 +202,19 @@ func (n *Node) localLeaderViews() []leaderView {
 		}
 	}
 	return out
+}
+
+// servePeerApplied answers the applied index of this node's replica of
+// the group named by ?group= (a leader transfer waits for its target).
+func (n *Node) servePeerApplied(_ context.Context, w http.ResponseWriter, r *http.Request) {
+	g, err := strconv.ParseUint(r.URL.Query().Get("group"), 10, 32)
+	lg := (*n.groups.Load())[slotstore.GroupID(g)]
+	if err != nil || lg == nil || lg.sm.Load() == nil {
+		writePeerError(w, http.StatusNotFound, slotstore.Errorf(slotstore.CodeNotFound, "no replica of group %q here", r.URL.Query().Get("group")))
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain")
+	_, _ = w.Write(strconv.AppendUint(nil, lg.sm.Load().AppliedIndex(), 10))
 }
 
 func (n *Node) servePeerLeaders(_ context.Context, w http.ResponseWriter, _ *http.Request) {

@@ -99,6 +99,7 @@ type Proposer struct {
 	slots   chan struct{} // one token per entry in flight (loop and callers)
 	stop    chan struct{}
 	closing sync.RWMutex // callers proposing directly hold it shared; Close takes it
+	gate    sync.RWMutex // every entry holds it shared while it is proposed; Hold takes it
 	wg      sync.WaitGroup
 	once    sync.Once
 	direct  atomic.Uint64 // commands proposed by their callers (for tests)
@@ -171,6 +172,37 @@ func (p *Proposer) proposeDirect(req *request) (meta.Result, error) {
 	p.replicate([]*request{req})
 	o := <-req.done
 	return o.res, o.err
+}
+
+// Hold keeps the proposer from proposing anything new until release is
+// called or max has passed, once every entry in flight has been answered
+// (or ctx ends: then it returns ctx's error and holds nothing). Commands
+// keep queueing meanwhile, within the queue's bound, and are proposed in
+// order once released. A leader transfer holds the group's proposer so that
+// the target has applied everything when it is asked to take over:
+// dragonboat lets no replica campaign — a transfer's campaign included —
+// while it has committed entries it has not applied, so a target that is
+// always a few entries behind under load never takes over, and every
+// attempt drops the group's proposals for an election timeout.
+func (p *Proposer) Hold(ctx context.Context, max time.Duration) (release func(), err error) {
+	locked := make(chan struct{})
+	go func() {
+		p.gate.Lock()
+		close(locked)
+	}()
+	var once sync.Once
+	unlock := func() { once.Do(p.gate.Unlock) }
+	select {
+	case <-locked:
+	case <-ctx.Done():
+		go func() { <-locked; unlock() }() // taken late: give it back at once
+		return nil, ctx.Err()
+	}
+	t := time.AfterFunc(max, unlock)
+	return func() {
+		t.Stop()
+		unlock()
+	}, nil
 }
 
 // Close stops the proposer, waits for in-flight entries, and answers every
@@ -283,6 +315,8 @@ func (p *Proposer) collect(first *request, busy bool) (batch []*request, carry *
 }
 
 func (p *Proposer) replicate(batch []*request) {
+	p.gate.RLock()
+	defer p.gate.RUnlock()
 	cmds := make([][]byte, len(batch))
 	deadline := time.Now().Add(p.cfg.ProposalTimeout)
 	latest := time.Time{}

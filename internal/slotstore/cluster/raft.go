@@ -45,6 +45,12 @@ func (r *raftReplicator) Replicate(ctx context.Context, entry []byte) ([]meta.Re
 	pause := time.Millisecond
 	for {
 		change := r.changed()
+		// Proposed on a replica that no longer leads, dragonboat would
+		// pass the entry on to the leader by itself, with no answer when
+		// that message is lost: say not_leader instead (nothing proposed).
+		if err := r.notLeader(nil); err != nil {
+			return nil, err
+		}
 		res, err := r.nh.SyncPropose(ctx, r.session, entry)
 		if err == nil {
 			results, err := meta.DecodeResults(res.Data)
@@ -57,11 +63,8 @@ func (r *raftReplicator) Replicate(ctx context.Context, entry []byte) ([]meta.Re
 			return nil, raftError(err, r.group, true)
 		}
 		r.dropped()
-		if leader, term, valid, lerr := r.nh.GetLeaderID(r.shard); lerr == nil && valid && leader != r.replica {
-			if node := r.leaderOf(leader); node != 0 {
-				return nil, &slotstore.Error{Code: slotstore.CodeNotLeader, LeaderHint: node, LeaderTerm: term, Err: err,
-					RetryAfter: 100 * time.Millisecond, Message: r.group.String() + ": leadership moved before the write was appended; not proposed"}
-			}
+		if err := r.notLeader(err); err != nil {
+			return nil, err
 		}
 		if !sleepCtx(ctx, change, pause) {
 			return nil, &slotstore.Error{Code: slotstore.CodeRouteNotReady, Err: err, RetryAfter: 200 * time.Millisecond,
@@ -69,6 +72,21 @@ func (r *raftReplicator) Replicate(ctx context.Context, entry []byte) ([]meta.Re
 		}
 		pause = min(2*pause, dropRetry)
 	}
+}
+
+// notLeader returns not_leader (with the leader as the hint) when another
+// replica is known to lead the group, else nil.
+func (r *raftReplicator) notLeader(cause error) error {
+	leader, term, valid, err := r.nh.GetLeaderID(r.shard)
+	if err != nil || !valid || leader == r.replica {
+		return nil
+	}
+	node := r.leaderOf(leader)
+	if node == 0 {
+		return nil
+	}
+	return &slotstore.Error{Code: slotstore.CodeNotLeader, LeaderHint: node, LeaderTerm: term, Err: cause,
+		RetryAfter: 100 * time.Millisecond, Message: r.group.String() + ": leadership moved before the write was appended; not proposed"}
 }
 
 // sleepCtx waits d, or less if wake is done; it reports false if ctx ended first.

@@ -55,12 +55,103 @@ func (n *Node) TransferLeader(ctx context.Context, g slotstore.GroupID, target s
 		e.Details = []slotstore.FieldError{{Field: ReasonTargetUnreachable, Reason: detail}}
 		return e
 	}
-	term, err := n.awaitTransfer(ctx, shard, replica, reachable)
+	term, err := n.drainedTransfer(ctx, g, lg, shard, target, replica, reachable)
 	if err != nil {
 		return err
 	}
 	n.router.SetLeader(g, target, term)
 	return nil
+}
+
+// drainedTransfer moves shard's leadership to replica (on node target) in
+// attempts of at most three election timeouts. Each attempt holds the
+// group's proposer (new writes wait in its queue instead of being dropped),
+// waits until this leader has applied its whole log and the target has
+// applied as much — dragonboat lets no replica campaign while it has
+// committed entries it has not applied, so under load a target a few
+// entries behind would ignore the transfer and Raft would drop proposals
+// for an election timeout before giving up — then asks Raft to transfer and
+// waits for the target to lead. The held writes go on once it does (to the
+// new leader: the replicator sees this node no longer leads), or when the
+// attempt ends. check runs before every attempt.
+func (n *Node) drainedTransfer(ctx context.Context, g slotstore.GroupID, lg *localGroup, shard uint64, target slotstore.NodeID,
+	replica uint64, check func() error) (uint64, error) {
+	et := n.cfg.electionTimeout()
+	for attempt := 1; ; attempt++ {
+		if err := check(); err != nil {
+			return 0, err
+		}
+		actx, cancel := context.WithTimeout(ctx, 3*et)
+		release, err := lg.proposer.Hold(actx, 3*et)
+		if err != nil {
+			cancel()
+			return 0, &slotstore.Error{Code: slotstore.CodeTimeout, Err: err, Message: "the group's writes in flight did not finish in time to transfer"}
+		}
+		start := time.Now()
+		applied := n.waitDrained(actx, g, lg, shard, target)
+		n.disrupt.transferAway(shard)
+		if err := n.nh.RequestLeaderTransfer(shard, replica); err != nil && !dragonboat.IsTempError(err) {
+			release()
+			cancel()
+			return 0, raftError(err, g, false)
+		}
+		term, ok := n.waitLeaderIs(actx, shard, replica, et)
+		release()
+		cancel()
+		n.metrics.transferAttempt(ok)
+		if ok {
+			n.cfg.Logger.Debug("leader transfer", "group", g, "target", target, "attempt", attempt, "applied", applied,
+				"took", time.Since(start))
+			return term, nil
+		}
+		if ctx.Err() != nil {
+			return 0, &slotstore.Error{Code: slotstore.CodeTimeout, Message: "the new leader was not observed in time", Err: ctx.Err()}
+		}
+		n.cfg.Logger.Warn("leader transfer attempt did not land; again", "group", g, "target", target, "attempt", attempt)
+	}
+}
+
+// waitDrained waits, within ctx and a short bound, until this replica has
+// applied its whole Raft log and node target's replica has applied as much
+// (asked over peer RPC). It returns the index reached; a target that does
+// not get there in time is transferred to anyway.
+func (n *Node) waitDrained(ctx context.Context, g slotstore.GroupID, lg *localGroup, shard uint64, target slotstore.NodeID) uint64 {
+	sm := lg.sm.Load()
+	lr, err := n.nh.GetLogReader(shard)
+	if sm == nil || err != nil {
+		return 0
+	}
+	bound := time.Now().Add(4*time.Duration(n.cfg.HeartbeatRTT)*n.cfg.RTT + 100*time.Millisecond)
+	_, last := lr.GetRange()
+	for sm.AppliedIndex() < last && time.Now().Before(bound) && sleepCtx(ctx, context.Background(), time.Millisecond) {
+	}
+	want := sm.AppliedIndex()
+	addr := n.peerAddrOf(target)
+	for addr != "" && time.Now().Before(bound) {
+		cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		got, err := n.peers.applied(cctx, addr, g)
+		cancel()
+		if err == nil && got >= want {
+			break
+		}
+		if !sleepCtx(ctx, context.Background(), 2*time.Millisecond) {
+			break
+		}
+	}
+	return want
+}
+
+// waitLeaderIs polls until replica leads shard (its term) or d has passed.
+func (n *Node) waitLeaderIs(ctx context.Context, shard, replica uint64, d time.Duration) (uint64, bool) {
+	until := time.Now().Add(d)
+	for {
+		if leader, term, valid, err := n.nh.GetLeaderID(shard); err == nil && valid && leader == replica {
+			return term, true
+		}
+		if time.Now().After(until) || !sleepCtx(ctx, context.Background(), time.Millisecond) {
+			return 0, false
+		}
+	}
 }
 
 // movingIn returns the replica a running replica move of g is bringing to
