@@ -89,14 +89,23 @@ clean:
 # over the "checks:" lines and a FAULTS line (faults injected by kind). No
 # snapshot installed in the whole run fails it. A linearizability
 # violation's porcupine visualization is written next to it (violation-*.html).
+# Then availability on separate hosts (TestAvailability: three processes on
+# network-namespace hosts, as root): AVAILABILITY_ROUNDS faults of each kind
+# that hits a group leader (cut off, SIGKILL) and half as many of the others
+# (a follower cut off, the controller leader cut off, 30% loss on the
+# leader's link), each measured for how long writes on the majority side
+# are refused or hang; the table per kind ends the summary (AVAILABILITY
+# lines), next to the safety checks of the same histories.
 CHAOS_SEEDS ?= 50
 CHAOS_DURATION ?= 5s
+AVAILABILITY_ROUNDS ?= 20
 chaos: SHELL := /bin/bash
 chaos:
 	mkdir -p chaos/results
 	out=chaos/results/$$(date -u +%Y%m%dT%H%M%SZ).txt; log=$${out%.txt}.log; \
 	CHAOS_SEEDS=$(CHAOS_SEEDS) CHAOS_DURATION=$(CHAOS_DURATION) CHAOS_VIS_DIR=$(CURDIR)/chaos/results FUZZ_REQUESTS=100000 \
-		$(GO) test -count=1 -timeout 120m -v -run 'TestShortChaos|TestOverload|TestHTTPFuzz' ./internal/chaos/ 2>&1 \
+		AVAILABILITY_ROUNDS=$(AVAILABILITY_ROUNDS) \
+		$(GO) test -count=1 -timeout 150m -v -run 'TestShortChaos|TestOverload|TestHTTPFuzz|TestAvailability' ./internal/chaos/ 2>&1 \
 		| tee $$log | grep -aE '^(=== RUN|--- |ok|FAIL|PASS|[[:space:]]+[a-z_]+_test\.go:)' | tee $$out; \
 	status=$${PIPESTATUS[0]}; \
 	if [ $$status -ne 0 ]; then \
@@ -112,4 +121,5 @@ chaos:
 			printf "FAULTS total=%d", nf; for (k in byKind) printf " %s=%d", k, byKind[k]; printf "\n"; \
 			if (n > 0 && s == 0) { print "FAIL: no snapshot was installed in any schedule"; exit 1 } }' $$out | tee -a $$out; \
 	summary=$${PIPESTATUS[0]}; \
+	grep -a -o 'availability: kind=.*' $$out | sed 's/^availability: /AVAILABILITY /' | tee -a $$out; \
 	test $$status -eq 0 && test $$summary -eq 0

@@ -91,7 +91,7 @@ func TestShortChaos(t *testing.T) {
 func runSchedule(t *testing.T, seed int64, dur time.Duration) uint64 {
 	opts := chaosOptions()
 	tc := startCluster(t, opts)
-	createChannels(tc)
+	createChannels(t, tc)
 	rec := newRecorder()
 	rep := &scheduleReport{seed: seed, rec: rec, verdicts: map[string]string{}, moves: &moveLog{}}
 	rep.own.check(tc.c.Nodes)
@@ -123,7 +123,7 @@ func runSchedule(t *testing.T, seed int64, dur time.Duration) uint64 {
 	wg.Wait()
 	tc.c.WaitReady()
 	settleMoves(tc, rep.moves, opts.ReplicationFactor)
-	finalKV, finalSubs := finalReads(t, tc, rec)
+	finalKV, finalSubs := finalReads(t, tc, rec, kvKeys, subChannels)
 	rep.own.check(tc.c.Nodes)
 	rep.run = time.Since(started)
 	rep.snaps, rep.dropped = tc.snapshots(), tc.c.Net.Dropped()
@@ -154,7 +154,7 @@ func runSchedule(t *testing.T, seed int64, dur time.Duration) uint64 {
 // finalReads closes the histories with a read of every key and every
 // channel's subscribers through every node, once the cluster is ready and
 // the clients are done. It returns the last of them per key and channel.
-func finalReads(t *testing.T, tc *testCluster, rec *recorder) (map[string]kvOutput, map[string]uint8) {
+func finalReads(t *testing.T, tc endpoints, rec *recorder, keys, channels []string) (map[string]kvOutput, map[string]uint8) {
 	reader := &client{id: kvClients + subClients, tc: tc, rec: rec}
 	kv, subs := map[string]kvOutput{}, map[string]uint8{}
 	poll := func(what string, i int, read func(base string) bool) {
@@ -167,14 +167,14 @@ func finalReads(t *testing.T, tc *testCluster, rec *recorder) (map[string]kvOutp
 		}
 	}
 	for i := 0; i < tc.size(); i++ {
-		for _, key := range kvKeys {
+		for _, key := range keys {
 			poll(key, i, func(base string) bool {
 				out, ok := reader.kvGetAt(base, key, "kv.final_get")
 				kv[key] = out
 				return ok
 			})
 		}
-		for _, ch := range subChannels {
+		for _, ch := range channels {
 			poll(ch, i, func(base string) bool {
 				out, ok := reader.subList(base, ch, "sub.final_list")
 				subs[ch] = out.Members

@@ -19,6 +19,17 @@ import (
 	"slotmeta/internal/slotstore/slotstoretest"
 )
 
+// endpoints is what the workload clients need of a cluster: its nodes' API
+// base URLs and one HTTP exchange with a node. testCluster (in-process
+// nodes) and hostCluster (processes on network-namespace hosts,
+// hosts_test.go) provide it.
+type endpoints interface {
+	size() int
+	url(i int) string
+	anyURL(rng *rand.Rand) string
+	do(base string, r request) answer
+}
+
 // testCluster is a real in-process cluster (slotstoretest) with one HTTP API
 // server per node. Clients pick a node's URL per request. A node restarts
 // like a process: its API server closes first (connections are refused
@@ -120,14 +131,24 @@ type request struct {
 }
 
 func (tc *testCluster) do(base string, r request) answer {
+	return exchange(tc.t, tc.client, base, r, "")
+}
+
+// exchange sends r to base with client (token: a bearer token, or none)
+// and reads the whole answer; no answer (a connection error, a timeout, a
+// body cut short) is code 0.
+func exchange(t testing.TB, client *http.Client, base string, r request, token string) answer {
 	var rd io.Reader
 	if r.body != "" {
 		rd = strings.NewReader(r.body)
 	}
 	req, err := http.NewRequest(r.method, base+r.path, rd)
 	if err != nil {
-		tc.t.Errorf("%s %s: %v", r.method, r.path, err)
+		t.Errorf("%s %s: %v", r.method, r.path, err)
 		return answer{}
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	if r.body != "" {
 		req.Header.Set("Content-Type", "application/json")
@@ -141,7 +162,7 @@ func (tc *testCluster) do(base string, r request) answer {
 	if r.idemKey != "" {
 		req.Header.Set("Idempotency-Key", r.idemKey)
 	}
-	resp, err := tc.client.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return answer{}
 	}

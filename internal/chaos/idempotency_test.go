@@ -26,7 +26,8 @@ const maxAttempts = 4 // of one idempotent write, the first included
 // random source.
 type client struct {
 	id         int
-	tc         *testCluster
+	tc         endpoints
+	keys       []string // the business keys it uses (nil: kvKeys)
 	rec        *recorder
 	rng        *rand.Rand
 	retryUntil time.Time // no retry of an unknown outcome starts after it

@@ -33,9 +33,13 @@ func kvPath(key string) string { return "/v1/kv/" + url.PathEscape(key) }
 // deletes (some under If-Match) and reads.
 func (c *client) runKVClient(ctx context.Context) {
 	seen := map[string]kvSeen{}
+	keys := c.keys
+	if keys == nil {
+		keys = kvKeys
+	}
 	for seq := 0; ctx.Err() == nil; seq++ {
 		c.pause()
-		key := kvKeys[c.rng.Intn(len(kvKeys))]
+		key := keys[c.rng.Intn(len(keys))]
 		last, known := seen[key]
 		switch p := c.rng.Intn(100); {
 		case p < 35:

@@ -55,14 +55,19 @@ type faultEnv struct {
 	moves *moveLog
 }
 
-// injectLeaderTransfer moves a random group's leadership to a random node
-// (through node 1, which forwards to the group's leader).
+// injectLeaderTransfer moves a random group's leadership to a random node,
+// through the group's leader (the node that transfers; it refuses a target
+// it does not hear).
 func injectLeaderTransfer(f *faultEnv) (string, func()) {
 	g := slotstore.GroupID(f.rng.Intn(f.tc.groups) + 1)
 	target := slotstore.NodeID(f.rng.Intn(f.tc.size()) + 1)
+	leader := f.tc.groupLeader(g)
+	if leader == 0 {
+		return fmt.Sprintf("transfer g%d→n%d (no leader)", g, target), nil
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	err := f.tc.c.Nodes[0].TransferLeader(ctx, g, target)
+	err := f.tc.c.Nodes[leader-1].TransferLeader(ctx, g, target)
 	return fmt.Sprintf("transfer g%d→n%d (%s)", g, target, okOr(err)), nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"testing"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -21,7 +22,7 @@ func subPath(channel, rest string) string {
 
 // createChannels creates the subscriber channels through node 1, polling
 // until each exists (a 409 after an unknown first attempt means it does).
-func createChannels(tc *testCluster) {
+func createChannels(t testing.TB, tc endpoints) {
 	for _, ch := range subChannels {
 		body := fmt.Sprintf(`{"channel_id":%q,"channel_type":%d}`, ch, subChannelType)
 		deadline := time.Now().Add(15 * time.Second)
@@ -31,7 +32,7 @@ func createChannels(tc *testCluster) {
 				break
 			}
 			if time.Now().After(deadline) {
-				tc.t.Fatalf("create channel %s: %d %s", ch, a.code, a.body)
+				t.Fatalf("create channel %s: %d %s", ch, a.code, a.body)
 			}
 			time.Sleep(a.retryAfter())
 		}

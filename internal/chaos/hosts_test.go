@@ -1,0 +1,154 @@
+package chaos
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"slotmeta/internal/nethost"
+	"slotmeta/internal/slotstore"
+)
+
+// hostCluster is a cluster of slotmeta processes on network-namespace hosts
+// (package nethost), as the workload clients see it: the nodes' API URLs on
+// their own addresses, and requests that carry the cluster's admin token.
+type hostCluster struct {
+	t      *testing.T
+	c      *nethost.Cluster
+	client *http.Client
+}
+
+func (hc *hostCluster) size() int                    { return len(hc.c.Hosts) }
+func (hc *hostCluster) url(i int) string             { return hc.c.Hosts[i].API() }
+func (hc *hostCluster) anyURL(rng *rand.Rand) string { return hc.url(rng.Intn(hc.size())) }
+func (hc *hostCluster) do(base string, r request) answer {
+	return exchange(hc.t, hc.client, base, r, hc.c.Token())
+}
+
+var serverBin struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// slotmetaBin builds the server binary once per test process (with the race
+// detector when the tests run with it, so the build reuses what `go test
+// -race` compiled).
+func slotmetaBin(t *testing.T) string {
+	t.Helper()
+	serverBin.once.Do(func() {
+		dir, err := os.MkdirTemp("", "slotmeta-chaos-bin-")
+		if err != nil {
+			serverBin.err = err
+			return
+		}
+		serverBin.path = filepath.Join(dir, "slotmeta")
+		args := []string{"build", "-o", serverBin.path}
+		if raceEnabled {
+			args = append(args, "-race")
+		}
+		out, err := exec.Command("go", append(args, "slotmeta/cmd/server")...).CombinedOutput()
+		if err != nil {
+			serverBin.err = fmt.Errorf("build the server: %v\n%s", err, out)
+		}
+	})
+	if serverBin.err != nil {
+		t.Fatal(serverBin.err)
+	}
+	return serverBin.path
+}
+
+// startHosts starts a 3-node cluster on namespace hosts (skipping the test
+// where namespaces cannot be made) with the default Raft timing (50 ms
+// ticks, 500 ms election timeout) and the given extra flags.
+func startHosts(t *testing.T, args ...string) *hostCluster {
+	t.Helper()
+	if err := nethost.Available(); err != nil {
+		t.Skip(err)
+	}
+	c := nethost.Start(t, nethost.Options{Bin: slotmetaBin(t), Nodes: 3, Args: append([]string{"--log-level", "warn"}, args...)})
+	hc := &hostCluster{t: t, c: c, client: &http.Client{Timeout: 5 * time.Second,
+		Transport: &http.Transport{MaxIdleConnsPerHost: 32, DisableCompression: true}}}
+	t.Cleanup(hc.client.CloseIdleConnections)
+	return hc
+}
+
+// get decodes a GET answer of node i (retrying for a few seconds: during a
+// fault the node asked may not know the controller leader yet).
+func getJSON[T any](hc *hostCluster, i int, path string) (T, error) {
+	var out T
+	var last answer
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		last = hc.do(hc.url(i), request{method: "GET", path: path})
+		if last.code == http.StatusOK {
+			return out, json.Unmarshal(last.body, &out)
+		}
+	}
+	return out, fmt.Errorf("GET %s via node %d: %d %s", path, i+1, last.code, last.body)
+}
+
+// groupLeader is group g's leader as node i's routes show it (0: none).
+func (hc *hostCluster) groupLeader(i int, g slotstore.GroupID) slotstore.NodeID {
+	a := hc.do(hc.url(i), request{method: "GET", path: "/v1/cluster/routes"})
+	var r struct {
+		HashSlots []struct {
+			Group      slotstore.GroupID `json:"group"`
+			LeaderNode slotstore.NodeID  `json:"leader_node"`
+		} `json:"hash_slots"`
+	}
+	if a.code != http.StatusOK || json.Unmarshal(a.body, &r) != nil {
+		return 0
+	}
+	for _, row := range r.HashSlots {
+		if row.Group == g {
+			return row.LeaderNode
+		}
+	}
+	return 0
+}
+
+// ctrlLeader is the controller leader as node i sees it (0: unknown).
+func (hc *hostCluster) ctrlLeader(i int) slotstore.NodeID {
+	a := hc.do(hc.url(i), request{method: "GET", path: "/v1/cluster"})
+	var s slotstore.ClusterSummary
+	if a.code != http.StatusOK || json.Unmarshal(a.body, &s) != nil {
+		return 0
+	}
+	return s.ControllerLeader
+}
+
+// agreedLeader waits until every running node but skip names the same
+// leader of group g, and returns it.
+func (hc *hostCluster) agreedLeader(g slotstore.GroupID, skip slotstore.NodeID, within time.Duration) slotstore.NodeID {
+	hc.t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		var seen slotstore.NodeID
+		agree := true
+		for i, h := range hc.c.Hosts {
+			if slotstore.NodeID(h.ID) == skip || !h.Running() {
+				continue
+			}
+			l := hc.groupLeader(i, g)
+			if l == 0 || (seen != 0 && l != seen) {
+				agree = false
+				break
+			}
+			seen = l
+		}
+		if agree && seen != 0 {
+			return seen
+		}
+		if time.Now().After(deadline) {
+			hc.t.Fatalf("the nodes did not agree on a leader of group %d within %v", g, within)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -1,0 +1,172 @@
+package nethost
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Host is one network namespace with one slotmeta node on it.
+type Host struct {
+	c       *Cluster
+	ID      int    // the node id
+	NS      string // network namespace
+	Veth    string // host side of its link to the bridge
+	IP      string
+	dataDir string
+	args    []string
+	log     syncBuffer
+
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	done    chan struct{} // closed when cmd exits
+	exitErr error
+	starts  int
+}
+
+func (h *Host) addr(port int) string { return net.JoinHostPort(h.IP, strconv.Itoa(port)) }
+
+// API is the node's API base URL.
+func (h *Host) API() string { return "http://" + h.addr(APIPort) }
+
+// Log is everything the node's processes wrote so far.
+func (h *Host) Log() string { return h.log.String() }
+
+// Start starts the node (again, on its data) inside its namespace.
+func (h *Host) Start() {
+	h.c.t.Helper()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.starts++
+	fmt.Fprintf(&h.log, "=== nethost: start #%d of node %d at %s ===\n", h.starts, h.ID, time.Now().Format("15:04:05.000"))
+	// ip netns exec enters the namespace and execs the binary: the process
+	// is the node itself, so signals reach it.
+	cmd := exec.Command("ip", append([]string{"netns", "exec", h.NS, h.c.o.Bin}, h.args...)...)
+	cmd.Stdout, cmd.Stderr = &h.log, &h.log
+	if err := cmd.Start(); err != nil {
+		h.c.t.Fatalf("start node %d: %v", h.ID, err)
+	}
+	done := make(chan struct{})
+	h.cmd, h.done = cmd, done
+	go func() {
+		err := cmd.Wait()
+		h.mu.Lock()
+		h.exitErr = err
+		h.mu.Unlock()
+		close(done)
+	}()
+}
+
+// Running reports whether the node's current process has not exited.
+func (h *Host) Running() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.cmd == nil {
+		return false
+	}
+	select {
+	case <-h.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// Kill sends SIGKILL to the node's process and waits for it to exit.
+func (h *Host) Kill() {
+	h.c.t.Helper()
+	if !h.kill() {
+		h.c.t.Fatalf("node %d is not running", h.ID)
+	}
+}
+
+func (h *Host) kill() bool {
+	h.mu.Lock()
+	cmd, done := h.cmd, h.done
+	h.mu.Unlock()
+	if cmd == nil {
+		return false
+	}
+	select {
+	case <-done:
+		return false
+	default:
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	<-done
+	return true
+}
+
+// Cut takes the host's link down: packets to and from it vanish (no reset,
+// no refusal), as when a host drops off the network.
+func (h *Host) Cut() { h.c.must("ip", "link", "set", h.Veth, "down") }
+
+// Heal brings the link back up and removes any netem rule.
+func (h *Host) Heal() {
+	h.c.must("ip", "link", "set", h.Veth, "up")
+	h.ClearLoss()
+}
+
+// Loss makes the host drop pct percent of the packets it receives and of
+// those it sends, at random (nftables in its namespace: numgen random; the
+// kernels this runs on may lack tc netem). Needs nft (CanLose).
+func (h *Host) Loss(pct int) {
+	h.c.t.Helper()
+	rules := fmt.Sprintf(`table inet smloss {
+  chain in { type filter hook input priority 0; policy accept; numgen random mod 100 < %d drop; }
+  chain out { type filter hook output priority 0; policy accept; numgen random mod 100 < %d drop; }
+}
+`, pct, pct)
+	cmd := exec.Command("ip", "netns", "exec", h.NS, "nft", "-f", "-")
+	cmd.Stdin = strings.NewReader(rules)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		h.c.t.Fatalf("loss on node %d: %v: %s", h.ID, err, out)
+	}
+}
+
+// ClearLoss removes the rules of Loss (none is fine).
+func (h *Host) ClearLoss() {
+	_ = exec.Command("ip", "netns", "exec", h.NS, "nft", "delete", "table", "inet", "smloss").Run()
+}
+
+// WaitReady polls /readyz until 200, failing if the process exits or the
+// deadline passes.
+func (h *Host) WaitReady(deadline time.Time) {
+	h.c.t.Helper()
+	c := &http.Client{Timeout: time.Second}
+	for time.Now().Before(deadline) {
+		if !h.Running() {
+			h.mu.Lock()
+			err := h.exitErr
+			h.mu.Unlock()
+			h.c.t.Fatalf("node %d exited before it was ready: %v\n%s", h.ID, err, tail(h.Log(), 4000))
+		}
+		if h.Ready(c) {
+			return
+		}
+		time.Sleep(50 * time.Millisecond) // readiness polling interval
+	}
+	h.c.t.Fatalf("node %d not ready by the deadline\n%s", h.ID, tail(h.Log(), 4000))
+}
+
+// Ready asks /readyz once.
+func (h *Host) Ready(c *http.Client) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, h.API()+"/readyz", nil)
+	resp, err := c.Do(req)
+	if err != nil {
+		return false
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
