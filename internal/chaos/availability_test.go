@@ -98,8 +98,9 @@ type windowStats struct {
 	worst   probe // the write that waited longest
 }
 
-// windowOf measures the writes that started in [from, to); horizon ends the
-// wait of a write no later write made good.
+// windowOf measures the writes that started in [from, to), and those still
+// in flight at from (their wait counted from from); horizon ends the wait of
+// a write no later write made good.
 func windowOf(ps []probe, from, to, horizon time.Time) windowStats {
 	var succ []probe
 	for _, p := range ps {
@@ -117,6 +118,9 @@ func windowOf(ps []probe, from, to, horizon time.Time) windowStats {
 	}
 	var s windowStats
 	for _, p := range ps {
+		if p.start.Before(from) && p.end.After(from) {
+			p.start = from // in flight when the span began: it waits from then
+		}
 		if p.start.Before(from) || !p.start.Before(to) {
 			continue
 		}
@@ -213,7 +217,7 @@ func runEpisode(t *testing.T, hc *hostCluster, kind string, n int, faultFor, aft
 	started := time.Now()
 	for id := range 3 {
 		c := &client{id: id, tc: hc, keys: keys, rec: rec, rng: rand.New(rand.NewSource(int64(n)*131 + int64(id))),
-			retryUntil: started.Add(time.Second + faultFor + afterHeal)}
+			retryUntil: started.Add(time.Second + faultFor + afterHeal), idemPrefix: prefix + "-"}
 		wg.Add(1)
 		go func() { defer wg.Done(); c.runKVClient(ctx) }()
 	}

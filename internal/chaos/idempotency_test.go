@@ -32,6 +32,7 @@ type client struct {
 	rng        *rand.Rand
 	retryUntil time.Time // no retry of an unknown outcome starts after it
 	idemSeq    int
+	idemPrefix string // makes its keys unique across runs on one cluster (host episodes)
 	backoff    time.Duration // set by an answer without a definite outcome
 }
 
@@ -60,7 +61,7 @@ const idemShare = 3 // in 10
 func (c *client) maybeIdem(r *request) {
 	if c.rng.Intn(10) < idemShare {
 		c.idemSeq++
-		r.idemKey = fmt.Sprintf("idem-c%d-%d", c.id, c.idemSeq)
+		r.idemKey = fmt.Sprintf("%sidem-c%d-%d", c.idemPrefix, c.id, c.idemSeq)
 	}
 }
 

@@ -22,7 +22,7 @@ type Host struct {
 	Veth    string // host side of its link to the bridge
 	IP      string
 	dataDir string
-	args    []string
+	cmdline []string // binary and arguments
 	log     syncBuffer
 
 	mu      sync.Mutex
@@ -37,6 +37,12 @@ func (h *Host) addr(port int) string { return net.JoinHostPort(h.IP, strconv.Ito
 // API is the node's API base URL.
 func (h *Host) API() string { return "http://" + h.addr(APIPort) }
 
+// Addr is host:port of the given port on the host's own address.
+func (h *Host) Addr(port int) string { return h.addr(port) }
+
+// DataDir is a directory of the host's own (the node's data).
+func (h *Host) DataDir() string { return h.dataDir }
+
 // Log is everything the node's processes wrote so far.
 func (h *Host) Log() string { return h.log.String() }
 
@@ -49,7 +55,7 @@ func (h *Host) Start() {
 	fmt.Fprintf(&h.log, "=== nethost: start #%d of node %d at %s ===\n", h.starts, h.ID, time.Now().Format("15:04:05.000"))
 	// ip netns exec enters the namespace and execs the binary: the process
 	// is the node itself, so signals reach it.
-	cmd := exec.Command("ip", append([]string{"netns", "exec", h.NS, h.c.o.Bin}, h.args...)...)
+	cmd := exec.Command("ip", append([]string{"netns", "exec", h.NS}, h.cmdline...)...)
 	cmd.Stdout, cmd.Stderr = &h.log, &h.log
 	if err := cmd.Start(); err != nil {
 		h.c.t.Fatalf("start node %d: %v", h.ID, err)
@@ -157,8 +163,11 @@ func (h *Host) WaitReady(deadline time.Time) {
 	h.c.t.Fatalf("node %d not ready by the deadline\n%s", h.ID, tail(h.Log(), 4000))
 }
 
-// Ready asks /readyz once.
+// Ready asks once whether the host serves (Options.Ready, else /readyz).
 func (h *Host) Ready(c *http.Client) bool {
+	if h.c.o.Ready != nil {
+		return h.c.o.Ready(h)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, h.API()+"/readyz", nil)

@@ -48,6 +48,12 @@ type Options struct {
 	// the API requires tokens) and Secret the cluster secret; defaults are
 	// fixed test values.
 	Token, Secret string
+	// Command, when set, replaces the slotmeta command line of each host
+	// (binary first): to run another system on the same hosts and links,
+	// for comparison. Ready then tells when a host serves (default: the
+	// node's /readyz answers 200).
+	Command func(h *Host, hosts []*Host) []string
+	Ready   func(h *Host) bool
 }
 
 // Available returns nil when this process can create network namespaces,
@@ -129,7 +135,12 @@ func Start(t testing.TB, o Options) *Cluster {
 		members = append(members, fmt.Sprintf("%d=%s/%s/%s", i, h.addr(RaftPort), h.addr(APIPort), h.addr(PeerPort)))
 	}
 	for _, h := range c.Hosts {
-		h.args = append([]string{
+		if o.Command != nil {
+			h.cmdline = o.Command(h, c.Hosts)
+			h.Start()
+			continue
+		}
+		h.cmdline = append([]string{o.Bin,
 			"--node-id", fmt.Sprint(h.ID), "--data-dir", h.dataDir,
 			"--api-addr", h.addr(APIPort), "--raft-addr", h.addr(RaftPort), "--peer-addr", h.addr(PeerPort),
 			"--initial-members", strings.Join(members, ","),
