@@ -32,7 +32,7 @@ type client struct {
 	rng        *rand.Rand
 	retryUntil time.Time // no retry of an unknown outcome starts after it
 	idemSeq    int
-	idemPrefix string // makes its keys unique across runs on one cluster (host episodes)
+	idemPrefix string        // makes its keys unique across runs on one cluster (host episodes)
 	backoff    time.Duration // set by an answer without a definite outcome
 }
 
