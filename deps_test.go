@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// Dependencies point inward (DESIGN §11, docs/adr/0001): the HTTP API, the
+// Dependencies point inward (docs/design.md §14, docs/adr/0001): the HTTP API, the
 // console and the domain types compile without dragonboat or Pebble.
 func TestAdaptersDoNotImportRaftOrStorage(t *testing.T) {
 	if testing.Short() {

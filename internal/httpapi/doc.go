@@ -1,7 +1,7 @@
 // Package httpapi is slotmeta's public HTTP/JSON API: a chi router with one
 // sub-router per resource (users, business keys, cluster routes), the health
 // and metrics endpoints, and the one table that turns a slotstore.Error into
-// an HTTP status and DESIGN §9's error body. openapi.yaml at the repository
+// an HTTP status and the error body of docs/design.md §10. openapi.yaml at the repository
 // root is its contract.
 //
 // # Model

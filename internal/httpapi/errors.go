@@ -12,7 +12,7 @@ import (
 	"slotmeta/internal/slotstore"
 )
 
-// statusOf is THE table from an error code to its HTTP status (DESIGN §9).
+// statusOf is THE table from an error code to its HTTP status (docs/design.md §10).
 // A code that is missing here answers 500.
 var statusOf = map[slotstore.Code]int{
 	slotstore.CodeInvalidArgument:       http.StatusBadRequest,
@@ -42,7 +42,7 @@ func httpStatus(code slotstore.Code) int {
 	return http.StatusInternalServerError
 }
 
-// errorBody is DESIGN §9's error JSON.
+// errorBody is the error JSON of docs/design.md §10.
 type errorBody struct {
 	Error errorJSON `json:"error"`
 }

@@ -14,7 +14,7 @@ import (
 	"slotmeta/internal/slotstore"
 )
 
-// decodeError parses an error response strictly: exactly DESIGN §9's shape.
+// decodeError parses an error response strictly: exactly the shape of docs/design.md §10.
 func decodeError(t testing.TB, w *httptest.ResponseRecorder) errorJSON {
 	t.Helper()
 	if ct := w.Header().Get("Content-Type"); ct != "application/json" {
@@ -35,7 +35,7 @@ func decodeError(t testing.TB, w *httptest.ResponseRecorder) errorJSON {
 	return body.Error
 }
 
-// allCodes is every slotstore.Code with the status DESIGN §9 (plus
+// allCodes is every slotstore.Code with the status docs/design.md §10 (plus
 // failed_precondition 412 and wrong_group 503) gives it.
 var allCodes = []struct {
 	code   slotstore.Code

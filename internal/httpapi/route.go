@@ -10,7 +10,7 @@ import (
 	"slotmeta/internal/slotstore/routing"
 )
 
-// Response headers of keyed requests (DESIGN §3, §6). X-Route-Revision is
+// Response headers of keyed requests (docs/design.md §3, §6). X-Route-Revision is
 // also a request header: the client's fence.
 const (
 	hdrHashSlot      = "X-Hash-Slot"

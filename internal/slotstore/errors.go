@@ -47,7 +47,7 @@ type FieldError struct {
 }
 
 // Error is the one error type of slotmeta. Every layer returns it (wrapped with
-// %w where context helps); the HTTP adapter renders it as DESIGN §9's JSON.
+// %w where context helps); the HTTP adapter renders it as the error JSON of docs/design.md §10.
 type Error struct {
 	Code          Code
 	Message       string

@@ -1,4 +1,4 @@
-package cluster
+package policy
 
 import (
 	"fmt"
@@ -27,8 +27,8 @@ const (
 	ReasonTransferBackoff     = "transfer_backoff"
 )
 
-// LeadershipPolicy holds the thresholds of the safety checks.
-type LeadershipPolicy struct {
+// Leadership holds the thresholds of the leader-transfer checks.
+type Leadership struct {
 	PreferredTTL     time.Duration // an intent older than this is stale (default 24h)
 	ActiveWithin     time.Duration // a node that reported longer ago is inactive (default 3s)
 	MaxLag           uint64        // a target further behind the leader is lagging (default 64 entries)
@@ -47,7 +47,8 @@ type LeadershipPolicy struct {
 	BackoffBase, BackoffMax time.Duration
 }
 
-func (p *LeadershipPolicy) ensureDefaults() {
+// EnsureDefaults fills zero fields.
+func (p *Leadership) EnsureDefaults() {
 	if p.PreferredTTL == 0 {
 		p.PreferredTTL = 24 * time.Hour
 	}
@@ -74,12 +75,12 @@ func (p *LeadershipPolicy) ensureDefaults() {
 	}
 }
 
-// transferFacts are what the checks need besides the group's view: all
-// of it observed or remembered by the controller leader at Now.
-type transferFacts struct {
+// Facts are what the checks need besides the group's view: all of it
+// observed or remembered by the controller leader at Now.
+type Facts struct {
 	Now      time.Time
 	InFlight bool         // a transfer of the group is in flight
-	Backoff  backoffState // the group's back-off after failed transfers
+	Backoff  BackoffState // the group's back-off after failed transfers
 	// The target node's streak of reports since this controller leader
 	// last saw it unreachable (Gap false: it never did).
 	TargetGap        bool
@@ -93,7 +94,7 @@ type (
 	Preflight = slotstore.Preflight
 )
 
-// checkTransfer runs every safety check of moving v's leadership to target.
+// CheckTransfer runs every safety check of moving v's leadership to target.
 // It is a pure function of the view, the policy and the facts: the API's
 // preflight, the transfer itself and the preferred-leader reconciler all
 // use it. Besides the membership and progress checks it asks whether the
@@ -101,7 +102,7 @@ type (
 // view has heard from it within ReachableWithin — and whether it was
 // disrupted within HoldDown; and it holds the group back while it is in
 // back-off after failed transfers.
-func checkTransfer(v slotstore.GroupView, target slotstore.NodeID, p LeadershipPolicy, f transferFacts) Preflight {
+func CheckTransfer(v slotstore.GroupView, target slotstore.NodeID, p Leadership, f Facts) Preflight {
 	pf := Preflight{Group: v.ID, Target: target, Leader: v.Leader, Term: v.Term, TargetReportAge: -1,
 		ObservedBy: v.ObservedBy, ObservationAge: v.ObservationAgeMs, Blockers: []Blocker{}}
 	block := func(reason, format string, args ...any) {
@@ -161,7 +162,7 @@ func checkTransfer(v slotstore.GroupView, target slotstore.NodeID, p LeadershipP
 			block(ReasonTargetHeldDown, "node %d reported its replica %s %dms ago (hold-down %v)", target, r.Disruption, r.DisruptedAgoMs, p.HoldDown)
 		}
 	}
-	if pf.TargetReportAge < 0 && desired[target] && !hasBlocker(pf, ReasonTargetInactive) {
+	if pf.TargetReportAge < 0 && desired[target] && !HasBlocker(pf, ReasonTargetInactive) {
 		block(ReasonTargetInactive, "node %d has not reported group %d", target, v.ID)
 	}
 	if f.TargetDown {
@@ -172,15 +173,16 @@ func checkTransfer(v slotstore.GroupView, target slotstore.NodeID, p LeadershipP
 	if f.InFlight {
 		block(ReasonTransferInFlight, "a leader transfer of group %d is in flight", v.ID)
 	}
-	if f.Now.Before(f.Backoff.until) {
-		block(ReasonTransferBackoff, "%d failed transfer(s) of group %d in a row: next attempt in %v", f.Backoff.failures, v.ID,
-			f.Backoff.until.Sub(f.Now).Round(time.Millisecond))
+	if f.Now.Before(f.Backoff.Until) {
+		block(ReasonTransferBackoff, "%d failed transfer(s) of group %d in a row: next attempt in %v", f.Backoff.Failures, v.ID,
+			f.Backoff.Until.Sub(f.Now).Round(time.Millisecond))
 	}
 	pf.OK = len(pf.Blockers) == 0
 	return pf
 }
 
-func hasBlocker(pf Preflight, reason string) bool {
+// HasBlocker reports whether pf lists a blocker with reason.
+func HasBlocker(pf Preflight, reason string) bool {
 	for _, b := range pf.Blockers {
 		if b.Reason == reason {
 			return true

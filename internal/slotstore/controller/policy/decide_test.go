@@ -56,16 +56,16 @@ func TestDecidePreferred(t *testing.T) {
 		{"the leader never heard the target", func(v *slotstore.GroupView) { v.Replicas[1].HeardAgoMs = -1 }, nil, DecisionSkip, ReasonTargetUnreachable},
 		{"the target's node is unreachable", nil, func(f *transferFacts) { f.TargetDown, f.TargetGap = true, true }, DecisionSkip, ReasonTargetUnreachable},
 		{"the target lost its leadership 10 s ago", func(v *slotstore.GroupView) {
-			v.Replicas[1].Disruption, v.Replicas[1].DisruptedAgoMs = DisruptionLostLeadership, 10_000
+			v.Replicas[1].Disruption, v.Replicas[1].DisruptedAgoMs = slotstore.DisruptionLostLeadership, 10_000
 		}, nil, DecisionSkip, ReasonTargetHeldDown},
 		{"the target restarted 29 s ago", func(v *slotstore.GroupView) {
-			v.Replicas[1].Disruption, v.Replicas[1].DisruptedAgoMs = DisruptionRestarted, 29_000
+			v.Replicas[1].Disruption, v.Replicas[1].DisruptedAgoMs = slotstore.DisruptionRestarted, 29_000
 		}, nil, DecisionSkip, ReasonTargetHeldDown},
 		{"the target came back 5 s ago", nil, func(f *transferFacts) { f.TargetGap, f.TargetHealthyFor = true, 5*time.Second }, DecisionSkip, ReasonTargetHeldDown},
 		{"the group is in back-off", nil, func(f *transferFacts) { f.Backoff = backoffState{failures: 2, until: now.Add(time.Second)} }, DecisionSkip, ReasonTransferBackoff},
 		// Past each limit, nothing holds it back.
 		{"the target lost its leadership 31 s ago", func(v *slotstore.GroupView) {
-			v.Replicas[1].Disruption, v.Replicas[1].DisruptedAgoMs = DisruptionNoLeader, 31_000
+			v.Replicas[1].Disruption, v.Replicas[1].DisruptedAgoMs = slotstore.DisruptionNoLeader, 31_000
 		}, nil, DecisionTransfer, "preferred_leader"},
 		{"the target came back 31 s ago", nil, func(f *transferFacts) { f.TargetGap, f.TargetHealthyFor = true, 31*time.Second }, DecisionTransfer, "preferred_leader"},
 		{"back-off over", nil, func(f *transferFacts) { f.Backoff = backoffState{failures: 2, until: now} }, DecisionTransfer, "preferred_leader"},
@@ -121,7 +121,7 @@ func TestCheckTransferListsEveryBlocker(t *testing.T) {
 	}
 	v.Replicas[2].Lag, v.Replicas[2].ReportAgeMs = 1000, 60_000
 	v.Learners = []slotstore.NodeID{4}
-	v.Replicas[2].HeardAgoMs, v.Replicas[2].Disruption, v.Replicas[2].DisruptedAgoMs = 5000, DisruptionRestarted, 100
+	v.Replicas[2].HeardAgoMs, v.Replicas[2].Disruption, v.Replicas[2].DisruptedAgoMs = 5000, slotstore.DisruptionRestarted, 100
 	f := facts(now)
 	f.InFlight, f.Backoff = true, backoffState{failures: 1, until: now.Add(time.Minute)}
 	pf := checkTransfer(v, 3, p, f)

@@ -4,8 +4,6 @@ import (
 	"testing"
 	"time"
 
-	pb "github.com/lni/dragonboat/v4/raftpb"
-
 	"slotmeta/internal/slotstore"
 )
 
@@ -96,27 +94,5 @@ func TestTransferBackoff(t *testing.T) {
 	b.succeeded(7)
 	if s := b.state(7); s.failures != 0 || !s.until.IsZero() {
 		t.Fatalf("a success left %+v", s)
-	}
-}
-
-func TestHeardRecordsSenders(t *testing.T) {
-	h := newHeard()
-	var at time.Duration
-	h.now = func() time.Duration { return at }
-	if _, ok := h.ago(1001, 2); ok {
-		t.Fatal("heard from nobody yet")
-	}
-	at = time.Second
-	h.record(pb.MessageBatch{Requests: []pb.Message{{ShardID: 1001, From: 2}, {ShardID: 1001, From: 2}, {ShardID: 1, From: 3}}})
-	at = 3 * time.Second
-	h.record(pb.MessageBatch{Requests: []pb.Message{{ShardID: 1, From: 3}}})
-	if d, ok := h.ago(1001, 2); !ok || d != 2*time.Second {
-		t.Fatalf("shard 1001 replica 2: %v %v", d, ok)
-	}
-	if d, ok := h.ago(1, 3); !ok || d != 0 {
-		t.Fatalf("shard 1 replica 3: %v %v", d, ok)
-	}
-	if _, ok := h.ago(1001, 3); ok {
-		t.Fatal("replica 3 of shard 1001 never sent anything")
 	}
 }
