@@ -38,19 +38,12 @@ lint:
 	$(GO) vet ./...
 
 # Lints openapi.yaml with Redocly's recommended rules (redocly.yaml says
-# which are off and why), then, while openapi.d holds fragments not yet
-# merged, the spec with them merged in (as internal/contract merges it).
-# Needs Node >= 20.19 and, the first time, the npm registry. The Go contract
-# test (internal/contract) validates the spec too, in `make test`.
+# which are off and why). Needs Node >= 20.19 and, the first time, the npm
+# registry. The Go contract test (internal/contract) validates the spec too,
+# in `make test`.
 REDOCLY := REDOCLY_TELEMETRY=off NO_UPDATE_NOTIFIER=1 npx --yes @redocly/cli@$(REDOCLY_VERSION)
 lint-spec:
 	$(REDOCLY) lint openapi.yaml
-	@if ls openapi.d/*.yaml >/dev/null 2>&1; then \
-	  mkdir -p bin && \
-	  SLOTMETA_WRITE_MERGED_SPEC=$(CURDIR)/bin/openapi.merged.json $(GO) test -count=1 -run '^TestWriteMergedSpec$$' ./internal/contract && \
-	  echo "lint-spec: openapi.yaml + openapi.d/*.yaml, merged into bin/openapi.merged.json:" && \
-	  $(REDOCLY) lint --config redocly.yaml bin/openapi.merged.json; \
-	fi
 
 # Re-vendors Swagger UI for /docs from the npm package swagger-ui-dist.
 update-swagger-ui:

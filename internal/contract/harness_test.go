@@ -28,16 +28,12 @@ var (
 	specErr  error
 )
 
-// contractSpec returns the merged spec (see the package comment), loaded
-// and validated, and a fresh copy of its raw form.
+// contractSpec returns the spec, loaded and validated, and a fresh copy of
+// its raw form.
 func contractSpec(t testing.TB) (*spec, rawSpec) {
 	t.Helper()
 	specOnce.Do(func() {
-		var frags []string
-		specRaw, frags, specErr = loadRawSpec()
-		if specErr == nil && len(frags) > 0 {
-			t.Logf("spec: openapi.yaml and %d fragment(s) not yet merged: %v", len(frags), frags)
-		}
+		specRaw, specErr = loadRawSpec()
 	})
 	if specErr != nil {
 		t.Fatalf("spec: %v", specErr)

@@ -8,7 +8,7 @@ import (
 
 // TestContractWalkMembershipsRuntime walks memberships, CMD bindings,
 // channel runtime meta, migration tasks and message events on a real node:
-// every operation of openapi.d/b-memberships-runtime.yaml, with its
+// every memberships and runtime operation of openapi.yaml, with its
 // success answers and its error answers, each checked against the spec.
 func TestContractWalkMembershipsRuntime(t *testing.T) {
 	n := startNode(t)

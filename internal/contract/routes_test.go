@@ -30,7 +30,7 @@ func TestRoutesMatchSpec(t *testing.T) {
 	s, _ := contractSpec(t)
 	h := apiHandler(t)
 	if err := s.checkRoutes(h); err != nil {
-		t.Fatalf("router and spec differ (a new route needs its operation in openapi.yaml or an openapi.d fragment):\n%v", err)
+		t.Fatalf("router and spec differ (a new route needs its operation in openapi.yaml):\n%v", err)
 	}
 	served, err := servedRoutes(h)
 	if err != nil {

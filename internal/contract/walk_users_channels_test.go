@@ -9,7 +9,7 @@ import (
 
 // TestContractWalkUsersChannels walks devices, system UIDs, plugin
 // bindings, channels and their lists on a real node, through the checking
-// client: every answer must be what openapi.d/a-users-channels.yaml says,
+// client: every answer must be what openapi.yaml says,
 // and the requests marked refused must be refused by the spec too.
 func TestContractWalkUsersChannels(t *testing.T) {
 	n := startNode(t)
