@@ -1,9 +1,12 @@
 package main
 
 import (
+	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -143,5 +146,19 @@ func TestJoinToken(t *testing.T) {
 	env["SLOTMETA_TOKENS"] = "read:r1"
 	if got, _ := (&options{Join: "127.0.0.1:8080"}).joinToken(getenv); got != "" {
 		t.Fatalf("no admin token: %q", got)
+	}
+}
+
+func TestAServeFailureIsAnError(t *testing.T) {
+	log := slog.New(slog.DiscardHandler)
+	serveErr := make(chan error, 1)
+	serveErr <- errors.New("accept: too many open files")
+	if err := awaitStop(log, make(chan os.Signal), serveErr); err == nil || !strings.Contains(err.Error(), "too many open files") {
+		t.Fatalf("a server that died: %v, want its error (the process exits non-zero)", err)
+	}
+	sig := make(chan os.Signal, 1)
+	sig <- syscall.SIGTERM
+	if err := awaitStop(log, sig, make(chan error)); err != nil {
+		t.Fatalf("a stop on request: %v", err)
 	}
 }

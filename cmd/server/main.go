@@ -24,6 +24,8 @@ import (
 	"slotmeta/internal/httpapi"
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/cluster"
+	"slotmeta/internal/slotstore/controller/policy"
+	"slotmeta/internal/slotstore/peer"
 )
 
 func main() {
@@ -79,10 +81,10 @@ func run(args []string, getenv func(string) string) error {
 		JoinAddr:                o.Join,
 		JoinToken:               joinToken,
 		ClusterSecret:           secret,
-		TLS:                     cluster.TLSConfig{CAFile: o.TLSCA, CertFile: o.TLSCert, KeyFile: o.TLSKey},
+		TLS:                     peer.TLSConfig{CAFile: o.TLSCA, CertFile: o.TLSCert, KeyFile: o.TLSKey},
 		EnableHashSlotMigration: o.EnableSlotMigration,
 		ProjectInterval:         o.ProjectInterval,
-		Leadership:              cluster.LeadershipPolicy{HoldDown: o.LeaderHoldDown},
+		Leadership:              policy.Leadership{HoldDown: o.LeaderHoldDown},
 		ClusterID:               o.ClusterID,
 		GroupCount:              o.Groups,
 		ReplicationFactor:       o.ReplicationFactor,
@@ -141,22 +143,31 @@ func run(args []string, getenv func(string) string) error {
 
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
-	select {
-	case s := <-sig:
-		log.Info("shutting down", "signal", s.String())
-	case err := <-serveErr:
-		log.Error("http server stopped", "err", err)
-	}
+	failed := awaitStop(log, sig, serveErr)
 	ctx, cancel := context.WithTimeout(context.Background(), o.ShutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(ctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		log.Warn("http drain incomplete", "err", err)
 	}
 	if err := node.Close(); err != nil {
-		return fmt.Errorf("close node: %w", err)
+		return errors.Join(failed, fmt.Errorf("close node: %w", err))
 	}
 	log.Info("stopped")
-	return nil
+	return failed
+}
+
+// awaitStop waits for a stop signal or for the HTTP server to fail; a
+// failure is returned, so that the process exits non-zero when it did not
+// stop on request.
+func awaitStop(log *slog.Logger, sig <-chan os.Signal, serveErr <-chan error) error {
+	select {
+	case s := <-sig:
+		log.Info("shutting down", "signal", s.String())
+		return nil
+	case err := <-serveErr:
+		log.Error("http server stopped", "err", err)
+		return fmt.Errorf("http server stopped: %w", err)
+	}
 }
 
 // consoleSource adapts the node to the console's Source: the node has every

@@ -154,26 +154,22 @@ func TestProfileInProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	printResult(os.Stdout, res)
-	// sum adds up a pair of counters over the nodes.
-	sum := func(stat func(*cluster.Node) (uint64, uint64)) (a, b float64) {
-		for _, n := range c.Nodes {
-			x, y := stat(n)
-			a, b = a+float64(x), b+float64(y)
-		}
-		return a, b
+	// The nodes' counters, summed.
+	var st cluster.Stats
+	for _, n := range c.Nodes {
+		s := n.Stats()
+		st.Entries, st.Commands, st.ReadRounds, st.Reads = st.Entries+s.Entries, st.Commands+s.Commands, st.ReadRounds+s.ReadRounds, st.Reads+s.Reads
+		st.Forward.Batches, st.Forward.Batched, st.Forward.Singles = st.Forward.Batches+s.Forward.Batches,
+			st.Forward.Batched+s.Forward.Batched, st.Forward.Singles+s.Forward.Singles
 	}
-	if batches, cmds := sum((*cluster.Node).BatchStats); batches > 0 {
-		t.Logf("proposer: %.0f entries, %.2f commands per Raft entry (whole test)", batches, cmds/batches)
+	if st.Entries > 0 {
+		t.Logf("proposer: %d entries, %.2f commands per Raft entry (whole test)", st.Entries, float64(st.Commands)/float64(st.Entries))
 	}
-	if batches, cmds := sum((*cluster.Node).ForwardStats); batches > 0 || cmds > 0 {
-		var singles float64
-		for _, n := range c.Nodes {
-			singles += float64(n.ForwardSingles())
-		}
-		t.Logf("forwarding: %.0f writes forwarded in %.0f peer requests (%.0f alone, %.0f in batches; whole test)",
-			singles+cmds, singles+batches, singles, cmds)
+	if f := st.Forward; f.Batches > 0 || f.Batched > 0 || f.Singles > 0 {
+		t.Logf("forwarding: %d writes forwarded in %d peer requests (%d alone, %d in batches; whole test)",
+			f.Singles+f.Batched, f.Singles+f.Batches, f.Singles, f.Batched)
 	}
-	if rounds, reads := sum((*cluster.Node).ReadIndexStats); rounds > 0 {
+	if rounds, reads := float64(st.ReadRounds), float64(st.Reads); rounds > 0 {
 		t.Logf("reads: %.0f ReadIndex rounds, %.2f linearizable reads per round (whole test)", rounds, reads/rounds)
 	}
 }

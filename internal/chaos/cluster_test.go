@@ -97,7 +97,7 @@ func (tc *testCluster) restart(i int) {
 	old.Close()
 	node := tc.c.Nodes[i]
 	tc.c.Restart(i)
-	tc.retired = addSnapshots(tc.retired, node.SnapshotStats())
+	tc.retired = addSnapshots(tc.retired, node.Stats().Snapshots)
 	tc.serve(i)
 }
 
@@ -105,7 +105,7 @@ func (tc *testCluster) restart(i int) {
 func (tc *testCluster) snapshots() cluster.SnapshotStats {
 	s := tc.retired
 	for _, n := range tc.c.Nodes {
-		s = addSnapshots(s, n.SnapshotStats())
+		s = addSnapshots(s, n.Stats().Snapshots)
 	}
 	return s
 }

@@ -94,7 +94,7 @@ func TestHTTPFuzz(t *testing.T) {
 			req.Header.Set([]string{"If-Match", "If-None-Match", "X-Route-Revision", "Idempotency-Key"}[rng.Intn(4)],
 				[]string{"*", `"1"`, "0", "abc", strings.Repeat("k", 300), fmt.Sprint(rng.Intn(5))}[rng.Intn(6)])
 		}
-		_, before := node.BatchStats()
+		before := node.Stats().Commands
 		resp, err := client.Do(req)
 		if err != nil {
 			t.Fatalf("%s %s: %v", method, path, err)
@@ -108,7 +108,7 @@ func TestHTTPFuzz(t *testing.T) {
 		if resp.StatusCode >= 400 && resp.StatusCode < 500 && resp.StatusCode != 404 && resp.StatusCode != 409 && resp.StatusCode != 412 {
 			// Refused before any write: 404/409/412 may come back from the
 			// state machine (a command that applied and was refused there).
-			if _, after := node.BatchStats(); after != before {
+			if after := node.Stats().Commands; after != before {
 				t.Fatalf("%s %s answered %d but proposed %d commands", method, path, resp.StatusCode, after-before)
 			}
 		}

@@ -15,6 +15,7 @@ import (
 
 	"slotmeta/internal/httpapi"
 	"slotmeta/internal/slotstore/cluster"
+	"slotmeta/internal/slotstore/propose"
 	"slotmeta/internal/slotstore/slotstoretest"
 )
 
@@ -37,7 +38,7 @@ const (
 // it, and so do the goroutines.
 func TestOverloadMemory(t *testing.T) {
 	c := slotstoretest.Start(t, slotstoretest.Options{Nodes: 1, Groups: 1,
-		Proposer: cluster.ProposerConfig{QueueSize: 64, MaxInFlight: 1, MaxBatchCommands: 1},
+		Proposer: propose.Config{QueueSize: 64, MaxInFlight: 1, MaxBatchCommands: 1},
 		Tune:     func(cfg *cluster.Config) { cfg.ProjectInterval = -1 }})
 	reg := prometheus.NewRegistry()
 	h, err := httpapi.New(httpapi.Config{Backend: c.Nodes[0], Registerer: reg, Gatherer: reg})

@@ -14,7 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"slotmeta/internal/httpapi"
-	"slotmeta/internal/slotstore/cluster"
+	"slotmeta/internal/slotstore/propose"
 	"slotmeta/internal/slotstore/slotstoretest"
 )
 
@@ -24,7 +24,7 @@ import (
 // serves normally again afterwards without a restart.
 func TestOverloadSheds(t *testing.T) {
 	c := slotstoretest.Start(t, slotstoretest.Options{Nodes: 1, Groups: 1,
-		Proposer: cluster.ProposerConfig{QueueSize: 4, MaxInFlight: 1, MaxBatchCommands: 2}})
+		Proposer: propose.Config{QueueSize: 4, MaxInFlight: 1, MaxBatchCommands: 2}})
 	reg := prometheus.NewRegistry()
 	h, err := httpapi.New(httpapi.Config{Backend: c.Nodes[0], Registerer: reg, Gatherer: reg})
 	if err != nil {

@@ -93,7 +93,7 @@ func TestChannelsCRUD(t *testing.T) {
 	samePaged(s, "/v1/channels/1/grp-1/subscribers", "uid", []string{"a", "q"})
 
 	// Bad input: 400 naming the field, never a 5xx, never proposed.
-	_, c0 := s.node.BatchStats()
+	c0 := s.node.Stats().Commands
 	wantBad(s, "channel_type", "POST", "/v1/channels", `{"channel_id":"c"}`)
 	wantBad(s, "channel_type", "POST", "/v1/channels", `{"channel_id":"c","channel_type":256}`)
 	wantBad(s, "channel_type", "POST", "/v1/channels", `{"channel_id":"c","channel_type":"1"}`)
@@ -111,7 +111,7 @@ func TestChannelsCRUD(t *testing.T) {
 	}
 	wantBad(s, "channel_id", "GET", "/v1/channels/1/"+strings.Repeat("c", 129), "")
 	wantBad(s, "channel_id", "DELETE", "/v1/channels/1/a%20b", "")
-	if _, c1 := s.node.BatchStats(); c1 != c0 {
+	if c1 := s.node.Stats().Commands; c1 != c0 {
 		t.Fatalf("rejected requests proposed %d commands", c1-c0)
 	}
 }
@@ -258,7 +258,7 @@ func TestChannelListsAndExactCounts(t *testing.T) {
 	}
 
 	// Bad input.
-	_, c0 := s.node.BatchStats()
+	c0 := s.node.Stats().Commands
 	wantBad(s, "uids", "POST", ch+"/subscribers", `{"uids":[]}`)
 	wantBad(s, "uids", "POST", ch+"/subscribers", `{}`)
 	wantBad(s, "uids", "POST", ch+"/denylist", `{"uids":"a"}`)
@@ -279,7 +279,7 @@ func TestChannelListsAndExactCounts(t *testing.T) {
 	wantBad(s, "cursor", "GET", ch+"/denylist?cursor="+sub.NextCursor, "") // a cursor of another list
 	wantBad(s, "", "GET", ch+"/subscribers?cursor=%%", "")
 	wantBad(s, "cursor", "GET", ch+"/subscribers?cursor=!!", "")
-	if _, c1 := s.node.BatchStats(); c1 != c0 {
+	if c1 := s.node.Stats().Commands; c1 != c0 {
 		t.Fatalf("rejected requests proposed %d commands", c1-c0)
 	}
 	// 1000 uids is the most one call takes.

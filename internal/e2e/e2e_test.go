@@ -238,7 +238,7 @@ func TestKVCompareAndSet(t *testing.T) {
 func TestIdempotencyKeyReplaysTheFirstAnswer(t *testing.T) {
 	s := oneNode(t)
 	first := s.must(201, "POST", "/v1/users", `{"uid":"idem","name":"one"}`, "Idempotency-Key", "req-1")
-	_, c0 := s.node.BatchStats()
+	c0 := s.node.Stats().Commands
 	again := s.must(201, "POST", "/v1/users", `{"uid":"idem","name":"one"}`, "Idempotency-Key", "req-1")
 	if !bytes.Equal(first.body, again.body) || again.header.Get("Idempotent-Replayed") != "true" {
 		t.Fatalf("replay differs:\n%s\n%s\n%v", first.body, again.body, again.header)
@@ -250,7 +250,7 @@ func TestIdempotencyKeyReplaysTheFirstAnswer(t *testing.T) {
 	if r := s.do("POST", "/v1/users", `{"uid":"idem","name":"one"}`); r.code != 409 {
 		t.Fatalf("second create without a key: %d", r.code)
 	}
-	_, c1 := s.node.BatchStats()
+	c1 := s.node.Stats().Commands
 	if c1-c0 != 3 {
 		t.Fatalf("%d commands proposed, want 3 (replays are answered by the FSM record)", c1-c0)
 	}
@@ -294,7 +294,7 @@ func TestBadInputIsRejectedWithoutProposing(t *testing.T) {
 		{"GET", "/v1/users?cursor=AAAA", "", nil, 400},
 		{"POST", "/v1/cluster/routes/resolve", `{"keys":[]}`, nil, 400},
 	}
-	_, c0 := s.node.BatchStats()
+	c0 := s.node.Stats().Commands
 	for _, tc := range cases {
 		r := s.do(tc.method, tc.path, tc.body, tc.headers...)
 		if r.code != tc.want || r.errCode() == "" {
@@ -307,7 +307,7 @@ func TestBadInputIsRejectedWithoutProposing(t *testing.T) {
 	if r := s.do("PUT", "/v1/kv/k", `{"value":"v"}`, "X-Route-Revision", "0"); r.header.Get("X-Route-Revision") == "" || !strings.Contains(string(r.body), `"route_revision":1`) {
 		t.Errorf("route_revision_mismatch must carry the current revision: %v %s", r.header, r.body)
 	}
-	if _, c1 := s.node.BatchStats(); c1 != c0 {
+	if c1 := s.node.Stats().Commands; c1 != c0 {
 		t.Fatalf("rejected requests proposed %d commands", c1-c0)
 	}
 	s.must(404, "GET", "/v1/kv/k", "")

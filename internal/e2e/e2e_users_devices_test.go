@@ -159,7 +159,7 @@ func TestDevicesCRUDAndList(t *testing.T) {
 	samePaged(s, "/v1/users/dev-u/devices", "device_flag", []string{"0", "1", "3", "17", "255"})
 
 	// Bad input: 400 naming the field, never proposed.
-	_, c0 := s.node.BatchStats()
+	c0 := s.node.Stats().Commands
 	for _, flag := range []string{"256", "-1", "01", "x", "1.5", "%2B1"} {
 		wantBad(s, "device_flag", "PUT", "/v1/users/dev-u/devices/"+flag, `{"token":"t"}`)
 		wantBad(s, "device_flag", "GET", "/v1/users/dev-u/devices/"+flag, "")
@@ -180,9 +180,9 @@ func TestDevicesCRUDAndList(t *testing.T) {
 		NextCursor string `json:"next_cursor"`
 	}
 	s.must(200, "GET", "/v1/system-uids?limit=1", "").json(&sys)
-	_, c1 := s.node.BatchStats()
+	c1 := s.node.Stats().Commands
 	wantBad(s, "cursor", "GET", "/v1/users/dev-u/devices?cursor="+sys.NextCursor, "")
-	if _, c2 := s.node.BatchStats(); c2 != c1 || c1-c0 != 2 {
+	if c2 := s.node.Stats().Commands; c2 != c1 || c1-c0 != 2 {
 		t.Fatalf("rejected requests proposed commands: %d, %d", c1-c0, c2-c1)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/cluster"
+	"slotmeta/internal/slotstore/controller/policy"
 	"slotmeta/internal/slotstore/slotstoretest"
 )
 
@@ -66,14 +67,14 @@ func TestGroupsAndLeaderTransferAPI(t *testing.T) {
 	target := slotstore.NodeID(leader%3 + 1)
 	var pf slotstore.Preflight
 	s.must(200, "GET", fmt.Sprintf("/v1/cluster/groups/1/leader-transfer/preflight?target_node=%d", leader), "").json(&pf)
-	if pf.OK || len(pf.Blockers) == 0 || pf.Blockers[0].Reason != cluster.ReasonAlreadyLeader {
+	if pf.OK || len(pf.Blockers) == 0 || pf.Blockers[0].Reason != policy.ReasonAlreadyLeader {
 		t.Fatalf("preflight to the leader itself: %+v", pf)
 	}
 	// A transfer the reconciler made at start-up stays "in flight" until the
 	// controller observes it done: the preflight says so until then.
 	for deadline := time.Now().Add(10 * time.Second); ; {
 		s.must(200, "GET", fmt.Sprintf("/v1/cluster/groups/1/leader-transfer/preflight?target_node=%d", target), "").json(&pf)
-		if pf.OK || time.Now().After(deadline) || len(pf.Blockers) != 1 || pf.Blockers[0].Reason != cluster.ReasonTransferInFlight {
+		if pf.OK || time.Now().After(deadline) || len(pf.Blockers) != 1 || pf.Blockers[0].Reason != policy.ReasonTransferInFlight {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -88,7 +89,7 @@ func TestGroupsAndLeaderTransferAPI(t *testing.T) {
 		t.Fatalf("transfer result: %+v", res)
 	}
 	if r := s.do("POST", "/v1/cluster/groups/1/leader-transfer", `{"target_node":7}`); r.code != 409 || r.errCode() != "conflict" ||
-		!strings.Contains(string(r.body), cluster.ReasonTargetNotPeer) {
+		!strings.Contains(string(r.body), policy.ReasonTargetNotPeer) {
 		t.Fatalf("transfer to a stranger: %d %s", r.code, r.body)
 	}
 	s.must(400, "POST", "/v1/cluster/groups/1/leader-transfer", `{"target_node":0}`)
@@ -112,7 +113,7 @@ func TestGroupsAndLeaderTransferAPI(t *testing.T) {
 		s.must(200, "GET", "/v1/cluster/decisions", "").json(&ds)
 		done := false
 		for _, d := range ds.Items {
-			if d.Group == 2 && d.Kind == cluster.DecisionTransferred && d.Leader == 3 {
+			if d.Group == 2 && d.Kind == policy.DecisionTransferred && d.Leader == 3 {
 				done = true
 			}
 		}

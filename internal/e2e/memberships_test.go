@@ -238,7 +238,7 @@ func TestCmdBindingsEndToEnd(t *testing.T) {
 
 func TestMembershipBadInput(t *testing.T) {
 	s := oneNode(t)
-	_, c0 := s.node.BatchStats()
+	c0 := s.node.Stats().Commands
 	for _, tc := range []struct {
 		method, path, body string
 		field              string
@@ -270,7 +270,7 @@ func TestMembershipBadInput(t *testing.T) {
 	for i := range 3 {
 		s.must(200, "PUT", fmt.Sprintf("/v1/users/u/cmd-bindings/1/c%d", i), `{"start_seq":1}`)
 	}
-	_, c0 = s.node.BatchStats() // the three puts above were real writes
+	c0 = s.node.Stats().Commands // the three puts above were real writes
 	var page struct {
 		NextCursor string `json:"next_cursor"`
 	}
@@ -278,7 +278,7 @@ func TestMembershipBadInput(t *testing.T) {
 	if r := s.do("GET", "/v1/users/u/memberships?cursor="+page.NextCursor, ""); r.code != 400 {
 		t.Fatalf("another listing's cursor: %d %s", r.code, r.body)
 	}
-	if _, c1 := s.node.BatchStats(); c1 != c0 {
+	if c1 := s.node.Stats().Commands; c1 != c0 {
 		t.Fatalf("rejected requests proposed %d commands", c1-c0)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/cluster"
+	"slotmeta/internal/slotstore/controller/policy"
 	"slotmeta/internal/slotstore/slotstoretest"
 )
 
@@ -97,7 +98,7 @@ func TestPreferredLeaderReconciliation(t *testing.T) {
 	// 1. The intent goes stale: skip, leader unchanged, reason logged.
 	clock.advance(25 * time.Hour)
 	round()
-	if d := lastDecision(ctl, g); d.Kind != cluster.DecisionSkip || d.Reason != cluster.ReasonStaleIntent {
+	if d := lastDecision(ctl, g); d.Kind != policy.DecisionSkip || d.Reason != policy.ReasonStaleIntent {
 		t.Fatalf("stale intent: last decision %+v", d)
 	}
 	if view().Leader != v.Leader {
@@ -109,7 +110,7 @@ func TestPreferredLeaderReconciliation(t *testing.T) {
 		t.Fatal(err)
 	}
 	round()
-	if d := lastDecision(ctl, g); d.Kind != cluster.DecisionTransferred || d.Leader != target {
+	if d := lastDecision(ctl, g); d.Kind != policy.DecisionTransferred || d.Leader != target {
 		t.Fatalf("after a passing round: last decision %+v (log %+v)", d, ctl.Decisions())
 	}
 	round()
@@ -131,7 +132,7 @@ func TestPreferredLeaderReconciliation(t *testing.T) {
 	_ = c.Nodes[other-1].Close()
 	clock.advance(6 * time.Second)
 	round()
-	if d := lastDecision(ctl, g); d.Kind != cluster.DecisionSkip || d.Reason != cluster.ReasonTargetInactive {
+	if d := lastDecision(ctl, g); d.Kind != policy.DecisionSkip || d.Reason != policy.ReasonTargetInactive {
 		t.Fatalf("inactive target: last decision %+v", d)
 	}
 	if l := view().Leader; l != target {

@@ -111,7 +111,7 @@ func TestReplicaMoveCatchesUpBySnapshot(t *testing.T) {
 	// The old replica's data is gone from node 2's store.
 	deadline = time.Now().Add(10 * time.Second)
 	for {
-		n, err := c.Nodes[from-1].StoredKeys(g)
+		n, err := c.Nodes[from-1].KeyCount(g, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

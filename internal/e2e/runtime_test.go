@@ -76,7 +76,7 @@ func TestRuntimeEndToEnd(t *testing.T) {
 	s.must(404, "POST", path+"/retention", `{"expected_channel_epoch":1,"expected_leader":1,"through_seq":1}`)
 
 	// Validation: cross-field rules answer 400 with the fields named.
-	_, c0 := s.node.BatchStats()
+	c0 := s.node.Stats().Commands
 	for _, tc := range []struct{ body, field string }{
 		{`{"channel_epoch":1,"leader_epoch":1,"leader":9,"replicas":[1,2],"isr":[9],"min_isr":1}`, "leader"},
 		{`{"channel_epoch":1,"leader_epoch":1,"leader":1,"replicas":[1,2],"isr":[1,3],"min_isr":1}`, "isr"},
@@ -100,7 +100,7 @@ func TestRuntimeEndToEnd(t *testing.T) {
 			t.Errorf("GET %s: %d", p, r.code)
 		}
 	}
-	if _, c1 := s.node.BatchStats(); c1 != c0 {
+	if c1 := s.node.Stats().Commands; c1 != c0 {
 		t.Fatalf("rejected requests proposed %d commands", c1-c0)
 	}
 }

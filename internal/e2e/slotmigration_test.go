@@ -122,10 +122,11 @@ func TestHashSlotMigration(t *testing.T) {
 		}
 	}
 	// Nothing of the slot stays behind in group 1 on any node.
+	slot := hs
 	for i, n := range c.Nodes {
 		deadline := time.Now().Add(10 * time.Second)
 		for {
-			left, err := n.StoredSlotKeys(1, hs)
+			left, err := n.KeyCount(1, &slot)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -113,7 +113,7 @@ func (a *api) createMigration(w http.ResponseWriter, r *http.Request) error {
 	if err := a.decode(w, r, &req); err != nil {
 		return err
 	}
-	kind, ok := meta.ParseTaskKind(req.Kind)
+	kind, ok := meta.ParseChannelTaskKind(req.Kind)
 	if !ok {
 		return invalidField("kind", "must be replica_move or leader_transfer")
 	}

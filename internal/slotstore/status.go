@@ -71,6 +71,13 @@ type ReplicaView struct {
 	DisruptedAgoMs int64  `json:"disrupted_ago_ms,omitempty"`
 }
 
+// Disruption kinds a node reports about its own replicas.
+const (
+	DisruptionRestarted      = "restarted"       // started again from its own Raft state
+	DisruptionLostLeadership = "lost_leadership" // stopped leading without a transfer away having been asked
+	DisruptionNoLeader       = "no_leader"       // knew no leader for longer than an election takes
+)
+
 // Group health as observed.
 const (
 	GroupHealthy         = "healthy"

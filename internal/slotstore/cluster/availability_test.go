@@ -13,6 +13,7 @@ import (
 
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/cluster"
+	"slotmeta/internal/slotstore/controller/policy"
 	"slotmeta/internal/slotstore/meta"
 	"slotmeta/internal/slotstore/slotstoretest"
 )
@@ -83,7 +84,7 @@ func TestWritesWaitOutATransferRaftCannotFinish(t *testing.T) {
 			results <- result{errs, ok}
 		}()
 	}
-	before := ln.DroppedProposals()
+	before := ln.Stats().DroppedProposals
 	for range 3 { // each attempt stays pending for an election timeout
 		time.Sleep(150 * time.Millisecond)
 		if err := ln.RawLeaderTransfer(faultGroup, target); err != nil {
@@ -101,7 +102,7 @@ func TestWritesWaitOutATransferRaftCannotFinish(t *testing.T) {
 			t.Errorf("a write was refused while a transfer was pending: %v", err)
 		}
 	}
-	drops := ln.DroppedProposals() - before
+	drops := ln.Stats().DroppedProposals - before
 	if drops == 0 {
 		t.Fatal("no proposal was dropped: the pending transfer did not happen, the test proves nothing")
 	}
@@ -142,7 +143,7 @@ func TestTransfersUnderLoadLandAtOnce(t *testing.T) {
 		l := leaderOf(c.Nodes[0])
 		target := others(c, l)[k%2].NodeID()
 		ln := c.Nodes[l-1]
-		d0, m0 := ln.DroppedProposals(), ln.MissedTransferAttempts()
+		d0, m0 := ln.Stats().DroppedProposals, ln.Stats().MissedTransferAttempts
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		start := time.Now()
 		err := ln.TransferLeader(ctx, faultGroup, target)
@@ -150,8 +151,8 @@ func TestTransfersUnderLoadLandAtOnce(t *testing.T) {
 		if err != nil {
 			t.Fatalf("transfer %d (node %d → %d): %v", k, l, target, err)
 		}
-		drops += ln.DroppedProposals() - d0
-		missed += ln.MissedTransferAttempts() - m0
+		drops += ln.Stats().DroppedProposals - d0
+		missed += ln.Stats().MissedTransferAttempts - m0
 		t.Logf("transfer %d: node %d → %d in %v", k, l, target, time.Since(start).Round(time.Microsecond))
 	}
 	close(stop)
@@ -194,7 +195,7 @@ func TestNoTransferTowardAReplicaTheLeaderDoesNotHear(t *testing.T) {
 	waitUntil(t, 5*time.Second, "the leader to stop hearing the cut-off replica", func() bool {
 		return ln.HeardAgoMs(faultGroup, target) > 500
 	})
-	before := ln.DroppedProposals()
+	before := ln.Stats().DroppedProposals
 	pf, _, err := ctrl.LeaderTransfer(ctx, faultGroup, target, false)
 	var se *slotstore.Error
 	if !errors.As(err, &se) || se.Code != slotstore.CodeConflict || pf.OK {
@@ -202,7 +203,7 @@ func TestNoTransferTowardAReplicaTheLeaderDoesNotHear(t *testing.T) {
 	}
 	found := false
 	for _, b := range pf.Blockers {
-		found = found || b.Reason == cluster.ReasonTargetUnreachable
+		found = found || b.Reason == policy.ReasonTargetUnreachable
 	}
 	if !found {
 		t.Fatalf("the refusal does not say target_unreachable: %+v", pf.Blockers)
@@ -211,7 +212,7 @@ func TestNoTransferTowardAReplicaTheLeaderDoesNotHear(t *testing.T) {
 	if err := ln.TransferLeader(ctx, faultGroup, target); slotstore.ErrorCode(err) != slotstore.CodeConflict {
 		t.Fatalf("the leader's TransferLeader toward a replica it does not hear: %v", err)
 	}
-	if d := ln.DroppedProposals() - before; d != 0 {
+	if d := ln.Stats().DroppedProposals - before; d != 0 {
 		t.Fatalf("%d proposals dropped: a transfer was started", d)
 	}
 	if l := leaderOf(ln); l != leader {
@@ -387,4 +388,33 @@ func TestHealthShownAsItIs(t *testing.T) {
 	if gauge("slotmeta_node_unreachable", label) != 0 {
 		t.Fatal("still unreachable in the metrics")
 	}
+}
+
+// TestCloseIsPrompt: a node whose background work waits on a peer that
+// hangs (its link black-holes every packet) still closes within a second:
+// every loop's work derives its context from the node's lifetime, which
+// Close ends first.
+func TestCloseIsPrompt(t *testing.T) {
+	c := slotstoretest.Start(t, slotstoretest.Options{Nodes: 3, Groups: 1, Faults: true, Tune: func(cfg *cluster.Config) {
+		cfg.ObserveInterval = 100 * time.Millisecond
+		cfg.RequestTimeout = 20 * time.Second
+		cfg.ProjectInterval = 50 * time.Millisecond
+	}})
+	c.Net.Hang(true)
+	ctrl := c.Nodes[0].ControllerLeader()
+	for _, n := range c.Nodes {
+		if n.NodeID() != ctrl {
+			c.Net.Isolate(n.NodeID())
+			break
+		}
+	}
+	time.Sleep(500 * time.Millisecond) // the controller leader's rounds now wait on the hung peer
+	start := time.Now()
+	if err := c.Nodes[ctrl-1].Close(); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Fatalf("Close took %v", took)
+	}
+	c.Net.Heal()
 }

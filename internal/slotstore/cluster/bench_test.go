@@ -26,7 +26,7 @@ func BenchmarkProposer(b *testing.B) {
 			defer n.Close()
 			value := make([]byte, 200)
 			var seq atomic.Int64
-			e0, c0 := n.BatchStats()
+			e0, c0 := n.Stats().Entries, n.Stats().Commands
 			b.SetParallelism((conc + 1) / 2) // RunParallel starts GOMAXPROCS × this many goroutines
 			start := time.Now()
 			b.ResetTimer()
@@ -43,7 +43,7 @@ func BenchmarkProposer(b *testing.B) {
 				}
 			})
 			b.StopTimer()
-			e1, c1 := n.BatchStats()
+			e1, c1 := n.Stats().Entries, n.Stats().Commands
 			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "writes/s")
 			if e1 > e0 {
 				b.ReportMetric(float64(c1-c0)/float64(e1-e0), "cmds/entry")

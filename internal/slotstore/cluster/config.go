@@ -11,6 +11,10 @@ import (
 
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/controller"
+	"slotmeta/internal/slotstore/controller/policy"
+	"slotmeta/internal/slotstore/peer"
+	"slotmeta/internal/slotstore/propose"
+	"slotmeta/internal/slotstore/raftlog"
 	"slotmeta/internal/slotstore/store"
 )
 
@@ -28,7 +32,7 @@ type Config struct {
 	ClusterSecret string
 	// TLS, when its files are set (all three or none), makes Raft and peer
 	// RPC mutual TLS against one CA (tls.go).
-	TLS TLSConfig
+	TLS peer.TLSConfig
 	// JoinAddr, for a node that is not a founding member, is the API address
 	// (host:port) of any node of the running cluster to register through.
 	JoinAddr string
@@ -93,9 +97,9 @@ type Config struct {
 	TaskPhaseTimeout time.Duration
 	// Leadership holds the safety thresholds of transfers and of the
 	// preferred-leader reconciler.
-	Leadership LeadershipPolicy
+	Leadership policy.Leadership
 
-	Proposer ProposerConfig
+	Proposer propose.Config
 	Store    store.Options
 
 	// RequestTimeout bounds the node's own background Raft calls (default 3s).
@@ -183,7 +187,7 @@ func (c *Config) EnsureDefaults() {
 			c.UnreachableAfter = 3 * time.Second
 		}
 	}
-	c.Leadership.ensureDefaults()
+	c.Leadership.EnsureDefaults()
 	if c.ProjectInterval == 0 {
 		c.ProjectInterval = 200 * time.Millisecond
 	}
@@ -202,7 +206,7 @@ func (c *Config) EnsureDefaults() {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
-	c.Proposer.ensureDefaults()
+	c.Proposer.EnsureDefaults()
 }
 
 // electionTimeout is the shortest election timeout: ElectionRTT ticks.
@@ -244,11 +248,11 @@ func (c *Config) Validate() error {
 	if c.PeerAddr != "" && c.ClusterSecret == "" {
 		return fmt.Errorf("cluster: a cluster secret is required to serve peer RPC")
 	}
-	if err := c.TLS.validate(); err != nil {
+	if err := c.TLS.Validate(); err != nil {
 		return err
 	}
-	if c.RaftWorkers < 0 || c.RaftWorkers > maxRaftWorkers {
-		return fmt.Errorf("cluster: raft workers %d outside 1..%d", c.RaftWorkers, maxRaftWorkers)
+	if c.RaftWorkers < 0 || c.RaftWorkers > raftlog.MaxWorkers {
+		return fmt.Errorf("cluster: raft workers %d outside 1..%d", c.RaftWorkers, raftlog.MaxWorkers)
 	}
 	if c.MaxPeerInFlight < 1 || c.MaxForwardHops < 1 || c.MaxForwardHops > 10 {
 		return fmt.Errorf("cluster: peer in-flight bound %d and forward hops %d must be positive (hops ≤ 10)", c.MaxPeerInFlight, c.MaxForwardHops)

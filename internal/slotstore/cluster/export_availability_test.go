@@ -17,7 +17,7 @@ func (n *Node) RawLeaderTransfer(g slotstore.GroupID, target slotstore.NodeID) e
 // target's replica of g (-1: never), for tests.
 func (n *Node) HeardAgoMs(g slotstore.GroupID, target slotstore.NodeID) int64 {
 	replica := n.ctrl.Load().Groups[g].Peers[target]
-	if ago, ok := n.heard.ago(controller.ShardOf(g), replica); ok {
+	if ago, ok := n.heard.Ago(controller.ShardOf(g), replica); ok {
 		return ago.Milliseconds()
 	}
 	return -1

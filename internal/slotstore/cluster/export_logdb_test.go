@@ -14,12 +14,3 @@ import (
 func (n *Node) RequestSnapshot(ctx context.Context, g slotstore.GroupID) (uint64, error) {
 	return n.nh.SyncRequestSnapshot(ctx, controller.ShardOf(g), dragonboat.SnapshotOption{})
 }
-
-// CommitsRaised is how many times n's Raft log raised a replica's commit
-// index to its snapshot on start (logdb.go).
-func (n *Node) CommitsRaised() uint64 {
-	if db := n.logdb.db.Load(); db != nil {
-		return db.commitsRaised()
-	}
-	return 0
-}

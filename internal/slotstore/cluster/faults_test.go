@@ -12,6 +12,7 @@ import (
 	"slotmeta/internal/slotstore/cluster"
 	"slotmeta/internal/slotstore/meta"
 	"slotmeta/internal/slotstore/slotstoretest"
+	"slotmeta/internal/testutil"
 )
 
 // Fault tests: three real nodes over loopback, with the harness's fault
@@ -152,13 +153,7 @@ func leaderOf(n *cluster.Node) slotstore.NodeID {
 // waitUntil polls cond every 20ms until it holds or within has passed.
 func waitUntil(t *testing.T, within time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", within, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testutil.WaitUntil(t, within, 20*time.Millisecond, what, cond)
 }
 
 // others returns the nodes other than id.

@@ -66,14 +66,14 @@ func TestForwardedWritesShareRequests(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	batches, cmds := via.ForwardStats()
+	batches, cmds := via.Stats().Forward.Batches, via.Stats().Forward.Batched
 	t.Logf("%d writes through node %d (leader %d): %d batch requests carried %d of them", writers*each, follower+1, leader+1, batches, cmds)
 	if batches == 0 || cmds < 2*batches {
 		t.Fatalf("no batching: %d batches, %d commands", batches, cmds)
 	}
 	// Every write left the follower alone or in a batch (a retried one more
 	// than once).
-	if singles := via.ForwardSingles(); singles+cmds < writers*each {
+	if singles := via.Stats().Forward.Singles; singles+cmds < writers*each {
 		t.Fatalf("%d writes forwarded alone and %d in batches, want at least %d", singles, cmds, writers*each)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

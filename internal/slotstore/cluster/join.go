@@ -17,6 +17,7 @@ import (
 
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/controller"
+	"slotmeta/internal/slotstore/propose"
 )
 
 // The node's role in the controller group is decided once, when the node
@@ -143,7 +144,7 @@ func (n *Node) proposeControllerResult(ctx context.Context, c controller.Command
 	}
 	res, err := n.nh.SyncPropose(ctx, n.nh.GetNoOPSession(controller.ShardID), b)
 	if err != nil {
-		return controller.Result{}, raftError(err, 0, true)
+		return controller.Result{}, propose.RaftError(err, 0, true)
 	}
 	var r controller.Result
 	if err := json.Unmarshal(res.Data, &r); err != nil {
@@ -165,7 +166,7 @@ func (n *Node) addControllerNonVoting(ctx context.Context, info slotstore.NodeIn
 	for attempt := 0; attempt < 5; attempt++ {
 		m, err := n.nh.SyncGetShardMembership(ctx, controller.ShardID)
 		if err != nil {
-			return raftError(err, 0, false)
+			return propose.RaftError(err, 0, false)
 		}
 		id := uint64(info.ID)
 		if _, ok := m.Nodes[id]; ok {
@@ -182,10 +183,10 @@ func (n *Node) addControllerNonVoting(ctx context.Context, info slotstore.NodeIn
 			return nil
 		}
 		if !errors.Is(err, dragonboat.ErrRejected) && !dragonboat.IsTempError(err) {
-			return raftError(err, 0, false)
+			return propose.RaftError(err, 0, false)
 		}
 		if ctx.Err() != nil {
-			return raftError(ctx.Err(), 0, false)
+			return propose.RaftError(ctx.Err(), 0, false)
 		}
 	}
 	return slotstore.Errorf(slotstore.CodeBusy, "controller membership kept changing; retry")

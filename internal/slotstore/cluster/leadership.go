@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -10,6 +9,8 @@ import (
 
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/controller"
+	"slotmeta/internal/slotstore/controller/policy"
+	"slotmeta/internal/slotstore/peer"
 )
 
 // Group returns one group's view.
@@ -35,10 +36,10 @@ func (n *Node) transferInFlight(g slotstore.GroupID, now time.Time) bool {
 
 // transferFacts gathers what the transfer checks of moving g's leadership
 // to target need besides the group's view, as this node knows it at now.
-func (n *Node) transferFacts(g slotstore.GroupID, target slotstore.NodeID, now time.Time) transferFacts {
-	f := transferFacts{Now: now, InFlight: n.transferInFlight(g, now), Backoff: n.backoff.state(g)}
-	f.TargetHealthyFor, f.TargetGap = n.obs.healthyFor(now, target)
-	for _, h := range n.obs.nodeHealth(now, []slotstore.NodeID{target}, n.cfg.NodeID) {
+func (n *Node) transferFacts(g slotstore.GroupID, target slotstore.NodeID, now time.Time) policy.Facts {
+	f := policy.Facts{Now: now, InFlight: n.transferInFlight(g, now), Backoff: n.backoff.State(g)}
+	f.TargetHealthyFor, f.TargetGap = n.obs.HealthyFor(now, target)
+	for _, h := range n.obs.NodeHealth(now, []slotstore.NodeID{target}, n.cfg.NodeID) {
 		f.TargetDown = h.Health == slotstore.NodeUnreachable
 	}
 	return f
@@ -75,7 +76,7 @@ func (n *Node) leaderTransfer(ctx context.Context, g slotstore.GroupID, target s
 	if err != nil {
 		return slotstore.Preflight{}, slotstore.TransferResult{}, err
 	}
-	pf := checkTransfer(v, target, n.cfg.Leadership, n.transferFacts(g, target, n.cfg.Now()))
+	pf := policy.CheckTransfer(v, target, n.cfg.Leadership, n.transferFacts(g, target, n.cfg.Now()))
 	if dryRun {
 		return pf, slotstore.TransferResult{}, nil
 	}
@@ -97,15 +98,7 @@ func refusal(pf slotstore.Preflight) error {
 
 // refreshObservations collects fresh reports unless the last round is recent.
 func (n *Node) refreshObservations(ctx context.Context) {
-	n.obs.mu.Lock()
-	fresh := len(n.obs.reports) > 0
-	for _, r := range n.obs.reports {
-		if n.cfg.Now().Sub(r.receivedAt) > n.cfg.ObserveInterval {
-			fresh = false
-		}
-	}
-	n.obs.mu.Unlock()
-	if !fresh {
+	if !n.obs.Fresh(n.cfg.Now(), n.cfg.ObserveInterval) {
 		octx, cancel := context.WithTimeout(ctx, time.Second)
 		n.ObserveOnce(octx)
 		cancel()
@@ -124,9 +117,9 @@ func (n *Node) executeTransfer(ctx context.Context, v slotstore.GroupView, targe
 	defer n.transfers.Delete(v.ID)
 	defer func() {
 		if err != nil {
-			n.backoff.failed(v.ID, n.cfg.Now(), n.cfg.Leadership)
+			n.backoff.Failed(v.ID, n.cfg.Now(), n.cfg.Leadership)
 		} else {
-			n.backoff.succeeded(v.ID)
+			n.backoff.Succeeded(v.ID)
 		}
 	}()
 	res = slotstore.TransferResult{Group: v.ID, PreviousLeader: v.Leader}
@@ -140,15 +133,15 @@ func (n *Node) executeTransfer(ctx context.Context, v slotstore.GroupView, targe
 			res.Leader, res.Term = st.Leader, st.Term
 		}
 	} else {
-		addr := n.peerAddrOf(v.Leader)
+		addr := n.dispatch.PeerAddrOf(v.Leader)
 		if addr == "" {
 			return res, slotstore.Errorf(slotstore.CodeRouteNotReady, "the group leader's peer address is unknown")
 		}
 		body, _ := json.Marshal(transferRequest{Group: v.ID, Target: target})
 		var resp *http.Response
-		if resp, _, err = n.peers.call(ctx, http.MethodPost, addr, "transfer", body, nil); err == nil {
+		if resp, _, err = n.peers.Call(ctx, http.MethodPost, addr, "transfer", body, nil); err == nil {
 			var b []byte
-			if b, err = readBody(resp); err == nil {
+			if b, err = peer.ReadBody(resp); err == nil {
 				err = json.Unmarshal(b, &res)
 			}
 		}
@@ -166,14 +159,14 @@ func (n *Node) executeTransfer(ctx context.Context, v slotstore.GroupView, targe
 func (n *Node) servePeerTransfer(ctx context.Context, w http.ResponseWriter, r *http.Request) {
 	var req transferRequest
 	if err := json.NewDecoder(io.LimitReader(r.Body, 4096)).Decode(&req); err != nil {
-		writePeerError(w, http.StatusBadRequest, slotstore.Wrap(slotstore.CodeInvalidArgument, err, "transfer request"))
+		peer.WriteError(w, http.StatusBadRequest, slotstore.Wrap(slotstore.CodeInvalidArgument, err, "transfer request"))
 		return
 	}
 	if req.DryRun || r.URL.Query().Get("checked") == "1" {
 		// The checked variant, decided by the controller leader.
 		pf, res, err := n.leaderTransfer(ctx, req.Group, req.Target, req.DryRun, false)
 		if err != nil {
-			writePeerError(w, statusOfPeer(err), err)
+			peer.WriteError(w, peer.StatusOf(err), err)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
@@ -184,7 +177,7 @@ func (n *Node) servePeerTransfer(ctx context.Context, w http.ResponseWriter, r *
 		return
 	}
 	if err := n.TransferLeader(ctx, req.Group, req.Target); err != nil {
-		writePeerError(w, statusOfPeer(err), err)
+		peer.WriteError(w, peer.StatusOf(err), err)
 		return
 	}
 	st, _ := n.router.Load().Group(req.Group)
@@ -192,26 +185,19 @@ func (n *Node) servePeerTransfer(ctx context.Context, w http.ResponseWriter, r *
 	_ = json.NewEncoder(w).Encode(slotstore.TransferResult{Group: req.Group, Leader: st.Leader, Term: st.Term})
 }
 
-func statusOfPeer(err error) int {
-	if slotstore.ErrorCode(err).Retryable() {
-		return http.StatusServiceUnavailable
-	}
-	return http.StatusConflict
-}
-
 // forwardLeaderTransfer hands a checked transfer to the controller leader.
 func (n *Node) forwardLeaderTransfer(ctx context.Context, req transferRequest) (slotstore.Preflight, slotstore.TransferResult, error) {
 	leader := slotstore.NodeID(n.ctrlLeader.Load())
-	addr := n.peerAddrOf(leader)
+	addr := n.dispatch.PeerAddrOf(leader)
 	if leader == 0 || addr == "" {
 		return slotstore.Preflight{}, slotstore.TransferResult{}, slotstore.Errorf(slotstore.CodeRouteNotReady, "the controller leader is unknown")
 	}
 	body, _ := json.Marshal(req)
-	resp, _, err := n.peers.callPath(ctx, http.MethodPost, addr, "transfer?checked=1", bytes.NewReader(body))
+	resp, _, err := n.peers.Call(ctx, http.MethodPost, addr, "transfer?checked=1", body, nil)
 	if err != nil {
 		return slotstore.Preflight{}, slotstore.TransferResult{}, err
 	}
-	b, err := readBody(resp)
+	b, err := peer.ReadBody(resp)
 	if err != nil {
 		return slotstore.Preflight{}, slotstore.TransferResult{}, slotstore.Wrap(slotstore.CodeTimeout, err, "reading the controller leader's answer")
 	}

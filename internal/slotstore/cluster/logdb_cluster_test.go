@@ -56,9 +56,9 @@ func TestRestartWithSnapshotPastWrittenCommit(t *testing.T) {
 	if err != nil {
 		t.Fatalf("snapshot on the follower: %v", err)
 	}
-	before := follower.CommitsRaised()
+	before := follower.Stats().RaftLog.CommitsRaised
 	restarted := c.Restart(fi)
-	if restarted.CommitsRaised() <= before {
+	if restarted.Stats().RaftLog.CommitsRaised <= before {
 		t.Fatalf("the follower restarted from a snapshot at %d without its commit being raised: the test did not reach the case", idx)
 	}
 	w.mustPut(restarted, 10*time.Second)

@@ -6,55 +6,19 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"sort"
 
 	"github.com/lni/dragonboat/v4"
 
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/controller"
+	"slotmeta/internal/slotstore/controller/tasks"
+	"slotmeta/internal/slotstore/peer"
+	"slotmeta/internal/slotstore/propose"
 )
-
-// Membership operations on a group's Raft. They run on a node that holds a
-// replica of the group (this one, else the leader or another desired peer
-// over peer RPC). Each is idempotent: an operation whose effect is already
-// in the membership does nothing, so a task step can always be retried.
-const (
-	opGet        = "get"
-	opAddLearner = "add_learner"
-	opPromote    = "promote"
-	opRemove     = "remove"
-)
-
-type membershipRequest struct {
-	Group     slotstore.GroupID `json:"group"`
-	Op        string            `json:"op"`
-	ReplicaID uint64            `json:"replica_id,omitempty"`
-	Addr      string            `json:"addr,omitempty"`
-}
-
-type membershipView struct {
-	Voters         map[uint64]string `json:"voters"`
-	Learners       map[uint64]string `json:"learners"`
-	ConfigChangeID uint64            `json:"config_change_id"`
-}
-
-func (m membershipView) record(phase, note string) *slotstore.PhaseRecord {
-	r := &slotstore.PhaseRecord{Phase: phase, ConfigChangeID: m.ConfigChangeID, Note: note,
-		Voters: []uint64{}, Learners: []uint64{}}
-	for id := range m.Voters {
-		r.Voters = append(r.Voters, id)
-	}
-	for id := range m.Learners {
-		r.Learners = append(r.Learners, id)
-	}
-	sort.Slice(r.Voters, func(i, j int) bool { return r.Voters[i] < r.Voters[j] })
-	sort.Slice(r.Learners, func(i, j int) bool { return r.Learners[i] < r.Learners[j] })
-	return r
-}
 
 // membership performs req where a replica of the group lives.
-func (n *Node) membership(ctx context.Context, req membershipRequest) (membershipView, error) {
-	if lg := (*n.groups.Load())[req.Group]; lg != nil && lg.sm.Load() != nil {
+func (n *Node) membership(ctx context.Context, req tasks.MembershipRequest) (tasks.Membership, error) {
+	if lg := n.replicas.All()[req.Group]; lg != nil && lg.SM() != nil {
 		m, err := n.localMembership(ctx, req)
 		// A replica just removed from the group (this node's, by this very
 		// step) is gone from dragonboat: ask a node that still holds one.
@@ -72,33 +36,33 @@ func (n *Node) membership(ctx context.Context, req membershipRequest) (membershi
 	body, _ := json.Marshal(req)
 	var err error = slotstore.Errorf(slotstore.CodeRouteNotReady, "no node holding group %d answered", req.Group)
 	for _, id := range candidates {
-		addr := n.peerAddrOf(id)
+		addr := n.dispatch.PeerAddrOf(id)
 		if id == n.cfg.NodeID || addr == "" {
 			continue
 		}
 		var resp *http.Response
-		resp, _, err = n.peers.call(ctx, http.MethodPost, addr, "membership", body, nil)
+		resp, _, err = n.peers.Call(ctx, http.MethodPost, addr, "membership", body, nil)
 		if err != nil {
 			continue
 		}
-		b, rerr := readBody(resp)
-		var m membershipView
+		b, rerr := peer.ReadBody(resp)
+		var m tasks.Membership
 		if rerr == nil && json.Unmarshal(b, &m) == nil {
 			return m, nil
 		}
 		err = slotstore.Errorf(slotstore.CodeInternal, "undecodable membership from node %d", id)
 	}
-	return membershipView{}, err
+	return tasks.Membership{}, err
 }
 
-func (n *Node) localMembership(ctx context.Context, req membershipRequest) (membershipView, error) {
+func (n *Node) localMembership(ctx context.Context, req tasks.MembershipRequest) (tasks.Membership, error) {
 	shard := controller.ShardOf(req.Group)
-	read := func() (membershipView, *dragonboat.Membership, error) {
+	read := func() (tasks.Membership, *dragonboat.Membership, error) {
 		m, err := n.nh.SyncGetShardMembership(ctx, shard)
 		if err != nil {
-			return membershipView{}, nil, raftError(err, req.Group, false)
+			return tasks.Membership{}, nil, propose.RaftError(err, req.Group, false)
 		}
-		return membershipView{Voters: m.Nodes, Learners: m.NonVotings, ConfigChangeID: m.ConfigChangeID}, m, nil
+		return tasks.Membership{Voters: m.Nodes, Learners: m.NonVotings, ConfigChangeID: m.ConfigChangeID}, m, nil
 	}
 	for attempt := 0; attempt < 3; attempt++ {
 		v, m, err := read()
@@ -107,23 +71,23 @@ func (n *Node) localMembership(ctx context.Context, req membershipRequest) (memb
 		}
 		_, voter := m.Nodes[req.ReplicaID]
 		_, learner := m.NonVotings[req.ReplicaID]
-		if _, removed := m.Removed[req.ReplicaID]; removed && req.Op != opRemove && req.Op != opGet {
+		if _, removed := m.Removed[req.ReplicaID]; removed && req.Op != tasks.OpRemove && req.Op != tasks.OpGet {
 			return v, slotstore.Errorf(slotstore.CodeConflict, "replica %d was removed from group %d; ids are never reused", req.ReplicaID, req.Group)
 		}
 		switch {
-		case req.Op == opGet,
-			req.Op == opAddLearner && (voter || learner),
-			req.Op == opPromote && voter,
-			req.Op == opRemove && !voter && !learner:
+		case req.Op == tasks.OpGet,
+			req.Op == tasks.OpAddLearner && (voter || learner),
+			req.Op == tasks.OpPromote && voter,
+			req.Op == tasks.OpRemove && !voter && !learner:
 			return v, nil
-		case req.Op == opAddLearner:
+		case req.Op == tasks.OpAddLearner:
 			err = n.nh.SyncRequestAddNonVoting(ctx, shard, req.ReplicaID, req.Addr, m.ConfigChangeID)
-		case req.Op == opPromote:
+		case req.Op == tasks.OpPromote:
 			if !learner {
 				return v, slotstore.Errorf(slotstore.CodeConflict, "replica %d is not a learner of group %d", req.ReplicaID, req.Group)
 			}
 			err = n.nh.SyncRequestAddReplica(ctx, shard, req.ReplicaID, req.Addr, m.ConfigChangeID)
-		case req.Op == opRemove:
+		case req.Op == tasks.OpRemove:
 			err = n.nh.SyncRequestDeleteReplica(ctx, shard, req.ReplicaID, m.ConfigChangeID)
 		default:
 			return v, slotstore.Errorf(slotstore.CodeInvalidArgument, "unknown membership op %q", req.Op)
@@ -133,26 +97,26 @@ func (n *Node) localMembership(ctx context.Context, req membershipRequest) (memb
 			return v, err
 		}
 		if !errors.Is(err, dragonboat.ErrRejected) {
-			return v, raftError(err, req.Group, true)
+			return v, propose.RaftError(err, req.Group, true)
 		}
 		// A stale config change id: someone changed the membership; re-read.
 	}
-	return membershipView{}, slotstore.Errorf(slotstore.CodeBusy, "membership of group %d kept changing", req.Group)
+	return tasks.Membership{}, slotstore.Errorf(slotstore.CodeBusy, "membership of group %d kept changing", req.Group)
 }
 
 func (n *Node) servePeerMembership(ctx context.Context, w http.ResponseWriter, r *http.Request) {
-	var req membershipRequest
+	var req tasks.MembershipRequest
 	if err := json.NewDecoder(io.LimitReader(r.Body, 4096)).Decode(&req); err != nil {
-		writePeerError(w, http.StatusBadRequest, slotstore.Wrap(slotstore.CodeInvalidArgument, err, "membership request"))
+		peer.WriteError(w, http.StatusBadRequest, slotstore.Wrap(slotstore.CodeInvalidArgument, err, "membership request"))
 		return
 	}
-	if lg := (*n.groups.Load())[req.Group]; lg == nil || lg.sm.Load() == nil {
-		writePeerError(w, http.StatusServiceUnavailable, slotstore.Errorf(slotstore.CodeNotLeader, "no replica of group %d here", req.Group))
+	if lg := n.replicas.All()[req.Group]; lg == nil || lg.SM() == nil {
+		peer.WriteError(w, http.StatusServiceUnavailable, slotstore.Errorf(slotstore.CodeNotLeader, "no replica of group %d here", req.Group))
 		return
 	}
 	m, err := n.localMembership(ctx, req)
 	if err != nil {
-		writePeerError(w, statusOfPeer(err), err)
+		peer.WriteError(w, peer.StatusOf(err), err)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")

@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"errors"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -9,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"slotmeta/internal/slotstore"
+	"slotmeta/internal/slotstore/propose"
 )
 
 // metrics are the node's Prometheus instruments, registered on the node's
@@ -28,9 +28,9 @@ type metrics struct {
 	store      *storeCollector
 	cs         []prometheus.Collector
 
-	entries, commands atomic.Uint64 // totals behind BatchStats
-	drops             atomic.Uint64 // behind DroppedProposals
-	missedAttempts    atomic.Uint64 // behind TransferAttempts
+	entries, commands atomic.Uint64 // totals behind Stats
+	drops             atomic.Uint64
+	missedAttempts    atomic.Uint64
 }
 
 func newMetrics(reg prometheus.Registerer, n *Node) (*metrics, error) {
@@ -116,10 +116,6 @@ func (m *metrics) transferAttempt(landed bool) {
 	m.attempts.WithLabelValues("missed").Inc()
 }
 
-// MissedTransferAttempts is how many leader transfer attempts of this node
-// did not land within an election timeout.
-func (n *Node) MissedTransferAttempts() uint64 { return n.metrics.missedAttempts.Load() }
-
 // leaderMove counts a forward cut short by a leader change.
 func (m *metrics) leaderMove(redirected bool) {
 	outcome := "unknown"
@@ -128,10 +124,6 @@ func (m *metrics) leaderMove(redirected bool) {
 	}
 	m.moves.WithLabelValues(outcome).Inc()
 }
-
-// DroppedProposals is how many Raft entries this node's proposers had
-// dropped by dragonboat and proposed again.
-func (n *Node) DroppedProposals() uint64 { return n.metrics.drops.Load() }
 
 // healthCollector reports node and group health at scrape time, on the
 // controller leader only (elsewhere it has no series: one node speaks for
@@ -153,14 +145,14 @@ func (h *healthCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	now := n.cfg.Now()
-	for _, nh := range n.obs.nodeHealth(now, n.registeredNodes(), n.cfg.NodeID) {
+	for _, nh := range n.obs.NodeHealth(now, n.registeredNodes(), n.cfg.NodeID) {
 		v := 0.0
 		if nh.Health == slotstore.NodeUnreachable {
 			v = 1
 		}
 		ch <- prometheus.MustNewConstMetric(h.unreachable, prometheus.GaugeValue, v, strconv.FormatUint(uint64(nh.Node), 10))
 	}
-	for _, g := range n.aggregate(now) {
+	for _, g := range n.views(now) {
 		label := strconv.FormatUint(uint64(g.ID), 10)
 		v := 0.0
 		if g.Health != slotstore.GroupHealthy {
@@ -186,7 +178,7 @@ func (m *metrics) backlog(g slotstore.GroupID, n int) {
 	m.backlogs.WithLabelValues(label).Set(float64(n))
 }
 
-func (m *metrics) batchObserver(slotstore.GroupID) BatchObserver {
+func (m *metrics) batchObserver(slotstore.GroupID) propose.BatchObserver {
 	return func(cmds, bytes int) {
 		m.entries.Add(1)
 		m.commands.Add(uint64(cmds))
@@ -204,30 +196,10 @@ type queueCollector struct {
 func (q *queueCollector) Describe(ch chan<- *prometheus.Desc) { ch <- q.desc }
 
 func (q *queueCollector) Collect(ch chan<- prometheus.Metric) {
-	for id, g := range *q.n.groups.Load() {
-		ch <- prometheus.MustNewConstMetric(q.desc, prometheus.GaugeValue, float64(g.proposer.QueueDepth()),
+	for id, g := range q.n.replicas.All() {
+		ch <- prometheus.MustNewConstMetric(q.desc, prometheus.GaugeValue, float64(g.Proposer.QueueDepth()),
 			strconv.FormatUint(uint64(id), 10))
 	}
-}
-
-func asError(err error, target **slotstore.Error) bool { return errors.As(err, target) }
-
-// ReadIndexStats returns how many ReadIndex rounds this node's groups have
-// run and how many linearizable reads they served (groups that left the
-// node no longer count).
-func (n *Node) ReadIndexStats() (rounds, reads uint64) {
-	for _, g := range *n.groups.Load() {
-		r, d := g.reads.stats()
-		rounds += r
-		reads += d
-	}
-	return rounds, reads
-}
-
-// BatchStats returns how many Raft entries this node's proposers have
-// proposed and how many commands they carried.
-func (n *Node) BatchStats() (entries, commands uint64) {
-	return n.metrics.entries.Load(), n.metrics.commands.Load()
 }
 
 // storeCollector reports the store's memory and disk at scrape time: the
@@ -271,9 +243,9 @@ func (s *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	if s.closed {
 		return
 	}
-	m := s.n.db.Pebble().Metrics()
-	ch <- prometheus.MustNewConstMetric(s.cache, prometheus.GaugeValue, float64(m.BlockCache.Size))
-	ch <- prometheus.MustNewConstMetric(s.memtables, prometheus.GaugeValue, float64(m.MemTable.Size+m.MemTable.ZombieSize))
-	ch <- prometheus.MustNewConstMetric(s.files, prometheus.GaugeValue, float64(m.FileCache.Size))
-	ch <- prometheus.MustNewConstMetric(s.disk, prometheus.GaugeValue, float64(m.DiskSpaceUsage()))
+	m := s.n.db.Stats()
+	ch <- prometheus.MustNewConstMetric(s.cache, prometheus.GaugeValue, float64(m.BlockCacheBytes))
+	ch <- prometheus.MustNewConstMetric(s.memtables, prometheus.GaugeValue, float64(m.MemTableBytes))
+	ch <- prometheus.MustNewConstMetric(s.files, prometheus.GaugeValue, float64(m.FileCacheBytes))
+	ch <- prometheus.MustNewConstMetric(s.disk, prometheus.GaugeValue, float64(m.DiskBytes))
 }

@@ -1,20 +1,39 @@
-// Package cluster runs one slotmeta node: a dragonboat NodeHost, the node's
-// Pebble store, the controller replica, the node's slot group replicas with
-// one proposer each, and the routing view that follows them.
+// Package cluster is one slotmeta node: the facade that wires a dragonboat
+// NodeHost, the node's Pebble store and the controller replica to the leaf
+// packages that each own one concern, and offers the node to the API.
 //
-// Lifecycle. Start opens the store (migrating it), starts the NodeHost and the
-// controller replica, and returns; a reconcile loop then proposes the
+//	routing      the routing snapshot and leader changes
+//	raftlog      the Raft log (commit-only saves not synced) and step workers
+//	raftnet      the Raft transport, with who this node last heard from
+//	replicas     the slot-group replicas on the node: start, stop, leftovers
+//	propose      proposers and ReadIndex batching per replica
+//	dispatch     commands and queries to the replica that serves them
+//	peer         node-to-node RPC: client, server framing, forwarding, TLS
+//	controller/policy   transfer checks, reconciler decisions, observations
+//	controller/tasks    replica moves and hash-slot migrations, step by step
+//	projector    the subscriber → membership outbox
+//
+// What stays here is what needs all of them: the node's lifecycle, following
+// the controller (bootstrap, tables, epochs, replicas), observing the nodes
+// and reconciling while this node leads the controller, carrying out leader
+// transfers on the group leader's node, joining, membership operations,
+// status reports, the peer endpoints and the metrics.
+//
+// Lifecycle. Start opens the store (migrating it), starts the NodeHost and
+// the controller replica, and returns; a reconcile loop then proposes the
 // cluster's bootstrap (founding members only, idempotent), follows the
 // controller's state — publishing each new HashToGroup table and config
-// epoch to the router and starting the slot replicas this node is a desired
-// peer of — and refreshes live leaders. Close stops the loop, the proposers
+// epoch to the router and starting the slot replicas this node should hold
+// — and refreshes live leaders. Close stops the loops, the proposers
 // (answering everything queued), the NodeHost and then the store, in that
 // order.
 //
 // Concurrency. Propose and Read are safe for concurrent use and never block
 // on the reconcile loop: they read the immutable routing snapshot and the
-// copy-on-write table of local groups. Leader events arrive on dragonboat's
-// event goroutine and only publish router updates.
+// copy-on-write set of local replicas. Leader events arrive on dragonboat's
+// event goroutine and only publish router and disruption updates. The
+// observe loop (observer.go) owns the controller leader's work; the
+// projector's loop drains outboxes; both end with Close.
 package cluster
 
 import (
@@ -36,26 +55,24 @@ import (
 
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/controller"
-	"slotmeta/internal/slotstore/fsm"
+	"slotmeta/internal/slotstore/controller/policy"
+	"slotmeta/internal/slotstore/controller/tasks"
+	"slotmeta/internal/slotstore/dispatch"
+	"slotmeta/internal/slotstore/peer"
+	"slotmeta/internal/slotstore/projector"
+	"slotmeta/internal/slotstore/raftlog"
+	"slotmeta/internal/slotstore/raftnet"
+	"slotmeta/internal/slotstore/replicas"
 	"slotmeta/internal/slotstore/routing"
 	"slotmeta/internal/slotstore/store"
 )
-
-// localGroup is a slot group replica running on this node.
-type localGroup struct {
-	id        slotstore.GroupID
-	replicaID uint64
-	sm        atomic.Pointer[fsm.StateMachine] // set when dragonboat creates it
-	proposer  *Proposer
-	reads     *readBatcher // shares ReadIndex rounds among linearizable reads
-}
 
 // Node is a running slotmeta node.
 type Node struct {
 	cfg     Config
 	db      *store.DB
 	nh      *dragonboat.NodeHost
-	logdb   *commitLogDBFactory // the Raft log (logdb.go); its instance, for tests
+	logdb   *raftlog.Factory // the Raft log (package raftlog)
 	router  *routing.Router
 	metrics *metrics
 
@@ -63,29 +80,33 @@ type Node struct {
 	ctrlLeader atomic.Uint64 // controller leader node id (0: unknown)
 	ctrlSM     *controller.StateMachine
 
-	mu     sync.Mutex // guards changes of groups; readers use the atomic copy
-	groups atomic.Pointer[map[slotstore.GroupID]*localGroup]
+	replicas *replicas.Set // the slot-group replicas on this node
 
-	peers     *peerClient
-	peerSlots chan struct{} // bounds peer requests served at once
-	peerSrv   *http.Server
-	peerLn    net.Listener
+	peers   *peer.Client
+	peerSrv *http.Server
+	peerLn  net.Listener
 
-	obs       *observer
-	heard     *heard           // when each replica was last heard from over Raft (heard.go)
-	disrupt   *disruptions     // the local replicas' last disruptions (disruption.go)
-	backoff   *transferBackoff // per group, after failed leader transfers (health.go)
-	snaps     snapshotEvents   // dragonboat system events, counted (snapshotevents.go)
-	transfers sync.Map         // GroupID → time.Time: leader transfers this node started and has not seen finish
-	decided   sync.Map         // GroupID → string: the last decision recorded per group (to log changes only)
-	bg        sync.WaitGroup   // background goroutines besides the reconcile loop
+	obs       *policy.Observations // the controller leader's reports and health streaks
+	heard     *raftnet.Heard       // when each replica was last heard from over Raft
+	backoff   *policy.Backoff      // per group, after failed leader transfers
+	tasks     *tasks.Executor      // the controller's tasks, stepped while this node leads it
+	projector *projector.Projector // drains the outboxes of the groups this node leads
+	dispatch  *dispatch.Dispatcher // routes commands and queries to the replica that serves them
+	snaps     snapshotEvents       // dragonboat system events, counted (snapshotevents.go)
+	transfers sync.Map             // GroupID → time.Time: leader transfers this node started and has not seen finish
+	decided   sync.Map             // GroupID → string: the last decision recorded per group (to log changes only)
+	bg        sync.WaitGroup       // background goroutines besides the reconcile loop
 
 	// viewsHook, set only by tests, replaces the observed views the
 	// preferred-leader reconciler decides from.
 	viewsHook func(now time.Time) []slotstore.GroupView
 
 	kick chan struct{} // wakes the reconcile loop (cap 1)
-	stop chan struct{}
+	// life ends when Close begins: every background loop's work derives
+	// its context from it, so Close does not wait out a request timeout.
+	life    context.Context
+	endLife context.CancelFunc
+	stop    chan struct{}
 	done chan struct{}
 	once sync.Once
 }
@@ -109,7 +130,7 @@ func Start(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	quietDragonboat()
-	peerTLS, err := cfg.TLS.peerTLSConfigs()
+	peerTLS, err := cfg.TLS.Load()
 	if err != nil {
 		return nil, err
 	}
@@ -117,18 +138,16 @@ func Start(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, db: db, logdb: &commitLogDBFactory{}, router: routing.NewRouter(), kick: make(chan struct{}, 1),
+	n := &Node{cfg: cfg, db: db, logdb: &raftlog.Factory{}, router: routing.NewRouter(), kick: make(chan struct{}, 1),
 		stop: make(chan struct{}), done: make(chan struct{}),
-		peers: newPeerClient(cfg.ClusterSecret, cfg.MaxPeerInFlight), peerSlots: make(chan struct{}, 4*cfg.MaxPeerInFlight),
-		obs: newObserver(), heard: newHeard(),
-		disrupt: newDisruptions(4*cfg.electionTimeout(), 2*cfg.electionTimeout()),
-		backoff: newTransferBackoff(uint64(cfg.NodeID)<<32 ^ uint64(time.Now().UnixNano()))}
-	n.peers.useTLS(peerTLS)
+		peers: peer.NewClient(cfg.ClusterSecret, cfg.MaxPeerInFlight),
+		obs:   policy.NewObservations(), heard: raftnet.NewHeard(),
+		backoff: policy.NewBackoff(uint64(cfg.NodeID)<<32 ^ uint64(time.Now().UnixNano()))}
+	n.life, n.endLife = context.WithCancel(context.Background())
+	n.peers.UseTLS(peerTLS)
 	if cfg.WrapPeerTransport != nil {
-		n.peers.http.Transport = cfg.WrapPeerTransport(n.peers.http.Transport)
+		n.peers.WrapTransport(cfg.WrapPeerTransport)
 	}
-	empty := map[slotstore.GroupID]*localGroup{}
-	n.groups.Store(&empty)
 	n.ctrl.Store(controller.NewState())
 	n.metrics, err = newMetrics(cfg.Registerer, n)
 	if err != nil {
@@ -136,7 +155,7 @@ func Start(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	raftDir := filepath.Join(cfg.DataDir, "raft")
-	workers, err := resolveRaftWorkers(cfg.DataDir, cfg.RaftWorkers)
+	workers, err := raftlog.ResolveWorkers(cfg.DataDir, cfg.RaftWorkers)
 	if err != nil {
 		_ = db.Close()
 		return nil, err
@@ -155,11 +174,11 @@ func Start(cfg Config) (*Node, error) {
 		CAFile:            cfg.TLS.CAFile,
 		CertFile:          cfg.TLS.CertFile,
 		KeyFile:           cfg.TLS.KeyFile,
-		Expert:            expertConfig(workers, n.logdb),
+		Expert:            raftlog.ExpertConfig(workers, n.logdb),
 	}
 	nhc.SystemEventListener = &n.snaps // counts snapshots (snapshotevents.go)
 	// dragonboat's TCP transport (or the test's), recording who we hear from.
-	nhc.Expert.TransportFactory = heardTransport{inner: cfg.RaftTransport, h: n.heard}
+	nhc.Expert.TransportFactory = raftnet.Transport{Inner: cfg.RaftTransport, Heard: n.heard}
 	if cfg.RaftFS != nil {
 		nhc.Expert.FS = cfg.RaftFS
 	}
@@ -169,15 +188,28 @@ func Start(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("cluster: start nodehost: %w", err)
 	}
 	n.nh = nh
+	// The leaf packages, over the NodeHost (package doc).
+	n.replicas = replicas.New(replicas.Config{NodeID: cfg.NodeID, NH: nh, DB: db, Router: n.router, ShardConfig: n.shardConfig,
+		Proposer: cfg.Proposer, RequestTimeout: cfg.RequestTimeout, Controller: n.ctrl.Load,
+		Applied: n.metrics.applied, Batches: n.metrics.batchObserver, DroppedProposal: n.metrics.droppedProposal,
+		Logger: cfg.Logger, Settle: 4 * cfg.electionTimeout(), AwayGrace: 2 * cfg.electionTimeout()})
+	n.dispatch = dispatch.New(dispatch.Config{NodeID: cfg.NodeID, Router: n.router, Replicas: n.replicas, Peers: n.peers, NH: nh,
+		Heard: n.heard, Controller: n.ctrl.Load, MaxForwardHops: cfg.MaxForwardHops, ForwardHopTimeout: cfg.ForwardHopTimeout,
+		ForwardMoveGrace: cfg.ForwardMoveGrace, LeaderWait: cfg.LeaderWait, ElectionTimeout: cfg.electionTimeout(), Now: cfg.Now,
+		Proposal: n.metrics.proposal, LeaderMove: n.metrics.leaderMove})
+	n.projector = projector.New(projector.Config{Node: projectHost{n}, Interval: cfg.ProjectInterval,
+		RoundTimeout: cfg.RequestTimeout, Backlog: n.metrics.backlog, Logger: cfg.Logger})
+	n.tasks = tasks.New(tasks.Config{Node: taskHost{n}, PhaseTimeout: cfg.TaskPhaseTimeout, ActiveWithin: cfg.Leadership.ActiveWithin,
+		MaxLag: cfg.Leadership.MaxLag, RequestTimeout: cfg.RequestTimeout, Now: cfg.Now, Logger: cfg.Logger})
 	if cfg.PeerAddr != "" {
 		if n.peerLn, err = net.Listen("tcp", cfg.PeerAddr); err != nil {
 			nh.Close()
 			_ = db.Close()
 			return nil, fmt.Errorf("cluster: peer listener: %w", err)
 		}
-		n.peerLn = peerTLS.listener(n.peerLn)
+		n.peerLn = peerTLS.Listener(n.peerLn)
 		n.peerSrv = &http.Server{Handler: n.peerHandler(), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 2 * time.Minute,
-			ErrorLog: peerErrorLog(cfg.Logger)}
+			ErrorLog: peer.ErrorLog(cfg.Logger)}
 		go func() { _ = n.peerSrv.Serve(n.peerLn) }()
 	}
 	if err := n.startController(); err != nil {
@@ -189,7 +221,10 @@ func Start(cfg Config) (*Node, error) {
 	go n.reconcileLoop()
 	n.bg.Add(2)
 	go n.observeLoop()
-	go n.projectLoop()
+	go func() {
+		defer n.bg.Done()
+		n.projector.Run(n.life)
+	}()
 	return n, nil
 }
 
@@ -199,7 +234,7 @@ func (n *Node) closePeer() {
 		defer cancel()
 		_ = n.peerSrv.Shutdown(ctx)
 	}
-	n.peers.close()
+	n.peers.Close()
 }
 
 func (n *Node) shardConfig(shard, replica uint64) config.Config {
@@ -273,14 +308,12 @@ func (n *Node) poke() {
 func (n *Node) Close() error {
 	var err error
 	n.once.Do(func() {
+		n.endLife()
 		close(n.stop)
 		<-n.done
 		n.bg.Wait()
 		n.closePeer()
-		for _, g := range *n.groups.Load() {
-			g.proposer.Close()
-			g.reads.close()
-		}
+		n.replicas.Close()
 		n.nh.Close()
 		n.metrics.unregister()
 		err = n.db.Close()
@@ -313,9 +346,8 @@ func (n *Node) Ready() error {
 		}
 		return slotstore.Errorf(slotstore.CodeRouteNotReady, "group %d has no live leader", g)
 	}
-	local := *n.groups.Load()
 	for _, id := range st.GroupIDs() {
-		if _, want := st.Groups[id].Peers[n.cfg.NodeID]; want && (local[id] == nil || local[id].sm.Load() == nil) {
+		if _, want := st.Groups[id].Peers[n.cfg.NodeID]; want && !n.replicas.Get(id).Open() {
 			return slotstore.Errorf(slotstore.CodeRouteNotReady, "replica of group %d is not running here yet", id)
 		}
 	}
@@ -350,7 +382,7 @@ func (n *Node) LeaderUpdated(info raftio.LeaderInfo) {
 	if !ok {
 		return
 	}
-	n.disrupt.leaderUpdated(info.ShardID, info.LeaderID)
+	n.replicas.LeaderUpdated(info.ShardID, info.LeaderID)
 	if info.LeaderID == 0 {
 		n.router.SetLeader(g, 0, info.Term)
 		return

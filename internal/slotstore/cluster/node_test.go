@@ -2,24 +2,16 @@ package cluster
 
 import (
 	"context"
-	"net"
 	"testing"
 	"time"
 
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/controller"
 	"slotmeta/internal/slotstore/meta"
+	"slotmeta/internal/testutil"
 )
 
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
+func freeAddr(t testing.TB) string { return testutil.FreeAddr(t) }
 
 func testConfig(t *testing.T, dir, raftAddr string) Config {
 	return Config{
@@ -88,7 +80,7 @@ func TestOneNodeWriteReadRestart(t *testing.T) {
 	if info.ServedBy != 1 || info.AppliedIndex == 0 {
 		t.Fatalf("read info %+v", info)
 	}
-	if rounds, reads := n.ReadIndexStats(); rounds != 1 || reads != 1 {
+	if rounds, reads := n.Stats().ReadRounds, n.Stats().Reads; rounds != 1 || reads != 1 {
 		t.Fatalf("one linearizable read: %d ReadIndex rounds, %d reads counted; want 1, 1", rounds, reads)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"slotmeta/internal/slotstore"
+	"slotmeta/internal/slotstore/controller/policy"
 )
 
 // TestEveryRefusalReasonReachesTheDecisionLog drives ReconcileOnce on a real
@@ -27,13 +28,13 @@ func TestEveryRefusalReasonReachesTheDecisionLog(t *testing.T) {
 		inFlight bool
 		reason   string
 	}{
-		11: {func(v *slotstore.GroupView) { v.PreferredSetAtMs = now.Add(-48 * time.Hour).UnixMilli() }, false, ReasonStaleIntent},
-		12: {func(v *slotstore.GroupView) { v.Voters = []slotstore.NodeID{1, 2, 4} }, false, ReasonVoterMismatch},
-		13: {func(v *slotstore.GroupView) { v.Learners = []slotstore.NodeID{4} }, false, ReasonConfigChangePending},
-		14: {func(v *slotstore.GroupView) { v.Replicas[1].ReportAgeMs = 60_000 }, false, ReasonTargetInactive},
-		15: {func(v *slotstore.GroupView) { v.Replicas[1].Lag = 10_000 }, false, ReasonTargetLagging},
-		16: {func(*slotstore.GroupView) {}, true, ReasonTransferInFlight},
-		17: {func(v *slotstore.GroupView) { v.Leader = 0 }, false, ReasonNoLeader},
+		11: {func(v *slotstore.GroupView) { v.PreferredSetAtMs = now.Add(-48 * time.Hour).UnixMilli() }, false, policy.ReasonStaleIntent},
+		12: {func(v *slotstore.GroupView) { v.Voters = []slotstore.NodeID{1, 2, 4} }, false, policy.ReasonVoterMismatch},
+		13: {func(v *slotstore.GroupView) { v.Learners = []slotstore.NodeID{4} }, false, policy.ReasonConfigChangePending},
+		14: {func(v *slotstore.GroupView) { v.Replicas[1].ReportAgeMs = 60_000 }, false, policy.ReasonTargetInactive},
+		15: {func(v *slotstore.GroupView) { v.Replicas[1].Lag = 10_000 }, false, policy.ReasonTargetLagging},
+		16: {func(*slotstore.GroupView) {}, true, policy.ReasonTransferInFlight},
+		17: {func(v *slotstore.GroupView) { v.Leader = 0 }, false, policy.ReasonNoLeader},
 	}
 	for g, tc := range cases {
 		if tc.inFlight {
@@ -43,7 +44,7 @@ func TestEveryRefusalReasonReachesTheDecisionLog(t *testing.T) {
 	n.viewsHook = func(time.Time) []slotstore.GroupView {
 		var views []slotstore.GroupView
 		for g, tc := range cases {
-			v := healthyView(now)
+			v := transferableView(now)
 			v.ID = g
 			tc.edit(&v)
 			views = append(views, v)
@@ -60,7 +61,7 @@ func TestEveryRefusalReasonReachesTheDecisionLog(t *testing.T) {
 	}
 	for g, tc := range cases {
 		d, ok := logged[g]
-		if !ok || d.Kind != DecisionSkip || d.Reason != tc.reason {
+		if !ok || d.Kind != policy.DecisionSkip || d.Reason != tc.reason {
 			t.Errorf("group %d: logged %+v, want skip/%s", g, d, tc.reason)
 		}
 		if d.AtMs != now.UnixMilli() || d.PreferredLeader != 2 {
@@ -72,5 +73,21 @@ func TestEveryRefusalReasonReachesTheDecisionLog(t *testing.T) {
 	n.ReconcileOnce(now)
 	if after := len(n.Decisions()); after != before {
 		t.Fatalf("an unchanged skip was logged again: %d → %d", before, after)
+	}
+}
+
+// transferableView: group 1 on nodes 1–3, node 1 leads, node 2 is preferred,
+// caught up and heard by the leader, everyone reported a moment ago — every
+// transfer check passes.
+func transferableView(now time.Time) slotstore.GroupView {
+	return slotstore.GroupView{
+		ID: 1, PreferredLeader: 2, PreferredSetAtMs: now.Add(-time.Minute).UnixMilli(),
+		DesiredPeers: []slotstore.DesiredPeer{{Node: 1, ReplicaID: 1}, {Node: 2, ReplicaID: 2}, {Node: 3, ReplicaID: 3}},
+		Leader:       1, Term: 4, ObservedBy: 1, ObservationAgeMs: 100, Voters: []slotstore.NodeID{1, 2, 3}, Learners: []slotstore.NodeID{},
+		Replicas: []slotstore.ReplicaView{
+			{Node: 1, ReplicaID: 1, Role: slotstore.RoleVoter, AppliedIndex: 100, ReportAgeMs: 100, Live: true},
+			{Node: 2, ReplicaID: 2, Role: slotstore.RoleVoter, AppliedIndex: 99, Lag: 1, ReportAgeMs: 100, HeardAgoMs: 140, Live: true},
+			{Node: 3, ReplicaID: 3, Role: slotstore.RoleVoter, AppliedIndex: 100, ReportAgeMs: 100, HeardAgoMs: 130, Live: true},
+		},
 	}
 }

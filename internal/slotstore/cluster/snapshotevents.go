@@ -25,8 +25,8 @@ type SnapshotStats struct {
 	Sent, SendAborted uint64
 }
 
-// SnapshotStats reports this node's counters. Safe at any time.
-func (n *Node) SnapshotStats() SnapshotStats {
+// snapshotStats reports this node's snapshot counters.
+func (n *Node) snapshotStats() SnapshotStats {
 	e := &n.snaps
 	return SnapshotStats{Received: e.received.Load(), Recovered: e.recovered.Load(),
 		Sent: e.sent.Load(), SendAborted: e.aborted.Load()}

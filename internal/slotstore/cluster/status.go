@@ -10,6 +10,8 @@ import (
 
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/controller"
+	"slotmeta/internal/slotstore/meta"
+	"slotmeta/internal/slotstore/replicas"
 )
 
 // LocalStatus reports every slot group replica on this node: applied index
@@ -22,10 +24,10 @@ func (n *Node) LocalStatus(ctx context.Context) slotstore.NodeStatus {
 	for i, si := range info.ShardInfoList {
 		shards[si.ShardID] = i
 	}
-	for id, lg := range *n.groups.Load() {
+	for id, lg := range n.replicas.All() {
 		shard := controller.ShardOf(id)
-		rs := slotstore.ReplicaStatus{Group: id, ReplicaID: lg.replicaID, Node: n.cfg.NodeID}
-		if s := lg.sm.Load(); s != nil {
+		rs := slotstore.ReplicaStatus{Group: id, ReplicaID: lg.ReplicaID, Node: n.cfg.NodeID}
+		if s := lg.SM(); s != nil {
 			rs.AppliedIndex = s.AppliedIndex()
 		}
 		if lr, err := n.nh.GetLogReader(shard); err == nil {
@@ -36,18 +38,18 @@ func (n *Node) LocalStatus(ctx context.Context) slotstore.NodeStatus {
 			rs.LeaderReplica, rs.Term = si.LeaderID, si.Term
 			rs.NonVoting, rs.ConfigChangeIndex = si.IsNonVoting, si.ConfigChangeIndex
 		}
-		if rs.LeaderReplica == lg.replicaID && rs.LeaderReplica != 0 {
+		if rs.LeaderReplica == lg.ReplicaID && rs.LeaderReplica != 0 {
 			mctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 			if m, err := n.nh.SyncGetShardMembership(mctx, shard); err == nil {
 				rs.Voters, rs.NonVoters, rs.ConfigChangeID = m.Nodes, m.NonVotings, m.ConfigChangeID
 				rs.HeardAgoMs = map[uint64]int64{}
 				for _, members := range []map[uint64]string{m.Nodes, m.NonVotings} {
 					for rid := range members {
-						if rid == lg.replicaID {
+						if rid == lg.ReplicaID {
 							continue
 						}
 						rs.HeardAgoMs[rid] = -1
-						if ago, ok := n.heard.ago(shard, rid); ok {
+						if ago, ok := n.heard.Ago(shard, rid); ok {
 							rs.HeardAgoMs[rid] = ago.Milliseconds()
 						}
 					}
@@ -55,7 +57,7 @@ func (n *Node) LocalStatus(ctx context.Context) slotstore.NodeStatus {
 			}
 			cancel()
 		}
-		if kind, ago := n.disrupt.last(shard); kind != "" {
+		if kind, ago := n.replicas.Disruption(shard); kind != "" {
 			rs.Disruption, rs.DisruptedAgoMs = kind, ago.Milliseconds()
 		}
 		out.Replicas = append(out.Replicas, rs)
@@ -67,3 +69,36 @@ func (n *Node) servePeerStatus(ctx context.Context, w http.ResponseWriter, _ *ht
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(n.LocalStatus(ctx))
 }
+
+// Propose replicates cmd through the group owning its route key's hash
+// slot — here if this node leads it, else through its leader — and returns
+// the command's own result (package dispatch has the rules).
+func (n *Node) Propose(ctx context.Context, cmd meta.Command) (meta.Result, slotstore.Route, error) {
+	return n.dispatch.Propose(ctx, cmd)
+}
+
+// Read answers q from the group owning its hash slot: the local replica
+// when there is one, else a peer that holds one.
+func (n *Node) Read(ctx context.Context, q meta.Query, c meta.Consistency) (any, meta.ReadInfo, error) {
+	return n.dispatch.Read(ctx, q, c)
+}
+
+// Ownership reports the hash-slot ownership of every slot-group replica on
+// this node whose state machine is open, in group order: for invariant
+// checks (every hash slot owned by exactly one group) and diagnostics.
+func (n *Node) Ownership() []replicas.Ownership { return n.replicas.Ownership() }
+
+// KeyCount counts the keys this node's store holds of group g — of hash
+// slot hs in it when hs is not nil (0 once a removed replica's data, or a
+// released slot's rows, are gone).
+func (n *Node) KeyCount(g slotstore.GroupID, hs *slotstore.HashSlot) (int, error) {
+	if hs != nil {
+		return n.db.CountKeys(meta.SlotPrefix(g, *hs))
+	}
+	return n.db.CountKeys(meta.GroupPrefix(g))
+}
+
+// ProjectOnce runs one round of the outbox projection and returns how many
+// records it acknowledged: the hook for a node started with a negative
+// ProjectInterval (which projects nothing by itself).
+func (n *Node) ProjectOnce(ctx context.Context) (int, error) { return n.projector.Once(ctx) }

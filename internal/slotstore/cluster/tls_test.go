@@ -21,6 +21,7 @@ import (
 	"slotmeta/internal/slotstore/cluster"
 	"slotmeta/internal/slotstore/controller"
 	"slotmeta/internal/slotstore/meta"
+	"slotmeta/internal/slotstore/peer"
 	"slotmeta/internal/slotstore/slotstoretest"
 )
 
@@ -154,7 +155,7 @@ func TestTLSNodeOfAnotherCACannotTakePart(t *testing.T) {
 		members[i] = controller.Node{ID: slotstore.NodeID(i + 1), RaftAddr: slotstoretest.FreeAddr(t),
 			PeerAddr: slotstoretest.FreeAddr(t), APIAddr: slotstoretest.FreeAddr(t)}
 	}
-	tlsOf := []cluster.TLSConfig{ca.Issue(t, "node-1"), ca.Issue(t, "node-2"), rogueCA.Issue(t, "node-3")}
+	tlsOf := []peer.TLSConfig{ca.Issue(t, "node-1"), ca.Issue(t, "node-2"), rogueCA.Issue(t, "node-3")}
 	nodes := make([]*cluster.Node, 3)
 	for i, m := range members {
 		n, err := cluster.Start(cluster.Config{NodeID: m.ID, DataDir: t.TempDir(), RaftAddr: m.RaftAddr, PeerAddr: m.PeerAddr,
@@ -196,7 +197,7 @@ func TestTLSNodeOfAnotherCACannotTakePart(t *testing.T) {
 	// Raft transport, directly: node 1's Raft listener refuses node 3's
 	// certificate (a client that trusts the right CA, so only the
 	// certificate it presents is wrong).
-	rogueClient := slotstoretest.ClientTLS(t, cluster.TLSConfig{CAFile: ca.File, CertFile: tlsOf[2].CertFile, KeyFile: tlsOf[2].KeyFile})
+	rogueClient := slotstoretest.ClientTLS(t, peer.TLSConfig{CAFile: ca.File, CertFile: tlsOf[2].CertFile, KeyFile: tlsOf[2].KeyFile})
 	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", members[0].RaftAddr, rogueClient)
 	if err == nil {
 		_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
@@ -255,7 +256,7 @@ func TestTLSPeerRPCRefusesRequestsWithoutAClientCertificate(t *testing.T) {
 		}
 		return resp, err
 	}
-	noCert := slotstoretest.ClientTLS(t, cluster.TLSConfig{CAFile: ca.File})
+	noCert := slotstoretest.ClientTLS(t, peer.TLSConfig{CAFile: ca.File})
 	if _, err := send(noCert, "https", slotstoretest.Secret); !isTLSAlert(err) {
 		t.Fatalf("TLS without a client certificate: %v, want a TLS alert", err)
 	}
@@ -282,27 +283,27 @@ func TestTLSValidateNeedsAllThreeFilesThatParse(t *testing.T) {
 	if err := os.WriteFile(garbage, []byte("not a certificate"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	base := func(tc cluster.TLSConfig) cluster.Config {
+	base := func(tc peer.TLSConfig) cluster.Config {
 		cfg := cluster.Config{NodeID: 1, DataDir: t.TempDir(), RaftAddr: "127.0.0.1:1", TLS: tc}
 		cfg.EnsureDefaults()
 		return cfg
 	}
 	for _, tc := range []struct {
 		name string
-		tls  cluster.TLSConfig
+		tls  peer.TLSConfig
 		want string // "" accepts
 	}{
-		{"none", cluster.TLSConfig{}, ""},
+		{"none", peer.TLSConfig{}, ""},
 		{"all three", files, ""},
-		{"ca only", cluster.TLSConfig{CAFile: files.CAFile}, "missing: certificate file, key file"},
-		{"no key", cluster.TLSConfig{CAFile: files.CAFile, CertFile: files.CertFile}, "missing: key file"},
-		{"no ca", cluster.TLSConfig{CertFile: files.CertFile, KeyFile: files.KeyFile}, "missing: CA file"},
-		{"no cert", cluster.TLSConfig{CAFile: files.CAFile, KeyFile: files.KeyFile}, "missing: certificate file"},
-		{"ca file absent", cluster.TLSConfig{CAFile: files.CAFile + ".absent", CertFile: files.CertFile, KeyFile: files.KeyFile}, "no such file"},
-		{"ca not pem", cluster.TLSConfig{CAFile: garbage, CertFile: files.CertFile, KeyFile: files.KeyFile}, "no PEM certificate"},
-		{"cert not pem", cluster.TLSConfig{CAFile: files.CAFile, CertFile: garbage, KeyFile: files.KeyFile}, "certificate"},
-		{"key of another cert", cluster.TLSConfig{CAFile: files.CAFile, CertFile: files.CertFile, KeyFile: other.KeyFile}, "private key does not match"},
-		{"cert of another CA", cluster.TLSConfig{CAFile: files.CAFile, CertFile: other.CertFile, KeyFile: other.KeyFile}, "does not verify"},
+		{"ca only", peer.TLSConfig{CAFile: files.CAFile}, "missing: certificate file, key file"},
+		{"no key", peer.TLSConfig{CAFile: files.CAFile, CertFile: files.CertFile}, "missing: key file"},
+		{"no ca", peer.TLSConfig{CertFile: files.CertFile, KeyFile: files.KeyFile}, "missing: CA file"},
+		{"no cert", peer.TLSConfig{CAFile: files.CAFile, KeyFile: files.KeyFile}, "missing: certificate file"},
+		{"ca file absent", peer.TLSConfig{CAFile: files.CAFile + ".absent", CertFile: files.CertFile, KeyFile: files.KeyFile}, "no such file"},
+		{"ca not pem", peer.TLSConfig{CAFile: garbage, CertFile: files.CertFile, KeyFile: files.KeyFile}, "no PEM certificate"},
+		{"cert not pem", peer.TLSConfig{CAFile: files.CAFile, CertFile: garbage, KeyFile: files.KeyFile}, "certificate"},
+		{"key of another cert", peer.TLSConfig{CAFile: files.CAFile, CertFile: files.CertFile, KeyFile: other.KeyFile}, "private key does not match"},
+		{"cert of another CA", peer.TLSConfig{CAFile: files.CAFile, CertFile: other.CertFile, KeyFile: other.KeyFile}, "does not verify"},
 	} {
 		cfg := base(tc.tls)
 		err := cfg.Validate()

@@ -9,6 +9,9 @@ import (
 
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/controller"
+	"slotmeta/internal/slotstore/controller/policy"
+	"slotmeta/internal/slotstore/propose"
+	"slotmeta/internal/slotstore/replicas"
 )
 
 // TransferLeader asks group g's Raft to hand leadership to node target and
@@ -31,18 +34,18 @@ func (n *Node) TransferLeader(ctx context.Context, g slotstore.GroupID, target s
 	if !ok {
 		return slotstore.Errorf(slotstore.CodeConflict, "node %d is not a desired peer of group %d", target, g)
 	}
-	lg := (*n.groups.Load())[g]
+	lg := n.replicas.All()[g]
 	if lg == nil {
 		return slotstore.Errorf(slotstore.CodeNotLeader, "node %d holds no replica of group %d", n.cfg.NodeID, g)
 	}
 	shard := controller.ShardOf(g)
-	if leader, _, valid, err := n.nh.GetLeaderID(shard); err != nil || !valid || leader != lg.replicaID {
+	if leader, _, valid, err := n.nh.GetLeaderID(shard); err != nil || !valid || leader != lg.ReplicaID {
 		st, _ := n.router.Load().Group(g)
 		return &slotstore.Error{Code: slotstore.CodeNotLeader, LeaderHint: st.Leader, LeaderTerm: st.Term,
 			RetryAfter: 200 * time.Millisecond, Message: fmt.Sprintf("node %d does not lead group %d: the leader transfers", n.cfg.NodeID, g)}
 	}
 	reachable := func() error {
-		ago, ok := n.heard.ago(shard, replica)
+		ago, ok := n.heard.Ago(shard, replica)
 		if ok && ago <= n.cfg.Leadership.ReachableWithin {
 			return nil
 		}
@@ -52,7 +55,7 @@ func (n *Node) TransferLeader(ctx context.Context, g slotstore.GroupID, target s
 			detail = fmt.Sprintf("the leader last heard from node %d (replica %d) %v ago (limit %v)", target, replica,
 				ago.Round(time.Millisecond), n.cfg.Leadership.ReachableWithin)
 		}
-		e.Details = []slotstore.FieldError{{Field: ReasonTargetUnreachable, Reason: detail}}
+		e.Details = []slotstore.FieldError{{Field: policy.ReasonTargetUnreachable, Reason: detail}}
 		return e
 	}
 	term, err := n.drainedTransfer(ctx, g, lg, shard, target, replica, reachable)
@@ -74,7 +77,7 @@ func (n *Node) TransferLeader(ctx context.Context, g slotstore.GroupID, target s
 // waits for the target to lead. The held writes go on once it does (to the
 // new leader: the replicator sees this node no longer leads), or when the
 // attempt ends. check runs before every attempt.
-func (n *Node) drainedTransfer(ctx context.Context, g slotstore.GroupID, lg *localGroup, shard uint64, target slotstore.NodeID,
+func (n *Node) drainedTransfer(ctx context.Context, g slotstore.GroupID, lg *replicas.Replica, shard uint64, target slotstore.NodeID,
 	replica uint64, check func() error) (uint64, error) {
 	et := n.cfg.electionTimeout()
 	for attempt := 1; ; attempt++ {
@@ -82,18 +85,18 @@ func (n *Node) drainedTransfer(ctx context.Context, g slotstore.GroupID, lg *loc
 			return 0, err
 		}
 		actx, cancel := context.WithTimeout(ctx, 3*et)
-		release, err := lg.proposer.Hold(actx, 3*et)
+		release, err := lg.Proposer.Hold(actx, 3*et)
 		if err != nil {
 			cancel()
 			return 0, &slotstore.Error{Code: slotstore.CodeTimeout, Err: err, Message: "the group's writes in flight did not finish in time to transfer"}
 		}
 		start := time.Now()
 		applied := n.waitDrained(actx, g, lg, shard, target)
-		n.disrupt.transferAway(shard)
+		n.replicas.TransferAway(shard)
 		if err := n.nh.RequestLeaderTransfer(shard, replica); err != nil && !dragonboat.IsTempError(err) {
 			release()
 			cancel()
-			return 0, raftError(err, g, false)
+			return 0, propose.RaftError(err, g, false)
 		}
 		term, ok := n.waitLeaderIs(actx, shard, replica, et)
 		release()
@@ -115,26 +118,26 @@ func (n *Node) drainedTransfer(ctx context.Context, g slotstore.GroupID, lg *loc
 // applied its whole Raft log and node target's replica has applied as much
 // (asked over peer RPC). It returns the index reached; a target that does
 // not get there in time is transferred to anyway.
-func (n *Node) waitDrained(ctx context.Context, g slotstore.GroupID, lg *localGroup, shard uint64, target slotstore.NodeID) uint64 {
-	sm := lg.sm.Load()
+func (n *Node) waitDrained(ctx context.Context, g slotstore.GroupID, lg *replicas.Replica, shard uint64, target slotstore.NodeID) uint64 {
+	sm := lg.SM()
 	lr, err := n.nh.GetLogReader(shard)
 	if sm == nil || err != nil {
 		return 0
 	}
 	bound := time.Now().Add(4*time.Duration(n.cfg.HeartbeatRTT)*n.cfg.RTT + 100*time.Millisecond)
 	_, last := lr.GetRange()
-	for sm.AppliedIndex() < last && time.Now().Before(bound) && sleepCtx(ctx, context.Background(), time.Millisecond) {
+	for sm.AppliedIndex() < last && time.Now().Before(bound) && propose.Sleep(ctx, context.Background(), time.Millisecond) {
 	}
 	want := sm.AppliedIndex()
-	addr := n.peerAddrOf(target)
+	addr := n.dispatch.PeerAddrOf(target)
 	for addr != "" && time.Now().Before(bound) {
 		cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
-		got, err := n.peers.applied(cctx, addr, g)
+		got, err := n.peers.Applied(cctx, addr, g)
 		cancel()
 		if err == nil && got >= want {
 			break
 		}
-		if !sleepCtx(ctx, context.Background(), 2*time.Millisecond) {
+		if !propose.Sleep(ctx, context.Background(), 2*time.Millisecond) {
 			break
 		}
 	}
@@ -148,7 +151,7 @@ func (n *Node) waitLeaderIs(ctx context.Context, shard, replica uint64, d time.D
 		if leader, term, valid, err := n.nh.GetLeaderID(shard); err == nil && valid && leader == replica {
 			return term, true
 		}
-		if time.Now().After(until) || !sleepCtx(ctx, context.Background(), time.Millisecond) {
+		if time.Now().After(until) || !propose.Sleep(ctx, context.Background(), time.Millisecond) {
 			return 0, false
 		}
 	}
@@ -189,9 +192,9 @@ func (n *Node) awaitTransfer(ctx context.Context, shard, replica uint64, check f
 					return 0, err
 				}
 			}
-			n.disrupt.transferAway(shard)
+			n.replicas.TransferAway(shard)
 			if err := n.nh.RequestLeaderTransfer(shard, replica); err != nil && !dragonboat.IsTempError(err) {
-				return 0, raftError(err, 0, false)
+				return 0, propose.RaftError(err, 0, false)
 			}
 			last = time.Now()
 		}

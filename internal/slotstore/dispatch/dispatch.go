@@ -1,4 +1,21 @@
-package cluster
+// Package dispatch routes each command and query of a node to the replica
+// that serves it: the local proposer when this node leads the group, else
+// the leader over peer RPC; the local replica for a read when there is one,
+// else a peer that holds one.
+//
+// Model. A route comes from the node's routing snapshot. A forward follows
+// a newer leader hint at most MaxForwardHops times, and only refusals that
+// prove the command was not proposed — or, under an Idempotency-Key, also a
+// forward cut short by a leader change, since the group answers a replay
+// from its first result — so nothing is applied twice by forwarding. A hop
+// has its own deadline and follows a leader change at once; a write that
+// finds no reachable leader waits for the next leader change, at most
+// LeaderWait (ADR 0007).
+//
+// Concurrency contract. A Dispatcher holds no state of its own beyond its
+// configuration: every method may be called from any goroutine, and each is
+// bounded by the context given (and by the hop deadline within it).
+package dispatch
 
 import (
 	"context"
@@ -7,10 +24,43 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lni/dragonboat/v4"
+
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/controller"
 	"slotmeta/internal/slotstore/meta"
+	"slotmeta/internal/slotstore/peer"
+	"slotmeta/internal/slotstore/propose"
+	"slotmeta/internal/slotstore/raftnet"
+	"slotmeta/internal/slotstore/replicas"
+	"slotmeta/internal/slotstore/routing"
 )
+
+// Config is what a dispatcher needs of its node.
+type Config struct {
+	NodeID     slotstore.NodeID
+	Router     *routing.Router
+	Replicas   *replicas.Set
+	Peers      *peer.Client
+	NH         *dragonboat.NodeHost // local reads (StaleRead, the leader view)
+	Heard      *raftnet.Heard
+	Controller func() *controller.State
+	// Forwarding bounds (package cluster's Config has their meaning).
+	MaxForwardHops                                  int
+	ForwardHopTimeout, ForwardMoveGrace, LeaderWait time.Duration
+	ElectionTimeout                                 time.Duration
+	Now                                             func() time.Time
+	// Metrics hooks: every proposal's outcome; forwards cut short by a
+	// leader change.
+	Proposal   func(g slotstore.GroupID, code slotstore.Code)
+	LeaderMove func(redirected bool)
+}
+
+// Dispatcher routes a node's commands and queries.
+type Dispatcher struct{ cfg Config }
+
+// New returns a dispatcher.
+func New(cfg Config) *Dispatcher { return &Dispatcher{cfg: cfg} }
 
 // Propose replicates cmd through the group owning its route key's hash slot.
 // If this node is that group's leader the command goes to the local
@@ -29,13 +79,13 @@ import (
 // latency, not as an error, when it ends in time. A command with an
 // Idempotency-Key does the same after an unknown outcome (a connection lost
 // with the old leader, say).
-func (n *Node) Propose(ctx context.Context, cmd meta.Command) (meta.Result, slotstore.Route, error) {
+func (d *Dispatcher) Propose(ctx context.Context, cmd meta.Command) (meta.Result, slotstore.Route, error) {
 	hs := slotstore.HashSlotOfString(cmd.RouteKey())
 	h := cmd.Head()
 	h.HashSlot = hs
-	change, route, err := n.resolveWatching(hs)
+	change, route, err := d.resolveWatching(hs)
 	if route.GroupID == 0 {
-		n.metrics.proposal(route.GroupID, slotstore.ErrorCode(err))
+		d.cfg.Proposal(route.GroupID, slotstore.ErrorCode(err))
 		return meta.Result{}, route, err
 	}
 	// What every replica will decode must decode here first: a field over a
@@ -43,11 +93,11 @@ func (n *Node) Propose(ctx context.Context, cmd meta.Command) (meta.Result, slot
 	enc := meta.EncodeCommand(cmd)
 	if _, derr := meta.DecodeCommand(enc); derr != nil {
 		err := slotstore.Wrap(slotstore.CodeInvalidArgument, derr, "command exceeds a codec limit")
-		n.metrics.proposal(route.GroupID, err.Code)
+		d.cfg.Proposal(route.GroupID, err.Code)
 		return meta.Result{}, route, err
 	}
 	idem := h.IdempotencyKey != ""
-	waitUntil := time.Now().Add(n.cfg.LeaderWait)
+	waitUntil := time.Now().Add(d.cfg.LeaderWait)
 	target := route.LeaderNodeID
 	var res meta.Result
 	for hop, rounds := 0, 0; rounds < maxProposeRounds; rounds++ {
@@ -55,12 +105,12 @@ func (n *Node) Propose(ctx context.Context, cmd meta.Command) (meta.Result, slot
 			if err == nil {
 				err = slotstore.Errorf(slotstore.CodeRouteNotReady, "group %d has no live leader", route.GroupID)
 			}
-		} else if target == n.cfg.NodeID {
-			res, route, err = n.proposeLocal(ctx, cmd)
+		} else if target == d.cfg.NodeID {
+			res, route, err = d.ProposeLocal(ctx, cmd)
 		} else {
-			res, route, err = n.forwardPropose(ctx, target, enc, route, idem)
+			res, route, err = d.forwardPropose(ctx, target, enc, route, idem)
 		}
-		if next, ok := n.followHint(route.GroupID, target, err); ok && hop < n.cfg.MaxForwardHops {
+		if next, ok := d.followHint(route.GroupID, target, err); ok && hop < d.cfg.MaxForwardHops {
 			target = next
 			hop++
 			continue
@@ -73,14 +123,14 @@ func (n *Node) Propose(ctx context.Context, cmd meta.Command) (meta.Result, slot
 		if !again || !awaitLeaderChange(ctx, change, waitUntil) {
 			break
 		}
-		change, route, err = n.resolveWatching(hs)
+		change, route, err = d.resolveWatching(hs)
 		target = route.LeaderNodeID
 	}
 	code := slotstore.ErrorCode(err)
 	if err == nil {
 		code = res.Code
 	}
-	n.metrics.proposal(route.GroupID, code)
+	d.cfg.Proposal(route.GroupID, code)
 	return res, route, err
 }
 
@@ -90,10 +140,10 @@ const maxProposeRounds = 16
 
 // resolveWatching resolves hs and returns, taken before the resolve, the
 // context its group's next leader change cancels.
-func (n *Node) resolveWatching(hs slotstore.HashSlot) (context.Context, slotstore.Route, error) {
-	route, _ := n.router.Load().ResolveSlot(hs)
-	change := n.router.LeaderChange(route.GroupID)
-	route, err := n.router.Load().ResolveSlot(hs)
+func (d *Dispatcher) resolveWatching(hs slotstore.HashSlot) (context.Context, slotstore.Route, error) {
+	route, _ := d.cfg.Router.Load().ResolveSlot(hs)
+	change := d.cfg.Router.LeaderChange(route.GroupID)
+	route, err := d.cfg.Router.Load().ResolveSlot(hs)
 	return change, route, err
 }
 
@@ -126,7 +176,7 @@ func awaitLeaderChange(ctx, change context.Context, until time.Time) bool {
 
 // followHint decides whether a refusal from target points somewhere new. It
 // records the hint in the router (the refusing node saw a newer leader).
-func (n *Node) followHint(g slotstore.GroupID, target slotstore.NodeID, err error) (slotstore.NodeID, bool) {
+func (d *Dispatcher) followHint(g slotstore.GroupID, target slotstore.NodeID, err error) (slotstore.NodeID, bool) {
 	var se *slotstore.Error
 	if err == nil || !errors.As(err, &se) || se.Code != slotstore.CodeNotLeader {
 		return 0, false
@@ -135,18 +185,18 @@ func (n *Node) followHint(g slotstore.GroupID, target slotstore.NodeID, err erro
 		return 0, false
 	}
 	if se.LeaderTerm > 0 && g != 0 {
-		n.router.SetLeader(g, se.LeaderHint, se.LeaderTerm)
+		d.cfg.Router.SetLeader(g, se.LeaderHint, se.LeaderTerm)
 	}
 	return se.LeaderHint, true
 }
 
-// proposeLocal serves a command on this node: only if the router says this
+// ProposeLocal serves a command on this node: only if the router says this
 // node leads the group; otherwise not_leader with the leader it knows. The
 // group is the one owning the command's hash slot, unless group is given
 // (hash-slot migration commands address a group explicitly).
-func (n *Node) proposeLocal(ctx context.Context, cmd meta.Command, group ...slotstore.GroupID) (meta.Result, slotstore.Route, error) {
+func (d *Dispatcher) ProposeLocal(ctx context.Context, cmd meta.Command, group ...slotstore.GroupID) (meta.Result, slotstore.Route, error) {
 	hs := cmd.Head().HashSlot
-	snap := n.router.Load()
+	snap := d.cfg.Router.Load()
 	route, err := snap.ResolveSlot(hs)
 	if len(group) > 0 && group[0] != 0 {
 		st, _ := snap.Group(group[0])
@@ -160,13 +210,13 @@ func (n *Node) proposeLocal(ctx context.Context, cmd meta.Command, group ...slot
 	if err != nil {
 		return meta.Result{}, route, err
 	}
-	lg := (*n.groups.Load())[route.GroupID]
-	if route.LeaderNodeID != n.cfg.NodeID || lg == nil {
+	lg := d.cfg.Replicas.All()[route.GroupID]
+	if route.LeaderNodeID != d.cfg.NodeID || lg == nil {
 		return meta.Result{}, route, &slotstore.Error{Code: slotstore.CodeNotLeader, LeaderHint: route.LeaderNodeID,
 			LeaderTerm: route.LeaderTerm, RetryAfter: 200 * time.Millisecond, Message: "this node does not lead the group"}
 	}
-	cmd.Head().TimeMs = n.cfg.Now().UnixMilli()
-	res, err := lg.proposer.Submit(ctx, meta.EncodeCommand(cmd))
+	cmd.Head().TimeMs = d.cfg.Now().UnixMilli()
+	res, err := lg.Proposer.Submit(ctx, meta.EncodeCommand(cmd))
 	if err == nil && (res.Code == slotstore.CodeWrongGroup || res.Code == slotstore.CodeSlotMigrating) {
 		// The slot moved, or is moving, under us: the client retries (and
 		// re-resolves once the new table arrives).
@@ -175,22 +225,22 @@ func (n *Node) proposeLocal(ctx context.Context, cmd meta.Command, group ...slot
 	return res, route, err
 }
 
-// proposeToGroup replicates a command through group g itself (its leader,
+// ProposeToGroup replicates a command through group g itself (its leader,
 // here or one peer hop away), whatever the routing table says of its slot.
-func (n *Node) proposeToGroup(ctx context.Context, g slotstore.GroupID, cmd meta.Command) (meta.Result, error) {
-	st, _ := n.router.Load().Group(g)
+func (d *Dispatcher) ProposeToGroup(ctx context.Context, g slotstore.GroupID, cmd meta.Command) (meta.Result, error) {
+	st, _ := d.cfg.Router.Load().Group(g)
 	if st.Leader == 0 {
 		return meta.Result{}, slotstore.Errorf(slotstore.CodeRouteNotReady, "group %d has no live leader", g)
 	}
-	if st.Leader == n.cfg.NodeID {
-		res, _, err := n.proposeLocal(ctx, cmd, g)
+	if st.Leader == d.cfg.NodeID {
+		res, _, err := d.ProposeLocal(ctx, cmd, g)
 		return res, err
 	}
-	addr := n.peerAddrOf(st.Leader)
+	addr := d.PeerAddrOf(st.Leader)
 	if addr == "" {
 		return meta.Result{}, slotstore.Errorf(slotstore.CodeRouteNotReady, "the peer address of node %d is unknown", st.Leader)
 	}
-	res, _, _, err := n.peers.proposeTo(ctx, addr, meta.EncodeCommand(cmd), g)
+	res, _, _, err := d.cfg.Peers.Propose(ctx, addr, meta.EncodeCommand(cmd), g)
 	return res, err
 }
 
@@ -213,23 +263,23 @@ var (
 // off or died: it will not answer), else after ForwardMoveGrace, since an
 // old leader that handed its leadership over is alive and answers (a
 // result, or not_leader), which is worth more than a guess.
-func (n *Node) forwardPropose(ctx context.Context, target slotstore.NodeID, enc []byte, route slotstore.Route, idem bool) (meta.Result, slotstore.Route, error) {
-	addr := n.peerAddrOf(target)
+func (d *Dispatcher) forwardPropose(ctx context.Context, target slotstore.NodeID, enc []byte, route slotstore.Route, idem bool) (meta.Result, slotstore.Route, error) {
+	addr := d.PeerAddrOf(target)
 	if addr == "" {
 		return meta.Result{}, route, &slotstore.Error{Code: slotstore.CodeRouteNotReady, LeaderHint: target,
 			Message: "the leader's peer address is unknown"}
 	}
-	hctx, cancel := context.WithTimeoutCause(ctx, n.cfg.ForwardHopTimeout, errHopDeadline)
+	hctx, cancel := context.WithTimeoutCause(ctx, d.cfg.ForwardHopTimeout, errHopDeadline)
 	defer cancel()
 	grace := func() time.Duration {
-		if idem || n.silent(route.GroupID, target) {
+		if idem || d.silent(route.GroupID, target) {
 			return 0
 		}
-		return n.cfg.ForwardMoveGrace
+		return d.cfg.ForwardMoveGrace
 	}
-	hctx, moved, stop := n.watchLeaderMove(hctx, route.GroupID, target, grace)
+	hctx, moved, stop := d.watchLeaderMove(hctx, route.GroupID, target, grace)
 	defer stop()
-	res, r2, sent, err := n.peers.forward(hctx, addr, enc, moved)
+	res, r2, sent, err := d.cfg.Peers.Forward(hctx, addr, enc, moved)
 	if r2.GroupID == 0 {
 		r2 = route
 	}
@@ -239,8 +289,8 @@ func (n *Node) forwardPropose(ctx context.Context, target slotstore.NodeID, enc 
 	movedAway := errors.Is(context.Cause(hctx), errLeaderMoved) || (!sent && isDone(moved))
 	switch {
 	case movedAway:
-		st, _ := n.router.Load().Group(route.GroupID)
-		n.metrics.leaderMove(!sent || idem)
+		st, _ := d.cfg.Router.Load().Group(route.GroupID)
+		d.cfg.LeaderMove(!sent || idem)
 		if !sent || idem {
 			what := "before it was sent"
 			if sent {
@@ -256,10 +306,10 @@ func (n *Node) forwardPropose(ctx context.Context, target slotstore.NodeID, enc 
 	case errors.Is(context.Cause(hctx), errHopDeadline):
 		if !sent {
 			return res, r2, &slotstore.Error{Code: slotstore.CodeRouteNotReady, Err: err, RetryAfter: 200 * time.Millisecond,
-				Message: fmt.Sprintf("the leader (node %d) did not take the write within %v; not sent", target, n.cfg.ForwardHopTimeout)}
+				Message: fmt.Sprintf("the leader (node %d) did not take the write within %v; not sent", target, d.cfg.ForwardHopTimeout)}
 		}
 		return res, r2, &slotstore.Error{Code: slotstore.CodeTimeout, Err: err, RetryAfter: 200 * time.Millisecond,
-			Message: fmt.Sprintf("the leader (node %d) did not answer within %v; the write may or may not have been applied", target, n.cfg.ForwardHopTimeout)}
+			Message: fmt.Sprintf("the leader (node %d) did not answer within %v; the write may or may not have been applied", target, d.cfg.ForwardHopTimeout)}
 	}
 	return res, r2, err
 }
@@ -276,13 +326,13 @@ func isDone(c <-chan struct{}) bool {
 // silent reports whether this node's replica of g has heard nothing from
 // node's replica for half an election timeout (false when it cannot tell:
 // no replica here, or never heard).
-func (n *Node) silent(g slotstore.GroupID, node slotstore.NodeID) bool {
-	grp, ok := n.ctrl.Load().Groups[g]
-	if !ok || (*n.groups.Load())[g] == nil {
+func (d *Dispatcher) silent(g slotstore.GroupID, node slotstore.NodeID) bool {
+	grp, ok := d.cfg.Controller().Groups[g]
+	if !ok || d.cfg.Replicas.All()[g] == nil {
 		return false
 	}
-	ago, ok := n.heard.ago(controller.ShardOf(g), grp.Peers[node])
-	return ok && ago > n.cfg.electionTimeout()/2
+	ago, ok := d.cfg.Heard.Ago(controller.ShardOf(g), grp.Peers[node])
+	return ok && ago > d.cfg.ElectionTimeout/2
 }
 
 // watchLeaderMove watches group g's leadership while a request waits on
@@ -290,7 +340,7 @@ func (n *Node) silent(g slotstore.GroupID, node slotstore.NodeID) bool {
 // target leads g (a change to "no leader" — an election under way — or to
 // target at a newer term keeps it open); grace() later the returned child
 // of ctx is cancelled with cause errLeaderMoved. stop releases both.
-func (n *Node) watchLeaderMove(ctx context.Context, g slotstore.GroupID, target slotstore.NodeID, grace func() time.Duration) (context.Context, <-chan struct{}, func()) {
+func (d *Dispatcher) watchLeaderMove(ctx context.Context, g slotstore.GroupID, target slotstore.NodeID, grace func() time.Duration) (context.Context, <-chan struct{}, func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	moved := make(chan struct{})
 	var mu sync.Mutex
@@ -304,8 +354,8 @@ func (n *Node) watchLeaderMove(ctx context.Context, g slotstore.GroupID, target 
 		if stopped {
 			return
 		}
-		change := n.router.LeaderChange(g)
-		if st, _ := n.router.Load().Group(g); st.Leader != 0 && st.Leader != target {
+		change := d.cfg.Router.LeaderChange(g)
+		if st, _ := d.cfg.Router.Load().Group(g); st.Leader != 0 && st.Leader != target {
 			close(moved)
 			if d := grace(); d <= 0 {
 				cancel(errLeaderMoved)
@@ -331,9 +381,9 @@ func (n *Node) watchLeaderMove(ctx context.Context, g slotstore.GroupID, target 
 	}
 }
 
-// peerAddrOf returns the peer RPC address of node id from the controller state.
-func (n *Node) peerAddrOf(id slotstore.NodeID) string {
-	if node, ok := n.ctrl.Load().Nodes[id]; ok {
+// PeerAddrOf returns the peer RPC address of node id from the controller state.
+func (d *Dispatcher) PeerAddrOf(id slotstore.NodeID) string {
+	if node, ok := d.cfg.Controller().Nodes[id]; ok {
 		return node.PeerAddr
 	}
 	return ""
@@ -343,21 +393,21 @@ func (n *Node) peerAddrOf(id slotstore.NodeID) string {
 // replica when there is one (ReadIndex on a follower is linearizable too),
 // otherwise through a peer that holds one — the leader first, then the
 // group's other desired peers.
-func (n *Node) Read(ctx context.Context, q meta.Query, c meta.Consistency) (any, meta.ReadInfo, error) {
-	route, rerr := n.router.Load().ResolveSlot(q.RouteSlot())
+func (d *Dispatcher) Read(ctx context.Context, q meta.Query, c meta.Consistency) (any, meta.ReadInfo, error) {
+	route, rerr := d.cfg.Router.Load().ResolveSlot(q.RouteSlot())
 	if route.GroupID == 0 {
-		return nil, meta.ReadInfo{ServedBy: n.cfg.NodeID, Route: route}, rerr
+		return nil, meta.ReadInfo{ServedBy: d.cfg.NodeID, Route: route}, rerr
 	}
 	local := false
-	if lg := (*n.groups.Load())[route.GroupID]; lg != nil && lg.sm.Load() != nil {
+	if lg := d.cfg.Replicas.All()[route.GroupID]; lg != nil && lg.SM() != nil {
 		if c == meta.Local {
-			return n.readLocal(ctx, q, c)
+			return d.ReadLocal(ctx, q, c)
 		}
 		// A ReadIndex on this replica normally takes one round trip; if it
 		// has not completed in half the budget (a restarting replica, a
 		// leader change swallowing it), ask the leader instead with the rest.
 		lctx, cancel := context.WithTimeout(ctx, localReadBudget(ctx))
-		v, info, err := n.readLocal(lctx, q, c)
+		v, info, err := d.ReadLocal(lctx, q, c)
 		cancel()
 		if err == nil || !slotstore.ErrorCode(err).Retryable() || ctx.Err() != nil {
 			return v, info, err
@@ -368,9 +418,9 @@ func (n *Node) Read(ctx context.Context, q meta.Query, c meta.Consistency) (any,
 	if route.LeaderNodeID != 0 {
 		candidates = append(candidates, route.LeaderNodeID)
 	}
-	if grp, ok := n.ctrl.Load().Groups[route.GroupID]; ok {
+	if grp, ok := d.cfg.Controller().Groups[route.GroupID]; ok {
 		for _, id := range grp.PeerNodes() {
-			if id != route.LeaderNodeID && id != n.cfg.NodeID {
+			if id != route.LeaderNodeID && id != d.cfg.NodeID {
 				candidates = append(candidates, id)
 			}
 		}
@@ -380,21 +430,21 @@ func (n *Node) Read(ctx context.Context, q meta.Query, c meta.Consistency) (any,
 		err = slotstore.Errorf(slotstore.CodeRouteNotReady, "no node holds group %d", route.GroupID)
 	}
 	for _, id := range candidates {
-		addr := n.peerAddrOf(id)
-		if addr == "" || (local && id == n.cfg.NodeID) {
+		addr := d.PeerAddrOf(id)
+		if addr == "" || (local && id == d.cfg.NodeID) {
 			continue
 		}
 		// Each peer gets at most one hop's time, and the leader loses it
 		// the moment another node is known to lead: a read is safe to ask
 		// again elsewhere, and a peer cut off by the network only hangs.
-		hctx, cancel := context.WithTimeoutCause(ctx, n.cfg.ForwardHopTimeout, errHopDeadline)
+		hctx, cancel := context.WithTimeoutCause(ctx, d.cfg.ForwardHopTimeout, errHopDeadline)
 		stop := func() {}
 		if id == route.LeaderNodeID {
-			hctx, _, stop = n.watchLeaderMove(hctx, route.GroupID, id, func() time.Duration { return 0 })
+			hctx, _, stop = d.watchLeaderMove(hctx, route.GroupID, id, func() time.Duration { return 0 })
 		}
 		var v any
 		var info meta.ReadInfo
-		v, info, err = n.peers.read(hctx, addr, q, c)
+		v, info, err = d.cfg.Peers.Read(hctx, addr, q, c)
 		stop()
 		cancel()
 		if err == nil {
@@ -404,16 +454,16 @@ func (n *Node) Read(ctx context.Context, q meta.Query, c meta.Consistency) (any,
 			break
 		}
 	}
-	return nil, meta.ReadInfo{ServedBy: n.cfg.NodeID, Route: route}, err
+	return nil, meta.ReadInfo{ServedBy: d.cfg.NodeID, Route: route}, err
 }
 
-// readLocal reads through this node's replica, or refuses with not_leader.
-func (n *Node) readLocal(ctx context.Context, q meta.Query, c meta.Consistency) (any, meta.ReadInfo, error) {
-	info := meta.ReadInfo{ServedBy: n.cfg.NodeID}
-	route, err := n.router.Load().ResolveSlot(q.RouteSlot())
+// ReadLocal reads through this node's replica, or refuses with not_leader.
+func (d *Dispatcher) ReadLocal(ctx context.Context, q meta.Query, c meta.Consistency) (any, meta.ReadInfo, error) {
+	info := meta.ReadInfo{ServedBy: d.cfg.NodeID}
+	route, err := d.cfg.Router.Load().ResolveSlot(q.RouteSlot())
 	info.Route = route
-	lg := (*n.groups.Load())[route.GroupID]
-	if route.GroupID == 0 || lg == nil || lg.sm.Load() == nil {
+	lg := d.cfg.Replicas.All()[route.GroupID]
+	if route.GroupID == 0 || lg == nil || lg.SM() == nil {
 		if err == nil {
 			err = &slotstore.Error{Code: slotstore.CodeNotLeader, LeaderHint: route.LeaderNodeID, LeaderTerm: route.LeaderTerm,
 				Message: "this node holds no replica of the group"}
@@ -423,27 +473,27 @@ func (n *Node) readLocal(ctx context.Context, q meta.Query, c meta.Consistency) 
 	shard := controller.ShardOf(route.GroupID)
 	var v any
 	if c == meta.Local {
-		v, err = n.nh.StaleRead(shard, q)
+		v, err = d.cfg.NH.StaleRead(shard, q)
 	} else {
 		// A replica that knows no leader (restarting, partitioned) cannot
 		// complete a ReadIndex: say so now instead of waiting out the deadline.
-		if _, _, valid, lerr := n.nh.GetLeaderID(shard); lerr == nil && !valid {
+		if _, _, valid, lerr := d.cfg.NH.GetLeaderID(shard); lerr == nil && !valid {
 			return nil, info, &slotstore.Error{Code: slotstore.CodeRouteNotReady, RetryAfter: 500 * time.Millisecond,
 				Message: fmt.Sprintf("the replica of group %d here knows no leader yet", route.GroupID)}
 		}
 		// One ReadIndex round, shared with the reads waiting beside this
 		// one (readindex.go), then the local state machine.
-		if err = lg.reads.wait(ctx); err == nil {
-			v, err = n.nh.StaleRead(shard, q)
+		if err = lg.Reads.Wait(ctx); err == nil {
+			v, err = d.cfg.NH.StaleRead(shard, q)
 		}
 	}
-	info.AppliedIndex = lg.sm.Load().AppliedIndex()
+	info.AppliedIndex = lg.SM().AppliedIndex()
 	if err != nil {
 		var se *slotstore.Error
-		if asError(err, &se) {
+		if errors.As(err, &se) {
 			return nil, info, se
 		}
-		return nil, info, raftError(err, route.GroupID, false)
+		return nil, info, propose.RaftError(err, route.GroupID, false)
 	}
 	return v, info, nil
 }

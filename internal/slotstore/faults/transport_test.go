@@ -3,23 +3,16 @@ package faults
 import (
 	"context"
 	"errors"
-	"net"
 	"testing"
 	"time"
+
+	"slotmeta/internal/testutil"
 
 	"github.com/lni/dragonboat/v4/config"
 	pb "github.com/lni/dragonboat/v4/raftpb"
 )
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
+func freeAddr(t *testing.T) string { return testutil.FreeAddr(t) }
 
 // TestFaultRaftTransportCuts runs two wrapped dragonboat TCP transports on
 // loopback: a cut direction refuses new connections and swallows batches on

@@ -31,7 +31,7 @@ func FuzzChannelRowApply(f *testing.F) {
 		&meta.AckCmdBinding{Header: hdr("u1", "", 7), UserChannel: uc, AckSeq: 4},
 		&meta.PutRuntime{Header: hdr("g1", "", 8), Runtime: rt},
 		&meta.AdvanceRetention{Header: hdr("g1", "", 8), ChanRef: ref, ExpectedChannelEpoch: 1, ExpectedLeader: 1, ThroughSeq: 4},
-		&meta.CreateChannelTask{Header: hdr("g1", "", 8), ChanRef: ref, Kind: meta.TaskReplicaMove, SourceNode: 1, TargetNode: 2},
+		&meta.CreateChannelTask{Header: hdr("g1", "", 8), ChanRef: ref, Kind: meta.ChannelReplicaMove, SourceNode: 1, TargetNode: 2},
 		advanceTask(1, meta.PhaseCreated, meta.PhaseCopying),
 		&meta.AbortChannelTask{Header: hdr("g1", "", 9), ChanRef: ref, TaskID: 1},
 		&meta.AppendEvent{Header: hdr("g1", "", 9), Event: meta.ChannelEvent{ChannelType: 2, ChannelID: "g1",

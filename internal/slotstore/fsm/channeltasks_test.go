@@ -12,7 +12,7 @@ import (
 var taskRef = meta.ChanRef{ChannelType: 1, ChannelID: "mig"}
 
 func createTask(at int64) *meta.CreateChannelTask {
-	return &meta.CreateChannelTask{Header: hdr("mig", "", at), ChanRef: taskRef, Kind: meta.TaskReplicaMove, SourceNode: 1, TargetNode: 2}
+	return &meta.CreateChannelTask{Header: hdr("mig", "", at), ChanRef: taskRef, Kind: meta.ChannelReplicaMove, SourceNode: 1, TargetNode: 2}
 }
 
 func advanceTask(id uint64, from, to meta.TaskPhase) *meta.AdvanceChannelTask {
@@ -83,7 +83,7 @@ func TestChannelTaskLifecycle(t *testing.T) {
 		wantCode(t, apply(t, s, 9, advanceTask(0, meta.PhaseCreated, meta.PhaseCopying))[0], slotstore.CodeInvalidArgument) // the counter's number
 		wantCode(t, apply(t, s, 10, &meta.CreateChannelTask{Header: hdr("mig", "", 1), ChanRef: taskRef, Kind: 9, SourceNode: 1, TargetNode: 2})[0],
 			slotstore.CodeInvalidArgument)
-		wantCode(t, apply(t, s, 11, &meta.CreateChannelTask{Header: hdr("mig", "", 1), ChanRef: taskRef, Kind: meta.TaskLeaderTransfer, SourceNode: 1, TargetNode: 1})[0],
+		wantCode(t, apply(t, s, 11, &meta.CreateChannelTask{Header: hdr("mig", "", 1), ChanRef: taskRef, Kind: meta.ChannelLeaderTransfer, SourceNode: 1, TargetNode: 1})[0],
 			slotstore.CodeInvalidArgument)
 	})
 	step := advanceTask(1, meta.PhaseCreated, meta.PhaseCopying)

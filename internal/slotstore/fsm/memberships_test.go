@@ -346,7 +346,7 @@ func TestChannelRowCommandsAreDeterministic(t *testing.T) {
 			&meta.PutCmdBinding{Header: hdr(uid, "", at), UserChannel: uc, StartSeq: uint64(i)},
 			&meta.AppendEvent{Header: hdr(ch, "", at), Event: meta.ChannelEvent{ChannelType: ref.ChannelType, ChannelID: ch,
 				ClientMsgNo: "n", EventKey: "k", EventID: fmt.Sprint(i), EventType: "t"}},
-			&meta.CreateChannelTask{Header: hdr(ch, "", at), ChanRef: ref, Kind: meta.TaskReplicaMove, SourceNode: 1, TargetNode: 2},
+			&meta.CreateChannelTask{Header: hdr(ch, "", at), ChanRef: ref, Kind: meta.ChannelReplicaMove, SourceNode: 1, TargetNode: 2},
 			&meta.AbortChannelTask{Header: hdr(ch, "", at), ChanRef: ref, TaskID: 1},
 			&meta.PutRuntime{Header: hdr(ch, "", at), Runtime: meta.ChannelRuntime{ChannelType: ref.ChannelType, ChannelID: ch,
 				ChannelEpoch: uint64(i % 4), Leader: 1, Replicas: []uint64{1}, ISR: []uint64{1}, MinISR: 1, Status: meta.RuntimeActive,

@@ -55,9 +55,9 @@ func sampleRuntimes() []*meta.ChannelRuntime {
 func sampleTasks() []*meta.ChannelTask {
 	return []*meta.ChannelTask{
 		{},
-		{ChannelType: 1, ChannelID: "c", TaskID: 1, Kind: meta.TaskReplicaMove, SourceNode: 1, TargetNode: 2,
+		{ChannelType: 1, ChannelID: "c", TaskID: 1, Kind: meta.ChannelReplicaMove, SourceNode: 1, TargetNode: 2,
 			Phase: meta.PhaseCatchingUp, Note: "lag 12", CreatedAtMs: 5, UpdatedAtMs: 6, FinishedAtMs: 0, Revision: 8},
-		{ChannelType: 255, ChannelID: "x", TaskID: math.MaxUint64, Kind: meta.TaskLeaderTransfer, SourceNode: math.MaxUint64,
+		{ChannelType: 255, ChannelID: "x", TaskID: math.MaxUint64, Kind: meta.ChannelLeaderTransfer, SourceNode: math.MaxUint64,
 			TargetNode: 3, Phase: meta.PhaseAborted, Note: strings.Repeat("n", 300), CreatedAtMs: math.MinInt64,
 			UpdatedAtMs: math.MaxInt64, FinishedAtMs: -1, Revision: math.MaxUint64},
 	}
@@ -228,7 +228,7 @@ func sampleChannelRowCommands() []meta.Command {
 		&meta.PutRuntime{Header: hdrFor(""), Runtime: meta.ChannelRuntime{}},
 		&meta.DeleteRuntime{Header: hdrFor("g1"), ChanRef: ref},
 		&meta.AdvanceRetention{Header: hdrFor("g1"), ChanRef: ref, ExpectedChannelEpoch: 3, ExpectedLeader: 1, ThroughSeq: 500},
-		&meta.CreateChannelTask{Header: hdrFor("g1"), ChanRef: ref, Kind: meta.TaskReplicaMove, SourceNode: 1, TargetNode: 2},
+		&meta.CreateChannelTask{Header: hdrFor("g1"), ChanRef: ref, Kind: meta.ChannelReplicaMove, SourceNode: 1, TargetNode: 2},
 		&meta.AdvanceChannelTask{Header: hdrFor("g1"), ChanRef: ref, TaskID: 7, ExpectedPhase: meta.PhaseCreated,
 			Phase: meta.PhaseSwitching, Note: "skip copy"},
 		&meta.AbortChannelTask{Header: hdrFor("g1"), ChanRef: ref, TaskID: 7, Note: "operator"},
@@ -468,8 +468,8 @@ func TestTaskPhases(t *testing.T) {
 	if !meta.PhaseDone.Finished() || !meta.PhaseAborted.Finished() || meta.PhaseSwitching.Finished() {
 		t.Error("Finished is wrong")
 	}
-	for _, k := range []meta.TaskKind{meta.TaskReplicaMove, meta.TaskLeaderTransfer} {
-		if got, ok := meta.ParseTaskKind(k.String()); !ok || got != k || !k.Valid() {
+	for _, k := range []meta.ChannelTaskKind{meta.ChannelReplicaMove, meta.ChannelLeaderTransfer} {
+		if got, ok := meta.ParseChannelTaskKind(k.String()); !ok || got != k || !k.Valid() {
 			t.Errorf("kind %d", k)
 		}
 	}

@@ -6,29 +6,32 @@ import (
 	"slotmeta/internal/slotstore"
 )
 
-// TaskKind is what a channel migration task moves.
-type TaskKind uint8
+// ChannelTaskKind is what a channel migration task moves: the channel's own
+// log replicas and leadership (the message layer's), not a slot group's Raft
+// replicas (controller.TaskReplicaMove). Each wire name belongs to its own
+// resource: "replica_move" here is a kind of /v1/channels/…/migrations.
+type ChannelTaskKind uint8
 
 const (
-	TaskReplicaMove    TaskKind = 1 // move a replica of the channel's log from SourceNode to TargetNode
-	TaskLeaderTransfer TaskKind = 2 // move the channel's leadership from SourceNode to TargetNode
+	ChannelReplicaMove    ChannelTaskKind = 1 // move a replica of the channel's log from SourceNode to TargetNode
+	ChannelLeaderTransfer ChannelTaskKind = 2 // move the channel's leadership from SourceNode to TargetNode
 )
 
-var taskKindNames = map[TaskKind]string{TaskReplicaMove: "replica_move", TaskLeaderTransfer: "leader_transfer"}
+var channelTaskKindNames = map[ChannelTaskKind]string{ChannelReplicaMove: "replica_move", ChannelLeaderTransfer: "leader_transfer"}
 
-func (k TaskKind) String() string {
-	if n, ok := taskKindNames[k]; ok {
+func (k ChannelTaskKind) String() string {
+	if n, ok := channelTaskKindNames[k]; ok {
 		return n
 	}
 	return fmt.Sprintf("kind_%d", uint8(k))
 }
 
 // Valid reports whether k is a kind this binary knows.
-func (k TaskKind) Valid() bool { _, ok := taskKindNames[k]; return ok }
+func (k ChannelTaskKind) Valid() bool { _, ok := channelTaskKindNames[k]; return ok }
 
-// ParseTaskKind parses an API name.
-func ParseTaskKind(name string) (TaskKind, bool) {
-	for k, n := range taskKindNames {
+// ParseChannelTaskKind parses an API name.
+func ParseChannelTaskKind(name string) (ChannelTaskKind, bool) {
+	for k, n := range channelTaskKindNames {
 		if n == name {
 			return k, true
 		}
@@ -97,7 +100,7 @@ type ChannelTask struct {
 	ChannelType  uint8
 	ChannelID    string
 	TaskID       uint64
-	Kind         TaskKind
+	Kind         ChannelTaskKind
 	SourceNode   uint64
 	TargetNode   uint64
 	Phase        TaskPhase
@@ -135,7 +138,7 @@ func DecodeChannelTask(b []byte) (*ChannelTask, error) {
 	t := &ChannelTask{}
 	t.ChannelType, t.ChannelID = decChannelRef(&d)
 	t.TaskID = d.uvarint()
-	t.Kind = TaskKind(d.u8())
+	t.Kind = ChannelTaskKind(d.u8())
 	t.SourceNode = d.uvarint()
 	t.TargetNode = d.uvarint()
 	t.Phase = TaskPhase(d.u8())
@@ -162,7 +165,7 @@ const (
 type CreateChannelTask struct {
 	Header
 	ChanRef
-	Kind       TaskKind
+	Kind       ChannelTaskKind
 	SourceNode uint64
 	TargetNode uint64
 }
@@ -204,7 +207,7 @@ func (c *CreateChannelTask) encodeBody(e *encoder) {
 
 func (c *CreateChannelTask) decodeBody(d *decoder) {
 	c.decodeRef(d)
-	c.Kind = TaskKind(d.u8())
+	c.Kind = ChannelTaskKind(d.u8())
 	c.SourceNode = d.uvarint()
 	c.TargetNode = d.uvarint()
 }

@@ -3,6 +3,7 @@ package meta
 import (
 	"fmt"
 	"reflect"
+	"slices"
 )
 
 // Registries of the wire types. Each resource family registers its commands,
@@ -118,4 +119,35 @@ func DecodeAnswer(b []byte) (any, error) {
 		return nil, fmt.Errorf("%w: %d trailing bytes after answer", ErrMalformed, len(d.b))
 	}
 	return out, nil
+}
+
+// Ops lists every registered command op, in order (for completeness checks:
+// every op needs an applier in package fsm).
+func Ops() []Op {
+	out := make([]Op, 0, len(commands))
+	for op := range commands {
+		out = append(out, op)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// NewCommand returns an empty command of op (false: op is unknown).
+func NewCommand(op Op) (Command, bool) {
+	f, ok := commands[op]
+	if !ok {
+		return nil, false
+	}
+	return f(), true
+}
+
+// QueryKinds lists every registered query kind, in order (every kind needs
+// a lookup in package fsm).
+func QueryKinds() []QueryKind {
+	out := make([]QueryKind, 0, len(queries))
+	for k := range queries {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
 }

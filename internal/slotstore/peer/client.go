@@ -1,4 +1,4 @@
-package cluster
+package peer
 
 import (
 	"bytes"
@@ -18,12 +18,12 @@ import (
 	"slotmeta/internal/slotstore/meta"
 )
 
-// peerClient calls other nodes' peer RPC. It bounds the requests in flight
-// to each peer (past the bound: busy, at once) and gives every request the
+// Client calls other nodes' peer RPC. It bounds the requests in flight to
+// each peer (past the bound: busy, at once) and gives every request the
 // caller's remaining time budget.
-type peerClient struct {
+type Client struct {
 	http   *http.Client
-	scheme string // http, or https with TLS (useTLS)
+	scheme string // http, or https with TLS (UseTLS)
 	secret string
 	bound  int
 
@@ -35,31 +35,40 @@ type peerClient struct {
 	singles          atomic.Uint64 // forwarded commands sent alone
 }
 
-func newPeerClient(secret string, bound int) *peerClient {
+// NewClient returns a client whose requests carry secret, with at most
+// bound requests in flight to one peer.
+func NewClient(secret string, bound int) *Client {
 	tr := &http.Transport{
 		DialContext:         (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		MaxIdleConnsPerHost: 64,
 		IdleConnTimeout:     90 * time.Second,
 	}
-	return &peerClient{http: &http.Client{Transport: tr}, scheme: "http", secret: secret, bound: bound, slots: map[string]chan struct{}{},
+	return &Client{http: &http.Client{Transport: tr}, scheme: "http", secret: secret, bound: bound, slots: map[string]chan struct{}{},
 		forwarders: map[string]*forwarder{}}
 }
 
-// useTLS makes the client call peers over TLS with p's client config (this
+// UseTLS makes the client call peers over TLS with p's client config (this
 // node's certificate, the cluster's CA); nil leaves it on plain HTTP. It is
-// called before the first call.
-func (c *peerClient) useTLS(p *peerTLS) {
+// called before the first call (and before WrapTransport).
+func (c *Client) UseTLS(p *TLS) {
 	if p == nil {
 		return
 	}
 	// newPeerClient's own transport, before anything wraps it.
-	c.http.Transport.(*http.Transport).TLSClientConfig = p.client
+	c.http.Transport.(*http.Transport).TLSClientConfig = p.Client
 	c.scheme = "https"
 }
 
-func (c *peerClient) close() { c.http.CloseIdleConnections() }
+// WrapTransport wraps the client's HTTP transport (fault injection in
+// tests), before the first call.
+func (c *Client) WrapTransport(wrap func(http.RoundTripper) http.RoundTripper) {
+	c.http.Transport = wrap(c.http.Transport)
+}
 
-func (c *peerClient) acquire(addr string) (func(), error) {
+// Close drops the idle connections.
+func (c *Client) Close() { c.http.CloseIdleConnections() }
+
+func (c *Client) acquire(addr string) (func(), error) {
 	c.mu.Lock()
 	s, ok := c.slots[addr]
 	if !ok {
@@ -76,15 +85,15 @@ func (c *peerClient) acquire(addr string) (func(), error) {
 	}
 }
 
-// call sends one peer request and returns the response on 200, or the
+// Call sends one peer request and returns the response on 200, or the
 // peer's error. sent reports whether the request may have reached the peer
 // (a transport failure after that leaves a write's outcome unknown).
-func (c *peerClient) call(ctx context.Context, method, addr, path string, body []byte, hdr map[string]string) (resp *http.Response, sent bool, err error) {
+func (c *Client) Call(ctx context.Context, method, addr, path string, body []byte, hdr map[string]string) (resp *http.Response, sent bool, err error) {
 	return c.callPath(ctx, method, addr, path, bytes.NewReader(body), hdr)
 }
 
 // callPath is call with a body reader (path may carry a query string).
-func (c *peerClient) callPath(ctx context.Context, method, addr, path string, body io.Reader, hdrs ...map[string]string) (resp *http.Response, sent bool, err error) {
+func (c *Client) callPath(ctx context.Context, method, addr, path string, body io.Reader, hdrs ...map[string]string) (resp *http.Response, sent bool, err error) {
 	var hdr map[string]string
 	if len(hdrs) > 0 {
 		hdr = hdrs[0]
@@ -102,7 +111,7 @@ func (c *peerClient) callPath(ctx context.Context, method, addr, path string, bo
 	if remaining < time.Millisecond {
 		return nil, false, &slotstore.Error{Code: slotstore.CodeTimeout, Message: "no time left to call a peer"}
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.scheme+"://"+addr+peerPrefix+path, body)
+	req, err := http.NewRequestWithContext(ctx, method, c.scheme+"://"+addr+Prefix+path, body)
 	if err != nil {
 		return nil, false, err
 	}
@@ -128,7 +137,7 @@ func (c *peerClient) callPath(ctx context.Context, method, addr, path string, bo
 	}
 	if resp.StatusCode != http.StatusOK {
 		defer resp.Body.Close()
-		var pe peerError
+		var pe envelope
 		if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&pe); err != nil || pe.Code == "" {
 			return nil, true, &slotstore.Error{Code: slotstore.CodeInternal, Message: fmt.Sprintf("peer %s answered %d", addr, resp.StatusCode)}
 		}
@@ -137,21 +146,22 @@ func (c *peerClient) callPath(ctx context.Context, method, addr, path string, bo
 	return resp, true, nil
 }
 
-func readBody(resp *http.Response) ([]byte, error) {
+// ReadBody reads and closes a response body, bounded to one entry.
+func ReadBody(resp *http.Response) ([]byte, error) {
 	defer resp.Body.Close()
 	return io.ReadAll(io.LimitReader(resp.Body, meta.MaxEntryBytes+1))
 }
 
-// proposeTo forwards an encoded command for group g (0: the group owning the
-// command's hash slot) to the node at addr. sent reports whether the
+// Propose forwards an encoded command for group g (0: the group owning the
+// command's hash slot) to the node at addr, on its own (Forward batches). sent reports whether the
 // request may have reached the node: an error with sent false is a definite
 // "not proposed there".
-func (c *peerClient) proposeTo(ctx context.Context, addr string, cmd []byte, g slotstore.GroupID) (res meta.Result, route slotstore.Route, sent bool, err error) {
+func (c *Client) Propose(ctx context.Context, addr string, cmd []byte, g slotstore.GroupID) (res meta.Result, route slotstore.Route, sent bool, err error) {
 	var hdr map[string]string
 	if g != 0 {
-		hdr = map[string]string{hdrGroup: strconv.FormatUint(uint64(g), 10)}
+		hdr = map[string]string{HdrGroup: strconv.FormatUint(uint64(g), 10)}
 	}
-	resp, sent, err := c.call(ctx, http.MethodPost, addr, "propose", cmd, hdr)
+	resp, sent, err := c.Call(ctx, http.MethodPost, addr, "propose", cmd, hdr)
 	if resp != nil {
 		route = routeFromHeaders(resp.Header)
 	}
@@ -163,7 +173,7 @@ func (c *peerClient) proposeTo(ctx context.Context, addr string, cmd []byte, g s
 		}
 		return meta.Result{}, route, sent, err
 	}
-	body, err := readBody(resp)
+	body, err := ReadBody(resp)
 	if err != nil {
 		return meta.Result{}, route, true, &slotstore.Error{Code: slotstore.CodeTimeout, Err: err,
 			Message: "lost the leader's answer; the write may or may not have been applied"}
@@ -175,13 +185,13 @@ func (c *peerClient) proposeTo(ctx context.Context, addr string, cmd []byte, g s
 	return res, route, true, nil
 }
 
-// read forwards a query to the node at addr.
-func (c *peerClient) read(ctx context.Context, addr string, q meta.Query, cons meta.Consistency) (any, meta.ReadInfo, error) {
+// Read forwards a query to the node at addr.
+func (c *Client) Read(ctx context.Context, addr string, q meta.Query, cons meta.Consistency) (any, meta.ReadInfo, error) {
 	hdr := map[string]string{}
 	if cons == meta.Local {
-		hdr[hdrConsist] = "local"
+		hdr[HdrConsistency] = "local"
 	}
-	resp, _, err := c.call(ctx, http.MethodPost, addr, "read", meta.EncodeQuery(q), hdr)
+	resp, _, err := c.Call(ctx, http.MethodPost, addr, "read", meta.EncodeQuery(q), hdr)
 	var info meta.ReadInfo
 	if resp != nil {
 		info.Route = routeFromHeaders(resp.Header)
@@ -192,7 +202,7 @@ func (c *peerClient) read(ctx context.Context, addr string, q meta.Query, cons m
 	if err != nil {
 		return nil, info, err
 	}
-	body, err := readBody(resp)
+	body, err := ReadBody(resp)
 	if err != nil {
 		return nil, info, &slotstore.Error{Code: slotstore.CodeTimeout, Err: err, Message: "lost the peer's answer"}
 	}
@@ -203,27 +213,27 @@ func (c *peerClient) read(ctx context.Context, addr string, q meta.Query, cons m
 	return v, info, nil
 }
 
-// leaders asks the node at addr for its live leader views.
-func (c *peerClient) leaders(ctx context.Context, addr string) ([]leaderView, error) {
-	resp, _, err := c.call(ctx, http.MethodGet, addr, "leaders", nil, nil)
+// Leaders asks the node at addr for its live leader views.
+func (c *Client) Leaders(ctx context.Context, addr string) ([]LeaderView, error) {
+	resp, _, err := c.Call(ctx, http.MethodGet, addr, "leaders", nil, nil)
 	if err != nil {
 		return nil, err
 	}
-	body, err := readBody(resp)
+	body, err := ReadBody(resp)
 	if err != nil {
 		return nil, err
 	}
-	var views []leaderView
+	var views []LeaderView
 	return views, json.Unmarshal(body, &views)
 }
 
-// applied asks the node at addr for the applied index of its replica of g.
-func (c *peerClient) applied(ctx context.Context, addr string, g slotstore.GroupID) (uint64, error) {
-	resp, _, err := c.call(ctx, http.MethodGet, addr, "applied?group="+strconv.FormatUint(uint64(g), 10), nil, nil)
+// Applied asks the node at addr for the applied index of its replica of g.
+func (c *Client) Applied(ctx context.Context, addr string, g slotstore.GroupID) (uint64, error) {
+	resp, _, err := c.Call(ctx, http.MethodGet, addr, "applied?group="+strconv.FormatUint(uint64(g), 10), nil, nil)
 	if err != nil {
 		return 0, err
 	}
-	body, err := readBody(resp)
+	body, err := ReadBody(resp)
 	if err != nil {
 		return 0, err
 	}

@@ -1,11 +1,7 @@
-package cluster
+package peer
 
 import (
-	"bytes"
 	"context"
-	"encoding/binary"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -33,7 +29,7 @@ import (
 // unchanged: a definite refusal, a result, or, if the connection breaks
 // after the request left, "may or may not have been applied".
 //
-// Concurrency contract: forward may be called from any goroutine; a
+// Concurrency contract: Forward may be called from any goroutine; a
 // forwarder's send goroutines (at most forwardInFlight) are started by
 // callers and exit when the queue is empty.
 const (
@@ -66,7 +62,7 @@ type fwdReq struct {
 
 // forwarder batches the forwarded commands to one peer address.
 type forwarder struct {
-	c    *peerClient
+	c    *Client
 	addr string
 
 	mu      sync.Mutex
@@ -74,23 +70,24 @@ type forwarder struct {
 	running int
 }
 
-// ForwardStats returns how many batch requests this node sent to leaders
-// and how many forwarded commands they carried (single forwards excluded).
-func (n *Node) ForwardStats() (batches, commands uint64) {
-	return n.peers.batches.Load(), n.peers.batched.Load()
+// ForwardStats are the forwarding counters: batch requests sent and the
+// commands they carried, and commands sent alone, one per peer request.
+type ForwardStats struct {
+	Batches, Batched, Singles uint64
 }
 
-// ForwardSingles returns how many forwarded commands left alone, one per
-// peer request.
-func (n *Node) ForwardSingles() uint64 { return n.peers.singles.Load() }
+// ForwardStats returns the client's forwarding counters.
+func (c *Client) ForwardStats() ForwardStats {
+	return ForwardStats{Batches: c.batches.Load(), Batched: c.batched.Load(), Singles: c.singles.Load()}
+}
 
-// forward sends an encoded command to the leader at addr and waits for its
+// Forward sends an encoded command to the leader at addr and waits for its
 // result, batched with other commands forwarded to addr meanwhile. sent
 // reports whether the command may have reached the leader (false: an error
 // is a definite "not proposed there"). A caller whose ctx ends, or whose
 // moved closes, while its command is still queued takes it out: it is never
 // sent. (moved may be nil.)
-func (c *peerClient) forward(ctx context.Context, addr string, cmd []byte, moved <-chan struct{}) (meta.Result, slotstore.Route, bool, error) {
+func (c *Client) Forward(ctx context.Context, addr string, cmd []byte, moved <-chan struct{}) (meta.Result, slotstore.Route, bool, error) {
 	c.mu.Lock()
 	f := c.forwarders[addr]
 	if f == nil {
@@ -105,7 +102,7 @@ func (c *peerClient) forward(ctx context.Context, addr string, cmd []byte, moved
 		f.running++
 		f.mu.Unlock()
 		f.c.singles.Add(1)
-		res, route, sent, err := f.c.proposeTo(ctx, f.addr, cmd, 0)
+		res, route, sent, err := f.c.Propose(ctx, f.addr, cmd, 0)
 		f.mu.Lock()
 		f.running--
 		if len(f.queue) > 0 && f.running < forwardInFlight {
@@ -184,7 +181,7 @@ func (f *forwarder) send() {
 		if len(batch) == 1 {
 			r := batch[0]
 			f.c.singles.Add(1)
-			res, route, sent, err := f.c.proposeTo(r.ctx, f.addr, r.cmd, 0)
+			res, route, sent, err := f.c.Propose(r.ctx, f.addr, r.cmd, 0)
 			r.done <- fwdOutcome{res: res, route: route, err: err, sent: sent}
 			continue
 		}
@@ -215,7 +212,7 @@ func (f *forwarder) sendBatch(batch []*fwdReq) {
 	}
 	f.c.batches.Add(1)
 	f.c.batched.Add(uint64(len(batch)))
-	resp, sent, err := f.c.call(ctx, http.MethodPost, f.addr, "propose-batch", body, nil)
+	resp, sent, err := f.c.Call(ctx, http.MethodPost, f.addr, "propose-batch", body, nil)
 	if err != nil {
 		if resp != nil {
 			resp.Body.Close()
@@ -244,153 +241,4 @@ func (f *forwarder) sendBatch(batch []*fwdReq) {
 		outs[i].sent = true
 		r.done <- outs[i]
 	}
-}
-
-// Batch answers: count, then per command its route (six uvarints), a kind
-// byte (0 result, 1 error) and a length-prefixed body (an encoded result,
-// or the JSON error envelope of peer RPC).
-func encodeBatchAnswers(outs []fwdOutcome) []byte {
-	b := binary.AppendUvarint(nil, uint64(len(outs)))
-	for _, o := range outs {
-		r := o.route
-		for _, v := range []uint64{uint64(r.HashSlot), uint64(r.GroupID), uint64(r.LeaderNodeID), r.LeaderTerm, r.ConfigEpoch, r.RouteRevision} {
-			b = binary.AppendUvarint(b, v)
-		}
-		var body []byte
-		if o.err != nil {
-			body, _ = json.Marshal(toPeerError(o.err))
-			b = append(b, 1)
-		} else {
-			body = meta.EncodeResult(&o.res)
-			b = append(b, 0)
-		}
-		b = binary.AppendUvarint(b, uint64(len(body)))
-		b = append(b, body...)
-	}
-	return b
-}
-
-var errBatchAnswer = errors.New("malformed batch answer")
-
-func decodeBatchAnswers(b []byte, want int) ([]fwdOutcome, error) {
-	rd := bytes.NewReader(b)
-	n, err := binary.ReadUvarint(rd)
-	if err != nil || n != uint64(want) {
-		return nil, fmt.Errorf("%w: %d answers for %d commands", errBatchAnswer, n, want)
-	}
-	outs := make([]fwdOutcome, want)
-	for i := range outs {
-		var v [6]uint64
-		for j := range v {
-			if v[j], err = binary.ReadUvarint(rd); err != nil {
-				return nil, errBatchAnswer
-			}
-		}
-		outs[i].route = slotstore.Route{HashSlot: slotstore.HashSlot(v[0]), GroupID: slotstore.GroupID(v[1]),
-			LeaderNodeID: slotstore.NodeID(v[2]), LeaderTerm: v[3], ConfigEpoch: v[4], RouteRevision: v[5]}
-		kind, err := rd.ReadByte()
-		if err != nil {
-			return nil, errBatchAnswer
-		}
-		size, err := binary.ReadUvarint(rd)
-		if err != nil || size > uint64(rd.Len()) {
-			return nil, errBatchAnswer
-		}
-		body := make([]byte, size)
-		_, _ = io.ReadFull(rd, body)
-		switch kind {
-		case 0:
-			if outs[i].res, err = meta.DecodeResult(body); err != nil {
-				return nil, fmt.Errorf("%w: %v", errBatchAnswer, err)
-			}
-		case 1:
-			var pe peerError
-			if err := json.Unmarshal(body, &pe); err != nil || pe.Code == "" {
-				return nil, errBatchAnswer
-			}
-			outs[i].err = pe.err()
-		default:
-			return nil, errBatchAnswer
-		}
-	}
-	if rd.Len() != 0 {
-		return nil, errBatchAnswer
-	}
-	return outs, nil
-}
-
-// servePeerProposeBatch serves a propose-batch request: every command as
-// servePeerPropose serves one, concurrently, each answered on its own.
-func (n *Node) servePeerProposeBatch(ctx context.Context, w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		writePeerError(w, http.StatusRequestEntityTooLarge, slotstore.Wrap(slotstore.CodePayloadTooLarge, err, "peer request body"))
-		return
-	}
-	cmds, err := decodeBatchCommands(body)
-	if err != nil {
-		writePeerError(w, http.StatusBadRequest, slotstore.Wrap(slotstore.CodeInvalidArgument, err, "undecodable batch"))
-		return
-	}
-	outs := make([]fwdOutcome, len(cmds))
-	var wg sync.WaitGroup
-	for i, raw := range cmds {
-		cmd, err := meta.DecodeCommand(raw)
-		if err == nil {
-			if _, slotCmd := cmd.(meta.SlotCommand); slotCmd {
-				err = errors.New("a hash-slot migration command cannot be batched")
-			}
-		}
-		if err != nil {
-			outs[i].err = slotstore.Wrap(slotstore.CodeInvalidArgument, err, "undecodable command")
-			continue
-		}
-		if i == len(cmds)-1 {
-			// The last one on this goroutine: a batch of one (the common
-			// case at low load) costs no hand-off.
-			outs[i].res, outs[i].route, outs[i].err = n.proposeLocal(ctx, cmd)
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			outs[i].res, outs[i].route, outs[i].err = n.proposeLocal(ctx, cmd)
-		}()
-	}
-	wg.Wait()
-	w.Header().Set("Content-Type", "application/octet-stream")
-	_, _ = w.Write(encodeBatchAnswers(outs))
-}
-
-// appendBatch appends a propose-batch body: count, then each command
-// length-prefixed.
-func appendBatch(b []byte, cmds [][]byte) []byte {
-	b = binary.AppendUvarint(b, uint64(len(cmds)))
-	for _, c := range cmds {
-		b = binary.AppendUvarint(b, uint64(len(c)))
-		b = append(b, c...)
-	}
-	return b
-}
-
-func decodeBatchCommands(b []byte) ([][]byte, error) {
-	rd := bytes.NewReader(b)
-	n, err := binary.ReadUvarint(rd)
-	if err != nil || n == 0 || n > forwardBatchMax {
-		return nil, fmt.Errorf("a batch holds 1..%d commands", forwardBatchMax)
-	}
-	cmds := make([][]byte, 0, n)
-	for range n {
-		size, err := binary.ReadUvarint(rd)
-		if err != nil || size > uint64(rd.Len()) {
-			return nil, errors.New("truncated batch")
-		}
-		c := make([]byte, size)
-		_, _ = io.ReadFull(rd, c)
-		cmds = append(cmds, c)
-	}
-	if rd.Len() != 0 {
-		return nil, errors.New("trailing bytes after the batch")
-	}
-	return cmds, nil
 }

@@ -1,37 +1,33 @@
-package cluster
+package peer
 
 import (
 	"context"
 	"crypto/subtle"
 	"encoding/json"
-	"io"
 	"net/http"
 	"strconv"
 	"time"
 
 	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/controller"
 	"slotmeta/internal/slotstore/meta"
 )
 
-// Peer RPC: HTTP on the node's own peer listener, binary bodies (the codec of
-// package meta), errors as a small JSON envelope. Every request carries the
-// cluster secret (compared in constant time) and its remaining time budget;
-// the server derives its context from that budget, so no peer call outlives
-// its caller. A node serves at most 4×MaxPeerInFlight peer requests at once
-// and answers busy past that. A forwarded request is served locally or
-// refused with a hint — never forwarded again (at most one hop).
+// Headers of peer RPC.
 const (
 	hdrSecret    = "X-Slotmeta-Secret"
 	hdrTimeoutMs = "X-Slotmeta-Timeout-Ms"
-	hdrConsist   = "X-Slotmeta-Consistency"
-	hdrGroup     = "X-Slotmeta-Group" // propose to this group, not the one owning the slot
-	maxPeerTime  = 60 * time.Second
-	peerPrefix   = "/peer/v1/"
+	// HdrConsistency says a forwarded read's consistency ("local"; absent: linearizable).
+	HdrConsistency = "X-Slotmeta-Consistency"
+	// HdrGroup names the group a forwarded command is for, instead of the
+	// one owning its hash slot (hash-slot migration commands).
+	HdrGroup    = "X-Slotmeta-Group"
+	maxPeerTime = 60 * time.Second
+	// Prefix is the path prefix of every peer endpoint.
+	Prefix = "/peer/v1/"
 )
 
-// peerError is the JSON error envelope of peer RPC.
-type peerError struct {
+// envelope is the JSON error envelope of peer RPC.
+type envelope struct {
 	Code          slotstore.Code         `json:"code"`
 	Message       string                 `json:"message"`
 	LeaderHint    slotstore.NodeID       `json:"leader_hint,omitempty"`
@@ -41,39 +37,51 @@ type peerError struct {
 	Details       []slotstore.FieldError `json:"details,omitempty"`
 }
 
-func (n *Node) peerHandler() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST "+peerPrefix+"propose", n.peerAuth(n.servePeerPropose))
-	mux.HandleFunc("POST "+peerPrefix+"propose-batch", n.peerAuth(n.servePeerProposeBatch))
-	mux.HandleFunc("POST "+peerPrefix+"read", n.peerAuth(n.servePeerRead))
-	mux.HandleFunc("GET "+peerPrefix+"leaders", n.peerAuth(n.servePeerLeaders))
-	mux.HandleFunc("GET "+peerPrefix+"applied", n.peerAuth(n.servePeerApplied))
-	mux.HandleFunc("GET "+peerPrefix+"status", n.peerAuth(n.servePeerStatus))
-	mux.HandleFunc("GET "+peerPrefix+"groups", n.peerAuth(n.servePeerGroups))
-	mux.HandleFunc("GET "+peerPrefix+"health", n.peerAuth(n.servePeerHealth))
-	mux.HandleFunc("POST "+peerPrefix+"transfer", n.peerAuth(n.servePeerTransfer))
-	mux.HandleFunc("POST "+peerPrefix+"membership", n.peerAuth(n.servePeerMembership))
-	return mux
+// HandlerFunc serves one peer request with a context that ends with the
+// caller's time budget.
+type HandlerFunc func(ctx context.Context, w http.ResponseWriter, r *http.Request)
+
+// Server routes peer requests after checking the secret and the time
+// budget, and bounds how many it serves at once (past the bound: busy).
+type Server struct {
+	secret string
+	slots  chan struct{}
+	mux    *http.ServeMux
 }
 
-// peerAuth checks the secret and the time budget, bounds concurrency, and
-// runs h with a context that ends with the caller's budget.
-func (n *Node) peerAuth(h func(ctx context.Context, w http.ResponseWriter, r *http.Request)) http.HandlerFunc {
+// NewServer returns a server that accepts requests carrying secret and
+// serves at most bound of them at once.
+func NewServer(secret string, bound int) *Server {
+	return &Server{secret: secret, slots: make(chan struct{}, bound), mux: http.NewServeMux()}
+}
+
+// Handle registers h for pattern ("METHOD name"; the name is under Prefix).
+func (s *Server) Handle(method, name string, h HandlerFunc) {
+	s.mux.HandleFunc(method+" "+Prefix+name, s.guard(h))
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// guard checks the secret (in constant time) and the time budget, takes a
+// slot, and runs h with a context that ends with the caller's budget and a
+// body bounded to one entry.
+func (s *Server) guard(h HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if subtle.ConstantTimeCompare([]byte(r.Header.Get(hdrSecret)), []byte(n.cfg.ClusterSecret)) != 1 {
-			writePeerError(w, http.StatusUnauthorized, &slotstore.Error{Code: slotstore.CodeUnauthenticated, Message: "missing or wrong cluster secret"})
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get(hdrSecret)), []byte(s.secret)) != 1 {
+			WriteError(w, http.StatusUnauthorized, &slotstore.Error{Code: slotstore.CodeUnauthenticated, Message: "missing or wrong cluster secret"})
 			return
 		}
 		ms, err := strconv.ParseInt(r.Header.Get(hdrTimeoutMs), 10, 64)
 		if err != nil || ms <= 0 || time.Duration(ms)*time.Millisecond > maxPeerTime {
-			writePeerError(w, http.StatusBadRequest, slotstore.Errorf(slotstore.CodeInvalidArgument, "peer request needs %s in 1..%d", hdrTimeoutMs, maxPeerTime.Milliseconds()))
+			WriteError(w, http.StatusBadRequest, slotstore.Errorf(slotstore.CodeInvalidArgument, "peer request needs %s in 1..%d", hdrTimeoutMs, maxPeerTime.Milliseconds()))
 			return
 		}
 		select {
-		case n.peerSlots <- struct{}{}:
-			defer func() { <-n.peerSlots }()
+		case s.slots <- struct{}{}:
+			defer func() { <-s.slots }()
 		default:
-			writePeerError(w, http.StatusServiceUnavailable, &slotstore.Error{Code: slotstore.CodeBusy,
+			WriteError(w, http.StatusServiceUnavailable, &slotstore.Error{Code: slotstore.CodeBusy,
 				Message: "node is serving its bound of peer requests", RetryAfter: 100 * time.Millisecond})
 			return
 		}
@@ -84,26 +92,43 @@ func (n *Node) peerAuth(h func(ctx context.Context, w http.ResponseWriter, r *ht
 	}
 }
 
-// toPeerError is err as the envelope peer RPC sends.
-func toPeerError(err error) peerError {
+// toEnvelope is err as the envelope peer RPC sends.
+func toEnvelope(err error) envelope {
 	e := slotstore.AsError(err)
-	return peerError{Code: e.Code, Message: e.Message, LeaderHint: e.LeaderHint, LeaderTerm: e.LeaderTerm,
+	return envelope{Code: e.Code, Message: e.Message, LeaderHint: e.LeaderHint, LeaderTerm: e.LeaderTerm,
 		RouteRevision: e.RouteRevision, RetryAfterMs: e.RetryAfter.Milliseconds(), Details: e.Details}
 }
 
 // err is the envelope as the error it carries.
-func (pe peerError) err() *slotstore.Error {
+func (pe envelope) err() *slotstore.Error {
 	return &slotstore.Error{Code: pe.Code, Message: pe.Message, LeaderHint: pe.LeaderHint, LeaderTerm: pe.LeaderTerm,
 		RouteRevision: pe.RouteRevision, RetryAfter: time.Duration(pe.RetryAfterMs) * time.Millisecond, Details: pe.Details}
 }
 
-func writePeerError(w http.ResponseWriter, status int, err error) {
+// WriteError answers err in the envelope, with status.
+func WriteError(w http.ResponseWriter, status int, err error) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(toPeerError(err))
+	_ = json.NewEncoder(w).Encode(toEnvelope(err))
 }
 
-func setRouteHeaders(h http.Header, r slotstore.Route) {
+// StatusOf is the status a handler answers err with: 503 when retrying may
+// help, 409 otherwise.
+func StatusOf(err error) int {
+	if slotstore.ErrorCode(err).Retryable() {
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusConflict
+}
+
+// WriteJSON answers v as JSON.
+func WriteJSON[T any](w http.ResponseWriter, v T) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// SetRouteHeaders writes r into h.
+func SetRouteHeaders(h http.Header, r slotstore.Route) {
 	h.Set("X-Hash-Slot", strconv.FormatUint(uint64(r.HashSlot), 10))
 	h.Set("X-Slot-Group", strconv.FormatUint(uint64(r.GroupID), 10))
 	h.Set("X-Leader-Node", strconv.FormatUint(uint64(r.LeaderNodeID), 10))
@@ -119,105 +144,9 @@ func routeFromHeaders(h http.Header) slotstore.Route {
 		ConfigEpoch: u("X-Config-Epoch"), RouteRevision: u("X-Route-Revision")}
 }
 
-func (n *Node) servePeerPropose(ctx context.Context, w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		writePeerError(w, http.StatusRequestEntityTooLarge, slotstore.Wrap(slotstore.CodePayloadTooLarge, err, "peer request body"))
-		return
-	}
-	cmd, err := meta.DecodeCommand(body)
-	if err != nil {
-		writePeerError(w, http.StatusBadRequest, slotstore.Wrap(slotstore.CodeInvalidArgument, err, "undecodable command"))
-		return
-	}
-	g, _ := strconv.ParseUint(r.Header.Get(hdrGroup), 10, 32)
-	if _, slotCmd := cmd.(meta.SlotCommand); slotCmd && g == 0 {
-		writePeerError(w, http.StatusBadRequest, slotstore.Errorf(slotstore.CodeInvalidArgument, "a hash-slot migration command needs %s", hdrGroup))
-		return
-	}
-	res, route, err := n.proposeLocal(ctx, cmd, slotstore.GroupID(g))
-	setRouteHeaders(w.Header(), route)
-	if err != nil {
-		writePeerError(w, http.StatusServiceUnavailable, err)
-		return
-	}
-	w.Header().Set("Content-Type", "application/octet-stream")
-	_, _ = w.Write(meta.EncodeResult(&res))
-}
-
-func (n *Node) servePeerRead(ctx context.Context, w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		writePeerError(w, http.StatusRequestEntityTooLarge, slotstore.Wrap(slotstore.CodePayloadTooLarge, err, "peer request body"))
-		return
-	}
-	q, err := meta.DecodeQuery(body)
-	if err != nil {
-		writePeerError(w, http.StatusBadRequest, slotstore.Wrap(slotstore.CodeInvalidArgument, err, "undecodable query"))
-		return
-	}
-	c := meta.Linearizable
-	if r.Header.Get(hdrConsist) == "local" {
-		c = meta.Local
-	}
-	v, info, err := n.readLocal(ctx, q, c)
-	setRouteHeaders(w.Header(), info.Route)
-	w.Header().Set("X-Served-By", strconv.FormatUint(uint64(info.ServedBy), 10))
-	w.Header().Set("X-Applied-Index", strconv.FormatUint(info.AppliedIndex, 10))
-	if err != nil {
-		writePeerError(w, http.StatusServiceUnavailable, err)
-		return
-	}
-	ans, err := meta.EncodeAnswer(v)
-	if err != nil {
-		writePeerError(w, http.StatusInternalServerError, err)
-		return
-	}
-	w.Header().Set("Content-Type", "application/octet-stream")
-	_, _ = w.Write(ans)
-}
-
-// leaderView is one node's live view of one group it replicates.
-type leaderView struct {
+// LeaderView is one node's live view of one group it replicates.
+type LeaderView struct {
 	Group  slotstore.GroupID `json:"group"`
 	Leader slotstore.NodeID  `json:"leader"`
 	Term   uint64            `json:"term"`
-}
-
-// localLeaderViews reads the live leader of every local replica.
-func (n *Node) localLeaderViews() []leaderView {
-	st := n.ctrl.Load()
-	var out []leaderView
-	for id := range *n.groups.Load() {
-		leader, term, valid, err := n.nh.GetLeaderID(controller.ShardOf(id))
-		if err != nil || !valid || leader == 0 {
-			continue
-		}
-		grp, ok := st.Groups[id]
-		if !ok {
-			continue
-		}
-		if node, ok := grp.NodeOfReplica(leader); ok {
-			out = append(out, leaderView{Group: id, Leader: node, Term: term})
-		}
-	}
-	return out
-}
-
-// servePeerApplied answers the applied index of this node's replica of
-// the group named by ?group= (a leader transfer waits for its target).
-func (n *Node) servePeerApplied(_ context.Context, w http.ResponseWriter, r *http.Request) {
-	g, err := strconv.ParseUint(r.URL.Query().Get("group"), 10, 32)
-	lg := (*n.groups.Load())[slotstore.GroupID(g)]
-	if err != nil || lg == nil || lg.sm.Load() == nil {
-		writePeerError(w, http.StatusNotFound, slotstore.Errorf(slotstore.CodeNotFound, "no replica of group %q here", r.URL.Query().Get("group")))
-		return
-	}
-	w.Header().Set("Content-Type", "text/plain")
-	_, _ = w.Write(strconv.AppendUint(nil, lg.sm.Load().AppliedIndex(), 10))
-}
-
-func (n *Node) servePeerLeaders(_ context.Context, w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(n.localLeaderViews())
 }

@@ -1,4 +1,4 @@
-package cluster
+package peer
 
 import (
 	"context"
@@ -12,14 +12,9 @@ import (
 	"slotmeta/internal/slotstore"
 )
 
-// A node with just enough wiring for the peer handler's guards.
-func guardNode(slots int) *Node {
-	return &Node{cfg: Config{ClusterSecret: "right"}, peerSlots: make(chan struct{}, slots)}
-}
-
-func peerRequest(t *testing.T, h http.Handler, secret, timeout string) (int, peerError) {
+func peerRequest(t *testing.T, h http.Handler, secret, timeout string) (int, envelope) {
 	t.Helper()
-	req := httptest.NewRequest(http.MethodGet, peerPrefix+"leaders", nil)
+	req := httptest.NewRequest(http.MethodGet, Prefix+"leaders", nil)
 	if secret != "" {
 		req.Header.Set(hdrSecret, secret)
 	}
@@ -28,7 +23,7 @@ func peerRequest(t *testing.T, h http.Handler, secret, timeout string) (int, pee
 	}
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
-	var pe peerError
+	var pe envelope
 	if rec.Code != http.StatusOK {
 		if err := json.Unmarshal(rec.Body.Bytes(), &pe); err != nil {
 			t.Fatalf("%d without the error envelope: %s", rec.Code, rec.Body)
@@ -38,9 +33,10 @@ func peerRequest(t *testing.T, h http.Handler, secret, timeout string) (int, pee
 }
 
 func TestPeerRPCRefusesWithoutSecretOrBudget(t *testing.T) {
-	n := guardNode(1)
+	s := NewServer("right", 1)
 	ran := false
-	h := n.peerAuth(func(context.Context, http.ResponseWriter, *http.Request) { ran = true })
+	s.Handle(http.MethodGet, "leaders", func(context.Context, http.ResponseWriter, *http.Request) { ran = true })
+	h := s
 	for _, tc := range []struct {
 		secret, timeout string
 		status          int
@@ -65,9 +61,10 @@ func TestPeerRPCRefusesWithoutSecretOrBudget(t *testing.T) {
 }
 
 func TestPeerRPCServesABoundedNumberAtOnce(t *testing.T) {
-	n := guardNode(1)
-	n.peerSlots <- struct{}{} // one request in flight: the bound
-	h := n.peerAuth(func(context.Context, http.ResponseWriter, *http.Request) { t.Fatal("ran past the bound") })
+	s := NewServer("right", 1)
+	s.slots <- struct{}{} // one request in flight: the bound
+	s.Handle(http.MethodGet, "leaders", func(context.Context, http.ResponseWriter, *http.Request) { t.Fatal("ran past the bound") })
+	h := s
 	status, pe := peerRequest(t, h, "right", "1000")
 	if status != 503 || pe.Code != slotstore.CodeBusy || pe.RetryAfterMs <= 0 {
 		t.Fatalf("over the bound: %d %+v", status, pe)
@@ -75,7 +72,7 @@ func TestPeerRPCServesABoundedNumberAtOnce(t *testing.T) {
 }
 
 func TestPeerClientBoundsInFlightPerPeer(t *testing.T) {
-	c := newPeerClient("s", 2)
+	c := NewClient("s", 2)
 	r1, err := c.acquire("a:1")
 	if err != nil {
 		t.Fatal(err)
@@ -102,15 +99,15 @@ func TestPeerClientBoundsInFlightPerPeer(t *testing.T) {
 }
 
 func TestPeerClientNeedsADeadline(t *testing.T) {
-	c := newPeerClient("s", 1)
-	if _, _, err := c.call(context.Background(), http.MethodGet, "127.0.0.1:1", "leaders", nil, nil); err == nil ||
+	c := NewClient("s", 1)
+	if _, _, err := c.Call(context.Background(), http.MethodGet, "127.0.0.1:1", "leaders", nil, nil); err == nil ||
 		!strings.Contains(err.Error(), "deadline") {
 		t.Fatalf("a call without a deadline: %v", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	// Nothing listens on port 1: the dial fails, the request was never sent.
-	_, sent, err := c.call(ctx, http.MethodGet, "127.0.0.1:1", "leaders", nil, nil)
+	_, sent, err := c.Call(ctx, http.MethodGet, "127.0.0.1:1", "leaders", nil, nil)
 	if err == nil || sent || slotstore.ErrorCode(err) != slotstore.CodeRouteNotReady {
 		t.Fatalf("dial failure: sent=%v %v", sent, err)
 	}

@@ -1,4 +1,4 @@
-package cluster
+package peer
 
 import (
 	"crypto/tls"
@@ -34,9 +34,9 @@ func (t TLSConfig) Enabled() bool {
 	return t.CAFile != "" || t.CertFile != "" || t.KeyFile != ""
 }
 
-// validate accepts no files, or three files that exist, parse, and whose
+// Validate accepts no files, or three files that exist, parse, and whose
 // certificate chains to the CA for both server and client authentication.
-func (t TLSConfig) validate() error {
+func (t TLSConfig) Validate() error {
 	if !t.Enabled() {
 		return nil
 	}
@@ -47,7 +47,7 @@ func (t TLSConfig) validate() error {
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("cluster: TLS needs a CA file, a certificate file and a key file (or none); missing: %s", strings.Join(missing, ", "))
+		return fmt.Errorf("peer: TLS needs a CA file, a certificate file and a key file (or none); missing: %s", strings.Join(missing, ", "))
 	}
 	_, _, err := t.load()
 	return err
@@ -57,7 +57,7 @@ func (t TLSConfig) validate() error {
 func (t TLSConfig) load() (*x509.CertPool, tls.Certificate, error) {
 	caPEM, err := os.ReadFile(t.CAFile)
 	if err != nil {
-		return nil, tls.Certificate{}, fmt.Errorf("cluster: TLS CA file: %w", err)
+		return nil, tls.Certificate{}, fmt.Errorf("peer: TLS CA file: %w", err)
 	}
 	pool := x509.NewCertPool()
 	n := 0
@@ -72,22 +72,22 @@ func (t TLSConfig) load() (*x509.CertPool, tls.Certificate, error) {
 		}
 		c, err := x509.ParseCertificate(b.Bytes)
 		if err != nil {
-			return nil, tls.Certificate{}, fmt.Errorf("cluster: TLS CA file %s: %w", t.CAFile, err)
+			return nil, tls.Certificate{}, fmt.Errorf("peer: TLS CA file %s: %w", t.CAFile, err)
 		}
 		pool.AddCert(c)
 		n++
 	}
 	if n == 0 {
-		return nil, tls.Certificate{}, fmt.Errorf("cluster: TLS CA file %s holds no PEM certificate", t.CAFile)
+		return nil, tls.Certificate{}, fmt.Errorf("peer: TLS CA file %s holds no PEM certificate", t.CAFile)
 	}
 	cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
 	if err != nil {
-		return nil, tls.Certificate{}, fmt.Errorf("cluster: TLS certificate %s and key %s: %w", t.CertFile, t.KeyFile, err)
+		return nil, tls.Certificate{}, fmt.Errorf("peer: TLS certificate %s and key %s: %w", t.CertFile, t.KeyFile, err)
 	}
 	leaf := cert.Leaf
 	if leaf == nil {
 		if leaf, err = x509.ParseCertificate(cert.Certificate[0]); err != nil {
-			return nil, tls.Certificate{}, fmt.Errorf("cluster: TLS certificate %s: %w", t.CertFile, err)
+			return nil, tls.Certificate{}, fmt.Errorf("peer: TLS certificate %s: %w", t.CertFile, err)
 		}
 	}
 	inter := x509.NewCertPool()
@@ -98,7 +98,7 @@ func (t TLSConfig) load() (*x509.CertPool, tls.Certificate, error) {
 	}
 	for _, usage := range []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth} {
 		if _, err := leaf.Verify(x509.VerifyOptions{Roots: pool, Intermediates: inter, KeyUsages: []x509.ExtKeyUsage{usage}}); err != nil {
-			return nil, tls.Certificate{}, fmt.Errorf("cluster: TLS certificate %s does not verify against %s for %s: %w",
+			return nil, tls.Certificate{}, fmt.Errorf("peer: TLS certificate %s does not verify against %s for %s: %w",
 				t.CertFile, t.CAFile, usageName(usage), err)
 		}
 	}
@@ -112,14 +112,14 @@ func usageName(u x509.ExtKeyUsage) string {
 	return "client authentication"
 }
 
-// peerTLS is the TLS of peer RPC: what the node serves with (client
+// TLS is the TLS of peer RPC: what the node serves with (client
 // certificates required and verified against the CA) and calls with.
-type peerTLS struct {
-	server, client *tls.Config
+type TLS struct {
+	Server, Client *tls.Config
 }
 
-// peerTLSConfigs loads the peer RPC TLS configs; nil when TLS is off.
-func (t TLSConfig) peerTLSConfigs() (*peerTLS, error) {
+// Load loads the peer RPC TLS configs; nil when TLS is off.
+func (t TLSConfig) Load() (*TLS, error) {
 	if !t.Enabled() {
 		return nil, nil
 	}
@@ -127,14 +127,14 @@ func (t TLSConfig) peerTLSConfigs() (*peerTLS, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &peerTLS{
-		server: &tls.Config{
+	return &TLS{
+		Server: &tls.Config{
 			MinVersion:   tls.VersionTLS12,
 			Certificates: []tls.Certificate{cert},
 			ClientAuth:   tls.RequireAndVerifyClientCert,
 			ClientCAs:    pool,
 		},
-		client: &tls.Config{
+		Client: &tls.Config{
 			MinVersion:   tls.VersionTLS12,
 			Certificates: []tls.Certificate{cert},
 			RootCAs:      pool,
@@ -142,18 +142,18 @@ func (t TLSConfig) peerTLSConfigs() (*peerTLS, error) {
 	}, nil
 }
 
-// listener wraps ln in TLS; with TLS off (p nil) it returns ln.
-func (p *peerTLS) listener(ln net.Listener) net.Listener {
+// Listener wraps ln in TLS; with TLS off (p nil) it returns ln.
+func (p *TLS) Listener(ln net.Listener) net.Listener {
 	if p == nil {
 		return ln
 	}
-	return tls.NewListener(ln, p.server)
+	return tls.NewListener(ln, p.Server)
 }
 
-// peerErrorLog sends the peer server's own errors (failed TLS handshakes of
+// ErrorLog sends the peer server's own errors (failed TLS handshakes of
 // clients without a valid certificate among them) to the node's log at
 // debug level instead of stderr.
-func peerErrorLog(l *slog.Logger) *log.Logger {
+func ErrorLog(l *slog.Logger) *log.Logger {
 	return slog.NewLogLogger(l.Handler(), slog.LevelDebug)
 }
 

@@ -1,29 +1,35 @@
-package cluster
-
-import (
-	"context"
-	"sync"
-	"time"
-
-	"slotmeta/internal/slotstore/meta"
-)
-
-// The projector drains the subscriber → membership outbox (see meta/outbox.go)
-// of every group this node leads: each record is applied to every named
-// user's membership (in the users' own groups, through the normal write
-// path) and then acknowledged in the channel's group.
+// Package projector drains the subscriber → membership outbox of the slot
+// groups a node leads: each record (a channel's subscriber change) is
+// applied to every named user's membership, in the users' own groups,
+// through the normal write path, and then acknowledged in the channel's
+// group.
 //
-// Order does not matter: every projection is fenced by the record's version
-// (the channel group's revision of the change), and a membership keeps the
-// newest version it has seen (a leave keeps a tombstone), so an older record
-// projected after a newer one changes nothing. The projector therefore
-// projects a page of records at once: the memberships of all its records
+// Model. Order does not matter: every projection is fenced by the record's
+// version (the channel group's revision of the change), and a membership
+// keeps the newest version it has seen (a leave keeps a tombstone), so an
+// older record projected after a newer one changes nothing. A page of
+// records is projected at once: the memberships of all its records
 // concurrently (at most projectParallel proposals in flight per node, which
 // the proposers coalesce into few Raft entries), each record acknowledged as
 // soon as all of its users are done. A record whose projection fails stays
 // for the next round; repeating one after a crash between the projection and
 // the acknowledgement changes nothing.
 //
+// Concurrency contract. Run is the projector's one loop, owned by the node
+// (it returns when its context ends); Once may be called from any goroutine while
+// Run does not run (tests drive it with Interval < 0).
+package projector
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"slotmeta/internal/slotstore"
+	"slotmeta/internal/slotstore/meta"
+)
+
 // A round that finds a full page starts the next one at once; otherwise the
 // projector waits for ProjectInterval. The backlog seen by the last scan of
 // each led group is exported (slotmeta_projection_backlog; a full page means
@@ -33,87 +39,109 @@ const (
 	projectParallel = 64  // projections and acknowledgements in flight per node
 )
 
-func (n *Node) projectLoop() {
-	defer n.bg.Done()
-	if n.cfg.ProjectInterval < 0 {
+// Group is one slot group replica of the node, as the projector sees it.
+type Group struct {
+	ID    slotstore.GroupID
+	Led   bool                 // the node leads it
+	Slots []slotstore.HashSlot // the hash slots it owns, in order
+}
+
+// Node is what the projector needs of its node.
+type Node interface {
+	// Groups lists the node's replicas.
+	Groups() []Group
+	// ScanOutbox reads a page of g's outbox from the local replica.
+	ScanOutbox(ctx context.Context, g slotstore.GroupID, q *meta.ScanOutbox) (*meta.OutboxPage, error)
+	// Propose replicates a command (projection or acknowledgement).
+	Propose(ctx context.Context, cmd meta.Command) (meta.Result, slotstore.Route, error)
+}
+
+// Config tunes a projector.
+type Config struct {
+	Node         Node
+	Interval     time.Duration // between rounds that find no full page (negative: Run returns at once)
+	RoundTimeout time.Duration // of one round
+	// Backlog records the backlog one scan of a led group saw (n < 0: the
+	// node does not lead it).
+	Backlog func(g slotstore.GroupID, n int)
+	Logger  *slog.Logger
+}
+
+// Projector drains the outboxes of the groups its node leads.
+type Projector struct{ cfg Config }
+
+// New returns a projector.
+func New(cfg Config) *Projector { return &Projector{cfg: cfg} }
+
+// Run projects round after round until life ends (each round's context
+// derives from it, so a round ends with it too).
+func (p *Projector) Run(life context.Context) {
+	if p.cfg.Interval < 0 {
 		return
 	}
-	t := time.NewTicker(n.cfg.ProjectInterval)
+	t := time.NewTicker(p.cfg.Interval)
 	defer t.Stop()
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.RequestTimeout)
-		_, more, err := n.projectRound(ctx)
+		ctx, cancel := context.WithTimeout(life, p.cfg.RoundTimeout)
+		_, more, err := p.round(ctx)
 		cancel()
 		if err != nil {
-			n.cfg.Logger.Debug("projection round incomplete", "err", err)
+			p.cfg.Logger.Debug("projection round incomplete", "err", err)
 		}
 		if more && err == nil {
-			select {
-			case <-n.stop:
+			if life.Err() != nil {
 				return
-			default:
-				continue
 			}
+			continue
 		}
 		select {
-		case <-n.stop:
+		case <-life.Done():
 			return
 		case <-t.C:
 		}
 	}
 }
 
-// ProjectOnce runs one projection round and returns how many records it
+// Once runs one projection round and returns how many records it
 // acknowledged.
-func (n *Node) ProjectOnce(ctx context.Context) (int, error) {
-	done, _, err := n.projectRound(ctx)
+func (p *Projector) Once(ctx context.Context) (int, error) {
+	done, _, err := p.round(ctx)
 	return done, err
 }
 
-// projectRound projects one page of every led group's outbox; more reports
-// that a page was full (there may be more records waiting).
-func (n *Node) projectRound(ctx context.Context) (done int, more bool, err error) {
-	snap := n.router.Load()
-	table := snap.Table()
-	if table == nil {
-		return 0, false, nil
-	}
+// round projects one page of every led group's outbox; more reports that a
+// page was full (there may be more records waiting).
+func (p *Projector) round(ctx context.Context) (done int, more bool, err error) {
 	var entries []meta.OutboxEntry
 	var firstErr error
-	for g := range *n.groups.Load() {
-		if st, ok := snap.Group(g); !ok || st.Leader != n.cfg.NodeID {
-			n.metrics.backlog(g, -1)
+	for _, g := range p.cfg.Node.Groups() {
+		if !g.Led || len(g.Slots) == 0 {
+			p.cfg.Backlog(g.ID, -1)
 			continue
 		}
-		slots := table.SlotsOf(g)
-		if len(slots) == 0 {
-			n.metrics.backlog(g, -1)
-			continue
-		}
-		v, _, err := n.readLocal(ctx, &meta.ScanOutbox{FromSlot: slots[0], ToSlot: slots[len(slots)-1], Limit: projectBatch}, meta.Local)
+		page, err := p.cfg.Node.ScanOutbox(ctx, g.ID, &meta.ScanOutbox{FromSlot: g.Slots[0], ToSlot: g.Slots[len(g.Slots)-1], Limit: projectBatch})
 		if err != nil {
 			firstErr = cmpErr(firstErr, err)
 			continue
 		}
-		page, _ := v.(*meta.OutboxPage)
 		if page == nil {
 			continue
 		}
-		n.metrics.backlog(g, len(page.Entries))
+		p.cfg.Backlog(g.ID, len(page.Entries))
 		more = more || len(page.Entries) >= projectBatch
 		entries = append(entries, page.Entries...)
 	}
 	if len(entries) == 0 {
 		return 0, false, firstErr
 	}
-	acked, err := n.projectEntries(ctx, entries)
+	acked, err := p.project(ctx, entries)
 	return acked, more, cmpErr(firstErr, err)
 }
 
-// projectEntries projects and acknowledges entries with at most
-// projectParallel proposals in flight, and returns how many were
-// acknowledged and the first error.
-func (n *Node) projectEntries(ctx context.Context, entries []meta.OutboxEntry) (int, error) {
+// project projects and acknowledges entries with at most projectParallel
+// proposals in flight, and returns how many were acknowledged and the first
+// error.
+func (p *Projector) project(ctx context.Context, entries []meta.OutboxEntry) (int, error) {
 	sem := make(chan struct{}, projectParallel)
 	var mu sync.Mutex
 	var firstErr error
@@ -124,7 +152,7 @@ func (n *Node) projectEntries(ctx context.Context, entries []meta.OutboxEntry) (
 		mu.Unlock()
 	}
 	propose := func(cmd meta.Command) error {
-		res, _, err := n.Propose(ctx, cmd)
+		res, _, err := p.cfg.Node.Propose(ctx, cmd)
 		if err == nil && !res.OK() {
 			err = res.Err()
 		}

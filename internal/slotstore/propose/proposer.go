@@ -1,4 +1,4 @@
-package cluster
+package propose
 
 import (
 	"context"
@@ -18,8 +18,8 @@ type Replicator interface {
 	Replicate(ctx context.Context, entry []byte) ([]meta.Result, error)
 }
 
-// ProposerConfig bounds a proposer. The zero value takes the defaults.
-type ProposerConfig struct {
+// Config bounds a proposer. The zero value takes the defaults.
+type Config struct {
 	QueueSize        int           // commands waiting to be batched (default 4096)
 	MaxBatchCommands int           // commands per Raft entry (default 256)
 	MaxBatchBytes    int           // encoded bytes per Raft entry (default 1 MiB)
@@ -28,7 +28,8 @@ type ProposerConfig struct {
 	ProposalTimeout  time.Duration // upper bound for one entry (default 5s)
 }
 
-func (c *ProposerConfig) ensureDefaults() {
+// EnsureDefaults fills zero fields.
+func (c *Config) EnsureDefaults() {
 	if c.QueueSize <= 0 {
 		c.QueueSize = 4096
 	}
@@ -48,8 +49,8 @@ func (c *ProposerConfig) ensureDefaults() {
 }
 
 // Validate reports a configuration that cannot work.
-func (c ProposerConfig) Validate() error {
-	c.ensureDefaults()
+func (c Config) Validate() error {
+	c.EnsureDefaults()
 	if c.MaxBatchBytes > meta.MaxEntryBytes {
 		return fmt.Errorf("proposer: max batch bytes %d over the entry limit %d", c.MaxBatchBytes, meta.MaxEntryBytes)
 	}
@@ -92,7 +93,7 @@ type request struct {
 // being proposed by their callers, and answers everything still queued with
 // an error.
 type Proposer struct {
-	cfg     ProposerConfig
+	cfg     Config
 	rep     Replicator
 	observe BatchObserver
 	queue   chan *request
@@ -105,9 +106,9 @@ type Proposer struct {
 	direct  atomic.Uint64 // commands proposed by their callers (for tests)
 }
 
-// NewProposer starts a proposer over rep.
-func NewProposer(cfg ProposerConfig, rep Replicator, observe BatchObserver) *Proposer {
-	cfg.ensureDefaults()
+// New starts a proposer over rep.
+func New(cfg Config, rep Replicator, observe BatchObserver) *Proposer {
+	cfg.EnsureDefaults()
 	p := &Proposer{cfg: cfg, rep: rep, observe: observe, queue: make(chan *request, cfg.QueueSize),
 		slots: make(chan struct{}, cfg.MaxInFlight), stop: make(chan struct{})}
 	p.wg.Add(1)

@@ -1,4 +1,4 @@
-package cluster
+package propose
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/meta"
+	"slotmeta/internal/testutil"
 )
 
 // fakeReplicator answers each command with its own bytes as the message, so
@@ -63,7 +64,7 @@ func ctxT(t *testing.T) context.Context {
 func TestProposerEveryCommandGetsItsOwnAnswer(t *testing.T) {
 	rep := &fakeReplicator{}
 	var entries, cmds atomic.Int64
-	p := NewProposer(ProposerConfig{MaxBatchCommands: 16, MaxInFlight: 2}, rep, func(c, _ int) {
+	p := New(Config{MaxBatchCommands: 16, MaxInFlight: 2}, rep, func(c, _ int) {
 		entries.Add(1)
 		cmds.Add(int64(c))
 	})
@@ -100,7 +101,7 @@ func TestProposerEveryCommandGetsItsOwnAnswer(t *testing.T) {
 
 func TestProposerByteBoundKeepsOrder(t *testing.T) {
 	rep := &fakeReplicator{gate: make(chan struct{})}
-	p := NewProposer(ProposerConfig{MaxBatchBytes: 100, MaxInFlight: 1}, rep, nil)
+	p := New(Config{MaxBatchBytes: 100, MaxInFlight: 1}, rep, nil)
 	defer p.Close()
 	// The first command occupies the only in-flight slot; the rest queue up.
 	var wg sync.WaitGroup
@@ -145,7 +146,7 @@ func TestProposerByteBoundKeepsOrder(t *testing.T) {
 
 func TestProposerQueueFull(t *testing.T) {
 	rep := &fakeReplicator{gate: make(chan struct{})}
-	p := NewProposer(ProposerConfig{QueueSize: 2, MaxInFlight: 1}, rep, nil)
+	p := New(Config{QueueSize: 2, MaxInFlight: 1}, rep, nil)
 	var wg sync.WaitGroup
 	results := make(chan error, 3)
 	submit := func() {
@@ -179,7 +180,7 @@ func TestProposerQueueFull(t *testing.T) {
 
 func TestProposerExpiredCommandIsNotProposed(t *testing.T) {
 	rep := &fakeReplicator{gate: make(chan struct{})}
-	p := NewProposer(ProposerConfig{MaxInFlight: 1}, rep, nil)
+	p := New(Config{MaxInFlight: 1}, rep, nil)
 	defer p.Close()
 	go func() { _, _ = p.Submit(ctxT(t), []byte("blocker")) }()
 	waitFor(t, func() bool { return len(rep.batches()) == 1 })
@@ -205,7 +206,7 @@ func TestProposerExpiredCommandIsNotProposed(t *testing.T) {
 
 func TestProposerReplicationErrorReachesEveryCaller(t *testing.T) {
 	rep := &fakeReplicator{err: &slotstore.Error{Code: slotstore.CodeBusy, Message: "busy"}}
-	p := NewProposer(ProposerConfig{}, rep, nil)
+	p := New(Config{}, rep, nil)
 	defer p.Close()
 	for i := 0; i < 5; i++ {
 		if _, err := p.Submit(ctxT(t), []byte("x")); slotstore.ErrorCode(err) != slotstore.CodeBusy {
@@ -216,7 +217,7 @@ func TestProposerReplicationErrorReachesEveryCaller(t *testing.T) {
 
 func TestProposerCloseAnswersQueued(t *testing.T) {
 	rep := &fakeReplicator{gate: make(chan struct{})}
-	p := NewProposer(ProposerConfig{MaxInFlight: 1}, rep, nil)
+	p := New(Config{MaxInFlight: 1}, rep, nil)
 	errs := make(chan error, 4)
 	for i := 0; i < 4; i++ {
 		go func() {
@@ -245,13 +246,13 @@ func TestProposerCloseAnswersQueued(t *testing.T) {
 }
 
 func TestProposerConfigValidate(t *testing.T) {
-	if err := (ProposerConfig{MaxBatchBytes: meta.MaxEntryBytes + 1}).Validate(); err == nil {
+	if err := (Config{MaxBatchBytes: meta.MaxEntryBytes + 1}).Validate(); err == nil {
 		t.Fatal("oversize batch bound accepted")
 	}
-	if err := (ProposerConfig{MaxWait: -1}).Validate(); err == nil {
+	if err := (Config{MaxWait: -1}).Validate(); err == nil {
 		t.Fatal("negative wait accepted")
 	}
-	if err := (ProposerConfig{}).Validate(); err != nil {
+	if err := (Config{}).Validate(); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -259,18 +260,12 @@ func TestProposerConfigValidate(t *testing.T) {
 // waitFor polls cond (a wait-for-condition, not a sleep-and-hope).
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached within 5s")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testutil.WaitUntil(t, 5*time.Second, time.Millisecond, "the condition", cond)
 }
 
 func TestProposerLoneCommandIsProposedByItsCaller(t *testing.T) {
 	rep := &fakeReplicator{}
-	p := NewProposer(ProposerConfig{}, rep, nil)
+	p := New(Config{}, rep, nil)
 	defer p.Close()
 	for i := range 10 {
 		want := fmt.Sprintf("lone-%d", i)
@@ -284,7 +279,7 @@ func TestProposerLoneCommandIsProposedByItsCaller(t *testing.T) {
 	// With every slot taken (by callers or the loop), commands wait in the
 	// queue for the loop.
 	gated := &fakeReplicator{gate: make(chan struct{})}
-	q := NewProposer(ProposerConfig{MaxInFlight: 2}, gated, nil)
+	q := New(Config{MaxInFlight: 2}, gated, nil)
 	defer q.Close()
 	var wg sync.WaitGroup
 	for range 5 {
@@ -310,7 +305,7 @@ func TestProposerLoneCommandIsProposedByItsCaller(t *testing.T) {
 
 func TestProposerCloseWaitsForCallerProposing(t *testing.T) {
 	rep := &fakeReplicator{gate: make(chan struct{})}
-	p := NewProposer(ProposerConfig{}, rep, nil)
+	p := New(Config{}, rep, nil)
 	answer := make(chan error, 1)
 	go func() {
 		_, err := p.Submit(ctxT(t), []byte("direct"))

@@ -1,4 +1,4 @@
-package cluster
+package propose
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"slotmeta/internal/slotstore/meta"
 )
 
-// raftReplicator proposes entries to one group through the local NodeHost.
+// RaftReplicator proposes entries to one group through the local NodeHost.
 //
 // A proposal dragonboat drops comes back as ErrShardNotReady. Dropped means
 // never appended: the leader drops proposals while a leader transfer is
@@ -26,32 +26,32 @@ import (
 // would turn a routine transfer into an outage — until it lands, the
 // request's deadline passes (route_not_ready: not proposed), or another
 // replica is seen to lead (not_leader with the hint: the caller follows it).
-type raftReplicator struct {
-	nh       *dragonboat.NodeHost
-	shard    uint64
-	group    slotstore.GroupID
-	replica  uint64 // this node's replica
-	session  *client.Session
-	leaderOf func(replica uint64) slotstore.NodeID // the node of a replica (0: unknown)
-	changed  func() context.Context                // cancelled at the group's next leader change
-	dropped  func()                                // counts a dropped entry (metrics)
+type RaftReplicator struct {
+	NH       *dragonboat.NodeHost
+	Shard    uint64
+	Group    slotstore.GroupID
+	Replica  uint64 // this node's replica
+	Session  *client.Session
+	LeaderOf func(replica uint64) slotstore.NodeID // the node of a replica (0: unknown)
+	Changed  func() context.Context                // cancelled at the group's next leader change
+	Dropped  func()                                // counts a dropped entry (metrics)
 }
 
 // dropRetry bounds the pause between proposals of a dropped entry (each
 // pause also ends at a leader change).
 const dropRetry = 20 * time.Millisecond
 
-func (r *raftReplicator) Replicate(ctx context.Context, entry []byte) ([]meta.Result, error) {
+func (r *RaftReplicator) Replicate(ctx context.Context, entry []byte) ([]meta.Result, error) {
 	pause := time.Millisecond
 	for {
-		change := r.changed()
+		change := r.Changed()
 		// Proposed on a replica that no longer leads, dragonboat would
 		// pass the entry on to the leader by itself, with no answer when
 		// that message is lost: say not_leader instead (nothing proposed).
 		if err := r.notLeader(nil); err != nil {
 			return nil, err
 		}
-		res, err := r.nh.SyncPropose(ctx, r.session, entry)
+		res, err := r.NH.SyncPropose(ctx, r.Session, entry)
 		if err == nil {
 			results, err := meta.DecodeResults(res.Data)
 			if err != nil {
@@ -60,15 +60,15 @@ func (r *raftReplicator) Replicate(ctx context.Context, entry []byte) ([]meta.Re
 			return results, nil
 		}
 		if !errors.Is(err, dragonboat.ErrShardNotReady) {
-			return nil, raftError(err, r.group, true)
+			return nil, RaftError(err, r.Group, true)
 		}
-		r.dropped()
+		r.Dropped()
 		if err := r.notLeader(err); err != nil {
 			return nil, err
 		}
-		if !sleepCtx(ctx, change, pause) {
+		if !Sleep(ctx, change, pause) {
 			return nil, &slotstore.Error{Code: slotstore.CodeRouteNotReady, Err: err, RetryAfter: 200 * time.Millisecond,
-				Message: r.group.String() + ": raft dropped the write while its leadership changed, until the deadline; not proposed"}
+				Message: r.Group.String() + ": raft dropped the write while its leadership changed, until the deadline; not proposed"}
 		}
 		pause = min(2*pause, dropRetry)
 	}
@@ -76,21 +76,22 @@ func (r *raftReplicator) Replicate(ctx context.Context, entry []byte) ([]meta.Re
 
 // notLeader returns not_leader (with the leader as the hint) when another
 // replica is known to lead the group, else nil.
-func (r *raftReplicator) notLeader(cause error) error {
-	leader, term, valid, err := r.nh.GetLeaderID(r.shard)
-	if err != nil || !valid || leader == r.replica {
+func (r *RaftReplicator) notLeader(cause error) error {
+	leader, term, valid, err := r.NH.GetLeaderID(r.Shard)
+	if err != nil || !valid || leader == r.Replica {
 		return nil
 	}
-	node := r.leaderOf(leader)
+	node := r.LeaderOf(leader)
 	if node == 0 {
 		return nil
 	}
 	return &slotstore.Error{Code: slotstore.CodeNotLeader, LeaderHint: node, LeaderTerm: term, Err: cause,
-		RetryAfter: 100 * time.Millisecond, Message: r.group.String() + ": leadership moved before the write was appended; not proposed"}
+		RetryAfter: 100 * time.Millisecond, Message: r.Group.String() + ": leadership moved before the write was appended; not proposed"}
 }
 
-// sleepCtx waits d, or less if wake is done; it reports false if ctx ended first.
-func sleepCtx(ctx, wake context.Context, d time.Duration) bool {
+// Sleep waits d, or less if wake is done; it reports false if ctx ended
+// first.
+func Sleep(ctx, wake context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -102,9 +103,9 @@ func sleepCtx(ctx, wake context.Context, d time.Duration) bool {
 	return ctx.Err() == nil
 }
 
-// raftError turns a dragonboat error into the one error type. write says
+// RaftError turns a dragonboat error into the one error type. write says
 // whether the request was a proposal, whose timeout leaves the outcome open.
-func raftError(err error, g slotstore.GroupID, write bool) error {
+func RaftError(err error, g slotstore.GroupID, write bool) error {
 	e := &slotstore.Error{Err: err}
 	switch {
 	case errors.Is(err, dragonboat.ErrSystemBusy):

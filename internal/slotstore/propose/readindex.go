@@ -1,4 +1,4 @@
-package cluster
+package propose
 
 import (
 	"context"
@@ -22,13 +22,13 @@ import (
 // the current one ends. Under load a round serves every read that arrived
 // during the previous round; alone, a read costs one round as before.
 //
-// Concurrency contract: wait may be called from any goroutine. The batcher's
+// Concurrency contract: Wait may be called from any goroutine. The batcher's
 // one round goroutine is started by a waiter when no round runs and exits
-// when no read waits; close cancels a running round and waits for it.
+// when no read waits; Close cancels a running round and waits for it.
 
-// readIndexer runs one ReadIndex round for a group.
-type readIndexer interface {
-	readIndex(ctx context.Context) error
+// ReadIndexer runs one ReadIndex round for a group.
+type ReadIndexer interface {
+	ReadIndex(ctx context.Context) error
 }
 
 // readRound is one ReadIndex round and the reads waiting for it.
@@ -38,8 +38,8 @@ type readRound struct {
 	waiters int // reads that joined (guarded by the batcher's mu)
 }
 
-type readBatcher struct {
-	ri      readIndexer
+type ReadBatcher struct {
+	ri      ReadIndexer
 	timeout time.Duration // bound of one round
 
 	mu      sync.Mutex
@@ -53,14 +53,14 @@ type readBatcher struct {
 	rounds, reads uint64 // guarded by mu; for tests and metrics
 }
 
-func newReadBatcher(ri readIndexer, timeout time.Duration) *readBatcher {
+func NewReadBatcher(ri ReadIndexer, timeout time.Duration) *ReadBatcher {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &readBatcher{ri: ri, timeout: timeout, ctx: ctx, cancel: cancel}
+	return &ReadBatcher{ri: ri, timeout: timeout, ctx: ctx, cancel: cancel}
 }
 
-// wait returns once a ReadIndex round that started after the call has
+// Wait returns once a ReadIndex round that started after the call has
 // completed (nil), failed (its error), or ctx ended (ctx's error).
-func (b *readBatcher) wait(ctx context.Context) error {
+func (b *ReadBatcher) Wait(ctx context.Context) error {
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
@@ -87,7 +87,7 @@ func (b *readBatcher) wait(ctx context.Context) error {
 }
 
 // run starts rounds while reads wait for one.
-func (b *readBatcher) run() {
+func (b *ReadBatcher) run() {
 	defer b.wg.Done()
 	for {
 		b.mu.Lock()
@@ -105,14 +105,14 @@ func (b *readBatcher) run() {
 		b.rounds++
 		b.mu.Unlock()
 		ctx, cancel := context.WithTimeout(b.ctx, b.timeout)
-		r.err = b.ri.readIndex(ctx)
+		r.err = b.ri.ReadIndex(ctx)
 		cancel()
 		close(r.done)
 	}
 }
 
 // waiting is the number of reads that wait for the next round.
-func (b *readBatcher) waiting() int {
+func (b *ReadBatcher) waiting() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.next == nil {
@@ -121,15 +121,15 @@ func (b *readBatcher) waiting() int {
 	return b.next.waiters
 }
 
-// stats returns the rounds run and the reads served so far.
-func (b *readBatcher) stats() (rounds, reads uint64) {
+// Stats returns the rounds run and the reads served so far.
+func (b *ReadBatcher) Stats() (rounds, reads uint64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.rounds, b.reads
 }
 
-// close fails waiting reads and stops the round goroutine.
-func (b *readBatcher) close() {
+// Close fails waiting reads and stops the round goroutine.
+func (b *ReadBatcher) Close() {
 	b.mu.Lock()
 	b.closed = true
 	b.mu.Unlock()
@@ -137,7 +137,7 @@ func (b *readBatcher) close() {
 	b.wg.Wait()
 }
 
-// nhReadIndex runs ReadIndex rounds on a NodeHost's replica of a shard.
+// NodeHostReadIndex runs ReadIndex rounds on a NodeHost's replica of a shard.
 //
 // A round dragonboat drops (no leader known, or a new leader that has not
 // yet committed an entry of its term) is run again, and so is a round still
@@ -145,21 +145,21 @@ func (b *readBatcher) close() {
 // old leader, which may never answer. A round that starts later still
 // starts after every read waiting for it arrived, so retrying keeps the
 // reads linearizable; the round's deadline bounds the retries.
-type nhReadIndex struct {
-	nh      *dragonboat.NodeHost
-	shard   uint64
-	changed func() context.Context // cancelled at the group's next leader change
+type NodeHostReadIndex struct {
+	NH      *dragonboat.NodeHost
+	Shard   uint64
+	Changed func() context.Context // cancelled at the group's next leader change
 }
 
-func (r nhReadIndex) readIndex(ctx context.Context) error {
+func (r NodeHostReadIndex) ReadIndex(ctx context.Context) error {
 	pause := time.Millisecond
 	for {
-		change := r.changed()
+		change := r.Changed()
 		err := r.once(ctx, change)
 		if !errors.Is(err, dragonboat.ErrShardNotReady) && !errors.Is(err, errLeaderChanged) {
 			return err
 		}
-		if errors.Is(err, dragonboat.ErrShardNotReady) && !sleepCtx(ctx, change, pause) {
+		if errors.Is(err, dragonboat.ErrShardNotReady) && !Sleep(ctx, change, pause) {
 			return err
 		}
 		pause = min(2*pause, dropRetry)
@@ -169,12 +169,12 @@ func (r nhReadIndex) readIndex(ctx context.Context) error {
 // errLeaderChanged ends a wait that the group's leader change made moot.
 var errLeaderChanged = errors.New("the group's leader changed")
 
-func (r nhReadIndex) once(ctx, change context.Context) error {
+func (r NodeHostReadIndex) once(ctx, change context.Context) error {
 	d, ok := ctx.Deadline()
 	if !ok {
 		return dragonboat.ErrTimeoutTooSmall
 	}
-	rs, err := r.nh.ReadIndex(r.shard, time.Until(d))
+	rs, err := r.NH.ReadIndex(r.Shard, time.Until(d))
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package cluster
+package propose
 
 import (
 	"context"
@@ -20,7 +20,7 @@ func newFakeIndexer() *fakeIndexer {
 	return &fakeIndexer{started: make(chan int, 16), release: make(chan error)}
 }
 
-func (f *fakeIndexer) readIndex(ctx context.Context) error {
+func (f *fakeIndexer) ReadIndex(ctx context.Context) error {
 	f.mu.Lock()
 	f.n++
 	n := f.n
@@ -34,9 +34,9 @@ func (f *fakeIndexer) readIndex(ctx context.Context) error {
 	}
 }
 
-func waitAsync(b *readBatcher, ctx context.Context) <-chan error {
+func waitAsync(b *ReadBatcher, ctx context.Context) <-chan error {
 	ch := make(chan error, 1)
-	go func() { ch <- b.wait(ctx) }()
+	go func() { ch <- b.Wait(ctx) }()
 	return ch
 }
 
@@ -53,7 +53,7 @@ func mustStart(t *testing.T, f *fakeIndexer, want int) {
 }
 
 // waitingFor polls until n reads wait for the next round (5 s at most).
-func waitingFor(t *testing.T, b *readBatcher, n int) {
+func waitingFor(t *testing.T, b *ReadBatcher, n int) {
 	t.Helper()
 	for deadline := time.Now().Add(5 * time.Second); b.waiting() < n; {
 		if time.Now().After(deadline) {
@@ -78,8 +78,8 @@ func pending(t *testing.T, ch <-chan error, what string) {
 // reads.
 func TestReadBatcherRoundsStartAfterTheRead(t *testing.T) {
 	f := newFakeIndexer()
-	b := newReadBatcher(f, 5*time.Second)
-	defer b.close()
+	b := NewReadBatcher(f, 5*time.Second)
+	defer b.Close()
 	ctx := context.Background()
 
 	a := waitAsync(b, ctx)
@@ -112,7 +112,7 @@ func TestReadBatcherRoundsStartAfterTheRead(t *testing.T) {
 	if err := <-late; err != nil {
 		t.Fatalf("late read: %v", err)
 	}
-	if rounds, reads := b.stats(); rounds != 3 || reads != 12 {
+	if rounds, reads := b.Stats(); rounds != 3 || reads != 12 {
 		t.Fatalf("%d rounds for %d reads, want 3 for 12", rounds, reads)
 	}
 }
@@ -122,7 +122,7 @@ func TestReadBatcherRoundsStartAfterTheRead(t *testing.T) {
 // round goroutine.
 func TestReadBatcherDeadlineAndClose(t *testing.T) {
 	f := newFakeIndexer()
-	b := newReadBatcher(f, 5*time.Second)
+	b := NewReadBatcher(f, 5*time.Second)
 	ctx, cancel := context.WithCancel(context.Background())
 	short := waitAsync(b, ctx)
 	mustStart(t, f, 1)
@@ -132,11 +132,11 @@ func TestReadBatcherDeadlineAndClose(t *testing.T) {
 	}
 	next := waitAsync(b, context.Background())
 	waitingFor(t, b, 1)
-	b.close() // cancels round 1; round 2 never starts
+	b.Close() // cancels round 1; round 2 never starts
 	if err := <-next; err == nil {
 		t.Fatal("a read waiting at close succeeded")
 	}
-	if err := b.wait(context.Background()); err == nil {
+	if err := b.Wait(context.Background()); err == nil {
 		t.Fatal("a read after close succeeded")
 	}
 }

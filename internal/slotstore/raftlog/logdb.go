@@ -1,4 +1,4 @@
-package cluster
+package raftlog
 
 import (
 	"sync"
@@ -48,15 +48,19 @@ func newDefaultLogDB(cfg config.NodeHostConfig, cb config.LogDBCallback, dirs []
 // the NodeHost directory; keeping it lets existing data directories open.
 const defaultLogDBName = "sharded-pebble"
 
-// commitLogDBFactory creates a commitLogDB over dragonboat's default LogDB
-// and keeps it for the node's tests.
-type commitLogDBFactory struct {
+// Factory is the NodeHost's LogDB factory (Expert.LogDBFactory): it
+// creates the commit-deferring log over dragonboat's default LogDB and keeps
+// it, so that its counters can be read (Stats).
+type Factory struct {
 	db atomic.Pointer[commitLogDB]
 }
 
-func (*commitLogDBFactory) Name() string { return defaultLogDBName }
+// Name implements config.LogDBFactory: dragonboat's own name for its
+// default LogDB, so that existing data directories open.
+func (*Factory) Name() string { return defaultLogDBName }
 
-func (f *commitLogDBFactory) Create(cfg config.NodeHostConfig, cb config.LogDBCallback, dirs []string, lldirs []string) (raftio.ILogDB, error) {
+// Create implements config.LogDBFactory.
+func (f *Factory) Create(cfg config.NodeHostConfig, cb config.LogDBCallback, dirs []string, lldirs []string) (raftio.ILogDB, error) {
 	inner, err := newDefaultLogDB(cfg, cb, dirs, lldirs)
 	if err != nil {
 		return nil, err
@@ -64,6 +68,21 @@ func (f *commitLogDBFactory) Create(cfg config.NodeHostConfig, cb config.LogDBCa
 	db := newCommitLogDB(inner)
 	f.db.Store(db)
 	return db, nil
+}
+
+// Stats are the log's counters: saves left out (commit-only), and commits
+// raised to the latest snapshot on a read after a crash.
+type Stats struct {
+	SkippedSaves, CommitsRaised uint64
+}
+
+// Stats returns the counters of the log the factory created (zero before).
+func (f *Factory) Stats() Stats {
+	db := f.db.Load()
+	if db == nil {
+		return Stats{}
+	}
+	return Stats{SkippedSaves: db.skippedSaves(), CommitsRaised: db.commitsRaised()}
 }
 
 type replicaKey struct{ shard, replica uint64 }

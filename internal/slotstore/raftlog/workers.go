@@ -1,4 +1,4 @@
-package cluster
+package raftlog
 
 import (
 	"errors"
@@ -27,28 +27,28 @@ const (
 	raftWorkersFile    = "raft-workers"
 	defaultRaftWorkers = 2
 	legacyRaftWorkers  = 16
-	maxRaftWorkers     = 64
+	MaxWorkers         = 64 // the most a data directory may be created with
 )
 
-// resolveRaftWorkers returns the worker count to run with: the one the data
+// ResolveWorkers returns the worker count to run with: the one the data
 // directory was created with, or for a new directory the configured one (or
 // the default), which it records. A configured count that differs from the
 // directory's is refused rather than ignored.
-func resolveRaftWorkers(dataDir string, configured int) (int, error) {
+func ResolveWorkers(dataDir string, configured int) (int, error) {
 	p := filepath.Join(dataDir, raftWorkersFile)
 	b, err := os.ReadFile(p)
 	switch {
 	case err == nil:
 		have, perr := strconv.Atoi(strings.TrimSpace(string(b)))
-		if perr != nil || have < 1 || have > maxRaftWorkers {
-			return 0, fmt.Errorf("cluster: unreadable raft worker count %q in %s", strings.TrimSpace(string(b)), p)
+		if perr != nil || have < 1 || have > MaxWorkers {
+			return 0, fmt.Errorf("raftlog: unreadable raft worker count %q in %s", strings.TrimSpace(string(b)), p)
 		}
 		if configured != 0 && configured != have {
-			return 0, fmt.Errorf("cluster: the data directory was created with %d raft workers, %d configured: the count cannot change after the first start", have, configured)
+			return 0, fmt.Errorf("raftlog: the data directory was created with %d raft workers, %d configured: the count cannot change after the first start", have, configured)
 		}
 		return have, nil
 	case !errors.Is(err, os.ErrNotExist):
-		return 0, fmt.Errorf("cluster: read raft worker count: %w", err)
+		return 0, fmt.Errorf("raftlog: read raft worker count: %w", err)
 	}
 	want := configured
 	if want == 0 {
@@ -57,26 +57,26 @@ func resolveRaftWorkers(dataDir string, configured int) (int, error) {
 	if entries, _ := os.ReadDir(filepath.Join(dataDir, "raft")); len(entries) > 0 {
 		// A log written before the count was recorded: dragonboat's defaults.
 		if configured != 0 && configured != legacyRaftWorkers {
-			return 0, fmt.Errorf("cluster: the data directory predates %s and uses %d raft workers, %d configured", raftWorkersFile, legacyRaftWorkers, configured)
+			return 0, fmt.Errorf("raftlog: the data directory predates %s and uses %d raft workers, %d configured", raftWorkersFile, legacyRaftWorkers, configured)
 		}
 		want = legacyRaftWorkers
 	}
 	tmp := p + ".tmp"
 	if err := os.WriteFile(tmp, []byte(strconv.Itoa(want)+"\n"), 0o644); err != nil {
-		return 0, fmt.Errorf("cluster: record raft worker count: %w", err)
+		return 0, fmt.Errorf("raftlog: record raft worker count: %w", err)
 	}
 	if err := os.Rename(tmp, p); err != nil {
-		return 0, fmt.Errorf("cluster: record raft worker count: %w", err)
+		return 0, fmt.Errorf("raftlog: record raft worker count: %w", err)
 	}
 	return want, nil
 }
 
-// expertConfig is dragonboat's engine and LogDB configuration for workers:
+// ExpertConfig is dragonboat's engine and LogDB configuration for workers:
 // the tiny LogDB preset (dragonboat.md §2: 4 MiB write buffers per shard),
 // one LogDB shard per step worker, the other stages at their defaults; the
 // LogDB is dragonboat's default without an fsync for commit-only saves
 // (logdb.go, ADR 0006).
-func expertConfig(workers int, logdb *commitLogDBFactory) config.ExpertConfig {
+func ExpertConfig(workers int, logdb *Factory) config.ExpertConfig {
 	logcfg := config.GetTinyMemLogDBConfig()
 	logcfg.Shards = uint64(workers)
 	engine := config.GetDefaultEngineConfig()

@@ -1,4 +1,4 @@
-package cluster
+package raftlog
 
 import (
 	"os"
@@ -13,24 +13,24 @@ import (
 // written before the record existed keeps dragonboat's old default.
 func TestRaftWorkersAreFixedAtCreation(t *testing.T) {
 	dir := t.TempDir()
-	if w, err := resolveRaftWorkers(dir, 0); err != nil || w != defaultRaftWorkers {
+	if w, err := ResolveWorkers(dir, 0); err != nil || w != defaultRaftWorkers {
 		t.Fatalf("new dir, default: %d %v", w, err)
 	}
-	if w, err := resolveRaftWorkers(dir, 0); err != nil || w != defaultRaftWorkers {
+	if w, err := ResolveWorkers(dir, 0); err != nil || w != defaultRaftWorkers {
 		t.Fatalf("restart: %d %v", w, err)
 	}
-	if w, err := resolveRaftWorkers(dir, defaultRaftWorkers); err != nil || w != defaultRaftWorkers {
+	if w, err := ResolveWorkers(dir, defaultRaftWorkers); err != nil || w != defaultRaftWorkers {
 		t.Fatalf("restart with the same count: %d %v", w, err)
 	}
-	if _, err := resolveRaftWorkers(dir, 4); err == nil || !strings.Contains(err.Error(), "cannot change") {
+	if _, err := ResolveWorkers(dir, 4); err == nil || !strings.Contains(err.Error(), "cannot change") {
 		t.Fatalf("a changed count: %v", err)
 	}
 
 	configured := t.TempDir()
-	if w, err := resolveRaftWorkers(configured, 4); err != nil || w != 4 {
+	if w, err := ResolveWorkers(configured, 4); err != nil || w != 4 {
 		t.Fatalf("new dir, 4 configured: %d %v", w, err)
 	}
-	if w, err := resolveRaftWorkers(configured, 0); err != nil || w != 4 {
+	if w, err := ResolveWorkers(configured, 0); err != nil || w != 4 {
 		t.Fatalf("restart of a 4-worker dir: %d %v", w, err)
 	}
 
@@ -38,7 +38,7 @@ func TestRaftWorkersAreFixedAtCreation(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(legacy, "raft", "nodehost"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if w, err := resolveRaftWorkers(legacy, 0); err != nil || w != legacyRaftWorkers {
+	if w, err := ResolveWorkers(legacy, 0); err != nil || w != legacyRaftWorkers {
 		t.Fatalf("legacy dir: %d %v", w, err)
 	}
 
@@ -46,7 +46,7 @@ func TestRaftWorkersAreFixedAtCreation(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(bad, raftWorkersFile), []byte("many\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := resolveRaftWorkers(bad, 0); err == nil {
+	if _, err := ResolveWorkers(bad, 0); err == nil {
 		t.Fatal("an unreadable record was accepted")
 	}
 }
@@ -54,7 +54,7 @@ func TestRaftWorkersAreFixedAtCreation(t *testing.T) {
 // TestExpertConfigSharesLogShards: groups on one step worker save through
 // one LogDB shard.
 func TestExpertConfigSharesLogShards(t *testing.T) {
-	e := expertConfig(2, &commitLogDBFactory{})
+	e := ExpertConfig(2, &Factory{})
 	if e.Engine.ExecShards != 2 || e.LogDB.Shards != 2 {
 		t.Fatalf("exec %d, logdb %d", e.Engine.ExecShards, e.LogDB.Shards)
 	}

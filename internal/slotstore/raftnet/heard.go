@@ -1,4 +1,4 @@
-package cluster
+package raftnet
 
 import (
 	"sync"
@@ -12,25 +12,25 @@ import (
 	"github.com/lni/goutils/stringutil"
 )
 
-// heard records when this node last received a Raft message from each
+// Heard records when this node last received a Raft message from each
 // replica of each shard: the Raft view of reachability that dragonboat keeps
 // to itself (a leader's "recently active" follower flags drive check-quorum
 // but are not published). A follower answers its leader's heartbeats every
 // heartbeat tick, so on the leader's node a replica not heard from for a few
 // ticks is not reachable now — whatever its node's last status report says.
-// The leader-transfer gates (preflight.go) use it: a transfer toward a
+// The leader-transfer gates use it: a transfer toward a
 // replica the leader cannot reach only blocks the group's proposals until
 // Raft gives up on it.
 //
-// The record is taken on the receiving side of the transport (heardTransport
+// The record is taken on the receiving side of the transport (Transport
 // wraps the message handler dragonboat gives the transport), so it covers
 // every message of every shard without touching the Raft state machine.
 // Times are read from the monotonic clock.
 //
-// Concurrency contract: record runs on the transport's receive goroutines;
-// ago may be called from any goroutine. Entries are never removed (one per
+// Concurrency contract: Record runs on the transport's receive goroutines;
+// Ago may be called from any goroutine. Entries are never removed (one per
 // replica a node ever heard from; replica ids are never reused).
-type heard struct {
+type Heard struct {
 	base time.Time
 	now  func() time.Duration // since base (tests replace it)
 	mu   sync.RWMutex
@@ -39,15 +39,15 @@ type heard struct {
 
 type heardKey struct{ shard, replica uint64 }
 
-func newHeard() *heard {
-	h := &heard{base: time.Now(), at: map[heardKey]*atomic.Int64{}}
+func NewHeard() *Heard {
+	h := &Heard{base: time.Now(), at: map[heardKey]*atomic.Int64{}}
 	h.now = func() time.Duration { return time.Since(h.base) }
 	return h
 }
 
-// record notes every sender of a received batch. Batches usually carry
+// Record notes every sender of a received batch. Batches usually carry
 // messages of few shards from one node, so consecutive repeats are skipped.
-func (h *heard) record(b pb.MessageBatch) {
+func (h *Heard) Record(b pb.MessageBatch) {
 	now := int64(h.now())
 	var last heardKey
 	for i := range b.Requests {
@@ -71,9 +71,9 @@ func (h *heard) record(b pb.MessageBatch) {
 	}
 }
 
-// ago is how long ago this node last heard from replica of shard, and
+// Ago is how long ago this node last heard from replica of shard, and
 // whether it ever did.
-func (h *heard) ago(shard, replica uint64) (time.Duration, bool) {
+func (h *Heard) Ago(shard, replica uint64) (time.Duration, bool) {
 	h.mu.RLock()
 	v := h.at[heardKey{shard, replica}]
 	h.mu.RUnlock()
@@ -83,33 +83,33 @@ func (h *heard) ago(shard, replica uint64) (time.Duration, bool) {
 	return h.now() - time.Duration(v.Load()), true
 }
 
-// heardTransport is the Raft transport factory of every NodeHost: the
-// transport of inner (nil: dragonboat's own TCP transport), with the received
-// messages recorded in h before dragonboat handles them.
-type heardTransport struct {
-	inner config.TransportFactory
-	h     *heard
+// Transport is the Raft transport factory of every NodeHost: the
+// transport of Inner (nil: dragonboat's own TCP transport), with the
+// received messages recorded in Heard before dragonboat handles them.
+type Transport struct {
+	Inner config.TransportFactory // nil: dragonboat's TCP transport
+	Heard *Heard
 }
 
-var _ config.TransportFactory = heardTransport{}
+var _ config.TransportFactory = Transport{}
 
 // Create implements config.TransportFactory.
-func (f heardTransport) Create(c config.NodeHostConfig, mh raftio.MessageHandler, ch raftio.ChunkHandler) raftio.ITransport {
+func (f Transport) Create(c config.NodeHostConfig, mh raftio.MessageHandler, ch raftio.ChunkHandler) raftio.ITransport {
 	handle := func(b pb.MessageBatch) {
-		f.h.record(b)
+		f.Heard.Record(b)
 		mh(b)
 	}
-	if f.inner != nil {
-		return f.inner.Create(c, handle, ch)
+	if f.Inner != nil {
+		return f.Inner.Create(c, handle, ch)
 	}
 	return newTCPTransport(c, handle, ch)
 }
 
 // Validate implements config.TransportFactory with the rule dragonboat
 // applies to its own transport's addresses.
-func (f heardTransport) Validate(addr string) bool {
-	if f.inner != nil {
-		return f.inner.Validate(addr)
+func (f Transport) Validate(addr string) bool {
+	if f.Inner != nil {
+		return f.Inner.Validate(addr)
 	}
 	return stringutil.IsValidAddress(addr)
 }

@@ -1,15 +1,10 @@
-package cluster
+package replicas
 
 import (
 	"sync"
 	"time"
-)
 
-// Disruption kinds a node reports about its own replicas.
-const (
-	DisruptionRestarted      = "restarted"       // started again from its own Raft state
-	DisruptionLostLeadership = "lost_leadership" // stopped leading without a transfer away having been asked
-	DisruptionNoLeader       = "no_leader"       // knew no leader for longer than an election takes
+	"slotmeta/internal/slotstore"
 )
 
 // disruptions remembers, per local replica, the last time something went
@@ -59,7 +54,7 @@ func (d *disruptions) started(shard, replica uint64, restarted bool) {
 	now := d.now()
 	t := &replicaTrack{replica: replica, leaderlessSince: now, transferAt: -1}
 	if restarted {
-		t.at, t.kind = now, DisruptionRestarted
+		t.at, t.kind = now, slotstore.DisruptionRestarted
 	}
 	d.m[shard] = t
 }
@@ -91,7 +86,7 @@ func (d *disruptions) leaderUpdated(shard, leader uint64) {
 	}
 	now := d.now()
 	if t.leading && leader != t.replica && (t.transferAt < 0 || now-t.transferAt > d.awayGrace) {
-		t.at, t.kind = now, DisruptionLostLeadership
+		t.at, t.kind = now, slotstore.DisruptionLostLeadership
 	}
 	t.leading = leader == t.replica && leader != 0
 	switch {
@@ -101,7 +96,7 @@ func (d *disruptions) leaderUpdated(shard, leader uint64) {
 		// The first election after a start is not a disruption (a restart
 		// is recorded as one of its own).
 		if t.sawLeader && now-t.leaderlessSince > d.settle {
-			t.at, t.kind = now, DisruptionNoLeader
+			t.at, t.kind = now, slotstore.DisruptionNoLeader
 		}
 		t.leaderlessSince = -1
 	}
@@ -121,7 +116,7 @@ func (d *disruptions) last(shard uint64) (kind string, ago time.Duration) {
 	}
 	now := d.now()
 	if t.sawLeader && t.leaderlessSince >= 0 && now-t.leaderlessSince > d.settle {
-		return DisruptionNoLeader, 0
+		return slotstore.DisruptionNoLeader, 0
 	}
 	if t.kind == "" {
 		return "", 0

@@ -1,8 +1,10 @@
-package cluster
+package replicas
 
 import (
 	"testing"
 	"time"
+
+	"slotmeta/internal/slotstore"
 )
 
 // fakeMono is a monotonic clock a test moves by hand.
@@ -38,11 +40,11 @@ func TestDisruptions(t *testing.T) {
 			{wait(5 * time.Second), "", 0}, {leader(other), "", 0}, {wait(time.Second), "", 0},
 		}},
 		{"a restart is one", true, []step{
-			{wait(3 * time.Second), DisruptionRestarted, 3 * time.Second}, {leader(other), DisruptionRestarted, 3 * time.Second},
+			{wait(3 * time.Second), slotstore.DisruptionRestarted, 3 * time.Second}, {leader(other), slotstore.DisruptionRestarted, 3 * time.Second},
 		}},
 		{"leadership lost without a transfer away (check-quorum step-down)", false, []step{
-			{leader(me), "", 0}, {wait(10 * time.Second), "", 0}, {leader(0), DisruptionLostLeadership, 0},
-			{wait(500 * time.Millisecond), DisruptionLostLeadership, 500 * time.Millisecond},
+			{leader(me), "", 0}, {wait(10 * time.Second), "", 0}, {leader(0), slotstore.DisruptionLostLeadership, 0},
+			{wait(500 * time.Millisecond), slotstore.DisruptionLostLeadership, 500 * time.Millisecond},
 		}},
 		{"leadership handed away on request", false, []step{
 			{leader(me), "", 0}, {func(d *disruptions, _ *fakeMono) { d.transferAway(shard) }, "", 0},
@@ -50,15 +52,15 @@ func TestDisruptions(t *testing.T) {
 		}},
 		{"a transfer asked long before does not excuse a loss", false, []step{
 			{leader(me), "", 0}, {func(d *disruptions, _ *fakeMono) { d.transferAway(shard) }, "", 0},
-			{wait(5 * time.Second), "", 0}, {leader(other), DisruptionLostLeadership, 0},
+			{wait(5 * time.Second), "", 0}, {leader(other), slotstore.DisruptionLostLeadership, 0},
 		}},
 		{"a short election is no disruption", false, []step{
 			{leader(other), "", 0}, {leader(0), "", 0}, {wait(time.Second), "", 0}, {leader(me), "", 0},
 		}},
 		{"a long spell without a leader is one, while it lasts and after", false, []step{
-			{leader(other), "", 0}, {leader(0), "", 0}, {wait(3 * time.Second), DisruptionNoLeader, 0},
-			{wait(4 * time.Second), DisruptionNoLeader, 0}, {leader(other), DisruptionNoLeader, 0},
-			{wait(10 * time.Second), DisruptionNoLeader, 10 * time.Second},
+			{leader(other), "", 0}, {leader(0), "", 0}, {wait(3 * time.Second), slotstore.DisruptionNoLeader, 0},
+			{wait(4 * time.Second), slotstore.DisruptionNoLeader, 0}, {leader(other), slotstore.DisruptionNoLeader, 0},
+			{wait(10 * time.Second), slotstore.DisruptionNoLeader, 10 * time.Second},
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

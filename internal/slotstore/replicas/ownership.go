@@ -1,4 +1,4 @@
-package cluster
+package replicas
 
 import (
 	"cmp"
@@ -7,10 +7,10 @@ import (
 	"slotmeta/internal/slotstore"
 )
 
-// ReplicaOwnership is what one slot-group replica on this node says its
-// group owns: the replicated owned hash-slot set and, of it, the fenced
-// slots (migrating out), at the replica's applied index.
-type ReplicaOwnership struct {
+// Ownership is what one slot-group replica on this node says its group
+// owns: the replicated owned hash-slot set and, of it, the fenced slots
+// (migrating out), at the replica's applied index.
+type Ownership struct {
 	Group        slotstore.GroupID
 	AppliedIndex uint64
 	Owned        []slotstore.HashSlot
@@ -21,20 +21,20 @@ type ReplicaOwnership struct {
 // this node whose state machine is open, in group order. It is read-only and
 // cheap (it loads atomics): for invariant checks (every hash slot owned by
 // exactly one group) and diagnostics.
-func (n *Node) Ownership() []ReplicaOwnership {
-	var out []ReplicaOwnership
-	for id, lg := range *n.groups.Load() {
-		s := lg.sm.Load()
-		if s == nil {
+func (s *Set) Ownership() []Ownership {
+	var out []Ownership
+	for id, r := range s.All() {
+		m := r.SM()
+		if m == nil {
 			continue
 		}
-		applied := s.AppliedIndex()
-		owned, fenced, ok := s.Ownership()
+		applied := m.AppliedIndex()
+		owned, fenced, ok := m.Ownership()
 		if !ok {
 			continue
 		}
-		out = append(out, ReplicaOwnership{Group: id, AppliedIndex: applied, Owned: owned, Fenced: fenced})
+		out = append(out, Ownership{Group: id, AppliedIndex: applied, Owned: owned, Fenced: fenced})
 	}
-	slices.SortFunc(out, func(a, b ReplicaOwnership) int { return cmp.Compare(a.Group, b.Group) })
+	slices.SortFunc(out, func(a, b Ownership) int { return cmp.Compare(a.Group, b.Group) })
 	return out
 }

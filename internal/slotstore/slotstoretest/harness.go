@@ -6,8 +6,6 @@ package slotstoretest
 
 import (
 	"context"
-	"net"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +13,8 @@ import (
 	"slotmeta/internal/slotstore/cluster"
 	"slotmeta/internal/slotstore/controller"
 	"slotmeta/internal/slotstore/faults"
+	"slotmeta/internal/slotstore/propose"
+	"slotmeta/internal/testutil"
 )
 
 // Secret is the cluster secret of every test cluster.
@@ -26,7 +26,7 @@ type Options struct {
 	Groups            int           // default 4
 	ReplicationFactor int           // default min(3, Nodes)
 	RTT               time.Duration // default 20ms (elections in 200–400ms: stable under -race on 2 cores)
-	Proposer          cluster.ProposerConfig
+	Proposer          propose.Config
 	// Tune, if set, adjusts each node's config before it starts.
 	Tune func(*cluster.Config)
 	// Faults routes every node's Raft and peer RPC traffic through one
@@ -46,35 +46,8 @@ type Cluster struct {
 	disks []*faults.Disk
 }
 
-// handedOut holds every address FreeAddr returned in this process: the
-// OS may hand a port it freed out again, and two nodes of one cluster then
-// got the same Raft address (dragonboat panics "duplicated address").
-var handedOut = struct {
-	sync.Mutex
-	addrs map[string]bool
-}{addrs: map[string]bool{}}
-
-// FreeAddr returns a 127.0.0.1 address whose port the OS just handed out
-// and that no earlier FreeAddr call of this process returned.
-func FreeAddr(t testing.TB) string {
-	t.Helper()
-	handedOut.Lock()
-	defer handedOut.Unlock()
-	for range 100 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := l.Addr().String()
-		_ = l.Close()
-		if !handedOut.addrs[addr] {
-			handedOut.addrs[addr] = true
-			return addr
-		}
-	}
-	t.Fatal("slotstoretest: no fresh loopback port in 100 tries")
-	return ""
-}
+// FreeAddr returns a loopback address no other test of the process got.
+func FreeAddr(t testing.TB) string { return testutil.FreeAddr(t) }
 
 // Start starts the cluster and waits until every node is ready.
 func Start(t testing.TB, o Options) *Cluster {

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"slotmeta/internal/slotstore/cluster"
+	"slotmeta/internal/slotstore/peer"
 )
 
 // CA is a throw-away certificate authority of one test: its certificate
@@ -63,7 +63,7 @@ func (ca *CA) Pool() *x509.CertPool {
 // authentication on 127.0.0.1, ::1 and localhost, and writes it and its key
 // into t.TempDir(). The result names this CA as the CA file. Safe for
 // concurrent use.
-func (ca *CA) Issue(t testing.TB, name string) cluster.TLSConfig {
+func (ca *CA) Issue(t testing.TB, name string) peer.TLSConfig {
 	t.Helper()
 	key := newKey(t)
 	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
@@ -88,7 +88,7 @@ func (ca *CA) Issue(t testing.TB, name string) cluster.TLSConfig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return cluster.TLSConfig{
+	return peer.TLSConfig{
 		CAFile:   ca.File,
 		CertFile: writePEM(t, name+"-cert.pem", "CERTIFICATE", der),
 		KeyFile:  writePEM(t, name+"-key.pem", "PRIVATE KEY", keyDER),
@@ -97,7 +97,7 @@ func (ca *CA) Issue(t testing.TB, name string) cluster.TLSConfig {
 
 // ClientTLS is a client config that trusts files' CA and presents files'
 // certificate (none if files has no certificate).
-func ClientTLS(t testing.TB, files cluster.TLSConfig) *tls.Config {
+func ClientTLS(t testing.TB, files peer.TLSConfig) *tls.Config {
 	t.Helper()
 	caPEM, err := os.ReadFile(files.CAFile)
 	if err != nil {

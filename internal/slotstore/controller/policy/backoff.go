@@ -25,7 +25,8 @@ type BackoffState struct {
 	Until    time.Time
 }
 
-func newTransferBackoff(seed uint64) *Backoff {
+// NewBackoff returns an empty back-off; seed drives the jitter.
+func NewBackoff(seed uint64) *Backoff {
 	return &Backoff{rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), byID: map[slotstore.GroupID]BackoffState{}}
 }
 

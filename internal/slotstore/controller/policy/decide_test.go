@@ -1,4 +1,4 @@
-package cluster
+package policy
 
 import (
 	"testing"
@@ -25,16 +25,16 @@ func healthyView(now time.Time) slotstore.GroupView {
 
 // facts at now with nothing in flight, no back-off, and the target never
 // seen unreachable.
-func facts(now time.Time) transferFacts { return transferFacts{Now: now} }
+func facts(now time.Time) Facts { return Facts{Now: now} }
 
 func TestDecidePreferred(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
-	p := LeadershipPolicy{}
-	p.ensureDefaults()
+	p := Leadership{}
+	p.EnsureDefaults()
 	cases := []struct {
 		name   string
 		edit   func(*slotstore.GroupView)
-		fact   func(*transferFacts)
+		fact   func(*Facts)
 		kind   string
 		reason string
 	}{
@@ -45,7 +45,7 @@ func TestDecidePreferred(t *testing.T) {
 		{"target has not reported lately", func(v *slotstore.GroupView) { v.Replicas[1].ReportAgeMs = 6000 }, nil, DecisionSkip, ReasonTargetInactive},
 		{"target never reported", func(v *slotstore.GroupView) { v.Replicas[1].ReportAgeMs = -1 }, nil, DecisionSkip, ReasonTargetInactive},
 		{"target is lagging", func(v *slotstore.GroupView) { v.Replicas[1].Lag = 65 }, nil, DecisionSkip, ReasonTargetLagging},
-		{"a transfer is in flight", nil, func(f *transferFacts) { f.InFlight = true }, DecisionSkip, ReasonTransferInFlight},
+		{"a transfer is in flight", nil, func(f *Facts) { f.InFlight = true }, DecisionSkip, ReasonTransferInFlight},
 		{"no live leader", func(v *slotstore.GroupView) { v.Leader = 0 }, nil, DecisionSkip, ReasonNoLeader},
 		{"nothing observed yet", func(v *slotstore.GroupView) { v.ObservedBy, v.Leader = 0, 0 }, nil, DecisionSkip, ReasonNoObservation},
 		// The case of the issue: the cut-off node reported 2 s ago (under the
@@ -54,21 +54,21 @@ func TestDecidePreferred(t *testing.T) {
 			v.Replicas[1].ReportAgeMs, v.Replicas[1].HeardAgoMs = 1999, 1900
 		}, nil, DecisionSkip, ReasonTargetUnreachable},
 		{"the leader never heard the target", func(v *slotstore.GroupView) { v.Replicas[1].HeardAgoMs = -1 }, nil, DecisionSkip, ReasonTargetUnreachable},
-		{"the target's node is unreachable", nil, func(f *transferFacts) { f.TargetDown, f.TargetGap = true, true }, DecisionSkip, ReasonTargetUnreachable},
+		{"the target's node is unreachable", nil, func(f *Facts) { f.TargetDown, f.TargetGap = true, true }, DecisionSkip, ReasonTargetUnreachable},
 		{"the target lost its leadership 10 s ago", func(v *slotstore.GroupView) {
 			v.Replicas[1].Disruption, v.Replicas[1].DisruptedAgoMs = slotstore.DisruptionLostLeadership, 10_000
 		}, nil, DecisionSkip, ReasonTargetHeldDown},
 		{"the target restarted 29 s ago", func(v *slotstore.GroupView) {
 			v.Replicas[1].Disruption, v.Replicas[1].DisruptedAgoMs = slotstore.DisruptionRestarted, 29_000
 		}, nil, DecisionSkip, ReasonTargetHeldDown},
-		{"the target came back 5 s ago", nil, func(f *transferFacts) { f.TargetGap, f.TargetHealthyFor = true, 5*time.Second }, DecisionSkip, ReasonTargetHeldDown},
-		{"the group is in back-off", nil, func(f *transferFacts) { f.Backoff = backoffState{failures: 2, until: now.Add(time.Second)} }, DecisionSkip, ReasonTransferBackoff},
+		{"the target came back 5 s ago", nil, func(f *Facts) { f.TargetGap, f.TargetHealthyFor = true, 5*time.Second }, DecisionSkip, ReasonTargetHeldDown},
+		{"the group is in back-off", nil, func(f *Facts) { f.Backoff = BackoffState{Failures: 2, Until: now.Add(time.Second)} }, DecisionSkip, ReasonTransferBackoff},
 		// Past each limit, nothing holds it back.
 		{"the target lost its leadership 31 s ago", func(v *slotstore.GroupView) {
 			v.Replicas[1].Disruption, v.Replicas[1].DisruptedAgoMs = slotstore.DisruptionNoLeader, 31_000
 		}, nil, DecisionTransfer, "preferred_leader"},
-		{"the target came back 31 s ago", nil, func(f *transferFacts) { f.TargetGap, f.TargetHealthyFor = true, 31*time.Second }, DecisionTransfer, "preferred_leader"},
-		{"back-off over", nil, func(f *transferFacts) { f.Backoff = backoffState{failures: 2, until: now} }, DecisionTransfer, "preferred_leader"},
+		{"the target came back 31 s ago", nil, func(f *Facts) { f.TargetGap, f.TargetHealthyFor = true, 31*time.Second }, DecisionTransfer, "preferred_leader"},
+		{"back-off over", nil, func(f *Facts) { f.Backoff = BackoffState{Failures: 2, Until: now} }, DecisionTransfer, "preferred_leader"},
 		{"heard within the limit after an old leader report", func(v *slotstore.GroupView) {
 			v.ObservationAgeMs, v.Replicas[1].HeardAgoMs = 900, 1300
 		}, nil, DecisionTransfer, "preferred_leader"},
@@ -83,7 +83,7 @@ func TestDecidePreferred(t *testing.T) {
 			if tc.fact != nil {
 				tc.fact(&f)
 			}
-			d := decidePreferred(v, p, f)
+			d := DecidePreferred(v, p, f)
 			if d == nil || d.Kind != tc.kind || d.Reason != tc.reason {
 				t.Fatalf("got %+v, want %s/%s", d, tc.kind, tc.reason)
 			}
@@ -95,39 +95,39 @@ func TestDecidePreferred(t *testing.T) {
 	// Converged, or no preference: nothing to decide.
 	v := healthyView(now)
 	v.Leader = 2
-	if d := decidePreferred(v, p, facts(now)); d != nil {
+	if d := DecidePreferred(v, p, facts(now)); d != nil {
 		t.Fatalf("preferred node already leads: %+v", d)
 	}
 	v = healthyView(now)
 	v.PreferredLeader = 0
-	if d := decidePreferred(v, p, facts(now)); d != nil {
+	if d := DecidePreferred(v, p, facts(now)); d != nil {
 		t.Fatalf("no preference: %+v", d)
 	}
 }
 
 func TestCheckTransferListsEveryBlocker(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
-	p := LeadershipPolicy{}
-	p.ensureDefaults()
+	p := Leadership{}
+	p.EnsureDefaults()
 	v := healthyView(now)
-	if pf := checkTransfer(v, 3, p, facts(now)); !pf.OK || len(pf.Blockers) != 0 {
+	if pf := CheckTransfer(v, 3, p, facts(now)); !pf.OK || len(pf.Blockers) != 0 {
 		t.Fatalf("a safe transfer was blocked: %+v", pf)
 	}
-	if pf := checkTransfer(v, 1, p, facts(now)); pf.OK || !hasBlocker(pf, ReasonAlreadyLeader) {
+	if pf := CheckTransfer(v, 1, p, facts(now)); pf.OK || !HasBlocker(pf, ReasonAlreadyLeader) {
 		t.Fatalf("transfer to the leader itself: %+v", pf)
 	}
-	if pf := checkTransfer(v, 9, p, facts(now)); pf.OK || !hasBlocker(pf, ReasonTargetNotPeer) || !hasBlocker(pf, ReasonTargetNotVoter) {
+	if pf := CheckTransfer(v, 9, p, facts(now)); pf.OK || !HasBlocker(pf, ReasonTargetNotPeer) || !HasBlocker(pf, ReasonTargetNotVoter) {
 		t.Fatalf("transfer to a stranger: %+v", pf)
 	}
 	v.Replicas[2].Lag, v.Replicas[2].ReportAgeMs = 1000, 60_000
 	v.Learners = []slotstore.NodeID{4}
 	v.Replicas[2].HeardAgoMs, v.Replicas[2].Disruption, v.Replicas[2].DisruptedAgoMs = 5000, slotstore.DisruptionRestarted, 100
 	f := facts(now)
-	f.InFlight, f.Backoff = true, backoffState{failures: 1, until: now.Add(time.Minute)}
-	pf := checkTransfer(v, 3, p, f)
+	f.InFlight, f.Backoff = true, BackoffState{Failures: 1, Until: now.Add(time.Minute)}
+	pf := CheckTransfer(v, 3, p, f)
 	for _, r := range []string{ReasonTargetLagging, ReasonTargetInactive, ReasonConfigChangePending, ReasonTransferInFlight,
 		ReasonTargetUnreachable, ReasonTargetHeldDown, ReasonTransferBackoff} {
-		if !hasBlocker(pf, r) {
+		if !HasBlocker(pf, r) {
 			t.Fatalf("missing blocker %s in %+v", r, pf.Blockers)
 		}
 	}

@@ -1,4 +1,4 @@
-package cluster
+package policy
 
 import (
 	"testing"
@@ -10,7 +10,7 @@ import (
 func TestNodeHealthStreaks(t *testing.T) {
 	const after = 3 * time.Second
 	t0 := time.Unix(1_800_000_000, 0)
-	o := newObserver()
+	o := NewObservations()
 	nodes := []slotstore.NodeID{1, 2, 3}
 	report := func(id slotstore.NodeID, at time.Time) {
 		o.mu.Lock()
@@ -19,15 +19,15 @@ func TestNodeHealthStreaks(t *testing.T) {
 	}
 	health := func(now time.Time) map[slotstore.NodeID]slotstore.NodeHealth {
 		out := map[slotstore.NodeID]slotstore.NodeHealth{}
-		for _, h := range o.nodeHealth(now, nodes, 1) {
+		for _, h := range o.NodeHealth(now, nodes, 1) {
 			out[h.Node] = h
 		}
 		return out
 	}
-	o.lead(t0)
+	o.Lead(t0)
 	report(1, t0)
 	report(2, t0)
-	o.updateHealth(t0, nodes, after)
+	o.UpdateHealth(t0, nodes, after)
 	h := health(t0)
 	if h[1].Health != slotstore.NodeReachable || h[3].Health != slotstore.NodeUnknown || h[3].ReportAgeMs != -1 {
 		t.Fatalf("at the start: %+v", h)
@@ -37,7 +37,7 @@ func TestNodeHealthStreaks(t *testing.T) {
 	for s := 1; s <= 5; s++ {
 		now := t0.Add(time.Duration(s) * time.Second)
 		report(1, now)
-		o.updateHealth(now, nodes, after)
+		o.UpdateHealth(now, nodes, after)
 	}
 	now := t0.Add(5 * time.Second)
 	h = health(now)
@@ -47,40 +47,40 @@ func TestNodeHealthStreaks(t *testing.T) {
 	if h[2].Health != slotstore.NodeUnreachable || h[3].Health != slotstore.NodeUnreachable || h[2].HealthyForMs != -1 {
 		t.Fatalf("nodes 2 and 3: %+v %+v", h[2], h[3])
 	}
-	if d, gap := o.healthyFor(now, 2); !gap || d != 0 {
+	if d, gap := o.HealthyFor(now, 2); !gap || d != 0 {
 		t.Fatalf("node 2 streak while unreachable: %v %v", d, gap)
 	}
-	if _, gap := o.healthyFor(now, 1); gap {
+	if _, gap := o.HealthyFor(now, 1); gap {
 		t.Fatal("node 1 was never unreachable")
 	}
 	// Node 2 reports again at t0+6s: its streak starts there.
 	report(2, t0.Add(6*time.Second))
-	o.updateHealth(t0.Add(6*time.Second), nodes, after)
-	if d, gap := o.healthyFor(t0.Add(16*time.Second), 2); !gap || d != 10*time.Second {
+	o.UpdateHealth(t0.Add(6*time.Second), nodes, after)
+	if d, gap := o.HealthyFor(t0.Add(16*time.Second), 2); !gap || d != 10*time.Second {
 		t.Fatalf("node 2 streak after it came back: %v %v", d, gap)
 	}
 	if h := health(t0.Add(7 * time.Second)); h[2].Health != slotstore.NodeReachable || h[2].HealthyForMs != 1000 {
 		t.Fatalf("node 2 back: %+v", h[2])
 	}
 	// A new leadership forgets the old book.
-	o.stepDown()
-	o.lead(t0.Add(time.Minute))
-	if _, gap := o.healthyFor(t0.Add(time.Minute), 2); gap {
+	o.StepDown()
+	o.Lead(t0.Add(time.Minute))
+	if _, gap := o.HealthyFor(t0.Add(time.Minute), 2); gap {
 		t.Fatal("a new controller leadership kept the old streaks")
 	}
 }
 
 func TestTransferBackoff(t *testing.T) {
-	p := LeadershipPolicy{}
-	p.ensureDefaults()
+	p := Leadership{}
+	p.EnsureDefaults()
 	now := time.Unix(1_800_000_000, 0)
-	b := newTransferBackoff(42)
+	b := NewBackoff(42)
 	var prev time.Duration
 	for i := 1; i <= 12; i++ {
-		s := b.failed(7, now, p)
-		d := s.until.Sub(now)
+		s := b.Failed(7, now, p)
+		d := s.Until.Sub(now)
 		nominal := min(p.BackoffBase<<(i-1), p.BackoffMax)
-		if s.failures != i || d < nominal*3/4 || d > nominal*5/4 {
+		if s.Failures != i || d < nominal*3/4 || d > nominal*5/4 {
 			t.Fatalf("failure %d: %+v (%v), want %v ±25%%", i, s, d, nominal)
 		}
 		if i > 1 && nominal < p.BackoffMax && d <= prev/2 {
@@ -88,11 +88,11 @@ func TestTransferBackoff(t *testing.T) {
 		}
 		prev = d
 	}
-	if b.state(8).failures != 0 {
+	if b.State(8).Failures != 0 {
 		t.Fatal("another group is in back-off")
 	}
-	b.succeeded(7)
-	if s := b.state(7); s.failures != 0 || !s.until.IsZero() {
+	b.Succeeded(7)
+	if s := b.State(7); s.Failures != 0 || !s.Until.IsZero() {
 		t.Fatalf("a success left %+v", s)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"slotmeta/internal/slotstore"
+	"slotmeta/internal/slotstore/controller"
 )
 
 // Observations are the controller leader's latest status report of every

@@ -1,0 +1,23 @@
+// Package tasks carries out the controller's tasks — replica moves and
+// hash-slot migrations — on the controller leader, one step per round.
+//
+// Model. A task's state lives only in the replicated controller state. Every
+// step reads what it acts on (the group's Raft membership, the slot's rows),
+// does at most one change, and advances the task by compare-and-set on its
+// phase, recording what it observed; so a new controller leader resumes a
+// task where the old one left it, and a crash between "did it" and
+// "recorded it" repeats a no-op. A step that cannot complete within
+// PhaseTimeout fails the task with its reason and changes nothing more: the
+// old membership keeps serving; asking for the same task again resumes it.
+//
+// A replica move: add the target as a learner, wait until it caught up,
+// promote it, hand leadership to it if the old replica leads, remove the old
+// voter, commit the new desired peers (config epoch +1). A hash-slot
+// migration: fence the slot on the source, copy its rows to the target in
+// bounded chunks, let the target acquire it, switch the route (revision +1),
+// release the source.
+//
+// Concurrency contract. An Executor is driven by one goroutine (the
+// controller leader's observe loop); everything it does goes through Node,
+// whose methods bound themselves by the context given.
+package tasks

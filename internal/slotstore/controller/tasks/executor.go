@@ -1,0 +1,109 @@
+package tasks
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"slotmeta/internal/slotstore"
+	"slotmeta/internal/slotstore/controller"
+	"slotmeta/internal/slotstore/meta"
+)
+
+// Node is what the executor needs of the node it runs on (the controller
+// leader).
+type Node interface {
+	// Controller is the node's copy of the controller state.
+	Controller() *controller.State
+	// Membership performs a membership operation where a replica of the
+	// group lives (idempotent: an effect already present does nothing).
+	Membership(ctx context.Context, req MembershipRequest) (Membership, error)
+	// Observe collects fresh status reports; Group is a group's view.
+	Observe(ctx context.Context)
+	Group(ctx context.Context, g slotstore.GroupID) (slotstore.GroupView, error)
+	// GroupLeader is g's live leader as the node sees it (0: none).
+	GroupLeader(g slotstore.GroupID) slotstore.NodeID
+	// Transfer moves g's leadership to target (checked, on the leader).
+	Transfer(ctx context.Context, v slotstore.GroupView, target slotstore.NodeID) error
+	// Advance replicates a task's step; Record appends a decision.
+	Advance(ctx context.Context, a controller.AdvanceTask) error
+	Record(d slotstore.Decision)
+	// ProposeToGroup replicates cmd through group g itself; Read answers a
+	// query from the group owning its hash slot.
+	ProposeToGroup(ctx context.Context, g slotstore.GroupID, cmd meta.Command) (meta.Result, error)
+	Read(ctx context.Context, q meta.Query, c meta.Consistency) (any, meta.ReadInfo, error)
+}
+
+// Config tunes an executor.
+type Config struct {
+	Node           Node
+	PhaseTimeout   time.Duration // a phase stuck this long fails its task
+	ActiveWithin   time.Duration // a learner's report must be this fresh to be caught up
+	MaxLag         uint64        // a learner this close to the leader is caught up
+	RequestTimeout time.Duration // of a leader handoff
+	Now            func() time.Time
+	Logger         *slog.Logger
+}
+
+// Executor carries out the controller's tasks, one step per round.
+type Executor struct{ cfg Config }
+
+// New returns an executor.
+func New(cfg Config) *Executor { return &Executor{cfg: cfg} }
+
+// Once runs one step of every running task of st.
+func (e *Executor) Once(ctx context.Context, tasks []slotstore.Task) {
+	for _, t := range tasks {
+		if t.Status != controller.TaskRunning && t.Status != controller.TaskCancelling {
+			continue
+		}
+		if err := e.step(ctx, t); err != nil {
+			e.cfg.Logger.Warn("task step", "task", t.ID, "phase", t.Phase, "err", err)
+		}
+	}
+}
+
+// advance records a step of task t, and the decision that says so.
+func (e *Executor) advance(ctx context.Context, t slotstore.Task, phase, status, errMsg string, obs *slotstore.PhaseRecord) error {
+	err := e.cfg.Node.Advance(ctx, controller.AdvanceTask{
+		ID: t.ID, ExpectedPhase: t.Phase, Phase: phase, Status: status, Error: errMsg, Observed: obs})
+	if err == nil {
+		what := fmt.Sprintf("%s node %d→%d", t.Kind, t.From, t.To)
+		if t.HashSlot != nil {
+			what = fmt.Sprintf("%s of hash slot %d, group %d→%d", t.Kind, *t.HashSlot, t.Group, t.ToGroup)
+		}
+		e.cfg.Node.Record(slotstore.Decision{Group: t.Group, Kind: "task", Reason: t.Kind + ":" + t.Phase + "→" + firstNonEmpty(phase, status),
+			Detail: fmt.Sprintf("task %d (%s) %s", t.ID, what, firstNonEmpty(errMsg, "ok"))})
+	}
+	return err
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// step does one step of t and advances it, or fails it after the phase has
+// been stuck for PhaseTimeout.
+func (e *Executor) step(ctx context.Context, t slotstore.Task) error {
+	var err error
+	if t.Kind == controller.TaskSlotMigration {
+		err = e.slotStep(ctx, t)
+	} else {
+		err = e.moveStep(ctx, t)
+	}
+	if err == nil {
+		return nil
+	}
+	stuck := e.cfg.Now().Sub(time.UnixMilli(t.UpdatedAtMs))
+	if stuck > e.cfg.PhaseTimeout {
+		reason := fmt.Sprintf("phase %s did not complete within %v: %v", t.Phase, e.cfg.PhaseTimeout, err)
+		return e.advance(ctx, t, "", controller.TaskFailed, reason, nil)
+	}
+	return err
+}

@@ -1,0 +1,105 @@
+package tasks
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"slotmeta/internal/slotstore"
+	"slotmeta/internal/slotstore/controller"
+)
+
+// moveStep does one step of a replica move.
+func (e *Executor) moveStep(ctx context.Context, t slotstore.Task) error {
+	toAddr := ""
+	if node, ok := e.cfg.Node.Controller().Nodes[t.To]; ok {
+		toAddr = node.RaftAddr
+	}
+	if t.Status == controller.TaskCancelling {
+		m, err := e.cfg.Node.Membership(ctx, MembershipRequest{Group: t.Group, Op: OpRemove, ReplicaID: t.NewReplicaID})
+		if err != nil {
+			return err
+		}
+		return e.advance(ctx, t, "", controller.TaskCancelled, "cancelled", m.Record(t.Phase, "new replica removed; cancelled"))
+	}
+	switch t.Phase {
+	case controller.PhaseAddLearner:
+		m, err := e.cfg.Node.Membership(ctx, MembershipRequest{Group: t.Group, Op: OpAddLearner, ReplicaID: t.NewReplicaID, Addr: toAddr})
+		if err != nil {
+			return err
+		}
+		return e.advance(ctx, t, controller.PhaseCatchUp, "", "", m.Record(t.Phase, fmt.Sprintf("replica %d added as a learner on node %d", t.NewReplicaID, t.To)))
+	case controller.PhaseCatchUp:
+		octx, cancel := context.WithTimeout(ctx, time.Second)
+		e.cfg.Node.Observe(octx)
+		cancel()
+		v, err := e.cfg.Node.Group(ctx, t.Group)
+		if err != nil {
+			return err
+		}
+		var leaderApplied, leaderLog uint64
+		leaderSeen := false
+		for _, r := range v.Replicas {
+			if r.Node == v.Leader && r.ReportAgeMs >= 0 {
+				leaderApplied, leaderLog, leaderSeen = r.AppliedIndex, r.LogLast, true
+			}
+		}
+		for _, r := range v.Replicas {
+			if r.Node != t.To || r.ReplicaID != t.NewReplicaID {
+				continue
+			}
+			fresh := r.ReportAgeMs >= 0 && time.Duration(r.ReportAgeMs)*time.Millisecond <= e.cfg.ActiveWithin
+			// Caught up: the learner has applied and logged within MaxLag of
+			// the leader (applied indexes stay 0 in a group with no writes,
+			// so the log range is the evidence then).
+			if fresh && leaderSeen && r.Lag <= e.cfg.MaxLag && r.LogLast+e.cfg.MaxLag >= leaderLog && r.LogLast > 0 {
+				m, err := e.cfg.Node.Membership(ctx, MembershipRequest{Group: t.Group, Op: OpGet})
+				if err != nil {
+					return err
+				}
+				return e.advance(ctx, t, controller.PhasePromote, "", "",
+					m.Record(t.Phase, fmt.Sprintf("learner applied %d, leader %d", r.AppliedIndex, leaderApplied)))
+			}
+			return fmt.Errorf("learner on node %d has applied %d of %d and logged %d of %d (reported %dms ago)",
+				t.To, r.AppliedIndex, leaderApplied, r.LogLast, leaderLog, r.ReportAgeMs)
+		}
+		return fmt.Errorf("node %d has not reported replica %d yet", t.To, t.NewReplicaID)
+	case controller.PhasePromote:
+		m, err := e.cfg.Node.Membership(ctx, MembershipRequest{Group: t.Group, Op: OpPromote, ReplicaID: t.NewReplicaID, Addr: toAddr})
+		if err != nil {
+			return err
+		}
+		if _, ok := m.Voters[t.NewReplicaID]; !ok {
+			return fmt.Errorf("replica %d is not a voter after promotion", t.NewReplicaID)
+		}
+		return e.advance(ctx, t, controller.PhaseRemoveOld, "", "", m.Record(t.Phase, fmt.Sprintf("replica %d promoted to voter", t.NewReplicaID)))
+	case controller.PhaseRemoveOld:
+		// Never remove the leader under itself: hand leadership to the new
+		// replica first.
+		if e.cfg.Node.GroupLeader(t.Group) == t.From {
+			if v, err := e.cfg.Node.Group(ctx, t.Group); err == nil {
+				tctx, cancel := context.WithTimeout(ctx, e.cfg.RequestTimeout)
+				err = e.cfg.Node.Transfer(tctx, v, t.To)
+				cancel()
+				if err != nil {
+					return fmt.Errorf("moving leadership off node %d before removing it: %w", t.From, err)
+				}
+			}
+		}
+		m, err := e.cfg.Node.Membership(ctx, MembershipRequest{Group: t.Group, Op: OpRemove, ReplicaID: t.OldReplicaID})
+		if err != nil {
+			return err
+		}
+		if _, ok := m.Voters[t.OldReplicaID]; ok {
+			return fmt.Errorf("replica %d is still a voter", t.OldReplicaID)
+		}
+		return e.advance(ctx, t, controller.PhaseCommit, "", "", m.Record(t.Phase, fmt.Sprintf("replica %d of node %d removed", t.OldReplicaID, t.From)))
+	case controller.PhaseCommit:
+		m, err := e.cfg.Node.Membership(ctx, MembershipRequest{Group: t.Group, Op: OpGet})
+		if err != nil {
+			return err
+		}
+		return e.advance(ctx, t, controller.PhaseDone, "", "", m.Record(t.Phase, "desired peers committed, config epoch +1"))
+	}
+	return nil
+}

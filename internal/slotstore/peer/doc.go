@@ -1,0 +1,22 @@
+// Package peer is the node-to-node RPC of slotmeta: HTTP on each node's
+// peer listener, binary bodies (the codec of package meta), errors in a
+// small JSON envelope, optionally over mutual TLS.
+//
+// Model. Every request carries the cluster secret (compared in constant
+// time) and its remaining time budget; the server derives its context from
+// that budget, so no peer call outlives its caller, and it serves at most a
+// bounded number of requests at once (busy past it). A Client bounds the
+// requests in flight to each peer and says of every failure whether the
+// request may have reached the peer (sent) — a write's outcome is unknown
+// only then. Forward batches the commands forwarded to one leader: a command
+// that finds a free slot leaves alone, commands that arrive while the slots
+// are busy leave together (propose-batch), each answered on its own. The
+// handlers that give the endpoints their meaning are the node's (package
+// cluster); this package owns the wire: framing, envelope, route headers,
+// batch codec, TLS.
+//
+// Concurrency contract. A Client and a Server are safe for concurrent use.
+// A forwarder's send goroutines (at most four per peer) are started by
+// callers and end when its queue is empty; nothing else here owns a
+// goroutine.
+package peer

@@ -1,0 +1,346 @@
+// Package replicas keeps the slot-group replicas of one node: which ones
+// run, starting and stopping them as the controller's committed state says,
+// and clearing what earlier replicas left behind.
+//
+// Model. A node runs a replica of group g when the controller places one on
+// it: as a desired peer, or as the learner of a running replica move (Want).
+// Follow compares that with what runs and starts, stops or cleans up — it
+// acts only on replicated state, never on local guesses. A new replica
+// starts from nothing: what an earlier replica of the same group left on the
+// node (its Raft log, the group's rows) is removed first, and only after a
+// linearizable read of the controller's state confirms that no other replica
+// of the group belongs here (a restarted node's own copy of that state may
+// be older than what it acted on; ADR 0002). dragonboat refuses a new
+// replica over a non-empty state machine by panicking.
+//
+// Each running replica is a Replica: its state machine, its proposer and
+// its ReadIndex batcher. The set also remembers each replica's last
+// disruption (restart, leadership lost without a transfer away, a long
+// spell without a leader) for the leader-transfer gates (disruption.go).
+//
+// Concurrency contract. Get and All read an immutable copy-on-write map and
+// may be called from any goroutine without blocking; Follow, Start and Stop
+// are serialized by the set's mutex and run on the node's reconcile loop.
+// LeaderUpdated runs on dragonboat's event goroutine and only takes a short
+// mutex. Close stops every proposer and batcher; the replicas themselves
+// stop with the NodeHost.
+package replicas
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lni/dragonboat/v4"
+	"github.com/lni/dragonboat/v4/config"
+	sm "github.com/lni/dragonboat/v4/statemachine"
+
+	"slotmeta/internal/slotstore"
+	"slotmeta/internal/slotstore/controller"
+	"slotmeta/internal/slotstore/fsm"
+	"slotmeta/internal/slotstore/propose"
+	"slotmeta/internal/slotstore/routing"
+	"slotmeta/internal/slotstore/store"
+)
+
+// Replica is one slot-group replica running on this node.
+type Replica struct {
+	Group     slotstore.GroupID
+	ReplicaID uint64
+	Proposer  *propose.Proposer
+	Reads     *propose.ReadBatcher // shares ReadIndex rounds among linearizable reads
+	sm        atomic.Pointer[fsm.StateMachine]
+}
+
+// SM is the replica's state machine, nil until dragonboat has created it.
+func (r *Replica) SM() *fsm.StateMachine { return r.sm.Load() }
+
+// Open reports whether the replica's state machine exists (it can be read).
+func (r *Replica) Open() bool { return r != nil && r.sm.Load() != nil }
+
+// Config is what the set needs of its node.
+type Config struct {
+	NodeID         slotstore.NodeID
+	NH             *dragonboat.NodeHost
+	DB             *store.DB
+	Router         *routing.Router
+	ShardConfig    func(shard, replica uint64) config.Config
+	Proposer       propose.Config
+	RequestTimeout time.Duration
+	// Controller is the node's copy of the controller state.
+	Controller func() *controller.State
+	// Metrics hooks.
+	Applied           func(g slotstore.GroupID, index uint64)
+	Batches           func(g slotstore.GroupID) propose.BatchObserver
+	DroppedProposal   func()
+	Logger            *slog.Logger
+	Settle, AwayGrace time.Duration // of the disruption tracking (disruption.go)
+}
+
+// Set is the node's running replicas.
+type Set struct {
+	cfg     Config
+	mu      sync.Mutex // serializes changes; readers use the atomic copy
+	groups  atomic.Pointer[map[slotstore.GroupID]*Replica]
+	disrupt *disruptions
+}
+
+// New returns an empty set.
+func New(cfg Config) *Set {
+	s := &Set{cfg: cfg, disrupt: newDisruptions(cfg.Settle, cfg.AwayGrace)}
+	empty := map[slotstore.GroupID]*Replica{}
+	s.groups.Store(&empty)
+	return s
+}
+
+// Get returns the replica of g on this node (nil when none runs).
+func (s *Set) Get(g slotstore.GroupID) *Replica { return (*s.groups.Load())[g] }
+
+// All returns the running replicas by group; the map must not be changed.
+func (s *Set) All() map[slotstore.GroupID]*Replica { return *s.groups.Load() }
+
+// Want says whether this node should run a replica of group g, with which
+// replica id, and whether that replica is (still) a learner: a desired peer
+// runs one; so does the target of a replica move once the learner was added
+// (and until the task is cancelled).
+func (s *Set) Want(st *controller.State, g slotstore.GroupID) (bool, uint64, bool) {
+	grp := st.Groups[g]
+	if r, ok := grp.Peers[s.cfg.NodeID]; ok {
+		return true, r, false
+	}
+	for _, t := range st.Tasks {
+		if t.Group != g || t.To != s.cfg.NodeID || t.Kind != controller.TaskReplicaMove {
+			continue
+		}
+		switch t.Status {
+		case controller.TaskRunning, controller.TaskFailed:
+			if controller.TaskPhaseIndex(controller.TaskReplicaMove, t.Phase) >= controller.TaskPhaseIndex(controller.TaskReplicaMove, controller.PhaseCatchUp) {
+				return true, t.NewReplicaID, controller.TaskPhaseIndex(controller.TaskReplicaMove, t.Phase) <= controller.TaskPhaseIndex(controller.TaskReplicaMove, controller.PhasePromote)
+			}
+		}
+	}
+	return false, 0, false
+}
+
+// Follow starts, stops and cleans up replicas so that the node runs what st
+// places on it. Failures are logged; the next round tries again.
+func (s *Set) Follow(ctx context.Context, st *controller.State) {
+	for _, id := range st.GroupIDs() {
+		grp := st.Groups[id]
+		want, replica, learner := s.Want(st, id)
+		running := s.Get(id) != nil
+		switch {
+		case want && !running:
+			if err := s.Start(st, grp, replica, learner); err != nil {
+				s.cfg.Logger.Error("start group replica", "group", id, "err", err)
+			}
+		case !want && running:
+			if err := s.Stop(ctx, id); err != nil {
+				s.cfg.Logger.Error("stop group replica", "group", id, "err", err)
+			}
+		case !want && !running && s.hasData(id):
+			// A replica removed while this node was down, or a Stop cut
+			// short by a restart, left its data behind.
+			if err := s.clearStale(ctx, id, 0); err != nil {
+				s.cfg.Logger.Error("remove data a removed replica left behind", "group", id, "err", err)
+			}
+		}
+	}
+}
+
+// publish replaces the map with a copy changed by edit (under s.mu).
+func (s *Set) publish(edit func(map[slotstore.GroupID]*Replica)) {
+	next := make(map[slotstore.GroupID]*Replica, len(*s.groups.Load())+1)
+	for id, r := range *s.groups.Load() {
+		next[id] = r
+	}
+	edit(next)
+	s.groups.Store(&next)
+}
+
+// Start starts this node's replica of grp and its proposer. A learner that
+// was just added joins the group (join, non-voting); a replica that ran here
+// before restarts from its own Raft state.
+func (s *Set) Start(st *controller.State, grp *controller.Group, replica uint64, learner bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.Get(grp.ID) != nil {
+		return nil
+	}
+	g, shard := grp.ID, controller.ShardOf(grp.ID)
+	r := &Replica{Group: g, ReplicaID: replica}
+	genesis := st.GenesisSlots(g)
+	create := func(uint64, uint64) sm.IOnDiskStateMachine {
+		m := fsm.New(fsm.Config{Group: g, DB: s.cfg.DB, Genesis: genesis, OnApplied: s.cfg.Applied})
+		r.sm.Store(m)
+		return m
+	}
+	var members map[uint64]dragonboat.Target
+	cfg := s.cfg.ShardConfig(shard, replica)
+	cfg.IsNonVoting = learner
+	join := false
+	restarted := s.cfg.NH.HasNodeInfo(shard, replica)
+	if !restarted {
+		// A new replica starts from nothing (see the package doc).
+		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
+		err := s.clearStale(ctx, g, replica)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("clear what an earlier replica of group %d left: %w", g, err)
+		}
+		if learner {
+			join = true // the learner was added to the membership: join it
+		} else {
+			members = map[uint64]dragonboat.Target{}
+			for node, rid := range grp.Peers {
+				if info, ok := st.Nodes[node]; ok {
+					members[rid] = info.RaftAddr
+				}
+			}
+		}
+	}
+	s.disrupt.started(shard, replica, restarted)
+	if err := s.cfg.NH.StartOnDiskReplica(members, join, create, cfg); err != nil {
+		s.disrupt.forget(shard)
+		return err
+	}
+	changed := func() context.Context { return s.cfg.Router.LeaderChange(g) }
+	leaderOf := func(rid uint64) slotstore.NodeID {
+		if grp, ok := s.cfg.Controller().Groups[g]; ok {
+			node, _ := grp.NodeOfReplica(rid)
+			return node
+		}
+		return 0
+	}
+	rep := &propose.RaftReplicator{NH: s.cfg.NH, Shard: shard, Group: g, Replica: replica, Session: s.cfg.NH.GetNoOPSession(shard),
+		LeaderOf: leaderOf, Changed: changed, Dropped: s.cfg.DroppedProposal}
+	r.Proposer = propose.New(s.cfg.Proposer, rep, s.cfg.Batches(g))
+	r.Reads = propose.NewReadBatcher(propose.NodeHostReadIndex{NH: s.cfg.NH, Shard: shard, Changed: changed}, s.cfg.RequestTimeout)
+	s.publish(func(m map[slotstore.GroupID]*Replica) { m[g] = r })
+	s.cfg.Logger.Info("group replica started", "group", g, "replica", replica)
+	return nil
+}
+
+// Stop stops this node's replica of g and removes its data: the Raft log
+// (SyncRemoveData) and the group's key span in the store. Only called when
+// the controller no longer wants a replica here.
+func (s *Set) Stop(ctx context.Context, g slotstore.GroupID) error {
+	s.mu.Lock()
+	r := s.Get(g)
+	if r == nil {
+		s.mu.Unlock()
+		return nil
+	}
+	s.publish(func(m map[slotstore.GroupID]*Replica) { delete(m, g) })
+	s.mu.Unlock()
+	r.Proposer.Close()
+	r.Reads.Close()
+	shard := controller.ShardOf(g)
+	s.disrupt.forget(shard)
+	if err := s.cfg.NH.StopReplica(shard, r.ReplicaID); err != nil && !errors.Is(err, dragonboat.ErrShardNotFound) {
+		return err
+	}
+	rctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+	defer cancel()
+	if err := s.cfg.NH.SyncRemoveData(rctx, shard, r.ReplicaID); err != nil {
+		s.cfg.Logger.Warn("remove raft data of a stopped replica", "group", g, "err", err)
+	}
+	if err := s.cfg.DB.DeleteGroup(g); err != nil {
+		return err
+	}
+	s.cfg.Router.ForgetGroup(g)
+	s.cfg.Logger.Info("group replica stopped and its data removed", "group", g, "replica", r.ReplicaID)
+	return nil
+}
+
+// Close stops every running replica's proposer and read batcher (the
+// NodeHost stops the replicas).
+func (s *Set) Close() {
+	for _, r := range s.All() {
+		r.Proposer.Close()
+		r.Reads.Close()
+	}
+}
+
+// hasData reports whether the store holds anything of group g.
+func (s *Set) hasData(g slotstore.GroupID) bool {
+	ok, _ := s.cfg.DB.HasGroup(g)
+	return ok
+}
+
+// clearStale removes what replicas of group g other than keep (0: any)
+// left on this node: their Raft logs and the group's key span in the store,
+// only on the controller's current word (see the package doc). None of them
+// may be running.
+func (s *Set) clearStale(ctx context.Context, g slotstore.GroupID, keep uint64) error {
+	shard := controller.ShardOf(g)
+	var others []uint64
+	for _, ni := range s.cfg.NH.GetNodeHostInfo(dragonboat.NodeHostInfoOption{}).LogInfo {
+		if ni.ShardID == shard && ni.ReplicaID != keep {
+			others = append(others, ni.ReplicaID)
+		}
+	}
+	rows := s.hasData(g)
+	if len(others) == 0 && !rows {
+		return nil
+	}
+	v, err := s.cfg.NH.SyncRead(ctx, controller.ShardID, controller.StateQuery{})
+	if err != nil {
+		return fmt.Errorf("read the controller state: %w", propose.RaftError(err, 0, false))
+	}
+	st, ok := v.(*controller.State)
+	if !ok {
+		return fmt.Errorf("controller state query answered %T", v)
+	}
+	if want, replica, _ := s.Want(st, g); want && replica != keep {
+		return fmt.Errorf("the controller places replica %d of group %d here: its data stays", replica, g)
+	}
+	for _, rid := range others {
+		if err := s.cfg.NH.SyncRemoveData(ctx, shard, rid); err != nil {
+			return fmt.Errorf("remove the raft data of replica %d: %w", rid, err)
+		}
+		s.cfg.Logger.Warn("removed the raft data an earlier replica left", "group", g, "replica", rid)
+	}
+	if !rows {
+		return nil
+	}
+	if err := s.cfg.DB.DeleteGroup(g); err != nil {
+		return err
+	}
+	s.cfg.Logger.Warn("removed the store data an earlier replica left", "group", g)
+	return nil
+}
+
+// RefreshLeaders re-reads the live leader of every replica here, in case a
+// leader event was missed or arrived before the replica mapping was known.
+func (s *Set) RefreshLeaders(st *controller.State) {
+	for id := range s.All() {
+		leader, term, valid, err := s.cfg.NH.GetLeaderID(controller.ShardOf(id))
+		if err != nil {
+			continue
+		}
+		if !valid || leader == 0 {
+			s.cfg.Router.SetLeader(id, 0, term)
+			continue
+		}
+		if node, ok := st.Groups[id].NodeOfReplica(leader); ok {
+			s.cfg.Router.SetLeader(id, node, term)
+		}
+	}
+}
+
+// LeaderUpdated follows one of dragonboat's leader events of a slot shard
+// (for the disruption tracking); it only takes a short mutex.
+func (s *Set) LeaderUpdated(shard, leader uint64) { s.disrupt.leaderUpdated(shard, leader) }
+
+// TransferAway notes that this node asked shard's Raft to hand its
+// leadership to another replica (so that losing it is not a disruption).
+func (s *Set) TransferAway(shard uint64) { s.disrupt.transferAway(shard) }
+
+// Disruption is the last disruption of the replica of shard on this node
+// and how long ago it ended (kind "" when none).
+func (s *Set) Disruption(shard uint64) (kind string, ago time.Duration) { return s.disrupt.last(shard) }

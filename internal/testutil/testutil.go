@@ -1,0 +1,58 @@
+// Package testutil holds what tests across the repository share: loopback
+// addresses that no other test of the process got, and waiting for a
+// condition with a deadline (a wait for a condition, never a sleep and a
+// hope).
+//
+// Concurrency contract: every function is safe for concurrent use; none
+// owns a goroutine.
+package testutil
+
+import (
+	"net"
+	"sync"
+	"testing"
+	"time"
+)
+
+// handedOut holds every address FreeAddr returned in this process: the OS
+// may hand a port it freed out again, and two nodes of one cluster then got
+// the same Raft address (dragonboat panics "duplicated address").
+var handedOut = struct {
+	sync.Mutex
+	addrs map[string]bool
+}{addrs: map[string]bool{}}
+
+// FreeAddr returns a 127.0.0.1 address whose port the OS just handed out
+// and that no earlier FreeAddr call of this process returned.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := l.Addr().String()
+		_ = l.Close()
+		if !handedOut.addrs[addr] {
+			handedOut.addrs[addr] = true
+			return addr
+		}
+	}
+	t.Fatal("testutil: no fresh loopback port in 100 tries")
+	return ""
+}
+
+// WaitUntil polls cond every poll until it holds, failing t with what
+// after within.
+func WaitUntil(t testing.TB, within, poll time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", within, what)
+		}
+		time.Sleep(poll)
+	}
+}
