@@ -33,9 +33,16 @@ test-short:
 generate:
 	$(GO) generate ./...
 
+# gofmt, go vet, staticcheck (a tool of go.mod), and the generated templ
+# files must be what `templ generate` makes of the .templ sources.
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '_templ.go$$')); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) tool staticcheck ./...
+	@before=$$(cat $$(git ls-files '*_templ.go') | sha256sum); \
+	$(GO) tool templ generate -path internal/console >/dev/null 2>&1 || { echo "templ generate failed"; exit 1; }; \
+	after=$$(cat $$(git ls-files '*_templ.go') | sha256sum); \
+	if [ "$$before" != "$$after" ]; then echo "templ: the generated *_templ.go files were stale (now regenerated: commit them)"; exit 1; fi
 
 # Lints openapi.yaml with Redocly's recommended rules (redocly.yaml says
 # which are off and why). Needs Node >= 20.19 and, the first time, the npm

@@ -24,3 +24,54 @@ func TestAdaptersDoNotImportRaftOrStorage(t *testing.T) {
 		}
 	}
 }
+
+// layers is the picture of docs/design.md §14: a package imports only
+// packages of lower layers (of ours; the standard library and modules
+// aside). A package missing here fails the test, so the picture grows with
+// the code.
+var layers = map[string]int{
+	"internal/slotstore":      0,
+	"internal/slotstore/meta": 1, "internal/slotstore/routing": 1, "internal/slotstore/raftlog": 1,
+	"internal/slotstore/raftnet": 1, "internal/auth": 1, "web": 1, "migrations": 1,
+	"internal/slotstore/store": 2, "internal/slotstore/controller": 2, "internal/slotstore/peer": 2,
+	"internal/slotstore/propose": 2,
+	"internal/slotstore/fsm":     3, "internal/slotstore/controller/policy": 3, "internal/slotstore/controller/tasks": 3,
+	"internal/slotstore/projector": 3,
+	"internal/slotstore/replicas":  4,
+	"internal/slotstore/dispatch":  5,
+	"internal/slotstore/cluster":   6, "internal/httpapi": 6, "internal/console": 6,
+	"cmd/server": 7,
+}
+
+func TestPackagesImportOnlyLowerLayers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "./internal/...", "./cmd/server", "./web", "./migrations").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		pkg := strings.TrimPrefix(fields[0], "slotmeta/")
+		switch {
+		case strings.HasPrefix(pkg, "internal/chaos"), strings.HasPrefix(pkg, "internal/e2e"), strings.HasPrefix(pkg, "internal/contract"),
+			pkg == "internal/nethost", pkg == "internal/testutil", pkg == "internal/slotstore/faults", pkg == "internal/slotstore/slotstoretest":
+			continue // tests and test support: they may use anything
+		}
+		layer, ok := layers[pkg]
+		if !ok {
+			t.Errorf("%s is not in the picture of docs/design.md §14 (layers in deps_test.go)", pkg)
+			continue
+		}
+		for _, imp := range fields[1:] {
+			dep, ours := strings.CutPrefix(imp, "slotmeta/")
+			if !ours {
+				continue
+			}
+			if l, known := layers[dep]; !known || l >= layer {
+				t.Errorf("%s (layer %d) imports %s (layer %d): imports point to lower layers only", pkg, layer, dep, l)
+			}
+		}
+	}
+}

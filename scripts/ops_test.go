@@ -278,7 +278,7 @@ func TestOpsScripts(t *testing.T) {
 	// rebalance-leaders.sh: preferences spread, every leader follows.
 	out, code = runOps(t, 60*time.Second, api(2), nil, "rebalance-leaders.sh", "--timeout", "40")
 	if code != 0 {
-		t.Fatalf("rebalance-leaders.sh exited %d", code)
+		t.Fatalf("rebalance-leaders.sh exited %d:\n%s", code, out)
 	}
 	after := c.opsGroups(1)
 	withReplicas := map[int]bool{}

@@ -125,7 +125,6 @@ type LoginProps struct {
 // ---- formatting helpers used by the templates ----
 
 func u64(v uint64) string { return strconv.FormatUint(v, 10) }
-func i64(v int64) string  { return strconv.FormatInt(v, 10) }
 func num(v int) string    { return strconv.Itoa(v) }
 func gid(g slotstore.GroupID) string {
 	return strconv.FormatUint(uint64(g), 10)

@@ -266,6 +266,9 @@ func TestMembershipBadInput(t *testing.T) {
 			t.Errorf("%s %s %s: %d %s, want 400 naming %q", tc.method, tc.path, tc.body, r.code, r.body, tc.field)
 		}
 	}
+	if c1 := s.node.Stats().Commands; c1 != c0 {
+		t.Fatalf("rejected requests proposed %d commands", c1-c0)
+	}
 	// A cursor of one listing is refused by another.
 	for i := range 3 {
 		s.must(200, "PUT", fmt.Sprintf("/v1/users/u/cmd-bindings/1/c%d", i), `{"start_seq":1}`)

@@ -107,8 +107,8 @@ type Node struct {
 	life    context.Context
 	endLife context.CancelFunc
 	stop    chan struct{}
-	done chan struct{}
-	once sync.Once
+	done    chan struct{}
+	once    sync.Once
 }
 
 var quietOnce sync.Once

@@ -100,7 +100,7 @@ func (c *AppendEvent) decodeBody(d *decoder) { decodeEventFields(d, &c.Event) }
 // Event queries and answers.
 const (
 	QueryListEvents QueryKind = 80
-	answerEventPage           = 80
+	answerEventPage uint8     = 80
 )
 
 // ListEvents lists a channel's events newest first, those with seqs below

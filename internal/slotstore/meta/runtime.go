@@ -297,7 +297,7 @@ func (c *AdvanceRetention) decodeBody(d *decoder) {
 // Runtime queries and answers.
 const (
 	QueryGetRuntime QueryKind = 60
-	answerRuntime             = 60
+	answerRuntime   uint8     = 60
 )
 
 // GetRuntime reads a channel's runtime meta. Answer: *ChannelRuntime or nil.

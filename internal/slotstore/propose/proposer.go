@@ -210,7 +210,8 @@ func (p *Proposer) Hold(ctx context.Context, max time.Duration) (release func(),
 // queued command with an error.
 func (p *Proposer) Close() {
 	p.once.Do(func() { close(p.stop) })
-	p.closing.Lock() // callers proposing directly have finished
+	p.closing.Lock()
+	//lint:ignore SA2001 taking the lock waited for every caller proposing directly to finish
 	p.closing.Unlock()
 	p.wg.Wait()
 	for {
