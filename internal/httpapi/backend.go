@@ -21,9 +21,10 @@ type Backend interface {
 	// not_found, failed_precondition, …) comes back as a Result with a Code.
 	Propose(ctx context.Context, cmd meta.Command) (meta.Result, slotstore.Route, error)
 
-	// Read answers q from the group that owns q.RouteSlot(). The answer's type
-	// is documented on each query type (e.g. *meta.User or nil for GetUser).
-	Read(ctx context.Context, q meta.Query, c meta.Consistency) (any, meta.ReadInfo, error)
+	// Reader answers q from the group that owns q.RouteSlot(), with the
+	// answer type q declares (meta.For); handlers read through read, which
+	// goes through meta.Read, so no handler sees an untyped answer.
+	meta.Reader
 
 	// Routes returns the node's current routing snapshot.
 	Routes() *routing.Snapshot

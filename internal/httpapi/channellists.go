@@ -142,11 +142,7 @@ func (a *api) getMember(l meta.ChannelList) handlerFunc {
 			return err
 		}
 		q := &meta.GetChannelMember{HashSlot: slotstore.HashSlotOfString(id), List: l, ChannelType: channelType, ChannelID: id, UID: uid}
-		ans, err := a.read(w, r, target{id, f}, c, q)
-		if err != nil {
-			return err
-		}
-		m, err := answerAs[*meta.ChannelMember](ans, "GetChannelMember")
+		m, err := read(a, w, r, target{id, f}, c, q)
 		if err != nil {
 			return err
 		}
@@ -173,25 +169,16 @@ func (a *api) listMembers(l meta.ChannelList) handlerFunc {
 		}
 		q := &meta.ScanChannelList{HashSlot: slotstore.HashSlotOfString(id), List: l, ChannelType: channelType, ChannelID: id,
 			AfterUID: after, Limit: lq.limit}
-		ans, err := a.read(w, r, target{id, lq.fence}, lq.c, q)
-		if err != nil {
-			return err
-		}
-		p, err := answerAs[*meta.ChannelMemberPage](ans, "ScanChannelList")
+		p, err := read(a, w, r, target{id, lq.fence}, lq.c, q)
 		if err != nil {
 			return err
 		}
 		if p == nil {
 			return channelNotFound(channelType, id)
 		}
-		page := listPage[memberJSON]{Items: make([]memberJSON, 0, len(p.Members))}
-		for _, m := range p.Members {
-			page.Items = append(page.Items, memberJSON{UID: m.UID, AddedAtMs: m.AddedAtMs})
-		}
-		if p.More && len(p.Members) > 0 {
-			page.NextCursor = packCursor(tag, []byte(p.Members[len(p.Members)-1].UID))
-		}
-		a.writeJSON(w, r, http.StatusOK, page)
+		a.writeJSON(w, r, http.StatusOK, pageOf(p.Members, p.More,
+			func(m *meta.ChannelMember) memberJSON { return memberJSON{UID: m.UID, AddedAtMs: m.AddedAtMs} },
+			func(last *meta.ChannelMember) string { return packCursor(tag, []byte(last.UID)) }))
 		return nil
 	}
 }

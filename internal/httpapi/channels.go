@@ -160,12 +160,8 @@ func (a *api) getChannel(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ans, err := a.read(w, r, target{id, f}, c,
+	ch, err := read(a, w, r, target{id, f}, c,
 		&meta.GetChannel{HashSlot: slotstore.HashSlotOfString(id), ChannelType: channelType, ChannelID: id})
-	if err != nil {
-		return err
-	}
-	ch, err := answerAs[*meta.Channel](ans, "GetChannel")
 	if err != nil {
 		return err
 	}

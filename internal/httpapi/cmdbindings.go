@@ -46,16 +46,11 @@ func cmdBindingOut(b *meta.CmdBinding) cmdBindingJSON {
 	}
 }
 
-type cmdBindingPage struct {
-	Items      []cmdBindingJSON `json:"items"`
-	NextCursor string           `json:"next_cursor,omitempty"`
-}
-
 // cmdBindings are the rows of /v1/users/{uid}/cmd-bindings/{channel_type}/{channel_id}.
-var cmdBindings = userChannelRow[meta.CmdBinding]{
+var cmdBindings = userChannelRow[meta.CmdBinding, cmdBindingJSON]{
 	noun: "CMD binding", of: "to", decode: meta.DecodeCmdBinding,
-	out: func(b *meta.CmdBinding) any { return cmdBindingOut(b) },
-	get: func(uc meta.UserChannel) meta.Query {
+	out: cmdBindingOut,
+	get: func(uc meta.UserChannel) meta.For[*meta.CmdBinding] {
 		return &meta.GetCmdBinding{HashSlot: slotstore.HashSlotOfString(uc.UID), UserChannel: uc}
 	},
 	del: func(uc meta.UserChannel) meta.Command { return &meta.DeleteCmdBinding{UserChannel: uc} },
@@ -110,22 +105,15 @@ func (a *api) listCmdBindings(w http.ResponseWriter, r *http.Request) error {
 		}
 		q.HasAfter, q.AfterType, q.AfterID = true, pos[0], string(pos[1:])
 	}
-	ans, err := a.read(w, r, target{uid, lq.fence}, lq.c, q)
+	p, err := read(a, w, r, target{uid, lq.fence}, lq.c, q)
 	if err != nil {
 		return err
 	}
-	p, ok := ans.(*meta.CmdBindingPage)
-	if !ok || p == nil {
-		return internalf("ListCmdBindings answered %T", ans)
+	if p == nil {
+		return internalf("ListCmdBindings answered nothing")
 	}
-	out := cmdBindingPage{Items: make([]cmdBindingJSON, 0, len(p.Items))}
-	for _, b := range p.Items {
-		out.Items = append(out.Items, cmdBindingOut(b))
-	}
-	if p.More && len(p.Items) > 0 {
-		last := p.Items[len(p.Items)-1]
-		out.NextCursor = packCursor(tagCmdBindings, append([]byte{last.ChannelType}, last.ChannelID...))
-	}
-	a.writeJSON(w, r, http.StatusOK, out)
+	a.writeJSON(w, r, http.StatusOK, pageOf(p.Items, p.More, cmdBindingOut, func(last *meta.CmdBinding) string {
+		return packCursor(tagCmdBindings, append([]byte{last.ChannelType}, last.ChannelID...))
+	}))
 	return nil
 }

@@ -54,35 +54,26 @@ func decodeCursor(s string) (position, error) {
 	return p, nil
 }
 
-// userPage is the answer of GET /v1/users.
-type userPage struct {
-	Items      []userJSON `json:"items"`
-	NextCursor string     `json:"next_cursor,omitempty"`
-}
-
 // listUsers is GET /v1/users?cursor=&limit=&consistency=: every user, in
 // (hash slot, uid) order, walked by walkSlots with one ScanUsers query per
 // run of hash slots owned by one group.
 func (a *api) listUsers(w http.ResponseWriter, r *http.Request) error {
 	users, next, err := walkSlots(a, w, r, func(u *meta.User) string { return u.UID },
 		func(ctx context.Context, run slotRun) ([]*meta.User, bool, error) {
-			ans, _, err := a.be.Read(ctx, &meta.ScanUsers{FromSlot: run.from, ToSlot: run.to, AfterUID: run.afterUID, Limit: run.want}, run.consistency)
+			scan, _, err := meta.Read(ctx, a.be, &meta.ScanUsers{FromSlot: run.from, ToSlot: run.to, AfterUID: run.afterUID, Limit: run.want}, run.consistency)
 			if err != nil {
 				return nil, false, err
 			}
-			scan, ok := ans.(*meta.UserPage)
-			if !ok || scan == nil {
-				return nil, false, internalf("ScanUsers answered %T", ans)
+			if scan == nil {
+				return nil, false, internalf("ScanUsers answered nothing")
 			}
 			return scan.Users, scan.More, nil
 		})
 	if err != nil {
 		return err
 	}
-	page := userPage{Items: make([]userJSON, 0, len(users)), NextCursor: next}
-	for _, u := range users {
-		page.Items = append(page.Items, userOut(u))
-	}
+	page := pageOf(users, false, userOut, nil)
+	page.NextCursor = next
 	a.writeJSON(w, r, http.StatusOK, page)
 	return nil
 }
@@ -204,9 +195,23 @@ func keyedListQuery(r *http.Request, tag byte, valid func(string) string) (listQ
 	return lq, string(pos), nil
 }
 
-// listPage is the answer of a keyed listing: next_cursor is absent when the
-// listing is done (as for GET /v1/users).
+// listPage is the answer of every listing: next_cursor is absent when the
+// listing is done.
 type listPage[T any] struct {
 	Items      []T    `json:"items"`
 	NextCursor string `json:"next_cursor,omitempty"`
+}
+
+// pageOf is the one way a listing renders its rows: each shown by out, and
+// when more follow, a next_cursor after the last (after). items is never
+// rendered as null.
+func pageOf[E, J any](items []E, more bool, out func(E) J, after func(last E) string) listPage[J] {
+	page := listPage[J]{Items: make([]J, 0, len(items))}
+	for _, e := range items {
+		page.Items = append(page.Items, out(e))
+	}
+	if more && len(items) > 0 {
+		page.NextCursor = after(items[len(items)-1])
+	}
+	return page
 }

@@ -103,11 +103,7 @@ func (a *api) getDevice(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ans, err := a.read(w, r, target{uid, f}, c, &meta.GetDevice{HashSlot: slotstore.HashSlotOfString(uid), UID: uid, Flag: flag})
-	if err != nil {
-		return err
-	}
-	d, err := answerAs[*meta.Device](ans, "GetDevice")
+	d, err := read(a, w, r, target{uid, f}, c, &meta.GetDevice{HashSlot: slotstore.HashSlotOfString(uid), UID: uid, Flag: flag})
 	if err != nil {
 		return err
 	}
@@ -151,25 +147,15 @@ func (a *api) listDevices(w http.ResponseWriter, r *http.Request) error {
 		n, _ := strconv.Atoi(after)
 		from = uint16(n) + 1
 	}
-	ans, err := a.read(w, r, target{uid, lq.fence}, lq.c, &meta.ListDevices{HashSlot: slotstore.HashSlotOfString(uid), UID: uid, From: from, Limit: lq.limit})
-	if err != nil {
-		return err
-	}
-	p, err := answerAs[*meta.DevicePage](ans, "ListDevices")
+	p, err := read(a, w, r, target{uid, lq.fence}, lq.c, &meta.ListDevices{HashSlot: slotstore.HashSlotOfString(uid), UID: uid, From: from, Limit: lq.limit})
 	if err != nil {
 		return err
 	}
 	if p == nil {
 		return slotstore.Errorf(slotstore.CodeNotFound, "user %q not found", uid)
 	}
-	page := listPage[deviceJSON]{Items: make([]deviceJSON, 0, len(p.Devices))}
-	for _, d := range p.Devices {
-		page.Items = append(page.Items, deviceOut(d))
-	}
-	if p.More && len(p.Devices) > 0 {
-		page.NextCursor = packCursor(tagDevices, []byte(strconv.Itoa(int(p.Devices[len(p.Devices)-1].Flag))))
-	}
-	a.writeJSON(w, r, http.StatusOK, page)
+	a.writeJSON(w, r, http.StatusOK, pageOf(p.Devices, p.More, deviceOut,
+		func(last *meta.Device) string { return packCursor(tagDevices, []byte(strconv.Itoa(int(last.Flag)))) }))
 	return nil
 }
 

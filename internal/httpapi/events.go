@@ -60,10 +60,9 @@ func eventOut(ev *meta.ChannelEvent) eventJSON {
 // eventPage is the answer of GET …/events: besides the page, how many
 // events the projection holds and the newest seq it ever assigned.
 type eventPage struct {
-	Items      []eventJSON `json:"items"`
-	NextCursor string      `json:"next_cursor,omitempty"`
-	Count      uint64      `json:"count"`
-	LastSeq    uint64      `json:"last_seq"`
+	listPage[eventJSON]
+	Count   uint64 `json:"count"`
+	LastSeq uint64 `json:"last_seq"`
 }
 
 // appendEvent is POST …/events: 201 with the event and its seq. The oldest
@@ -121,21 +120,16 @@ func (a *api) listEvents(w http.ResponseWriter, r *http.Request) error {
 	}
 	q := &meta.ListEvents{HashSlot: slotstore.HashSlotOfString(id), ChanRef: meta.ChanRef{ChannelType: t, ChannelID: id},
 		BeforeSeq: before, Limit: lq.limit}
-	ans, err := a.read(w, r, target{id, lq.fence}, lq.c, q)
+	p, err := read(a, w, r, target{id, lq.fence}, lq.c, q)
 	if err != nil {
 		return err
 	}
-	p, ok := ans.(*meta.EventPage)
-	if !ok || p == nil {
-		return internalf("ListEvents answered %T", ans)
+	if p == nil {
+		return internalf("ListEvents answered nothing")
 	}
-	out := eventPage{Items: make([]eventJSON, 0, len(p.Items)), Count: p.Count, LastSeq: p.LastSeq}
-	for _, ev := range p.Items {
-		out.Items = append(out.Items, eventOut(ev))
-	}
-	if p.More && len(p.Items) > 0 {
-		out.NextCursor = seqCursor(tagEvents, p.Items[len(p.Items)-1].Seq)
-	}
-	a.writeJSON(w, r, http.StatusOK, out)
+	a.writeJSON(w, r, http.StatusOK, eventPage{
+		listPage: pageOf(p.Items, p.More, eventOut, func(last *meta.ChannelEvent) string { return seqCursor(tagEvents, last.Seq) }),
+		Count:    p.Count, LastSeq: p.LastSeq,
+	})
 	return nil
 }

@@ -79,11 +79,7 @@ func (a *api) getKV(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ans, err := a.read(w, r, target{key, f}, c, &meta.GetKV{HashSlot: slotstore.HashSlotOfString(key), Key: key})
-	if err != nil {
-		return err
-	}
-	kv, err := answerAs[*meta.KV](ans, "GetKV")
+	kv, err := read(a, w, r, target{key, f}, c, &meta.GetKV{HashSlot: slotstore.HashSlotOfString(key), Key: key})
 	if err != nil {
 		return err
 	}

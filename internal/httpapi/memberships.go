@@ -67,11 +67,6 @@ func membershipOut(m *meta.Membership) membershipJSON {
 	}
 }
 
-type membershipPage struct {
-	Items      []membershipJSON `json:"items"`
-	NextCursor string           `json:"next_cursor,omitempty"`
-}
-
 // userChannelFromPath returns {uid}, {channel_type} and {channel_id}.
 func userChannelFromPath(r *http.Request) (meta.UserChannel, error) {
 	uid, err := pathParam(r, "uid", uidProblem)
@@ -86,10 +81,10 @@ func userChannelFromPath(r *http.Request) (meta.UserChannel, error) {
 }
 
 // memberships are the rows of /v1/users/{uid}/memberships/{channel_type}/{channel_id}.
-var memberships = userChannelRow[meta.Membership]{
+var memberships = userChannelRow[meta.Membership, membershipJSON]{
 	noun: "membership", of: "of", decode: meta.DecodeMembership,
-	out: func(m *meta.Membership) any { return membershipOut(m) },
-	get: func(uc meta.UserChannel) meta.Query {
+	out: membershipOut,
+	get: func(uc meta.UserChannel) meta.For[*meta.Membership] {
 		return &meta.GetMembership{HashSlot: slotstore.HashSlotOfString(uc.UID), UserChannel: uc}
 	},
 	del: func(uc meta.UserChannel) meta.Command { return &meta.DeleteMembership{UserChannel: uc} },
@@ -186,21 +181,13 @@ func (a *api) listMemberships(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	q := &meta.ListMemberships{HashSlot: slotstore.HashSlotOfString(uid), UID: uid, After: after, Limit: lq.limit}
-	ans, err := a.read(w, r, target{uid, lq.fence}, lq.c, q)
+	p, err := read(a, w, r, target{uid, lq.fence}, lq.c, q)
 	if err != nil {
 		return err
 	}
-	p, ok := ans.(*meta.MembershipPage)
-	if !ok || p == nil {
-		return internalf("ListMemberships answered %T", ans)
+	if p == nil {
+		return internalf("ListMemberships answered nothing")
 	}
-	out := membershipPage{Items: make([]membershipJSON, 0, len(p.Items))}
-	for _, m := range p.Items {
-		out.Items = append(out.Items, membershipOut(m))
-	}
-	if p.More && len(p.Items) > 0 {
-		out.NextCursor = membershipCursor(p.Items[len(p.Items)-1])
-	}
-	a.writeJSON(w, r, http.StatusOK, out)
+	a.writeJSON(w, r, http.StatusOK, pageOf(p.Items, p.More, membershipOut, membershipCursor))
 	return nil
 }

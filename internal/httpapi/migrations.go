@@ -65,11 +65,6 @@ func migrationOut(t *meta.ChannelTask) migrationJSON {
 	}
 }
 
-type migrationPage struct {
-	Items      []migrationJSON `json:"items"`
-	NextCursor string          `json:"next_cursor,omitempty"`
-}
-
 // taskIDFromPath parses {task_id}: a decimal integer of at least 1.
 func taskIDFromPath(r *http.Request) (uint64, error) {
 	raw, err := pathParam(r, "task_id", func(string) string { return "" })
@@ -214,11 +209,7 @@ func (a *api) getMigration(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	q := &meta.GetChannelTask{HashSlot: slotstore.HashSlotOfString(id), ChanRef: meta.ChanRef{ChannelType: t, ChannelID: id}, TaskID: taskID}
-	ans, err := a.read(w, r, target{id, f}, c, q)
-	if err != nil {
-		return err
-	}
-	task, err := answerAs[*meta.ChannelTask](ans, "GetChannelTask")
+	task, err := read(a, w, r, target{id, f}, c, q)
 	if err != nil {
 		return err
 	}
@@ -246,22 +237,15 @@ func (a *api) listMigrations(w http.ResponseWriter, r *http.Request) error {
 	}
 	q := &meta.ListChannelTasks{HashSlot: slotstore.HashSlotOfString(id), ChanRef: meta.ChanRef{ChannelType: t, ChannelID: id},
 		BeforeID: before, Limit: lq.limit}
-	ans, err := a.read(w, r, target{id, lq.fence}, lq.c, q)
+	p, err := read(a, w, r, target{id, lq.fence}, lq.c, q)
 	if err != nil {
 		return err
 	}
-	p, ok := ans.(*meta.ChannelTaskPage)
-	if !ok || p == nil {
-		return internalf("ListChannelTasks answered %T", ans)
+	if p == nil {
+		return internalf("ListChannelTasks answered nothing")
 	}
-	out := migrationPage{Items: make([]migrationJSON, 0, len(p.Items))}
-	for _, task := range p.Items {
-		out.Items = append(out.Items, migrationOut(task))
-	}
-	if p.More && len(p.Items) > 0 {
-		out.NextCursor = seqCursor(tagMigrations, p.Items[len(p.Items)-1].TaskID)
-	}
-	a.writeJSON(w, r, http.StatusOK, out)
+	a.writeJSON(w, r, http.StatusOK, pageOf(p.Items, p.More, migrationOut,
+		func(last *meta.ChannelTask) string { return seqCursor(tagMigrations, last.TaskID) }))
 	return nil
 }
 

@@ -172,26 +172,16 @@ func (a *api) listUserPlugins(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ans, err := a.read(w, r, target{uid, lq.fence}, lq.c,
+	p, err := read(a, w, r, target{uid, lq.fence}, lq.c,
 		&meta.ListUserPlugins{HashSlot: slotstore.HashSlotOfString(uid), UID: uid, AfterPlugin: after, Limit: lq.limit})
-	if err != nil {
-		return err
-	}
-	p, err := answerAs[*meta.PluginPage](ans, "ListUserPlugins")
 	if err != nil {
 		return err
 	}
 	if p == nil {
 		return slotstore.Errorf(slotstore.CodeNotFound, "user %q not found", uid)
 	}
-	page := listPage[pluginJSON]{Items: make([]pluginJSON, 0, len(p.Bindings))}
-	for _, b := range p.Bindings {
-		page.Items = append(page.Items, pluginOut(b))
-	}
-	if p.More && len(p.Bindings) > 0 {
-		page.NextCursor = packCursor(tagUserPlugins, []byte(p.Bindings[len(p.Bindings)-1].PluginNo))
-	}
-	a.writeJSON(w, r, http.StatusOK, page)
+	a.writeJSON(w, r, http.StatusOK, pageOf(p.Bindings, p.More, pluginOut,
+		func(last *meta.PluginBinding) string { return packCursor(tagUserPlugins, []byte(last.PluginNo)) }))
 	return nil
 }
 
@@ -206,27 +196,21 @@ func (a *api) listPluginUsers(w http.ResponseWriter, r *http.Request) error {
 	}
 	bindings, next, err := walkSlots(a, w, r, func(b *meta.PluginBinding) string { return b.UID },
 		func(ctx context.Context, run slotRun) ([]*meta.PluginBinding, bool, error) {
-			ans, _, err := a.be.Read(ctx, &meta.ScanPluginUsers{PluginNo: plugin, FromSlot: run.from, ToSlot: run.to,
+			p, _, err := meta.Read(ctx, a.be, &meta.ScanPluginUsers{PluginNo: plugin, FromSlot: run.from, ToSlot: run.to,
 				AfterUID: run.afterUID, Limit: run.want}, run.consistency)
 			if err != nil {
 				return nil, false, err
 			}
-			p, err := answerAs[*meta.PluginPage](ans, "ScanPluginUsers")
-			if err == nil && p == nil {
-				err = internalf("ScanPluginUsers answered nothing")
-			}
-			if err != nil {
-				return nil, false, err
+			if p == nil {
+				return nil, false, internalf("ScanPluginUsers answered nothing")
 			}
 			return p.Bindings, p.More, nil
 		})
 	if err != nil {
 		return err
 	}
-	page := listPage[pluginJSON]{Items: make([]pluginJSON, 0, len(bindings)), NextCursor: next}
-	for _, b := range bindings {
-		page.Items = append(page.Items, pluginOut(b))
-	}
+	page := pageOf(bindings, false, pluginOut, nil)
+	page.NextCursor = next
 	a.writeJSON(w, r, http.StatusOK, page)
 	return nil
 }

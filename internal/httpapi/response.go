@@ -36,16 +36,3 @@ func (a *api) writeJSON(w http.ResponseWriter, r *http.Request, status int, v an
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
 }
-
-// answerAs checks that a query answered a T (a nil answer is T's zero).
-func answerAs[T any](ans any, query string) (T, error) {
-	var zero T
-	if ans == nil {
-		return zero, nil
-	}
-	v, ok := ans.(T)
-	if !ok {
-		return zero, internalf("%s answered %T", query, ans)
-	}
-	return v, nil
-}

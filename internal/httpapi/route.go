@@ -107,12 +107,14 @@ func (a *api) propose(w http.ResponseWriter, r *http.Request, t target, idemKey 
 	return res, res.Err()
 }
 
-// read answers q for t and says who served it at which applied index.
-func (a *api) read(w http.ResponseWriter, r *http.Request, t target, c meta.Consistency, q meta.Query) (any, error) {
+// read answers q for t as the type q declares and says who served it at
+// which applied index. A "none" answer is A's zero (a nil pointer).
+func read[A any](a *api, w http.ResponseWriter, r *http.Request, t target, c meta.Consistency, q meta.For[A]) (A, error) {
+	var zero A
 	if err := a.begin(w, t); err != nil {
-		return nil, err
+		return zero, err
 	}
-	ans, info, err := a.be.Read(r.Context(), q, c)
+	ans, info, err := meta.Read(r.Context(), a.be, q, c)
 	setReadHeaders(w.Header(), info)
 	return ans, err
 }

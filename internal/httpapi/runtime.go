@@ -233,11 +233,7 @@ func (a *api) getRuntime(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	q := &meta.GetRuntime{HashSlot: slotstore.HashSlotOfString(id), ChanRef: meta.ChanRef{ChannelType: t, ChannelID: id}}
-	ans, err := a.read(w, r, target{id, f}, c, q)
-	if err != nil {
-		return err
-	}
-	rt, err := answerAs[*meta.ChannelRuntime](ans, "GetRuntime")
+	rt, err := read(a, w, r, target{id, f}, c, q)
 	if err != nil {
 		return err
 	}

@@ -76,24 +76,14 @@ func (a *api) listSystemUIDs(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	hs := slotstore.HashSlotOfString(meta.SystemUIDsRouteKey)
-	ans, err := a.read(w, r, target{meta.SystemUIDsRouteKey, lq.fence}, lq.c, &meta.ScanSystemUIDs{HashSlot: hs, AfterUID: after, Limit: lq.limit})
-	if err != nil {
-		return err
-	}
-	p, err := answerAs[*meta.SystemUIDPage](ans, "ScanSystemUIDs")
+	p, err := read(a, w, r, target{meta.SystemUIDsRouteKey, lq.fence}, lq.c, &meta.ScanSystemUIDs{HashSlot: hs, AfterUID: after, Limit: lq.limit})
 	if err != nil {
 		return err
 	}
 	if p == nil {
 		return internalf("ScanSystemUIDs answered nothing")
 	}
-	page := listPage[systemUIDJSON]{Items: make([]systemUIDJSON, 0, len(p.UIDs))}
-	for _, s := range p.UIDs {
-		page.Items = append(page.Items, systemUIDOut(s))
-	}
-	if p.More && len(p.UIDs) > 0 {
-		page.NextCursor = packCursor(tagSystemUIDs, []byte(p.UIDs[len(p.UIDs)-1].UID))
-	}
-	a.writeJSON(w, r, http.StatusOK, page)
+	a.writeJSON(w, r, http.StatusOK, pageOf(p.UIDs, p.More, systemUIDOut,
+		func(last *meta.SystemUID) string { return packCursor(tagSystemUIDs, []byte(last.UID)) }))
 	return nil
 }

@@ -12,18 +12,18 @@ import (
 // /v1/users/{uid}/<resource>/{channel_type}/{channel_id}. Its handlers
 // differ only in the entity they decode and show, so they share the path
 // parsing, the write/get/delete flow and the error texts here.
-type userChannelRow[E any] struct {
+type userChannelRow[E, J any] struct {
 	noun   string // "membership", "CMD binding" (for messages)
 	of     string // "of", "to": "user u has no membership of channel …"
 	decode func([]byte) (*E, error)
-	out    func(*E) any
-	get    func(meta.UserChannel) meta.Query
+	out    func(*E) J
+	get    func(meta.UserChannel) meta.For[*E]
 	del    func(meta.UserChannel) meta.Command
 }
 
 // write parses the path and write headers, decodes body (if not nil),
 // proposes the command build makes and answers the row it wrote or found.
-func (row userChannelRow[E]) write(a *api, w http.ResponseWriter, r *http.Request, body any, build func(meta.UserChannel) meta.Command) error {
+func (row userChannelRow[E, J]) write(a *api, w http.ResponseWriter, r *http.Request, body any, build func(meta.UserChannel) meta.Command) error {
 	uc, err := userChannelFromPath(r)
 	if err != nil {
 		return err
@@ -41,19 +41,16 @@ func (row userChannelRow[E]) write(a *api, w http.ResponseWriter, r *http.Reques
 	if err != nil {
 		return err
 	}
-	if len(res.Value) == 0 {
-		return internalf("the write succeeded but its result carries no %s", row.noun)
-	}
-	v, err := row.decode(res.Value)
+	v, err := resultEntity(res, row.noun, row.decode)
 	if err != nil {
-		return slotstore.Wrap(slotstore.CodeInternal, err, "decoding the written "+row.noun)
+		return err
 	}
 	a.writeJSON(w, r, http.StatusOK, row.out(v))
 	return nil
 }
 
 // remove is DELETE …: 204, or 404.
-func (row userChannelRow[E]) remove(a *api, w http.ResponseWriter, r *http.Request) error {
+func (row userChannelRow[E, J]) remove(a *api, w http.ResponseWriter, r *http.Request) error {
 	uc, err := userChannelFromPath(r)
 	if err != nil {
 		return err
@@ -70,7 +67,7 @@ func (row userChannelRow[E]) remove(a *api, w http.ResponseWriter, r *http.Reque
 }
 
 // fetch is GET …: the row, or 404.
-func (row userChannelRow[E]) fetch(a *api, w http.ResponseWriter, r *http.Request) error {
+func (row userChannelRow[E, J]) fetch(a *api, w http.ResponseWriter, r *http.Request) error {
 	uc, err := userChannelFromPath(r)
 	if err != nil {
 		return err
@@ -79,11 +76,7 @@ func (row userChannelRow[E]) fetch(a *api, w http.ResponseWriter, r *http.Reques
 	if err != nil {
 		return err
 	}
-	ans, err := a.read(w, r, target{uc.UID, f}, c, row.get(uc))
-	if err != nil {
-		return err
-	}
-	v, err := answerAs[*E](ans, "get "+row.noun)
+	v, err := read(a, w, r, target{uc.UID, f}, c, row.get(uc))
 	if err != nil {
 		return err
 	}

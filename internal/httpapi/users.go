@@ -134,11 +134,7 @@ func (a *api) getUser(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ans, err := a.read(w, r, target{uid, f}, c, &meta.GetUser{HashSlot: slotstore.HashSlotOfString(uid), UID: uid})
-	if err != nil {
-		return err
-	}
-	u, err := answerAs[*meta.User](ans, "GetUser")
+	u, err := read(a, w, r, target{uid, f}, c, &meta.GetUser{HashSlot: slotstore.HashSlotOfString(uid), UID: uid})
 	if err != nil {
 		return err
 	}

@@ -77,12 +77,8 @@ func (h projectHost) Groups() []projector.Group {
 }
 
 func (h projectHost) ScanOutbox(ctx context.Context, g slotstore.GroupID, q *meta.ScanOutbox) (*meta.OutboxPage, error) {
-	v, _, err := h.n.dispatch.ReadLocal(ctx, q, meta.Local)
-	if err != nil {
-		return nil, err
-	}
-	page, _ := v.(*meta.OutboxPage)
-	return page, nil
+	page, _, err := meta.Read(ctx, meta.ReaderFunc(h.n.dispatch.ReadLocal), q, meta.Local)
+	return page, err
 }
 
 func (h projectHost) Propose(ctx context.Context, cmd meta.Command) (meta.Result, slotstore.Route, error) {

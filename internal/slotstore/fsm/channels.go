@@ -25,13 +25,9 @@ func init() {
 	registerApplier(meta.OpDeleteChannelMember, func(a *applier, c meta.Command) meta.Result {
 		return a.deleteChannelMember(c.(*meta.DeleteChannelMember))
 	})
-	registerLookup(meta.QueryGetChannel, func(s *StateMachine, q meta.Query) (any, error) { return s.getChannel(q.(*meta.GetChannel)) })
-	registerLookup(meta.QueryScanChannelList, func(s *StateMachine, q meta.Query) (any, error) {
-		return s.scanChannelList(q.(*meta.ScanChannelList))
-	})
-	registerLookup(meta.QueryGetChannelMember, func(s *StateMachine, q meta.Query) (any, error) {
-		return s.getChannelMember(q.(*meta.GetChannelMember))
-	})
+	registerLookup(meta.QueryGetChannel, (*StateMachine).getChannel)
+	registerLookup(meta.QueryScanChannelList, (*StateMachine).scanChannelList)
+	registerLookup(meta.QueryGetChannelMember, (*StateMachine).getChannelMember)
 }
 
 // channelLists are the lists stored with a channel, deleted with it.
@@ -256,13 +252,13 @@ func (a *applier) deleteChannelMember(c *meta.DeleteChannelMember) meta.Result {
 }
 
 // getChannel answers meta.GetChannel: *meta.Channel or a nil one.
-func (s *StateMachine) getChannel(q *meta.GetChannel) (any, error) {
+func (s *StateMachine) getChannel(q *meta.GetChannel) (*meta.Channel, error) {
 	if err := s.checkOwned(q.HashSlot); err != nil {
 		return nil, err
 	}
 	raw, found, err := s.get(meta.ChannelKey(s.cfg.Group, q.HashSlot, meta.TableChannel, q.ChannelType, q.ChannelID))
 	if err != nil || !found {
-		return (*meta.Channel)(nil), err
+		return nil, err
 	}
 	return meta.DecodeChannel(raw)
 }
@@ -270,7 +266,7 @@ func (s *StateMachine) getChannel(q *meta.GetChannel) (any, error) {
 // scanChannelList answers meta.ScanChannelList: *meta.ChannelMemberPage, nil
 // when the channel does not exist. The channel row and the list are read
 // from one snapshot.
-func (s *StateMachine) scanChannelList(q *meta.ScanChannelList) (any, error) {
+func (s *StateMachine) scanChannelList(q *meta.ScanChannelList) (*meta.ChannelMemberPage, error) {
 	if !q.List.Valid() {
 		return nil, slotstore.Errorf(slotstore.CodeInvalidArgument, "unknown channel list %d", q.List)
 	}
@@ -282,7 +278,7 @@ func (s *StateMachine) scanChannelList(q *meta.ScanChannelList) (any, error) {
 	defer snap.Close()
 	_, closer, err := snap.Get(meta.ChannelKey(g, q.HashSlot, meta.TableChannel, q.ChannelType, q.ChannelID))
 	if errors.Is(err, pebble.ErrNotFound) {
-		return (*meta.ChannelMemberPage)(nil), nil
+		return nil, nil
 	}
 	if err != nil {
 		return nil, err
@@ -315,7 +311,7 @@ func (s *StateMachine) scanChannelList(q *meta.ScanChannelList) (any, error) {
 
 // getChannelMember answers meta.GetChannelMember: *meta.ChannelMember or a
 // nil one.
-func (s *StateMachine) getChannelMember(q *meta.GetChannelMember) (any, error) {
+func (s *StateMachine) getChannelMember(q *meta.GetChannelMember) (*meta.ChannelMember, error) {
 	if !q.List.Valid() {
 		return nil, slotstore.Errorf(slotstore.CodeInvalidArgument, "unknown channel list %d", q.List)
 	}
@@ -324,7 +320,7 @@ func (s *StateMachine) getChannelMember(q *meta.GetChannelMember) (any, error) {
 	}
 	raw, found, err := s.get(meta.ChannelMemberKey(s.cfg.Group, q.HashSlot, q.List.Table(), q.ChannelType, q.ChannelID, q.UID))
 	if err != nil || !found {
-		return (*meta.ChannelMember)(nil), err
+		return nil, err
 	}
 	return meta.DecodeChannelMember(raw)
 }

@@ -17,12 +17,8 @@ func init() {
 	registerApplier(meta.OpAbortChannelTask, func(a *applier, c meta.Command) meta.Result {
 		return a.abortChannelTask(c.(*meta.AbortChannelTask))
 	})
-	registerLookup(meta.QueryGetChannelTask, func(s *StateMachine, q meta.Query) (any, error) {
-		return s.getChannelTask(q.(*meta.GetChannelTask))
-	})
-	registerLookup(meta.QueryListChannelTasks, func(s *StateMachine, q meta.Query) (any, error) {
-		return s.listChannelTasks(q.(*meta.ListChannelTasks))
-	})
+	registerLookup(meta.QueryGetChannelTask, (*StateMachine).getChannelTask)
+	registerLookup(meta.QueryListChannelTasks, (*StateMachine).listChannelTasks)
 }
 
 func (a *applier) taskPrefix(hs slotstore.HashSlot, ref *meta.ChanRef) []byte {
@@ -150,16 +146,16 @@ func (a *applier) abortChannelTask(c *meta.AbortChannelTask) meta.Result {
 	return a.writeChannelTask(key, t)
 }
 
-func (s *StateMachine) getChannelTask(q *meta.GetChannelTask) (any, error) {
+func (s *StateMachine) getChannelTask(q *meta.GetChannelTask) (*meta.ChannelTask, error) {
 	if err := s.checkRouted(q.HashSlot, q.ChannelID); err != nil {
 		return nil, err
 	}
 	if q.TaskID == 0 { // number 0 is the window record, not a task
-		return (*meta.ChannelTask)(nil), nil
+		return nil, nil
 	}
 	raw, found, err := s.get(meta.ChannelTaskKey(s.cfg.Group, q.HashSlot, q.ChannelType, q.ChannelID, q.TaskID))
 	if err != nil || !found {
-		return (*meta.ChannelTask)(nil), err
+		return nil, err
 	}
 	return meta.DecodeChannelTask(raw)
 }

@@ -13,10 +13,8 @@ func init() {
 		return a.deleteCmdBinding(c.(*meta.DeleteCmdBinding))
 	})
 	registerApplier(meta.OpAckCmdBinding, func(a *applier, c meta.Command) meta.Result { return a.ackCmdBinding(c.(*meta.AckCmdBinding)) })
-	registerLookup(meta.QueryGetCmdBinding, func(s *StateMachine, q meta.Query) (any, error) { return s.getCmdBinding(q.(*meta.GetCmdBinding)) })
-	registerLookup(meta.QueryListCmdBindings, func(s *StateMachine, q meta.Query) (any, error) {
-		return s.listCmdBindings(q.(*meta.ListCmdBindings))
-	})
+	registerLookup(meta.QueryGetCmdBinding, (*StateMachine).getCmdBinding)
+	registerLookup(meta.QueryListCmdBindings, (*StateMachine).listCmdBindings)
 }
 
 func (a *applier) cmdBindingKey(hs slotstore.HashSlot, u *meta.UserChannel) []byte {
@@ -92,13 +90,13 @@ func (a *applier) ackCmdBinding(c *meta.AckCmdBinding) meta.Result {
 	return a.writeCmdBinding(key, b)
 }
 
-func (s *StateMachine) getCmdBinding(q *meta.GetCmdBinding) (any, error) {
+func (s *StateMachine) getCmdBinding(q *meta.GetCmdBinding) (*meta.CmdBinding, error) {
 	if err := s.checkRouted(q.HashSlot, q.UID); err != nil {
 		return nil, err
 	}
 	raw, found, err := s.get(meta.UserChannelKey(s.cfg.Group, q.HashSlot, meta.TableCmdBinding, q.UID, q.ChannelType, q.ChannelID))
 	if err != nil || !found {
-		return (*meta.CmdBinding)(nil), err
+		return nil, err
 	}
 	return meta.DecodeCmdBinding(raw)
 }

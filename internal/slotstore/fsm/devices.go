@@ -10,8 +10,8 @@ import (
 func init() {
 	registerApplier(meta.OpPutDevice, func(a *applier, c meta.Command) meta.Result { return a.putDevice(c.(*meta.PutDevice)) })
 	registerApplier(meta.OpDeleteDevice, func(a *applier, c meta.Command) meta.Result { return a.deleteDevice(c.(*meta.DeleteDevice)) })
-	registerLookup(meta.QueryGetDevice, func(s *StateMachine, q meta.Query) (any, error) { return s.getDevice(q.(*meta.GetDevice)) })
-	registerLookup(meta.QueryListDevices, func(s *StateMachine, q meta.Query) (any, error) { return s.listDevices(q.(*meta.ListDevices)) })
+	registerLookup(meta.QueryGetDevice, (*StateMachine).getDevice)
+	registerLookup(meta.QueryListDevices, (*StateMachine).listDevices)
 }
 
 // readRow reads and decodes one row through the batch. A row that does not
@@ -72,25 +72,25 @@ func (a *applier) deleteUserDevices(hs slotstore.HashSlot, uid string) {
 }
 
 // getDevice answers meta.GetDevice: *meta.Device or a nil one.
-func (s *StateMachine) getDevice(q *meta.GetDevice) (any, error) {
+func (s *StateMachine) getDevice(q *meta.GetDevice) (*meta.Device, error) {
 	if err := s.checkOwned(q.HashSlot); err != nil {
 		return nil, err
 	}
 	raw, found, err := s.get(meta.DeviceKey(s.cfg.Group, q.HashSlot, q.UID, q.Flag))
 	if err != nil || !found {
-		return (*meta.Device)(nil), err
+		return nil, err
 	}
 	return meta.DecodeDevice(raw)
 }
 
 // listDevices answers meta.ListDevices: *meta.DevicePage, nil when the user
 // does not exist.
-func (s *StateMachine) listDevices(q *meta.ListDevices) (any, error) {
+func (s *StateMachine) listDevices(q *meta.ListDevices) (*meta.DevicePage, error) {
 	if err := s.checkOwned(q.HashSlot); err != nil {
 		return nil, err
 	}
 	if _, found, err := s.get(meta.UserKey(s.cfg.Group, q.HashSlot, q.UID)); err != nil || !found {
-		return (*meta.DevicePage)(nil), err
+		return nil, err
 	}
 	page := &meta.DevicePage{}
 	if q.From > 255 {

@@ -6,7 +6,7 @@ import (
 
 func init() {
 	registerApplier(meta.OpAppendEvent, func(a *applier, c meta.Command) meta.Result { return a.appendEvent(c.(*meta.AppendEvent)) })
-	registerLookup(meta.QueryListEvents, func(s *StateMachine, q meta.Query) (any, error) { return s.listEvents(q.(*meta.ListEvents)) })
+	registerLookup(meta.QueryListEvents, (*StateMachine).listEvents)
 }
 
 // eventProblem checks an event's client fields.

@@ -10,7 +10,7 @@ import (
 func init() {
 	registerApplier(meta.OpPutKV, func(a *applier, c meta.Command) meta.Result { return a.putKV(c.(*meta.PutKV)) })
 	registerApplier(meta.OpDeleteKV, func(a *applier, c meta.Command) meta.Result { return a.deleteKV(c.(*meta.DeleteKV)) })
-	registerLookup(meta.QueryGetKV, func(s *StateMachine, q meta.Query) (any, error) { return s.getKV(q.(*meta.GetKV)) })
+	registerLookup(meta.QueryGetKV, (*StateMachine).getKV)
 }
 
 func (a *applier) readKV(key []byte) (*meta.KV, bool) {

@@ -20,12 +20,21 @@ type OwnedQuery struct{}
 // families register theirs from init functions, like appliers.
 var lookups = map[meta.QueryKind]func(*StateMachine, meta.Query) (any, error){}
 
-// registerLookup installs the answer function of query kind k.
-func registerLookup(k meta.QueryKind, f func(*StateMachine, meta.Query) (any, error)) {
+// registerLookup installs the answer function of query kind k. f takes the
+// query's own type and returns the answer type the query declares
+// (meta.For), so a lookup answering another type does not compile; the
+// answer becomes untyped only here, where dragonboat's Lookup needs it.
+func registerLookup[A any, Q meta.For[A]](k meta.QueryKind, f func(*StateMachine, Q) (A, error)) {
 	if _, dup := lookups[k]; dup {
 		panic(fmt.Sprintf("fsm: lookup for query kind %d registered twice", k))
 	}
-	lookups[k] = f
+	lookups[k] = func(s *StateMachine, q meta.Query) (any, error) {
+		typed, ok := q.(Q)
+		if !ok {
+			return nil, fmt.Errorf("fsm: query kind %d is a %T, not a %T", k, q, typed)
+		}
+		return f(s, typed)
+	}
 }
 
 // Lookup answers a query from committed state. It runs concurrently with
@@ -45,25 +54,25 @@ func (s *StateMachine) Lookup(q any) (any, error) {
 }
 
 // getUser answers meta.GetUser: *meta.User or a nil one.
-func (s *StateMachine) getUser(q *meta.GetUser) (any, error) {
+func (s *StateMachine) getUser(q *meta.GetUser) (*meta.User, error) {
 	if err := s.checkOwned(q.HashSlot); err != nil {
 		return nil, err
 	}
 	raw, found, err := s.get(meta.UserKey(s.cfg.Group, q.HashSlot, q.UID))
 	if err != nil || !found {
-		return (*meta.User)(nil), err
+		return nil, err
 	}
 	return meta.DecodeUser(raw)
 }
 
 // getKV answers meta.GetKV: *meta.KV or a nil one.
-func (s *StateMachine) getKV(q *meta.GetKV) (any, error) {
+func (s *StateMachine) getKV(q *meta.GetKV) (*meta.KV, error) {
 	if err := s.checkOwned(q.HashSlot); err != nil {
 		return nil, err
 	}
 	raw, found, err := s.get(meta.KVKey(s.cfg.Group, q.HashSlot, q.Key))
 	if err != nil || !found {
-		return (*meta.KV)(nil), err
+		return nil, err
 	}
 	return meta.DecodeKV(raw)
 }

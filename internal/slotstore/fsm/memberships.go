@@ -19,10 +19,8 @@ func init() {
 	registerApplier(meta.OpActivateMembership, func(a *applier, c meta.Command) meta.Result {
 		return a.activateMembership(c.(*meta.ActivateMembership))
 	})
-	registerLookup(meta.QueryGetMembership, func(s *StateMachine, q meta.Query) (any, error) { return s.getMembership(q.(*meta.GetMembership)) })
-	registerLookup(meta.QueryListMemberships, func(s *StateMachine, q meta.Query) (any, error) {
-		return s.listMemberships(q.(*meta.ListMemberships))
-	})
+	registerLookup(meta.QueryGetMembership, (*StateMachine).getMembership)
+	registerLookup(meta.QueryListMemberships, (*StateMachine).listMemberships)
 }
 
 // invalidResult is the answer to a command no API would have built.
@@ -193,13 +191,13 @@ func pageLimit(n int) int {
 	return n
 }
 
-func (s *StateMachine) getMembership(q *meta.GetMembership) (any, error) {
+func (s *StateMachine) getMembership(q *meta.GetMembership) (*meta.Membership, error) {
 	if err := s.checkRouted(q.HashSlot, q.UID); err != nil {
 		return nil, err
 	}
 	raw, found, err := s.get(meta.UserChannelKey(s.cfg.Group, q.HashSlot, meta.TableMembership, q.UID, q.ChannelType, q.ChannelID))
 	if err != nil || !found {
-		return (*meta.Membership)(nil), err
+		return nil, err
 	}
 	return meta.DecodeMembership(raw)
 }

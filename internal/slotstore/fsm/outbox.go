@@ -13,7 +13,7 @@ func init() {
 		return a.projectMembership(c.(*meta.ProjectMembership))
 	})
 	registerApplier(meta.OpAckOutbox, func(a *applier, c meta.Command) meta.Result { return a.ackOutbox(c.(*meta.AckOutbox)) })
-	registerLookup(meta.QueryScanOutbox, func(s *StateMachine, q meta.Query) (any, error) { return s.scanOutbox(q.(*meta.ScanOutbox)) })
+	registerLookup(meta.QueryScanOutbox, (*StateMachine).scanOutbox)
 }
 
 // projectMembership applies one projected subscriber change to a user's

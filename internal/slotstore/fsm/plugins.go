@@ -13,12 +13,8 @@ import (
 func init() {
 	registerApplier(meta.OpPutPlugin, func(a *applier, c meta.Command) meta.Result { return a.putPlugin(c.(*meta.PutPlugin)) })
 	registerApplier(meta.OpDeletePlugin, func(a *applier, c meta.Command) meta.Result { return a.deletePlugin(c.(*meta.DeletePlugin)) })
-	registerLookup(meta.QueryListUserPlugins, func(s *StateMachine, q meta.Query) (any, error) {
-		return s.listUserPlugins(q.(*meta.ListUserPlugins))
-	})
-	registerLookup(meta.QueryScanPluginUsers, func(s *StateMachine, q meta.Query) (any, error) {
-		return s.scanPluginUsers(q.(*meta.ScanPluginUsers))
-	})
+	registerLookup(meta.QueryListUserPlugins, (*StateMachine).listUserPlugins)
+	registerLookup(meta.QueryScanPluginUsers, (*StateMachine).scanPluginUsers)
 }
 
 // pluginIndexValue is the value of an index row: the row is the data.
@@ -81,13 +77,13 @@ func (a *applier) deleteUserPlugins(hs slotstore.HashSlot, uid string) {
 
 // listUserPlugins answers meta.ListUserPlugins: *meta.PluginPage, nil when
 // the user does not exist.
-func (s *StateMachine) listUserPlugins(q *meta.ListUserPlugins) (any, error) {
+func (s *StateMachine) listUserPlugins(q *meta.ListUserPlugins) (*meta.PluginPage, error) {
 	if err := s.checkOwned(q.HashSlot); err != nil {
 		return nil, err
 	}
 	g := s.cfg.Group
 	if _, found, err := s.get(meta.UserKey(g, q.HashSlot, q.UID)); err != nil || !found {
-		return (*meta.PluginPage)(nil), err
+		return nil, err
 	}
 	var lower []byte
 	if q.AfterPlugin != "" {
@@ -115,7 +111,7 @@ func (s *StateMachine) listUserPlugins(q *meta.ListUserPlugins) (any, error) {
 
 // scanPluginUsers answers meta.ScanPluginUsers: the bindings to a plugin in
 // a run of hash slots, in (slot, uid) order, from the index rows.
-func (s *StateMachine) scanPluginUsers(q *meta.ScanPluginUsers) (any, error) {
+func (s *StateMachine) scanPluginUsers(q *meta.ScanPluginUsers) (*meta.PluginPage, error) {
 	if q.PluginNo == "" {
 		return nil, slotstore.Errorf(slotstore.CodeInvalidArgument, "empty plugin number")
 	}

@@ -15,7 +15,7 @@ func init() {
 	registerApplier(meta.OpAdvanceRetention, func(a *applier, c meta.Command) meta.Result {
 		return a.advanceRetention(c.(*meta.AdvanceRetention))
 	})
-	registerLookup(meta.QueryGetRuntime, func(s *StateMachine, q meta.Query) (any, error) { return s.getRuntime(q.(*meta.GetRuntime)) })
+	registerLookup(meta.QueryGetRuntime, (*StateMachine).getRuntime)
 }
 
 func (a *applier) runtimeKey(hs slotstore.HashSlot, channelType uint8, channelID string) []byte {
@@ -168,13 +168,13 @@ func (a *applier) advanceRetention(c *meta.AdvanceRetention) meta.Result {
 	return a.writeRuntime(key, r)
 }
 
-func (s *StateMachine) getRuntime(q *meta.GetRuntime) (any, error) {
+func (s *StateMachine) getRuntime(q *meta.GetRuntime) (*meta.ChannelRuntime, error) {
 	if err := s.checkRouted(q.HashSlot, q.ChannelID); err != nil {
 		return nil, err
 	}
 	raw, found, err := s.get(meta.ChannelKey(s.cfg.Group, q.HashSlot, meta.TableRuntime, q.ChannelType, q.ChannelID))
 	if err != nil || !found {
-		return (*meta.ChannelRuntime)(nil), err
+		return nil, err
 	}
 	return meta.DecodeChannelRuntime(raw)
 }

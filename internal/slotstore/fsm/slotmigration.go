@@ -93,7 +93,7 @@ func (a *applier) deleteSlotRows(g slotstore.GroupID, hs slotstore.HashSlot) {
 }
 
 func init() {
-	registerLookup(meta.QueryExportSlot, func(s *StateMachine, q meta.Query) (any, error) { return s.exportSlot(q.(*meta.ExportSlot)) })
+	registerLookup(meta.QueryExportSlot, (*StateMachine).exportSlot)
 }
 
 // exportSlot reads one bounded chunk of a slot's rows.

@@ -10,7 +10,7 @@ import (
 func init() {
 	registerApplier(meta.OpAddSystemUID, func(a *applier, c meta.Command) meta.Result { return a.addSystemUID(c.(*meta.AddSystemUID)) })
 	registerApplier(meta.OpRemoveSystemUID, func(a *applier, c meta.Command) meta.Result { return a.removeSystemUID(c.(*meta.RemoveSystemUID)) })
-	registerLookup(meta.QueryScanSystemUIDs, func(s *StateMachine, q meta.Query) (any, error) { return s.scanSystemUIDs(q.(*meta.ScanSystemUIDs)) })
+	registerLookup(meta.QueryScanSystemUIDs, (*StateMachine).scanSystemUIDs)
 }
 
 // addSystemUID adds a uid to the set; adding a member again writes nothing
@@ -39,7 +39,7 @@ func (a *applier) removeSystemUID(c *meta.RemoveSystemUID) meta.Result {
 }
 
 // scanSystemUIDs answers meta.ScanSystemUIDs: *meta.SystemUIDPage.
-func (s *StateMachine) scanSystemUIDs(q *meta.ScanSystemUIDs) (any, error) {
+func (s *StateMachine) scanSystemUIDs(q *meta.ScanSystemUIDs) (*meta.SystemUIDPage, error) {
 	if err := s.checkOwned(q.HashSlot); err != nil {
 		return nil, err
 	}

@@ -9,8 +9,8 @@ func init() {
 	registerApplier(meta.OpCreateUser, func(a *applier, c meta.Command) meta.Result { return a.createUser(c.(*meta.CreateUser)) })
 	registerApplier(meta.OpPutUser, func(a *applier, c meta.Command) meta.Result { return a.putUser(c.(*meta.PutUser)) })
 	registerApplier(meta.OpDeleteUser, func(a *applier, c meta.Command) meta.Result { return a.deleteUser(c.(*meta.DeleteUser)) })
-	registerLookup(meta.QueryGetUser, func(s *StateMachine, q meta.Query) (any, error) { return s.getUser(q.(*meta.GetUser)) })
-	registerLookup(meta.QueryScanUsers, func(s *StateMachine, q meta.Query) (any, error) { return s.scanUsers(q.(*meta.ScanUsers)) })
+	registerLookup(meta.QueryGetUser, (*StateMachine).getUser)
+	registerLookup(meta.QueryScanUsers, (*StateMachine).scanUsers)
 }
 
 func (a *applier) readUser(key []byte) (*meta.User, bool) {

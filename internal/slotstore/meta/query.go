@@ -1,6 +1,9 @@
 package meta
 
-import "slotmeta/internal/slotstore"
+import (
+	"context"
+	"slotmeta/internal/slotstore"
+)
 
 // Consistency selects how a read is served.
 type Consistency uint8
@@ -23,6 +26,43 @@ type Query interface {
 	Kind() QueryKind
 	encodeQuery(*encoder)
 	decodeQuery(*decoder)
+}
+
+// For is a query whose answer has type A: every query declares its answer
+// type (an unexported method), so a read through Read is typed end to end
+// and a caller cannot expect another type. A nil pointer answers "none".
+type For[A any] interface {
+	Query
+	answer() A
+}
+
+// Reader answers queries: a node, or the API's backend. The answer's
+// dynamic type is the one the query declares (For).
+type Reader interface {
+	Read(ctx context.Context, q Query, c Consistency) (any, ReadInfo, error)
+}
+
+// ReaderFunc adapts a function to Reader.
+type ReaderFunc func(ctx context.Context, q Query, c Consistency) (any, ReadInfo, error)
+
+// Read calls f.
+func (f ReaderFunc) Read(ctx context.Context, q Query, c Consistency) (any, ReadInfo, error) {
+	return f(ctx, q, c)
+}
+
+// Read answers q through r as the type q declares. An answer of another
+// type breaks r's contract: an internal error, never a panic.
+func Read[A any](ctx context.Context, r Reader, q For[A], c Consistency) (A, ReadInfo, error) {
+	var zero A
+	v, info, err := r.Read(ctx, q, c)
+	if err != nil || v == nil {
+		return zero, info, err
+	}
+	a, ok := v.(A)
+	if !ok {
+		return zero, info, slotstore.Errorf(slotstore.CodeInternal, "%T answered %T, not %T", q, v, zero)
+	}
+	return a, info, nil
 }
 
 // GetUser reads one user. Answer: *User or nil.

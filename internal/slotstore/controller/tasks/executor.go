@@ -29,10 +29,11 @@ type Node interface {
 	// Advance replicates a task's step; Record appends a decision.
 	Advance(ctx context.Context, a controller.AdvanceTask) error
 	Record(d slotstore.Decision)
-	// ProposeToGroup replicates cmd through group g itself; Read answers a
-	// query from the group owning its hash slot.
+	// ProposeToGroup replicates cmd through group g itself; the Reader
+	// answers a query from the group owning its hash slot (read through
+	// meta.Read, typed).
 	ProposeToGroup(ctx context.Context, g slotstore.GroupID, cmd meta.Command) (meta.Result, error)
-	Read(ctx context.Context, q meta.Query, c meta.Consistency) (any, meta.ReadInfo, error)
+	meta.Reader
 }
 
 // Config tunes an executor.

@@ -47,13 +47,12 @@ func (e *Executor) slotStep(ctx context.Context, t slotstore.Task) error {
 		var after []byte
 		rows, chunks := 0, 0
 		for {
-			v, _, err := e.cfg.Node.Read(ctx, &meta.ExportSlot{HashSlot: hs, After: after, MaxBytes: exportChunkBytes}, meta.Linearizable)
+			ch, _, err := meta.Read(ctx, e.cfg.Node, &meta.ExportSlot{HashSlot: hs, After: after, MaxBytes: exportChunkBytes}, meta.Linearizable)
 			if err != nil {
 				return err
 			}
-			ch, ok := v.(*meta.SlotChunk)
-			if !ok {
-				return fmt.Errorf("export of hash slot %d answered %T", hs, v)
+			if ch == nil {
+				return fmt.Errorf("export of hash slot %d answered nothing", hs)
 			}
 			if len(ch.Rows) > 0 {
 				if err := slotCmd(t.ToGroup, &meta.ImportRows{Header: hdr, Rows: ch.Rows}); err != nil {
@@ -69,13 +68,12 @@ func (e *Executor) slotStep(ctx context.Context, t slotstore.Task) error {
 		}
 		return e.advance(ctx, t, controller.PhaseAcquire, "", "", note("%d rows copied to group %d in %d chunks", rows, t.ToGroup, chunks))
 	case controller.PhaseAcquire:
-		v, _, err := e.cfg.Node.Read(ctx, &meta.ExportSlot{HashSlot: hs, MaxBytes: 1}, meta.Linearizable)
+		ch, _, err := meta.Read(ctx, e.cfg.Node, &meta.ExportSlot{HashSlot: hs, MaxBytes: 1}, meta.Linearizable)
 		if err != nil {
 			return err
 		}
-		ch, ok := v.(*meta.SlotChunk)
-		if !ok {
-			return fmt.Errorf("export of hash slot %d answered %T", hs, v)
+		if ch == nil {
+			return fmt.Errorf("export of hash slot %d answered nothing", hs)
 		}
 		if err := slotCmd(t.ToGroup, &meta.AcquireSlot{Header: hdr, MinRevision: ch.Revision}); err != nil {
 			return err
