@@ -2,6 +2,7 @@ package meta
 
 import (
 	"context"
+
 	"slotmeta/internal/slotstore"
 )
 
