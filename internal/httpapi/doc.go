@@ -1,8 +1,11 @@
-// Package httpapi is slotmeta's public HTTP/JSON API: a chi router with one
-// sub-router per resource (users, business keys, cluster routes), the health
-// and metrics endpoints, and the one table that turns a slotstore.Error into
-// an HTTP status and the error body of docs/design.md §10. openapi.yaml at the repository
-// root is its contract.
+// Package httpapi is slotmeta's public HTTP/JSON API: a chi router (router.go)
+// with one sub-router per resource tree under /v1 — users, business keys
+// (kv), a user's devices, plugins, memberships and CMD bindings, system uids,
+// plugins' users, channels with their lists, runtime metadata, migrations and
+// events, and the cluster (routes, nodes, groups, tasks, decisions, health) —
+// the health and metrics endpoints, and the one table that turns a
+// slotstore.Error into an HTTP status and the error body of docs/design.md
+// §10. openapi.yaml at the repository root is its contract.
 //
 // # Model
 //
@@ -11,6 +14,8 @@
 // rejected request never reaches Raft; then it builds one meta.Command or
 // meta.Query, hands it to the Backend and renders what comes back. It never
 // routes, retries or forwards on its own: the Backend owns all of that.
+// Reads go through read (meta.Read), so every answer arrives as the type its
+// query declares; every listing renders through pageOf.
 //
 // A body is application/json, bounded by Config.MaxBodyBytes, and exactly
 // one object whose member names match the request type's JSON names exactly

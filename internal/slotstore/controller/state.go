@@ -5,7 +5,10 @@
 //
 // It holds intent, not fact: the live leader, term and membership of a group
 // are observed from Raft, never read from here. Routing tables, replica
-// placement and (later) reconciliation are derived from this state.
+// placement, the preferred-leader reconciler (package controller/policy) and
+// the tasks that change membership and ownership (package controller/tasks)
+// all start from this state; the tasks' own state and the decision log
+// live here too.
 //
 // The controller is its own dragonboat shard (ShardID) with a small,
 // in-memory state machine; commands are versioned JSON (the controller is

@@ -15,6 +15,11 @@
 // other's rows; the version byte changes only for an incompatible layout,
 // which needs a migration (package slotmeta/migrations).
 //
+// Every query declares the type of its answer (For): meta.Read answers it as
+// that type, and the state machine registers each lookup with the query's own
+// type and answer type, so the two cannot disagree; the answer is untyped only
+// inside the state machine's Lookup, where dragonboat needs it.
+//
 // The package depends on the standard library and slotstore only; the Pebble
 // store and the Raft state machine import it.
 package meta
