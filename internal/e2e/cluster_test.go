@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"slotmeta/client"
 	"slotmeta/internal/slotstore/slotstoretest"
 )
 
@@ -23,7 +24,7 @@ func TestThreeNodesWriteAnywhereReadEverywhere(t *testing.T) {
 	for i := range servers {
 		for j, s := range servers {
 			for k := 0; k < 8; k++ {
-				var kv struct{ Value string }
+				var kv client.KV
 				r := s.eventually(200, "GET", fmt.Sprintf("/v1/kv/n%d-k%d", i, k), "")
 				r.json(&kv)
 				if kv.Value != fmt.Sprintf("v%d-%d", i, k) {

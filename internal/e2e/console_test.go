@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"slotmeta"
+	"slotmeta/client"
 	"slotmeta/internal/auth"
 	"slotmeta/internal/console"
 	"slotmeta/internal/httpapi"
@@ -61,7 +62,7 @@ func serveConsole(t *testing.T, n *cluster.Node) string {
 }
 
 // apiGroups reads GET /v1/cluster/groups with the admin token.
-func apiGroups(t *testing.T, base string) map[slotstore.GroupID]slotstore.GroupView {
+func apiGroups(t *testing.T, base string) map[int32]client.GroupView {
 	t.Helper()
 	req, _ := http.NewRequest("GET", base+"/v1/cluster/groups", nil)
 	req.Header.Set("Authorization", "Bearer "+consoleAdminToken)
@@ -70,15 +71,13 @@ func apiGroups(t *testing.T, base string) map[slotstore.GroupID]slotstore.GroupV
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var out struct {
-		Items []slotstore.GroupView `json:"items"`
-	}
+	var out client.GroupList
 	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != 200 {
 		t.Fatalf("GET /v1/cluster/groups: %d %v", resp.StatusCode, err)
 	}
-	m := map[slotstore.GroupID]slotstore.GroupView{}
+	m := map[int32]client.GroupView{}
 	for _, g := range out.Items {
-		m[g.ID] = g
+		m[g.Id] = g
 	}
 	return m
 }
@@ -87,7 +86,7 @@ func TestConsoleActionWithoutAdminIsRefused(t *testing.T) {
 	c := slotstoretest.Start(t, slotstoretest.Options{Nodes: 3, Groups: 2})
 	base := serveConsole(t, c.Nodes[0])
 	before := waitObservedLeaders(t, base)[1]
-	var target slotstore.NodeID
+	var target int64
 	for _, v := range before.Voters {
 		if v != before.Leader {
 			target = v
@@ -124,7 +123,7 @@ func TestConsoleActionWithoutAdminIsRefused(t *testing.T) {
 
 // waitObservedLeaders waits until the aggregated view shows a leader for
 // every group (it lags readiness by an observation round).
-func waitObservedLeaders(t *testing.T, base string) map[slotstore.GroupID]slotstore.GroupView {
+func waitObservedLeaders(t *testing.T, base string) map[int32]client.GroupView {
 	t.Helper()
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(200 * time.Millisecond) {
 		gs := apiGroups(t, base)
@@ -136,7 +135,7 @@ func waitObservedLeaders(t *testing.T, base string) map[slotstore.GroupID]slotst
 			return gs
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no observed leader for every group within 20s: %+v", gs)
+			t.Fatalf("no observed leader for every group within 20s: %s", js(gs))
 		}
 	}
 }
@@ -282,7 +281,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	// Leader transfer through the group page: wait for a safe preflight,
 	// press its button, and see the new leader.
 	before := apiGroups(t, base)[1]
-	var target slotstore.NodeID
+	var target int64
 	for deadline := time.Now().Add(20 * time.Second); target == 0; {
 		do("group page", chromedp.Navigate(base+"/console/groups/1"), chromedp.WaitVisible(chromedp.CSS(`[data-testid=preflights]`)))
 		id, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => {

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"slotmeta"
+	"slotmeta/client"
 	"slotmeta/internal/httpapi"
 	"slotmeta/internal/slotstore/cluster"
 	"slotmeta/internal/slotstore/slotstoretest"
@@ -54,11 +55,9 @@ func (r response) json(v any) {
 }
 
 func (r response) errCode() string {
-	var e struct {
-		Error struct{ Code string } `json:"error"`
-	}
+	var e client.ErrorBody
 	_ = json.Unmarshal(r.body, &e)
-	return e.Error.Code
+	return string(e.Error.Code)
 }
 
 // do sends a request; body "" sends none. headers are name, value pairs.
@@ -117,29 +116,19 @@ func oneProjectingNode(t *testing.T) *server {
 func TestUsersCRUDAndListAcrossSlots(t *testing.T) {
 	s := oneNode(t)
 	r := s.must(201, "POST", "/v1/users", `{"uid":"ada","name":"Ada","extra":{"lang":"en"}}`)
-	var u struct {
-		UID         string          `json:"uid"`
-		Name        string          `json:"name"`
-		Extra       json.RawMessage `json:"extra"`
-		CreatedAtMs int64           `json:"created_at_ms"`
-		Revision    uint64          `json:"revision"`
-	}
+	var u client.User
 	r.json(&u)
-	if u.UID != "ada" || u.Name != "Ada" || string(u.Extra) != `{"lang":"en"}` || u.CreatedAtMs == 0 || u.Revision == 0 {
-		t.Fatalf("created user %+v", u)
+	if u.Uid != "ada" || u.Name != "Ada" || r.member("extra") != `{"lang":"en"}` || u.CreatedAtMs == 0 || u.Revision == 0 {
+		t.Fatalf("created user %s", js(u))
 	}
 	if r := s.do("POST", "/v1/users", `{"uid":"ada"}`); r.code != 409 || r.errCode() != "conflict" {
 		t.Fatalf("second create: %d %s", r.code, r.body)
 	}
 	r = s.must(200, "PUT", "/v1/users/ada", `{"name":"Ada L."}`)
-	var u2 struct {
-		Name        string `json:"name"`
-		CreatedAtMs int64  `json:"created_at_ms"`
-		Revision    uint64 `json:"revision"`
-	}
+	var u2 client.User
 	r.json(&u2)
 	if u2.Name != "Ada L." || u2.CreatedAtMs != u.CreatedAtMs || u2.Revision <= u.Revision {
-		t.Fatalf("upsert kept creation time and bumped revision? %+v vs %+v", u2, u)
+		t.Fatalf("upsert kept creation time and bumped revision? %s vs %s", js(u2), js(u))
 	}
 	for _, h := range []string{"X-Hash-Slot", "X-Slot-Group", "X-Leader-Node", "X-Leader-Term", "X-Config-Epoch", "X-Route-Revision"} {
 		if r.header.Get(h) == "" {
@@ -166,31 +155,26 @@ func TestUsersCRUDAndListAcrossSlots(t *testing.T) {
 				t.Fatal("paging does not end")
 			}
 			r := s.must(200, "GET", fmt.Sprintf("/v1/users?limit=%d&cursor=%s", limit, cursor), "")
-			var page struct {
-				Items []struct {
-					UID string `json:"uid"`
-				} `json:"items"`
-				NextCursor string `json:"next_cursor"`
-			}
+			var page client.UserPage
 			r.json(&page)
 			if len(page.Items) > limit {
 				t.Fatalf("page of %d over limit %d", len(page.Items), limit)
 			}
 			for _, it := range page.Items {
-				if seen[it.UID] {
-					t.Fatalf("limit %d: %s listed twice", limit, it.UID)
+				if seen[it.Uid] {
+					t.Fatalf("limit %d: %s listed twice", limit, it.Uid)
 				}
-				seen[it.UID] = true
-				slot := int(hashSlot(it.UID))
+				seen[it.Uid] = true
+				slot := int(hashSlot(it.Uid))
 				if slot < lastSlot {
-					t.Fatalf("limit %d: %s (slot %d) after slot %d", limit, it.UID, slot, lastSlot)
+					t.Fatalf("limit %d: %s (slot %d) after slot %d", limit, it.Uid, slot, lastSlot)
 				}
 				lastSlot = slot
 			}
-			if page.NextCursor == "" {
+			if deref(page.NextCursor) == "" {
 				break
 			}
-			cursor = page.NextCursor
+			cursor = *page.NextCursor
 		}
 		if len(seen) != len(want) {
 			t.Fatalf("limit %d: listed %d users, want %d", limit, len(seen), len(want))
@@ -202,11 +186,7 @@ func TestKVCompareAndSet(t *testing.T) {
 	s := oneNode(t)
 	r := s.must(200, "PUT", "/v1/kv/cfg%2Fflags", `{"value":"on"}`, "If-None-Match", "*")
 	etag := r.header.Get("ETag")
-	var kv struct {
-		Key      string `json:"key"`
-		Value    string `json:"value"`
-		Revision uint64 `json:"revision"`
-	}
+	var kv client.KV
 	r.json(&kv)
 	if kv.Key != "cfg/flags" || kv.Value != "on" || etag != fmt.Sprintf("%q", fmt.Sprint(kv.Revision)) {
 		t.Fatalf("put: %+v etag %s", kv, etag)
@@ -254,9 +234,9 @@ func TestIdempotencyKeyReplaysTheFirstAnswer(t *testing.T) {
 	if c1-c0 != 3 {
 		t.Fatalf("%d commands proposed, want 3 (replays are answered by the FSM record)", c1-c0)
 	}
-	var u struct{ Revision uint64 }
+	var u client.User
 	s.must(200, "GET", "/v1/users/idem", "").json(&u)
-	var f struct{ Revision uint64 }
+	var f client.User
 	first.json(&f)
 	if u.Revision != f.Revision {
 		t.Fatalf("the replay wrote again: revision %d, first %d", u.Revision, f.Revision)
@@ -318,33 +298,21 @@ func TestOperationalEndpoints(t *testing.T) {
 	s.must(200, "GET", "/healthz", "")
 	s.must(200, "GET", "/readyz", "")
 	s.must(200, "PUT", "/v1/kv/m", `{"value":"v"}`)
-	var routes struct {
-		Revision  uint64 `json:"revision"`
-		HashSlots []struct {
-			HashSlot   int    `json:"hash_slot"`
-			Group      uint32 `json:"group"`
-			LeaderNode uint64 `json:"leader_node"`
-		} `json:"hash_slots"`
-	}
+	var routes client.Routes
 	s.must(200, "GET", "/v1/cluster/routes", "").json(&routes)
 	if routes.Revision != 1 || len(routes.HashSlots) != 256 {
 		t.Fatalf("routes: revision %d, %d slots", routes.Revision, len(routes.HashSlots))
 	}
 	for i, hs := range routes.HashSlots {
-		if hs.HashSlot != i || hs.Group < 1 || hs.Group > 4 || hs.LeaderNode != 1 {
-			t.Fatalf("slot %d: %+v", i, hs)
+		if hs.HashSlot != i || hs.Group < 1 || hs.Group > 4 || deref(hs.LeaderNode) != 1 {
+			t.Fatalf("slot %d: %s", i, js(hs))
 		}
 	}
 	r := s.must(200, "GET", "/v1/kv/m", "")
-	var resolved struct {
-		Routes []struct {
-			HashSlot int    `json:"hash_slot"`
-			Group    uint32 `json:"group"`
-		} `json:"routes"`
-	}
+	var resolved client.ResolvedRoutes
 	s.must(200, "POST", "/v1/cluster/routes/resolve", `{"keys":["m"]}`).json(&resolved)
 	if fmt.Sprint(resolved.Routes[0].HashSlot) != r.header.Get("X-Hash-Slot") || fmt.Sprint(resolved.Routes[0].Group) != r.header.Get("X-Slot-Group") {
-		t.Fatalf("resolve %+v disagrees with the route headers %v", resolved, r.header)
+		t.Fatalf("resolve %s disagrees with the route headers %v", js(resolved), r.header)
 	}
 	metrics := string(s.must(200, "GET", "/metrics", "").body)
 	_ = metrics // the API's own metrics live in its registry

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"slotmeta/client"
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/meta"
 )
@@ -74,14 +75,7 @@ func samePaged(s *server, path, field string, want []string) {
 func wantBad(s *server, field, method, path, body string, headers ...string) {
 	s.t.Helper()
 	r := s.do(method, path, body, headers...)
-	var e struct {
-		Error struct {
-			Code    string `json:"code"`
-			Details []struct {
-				Field string `json:"field"`
-			} `json:"details"`
-		} `json:"error"`
-	}
+	var e client.ErrorBody
 	_ = json.Unmarshal(r.body, &e)
 	if r.code != 400 || e.Error.Code != "invalid_argument" {
 		s.t.Fatalf("%s %s %.80s: %d %s, want 400 invalid_argument", method, path, body, r.code, r.body)
@@ -89,7 +83,7 @@ func wantBad(s *server, field, method, path, body string, headers ...string) {
 	if field == "" {
 		return
 	}
-	for _, d := range e.Error.Details {
+	for _, d := range deref(e.Error.Details) {
 		if d.Field == field {
 			return
 		}
@@ -109,16 +103,6 @@ func wantRouteHeaders(t *testing.T, r response, key string) {
 	}
 }
 
-type deviceOut struct {
-	UID         string `json:"uid"`
-	DeviceFlag  int    `json:"device_flag"`
-	Token       string `json:"token"`
-	DeviceLevel int    `json:"device_level"`
-	CreatedAtMs int64  `json:"created_at_ms"`
-	UpdatedAtMs int64  `json:"updated_at_ms"`
-	Revision    uint64 `json:"revision"`
-}
-
 func TestDevicesCRUDAndList(t *testing.T) {
 	s := oneNode(t)
 	if r := s.do("PUT", "/v1/users/dev-u/devices/1", `{"token":"t"}`); r.code != 404 || r.errCode() != "not_found" {
@@ -129,17 +113,17 @@ func TestDevicesCRUDAndList(t *testing.T) {
 
 	r := s.must(200, "PUT", "/v1/users/dev-u/devices/1", `{"token":"tok-1","device_level":1}`)
 	wantRouteHeaders(t, r, "dev-u")
-	var d1 deviceOut
+	var d1 client.Device
 	r.json(&d1)
-	if d1.UID != "dev-u" || d1.DeviceFlag != 1 || d1.Token != "tok-1" || d1.DeviceLevel != 1 || d1.CreatedAtMs == 0 || d1.Revision == 0 {
+	if d1.Uid != "dev-u" || d1.DeviceFlag != 1 || d1.Token != "tok-1" || d1.DeviceLevel != 1 || d1.CreatedAtMs == 0 || d1.Revision == 0 {
 		t.Fatalf("put device: %+v", d1)
 	}
-	var d2 deviceOut
+	var d2 client.Device
 	s.must(200, "PUT", "/v1/users/dev-u/devices/1", `{"token":"tok-2"}`).json(&d2)
 	if d2.Token != "tok-2" || d2.DeviceLevel != 0 || d2.CreatedAtMs != d1.CreatedAtMs || d2.Revision <= d1.Revision {
 		t.Fatalf("upsert kept creation time and bumped revision? %+v after %+v", d2, d1)
 	}
-	var got deviceOut
+	var got client.Device
 	r = s.must(200, "GET", "/v1/users/dev-u/devices/1", "")
 	wantRouteHeaders(t, r, "dev-u")
 	r.json(&got)
@@ -176,23 +160,13 @@ func TestDevicesCRUDAndList(t *testing.T) {
 	// A cursor of another listing is refused.
 	s.must(200, "PUT", "/v1/system-uids/sys-a", "")
 	s.must(200, "PUT", "/v1/system-uids/sys-b", "")
-	var sys struct {
-		NextCursor string `json:"next_cursor"`
-	}
+	var sys client.SystemUIDPage
 	s.must(200, "GET", "/v1/system-uids?limit=1", "").json(&sys)
 	c1 := s.node.Stats().Commands
-	wantBad(s, "cursor", "GET", "/v1/users/dev-u/devices?cursor="+sys.NextCursor, "")
+	wantBad(s, "cursor", "GET", "/v1/users/dev-u/devices?cursor="+deref(sys.NextCursor), "")
 	if c2 := s.node.Stats().Commands; c2 != c1 || c1-c0 != 2 {
 		t.Fatalf("rejected requests proposed commands: %d, %d", c1-c0, c2-c1)
 	}
-}
-
-type pluginOut struct {
-	UID         string          `json:"uid"`
-	PluginNo    string          `json:"plugin_no"`
-	Config      json.RawMessage `json:"config"`
-	CreatedAtMs int64           `json:"created_at_ms"`
-	Revision    uint64          `json:"revision"`
 }
 
 func TestPluginBindingsAndScanAcrossSlots(t *testing.T) {
@@ -201,16 +175,17 @@ func TestPluginBindingsAndScanAcrossSlots(t *testing.T) {
 	s.must(201, "POST", "/v1/users", `{"uid":"plg-u"}`)
 
 	// The body is optional.
-	var b1, b2 pluginOut
+	var b1, b2 client.PluginBinding
 	r := s.must(200, "PUT", "/v1/users/plg-u/plugins/p1", "")
 	wantRouteHeaders(t, r, "plg-u")
 	r.json(&b1)
-	if b1.UID != "plg-u" || b1.PluginNo != "p1" || string(b1.Config) != "null" || b1.Revision == 0 {
-		t.Fatalf("bind: %+v", b1)
+	if b1.Uid != "plg-u" || b1.PluginNo != "p1" || r.member("config") != "null" || b1.Revision == 0 {
+		t.Fatalf("bind: %s", r.body)
 	}
-	s.must(200, "PUT", "/v1/users/plg-u/plugins/p1", `{"config":{"webhook":"https://x/y","n":[1,2]}}`).json(&b2)
-	if string(b2.Config) != `{"webhook":"https://x/y","n":[1,2]}` || b2.CreatedAtMs != b1.CreatedAtMs || b2.Revision <= b1.Revision {
-		t.Fatalf("rebind: %+v after %+v", b2, b1)
+	r2 := s.must(200, "PUT", "/v1/users/plg-u/plugins/p1", `{"config":{"webhook":"https://x/y","n":[1,2]}}`)
+	r2.json(&b2)
+	if r2.member("config") != `{"webhook":"https://x/y","n":[1,2]}` || b2.CreatedAtMs != b1.CreatedAtMs || b2.Revision <= b1.Revision {
+		t.Fatalf("rebind: %s after %s", r2.body, r.body)
 	}
 	for _, p := range []string{"z.9", "A-b_c", "p2"} {
 		s.must(200, "PUT", "/v1/users/plg-u/plugins/"+p, `{"config":null}`)
@@ -235,12 +210,10 @@ func TestPluginBindingsAndScanAcrossSlots(t *testing.T) {
 	sortBySlot(bound)
 	samePaged(s, "/v1/plugins/scan/users", "uid", bound)
 	r = s.must(200, "GET", "/v1/plugins/scan/users?limit=1000&consistency=local", "")
-	var page struct {
-		Items []pluginOut `json:"items"`
-	}
+	var page client.PluginBindingPage
 	r.json(&page)
-	if r.header.Get("X-Route-Revision") == "" || len(page.Items) != len(bound) || page.Items[0].PluginNo != "scan" || string(page.Items[0].Config) == "null" {
-		t.Fatalf("plugin users page: %v %+v", r.header, page.Items)
+	if r.header.Get("X-Route-Revision") == "" || len(page.Items) != len(bound) || page.Items[0].PluginNo != "scan" || page.Items[0].Config == nil {
+		t.Fatalf("plugin users page: %v %s", r.header, r.body)
 	}
 	// Unbinding removes the index row.
 	s.must(204, "DELETE", "/v1/users/"+bound[3]+"/plugins/scan", "")
@@ -298,15 +271,11 @@ func TestDeletingAUserDeletesItsDevicesAndPlugins(t *testing.T) {
 
 func TestSystemUIDs(t *testing.T) {
 	s := oneNode(t)
-	var a1, a2 struct {
-		UID         string `json:"uid"`
-		CreatedAtMs int64  `json:"created_at_ms"`
-		Revision    uint64 `json:"revision"`
-	}
+	var a1, a2 client.SystemUID
 	r := s.must(200, "PUT", "/v1/system-uids/bot-1", "")
 	wantRouteHeaders(t, r, meta.SystemUIDsRouteKey)
 	r.json(&a1)
-	if a1.UID != "bot-1" || a1.CreatedAtMs == 0 || a1.Revision == 0 {
+	if a1.Uid != "bot-1" || a1.CreatedAtMs == 0 || a1.Revision == 0 {
 		t.Fatalf("add: %+v", a1)
 	}
 	s.must(200, "PUT", "/v1/system-uids/bot-1", "").json(&a2)

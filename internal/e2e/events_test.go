@@ -11,19 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"slotmeta/client"
 	"slotmeta/internal/slotstore/meta"
 )
-
-type eventJSON struct {
-	Seq         uint64 `json:"seq"`
-	ClientMsgNo string `json:"client_msg_no"`
-	EventKey    string `json:"event_key"`
-	EventID     string `json:"event_id"`
-	EventType   string `json:"event_type"`
-	Status      string `json:"status"`
-	Payload     any    `json:"payload"`
-	Revision    uint64 `json:"revision"`
-}
 
 func eventBody(id string) string {
 	return fmt.Sprintf(`{"client_msg_no":"m-1","event_key":"stream","event_id":%q,"event_type":"stream.delta","status":"open","payload":{"id":%q}}`, id, id)
@@ -55,10 +45,10 @@ func TestEventsEndToEnd(t *testing.T) {
 	const base = "/v1/channels/2/stream-room/events"
 	r := s.must(201, "POST", base, eventBody("e-1"))
 	routeHeaders(t, "append event", r)
-	var ev eventJSON
+	var ev client.ChannelEvent
 	r.json(&ev)
-	if ev.Seq != 1 || ev.EventID != "e-1" || ev.EventType != "stream.delta" || ev.Status != "open" || fmt.Sprint(ev.Payload) != "map[id:e-1]" {
-		t.Fatalf("appended %+v", ev)
+	if ev.Seq != 1 || ev.EventId != "e-1" || ev.EventType != "stream.delta" || ev.Status != "open" || fmt.Sprint(deref(ev.Payload)) != "map[id:e-1]" {
+		t.Fatalf("appended %s", r.body)
 	}
 	// A retry with an Idempotency-Key answers the first append again, without a second event.
 	first := s.must(201, "POST", base, eventBody("e-2"), "Idempotency-Key", "ev-2")
@@ -66,9 +56,10 @@ func TestEventsEndToEnd(t *testing.T) {
 	if !bytes.Equal(first.body, again.body) || again.header.Get("Idempotent-Replayed") != "true" {
 		t.Fatalf("replay:\n%s\n%s", first.body, again.body)
 	}
-	s.must(201, "POST", base, `{"client_msg_no":"m-2","event_key":"k","event_id":"e-3","event_type":"t"}`).json(&ev)
+	r = s.must(201, "POST", base, `{"client_msg_no":"m-2","event_key":"k","event_id":"e-3","event_type":"t"}`)
+	r.json(&ev)
 	if ev.Seq != 3 || ev.Payload != nil || ev.Status != "" {
-		t.Fatalf("no payload %+v", ev)
+		t.Fatalf("no payload %s", r.body)
 	}
 	for i := 4; i <= 5; i++ {
 		s.must(201, "POST", base, eventBody(fmt.Sprintf("e-%d", i)))
@@ -127,31 +118,26 @@ func TestEventProjectionKeepsTheNewest(t *testing.T) {
 		t.Fatalf("%d appends failed, first: %v", len(errs), errs[0])
 	}
 
-	var page struct {
-		Items      []eventJSON `json:"items"`
-		NextCursor string      `json:"next_cursor"`
-		Count      int         `json:"count"`
-		LastSeq    uint64      `json:"last_seq"`
-	}
+	var page client.ChannelEventPage
 	s.must(200, "GET", base+"?limit=1000", "").json(&page)
-	if len(page.Items) != n || page.NextCursor != "" || page.Count != n || page.LastSeq != n+3 {
-		t.Fatalf("%d items, cursor %q, count %d, last_seq %d", len(page.Items), page.NextCursor, page.Count, page.LastSeq)
+	if len(page.Items) != n || deref(page.NextCursor) != "" || page.Count != n || page.LastSeq != n+3 {
+		t.Fatalf("%d items, cursor %q, count %d, last_seq %d", len(page.Items), deref(page.NextCursor), page.Count, page.LastSeq)
 	}
 	seen := map[string]bool{}
 	for i, ev := range page.Items {
-		if want := uint64(n + 3 - i); ev.Seq != want {
+		if want := int64(n + 3 - i); ev.Seq != want {
 			t.Fatalf("item %d has seq %d, want %d (newest first)", i, ev.Seq, want)
 		}
-		if strings.HasPrefix(ev.EventID, "old-") || seen[ev.EventID] {
-			t.Fatalf("item %d is %s", i, ev.EventID)
+		if strings.HasPrefix(ev.EventId, "old-") || seen[ev.EventId] {
+			t.Fatalf("item %d is %s", i, ev.EventId)
 		}
-		seen[ev.EventID] = true
+		seen[ev.EventId] = true
 	}
 	// One more append trims one more.
 	s.must(201, "POST", base, eventBody("last"))
 	s.must(200, "GET", base+"?limit=1000", "").json(&page)
-	if len(page.Items) != n || page.Items[0].EventID != "last" || page.Items[n-1].Seq != 5 || page.Count != n {
-		t.Fatalf("after one more: %d items, newest %s, oldest seq %d", len(page.Items), page.Items[0].EventID, page.Items[n-1].Seq)
+	if len(page.Items) != n || page.Items[0].EventId != "last" || page.Items[n-1].Seq != 5 || page.Count != n {
+		t.Fatalf("after one more: %d items, newest %s, oldest seq %d", len(page.Items), page.Items[0].EventId, page.Items[n-1].Seq)
 	}
 	// Paging walks the same events.
 	idKey := func(it map[string]any) string { return fmt.Sprint(it["seq"]) }

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"slotmeta/internal/slotstore"
+	"slotmeta/client"
 	"slotmeta/internal/slotstore/cluster"
 	"slotmeta/internal/slotstore/controller/policy"
 	"slotmeta/internal/slotstore/slotstoretest"
@@ -25,9 +25,7 @@ func TestGroupsAndLeaderTransferAPI(t *testing.T) {
 		servers[i] = serve(t, n)
 	}
 	s := servers[0]
-	var groups struct {
-		Items []slotstore.GroupView `json:"items"`
-	}
+	var groups client.GroupList
 	// The first view may predate the first status round: wait for facts,
 	// and for the leaders to sit at their preferred nodes (until then the
 	// reconciler may be moving one, and a preflight sees that transfer).
@@ -35,55 +33,55 @@ func TestGroupsAndLeaderTransferAPI(t *testing.T) {
 	for {
 		s.must(200, "GET", "/v1/cluster/groups", "").json(&groups)
 		if len(groups.Items) == 2 && groups.Items[0].Leader != 0 && groups.Items[1].Leader != 0 &&
-			len(groups.Items[0].Voters) == 3 && len(groups.Items[0].Replicas) == 3 &&
+			len(groups.Items[0].Voters) == 3 && len(deref(groups.Items[0].Replicas)) == 3 &&
 			groups.Items[0].Leader == groups.Items[0].PreferredLeader && groups.Items[1].Leader == groups.Items[1].PreferredLeader {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("groups never showed observed leaders and voters: %+v", groups.Items)
+			t.Fatalf("groups never showed observed leaders and voters: %s", js(groups.Items))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	g1 := groups.Items[0]
-	if g1.ID != 1 || len(g1.DesiredPeers) != 3 || g1.ConfigEpoch != 1 || g1.PreferredLeader == 0 || g1.ObservedBy == 0 ||
+	if g1.Id != 1 || len(deref(g1.DesiredPeers)) != 3 || g1.ConfigEpoch != 1 || g1.PreferredLeader == 0 || g1.ObservedBy == 0 ||
 		g1.Aggregator == 0 || g1.HashSlots != 128 {
-		t.Fatalf("group 1 view: %+v", g1)
+		t.Fatalf("group 1 view: %s", js(g1))
 	}
-	for _, r := range g1.Replicas {
-		if r.Role != slotstore.RoleVoter || !r.Desired || r.ReportAgeMs < 0 {
+	for _, r := range deref(g1.Replicas) {
+		if r.Role != client.ReplicaViewRoleVoter || !r.Desired || r.ReportAgeMs < 0 {
 			t.Fatalf("replica view: %+v", r)
 		}
 	}
 	// Any node answers with the controller leader's aggregate.
-	var fromOther slotstore.GroupView
+	var fromOther client.GroupView
 	servers[2].must(200, "GET", "/v1/cluster/groups/1", "").json(&fromOther)
-	if fromOther.ID != 1 || fromOther.Leader == 0 {
-		t.Fatalf("group 1 through node 3: %+v", fromOther)
+	if fromOther.Id != 1 || fromOther.Leader == 0 {
+		t.Fatalf("group 1 through node 3: %s", js(fromOther))
 	}
 	s.must(404, "GET", "/v1/cluster/groups/9", "")
 	s.must(400, "GET", "/v1/cluster/groups/x", "")
 
 	leader := g1.Leader
-	target := slotstore.NodeID(leader%3 + 1)
-	var pf slotstore.Preflight
+	target := leader%3 + 1
+	var pf client.Preflight
 	s.must(200, "GET", fmt.Sprintf("/v1/cluster/groups/1/leader-transfer/preflight?target_node=%d", leader), "").json(&pf)
-	if pf.OK || len(pf.Blockers) == 0 || pf.Blockers[0].Reason != policy.ReasonAlreadyLeader {
+	if pf.Ok || len(pf.Blockers) == 0 || pf.Blockers[0].Reason != policy.ReasonAlreadyLeader {
 		t.Fatalf("preflight to the leader itself: %+v", pf)
 	}
 	// A transfer the reconciler made at start-up stays "in flight" until the
 	// controller observes it done: the preflight says so until then.
 	for deadline := time.Now().Add(10 * time.Second); ; {
 		s.must(200, "GET", fmt.Sprintf("/v1/cluster/groups/1/leader-transfer/preflight?target_node=%d", target), "").json(&pf)
-		if pf.OK || time.Now().After(deadline) || len(pf.Blockers) != 1 || pf.Blockers[0].Reason != policy.ReasonTransferInFlight {
+		if pf.Ok || time.Now().After(deadline) || len(pf.Blockers) != 1 || pf.Blockers[0].Reason != policy.ReasonTransferInFlight {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if !pf.OK || pf.Leader != leader {
+	if !pf.Ok || pf.Leader != leader {
 		t.Fatalf("preflight to a caught-up voter: %+v", pf)
 	}
 	// The transfer itself, asked of a node that may not lead the controller.
-	var res slotstore.TransferResult
+	var res client.TransferResult
 	servers[2].must(200, "POST", "/v1/cluster/groups/1/leader-transfer", fmt.Sprintf(`{"target_node":%d}`, target)).json(&res)
 	if res.Leader != target || res.PreviousLeader != leader || res.ObservedAtMs == 0 {
 		t.Fatalf("transfer result: %+v", res)
@@ -95,10 +93,10 @@ func TestGroupsAndLeaderTransferAPI(t *testing.T) {
 	s.must(400, "POST", "/v1/cluster/groups/1/leader-transfer", `{"target_node":0}`)
 
 	// Preferred leader intent.
-	var v slotstore.GroupView
+	var v client.GroupView
 	s.must(200, "PUT", "/v1/cluster/groups/2/preferred-leader", fmt.Sprintf(`{"node":%d}`, 3)).json(&v)
 	if v.PreferredLeader != 3 || v.PreferredSetAtMs == 0 {
-		t.Fatalf("preferred leader: %+v", v)
+		t.Fatalf("preferred leader: %s", js(v))
 	}
 	if r := s.do("PUT", "/v1/cluster/groups/2/preferred-leader", `{"node":9}`); r.code != 409 {
 		t.Fatalf("preferring a stranger: %d %s", r.code, r.body)
@@ -107,23 +105,21 @@ func TestGroupsAndLeaderTransferAPI(t *testing.T) {
 	// the decision log says so.
 	deadline = time.Now().Add(10 * time.Second)
 	for {
-		var ds struct {
-			Items []slotstore.Decision `json:"items"`
-		}
+		var ds client.DecisionList
 		s.must(200, "GET", "/v1/cluster/decisions", "").json(&ds)
 		done := false
 		for _, d := range ds.Items {
-			if d.Group == 2 && d.Kind == policy.DecisionTransferred && d.Leader == 3 {
+			if d.Group == 2 && d.Kind == client.DecisionKindTransferred && d.Leader == 3 {
 				done = true
 			}
 		}
-		var g2 slotstore.GroupView
+		var g2 client.GroupView
 		s.must(200, "GET", "/v1/cluster/groups/2", "").json(&g2)
 		if done && g2.Leader == 3 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("group 2 did not converge on its preferred leader: %+v, decisions %+v", g2, ds.Items)
+			t.Fatalf("group 2 did not converge on its preferred leader: %s, decisions %s", js(g2), js(ds.Items))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -10,9 +10,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"slotmeta/client"
 	"slotmeta/internal/auth"
 	"slotmeta/internal/httpapi"
-	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/cluster"
 	"slotmeta/internal/slotstore/slotstoretest"
 )
@@ -27,16 +27,15 @@ func TestFourthNodeJoins(t *testing.T) {
 	n4 := c.Join(u.Host)
 	s4 := serve(t, n4)
 
-	var nodes struct {
-		Items []slotstore.NodeInfo `json:"items"`
+	var nodes client.NodeList
+	r := s1.must(200, "GET", "/v1/cluster/nodes", "")
+	r.json(&nodes)
+	if len(nodes.Items) != 4 || nodes.Items[3].Id != 4 || deref(nodes.Items[3].State) != client.NodeStateActive {
+		t.Fatalf("nodes after the join: %s", r.body)
 	}
-	s1.must(200, "GET", "/v1/cluster/nodes", "").json(&nodes)
-	if len(nodes.Items) != 4 || nodes.Items[3].ID != 4 || nodes.Items[3].State != slotstore.NodeActive {
-		t.Fatalf("nodes after the join: %+v", nodes.Items)
-	}
-	var sum slotstore.ClusterSummary
+	var sum client.ClusterSummary
 	s4.must(200, "GET", "/v1/cluster", "").json(&sum)
-	if sum.NodeID != 4 || sum.Nodes != 4 || sum.Groups != 4 || sum.GroupsWithLeader != 4 || !sum.Ready || sum.RouteRevision != 1 {
+	if sum.NodeId != 4 || sum.Nodes != 4 || sum.Groups != 4 || sum.GroupsWithLeader != 4 || !sum.Ready || sum.RouteRevision != 1 {
 		t.Fatalf("the new node's view: %+v", sum)
 	}
 	// Writes through the new node are forwarded to the leaders; reads are
@@ -45,7 +44,7 @@ func TestFourthNodeJoins(t *testing.T) {
 		s4.eventually(200, "PUT", fmt.Sprintf("/v1/kv/j%d", i), fmt.Sprintf(`{"value":"%d"}`, i))
 	}
 	for i := 0; i < 12; i++ {
-		var kv struct{ Value string }
+		var kv client.KV
 		r := s4.eventually(200, "GET", fmt.Sprintf("/v1/kv/j%d", i), "")
 		r.json(&kv)
 		if kv.Value != fmt.Sprint(i) || r.header.Get("X-Served-By") == "4" {

@@ -6,22 +6,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
-)
 
-// membershipJSON is a membership as the API answers it.
-type membershipJSON struct {
-	UID           string `json:"uid"`
-	ChannelType   int    `json:"channel_type"`
-	ChannelID     string `json:"channel_id"`
-	JoinSeq       uint64 `json:"join_seq"`
-	ReadSeq       uint64 `json:"read_seq"`
-	DeletedToSeq  uint64 `json:"deleted_to_seq"`
-	ActivatedAtMs int64  `json:"activated_at_ms"`
-	Tombstone     bool   `json:"tombstone"`
-	CreatedAtMs   int64  `json:"created_at_ms"`
-	UpdatedAtMs   int64  `json:"updated_at_ms"`
-	Revision      uint64 `json:"revision"`
-}
+	"slotmeta/client"
+)
 
 // routeHeaders fails unless a keyed answer carries the route headers.
 func routeHeaders(t *testing.T, what string, r response) {
@@ -88,13 +75,13 @@ func TestMembershipsEndToEnd(t *testing.T) {
 	// Create (PUT upsert answers 200), read back, route headers.
 	r := s.must(200, "PUT", base+"/2/group-1", `{"join_seq":10,"read_seq":20,"deleted_to_seq":5}`)
 	routeHeaders(t, "put membership", r)
-	var m membershipJSON
+	var m client.Membership
 	r.json(&m)
-	if m.UID != "ada" || m.ChannelType != 2 || m.ChannelID != "group-1" || m.JoinSeq != 10 || m.ReadSeq != 20 ||
+	if m.Uid != "ada" || m.ChannelType != 2 || m.ChannelId != "group-1" || m.JoinSeq != 10 || m.ReadSeq != 20 ||
 		m.DeletedToSeq != 5 || m.Tombstone || m.ActivatedAtMs == 0 || m.ActivatedAtMs != m.CreatedAtMs || m.Revision == 0 {
 		t.Fatalf("created %+v", m)
 	}
-	var got membershipJSON
+	var got client.Membership
 	g := s.must(200, "GET", base+"/2/group-1", "")
 	routeHeaders(t, "get membership", g)
 	if g.header.Get("X-Served-By") == "" || g.header.Get("X-Applied-Index") == "" {
@@ -112,7 +99,7 @@ func TestMembershipsEndToEnd(t *testing.T) {
 	}
 
 	// read: a lower read_seq answers 200 with the row unchanged.
-	var before, after membershipJSON
+	var before, after client.Membership
 	s.must(200, "GET", base+"/2/group-1", "").json(&before)
 	s.must(200, "POST", base+"/2/group-1/read", `{"read_seq":7}`).json(&after)
 	if after != before {
@@ -193,18 +180,11 @@ func TestMembershipListNewestActivityFirst(t *testing.T) {
 func TestCmdBindingsEndToEnd(t *testing.T) {
 	s := oneNode(t)
 	const base = "/v1/users/linus/cmd-bindings"
-	type binding struct {
-		ChannelType int    `json:"channel_type"`
-		ChannelID   string `json:"channel_id"`
-		StartSeq    uint64 `json:"start_seq"`
-		AckSeq      uint64 `json:"ack_seq"`
-		Revision    uint64 `json:"revision"`
-	}
-	var b, b2 binding
+	var b, b2 client.CmdBinding
 	r := s.must(200, "PUT", base+"/1/cmd", `{"start_seq":10}`)
 	routeHeaders(t, "put cmd binding", r)
 	r.json(&b)
-	if b.StartSeq != 10 || b.AckSeq != 0 || b.ChannelID != "cmd" {
+	if b.StartSeq != 10 || b.AckSeq != 0 || b.ChannelId != "cmd" {
 		t.Fatalf("created %+v", b)
 	}
 	s.must(200, "POST", base+"/1/cmd/ack", `{"ack_seq":15}`).json(&b)
@@ -274,11 +254,9 @@ func TestMembershipBadInput(t *testing.T) {
 		s.must(200, "PUT", fmt.Sprintf("/v1/users/u/cmd-bindings/1/c%d", i), `{"start_seq":1}`)
 	}
 	c0 = s.node.Stats().Commands // the three puts above were real writes
-	var page struct {
-		NextCursor string `json:"next_cursor"`
-	}
+	var page client.CmdBindingPage
 	s.must(200, "GET", "/v1/users/u/cmd-bindings?limit=1", "").json(&page)
-	if r := s.do("GET", "/v1/users/u/memberships?cursor="+page.NextCursor, ""); r.code != 400 {
+	if r := s.do("GET", "/v1/users/u/memberships?cursor="+deref(page.NextCursor), ""); r.code != 400 {
 		t.Fatalf("another listing's cursor: %d %s", r.code, r.body)
 	}
 	if c1 := s.node.Stats().Commands; c1 != c0 {

@@ -2,34 +2,22 @@ package e2e
 
 import (
 	"fmt"
+	"reflect"
 	"testing"
-)
 
-type migrationJSON struct {
-	ChannelType  int    `json:"channel_type"`
-	ChannelID    string `json:"channel_id"`
-	TaskID       uint64 `json:"task_id"`
-	Kind         string `json:"kind"`
-	SourceNode   uint64 `json:"source_node"`
-	TargetNode   uint64 `json:"target_node"`
-	Phase        string `json:"phase"`
-	Active       bool   `json:"active"`
-	Note         string `json:"note"`
-	CreatedAtMs  int64  `json:"created_at_ms"`
-	FinishedAtMs int64  `json:"finished_at_ms"`
-	Revision     uint64 `json:"revision"`
-}
+	"slotmeta/client"
+)
 
 func TestChannelMigrationsEndToEnd(t *testing.T) {
 	s := oneNode(t)
 	const base = "/v1/channels/1/hot-room/migrations"
 	r := s.must(201, "POST", base, `{"kind":"replica_move","source_node":1,"target_node":4}`)
 	routeHeaders(t, "create migration", r)
-	var m migrationJSON
+	var m client.ChannelMigration
 	r.json(&m)
-	if m.TaskID != 1 || m.Phase != "created" || !m.Active || m.Kind != "replica_move" || m.SourceNode != 1 || m.TargetNode != 4 ||
+	if m.TaskId != 1 || m.Phase != "created" || !m.Active || m.Kind != "replica_move" || m.SourceNode != 1 || m.TargetNode != 4 ||
 		r.header.Get("Location") != base+"/1" {
-		t.Fatalf("created %+v, Location %q", m, r.header.Get("Location"))
+		t.Fatalf("created %s, Location %q", js(m), r.header.Get("Location"))
 	}
 	// One active task per channel.
 	if r := s.do("POST", base, `{"kind":"leader_transfer","source_node":1,"target_node":2}`); r.code != 409 || r.errCode() != "conflict" {
@@ -41,7 +29,7 @@ func TestChannelMigrationsEndToEnd(t *testing.T) {
 	// Compare-and-set steps.
 	s.must(200, "POST", base+"/1/advance", `{"expected_phase":"created","phase":"copying","note":"3 segments"}`).json(&m)
 	if m.Phase != "copying" || m.Note != "3 segments" {
-		t.Fatalf("advanced %+v", m)
+		t.Fatalf("advanced %s", js(m))
 	}
 	if r := s.do("POST", base+"/1/advance", `{"expected_phase":"created","phase":"copying"}`); r.code != 409 || r.errCode() != "conflict" {
 		t.Fatalf("a stale expected_phase: %d %s", r.code, r.body)
@@ -64,27 +52,27 @@ func TestChannelMigrationsEndToEnd(t *testing.T) {
 	// Phases may be skipped; done finishes the task.
 	s.must(200, "POST", base+"/1/advance", `{"expected_phase":"copying","phase":"switching"}`)
 	s.must(200, "POST", base+"/1/advance", `{"expected_phase":"switching","phase":"done"}`).json(&m)
-	if m.Phase != "done" || m.Active || m.FinishedAtMs == 0 {
-		t.Fatalf("done %+v", m)
+	if m.Phase != "done" || m.Active || deref(m.FinishedAtMs) == 0 {
+		t.Fatalf("done %s", js(m))
 	}
 	if r := s.do("POST", base+"/1/abort", ""); r.code != 409 || r.errCode() != "conflict" {
 		t.Fatalf("aborting a done task: %d %s", r.code, r.body)
 	}
 	s.must(200, "GET", base+"/1", "").json(&m)
 	if m.Phase != "done" {
-		t.Fatalf("read %+v", m)
+		t.Fatalf("read %s", js(m))
 	}
 
 	// Next task: id 2; abort (with and without a note); aborting again is 200 unchanged.
 	s.must(201, "POST", base, `{"kind":"leader_transfer","source_node":4,"target_node":1}`).json(&m)
-	if m.TaskID != 2 {
-		t.Fatalf("second task %+v", m)
+	if m.TaskId != 2 {
+		t.Fatalf("second task %s", js(m))
 	}
-	var a1, a2 migrationJSON
+	var a1, a2 client.ChannelMigration
 	s.must(200, "POST", base+"/2/abort", `{"note":"operator"}`).json(&a1)
 	s.must(200, "POST", base+"/2/abort", "").json(&a2)
-	if a1.Phase != "aborted" || a1.Active || a1.Note != "operator" || a2 != a1 {
-		t.Fatalf("abort %+v, again %+v", a1, a2)
+	if a1.Phase != "aborted" || a1.Active || a1.Note != "operator" || !reflect.DeepEqual(a2, a1) {
+		t.Fatalf("abort %s, again %s", js(a1), js(a2))
 	}
 	if r := s.do("POST", base+"/2/advance", `{"expected_phase":"created","phase":"copying"}`); r.code != 409 {
 		t.Fatalf("advancing an aborted task: %d %s", r.code, r.body)
@@ -93,9 +81,9 @@ func TestChannelMigrationsEndToEnd(t *testing.T) {
 
 	// More finished tasks, then the listing: newest first, every task once.
 	for range 3 {
-		var n migrationJSON
+		var n client.ChannelMigration
 		s.must(201, "POST", base, `{"kind":"replica_move","source_node":2,"target_node":3}`).json(&n)
-		s.must(200, "POST", fmt.Sprintf("%s/%d/abort", base, n.TaskID), "")
+		s.must(200, "POST", fmt.Sprintf("%s/%d/abort", base, n.TaskId), "")
 	}
 	taskKey := func(it map[string]any) string { return fmt.Sprint(it["task_id"]) }
 	for _, limit := range []int{1, 2, 1000} {

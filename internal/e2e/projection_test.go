@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"slotmeta/client"
 	"slotmeta/internal/slotstore/cluster"
 	"slotmeta/internal/slotstore/slotstoretest"
 )
@@ -21,9 +22,7 @@ func TestProjectionFollowsChannelDeleteAndRecreate(t *testing.T) {
 		deadline := time.Now().Add(10 * time.Second)
 		for {
 			r := s.do("GET", "/v1/channels/2/pj", "")
-			var ch struct {
-				PendingProjection int `json:"pending_projection"`
-			}
+			var ch client.Channel
 			_ = json.Unmarshal(r.body, &ch)
 			if r.code == 404 || (r.code == 200 && ch.PendingProjection == 0) {
 				// A deleted channel has nothing to count: wait for the
@@ -38,7 +37,7 @@ func TestProjectionFollowsChannelDeleteAndRecreate(t *testing.T) {
 	}
 	membership := func(uid string) (int, bool) {
 		r := s.do("GET", "/v1/users/"+uid+"/memberships/2/pj", "")
-		var m struct{ Tombstone bool }
+		var m client.Membership
 		_ = json.Unmarshal(r.body, &m)
 		return r.code, m.Tombstone
 	}
@@ -130,15 +129,13 @@ func TestProjectionDrainsABacklogInAnyOrder(t *testing.T) {
 		t.Fatalf("acknowledged %d records, wrote %d", acked, records)
 	}
 	for _, ch := range channels {
-		var got struct {
-			PendingProjection int `json:"pending_projection"`
-		}
+		var got client.Channel
 		s.must(200, "GET", "/v1/channels/2/"+ch, "").json(&got)
 		if got.PendingProjection != 0 {
 			t.Fatalf("%s: %d records still pending", ch, got.PendingProjection)
 		}
 		for uid, subscribed := range want[ch] {
-			var m struct{ Tombstone bool }
+			var m client.Membership
 			s.must(200, "GET", "/v1/users/"+uid+"/memberships/2/"+ch, "").json(&m)
 			if m.Tombstone == subscribed {
 				t.Fatalf("%s in %s: tombstone=%v, subscribed=%v", uid, ch, m.Tombstone, subscribed)

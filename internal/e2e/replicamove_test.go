@@ -5,23 +5,25 @@ import (
 	"testing"
 	"time"
 
+	"slotmeta/client"
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/cluster"
 	"slotmeta/internal/slotstore/controller"
 	"slotmeta/internal/slotstore/slotstoretest"
 )
 
-func waitTask(t *testing.T, s *server, id uint64, until func(slotstore.Task) bool, within time.Duration) slotstore.Task {
+func waitTask(t *testing.T, s *server, id int64, until func(client.Task) bool, within time.Duration) client.Task {
 	t.Helper()
 	deadline := time.Now().Add(within)
-	var task slotstore.Task
+	var task client.Task
 	for {
-		s.must(200, "GET", fmt.Sprintf("/v1/cluster/tasks/%d", id), "").json(&task)
+		r := s.must(200, "GET", fmt.Sprintf("/v1/cluster/tasks/%d", id), "")
+		r.json(&task)
 		if until(task) {
 			return task
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("task %d did not get there within %v: %+v", id, within, task)
+			t.Fatalf("task %d did not get there within %v: %s", id, within, r.body)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -51,59 +53,60 @@ func TestReplicaMoveCatchesUpBySnapshot(t *testing.T) {
 	c, servers := moveCluster(t, time.Minute)
 	s := servers[0]
 	const g = slotstore.GroupID(1)
-	var before slotstore.GroupView
+	var before client.GroupView
 	s.must(200, "GET", "/v1/cluster/groups/1", "").json(&before)
 	keys := keysOfGroup(t, s, g, "mv", 150)
 	for i, k := range keys {
 		s.eventually(200, "PUT", "/v1/kv/"+k, fmt.Sprintf(`{"value":"%d"}`, i))
 	}
 	from := slotstore.NodeID(2)
-	var task slotstore.Task
-	s.must(202, "POST", "/v1/cluster/groups/1/replica-moves", fmt.Sprintf(`{"from_node":%d,"to_node":4}`, from)).json(&task)
-	if task.Phase != controller.PhaseAddLearner || task.Status != controller.TaskRunning || task.NewReplicaID == 0 {
-		t.Fatalf("new task: %+v", task)
+	var task client.Task
+	tr := s.must(202, "POST", "/v1/cluster/groups/1/replica-moves", fmt.Sprintf(`{"from_node":%d,"to_node":4}`, from))
+	tr.json(&task)
+	if task.Phase != client.TaskPhaseAddLearner || task.Status != client.Running || deref(task.NewReplicaId) == 0 {
+		t.Fatalf("new task: %s", tr.body)
 	}
 	if r := s.do("POST", "/v1/cluster/groups/1/replica-moves", `{"from_node":1,"to_node":4}`); r.code != 409 {
 		t.Fatalf("a second task on the group: %d %s", r.code, r.body)
 	}
-	task = waitTask(t, s, task.ID, func(x slotstore.Task) bool { return x.Status != controller.TaskRunning }, 60*time.Second)
-	if task.Status != controller.TaskSucceeded || task.Phase != controller.PhaseDone {
-		t.Fatalf("task ended %+v", task)
+	task = waitTask(t, s, task.Id, func(x client.Task) bool { return x.Status != client.Running }, 60*time.Second)
+	if task.Status != client.Succeeded || task.Phase != client.TaskPhaseDone {
+		t.Fatalf("task ended %s", js(task))
 	}
-	phases := map[string]bool{}
-	for _, h := range task.History {
-		phases[h.Phase] = true
+	phases := map[client.TaskPhase]bool{}
+	for _, h := range deref(task.History) {
+		phases[client.TaskPhase(h.Phase)] = true
 		if len(h.Voters) == 0 {
-			t.Fatalf("phase %s recorded no membership: %+v", h.Phase, h)
+			t.Fatalf("phase %s recorded no membership: %s", h.Phase, js(h))
 		}
 	}
-	for _, p := range []string{controller.PhaseAddLearner, controller.PhaseCatchUp, controller.PhasePromote, controller.PhaseRemoveOld, controller.PhaseCommit} {
+	for _, p := range []client.TaskPhase{client.TaskPhaseAddLearner, client.TaskPhaseCatchUp, client.TaskPhasePromote, client.TaskPhaseRemoveOld, client.TaskPhaseCommit} {
 		if !phases[p] {
-			t.Fatalf("no observed membership recorded for phase %s: %+v", p, task.History)
+			t.Fatalf("no observed membership recorded for phase %s: %s", p, js(deref(task.History)))
 		}
 	}
 	// The intent and the fact agree on the new membership.
 	deadline := time.Now().Add(10 * time.Second)
-	var after slotstore.GroupView
+	var after client.GroupView
 	for {
 		s.must(200, "GET", "/v1/cluster/groups/1", "").json(&after)
 		if fmt.Sprint(after.Voters) == "[1 3 4]" && len(after.Learners) == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("observed membership after the move: %+v", after)
+			t.Fatalf("observed membership after the move: %s", js(after))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	if after.ConfigEpoch != before.ConfigEpoch+1 {
 		t.Fatalf("config epoch %d, was %d", after.ConfigEpoch, before.ConfigEpoch)
 	}
-	for _, p := range after.DesiredPeers {
-		if p.Node == from {
-			t.Fatalf("node %d is still a desired peer: %+v", from, after.DesiredPeers)
+	for _, p := range deref(after.DesiredPeers) {
+		if p.Node == int64(from) {
+			t.Fatalf("node %d is still a desired peer: %s", from, js(deref(after.DesiredPeers)))
 		}
 	}
-	for _, r := range after.Replicas {
+	for _, r := range deref(after.Replicas) {
 		if r.Node == 4 && r.LogFirst <= 1 {
 			t.Fatalf("node 4's log starts at %d: it replayed the whole log instead of installing a snapshot", r.LogFirst)
 		}
@@ -125,7 +128,7 @@ func TestReplicaMoveCatchesUpBySnapshot(t *testing.T) {
 	}
 	// Every row is readable from the new replica itself.
 	for i, k := range keys {
-		var kv struct{ Value string }
+		var kv client.KV
 		r := servers[3].eventually(200, "GET", "/v1/kv/"+k+"?consistency=local", "")
 		r.json(&kv)
 		if kv.Value != fmt.Sprint(i) || r.header.Get("X-Served-By") != "4" {
@@ -156,31 +159,32 @@ func TestReplicaMoveFailsCleanlyAndResumes(t *testing.T) {
 		}
 	}
 	_ = c.Nodes[3].Close()
-	var task slotstore.Task
+	var task client.Task
 	s.must(202, "POST", "/v1/cluster/groups/1/replica-moves", `{"from_node":2,"to_node":4}`).json(&task)
-	task = waitTask(t, s, task.ID, func(x slotstore.Task) bool { return x.Status != controller.TaskRunning }, 30*time.Second)
-	if task.Status != controller.TaskFailed || task.Error == "" || task.Phase != controller.PhaseCatchUp {
-		t.Fatalf("a move to a dead node: %+v", task)
+	task = waitTask(t, s, task.Id, func(x client.Task) bool { return x.Status != client.Running }, 30*time.Second)
+	if task.Status != client.Failed || deref(task.Error) == "" || task.Phase != client.TaskPhaseCatchUp {
+		t.Fatalf("a move to a dead node: %s", js(task))
 	}
-	t.Logf("failed as expected: %s", task.Error)
-	var v slotstore.GroupView
+	t.Logf("failed as expected: %s", deref(task.Error))
+	var v client.GroupView
 	s.must(200, "GET", "/v1/cluster/groups/1", "").json(&v)
 	if fmt.Sprint(v.Voters) != "[1 2 3]" || v.ConfigEpoch != 1 {
-		t.Fatalf("the old membership must stay: %+v", v)
+		t.Fatalf("the old membership must stay: %s", js(v))
 	}
 	s.eventually(200, "PUT", "/v1/kv/"+keys[0], `{"value":"still serving"}`)
 
 	// The target is back; asking again resumes the same task.
 	n4 := c.Restart(3)
 	servers[3] = serve(t, n4)
-	var again slotstore.Task
-	s.must(202, "POST", "/v1/cluster/groups/1/replica-moves", `{"from_node":2,"to_node":4}`).json(&again)
-	if again.ID != task.ID || again.Attempt != 2 || again.NewReplicaID != task.NewReplicaID {
-		t.Fatalf("retry did not resume the task: %+v", again)
+	var again client.Task
+	ar := s.must(202, "POST", "/v1/cluster/groups/1/replica-moves", `{"from_node":2,"to_node":4}`)
+	ar.json(&again)
+	if again.Id != task.Id || again.Attempt != 2 || deref(again.NewReplicaId) != deref(task.NewReplicaId) {
+		t.Fatalf("retry did not resume the task: %s", ar.body)
 	}
-	again = waitTask(t, s, task.ID, func(x slotstore.Task) bool { return x.Status != controller.TaskRunning }, 60*time.Second)
-	if again.Status != controller.TaskSucceeded {
-		t.Fatalf("resumed move: %+v", again)
+	again = waitTask(t, s, task.Id, func(x client.Task) bool { return x.Status != client.Running }, 60*time.Second)
+	if again.Status != client.Succeeded {
+		t.Fatalf("resumed move: %s", js(again))
 	}
 
 }
@@ -190,26 +194,26 @@ func TestReplicaMoveFailsCleanlyAndResumes(t *testing.T) {
 func TestReplicaMoveResumesOnANewControllerLeader(t *testing.T) {
 	c, servers := moveCluster(t, time.Minute)
 	s := servers[0]
-	var task2 slotstore.Task
+	var task2 client.Task
 	s.must(202, "POST", "/v1/cluster/groups/2/replica-moves", `{"from_node":3,"to_node":1}`).json(&task2)
 	ctl := controllerLeader(t, c)
 	next := slotstore.NodeID(ctl.NodeID()%4 + 1)
 	ctx, cancel := ctx10s()
 	defer cancel()
-	if cur, _ := ctl.Task(task2.ID); cur.Status != controller.TaskRunning {
+	if cur, _ := ctl.Task(uint64(task2.Id)); cur.Status != controller.TaskRunning {
 		t.Fatalf("the move ended before the controller leader changed: %+v", cur)
 	}
 	if err := ctl.TransferControllerLeader(ctx, next); err != nil {
 		t.Fatal(err)
 	}
-	if cur, _ := c.Nodes[0].Task(task2.ID); cur.Status != controller.TaskRunning && cur.Phase == controller.PhaseDone {
+	if cur, _ := c.Nodes[0].Task(uint64(task2.Id)); cur.Status != controller.TaskRunning && cur.Phase == controller.PhaseDone {
 		t.Log("the move finished before the controller leader changed; the resume path was not exercised this run")
 	}
-	task2 = waitTask(t, s, task2.ID, func(x slotstore.Task) bool { return x.Status != controller.TaskRunning }, 60*time.Second)
-	if task2.Status != controller.TaskSucceeded {
-		var g2 slotstore.GroupView
+	task2 = waitTask(t, s, task2.Id, func(x client.Task) bool { return x.Status != client.Running }, 60*time.Second)
+	if task2.Status != client.Succeeded {
+		var g2 client.GroupView
 		s.must(200, "GET", "/v1/cluster/groups/2", "").json(&g2)
-		t.Fatalf("move across a controller leader change: %+v\ngroup 2: %+v", task2, g2)
+		t.Fatalf("move across a controller leader change: %s\ngroup 2: %s", js(task2), js(g2))
 	}
 	if controllerLeader(t, c).NodeID() != next {
 		t.Fatalf("controller leader is %d, moved to %d", controllerLeader(t, c).NodeID(), next)

@@ -5,30 +5,9 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-)
 
-type runtimeJSON struct {
-	ChannelType         int      `json:"channel_type"`
-	ChannelID           string   `json:"channel_id"`
-	ChannelEpoch        uint64   `json:"channel_epoch"`
-	LeaderEpoch         uint64   `json:"leader_epoch"`
-	Leader              uint64   `json:"leader"`
-	Replicas            []uint64 `json:"replicas"`
-	ISR                 []uint64 `json:"isr"`
-	MinISR              uint64   `json:"min_isr"`
-	Status              string   `json:"status"`
-	LeaseUntilMs        int64    `json:"lease_until_ms"`
-	RetentionThroughSeq uint64   `json:"retention_through_seq"`
-	WriteFence          *struct {
-		Token   string `json:"token"`
-		Version uint64 `json:"version"`
-		Reason  string `json:"reason"`
-		UntilMs int64  `json:"until_ms"`
-	} `json:"write_fence"`
-	CreatedAtMs int64  `json:"created_at_ms"`
-	UpdatedAtMs int64  `json:"updated_at_ms"`
-	Revision    uint64 `json:"revision"`
-}
+	"slotmeta/client"
+)
 
 // runtimeBody is a runtime write with replicas 1, 2, 3.
 func runtimeBody(ce, le, leader uint64, lease int64) string {
@@ -46,17 +25,18 @@ func TestRuntimeEndToEnd(t *testing.T) {
 	if r.header.Get("Location") != path {
 		t.Fatalf("Location %q", r.header.Get("Location"))
 	}
-	var rt runtimeJSON
+	var rt client.ChannelRuntime
 	r.json(&rt)
-	if rt.ChannelType != 2 || rt.ChannelID != "room-1" || rt.Leader != 2 || fmt.Sprint(rt.ISR) != "[2 3]" || rt.Status != "migrating" ||
+	if rt.ChannelType != 2 || rt.ChannelId != "room-1" || rt.Leader != 2 || fmt.Sprint(rt.Isr) != "[2 3]" || rt.Status != "migrating" ||
 		rt.LeaseUntilMs != 5000 || rt.RetentionThroughSeq != 7 || rt.WriteFence == nil || rt.WriteFence.Token != "tok-1" ||
-		rt.WriteFence.Version != 3 || rt.WriteFence.UntilMs != 9000 || rt.CreatedAtMs == 0 || rt.Revision == 0 {
-		t.Fatalf("created %+v", rt)
+		deref(rt.WriteFence.Version) != 3 || deref(rt.WriteFence.UntilMs) != 9000 || rt.CreatedAtMs == 0 || rt.Revision == 0 {
+		t.Fatalf("created %s", r.body)
 	}
-	var got runtimeJSON
-	s.must(200, "GET", path, "").json(&got)
+	var got client.ChannelRuntime
+	g := s.must(200, "GET", path, "")
+	g.json(&got)
 	if !reflect.DeepEqual(got, rt) {
-		t.Fatalf("read %+v, wrote %+v", got, rt)
+		t.Fatalf("read %s, wrote %s", g.body, r.body)
 	}
 	if r := s.do("POST", path, runtimeBody(9, 9, 1, 0)); r.code != 409 || r.errCode() != "conflict" {
 		t.Fatalf("second create: %d %s", r.code, r.body)
@@ -64,7 +44,7 @@ func TestRuntimeEndToEnd(t *testing.T) {
 	// A PUT without a fence clears it; status defaults to active.
 	s.must(200, "PUT", path, runtimeBody(1, 2, 3, 6000)).json(&got)
 	if got.WriteFence != nil || got.Status != "active" || got.Leader != 3 || got.CreatedAtMs != rt.CreatedAtMs || got.RetentionThroughSeq != 7 {
-		t.Fatalf("put %+v", got)
+		t.Fatalf("put %s", js(got))
 	}
 	// Runtime meta needs no channel row.
 	s.must(404, "GET", "/v1/channels/2/room-1", "")
@@ -112,9 +92,9 @@ func TestRuntimeEndToEnd(t *testing.T) {
 func TestRuntimeEpochFencing(t *testing.T) {
 	s := oneNode(t)
 	type stored struct {
-		ce, le, leader uint64
+		ce, le, leader int64
 		lease          int64
-		retention      uint64
+		retention      int64
 	}
 	initial := stored{5, 3, 1, 1000, 50}
 	for i, tc := range []struct {
@@ -142,7 +122,7 @@ func TestRuntimeEpochFencing(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := fmt.Sprintf("/v1/channels/7/fence-%d/runtime", i)
-			var first runtimeJSON
+			var first client.ChannelRuntime
 			s.must(201, "POST", path, fmt.Sprintf(`{"channel_epoch":%d,"leader_epoch":%d,"leader":%d,"replicas":[1,2,3],"isr":[1,2,3],`+
 				`"min_isr":2,"lease_until_ms":%d,"retention_through_seq":%d}`, initial.ce, initial.le, initial.leader, initial.lease, initial.retention)).json(&first)
 			target := path
@@ -154,17 +134,17 @@ func TestRuntimeEpochFencing(t *testing.T) {
 				t.Fatalf("%s %s: %d %s, want %d %q", tc.method, target, r.code, r.body, tc.status, tc.code)
 			}
 			routeHeaders(t, tc.name, r)
-			var now runtimeJSON
+			var now client.ChannelRuntime
 			s.must(200, "GET", path, "").json(&now)
 			got := stored{now.ChannelEpoch, now.LeaderEpoch, now.Leader, now.LeaseUntilMs, now.RetentionThroughSeq}
 			if got != tc.after {
 				t.Fatalf("stored %+v, want %+v", got, tc.after)
 			}
 			if tc.status == 200 {
-				var answered runtimeJSON
+				var answered client.ChannelRuntime
 				r.json(&answered)
 				if !reflect.DeepEqual(answered, now) {
-					t.Fatalf("answered %+v, stored %+v", answered, now)
+					t.Fatalf("answered %s, stored %s", js(answered), js(now))
 				}
 			}
 			// A refused write and an unchanged retention write nothing.

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"slotmeta/client"
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/cluster"
 	"slotmeta/internal/slotstore/controller"
@@ -46,10 +47,11 @@ func TestHashSlotMigration(t *testing.T) {
 	for _, u := range users {
 		s.eventually(201, "POST", "/v1/users", fmt.Sprintf(`{"uid":%q}`, u))
 	}
-	var task slotstore.Task
-	s.must(202, "POST", fmt.Sprintf("/v1/cluster/hash-slots/%d/migrations", hs), `{"to_group":2}`).json(&task)
-	if task.Kind != controller.TaskSlotMigration || task.Group != 1 || task.ToGroup != 2 || task.Phase != controller.PhaseFence {
-		t.Fatalf("task: %+v", task)
+	var task client.Task
+	tr := s.must(202, "POST", fmt.Sprintf("/v1/cluster/hash-slots/%d/migrations", hs), `{"to_group":2}`)
+	tr.json(&task)
+	if task.Kind != client.TaskKindSlotMigration || task.Group != 1 || deref(task.ToGroup) != 2 || task.Phase != client.TaskPhaseFence {
+		t.Fatalf("task: %s", tr.body)
 	}
 	if r := s.do("POST", "/v1/cluster/hash-slots/300/migrations", `{"to_group":2}`); r.code != 400 {
 		t.Fatalf("slot 300: %d", r.code)
@@ -60,7 +62,7 @@ func TestHashSlotMigration(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		ctl.TasksOnce(ctx)
-		cur, err := ctl.Task(task.ID)
+		cur, err := ctl.Task(uint64(task.Id))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -84,19 +86,14 @@ func TestHashSlotMigration(t *testing.T) {
 			t.Fatalf("task ended %+v", cur)
 		}
 	}
-	if cur, _ := ctl.Task(task.ID); cur.Status != controller.TaskSucceeded || cur.Phase != controller.PhaseDone {
+	if cur, _ := ctl.Task(uint64(task.Id)); cur.Status != controller.TaskSucceeded || cur.Phase != controller.PhaseDone {
 		t.Fatalf("task: %+v", cur)
 	}
 	// Every node follows the new table (revision 2, slot → group 2).
 	for i, srv := range servers {
 		deadline := time.Now().Add(10 * time.Second)
 		for {
-			var routes struct {
-				Revision  uint64 `json:"revision"`
-				HashSlots []struct {
-					Group slotstore.GroupID `json:"group"`
-				} `json:"hash_slots"`
-			}
+			var routes client.Routes
 			srv.must(200, "GET", "/v1/cluster/routes", "").json(&routes)
 			if routes.Revision == 2 && routes.HashSlots[hs].Group == 2 {
 				break
@@ -110,7 +107,7 @@ func TestHashSlotMigration(t *testing.T) {
 	// Every row arrived, through every node.
 	for _, srv := range servers {
 		for i, k := range keys {
-			var kv struct{ Value string }
+			var kv client.KV
 			r := srv.eventually(200, "GET", "/v1/kv/"+k, "")
 			r.json(&kv)
 			if kv.Value != fmt.Sprintf("v%d", i) || r.header.Get("X-Slot-Group") != "2" {
@@ -140,7 +137,7 @@ func TestHashSlotMigration(t *testing.T) {
 		}
 	}
 	// Writes go to the new group; an old route revision is refused.
-	var kv struct{ Revision uint64 }
+	var kv client.KV
 	s.eventually(200, "PUT", "/v1/kv/"+keys[0], `{"value":"after"}`).json(&kv)
 	if r := s.do("PUT", "/v1/kv/"+keys[0], `{"value":"x"}`, "X-Route-Revision", "1"); r.code != 409 || r.errCode() != "route_revision_mismatch" {
 		t.Fatalf("old route revision: %d %s", r.code, r.body)
