@@ -113,7 +113,7 @@ func TestProjectionDrainsABacklogInAnyOrder(t *testing.T) {
 	defer cancel()
 	acked := 0
 	for rounds := 0; ; rounds++ {
-		n, err := c.Nodes[0].ProjectOnce(ctx)
+		n, err := c.Nodes[0].Testing().ProjectOnce(ctx)
 		if err != nil {
 			t.Fatalf("round %d: %v", rounds, err)
 		}

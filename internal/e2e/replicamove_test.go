@@ -114,7 +114,7 @@ func TestReplicaMoveCatchesUpBySnapshot(t *testing.T) {
 	// The old replica's data is gone from node 2's store.
 	deadline = time.Now().Add(10 * time.Second)
 	for {
-		n, err := c.Nodes[from-1].KeyCount(g, nil)
+		n, err := c.Nodes[from-1].Testing().KeyCount(g, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -154,7 +154,7 @@ func TestReplicaMoveFailsCleanlyAndResumes(t *testing.T) {
 	ctx, cancel := ctx10s()
 	defer cancel()
 	if ctl := controllerLeader(t, c); ctl.NodeID() == 4 {
-		if err := ctl.TransferControllerLeader(ctx, 1); err != nil {
+		if err := ctl.Testing().TransferControllerLeader(ctx, 1); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -203,7 +203,7 @@ func TestReplicaMoveResumesOnANewControllerLeader(t *testing.T) {
 	if cur, _ := ctl.Task(uint64(task2.Id)); cur.Status != controller.TaskRunning {
 		t.Fatalf("the move ended before the controller leader changed: %+v", cur)
 	}
-	if err := ctl.TransferControllerLeader(ctx, next); err != nil {
+	if err := ctl.Testing().TransferControllerLeader(ctx, next); err != nil {
 		t.Fatal(err)
 	}
 	if cur, _ := c.Nodes[0].Task(uint64(task2.Id)); cur.Status != controller.TaskRunning && cur.Phase == controller.PhaseDone {

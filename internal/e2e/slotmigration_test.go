@@ -123,7 +123,7 @@ func TestHashSlotMigration(t *testing.T) {
 	for i, n := range c.Nodes {
 		deadline := time.Now().Add(10 * time.Second)
 		for {
-			left, err := n.KeyCount(1, &slot)
+			left, err := n.Testing().KeyCount(1, &slot)
 			if err != nil {
 				t.Fatal(err)
 			}

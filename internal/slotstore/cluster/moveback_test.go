@@ -95,7 +95,7 @@ func TestReplicaMovesBackToANodeThatWasDown(t *testing.T) {
 	// stale controller state first, and stop it and remove its data then).
 	c.StartNode(i)
 	waitUntil(t, 10*time.Second, "the removed replica's rows gone", func() bool {
-		k, err := c.Nodes[i].KeyCount(g, nil)
+		k, err := c.Nodes[i].Testing().KeyCount(g, nil)
 		return err == nil && k == 0
 	})
 	// Now as if a restart had cut that removal short: the old rows are back

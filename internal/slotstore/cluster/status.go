@@ -87,18 +87,3 @@ func (n *Node) Read(ctx context.Context, q meta.Query, c meta.Consistency) (any,
 // this node whose state machine is open, in group order: for invariant
 // checks (every hash slot owned by exactly one group) and diagnostics.
 func (n *Node) Ownership() []replicas.Ownership { return n.replicas.Ownership() }
-
-// KeyCount counts the keys this node's store holds of group g — of hash
-// slot hs in it when hs is not nil (0 once a removed replica's data, or a
-// released slot's rows, are gone).
-func (n *Node) KeyCount(g slotstore.GroupID, hs *slotstore.HashSlot) (int, error) {
-	if hs != nil {
-		return n.db.CountKeys(meta.SlotPrefix(g, *hs))
-	}
-	return n.db.CountKeys(meta.GroupPrefix(g))
-}
-
-// ProjectOnce runs one round of the outbox projection and returns how many
-// records it acknowledged: the hook for a node started with a negative
-// ProjectInterval (which projects nothing by itself).
-func (n *Node) ProjectOnce(ctx context.Context) (int, error) { return n.projector.Once(ctx) }

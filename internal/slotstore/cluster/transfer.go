@@ -205,14 +205,3 @@ func (n *Node) awaitTransfer(ctx context.Context, shard, replica uint64, check f
 		}
 	}
 }
-
-// TransferControllerLeader moves the controller group's leadership to node
-// target (a controller voter) and waits until this node observes it. Running
-// controller tasks resume on the new leader: their state is replicated.
-func (n *Node) TransferControllerLeader(ctx context.Context, target slotstore.NodeID) error {
-	if _, err := n.awaitTransfer(ctx, controller.ShardID, uint64(target), nil); err != nil {
-		return err
-	}
-	n.ctrlLeader.Store(uint64(target))
-	return nil
-}

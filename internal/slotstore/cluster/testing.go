@@ -1,0 +1,46 @@
+package cluster
+
+import (
+	"context"
+
+	"slotmeta/internal/slotstore"
+	"slotmeta/internal/slotstore/controller"
+	"slotmeta/internal/slotstore/meta"
+)
+
+// Testing is the part of a node only tests use, kept off the facade: what
+// tests of other packages (end to end, chaos) must drive or look at
+// directly, with no API of its own for operators. Obtain it with
+// Node.Testing; it is as safe for concurrent use as the node.
+type Testing struct{ n *Node }
+
+// Testing returns the node's test hooks.
+func (n *Node) Testing() Testing { return Testing{n} }
+
+// KeyCount counts the keys the node's store holds of group g — of hash
+// slot hs in it when hs is not nil (0 once a removed replica's data, or a
+// released slot's rows, are gone).
+func (t Testing) KeyCount(g slotstore.GroupID, hs *slotstore.HashSlot) (int, error) {
+	if hs != nil {
+		return t.n.db.CountKeys(meta.SlotPrefix(g, *hs))
+	}
+	return t.n.db.CountKeys(meta.GroupPrefix(g))
+}
+
+// ProjectOnce runs one round of the outbox projection and returns how many
+// records it acknowledged: for a node started with a negative
+// ProjectInterval, which projects nothing by itself.
+func (t Testing) ProjectOnce(ctx context.Context) (int, error) { return t.n.projector.Once(ctx) }
+
+// TransferControllerLeader moves the controller group's leadership to node
+// target (a controller voter) and waits until this node observes it. Running
+// controller tasks resume on the new leader: their state is replicated.
+// (Operators move it by stopping its node; the tests of controller
+// failover need it on a chosen node.)
+func (t Testing) TransferControllerLeader(ctx context.Context, target slotstore.NodeID) error {
+	if _, err := t.n.awaitTransfer(ctx, controller.ShardID, uint64(target), nil); err != nil {
+		return err
+	}
+	t.n.ctrlLeader.Store(uint64(target))
+	return nil
+}
