@@ -8,8 +8,9 @@
 #
 #   bench/profile.sh                     # kv-put c=64 for 10s
 #   PROFILE_WORKLOAD=get-linearizable PROFILE_C=64 PROFILE_DURATION=10s PROFILE_GROUPS=8 bench/profile.sh
+#   PROFILE_WORKLOAD=idle PROFILE_GROUPS=256 bench/profile.sh   # the settled cluster without load
 #
-# Writes BENCH_PROFILE_OUT (default bench/.run/profile-<date>)/{cpu.prof,slotbench.test,top.txt}
+# Writes BENCH_PROFILE_OUT (default bench/.run/profile-<date>)/{cpu.prof,heap.prof,slotbench.test,top.txt}
 # and prints the summary. BENCH_SRC: the tree to build (default: this one).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
@@ -25,8 +26,9 @@ mkdir -p "$OUTDIR"
 
 (cd "$SRC" && "$GO" test -c -tags slotbenchprofile -o "$OUTDIR/slotbench.test" ./cmd/slotbench)
 echo "workload $WORKLOAD c=$CONC for $DURATION, 3 in-process nodes ($GROUPS_N groups, RTT 50ms); load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-(cd "$OUTDIR" && SLOTBENCH_PROFILE_OUT="$OUTDIR/cpu.prof" SLOTBENCH_PROFILE_WORKLOAD=$WORKLOAD \
+(cd "$OUTDIR" && SLOTBENCH_PROFILE_OUT="$OUTDIR/cpu.prof" SLOTBENCH_PROFILE_HEAP="$OUTDIR/heap.prof" SLOTBENCH_PROFILE_WORKLOAD=$WORKLOAD \
   SLOTBENCH_PROFILE_C=$CONC SLOTBENCH_PROFILE_DURATION=$DURATION SLOTBENCH_PROFILE_GROUPS=$GROUPS_N SLOTBENCH_PROFILE_RAFT_WORKERS=$WORKERS \
+  SLOTBENCH_PROFILE_HEARTBEAT_RTT=${PROFILE_HEARTBEAT_RTT:-} \
   ./slotbench.test -test.run '^TestProfileInProcess$' -test.v -test.count=1 -test.timeout 10m 2>&1) |
   grep -Ev '^(=== RUN|preloaded|slotbench:)' | grep -v '^\s*$' || true
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

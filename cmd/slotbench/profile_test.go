@@ -13,8 +13,11 @@
 // SLOTBENCH_PROFILE_C (64), SLOTBENCH_PROFILE_DURATION (10s),
 // SLOTBENCH_PROFILE_GROUPS (1, the server's --groups default for 3 nodes),
 // SLOTBENCH_PROFILE_RAFT_WORKERS (0: the server's default); for experiments
-// SLOTBENCH_PROFILE_MAXINFLIGHT, SLOTBENCH_PROFILE_MAXWAIT (proposer) and
-// SLOTBENCH_PROFILE_MEMTABLE (store memtable bytes).
+// SLOTBENCH_PROFILE_MAXINFLIGHT, SLOTBENCH_PROFILE_MAXWAIT (proposer),
+// SLOTBENCH_PROFILE_HEARTBEAT_RTT (ticks) and
+// SLOTBENCH_PROFILE_MEMTABLE (store memtable bytes). The workload "idle"
+// profiles the settled cluster without load (what many groups cost at
+// rest); SLOTBENCH_PROFILE_HEAP names a heap profile taken at the end.
 package main
 
 import (
@@ -83,6 +86,9 @@ func TestProfileInProcess(t *testing.T) {
 			if v, err := strconv.Atoi(os.Getenv("SLOTBENCH_PROFILE_MEMTABLE")); err == nil {
 				cfg.Store.MemTableSize = uint64(v)
 			}
+			if v, err := strconv.ParseUint(os.Getenv("SLOTBENCH_PROFILE_HEARTBEAT_RTT"), 10, 64); err == nil {
+				cfg.HeartbeatRTT = v
+			}
 			if v, err := time.ParseDuration(os.Getenv("SLOTBENCH_PROFILE_MAXWAIT")); err == nil {
 				cfg.Proposer.MaxWait = v
 			}
@@ -115,6 +121,10 @@ func TestProfileInProcess(t *testing.T) {
 	// still moves group leaders (route_not_ready while it does).
 	warm := cfg
 	warm.Duration = 3 * time.Second
+	if workload == "idle" {
+		profileIdle(t, out, dur)
+		return
+	}
 	for i := range 10 {
 		r, err := Run(context.Background(), warm, io.Discard)
 		if err != nil {
@@ -140,20 +150,14 @@ func TestProfileInProcess(t *testing.T) {
 		t.Logf("load only to %s of group 1 (leader node %d): %v", to, st.Leader, sel)
 		cfg.Endpoints = sel
 	}
-	f, err := os.Create(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := pprof.StartCPUProfile(f); err != nil {
-		t.Fatal(err)
-	}
+	stop := startCPUProfile(t, out)
 	res, err := Run(context.Background(), cfg, os.Stderr)
-	pprof.StopCPUProfile()
+	stop()
 	if err != nil {
 		t.Fatal(err)
 	}
 	printResult(os.Stdout, res)
+	writeHeapProfile(t)
 	// The nodes' counters, summed.
 	var st cluster.Stats
 	for _, n := range c.Nodes {
@@ -171,5 +175,51 @@ func TestProfileInProcess(t *testing.T) {
 	}
 	if rounds, reads := float64(st.ReadRounds), float64(st.Reads); rounds > 0 {
 		t.Logf("reads: %.0f ReadIndex rounds, %.2f linearizable reads per round (whole test)", rounds, reads/rounds)
+	}
+}
+
+// profileIdle profiles the cluster at rest: after the start's leader moves
+// have settled (a few election timeouts), dur with no load at all.
+func profileIdle(t *testing.T, out string, dur time.Duration) {
+	time.Sleep(5 * time.Second)
+	stop := startCPUProfile(t, out)
+	time.Sleep(dur)
+	stop()
+	t.Logf("idle for %v", dur)
+	writeHeapProfile(t)
+}
+
+// startCPUProfile starts a CPU profile into out; stop ends it.
+func startCPUProfile(t *testing.T, out string) (stop func()) {
+	f, err := os.Create(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+	}
+}
+
+// writeHeapProfile writes SLOTBENCH_PROFILE_HEAP, if set, after a GC.
+func writeHeapProfile(t *testing.T) {
+	p := os.Getenv("SLOTBENCH_PROFILE_HEAP")
+	if p == "" {
+		return
+	}
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	t.Logf("heap: %d MiB in use, %d MiB from the OS (3 nodes)", ms.HeapInuse>>20, ms.Sys>>20)
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		t.Fatal(err)
 	}
 }
