@@ -20,7 +20,7 @@ type Replicator interface {
 
 // Config bounds a proposer. The zero value takes the defaults.
 type Config struct {
-	QueueSize        int           // commands waiting to be batched (default 4096)
+	QueueSize        int           // commands waiting to be batched (default 1024: four full entries behind the ones in flight; allocated per group)
 	MaxBatchCommands int           // commands per Raft entry (default 256)
 	MaxBatchBytes    int           // encoded bytes per Raft entry (default 1 MiB)
 	MaxWait          time.Duration // how long a batch may wait for more commands while others are in flight (default 0: never wait)
@@ -31,7 +31,7 @@ type Config struct {
 // EnsureDefaults fills zero fields.
 func (c *Config) EnsureDefaults() {
 	if c.QueueSize <= 0 {
-		c.QueueSize = 4096
+		c.QueueSize = 1024
 	}
 	if c.MaxBatchCommands <= 0 {
 		c.MaxBatchCommands = 256
