@@ -130,11 +130,18 @@ func NewRouter() *Router {
 // Load returns the current snapshot.
 func (r *Router) Load() *Snapshot { return r.cur.Load() }
 
-// update builds and publishes a new snapshot from a copy of the current one.
-func (r *Router) update(fn func(table **Table, groups map[slotstore.GroupID]GroupState)) {
+// update publishes a new snapshot built from a copy of the current one,
+// unless unchanged reports (on the current one, before anything is copied)
+// that fn would change nothing: the leader refresh of every group every
+// reconcile round then costs a map lookup per group, not a copy of the whole
+// map per group.
+func (r *Router) update(unchanged func(cur *Snapshot) bool, fn func(table **Table, groups map[slotstore.GroupID]GroupState)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	old := r.cur.Load()
+	if unchanged != nil && unchanged(old) {
+		return
+	}
 	groups := make(map[slotstore.GroupID]GroupState, len(old.groups))
 	for g, st := range old.groups {
 		groups[g] = st
@@ -149,17 +156,21 @@ func (r *Router) SetTable(t *Table) {
 	if t == nil {
 		return
 	}
-	r.update(func(table **Table, _ map[slotstore.GroupID]GroupState) {
-		if *table == nil || t.revision >= (*table).revision {
-			*table = t
-		}
-	})
+	r.update(func(cur *Snapshot) bool { return cur.table == t || cur.table != nil && t.revision < cur.table.revision },
+		func(table **Table, _ map[slotstore.GroupID]GroupState) {
+			if *table == nil || t.revision >= (*table).revision {
+				*table = t
+			}
+		})
 }
 
 // SetConfigEpoch records the committed config epoch of g (creating g's
 // entry). Epochs only grow: an older one arriving late is ignored.
 func (r *Router) SetConfigEpoch(g slotstore.GroupID, epoch uint64) {
-	r.update(func(_ **Table, groups map[slotstore.GroupID]GroupState) {
+	r.update(func(cur *Snapshot) bool {
+		st, ok := cur.groups[g]
+		return ok && epoch <= st.ConfigEpoch
+	}, func(_ **Table, groups map[slotstore.GroupID]GroupState) {
 		st, ok := groups[g]
 		if ok && epoch < st.ConfigEpoch {
 			return
@@ -174,7 +185,10 @@ func (r *Router) SetConfigEpoch(g slotstore.GroupID, epoch uint64) {
 // same or a newer term clears it.
 func (r *Router) SetLeader(g slotstore.GroupID, leader slotstore.NodeID, term uint64) {
 	changed := false
-	r.update(func(_ **Table, groups map[slotstore.GroupID]GroupState) {
+	r.update(func(cur *Snapshot) bool {
+		st, ok := cur.groups[g]
+		return ok && (term < st.Term || st.Leader == leader && st.Term == term)
+	}, func(_ **Table, groups map[slotstore.GroupID]GroupState) {
 		st := groups[g]
 		if term < st.Term {
 			return
@@ -190,7 +204,7 @@ func (r *Router) SetLeader(g slotstore.GroupID, leader slotstore.NodeID, term ui
 
 // ForgetGroup drops g's live state (the node stopped following it).
 func (r *Router) ForgetGroup(g slotstore.GroupID) {
-	r.update(func(_ **Table, groups map[slotstore.GroupID]GroupState) { delete(groups, g) })
+	r.update(nil, func(_ **Table, groups map[slotstore.GroupID]GroupState) { delete(groups, g) })
 	r.signal(g)
 }
 
