@@ -32,6 +32,7 @@ type options struct {
 	ReplicationFactor   int
 	RTT                 time.Duration
 	ElectionRTT         uint64
+	HeartbeatRTT        uint64
 	RaftWorkers         int
 	LogLevel            string
 	MaxBodyBytes        int64
@@ -62,7 +63,8 @@ func parseOptions(args []string, getenv func(string) string) (*options, error) {
 	fs.IntVar(&o.ReplicationFactor, "replication-factor", 3, "replicas per group (capped by the node count)")
 	fs.DurationVar(&o.RTT, "rtt", 50*time.Millisecond, "Raft tick")
 	fs.Uint64Var(&o.ElectionRTT, "election-rtt", 10, "election timeout in ticks")
-	fs.IntVar(&o.RaftWorkers, "raft-workers", 0, "Raft step workers and log shards; groups on one worker share a log fsync (default 2 for a new data dir; fixed when the data dir is created)")
+	fs.Uint64Var(&o.HeartbeatRTT, "heartbeat-rtt", 1, "leader heartbeat interval in ticks (below half the election timeout)")
+	fs.IntVar(&o.RaftWorkers, "raft-workers", 0, "Raft step workers and log shards; groups on one worker share a log fsync (default for a new data dir: one per 4 cores, 1..8; fixed when the data dir is created)")
 	fs.StringVar(&o.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.Int64Var(&o.MaxBodyBytes, "max-body-bytes", 1<<20, "largest accepted request body")
 	fs.BoolVar(&o.EnableSlotMigration, "enable-hash-slot-migration", false, "allow moving hash slots between groups (POST /v1/cluster/hash-slots/{slot}/migrations)")

@@ -90,6 +90,7 @@ func run(args []string, getenv func(string) string) error {
 		ReplicationFactor:       o.ReplicationFactor,
 		RTT:                     o.RTT,
 		ElectionRTT:             o.ElectionRTT,
+		HeartbeatRTT:            o.HeartbeatRTT,
 		RaftWorkers:             o.RaftWorkers,
 		Registerer:              reg,
 		Logger:                  log,

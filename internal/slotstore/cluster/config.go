@@ -75,7 +75,8 @@ type Config struct {
 	MaxInMemLogSize    uint64        // default 64 MiB
 	// RaftWorkers is the number of Raft step workers and log shards
 	// (engine.go). Groups on one worker share a log fsync. Fixed when the
-	// data directory is created (default 2); 0 takes the directory's count.
+	// data directory is created (default raftlog.DefaultWorkers: one per four
+	// cores, 1..8); 0 takes the directory's count.
 	RaftWorkers int
 
 	// ObserveInterval is how often the controller leader collects status

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 
@@ -19,16 +20,25 @@ import (
 // every group pays its own fdatasync per entry on every replica, which was
 // the largest single cost of a write on a small machine (bench/README.md).
 //
+// One worker per four cores (at least one, at most eight) is the default:
+// with many groups the shared fsync is worth more than parallel stepping —
+// on 2 cores, 64 groups wrote 19 % more with one worker than with two, one
+// group the same (bench/README.md, "Many groups") — while a large host keeps
+// some parallelism.
+//
 // dragonboat refuses to open a log written with different counts, so the
 // count is chosen when a node's data directory is created and kept beside
 // it (raft-workers). A directory created before the file existed used
 // dragonboat's defaults (16).
 const (
-	raftWorkersFile    = "raft-workers"
-	defaultRaftWorkers = 2
-	legacyRaftWorkers  = 16
-	MaxWorkers         = 64 // the most a data directory may be created with
+	raftWorkersFile   = "raft-workers"
+	legacyRaftWorkers = 16
+	MaxWorkers        = 64 // the most a data directory may be created with
 )
+
+// DefaultWorkers is the worker count of a new data directory when none is
+// configured: one per four cores, 1..8.
+func DefaultWorkers() int { return min(max(runtime.NumCPU()/4, 1), 8) }
 
 // ResolveWorkers returns the worker count to run with: the one the data
 // directory was created with, or for a new directory the configured one (or
@@ -52,7 +62,7 @@ func ResolveWorkers(dataDir string, configured int) (int, error) {
 	}
 	want := configured
 	if want == 0 {
-		want = defaultRaftWorkers
+		want = DefaultWorkers()
 	}
 	if entries, _ := os.ReadDir(filepath.Join(dataDir, "raft")); len(entries) > 0 {
 		// A log written before the count was recorded: dragonboat's defaults.

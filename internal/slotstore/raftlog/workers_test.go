@@ -13,13 +13,13 @@ import (
 // written before the record existed keeps dragonboat's old default.
 func TestRaftWorkersAreFixedAtCreation(t *testing.T) {
 	dir := t.TempDir()
-	if w, err := ResolveWorkers(dir, 0); err != nil || w != defaultRaftWorkers {
+	if w, err := ResolveWorkers(dir, 0); err != nil || w != DefaultWorkers() {
 		t.Fatalf("new dir, default: %d %v", w, err)
 	}
-	if w, err := ResolveWorkers(dir, 0); err != nil || w != defaultRaftWorkers {
+	if w, err := ResolveWorkers(dir, 0); err != nil || w != DefaultWorkers() {
 		t.Fatalf("restart: %d %v", w, err)
 	}
-	if w, err := ResolveWorkers(dir, defaultRaftWorkers); err != nil || w != defaultRaftWorkers {
+	if w, err := ResolveWorkers(dir, DefaultWorkers()); err != nil || w != DefaultWorkers() {
 		t.Fatalf("restart with the same count: %d %v", w, err)
 	}
 	if _, err := ResolveWorkers(dir, 4); err == nil || !strings.Contains(err.Error(), "cannot change") {
