@@ -48,6 +48,11 @@ func (h taskHost) Advance(ctx context.Context, a controller.AdvanceTask) error {
 
 func (h taskHost) Record(d slotstore.Decision) { h.n.record(d) }
 
+func (h taskHost) RetireGroup(ctx context.Context, g slotstore.GroupID) error {
+	_, err := h.n.proposeControllerResult(ctx, controller.Command{RetireGroup: &controller.RetireGroup{Group: g}})
+	return err
+}
+
 func (h taskHost) ProposeToGroup(ctx context.Context, g slotstore.GroupID, cmd meta.Command) (meta.Result, error) {
 	return h.n.dispatch.ProposeToGroup(ctx, g, cmd)
 }

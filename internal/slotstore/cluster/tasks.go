@@ -77,3 +77,20 @@ func (n *Node) CreateSlotMigration(ctx context.Context, hs slotstore.HashSlot, t
 	}
 	return n.Task(id)
 }
+
+// CreateGroup starts a new, empty slot group on peers (none: the
+// controller chooses the least loaded active nodes); the task says when it
+// runs.
+func (n *Node) CreateGroup(ctx context.Context, peers []slotstore.NodeID) (slotstore.Task, error) {
+	id, err := n.proposeControllerTask(ctx, controller.Command{CreateGroup: &controller.CreateGroup{Peers: peers}})
+	if err != nil {
+		return slotstore.Task{}, err
+	}
+	return n.Task(id)
+}
+
+// RetireGroup removes an empty group: every node stops its replica and
+// deletes its data.
+func (n *Node) RetireGroup(ctx context.Context, g slotstore.GroupID) error {
+	return taskHost{n}.RetireGroup(ctx, g)
+}

@@ -25,6 +25,8 @@ type Command struct {
 	AdvanceTask  *AdvanceTask         `json:"advance_task,omitempty"`
 	CancelTask   *CancelTask          `json:"cancel_task,omitempty"`
 	SlotMigrate  *CreateSlotMigration `json:"slot_migrate,omitempty"`
+	CreateGroup  *CreateGroup         `json:"create_group,omitempty"`
+	RetireGroup  *RetireGroup         `json:"retire_group,omitempty"`
 }
 
 // SetPreferred sets a group's preferred leader (an intent with a time).
@@ -87,7 +89,7 @@ func DecodeCommand(b []byte) (Command, error) {
 	}
 	bodies := 0
 	for _, set := range []bool{c.Bootstrap != nil, c.RegisterNode != nil, c.SetNodeState != nil, c.SetPreferred != nil, c.Decision != nil,
-		c.CreateMove != nil, c.AdvanceTask != nil, c.CancelTask != nil, c.SlotMigrate != nil} {
+		c.CreateMove != nil, c.AdvanceTask != nil, c.CancelTask != nil, c.SlotMigrate != nil, c.CreateGroup != nil, c.RetireGroup != nil} {
 		if set {
 			bodies++
 		}
@@ -138,6 +140,10 @@ func apply(s *State, c Command) Result {
 		return applyCreateSlotMigration(s, c.SlotMigrate, c.TimeMs)
 	case c.CreateMove != nil:
 		return applyCreateMove(s, c.CreateMove, c.TimeMs)
+	case c.CreateGroup != nil:
+		return applyCreateGroup(s, c.CreateGroup, c.TimeMs)
+	case c.RetireGroup != nil:
+		return applyRetireGroup(s, c.RetireGroup)
 	case c.AdvanceTask != nil:
 		return applyAdvanceTask(s, c.AdvanceTask, c.TimeMs)
 	case c.CancelTask != nil:

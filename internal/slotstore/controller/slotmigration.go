@@ -30,8 +30,11 @@ var slotPhases = []string{PhaseFence, PhaseCopy, PhaseAcquire, PhaseSwitch, Phas
 // TaskPhaseIndex is the position of phase in the task's kind (-1 if unknown).
 func TaskPhaseIndex(kind, phase string) int {
 	list := movePhases
-	if kind == TaskSlotMigration {
+	switch kind {
+	case TaskSlotMigration:
 		list = slotPhases
+	case TaskGroupCreate:
+		list = groupCreatePhases
 	}
 	for i, p := range list {
 		if p == phase {

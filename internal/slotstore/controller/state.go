@@ -102,11 +102,15 @@ type State struct {
 	RouteRevision     uint64                       `json:"route_revision"`
 	Groups            map[slotstore.GroupID]*Group `json:"groups"`
 	NextReplicaID     uint64                       `json:"next_replica_id"`
-	Decisions         []Decision                   `json:"decisions"`    // bounded, oldest first
-	DecisionSeq       uint64                       `json:"decision_seq"` // decisions ever recorded
-	Tasks             map[uint64]*Task             `json:"tasks"`
-	NextTaskID        uint64                       `json:"next_task_id"`
-	AppliedIndex      uint64                       `json:"applied_index"`
+	// NextGroupID is above every group id ever used; Retired lists the
+	// retired groups (bounded), whose data every node removes.
+	NextGroupID  uint64              `json:"next_group_id,omitempty"`
+	Retired      []slotstore.GroupID `json:"retired_groups,omitempty"`
+	Decisions    []Decision          `json:"decisions"`    // bounded, oldest first
+	DecisionSeq  uint64              `json:"decision_seq"` // decisions ever recorded
+	Tasks        map[uint64]*Task    `json:"tasks"`
+	NextTaskID   uint64              `json:"next_task_id"`
+	AppliedIndex uint64              `json:"applied_index"`
 }
 
 // NewState is the empty, not yet bootstrapped state.
@@ -124,6 +128,7 @@ func (s *State) Clone() *State {
 		c.Nodes[id] = &nn
 	}
 	c.HashToGroup = append([]slotstore.GroupID(nil), s.HashToGroup...)
+	c.Retired = append([]slotstore.GroupID(nil), s.Retired...)
 	c.Decisions = append([]Decision(nil), s.Decisions...)
 	c.Tasks = make(map[uint64]*Task, len(s.Tasks))
 	for id, t := range s.Tasks {

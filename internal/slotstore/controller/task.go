@@ -140,7 +140,7 @@ func applyAdvanceTask(s *State, a *AdvanceTask, timeMs int64) Result {
 				return r
 			}
 		}
-		if t.Kind == TaskSlotMigration && a.Phase == PhaseDone {
+		if (t.Kind == TaskSlotMigration || t.Kind == TaskGroupCreate) && a.Phase == PhaseDone {
 			t.Status = TaskSucceeded
 		}
 		t.Phase = a.Phase
@@ -180,8 +180,11 @@ func applyCancelTask(s *State, c *CancelTask, timeMs int64) Result {
 		return Result{OK: true, TaskID: t.ID}
 	}
 	cutoff := TaskPhaseIndex(t.Kind, PhaseRemoveOld)
-	if t.Kind == TaskSlotMigration {
+	switch t.Kind {
+	case TaskSlotMigration:
 		cutoff = TaskPhaseIndex(t.Kind, PhaseAcquire)
+	case TaskGroupCreate:
+		cutoff = TaskPhaseIndex(t.Kind, PhaseDone)
 	}
 	if t.Status == TaskSucceeded || TaskPhaseIndex(t.Kind, t.Phase) >= cutoff {
 		return refuse(slotstore.CodeConflict, "task %d is past the point of cancelling (phase %s, %s)", t.ID, t.Phase, t.Status)

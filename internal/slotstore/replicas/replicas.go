@@ -108,7 +108,10 @@ func (s *Set) All() map[slotstore.GroupID]*Replica { return *s.groups.Load() }
 // runs one; so does the target of a replica move once the learner was added
 // (and until the task is cancelled).
 func (s *Set) Want(st *controller.State, g slotstore.GroupID) (bool, uint64, bool) {
-	grp := st.Groups[g]
+	grp, ok := st.Groups[g]
+	if !ok {
+		return false, 0, false // retired, or not created yet
+	}
 	if r, ok := grp.Peers[s.cfg.NodeID]; ok {
 		return true, r, false
 	}
@@ -127,8 +130,24 @@ func (s *Set) Want(st *controller.State, g slotstore.GroupID) (bool, uint64, boo
 }
 
 // Follow starts, stops and cleans up replicas so that the node runs what st
-// places on it. Failures are logged; the next round tries again.
+// places on it: also a retired group's replica stops and its data goes,
+// and what a retired group left while this node was down. Failures are
+// logged; the next round tries again.
 func (s *Set) Follow(ctx context.Context, st *controller.State) {
+	for id := range s.All() {
+		if _, ok := st.Groups[id]; !ok && st.IsRetired(id) {
+			if err := s.Stop(ctx, id); err != nil {
+				s.cfg.Logger.Error("stop the replica of a retired group", "group", id, "err", err)
+			}
+		}
+	}
+	for _, id := range st.Retired {
+		if s.Get(id) == nil && s.hasData(id) {
+			if err := s.clearStale(ctx, id, 0); err != nil {
+				s.cfg.Logger.Error("remove data a retired group left behind", "group", id, "err", err)
+			}
+		}
+	}
 	for _, id := range st.GroupIDs() {
 		grp := st.Groups[id]
 		want, replica, learner := s.Want(st, id)

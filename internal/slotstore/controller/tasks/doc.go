@@ -1,5 +1,6 @@
-// Package tasks carries out the controller's tasks — replica moves and
-// hash-slot migrations — on the controller leader, one step per round.
+// Package tasks carries out the controller's tasks — replica moves,
+// hash-slot migrations and group creations — on the controller leader, one
+// step per round.
 //
 // Model. A task's state lives only in the replicated controller state. Every
 // step reads what it acts on (the group's Raft membership, the slot's rows),
@@ -15,7 +16,9 @@
 // voter, commit the new desired peers (config epoch +1). A hash-slot
 // migration: fence the slot on the source, copy its rows to the target in
 // bounded chunks, let the target acquire it, switch the route (revision +1),
-// release the source.
+// release the source. A group creation: the group's intent is committed
+// with the task; wait until it has a leader and every desired peer as a
+// voter (cancelled: retire the group).
 //
 // Concurrency contract. An Executor is driven by one goroutine (the
 // controller leader's observe loop); everything it does goes through Node,

@@ -34,6 +34,9 @@ type Node interface {
 	// meta.Read, typed).
 	ProposeToGroup(ctx context.Context, g slotstore.GroupID, cmd meta.Command) (meta.Result, error)
 	meta.Reader
+	// RetireGroup removes an empty group from the controller state (a
+	// group already retired is no error).
+	RetireGroup(ctx context.Context, g slotstore.GroupID) error
 }
 
 // Config tunes an executor.
@@ -71,6 +74,9 @@ func (e *Executor) advance(ctx context.Context, t slotstore.Task, phase, status,
 		ID: t.ID, ExpectedPhase: t.Phase, Phase: phase, Status: status, Error: errMsg, Observed: obs})
 	if err == nil {
 		what := fmt.Sprintf("%s node %d→%d", t.Kind, t.From, t.To)
+		if t.Kind == controller.TaskGroupCreate {
+			what = fmt.Sprintf("%s of group %d", t.Kind, t.Group)
+		}
 		if t.HashSlot != nil {
 			what = fmt.Sprintf("%s of hash slot %d, group %d→%d", t.Kind, *t.HashSlot, t.Group, t.ToGroup)
 		}
@@ -93,9 +99,12 @@ func firstNonEmpty(s ...string) string {
 // been stuck for PhaseTimeout.
 func (e *Executor) step(ctx context.Context, t slotstore.Task) error {
 	var err error
-	if t.Kind == controller.TaskSlotMigration {
+	switch t.Kind {
+	case controller.TaskSlotMigration:
 		err = e.slotStep(ctx, t)
-	} else {
+	case controller.TaskGroupCreate:
+		err = e.groupStep(ctx, t)
+	default:
 		err = e.moveStep(ctx, t)
 	}
 	if err == nil {
