@@ -347,6 +347,7 @@ func (e StatusStatus) Valid() bool {
 
 // Defines values for TaskKind.
 const (
+	TaskKindGroupCreate   TaskKind = "group_create"
 	TaskKindReplicaMove   TaskKind = "replica_move"
 	TaskKindSlotMigration TaskKind = "slot_migration"
 )
@@ -354,6 +355,8 @@ const (
 // Valid indicates whether the value is a known member of the TaskKind enum.
 func (e TaskKind) Valid() bool {
 	switch e {
+	case TaskKindGroupCreate:
+		return true
 	case TaskKindReplicaMove:
 		return true
 	case TaskKindSlotMigration:
@@ -375,6 +378,7 @@ const (
 	TaskPhasePromote    TaskPhase = "promote"
 	TaskPhaseRelease    TaskPhase = "release"
 	TaskPhaseRemoveOld  TaskPhase = "remove_old"
+	TaskPhaseStart      TaskPhase = "start"
 	TaskPhaseSwitch     TaskPhase = "switch"
 )
 
@@ -400,6 +404,8 @@ func (e TaskPhase) Valid() bool {
 	case TaskPhaseRelease:
 		return true
 	case TaskPhaseRemoveOld:
+		return true
+	case TaskPhaseStart:
 		return true
 	case TaskPhaseSwitch:
 		return true
@@ -1206,6 +1212,12 @@ type CmdBindingPage struct {
 // CmdBindingUpsert defines model for CmdBindingUpsert.
 type CmdBindingUpsert struct {
 	StartSeq Seq `json:"start_seq"`
+}
+
+// CreateGroupRequest defines model for CreateGroupRequest.
+type CreateGroupRequest struct {
+	// Peers The nodes to place the group's replicas on (as many as the replication factor); absent, the controller chooses.
+	Peers *[]int64 `json:"peers,omitempty"`
 }
 
 // Decision defines model for Decision.
@@ -2632,6 +2644,9 @@ type AddChannelSubscribersJSONRequestBody = ChannelMembersRequest
 // RemoveChannelSubscribersJSONRequestBody defines body for RemoveChannelSubscribers for application/json ContentType.
 type RemoveChannelSubscribersJSONRequestBody = ChannelMembersRequest
 
+// CreateGroupJSONRequestBody defines body for CreateGroup for application/json ContentType.
+type CreateGroupJSONRequestBody = CreateGroupRequest
+
 // TransferLeaderJSONRequestBody defines body for TransferLeader for application/json ContentType.
 type TransferLeaderJSONRequestBody = LeaderTransferRequest
 
@@ -3246,6 +3261,47 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/cluster/groups (the `ListGroups` operationId).
 	ListGroups(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateGroupWithBody Create a new, empty slot group at runtime
+	//
+	// Starts a `group_create` task, carried out by the controller leader. The command commits the
+	// group's intent at once: a group id never used before, the desired peers (`peers`, as many
+	// distinct active nodes as the replication factor; without it the controller chooses the
+	// active data nodes holding the fewest replicas) with fresh replica ids, config epoch 1 and no
+	// hash slots. Every peer starts its replica from that intent; the task's `start` phase waits
+	// until the group has a leader and every peer as a voter, recording the membership it saw.
+	// Hash slots come to the group by hash-slot migration. Cancelling the task before it is done
+	// retires the group again. At most 256 groups. `{}` lets the controller choose the peers.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/cluster/groups (the `CreateGroup` operationId).
+	CreateGroupWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateGroup Create a new, empty slot group at runtime
+	//
+	// Starts a `group_create` task, carried out by the controller leader. The command commits the
+	// group's intent at once: a group id never used before, the desired peers (`peers`, as many
+	// distinct active nodes as the replication factor; without it the controller chooses the
+	// active data nodes holding the fewest replicas) with fresh replica ids, config epoch 1 and no
+	// hash slots. Every peer starts its replica from that intent; the task's `start` phase waits
+	// until the group has a leader and every peer as a voter, recording the membership it saw.
+	// Hash slots come to the group by hash-slot migration. Cancelling the task before it is done
+	// retires the group again. At most 256 groups. `{}` lets the controller choose the peers.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/cluster/groups (the `CreateGroup` operationId).
+	CreateGroup(ctx context.Context, body CreateGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RetireGroup Retire an empty group
+	//
+	// Removes a group that owns no hash slot from the controller's intent; every node then stops
+	// its replica and deletes the group's Raft log and rows (a node that is down does so when it
+	// comes back). The id is never used again. Retiring a retired group succeeds again.
+	//
+	// Corresponds with DELETE /v1/cluster/groups/{id} (the `RetireGroup` operationId).
+	RetireGroup(ctx context.Context, id GroupID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetGroup One group's intent and observed fact
 	//
@@ -4820,6 +4876,77 @@ func (c *Client) ListDecisions(ctx context.Context, reqEditors ...RequestEditorF
 // Corresponds with GET /v1/cluster/groups (the `ListGroups` operationId).
 func (c *Client) ListGroups(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListGroupsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateGroupWithBody Create a new, empty slot group at runtime
+//
+// Starts a `group_create` task, carried out by the controller leader. The command commits the
+// group's intent at once: a group id never used before, the desired peers (`peers`, as many
+// distinct active nodes as the replication factor; without it the controller chooses the
+// active data nodes holding the fewest replicas) with fresh replica ids, config epoch 1 and no
+// hash slots. Every peer starts its replica from that intent; the task's `start` phase waits
+// until the group has a leader and every peer as a voter, recording the membership it saw.
+// Hash slots come to the group by hash-slot migration. Cancelling the task before it is done
+// retires the group again. At most 256 groups. `{}` lets the controller choose the peers.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/cluster/groups (the `CreateGroup` operationId).
+func (c *Client) CreateGroupWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateGroupRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateGroup Create a new, empty slot group at runtime
+//
+// Starts a `group_create` task, carried out by the controller leader. The command commits the
+// group's intent at once: a group id never used before, the desired peers (`peers`, as many
+// distinct active nodes as the replication factor; without it the controller chooses the
+// active data nodes holding the fewest replicas) with fresh replica ids, config epoch 1 and no
+// hash slots. Every peer starts its replica from that intent; the task's `start` phase waits
+// until the group has a leader and every peer as a voter, recording the membership it saw.
+// Hash slots come to the group by hash-slot migration. Cancelling the task before it is done
+// retires the group again. At most 256 groups. `{}` lets the controller choose the peers.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/cluster/groups (the `CreateGroup` operationId).
+func (c *Client) CreateGroup(ctx context.Context, body CreateGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateGroupRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RetireGroup Retire an empty group
+//
+// Removes a group that owns no hash slot from the controller's intent; every node then stops
+// its replica and deletes the group's Raft log and rows (a node that is down does so when it
+// comes back). The id is never used again. Retiring a retired group succeeds again.
+//
+// Corresponds with DELETE /v1/cluster/groups/{id} (the `RetireGroup` operationId).
+func (c *Client) RetireGroup(ctx context.Context, id GroupID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRetireGroupRequest(c.Server, id)
 	if err != nil {
 		return nil, err
 	}
@@ -8810,6 +8937,80 @@ func NewListGroupsRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewCreateGroupRequest calls the generic CreateGroup builder with application/json body
+func NewCreateGroupRequest(server string, body CreateGroupJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateGroupRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewCreateGroupRequestWithBody constructs an http.Request for the CreateGroup method, with any body, and a specified content type
+func NewCreateGroupRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/cluster/groups")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewRetireGroupRequest constructs an http.Request for the RetireGroup method
+func NewRetireGroupRequest(server string, id GroupID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int32"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/cluster/groups/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewGetGroupRequest constructs an http.Request for the GetGroup method
 func NewGetGroupRequest(server string, id GroupID) (*http.Request, error) {
 	var err error
@@ -12409,6 +12610,49 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/cluster/groups (the `ListGroups` operationId).
 	ListGroupsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListGroupsResponse, error)
+
+	// CreateGroupWithBodyWithResponse Create a new, empty slot group at runtime
+	//
+	// Starts a `group_create` task, carried out by the controller leader. The command commits the
+	// group's intent at once: a group id never used before, the desired peers (`peers`, as many
+	// distinct active nodes as the replication factor; without it the controller chooses the
+	// active data nodes holding the fewest replicas) with fresh replica ids, config epoch 1 and no
+	// hash slots. Every peer starts its replica from that intent; the task's `start` phase waits
+	// until the group has a leader and every peer as a voter, recording the membership it saw.
+	// Hash slots come to the group by hash-slot migration. Cancelling the task before it is done
+	// retires the group again. At most 256 groups. `{}` lets the controller choose the peers.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/cluster/groups (the `CreateGroup` operationId).
+	CreateGroupWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateGroupResponse, error)
+
+	// CreateGroupWithResponse Create a new, empty slot group at runtime
+	//
+	// Starts a `group_create` task, carried out by the controller leader. The command commits the
+	// group's intent at once: a group id never used before, the desired peers (`peers`, as many
+	// distinct active nodes as the replication factor; without it the controller chooses the
+	// active data nodes holding the fewest replicas) with fresh replica ids, config epoch 1 and no
+	// hash slots. Every peer starts its replica from that intent; the task's `start` phase waits
+	// until the group has a leader and every peer as a voter, recording the membership it saw.
+	// Hash slots come to the group by hash-slot migration. Cancelling the task before it is done
+	// retires the group again. At most 256 groups. `{}` lets the controller choose the peers.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/cluster/groups (the `CreateGroup` operationId).
+	CreateGroupWithResponse(ctx context.Context, body CreateGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateGroupResponse, error)
+
+	// RetireGroupWithResponse Retire an empty group
+	//
+	// Removes a group that owns no hash slot from the controller's intent; every node then stops
+	// its replica and deletes the group's Raft log and rows (a node that is down does so when it
+	// comes back). The id is never used again. Retiring a retired group succeeds again.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/cluster/groups/{id} (the `RetireGroup` operationId).
+	RetireGroupWithResponse(ctx context.Context, id GroupID, reqEditors ...RequestEditorFn) (*RetireGroupResponse, error)
 
 	// GetGroupWithResponse One group's intent and observed fact
 	//
@@ -18317,6 +18561,200 @@ func (r ListGroupsResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ListGroupsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateGroupResponse202Headers the declared response headers of an HTTP 202 response for CreateGroup
+type CreateGroupResponse202Headers struct {
+	Location *string
+}
+
+// CreateGroupResponse503Headers the declared response headers of an HTTP 503 response for CreateGroup
+type CreateGroupResponse503Headers struct {
+	RetryAfter int
+}
+
+// CreateGroupResponseDefaultHeaders the declared response headers of an HTTP default response for CreateGroup
+type CreateGroupResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
+type CreateGroupResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *Task
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *InvalidArgument
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *ErrorBody
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorResponse
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *CreateGroupResponse202Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreateGroupResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *CreateGroupResponseDefaultHeaders
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r CreateGroupResponse) GetJSON202() *Task {
+	return r.JSON202
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateGroupResponse) GetJSON400() *InvalidArgument {
+	return r.JSON400
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateGroupResponse) GetJSON409() *ErrorBody {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateGroupResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CreateGroupResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CreateGroupResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r CreateGroupResponse) GetJSONDefault() *ErrorResponse {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateGroupResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateGroupResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateGroupResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateGroupResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RetireGroupResponse503Headers the declared response headers of an HTTP 503 response for RetireGroup
+type RetireGroupResponse503Headers struct {
+	RetryAfter int
+}
+
+// RetireGroupResponseDefaultHeaders the declared response headers of an HTTP default response for RetireGroup
+type RetireGroupResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
+type RetireGroupResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *InvalidArgument
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ErrorBody
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *ErrorBody
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorResponse
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RetireGroupResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *RetireGroupResponseDefaultHeaders
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r RetireGroupResponse) GetJSON400() *InvalidArgument {
+	return r.JSON400
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r RetireGroupResponse) GetJSON404() *ErrorBody {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r RetireGroupResponse) GetJSON409() *ErrorBody {
+	return r.JSON409
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r RetireGroupResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r RetireGroupResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r RetireGroupResponse) GetJSONDefault() *ErrorResponse {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r RetireGroupResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RetireGroupResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RetireGroupResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RetireGroupResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -25058,6 +25496,67 @@ func (c *ClientWithResponses) ListGroupsWithResponse(ctx context.Context, reqEdi
 		return nil, err
 	}
 	return ParseListGroupsResponse(rsp)
+}
+
+// CreateGroupWithBodyWithResponse Create a new, empty slot group at runtime
+//
+// Starts a `group_create` task, carried out by the controller leader. The command commits the
+// group's intent at once: a group id never used before, the desired peers (`peers`, as many
+// distinct active nodes as the replication factor; without it the controller chooses the
+// active data nodes holding the fewest replicas) with fresh replica ids, config epoch 1 and no
+// hash slots. Every peer starts its replica from that intent; the task's `start` phase waits
+// until the group has a leader and every peer as a voter, recording the membership it saw.
+// Hash slots come to the group by hash-slot migration. Cancelling the task before it is done
+// retires the group again. At most 256 groups. `{}` lets the controller choose the peers.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/cluster/groups (the `CreateGroup` operationId).
+func (c *ClientWithResponses) CreateGroupWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateGroupResponse, error) {
+	rsp, err := c.CreateGroupWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateGroupResponse(rsp)
+}
+
+// CreateGroupWithResponse Create a new, empty slot group at runtime
+//
+// Starts a `group_create` task, carried out by the controller leader. The command commits the
+// group's intent at once: a group id never used before, the desired peers (`peers`, as many
+// distinct active nodes as the replication factor; without it the controller chooses the
+// active data nodes holding the fewest replicas) with fresh replica ids, config epoch 1 and no
+// hash slots. Every peer starts its replica from that intent; the task's `start` phase waits
+// until the group has a leader and every peer as a voter, recording the membership it saw.
+// Hash slots come to the group by hash-slot migration. Cancelling the task before it is done
+// retires the group again. At most 256 groups. `{}` lets the controller choose the peers.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/cluster/groups (the `CreateGroup` operationId).
+func (c *ClientWithResponses) CreateGroupWithResponse(ctx context.Context, body CreateGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateGroupResponse, error) {
+	rsp, err := c.CreateGroup(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateGroupResponse(rsp)
+}
+
+// RetireGroupWithResponse Retire an empty group
+//
+// Removes a group that owns no hash slot from the controller's intent; every node then stops
+// its replica and deletes the group's Raft log and rows (a node that is down does so when it
+// comes back). The id is never used again. Retiring a retired group succeeds again.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/cluster/groups/{id} (the `RetireGroup` operationId).
+func (c *ClientWithResponses) RetireGroupWithResponse(ctx context.Context, id GroupID, reqEditors ...RequestEditorFn) (*RetireGroupResponse, error) {
+	rsp, err := c.RetireGroup(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRetireGroupResponse(rsp)
 }
 
 // GetGroupWithResponse One group's intent and observed fact
@@ -37025,6 +37524,194 @@ func ParseListGroupsResponse(rsp *http.Response) (*ListGroupsResponse, error) {
 		response.Headers503 = &headers
 	case true:
 		var headers ListGroupsResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateGroupResponse parses an HTTP response from a CreateGroupWithResponse call
+func ParseCreateGroupResponse(rsp *http.Response) (*CreateGroupResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateGroupResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest Task
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest InvalidArgument
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 202:
+		var headers CreateGroupResponse202Headers
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		response.Headers202 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreateGroupResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	case true:
+		var headers CreateGroupResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRetireGroupResponse parses an HTTP response from a RetireGroupWithResponse call
+func ParseRetireGroupResponse(rsp *http.Response) (*RetireGroupResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RetireGroupResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest InvalidArgument
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers RetireGroupResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	case true:
+		var headers RetireGroupResponseDefaultHeaders
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

@@ -1215,4 +1215,33 @@ func genCluster(t *testing.T, c *client.ClientWithResponses, cn *cluster.Node) {
 			t.Fatalf("decisions not newest first: %+v", items)
 		}
 	}
+
+	// A group created at runtime (its task cancelled before it ran: the
+	// group is retired again), and retirement's refusals.
+	bad, err := c.CreateGroupWithResponse(ctx, client.CreateGroupRequest{Peers: &[]int64{int64(self), int64(self)}})
+	genCheck(t, "create a group on one node twice", bad, err, http.StatusBadRequest)
+	cg, err := c.CreateGroupWithResponse(ctx, client.CreateGroupRequest{})
+	genCheck(t, "create a group", cg, err, http.StatusAccepted)
+	gt := cg.JSON202
+	if gt.Kind != client.TaskKindGroupCreate || gt.Group <= 3 || gt.Phase != client.TaskPhaseStart || gt.Status != client.Running {
+		t.Fatalf("group creation task: %+v", gt)
+	}
+	if h := cg.Headers202; h == nil || h.Location == nil || *h.Location != "/v1/cluster/tasks/"+strconv.FormatInt(gt.Id, 10) {
+		t.Fatalf("group creation headers: %+v", cg.Headers202)
+	}
+	owns, err := c.RetireGroupWithResponse(ctx, 1)
+	genCheck(t, "retire a group that owns slots", owns, err, http.StatusConflict)
+	genCheckErr(t, "retire a group that owns slots", owns.JSON409, client.ErrorCodeConflict)
+	none, err := c.RetireGroupWithResponse(ctx, 99)
+	genCheck(t, "retire a group that never was", none, err, http.StatusNotFound)
+	genCheckErr(t, "retire a group that never was", none.JSON404, client.ErrorCodeNotFound)
+	cc, err := c.CancelTaskWithResponse(ctx, gt.Id)
+	genCheck(t, "cancel the group creation", cc, err, http.StatusOK)
+	if got := step(gt.Id); got.Status != client.Cancelled {
+		t.Fatalf("after a step of the cancelled group creation: %+v", got)
+	}
+	again, err := c.RetireGroupWithResponse(ctx, gt.Group)
+	genCheck(t, "retire a retired group", again, err, http.StatusNoContent)
+	gone, err := c.GetGroupWithResponse(ctx, gt.Group)
+	genCheck(t, "a retired group", gone, err, http.StatusNotFound)
 }

@@ -75,6 +75,10 @@ type Operator interface {
 	// CreateSlotMigration starts (or resumes) moving a hash slot to another
 	// group; permission_denied unless the node enables hash-slot migration.
 	CreateSlotMigration(ctx context.Context, hs slotstore.HashSlot, to slotstore.GroupID) (slotstore.Task, error)
+	// CreateGroup starts a new, empty group on peers (none: the controller
+	// chooses); RetireGroup removes an empty one.
+	CreateGroup(ctx context.Context, peers []slotstore.NodeID) (slotstore.Task, error)
+	RetireGroup(ctx context.Context, g slotstore.GroupID) error
 	// CancelTask cancels a task before its commit (conflict after).
 	CancelTask(ctx context.Context, id uint64) (slotstore.Task, error)
 }

@@ -147,6 +147,16 @@ func (f *fakeBackend) CreateReplicaMove(_ context.Context, g slotstore.GroupID, 
 	return slotstore.Task{ID: 1, Group: g, From: from, To: to, Status: "running"}, nil
 }
 
+func (f *fakeBackend) CreateGroup(_ context.Context, peers []slotstore.NodeID) (slotstore.Task, error) {
+	f.record("CreateGroup")
+	return slotstore.Task{ID: 9, Kind: "group_create", Group: 2, Phase: "start", Status: "running", Attempt: 1}, nil
+}
+
+func (f *fakeBackend) RetireGroup(_ context.Context, g slotstore.GroupID) error {
+	f.record("RetireGroup")
+	return nil
+}
+
 func (f *fakeBackend) CreateSlotMigration(_ context.Context, hs slotstore.HashSlot, to slotstore.GroupID) (slotstore.Task, error) {
 	f.record("CreateSlotMigration")
 	return slotstore.Task{}, slotstore.Errorf(slotstore.CodePermissionDenied, "hash-slot migration is disabled")

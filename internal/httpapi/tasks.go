@@ -35,6 +35,43 @@ func (a *api) createReplicaMove(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+type createGroupRequest struct {
+	Peers []uint64 `json:"peers" validate:"max=16,dive,min=1"`
+}
+
+// createGroup is POST /v1/cluster/groups: it starts the group_create task
+// and answers 202 with it (its group is the new group's id).
+func (a *api) createGroup(w http.ResponseWriter, r *http.Request) error {
+	var req createGroupRequest
+	if err := a.decode(w, r, &req); err != nil {
+		return err
+	}
+	peers := make([]slotstore.NodeID, len(req.Peers))
+	for i, p := range req.Peers {
+		peers[i] = slotstore.NodeID(p)
+	}
+	t, err := a.be.CreateGroup(r.Context(), peers)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Location", "/v1/cluster/tasks/"+strconv.FormatUint(t.ID, 10))
+	a.writeJSON(w, r, http.StatusAccepted, t)
+	return nil
+}
+
+// retireGroup is DELETE /v1/cluster/groups/{id}.
+func (a *api) retireGroup(w http.ResponseWriter, r *http.Request) error {
+	g, err := groupParam(r)
+	if err != nil {
+		return err
+	}
+	if err := a.be.RetireGroup(r.Context(), g); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
 type tasksJSON struct {
 	Items      []slotstore.Task `json:"items"`
 	NextCursor string           `json:"next_cursor"`

@@ -1,0 +1,172 @@
+package e2e
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"slotmeta/client"
+	"slotmeta/internal/slotstore"
+	"slotmeta/internal/slotstore/cluster"
+	"slotmeta/internal/slotstore/slotstoretest"
+)
+
+// groupCluster: 3 nodes that start with one group, hash-slot migration on,
+// tasks stepped every 100 ms.
+func groupCluster(t *testing.T) (*slotstoretest.Cluster, []*server) {
+	c := slotstoretest.Start(t, slotstoretest.Options{Nodes: 3, Groups: 1, Tune: func(cfg *cluster.Config) {
+		cfg.EnableHashSlotMigration = true
+		cfg.ObserveInterval = 100 * time.Millisecond
+		cfg.TaskPhaseTimeout = time.Minute
+	}})
+	servers := make([]*server, len(c.Nodes))
+	for i, n := range c.Nodes {
+		servers[i] = serve(t, n)
+	}
+	return c, servers
+}
+
+// waitGroupRuns waits until group g has a leader and every one of its
+// desired peers reports a replica and is heard by it.
+func waitGroupRuns(t *testing.T, s *server, g int, within time.Duration) client.GroupView {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		var v client.GroupView
+		r := s.do("GET", fmt.Sprintf("/v1/cluster/groups/%d", g), "")
+		if r.code == 200 {
+			r.json(&v)
+			if v.Leader != 0 && len(deref(v.DesiredPeers)) > 0 && v.LiveVoters == len(deref(v.DesiredPeers)) {
+				return v
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("group %d does not run on all its peers within %v: %d %s", g, within, r.code, r.body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// migrateSlot moves hash slot hs to group to and waits for the task.
+func migrateSlot(t *testing.T, s *server, hs slotstore.HashSlot, to int) {
+	t.Helper()
+	var task client.Task
+	s.must(202, "POST", fmt.Sprintf("/v1/cluster/hash-slots/%d/migrations", hs), fmt.Sprintf(`{"to_group":%d}`, to)).json(&task)
+	task = waitTask(t, s, task.Id, func(x client.Task) bool { return x.Status != client.Running }, 30*time.Second)
+	if task.Status != client.Succeeded {
+		t.Fatalf("migration of hash slot %d to group %d: %s", hs, to, js(task))
+	}
+}
+
+// TestGroupCreateSplitAndRetire: a group created at runtime runs on three
+// nodes, takes a hash slot from the founding group (a split of one slot) and
+// serves its rows; it cannot be retired while it owns the slot; once the slot
+// went back it retires, every node drops its replica and data, and its id is
+// never used again.
+func TestGroupCreateSplitAndRetire(t *testing.T) {
+	c, servers := groupCluster(t)
+	s := servers[0]
+	for _, bad := range []string{`{"peers":[1,1,2]}`, `{"peers":[1,2,9]}`, `{"peers":[1,2]}`, `{"peers":[0]}`, `{"group":2}`} {
+		if r := s.do("POST", "/v1/cluster/groups", bad); r.code != 400 {
+			t.Fatalf("create %s: %d %s", bad, r.code, r.body)
+		}
+	}
+	var task client.Task
+	tr := s.must(202, "POST", "/v1/cluster/groups", `{}`)
+	tr.json(&task)
+	if task.Kind != client.TaskKindGroupCreate || task.Group != 2 || task.Phase != client.TaskPhaseStart || task.Status != client.Running {
+		t.Fatalf("new task: %s", tr.body)
+	}
+	task = waitTask(t, s, task.Id, func(x client.Task) bool { return x.Status != client.Running }, 30*time.Second)
+	if task.Status != client.Succeeded || task.Phase != client.TaskPhaseDone {
+		t.Fatalf("task ended %s", js(task))
+	}
+	if h := deref(task.History); len(h) == 0 || len(h[len(h)-1].Voters) != 3 {
+		t.Fatalf("the start phase recorded no membership of 3: %s", js(task))
+	}
+	v := waitGroupRuns(t, s, 2, 10*time.Second)
+	if v.HashSlots != 0 || v.ConfigEpoch != 1 {
+		t.Fatalf("new group: %s", js(v))
+	}
+
+	// Split one slot off group 1 into the new group; its rows follow.
+	const hs = slotstore.HashSlot(5)
+	keys := keysInSlot("split", hs, 20)
+	for i, k := range keys {
+		s.eventually(200, "PUT", "/v1/kv/"+k, fmt.Sprintf(`{"value":"v%d"}`, i))
+	}
+	migrateSlot(t, s, hs, 2)
+	for _, srv := range servers {
+		for i, k := range keys {
+			var kv client.KV
+			srv.eventually(200, "GET", "/v1/kv/"+k, "").json(&kv)
+			if kv.Value != fmt.Sprintf("v%d", i) {
+				t.Fatalf("%s after the split: %s", k, js(kv))
+			}
+		}
+	}
+	s.eventually(200, "PUT", "/v1/kv/"+keys[0], `{"value":"in group 2"}`)
+	if r := s.do("DELETE", "/v1/cluster/groups/2", ""); r.code != 409 {
+		t.Fatalf("retiring a group that owns a slot: %d %s", r.code, r.body)
+	}
+	if r := s.do("DELETE", "/v1/cluster/groups/1", ""); r.code != 409 {
+		t.Fatalf("retiring the founding group: %d %s", r.code, r.body)
+	}
+
+	// Merge it back and retire it.
+	migrateSlot(t, s, hs, 1)
+	s.must(204, "DELETE", "/v1/cluster/groups/2", "")
+	s.must(204, "DELETE", "/v1/cluster/groups/2", "") // retiring a retired group succeeds again
+	s.eventually(404, "GET", "/v1/cluster/groups/2", "")
+	deadline := time.Now().Add(10 * time.Second)
+	for i, n := range c.Nodes {
+		for {
+			keysLeft, err := n.Testing().KeyCount(2, nil)
+			if err == nil && keysLeft == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("node %d still holds %d keys of the retired group (err %v)", i+1, keysLeft, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	var kv client.KV
+	s.must(200, "GET", "/v1/kv/"+keys[0], "").json(&kv)
+	if kv.Value != "in group 2" {
+		t.Fatalf("the write made in group 2 after the merge: %s", js(kv))
+	}
+	// A new group never reuses a retired id.
+	s.must(202, "POST", "/v1/cluster/groups", `{"peers":[3,1,2]}`).json(&task)
+	if task.Group != 3 {
+		t.Fatalf("the next group is %d, want 3 (2 was retired)", task.Group)
+	}
+	waitTask(t, s, task.Id, func(x client.Task) bool { return x.Status == client.Succeeded }, 30*time.Second)
+}
+
+// TestGroupCreateResumesAfterTheControllerLeaderStops: the controller leader
+// stops right after committing a group creation; the next leader finishes
+// the task, and the stopped node starts its replica when it comes back.
+func TestGroupCreateResumesAfterTheControllerLeaderStops(t *testing.T) {
+	c, servers := groupCluster(t)
+	ctl := controllerLeader(t, c)
+	var idx int
+	for i, n := range c.Nodes {
+		if n == ctl {
+			idx = i
+		}
+	}
+	other := servers[(idx+1)%3]
+	var task client.Task
+	servers[idx].must(202, "POST", "/v1/cluster/groups", `{}`).json(&task)
+	c.StopNode(idx)
+	task = waitTask(t, other, task.Id, func(x client.Task) bool { return x.Status != client.Running }, 30*time.Second)
+	if task.Status != client.Succeeded {
+		t.Fatalf("group creation across a controller leader stop: %s", js(task))
+	}
+	if id := other.node.ControllerLeader(); id == ctl.NodeID() || id == 0 {
+		t.Fatalf("controller leader after the stop: node %d", id)
+	}
+	c.StartNode(idx)
+	waitGroupRuns(t, other, int(task.Group), 20*time.Second)
+}
