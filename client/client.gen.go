@@ -348,6 +348,8 @@ func (e StatusStatus) Valid() bool {
 // Defines values for TaskKind.
 const (
 	TaskKindGroupCreate   TaskKind = "group_create"
+	TaskKindGroupMerge    TaskKind = "group_merge"
+	TaskKindGroupSplit    TaskKind = "group_split"
 	TaskKindReplicaMove   TaskKind = "replica_move"
 	TaskKindSlotMigration TaskKind = "slot_migration"
 )
@@ -356,6 +358,10 @@ const (
 func (e TaskKind) Valid() bool {
 	switch e {
 	case TaskKindGroupCreate:
+		return true
+	case TaskKindGroupMerge:
+		return true
+	case TaskKindGroupSplit:
 		return true
 	case TaskKindReplicaMove:
 		return true
@@ -378,6 +384,7 @@ const (
 	TaskPhasePromote    TaskPhase = "promote"
 	TaskPhaseRelease    TaskPhase = "release"
 	TaskPhaseRemoveOld  TaskPhase = "remove_old"
+	TaskPhaseRetire     TaskPhase = "retire"
 	TaskPhaseStart      TaskPhase = "start"
 	TaskPhaseSwitch     TaskPhase = "switch"
 )
@@ -404,6 +411,8 @@ func (e TaskPhase) Valid() bool {
 	case TaskPhaseRelease:
 		return true
 	case TaskPhaseRemoveOld:
+		return true
+	case TaskPhaseRetire:
 		return true
 	case TaskPhaseStart:
 		return true
@@ -1467,6 +1476,12 @@ type MembershipUpsert struct {
 	Tombstone     *bool  `json:"tombstone,omitempty"`
 }
 
+// MergeRequest defines model for MergeRequest.
+type MergeRequest struct {
+	// Into The group that receives the slots.
+	Into int32 `json:"into"`
+}
+
 // MigrationKind replica_move — move a replica of the channel's log from source_node to target_node; leader_transfer — move its leadership.
 type MigrationKind string
 
@@ -1667,6 +1682,15 @@ type SlotMigrationRequest struct {
 	ToGroup int32 `json:"to_group"`
 }
 
+// SplitRequest defines model for SplitRequest.
+type SplitRequest struct {
+	// HashSlots The hash slots to move into the new group (owned by the group; not all of them). Absent, the upper half.
+	HashSlots *[]int `json:"hash_slots,omitempty"`
+
+	// Peers The new group's nodes (as many as the replication factor); absent, the controller chooses.
+	Peers *[]int64 `json:"peers,omitempty"`
+}
+
 // Status defines model for Status.
 type Status struct {
 	Status StatusStatus `json:"status"`
@@ -1703,17 +1727,23 @@ type Task struct {
 	Group       int32   `json:"group"`
 
 	// HashSlot slot migrations: the slot moving from `group` to `to_group`
-	HashSlot     *int           `json:"hash_slot,omitempty"`
-	History      *[]PhaseRecord `json:"history"`
-	Id           int64          `json:"id"`
-	Kind         TaskKind       `json:"kind"`
-	NewReplicaId *int64         `json:"new_replica_id,omitempty"`
-	OldReplicaId *int64         `json:"old_replica_id,omitempty"`
-	Phase        TaskPhase      `json:"phase"`
-	Status       TaskStatus     `json:"status"`
-	ToGroup      *int32         `json:"to_group,omitempty"`
-	ToNode       *int64         `json:"to_node,omitempty"`
-	UpdatedAtMs  int64          `json:"updated_at_ms"`
+	HashSlot *int `json:"hash_slot,omitempty"`
+
+	// HashSlots splits and merges: the hash slots still to move, `hash_slot` (moving now) first
+	HashSlots *[]int         `json:"hash_slots,omitempty"`
+	History   *[]PhaseRecord `json:"history"`
+	Id        int64          `json:"id"`
+	Kind      TaskKind       `json:"kind"`
+
+	// Moved splits and merges: the hash slots moved so far
+	Moved        *int       `json:"moved,omitempty"`
+	NewReplicaId *int64     `json:"new_replica_id,omitempty"`
+	OldReplicaId *int64     `json:"old_replica_id,omitempty"`
+	Phase        TaskPhase  `json:"phase"`
+	Status       TaskStatus `json:"status"`
+	ToGroup      *int32     `json:"to_group,omitempty"`
+	ToNode       *int64     `json:"to_node,omitempty"`
+	UpdatedAtMs  int64      `json:"updated_at_ms"`
 }
 
 // TaskKind defines model for Task.Kind.
@@ -2650,11 +2680,17 @@ type CreateGroupJSONRequestBody = CreateGroupRequest
 // TransferLeaderJSONRequestBody defines body for TransferLeader for application/json ContentType.
 type TransferLeaderJSONRequestBody = LeaderTransferRequest
 
+// MergeGroupJSONRequestBody defines body for MergeGroup for application/json ContentType.
+type MergeGroupJSONRequestBody = MergeRequest
+
 // SetPreferredLeaderJSONRequestBody defines body for SetPreferredLeader for application/json ContentType.
 type SetPreferredLeaderJSONRequestBody = PreferredLeaderRequest
 
 // CreateReplicaMoveJSONRequestBody defines body for CreateReplicaMove for application/json ContentType.
 type CreateReplicaMoveJSONRequestBody = ReplicaMoveRequest
+
+// SplitGroupJSONRequestBody defines body for SplitGroup for application/json ContentType.
+type SplitGroupJSONRequestBody = SplitRequest
 
 // CreateSlotMigrationJSONRequestBody defines body for CreateSlotMigration for application/json ContentType.
 type CreateSlotMigrationJSONRequestBody = SlotMigrationRequest
@@ -3359,6 +3395,32 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/cluster/groups/{id}/leader-transfer/preflight (the `PreflightLeaderTransfer` operationId).
 	PreflightLeaderTransfer(ctx context.Context, id GroupID, params *PreflightLeaderTransferParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// MergeGroupWithBody Merge a group into another and retire it
+	//
+	// Starts a `group_merge` task: every hash slot of the group moves into `into`, one after
+	// another, through the phases of a hash-slot migration; then (`retire`) the emptied group
+	// is retired (its replicas stop and their data goes on every node). Cancellable while the
+	// current slot is before its switch; slots already moved stay in `into`. Needs
+	// `--enable-hash-slot-migration`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/cluster/groups/{id}/merge (the `MergeGroup` operationId).
+	MergeGroupWithBody(ctx context.Context, id GroupID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// MergeGroup Merge a group into another and retire it
+	//
+	// Starts a `group_merge` task: every hash slot of the group moves into `into`, one after
+	// another, through the phases of a hash-slot migration; then (`retire`) the emptied group
+	// is retired (its replicas stop and their data goes on every node). Cancellable while the
+	// current slot is before its switch; slots already moved stay in `into`. Needs
+	// `--enable-hash-slot-migration`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/cluster/groups/{id}/merge (the `MergeGroup` operationId).
+	MergeGroup(ctx context.Context, id GroupID, body MergeGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// SetPreferredLeaderWithBody Set the group's preferred leader (an intent)
 	//
 	// The preferred-leader reconciler on the controller leader moves leadership to this node
@@ -3410,6 +3472,38 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/cluster/groups/{id}/replica-moves (the `CreateReplicaMove` operationId).
 	CreateReplicaMove(ctx context.Context, id GroupID, body CreateReplicaMoveJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SplitGroupWithBody Split hash slots off a group into a new group
+	//
+	// Starts a `group_split` task: a new group is created as by `POST /v1/cluster/groups` (on
+	// `peers`, or the least loaded active data nodes) and, once it runs (`start`), each hash slot
+	// of `hash_slots` (default: the upper half of the group's slots) moves into it through the
+	// phases of a hash-slot migration (fence, copy, acquire, switch, release), one slot after
+	// another; `hash_slot` is the slot moving now, `hash_slots` the ones left, `moved` the ones
+	// done. Cancellable while the current slot is before its switch: its copy is dropped and
+	// its fence lifted, slots already moved stay, and a split that moved none retires the new
+	// group. Needs `--enable-hash-slot-migration`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/cluster/groups/{id}/split (the `SplitGroup` operationId).
+	SplitGroupWithBody(ctx context.Context, id GroupID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SplitGroup Split hash slots off a group into a new group
+	//
+	// Starts a `group_split` task: a new group is created as by `POST /v1/cluster/groups` (on
+	// `peers`, or the least loaded active data nodes) and, once it runs (`start`), each hash slot
+	// of `hash_slots` (default: the upper half of the group's slots) moves into it through the
+	// phases of a hash-slot migration (fence, copy, acquire, switch, release), one slot after
+	// another; `hash_slot` is the slot moving now, `hash_slots` the ones left, `moved` the ones
+	// done. Cancellable while the current slot is before its switch: its copy is dropped and
+	// its fence lifted, slots already moved stay, and a split that moved none retires the new
+	// group. Needs `--enable-hash-slot-migration`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/cluster/groups/{id}/split (the `SplitGroup` operationId).
+	SplitGroup(ctx context.Context, id GroupID, body SplitGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateSlotMigrationWithBody Move a hash slot to another group (only when enabled)
 	//
@@ -5053,6 +5147,52 @@ func (c *Client) PreflightLeaderTransfer(ctx context.Context, id GroupID, params
 	return c.Client.Do(req)
 }
 
+// MergeGroupWithBody Merge a group into another and retire it
+//
+// Starts a `group_merge` task: every hash slot of the group moves into `into`, one after
+// another, through the phases of a hash-slot migration; then (`retire`) the emptied group
+// is retired (its replicas stop and their data goes on every node). Cancellable while the
+// current slot is before its switch; slots already moved stay in `into`. Needs
+// `--enable-hash-slot-migration`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/cluster/groups/{id}/merge (the `MergeGroup` operationId).
+func (c *Client) MergeGroupWithBody(ctx context.Context, id GroupID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewMergeGroupRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// MergeGroup Merge a group into another and retire it
+//
+// Starts a `group_merge` task: every hash slot of the group moves into `into`, one after
+// another, through the phases of a hash-slot migration; then (`retire`) the emptied group
+// is retired (its replicas stop and their data goes on every node). Cancellable while the
+// current slot is before its switch; slots already moved stay in `into`. Needs
+// `--enable-hash-slot-migration`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/cluster/groups/{id}/merge (the `MergeGroup` operationId).
+func (c *Client) MergeGroup(ctx context.Context, id GroupID, body MergeGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewMergeGroupRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // SetPreferredLeaderWithBody Set the group's preferred leader (an intent)
 //
 // The preferred-leader reconciler on the controller leader moves leadership to this node
@@ -5135,6 +5275,58 @@ func (c *Client) CreateReplicaMoveWithBody(ctx context.Context, id GroupID, cont
 // Corresponds with POST /v1/cluster/groups/{id}/replica-moves (the `CreateReplicaMove` operationId).
 func (c *Client) CreateReplicaMove(ctx context.Context, id GroupID, body CreateReplicaMoveJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCreateReplicaMoveRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SplitGroupWithBody Split hash slots off a group into a new group
+//
+// Starts a `group_split` task: a new group is created as by `POST /v1/cluster/groups` (on
+// `peers`, or the least loaded active data nodes) and, once it runs (`start`), each hash slot
+// of `hash_slots` (default: the upper half of the group's slots) moves into it through the
+// phases of a hash-slot migration (fence, copy, acquire, switch, release), one slot after
+// another; `hash_slot` is the slot moving now, `hash_slots` the ones left, `moved` the ones
+// done. Cancellable while the current slot is before its switch: its copy is dropped and
+// its fence lifted, slots already moved stay, and a split that moved none retires the new
+// group. Needs `--enable-hash-slot-migration`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/cluster/groups/{id}/split (the `SplitGroup` operationId).
+func (c *Client) SplitGroupWithBody(ctx context.Context, id GroupID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSplitGroupRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SplitGroup Split hash slots off a group into a new group
+//
+// Starts a `group_split` task: a new group is created as by `POST /v1/cluster/groups` (on
+// `peers`, or the least loaded active data nodes) and, once it runs (`start`), each hash slot
+// of `hash_slots` (default: the upper half of the group's slots) moves into it through the
+// phases of a hash-slot migration (fence, copy, acquire, switch, release), one slot after
+// another; `hash_slot` is the slot moving now, `hash_slots` the ones left, `moved` the ones
+// done. Cancellable while the current slot is before its switch: its copy is dropped and
+// its fence lifted, slots already moved stay, and a split that moved none retires the new
+// group. Needs `--enable-hash-slot-migration`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/cluster/groups/{id}/split (the `SplitGroup` operationId).
+func (c *Client) SplitGroup(ctx context.Context, id GroupID, body SplitGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSplitGroupRequest(c.Server, id, body)
 	if err != nil {
 		return nil, err
 	}
@@ -9149,6 +9341,53 @@ func NewPreflightLeaderTransferRequest(server string, id GroupID, params *Prefli
 	return req, nil
 }
 
+// NewMergeGroupRequest calls the generic MergeGroup builder with application/json body
+func NewMergeGroupRequest(server string, id GroupID, body MergeGroupJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewMergeGroupRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewMergeGroupRequestWithBody constructs an http.Request for the MergeGroup method, with any body, and a specified content type
+func NewMergeGroupRequestWithBody(server string, id GroupID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int32"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/cluster/groups/%s/merge", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewSetPreferredLeaderRequest calls the generic SetPreferredLeader builder with application/json body
 func NewSetPreferredLeaderRequest(server string, id GroupID, body SetPreferredLeaderJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -9224,6 +9463,53 @@ func NewCreateReplicaMoveRequestWithBody(server string, id GroupID, contentType 
 	}
 
 	operationPath := fmt.Sprintf("/v1/cluster/groups/%s/replica-moves", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewSplitGroupRequest calls the generic SplitGroup builder with application/json body
+func NewSplitGroupRequest(server string, id GroupID, body SplitGroupJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSplitGroupRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewSplitGroupRequestWithBody constructs an http.Request for the SplitGroup method, with any body, and a specified content type
+func NewSplitGroupRequestWithBody(server string, id GroupID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int32"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/cluster/groups/%s/split", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -12714,6 +13000,32 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/cluster/groups/{id}/leader-transfer/preflight (the `PreflightLeaderTransfer` operationId).
 	PreflightLeaderTransferWithResponse(ctx context.Context, id GroupID, params *PreflightLeaderTransferParams, reqEditors ...RequestEditorFn) (*PreflightLeaderTransferResponse, error)
 
+	// MergeGroupWithBodyWithResponse Merge a group into another and retire it
+	//
+	// Starts a `group_merge` task: every hash slot of the group moves into `into`, one after
+	// another, through the phases of a hash-slot migration; then (`retire`) the emptied group
+	// is retired (its replicas stop and their data goes on every node). Cancellable while the
+	// current slot is before its switch; slots already moved stay in `into`. Needs
+	// `--enable-hash-slot-migration`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/cluster/groups/{id}/merge (the `MergeGroup` operationId).
+	MergeGroupWithBodyWithResponse(ctx context.Context, id GroupID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*MergeGroupResponse, error)
+
+	// MergeGroupWithResponse Merge a group into another and retire it
+	//
+	// Starts a `group_merge` task: every hash slot of the group moves into `into`, one after
+	// another, through the phases of a hash-slot migration; then (`retire`) the emptied group
+	// is retired (its replicas stop and their data goes on every node). Cancellable while the
+	// current slot is before its switch; slots already moved stay in `into`. Needs
+	// `--enable-hash-slot-migration`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/cluster/groups/{id}/merge (the `MergeGroup` operationId).
+	MergeGroupWithResponse(ctx context.Context, id GroupID, body MergeGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*MergeGroupResponse, error)
+
 	// SetPreferredLeaderWithBodyWithResponse Set the group's preferred leader (an intent)
 	//
 	// The preferred-leader reconciler on the controller leader moves leadership to this node
@@ -12765,6 +13077,38 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/cluster/groups/{id}/replica-moves (the `CreateReplicaMove` operationId).
 	CreateReplicaMoveWithResponse(ctx context.Context, id GroupID, body CreateReplicaMoveJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateReplicaMoveResponse, error)
+
+	// SplitGroupWithBodyWithResponse Split hash slots off a group into a new group
+	//
+	// Starts a `group_split` task: a new group is created as by `POST /v1/cluster/groups` (on
+	// `peers`, or the least loaded active data nodes) and, once it runs (`start`), each hash slot
+	// of `hash_slots` (default: the upper half of the group's slots) moves into it through the
+	// phases of a hash-slot migration (fence, copy, acquire, switch, release), one slot after
+	// another; `hash_slot` is the slot moving now, `hash_slots` the ones left, `moved` the ones
+	// done. Cancellable while the current slot is before its switch: its copy is dropped and
+	// its fence lifted, slots already moved stay, and a split that moved none retires the new
+	// group. Needs `--enable-hash-slot-migration`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/cluster/groups/{id}/split (the `SplitGroup` operationId).
+	SplitGroupWithBodyWithResponse(ctx context.Context, id GroupID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SplitGroupResponse, error)
+
+	// SplitGroupWithResponse Split hash slots off a group into a new group
+	//
+	// Starts a `group_split` task: a new group is created as by `POST /v1/cluster/groups` (on
+	// `peers`, or the least loaded active data nodes) and, once it runs (`start`), each hash slot
+	// of `hash_slots` (default: the upper half of the group's slots) moves into it through the
+	// phases of a hash-slot migration (fence, copy, acquire, switch, release), one slot after
+	// another; `hash_slot` is the slot moving now, `hash_slots` the ones left, `moved` the ones
+	// done. Cancellable while the current slot is before its switch: its copy is dropped and
+	// its fence lifted, slots already moved stay, and a split that moved none retires the new
+	// group. Needs `--enable-hash-slot-migration`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/cluster/groups/{id}/split (the `SplitGroup` operationId).
+	SplitGroupWithResponse(ctx context.Context, id GroupID, body SplitGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*SplitGroupResponse, error)
 
 	// CreateSlotMigrationWithBodyWithResponse Move a hash slot to another group (only when enabled)
 	//
@@ -19045,6 +19389,124 @@ func (r PreflightLeaderTransferResponse) ContentType() string {
 	return ""
 }
 
+// MergeGroupResponse202Headers the declared response headers of an HTTP 202 response for MergeGroup
+type MergeGroupResponse202Headers struct {
+	Location *string
+}
+
+// MergeGroupResponse503Headers the declared response headers of an HTTP 503 response for MergeGroup
+type MergeGroupResponse503Headers struct {
+	RetryAfter int
+}
+
+// MergeGroupResponseDefaultHeaders the declared response headers of an HTTP default response for MergeGroup
+type MergeGroupResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
+type MergeGroupResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *Task
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *InvalidArgument
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ErrorBody
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ErrorBody
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *ErrorBody
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorResponse
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *MergeGroupResponse202Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *MergeGroupResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *MergeGroupResponseDefaultHeaders
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r MergeGroupResponse) GetJSON202() *Task {
+	return r.JSON202
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r MergeGroupResponse) GetJSON400() *InvalidArgument {
+	return r.JSON400
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r MergeGroupResponse) GetJSON403() *ErrorBody {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r MergeGroupResponse) GetJSON404() *ErrorBody {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r MergeGroupResponse) GetJSON409() *ErrorBody {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r MergeGroupResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r MergeGroupResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r MergeGroupResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r MergeGroupResponse) GetJSONDefault() *ErrorResponse {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r MergeGroupResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r MergeGroupResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r MergeGroupResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r MergeGroupResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // SetPreferredLeaderResponse503Headers the declared response headers of an HTTP 503 response for SetPreferredLeader
 type SetPreferredLeaderResponse503Headers struct {
 	RetryAfter int
@@ -19254,6 +19716,124 @@ func (r CreateReplicaMoveResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r CreateReplicaMoveResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// SplitGroupResponse202Headers the declared response headers of an HTTP 202 response for SplitGroup
+type SplitGroupResponse202Headers struct {
+	Location *string
+}
+
+// SplitGroupResponse503Headers the declared response headers of an HTTP 503 response for SplitGroup
+type SplitGroupResponse503Headers struct {
+	RetryAfter int
+}
+
+// SplitGroupResponseDefaultHeaders the declared response headers of an HTTP default response for SplitGroup
+type SplitGroupResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
+type SplitGroupResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *Task
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *InvalidArgument
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ErrorBody
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ErrorBody
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *ErrorBody
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorResponse
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *SplitGroupResponse202Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *SplitGroupResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *SplitGroupResponseDefaultHeaders
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r SplitGroupResponse) GetJSON202() *Task {
+	return r.JSON202
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r SplitGroupResponse) GetJSON400() *InvalidArgument {
+	return r.JSON400
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r SplitGroupResponse) GetJSON403() *ErrorBody {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r SplitGroupResponse) GetJSON404() *ErrorBody {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r SplitGroupResponse) GetJSON409() *ErrorBody {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r SplitGroupResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r SplitGroupResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r SplitGroupResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r SplitGroupResponse) GetJSONDefault() *ErrorResponse {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r SplitGroupResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SplitGroupResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SplitGroupResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SplitGroupResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -25643,6 +26223,44 @@ func (c *ClientWithResponses) PreflightLeaderTransferWithResponse(ctx context.Co
 	return ParsePreflightLeaderTransferResponse(rsp)
 }
 
+// MergeGroupWithBodyWithResponse Merge a group into another and retire it
+//
+// Starts a `group_merge` task: every hash slot of the group moves into `into`, one after
+// another, through the phases of a hash-slot migration; then (`retire`) the emptied group
+// is retired (its replicas stop and their data goes on every node). Cancellable while the
+// current slot is before its switch; slots already moved stay in `into`. Needs
+// `--enable-hash-slot-migration`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/cluster/groups/{id}/merge (the `MergeGroup` operationId).
+func (c *ClientWithResponses) MergeGroupWithBodyWithResponse(ctx context.Context, id GroupID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*MergeGroupResponse, error) {
+	rsp, err := c.MergeGroupWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseMergeGroupResponse(rsp)
+}
+
+// MergeGroupWithResponse Merge a group into another and retire it
+//
+// Starts a `group_merge` task: every hash slot of the group moves into `into`, one after
+// another, through the phases of a hash-slot migration; then (`retire`) the emptied group
+// is retired (its replicas stop and their data goes on every node). Cancellable while the
+// current slot is before its switch; slots already moved stay in `into`. Needs
+// `--enable-hash-slot-migration`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/cluster/groups/{id}/merge (the `MergeGroup` operationId).
+func (c *ClientWithResponses) MergeGroupWithResponse(ctx context.Context, id GroupID, body MergeGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*MergeGroupResponse, error) {
+	rsp, err := c.MergeGroup(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseMergeGroupResponse(rsp)
+}
+
 // SetPreferredLeaderWithBodyWithResponse Set the group's preferred leader (an intent)
 //
 // The preferred-leader reconciler on the controller leader moves leadership to this node
@@ -25717,6 +26335,50 @@ func (c *ClientWithResponses) CreateReplicaMoveWithResponse(ctx context.Context,
 		return nil, err
 	}
 	return ParseCreateReplicaMoveResponse(rsp)
+}
+
+// SplitGroupWithBodyWithResponse Split hash slots off a group into a new group
+//
+// Starts a `group_split` task: a new group is created as by `POST /v1/cluster/groups` (on
+// `peers`, or the least loaded active data nodes) and, once it runs (`start`), each hash slot
+// of `hash_slots` (default: the upper half of the group's slots) moves into it through the
+// phases of a hash-slot migration (fence, copy, acquire, switch, release), one slot after
+// another; `hash_slot` is the slot moving now, `hash_slots` the ones left, `moved` the ones
+// done. Cancellable while the current slot is before its switch: its copy is dropped and
+// its fence lifted, slots already moved stay, and a split that moved none retires the new
+// group. Needs `--enable-hash-slot-migration`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/cluster/groups/{id}/split (the `SplitGroup` operationId).
+func (c *ClientWithResponses) SplitGroupWithBodyWithResponse(ctx context.Context, id GroupID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SplitGroupResponse, error) {
+	rsp, err := c.SplitGroupWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSplitGroupResponse(rsp)
+}
+
+// SplitGroupWithResponse Split hash slots off a group into a new group
+//
+// Starts a `group_split` task: a new group is created as by `POST /v1/cluster/groups` (on
+// `peers`, or the least loaded active data nodes) and, once it runs (`start`), each hash slot
+// of `hash_slots` (default: the upper half of the group's slots) moves into it through the
+// phases of a hash-slot migration (fence, copy, acquire, switch, release), one slot after
+// another; `hash_slot` is the slot moving now, `hash_slots` the ones left, `moved` the ones
+// done. Cancellable while the current slot is before its switch: its copy is dropped and
+// its fence lifted, slots already moved stay, and a split that moved none retires the new
+// group. Needs `--enable-hash-slot-migration`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/cluster/groups/{id}/split (the `SplitGroup` operationId).
+func (c *ClientWithResponses) SplitGroupWithResponse(ctx context.Context, id GroupID, body SplitGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*SplitGroupResponse, error) {
+	rsp, err := c.SplitGroup(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSplitGroupResponse(rsp)
 }
 
 // CreateSlotMigrationWithBodyWithResponse Move a hash slot to another group (only when enabled)
@@ -37991,6 +38653,121 @@ func ParsePreflightLeaderTransferResponse(rsp *http.Response) (*PreflightLeaderT
 	return response, nil
 }
 
+// ParseMergeGroupResponse parses an HTTP response from a MergeGroupWithResponse call
+func ParseMergeGroupResponse(rsp *http.Response) (*MergeGroupResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &MergeGroupResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest Task
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest InvalidArgument
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 202:
+		var headers MergeGroupResponse202Headers
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		response.Headers202 = &headers
+	case rsp.StatusCode == 503:
+		var headers MergeGroupResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	case true:
+		var headers MergeGroupResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
 // ParseSetPreferredLeaderResponse parses an HTTP response from a SetPreferredLeaderWithResponse call
 func ParseSetPreferredLeaderResponse(rsp *http.Response) (*SetPreferredLeaderResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -38184,6 +38961,121 @@ func ParseCreateReplicaMoveResponse(rsp *http.Response) (*CreateReplicaMoveRespo
 		response.Headers503 = &headers
 	case true:
 		var headers CreateReplicaMoveResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseSplitGroupResponse parses an HTTP response from a SplitGroupWithResponse call
+func ParseSplitGroupResponse(rsp *http.Response) (*SplitGroupResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SplitGroupResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest Task
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest InvalidArgument
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 202:
+		var headers SplitGroupResponse202Headers
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		response.Headers202 = &headers
+	case rsp.StatusCode == 503:
+		var headers SplitGroupResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	case true:
+		var headers SplitGroupResponseDefaultHeaders
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

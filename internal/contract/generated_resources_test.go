@@ -1244,4 +1244,34 @@ func genCluster(t *testing.T, c *client.ClientWithResponses, cn *cluster.Node) {
 	genCheck(t, "retire a retired group", again, err, http.StatusNoContent)
 	gone, err := c.GetGroupWithResponse(ctx, gt.Group)
 	genCheck(t, "a retired group", gone, err, http.StatusNotFound)
+
+	// Splits and merges: refused ones, and one of each cancelled before
+	// its first slot moved.
+	nosuch, err := c.SplitGroupWithResponse(ctx, 99, client.SplitRequest{})
+	genCheck(t, "split a group that does not exist", nosuch, err, http.StatusNotFound)
+	self2, err := c.MergeGroupWithResponse(ctx, 2, client.MergeRequest{Into: 2})
+	genCheck(t, "merge a group into itself", self2, err, http.StatusBadRequest)
+	sp, err := c.SplitGroupWithResponse(ctx, 1, client.SplitRequest{HashSlots: &[]int{int(slotsOf[1][1])}})
+	genCheck(t, "split", sp, err, http.StatusAccepted)
+	if st := sp.JSON202; st.Kind != client.TaskKindGroupSplit || st.Group != 1 || st.ToGroup == nil || st.HashSlot == nil ||
+		*st.HashSlot != slotsOf[1][1] || st.Phase != client.TaskPhaseStart {
+		t.Fatalf("split task: %+v", st)
+	}
+	if _, err := c.CancelTaskWithResponse(ctx, sp.JSON202.Id); err != nil {
+		t.Fatal(err)
+	}
+	if got := step(sp.JSON202.Id); got.Status != client.Cancelled {
+		t.Fatalf("after a step of the cancelled split: %+v", got)
+	}
+	mg, err := c.MergeGroupWithResponse(ctx, 3, client.MergeRequest{Into: 2})
+	genCheck(t, "merge", mg, err, http.StatusAccepted)
+	if mt := mg.JSON202; mt.Kind != client.TaskKindGroupMerge || mt.Group != 3 || mt.ToGroup == nil || *mt.ToGroup != 2 || mt.Phase != client.TaskPhaseFence {
+		t.Fatalf("merge task: %+v", mt)
+	}
+	if _, err := c.CancelTaskWithResponse(ctx, mg.JSON202.Id); err != nil {
+		t.Fatal(err)
+	}
+	if got := step(mg.JSON202.Id); got.Status != client.Cancelled {
+		t.Fatalf("after a step of the cancelled merge: %+v", got)
+	}
 }

@@ -118,19 +118,7 @@ func TestGroupCreateSplitAndRetire(t *testing.T) {
 	s.must(204, "DELETE", "/v1/cluster/groups/2", "")
 	s.must(204, "DELETE", "/v1/cluster/groups/2", "") // retiring a retired group succeeds again
 	s.eventually(404, "GET", "/v1/cluster/groups/2", "")
-	deadline := time.Now().Add(10 * time.Second)
-	for i, n := range c.Nodes {
-		for {
-			keysLeft, err := n.Testing().KeyCount(2, nil)
-			if err == nil && keysLeft == 0 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("node %d still holds %d keys of the retired group (err %v)", i+1, keysLeft, err)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
+	waitNoKeys(t, c, 2)
 	var kv client.KV
 	s.must(200, "GET", "/v1/kv/"+keys[0], "").json(&kv)
 	if kv.Value != "in group 2" {
@@ -169,4 +157,145 @@ func TestGroupCreateResumesAfterTheControllerLeaderStops(t *testing.T) {
 	}
 	c.StartNode(idx)
 	waitGroupRuns(t, other, int(task.Group), 20*time.Second)
+}
+
+// routeOf is the group hash slot hs routes to, as server s sees it.
+func routeOf(t *testing.T, s *server, hs slotstore.HashSlot) int {
+	t.Helper()
+	var routes client.Routes
+	s.must(200, "GET", "/v1/cluster/routes", "").json(&routes)
+	return int(routes.HashSlots[hs].Group)
+}
+
+// TestGroupSplitAndMerge: a split moves three hash slots into a new group,
+// slot after slot, with their rows; a merge moves them back and retires the
+// emptied group, whose data leaves every node.
+func TestGroupSplitAndMerge(t *testing.T) {
+	c, servers := groupCluster(t)
+	s := servers[0]
+	slots := []slotstore.HashSlot{3, 4, 5}
+	var keys []string
+	for _, hs := range slots {
+		keys = append(keys, keysInSlot(fmt.Sprintf("sm%d", hs), hs, 5)...)
+	}
+	for _, k := range keys {
+		s.eventually(200, "PUT", "/v1/kv/"+k, `{"value":"`+k+`"}`)
+	}
+	for _, bad := range []string{`{"hash_slots":[300]}`, `{"peers":[1]}`, `{"into":2}`} {
+		if r := s.do("POST", "/v1/cluster/groups/1/split", bad); r.code != 400 {
+			t.Fatalf("split %s: %d %s", bad, r.code, r.body)
+		}
+	}
+	var task client.Task
+	tr := s.must(202, "POST", "/v1/cluster/groups/1/split", `{"hash_slots":[5,3,4]}`)
+	tr.json(&task)
+	if task.Kind != client.TaskKindGroupSplit || task.Group != 1 || deref(task.ToGroup) != 2 || task.Phase != client.TaskPhaseStart ||
+		deref(task.HashSlot) != 3 || len(deref(task.HashSlots)) != 3 {
+		t.Fatalf("split task: %s", tr.body)
+	}
+	task = waitTask(t, s, task.Id, func(x client.Task) bool { return x.Status != client.Running }, 60*time.Second)
+	if task.Status != client.Succeeded || deref(task.Moved) != 3 || len(deref(task.HashSlots)) != 0 {
+		t.Fatalf("split ended %s", js(task))
+	}
+	slotsAt(t, s, slots, 2, keys, "the split")
+	s.must(202, "POST", "/v1/cluster/groups/2/merge", `{"into":1}`).json(&task)
+	if task.Kind != client.TaskKindGroupMerge || task.Group != 2 || deref(task.ToGroup) != 1 || task.Phase != client.TaskPhaseFence {
+		t.Fatalf("merge task: %s", js(task))
+	}
+	task = waitTask(t, s, task.Id, func(x client.Task) bool { return x.Status != client.Running }, 60*time.Second)
+	if task.Status != client.Succeeded || deref(task.Moved) != 3 {
+		t.Fatalf("merge ended %s", js(task))
+	}
+	s.eventually(404, "GET", "/v1/cluster/groups/2", "")
+	slotsAt(t, s, slots, 1, keys, "the merge")
+	waitNoKeys(t, c, 2)
+}
+
+// slotsAt checks that every slot routes to group g and that every key
+// (whose value is the key) reads back, after what happened.
+func slotsAt(t *testing.T, s *server, slots []slotstore.HashSlot, g int, keys []string, after string) {
+	t.Helper()
+	for _, hs := range slots {
+		if got := routeOf(t, s, hs); got != g {
+			t.Fatalf("after %s hash slot %d routes to group %d, not %d", after, hs, got, g)
+		}
+	}
+	for _, k := range keys {
+		var kv client.KV
+		s.eventually(200, "GET", "/v1/kv/"+k, "").json(&kv)
+		if kv.Value != k {
+			t.Fatalf("%s after %s: %s", k, after, js(kv))
+		}
+	}
+}
+
+// waitNoKeys waits until no node holds a key of group g.
+func waitNoKeys(t *testing.T, c *slotstoretest.Cluster, g slotstore.GroupID) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for i, n := range c.Nodes {
+		for {
+			left, err := n.Testing().KeyCount(g, nil)
+			if err == nil && left == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("node %d still holds %d keys of group %d (err %v)", i+1, left, g, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+}
+
+// TestGroupSplitAndMergeResumeAfterTheControllerLeaderStops: the controller
+// leader stops right after a split started, and again after a merge
+// started; the next leader carries each to its end.
+func TestGroupSplitAndMergeResumeAfterTheControllerLeaderStops(t *testing.T) {
+	c, servers := groupCluster(t)
+	stopLeader := func() (*server, int) {
+		t.Helper()
+		ctl := controllerLeader(t, c)
+		for i, n := range c.Nodes {
+			if n == ctl {
+				c.StopNode(i)
+				return servers[(i+1)%3], i
+			}
+		}
+		t.Fatal("no controller leader among the nodes")
+		return nil, 0
+	}
+	keys := keysInSlot("resume", 9, 5)
+	for _, k := range keys {
+		servers[0].eventually(200, "PUT", "/v1/kv/"+k, `{"value":"`+k+`"}`)
+	}
+	var task client.Task
+	controllerServer(t, c, servers).must(202, "POST", "/v1/cluster/groups/1/split", `{"hash_slots":[9,10]}`).json(&task)
+	other, stopped := stopLeader()
+	task = waitTask(t, other, task.Id, func(x client.Task) bool { return x.Status != client.Running }, 60*time.Second)
+	if task.Status != client.Succeeded || routeOf(t, other, 9) != 2 || routeOf(t, other, 10) != 2 {
+		t.Fatalf("split across a controller leader stop: %s", js(task))
+	}
+	c.StartNode(stopped)
+	servers[stopped] = serve(t, c.Nodes[stopped])
+	waitGroupRuns(t, other, 2, 20*time.Second)
+	controllerServer(t, c, servers).must(202, "POST", "/v1/cluster/groups/2/merge", `{"into":1}`).json(&task)
+	other, _ = stopLeader()
+	task = waitTask(t, other, task.Id, func(x client.Task) bool { return x.Status != client.Running }, 60*time.Second)
+	if task.Status != client.Succeeded || routeOf(t, other, 9) != 1 {
+		t.Fatalf("merge across a controller leader stop: %s", js(task))
+	}
+	slotsAt(t, other, []slotstore.HashSlot{9, 10}, 1, keys, "the split and the merge")
+}
+
+// controllerServer is the server of the controller leader's node.
+func controllerServer(t *testing.T, c *slotstoretest.Cluster, servers []*server) *server {
+	t.Helper()
+	ctl := controllerLeader(t, c)
+	for i, n := range c.Nodes {
+		if n == ctl {
+			return servers[i]
+		}
+	}
+	t.Fatal("no controller leader")
+	return nil
 }

@@ -15,8 +15,8 @@ import (
 func waitTask(t *testing.T, s *server, id int64, until func(client.Task) bool, within time.Duration) client.Task {
 	t.Helper()
 	deadline := time.Now().Add(within)
-	var task client.Task
 	for {
+		var task client.Task // fresh each time: members left out of an answer must not keep old values
 		r := s.must(200, "GET", fmt.Sprintf("/v1/cluster/tasks/%d", id), "")
 		r.json(&task)
 		if until(task) {

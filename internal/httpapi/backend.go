@@ -79,6 +79,11 @@ type Operator interface {
 	// chooses); RetireGroup removes an empty one.
 	CreateGroup(ctx context.Context, peers []slotstore.NodeID) (slotstore.Task, error)
 	RetireGroup(ctx context.Context, g slotstore.GroupID) error
+	// CreateSplit moves slots of g (none: the upper half) into a new group;
+	// CreateMerge moves all of g's slots into another and retires g. Both
+	// are permission_denied unless the node enables hash-slot migration.
+	CreateSplit(ctx context.Context, g slotstore.GroupID, slots []slotstore.HashSlot, peers []slotstore.NodeID) (slotstore.Task, error)
+	CreateMerge(ctx context.Context, g, into slotstore.GroupID) (slotstore.Task, error)
 	// CancelTask cancels a task before its commit (conflict after).
 	CancelTask(ctx context.Context, id uint64) (slotstore.Task, error)
 }

@@ -19,6 +19,8 @@ func (a *api) clusterRoutes(r chi.Router) {
 	r.Post("/groups", a.handle(a.createGroup))
 	r.Get("/groups/{id}", a.handle(a.getGroup))
 	r.Delete("/groups/{id}", a.handle(a.retireGroup))
+	r.Post("/groups/{id}/split", a.handle(a.splitGroup))
+	r.Post("/groups/{id}/merge", a.handle(a.mergeGroup))
 	r.Post("/groups/{id}/leader-transfer", a.handle(a.transferLeader))
 	r.Get("/groups/{id}/leader-transfer/preflight", a.handle(a.preflightTransfer))
 	r.Put("/groups/{id}/preferred-leader", a.handle(a.setPreferredLeader))

@@ -152,6 +152,16 @@ func (f *fakeBackend) CreateGroup(_ context.Context, peers []slotstore.NodeID) (
 	return slotstore.Task{ID: 9, Kind: "group_create", Group: 2, Phase: "start", Status: "running", Attempt: 1}, nil
 }
 
+func (f *fakeBackend) CreateSplit(_ context.Context, g slotstore.GroupID, _ []slotstore.HashSlot, _ []slotstore.NodeID) (slotstore.Task, error) {
+	f.record("CreateSplit")
+	return slotstore.Task{ID: 10, Kind: "group_split", Group: g, ToGroup: 3, Phase: "start", Status: "running", Attempt: 1}, nil
+}
+
+func (f *fakeBackend) CreateMerge(_ context.Context, g, into slotstore.GroupID) (slotstore.Task, error) {
+	f.record("CreateMerge")
+	return slotstore.Task{ID: 11, Kind: "group_merge", Group: g, ToGroup: into, Phase: "fence", Status: "running", Attempt: 1}, nil
+}
+
 func (f *fakeBackend) RetireGroup(_ context.Context, g slotstore.GroupID) error {
 	f.record("RetireGroup")
 	return nil

@@ -26,13 +26,7 @@ func (a *api) createReplicaMove(w http.ResponseWriter, r *http.Request) error {
 	if err := a.decode(w, r, &req); err != nil {
 		return err
 	}
-	t, err := a.be.CreateReplicaMove(r.Context(), g, slotstore.NodeID(req.FromNode), slotstore.NodeID(req.ToNode))
-	if err != nil {
-		return err
-	}
-	w.Header().Set("Location", "/v1/cluster/tasks/"+strconv.FormatUint(t.ID, 10))
-	a.writeJSON(w, r, http.StatusAccepted, t)
-	return nil
+	return a.taskStarted(w, r)(a.be.CreateReplicaMove(r.Context(), g, slotstore.NodeID(req.FromNode), slotstore.NodeID(req.ToNode)))
 }
 
 type createGroupRequest struct {
@@ -50,13 +44,63 @@ func (a *api) createGroup(w http.ResponseWriter, r *http.Request) error {
 	for i, p := range req.Peers {
 		peers[i] = slotstore.NodeID(p)
 	}
-	t, err := a.be.CreateGroup(r.Context(), peers)
+	return a.taskStarted(w, r)(a.be.CreateGroup(r.Context(), peers))
+}
+
+// taskStarted answers a request that started task t: 202 with the task and
+// its URL, or the error.
+func (a *api) taskStarted(w http.ResponseWriter, r *http.Request) func(t slotstore.Task, err error) error {
+	return func(t slotstore.Task, err error) error {
+		if err != nil {
+			return err
+		}
+		w.Header().Set("Location", "/v1/cluster/tasks/"+strconv.FormatUint(t.ID, 10))
+		a.writeJSON(w, r, http.StatusAccepted, t)
+		return nil
+	}
+}
+
+type splitRequest struct {
+	HashSlots []int    `json:"hash_slots" validate:"max=256,dive,min=0,max=255"`
+	Peers     []uint64 `json:"peers" validate:"max=16,dive,min=1"`
+}
+
+// splitGroup is POST /v1/cluster/groups/{id}/split: the group_split task.
+func (a *api) splitGroup(w http.ResponseWriter, r *http.Request) error {
+	g, err := groupParam(r)
 	if err != nil {
 		return err
 	}
-	w.Header().Set("Location", "/v1/cluster/tasks/"+strconv.FormatUint(t.ID, 10))
-	a.writeJSON(w, r, http.StatusAccepted, t)
-	return nil
+	var req splitRequest
+	if err := a.decode(w, r, &req); err != nil {
+		return err
+	}
+	slots := make([]slotstore.HashSlot, len(req.HashSlots))
+	for i, hs := range req.HashSlots {
+		slots[i] = slotstore.HashSlot(hs)
+	}
+	peers := make([]slotstore.NodeID, len(req.Peers))
+	for i, p := range req.Peers {
+		peers[i] = slotstore.NodeID(p)
+	}
+	return a.taskStarted(w, r)(a.be.CreateSplit(r.Context(), g, slots, peers))
+}
+
+type mergeRequest struct {
+	Into uint32 `json:"into" validate:"required,min=1"`
+}
+
+// mergeGroup is POST /v1/cluster/groups/{id}/merge: the group_merge task.
+func (a *api) mergeGroup(w http.ResponseWriter, r *http.Request) error {
+	g, err := groupParam(r)
+	if err != nil {
+		return err
+	}
+	var req mergeRequest
+	if err := a.decode(w, r, &req); err != nil {
+		return err
+	}
+	return a.taskStarted(w, r)(a.be.CreateMerge(r.Context(), g, slotstore.GroupID(req.Into)))
 }
 
 // retireGroup is DELETE /v1/cluster/groups/{id}.
@@ -136,11 +180,5 @@ func (a *api) createSlotMigration(w http.ResponseWriter, r *http.Request) error 
 	if err := a.decode(w, r, &req); err != nil {
 		return err
 	}
-	t, err := a.be.CreateSlotMigration(r.Context(), slotstore.HashSlot(slot), slotstore.GroupID(req.ToGroup))
-	if err != nil {
-		return err
-	}
-	w.Header().Set("Location", "/v1/cluster/tasks/"+strconv.FormatUint(t.ID, 10))
-	a.writeJSON(w, r, http.StatusAccepted, t)
-	return nil
+	return a.taskStarted(w, r)(a.be.CreateSlotMigration(r.Context(), slotstore.HashSlot(slot), slotstore.GroupID(req.ToGroup)))
 }

@@ -194,15 +194,20 @@ type PhaseRecord struct {
 	Note           string   `json:"note,omitempty"`
 }
 
-// Task is a controller task (a replica move), with its history.
+// Task is a controller task (a replica move, a hash-slot migration, a group
+// creation, split or merge), with its history.
 type Task struct {
-	ID           uint64        `json:"id"`
-	Kind         string        `json:"kind"`
-	Group        GroupID       `json:"group"`
-	From         NodeID        `json:"from_node,omitempty"`
-	To           NodeID        `json:"to_node,omitempty"`
-	HashSlot     *HashSlot     `json:"hash_slot,omitempty"` // slot migrations: the slot, from Group to ToGroup
-	ToGroup      GroupID       `json:"to_group,omitempty"`
+	ID       uint64    `json:"id"`
+	Kind     string    `json:"kind"`
+	Group    GroupID   `json:"group"`
+	From     NodeID    `json:"from_node,omitempty"`
+	To       NodeID    `json:"to_node,omitempty"`
+	HashSlot *HashSlot `json:"hash_slot,omitempty"` // slot migrations: the slot, from Group to ToGroup
+	ToGroup  GroupID   `json:"to_group,omitempty"`
+	// Splits and merges: the hash slots still to move from Group to
+	// ToGroup, HashSlot (the one moving now) first; Moved counts those done.
+	HashSlots    []HashSlot    `json:"hash_slots,omitempty"`
+	Moved        int           `json:"moved,omitempty"`
 	OldReplicaID uint64        `json:"old_replica_id,omitempty"`
 	NewReplicaID uint64        `json:"new_replica_id,omitempty"`
 	Phase        string        `json:"phase"`

@@ -63,13 +63,47 @@ func (n *Node) proposeControllerTask(ctx context.Context, c controller.Command) 
 	return r.TaskID, err
 }
 
+// slotMoves refuses tasks that move hash slots unless the node enables them.
+func (n *Node) slotMoves() error {
+	if !n.cfg.EnableHashSlotMigration {
+		return slotstore.Errorf(slotstore.CodePermissionDenied,
+			"hash-slot migration is disabled on this node (start it with --enable-hash-slot-migration)")
+	}
+	return nil
+}
+
+// CreateSplit starts moving hash slots of g (none: the upper half of its
+// slots) into a new group on peers (none: the controller chooses).
+func (n *Node) CreateSplit(ctx context.Context, g slotstore.GroupID, slots []slotstore.HashSlot, peers []slotstore.NodeID) (slotstore.Task, error) {
+	if err := n.slotMoves(); err != nil {
+		return slotstore.Task{}, err
+	}
+	id, err := n.proposeControllerTask(ctx, controller.Command{CreateSplit: &controller.CreateSplit{Group: g, HashSlots: slots, Peers: peers}})
+	if err != nil {
+		return slotstore.Task{}, err
+	}
+	return n.Task(id)
+}
+
+// CreateMerge starts moving every hash slot of g into group into, and
+// retiring g.
+func (n *Node) CreateMerge(ctx context.Context, g, into slotstore.GroupID) (slotstore.Task, error) {
+	if err := n.slotMoves(); err != nil {
+		return slotstore.Task{}, err
+	}
+	id, err := n.proposeControllerTask(ctx, controller.Command{CreateMerge: &controller.CreateMerge{Group: g, Into: into}})
+	if err != nil {
+		return slotstore.Task{}, err
+	}
+	return n.Task(id)
+}
+
 // CreateSlotMigration starts (or resumes a failed) migration of hash slot hs
 // to group to. Refused (permission_denied) unless the node was started with
 // hash-slot migration enabled.
 func (n *Node) CreateSlotMigration(ctx context.Context, hs slotstore.HashSlot, to slotstore.GroupID) (slotstore.Task, error) {
-	if !n.cfg.EnableHashSlotMigration {
-		return slotstore.Task{}, slotstore.Errorf(slotstore.CodePermissionDenied,
-			"hash-slot migration is disabled on this node (start it with --enable-hash-slot-migration)")
+	if err := n.slotMoves(); err != nil {
+		return slotstore.Task{}, err
 	}
 	id, err := n.proposeControllerTask(ctx, controller.Command{SlotMigrate: &controller.CreateSlotMigration{HashSlot: hs, ToGroup: to}})
 	if err != nil {

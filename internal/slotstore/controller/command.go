@@ -27,6 +27,8 @@ type Command struct {
 	SlotMigrate  *CreateSlotMigration `json:"slot_migrate,omitempty"`
 	CreateGroup  *CreateGroup         `json:"create_group,omitempty"`
 	RetireGroup  *RetireGroup         `json:"retire_group,omitempty"`
+	CreateSplit  *CreateSplit         `json:"create_split,omitempty"`
+	CreateMerge  *CreateMerge         `json:"create_merge,omitempty"`
 }
 
 // SetPreferred sets a group's preferred leader (an intent with a time).
@@ -89,7 +91,8 @@ func DecodeCommand(b []byte) (Command, error) {
 	}
 	bodies := 0
 	for _, set := range []bool{c.Bootstrap != nil, c.RegisterNode != nil, c.SetNodeState != nil, c.SetPreferred != nil, c.Decision != nil,
-		c.CreateMove != nil, c.AdvanceTask != nil, c.CancelTask != nil, c.SlotMigrate != nil, c.CreateGroup != nil, c.RetireGroup != nil} {
+		c.CreateMove != nil, c.AdvanceTask != nil, c.CancelTask != nil, c.SlotMigrate != nil, c.CreateGroup != nil, c.RetireGroup != nil,
+		c.CreateSplit != nil, c.CreateMerge != nil} {
 		if set {
 			bodies++
 		}
@@ -144,6 +147,10 @@ func apply(s *State, c Command) Result {
 		return applyCreateGroup(s, c.CreateGroup, c.TimeMs)
 	case c.RetireGroup != nil:
 		return applyRetireGroup(s, c.RetireGroup)
+	case c.CreateSplit != nil:
+		return applyCreateSplit(s, c.CreateSplit, c.TimeMs)
+	case c.CreateMerge != nil:
+		return applyCreateMerge(s, c.CreateMerge, c.TimeMs)
 	case c.AdvanceTask != nil:
 		return applyAdvanceTask(s, c.AdvanceTask, c.TimeMs)
 	case c.CancelTask != nil:

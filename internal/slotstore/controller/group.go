@@ -161,19 +161,33 @@ func applyRetireGroup(s *State, c *RetireGroup) Result {
 			return refuse(slotstore.CodeConflict, "group %d still owns hash slot %d", c.Group, hs)
 		}
 	}
-	if t := activeTask(s, c.Group); t != nil && !(t.Kind == TaskGroupCreate && t.Group == c.Group && t.Status == TaskCancelling) {
+	if t := activeTask(s, c.Group); t != nil && !createdBy(t, c.Group) {
 		return refuse(slotstore.CodeConflict, "task %d is running on group %d", t.ID, c.Group)
 	}
 	if len(s.Groups) == 1 {
 		return refuse(slotstore.CodeConflict, "group %d is the cluster's last group", c.Group)
 	}
 	delete(s.Groups, c.Group)
-	s.Retired = append(s.Retired, c.Group)
+	retire(s, c.Group)
+	return Result{OK: true, Message: fmt.Sprintf("group %d retired", c.Group)}
+}
+
+// createdBy reports whether t is the cancelled creation of group g (a group
+// creation, or a split that moved no slot into it yet): t retires g.
+func createdBy(t *Task, g slotstore.GroupID) bool {
+	if t.Status != TaskCancelling {
+		return false
+	}
+	return t.Kind == TaskGroupCreate && t.Group == g || t.Kind == TaskGroupSplit && t.ToGroup == g && t.Moved == 0
+}
+
+// retire remembers g as retired (bounded) and never to be used again.
+func retire(s *State, g slotstore.GroupID) {
+	s.Retired = append(s.Retired, g)
 	if over := len(s.Retired) - maxRetired; over > 0 {
 		s.Retired = append([]slotstore.GroupID(nil), s.Retired[over:]...)
 	}
-	s.NextGroupID = max(s.NextGroupID, uint64(c.Group)+1)
-	return Result{OK: true, Message: fmt.Sprintf("group %d retired", c.Group)}
+	s.NextGroupID = max(s.NextGroupID, uint64(g)+1)
 }
 
 // IsRetired reports whether g was retired (and its data is to go).

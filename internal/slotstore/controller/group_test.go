@@ -82,3 +82,77 @@ func TestCreateAndRetireGroups(t *testing.T) {
 		t.Fatalf("retire a group that never was: %+v", r)
 	}
 }
+
+// TestSplitWalksItsSlots: a split steps through start and each slot's
+// migration phases in turn (the slot checked by every step), switching each
+// slot's route, and ends with nothing left to move; a step naming another
+// slot is refused and changes nothing.
+func TestSplitWalksItsSlots(t *testing.T) {
+	s := NewStateMachine(func(*State) {})
+	update(t, s, 1, bootstrapCmd(t, 3, 1, 3))
+	idx := uint64(2)
+	do := func(c Command) Result {
+		idx++
+		return update(t, s, idx, command(t, c))
+	}
+	if r := do(Command{CreateSplit: &CreateSplit{Group: 1, HashSlots: []slotstore.HashSlot{}}}); !r.OK {
+		t.Fatalf("default split: %+v", r)
+	}
+	st := s.Snapshot()
+	var def *Task
+	for _, tk := range st.Tasks {
+		def = tk
+	}
+	if def.Kind != TaskGroupSplit || len(def.HashSlots) != 128 || *def.HashSlot != 128 || def.ToGroup != 2 {
+		t.Fatalf("the default split moves the upper half: %+v", def)
+	}
+	if r := do(Command{CancelTask: &CancelTask{ID: def.ID}}); !r.OK {
+		t.Fatal(r)
+	}
+	if r := do(Command{RetireGroup: &RetireGroup{Group: 2}}); !r.OK {
+		t.Fatalf("a cancelled split that moved nothing retires its group: %+v", r)
+	}
+	do(Command{AdvanceTask: &AdvanceTask{ID: def.ID, ExpectedPhase: PhaseStart, Status: TaskCancelled}})
+
+	r := do(Command{CreateSplit: &CreateSplit{Group: 1, HashSlots: []slotstore.HashSlot{9, 7}}})
+	if !r.OK {
+		t.Fatal(r)
+	}
+	id := r.TaskID
+	step := func(from, to string, hs *slotstore.HashSlot) Result {
+		return do(Command{AdvanceTask: &AdvanceTask{ID: id, ExpectedPhase: from, Phase: to, HashSlot: hs}})
+	}
+	seven, nine := slotstore.HashSlot(7), slotstore.HashSlot(9)
+	if r := step(PhaseStart, PhaseFence, &seven); !r.OK {
+		t.Fatal(r)
+	}
+	for _, hs := range []*slotstore.HashSlot{&seven, &nine} {
+		other := &nine
+		if hs == &nine {
+			other = &seven
+		}
+		if r := step(PhaseFence, PhaseCopy, other); r.OK {
+			t.Fatalf("a step for hash slot %d while %d moves was accepted", *other, *hs)
+		}
+		for _, p := range [][2]string{{PhaseFence, PhaseCopy}, {PhaseCopy, PhaseAcquire}, {PhaseAcquire, PhaseSwitch}, {PhaseSwitch, PhaseRelease}} {
+			if r := step(p[0], p[1], hs); !r.OK {
+				t.Fatalf("slot %d %s→%s: %+v", *hs, p[0], p[1], r)
+			}
+		}
+		next := PhaseFence
+		if hs == &nine {
+			next = PhaseDone
+		}
+		if r := step(PhaseRelease, next, hs); !r.OK {
+			t.Fatalf("slot %d release→%s: %+v", *hs, next, r)
+		}
+	}
+	st = s.Snapshot()
+	tk := st.Tasks[id]
+	if tk.Status != TaskSucceeded || tk.Moved != 2 || len(tk.HashSlots) != 0 || tk.HashSlot != nil || tk.Phase != PhaseDone {
+		t.Fatalf("split at its end: %+v", tk)
+	}
+	if st.HashToGroup[7] != tk.ToGroup || st.HashToGroup[9] != tk.ToGroup || st.HashToGroup[8] != 1 {
+		t.Fatalf("routes after the split: 7→%d 8→%d 9→%d", st.HashToGroup[7], st.HashToGroup[8], st.HashToGroup[9])
+	}
+}

@@ -35,6 +35,10 @@ func TaskPhaseIndex(kind, phase string) int {
 		list = slotPhases
 	case TaskGroupCreate:
 		list = groupCreatePhases
+	case TaskGroupSplit:
+		list = splitPhases
+	case TaskGroupMerge:
+		list = mergePhases
 	}
 	for i, p := range list {
 		if p == phase {

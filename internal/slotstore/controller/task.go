@@ -51,6 +51,9 @@ type AdvanceTask struct {
 	Status        string                 `json:"status,omitempty"`
 	Error         string                 `json:"error,omitempty"`
 	Observed      *slotstore.PhaseRecord `json:"observed,omitempty"`
+	// HashSlot, when set, must be the slot the task moves now (splits and
+	// merges move several, one after another).
+	HashSlot *slotstore.HashSlot `json:"hash_slot,omitempty"`
 }
 
 // CancelTask asks to cancel a task; only possible before its commit phase.
@@ -118,6 +121,35 @@ func applyAdvanceTask(s *State, a *AdvanceTask, timeMs int64) Result {
 	if t.Phase != a.ExpectedPhase {
 		return refuse(slotstore.CodeConflict, "task %d is in phase %s, not %s", a.ID, t.Phase, a.ExpectedPhase)
 	}
+	if a.HashSlot != nil && (t.HashSlot == nil || *t.HashSlot != *a.HashSlot) {
+		return refuse(slotstore.CodeConflict, "task %d does not move hash slot %d now", a.ID, *a.HashSlot)
+	}
+	if a.Phase != "" {
+		if r, handled := advanceSlots(s, t, a); handled {
+			if !r.OK {
+				return r
+			}
+		} else {
+			if TaskPhaseIndex(t.Kind, a.Phase) <= TaskPhaseIndex(t.Kind, t.Phase) {
+				return refuse(slotstore.CodeInvalidArgument, "phase %q does not follow %q", a.Phase, t.Phase)
+			}
+			if t.Kind == TaskReplicaMove && a.Phase == PhaseDone && t.Phase == PhaseCommit {
+				if r := commitMove(s, t); !r.OK {
+					return r
+				}
+			}
+			if movesSlots(t.Kind) && t.Phase == PhaseSwitch {
+				if r := switchSlot(s, t); !r.OK {
+					return r
+				}
+			}
+			if (t.Kind == TaskSlotMigration || t.Kind == TaskGroupCreate) && a.Phase == PhaseDone {
+				t.Status = TaskSucceeded
+			}
+			t.Phase = a.Phase
+		}
+	}
+	// The record comes last: a refused step leaves the task as it was.
 	if a.Observed != nil {
 		rec := *a.Observed
 		rec.AtMs = timeMs
@@ -125,25 +157,6 @@ func applyAdvanceTask(s *State, a *AdvanceTask, timeMs int64) Result {
 		if len(t.History) > 64 {
 			t.History = t.History[len(t.History)-64:]
 		}
-	}
-	if a.Phase != "" {
-		if TaskPhaseIndex(t.Kind, a.Phase) <= TaskPhaseIndex(t.Kind, t.Phase) {
-			return refuse(slotstore.CodeInvalidArgument, "phase %q does not follow %q", a.Phase, t.Phase)
-		}
-		if t.Kind == TaskReplicaMove && a.Phase == PhaseDone && t.Phase == PhaseCommit {
-			if r := commitMove(s, t); !r.OK {
-				return r
-			}
-		}
-		if t.Kind == TaskSlotMigration && t.Phase == PhaseSwitch {
-			if r := switchSlot(s, t); !r.OK {
-				return r
-			}
-		}
-		if (t.Kind == TaskSlotMigration || t.Kind == TaskGroupCreate) && a.Phase == PhaseDone {
-			t.Status = TaskSucceeded
-		}
-		t.Phase = a.Phase
 	}
 	if a.Status != "" {
 		t.Status = a.Status
@@ -181,7 +194,7 @@ func applyCancelTask(s *State, c *CancelTask, timeMs int64) Result {
 	}
 	cutoff := TaskPhaseIndex(t.Kind, PhaseRemoveOld)
 	switch t.Kind {
-	case TaskSlotMigration:
+	case TaskSlotMigration, TaskGroupSplit, TaskGroupMerge:
 		cutoff = TaskPhaseIndex(t.Kind, PhaseAcquire)
 	case TaskGroupCreate:
 		cutoff = TaskPhaseIndex(t.Kind, PhaseDone)

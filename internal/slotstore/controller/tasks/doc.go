@@ -1,6 +1,6 @@
 // Package tasks carries out the controller's tasks — replica moves,
-// hash-slot migrations and group creations — on the controller leader, one
-// step per round.
+// hash-slot migrations, group creations, splits and merges — on the
+// controller leader, one step per round.
 //
 // Model. A task's state lives only in the replicated controller state. Every
 // step reads what it acts on (the group's Raft membership, the slot's rows),
@@ -18,7 +18,8 @@
 // bounded chunks, let the target acquire it, switch the route (revision +1),
 // release the source. A group creation: the group's intent is committed
 // with the task; wait until it has a leader and every desired peer as a
-// voter (cancelled: retire the group).
+// voter (cancelled: retire the group). Splits and merges move each of
+// their slots through a migration's phases in turn (controller/splitmerge.go).
 //
 // Concurrency contract. An Executor is driven by one goroutine (the
 // controller leader's observe loop); everything it does goes through Node,

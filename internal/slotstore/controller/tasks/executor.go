@@ -71,7 +71,7 @@ func (e *Executor) Once(ctx context.Context, tasks []slotstore.Task) {
 // advance records a step of task t, and the decision that says so.
 func (e *Executor) advance(ctx context.Context, t slotstore.Task, phase, status, errMsg string, obs *slotstore.PhaseRecord) error {
 	err := e.cfg.Node.Advance(ctx, controller.AdvanceTask{
-		ID: t.ID, ExpectedPhase: t.Phase, Phase: phase, Status: status, Error: errMsg, Observed: obs})
+		ID: t.ID, ExpectedPhase: t.Phase, Phase: phase, Status: status, Error: errMsg, Observed: obs, HashSlot: t.HashSlot})
 	if err == nil {
 		what := fmt.Sprintf("%s node %d→%d", t.Kind, t.From, t.To)
 		if t.Kind == controller.TaskGroupCreate {
@@ -79,6 +79,8 @@ func (e *Executor) advance(ctx context.Context, t slotstore.Task, phase, status,
 		}
 		if t.HashSlot != nil {
 			what = fmt.Sprintf("%s of hash slot %d, group %d→%d", t.Kind, *t.HashSlot, t.Group, t.ToGroup)
+		} else if t.Kind == controller.TaskGroupSplit || t.Kind == controller.TaskGroupMerge {
+			what = fmt.Sprintf("%s, group %d→%d", t.Kind, t.Group, t.ToGroup)
 		}
 		e.cfg.Node.Record(slotstore.Decision{Group: t.Group, Kind: "task", Reason: t.Kind + ":" + t.Phase + "→" + firstNonEmpty(phase, status),
 			Detail: fmt.Sprintf("task %d (%s) %s", t.ID, what, firstNonEmpty(errMsg, "ok"))})
@@ -100,7 +102,7 @@ func firstNonEmpty(s ...string) string {
 func (e *Executor) step(ctx context.Context, t slotstore.Task) error {
 	var err error
 	switch t.Kind {
-	case controller.TaskSlotMigration:
+	case controller.TaskSlotMigration, controller.TaskGroupSplit, controller.TaskGroupMerge:
 		err = e.slotStep(ctx, t)
 	case controller.TaskGroupCreate:
 		err = e.groupStep(ctx, t)

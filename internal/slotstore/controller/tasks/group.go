@@ -21,23 +21,32 @@ func (e *Executor) groupStep(ctx context.Context, t slotstore.Task) error {
 	if t.Phase != controller.PhaseStart {
 		return nil
 	}
-	grp, ok := e.cfg.Node.Controller().Groups[t.Group]
-	if !ok {
-		return fmt.Errorf("group %d is not in the controller state", t.Group)
-	}
-	m, err := e.cfg.Node.Membership(ctx, MembershipRequest{Group: t.Group, Op: OpGet})
+	rec, err := e.running(ctx, t.Group, t.Phase)
 	if err != nil {
 		return err
 	}
+	return e.advance(ctx, t, controller.PhaseDone, "", "", rec)
+}
+
+// running checks that group g has a leader and every desired peer as a
+// voter, and returns the membership it saw as phase's record.
+func (e *Executor) running(ctx context.Context, g slotstore.GroupID, phase string) (*slotstore.PhaseRecord, error) {
+	grp, ok := e.cfg.Node.Controller().Groups[g]
+	if !ok {
+		return nil, fmt.Errorf("group %d is not in the controller state", g)
+	}
+	m, err := e.cfg.Node.Membership(ctx, MembershipRequest{Group: g, Op: OpGet})
+	if err != nil {
+		return nil, err
+	}
 	for node, rid := range grp.Peers {
 		if _, ok := m.Voters[rid]; !ok {
-			return fmt.Errorf("replica %d on node %d is not a voter of group %d yet", rid, node, t.Group)
+			return nil, fmt.Errorf("replica %d on node %d is not a voter of group %d yet", rid, node, g)
 		}
 	}
-	leader := e.cfg.Node.GroupLeader(t.Group)
+	leader := e.cfg.Node.GroupLeader(g)
 	if leader == 0 {
-		return fmt.Errorf("group %d has no leader yet", t.Group)
+		return nil, fmt.Errorf("group %d has no leader yet", g)
 	}
-	return e.advance(ctx, t, controller.PhaseDone, "", "",
-		m.Record(t.Phase, fmt.Sprintf("group %d runs on nodes %v, leader node %d", t.Group, grp.PeerNodes(), leader)))
+	return m.Record(phase, fmt.Sprintf("group %d runs on nodes %v, leader node %d", g, grp.PeerNodes(), leader)), nil
 }

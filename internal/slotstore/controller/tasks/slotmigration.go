@@ -12,8 +12,13 @@ import (
 // exportChunkBytes bounds one chunk of a slot copy (one Raft entry on the target).
 const exportChunkBytes = 256 << 10
 
-// slotStep does one step of a hash-slot migration.
+// slotStep does one step of a hash-slot migration, or of a split or merge
+// (the same phases for each of their slots, after a split's start and
+// before a merge's retirement).
 func (e *Executor) slotStep(ctx context.Context, t slotstore.Task) error {
+	if handled, err := e.splitMergeStep(ctx, t); handled {
+		return err
+	}
 	hs := *t.HashSlot
 	hdr := meta.Header{HashSlot: hs}
 	note := func(format string, args ...any) *slotstore.PhaseRecord {
@@ -32,6 +37,13 @@ func (e *Executor) slotStep(ctx context.Context, t slotstore.Task) error {
 		}
 		if err := slotCmd(t.Group, &meta.UnfenceSlot{Header: hdr}); err != nil {
 			return err
+		}
+		if t.Kind == controller.TaskGroupSplit && t.Moved == 0 {
+			if err := e.cfg.Node.RetireGroup(ctx, t.ToGroup); err != nil {
+				return err
+			}
+			return e.advance(ctx, t, "", controller.TaskCancelled, "cancelled",
+				note("imported rows dropped, fence lifted, new group %d retired", t.ToGroup))
 		}
 		return e.advance(ctx, t, "", controller.TaskCancelled, "cancelled", note("imported rows dropped, fence lifted"))
 	}
@@ -85,7 +97,50 @@ func (e *Executor) slotStep(ctx context.Context, t slotstore.Task) error {
 		if err := slotCmd(t.Group, &meta.ReleaseSlot{Header: hdr}); err != nil {
 			return err
 		}
-		return e.advance(ctx, t, controller.PhaseDone, "", "", note("group %d released hash slot %d and deleted its rows", t.Group, hs))
+		return e.advance(ctx, t, afterRelease(t), "", "", note("group %d released hash slot %d and deleted its rows", t.Group, hs))
 	}
 	return nil
+}
+
+// afterRelease is the phase after a slot's release: done for a migration;
+// for a split or merge the next slot's fence, or after the last, done
+// (split) or retire (merge).
+func afterRelease(t slotstore.Task) string {
+	switch {
+	case t.Kind == controller.TaskSlotMigration:
+		return controller.PhaseDone
+	case len(t.HashSlots) > 1:
+		return controller.PhaseFence
+	case t.Kind == controller.TaskGroupMerge:
+		return controller.PhaseRetire
+	}
+	return controller.PhaseDone
+}
+
+// splitMergeStep does the steps of splits and merges that are not a slot's:
+// a split's start (or its cancellation then: retire the new group) and a
+// merge's retirement. handled reports that the step was one of these (or
+// that there is nothing to do); otherwise it is a slot's.
+func (e *Executor) splitMergeStep(ctx context.Context, t slotstore.Task) (handled bool, err error) {
+	note := func(format string, args ...any) *slotstore.PhaseRecord {
+		return &slotstore.PhaseRecord{Phase: t.Phase, Note: fmt.Sprintf(format, args...), Voters: []uint64{}, Learners: []uint64{}}
+	}
+	switch {
+	case t.Kind == controller.TaskGroupSplit && t.Phase == controller.PhaseStart && t.Status == controller.TaskCancelling:
+		if err := e.cfg.Node.RetireGroup(ctx, t.ToGroup); err != nil {
+			return true, err
+		}
+		return true, e.advance(ctx, t, "", controller.TaskCancelled, "cancelled", note("new group %d retired", t.ToGroup))
+	case t.Kind == controller.TaskGroupSplit && t.Phase == controller.PhaseStart:
+		rec, err := e.running(ctx, t.ToGroup, t.Phase)
+		if err != nil {
+			return true, err
+		}
+		return true, e.advance(ctx, t, controller.PhaseFence, "", "", rec)
+	case t.Kind == controller.TaskGroupMerge && t.Phase == controller.PhaseRetire:
+		return true, e.advance(ctx, t, controller.PhaseDone, "", "", note("group %d is empty: retired", t.Group))
+	case t.HashSlot == nil:
+		return true, nil
+	}
+	return false, nil
 }
