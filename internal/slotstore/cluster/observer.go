@@ -12,6 +12,9 @@ import (
 	"slotmeta/internal/slotstore/peer"
 )
 
+// tasksStepsPerRound bounds the steps of one task in one observe round.
+const tasksStepsPerRound = 32
+
 // isControllerLeader reports whether this node leads the controller group.
 func (n *Node) isControllerLeader() bool { return n.ctrlLeader.Load() == uint64(n.cfg.NodeID) }
 
@@ -39,7 +42,9 @@ func (n *Node) observeLoop() {
 		cancel()
 		n.ReconcileOnce(n.cfg.Now())
 		tctx, tcancel := context.WithTimeout(n.life, 2*n.cfg.RequestTimeout)
-		n.TasksOnce(tctx)
+		if n.isControllerLeader() {
+			n.tasks.Drive(tctx, tasksStepsPerRound)
+		}
 		tcancel()
 	}
 }

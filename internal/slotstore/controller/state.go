@@ -180,6 +180,16 @@ func (s *State) GroupIDs() []slotstore.GroupID {
 	return out
 }
 
+// TaskIDs lists the kept tasks in ascending order.
+func (s *State) TaskIDs() []uint64 {
+	out := make([]uint64, 0, len(s.Tasks))
+	for id := range s.Tasks {
+		out = append(out, id)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
 // NodeIDs lists the nodes in ascending order.
 func (s *State) NodeIDs() []slotstore.NodeID {
 	out := make([]slotstore.NodeID, 0, len(s.Nodes))

@@ -68,6 +68,41 @@ func (e *Executor) Once(ctx context.Context, tasks []slotstore.Task) {
 	}
 }
 
+// Drive runs steps of every running task until each is blocked — a step
+// that fails, or that leaves the task as it was (a phase still waiting) —
+// taking at most maxSteps steps of each, so that a task whose phases
+// complete at once (a slot migration's, a split's slot after slot) does not
+// wait a round per phase. Tasks are re-read from the node's controller
+// state after every step (an advance is applied there before it returns).
+func (e *Executor) Drive(ctx context.Context, maxSteps int) {
+	st := e.cfg.Node.Controller()
+	for _, id := range st.TaskIDs() {
+		for range maxSteps {
+			cur, ok := e.cfg.Node.Controller().Tasks[id]
+			if !ok || cur.Status != controller.TaskRunning && cur.Status != controller.TaskCancelling || ctx.Err() != nil {
+				break
+			}
+			before := progress(cur)
+			if err := e.step(ctx, *cur); err != nil {
+				e.cfg.Logger.Warn("task step", "task", cur.ID, "phase", cur.Phase, "err", err)
+				break
+			}
+			if after, ok := e.cfg.Node.Controller().Tasks[id]; !ok || progress(after) == before {
+				break
+			}
+		}
+	}
+}
+
+// progress is what a step that did something changes.
+func progress(t *slotstore.Task) string {
+	slot := -1
+	if t.HashSlot != nil {
+		slot = int(*t.HashSlot)
+	}
+	return fmt.Sprintf("%s/%s/%d/%d/%d", t.Phase, t.Status, slot, t.Moved, len(t.History))
+}
+
 // advance records a step of task t, and the decision that says so.
 func (e *Executor) advance(ctx context.Context, t slotstore.Task, phase, status, errMsg string, obs *slotstore.PhaseRecord) error {
 	err := e.cfg.Node.Advance(ctx, controller.AdvanceTask{
