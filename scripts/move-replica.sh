@@ -57,67 +57,17 @@ positive_int --timeout "$timeout"
 
 echo "move-replica: group $group, node $from -> node $to (via $OPS_API)"
 
-# The task line: "ID PHASE STATUS ATTEMPT HISTORY_LENGTH", then the newest
-# history records after the first SEEN of them, then the error, if any.
-TASK_PY='
-seen = int(sys.argv[2])
-h = d.get("history") or []
-print(d["id"], d["phase"], d["status"], d.get("attempt", 0), len(h))
-for r in h[seen:]:
-    print("    %s: %s (voter replicas %s, learner replicas %s)" % (r["phase"], r.get("note") or "-",
-          ",".join(map(str, r.get("voters") or [])) or "none", ",".join(map(str, r.get("learners") or [])) or "none"))
-if d.get("error"):
-    print("ERROR " + d["error"].replace("\n", " "))
-'
-
-start=$SECONDS
 call POST "/v1/cluster/groups/$group/replica-moves" "{\"from_node\":$from,\"to_node\":$to}"
 [ "$OPS_CODE" = 202 ] || die "the move of group $group's replica from node $from to node $to was refused: $(describe)"
-info=$(json "$TASK_PY" 0)
-read -r task phase status attempt seen <<<"$(head -n 1 <<<"$info")"
-if ((attempt > 1)); then
-  echo "task $task resumed (attempt $attempt): phase $phase, $status"
-else
-  echo "task $task started: phase $phase, $status"
-fi
-sed '1d; /^ERROR /d' <<<"$info"
+follow_task "$timeout"
 
-# Follow it. A task is kept in the replicated controller state, which the
-# answering node may apply a moment after the leader: a 404 right after the
-# POST is waited out for a few seconds.
-deadline=$((SECONDS + timeout)) grace=$((SECONDS + 5)) error=""
-while [ "$status" = running ] || [ "$status" = cancelling ]; do
-  if ((SECONDS >= deadline)); then
-    die "task $task is still $status in phase $phase after ${timeout}s; it goes on (GET /v1/cluster/tasks/$task; POST /v1/cluster/tasks/$task/cancel stops it)"
-  fi
-  sleep 0.5
-  call_retry GET "/v1/cluster/tasks/$task"
-  if [ "$OPS_CODE" = 404 ] && ((SECONDS < grace)); then
-    continue
-  fi
-  [ "$OPS_CODE" = 200 ] || die "following task $task failed: $(describe)"
-  info=$(json "$TASK_PY" "$seen")
-  read -r _ new_phase new_status attempt new_seen <<<"$(head -n 1 <<<"$info")"
-  error=$(sed -n 's/^ERROR //p' <<<"$info")
-  if [ "$new_phase" != "$phase" ]; then
-    echo "[$((SECONDS - start))s] task $task: phase $phase -> $new_phase ($new_status)"
-  elif [ "$new_status" != "$status" ]; then
-    echo "[$((SECONDS - start))s] task $task: phase $phase, $status -> $new_status"
-  fi
-  sed '1d; /^ERROR /d' <<<"$info"
-  phase=$new_phase status=$new_status seen=$new_seen
-done
-
-case $status in
+case $TASK_STATUS in
 succeeded)
-  echo "task $task succeeded after $((SECONDS - start))s: group $group's replica moved from node $from to node $to"
+  echo "task $TASK_ID succeeded after ${TASK_SECONDS}s: group $group's replica moved from node $from to node $to"
   call_retry GET "/v1/cluster/groups/$group"
   if [ "$OPS_CODE" = 200 ]; then
-    json 'print("group %d now: desired peers %s, voters %s, learners %s, leader %s (config epoch %s; observed %sms ago)" % (
-    d["id"], ",".join(str(p["node"]) for p in d.get("desired_peers") or []) or "none",
-    ",".join(map(str, d.get("voters") or [])) or "none", ",".join(map(str, d.get("learners") or [])) or "none",
-    d["leader"] or "none", d["config_epoch"], d["observation_age_ms"]))'
+    print_group
   fi
   ;;
-*) die "task $task $status in phase $phase: ${error:-no error recorded}" ;;
+*) die "task $TASK_ID $TASK_STATUS in phase $TASK_PHASE: ${TASK_ERROR:-no error recorded}" ;;
 esac

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
-# ops-lib.sh — shared by transfer-leader.sh, rebalance-leaders.sh and
-# move-replica.sh; sourced, not run.
+# ops-lib.sh — shared by transfer-leader.sh, rebalance-leaders.sh,
+# move-replica.sh and group.sh; sourced, not run.
 #
 # Environment:
 #   SLOTMETA_API           any node's API (default http://127.0.0.1:8081)
@@ -138,4 +138,70 @@ json() {
   out=$(jq_py "$@" 2>"$OPS_TMP/py.err") ||
     die "unexpected answer (HTTP $OPS_CODE) from $OPS_API: $(head -c 300 "$OPS_TMP/body") [$(tail -n 1 "$OPS_TMP/py.err")]"
   printf '%s\n' "$out"
+}
+
+# The task line of follow_task: "ID PHASE STATUS ATTEMPT HISTORY_LENGTH", then
+# the newest history records after the first SEEN of them, then the error, if
+# any.
+OPS_TASK_PY='
+seen = int(sys.argv[2])
+h = d.get("history") or []
+print(d["id"], d["phase"], d["status"], d.get("attempt", 0), len(h))
+for r in h[seen:]:
+    print("    %s: %s (voter replicas %s, learner replicas %s)" % (r["phase"], r.get("note") or "-",
+          ",".join(map(str, r.get("voters") or [])) or "none", ",".join(map(str, r.get("learners") or [])) or "none"))
+if d.get("error"):
+    print("ERROR " + d["error"].replace("\n", " "))
+'
+
+# follow_task TIMEOUT: the last answer started (or resumed) a task (202 with
+# it); print it, then poll GET /v1/cluster/tasks/{id} every half second,
+# printing each phase change with the history notes it added, until the task
+# ends or TIMEOUT seconds pass (then exit 1: the task goes on). Sets TASK_ID,
+# TASK_PHASE, TASK_STATUS and TASK_ERROR, and TASK_SECONDS it took.
+follow_task() {
+  local timeout=$1 info attempt seen new_phase new_status start=$SECONDS
+  info=$(json "$OPS_TASK_PY" 0)
+  read -r TASK_ID TASK_PHASE TASK_STATUS attempt seen <<<"$(head -n 1 <<<"$info")"
+  if ((attempt > 1)); then
+    echo "task $TASK_ID resumed (attempt $attempt): phase $TASK_PHASE, $TASK_STATUS"
+  else
+    echo "task $TASK_ID started: phase $TASK_PHASE, $TASK_STATUS"
+  fi
+  sed '1d; /^ERROR /d' <<<"$info"
+  # A task is kept in the replicated controller state, which the answering
+  # node may apply a moment after the leader: a 404 right after the start is
+  # waited out for a few seconds.
+  local deadline=$((SECONDS + timeout)) grace=$((SECONDS + 5))
+  TASK_ERROR=""
+  while [ "$TASK_STATUS" = running ] || [ "$TASK_STATUS" = cancelling ]; do
+    if ((SECONDS >= deadline)); then
+      die "task $TASK_ID is still $TASK_STATUS in phase $TASK_PHASE after ${timeout}s; it goes on (GET /v1/cluster/tasks/$TASK_ID; POST /v1/cluster/tasks/$TASK_ID/cancel stops it)"
+    fi
+    sleep 0.5
+    call_retry GET "/v1/cluster/tasks/$TASK_ID"
+    if [ "$OPS_CODE" = 404 ] && ((SECONDS < grace)); then
+      continue
+    fi
+    [ "$OPS_CODE" = 200 ] || die "following task $TASK_ID failed: $(describe)"
+    info=$(json "$OPS_TASK_PY" "$seen")
+    read -r _ new_phase new_status attempt seen <<<"$(head -n 1 <<<"$info")"
+    TASK_ERROR=$(sed -n 's/^ERROR //p' <<<"$info")
+    if [ "$new_phase" != "$TASK_PHASE" ]; then
+      echo "[$((SECONDS - start))s] task $TASK_ID: phase $TASK_PHASE -> $new_phase ($new_status)"
+    elif [ "$new_status" != "$TASK_STATUS" ]; then
+      echo "[$((SECONDS - start))s] task $TASK_ID: phase $TASK_PHASE, $TASK_STATUS -> $new_status"
+    fi
+    sed '1d; /^ERROR /d' <<<"$info"
+    TASK_PHASE=$new_phase TASK_STATUS=$new_status
+  done
+  TASK_SECONDS=$((SECONDS - start))
+}
+
+# print_group: the last answer is a group view; one line about it.
+print_group() {
+  json 'print("group %d now: %d hash slots, desired peers %s, voters %s, learners %s, leader %s (config epoch %s; observed %sms ago)" % (
+    d["id"], d.get("hash_slots", 0), ",".join(str(p["node"]) for p in d.get("desired_peers") or []) or "none",
+    ",".join(map(str, d.get("voters") or [])) or "none", ",".join(map(str, d.get("learners") or [])) or "none",
+    d["leader"] or "none", d["config_epoch"], d["observation_age_ms"]))'
 }

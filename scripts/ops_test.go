@@ -24,7 +24,7 @@ import (
 const (
 	opsNodes    = 4
 	opsGroups   = 4
-	opsNodeArgs = "--rtt 10ms --groups 4 --replication-factor 3"
+	opsNodeArgs = "--rtt 10ms --groups 4 --replication-factor 3 --enable-hash-slot-migration"
 )
 
 // opsGroup is the part of a group view (GET /v1/cluster/groups) the ops
@@ -320,6 +320,73 @@ func TestOpsScripts(t *testing.T) {
 		return slices.Contains(g.Voters, 4) && !slices.Contains(g.Voters, from) &&
 			slices.Contains(g.peers(), 4) && !slices.Contains(g.peers(), from)
 	})
+
+	// group.sh: a group that owns slots does not retire; two slots of group
+	// 4 split off into a new group and merge back (which retires it); a
+	// group created on named nodes, then retired.
+	if out, code := runOps(t, 30*time.Second, api(2), nil, "group.sh", "retire", "1"); code != 1 || !strings.Contains(out, "still owns hash slot") {
+		t.Fatalf("group.sh retire 1 exited %d; want 1 and 'still owns hash slot'", code)
+	}
+	if _, code := runOps(t, 30*time.Second, api(2), nil, "group.sh", "split"); code != 2 {
+		t.Fatalf("group.sh split without GROUP exited %d; want 2", code)
+	}
+	slots := c.slotsOf(4)
+	split := fmt.Sprintf("%d,%d", slots[0], slots[1])
+	out, code = runOps(t, 60*time.Second, api(2), nil, "group.sh", "split", "4", "--slots", split, "--timeout", "45")
+	if code != 0 || !strings.Contains(out, "succeeded") || !strings.Contains(out, fmt.Sprintf("released hash slot %d", slots[0])) ||
+		!strings.Contains(out, fmt.Sprintf("released hash slot %d", slots[1])) {
+		t.Fatalf("group.sh split 4 --slots %s exited %d", split, code)
+	}
+	var newGroup int
+	if _, err := fmt.Sscanf(out[strings.Index(out, "into new group "):], "into new group %d", &newGroup); err != nil {
+		t.Fatalf("group.sh split names no new group: %v", err)
+	}
+	if got := c.slotsOf(newGroup); !slices.Equal(got, slots[:2]) {
+		t.Fatalf("after the split group %d owns %v, want %v", newGroup, got, slots[:2])
+	}
+	out, code = runOps(t, 60*time.Second, api(3), nil, "group.sh", "merge", strconv.Itoa(newGroup), "4", "--timeout", "45")
+	if code != 0 || !strings.Contains(out, "retired") {
+		t.Fatalf("group.sh merge %d 4 exited %d", newGroup, code)
+	}
+	if got := c.slotsOf(4); !slices.Equal(got, slots) {
+		t.Fatalf("after the merge group 4 owns %v, want %v", got, slots)
+	}
+	out, code = runOps(t, 60*time.Second, api(1), nil, "group.sh", "create", "--peers", "2,3,4", "--timeout", "45")
+	if code != 0 || !strings.Contains(out, "succeeded") {
+		t.Fatalf("group.sh create exited %d", code)
+	}
+	created := c.opsGroups(1)[len(c.opsGroups(1))-1]
+	if !slices.Equal(created.peers(), []int{2, 3, 4}) || created.ID <= newGroup {
+		t.Fatalf("the created group: %+v (after group %d)", created, newGroup)
+	}
+	if out, code := runOps(t, 30*time.Second, api(1), nil, "group.sh", "retire", strconv.Itoa(created.ID)); code != 0 || !strings.Contains(out, "retired") {
+		t.Fatalf("group.sh retire %d exited %d", created.ID, code)
+	}
+}
+
+// slotsOf lists the hash slots group g owns in node 1's routing table.
+func (c *cluster) slotsOf(g int) []int {
+	c.t.Helper()
+	code, body := c.get(1, "/v1/cluster/routes")
+	if code != http.StatusOK {
+		c.t.Fatalf("GET /v1/cluster/routes: %d %s", code, body)
+	}
+	var routes struct {
+		HashSlots []struct {
+			HashSlot int `json:"hash_slot"`
+			Group    int `json:"group"`
+		} `json:"hash_slots"`
+	}
+	if err := json.Unmarshal([]byte(body), &routes); err != nil {
+		c.t.Fatal(err)
+	}
+	var out []int
+	for _, r := range routes.HashSlots {
+		if r.Group == g {
+			out = append(out, r.HashSlot)
+		}
+	}
+	return out
 }
 
 // TestOpsScriptsToken checks, against a stub server, that the ops scripts
@@ -385,7 +452,7 @@ func TestOpsScriptsShellcheck(t *testing.T) {
 	if _, err := exec.LookPath("shellcheck"); err != nil {
 		t.Skip("shellcheck is not installed")
 	}
-	cmd := exec.Command("shellcheck", "-x", "ops-lib.sh", "transfer-leader.sh", "rebalance-leaders.sh", "move-replica.sh")
+	cmd := exec.Command("shellcheck", "-x", "ops-lib.sh", "transfer-leader.sh", "rebalance-leaders.sh", "move-replica.sh", "group.sh")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("shellcheck: %v\n%s", err, out)
 	}
