@@ -55,6 +55,10 @@ type Source interface {
 	Tasks() []slotstore.Task
 	Task(id uint64) (slotstore.Task, error)
 	CancelTask(ctx context.Context, id uint64) (slotstore.Task, error)
+	CreateGroup(ctx context.Context, peers []slotstore.NodeID) (slotstore.Task, error)
+	CreateSplit(ctx context.Context, g slotstore.GroupID, slots []slotstore.HashSlot, peers []slotstore.NodeID) (slotstore.Task, error)
+	CreateMerge(ctx context.Context, g, into slotstore.GroupID) (slotstore.Task, error)
+	RetireGroup(ctx context.Context, g slotstore.GroupID) error
 }
 
 // flashCookie carries the outcome of an action to the page the action
@@ -102,6 +106,10 @@ func Handler(src Source, authn *auth.Authenticator) http.Handler {
 	mux.HandleFunc("POST /console/groups/{id}/preferred", c.action(c.setPreferred))
 	mux.HandleFunc("POST /console/groups/{id}/moves", c.action(c.replicaMove))
 	mux.HandleFunc("POST /console/tasks/{id}/cancel", c.action(c.cancelTask))
+	mux.HandleFunc("POST /console/groups", c.action(c.createGroup))
+	mux.HandleFunc("POST /console/groups/{id}/split", c.action(c.splitGroup))
+	mux.HandleFunc("POST /console/groups/{id}/merge", c.action(c.mergeGroup))
+	mux.HandleFunc("POST /console/groups/{id}/retire", c.action(c.retireGroup))
 
 	// Cross-origin POSTs (CSRF) are refused: Sec-Fetch-Site, else Origin
 	// against Host (net/http's CrossOriginProtection).
@@ -363,8 +371,8 @@ func (c *console) slots(ctx context.Context) SlotsProps {
 	return p
 }
 
-func (c *console) groups(ctx context.Context) GroupsProps {
-	p := GroupsProps{Now: c.now()}
+func (c *console) groups(ctx context.Context, canAct bool) GroupsProps {
+	p := GroupsProps{Now: c.now(), CanAct: canAct}
 	gs, err := c.src.Groups(ctx)
 	if err != nil {
 		p.Err = errMessage(err)
@@ -374,7 +382,7 @@ func (c *console) groups(ctx context.Context) GroupsProps {
 }
 
 func (c *console) group(ctx context.Context, id slotstore.GroupID, canAct bool) GroupProps {
-	p := GroupProps{Now: c.now(), CanAct: canAct, Nodes: c.src.Nodes()}
+	p := GroupProps{Now: c.now(), CanAct: canAct, Nodes: c.src.Nodes(), Others: c.otherGroups(id)}
 	g, err := c.src.Group(ctx, id)
 	if err != nil {
 		p.Err = errMessage(err)
@@ -414,6 +422,20 @@ func (c *console) group(ctx context.Context, id slotstore.GroupID, canAct bool) 
 	return p
 }
 
+// otherGroups lists the groups other than id (the targets of a merge).
+func (c *console) otherGroups(id slotstore.GroupID) []slotstore.GroupID {
+	var out []slotstore.GroupID
+	seen := map[slotstore.GroupID]bool{}
+	for _, g := range c.src.SlotMap() {
+		if g != 0 && g != id && !seen[g] {
+			seen[g] = true
+			out = append(out, g)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
 func (c *console) tasks() TasksProps {
 	return TasksProps{Now: c.now(), Tasks: c.src.Tasks()}
 }
@@ -442,10 +464,10 @@ func (c *console) slotsFragment(w http.ResponseWriter, r *http.Request) {
 	c.render(w, r, http.StatusOK, SlotGrid(c.slots(r.Context())))
 }
 func (c *console) groupsPage(w http.ResponseWriter, r *http.Request) {
-	c.full(w, r, "Groups", "groups", GroupsBody(c.groups(r.Context())))
+	c.full(w, r, "Groups", "groups", GroupsBody(c.groups(r.Context(), c.session(r).CanAct)))
 }
 func (c *console) groupsFragment(w http.ResponseWriter, r *http.Request) {
-	c.render(w, r, http.StatusOK, GroupsTable(c.groups(r.Context())))
+	c.render(w, r, http.StatusOK, GroupsTable(c.groups(r.Context(), c.session(r).CanAct)))
 }
 
 func groupID(r *http.Request) (slotstore.GroupID, bool) {

@@ -205,6 +205,7 @@ type fake struct {
 	slotMap   [slotstore.HashSlotCount]slotstore.GroupID
 	tasks     []slotstore.Task
 	transfers int
+	splits    [][]slotstore.HashSlot // the slots of every split asked for
 }
 
 func newFake() *fake {
@@ -269,6 +270,21 @@ func (f *fake) Tasks() []slotstore.Task             { return f.tasks }
 func (f *fake) Task(uint64) (slotstore.Task, error) { return slotstore.Task{}, errors.New("none") }
 func (f *fake) CancelTask(context.Context, uint64) (slotstore.Task, error) {
 	return slotstore.Task{}, errors.New("none")
+}
+func (f *fake) CreateGroup(context.Context, []slotstore.NodeID) (slotstore.Task, error) {
+	return slotstore.Task{}, errors.New("not in the fake")
+}
+func (f *fake) CreateSplit(_ context.Context, g slotstore.GroupID, slots []slotstore.HashSlot, _ []slotstore.NodeID) (slotstore.Task, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.splits = append(f.splits, slots)
+	return slotstore.Task{ID: 7, Kind: "group_split", Group: g, ToGroup: 3, HashSlots: slots}, nil
+}
+func (f *fake) CreateMerge(context.Context, slotstore.GroupID, slotstore.GroupID) (slotstore.Task, error) {
+	return slotstore.Task{}, errors.New("not in the fake")
+}
+func (f *fake) RetireGroup(context.Context, slotstore.GroupID) error {
+	return errors.New("not in the fake")
 }
 
 const (
@@ -473,5 +489,46 @@ func TestHealthShownAsItIs(t *testing.T) {
 	r2 := one(t, page, "replica-2")
 	if got := text(r2); !strings.Contains(got, "not live") || !strings.Contains(got, "no_leader") || !strings.Contains(text(one(t, r2, "heard")), "4.2s ago") {
 		t.Fatalf("replica 2 row: %q", got)
+	}
+}
+
+// TestSplitFormSendsItsSlotsAndRefusesBadOnes: the split form's hash slots
+// reach the node as typed; a slot out of range is refused on the page and
+// nothing is asked of the node.
+func TestSplitFormSendsItsSlotsAndRefusesBadOnes(t *testing.T) {
+	f := newFake()
+	authn, err := auth.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(Handler(f, authn))
+	defer ts.Close()
+	cl := &http.Client{CheckRedirect: noRedirect}
+	post := func(slots string) string {
+		t.Helper()
+		resp, err := cl.PostForm(ts.URL+"/console/groups/1/split", url.Values{"slots": {slots}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusSeeOther {
+			t.Fatalf("split %q: %d", slots, resp.StatusCode)
+		}
+		for _, ck := range resp.Cookies() {
+			if ck.Name == flashCookie {
+				v, _ := url.QueryUnescape(ck.Value)
+				return v
+			}
+		}
+		return ""
+	}
+	if fl := post("300"); !strings.Contains(fl, "want numbers below 256") {
+		t.Fatalf("flash for slot 300: %q", fl)
+	}
+	if fl := post("5, 6"); !strings.Contains(fl, "Task 7 started: move 2 hash slots of group 1 into new group 3") {
+		t.Fatalf("flash for slots 5,6: %q", fl)
+	}
+	if len(f.splits) != 1 || len(f.splits[0]) != 2 || f.splits[0][0] != 5 || f.splits[0][1] != 6 {
+		t.Fatalf("splits asked of the node: %v", f.splits)
 	}
 }

@@ -80,6 +80,7 @@ type SlotsProps struct {
 type GroupsProps struct {
 	Groups []slotstore.GroupView
 	Now    time.Time
+	CanAct bool
 	Err    string
 }
 
@@ -98,6 +99,7 @@ type GroupProps struct {
 	Nodes      []slotstore.NodeInfo
 	Tasks      []slotstore.Task
 	Decisions  []slotstore.Decision // newest first
+	Others     []slotstore.GroupID  // the groups that own slots, this one aside (merge targets)
 	CanAct     bool
 	Now        time.Time
 	Err        string
@@ -296,6 +298,12 @@ func statusClass(s string) string {
 
 func taskSubject(t slotstore.Task) string {
 	switch {
+	case t.Kind == "group_split" || t.Kind == "group_merge":
+		s := fmt.Sprintf("group %d → group %d: %d hash slots moved, %d to go", t.Group, t.ToGroup, t.Moved, len(t.HashSlots))
+		if t.HashSlot != nil {
+			s += fmt.Sprintf(" (slot %d now)", *t.HashSlot)
+		}
+		return s
 	case t.HashSlot != nil:
 		return fmt.Sprintf("slot %d: group %d → group %d", *t.HashSlot, t.Group, t.ToGroup)
 	case t.From != 0 || t.To != 0:

@@ -151,6 +151,47 @@ func artifactsDir(t *testing.T) string {
 	return t.TempDir()
 }
 
+// browser starts a headless Chromium for t (stopped with it) and returns
+// its context, a screenshot taker (into dir) and a runner of steps that
+// fails t with what it was doing.
+func browser(t *testing.T, dir string) (context.Context, func(name string), func(what string, steps ...chromedp.Action[chromedp.Void])) {
+	t.Helper()
+	if _, err := os.Stat(chromiumPath); err != nil {
+		t.Skipf("the browser test needs Chromium at %s (Debian package chromium; .ci/run installs it): %v", chromiumPath, err)
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(chromiumPath),
+		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1500, 1000),
+	)
+	t.Cleanup(cancelAlloc)
+	ctx, cancelCtx := chromedp.NewContext(actx)
+	t.Cleanup(cancelCtx)
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	t.Cleanup(cancel)
+	shot := func(name string) {
+		t.Helper()
+		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Fatalf("screenshot %s: %v", name, err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(ctx, steps...); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	return ctx, shot, do
+}
+
 const chromiumPath = "/usr/bin/chromium"
 
 func TestConsoleInBrowser(t *testing.T) {
@@ -165,37 +206,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	shots := artifactsDir(t)
 	waitObservedLeaders(t, base)
 
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(chromiumPath),
-		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-quic", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1500, 1000),
-	)
-	defer cancelAlloc()
-	ctx, cancelCtx := chromedp.NewContext(actx)
-	defer cancelCtx()
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-
-	shot := func(name string) {
-		t.Helper()
-		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-		if err != nil {
-			t.Fatalf("screenshot %s: %v", name, err)
-		}
-		if err := os.WriteFile(filepath.Join(shots, name+".png"), png, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(ctx, steps...); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
+	ctx, shot, do := browser(t, shots)
 
 	// Reading needs a token: the console sends us to the login form.
 	do("open", chromedp.Navigate(base+"/console/groups"), chromedp.WaitVisible(chromedp.CSS(`[data-testid=login-form]`)))
@@ -346,4 +357,92 @@ func TestConsoleInBrowser(t *testing.T) {
 	do("decisions", chromedp.Navigate(base+"/console/decisions"), chromedp.WaitVisible(chromedp.CSS(`main`)))
 	shot("decisions")
 	t.Logf("screenshots in %s", shots)
+}
+
+// TestConsoleGroupTasksInBrowser: from the console, split two hash slots of
+// group 1 into a new group, merge it back (which retires it), create an
+// empty group and retire it; each action's task is followed on the tasks
+// page until it succeeded, and the API agrees.
+func TestConsoleGroupTasksInBrowser(t *testing.T) {
+	c := slotstoretest.Start(t, slotstoretest.Options{Nodes: 3, Groups: 1, Tune: func(cfg *cluster.Config) {
+		cfg.EnableHashSlotMigration = true
+		cfg.ObserveInterval = 100 * time.Millisecond
+	}})
+	base := serveConsole(t, c.Nodes[0])
+	shots := artifactsDir(t)
+	ctx, shot, do := browser(t, shots)
+	do("sign in", chromedp.Navigate(base+"/console/groups"), chromedp.WaitVisible(chromedp.CSS(`[data-testid=login-form]`)),
+		chromedp.SendKeys(chromedp.CSS(`#token`), consoleAdminToken),
+		chromedp.Click(chromedp.CSS(`[data-testid=login-form] button`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=groups]`)))
+	flash := func(want string) {
+		t.Helper()
+		do("flash", chromedp.WaitVisible(chromedp.CSS(`[data-testid=flash]`)))
+		got, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`[data-testid=flash]`)))
+		if err != nil || !strings.Contains(got, want) {
+			shot("flash-" + strings.ReplaceAll(want, " ", "-"))
+			t.Fatalf("flash %q (err %v), want %q", got, err, want)
+		}
+	}
+	// taskSucceeds follows task id on the tasks page until it shows succeeded.
+	taskSucceeds := func(id string) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			do("tasks", chromedp.Navigate(base+"/console/tasks"), chromedp.WaitVisible(chromedp.CSS(`[data-testid=task-`+id+`]`)))
+			st, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`[data-testid=task-`+id+`] [data-testid=task-status]`)))
+			if err == nil && st == "succeeded" {
+				return
+			}
+			if time.Now().After(deadline) {
+				shot("task-" + id)
+				t.Fatalf("task %s is %q on the tasks page (err %v)", id, st, err)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	taskOf := func() string {
+		t.Helper()
+		got, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`[data-testid=flash]`)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var id int
+		if _, err := fmt.Sscanf(got[strings.Index(got, "Task "):], "Task %d", &id); err != nil {
+			t.Fatalf("no task in the flash %q", got)
+		}
+		return fmt.Sprint(id)
+	}
+
+	do("split", chromedp.Navigate(base+"/console/groups/1"), chromedp.WaitVisible(chromedp.CSS(`[data-testid=split-form]`)),
+		chromedp.SendKeys(chromedp.CSS(`#slots`), "5,6"),
+		chromedp.Click(chromedp.CSS(`[data-testid=split-form] button`)))
+	flash("move 2 hash slots of group 1 into new group 2")
+	shot("split-started")
+	taskSucceeds(taskOf())
+	shot("split-done")
+	if g := apiGroups(t, base)[2]; g.HashSlots != 2 {
+		t.Fatalf("group 2 after the split from the console: %s", js(g))
+	}
+
+	do("merge", chromedp.Navigate(base+"/console/groups/2"), chromedp.WaitVisible(chromedp.CSS(`[data-testid=merge-form]`)),
+		chromedp.SetValue(chromedp.CSS(`#into`), "1"),
+		chromedp.Click(chromedp.CSS(`[data-testid=merge-form] button`)))
+	flash("then retire group 2")
+	taskSucceeds(taskOf())
+	if _, ok := apiGroups(t, base)[2]; ok {
+		t.Fatal("group 2 is still listed after the merge from the console")
+	}
+
+	do("create", chromedp.Navigate(base+"/console/groups"), chromedp.WaitVisible(chromedp.CSS(`[data-testid=create-group-form]`)),
+		chromedp.Click(chromedp.CSS(`[data-testid=create-group-form] button`)))
+	flash("create group 3")
+	taskSucceeds(taskOf())
+	do("retire", chromedp.Navigate(base+"/console/groups/3"), chromedp.WaitVisible(chromedp.CSS(`[data-testid=retire-form]`)),
+		chromedp.Click(chromedp.CSS(`[data-testid=retire-form] button`)))
+	flash("Group 3 retired")
+	shot("retired")
+	if _, ok := apiGroups(t, base)[3]; ok {
+		t.Fatal("group 3 is still listed after its retirement from the console")
+	}
 }
