@@ -20,6 +20,10 @@ type applier struct {
 	revision             uint64
 	dedupHead, dedupTail uint64
 	owned, fenced        meta.SlotSet // this Update's view; persisted and published at commit
+	tracked              meta.SlotSet // slots whose changes go to their change log (slotmove.go)
+	tracking             bool         // any slot tracked: set and del look at the key
+	index                uint64       // the Raft index of the entry being applied
+	seq                  uint32       // changes logged for that entry so far
 	slotsChanged         bool
 	err                  error // first storage error; Update fails with it
 }
@@ -132,11 +136,17 @@ func (a *applier) set(key, value []byte) {
 	if err := a.b.Set(key, value, nil); err != nil {
 		a.fail(err)
 	}
+	if a.tracking {
+		a.logChange(key)
+	}
 }
 
 func (a *applier) del(key []byte) {
 	if err := a.b.Delete(key, nil); err != nil {
 		a.fail(err)
+	}
+	if a.tracking {
+		a.logChange(key)
 	}
 }
 

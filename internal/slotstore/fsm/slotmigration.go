@@ -20,12 +20,18 @@ import (
 //	ReleaseSlot   source must own it fenced; ownership, fence and rows go
 //	DropImported  target must not own it; imported rows go (a cancelled import)
 //	UnfenceSlot   lifts the fence (a cancelled migration)
+//	TrackSlot     source must own the slot: its changes are logged (slotmove.go)
+//	UntrackSlot   stops that and deletes the log (ReleaseSlot does too)
+//	ImportChanges target must NOT own it: rows written and deleted
 //
 // Each is idempotent: repeating a step that already took effect succeeds.
 func (a *applier) applySlotCommand(c meta.SlotCommand) meta.Result {
 	g, hs := a.sm.cfg.Group, c.Head().HashSlot
 	refuse := func(format string, args ...any) meta.Result {
 		return meta.Result{Code: slotstore.CodeConflict, Message: fmt.Sprintf("group %d, hash slot %d: ", g, hs) + fmt.Sprintf(format, args...)}
+	}
+	if r, ok := a.applyTracking(c, refuse); ok {
+		return r
 	}
 	switch c := c.(type) {
 	case *meta.FenceSlot:
@@ -62,6 +68,9 @@ func (a *applier) applySlotCommand(c meta.SlotCommand) meta.Result {
 		a.setSlot(&a.owned, hs, false)
 		a.setSlot(&a.fenced, hs, false)
 		a.deleteSlotRows(g, hs)
+		if a.tracked.Has(hs) {
+			a.untrack(g, hs)
+		}
 	case *meta.DropImported:
 		if a.owned.Has(hs) {
 			return refuse("cannot drop the rows of a slot the group owns")

@@ -71,6 +71,7 @@ type StateMachine struct {
 	applied atomic.Uint64
 	owned   atomic.Pointer[meta.SlotSet]
 	fenced  atomic.Pointer[meta.SlotSet] // owned slots refusing writes (migrating out)
+	tracked atomic.Pointer[meta.SlotSet] // owned slots whose changes are logged (moving out live)
 	rev     atomic.Uint64                // revision, for readers (Lookup)
 
 	// Only Update / Open / RecoverFromSnapshot touch these (never concurrently).
@@ -164,18 +165,25 @@ func (s *StateMachine) load() error {
 		}
 		s.dedupHead, s.dedupTail = binary.BigEndian.Uint64(dm), binary.BigEndian.Uint64(dm[8:])
 	}
-	var fenced meta.SlotSet
-	if raw, found, err := s.getSys(meta.SysFenced); err != nil {
-		return err
-	} else if found {
-		if fenced, ok = meta.DecodeSlotSet(raw); !ok {
-			return fmt.Errorf("fsm: group %d: corrupt fenced-slot record", s.cfg.Group)
+	var fenced, tracked meta.SlotSet
+	for _, r := range []struct {
+		kind meta.SysKind
+		set  *meta.SlotSet
+		name string
+	}{{meta.SysFenced, &fenced, "fenced"}, {meta.SysTracked, &tracked, "tracked"}} {
+		if raw, found, err := s.getSys(r.kind); err != nil {
+			return err
+		} else if found {
+			if *r.set, ok = meta.DecodeSlotSet(raw); !ok {
+				return fmt.Errorf("fsm: group %d: corrupt %s-slot record", s.cfg.Group, r.name)
+			}
 		}
 	}
 	s.revision = rev
 	s.rev.Store(rev)
 	s.owned.Store(&owned)
 	s.fenced.Store(&fenced)
+	s.tracked.Store(&tracked)
 	s.applied.Store(applied)
 	return nil
 }
@@ -211,8 +219,10 @@ func (s *StateMachine) Update(entries []sm.Entry) ([]sm.Entry, error) {
 	b := s.db.NewIndexedBatch()
 	defer b.Close()
 	a := applier{sm: s, b: b, revision: s.revision, dedupHead: s.dedupHead, dedupTail: s.dedupTail,
-		owned: *s.owned.Load(), fenced: *s.fenced.Load()}
+		owned: *s.owned.Load(), fenced: *s.fenced.Load(), tracked: *s.tracked.Load()}
+	a.tracking = !a.tracked.Empty()
 	for i := range entries {
+		a.index, a.seq = entries[i].Index, 0
 		entries[i].Result = a.applyEntry(entries[i].Cmd)
 	}
 	if a.err != nil {
@@ -228,6 +238,7 @@ func (s *StateMachine) Update(entries []sm.Entry) ([]sm.Entry, error) {
 	if a.slotsChanged {
 		_ = b.Set(meta.SysKey(g, meta.SysOwned), a.owned[:], nil)
 		_ = b.Set(meta.SysKey(g, meta.SysFenced), a.fenced[:], nil)
+		_ = b.Set(meta.SysKey(g, meta.SysTracked), a.tracked[:], nil)
 	}
 	if a.dedupHead != s.dedupHead || a.dedupTail != s.dedupTail {
 		_ = b.Set(meta.SysKey(g, meta.SysDedupMeta), append(u64(a.dedupHead), u64(a.dedupTail)...), nil)
@@ -241,9 +252,10 @@ func (s *StateMachine) Update(entries []sm.Entry) ([]sm.Entry, error) {
 	s.revision, s.dedupHead, s.dedupTail = a.revision, a.dedupHead, a.dedupTail
 	s.rev.Store(a.revision)
 	if a.slotsChanged {
-		owned, fenced := a.owned, a.fenced
+		owned, fenced, tracked := a.owned, a.fenced, a.tracked
 		s.owned.Store(&owned)
 		s.fenced.Store(&fenced)
+		s.tracked.Store(&tracked)
 	}
 	s.applied.Store(last)
 	if s.cfg.OnApplied != nil {

@@ -2,6 +2,7 @@ package meta
 
 // The answer type every query declares (For).
 func (*ExportSlot) answer() *SlotChunk              { return nil }
+func (*ExportChanges) answer() *ChangeChunk         { return nil }
 func (*GetChannel) answer() *Channel                { return nil }
 func (*GetChannelMember) answer() *ChannelMember    { return nil }
 func (*GetChannelTask) answer() *ChannelTask        { return nil }

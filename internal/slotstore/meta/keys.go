@@ -169,6 +169,8 @@ const (
 	SysDedupMeta SysKind = 4 // u64 head | u64 tail of the idempotency FIFO
 	SysDedupLog  SysKind = 5 // | seq(u64): which idempotency record was written at seq
 	SysFenced    SysKind = 6 // the fenced hash-slot set (EncodeSlotSet): writes refused, migrating out
+	SysTracked   SysKind = 7 // the tracked hash-slot set (EncodeSlotSet): changes logged, moving out live
+	SysChangeLog SysKind = 8 // | slot(u16) | index(u64) | seq(u32): the row key a command changed in a tracked slot
 
 	SysFormatVersion SysKind = 0x100 // node-wide, under group 0: the store format
 )
@@ -224,6 +226,18 @@ func DedupLogKey(g slotstore.GroupID, seq uint64) []byte {
 	return binary.BigEndian.AppendUint64(SysKey(g, SysDedupLog), seq)
 }
 
+// ChangeLogPrefix is the prefix of the change log of hash slot s in group g
+// (under the group's system records: never exported with the slot's rows).
+func ChangeLogPrefix(g slotstore.GroupID, s slotstore.HashSlot) []byte {
+	return binary.BigEndian.AppendUint16(SysKey(g, SysChangeLog), uint16(s))
+}
+
+// ChangeLogKey is the change log record of the seq-th change that the entry
+// at Raft index made to hash slot s.
+func ChangeLogKey(g slotstore.GroupID, s slotstore.HashSlot, index uint64, seq uint32) []byte {
+	return binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint64(ChangeLogPrefix(g, s), index), seq)
+}
+
 // PrefixEnd returns the smallest key greater than every key with prefix p
 // (nil if there is none).
 func PrefixEnd(p []byte) []byte {
@@ -263,6 +277,9 @@ func EncodeSlotSet(slots []slotstore.HashSlot) []byte {
 
 // SlotSet is a set of hash slots.
 type SlotSet [slotstore.HashSlotCount / 8]byte
+
+// Empty reports whether the set holds no slot.
+func (ss *SlotSet) Empty() bool { return *ss == SlotSet{} }
 
 // Has reports whether s is in the set.
 func (ss *SlotSet) Has(s slotstore.HashSlot) bool {

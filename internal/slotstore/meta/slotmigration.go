@@ -92,29 +92,8 @@ func (c *AcquireSlot) decodeBody(d *decoder) { c.MinRevision = d.uvarint() }
 // maxImportRows bounds one ImportRows command.
 const maxImportRows = 4096
 
-func (c *ImportRows) encodeBody(e *encoder) {
-	e.uvarint(uint64(len(c.Rows)))
-	for _, r := range c.Rows {
-		e.bytes(r.Key)
-		e.bytes(r.Value)
-	}
-}
-
-func (c *ImportRows) decodeBody(d *decoder) {
-	n := d.uvarint()
-	if n > maxImportRows {
-		d.fail("%d rows in one import", n)
-		return
-	}
-	c.Rows = make([]Row, 0, min(n, uint64(len(d.b))/2))
-	for i := uint64(0); i < n && d.err() == nil; i++ {
-		k := d.bytes(MaxKeyBytes + 64)
-		if d.err() == nil && len(k) < 2 {
-			d.fail("row key of %d bytes", len(k))
-		}
-		c.Rows = append(c.Rows, Row{Key: k, Value: d.bytes(MaxEntryBytes)})
-	}
-}
+func (c *ImportRows) encodeBody(e *encoder) { encodeRows(e, c.Rows) }
+func (c *ImportRows) decodeBody(d *decoder) { c.Rows = decodeRows(d, maxImportRows) }
 
 // QueryExportSlot is ExportSlot's kind.
 const QueryExportSlot QueryKind = 100
@@ -164,22 +143,11 @@ func init() {
 	registerQuery(QueryExportSlot, func() Query { return &ExportSlot{} })
 	registerAnswer(answerSlotChunk, (*SlotChunk)(nil), func(e *encoder, v any) {
 		c := v.(*SlotChunk)
-		e.uvarint(uint64(len(c.Rows)))
-		for _, r := range c.Rows {
-			e.bytes(r.Key)
-			e.bytes(r.Value)
-		}
+		encodeRows(e, c.Rows)
 		e.bool(c.Done)
 		e.uvarint(c.Revision)
 	}, func(d *decoder) (any, error) {
-		n := d.uvarint()
-		if n > maxImportRows*4 {
-			d.fail("%d rows in one chunk", n)
-		}
-		c := &SlotChunk{Rows: make([]Row, 0, min(n, uint64(len(d.b))/2))}
-		for i := uint64(0); i < n && d.err() == nil; i++ {
-			c.Rows = append(c.Rows, Row{Key: d.bytes(MaxKeyBytes + 64), Value: d.bytes(MaxEntryBytes)})
-		}
+		c := &SlotChunk{Rows: decodeRows(d, maxImportRows*4)}
 		c.Done = d.bool()
 		c.Revision = d.uvarint()
 		return c, d.err()
