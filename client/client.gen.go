@@ -380,6 +380,7 @@ const (
 	TaskPhaseCommit     TaskPhase = "commit"
 	TaskPhaseCopy       TaskPhase = "copy"
 	TaskPhaseDone       TaskPhase = "done"
+	TaskPhaseDrain      TaskPhase = "drain"
 	TaskPhaseFence      TaskPhase = "fence"
 	TaskPhasePromote    TaskPhase = "promote"
 	TaskPhaseRelease    TaskPhase = "release"
@@ -387,6 +388,7 @@ const (
 	TaskPhaseRetire     TaskPhase = "retire"
 	TaskPhaseStart      TaskPhase = "start"
 	TaskPhaseSwitch     TaskPhase = "switch"
+	TaskPhaseTrack      TaskPhase = "track"
 )
 
 // Valid indicates whether the value is a known member of the TaskPhase enum.
@@ -404,6 +406,8 @@ func (e TaskPhase) Valid() bool {
 		return true
 	case TaskPhaseDone:
 		return true
+	case TaskPhaseDrain:
+		return true
 	case TaskPhaseFence:
 		return true
 	case TaskPhasePromote:
@@ -417,6 +421,8 @@ func (e TaskPhase) Valid() bool {
 	case TaskPhaseStart:
 		return true
 	case TaskPhaseSwitch:
+		return true
+	case TaskPhaseTrack:
 		return true
 	default:
 		return false
@@ -1720,11 +1726,17 @@ type SystemUIDPage struct {
 
 // Task defines model for Task.
 type Task struct {
-	Attempt     int     `json:"attempt"`
-	CreatedAtMs int64   `json:"created_at_ms"`
-	Error       *string `json:"error,omitempty"`
-	FromNode    *int64  `json:"from_node,omitempty"`
-	Group       int32   `json:"group"`
+	Attempt     int   `json:"attempt"`
+	CreatedAtMs int64 `json:"created_at_ms"`
+
+	// Cursor slot moves: how far the source's change log was applied to the target (the source's Raft index and the change within its entry)
+	Cursor *struct {
+		Index int64 `json:"index"`
+		Seq   int64 `json:"seq"`
+	} `json:"cursor,omitempty"`
+	Error    *string `json:"error,omitempty"`
+	FromNode *int64  `json:"from_node,omitempty"`
+	Group    int32   `json:"group"`
 
 	// HashSlot slot migrations: the slot moving from `group` to `to_group`
 	HashSlot *int `json:"hash_slot,omitempty"`
@@ -1734,6 +1746,9 @@ type Task struct {
 	History   *[]PhaseRecord `json:"history"`
 	Id        int64          `json:"id"`
 	Kind      TaskKind       `json:"kind"`
+
+	// Live slot moves: live (tracked, copied and caught up while the slot takes writes; fenced only for the drain) — false only for a migration started before live moves
+	Live *bool `json:"live,omitempty"`
 
 	// Moved splits and merges: the hash slots moved so far
 	Moved        *int       `json:"moved,omitempty"`
@@ -3398,10 +3413,10 @@ type ClientInterface interface {
 	// MergeGroupWithBody Merge a group into another and retire it
 	//
 	// Starts a `group_merge` task: every hash slot of the group moves into `into`, one after
-	// another, through the phases of a hash-slot migration; then (`retire`) the emptied group
+	// another, through the phases of a live hash-slot migration; then (`retire`) the emptied group
 	// is retired (its replicas stop and their data goes on every node). Cancellable while the
-	// current slot is before its switch; slots already moved stay in `into`. Needs
-	// `--enable-hash-slot-migration`.
+	// current slot is before its switch; slots already moved stay in `into`. Refused when
+	// hash-slot moves are turned off.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3411,10 +3426,10 @@ type ClientInterface interface {
 	// MergeGroup Merge a group into another and retire it
 	//
 	// Starts a `group_merge` task: every hash slot of the group moves into `into`, one after
-	// another, through the phases of a hash-slot migration; then (`retire`) the emptied group
+	// another, through the phases of a live hash-slot migration; then (`retire`) the emptied group
 	// is retired (its replicas stop and their data goes on every node). Cancellable while the
-	// current slot is before its switch; slots already moved stay in `into`. Needs
-	// `--enable-hash-slot-migration`.
+	// current slot is before its switch; slots already moved stay in `into`. Refused when
+	// hash-slot moves are turned off.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3482,7 +3497,7 @@ type ClientInterface interface {
 	// another; `hash_slot` is the slot moving now, `hash_slots` the ones left, `moved` the ones
 	// done. Cancellable while the current slot is before its switch: its copy is dropped and
 	// its fence lifted, slots already moved stay, and a split that moved none retires the new
-	// group. Needs `--enable-hash-slot-migration`.
+	// group. Refused when hash-slot moves are turned off.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3498,37 +3513,49 @@ type ClientInterface interface {
 	// another; `hash_slot` is the slot moving now, `hash_slots` the ones left, `moved` the ones
 	// done. Cancellable while the current slot is before its switch: its copy is dropped and
 	// its fence lifted, slots already moved stay, and a split that moved none retires the new
-	// group. Needs `--enable-hash-slot-migration`.
+	// group. Refused when hash-slot moves are turned off.
 	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /v1/cluster/groups/{id}/split (the `SplitGroup` operationId).
 	SplitGroup(ctx context.Context, id GroupID, body SplitGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// CreateSlotMigrationWithBody Move a hash slot to another group (only when enabled)
+	// CreateSlotMigrationWithBody Move a hash slot to another group, live
 	//
-	// Only on nodes started with `--enable-hash-slot-migration` (403 otherwise). A task carried
-	// out by the controller leader: fence the slot on its group (writes answer
-	// `503 slot_migrating`, retryable) → copy its rows to the target group in bounded chunks
-	// through Raft → the target acquires the slot → the controller commits `HashToGroup` with
-	// `route_revision + 1` → the source releases the slot and deletes its rows. Resumable after a
-	// controller failover (asking again resumes a failed task); cancellable while fencing or
-	// copying.
+	// Refused (403) on nodes started with `--enable-hash-slot-migration=false`. A task carried out
+	// by the controller leader, live: the source logs every change of the slot (`track`) → its
+	// rows go to the target group in bounded chunks through Raft while the slot keeps taking
+	// writes (`copy`) → the logged changes follow, round after round, until a round finds few
+	// (`catch_up`; `cursor` says how far) → only now the slot is fenced (writes answer
+	// `503 slot_migrating`, retryable) → the changes logged before the fence follow (`drain`) →
+	// the target acquires the slot → the controller commits `HashToGroup` with
+	// `route_revision + 1` → the source releases the slot, its rows and its log. Reads are served
+	// throughout. Idempotency and outbox records live in the slot and move with it. At most 4
+	// slot-moving tasks at once (one per group at a time); a phase before the acquire that does
+	// not finish within the task timeout aborts the move: the fence is lifted and the source
+	// keeps the slot. Resumable after a controller failover (asking again resumes a failed task,
+	// an aborted one from the start); cancellable before the acquire.
 	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/cluster/hash-slots/{slot}/migrations (the `CreateSlotMigration` operationId).
 	CreateSlotMigrationWithBody(ctx context.Context, slot int, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// CreateSlotMigration Move a hash slot to another group (only when enabled)
+	// CreateSlotMigration Move a hash slot to another group, live
 	//
-	// Only on nodes started with `--enable-hash-slot-migration` (403 otherwise). A task carried
-	// out by the controller leader: fence the slot on its group (writes answer
-	// `503 slot_migrating`, retryable) → copy its rows to the target group in bounded chunks
-	// through Raft → the target acquires the slot → the controller commits `HashToGroup` with
-	// `route_revision + 1` → the source releases the slot and deletes its rows. Resumable after a
-	// controller failover (asking again resumes a failed task); cancellable while fencing or
-	// copying.
+	// Refused (403) on nodes started with `--enable-hash-slot-migration=false`. A task carried out
+	// by the controller leader, live: the source logs every change of the slot (`track`) → its
+	// rows go to the target group in bounded chunks through Raft while the slot keeps taking
+	// writes (`copy`) → the logged changes follow, round after round, until a round finds few
+	// (`catch_up`; `cursor` says how far) → only now the slot is fenced (writes answer
+	// `503 slot_migrating`, retryable) → the changes logged before the fence follow (`drain`) →
+	// the target acquires the slot → the controller commits `HashToGroup` with
+	// `route_revision + 1` → the source releases the slot, its rows and its log. Reads are served
+	// throughout. Idempotency and outbox records live in the slot and move with it. At most 4
+	// slot-moving tasks at once (one per group at a time); a phase before the acquire that does
+	// not finish within the task timeout aborts the move: the fence is lifted and the source
+	// keeps the slot. Resumable after a controller failover (asking again resumes a failed task,
+	// an aborted one from the start); cancellable before the acquire.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -5150,10 +5177,10 @@ func (c *Client) PreflightLeaderTransfer(ctx context.Context, id GroupID, params
 // MergeGroupWithBody Merge a group into another and retire it
 //
 // Starts a `group_merge` task: every hash slot of the group moves into `into`, one after
-// another, through the phases of a hash-slot migration; then (`retire`) the emptied group
+// another, through the phases of a live hash-slot migration; then (`retire`) the emptied group
 // is retired (its replicas stop and their data goes on every node). Cancellable while the
-// current slot is before its switch; slots already moved stay in `into`. Needs
-// `--enable-hash-slot-migration`.
+// current slot is before its switch; slots already moved stay in `into`. Refused when
+// hash-slot moves are turned off.
 //
 // Takes any type of body and a specified content type.
 //
@@ -5173,10 +5200,10 @@ func (c *Client) MergeGroupWithBody(ctx context.Context, id GroupID, contentType
 // MergeGroup Merge a group into another and retire it
 //
 // Starts a `group_merge` task: every hash slot of the group moves into `into`, one after
-// another, through the phases of a hash-slot migration; then (`retire`) the emptied group
+// another, through the phases of a live hash-slot migration; then (`retire`) the emptied group
 // is retired (its replicas stop and their data goes on every node). Cancellable while the
-// current slot is before its switch; slots already moved stay in `into`. Needs
-// `--enable-hash-slot-migration`.
+// current slot is before its switch; slots already moved stay in `into`. Refused when
+// hash-slot moves are turned off.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -5294,7 +5321,7 @@ func (c *Client) CreateReplicaMove(ctx context.Context, id GroupID, body CreateR
 // another; `hash_slot` is the slot moving now, `hash_slots` the ones left, `moved` the ones
 // done. Cancellable while the current slot is before its switch: its copy is dropped and
 // its fence lifted, slots already moved stay, and a split that moved none retires the new
-// group. Needs `--enable-hash-slot-migration`.
+// group. Refused when hash-slot moves are turned off.
 //
 // Takes any type of body and a specified content type.
 //
@@ -5320,7 +5347,7 @@ func (c *Client) SplitGroupWithBody(ctx context.Context, id GroupID, contentType
 // another; `hash_slot` is the slot moving now, `hash_slots` the ones left, `moved` the ones
 // done. Cancellable while the current slot is before its switch: its copy is dropped and
 // its fence lifted, slots already moved stay, and a split that moved none retires the new
-// group. Needs `--enable-hash-slot-migration`.
+// group. Refused when hash-slot moves are turned off.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -5337,15 +5364,21 @@ func (c *Client) SplitGroup(ctx context.Context, id GroupID, body SplitGroupJSON
 	return c.Client.Do(req)
 }
 
-// CreateSlotMigrationWithBody Move a hash slot to another group (only when enabled)
+// CreateSlotMigrationWithBody Move a hash slot to another group, live
 //
-// Only on nodes started with `--enable-hash-slot-migration` (403 otherwise). A task carried
-// out by the controller leader: fence the slot on its group (writes answer
-// `503 slot_migrating`, retryable) → copy its rows to the target group in bounded chunks
-// through Raft → the target acquires the slot → the controller commits `HashToGroup` with
-// `route_revision + 1` → the source releases the slot and deletes its rows. Resumable after a
-// controller failover (asking again resumes a failed task); cancellable while fencing or
-// copying.
+// Refused (403) on nodes started with `--enable-hash-slot-migration=false`. A task carried out
+// by the controller leader, live: the source logs every change of the slot (`track`) → its
+// rows go to the target group in bounded chunks through Raft while the slot keeps taking
+// writes (`copy`) → the logged changes follow, round after round, until a round finds few
+// (`catch_up`; `cursor` says how far) → only now the slot is fenced (writes answer
+// `503 slot_migrating`, retryable) → the changes logged before the fence follow (`drain`) →
+// the target acquires the slot → the controller commits `HashToGroup` with
+// `route_revision + 1` → the source releases the slot, its rows and its log. Reads are served
+// throughout. Idempotency and outbox records live in the slot and move with it. At most 4
+// slot-moving tasks at once (one per group at a time); a phase before the acquire that does
+// not finish within the task timeout aborts the move: the fence is lifted and the source
+// keeps the slot. Resumable after a controller failover (asking again resumes a failed task,
+// an aborted one from the start); cancellable before the acquire.
 //
 // Takes any type of body and a specified content type.
 //
@@ -5362,15 +5395,21 @@ func (c *Client) CreateSlotMigrationWithBody(ctx context.Context, slot int, cont
 	return c.Client.Do(req)
 }
 
-// CreateSlotMigration Move a hash slot to another group (only when enabled)
+// CreateSlotMigration Move a hash slot to another group, live
 //
-// Only on nodes started with `--enable-hash-slot-migration` (403 otherwise). A task carried
-// out by the controller leader: fence the slot on its group (writes answer
-// `503 slot_migrating`, retryable) → copy its rows to the target group in bounded chunks
-// through Raft → the target acquires the slot → the controller commits `HashToGroup` with
-// `route_revision + 1` → the source releases the slot and deletes its rows. Resumable after a
-// controller failover (asking again resumes a failed task); cancellable while fencing or
-// copying.
+// Refused (403) on nodes started with `--enable-hash-slot-migration=false`. A task carried out
+// by the controller leader, live: the source logs every change of the slot (`track`) → its
+// rows go to the target group in bounded chunks through Raft while the slot keeps taking
+// writes (`copy`) → the logged changes follow, round after round, until a round finds few
+// (`catch_up`; `cursor` says how far) → only now the slot is fenced (writes answer
+// `503 slot_migrating`, retryable) → the changes logged before the fence follow (`drain`) →
+// the target acquires the slot → the controller commits `HashToGroup` with
+// `route_revision + 1` → the source releases the slot, its rows and its log. Reads are served
+// throughout. Idempotency and outbox records live in the slot and move with it. At most 4
+// slot-moving tasks at once (one per group at a time); a phase before the acquire that does
+// not finish within the task timeout aborts the move: the fence is lifted and the source
+// keeps the slot. Resumable after a controller failover (asking again resumes a failed task,
+// an aborted one from the start); cancellable before the acquire.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -13003,10 +13042,10 @@ type ClientWithResponsesInterface interface {
 	// MergeGroupWithBodyWithResponse Merge a group into another and retire it
 	//
 	// Starts a `group_merge` task: every hash slot of the group moves into `into`, one after
-	// another, through the phases of a hash-slot migration; then (`retire`) the emptied group
+	// another, through the phases of a live hash-slot migration; then (`retire`) the emptied group
 	// is retired (its replicas stop and their data goes on every node). Cancellable while the
-	// current slot is before its switch; slots already moved stay in `into`. Needs
-	// `--enable-hash-slot-migration`.
+	// current slot is before its switch; slots already moved stay in `into`. Refused when
+	// hash-slot moves are turned off.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -13016,10 +13055,10 @@ type ClientWithResponsesInterface interface {
 	// MergeGroupWithResponse Merge a group into another and retire it
 	//
 	// Starts a `group_merge` task: every hash slot of the group moves into `into`, one after
-	// another, through the phases of a hash-slot migration; then (`retire`) the emptied group
+	// another, through the phases of a live hash-slot migration; then (`retire`) the emptied group
 	// is retired (its replicas stop and their data goes on every node). Cancellable while the
-	// current slot is before its switch; slots already moved stay in `into`. Needs
-	// `--enable-hash-slot-migration`.
+	// current slot is before its switch; slots already moved stay in `into`. Refused when
+	// hash-slot moves are turned off.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -13087,7 +13126,7 @@ type ClientWithResponsesInterface interface {
 	// another; `hash_slot` is the slot moving now, `hash_slots` the ones left, `moved` the ones
 	// done. Cancellable while the current slot is before its switch: its copy is dropped and
 	// its fence lifted, slots already moved stay, and a split that moved none retires the new
-	// group. Needs `--enable-hash-slot-migration`.
+	// group. Refused when hash-slot moves are turned off.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -13103,37 +13142,49 @@ type ClientWithResponsesInterface interface {
 	// another; `hash_slot` is the slot moving now, `hash_slots` the ones left, `moved` the ones
 	// done. Cancellable while the current slot is before its switch: its copy is dropped and
 	// its fence lifted, slots already moved stay, and a split that moved none retires the new
-	// group. Needs `--enable-hash-slot-migration`.
+	// group. Refused when hash-slot moves are turned off.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/cluster/groups/{id}/split (the `SplitGroup` operationId).
 	SplitGroupWithResponse(ctx context.Context, id GroupID, body SplitGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*SplitGroupResponse, error)
 
-	// CreateSlotMigrationWithBodyWithResponse Move a hash slot to another group (only when enabled)
+	// CreateSlotMigrationWithBodyWithResponse Move a hash slot to another group, live
 	//
-	// Only on nodes started with `--enable-hash-slot-migration` (403 otherwise). A task carried
-	// out by the controller leader: fence the slot on its group (writes answer
-	// `503 slot_migrating`, retryable) → copy its rows to the target group in bounded chunks
-	// through Raft → the target acquires the slot → the controller commits `HashToGroup` with
-	// `route_revision + 1` → the source releases the slot and deletes its rows. Resumable after a
-	// controller failover (asking again resumes a failed task); cancellable while fencing or
-	// copying.
+	// Refused (403) on nodes started with `--enable-hash-slot-migration=false`. A task carried out
+	// by the controller leader, live: the source logs every change of the slot (`track`) → its
+	// rows go to the target group in bounded chunks through Raft while the slot keeps taking
+	// writes (`copy`) → the logged changes follow, round after round, until a round finds few
+	// (`catch_up`; `cursor` says how far) → only now the slot is fenced (writes answer
+	// `503 slot_migrating`, retryable) → the changes logged before the fence follow (`drain`) →
+	// the target acquires the slot → the controller commits `HashToGroup` with
+	// `route_revision + 1` → the source releases the slot, its rows and its log. Reads are served
+	// throughout. Idempotency and outbox records live in the slot and move with it. At most 4
+	// slot-moving tasks at once (one per group at a time); a phase before the acquire that does
+	// not finish within the task timeout aborts the move: the fence is lifted and the source
+	// keeps the slot. Resumable after a controller failover (asking again resumes a failed task,
+	// an aborted one from the start); cancellable before the acquire.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/cluster/hash-slots/{slot}/migrations (the `CreateSlotMigration` operationId).
 	CreateSlotMigrationWithBodyWithResponse(ctx context.Context, slot int, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateSlotMigrationResponse, error)
 
-	// CreateSlotMigrationWithResponse Move a hash slot to another group (only when enabled)
+	// CreateSlotMigrationWithResponse Move a hash slot to another group, live
 	//
-	// Only on nodes started with `--enable-hash-slot-migration` (403 otherwise). A task carried
-	// out by the controller leader: fence the slot on its group (writes answer
-	// `503 slot_migrating`, retryable) → copy its rows to the target group in bounded chunks
-	// through Raft → the target acquires the slot → the controller commits `HashToGroup` with
-	// `route_revision + 1` → the source releases the slot and deletes its rows. Resumable after a
-	// controller failover (asking again resumes a failed task); cancellable while fencing or
-	// copying.
+	// Refused (403) on nodes started with `--enable-hash-slot-migration=false`. A task carried out
+	// by the controller leader, live: the source logs every change of the slot (`track`) → its
+	// rows go to the target group in bounded chunks through Raft while the slot keeps taking
+	// writes (`copy`) → the logged changes follow, round after round, until a round finds few
+	// (`catch_up`; `cursor` says how far) → only now the slot is fenced (writes answer
+	// `503 slot_migrating`, retryable) → the changes logged before the fence follow (`drain`) →
+	// the target acquires the slot → the controller commits `HashToGroup` with
+	// `route_revision + 1` → the source releases the slot, its rows and its log. Reads are served
+	// throughout. Idempotency and outbox records live in the slot and move with it. At most 4
+	// slot-moving tasks at once (one per group at a time); a phase before the acquire that does
+	// not finish within the task timeout aborts the move: the fence is lifted and the source
+	// keeps the slot. Resumable after a controller failover (asking again resumes a failed task,
+	// an aborted one from the start); cancellable before the acquire.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -26226,10 +26277,10 @@ func (c *ClientWithResponses) PreflightLeaderTransferWithResponse(ctx context.Co
 // MergeGroupWithBodyWithResponse Merge a group into another and retire it
 //
 // Starts a `group_merge` task: every hash slot of the group moves into `into`, one after
-// another, through the phases of a hash-slot migration; then (`retire`) the emptied group
+// another, through the phases of a live hash-slot migration; then (`retire`) the emptied group
 // is retired (its replicas stop and their data goes on every node). Cancellable while the
-// current slot is before its switch; slots already moved stay in `into`. Needs
-// `--enable-hash-slot-migration`.
+// current slot is before its switch; slots already moved stay in `into`. Refused when
+// hash-slot moves are turned off.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -26245,10 +26296,10 @@ func (c *ClientWithResponses) MergeGroupWithBodyWithResponse(ctx context.Context
 // MergeGroupWithResponse Merge a group into another and retire it
 //
 // Starts a `group_merge` task: every hash slot of the group moves into `into`, one after
-// another, through the phases of a hash-slot migration; then (`retire`) the emptied group
+// another, through the phases of a live hash-slot migration; then (`retire`) the emptied group
 // is retired (its replicas stop and their data goes on every node). Cancellable while the
-// current slot is before its switch; slots already moved stay in `into`. Needs
-// `--enable-hash-slot-migration`.
+// current slot is before its switch; slots already moved stay in `into`. Refused when
+// hash-slot moves are turned off.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -26346,7 +26397,7 @@ func (c *ClientWithResponses) CreateReplicaMoveWithResponse(ctx context.Context,
 // another; `hash_slot` is the slot moving now, `hash_slots` the ones left, `moved` the ones
 // done. Cancellable while the current slot is before its switch: its copy is dropped and
 // its fence lifted, slots already moved stay, and a split that moved none retires the new
-// group. Needs `--enable-hash-slot-migration`.
+// group. Refused when hash-slot moves are turned off.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -26368,7 +26419,7 @@ func (c *ClientWithResponses) SplitGroupWithBodyWithResponse(ctx context.Context
 // another; `hash_slot` is the slot moving now, `hash_slots` the ones left, `moved` the ones
 // done. Cancellable while the current slot is before its switch: its copy is dropped and
 // its fence lifted, slots already moved stay, and a split that moved none retires the new
-// group. Needs `--enable-hash-slot-migration`.
+// group. Refused when hash-slot moves are turned off.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -26381,15 +26432,21 @@ func (c *ClientWithResponses) SplitGroupWithResponse(ctx context.Context, id Gro
 	return ParseSplitGroupResponse(rsp)
 }
 
-// CreateSlotMigrationWithBodyWithResponse Move a hash slot to another group (only when enabled)
+// CreateSlotMigrationWithBodyWithResponse Move a hash slot to another group, live
 //
-// Only on nodes started with `--enable-hash-slot-migration` (403 otherwise). A task carried
-// out by the controller leader: fence the slot on its group (writes answer
-// `503 slot_migrating`, retryable) → copy its rows to the target group in bounded chunks
-// through Raft → the target acquires the slot → the controller commits `HashToGroup` with
-// `route_revision + 1` → the source releases the slot and deletes its rows. Resumable after a
-// controller failover (asking again resumes a failed task); cancellable while fencing or
-// copying.
+// Refused (403) on nodes started with `--enable-hash-slot-migration=false`. A task carried out
+// by the controller leader, live: the source logs every change of the slot (`track`) → its
+// rows go to the target group in bounded chunks through Raft while the slot keeps taking
+// writes (`copy`) → the logged changes follow, round after round, until a round finds few
+// (`catch_up`; `cursor` says how far) → only now the slot is fenced (writes answer
+// `503 slot_migrating`, retryable) → the changes logged before the fence follow (`drain`) →
+// the target acquires the slot → the controller commits `HashToGroup` with
+// `route_revision + 1` → the source releases the slot, its rows and its log. Reads are served
+// throughout. Idempotency and outbox records live in the slot and move with it. At most 4
+// slot-moving tasks at once (one per group at a time); a phase before the acquire that does
+// not finish within the task timeout aborts the move: the fence is lifted and the source
+// keeps the slot. Resumable after a controller failover (asking again resumes a failed task,
+// an aborted one from the start); cancellable before the acquire.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -26402,15 +26459,21 @@ func (c *ClientWithResponses) CreateSlotMigrationWithBodyWithResponse(ctx contex
 	return ParseCreateSlotMigrationResponse(rsp)
 }
 
-// CreateSlotMigrationWithResponse Move a hash slot to another group (only when enabled)
+// CreateSlotMigrationWithResponse Move a hash slot to another group, live
 //
-// Only on nodes started with `--enable-hash-slot-migration` (403 otherwise). A task carried
-// out by the controller leader: fence the slot on its group (writes answer
-// `503 slot_migrating`, retryable) → copy its rows to the target group in bounded chunks
-// through Raft → the target acquires the slot → the controller commits `HashToGroup` with
-// `route_revision + 1` → the source releases the slot and deletes its rows. Resumable after a
-// controller failover (asking again resumes a failed task); cancellable while fencing or
-// copying.
+// Refused (403) on nodes started with `--enable-hash-slot-migration=false`. A task carried out
+// by the controller leader, live: the source logs every change of the slot (`track`) → its
+// rows go to the target group in bounded chunks through Raft while the slot keeps taking
+// writes (`copy`) → the logged changes follow, round after round, until a round finds few
+// (`catch_up`; `cursor` says how far) → only now the slot is fenced (writes answer
+// `503 slot_migrating`, retryable) → the changes logged before the fence follow (`drain`) →
+// the target acquires the slot → the controller commits `HashToGroup` with
+// `route_revision + 1` → the source releases the slot, its rows and its log. Reads are served
+// throughout. Idempotency and outbox records live in the slot and move with it. At most 4
+// slot-moving tasks at once (one per group at a time); a phase before the acquire that does
+// not finish within the task timeout aborts the move: the fence is lifted and the source
+// keeps the slot. Resumable after a controller failover (asking again resumes a failed task,
+// an aborted one from the start); cancellable before the acquire.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

@@ -10,8 +10,8 @@
 # controller chooses) and waits until it runs; split creates one and moves
 # hash slots of GROUP into it (default: the upper half), slot after slot;
 # merge moves every slot of GROUP into INTO and retires GROUP; retire removes
-# an empty group. split and merge need nodes started with
-# --enable-hash-slot-migration. The task (GET /v1/cluster/tasks/{id}) is
+# an empty group. split and merge move hash slots live (refused on nodes
+# started with --enable-hash-slot-migration=false). The task (GET /v1/cluster/tasks/{id}) is
 # polled; each phase change is printed with the notes its history gained.
 # Exit 0 when it succeeds; 1 when it is refused, fails, is cancelled, or
 # --timeout (default 600 s) passes first — the task then goes on;

@@ -67,7 +67,7 @@ func parseOptions(args []string, getenv func(string) string) (*options, error) {
 	fs.IntVar(&o.RaftWorkers, "raft-workers", 0, "Raft step workers and log shards; groups on one worker share a log fsync (default for a new data dir: one per 4 cores, 1..8; fixed when the data dir is created)")
 	fs.StringVar(&o.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.Int64Var(&o.MaxBodyBytes, "max-body-bytes", 1<<20, "largest accepted request body")
-	fs.BoolVar(&o.EnableSlotMigration, "enable-hash-slot-migration", false, "allow moving hash slots between groups (POST /v1/cluster/hash-slots/{slot}/migrations)")
+	fs.BoolVar(&o.EnableSlotMigration, "enable-hash-slot-migration", true, "allow moving hash slots between groups, live (migrations, splits, merges); =false turns them off")
 	fs.DurationVar(&o.ProjectInterval, "project-interval", 200*time.Millisecond, "how often subscriber changes are projected into memberships (negative: never; for tests)")
 	fs.DurationVar(&o.LeaderHoldDown, "leader-hold-down", 30*time.Second, "how long a node that was disrupted (unreachable, restarted, lost its leadership or its leader) must be healthy before leadership is moved to it")
 	fs.StringVar(&o.TokensFile, "tokens-file", "", `API tokens, one "role token" line each (roles: read, write, admin); or SLOTMETA_TOKENS="role:token,…"`)

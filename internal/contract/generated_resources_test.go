@@ -55,7 +55,6 @@ func TestGeneratedClientResources(t *testing.T) {
 // drives itself, so that every answer is deterministic.
 func TestGeneratedClientCluster(t *testing.T) {
 	n, cn := startGenNode(t, func(cfg *cluster.Config) {
-		cfg.EnableHashSlotMigration = true
 		cfg.ObserveInterval = -1 // the test observes and steps tasks itself
 	})
 	genCluster(t, newGenClient(t, n), cn)
@@ -1147,7 +1146,7 @@ func genCluster(t *testing.T, c *client.ClientWithResponses, cn *cluster.Node) {
 	genCheck(t, "slot migration", mig, err, http.StatusAccepted)
 	task := mig.JSON202
 	if task.Kind != client.TaskKindSlotMigration || task.Group != 1 || task.ToGroup == nil || *task.ToGroup != 2 || task.HashSlot == nil ||
-		*task.HashSlot != slot || task.Status != client.Running || task.Phase != client.TaskPhaseFence || task.Id == 0 {
+		*task.HashSlot != slot || task.Status != client.Running || task.Phase != client.TaskPhaseTrack || task.Id == 0 {
 		t.Fatalf("slot migration task: %+v", task)
 	}
 	if h := mig.Headers202; h == nil || h.Location == nil || *h.Location != "/v1/cluster/tasks/"+strconv.FormatInt(task.Id, 10) {
@@ -1265,7 +1264,7 @@ func genCluster(t *testing.T, c *client.ClientWithResponses, cn *cluster.Node) {
 	}
 	mg, err := c.MergeGroupWithResponse(ctx, 3, client.MergeRequest{Into: 2})
 	genCheck(t, "merge", mg, err, http.StatusAccepted)
-	if mt := mg.JSON202; mt.Kind != client.TaskKindGroupMerge || mt.Group != 3 || mt.ToGroup == nil || *mt.ToGroup != 2 || mt.Phase != client.TaskPhaseFence {
+	if mt := mg.JSON202; mt.Kind != client.TaskKindGroupMerge || mt.Group != 3 || mt.ToGroup == nil || *mt.ToGroup != 2 || mt.Phase != client.TaskPhaseTrack {
 		t.Fatalf("merge task: %+v", mt)
 	}
 	if _, err := c.CancelTaskWithResponse(ctx, mg.JSON202.Id); err != nil {

@@ -365,7 +365,6 @@ func TestConsoleInBrowser(t *testing.T) {
 // page until it succeeded, and the API agrees.
 func TestConsoleGroupTasksInBrowser(t *testing.T) {
 	c := slotstoretest.Start(t, slotstoretest.Options{Nodes: 3, Groups: 1, Tune: func(cfg *cluster.Config) {
-		cfg.EnableHashSlotMigration = true
 		cfg.ObserveInterval = 100 * time.Millisecond
 	}})
 	base := serveConsole(t, c.Nodes[0])

@@ -15,7 +15,6 @@ import (
 // tasks stepped every 100 ms.
 func groupCluster(t *testing.T) (*slotstoretest.Cluster, []*server) {
 	c := slotstoretest.Start(t, slotstoretest.Options{Nodes: 3, Groups: 1, Tune: func(cfg *cluster.Config) {
-		cfg.EnableHashSlotMigration = true
 		cfg.ObserveInterval = 100 * time.Millisecond
 		cfg.TaskPhaseTimeout = time.Minute
 	}})
@@ -198,8 +197,9 @@ func TestGroupSplitAndMerge(t *testing.T) {
 		t.Fatalf("split ended %s", js(task))
 	}
 	slotsAt(t, s, slots, 2, keys, "the split")
+	task = client.Task{}
 	s.must(202, "POST", "/v1/cluster/groups/2/merge", `{"into":1}`).json(&task)
-	if task.Kind != client.TaskKindGroupMerge || task.Group != 2 || deref(task.ToGroup) != 1 || task.Phase != client.TaskPhaseFence {
+	if task.Kind != client.TaskKindGroupMerge || task.Group != 2 || deref(task.ToGroup) != 1 || task.Phase != client.TaskPhaseTrack {
 		t.Fatalf("merge task: %s", js(task))
 	}
 	task = waitTask(t, s, task.Id, func(x client.Task) bool { return x.Status != client.Running }, 60*time.Second)

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,7 +31,6 @@ func keysInSlot(prefix string, hs slotstore.HashSlot, n int) []string {
 // the old route revision is told so.
 func TestHashSlotMigration(t *testing.T) {
 	c := slotstoretest.Start(t, slotstoretest.Options{Nodes: 3, Groups: 2, Tune: func(cfg *cluster.Config) {
-		cfg.EnableHashSlotMigration = true
 		cfg.ObserveInterval = -1 // the test drives the task one step at a time
 	}})
 	servers := make([]*server, 3)
@@ -50,7 +50,7 @@ func TestHashSlotMigration(t *testing.T) {
 	var task client.Task
 	tr := s.must(202, "POST", fmt.Sprintf("/v1/cluster/hash-slots/%d/migrations", hs), `{"to_group":2}`)
 	tr.json(&task)
-	if task.Kind != client.TaskKindSlotMigration || task.Group != 1 || deref(task.ToGroup) != 2 || task.Phase != client.TaskPhaseFence {
+	if task.Kind != client.TaskKindSlotMigration || task.Group != 1 || deref(task.ToGroup) != 2 || task.Phase != client.TaskPhaseTrack {
 		t.Fatalf("task: %s", tr.body)
 	}
 	if r := s.do("POST", "/v1/cluster/hash-slots/300/migrations", `{"to_group":2}`); r.code != 400 {
@@ -68,7 +68,18 @@ func TestHashSlotMigration(t *testing.T) {
 		}
 		return cur
 	}
-	if cur := step(); cur.Phase != controller.PhaseCopy {
+	// Live: tracked and copied, the slot still takes writes; the catch-up
+	// carries them over.
+	for _, want := range []string{controller.PhaseCopy, controller.PhaseCatchUp} {
+		if cur := step(); cur.Phase != want {
+			t.Fatalf("step to %s: %+v", want, cur)
+		}
+		s.must(200, "PUT", "/v1/kv/"+keys[1], `{"value":"during `+want+`"}`)
+	}
+	if cur := step(); cur.Phase != controller.PhaseFence || cur.Cursor == nil || cur.Cursor.Index == 0 {
+		t.Fatalf("after the catch-up: %+v", cur)
+	}
+	if cur := step(); cur.Phase != controller.PhaseDrain {
 		t.Fatalf("after the fence step: %+v", cur)
 	}
 	// Fenced: writes are refused (retryable), reads still served.
@@ -110,7 +121,11 @@ func TestHashSlotMigration(t *testing.T) {
 			var kv client.KV
 			r := srv.eventually(200, "GET", "/v1/kv/"+k, "")
 			r.json(&kv)
-			if kv.Value != fmt.Sprintf("v%d", i) || r.header.Get("X-Slot-Group") != "2" {
+			want := fmt.Sprintf("v%d", i)
+			if i == 1 {
+				want = "during catch_up" // written while the slot was moving
+			}
+			if kv.Value != want || r.header.Get("X-Slot-Group") != "2" {
 				t.Fatalf("%s: %q from group %s", k, kv.Value, r.header.Get("X-Slot-Group"))
 			}
 		}
@@ -144,9 +159,76 @@ func TestHashSlotMigration(t *testing.T) {
 	}
 }
 
-func TestHashSlotMigrationIsOffByDefault(t *testing.T) {
-	s := oneNode(t)
-	if r := s.do("POST", "/v1/cluster/hash-slots/7/migrations", `{"to_group":2}`); r.code != 403 || r.errCode() != "permission_denied" {
-		t.Fatalf("migration without the flag: %d %s", r.code, r.body)
+// TestHashSlotMovesCanBeTurnedOff: with the switch off, migrations, splits
+// and merges are refused and nothing is started.
+func TestHashSlotMovesCanBeTurnedOff(t *testing.T) {
+	c := slotstoretest.Start(t, slotstoretest.Options{Nodes: 1, Groups: 2, Tune: func(cfg *cluster.Config) { cfg.DisableHashSlotMoves = true }})
+	s := serve(t, c.Nodes[0])
+	for _, r := range []struct{ path, body string }{
+		{"/v1/cluster/hash-slots/7/migrations", `{"to_group":2}`},
+		{"/v1/cluster/groups/1/split", `{}`},
+		{"/v1/cluster/groups/2/merge", `{"into":1}`},
+	} {
+		if got := s.do("POST", r.path, r.body); got.code != 403 || got.errCode() != "permission_denied" {
+			t.Fatalf("POST %s with moves off: %d %s", r.path, got.code, got.body)
+		}
+	}
+	s.must(200, "GET", "/v1/cluster/tasks", "")
+	if ts := c.Nodes[0].Tasks(); len(ts) != 0 {
+		t.Fatalf("tasks started with moves off: %+v", ts)
+	}
+}
+
+// TestSlotMoveThatTimesOutLeavesTheSource: the target group loses its
+// quorum while a slot moves into it; the move's phase times out and the move
+// aborts — the source keeps the slot, unfenced, with every row, and serves
+// writes at once. With the target back, asking again moves the slot from the
+// start, every row with it.
+func TestSlotMoveThatTimesOutLeavesTheSource(t *testing.T) {
+	// 5 nodes, RF 3: group 1 on nodes 1–3, group 2 on nodes 2–4; nodes 3 and
+	// 4 down leave group 2 without a quorum, group 1 and the controller with one.
+	c := slotstoretest.Start(t, slotstoretest.Options{Nodes: 5, Groups: 2, ReplicationFactor: 3, Tune: func(cfg *cluster.Config) {
+		cfg.ObserveInterval = 100 * time.Millisecond
+		cfg.TaskPhaseTimeout = time.Second
+	}})
+	s := serve(t, c.Nodes[0])
+	const hs = slotstore.HashSlot(7) // group 1 owns slots 0–127
+	keys := keysInSlot("abort", hs, 10)
+	for i, k := range keys {
+		s.eventually(200, "PUT", "/v1/kv/"+k, fmt.Sprintf(`{"value":"v%d"}`, i))
+	}
+	c.StopNode(2)
+	c.StopNode(3)
+	var task client.Task
+	s.must(202, "POST", fmt.Sprintf("/v1/cluster/hash-slots/%d/migrations", hs), `{"to_group":2}`).json(&task)
+	task = waitTask(t, s, task.Id, func(x client.Task) bool { return x.Status != client.Running }, 30*time.Second)
+	if task.Status != client.Failed || !strings.Contains(deref(task.Error), "aborted, the source keeps the slot") {
+		t.Fatalf("move into a group without a quorum: %s", js(task))
+	}
+	// The source serves the slot, writes included, at once.
+	r := s.must(200, "PUT", "/v1/kv/"+keys[0], `{"value":"after the abort"}`)
+	if g := r.header.Get("X-Slot-Group"); g != "1" {
+		t.Fatalf("a write after the abort went to group %s", g)
+	}
+	for i, k := range keys[1:] {
+		var kv client.KV
+		s.must(200, "GET", "/v1/kv/"+k, "").json(&kv)
+		if kv.Value != fmt.Sprintf("v%d", i+1) {
+			t.Fatalf("%s after the abort: %s", k, js(kv))
+		}
+	}
+	// The target back, the same move again starts over and succeeds.
+	c.StartNode(2)
+	c.StartNode(3)
+	s.must(202, "POST", fmt.Sprintf("/v1/cluster/hash-slots/%d/migrations", hs), `{"to_group":2}`).json(&task)
+	task = waitTask(t, s, task.Id, func(x client.Task) bool { return x.Status != client.Running }, 60*time.Second)
+	if task.Status != client.Succeeded || task.Attempt < 2 {
+		t.Fatalf("the move asked again: %s", js(task))
+	}
+	var kv client.KV
+	r = s.eventually(200, "GET", "/v1/kv/"+keys[0], "")
+	r.json(&kv)
+	if kv.Value != "after the abort" || r.header.Get("X-Slot-Group") != "2" {
+		t.Fatalf("%s after the move: %s from group %s", keys[0], js(kv), r.header.Get("X-Slot-Group"))
 	}
 }

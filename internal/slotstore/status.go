@@ -194,6 +194,13 @@ type PhaseRecord struct {
 	Note           string   `json:"note,omitempty"`
 }
 
+// ChangeCursor is a position in a hash slot's change log: the Raft index of
+// the source group's entry and the change's sequence within it.
+type ChangeCursor struct {
+	Index uint64 `json:"index"`
+	Seq   uint32 `json:"seq"`
+}
+
 // Task is a controller task (a replica move, a hash-slot migration, a group
 // creation, split or merge), with its history.
 type Task struct {
@@ -206,8 +213,13 @@ type Task struct {
 	ToGroup  GroupID   `json:"to_group,omitempty"`
 	// Splits and merges: the hash slots still to move from Group to
 	// ToGroup, HashSlot (the one moving now) first; Moved counts those done.
-	HashSlots    []HashSlot    `json:"hash_slots,omitempty"`
-	Moved        int           `json:"moved,omitempty"`
+	HashSlots []HashSlot `json:"hash_slots,omitempty"`
+	Moved     int        `json:"moved,omitempty"`
+	// Live moves (every slot-moving task created now): the slot keeps
+	// taking writes while it is copied and caught up from the source's
+	// change log; Cursor is how far that log was applied to the target.
+	Live         bool          `json:"live,omitempty"`
+	Cursor       *ChangeCursor `json:"cursor,omitempty"`
 	OldReplicaID uint64        `json:"old_replica_id,omitempty"`
 	NewReplicaID uint64        `json:"new_replica_id,omitempty"`
 	Phase        string        `json:"phase"`

@@ -90,9 +90,10 @@ type Config struct {
 	// UnreachableAfter: a node whose latest status report is older is
 	// unreachable (default 3 × ObserveInterval).
 	UnreachableAfter time.Duration
-	// EnableHashSlotMigration allows hash-slot migrations (off by default:
-	// moving a slot between groups is an explicit, controlled operation).
-	EnableHashSlotMigration bool
+	// DisableHashSlotMoves refuses the tasks that move hash slots between
+	// groups (migrations, splits, merges): a switch for operators who want
+	// none. Moves are live and on by default.
+	DisableHashSlotMoves bool
 	// TaskPhaseTimeout fails a task whose phase has not completed for this
 	// long (default 2m).
 	TaskPhaseTimeout time.Duration

@@ -65,9 +65,9 @@ func (n *Node) proposeControllerTask(ctx context.Context, c controller.Command) 
 
 // slotMoves refuses tasks that move hash slots unless the node enables them.
 func (n *Node) slotMoves() error {
-	if !n.cfg.EnableHashSlotMigration {
+	if n.cfg.DisableHashSlotMoves {
 		return slotstore.Errorf(slotstore.CodePermissionDenied,
-			"hash-slot migration is disabled on this node (start it with --enable-hash-slot-migration)")
+			"hash-slot moves are turned off on this node (--enable-hash-slot-migration=false)")
 	}
 	return nil
 }

@@ -123,7 +123,7 @@ func TestSplitWalksItsSlots(t *testing.T) {
 		return do(Command{AdvanceTask: &AdvanceTask{ID: id, ExpectedPhase: from, Phase: to, HashSlot: hs}})
 	}
 	seven, nine := slotstore.HashSlot(7), slotstore.HashSlot(9)
-	if r := step(PhaseStart, PhaseFence, &seven); !r.OK {
+	if r := step(PhaseStart, PhaseTrack, &seven); !r.OK {
 		t.Fatal(r)
 	}
 	for _, hs := range []*slotstore.HashSlot{&seven, &nine} {
@@ -131,15 +131,16 @@ func TestSplitWalksItsSlots(t *testing.T) {
 		if hs == &nine {
 			other = &seven
 		}
-		if r := step(PhaseFence, PhaseCopy, other); r.OK {
+		if r := step(PhaseTrack, PhaseCopy, other); r.OK {
 			t.Fatalf("a step for hash slot %d while %d moves was accepted", *other, *hs)
 		}
-		for _, p := range [][2]string{{PhaseFence, PhaseCopy}, {PhaseCopy, PhaseAcquire}, {PhaseAcquire, PhaseSwitch}, {PhaseSwitch, PhaseRelease}} {
+		for _, p := range [][2]string{{PhaseTrack, PhaseCopy}, {PhaseCopy, PhaseCatchUp}, {PhaseCatchUp, PhaseFence}, {PhaseFence, PhaseDrain},
+			{PhaseDrain, PhaseAcquire}, {PhaseAcquire, PhaseSwitch}, {PhaseSwitch, PhaseRelease}} {
 			if r := step(p[0], p[1], hs); !r.OK {
 				t.Fatalf("slot %d %s→%s: %+v", *hs, p[0], p[1], r)
 			}
 		}
-		next := PhaseFence
+		next := PhaseTrack
 		if hs == &nine {
 			next = PhaseDone
 		}

@@ -5,47 +5,103 @@ import (
 )
 
 // Hash-slot migration: a task that moves one hash slot from the group that
-// owns it to another. Phases, each carried out by the controller leader:
+// owns it to another, live — the slot keeps taking writes until the last
+// catch-up. Phases, each carried out by the controller leader:
 //
-//	fence   the source refuses writes to the slot (503 slot_migrating)
-//	copy    the slot's rows go to the target in bounded chunks, through Raft
-//	acquire the target owns the slot (its revision counter catches up)
-//	switch  HashToGroup[slot] = target, RouteRevision+1 (this command)
-//	release the source drops the slot and its rows
+//	track    the source logs every change of the slot (meta/slotmove.go)
+//	copy     the slot's rows go to the target in bounded chunks, through Raft
+//	catch_up the logged changes follow, round after round, until a round
+//	         finds few (the cursor is kept on the task)
+//	fence    the source refuses writes to the slot (503 slot_migrating)
+//	drain    the changes logged before the fence follow: the target now
+//	         holds exactly the source's rows
+//	acquire  the target owns the slot (its revision counter catches up)
+//	switch   HashToGroup[slot] = target, RouteRevision+1 (this command)
+//	release  the source drops the slot, its rows and its change log
 //
-// Cancelling is possible while fencing or copying; the executor then drops
-// the imported rows and lifts the fence.
+// Cancelling is possible before acquire; the executor then drops the imported
+// rows, lifts the fence and stops the log. A task created before live moves
+// (Live false) keeps the fenced order: fence, copy, acquire, switch, release.
 const (
 	TaskSlotMigration = "slot_migration"
 
+	PhaseTrack   = "track"
 	PhaseFence   = "fence"
 	PhaseCopy    = "copy"
+	PhaseDrain   = "drain"
 	PhaseAcquire = "acquire"
 	PhaseSwitch  = "switch"
 	PhaseRelease = "release"
+
+	// MaxSlotMoves bounds the tasks that move hash slots at once (one per
+	// group at a time: a task holds its source and target).
+	MaxSlotMoves = 4
 )
 
-var slotPhases = []string{PhaseFence, PhaseCopy, PhaseAcquire, PhaseSwitch, PhaseRelease, PhaseDone}
+var (
+	slotSteps       = []string{PhaseTrack, PhaseCopy, PhaseCatchUp, PhaseFence, PhaseDrain, PhaseAcquire, PhaseSwitch, PhaseRelease}
+	legacySlotSteps = []string{PhaseFence, PhaseCopy, PhaseAcquire, PhaseSwitch, PhaseRelease}
+)
 
-// TaskPhaseIndex is the position of phase in the task's kind (-1 if unknown).
-func TaskPhaseIndex(kind, phase string) int {
-	list := movePhases
-	switch kind {
-	case TaskSlotMigration:
-		list = slotPhases
-	case TaskGroupCreate:
-		list = groupCreatePhases
-	case TaskGroupSplit:
-		list = splitPhases
-	case TaskGroupMerge:
-		list = mergePhases
+// Phases lists the phases of t in order.
+func Phases(t *Task) []string {
+	steps := slotSteps
+	if !t.Live {
+		steps = legacySlotSteps
 	}
-	for i, p := range list {
+	switch t.Kind {
+	case TaskSlotMigration:
+		return append(append([]string(nil), steps...), PhaseDone)
+	case TaskGroupCreate:
+		return groupCreatePhases
+	case TaskGroupSplit:
+		return append(append([]string{PhaseStart}, steps...), PhaseDone)
+	case TaskGroupMerge:
+		return append(append([]string(nil), steps...), PhaseRetire, PhaseDone)
+	}
+	return movePhases
+}
+
+// FirstSlotPhase is where a slot-moving task starts each slot.
+func FirstSlotPhase(t *Task) string {
+	if t.Live {
+		return PhaseTrack
+	}
+	return PhaseFence
+}
+
+// PhaseIndex is the position of phase among t's phases (-1 if unknown).
+func PhaseIndex(t *Task, phase string) int {
+	for i, p := range Phases(t) {
 		if p == phase {
 			return i
 		}
 	}
 	return -1
+}
+
+// TaskPhaseIndex is the position of phase in a replica move (-1 if unknown).
+func TaskPhaseIndex(kind, phase string) int {
+	return PhaseIndex(&Task{Kind: kind}, phase)
+}
+
+// slotMoves counts the running tasks that move hash slots.
+func slotMoves(s *State) int {
+	n := 0
+	for _, t := range s.Tasks {
+		if movesSlots(t.Kind) && (t.Status == TaskRunning || t.Status == TaskCancelling) {
+			n++
+		}
+	}
+	return n
+}
+
+// refuseBusy refuses a new slot-moving task past MaxSlotMoves.
+func refuseBusy(s *State) (Result, bool) {
+	if n := slotMoves(s); n >= MaxSlotMoves {
+		return refuse(slotstore.CodeConflict, "%d tasks already move hash slots, the most at once", n), true
+	}
+	return Result{}, false
 }
 
 // CreateSlotMigration starts moving a hash slot to another group.
@@ -70,17 +126,23 @@ func applyCreateSlotMigration(s *State, c *CreateSlotMigration, timeMs int64) Re
 			return refuse(slotstore.CodeConflict, "task %d is already running on group %d", t.ID, g)
 		}
 	}
+	if r, busy := refuseBusy(s); busy {
+		return r
+	}
 	for _, t := range s.Tasks { // resume a failed migration of the same slot and target
 		if t.Kind == TaskSlotMigration && t.HashSlot != nil && *t.HashSlot == c.HashSlot && t.ToGroup == c.ToGroup && t.Status == TaskFailed {
 			t.Status, t.Error, t.UpdatedAtMs = TaskRunning, "", timeMs
 			t.Attempt++
+			if t.Live && PhaseIndex(t, t.Phase) < PhaseIndex(t, PhaseAcquire) {
+				t.Phase, t.Cursor = PhaseTrack, nil // an aborted move starts over
+			}
 			return Result{OK: true, TaskID: t.ID}
 		}
 	}
 	s.NextTaskID++
 	hs := c.HashSlot
-	t := &Task{ID: s.NextTaskID, Kind: TaskSlotMigration, Group: from, ToGroup: c.ToGroup, HashSlot: &hs,
-		Phase: PhaseFence, Status: TaskRunning, Attempt: 1, CreatedAtMs: timeMs, UpdatedAtMs: timeMs}
+	t := &Task{ID: s.NextTaskID, Kind: TaskSlotMigration, Group: from, ToGroup: c.ToGroup, HashSlot: &hs, Live: true,
+		Phase: PhaseTrack, Status: TaskRunning, Attempt: 1, CreatedAtMs: timeMs, UpdatedAtMs: timeMs}
 	if s.Tasks == nil {
 		s.Tasks = map[uint64]*Task{}
 	}

@@ -9,7 +9,7 @@ import (
 
 // Splits and merges: tasks that move a set of hash slots between groups one
 // slot at a time, each slot through the phases of a hash-slot migration
-// (fence, copy, acquire, switch, release).
+// (track … release, slotmigration.go).
 //
 //	split  start (the new group's intent is committed with the task; wait
 //	       for its leader and voters), then every slot of HashSlots from
@@ -17,7 +17,7 @@ import (
 //	merge  every slot Group owns into ToGroup, then retire (Group, empty
 //	       now, leaves the intent in the same command), then done
 //
-// After a slot's release the task goes back to fence with the next slot
+// After a slot's release the task goes back to track with the next slot
 // (HashSlot = HashSlots[0]); the slot is part of the compare-and-set, so a
 // repeated step of an earlier slot changes nothing. Cancelling is possible
 // while the current slot is before its switch: its copy is dropped and its
@@ -28,11 +28,6 @@ const (
 	TaskGroupMerge = "group_merge"
 
 	PhaseRetire = "retire" // merge: the emptied group is retired
-)
-
-var (
-	splitPhases = []string{PhaseStart, PhaseFence, PhaseCopy, PhaseAcquire, PhaseSwitch, PhaseRelease, PhaseDone}
-	mergePhases = []string{PhaseFence, PhaseCopy, PhaseAcquire, PhaseSwitch, PhaseRelease, PhaseRetire, PhaseDone}
 )
 
 // movesSlots reports whether tasks of kind move hash slots through the
@@ -71,6 +66,9 @@ func applyCreateSplit(s *State, c *CreateSplit, timeMs int64) Result {
 	if t := activeTask(s, c.Group); t != nil {
 		return refuse(slotstore.CodeConflict, "task %d is already running on group %d", t.ID, c.Group)
 	}
+	if r, busy := refuseBusy(s); busy {
+		return r
+	}
 	owned := s.slotsOf(c.Group)
 	slots := slices.Clone(c.HashSlots)
 	if len(slots) == 0 {
@@ -95,7 +93,7 @@ func applyCreateSplit(s *State, c *CreateSplit, timeMs int64) Result {
 	t := s.Tasks[r.TaskID] // the group_create task just made: it becomes the split
 	to := t.Group
 	first := slots[0]
-	t.Kind, t.Group, t.ToGroup, t.HashSlots, t.HashSlot = TaskGroupSplit, c.Group, to, slots, &first
+	t.Kind, t.Group, t.ToGroup, t.HashSlots, t.HashSlot, t.Live = TaskGroupSplit, c.Group, to, slots, &first, true
 	return Result{OK: true, TaskID: t.ID, Message: fmt.Sprintf("splitting %d hash slots of group %d into new group %d", len(slots), c.Group, to)}
 }
 
@@ -111,10 +109,13 @@ func applyCreateMerge(s *State, c *CreateMerge, timeMs int64) Result {
 	if c.Group == c.Into {
 		return refuse(slotstore.CodeInvalidArgument, "a group cannot merge into itself")
 	}
+	if r, busy := refuseBusy(s); busy {
+		return r
+	}
 	slots := s.slotsOf(c.Group)
 	s.NextTaskID++
-	t := &Task{ID: s.NextTaskID, Kind: TaskGroupMerge, Group: c.Group, ToGroup: c.Into, HashSlots: slots,
-		Phase: PhaseFence, Status: TaskRunning, Attempt: 1, CreatedAtMs: timeMs, UpdatedAtMs: timeMs}
+	t := &Task{ID: s.NextTaskID, Kind: TaskGroupMerge, Group: c.Group, ToGroup: c.Into, HashSlots: slots, Live: true,
+		Phase: PhaseTrack, Status: TaskRunning, Attempt: 1, CreatedAtMs: timeMs, UpdatedAtMs: timeMs}
 	if len(slots) > 0 {
 		first := slots[0]
 		t.HashSlot = &first
@@ -142,7 +143,7 @@ func advanceSlots(s *State, t *Task, a *AdvanceTask) (r Result, handled bool) {
 		if len(rest) > 0 {
 			rest = rest[1:]
 		}
-		want := PhaseFence
+		want := FirstSlotPhase(t)
 		switch {
 		case len(rest) == 0 && t.Kind == TaskGroupMerge:
 			want = PhaseRetire
@@ -152,7 +153,7 @@ func advanceSlots(s *State, t *Task, a *AdvanceTask) (r Result, handled bool) {
 		if a.Phase != want {
 			return refuse(slotstore.CodeInvalidArgument, "task %d has %d hash slots left to move: next is %s, not %s", t.ID, len(rest), want, a.Phase), true
 		}
-		t.HashSlots, t.Moved, t.Phase, t.HashSlot = rest, t.Moved+1, want, nil
+		t.HashSlots, t.Moved, t.Phase, t.HashSlot, t.Cursor = rest, t.Moved+1, want, nil, nil
 		if len(rest) > 0 {
 			next := rest[0]
 			t.HashSlot = &next

@@ -54,6 +54,8 @@ type AdvanceTask struct {
 	// HashSlot, when set, must be the slot the task moves now (splits and
 	// merges move several, one after another).
 	HashSlot *slotstore.HashSlot `json:"hash_slot,omitempty"`
+	// Cursor, when set, is how far the slot's change log was applied.
+	Cursor *slotstore.ChangeCursor `json:"cursor,omitempty"`
 }
 
 // CancelTask asks to cancel a task; only possible before its commit phase.
@@ -130,7 +132,7 @@ func applyAdvanceTask(s *State, a *AdvanceTask, timeMs int64) Result {
 				return r
 			}
 		} else {
-			if TaskPhaseIndex(t.Kind, a.Phase) <= TaskPhaseIndex(t.Kind, t.Phase) {
+			if PhaseIndex(t, a.Phase) <= PhaseIndex(t, t.Phase) {
 				return refuse(slotstore.CodeInvalidArgument, "phase %q does not follow %q", a.Phase, t.Phase)
 			}
 			if t.Kind == TaskReplicaMove && a.Phase == PhaseDone && t.Phase == PhaseCommit {
@@ -158,11 +160,17 @@ func applyAdvanceTask(s *State, a *AdvanceTask, timeMs int64) Result {
 			t.History = t.History[len(t.History)-64:]
 		}
 	}
+	if a.Cursor != nil {
+		cur := *a.Cursor
+		t.Cursor = &cur
+	}
 	if a.Status != "" {
 		t.Status = a.Status
 	}
 	t.Error = a.Error
-	t.UpdatedAtMs = timeMs
+	if a.Phase != "" || a.Status != "" {
+		t.UpdatedAtMs = timeMs // a record of progress within a phase keeps the phase's clock
+	}
 	pruneTasks(s)
 	return Result{OK: true, TaskID: t.ID}
 }
@@ -192,14 +200,14 @@ func applyCancelTask(s *State, c *CancelTask, timeMs int64) Result {
 	if t.Status == TaskCancelled || t.Status == TaskCancelling {
 		return Result{OK: true, TaskID: t.ID}
 	}
-	cutoff := TaskPhaseIndex(t.Kind, PhaseRemoveOld)
+	cutoff := PhaseIndex(t, PhaseRemoveOld)
 	switch t.Kind {
 	case TaskSlotMigration, TaskGroupSplit, TaskGroupMerge:
-		cutoff = TaskPhaseIndex(t.Kind, PhaseAcquire)
+		cutoff = PhaseIndex(t, PhaseAcquire)
 	case TaskGroupCreate:
-		cutoff = TaskPhaseIndex(t.Kind, PhaseDone)
+		cutoff = PhaseIndex(t, PhaseDone)
 	}
-	if t.Status == TaskSucceeded || TaskPhaseIndex(t.Kind, t.Phase) >= cutoff {
+	if t.Status == TaskSucceeded || PhaseIndex(t, t.Phase) >= cutoff {
 		return refuse(slotstore.CodeConflict, "task %d is past the point of cancelling (phase %s, %s)", t.ID, t.Phase, t.Status)
 	}
 	t.Status, t.UpdatedAtMs = TaskCancelling, timeMs

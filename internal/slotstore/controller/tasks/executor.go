@@ -150,6 +150,19 @@ func (e *Executor) step(ctx context.Context, t slotstore.Task) error {
 	stuck := e.cfg.Now().Sub(time.UnixMilli(t.UpdatedAtMs))
 	if stuck > e.cfg.PhaseTimeout {
 		reason := fmt.Sprintf("phase %s did not complete within %v: %v", t.Phase, e.cfg.PhaseTimeout, err)
+		if t.HashSlot != nil && t.Status == controller.TaskRunning && t.Phase != controller.PhaseStart &&
+			controller.PhaseIndex(&t, t.Phase) < controller.PhaseIndex(&t, controller.PhaseAcquire) {
+			// A slot move that does not finish in time aborts: the source
+			// keeps the slot, unfenced (asking again starts it over).
+			m := slotMove{e: e, t: t, hdr: meta.Header{HashSlot: *t.HashSlot}}
+			if uerr := m.undoSource(ctx); uerr != nil {
+				return fmt.Errorf("%s; aborting it: %w", reason, uerr)
+			}
+			reason = "aborted, the source keeps the slot: " + reason
+			if uerr := m.cmd(ctx, t.ToGroup, &meta.DropImported{Header: m.hdr}); uerr != nil {
+				reason += fmt.Sprintf(" (the rows copied to group %d stay until the move is asked again: %v)", t.ToGroup, uerr)
+			}
+		}
 		return e.advance(ctx, t, "", controller.TaskFailed, reason, nil)
 	}
 	return err

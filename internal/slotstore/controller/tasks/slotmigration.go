@@ -2,6 +2,7 @@ package tasks
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"slotmeta/internal/slotstore"
@@ -19,23 +20,9 @@ func (e *Executor) slotStep(ctx context.Context, t slotstore.Task) error {
 	if handled, err := e.splitMergeStep(ctx, t); handled {
 		return err
 	}
-	hs := *t.HashSlot
-	hdr := meta.Header{HashSlot: hs}
-	note := func(format string, args ...any) *slotstore.PhaseRecord {
-		return &slotstore.PhaseRecord{Phase: t.Phase, Note: fmt.Sprintf(format, args...), Voters: []uint64{}, Learners: []uint64{}}
-	}
-	slotCmd := func(g slotstore.GroupID, c meta.Command) error {
-		res, err := e.cfg.Node.ProposeToGroup(ctx, g, c)
-		if err == nil && !res.OK() {
-			err = res.Err()
-		}
-		return err
-	}
+	m := slotMove{e: e, t: t, hdr: meta.Header{HashSlot: *t.HashSlot}}
 	if t.Status == controller.TaskCancelling {
-		if err := slotCmd(t.ToGroup, &meta.DropImported{Header: hdr}); err != nil {
-			return err
-		}
-		if err := slotCmd(t.Group, &meta.UnfenceSlot{Header: hdr}); err != nil {
+		if err := m.undo(ctx); err != nil {
 			return err
 		}
 		if t.Kind == controller.TaskGroupSplit && t.Moved == 0 {
@@ -43,42 +30,52 @@ func (e *Executor) slotStep(ctx context.Context, t slotstore.Task) error {
 				return err
 			}
 			return e.advance(ctx, t, "", controller.TaskCancelled, "cancelled",
-				note("imported rows dropped, fence lifted, new group %d retired", t.ToGroup))
+				m.note("imported rows dropped, fence lifted, change log gone, new group %d retired", t.ToGroup))
 		}
-		return e.advance(ctx, t, "", controller.TaskCancelled, "cancelled", note("imported rows dropped, fence lifted"))
+		return e.advance(ctx, t, "", controller.TaskCancelled, "cancelled", m.note("imported rows dropped, fence lifted, change log gone"))
 	}
+	hs, next := *t.HashSlot, nextPhase(t)
 	switch t.Phase {
-	case controller.PhaseFence:
-		if err := slotCmd(t.Group, &meta.FenceSlot{Header: hdr}); err != nil {
+	case controller.PhaseTrack:
+		// What an aborted attempt left on the target goes first: rows deleted
+		// at the source since would otherwise come back with the slot.
+		if err := m.cmd(ctx, t.ToGroup, &meta.DropImported{Header: m.hdr}); err != nil {
 			return err
 		}
-		return e.advance(ctx, t, controller.PhaseCopy, "", "", note("group %d refuses writes to hash slot %d", t.Group, hs))
-	case controller.PhaseCopy:
-		// The slot is fenced: its rows no longer change, so a copy from the
-		// start is always complete and repeating it after a failover is safe.
-		var after []byte
-		rows, chunks := 0, 0
-		for {
-			ch, _, err := meta.Read(ctx, e.cfg.Node, &meta.ExportSlot{HashSlot: hs, After: after, MaxBytes: exportChunkBytes}, meta.Linearizable)
-			if err != nil {
-				return err
-			}
-			if ch == nil {
-				return fmt.Errorf("export of hash slot %d answered nothing", hs)
-			}
-			if len(ch.Rows) > 0 {
-				if err := slotCmd(t.ToGroup, &meta.ImportRows{Header: hdr, Rows: ch.Rows}); err != nil {
-					return err
-				}
-				after = ch.Rows[len(ch.Rows)-1].Key
-				rows += len(ch.Rows)
-				chunks++
-			}
-			if ch.Done {
-				break
-			}
+		if err := m.cmd(ctx, t.Group, &meta.TrackSlot{Header: m.hdr}); err != nil {
+			return err
 		}
-		return e.advance(ctx, t, controller.PhaseAcquire, "", "", note("%d rows copied to group %d in %d chunks", rows, t.ToGroup, chunks))
+		return e.advance(ctx, t, next, "", "", m.note("group %d logs the changes of hash slot %d", t.Group, hs))
+	case controller.PhaseFence:
+		if err := m.cmd(ctx, t.Group, &meta.FenceSlot{Header: m.hdr}); err != nil {
+			return err
+		}
+		return e.advance(ctx, t, next, "", "", m.note("group %d refuses writes to hash slot %d", t.Group, hs))
+	case controller.PhaseCopy:
+		// From the start every time: rows re-imported after a failover are
+		// the source's values now (a live move catches up on later changes,
+		// a fenced one has none).
+		rows, chunks, err := m.copyRows(ctx)
+		if err != nil {
+			return err
+		}
+		return e.advance(ctx, t, next, "", "", m.note("%d rows copied to group %d in %d chunks", rows, t.ToGroup, chunks))
+	case controller.PhaseCatchUp, controller.PhaseDrain:
+		// catch_up: rounds until one covers few changes (the writes go on);
+		// drain: the fence is up, so the log ends: to its end.
+		cur, records, rounds, err := m.catchUp(ctx, t.Phase == controller.PhaseDrain)
+		if errors.Is(err, errBehind) {
+			// Keep the cursor (the phase's clock keeps running: a slot
+			// written faster than it is copied aborts at the phase timeout).
+			return e.cfg.Node.Advance(ctx, controller.AdvanceTask{ID: t.ID, ExpectedPhase: t.Phase, HashSlot: t.HashSlot, Cursor: &cur,
+				Observed: m.note("%d logged changes applied in %d rounds, more keep coming (cursor %d/%d)", records, rounds, cur.Index, cur.Seq)})
+		}
+		if err != nil {
+			return err
+		}
+		what := fmt.Sprintf("%d logged changes applied to group %d in %d rounds", records, t.ToGroup, rounds)
+		return e.cfg.Node.Advance(ctx, controller.AdvanceTask{ID: t.ID, ExpectedPhase: t.Phase, Phase: next, HashSlot: t.HashSlot,
+			Cursor: &cur, Observed: m.note("%s (cursor %d/%d)", what, cur.Index, cur.Seq)})
 	case controller.PhaseAcquire:
 		ch, _, err := meta.Read(ctx, e.cfg.Node, &meta.ExportSlot{HashSlot: hs, MaxBytes: 1}, meta.Linearizable)
 		if err != nil {
@@ -87,20 +84,136 @@ func (e *Executor) slotStep(ctx context.Context, t slotstore.Task) error {
 		if ch == nil {
 			return fmt.Errorf("export of hash slot %d answered nothing", hs)
 		}
-		if err := slotCmd(t.ToGroup, &meta.AcquireSlot{Header: hdr, MinRevision: ch.Revision}); err != nil {
+		if err := m.cmd(ctx, t.ToGroup, &meta.AcquireSlot{Header: m.hdr, MinRevision: ch.Revision}); err != nil {
 			return err
 		}
-		return e.advance(ctx, t, controller.PhaseSwitch, "", "", note("group %d owns hash slot %d (revision ≥ %d)", t.ToGroup, hs, ch.Revision))
+		return e.advance(ctx, t, next, "", "", m.note("group %d owns hash slot %d (revision ≥ %d)", t.ToGroup, hs, ch.Revision))
 	case controller.PhaseSwitch:
-		return e.advance(ctx, t, controller.PhaseRelease, "", "", note("HashToGroup[%d] = %d; route revision +1", hs, t.ToGroup))
+		return e.advance(ctx, t, next, "", "", m.note("HashToGroup[%d] = %d; route revision +1", hs, t.ToGroup))
 	case controller.PhaseRelease:
-		if err := slotCmd(t.Group, &meta.ReleaseSlot{Header: hdr}); err != nil {
+		if err := m.cmd(ctx, t.Group, &meta.ReleaseSlot{Header: m.hdr}); err != nil {
 			return err
 		}
-		return e.advance(ctx, t, afterRelease(t), "", "", note("group %d released hash slot %d and deleted its rows", t.Group, hs))
+		return e.advance(ctx, t, afterRelease(t), "", "", m.note("group %d released hash slot %d and deleted its rows", t.Group, hs))
 	}
 	return nil
 }
+
+// nextPhase is the phase after t's in its order.
+func nextPhase(t slotstore.Task) string {
+	phases := controller.Phases(&t)
+	if i := controller.PhaseIndex(&t, t.Phase); i >= 0 && i+1 < len(phases) {
+		return phases[i+1]
+	}
+	return ""
+}
+
+// slotMove is the step of one hash slot's move under way.
+type slotMove struct {
+	e   *Executor
+	t   slotstore.Task
+	hdr meta.Header
+}
+
+func (m slotMove) note(format string, args ...any) *slotstore.PhaseRecord {
+	return &slotstore.PhaseRecord{Phase: m.t.Phase, Note: fmt.Sprintf(format, args...), Voters: []uint64{}, Learners: []uint64{}}
+}
+
+// cmd replicates c through group g; a refused command is an error.
+func (m slotMove) cmd(ctx context.Context, g slotstore.GroupID, c meta.Command) error {
+	res, err := m.e.cfg.Node.ProposeToGroup(ctx, g, c)
+	if err == nil && !res.OK() {
+		err = res.Err()
+	}
+	return err
+}
+
+// undo takes back everything a move did before its acquire: the source's
+// fence and change log first (the slot serves writes again even when the
+// target is unreachable), then the target's imported rows.
+func (m slotMove) undo(ctx context.Context) error {
+	if err := m.undoSource(ctx); err != nil {
+		return err
+	}
+	return m.cmd(ctx, m.t.ToGroup, &meta.DropImported{Header: m.hdr})
+}
+
+func (m slotMove) undoSource(ctx context.Context) error {
+	if err := m.cmd(ctx, m.t.Group, &meta.UnfenceSlot{Header: m.hdr}); err != nil {
+		return err
+	}
+	return m.cmd(ctx, m.t.Group, &meta.UntrackSlot{Header: m.hdr})
+}
+
+// copyRows exports the slot's rows from the source in bounded chunks and
+// imports each into the target.
+func (m slotMove) copyRows(ctx context.Context) (rows, chunks int, err error) {
+	var after []byte
+	for {
+		ch, _, err := meta.Read(ctx, m.e.cfg.Node, &meta.ExportSlot{HashSlot: m.hdr.HashSlot, After: after, MaxBytes: exportChunkBytes}, meta.Linearizable)
+		if err != nil {
+			return rows, chunks, err
+		}
+		if ch == nil {
+			return rows, chunks, fmt.Errorf("export of hash slot %d answered nothing", m.hdr.HashSlot)
+		}
+		if len(ch.Rows) > 0 {
+			if err := m.cmd(ctx, m.t.ToGroup, &meta.ImportRows{Header: m.hdr, Rows: ch.Rows}); err != nil {
+				return rows, chunks, err
+			}
+			after = ch.Rows[len(ch.Rows)-1].Key
+			rows += len(ch.Rows)
+			chunks++
+		}
+		if ch.Done {
+			return rows, chunks, nil
+		}
+	}
+}
+
+// Catch-up bounds: a round that covers at most catchUpFew logged changes
+// ends the catch-up (the fenced drain is then short); at most
+// catchUpRounds rounds a step, so that a slot written faster than it is
+// copied does not hold the executor (the task keeps its cursor and goes on
+// next round, until its phase times out and the move aborts).
+const (
+	catchUpFew    = 64
+	catchUpRounds = 64
+)
+
+// catchUp applies the slot's logged changes after the task's cursor to the
+// target, in rounds of bounded chunks: until a round covers few changes,
+// or with toEnd until the log has nothing more.
+func (m slotMove) catchUp(ctx context.Context, toEnd bool) (cur slotstore.ChangeCursor, records, rounds int, err error) {
+	if m.t.Cursor != nil {
+		cur = *m.t.Cursor
+	}
+	for rounds < catchUpRounds || toEnd {
+		rounds++
+		ch, _, err := meta.Read(ctx, m.e.cfg.Node, &meta.ExportChanges{HashSlot: m.hdr.HashSlot, AfterIndex: cur.Index, AfterSeq: cur.Seq,
+			MaxBytes: exportChunkBytes}, meta.Linearizable)
+		if err != nil {
+			return cur, records, rounds, err
+		}
+		if ch == nil {
+			return cur, records, rounds, fmt.Errorf("change export of hash slot %d answered nothing", m.hdr.HashSlot)
+		}
+		if len(ch.Rows) > 0 || len(ch.Deleted) > 0 {
+			if err := m.cmd(ctx, m.t.ToGroup, &meta.ImportChanges{Header: m.hdr, Rows: ch.Rows, Deleted: ch.Deleted}); err != nil {
+				return cur, records, rounds, err
+			}
+		}
+		cur = slotstore.ChangeCursor{Index: ch.NextIndex, Seq: ch.NextSeq}
+		records += ch.Records
+		if ch.Done && (toEnd || ch.Records <= catchUpFew) {
+			return cur, records, rounds, nil
+		}
+	}
+	return cur, records, rounds, errBehind
+}
+
+// errBehind: a catch-up step ended its rounds with changes still coming.
+var errBehind = errors.New("changes keep coming")
 
 // afterRelease is the phase after a slot's release: done for a migration;
 // for a split or merge the next slot's fence, or after the last, done
@@ -110,7 +223,7 @@ func afterRelease(t slotstore.Task) string {
 	case t.Kind == controller.TaskSlotMigration:
 		return controller.PhaseDone
 	case len(t.HashSlots) > 1:
-		return controller.PhaseFence
+		return controller.FirstSlotPhase(&t)
 	case t.Kind == controller.TaskGroupMerge:
 		return controller.PhaseRetire
 	}
@@ -136,7 +249,7 @@ func (e *Executor) splitMergeStep(ctx context.Context, t slotstore.Task) (handle
 		if err != nil {
 			return true, err
 		}
-		return true, e.advance(ctx, t, controller.PhaseFence, "", "", rec)
+		return true, e.advance(ctx, t, controller.FirstSlotPhase(&t), "", "", rec)
 	case t.Kind == controller.TaskGroupMerge && t.Phase == controller.PhaseRetire:
 		return true, e.advance(ctx, t, controller.PhaseDone, "", "", note("group %d is empty: retired", t.Group))
 	case t.HashSlot == nil:
