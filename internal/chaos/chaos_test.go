@@ -122,6 +122,7 @@ func runSchedule(t *testing.T, seed int64, dur time.Duration) uint64 {
 	stopClients()
 	wg.Wait()
 	tc.c.WaitReady()
+	settleSlotMoves(tc, rep.moves)
 	settleMoves(tc, rep.moves, opts.ReplicationFactor)
 	finalKV, finalSubs := finalReads(t, tc, rec, kvKeys, subChannels)
 	rep.own.check(tc.c.Nodes)

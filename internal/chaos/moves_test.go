@@ -34,6 +34,7 @@ type moveLog struct {
 	started, resumed, refused  int // moves asked for, failed moves asked for again, requests not accepted
 	ctrlRestarts, ctrlIsolates int // controller leaders lost while a move ran
 	done, failedOnce           int // at the end: moves succeeded, and of them resumed after a failure
+	slots                      slotMoveLog
 	violations                 []string
 }
 
@@ -89,8 +90,14 @@ func injectMove(f *faultEnv) (string, func()) {
 		}
 		task, what = t, fmt.Sprintf("%s g%d n%d→n%d (task %d)", what, g, from, to, t.ID)
 	}
-	// Wait (briefly) until the controller leader has taken a step of the
-	// task, so that it loses its leadership in the middle of the move.
+	return loseControllerLeader(f, task, what)
+}
+
+// loseControllerLeader waits (briefly) until the controller leader has taken
+// a step of task, so that it loses its leadership in the middle of it, and
+// then restarts it or cuts it off until the next fault.
+func loseControllerLeader(f *faultEnv, task slotstore.Task, what string) (string, func()) {
+	ml := f.moves
 	deadline := time.Now().Add(time.Second)
 	for time.Now().Before(deadline) {
 		if t, ok := f.tc.ctrlState().Tasks[task.ID]; !ok || t.Phase != task.Phase || t.Status != controller.TaskRunning {

@@ -15,7 +15,7 @@ import (
 //   - every one of the 256 hash slots is owned by exactly one group;
 //   - every node's routing table maps every slot to a group that owns it.
 //
-// These hold whenever no hash-slot migration is in flight (none of the
+// These hold whenever no hash-slot move (migration, split, merge) is in flight (none of the
 // fault kinds starts one). While one is, replicas legitimately disagree for
 // a moment and a slot is held by two groups during the handover, so the
 // check is skipped and counted as such.
@@ -44,7 +44,7 @@ func (r *ownershipReport) check(nodes []*cluster.Node) {
 func migrationInFlight(nodes []*cluster.Node) bool {
 	for _, n := range nodes {
 		for _, t := range n.Tasks() {
-			if t.Kind == controller.TaskSlotMigration && (t.Status == controller.TaskRunning || t.Status == controller.TaskCancelling) {
+			if t.HashSlot != nil && (t.Status == controller.TaskRunning || t.Status == controller.TaskCancelling) {
 				return true
 			}
 		}
