@@ -10,6 +10,7 @@
 //	slotbench -target etcd -workload get-linearizable -endpoints http://127.0.0.1:2379
 //	slotbench report results.jsonl            # markdown tables (and ratios when both targets ran)
 //	slotbench freeport -offsets 0,1,2,1000    # a base port whose base+offsets are all free on 127.0.0.1
+//	slotbench slotmove -store-mb 1024         # a live hash-slot move under writes (slotmove.go)
 //
 // Workloads: kv-put (distinct keys), user-create, subscribers-add (10 new uids
 // a call over -channels channels created first), get-linearizable and
@@ -44,6 +45,8 @@ func main() {
 		err = reportCmd(args[1:], os.Stdout)
 	case len(args) > 0 && args[0] == "freeport":
 		err = freeportCmd(args[1:], os.Stdout)
+	case len(args) > 0 && args[0] == "slotmove":
+		err = slotMoveCmd(args[1:], os.Stdout, os.Stderr)
 	case len(args) > 0 && args[0] == "run":
 		err = runCmd(args[1:], os.Stdout, os.Stderr)
 	default:
@@ -117,16 +120,8 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	printResult(stdout, res)
 	if jsonOut != "" {
-		f, err := os.OpenFile(jsonOut, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-		if err != nil {
-			return err
-		}
 		b, _ := json.Marshal(res)
-		if _, err := f.Write(append(b, '\n')); err != nil {
-			f.Close()
-			return err
-		}
-		if err := f.Close(); err != nil {
+		if err := appendLine(jsonOut, b); err != nil {
 			return err
 		}
 	}
@@ -177,4 +172,17 @@ func freeportCmd(args []string, out io.Writer) error {
 		}
 	}
 	return errors.New("no free base port found")
+}
+
+// appendLine appends b and a newline to the file at path (created if need be).
+func appendLine(path string, b []byte) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(append(b, '\n')); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
