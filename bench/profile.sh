@@ -28,7 +28,7 @@ mkdir -p "$OUTDIR"
 echo "workload $WORKLOAD c=$CONC for $DURATION, 3 in-process nodes ($GROUPS_N groups, RTT 50ms); load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 (cd "$OUTDIR" && SLOTBENCH_PROFILE_OUT="$OUTDIR/cpu.prof" SLOTBENCH_PROFILE_HEAP="$OUTDIR/heap.prof" SLOTBENCH_PROFILE_WORKLOAD=$WORKLOAD \
   SLOTBENCH_PROFILE_C=$CONC SLOTBENCH_PROFILE_DURATION=$DURATION SLOTBENCH_PROFILE_GROUPS=$GROUPS_N SLOTBENCH_PROFILE_RAFT_WORKERS=$WORKERS \
-  SLOTBENCH_PROFILE_HEARTBEAT_RTT=${PROFILE_HEARTBEAT_RTT:-} \
+  SLOTBENCH_PROFILE_HEARTBEAT_RTT=${PROFILE_HEARTBEAT_RTT:-} SLOTBENCH_PROFILE_QUIESCE=${PROFILE_QUIESCE:-} \
   ./slotbench.test -test.run '^TestProfileInProcess$' -test.v -test.count=1 -test.timeout 10m 2>&1) |
   grep -Ev '^(=== RUN|preloaded|slotbench:)' | grep -v '^\s*$' || true
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -14,7 +14,7 @@
 // SLOTBENCH_PROFILE_GROUPS (1, the server's --groups default for 3 nodes),
 // SLOTBENCH_PROFILE_RAFT_WORKERS (0: the server's default); for experiments
 // SLOTBENCH_PROFILE_MAXINFLIGHT, SLOTBENCH_PROFILE_MAXWAIT (proposer),
-// SLOTBENCH_PROFILE_HEARTBEAT_RTT (ticks) and
+// SLOTBENCH_PROFILE_HEARTBEAT_RTT (ticks), SLOTBENCH_PROFILE_QUIESCE=1 and
 // SLOTBENCH_PROFILE_MEMTABLE (store memtable bytes). The workload "idle"
 // profiles the settled cluster without load (what many groups cost at
 // rest); SLOTBENCH_PROFILE_HEAP names a heap profile taken at the end.
@@ -86,6 +86,7 @@ func TestProfileInProcess(t *testing.T) {
 			if v, err := strconv.Atoi(os.Getenv("SLOTBENCH_PROFILE_MEMTABLE")); err == nil {
 				cfg.Store.MemTableSize = uint64(v)
 			}
+			cfg.Quiesce = os.Getenv("SLOTBENCH_PROFILE_QUIESCE") == "1"
 			if v, err := strconv.ParseUint(os.Getenv("SLOTBENCH_PROFILE_HEARTBEAT_RTT"), 10, 64); err == nil {
 				cfg.HeartbeatRTT = v
 			}
@@ -179,9 +180,13 @@ func TestProfileInProcess(t *testing.T) {
 }
 
 // profileIdle profiles the cluster at rest: after the start's leader moves
-// have settled (a few election timeouts), dur with no load at all.
+// have settled (SLOTBENCH_PROFILE_SETTLE, default 5 s), dur with no load.
 func profileIdle(t *testing.T, out string, dur time.Duration) {
-	time.Sleep(5 * time.Second)
+	settle := 5 * time.Second
+	if d, err := time.ParseDuration(os.Getenv("SLOTBENCH_PROFILE_SETTLE")); err == nil {
+		settle = d
+	}
+	time.Sleep(settle)
 	stop := startCPUProfile(t, out)
 	time.Sleep(dur)
 	stop()

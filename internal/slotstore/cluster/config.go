@@ -94,6 +94,11 @@ type Config struct {
 	// groups (migrations, splits, merges): a switch for operators who want
 	// none. Moves are live and on by default.
 	DisableHashSlotMoves bool
+	// Quiesce (experimental, off; for measurements only) lets dragonboat
+	// quiesce idle slot groups: no heartbeats while a group has no traffic.
+	// Nothing wakes a quiesced group whose leader's node died yet, so it
+	// must not be used in a running cluster.
+	Quiesce bool
 	// TaskPhaseTimeout fails a task whose phase has not completed for this
 	// long (default 2m).
 	TaskPhaseTimeout time.Duration

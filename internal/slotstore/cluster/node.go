@@ -249,6 +249,7 @@ func (n *Node) shardConfig(shard, replica uint64) config.Config {
 		CompactionOverhead:  n.cfg.CompactionOverhead,
 		OrderedConfigChange: true,
 		MaxInMemLogSize:     n.cfg.MaxInMemLogSize,
+		Quiesce:             n.cfg.Quiesce && shard != controller.ShardID,
 	}
 }
 
