@@ -28,3 +28,16 @@ func TestHeardRecordsSenders(t *testing.T) {
 		t.Fatal("replica 3 of shard 1001 never sent anything")
 	}
 }
+
+// TestValidateRemembersTheRule: remembered answers are the rule's, for good
+// and bad addresses alike, asked once or many times.
+func TestValidateRemembersTheRule(t *testing.T) {
+	var tr Transport
+	for range 3 {
+		for addr, want := range map[string]bool{"127.0.0.1:9000": true, "node-1.example:63001": true, "no port": false, "": false} {
+			if got := tr.Validate(addr); got != want {
+				t.Fatalf("Validate(%q) = %v, want %v", addr, got, want)
+			}
+		}
+	}
+}
