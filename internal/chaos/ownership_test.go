@@ -62,22 +62,41 @@ func ownershipViolations(nodes []*cluster.Node) []string {
 			ctrl = st
 		}
 	}
+	// Replicas are compared at the same applied index only: a replica
+	// behind its group's most advanced one (a follower still applying, one
+	// cut off until the last heal) shows an older state, which it leaves by
+	// applying. Two replicas at the same index that disagree have diverged.
+	type view struct {
+		node    slotstore.NodeID
+		applied uint64
+		owned   []slotstore.HashSlot
+		fenced  []slotstore.HashSlot
+	}
+	latest := map[slotstore.GroupID][]view{}
 	for _, n := range nodes {
 		for _, ro := range n.Ownership() {
 			if grp, ok := ctrl.Groups[ro.Group]; !ok || grp.Peers[n.NodeID()] == 0 {
 				continue
 			}
-			if len(ro.Fenced) > 0 {
-				bad = append(bad, fmt.Sprintf("n%d: group %d has fenced slots %v with no migration in flight", n.NodeID(), ro.Group, ro.Fenced))
+			v := view{n.NodeID(), ro.AppliedIndex, ro.Owned, ro.Fenced}
+			switch cur := latest[ro.Group]; {
+			case len(cur) == 0 || v.applied > cur[0].applied:
+				latest[ro.Group] = []view{v}
+			case v.applied == cur[0].applied:
+				latest[ro.Group] = append(cur, v)
 			}
-			first, seen := groupSet[ro.Group]
-			if !seen {
-				groupSet[ro.Group], groupFrom[ro.Group] = ro.Owned, n.NodeID()
-				continue
+		}
+	}
+	for g, vs := range latest {
+		first := vs[0]
+		groupSet[g], groupFrom[g] = first.owned, first.node
+		for _, v := range vs {
+			if len(v.fenced) > 0 {
+				bad = append(bad, fmt.Sprintf("n%d: group %d has fenced slots %v with no migration in flight", v.node, g, v.fenced))
 			}
-			if !slices.Equal(first, ro.Owned) {
-				bad = append(bad, fmt.Sprintf("group %d: n%d's replica owns %d slots (applied %d), n%d's %d",
-					ro.Group, n.NodeID(), len(ro.Owned), ro.AppliedIndex, groupFrom[ro.Group], len(first)))
+			if !slices.Equal(first.owned, v.owned) {
+				bad = append(bad, fmt.Sprintf("group %d: n%d's replica owns %d slots at applied index %d, n%d's %d at the same index",
+					g, v.node, len(v.owned), v.applied, first.node, len(first.owned)))
 			}
 		}
 	}

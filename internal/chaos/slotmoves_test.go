@@ -22,7 +22,8 @@ import (
 // twice (the idempotent retries of writes refused while the slot was fenced
 // included). At the end every slot-moving task must end: failed migrations
 // (a phase timed out under faults and the move aborted, the source keeping
-// the slot) are asked for again, which starts them over.
+// the slot) are asked for again, which starts them over; and every group a
+// split made is merged back.
 
 // slotMoveLog is what the schedule did with hash-slot moves.
 type slotMoveLog struct {
@@ -74,7 +75,7 @@ func injectSlotMove(f *faultEnv) (string, func()) {
 	var err error
 	var what string
 	switch r := f.rng.Intn(4); {
-	case r == 3 && len(made) > 0:
+	case r >= 2 && len(made) > 0:
 		g := made[f.rng.Intn(len(made))]
 		into := slotstore.GroupID(f.rng.Intn(f.tc.groups) + 1)
 		what = fmt.Sprintf("merge g%d into g%d", g, into)
@@ -82,7 +83,7 @@ func injectSlotMove(f *faultEnv) (string, func()) {
 		if err == nil {
 			sl.merges++
 		}
-	case r == 2 && len(st.Groups) < 6:
+	case r >= 2 && len(st.Groups) < 6:
 		what = fmt.Sprintf("split hash slot %d off g%d", hs, from)
 		task, err = via.CreateSplit(ctx, from, []slotstore.HashSlot{hs}, nil)
 		if err == nil {
@@ -112,8 +113,30 @@ func injectSlotMove(f *faultEnv) (string, func()) {
 
 // settleSlotMoves runs once every fault is healed: every slot-moving task
 // must end within the deadline; failed migrations are asked for again
-// (an aborted move starts over). What does not end is a violation.
+// (an aborted move starts over); then every group a split made is merged
+// back into group 1 (the final reads check that nothing was lost on the
+// way). What does not end is a violation.
 func settleSlotMoves(tc *testCluster, ml *moveLog) {
+	waitSlotMoves(tc, ml)
+	for _, g := range tc.ctrlState().GroupIDs() {
+		if int(g) <= tc.groups {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		_, err := tc.c.Nodes[int(g)%tc.size()].CreateMerge(ctx, g, 1)
+		cancel()
+		if err != nil {
+			ml.violations = append(ml.violations, fmt.Sprintf("merging g%d back into g1 at the end refused: %v", g, err))
+			continue
+		}
+		ml.slots.merges++
+		waitSlotMoves(tc, ml)
+	}
+}
+
+// waitSlotMoves waits until every slot-moving task has ended (see
+// settleSlotMoves) and counts how they ended.
+func waitSlotMoves(tc *testCluster, ml *moveLog) {
 	sl := &ml.slots
 	deadline := time.Now().Add(60 * time.Second)
 	resumedAt := map[uint64]int{}
@@ -156,6 +179,7 @@ func settleSlotMoves(tc *testCluster, ml *moveLog) {
 		}
 		time.Sleep(100 * time.Millisecond) // polling with a deadline
 	}
+	sl.done, sl.failed, sl.aborted = 0, 0, 0
 	for _, t := range tc.ctrlState().Tasks {
 		if t.Kind != controller.TaskSlotMigration && t.Kind != controller.TaskGroupSplit && t.Kind != controller.TaskGroupMerge {
 			continue
