@@ -3415,7 +3415,7 @@ type ClientInterface interface {
 	// Starts a `group_merge` task: every hash slot of the group moves into `into`, one after
 	// another, through the phases of a live hash-slot migration; then (`retire`) the emptied group
 	// is retired (its replicas stop and their data goes on every node). Cancellable while the
-	// current slot is before its switch; slots already moved stay in `into`. Refused when
+	// current slot is before its acquire; slots already moved stay in `into`. Refused when
 	// hash-slot moves are turned off.
 	//
 	// Takes any type of body and a specified content type.
@@ -3428,7 +3428,7 @@ type ClientInterface interface {
 	// Starts a `group_merge` task: every hash slot of the group moves into `into`, one after
 	// another, through the phases of a live hash-slot migration; then (`retire`) the emptied group
 	// is retired (its replicas stop and their data goes on every node). Cancellable while the
-	// current slot is before its switch; slots already moved stay in `into`. Refused when
+	// current slot is before its acquire; slots already moved stay in `into`. Refused when
 	// hash-slot moves are turned off.
 	//
 	// Takes a body of the `application/json` content type.
@@ -3493,9 +3493,9 @@ type ClientInterface interface {
 	// Starts a `group_split` task: a new group is created as by `POST /v1/cluster/groups` (on
 	// `peers`, or the least loaded active data nodes) and, once it runs (`start`), each hash slot
 	// of `hash_slots` (default: the upper half of the group's slots) moves into it through the
-	// phases of a hash-slot migration (fence, copy, acquire, switch, release), one slot after
+	// phases of a live hash-slot migration (track … switch), one slot after
 	// another; `hash_slot` is the slot moving now, `hash_slots` the ones left, `moved` the ones
-	// done. Cancellable while the current slot is before its switch: its copy is dropped and
+	// done. Cancellable while the current slot is before its acquire: its copy is dropped and
 	// its fence lifted, slots already moved stay, and a split that moved none retires the new
 	// group. Refused when hash-slot moves are turned off.
 	//
@@ -3509,9 +3509,9 @@ type ClientInterface interface {
 	// Starts a `group_split` task: a new group is created as by `POST /v1/cluster/groups` (on
 	// `peers`, or the least loaded active data nodes) and, once it runs (`start`), each hash slot
 	// of `hash_slots` (default: the upper half of the group's slots) moves into it through the
-	// phases of a hash-slot migration (fence, copy, acquire, switch, release), one slot after
+	// phases of a live hash-slot migration (track … switch), one slot after
 	// another; `hash_slot` is the slot moving now, `hash_slots` the ones left, `moved` the ones
-	// done. Cancellable while the current slot is before its switch: its copy is dropped and
+	// done. Cancellable while the current slot is before its acquire: its copy is dropped and
 	// its fence lifted, slots already moved stay, and a split that moved none retires the new
 	// group. Refused when hash-slot moves are turned off.
 	//
@@ -3528,9 +3528,11 @@ type ClientInterface interface {
 	// writes (`copy`) → the logged changes follow, round after round, until a round finds few
 	// (`catch_up`; `cursor` says how far) → only now the slot is fenced (writes answer
 	// `503 slot_migrating`, retryable) → the changes logged before the fence follow (`drain`) →
-	// the target acquires the slot → the controller commits `HashToGroup` with
-	// `route_revision + 1` → the source releases the slot, its rows and its log. Reads are served
-	// throughout. Idempotency and outbox records live in the slot and move with it. At most 4
+	// the target acquires the slot → the source releases the slot, its rows and its log → the
+	// controller commits `HashToGroup` with `route_revision + 1` (release first: no node then
+	// routes a read to a source that no longer decides; between the two, a few milliseconds, the
+	// slot answers `wrong_group`, which nodes retry). Reads are served until the release.
+	// Idempotency and outbox records live in the slot and move with it. At most 4
 	// slot-moving tasks at once (one per group at a time); a phase before the acquire that does
 	// not finish within the task timeout aborts the move: the fence is lifted and the source
 	// keeps the slot. Resumable after a controller failover (asking again resumes a failed task,
@@ -3549,9 +3551,11 @@ type ClientInterface interface {
 	// writes (`copy`) → the logged changes follow, round after round, until a round finds few
 	// (`catch_up`; `cursor` says how far) → only now the slot is fenced (writes answer
 	// `503 slot_migrating`, retryable) → the changes logged before the fence follow (`drain`) →
-	// the target acquires the slot → the controller commits `HashToGroup` with
-	// `route_revision + 1` → the source releases the slot, its rows and its log. Reads are served
-	// throughout. Idempotency and outbox records live in the slot and move with it. At most 4
+	// the target acquires the slot → the source releases the slot, its rows and its log → the
+	// controller commits `HashToGroup` with `route_revision + 1` (release first: no node then
+	// routes a read to a source that no longer decides; between the two, a few milliseconds, the
+	// slot answers `wrong_group`, which nodes retry). Reads are served until the release.
+	// Idempotency and outbox records live in the slot and move with it. At most 4
 	// slot-moving tasks at once (one per group at a time); a phase before the acquire that does
 	// not finish within the task timeout aborts the move: the fence is lifted and the source
 	// keeps the slot. Resumable after a controller failover (asking again resumes a failed task,
@@ -5179,7 +5183,7 @@ func (c *Client) PreflightLeaderTransfer(ctx context.Context, id GroupID, params
 // Starts a `group_merge` task: every hash slot of the group moves into `into`, one after
 // another, through the phases of a live hash-slot migration; then (`retire`) the emptied group
 // is retired (its replicas stop and their data goes on every node). Cancellable while the
-// current slot is before its switch; slots already moved stay in `into`. Refused when
+// current slot is before its acquire; slots already moved stay in `into`. Refused when
 // hash-slot moves are turned off.
 //
 // Takes any type of body and a specified content type.
@@ -5202,7 +5206,7 @@ func (c *Client) MergeGroupWithBody(ctx context.Context, id GroupID, contentType
 // Starts a `group_merge` task: every hash slot of the group moves into `into`, one after
 // another, through the phases of a live hash-slot migration; then (`retire`) the emptied group
 // is retired (its replicas stop and their data goes on every node). Cancellable while the
-// current slot is before its switch; slots already moved stay in `into`. Refused when
+// current slot is before its acquire; slots already moved stay in `into`. Refused when
 // hash-slot moves are turned off.
 //
 // Takes a body of the `application/json` content type.
@@ -5317,9 +5321,9 @@ func (c *Client) CreateReplicaMove(ctx context.Context, id GroupID, body CreateR
 // Starts a `group_split` task: a new group is created as by `POST /v1/cluster/groups` (on
 // `peers`, or the least loaded active data nodes) and, once it runs (`start`), each hash slot
 // of `hash_slots` (default: the upper half of the group's slots) moves into it through the
-// phases of a hash-slot migration (fence, copy, acquire, switch, release), one slot after
+// phases of a live hash-slot migration (track … switch), one slot after
 // another; `hash_slot` is the slot moving now, `hash_slots` the ones left, `moved` the ones
-// done. Cancellable while the current slot is before its switch: its copy is dropped and
+// done. Cancellable while the current slot is before its acquire: its copy is dropped and
 // its fence lifted, slots already moved stay, and a split that moved none retires the new
 // group. Refused when hash-slot moves are turned off.
 //
@@ -5343,9 +5347,9 @@ func (c *Client) SplitGroupWithBody(ctx context.Context, id GroupID, contentType
 // Starts a `group_split` task: a new group is created as by `POST /v1/cluster/groups` (on
 // `peers`, or the least loaded active data nodes) and, once it runs (`start`), each hash slot
 // of `hash_slots` (default: the upper half of the group's slots) moves into it through the
-// phases of a hash-slot migration (fence, copy, acquire, switch, release), one slot after
+// phases of a live hash-slot migration (track … switch), one slot after
 // another; `hash_slot` is the slot moving now, `hash_slots` the ones left, `moved` the ones
-// done. Cancellable while the current slot is before its switch: its copy is dropped and
+// done. Cancellable while the current slot is before its acquire: its copy is dropped and
 // its fence lifted, slots already moved stay, and a split that moved none retires the new
 // group. Refused when hash-slot moves are turned off.
 //
@@ -5372,9 +5376,11 @@ func (c *Client) SplitGroup(ctx context.Context, id GroupID, body SplitGroupJSON
 // writes (`copy`) → the logged changes follow, round after round, until a round finds few
 // (`catch_up`; `cursor` says how far) → only now the slot is fenced (writes answer
 // `503 slot_migrating`, retryable) → the changes logged before the fence follow (`drain`) →
-// the target acquires the slot → the controller commits `HashToGroup` with
-// `route_revision + 1` → the source releases the slot, its rows and its log. Reads are served
-// throughout. Idempotency and outbox records live in the slot and move with it. At most 4
+// the target acquires the slot → the source releases the slot, its rows and its log → the
+// controller commits `HashToGroup` with `route_revision + 1` (release first: no node then
+// routes a read to a source that no longer decides; between the two, a few milliseconds, the
+// slot answers `wrong_group`, which nodes retry). Reads are served until the release.
+// Idempotency and outbox records live in the slot and move with it. At most 4
 // slot-moving tasks at once (one per group at a time); a phase before the acquire that does
 // not finish within the task timeout aborts the move: the fence is lifted and the source
 // keeps the slot. Resumable after a controller failover (asking again resumes a failed task,
@@ -5403,9 +5409,11 @@ func (c *Client) CreateSlotMigrationWithBody(ctx context.Context, slot int, cont
 // writes (`copy`) → the logged changes follow, round after round, until a round finds few
 // (`catch_up`; `cursor` says how far) → only now the slot is fenced (writes answer
 // `503 slot_migrating`, retryable) → the changes logged before the fence follow (`drain`) →
-// the target acquires the slot → the controller commits `HashToGroup` with
-// `route_revision + 1` → the source releases the slot, its rows and its log. Reads are served
-// throughout. Idempotency and outbox records live in the slot and move with it. At most 4
+// the target acquires the slot → the source releases the slot, its rows and its log → the
+// controller commits `HashToGroup` with `route_revision + 1` (release first: no node then
+// routes a read to a source that no longer decides; between the two, a few milliseconds, the
+// slot answers `wrong_group`, which nodes retry). Reads are served until the release.
+// Idempotency and outbox records live in the slot and move with it. At most 4
 // slot-moving tasks at once (one per group at a time); a phase before the acquire that does
 // not finish within the task timeout aborts the move: the fence is lifted and the source
 // keeps the slot. Resumable after a controller failover (asking again resumes a failed task,
@@ -13044,7 +13052,7 @@ type ClientWithResponsesInterface interface {
 	// Starts a `group_merge` task: every hash slot of the group moves into `into`, one after
 	// another, through the phases of a live hash-slot migration; then (`retire`) the emptied group
 	// is retired (its replicas stop and their data goes on every node). Cancellable while the
-	// current slot is before its switch; slots already moved stay in `into`. Refused when
+	// current slot is before its acquire; slots already moved stay in `into`. Refused when
 	// hash-slot moves are turned off.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -13057,7 +13065,7 @@ type ClientWithResponsesInterface interface {
 	// Starts a `group_merge` task: every hash slot of the group moves into `into`, one after
 	// another, through the phases of a live hash-slot migration; then (`retire`) the emptied group
 	// is retired (its replicas stop and their data goes on every node). Cancellable while the
-	// current slot is before its switch; slots already moved stay in `into`. Refused when
+	// current slot is before its acquire; slots already moved stay in `into`. Refused when
 	// hash-slot moves are turned off.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -13122,9 +13130,9 @@ type ClientWithResponsesInterface interface {
 	// Starts a `group_split` task: a new group is created as by `POST /v1/cluster/groups` (on
 	// `peers`, or the least loaded active data nodes) and, once it runs (`start`), each hash slot
 	// of `hash_slots` (default: the upper half of the group's slots) moves into it through the
-	// phases of a hash-slot migration (fence, copy, acquire, switch, release), one slot after
+	// phases of a live hash-slot migration (track … switch), one slot after
 	// another; `hash_slot` is the slot moving now, `hash_slots` the ones left, `moved` the ones
-	// done. Cancellable while the current slot is before its switch: its copy is dropped and
+	// done. Cancellable while the current slot is before its acquire: its copy is dropped and
 	// its fence lifted, slots already moved stay, and a split that moved none retires the new
 	// group. Refused when hash-slot moves are turned off.
 	//
@@ -13138,9 +13146,9 @@ type ClientWithResponsesInterface interface {
 	// Starts a `group_split` task: a new group is created as by `POST /v1/cluster/groups` (on
 	// `peers`, or the least loaded active data nodes) and, once it runs (`start`), each hash slot
 	// of `hash_slots` (default: the upper half of the group's slots) moves into it through the
-	// phases of a hash-slot migration (fence, copy, acquire, switch, release), one slot after
+	// phases of a live hash-slot migration (track … switch), one slot after
 	// another; `hash_slot` is the slot moving now, `hash_slots` the ones left, `moved` the ones
-	// done. Cancellable while the current slot is before its switch: its copy is dropped and
+	// done. Cancellable while the current slot is before its acquire: its copy is dropped and
 	// its fence lifted, slots already moved stay, and a split that moved none retires the new
 	// group. Refused when hash-slot moves are turned off.
 	//
@@ -13157,9 +13165,11 @@ type ClientWithResponsesInterface interface {
 	// writes (`copy`) → the logged changes follow, round after round, until a round finds few
 	// (`catch_up`; `cursor` says how far) → only now the slot is fenced (writes answer
 	// `503 slot_migrating`, retryable) → the changes logged before the fence follow (`drain`) →
-	// the target acquires the slot → the controller commits `HashToGroup` with
-	// `route_revision + 1` → the source releases the slot, its rows and its log. Reads are served
-	// throughout. Idempotency and outbox records live in the slot and move with it. At most 4
+	// the target acquires the slot → the source releases the slot, its rows and its log → the
+	// controller commits `HashToGroup` with `route_revision + 1` (release first: no node then
+	// routes a read to a source that no longer decides; between the two, a few milliseconds, the
+	// slot answers `wrong_group`, which nodes retry). Reads are served until the release.
+	// Idempotency and outbox records live in the slot and move with it. At most 4
 	// slot-moving tasks at once (one per group at a time); a phase before the acquire that does
 	// not finish within the task timeout aborts the move: the fence is lifted and the source
 	// keeps the slot. Resumable after a controller failover (asking again resumes a failed task,
@@ -13178,9 +13188,11 @@ type ClientWithResponsesInterface interface {
 	// writes (`copy`) → the logged changes follow, round after round, until a round finds few
 	// (`catch_up`; `cursor` says how far) → only now the slot is fenced (writes answer
 	// `503 slot_migrating`, retryable) → the changes logged before the fence follow (`drain`) →
-	// the target acquires the slot → the controller commits `HashToGroup` with
-	// `route_revision + 1` → the source releases the slot, its rows and its log. Reads are served
-	// throughout. Idempotency and outbox records live in the slot and move with it. At most 4
+	// the target acquires the slot → the source releases the slot, its rows and its log → the
+	// controller commits `HashToGroup` with `route_revision + 1` (release first: no node then
+	// routes a read to a source that no longer decides; between the two, a few milliseconds, the
+	// slot answers `wrong_group`, which nodes retry). Reads are served until the release.
+	// Idempotency and outbox records live in the slot and move with it. At most 4
 	// slot-moving tasks at once (one per group at a time); a phase before the acquire that does
 	// not finish within the task timeout aborts the move: the fence is lifted and the source
 	// keeps the slot. Resumable after a controller failover (asking again resumes a failed task,
@@ -26279,7 +26291,7 @@ func (c *ClientWithResponses) PreflightLeaderTransferWithResponse(ctx context.Co
 // Starts a `group_merge` task: every hash slot of the group moves into `into`, one after
 // another, through the phases of a live hash-slot migration; then (`retire`) the emptied group
 // is retired (its replicas stop and their data goes on every node). Cancellable while the
-// current slot is before its switch; slots already moved stay in `into`. Refused when
+// current slot is before its acquire; slots already moved stay in `into`. Refused when
 // hash-slot moves are turned off.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -26298,7 +26310,7 @@ func (c *ClientWithResponses) MergeGroupWithBodyWithResponse(ctx context.Context
 // Starts a `group_merge` task: every hash slot of the group moves into `into`, one after
 // another, through the phases of a live hash-slot migration; then (`retire`) the emptied group
 // is retired (its replicas stop and their data goes on every node). Cancellable while the
-// current slot is before its switch; slots already moved stay in `into`. Refused when
+// current slot is before its acquire; slots already moved stay in `into`. Refused when
 // hash-slot moves are turned off.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -26393,9 +26405,9 @@ func (c *ClientWithResponses) CreateReplicaMoveWithResponse(ctx context.Context,
 // Starts a `group_split` task: a new group is created as by `POST /v1/cluster/groups` (on
 // `peers`, or the least loaded active data nodes) and, once it runs (`start`), each hash slot
 // of `hash_slots` (default: the upper half of the group's slots) moves into it through the
-// phases of a hash-slot migration (fence, copy, acquire, switch, release), one slot after
+// phases of a live hash-slot migration (track … switch), one slot after
 // another; `hash_slot` is the slot moving now, `hash_slots` the ones left, `moved` the ones
-// done. Cancellable while the current slot is before its switch: its copy is dropped and
+// done. Cancellable while the current slot is before its acquire: its copy is dropped and
 // its fence lifted, slots already moved stay, and a split that moved none retires the new
 // group. Refused when hash-slot moves are turned off.
 //
@@ -26415,9 +26427,9 @@ func (c *ClientWithResponses) SplitGroupWithBodyWithResponse(ctx context.Context
 // Starts a `group_split` task: a new group is created as by `POST /v1/cluster/groups` (on
 // `peers`, or the least loaded active data nodes) and, once it runs (`start`), each hash slot
 // of `hash_slots` (default: the upper half of the group's slots) moves into it through the
-// phases of a hash-slot migration (fence, copy, acquire, switch, release), one slot after
+// phases of a live hash-slot migration (track … switch), one slot after
 // another; `hash_slot` is the slot moving now, `hash_slots` the ones left, `moved` the ones
-// done. Cancellable while the current slot is before its switch: its copy is dropped and
+// done. Cancellable while the current slot is before its acquire: its copy is dropped and
 // its fence lifted, slots already moved stay, and a split that moved none retires the new
 // group. Refused when hash-slot moves are turned off.
 //
@@ -26440,9 +26452,11 @@ func (c *ClientWithResponses) SplitGroupWithResponse(ctx context.Context, id Gro
 // writes (`copy`) → the logged changes follow, round after round, until a round finds few
 // (`catch_up`; `cursor` says how far) → only now the slot is fenced (writes answer
 // `503 slot_migrating`, retryable) → the changes logged before the fence follow (`drain`) →
-// the target acquires the slot → the controller commits `HashToGroup` with
-// `route_revision + 1` → the source releases the slot, its rows and its log. Reads are served
-// throughout. Idempotency and outbox records live in the slot and move with it. At most 4
+// the target acquires the slot → the source releases the slot, its rows and its log → the
+// controller commits `HashToGroup` with `route_revision + 1` (release first: no node then
+// routes a read to a source that no longer decides; between the two, a few milliseconds, the
+// slot answers `wrong_group`, which nodes retry). Reads are served until the release.
+// Idempotency and outbox records live in the slot and move with it. At most 4
 // slot-moving tasks at once (one per group at a time); a phase before the acquire that does
 // not finish within the task timeout aborts the move: the fence is lifted and the source
 // keeps the slot. Resumable after a controller failover (asking again resumes a failed task,
@@ -26467,9 +26481,11 @@ func (c *ClientWithResponses) CreateSlotMigrationWithBodyWithResponse(ctx contex
 // writes (`copy`) → the logged changes follow, round after round, until a round finds few
 // (`catch_up`; `cursor` says how far) → only now the slot is fenced (writes answer
 // `503 slot_migrating`, retryable) → the changes logged before the fence follow (`drain`) →
-// the target acquires the slot → the controller commits `HashToGroup` with
-// `route_revision + 1` → the source releases the slot, its rows and its log. Reads are served
-// throughout. Idempotency and outbox records live in the slot and move with it. At most 4
+// the target acquires the slot → the source releases the slot, its rows and its log → the
+// controller commits `HashToGroup` with `route_revision + 1` (release first: no node then
+// routes a read to a source that no longer decides; between the two, a few milliseconds, the
+// slot answers `wrong_group`, which nodes retry). Reads are served until the release.
+// Idempotency and outbox records live in the slot and move with it. At most 4
 // slot-moving tasks at once (one per group at a time); a phase before the acquire that does
 // not finish within the task timeout aborts the move: the fence is lifted and the source
 // keeps the slot. Resumable after a controller failover (asking again resumes a failed task,

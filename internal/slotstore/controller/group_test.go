@@ -135,7 +135,7 @@ func TestSplitWalksItsSlots(t *testing.T) {
 			t.Fatalf("a step for hash slot %d while %d moves was accepted", *other, *hs)
 		}
 		for _, p := range [][2]string{{PhaseTrack, PhaseCopy}, {PhaseCopy, PhaseCatchUp}, {PhaseCatchUp, PhaseFence}, {PhaseFence, PhaseDrain},
-			{PhaseDrain, PhaseAcquire}, {PhaseAcquire, PhaseSwitch}, {PhaseSwitch, PhaseRelease}} {
+			{PhaseDrain, PhaseAcquire}, {PhaseAcquire, PhaseRelease}, {PhaseRelease, PhaseSwitch}} {
 			if r := step(p[0], p[1], hs); !r.OK {
 				t.Fatalf("slot %d %s→%s: %+v", *hs, p[0], p[1], r)
 			}
@@ -144,8 +144,8 @@ func TestSplitWalksItsSlots(t *testing.T) {
 		if hs == &nine {
 			next = PhaseDone
 		}
-		if r := step(PhaseRelease, next, hs); !r.OK {
-			t.Fatalf("slot %d release→%s: %+v", *hs, next, r)
+		if r := step(PhaseSwitch, next, hs); !r.OK {
+			t.Fatalf("slot %d switch→%s: %+v", *hs, next, r)
 		}
 	}
 	st = s.Snapshot()

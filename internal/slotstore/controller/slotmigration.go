@@ -16,9 +16,14 @@ import (
 //	drain    the changes logged before the fence follow: the target now
 //	         holds exactly the source's rows
 //	acquire  the target owns the slot (its revision counter catches up)
-//	switch   HashToGroup[slot] = target, RouteRevision+1 (this command)
 //	release  the source drops the slot, its rows and its change log
+//	switch   HashToGroup[slot] = target, RouteRevision+1 (this command)
 //
+// Release comes before the switch: until the switch every node routes the
+// slot to the source, and a source that still held it would answer a read
+// routed by an old table after the target took a write. Between the two the
+// slot is owned by the target alone and served by nobody (wrong_group, which
+// the node retries once its table moves on): a few milliseconds.
 // Cancelling is possible before acquire; the executor then drops the imported
 // rows, lifts the fence and stops the log. A task created before live moves
 // (Live false) keeps the fenced order: fence, copy, acquire, switch, release.
@@ -39,7 +44,7 @@ const (
 )
 
 var (
-	slotSteps       = []string{PhaseTrack, PhaseCopy, PhaseCatchUp, PhaseFence, PhaseDrain, PhaseAcquire, PhaseSwitch, PhaseRelease}
+	slotSteps       = []string{PhaseTrack, PhaseCopy, PhaseCatchUp, PhaseFence, PhaseDrain, PhaseAcquire, PhaseRelease, PhaseSwitch}
 	legacySlotSteps = []string{PhaseFence, PhaseCopy, PhaseAcquire, PhaseSwitch, PhaseRelease}
 )
 
@@ -60,6 +65,14 @@ func Phases(t *Task) []string {
 		return append(append([]string(nil), steps...), PhaseRetire, PhaseDone)
 	}
 	return movePhases
+}
+
+// LastSlotPhase is the phase that ends each slot of a slot-moving task.
+func LastSlotPhase(t *Task) string {
+	if t.Live {
+		return PhaseSwitch
+	}
+	return PhaseRelease
 }
 
 // FirstSlotPhase is where a slot-moving task starts each slot.

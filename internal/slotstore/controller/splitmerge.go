@@ -17,10 +17,10 @@ import (
 //	merge  every slot Group owns into ToGroup, then retire (Group, empty
 //	       now, leaves the intent in the same command), then done
 //
-// After a slot's release the task goes back to track with the next slot
+// After a slot's last phase the task goes back to track with the next slot
 // (HashSlot = HashSlots[0]); the slot is part of the compare-and-set, so a
 // repeated step of an earlier slot changes nothing. Cancelling is possible
-// while the current slot is before its switch: its copy is dropped and its
+// while the current slot is before its acquire: its copy is dropped and its
 // fence lifted; slots already moved stay where they are, and a split that
 // moved none retires its new group.
 const (
@@ -138,7 +138,12 @@ func advanceSlots(s *State, t *Task, a *AdvanceTask) (r Result, handled bool) {
 		return Result{}, false
 	}
 	switch {
-	case t.Phase == PhaseRelease:
+	case t.Phase == LastSlotPhase(t):
+		if t.Phase == PhaseSwitch {
+			if r := switchSlot(s, t); !r.OK {
+				return r, true
+			}
+		}
 		rest := t.HashSlots
 		if len(rest) > 0 {
 			rest = rest[1:]

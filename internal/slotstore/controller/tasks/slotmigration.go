@@ -89,12 +89,12 @@ func (e *Executor) slotStep(ctx context.Context, t slotstore.Task) error {
 		}
 		return e.advance(ctx, t, next, "", "", m.note("group %d owns hash slot %d (revision ≥ %d)", t.ToGroup, hs, ch.Revision))
 	case controller.PhaseSwitch:
-		return e.advance(ctx, t, next, "", "", m.note("HashToGroup[%d] = %d; route revision +1", hs, t.ToGroup))
+		return e.advance(ctx, t, afterPhase(t), "", "", m.note("HashToGroup[%d] = %d; route revision +1", hs, t.ToGroup))
 	case controller.PhaseRelease:
 		if err := m.cmd(ctx, t.Group, &meta.ReleaseSlot{Header: m.hdr}); err != nil {
 			return err
 		}
-		return e.advance(ctx, t, afterRelease(t), "", "", m.note("group %d released hash slot %d and deleted its rows", t.Group, hs))
+		return e.advance(ctx, t, afterPhase(t), "", "", m.note("group %d released hash slot %d and deleted its rows", t.Group, hs))
 	}
 	return nil
 }
@@ -215,11 +215,13 @@ func (m slotMove) catchUp(ctx context.Context, toEnd bool) (cur slotstore.Change
 // errBehind: a catch-up step ended its rounds with changes still coming.
 var errBehind = errors.New("changes keep coming")
 
-// afterRelease is the phase after a slot's release: done for a migration;
-// for a split or merge the next slot's fence, or after the last, done
-// (split) or retire (merge).
-func afterRelease(t slotstore.Task) string {
+// afterPhase is the phase after t's: the next of its order, but after a
+// slot's last phase the next slot's first for a split or merge, or after the
+// last slot done (split) or retire (merge).
+func afterPhase(t slotstore.Task) string {
 	switch {
+	case t.Phase != controller.LastSlotPhase(&t):
+		return nextPhase(t)
 	case t.Kind == controller.TaskSlotMigration:
 		return controller.PhaseDone
 	case len(t.HashSlots) > 1:
