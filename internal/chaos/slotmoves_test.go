@@ -122,9 +122,18 @@ func settleSlotMoves(tc *testCluster, ml *moveLog) {
 		if int(g) <= tc.groups {
 			continue
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		_, err := tc.c.Nodes[int(g)%tc.size()].CreateMerge(ctx, g, 1)
-		cancel()
+		// A retryable refusal (the controller between leaders right after
+		// the last heal) is asked again, within a deadline.
+		var err error
+		for deadline := time.Now().Add(10 * time.Second); ; {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			_, err = tc.c.Nodes[int(g)%tc.size()].CreateMerge(ctx, g, 1)
+			cancel()
+			if err == nil || !slotstore.ErrorCode(err).Retryable() || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(100 * time.Millisecond) // polling with a deadline
+		}
 		if err != nil {
 			ml.violations = append(ml.violations, fmt.Sprintf("merging g%d back into g1 at the end refused: %v", g, err))
 			continue
