@@ -199,6 +199,15 @@ func TestSlotMoveThatTimesOutLeavesTheSource(t *testing.T) {
 	}
 	c.StopNode(2)
 	c.StopNode(3)
+	// The controller may have led from a stopped node: wait for its next
+	// leader before asking (a proposal meanwhile would time out).
+	for deadline := time.Now().Add(10 * time.Second); c.Nodes[0].ControllerLeader() == 0 || c.Nodes[0].ControllerLeader() == 3 ||
+		c.Nodes[0].ControllerLeader() == 4; {
+		if time.Now().After(deadline) {
+			t.Fatal("no controller leader among the running nodes")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	var task client.Task
 	s.must(202, "POST", fmt.Sprintf("/v1/cluster/hash-slots/%d/migrations", hs), `{"to_group":2}`).json(&task)
 	task = waitTask(t, s, task.Id, func(x client.Task) bool { return x.Status != client.Running }, 30*time.Second)
