@@ -35,8 +35,7 @@ type slotMoveLog struct {
 func slotMoveTask(st *controller.State, statuses ...string) (slotstore.Task, bool) {
 	for _, id := range slices.Sorted(maps.Keys(st.Tasks)) {
 		t := st.Tasks[id]
-		if (t.Kind == controller.TaskSlotMigration || t.Kind == controller.TaskGroupSplit || t.Kind == controller.TaskGroupMerge) &&
-			slices.Contains(statuses, t.Status) {
+		if controller.MovesSlots(t.Kind) && slices.Contains(statuses, t.Status) {
 			return *t, true
 		}
 	}
@@ -153,7 +152,7 @@ func waitSlotMoves(tc *testCluster, ml *moveLog) {
 		st := tc.ctrlState()
 		open := 0
 		for _, t := range st.Tasks {
-			if t.HashSlot == nil && t.Kind != controller.TaskGroupMerge && t.Kind != controller.TaskGroupSplit {
+			if !controller.MovesSlots(t.Kind) {
 				continue
 			}
 			switch {
@@ -178,8 +177,9 @@ func waitSlotMoves(tc *testCluster, ml *moveLog) {
 		}
 		if time.Now().After(deadline) {
 			for _, t := range st.Tasks {
-				if t.Kind != controller.TaskReplicaMove && t.Kind != controller.TaskGroupCreate && t.Status != controller.TaskSucceeded &&
-					t.Status != controller.TaskCancelled && !(t.Status == controller.TaskFailed && t.Kind != controller.TaskSlotMigration) {
+				ended := t.Status == controller.TaskSucceeded || t.Status == controller.TaskCancelled ||
+					t.Status == controller.TaskFailed && t.Kind != controller.TaskSlotMigration // a failed split or merge keeps what it moved
+				if controller.MovesSlots(t.Kind) && !ended {
 					ml.violations = append(ml.violations, fmt.Sprintf("task %d (%s g%d→g%d) did not end within 60s after the faults: %s/%s attempt %d: %s; %s",
 						t.ID, t.Kind, t.Group, t.ToGroup, t.Phase, t.Status, t.Attempt, t.Error, taskTrail(st, *t)))
 				}
@@ -190,7 +190,7 @@ func waitSlotMoves(tc *testCluster, ml *moveLog) {
 	}
 	sl.done, sl.failed, sl.aborted = 0, 0, 0
 	for _, t := range tc.ctrlState().Tasks {
-		if t.Kind != controller.TaskSlotMigration && t.Kind != controller.TaskGroupSplit && t.Kind != controller.TaskGroupMerge {
+		if !controller.MovesSlots(t.Kind) {
 			continue
 		}
 		switch t.Status {

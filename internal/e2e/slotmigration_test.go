@@ -47,6 +47,11 @@ func TestHashSlotMigration(t *testing.T) {
 	for _, u := range users {
 		s.eventually(201, "POST", "/v1/users", fmt.Sprintf(`{"uid":%q}`, u))
 	}
+	// An idempotent request answered by the source replays from the
+	// target: its idempotency record moves with the slot.
+	idem := keysInSlot("idem", hs, 1)[0]
+	idemBody := fmt.Sprintf(`{"uid":%q,"name":"once"}`, idem)
+	s.must(201, "POST", "/v1/users", idemBody, "Idempotency-Key", "before-the-move")
 	var task client.Task
 	tr := s.must(202, "POST", fmt.Sprintf("/v1/cluster/hash-slots/%d/migrations", hs), `{"to_group":2}`)
 	tr.json(&task)
@@ -132,6 +137,10 @@ func TestHashSlotMigration(t *testing.T) {
 		for _, u := range users {
 			srv.eventually(200, "GET", "/v1/users/"+u, "")
 		}
+	}
+	again := s.must(201, "POST", "/v1/users", idemBody, "Idempotency-Key", "before-the-move")
+	if again.header.Get("Idempotent-Replayed") != "true" || again.header.Get("X-Slot-Group") != "2" {
+		t.Fatalf("the idempotent request after the move: replayed %q, from group %q", again.header.Get("Idempotent-Replayed"), again.header.Get("X-Slot-Group"))
 	}
 	// Nothing of the slot stays behind in group 1 on any node.
 	slot := hs

@@ -102,7 +102,7 @@ func TaskPhaseIndex(kind, phase string) int {
 func slotMoves(s *State) int {
 	n := 0
 	for _, t := range s.Tasks {
-		if movesSlots(t.Kind) && (t.Status == TaskRunning || t.Status == TaskCancelling) {
+		if MovesSlots(t.Kind) && (t.Status == TaskRunning || t.Status == TaskCancelling) {
 			n++
 		}
 	}

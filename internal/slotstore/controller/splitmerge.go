@@ -30,9 +30,9 @@ const (
 	PhaseRetire = "retire" // merge: the emptied group is retired
 )
 
-// movesSlots reports whether tasks of kind move hash slots through the
+// MovesSlots reports whether tasks of kind move hash slots through the
 // migration phases.
-func movesSlots(kind string) bool {
+func MovesSlots(kind string) bool {
 	return kind == TaskSlotMigration || kind == TaskGroupSplit || kind == TaskGroupMerge
 }
 

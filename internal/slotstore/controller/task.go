@@ -140,7 +140,7 @@ func applyAdvanceTask(s *State, a *AdvanceTask, timeMs int64) Result {
 					return r
 				}
 			}
-			if movesSlots(t.Kind) && t.Phase == PhaseSwitch {
+			if MovesSlots(t.Kind) && t.Phase == PhaseSwitch {
 				if r := switchSlot(s, t); !r.OK {
 					return r
 				}

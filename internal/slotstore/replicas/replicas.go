@@ -87,11 +87,15 @@ type Set struct {
 	mu      sync.Mutex // serializes changes; readers use the atomic copy
 	groups  atomic.Pointer[map[slotstore.GroupID]*Replica]
 	disrupt *disruptions
+	// cleared: retired groups this process found without data here (or
+	// whose data it removed); Follow does not look again. Only Follow (the
+	// reconcile loop) touches it.
+	cleared map[slotstore.GroupID]bool
 }
 
 // New returns an empty set.
 func New(cfg Config) *Set {
-	s := &Set{cfg: cfg, disrupt: newDisruptions(cfg.Settle, cfg.AwayGrace)}
+	s := &Set{cfg: cfg, disrupt: newDisruptions(cfg.Settle, cfg.AwayGrace), cleared: map[slotstore.GroupID]bool{}}
 	empty := map[slotstore.GroupID]*Replica{}
 	s.groups.Store(&empty)
 	return s
@@ -142,11 +146,16 @@ func (s *Set) Follow(ctx context.Context, st *controller.State) {
 		}
 	}
 	for _, id := range st.Retired {
-		if s.Get(id) == nil && s.hasData(id) {
+		if s.cleared[id] || s.Get(id) != nil {
+			continue
+		}
+		if s.hasData(id) {
 			if err := s.clearStale(ctx, id, 0); err != nil {
 				s.cfg.Logger.Error("remove data a retired group left behind", "group", id, "err", err)
+				continue
 			}
 		}
+		s.cleared[id] = true
 	}
 	for _, id := range st.GroupIDs() {
 		grp := st.Groups[id]

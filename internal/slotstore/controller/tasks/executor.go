@@ -103,10 +103,18 @@ func progress(t *slotstore.Task) string {
 	return fmt.Sprintf("%s/%s/%d/%d/%d", t.Phase, t.Status, slot, t.Moved, len(t.History))
 }
 
-// advance records a step of task t, and the decision that says so.
+// advance replicates a step of task t (to phase, or ending it with status)
+// and records the decision that says so.
 func (e *Executor) advance(ctx context.Context, t slotstore.Task, phase, status, errMsg string, obs *slotstore.PhaseRecord) error {
-	err := e.cfg.Node.Advance(ctx, controller.AdvanceTask{
+	return e.advanceTask(ctx, t, controller.AdvanceTask{
 		ID: t.ID, ExpectedPhase: t.Phase, Phase: phase, Status: status, Error: errMsg, Observed: obs, HashSlot: t.HashSlot})
+}
+
+// advanceTask replicates step a of task t and records the decision that
+// says so.
+func (e *Executor) advanceTask(ctx context.Context, t slotstore.Task, a controller.AdvanceTask) error {
+	phase, status, errMsg := a.Phase, a.Status, a.Error
+	err := e.cfg.Node.Advance(ctx, a)
 	if err == nil {
 		what := fmt.Sprintf("%s node %d→%d", t.Kind, t.From, t.To)
 		if t.Kind == controller.TaskGroupCreate {

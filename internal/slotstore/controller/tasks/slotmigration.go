@@ -66,7 +66,8 @@ func (e *Executor) slotStep(ctx context.Context, t slotstore.Task) error {
 		cur, records, rounds, err := m.catchUp(ctx, t.Phase == controller.PhaseDrain)
 		if errors.Is(err, errBehind) {
 			// Keep the cursor (the phase's clock keeps running: a slot
-			// written faster than it is copied aborts at the phase timeout).
+			// written faster than it is copied aborts at the phase timeout);
+			// no decision: the phase did not change.
 			return e.cfg.Node.Advance(ctx, controller.AdvanceTask{ID: t.ID, ExpectedPhase: t.Phase, HashSlot: t.HashSlot, Cursor: &cur,
 				Observed: m.note("%d logged changes applied in %d rounds, more keep coming (cursor %d/%d)", records, rounds, cur.Index, cur.Seq)})
 		}
@@ -74,7 +75,7 @@ func (e *Executor) slotStep(ctx context.Context, t slotstore.Task) error {
 			return err
 		}
 		what := fmt.Sprintf("%d logged changes applied to group %d in %d rounds", records, t.ToGroup, rounds)
-		return e.cfg.Node.Advance(ctx, controller.AdvanceTask{ID: t.ID, ExpectedPhase: t.Phase, Phase: next, HashSlot: t.HashSlot,
+		return e.advanceTask(ctx, t, controller.AdvanceTask{ID: t.ID, ExpectedPhase: t.Phase, Phase: next, HashSlot: t.HashSlot,
 			Cursor: &cur, Observed: m.note("%s (cursor %d/%d)", what, cur.Index, cur.Seq)})
 	case controller.PhaseAcquire:
 		ch, _, err := meta.Read(ctx, e.cfg.Node, &meta.ExportSlot{HashSlot: hs, MaxBytes: 1}, meta.Linearizable)
