@@ -9,6 +9,9 @@ type NodeInfo struct {
 	Roles      []string `json:"roles,omitempty"`
 	State      string   `json:"state,omitempty"` // joining, active, draining, removed
 	JoinedAtMs int64    `json:"joined_at_ms,omitempty"`
+	// A drain's start and the replicas the node held then (its progress).
+	DrainStartedAtMs int64 `json:"drain_started_at_ms,omitempty"`
+	DrainReplicas    int   `json:"drain_replicas,omitempty"`
 }
 
 // Node join states.

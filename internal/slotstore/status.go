@@ -45,6 +45,10 @@ type NodeStatus struct {
 	Node     NodeID          `json:"node"`
 	AtMs     int64           `json:"at_ms"` // when the node produced it (its clock)
 	Replicas []ReplicaStatus `json:"replicas"`
+	// SlotReads and SlotWrites are the operations this node's API served
+	// per hash slot since it started (package heat), absent while none.
+	SlotReads  []uint64 `json:"slot_reads,omitempty"`
+	SlotWrites []uint64 `json:"slot_writes,omitempty"`
 }
 
 // ReplicaView is one replica of a group as the console and API show it.

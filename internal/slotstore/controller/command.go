@@ -29,6 +29,9 @@ type Command struct {
 	RetireGroup  *RetireGroup         `json:"retire_group,omitempty"`
 	CreateSplit  *CreateSplit         `json:"create_split,omitempty"`
 	CreateMerge  *CreateMerge         `json:"create_merge,omitempty"`
+	DrainNode    *DrainNode           `json:"drain_node,omitempty"`
+	RemoveNode   *RemoveNode          `json:"remove_node,omitempty"`
+	SetBalancer  *SetBalancer         `json:"set_balancer,omitempty"`
 }
 
 // SetPreferred sets a group's preferred leader (an intent with a time).
@@ -92,7 +95,7 @@ func DecodeCommand(b []byte) (Command, error) {
 	bodies := 0
 	for _, set := range []bool{c.Bootstrap != nil, c.RegisterNode != nil, c.SetNodeState != nil, c.SetPreferred != nil, c.Decision != nil,
 		c.CreateMove != nil, c.AdvanceTask != nil, c.CancelTask != nil, c.SlotMigrate != nil, c.CreateGroup != nil, c.RetireGroup != nil,
-		c.CreateSplit != nil, c.CreateMerge != nil} {
+		c.CreateSplit != nil, c.CreateMerge != nil, c.DrainNode != nil, c.RemoveNode != nil, c.SetBalancer != nil} {
 		if set {
 			bodies++
 		}
@@ -155,6 +158,12 @@ func apply(s *State, c Command) Result {
 		return applyAdvanceTask(s, c.AdvanceTask, c.TimeMs)
 	case c.CancelTask != nil:
 		return applyCancelTask(s, c.CancelTask, c.TimeMs)
+	case c.DrainNode != nil:
+		return applyDrainNode(s, c.DrainNode, c.TimeMs)
+	case c.RemoveNode != nil:
+		return applyRemoveNode(s, c.RemoveNode)
+	case c.SetBalancer != nil:
+		return applySetBalancer(s, c.SetBalancer, c.TimeMs)
 	case c.SetPreferred != nil:
 		return applySetPreferred(s, c.SetPreferred, c.TimeMs)
 	case c.Decision != nil:

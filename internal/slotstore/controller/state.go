@@ -110,6 +110,7 @@ type State struct {
 	DecisionSeq  uint64              `json:"decision_seq"` // decisions ever recorded
 	Tasks        map[uint64]*Task    `json:"tasks"`
 	NextTaskID   uint64              `json:"next_task_id"`
+	Balancer     BalancerIntent      `json:"balancer"`
 	AppliedIndex uint64              `json:"applied_index"`
 }
 

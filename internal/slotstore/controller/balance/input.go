@@ -1,0 +1,142 @@
+package balance
+
+import (
+	"time"
+
+	"slotmeta/internal/slotstore"
+)
+
+// Node is a registered node as the planner sees it.
+type Node struct {
+	ID        slotstore.NodeID
+	State     string // slotstore.NodeActive, NodeDraining, … (removed nodes are left out)
+	Reachable bool
+}
+
+// Group is a slot group as the planner sees it.
+type Group struct {
+	ID    slotstore.GroupID
+	Peers []slotstore.NodeID // desired peers
+	// Leader is the observed leader (0: none); PreferredLeader the intent.
+	Leader, PreferredLeader slotstore.NodeID
+	PreferredSetAt          time.Time
+	Slots                   []slotstore.HashSlot
+	// Quorum: a majority of the desired peers are live voters.
+	Quorum bool
+	// Busy: a task works on the group (source or target).
+	Busy bool
+}
+
+// Load is a measured rate, in operations per second.
+type Load struct {
+	Reads, Writes float64
+}
+
+// Total is what the planner balances: reads and writes alike.
+func (l Load) Total() float64 { return l.Reads + l.Writes }
+
+// SlotMove is a hash slot moved earlier (by anyone), for hysteresis.
+type SlotMove struct {
+	Slot     slotstore.HashSlot
+	From, To slotstore.GroupID
+	At       time.Time
+}
+
+// Input is the cluster at one moment.
+type Input struct {
+	Now    time.Time
+	Nodes  []Node
+	Groups []Group
+	// SlotLoad is every hash slot's load, cluster-wide; all zero when
+	// nothing was measured yet.
+	SlotLoad [slotstore.HashSlotCount]Load
+	// Running: the balancing tasks running now (replica moves, slot moves,
+	// splits, merges — the ones the budget counts).
+	Running int
+	// SlotTasks: the tasks that move hash slots now (the controller allows
+	// MaxSlotMoves at once).
+	SlotTasks int
+	// GroupTasks: splits and merges running now.
+	GroupTasks  int
+	RecentMoves []SlotMove
+	// DrainOnly plans drains and nothing else (the balancer is paused or
+	// turned off: drains were asked for by an operator and go on).
+	DrainOnly         bool
+	ReplicationFactor int
+	InitialGroups     int
+}
+
+// Config tunes the planner. Zero values take the defaults.
+type Config struct {
+	MaxTasks      int           // balancing tasks at once (default 2)
+	MaxSlotTasks  int           // slot-moving tasks at once (default 4, the controller's bound)
+	ReplicaSkew   int           // tolerated replicas between the fullest and emptiest node (default 1)
+	LeaderSkew    int           // tolerated leaders between the nodes leading most and fewest (default 1)
+	LeaderSettle  time.Duration // a preferred leader set this recently counts as the leader (default 30 s)
+	SlotSkew      int           // tolerated hash slots between groups when no load is measured (default 2)
+	LoadSkew      float64       // the busiest group may carry this times the mean (default 1.25)
+	MinLoad       float64       // ops/s below which a group's load is not balanced (default 50)
+	GroupsPerNode int           // groups wanted per active data node beyond one replica set (default 1; < 0: the count is left alone)
+	MaxGroups     int           // the group count the planner never exceeds (default 64)
+	SlotCooldown  time.Duration // a slot does not move back within it (default 10 min)
+}
+
+// Defaults returns c with every zero field set to its default.
+func (c Config) Defaults() Config {
+	if c.MaxTasks <= 0 {
+		c.MaxTasks = 2
+	}
+	if c.MaxSlotTasks <= 0 {
+		c.MaxSlotTasks = 4
+	}
+	if c.ReplicaSkew <= 0 {
+		c.ReplicaSkew = 1
+	}
+	if c.LeaderSkew <= 0 {
+		c.LeaderSkew = 1
+	}
+	if c.LeaderSettle <= 0 {
+		c.LeaderSettle = 30 * time.Second
+	}
+	if c.SlotSkew <= 0 {
+		c.SlotSkew = 2
+	}
+	if c.LoadSkew <= 1 {
+		c.LoadSkew = 1.25
+	}
+	if c.MinLoad <= 0 {
+		c.MinLoad = 50
+	}
+	if c.GroupsPerNode == 0 { // < 0: leave the group count alone
+		c.GroupsPerNode = 1
+	}
+	if c.MaxGroups <= 0 {
+		c.MaxGroups = 64
+	}
+	if c.SlotCooldown <= 0 {
+		c.SlotCooldown = 10 * time.Minute
+	}
+	return c
+}
+
+// Action kinds and reasons (the domain's, see slotstore.BalanceAction).
+const (
+	MoveReplica  = slotstore.BalanceMoveReplica
+	SetLeader    = slotstore.BalanceSetLeader
+	MoveSlot     = slotstore.BalanceMoveSlot
+	SplitGroup   = slotstore.BalanceSplitGroup
+	MergeGroup   = slotstore.BalanceMergeGroup
+	ReasonDrain  = "drain"
+	ReasonCount  = "replica_count"
+	ReasonLeader = "leader_count"
+	ReasonLoad   = "slot_load"
+	ReasonSlots  = "slot_count"
+	ReasonGrow   = "scale_out"
+	ReasonShrink = "scale_in"
+)
+
+// Action is one step the planner proposes; Plan is a whole plan.
+type (
+	Action = slotstore.BalanceAction
+	Plan   = slotstore.BalancePlan
+)

@@ -1,0 +1,436 @@
+package balance
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	"slotmeta/internal/slotstore"
+)
+
+// Decide is the balancer's plan for in under c (see the package doc).
+func Decide(in Input, c Config) Plan {
+	c = c.Defaults()
+	p := &planner{in: in, cfg: c, budget: c.MaxTasks - in.Running, slotBudget: c.MaxSlotTasks - in.SlotTasks,
+		used: map[slotstore.GroupID]bool{}, nodes: map[slotstore.NodeID]Node{}, out: Plan{Actions: []Action{}}}
+	sort.Slice(p.in.Nodes, func(i, j int) bool { return p.in.Nodes[i].ID < p.in.Nodes[j].ID })
+	sort.Slice(p.in.Groups, func(i, j int) bool { return p.in.Groups[i].ID < p.in.Groups[j].ID })
+	for _, n := range p.in.Nodes {
+		p.nodes[n.ID] = n
+	}
+	for _, g := range p.in.Groups {
+		if g.Busy {
+			p.used[g.ID] = true
+		}
+	}
+	p.countReplicas()
+	p.drain()
+	if in.DrainOnly {
+		return p.out
+	}
+	if held := p.faultOpen(); held != "" {
+		p.out.Held = held
+		return p.out
+	}
+	p.groupCount()
+	p.replicaCount()
+	p.leaders()
+	p.hashSlots()
+	return p.out
+}
+
+type planner struct {
+	in                 Input
+	cfg                Config
+	budget, slotBudget int
+	used               map[slotstore.GroupID]bool // busy, or given an action in this plan
+	nodes              map[slotstore.NodeID]Node
+	replicas           map[slotstore.NodeID]int // per active node, with the plan's moves
+	out                Plan
+}
+
+func (p *planner) add(a Action) {
+	p.out.Actions = append(p.out.Actions, a)
+	switch a.Kind {
+	case SetLeader:
+	case MoveReplica:
+		p.budget--
+		p.replicas[a.From]--
+		p.replicas[a.To]++
+	default: // slot-moving tasks
+		p.budget--
+		p.slotBudget--
+	}
+	p.used[a.Group] = true
+	if a.ToGroup != 0 {
+		p.used[a.ToGroup] = true
+	}
+}
+
+func (p *planner) free(g Group) bool { return !p.used[g.ID] && g.Quorum }
+
+func (p *planner) active(id slotstore.NodeID) bool {
+	n, ok := p.nodes[id]
+	return ok && n.State == slotstore.NodeActive && n.Reachable
+}
+
+// activeNodes lists the active nodes (reachable or not), by id.
+func (p *planner) activeNodes() []slotstore.NodeID {
+	var out []slotstore.NodeID
+	for _, n := range p.in.Nodes {
+		if n.State == slotstore.NodeActive {
+			out = append(out, n.ID)
+		}
+	}
+	return out
+}
+
+func (p *planner) countReplicas() {
+	p.replicas = map[slotstore.NodeID]int{}
+	for _, id := range p.activeNodes() {
+		p.replicas[id] = 0
+	}
+	for _, g := range p.in.Groups {
+		for _, n := range g.Peers {
+			if _, ok := p.replicas[n]; ok {
+				p.replicas[n]++
+			}
+		}
+	}
+}
+
+// faultOpen says which fault holds balancing back ("" when none).
+func (p *planner) faultOpen() string {
+	for _, n := range p.in.Nodes {
+		if n.State == slotstore.NodeActive && !n.Reachable {
+			return fmt.Sprintf("node %d is unreachable", n.ID)
+		}
+	}
+	for _, g := range p.in.Groups {
+		if !g.Quorum && !g.Busy { // a group a task creates has no voters yet
+			return fmt.Sprintf("group %d has no quorum of live voters", g.ID)
+		}
+	}
+	return ""
+}
+
+// emptiest is the reachable active node outside peers with the fewest
+// replicas (the lowest id among equals); 0 when there is none.
+func (p *planner) emptiest(peers []slotstore.NodeID) slotstore.NodeID {
+	var best slotstore.NodeID
+	for _, id := range p.activeNodes() {
+		if !p.active(id) || contains(peers, id) {
+			continue
+		}
+		if best == 0 || p.replicas[id] < p.replicas[best] {
+			best = id
+		}
+	}
+	return best
+}
+
+func (p *planner) drain() {
+	for _, n := range p.in.Nodes {
+		if n.State != slotstore.NodeDraining {
+			continue
+		}
+		left := 0
+		for _, g := range p.in.Groups {
+			if contains(g.Peers, n.ID) {
+				left++
+			}
+		}
+		for _, g := range p.in.Groups {
+			if p.budget <= 0 {
+				return
+			}
+			if !contains(g.Peers, n.ID) || !p.free(g) {
+				continue
+			}
+			to := p.emptiest(g.Peers)
+			if to == 0 {
+				p.out.Held = fmt.Sprintf("no active node can take group %d's replica from draining node %d", g.ID, n.ID)
+				return
+			}
+			p.add(Action{Kind: MoveReplica, Reason: ReasonDrain, Group: g.ID, From: n.ID, To: to,
+				Detail: fmt.Sprintf("node %d drains (%d replicas left on it); node %d has %d replicas, the fewest", n.ID, left, to, p.replicas[to])})
+		}
+	}
+}
+
+func contains(ids []slotstore.NodeID, id slotstore.NodeID) bool {
+	for _, x := range ids {
+		if x == id {
+			return true
+		}
+	}
+	return false
+}
+
+// load is a group's measured load: the sum of its slots'.
+func (p *planner) load(g Group) float64 {
+	var sum float64
+	for _, s := range g.Slots {
+		sum += p.in.SlotLoad[s].Total()
+	}
+	return sum
+}
+
+// wantedGroups is the group count the active nodes call for.
+func (p *planner) wantedGroups() int {
+	n := len(p.activeNodes())
+	want := p.in.InitialGroups
+	if n > p.in.ReplicationFactor && n*p.cfg.GroupsPerNode > want {
+		want = n * p.cfg.GroupsPerNode
+	}
+	return min(want, p.cfg.MaxGroups)
+}
+
+// byLoad orders groups busiest first: load, then slots, then lower id.
+func (p *planner) byLoad(gs []Group) []Group {
+	out := append([]Group(nil), gs...)
+	sort.SliceStable(out, func(i, j int) bool {
+		li, lj := p.load(out[i]), p.load(out[j])
+		if li != lj {
+			return li > lj
+		}
+		if len(out[i].Slots) != len(out[j].Slots) {
+			return len(out[i].Slots) > len(out[j].Slots)
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out
+}
+
+func (p *planner) groupCount() {
+	if p.cfg.GroupsPerNode < 0 || p.in.GroupTasks > 0 || p.budget <= 0 || p.slotBudget <= 0 {
+		return
+	}
+	want, have := p.wantedGroups(), len(p.in.Groups)
+	nodes := len(p.activeNodes())
+	switch {
+	case have < want:
+		for _, g := range p.byLoad(p.in.Groups) {
+			if p.free(g) && len(g.Slots) >= 2 {
+				p.add(Action{Kind: SplitGroup, Reason: ReasonGrow, Group: g.ID,
+					Detail: fmt.Sprintf("%d active nodes want %d groups, there are %d; group %d is the busiest (%.0f ops/s, %d slots)", nodes, want, have, g.ID, p.load(g), len(g.Slots))})
+				return
+			}
+		}
+	case have > want:
+		order := p.byLoad(p.in.Groups)
+		var quiet []Group
+		for i := len(order) - 1; i >= 0; i-- {
+			if p.free(order[i]) {
+				quiet = append(quiet, order[i])
+			}
+		}
+		if len(quiet) >= 2 {
+			from, into := quiet[0], quiet[1]
+			p.add(Action{Kind: MergeGroup, Reason: ReasonShrink, Group: from.ID, ToGroup: into.ID,
+				Detail: fmt.Sprintf("%d active nodes want %d groups, there are %d; groups %d (%.0f ops/s, %d slots) and %d (%.0f ops/s) are the least busy", nodes, want, have, from.ID, p.load(from), len(from.Slots), into.ID, p.load(into))})
+		}
+	default:
+		p.out.Balanced = append(p.out.Balanced, "group_count")
+	}
+}
+
+func (p *planner) replicaCount() {
+	for p.budget > 0 {
+		nodes := p.activeNodes()
+		if len(nodes) < 2 {
+			return
+		}
+		fullest, emptiest := nodes[0], nodes[0]
+		for _, id := range nodes { // ties: the lowest id
+			if p.replicas[id] > p.replicas[fullest] {
+				fullest = id
+			}
+			if p.replicas[id] < p.replicas[emptiest] {
+				emptiest = id
+			}
+		}
+		if p.replicas[fullest]-p.replicas[emptiest] <= p.cfg.ReplicaSkew {
+			p.out.Balanced = append(p.out.Balanced, "replica_count")
+			return
+		}
+		moved := false
+		for _, g := range p.groupsOf(fullest) {
+			if !p.free(g) || contains(g.Peers, emptiest) || !p.active(emptiest) {
+				continue
+			}
+			p.add(Action{Kind: MoveReplica, Reason: ReasonCount, Group: g.ID, From: fullest, To: emptiest,
+				Detail: fmt.Sprintf("node %d holds %d replicas, node %d %d (skew allowed %d)", fullest, p.replicas[fullest], emptiest, p.replicas[emptiest], p.cfg.ReplicaSkew)})
+			moved = true
+			break
+		}
+		if !moved {
+			return
+		}
+	}
+}
+
+// groupsOf lists the groups with a peer on node, those it does not lead
+// first (moving a follower is cheaper than moving a leader).
+func (p *planner) groupsOf(node slotstore.NodeID) []Group {
+	var out []Group
+	for _, g := range p.in.Groups {
+		if contains(g.Peers, node) {
+			out = append(out, g)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Leader != node && out[j].Leader == node })
+	return out
+}
+
+// effectiveLeader is where a group's leadership is or is being moved to.
+func (p *planner) effectiveLeader(g Group) slotstore.NodeID {
+	if g.PreferredLeader != 0 && contains(g.Peers, g.PreferredLeader) && !g.PreferredSetAt.IsZero() &&
+		p.in.Now.Sub(g.PreferredSetAt) < p.cfg.LeaderSettle {
+		return g.PreferredLeader
+	}
+	return g.Leader
+}
+
+func (p *planner) leaders() {
+	count := map[slotstore.NodeID]int{}
+	for _, id := range p.activeNodes() {
+		count[id] = 0
+	}
+	lead := map[slotstore.GroupID]slotstore.NodeID{}
+	for _, g := range p.in.Groups {
+		l := p.effectiveLeader(g)
+		lead[g.ID] = l
+		if _, ok := count[l]; ok {
+			count[l]++
+		}
+	}
+	changed := false
+	for round := 0; round < p.cfg.MaxTasks; round++ {
+		nodes := p.activeNodes()
+		sort.SliceStable(nodes, func(i, j int) bool { return count[nodes[i]] > count[nodes[j]] })
+		if len(nodes) < 2 || count[nodes[0]]-count[nodes[len(nodes)-1]] <= p.cfg.LeaderSkew {
+			break
+		}
+		done := false
+		for _, busiest := range nodes {
+			for _, g := range p.in.Groups {
+				if lead[g.ID] != busiest || !p.free(g) {
+					continue
+				}
+				var to slotstore.NodeID
+				for _, peer := range g.Peers {
+					if p.active(peer) && peer != busiest && count[busiest]-count[peer] > p.cfg.LeaderSkew && (to == 0 || count[peer] < count[to]) {
+						to = peer
+					}
+				}
+				if to == 0 {
+					continue
+				}
+				p.add(Action{Kind: SetLeader, Reason: ReasonLeader, Group: g.ID, From: busiest, To: to,
+					Detail: fmt.Sprintf("node %d leads %d groups, node %d %d (skew allowed %d)", busiest, count[busiest], to, count[to], p.cfg.LeaderSkew)})
+				count[busiest]--
+				count[to]++
+				lead[g.ID] = to
+				done, changed = true, true
+				break
+			}
+			if done {
+				break
+			}
+		}
+		if !done {
+			break
+		}
+	}
+	if !changed {
+		p.out.Balanced = append(p.out.Balanced, "leader_count")
+	}
+}
+
+// movedLately reports whether slot s moved within the cooldown.
+func (p *planner) movedLately(s slotstore.HashSlot) bool {
+	for _, m := range p.in.RecentMoves {
+		if m.Slot == s && p.in.Now.Sub(m.At) < p.cfg.SlotCooldown {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *planner) hashSlots() {
+	if p.budget <= 0 || p.slotBudget <= 0 || len(p.in.Groups) < 2 {
+		return
+	}
+	order := p.byLoad(p.in.Groups)
+	var total float64
+	for _, g := range order {
+		total += p.load(g)
+	}
+	mean := total / float64(len(order))
+	if busiest := p.load(order[0]); busiest >= p.cfg.MinLoad {
+		if busiest <= mean*p.cfg.LoadSkew {
+			p.out.Balanced = append(p.out.Balanced, "slot_load")
+			return
+		}
+		// The least busy group led elsewhere: moving load between groups
+		// led by one node changes no node's load.
+		hot, cold := order[0], Group{}
+		for i := len(order) - 1; i > 0; i-- {
+			if p.effectiveLeader(order[i]) != p.effectiveLeader(hot) {
+				cold = order[i]
+				break
+			}
+		}
+		if cold.ID == 0 {
+			p.out.Balanced = append(p.out.Balanced, "slot_load")
+			return
+		}
+		if !p.free(hot) || !p.free(cold) || len(hot.Slots) < 2 {
+			return
+		}
+		gap := p.load(hot) - p.load(cold)
+		best, bestLeft := slotstore.HashSlot(0), math.Inf(1)
+		found := false
+		for _, s := range hot.Slots {
+			l := p.in.SlotLoad[s].Total()
+			if l <= 0 || l >= gap || p.movedLately(s) {
+				continue
+			}
+			if left := math.Abs(gap - 2*l); left < bestLeft {
+				best, bestLeft, found = s, left, true
+			}
+		}
+		if !found {
+			p.out.Held = fmt.Sprintf("group %d carries %.0f ops/s (mean %.0f) but no slot of it narrows the gap to group %d (its hottest slots move as a whole)", hot.ID, busiest, mean, cold.ID)
+			return
+		}
+		p.add(Action{Kind: MoveSlot, Reason: ReasonLoad, Group: hot.ID, ToGroup: cold.ID, HashSlot: best,
+			Detail: fmt.Sprintf("group %d carries %.0f ops/s, group %d %.0f, mean %.0f (skew allowed %.2f×); slot %d carries %.0f", hot.ID, busiest, cold.ID, p.load(cold), mean, p.cfg.LoadSkew, best, p.in.SlotLoad[best].Total())})
+		return
+	}
+	// Nothing measured worth balancing: even out the slot counts.
+	sort.SliceStable(order, func(i, j int) bool {
+		if len(order[i].Slots) != len(order[j].Slots) {
+			return len(order[i].Slots) > len(order[j].Slots)
+		}
+		return order[i].ID < order[j].ID
+	})
+	most, fewest := order[0], order[len(order)-1]
+	if len(most.Slots)-len(fewest.Slots) <= p.cfg.SlotSkew {
+		p.out.Balanced = append(p.out.Balanced, "slot_count")
+		return
+	}
+	if !p.free(most) || !p.free(fewest) {
+		return
+	}
+	for i := len(most.Slots) - 1; i >= 0; i-- {
+		s := most.Slots[i]
+		if p.movedLately(s) {
+			continue
+		}
+		p.add(Action{Kind: MoveSlot, Reason: ReasonSlots, Group: most.ID, ToGroup: fewest.ID, HashSlot: s,
+			Detail: fmt.Sprintf("group %d owns %d slots, group %d %d (skew allowed %d; no load above %.0f ops/s measured)", most.ID, len(most.Slots), fewest.ID, len(fewest.Slots), p.cfg.SlotSkew, p.cfg.MinLoad)})
+		return
+	}
+}

@@ -1,0 +1,70 @@
+package heat
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"slotmeta/internal/slotstore"
+)
+
+func counts(m map[int]uint64) []uint64 {
+	out := make([]uint64, slotstore.HashSlotCount)
+	for i, v := range m {
+		out[i] = v
+	}
+	return out
+}
+
+func TestCountersSnapshot(t *testing.T) {
+	var c Counters
+	if r, w := c.Snapshot(); r != nil || w != nil {
+		t.Fatalf("idle counters: %v %v, want nil", r, w)
+	}
+	c.Read(3)
+	c.Write(3)
+	c.Write(255)
+	c.Write(slotstore.HashSlot(300)) // out of range: ignored, no panic
+	r, w := c.Snapshot()
+	if r[3] != 1 || w[3] != 1 || w[255] != 1 {
+		t.Fatalf("reads[3]=%d writes[3]=%d writes[255]=%d", r[3], w[3], w[255])
+	}
+	var nilCounters *Counters
+	nilCounters.Write(1) // a node without counters counts nothing
+}
+
+func TestTrackerRates(t *testing.T) {
+	tr := NewTracker()
+	t0 := time.Unix(1000, 0)
+	tr.Observe(1, t0, counts(map[int]uint64{7: 100}), nil)
+	if got := tr.Slots(t0, time.Minute)[7]; got != (Rate{}) {
+		t.Fatalf("one report is no rate yet: %+v", got)
+	}
+	tr.Observe(1, t0.Add(time.Second), counts(map[int]uint64{7: 300}), counts(map[int]uint64{7: 50}))
+	tr.Observe(2, t0, nil, nil)
+	tr.Observe(2, t0.Add(2*time.Second), counts(map[int]uint64{7: 100}), nil)
+	got := tr.Slots(t0.Add(2*time.Second), time.Minute)[7]
+	if got.Reads != 250 || got.Writes != 50 {
+		t.Fatalf("slot 7: %+v, want 200+50 reads/s, 50 writes/s", got)
+	}
+	// The load stops: after one half-life the rate is half of what it was.
+	tr.Observe(1, t0.Add(time.Second+HalfLife), counts(map[int]uint64{7: 300}), counts(map[int]uint64{7: 50}))
+	if r := tr.Node(1, t0.Add(time.Second+HalfLife), time.Minute); math.Abs(r.Reads-100) > 1e-9 || math.Abs(r.Writes-25) > 1e-9 {
+		t.Fatalf("after a half-life: %+v, want 100 reads/s, 25 writes/s", r)
+	}
+	// A restart (counts fell) counts from zero, not as a negative rate.
+	tr.Observe(2, t0.Add(3*time.Second), counts(map[int]uint64{7: 10}), nil)
+	if r := tr.Node(2, t0.Add(3*time.Second), time.Minute); r.Reads < 0 {
+		t.Fatalf("restart gave %+v", r)
+	}
+	// Stale series and forgotten nodes say nothing.
+	if r := tr.Node(2, t0.Add(time.Hour), time.Minute); r != (Rate{}) {
+		t.Fatalf("stale series: %+v", r)
+	}
+	tr.Forget(func(id slotstore.NodeID) bool { return id != 2 })
+	if r := tr.Node(2, t0.Add(3*time.Second), time.Minute); r != (Rate{}) {
+		t.Fatalf("forgotten node: %+v", r)
+	}
+	// A malformed report is ignored.
+	tr.Observe(1, t0.Add(time.Hour), []uint64{1}, nil)
+}
