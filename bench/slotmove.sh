@@ -26,7 +26,8 @@ export LOAD_START
 LOAD_START=$(load_now)
 OUT=$ROOT/bench/results/$STAMP-$COMMIT$DIRTY-slotmove.md
 COMMAND="${USER_ENV}bench/slotmove.sh"
-export BENCH_NODE_ARGS="${BENCH_NODE_ARGS:-} --groups 2"
+# The balancer is off: it would even out the slot counts these moves skew.
+export BENCH_NODE_ARGS="${BENCH_NODE_ARGS:-} --groups 2 --balancer=false"
 
 trap slotmeta_cleanup EXIT
 trap 'exit 130' INT TERM

@@ -18,6 +18,93 @@ import (
 	"github.com/oapi-codegen/runtime"
 )
 
+// Defines values for BalanceActionKind.
+const (
+	MergeGroup  BalanceActionKind = "merge_group"
+	MoveReplica BalanceActionKind = "move_replica"
+	MoveSlot    BalanceActionKind = "move_slot"
+	SetLeader   BalanceActionKind = "set_leader"
+	SplitGroup  BalanceActionKind = "split_group"
+)
+
+// Valid indicates whether the value is a known member of the BalanceActionKind enum.
+func (e BalanceActionKind) Valid() bool {
+	switch e {
+	case MergeGroup:
+		return true
+	case MoveReplica:
+		return true
+	case MoveSlot:
+		return true
+	case SetLeader:
+		return true
+	case SplitGroup:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for BalanceActionReason.
+const (
+	BalanceActionReasonDrain        BalanceActionReason = "drain"
+	BalanceActionReasonLeaderCount  BalanceActionReason = "leader_count"
+	BalanceActionReasonReplicaCount BalanceActionReason = "replica_count"
+	BalanceActionReasonScaleIn      BalanceActionReason = "scale_in"
+	BalanceActionReasonScaleOut     BalanceActionReason = "scale_out"
+	BalanceActionReasonSlotCount    BalanceActionReason = "slot_count"
+	BalanceActionReasonSlotLoad     BalanceActionReason = "slot_load"
+)
+
+// Valid indicates whether the value is a known member of the BalanceActionReason enum.
+func (e BalanceActionReason) Valid() bool {
+	switch e {
+	case BalanceActionReasonDrain:
+		return true
+	case BalanceActionReasonLeaderCount:
+		return true
+	case BalanceActionReasonReplicaCount:
+		return true
+	case BalanceActionReasonScaleIn:
+		return true
+	case BalanceActionReasonScaleOut:
+		return true
+	case BalanceActionReasonSlotCount:
+		return true
+	case BalanceActionReasonSlotLoad:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for BalancePlanBalanced.
+const (
+	BalancePlanBalancedGroupCount   BalancePlanBalanced = "group_count"
+	BalancePlanBalancedLeaderCount  BalancePlanBalanced = "leader_count"
+	BalancePlanBalancedReplicaCount BalancePlanBalanced = "replica_count"
+	BalancePlanBalancedSlotCount    BalancePlanBalanced = "slot_count"
+	BalancePlanBalancedSlotLoad     BalancePlanBalanced = "slot_load"
+)
+
+// Valid indicates whether the value is a known member of the BalancePlanBalanced enum.
+func (e BalancePlanBalanced) Valid() bool {
+	switch e {
+	case BalancePlanBalancedGroupCount:
+		return true
+	case BalancePlanBalancedLeaderCount:
+		return true
+	case BalancePlanBalancedReplicaCount:
+		return true
+	case BalancePlanBalancedSlotCount:
+		return true
+	case BalancePlanBalancedSlotLoad:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for DecisionKind.
 const (
 	DecisionKindSkip           DecisionKind = "skip"
@@ -918,6 +1005,59 @@ func (e ListUserPluginsParamsConsistency) Valid() bool {
 	}
 }
 
+// BalanceAction defines model for BalanceAction.
+type BalanceAction struct {
+	// Detail The numbers behind the action.
+	Detail   string              `json:"detail"`
+	FromNode *int64              `json:"from_node,omitempty"`
+	Group    int32               `json:"group"`
+	HashSlot *int                `json:"hash_slot,omitempty"`
+	Kind     BalanceActionKind   `json:"kind"`
+	Reason   BalanceActionReason `json:"reason"`
+	ToGroup  *int32              `json:"to_group,omitempty"`
+	ToNode   *int64              `json:"to_node,omitempty"`
+}
+
+// BalanceActionKind defines model for BalanceAction.Kind.
+type BalanceActionKind string
+
+// BalanceActionReason defines model for BalanceAction.Reason.
+type BalanceActionReason string
+
+// BalancePlan defines model for BalancePlan.
+type BalancePlan struct {
+	Actions  []BalanceAction        `json:"actions"`
+	Balanced *[]BalancePlanBalanced `json:"balanced,omitempty"`
+
+	// Held Why balancing (not draining) waits, e.g. "node 3 is unreachable".
+	Held *string `json:"held,omitempty"`
+}
+
+// BalancePlanBalanced defines model for BalancePlan.Balanced.
+type BalancePlanBalanced string
+
+// BalancerRequest defines model for BalancerRequest.
+type BalancerRequest struct {
+	Paused bool `json:"paused"`
+}
+
+// BalancerStatus defines model for BalancerStatus.
+type BalancerStatus struct {
+	Aggregator int64 `json:"aggregator"`
+
+	// ChangedAtMs When the pause last changed.
+	ChangedAtMs *int64          `json:"changed_at_ms,omitempty"`
+	Drains      []DrainProgress `json:"drains"`
+
+	// Enabled Off when this controller leader's configuration turns the balancer off.
+	Enabled       bool        `json:"enabled"`
+	IntervalMs    int64       `json:"interval_ms"`
+	LastPlan      BalancePlan `json:"last_plan"`
+	LastRoundAtMs *int64      `json:"last_round_at_ms,omitempty"`
+	Load          []NodeLoad  `json:"load"`
+	Paused        bool        `json:"paused"`
+}
+
 // Blocker defines model for Blocker.
 type Blocker struct {
 	Detail string `json:"detail"`
@@ -1297,6 +1437,20 @@ type DeviceUpsert struct {
 	Token string `json:"token"`
 }
 
+// DrainProgress defines model for DrainProgress.
+type DrainProgress struct {
+	Done bool `json:"done"`
+
+	// EstimatedLeftMs At the pace so far (-1: not known yet).
+	EstimatedLeftMs int64   `json:"estimated_left_ms"`
+	LeadersLeft     int     `json:"leaders_left"`
+	Node            int64   `json:"node"`
+	Percent         float32 `json:"percent"`
+	ReplicasAtStart int     `json:"replicas_at_start"`
+	ReplicasLeft    int     `json:"replicas_left"`
+	StartedAtMs     int64   `json:"started_at_ms"`
+}
+
 // Error defines model for Error.
 type Error struct {
 	// Code The machine-readable kind of the error, and its status:
@@ -1501,6 +1655,12 @@ type MigrationStepPhase string
 type Node struct {
 	ApiAddr *string `json:"api_addr,omitempty"`
 
+	// DrainReplicas The replicas the node held when its drain started.
+	DrainReplicas *int `json:"drain_replicas,omitempty"`
+
+	// DrainStartedAtMs When the node's drain started.
+	DrainStartedAtMs *int64 `json:"drain_started_at_ms,omitempty"`
+
 	// Health As the controller leader observes it (in listNodes only): `unreachable` when it has had no status report from the node for longer than a few report intervals (3 s by default); `unknown` when it has no report yet, or the controller leader cannot be asked.
 	Health *NodeHealth `json:"health,omitempty"`
 
@@ -1538,6 +1698,15 @@ type NodeIDs = []int64
 type NodeList struct {
 	Items      []Node `json:"items"`
 	NextCursor string `json:"next_cursor"`
+}
+
+// NodeLoad defines model for NodeLoad.
+type NodeLoad struct {
+	Leaders    int     `json:"leaders"`
+	Node       int64   `json:"node"`
+	ReadsPerS  float32 `json:"reads_per_s"`
+	Replicas   int     `json:"replicas"`
+	WritesPerS float32 `json:"writes_per_s"`
 }
 
 // PhaseRecord defines model for PhaseRecord.
@@ -1886,6 +2055,9 @@ type KeyedCursor = string
 
 // Limit defines model for Limit.
 type Limit = int
+
+// NodeID defines model for NodeID.
+type NodeID = int64
 
 // PluginNoPath Example: contract-probe
 type PluginNoPath = string
@@ -2689,6 +2861,9 @@ type AddChannelSubscribersJSONRequestBody = ChannelMembersRequest
 // RemoveChannelSubscribersJSONRequestBody defines body for RemoveChannelSubscribers for application/json ContentType.
 type RemoveChannelSubscribersJSONRequestBody = ChannelMembersRequest
 
+// SetBalancerJSONRequestBody defines body for SetBalancer for application/json ContentType.
+type SetBalancerJSONRequestBody = BalancerRequest
+
 // CreateGroupJSONRequestBody defines body for CreateGroup for application/json ContentType.
 type CreateGroupJSONRequestBody = CreateGroupRequest
 
@@ -3294,6 +3469,45 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/cluster (the `GetCluster` operationId).
 	GetCluster(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetBalancer The balancer, the load per node and the drains
+	//
+	// As the controller leader holds it: whether the balancer is enabled (node configuration)
+	// and paused (by an operator, replicated), its latest round and plan, every node's measured
+	// load (operations per second its API served) with its replica and leader counts, and the
+	// progress of every draining node.
+	//
+	// Corresponds with GET /v1/cluster/balancer (the `GetBalancer` operationId).
+	GetBalancer(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetBalancerWithBody Pause or resume the balancer
+	//
+	// A paused balancer starts nothing new except drains (tasks already running go on). The
+	// pause is replicated: it outlives a controller failover.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /v1/cluster/balancer (the `SetBalancer` operationId).
+	SetBalancerWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetBalancer Pause or resume the balancer
+	//
+	// A paused balancer starts nothing new except drains (tasks already running go on). The
+	// pause is replicated: it outlives a controller failover.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /v1/cluster/balancer (the `SetBalancer` operationId).
+	SetBalancer(ctx context.Context, body SetBalancerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetBalancerPlan What the balancer would do now (a dry run)
+	//
+	// The plan the controller leader's balancer makes from the cluster as it is now — also while
+	// paused — with the reason and the numbers behind every action; nothing is started. `held`
+	// says why balancing waits (a fault is open); `balanced` lists what is within its thresholds.
+	//
+	// Corresponds with GET /v1/cluster/balancer/plan (the `GetBalancerPlan` operationId).
+	GetBalancerPlan(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListDecisions The reconciler's bounded decision log, newest first
 	//
 	// Each transfer, skip and outcome with its reason and the inputs it was decided from. At most 500 entries are kept; a repeated skip for the same reason is recorded once.
@@ -3598,6 +3812,30 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/cluster/nodes (the `RegisterNode` operationId).
 	RegisterNode(ctx context.Context, body RegisterNodeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RemoveNode Remove a drained node for good
+	//
+	// Marks the node `removed` in the controller (from then on every node drops its Raft
+	// messages) and takes it out of the controller group. Its id is never used again, and the
+	// node, started again on its old data, refuses to start and says why. Refused (`412`) while
+	// the node holds a replica, while a task moves one of its replicas, or when it is one of the
+	// last three controller voters. Removing a removed node succeeds again.
+	//
+	// Corresponds with DELETE /v1/cluster/nodes/{id} (the `RemoveNode` operationId).
+	RemoveNode(ctx context.Context, id NodeID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DrainNode Move every replica and leader off a node
+	//
+	// The node becomes `draining`: it takes no new replicas, and the balancer moves each of its
+	// replicas to the active node with the fewest (a replica move hands leadership away first),
+	// also while the balancer is paused for everything else and while the node itself is down,
+	// as long as each group keeps a quorum. The progress (replicas left, percent, an estimate of
+	// the time left) is in `GET /v1/cluster/balancer` under `drains`. Draining a draining node
+	// succeeds again. Refused (`412`) when fewer active nodes than replicas per group would be
+	// left.
+	//
+	// Corresponds with POST /v1/cluster/nodes/{id}/drain (the `DrainNode` operationId).
+	DrainNode(ctx context.Context, id NodeID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetRoutes The HashToGroup table with its revision and each group's live leader
 	//
@@ -4972,6 +5210,85 @@ func (c *Client) GetCluster(ctx context.Context, reqEditors ...RequestEditorFn) 
 	return c.Client.Do(req)
 }
 
+// GetBalancer The balancer, the load per node and the drains
+//
+// As the controller leader holds it: whether the balancer is enabled (node configuration)
+// and paused (by an operator, replicated), its latest round and plan, every node's measured
+// load (operations per second its API served) with its replica and leader counts, and the
+// progress of every draining node.
+//
+// Corresponds with GET /v1/cluster/balancer (the `GetBalancer` operationId).
+func (c *Client) GetBalancer(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetBalancerRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetBalancerWithBody Pause or resume the balancer
+//
+// A paused balancer starts nothing new except drains (tasks already running go on). The
+// pause is replicated: it outlives a controller failover.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /v1/cluster/balancer (the `SetBalancer` operationId).
+func (c *Client) SetBalancerWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetBalancerRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetBalancer Pause or resume the balancer
+//
+// A paused balancer starts nothing new except drains (tasks already running go on). The
+// pause is replicated: it outlives a controller failover.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /v1/cluster/balancer (the `SetBalancer` operationId).
+func (c *Client) SetBalancer(ctx context.Context, body SetBalancerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetBalancerRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetBalancerPlan What the balancer would do now (a dry run)
+//
+// The plan the controller leader's balancer makes from the cluster as it is now — also while
+// paused — with the reason and the numbers behind every action; nothing is started. `held`
+// says why balancing waits (a fault is open); `balanced` lists what is within its thresholds.
+//
+// Corresponds with GET /v1/cluster/balancer/plan (the `GetBalancerPlan` operationId).
+func (c *Client) GetBalancerPlan(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetBalancerPlanRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListDecisions The reconciler's bounded decision log, newest first
 //
 // Each transfer, skip and outcome with its reason and the inputs it was decided from. At most 500 entries are kept; a repeated skip for the same reason is recorded once.
@@ -5487,6 +5804,50 @@ func (c *Client) RegisterNodeWithBody(ctx context.Context, contentType string, b
 // Corresponds with POST /v1/cluster/nodes (the `RegisterNode` operationId).
 func (c *Client) RegisterNode(ctx context.Context, body RegisterNodeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRegisterNodeRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RemoveNode Remove a drained node for good
+//
+// Marks the node `removed` in the controller (from then on every node drops its Raft
+// messages) and takes it out of the controller group. Its id is never used again, and the
+// node, started again on its old data, refuses to start and says why. Refused (`412`) while
+// the node holds a replica, while a task moves one of its replicas, or when it is one of the
+// last three controller voters. Removing a removed node succeeds again.
+//
+// Corresponds with DELETE /v1/cluster/nodes/{id} (the `RemoveNode` operationId).
+func (c *Client) RemoveNode(ctx context.Context, id NodeID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRemoveNodeRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DrainNode Move every replica and leader off a node
+//
+// The node becomes `draining`: it takes no new replicas, and the balancer moves each of its
+// replicas to the active node with the fewest (a replica move hands leadership away first),
+// also while the balancer is paused for everything else and while the node itself is down,
+// as long as each group keeps a quorum. The progress (replicas left, percent, an estimate of
+// the time left) is in `GET /v1/cluster/balancer` under `drains`. Draining a draining node
+// succeeds again. Refused (`412`) when fewer active nodes than replicas per group would be
+// left.
+//
+// Corresponds with POST /v1/cluster/nodes/{id}/drain (the `DrainNode` operationId).
+func (c *Client) DrainNode(ctx context.Context, id NodeID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDrainNodeRequest(c.Server, id)
 	if err != nil {
 		return nil, err
 	}
@@ -9122,6 +9483,100 @@ func NewGetClusterRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewGetBalancerRequest constructs an http.Request for the GetBalancer method
+func NewGetBalancerRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/cluster/balancer")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewSetBalancerRequest calls the generic SetBalancer builder with application/json body
+func NewSetBalancerRequest(server string, body SetBalancerJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSetBalancerRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewSetBalancerRequestWithBody constructs an http.Request for the SetBalancer method, with any body, and a specified content type
+func NewSetBalancerRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/cluster/balancer")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGetBalancerPlanRequest constructs an http.Request for the GetBalancerPlan method
+func NewGetBalancerPlanRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/cluster/balancer/plan")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewListDecisionsRequest constructs an http.Request for the ListDecisions method
 func NewListDecisionsRequest(server string) (*http.Request, error) {
 	var err error
@@ -9686,6 +10141,74 @@ func NewRegisterNodeRequestWithBody(server string, contentType string, body io.R
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewRemoveNodeRequest constructs an http.Request for the RemoveNode method
+func NewRemoveNodeRequest(server string, id NodeID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/cluster/nodes/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewDrainNodeRequest constructs an http.Request for the DrainNode method
+func NewDrainNodeRequest(server string, id NodeID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/cluster/nodes/%s/drain", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
 
 	return req, nil
 }
@@ -12921,6 +13444,49 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/cluster (the `GetCluster` operationId).
 	GetClusterWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetClusterResponse, error)
 
+	// GetBalancerWithResponse The balancer, the load per node and the drains
+	//
+	// As the controller leader holds it: whether the balancer is enabled (node configuration)
+	// and paused (by an operator, replicated), its latest round and plan, every node's measured
+	// load (operations per second its API served) with its replica and leader counts, and the
+	// progress of every draining node.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/cluster/balancer (the `GetBalancer` operationId).
+	GetBalancerWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetBalancerResponse, error)
+
+	// SetBalancerWithBodyWithResponse Pause or resume the balancer
+	//
+	// A paused balancer starts nothing new except drains (tasks already running go on). The
+	// pause is replicated: it outlives a controller failover.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/cluster/balancer (the `SetBalancer` operationId).
+	SetBalancerWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetBalancerResponse, error)
+
+	// SetBalancerWithResponse Pause or resume the balancer
+	//
+	// A paused balancer starts nothing new except drains (tasks already running go on). The
+	// pause is replicated: it outlives a controller failover.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/cluster/balancer (the `SetBalancer` operationId).
+	SetBalancerWithResponse(ctx context.Context, body SetBalancerJSONRequestBody, reqEditors ...RequestEditorFn) (*SetBalancerResponse, error)
+
+	// GetBalancerPlanWithResponse What the balancer would do now (a dry run)
+	//
+	// The plan the controller leader's balancer makes from the cluster as it is now — also while
+	// paused — with the reason and the numbers behind every action; nothing is started. `held`
+	// says why balancing waits (a fault is open); `balanced` lists what is within its thresholds.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/cluster/balancer/plan (the `GetBalancerPlan` operationId).
+	GetBalancerPlanWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetBalancerPlanResponse, error)
+
 	// ListDecisionsWithResponse The reconciler's bounded decision log, newest first
 	//
 	// Each transfer, skip and outcome with its reason and the inputs it was decided from. At most 500 entries are kept; a repeated skip for the same reason is recorded once.
@@ -13237,6 +13803,34 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/cluster/nodes (the `RegisterNode` operationId).
 	RegisterNodeWithResponse(ctx context.Context, body RegisterNodeJSONRequestBody, reqEditors ...RequestEditorFn) (*RegisterNodeResponse, error)
+
+	// RemoveNodeWithResponse Remove a drained node for good
+	//
+	// Marks the node `removed` in the controller (from then on every node drops its Raft
+	// messages) and takes it out of the controller group. Its id is never used again, and the
+	// node, started again on its old data, refuses to start and says why. Refused (`412`) while
+	// the node holds a replica, while a task moves one of its replicas, or when it is one of the
+	// last three controller voters. Removing a removed node succeeds again.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/cluster/nodes/{id} (the `RemoveNode` operationId).
+	RemoveNodeWithResponse(ctx context.Context, id NodeID, reqEditors ...RequestEditorFn) (*RemoveNodeResponse, error)
+
+	// DrainNodeWithResponse Move every replica and leader off a node
+	//
+	// The node becomes `draining`: it takes no new replicas, and the balancer moves each of its
+	// replicas to the active node with the fewest (a replica move hands leadership away first),
+	// also while the balancer is paused for everything else and while the node itself is down,
+	// as long as each group keeps a quorum. The progress (replicas left, percent, an estimate of
+	// the time left) is in `GET /v1/cluster/balancer` under `drains`. Draining a draining node
+	// succeeds again. Refused (`412`) when fewer active nodes than replicas per group would be
+	// left.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/cluster/nodes/{id}/drain (the `DrainNode` operationId).
+	DrainNodeWithResponse(ctx context.Context, id NodeID, reqEditors ...RequestEditorFn) (*DrainNodeResponse, error)
 
 	// GetRoutesWithResponse The HashToGroup table with its revision and each group's live leader
 	//
@@ -18836,6 +19430,248 @@ func (r GetClusterResponse) ContentType() string {
 	return ""
 }
 
+// GetBalancerResponse503Headers the declared response headers of an HTTP 503 response for GetBalancer
+type GetBalancerResponse503Headers struct {
+	RetryAfter int
+}
+
+// GetBalancerResponseDefaultHeaders the declared response headers of an HTTP default response for GetBalancer
+type GetBalancerResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
+type GetBalancerResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *BalancerStatus
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorResponse
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetBalancerResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetBalancerResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetBalancerResponse) GetJSON200() *BalancerStatus {
+	return r.JSON200
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetBalancerResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetBalancerResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetBalancerResponse) GetJSONDefault() *ErrorResponse {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetBalancerResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetBalancerResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetBalancerResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetBalancerResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// SetBalancerResponse503Headers the declared response headers of an HTTP 503 response for SetBalancer
+type SetBalancerResponse503Headers struct {
+	RetryAfter int
+}
+
+// SetBalancerResponseDefaultHeaders the declared response headers of an HTTP default response for SetBalancer
+type SetBalancerResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
+type SetBalancerResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *BalancerStatus
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *InvalidArgument
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorResponse
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *SetBalancerResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *SetBalancerResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SetBalancerResponse) GetJSON200() *BalancerStatus {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r SetBalancerResponse) GetJSON400() *InvalidArgument {
+	return r.JSON400
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r SetBalancerResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r SetBalancerResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r SetBalancerResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r SetBalancerResponse) GetJSONDefault() *ErrorResponse {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r SetBalancerResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SetBalancerResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SetBalancerResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SetBalancerResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetBalancerPlanResponse503Headers the declared response headers of an HTTP 503 response for GetBalancerPlan
+type GetBalancerPlanResponse503Headers struct {
+	RetryAfter int
+}
+
+// GetBalancerPlanResponseDefaultHeaders the declared response headers of an HTTP default response for GetBalancerPlan
+type GetBalancerPlanResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
+type GetBalancerPlanResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *BalancePlan
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorResponse
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetBalancerPlanResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetBalancerPlanResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetBalancerPlanResponse) GetJSON200() *BalancePlan {
+	return r.JSON200
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetBalancerPlanResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetBalancerPlanResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetBalancerPlanResponse) GetJSONDefault() *ErrorResponse {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetBalancerPlanResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetBalancerPlanResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetBalancerPlanResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetBalancerPlanResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListDecisionsResponseDefaultHeaders the declared response headers of an HTTP default response for ListDecisions
 type ListDecisionsResponseDefaultHeaders struct {
 	WWWAuthenticate *string
@@ -20174,6 +21010,200 @@ func (r RegisterNodeResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r RegisterNodeResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RemoveNodeResponse503Headers the declared response headers of an HTTP 503 response for RemoveNode
+type RemoveNodeResponse503Headers struct {
+	RetryAfter int
+}
+
+// RemoveNodeResponseDefaultHeaders the declared response headers of an HTTP default response for RemoveNode
+type RemoveNodeResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
+type RemoveNodeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *InvalidArgument
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ErrorBody
+	// JSON412 the response for an HTTP 412 `application/json` response
+	JSON412 *ErrorBody
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorResponse
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RemoveNodeResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *RemoveNodeResponseDefaultHeaders
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r RemoveNodeResponse) GetJSON400() *InvalidArgument {
+	return r.JSON400
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r RemoveNodeResponse) GetJSON404() *ErrorBody {
+	return r.JSON404
+}
+
+// GetJSON412 returns the response for an HTTP 412 `application/json` response
+func (r RemoveNodeResponse) GetJSON412() *ErrorBody {
+	return r.JSON412
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r RemoveNodeResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r RemoveNodeResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r RemoveNodeResponse) GetJSONDefault() *ErrorResponse {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r RemoveNodeResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RemoveNodeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RemoveNodeResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RemoveNodeResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DrainNodeResponse503Headers the declared response headers of an HTTP 503 response for DrainNode
+type DrainNodeResponse503Headers struct {
+	RetryAfter int
+}
+
+// DrainNodeResponseDefaultHeaders the declared response headers of an HTTP default response for DrainNode
+type DrainNodeResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
+type DrainNodeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *Node
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *InvalidArgument
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ErrorBody
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *ErrorBody
+	// JSON412 the response for an HTTP 412 `application/json` response
+	JSON412 *ErrorBody
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorResponse
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *DrainNodeResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *DrainNodeResponseDefaultHeaders
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r DrainNodeResponse) GetJSON202() *Node {
+	return r.JSON202
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DrainNodeResponse) GetJSON400() *InvalidArgument {
+	return r.JSON400
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DrainNodeResponse) GetJSON404() *ErrorBody {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r DrainNodeResponse) GetJSON409() *ErrorBody {
+	return r.JSON409
+}
+
+// GetJSON412 returns the response for an HTTP 412 `application/json` response
+func (r DrainNodeResponse) GetJSON412() *ErrorBody {
+	return r.JSON412
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r DrainNodeResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DrainNodeResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r DrainNodeResponse) GetJSONDefault() *ErrorResponse {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r DrainNodeResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DrainNodeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DrainNodeResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DrainNodeResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -26106,6 +27136,73 @@ func (c *ClientWithResponses) GetClusterWithResponse(ctx context.Context, reqEdi
 	return ParseGetClusterResponse(rsp)
 }
 
+// GetBalancerWithResponse The balancer, the load per node and the drains
+//
+// As the controller leader holds it: whether the balancer is enabled (node configuration)
+// and paused (by an operator, replicated), its latest round and plan, every node's measured
+// load (operations per second its API served) with its replica and leader counts, and the
+// progress of every draining node.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/cluster/balancer (the `GetBalancer` operationId).
+func (c *ClientWithResponses) GetBalancerWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetBalancerResponse, error) {
+	rsp, err := c.GetBalancer(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetBalancerResponse(rsp)
+}
+
+// SetBalancerWithBodyWithResponse Pause or resume the balancer
+//
+// A paused balancer starts nothing new except drains (tasks already running go on). The
+// pause is replicated: it outlives a controller failover.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/cluster/balancer (the `SetBalancer` operationId).
+func (c *ClientWithResponses) SetBalancerWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetBalancerResponse, error) {
+	rsp, err := c.SetBalancerWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetBalancerResponse(rsp)
+}
+
+// SetBalancerWithResponse Pause or resume the balancer
+//
+// A paused balancer starts nothing new except drains (tasks already running go on). The
+// pause is replicated: it outlives a controller failover.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/cluster/balancer (the `SetBalancer` operationId).
+func (c *ClientWithResponses) SetBalancerWithResponse(ctx context.Context, body SetBalancerJSONRequestBody, reqEditors ...RequestEditorFn) (*SetBalancerResponse, error) {
+	rsp, err := c.SetBalancer(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetBalancerResponse(rsp)
+}
+
+// GetBalancerPlanWithResponse What the balancer would do now (a dry run)
+//
+// The plan the controller leader's balancer makes from the cluster as it is now — also while
+// paused — with the reason and the numbers behind every action; nothing is started. `held`
+// says why balancing waits (a fault is open); `balanced` lists what is within its thresholds.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/cluster/balancer/plan (the `GetBalancerPlan` operationId).
+func (c *ClientWithResponses) GetBalancerPlanWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetBalancerPlanResponse, error) {
+	rsp, err := c.GetBalancerPlan(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetBalancerPlanResponse(rsp)
+}
+
 // ListDecisionsWithResponse The reconciler's bounded decision log, newest first
 //
 // Each transfer, skip and outcome with its reason and the inputs it was decided from. At most 500 entries are kept; a repeated skip for the same reason is recorded once.
@@ -26553,6 +27650,46 @@ func (c *ClientWithResponses) RegisterNodeWithResponse(ctx context.Context, body
 		return nil, err
 	}
 	return ParseRegisterNodeResponse(rsp)
+}
+
+// RemoveNodeWithResponse Remove a drained node for good
+//
+// Marks the node `removed` in the controller (from then on every node drops its Raft
+// messages) and takes it out of the controller group. Its id is never used again, and the
+// node, started again on its old data, refuses to start and says why. Refused (`412`) while
+// the node holds a replica, while a task moves one of its replicas, or when it is one of the
+// last three controller voters. Removing a removed node succeeds again.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/cluster/nodes/{id} (the `RemoveNode` operationId).
+func (c *ClientWithResponses) RemoveNodeWithResponse(ctx context.Context, id NodeID, reqEditors ...RequestEditorFn) (*RemoveNodeResponse, error) {
+	rsp, err := c.RemoveNode(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRemoveNodeResponse(rsp)
+}
+
+// DrainNodeWithResponse Move every replica and leader off a node
+//
+// The node becomes `draining`: it takes no new replicas, and the balancer moves each of its
+// replicas to the active node with the fewest (a replica move hands leadership away first),
+// also while the balancer is paused for everything else and while the node itself is down,
+// as long as each group keeps a quorum. The progress (replicas left, percent, an estimate of
+// the time left) is in `GET /v1/cluster/balancer` under `drains`. Draining a draining node
+// succeeds again. Refused (`412`) when fewer active nodes than replicas per group would be
+// left.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/cluster/nodes/{id}/drain (the `DrainNode` operationId).
+func (c *ClientWithResponses) DrainNodeWithResponse(ctx context.Context, id NodeID, reqEditors ...RequestEditorFn) (*DrainNodeResponse, error) {
+	rsp, err := c.DrainNode(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDrainNodeResponse(rsp)
 }
 
 // GetRoutesWithResponse The HashToGroup table with its revision and each group's live leader
@@ -38155,6 +39292,230 @@ func ParseGetClusterResponse(rsp *http.Response) (*GetClusterResponse, error) {
 	return response, nil
 }
 
+// ParseGetBalancerResponse parses an HTTP response from a GetBalancerWithResponse call
+func ParseGetBalancerResponse(rsp *http.Response) (*GetBalancerResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetBalancerResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest BalancerStatus
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers GetBalancerResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	case true:
+		var headers GetBalancerResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseSetBalancerResponse parses an HTTP response from a SetBalancerWithResponse call
+func ParseSetBalancerResponse(rsp *http.Response) (*SetBalancerResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SetBalancerResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest BalancerStatus
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest InvalidArgument
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers SetBalancerResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	case true:
+		var headers SetBalancerResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetBalancerPlanResponse parses an HTTP response from a GetBalancerPlanWithResponse call
+func ParseGetBalancerPlanResponse(rsp *http.Response) (*GetBalancerPlanResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetBalancerPlanResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest BalancePlan
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers GetBalancerPlanResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	case true:
+		var headers GetBalancerPlanResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
 // ParseListDecisionsResponse parses an HTTP response from a ListDecisionsWithResponse call
 func ParseListDecisionsResponse(rsp *http.Response) (*ListDecisionsResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -39414,6 +40775,191 @@ func ParseRegisterNodeResponse(rsp *http.Response) (*RegisterNodeResponse, error
 		response.Headers503 = &headers
 	case true:
 		var headers RegisterNodeResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRemoveNodeResponse parses an HTTP response from a RemoveNodeWithResponse call
+func ParseRemoveNodeResponse(rsp *http.Response) (*RemoveNodeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RemoveNodeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest InvalidArgument
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers RemoveNodeResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	case true:
+		var headers RemoveNodeResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDrainNodeResponse parses an HTTP response from a DrainNodeWithResponse call
+func ParseDrainNodeResponse(rsp *http.Response) (*DrainNodeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DrainNodeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest Node
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest InvalidArgument
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers DrainNodeResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	case true:
+		var headers DrainNodeResponseDefaultHeaders
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# ops-lib.sh — shared by transfer-leader.sh, rebalance-leaders.sh,
+# ops-lib.sh — shared by transfer-leader.sh, rebalance-leaders.sh, add-node.sh, drain-node.sh,
 # move-replica.sh and group.sh; sourced, not run.
 #
 # Environment:

@@ -22,9 +22,11 @@ import (
 // The ops scripts' cluster: four nodes, replication factor 3, so that node 4
 // holds no replica of group 1.
 const (
-	opsNodes    = 4
-	opsGroups   = 4
-	opsNodeArgs = "--rtt 10ms --groups 4 --replication-factor 3 --enable-hash-slot-migration"
+	opsNodes  = 4
+	opsGroups = 4
+	// The balancer is off: the test places replicas, leaders and slots by
+	// hand (drains still run without it).
+	opsNodeArgs = "--rtt 10ms --groups 4 --replication-factor 3 --enable-hash-slot-migration --balancer=false"
 )
 
 // opsGroup is the part of a group view (GET /v1/cluster/groups) the ops
@@ -362,6 +364,35 @@ func TestOpsScripts(t *testing.T) {
 	if out, code := runOps(t, 30*time.Second, api(1), nil, "group.sh", "retire", strconv.Itoa(created.ID)); code != 0 || !strings.Contains(out, "retired") {
 		t.Fatalf("group.sh retire %d exited %d", created.ID, code)
 	}
+
+	// add-node.sh with the balancer turned off says nothing will move.
+	if out, code := runOps(t, 30*time.Second, api(1), nil, "add-node.sh", "4", "--timeout", "20"); code != 1 || !strings.Contains(out, "balancer is turned off") {
+		t.Fatalf("add-node.sh 4 with the balancer off exited %d; want 1 and 'balancer is turned off'", code)
+	}
+	// drain-node.sh --remove: node 4's replicas move off (drains run
+	// without the balancer), then it is removed; add-node.sh refuses it.
+	held := 0
+	for _, g := range c.opsGroups(1) {
+		if slices.Contains(g.peers(), 4) {
+			held++
+		}
+	}
+	if held == 0 {
+		t.Fatal("node 4 holds no replica to drain")
+	}
+	out, code = runOps(t, 120*time.Second, api(2), nil, "drain-node.sh", "4", "--remove", "--timeout", "100")
+	if code != 0 || !strings.Contains(out, "node 4 drained") || !strings.Contains(out, "node 4 removed") ||
+		!strings.Contains(out, fmt.Sprintf("%d replicas to move", held)) {
+		t.Fatalf("drain-node.sh 4 --remove exited %d", code)
+	}
+	for _, g := range c.opsGroups(1) {
+		if slices.Contains(g.peers(), 4) || slices.Contains(g.Voters, 4) {
+			t.Fatalf("group %d still has node 4 after the drain: %+v", g.ID, g)
+		}
+	}
+	if out, code := runOps(t, 30*time.Second, api(1), nil, "add-node.sh", "4"); code != 1 || !strings.Contains(out, "node 4 is removed") {
+		t.Fatalf("add-node.sh 4 after its removal exited %d; want 1 and 'node 4 is removed'", code)
+	}
 }
 
 // slotsOf lists the hash slots group g owns in node 1's routing table.
@@ -452,7 +483,7 @@ func TestOpsScriptsShellcheck(t *testing.T) {
 	if _, err := exec.LookPath("shellcheck"); err != nil {
 		t.Skip("shellcheck is not installed")
 	}
-	cmd := exec.Command("shellcheck", "-x", "ops-lib.sh", "transfer-leader.sh", "rebalance-leaders.sh", "move-replica.sh", "group.sh")
+	cmd := exec.Command("shellcheck", "-x", "ops-lib.sh", "transfer-leader.sh", "rebalance-leaders.sh", "move-replica.sh", "group.sh", "add-node.sh", "drain-node.sh")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("shellcheck: %v\n%s", err, out)
 	}

@@ -38,6 +38,10 @@ type options struct {
 	MaxBodyBytes        int64
 	ShutdownTimeout     time.Duration
 	EnableSlotMigration bool
+	Balancer            bool
+	BalanceInterval     time.Duration
+	BalancerMaxTasks    int
+	GroupsPerNode       int
 	ProjectInterval     time.Duration
 	LeaderHoldDown      time.Duration
 	TokensFile          string
@@ -68,6 +72,10 @@ func parseOptions(args []string, getenv func(string) string) (*options, error) {
 	fs.StringVar(&o.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.Int64Var(&o.MaxBodyBytes, "max-body-bytes", 1<<20, "largest accepted request body")
 	fs.BoolVar(&o.EnableSlotMigration, "enable-hash-slot-migration", true, "allow moving hash slots between groups, live (migrations, splits, merges); =false turns them off")
+	fs.BoolVar(&o.Balancer, "balancer", true, "run the balancer on this node while it leads the controller (pause it cluster-wide with PUT /v1/cluster/balancer)")
+	fs.DurationVar(&o.BalanceInterval, "balancer-interval", 5*time.Second, "how often the balancer plans")
+	fs.IntVar(&o.BalancerMaxTasks, "balancer-max-tasks", 2, "tasks (replica moves, slot moves, splits, merges) running at once that the balancer waits for")
+	fs.IntVar(&o.GroupsPerNode, "balancer-groups-per-node", 1, "slot groups the balancer keeps per active node once there are more nodes than replicas per group (-1: it never splits or merges)")
 	fs.DurationVar(&o.ProjectInterval, "project-interval", 200*time.Millisecond, "how often subscriber changes are projected into memberships (negative: never; for tests)")
 	fs.DurationVar(&o.LeaderHoldDown, "leader-hold-down", 30*time.Second, "how long a node that was disrupted (unreachable, restarted, lost its leadership or its leader) must be healthy before leadership is moved to it")
 	fs.StringVar(&o.TokensFile, "tokens-file", "", `API tokens, one "role token" line each (roles: read, write, admin); or SLOTMETA_TOKENS="role:token,…"`)

@@ -24,6 +24,7 @@ import (
 	"slotmeta/internal/httpapi"
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/cluster"
+	"slotmeta/internal/slotstore/controller/balance"
 	"slotmeta/internal/slotstore/controller/policy"
 	"slotmeta/internal/slotstore/peer"
 )
@@ -83,6 +84,9 @@ func run(args []string, getenv func(string) string) error {
 		ClusterSecret:        secret,
 		TLS:                  peer.TLSConfig{CAFile: o.TLSCA, CertFile: o.TLSCert, KeyFile: o.TLSKey},
 		DisableHashSlotMoves: !o.EnableSlotMigration,
+		DisableBalancer:      !o.Balancer,
+		BalanceInterval:      o.BalanceInterval,
+		Balancer:             balance.Config{MaxTasks: o.BalancerMaxTasks, GroupsPerNode: o.GroupsPerNode},
 		ProjectInterval:      o.ProjectInterval,
 		Leadership:           policy.Leadership{HoldDown: o.LeaderHoldDown},
 		ClusterID:            o.ClusterID,

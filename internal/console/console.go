@@ -1,7 +1,8 @@
 // Package console serves the operations console at /console: an overview,
 // the hash-slot map, the groups (intent beside observed fact), one group's
 // detail with its actions (leader transfer after a preflight, preferred
-// leader, replica move), the tasks and the decision log.
+// leader, replica move), the tasks, the decision log and the balancer (its
+// plan, the load per node, drains and removals).
 //
 // Pages are rendered on the server with templ (the *.templ files; the
 // generated *_templ.go files are committed). The parts that change are
@@ -59,6 +60,11 @@ type Source interface {
 	CreateSplit(ctx context.Context, g slotstore.GroupID, slots []slotstore.HashSlot, peers []slotstore.NodeID) (slotstore.Task, error)
 	CreateMerge(ctx context.Context, g, into slotstore.GroupID) (slotstore.Task, error)
 	RetireGroup(ctx context.Context, g slotstore.GroupID) error
+	Balancer(ctx context.Context) (slotstore.BalancerStatus, error)
+	BalancerPlan(ctx context.Context) (slotstore.BalancePlan, error)
+	SetBalancerPaused(ctx context.Context, paused bool) error
+	DrainNode(ctx context.Context, id slotstore.NodeID) (slotstore.NodeInfo, error)
+	RemoveNode(ctx context.Context, id slotstore.NodeID) error
 }
 
 // flashCookie carries the outcome of an action to the page the action
@@ -90,6 +96,11 @@ func Handler(src Source, authn *auth.Authenticator) http.Handler {
 	mux.HandleFunc("GET /console/groups/{id}", c.read(c.groupPage))
 	mux.HandleFunc("GET /console/tasks", c.read(c.tasksPage))
 	mux.HandleFunc("GET /console/decisions", c.read(c.decisionsPage))
+	mux.HandleFunc("GET /console/balancer", c.read(c.balancerPage))
+	mux.HandleFunc("GET /console/fragments/balancer", c.read(c.balancerFragment))
+	mux.HandleFunc("POST /console/balancer", c.action(c.setBalancer))
+	mux.HandleFunc("POST /console/nodes/{id}/drain", c.action(c.drainNode))
+	mux.HandleFunc("POST /console/nodes/{id}/remove", c.action(c.removeNode))
 
 	mux.HandleFunc("GET /console/fragments/overview", c.read(c.overviewFragment))
 	mux.HandleFunc("GET /console/fragments/slots", c.read(c.slotsFragment))

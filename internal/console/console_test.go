@@ -206,6 +206,8 @@ type fake struct {
 	tasks     []slotstore.Task
 	transfers int
 	splits    [][]slotstore.HashSlot // the slots of every split asked for
+	paused    bool
+	drained   []slotstore.NodeID
 }
 
 func newFake() *fake {
@@ -285,6 +287,40 @@ func (f *fake) CreateMerge(context.Context, slotstore.GroupID, slotstore.GroupID
 }
 func (f *fake) RetireGroup(context.Context, slotstore.GroupID) error {
 	return errors.New("not in the fake")
+}
+
+func (f *fake) Balancer(context.Context) (slotstore.BalancerStatus, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	st := slotstore.BalancerStatus{Enabled: true, Paused: f.paused, IntervalMs: 5000, Aggregator: 1,
+		Load: []slotstore.NodeLoad{{Node: 1, Reads: 120, Writes: 80, Replicas: 2, Leaders: 2}, {Node: 2, Replicas: 1}}}
+	for _, id := range f.drained {
+		st.Drains = append(st.Drains, slotstore.DrainProgress{Node: id, ReplicasAtStart: 2, ReplicasLeft: 1, Percent: 50, EstimatedLeftMs: 4000})
+	}
+	return st, nil
+}
+
+func (f *fake) BalancerPlan(context.Context) (slotstore.BalancePlan, error) {
+	return slotstore.BalancePlan{Actions: []slotstore.BalanceAction{{Kind: slotstore.BalanceMoveReplica, Reason: "replica_count", Group: 1, From: 1, To: 2,
+		Detail: "node 1 holds 2 replicas, node 2 0 (skew allowed 1)"}}, Balanced: []string{"leader_count"}}, nil
+}
+
+func (f *fake) SetBalancerPaused(_ context.Context, paused bool) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.paused = paused
+	return nil
+}
+
+func (f *fake) DrainNode(_ context.Context, id slotstore.NodeID) (slotstore.NodeInfo, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.drained = append(f.drained, id)
+	return slotstore.NodeInfo{ID: id, State: slotstore.NodeDraining, DrainReplicas: 2}, nil
+}
+
+func (f *fake) RemoveNode(context.Context, slotstore.NodeID) error {
+	return errors.New("node 2 still holds 1 replicas; drain it first")
 }
 
 const (
@@ -503,24 +539,9 @@ func TestSplitFormSendsItsSlotsAndRefusesBadOnes(t *testing.T) {
 	}
 	ts := httptest.NewServer(Handler(f, authn))
 	defer ts.Close()
-	cl := &http.Client{CheckRedirect: noRedirect}
 	post := func(slots string) string {
 		t.Helper()
-		resp, err := cl.PostForm(ts.URL+"/console/groups/1/split", url.Values{"slots": {slots}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusSeeOther {
-			t.Fatalf("split %q: %d", slots, resp.StatusCode)
-		}
-		for _, ck := range resp.Cookies() {
-			if ck.Name == flashCookie {
-				v, _ := url.QueryUnescape(ck.Value)
-				return v
-			}
-		}
-		return ""
+		return postFlash(t, ts.URL+"/console/groups/1/split", url.Values{"slots": {slots}})
 	}
 	if fl := post("300"); !strings.Contains(fl, "want numbers below 256") {
 		t.Fatalf("flash for slot 300: %q", fl)
@@ -531,4 +552,71 @@ func TestSplitFormSendsItsSlotsAndRefusesBadOnes(t *testing.T) {
 	if len(f.splits) != 1 || len(f.splits[0]) != 2 || f.splits[0][0] != 5 || f.splits[0][1] != 6 {
 		t.Fatalf("splits asked of the node: %v", f.splits)
 	}
+}
+
+// TestBalancerPageShowsPlanLoadAndDrains: the page shows the plan with its
+// reasons, each node's load, and a drain's progress; pause, drain and a
+// refused removal go to the node and come back as flashes.
+func TestBalancerPageShowsPlanLoadAndDrains(t *testing.T) {
+	f := newFake()
+	authn, err := auth.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(Handler(f, authn))
+	defer ts.Close()
+	post := func(path string, form url.Values) string {
+		t.Helper()
+		return postFlash(t, ts.URL+path, form)
+	}
+	if fl := post("/console/balancer", url.Values{"paused": {"true"}}); !strings.Contains(fl, "paused") || !f.paused {
+		t.Fatalf("pause: flash %q, paused %v", fl, f.paused)
+	}
+	if fl := post("/console/balancer", url.Values{"paused": {"maybe"}}); !strings.Contains(fl, "want true or false") {
+		t.Fatalf("bad pause value: %q", fl)
+	}
+	if fl := post("/console/nodes/2/drain", nil); !strings.Contains(fl, "Node 2 drains its 2 replicas") {
+		t.Fatalf("drain: %q", fl)
+	}
+	if fl := post("/console/nodes/2/remove", nil); !strings.Contains(fl, "Removing node 2 refused: node 2 still holds") {
+		t.Fatalf("remove: %q", fl)
+	}
+	c := &console{src: f, now: func() time.Time { return now }}
+	doc := render(t, BalancerLive(c.balancer(context.Background(), true)))
+	if got := text(byTestID(doc, "balancer-mode")[0]); got != "paused" {
+		t.Fatalf("mode %q", got)
+	}
+	plan := text(byTestID(doc, "plan")[0])
+	if !strings.Contains(plan, "move_replica") || !strings.Contains(plan, "replica_count") || !strings.Contains(plan, "node 1 holds 2 replicas") {
+		t.Fatalf("plan: %q", plan)
+	}
+	row := text(byTestID(doc, "node-row-1")[0])
+	if !strings.Contains(row, "120") || !strings.Contains(row, "80") {
+		t.Fatalf("node 1 row: %q", row)
+	}
+	if got := text(byTestID(doc, "drain-progress")[0]); !strings.Contains(got, "50 % · 1 of 2 replicas left · about 4s left") {
+		t.Fatalf("drain progress: %q", got)
+	}
+}
+
+// postFlash posts form to u, expects the action's redirect and returns the
+// flash message it set.
+func postFlash(t *testing.T, u string, form url.Values) string {
+	t.Helper()
+	cl := &http.Client{CheckRedirect: noRedirect}
+	resp, err := cl.PostForm(u, form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("POST %s: %d", u, resp.StatusCode)
+	}
+	for _, ck := range resp.Cookies() {
+		if ck.Name == flashCookie {
+			v, _ := url.QueryUnescape(ck.Value)
+			return v
+		}
+	}
+	return ""
 }

@@ -1273,4 +1273,31 @@ func genCluster(t *testing.T, c *client.ClientWithResponses, cn *cluster.Node) {
 	if got := step(mg.JSON202.Id); got.Status != client.Cancelled {
 		t.Fatalf("after a step of the cancelled merge: %+v", got)
 	}
+
+	// The balancer: its state, a dry-run plan, pause and resume; a node's
+	// drain and removal, both refused on a one-node cluster.
+	bal, err := c.GetBalancerWithResponse(ctx)
+	genCheck(t, "balancer", bal, err, http.StatusOK)
+	if b := bal.JSON200; b.Paused || len(b.Load) != 1 || b.Load[0].Node != self || b.Load[0].Replicas < 1 {
+		t.Fatalf("balancer: %+v", b)
+	}
+	plan, err := c.GetBalancerPlanWithResponse(ctx)
+	genCheck(t, "balancer plan", plan, err, http.StatusOK)
+	paused, err := c.SetBalancerWithResponse(ctx, client.BalancerRequest{Paused: true})
+	genCheck(t, "pause the balancer", paused, err, http.StatusOK)
+	if !paused.JSON200.Paused || paused.JSON200.ChangedAtMs == nil {
+		t.Fatalf("paused: %+v", paused.JSON200)
+	}
+	resumed, err := c.SetBalancerWithResponse(ctx, client.BalancerRequest{Paused: false})
+	genCheck(t, "resume the balancer", resumed, err, http.StatusOK)
+	drain, err := c.DrainNodeWithResponse(ctx, self)
+	genCheck(t, "drain the only node", drain, err, http.StatusPreconditionFailed)
+	genCheckErr(t, "drain the only node", drain.JSON412, client.ErrorCodeFailedPrecondition)
+	drain, err = c.DrainNodeWithResponse(ctx, 99)
+	genCheck(t, "drain an unknown node", drain, err, http.StatusNotFound)
+	rm, err := c.RemoveNodeWithResponse(ctx, self)
+	genCheck(t, "remove a node with replicas", rm, err, http.StatusPreconditionFailed)
+	genCheckErr(t, "remove a node with replicas", rm.JSON412, client.ErrorCodeFailedPrecondition)
+	rm, err = c.RemoveNodeWithResponse(ctx, 99)
+	genCheck(t, "remove an unknown node", rm, err, http.StatusNotFound)
 }

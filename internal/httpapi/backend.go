@@ -86,4 +86,13 @@ type Operator interface {
 	CreateMerge(ctx context.Context, g, into slotstore.GroupID) (slotstore.Task, error)
 	// CancelTask cancels a task before its commit (conflict after).
 	CancelTask(ctx context.Context, id uint64) (slotstore.Task, error)
+	// DrainNode starts moving every replica and leader off a node;
+	// RemoveNode removes a drained node for good.
+	DrainNode(ctx context.Context, id slotstore.NodeID) (slotstore.NodeInfo, error)
+	RemoveNode(ctx context.Context, id slotstore.NodeID) error
+	// Balancer reports the balancer, BalancerPlan what it would do now,
+	// SetBalancerPaused pauses or resumes it.
+	Balancer(ctx context.Context) (slotstore.BalancerStatus, error)
+	BalancerPlan(ctx context.Context) (slotstore.BalancePlan, error)
+	SetBalancerPaused(ctx context.Context, paused bool) error
 }

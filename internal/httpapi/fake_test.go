@@ -415,3 +415,28 @@ func do(t testing.TB, h http.Handler, method, target, body string, headers ...st
 }
 
 func encodeRaw(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
+
+func (f *fakeBackend) DrainNode(_ context.Context, id slotstore.NodeID) (slotstore.NodeInfo, error) {
+	f.record("DrainNode")
+	return slotstore.NodeInfo{ID: id, State: slotstore.NodeDraining}, nil
+}
+
+func (f *fakeBackend) RemoveNode(context.Context, slotstore.NodeID) error {
+	f.record("RemoveNode")
+	return nil
+}
+
+func (f *fakeBackend) Balancer(context.Context) (slotstore.BalancerStatus, error) {
+	f.record("Balancer")
+	return slotstore.BalancerStatus{Enabled: true, Load: []slotstore.NodeLoad{}, Drains: []slotstore.DrainProgress{}}, nil
+}
+
+func (f *fakeBackend) BalancerPlan(context.Context) (slotstore.BalancePlan, error) {
+	f.record("BalancerPlan")
+	return slotstore.BalancePlan{}, nil
+}
+
+func (f *fakeBackend) SetBalancerPaused(context.Context, bool) error {
+	f.record("SetBalancerPaused")
+	return nil
+}

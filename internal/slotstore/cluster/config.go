@@ -11,6 +11,7 @@ import (
 
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/controller"
+	"slotmeta/internal/slotstore/controller/balance"
 	"slotmeta/internal/slotstore/controller/policy"
 	"slotmeta/internal/slotstore/peer"
 	"slotmeta/internal/slotstore/propose"
@@ -99,6 +100,15 @@ type Config struct {
 	// Nothing wakes a quiesced group whose leader's node died yet, so it
 	// must not be used in a running cluster.
 	Quiesce bool
+	// Balancer tunes the balancer (package controller/balance; zero values
+	// are its defaults). DisableBalancer turns it off on this node (it then
+	// never balances while it leads the controller; operators pause it
+	// cluster-wide through the API instead). BalanceInterval is how often
+	// the controller leader plans (default 5s; negative: never by itself —
+	// tests drive BalanceOnce).
+	Balancer        balance.Config
+	DisableBalancer bool
+	BalanceInterval time.Duration
 	// TaskPhaseTimeout fails a task whose phase has not completed for this
 	// long (default 2m).
 	TaskPhaseTimeout time.Duration
@@ -197,6 +207,9 @@ func (c *Config) EnsureDefaults() {
 	c.Leadership.EnsureDefaults()
 	if c.ProjectInterval == 0 {
 		c.ProjectInterval = 200 * time.Millisecond
+	}
+	if c.BalanceInterval == 0 {
+		c.BalanceInterval = 5 * time.Second
 	}
 	if c.TaskPhaseTimeout == 0 {
 		c.TaskPhaseTimeout = 2 * time.Minute

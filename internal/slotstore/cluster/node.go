@@ -58,6 +58,7 @@ import (
 	"slotmeta/internal/slotstore/controller/policy"
 	"slotmeta/internal/slotstore/controller/tasks"
 	"slotmeta/internal/slotstore/dispatch"
+	"slotmeta/internal/slotstore/heat"
 	"slotmeta/internal/slotstore/peer"
 	"slotmeta/internal/slotstore/projector"
 	"slotmeta/internal/slotstore/raftlog"
@@ -86,16 +87,21 @@ type Node struct {
 	peerSrv *http.Server
 	peerLn  net.Listener
 
-	obs       *policy.Observations // the controller leader's reports and health streaks
-	heard     *raftnet.Heard       // when each replica was last heard from over Raft
-	backoff   *policy.Backoff      // per group, after failed leader transfers
-	tasks     *tasks.Executor      // the controller's tasks, stepped while this node leads it
-	projector *projector.Projector // drains the outboxes of the groups this node leads
-	dispatch  *dispatch.Dispatcher // routes commands and queries to the replica that serves them
-	snaps     snapshotEvents       // dragonboat system events, counted (snapshotevents.go)
-	transfers sync.Map             // GroupID → time.Time: leader transfers this node started and has not seen finish
-	decided   sync.Map             // GroupID → string: the last decision recorded per group (to log changes only)
-	bg        sync.WaitGroup       // background goroutines besides the reconcile loop
+	obs       *policy.Observations            // the controller leader's reports and health streaks
+	heard     *raftnet.Heard                  // when each replica was last heard from over Raft
+	members   memberships                     // led groups' memberships by config change index (status reports)
+	heat      *heat.Counters                  // reads and writes this node's API served, per hash slot
+	load      *heat.Tracker                   // the controller leader's per-slot rates, from the reports
+	balancer  balancerBook                    // the controller leader's latest balancer round
+	removed   atomic.Pointer[map[string]bool] // Raft addresses of removed nodes (refused)
+	backoff   *policy.Backoff                 // per group, after failed leader transfers
+	tasks     *tasks.Executor                 // the controller's tasks, stepped while this node leads it
+	projector *projector.Projector            // drains the outboxes of the groups this node leads
+	dispatch  *dispatch.Dispatcher            // routes commands and queries to the replica that serves them
+	snaps     snapshotEvents                  // dragonboat system events, counted (snapshotevents.go)
+	transfers sync.Map                        // GroupID → time.Time: leader transfers this node started and has not seen finish
+	decided   sync.Map                        // GroupID → string: the last decision recorded per group (to log changes only)
+	bg        sync.WaitGroup                  // background goroutines besides the reconcile loop
 
 	// viewsHook, set only by tests, replaces the observed views the
 	// preferred-leader reconciler decides from.
@@ -141,7 +147,7 @@ func Start(cfg Config) (*Node, error) {
 	n := &Node{cfg: cfg, db: db, logdb: &raftlog.Factory{}, router: routing.NewRouter(), kick: make(chan struct{}, 1),
 		stop: make(chan struct{}), done: make(chan struct{}),
 		peers: peer.NewClient(cfg.ClusterSecret, cfg.MaxPeerInFlight),
-		obs:   policy.NewObservations(), heard: raftnet.NewHeard(),
+		obs:   policy.NewObservations(), heard: raftnet.NewHeard(), heat: &heat.Counters{}, load: heat.NewTracker(),
 		backoff: policy.NewBackoff(uint64(cfg.NodeID)<<32 ^ uint64(time.Now().UnixNano()))}
 	n.life, n.endLife = context.WithCancel(context.Background())
 	n.peers.UseTLS(peerTLS)
@@ -178,7 +184,7 @@ func Start(cfg Config) (*Node, error) {
 	}
 	nhc.SystemEventListener = &n.snaps // counts snapshots (snapshotevents.go)
 	// dragonboat's TCP transport (or the test's), recording who we hear from.
-	nhc.Expert.TransportFactory = raftnet.Transport{Inner: cfg.RaftTransport, Heard: n.heard}
+	nhc.Expert.TransportFactory = raftnet.Transport{Inner: cfg.RaftTransport, Heard: n.heard, Refuse: n.refusesRaftFrom}
 	if cfg.RaftFS != nil {
 		nhc.Expert.FS = cfg.RaftFS
 	}
@@ -196,7 +202,7 @@ func Start(cfg Config) (*Node, error) {
 	n.dispatch = dispatch.New(dispatch.Config{NodeID: cfg.NodeID, Router: n.router, Replicas: n.replicas, Peers: n.peers, NH: nh,
 		Heard: n.heard, Controller: n.ctrl.Load, MaxForwardHops: cfg.MaxForwardHops, ForwardHopTimeout: cfg.ForwardHopTimeout,
 		ForwardMoveGrace: cfg.ForwardMoveGrace, LeaderWait: cfg.LeaderWait, ElectionTimeout: cfg.electionTimeout(), Now: cfg.Now,
-		Proposal: n.metrics.proposal, LeaderMove: n.metrics.leaderMove})
+		Proposal: n.metrics.proposal, LeaderMove: n.metrics.leaderMove, Heat: n.heat})
 	n.projector = projector.New(projector.Config{Node: projectHost{n}, Interval: cfg.ProjectInterval,
 		RoundTimeout: cfg.RequestTimeout, Backlog: n.metrics.backlog, Logger: cfg.Logger})
 	n.tasks = tasks.New(tasks.Config{Node: taskHost{n}, PhaseTimeout: cfg.TaskPhaseTimeout, ActiveWithin: cfg.Leadership.ActiveWithin,
@@ -212,11 +218,20 @@ func Start(cfg Config) (*Node, error) {
 			ErrorLog: peer.ErrorLog(cfg.Logger)}
 		go func() { _ = n.peerSrv.Serve(n.peerLn) }()
 	}
+	restarted := nh.HasNodeInfo(controller.ShardID, uint64(cfg.NodeID))
 	if err := n.startController(); err != nil {
 		n.closePeer()
 		nh.Close()
 		_ = db.Close()
 		return nil, err
+	}
+	if restarted {
+		if err := n.checkNotRemoved(5 * time.Second); err != nil {
+			n.closePeer()
+			nh.Close()
+			_ = db.Close()
+			return nil, err
+		}
 	}
 	go n.reconcileLoop()
 	n.bg.Add(2)
@@ -257,6 +272,7 @@ func (n *Node) startController() error {
 	replica := uint64(n.cfg.NodeID)
 	n.ctrlSM = controller.NewStateMachine(func(s *controller.State) {
 		n.ctrl.Store(s)
+		n.noteRemoved(s)
 		n.poke()
 	})
 	create := func(uint64, uint64) sm.IStateMachine { return n.ctrlSM }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -27,6 +28,9 @@ func (n *Node) observeLoop() {
 	}
 	t := time.NewTicker(n.cfg.ObserveInterval)
 	defer t.Stop()
+	// The first round after taking the lead comes a full interval later:
+	// the reports and load rates must fill in first.
+	lastBalance := n.cfg.Now()
 	for {
 		select {
 		case <-n.stop:
@@ -35,6 +39,7 @@ func (n *Node) observeLoop() {
 		}
 		if !n.isControllerLeader() {
 			n.obs.StepDown()
+			lastBalance = n.cfg.Now()
 			continue
 		}
 		ctx, cancel := context.WithTimeout(n.life, n.cfg.ObserveInterval)
@@ -46,6 +51,12 @@ func (n *Node) observeLoop() {
 			n.tasks.Drive(tctx, tasksStepsPerRound)
 		}
 		tcancel()
+		if n.cfg.BalanceInterval > 0 && n.isControllerLeader() && n.cfg.Now().Sub(lastBalance) >= n.cfg.BalanceInterval {
+			lastBalance = n.cfg.Now()
+			bctx, bcancel := context.WithTimeout(n.life, 2*n.cfg.RequestTimeout)
+			n.BalanceOnce(bctx, lastBalance)
+			bcancel()
+		}
 	}
 }
 
@@ -54,6 +65,9 @@ func (n *Node) observeLoop() {
 func (n *Node) ObserveOnce(ctx context.Context) {
 	st := n.ctrl.Load()
 	n.obs.Lead(n.cfg.Now())
+	registered := n.registeredNodes()
+	n.obs.Retain(registered)
+	n.load.Forget(func(id slotstore.NodeID) bool { return slices.Contains(registered, id) })
 	defer func() { n.obs.UpdateHealth(n.cfg.Now(), n.registeredNodes(), n.cfg.UnreachableAfter) }()
 	var wg sync.WaitGroup
 	for _, id := range st.NodeIDs() {
@@ -80,7 +94,9 @@ func (n *Node) ObserveOnce(ctx context.Context) {
 					return
 				}
 			}
-			n.obs.Record(id, status, n.cfg.Now())
+			at := n.cfg.Now()
+			n.obs.Record(id, status, at)
+			n.observeLoad(id, status, at)
 		}()
 	}
 	wg.Wait()

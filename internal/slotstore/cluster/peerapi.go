@@ -32,6 +32,9 @@ func (n *Node) peerHandler() http.Handler {
 	s.Handle(http.MethodGet, "status", n.servePeerStatus)
 	s.Handle(http.MethodGet, "groups", n.servePeerGroups)
 	s.Handle(http.MethodGet, "health", n.servePeerHealth)
+	s.Handle(http.MethodGet, "balancer", n.servePeerBalancer)
+	s.Handle(http.MethodGet, "balancer-plan", n.servePeerBalancerPlan)
+	s.Handle(http.MethodGet, "nodes", n.servePeerNodes)
 	s.Handle(http.MethodPost, "transfer", n.servePeerTransfer)
 	s.Handle(http.MethodPost, "membership", n.servePeerMembership)
 	return s

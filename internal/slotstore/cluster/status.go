@@ -19,11 +19,15 @@ import (
 // index — and, for the groups it leads, the membership it applies.
 func (n *Node) LocalStatus(ctx context.Context) slotstore.NodeStatus {
 	out := slotstore.NodeStatus{Node: n.cfg.NodeID, AtMs: n.cfg.Now().UnixMilli()}
+	out.SlotReads, out.SlotWrites = n.heat.Snapshot()
 	info := n.nh.GetNodeHostInfo(dragonboat.NodeHostInfoOption{SkipLogInfo: true})
 	shards := map[uint64]int{}
+	held := map[uint64]bool{}
 	for i, si := range info.ShardInfoList {
 		shards[si.ShardID] = i
+		held[si.ShardID] = true
 	}
+	defer n.members.retain(held)
 	for id, lg := range n.replicas.All() {
 		shard := controller.ShardOf(id)
 		rs := slotstore.ReplicaStatus{Group: id, ReplicaID: lg.ReplicaID, Node: n.cfg.NodeID}
@@ -40,7 +44,7 @@ func (n *Node) LocalStatus(ctx context.Context) slotstore.NodeStatus {
 		}
 		if rs.LeaderReplica == lg.ReplicaID && rs.LeaderReplica != 0 {
 			mctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
-			if m, err := n.nh.SyncGetShardMembership(mctx, shard); err == nil {
+			if m, err := n.members.get(mctx, shard, rs.ConfigChangeIndex, n.nh.SyncGetShardMembership); err == nil {
 				rs.Voters, rs.NonVoters, rs.ConfigChangeID = m.Nodes, m.NonVotings, m.ConfigChangeID
 				rs.HeardAgoMs = map[uint64]int64{}
 				for _, members := range []map[uint64]string{m.Nodes, m.NonVotings} {

@@ -28,6 +28,7 @@ import (
 
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/controller"
+	"slotmeta/internal/slotstore/heat"
 	"slotmeta/internal/slotstore/meta"
 	"slotmeta/internal/slotstore/peer"
 	"slotmeta/internal/slotstore/propose"
@@ -54,6 +55,9 @@ type Config struct {
 	// leader change.
 	Proposal   func(g slotstore.GroupID, code slotstore.Code)
 	LeaderMove func(redirected bool)
+	// Heat counts the reads and writes this node resolved, per hash slot
+	// (nil: not counted).
+	Heat *heat.Counters
 }
 
 // Dispatcher routes a node's commands and queries.
@@ -83,6 +87,7 @@ func (d *Dispatcher) Propose(ctx context.Context, cmd meta.Command) (meta.Result
 	hs := slotstore.HashSlotOfString(cmd.RouteKey())
 	h := cmd.Head()
 	h.HashSlot = hs
+	d.cfg.Heat.Write(hs)
 	change, route, err := d.resolveWatching(hs)
 	if route.GroupID == 0 {
 		d.cfg.Proposal(route.GroupID, slotstore.ErrorCode(err))
@@ -394,6 +399,7 @@ func (d *Dispatcher) PeerAddrOf(id slotstore.NodeID) string {
 // otherwise through a peer that holds one — the leader first, then the
 // group's other desired peers.
 func (d *Dispatcher) Read(ctx context.Context, q meta.Query, c meta.Consistency) (any, meta.ReadInfo, error) {
+	d.cfg.Heat.Read(q.RouteSlot())
 	route, rerr := d.cfg.Router.Load().ResolveSlot(q.RouteSlot())
 	if route.GroupID == 0 {
 		return nil, meta.ReadInfo{ServedBy: d.cfg.NodeID, Route: route}, rerr

@@ -89,6 +89,9 @@ func (h *Heard) Ago(shard, replica uint64) (time.Duration, bool) {
 type Transport struct {
 	Inner config.TransportFactory // nil: dragonboat's TCP transport
 	Heard *Heard
+	// Refuse, when set, drops every batch from a source address it names
+	// (a node the cluster removed) before anything reads it.
+	Refuse func(sourceAddr string) bool
 }
 
 var _ config.TransportFactory = Transport{}
@@ -96,6 +99,9 @@ var _ config.TransportFactory = Transport{}
 // Create implements config.TransportFactory.
 func (f Transport) Create(c config.NodeHostConfig, mh raftio.MessageHandler, ch raftio.ChunkHandler) raftio.ITransport {
 	handle := func(b pb.MessageBatch) {
+		if f.Refuse != nil && f.Refuse(b.SourceAddress) {
+			return
+		}
 		f.Heard.Record(b)
 		mh(b)
 	}

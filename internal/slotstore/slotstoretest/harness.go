@@ -87,6 +87,9 @@ func Start(t testing.TB, o Options) *Cluster {
 			ElectionRTT:       10,
 			HeartbeatRTT:      1,
 			Proposer:          o.Proposer,
+			// Tests place replicas, leaders and slots themselves; one that
+			// wants the balancer turns it on in Tune.
+			DisableBalancer: true,
 		}
 		if o.Tune != nil {
 			o.Tune(&cfg)
@@ -144,6 +147,19 @@ func (c *Cluster) StopNode(i int) {
 	c.t.Helper()
 	c.closeNode(i)
 	c.Nodes[i] = nil
+}
+
+// TryStartNode starts node i (0-based) again on its data and returns what
+// cluster.Start returned (a node the cluster refuses fails here); it waits
+// for nothing.
+func (c *Cluster) TryStartNode(i int) (*cluster.Node, error) {
+	c.t.Helper()
+	n, err := cluster.Start(c.cfgs[i])
+	if err == nil {
+		c.Nodes[i] = n
+		c.t.Cleanup(func() { _ = n.Close() })
+	}
+	return n, err
 }
 
 // StartNode starts node i (0-based) again on its data and waits until every

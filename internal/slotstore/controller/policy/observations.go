@@ -35,6 +35,23 @@ func (o *Observations) Record(node slotstore.NodeID, status slotstore.NodeStatus
 	o.mu.Unlock()
 }
 
+// Retain drops the reports of nodes not in nodes (removed ones: a removed
+// node's last report must not speak for a group it left).
+func (o *Observations) Retain(nodes []slotstore.NodeID) {
+	keep := make(map[slotstore.NodeID]bool, len(nodes))
+	for _, id := range nodes {
+		keep[id] = true
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for id := range o.reports {
+		if !keep[id] {
+			delete(o.reports, id)
+			delete(o.health.tracks, id)
+		}
+	}
+}
+
 // Fresh reports whether there are reports and none is older than within.
 func (o *Observations) Fresh(now time.Time, within time.Duration) bool {
 	o.mu.Lock()

@@ -1,0 +1,146 @@
+package e2e
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"slotmeta/internal/slotstore"
+	"slotmeta/internal/slotstore/cluster"
+	"slotmeta/internal/slotstore/controller/balance"
+	"slotmeta/internal/slotstore/slotstoretest"
+)
+
+// balancerOf reads GET /v1/cluster/balancer.
+func balancerOf(s *server) slotstore.BalancerStatus {
+	var st slotstore.BalancerStatus
+	s.must(200, "GET", "/v1/cluster/balancer", "").json(&st)
+	return st
+}
+
+func loadOf(st slotstore.BalancerStatus, node slotstore.NodeID) (slotstore.NodeLoad, bool) {
+	for _, l := range st.Load {
+		if l.Node == node {
+			return l, true
+		}
+	}
+	return slotstore.NodeLoad{}, false
+}
+
+func waitFor(t *testing.T, what string, within time.Duration, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v", what, within)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestBalancerDrainAndRemove: on a real cluster of three nodes and two
+// groups, a fourth node joins and the balancer (on, every 200 ms) moves a
+// replica to it, logging why; the plan is then empty and says what is
+// balanced; the balancer pauses and resumes. Draining the new node moves its
+// replicas off with its progress reported; a node that holds replicas cannot
+// be removed, the drained one can, writes go on throughout, and the removed
+// node refuses to start again on its old data, saying why.
+func TestBalancerDrainAndRemove(t *testing.T) {
+	c := slotstoretest.Start(t, slotstoretest.Options{Nodes: 3, Groups: 2, ReplicationFactor: 3, Tune: func(cfg *cluster.Config) {
+		cfg.ObserveInterval = 100 * time.Millisecond
+		cfg.DisableBalancer = false
+		cfg.BalanceInterval = 200 * time.Millisecond
+		cfg.Balancer = balance.Config{GroupsPerNode: -1} // this test is about replicas, not group counts
+	}})
+	s1 := serve(t, c.Nodes[0])
+	u, _ := url.Parse(s1.url)
+	n4 := c.Join(u.Host)
+	serve(t, n4)
+	for i := 0; i < 20; i++ {
+		s1.eventually(200, "PUT", fmt.Sprintf("/v1/kv/e%d", i), fmt.Sprintf(`{"value":"%d"}`, i))
+	}
+
+	waitFor(t, "the balancer moves a replica to node 4", 30*time.Second, func() bool {
+		l, ok := loadOf(balancerOf(s1), 4)
+		return ok && l.Replicas >= 1
+	})
+	var decisions struct {
+		Items []slotstore.Decision `json:"items"`
+	}
+	waitFor(t, "the move is in the decision log", 10*time.Second, func() bool {
+		s1.must(200, "GET", "/v1/cluster/decisions", "").json(&decisions)
+		for _, d := range decisions.Items {
+			if d.Kind == cluster.DecisionBalance && d.Reason == balance.ReasonCount && strings.Contains(d.Detail, "to node 4") {
+				return true
+			}
+		}
+		return false
+	})
+	waitFor(t, "the plan is empty once the move is done", 30*time.Second, func() bool {
+		var p slotstore.BalancePlan
+		s1.must(200, "GET", "/v1/cluster/balancer/plan", "").json(&p)
+		return len(p.Actions) == 0 && strings.Contains(strings.Join(p.Balanced, " "), "replica_count")
+	})
+
+	// Pause and resume; a body without the field is the caller's mistake.
+	var st slotstore.BalancerStatus
+	s1.must(200, "PUT", "/v1/cluster/balancer", `{"paused":true}`).json(&st)
+	if !st.Paused || !st.Enabled {
+		t.Fatalf("after pause: %+v", st)
+	}
+	s1.must(400, "PUT", "/v1/cluster/balancer", `{}`)
+	s1.must(200, "PUT", "/v1/cluster/balancer", `{"paused":false}`)
+
+	// Drain node 4; node 1, which holds replicas and is not drained, cannot
+	// be removed.
+	var info slotstore.NodeInfo
+	s1.must(202, "POST", "/v1/cluster/nodes/4/drain", "").json(&info)
+	if info.State != slotstore.NodeDraining || info.DrainReplicas < 1 {
+		t.Fatalf("drain answer: %+v", info)
+	}
+	if r := s1.do("DELETE", "/v1/cluster/nodes/1", ""); r.code != 412 {
+		t.Fatalf("removing a node with replicas: %d %s", r.code, r.body)
+	}
+	s1.must(404, "POST", "/v1/cluster/nodes/9/drain", "")
+	s1.must(400, "POST", "/v1/cluster/nodes/x/drain", "")
+	waitFor(t, "node 4 drained", 60*time.Second, func() bool {
+		for _, d := range balancerOf(s1).Drains {
+			if d.Node == 4 {
+				return d.Done && d.ReplicasLeft == 0 && d.Percent == 100
+			}
+		}
+		return false
+	})
+	for i := 0; i < 20; i++ {
+		s1.eventually(200, "PUT", fmt.Sprintf("/v1/kv/e%d", i), fmt.Sprintf(`{"value":"again %d"}`, i))
+	}
+	s1.must(204, "DELETE", "/v1/cluster/nodes/4", "")
+	s1.must(204, "DELETE", "/v1/cluster/nodes/4", "") // removing again changes nothing
+	var nodes struct {
+		Items []slotstore.NodeInfo `json:"items"`
+	}
+	s1.must(200, "GET", "/v1/cluster/nodes", "").json(&nodes)
+	if len(nodes.Items) != 4 || nodes.Items[3].State != slotstore.NodeRemoved {
+		t.Fatalf("nodes after the removal: %+v", nodes.Items)
+	}
+	for i := 0; i < 20; i++ {
+		r := s1.eventually(200, "GET", fmt.Sprintf("/v1/kv/e%d", i), "")
+		if !strings.Contains(string(r.body), fmt.Sprintf("again %d", i)) {
+			t.Fatalf("e%d after the drain: %s", i, r.body)
+		}
+	}
+
+	// The removed node, started again on its data, is refused and says why.
+	c.StopNode(3)
+	if n, err := c.TryStartNode(3); !errors.Is(err, cluster.ErrRemoved) {
+		if n != nil {
+			_ = n.Close()
+		}
+		t.Fatalf("restarting the removed node: %v", err)
+	} else if !strings.Contains(err.Error(), "says so") {
+		t.Fatalf("refusal without a reason: %v", err)
+	}
+}

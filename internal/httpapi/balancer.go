@@ -1,0 +1,89 @@
+package httpapi
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/go-chi/chi/v5"
+
+	"slotmeta/internal/slotstore"
+)
+
+// getBalancer is GET /v1/cluster/balancer: whether it runs, its latest
+// round and plan, the load per node and every drain's progress.
+func (a *api) getBalancer(w http.ResponseWriter, r *http.Request) error {
+	st, err := a.be.Balancer(r.Context())
+	if err != nil {
+		return err
+	}
+	a.writeJSON(w, r, http.StatusOK, st)
+	return nil
+}
+
+type balancerRequest struct {
+	Paused *bool `json:"paused" validate:"required"`
+}
+
+// putBalancer is PUT /v1/cluster/balancer {"paused": bool}.
+func (a *api) putBalancer(w http.ResponseWriter, r *http.Request) error {
+	var req balancerRequest
+	if err := a.decode(w, r, &req); err != nil {
+		return err
+	}
+	if err := a.be.SetBalancerPaused(r.Context(), *req.Paused); err != nil {
+		return err
+	}
+	return a.getBalancer(w, r)
+}
+
+// getBalancerPlan is GET /v1/cluster/balancer/plan: what the balancer
+// would do now (a dry run; nothing is started).
+func (a *api) getBalancerPlan(w http.ResponseWriter, r *http.Request) error {
+	p, err := a.be.BalancerPlan(r.Context())
+	if err != nil {
+		return err
+	}
+	if p.Actions == nil {
+		p.Actions = []slotstore.BalanceAction{}
+	}
+	a.writeJSON(w, r, http.StatusOK, p)
+	return nil
+}
+
+// nodeParam parses {id}: a node id from 1.
+func nodeParam(r *http.Request) (slotstore.NodeID, error) {
+	id, err := strconv.ParseUint(chi.URLParam(r, "id"), 10, 64)
+	if err != nil || id == 0 {
+		return 0, invalidField("id", "must be a node id from 1")
+	}
+	return slotstore.NodeID(id), nil
+}
+
+// drainNode is POST /v1/cluster/nodes/{id}/drain: 202 with the node; the
+// progress is in GET /v1/cluster/balancer (drains).
+func (a *api) drainNode(w http.ResponseWriter, r *http.Request) error {
+	id, err := nodeParam(r)
+	if err != nil {
+		return err
+	}
+	n, err := a.be.DrainNode(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	a.writeJSON(w, r, http.StatusAccepted, n)
+	return nil
+}
+
+// removeNode is DELETE /v1/cluster/nodes/{id}: a drained node leaves the
+// cluster for good.
+func (a *api) removeNode(w http.ResponseWriter, r *http.Request) error {
+	id, err := nodeParam(r)
+	if err != nil {
+		return err
+	}
+	if err := a.be.RemoveNode(r.Context(), id); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}

@@ -1,0 +1,234 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"slotmeta/internal/slotstore"
+	"slotmeta/internal/slotstore/controller"
+	"slotmeta/internal/slotstore/controller/balance"
+)
+
+// loadMaxAge: a node's load series older than this says nothing about now.
+const loadMaxAge = 15 * time.Second
+
+// DecisionBalance and DecisionBalanceRefused are the balancer's entries in
+// the decision log: an action taken (with its reason and numbers) or one
+// the controller refused; DecisionBalanceHeld says why it waits.
+const (
+	DecisionBalance        = "balance"
+	DecisionBalanceRefused = "balance_refused"
+	DecisionBalanceHeld    = "balance_held"
+)
+
+// balancerBook is what the controller leader remembers of its rounds.
+type balancerBook struct {
+	mu       sync.Mutex
+	lastAt   time.Time
+	lastPlan slotstore.BalancePlan
+	held     string // the last Held recorded, so that a wait is logged once
+}
+
+// balanceInput builds the planner's view of the cluster at now.
+func (n *Node) balanceInput(now time.Time) balance.Input {
+	st := n.ctrl.Load()
+	in := balance.Input{Now: now, ReplicationFactor: st.ReplicationFactor, InitialGroups: st.InitialGroupCount}
+	reachable := map[slotstore.NodeID]bool{}
+	for _, h := range n.obs.NodeHealth(now, n.registeredNodes(), n.cfg.NodeID) {
+		reachable[h.Node] = h.Health == slotstore.NodeReachable
+	}
+	for _, id := range st.NodeIDs() {
+		if node := st.Nodes[id]; node.State != controller.NodeRemoved {
+			in.Nodes = append(in.Nodes, balance.Node{ID: id, State: node.State, Reachable: reachable[id]})
+		}
+	}
+	busy := map[slotstore.GroupID]bool{}
+	for _, id := range st.TaskIDs() {
+		t := st.Tasks[id]
+		switch {
+		case t.Status == controller.TaskRunning || t.Status == controller.TaskCancelling:
+			busy[t.Group], busy[t.ToGroup] = true, true
+			in.Running++
+			if controller.MovesSlots(t.Kind) {
+				in.SlotTasks++
+			}
+			if t.Kind == controller.TaskGroupSplit || t.Kind == controller.TaskGroupMerge || t.Kind == controller.TaskGroupCreate {
+				in.GroupTasks++
+			}
+		case t.Kind == controller.TaskSlotMigration && t.Status == controller.TaskSucceeded && t.HashSlot != nil:
+			in.RecentMoves = append(in.RecentMoves, balance.SlotMove{Slot: *t.HashSlot, From: t.Group, To: t.ToGroup, At: time.UnixMilli(t.UpdatedAtMs)})
+		}
+	}
+	table, _ := st.Table()
+	for _, v := range n.views(now) {
+		g := balance.Group{ID: v.ID, Leader: v.Leader, PreferredLeader: v.PreferredLeader, Busy: busy[v.ID],
+			Quorum: v.LiveVoters > len(v.DesiredPeers)/2}
+		if v.PreferredSetAtMs > 0 {
+			g.PreferredSetAt = time.UnixMilli(v.PreferredSetAtMs)
+		}
+		for _, p := range v.DesiredPeers {
+			g.Peers = append(g.Peers, p.Node)
+		}
+		if table != nil {
+			g.Slots = table.SlotsOf(v.ID)
+		}
+		in.Groups = append(in.Groups, g)
+	}
+	for i, r := range n.load.Slots(now, loadMaxAge) {
+		in.SlotLoad[i] = balance.Load{Reads: r.Reads, Writes: r.Writes}
+	}
+	return in
+}
+
+// BalanceOnce runs one balancer round at now on the controller leader
+// (elsewhere it does nothing; paused or turned off, it plans drains only):
+// it plans, starts every action of the plan and records each in the
+// decision log with its reason and numbers. It returns the plan.
+func (n *Node) BalanceOnce(ctx context.Context, now time.Time) slotstore.BalancePlan {
+	if !n.isControllerLeader() {
+		return slotstore.BalancePlan{}
+	}
+	in := n.balanceInput(now)
+	in.DrainOnly = n.cfg.DisableBalancer || n.ctrl.Load().Balancer.Paused
+	plan := balance.Decide(in, n.cfg.Balancer)
+	n.balancer.mu.Lock()
+	n.balancer.lastAt, n.balancer.lastPlan = now, plan
+	logHeld := plan.Held != "" && plan.Held != n.balancer.held
+	n.balancer.held = plan.Held
+	n.balancer.mu.Unlock()
+	if logHeld {
+		n.record(slotstore.Decision{Kind: DecisionBalanceHeld, Reason: "fault_open", Detail: plan.Held, Observer: n.cfg.NodeID})
+	}
+	for _, a := range plan.Actions {
+		d := slotstore.Decision{Group: a.Group, Kind: DecisionBalance, Reason: a.Reason, Observer: n.cfg.NodeID,
+			Detail: a.What() + ": " + a.Detail}
+		if err := n.startAction(ctx, a); err != nil {
+			d.Kind, d.Detail = DecisionBalanceRefused, d.Detail+"; refused: "+err.Error()
+		}
+		n.record(d)
+	}
+	return plan
+}
+
+// startAction proposes the controller command that carries a out.
+func (n *Node) startAction(ctx context.Context, a slotstore.BalanceAction) error {
+	var c controller.Command
+	switch a.Kind {
+	case balance.MoveReplica:
+		c.CreateMove = &controller.CreateMove{Group: a.Group, From: a.From, To: a.To}
+	case balance.SetLeader:
+		c.SetPreferred = &controller.SetPreferred{Group: a.Group, Node: a.To}
+	case balance.MoveSlot, balance.SplitGroup, balance.MergeGroup:
+		if err := n.slotMoves(); err != nil {
+			return err
+		}
+		switch a.Kind {
+		case balance.MoveSlot:
+			c.SlotMigrate = &controller.CreateSlotMigration{HashSlot: a.HashSlot, ToGroup: a.ToGroup}
+		case balance.SplitGroup:
+			c.CreateSplit = &controller.CreateSplit{Group: a.Group}
+		default:
+			c.CreateMerge = &controller.CreateMerge{Group: a.Group, Into: a.ToGroup}
+		}
+	default:
+		return fmt.Errorf("unknown balancer action %q", a.Kind)
+	}
+	cctx, cancel := context.WithTimeout(ctx, n.cfg.RequestTimeout)
+	defer cancel()
+	return n.proposeController(cctx, c)
+}
+
+// BalancerPlan is the plan the balancer would carry out now (a dry run,
+// also while paused), from the controller leader.
+func (n *Node) BalancerPlan(ctx context.Context) (slotstore.BalancePlan, error) {
+	if n.isControllerLeader() {
+		return balance.Decide(n.balanceInput(n.cfg.Now()), n.cfg.Balancer), nil
+	}
+	return askControllerLeader[slotstore.BalancePlan](ctx, n, "balancer-plan")
+}
+
+// Balancer reports the balancer's state, the load per node and the drains,
+// from the controller leader.
+func (n *Node) Balancer(ctx context.Context) (slotstore.BalancerStatus, error) {
+	if !n.isControllerLeader() {
+		return askControllerLeader[slotstore.BalancerStatus](ctx, n, "balancer")
+	}
+	now := n.cfg.Now()
+	st := n.ctrl.Load()
+	out := slotstore.BalancerStatus{Enabled: !n.cfg.DisableBalancer, Paused: st.Balancer.Paused, PausedAtMs: st.Balancer.ChangedAtMs,
+		IntervalMs: n.cfg.BalanceInterval.Milliseconds(), Aggregator: n.cfg.NodeID, Load: []slotstore.NodeLoad{}, Drains: []slotstore.DrainProgress{},
+		LastPlan: slotstore.BalancePlan{Actions: []slotstore.BalanceAction{}}}
+	n.balancer.mu.Lock()
+	if !n.balancer.lastAt.IsZero() {
+		out.LastRoundAtMs, out.LastPlan = n.balancer.lastAt.UnixMilli(), n.balancer.lastPlan
+	}
+	n.balancer.mu.Unlock()
+	views := n.views(now)
+	leaders, observed := map[slotstore.NodeID]int{}, map[slotstore.NodeID]int{}
+	for _, v := range views {
+		leaders[v.Leader]++
+		for _, id := range append(append([]slotstore.NodeID(nil), v.Voters...), v.Learners...) {
+			observed[id]++
+		}
+	}
+	for _, id := range st.NodeIDs() {
+		node := st.Nodes[id]
+		if node.State == controller.NodeRemoved {
+			continue
+		}
+		r := n.load.Node(id, now, loadMaxAge)
+		out.Load = append(out.Load, slotstore.NodeLoad{Node: id, Reads: r.Reads, Writes: r.Writes, Replicas: st.ReplicasOn(id), Leaders: leaders[id]})
+		if node.State == controller.NodeDraining {
+			out.Drains = append(out.Drains, drainProgress(node, st.ReplicasOn(id), leaders[id], observed[id], now))
+		}
+	}
+	return out, nil
+}
+
+// drainProgress is how far node's drain got at now, with the time left at
+// the pace so far. left counts the groups that still place a replica on the
+// node, observed the groups whose observed membership still has it: the
+// drain is done when both are 0 and it leads nothing.
+func drainProgress(node *controller.Node, left, leading, observed int, now time.Time) slotstore.DrainProgress {
+	p := slotstore.DrainProgress{Node: node.ID, StartedAtMs: node.DrainStartedAtMs, ReplicasAtStart: node.DrainReplicas,
+		ReplicasLeft: max(left, observed), LeadersLeft: leading, Percent: 100, EstimatedLeftMs: -1,
+		Done: left == 0 && observed == 0 && leading == 0}
+	left = p.ReplicasLeft
+	if p.Done {
+		p.EstimatedLeftMs = 0
+		return p
+	}
+	if left == 0 { // moved, but the membership or the leadership has not followed yet
+		p.Percent, p.EstimatedLeftMs = 99, 0
+		return p
+	}
+	total := max(node.DrainReplicas, left)
+	moved := total - left
+	p.Percent = 100 * float64(moved) / float64(total)
+	if moved > 0 {
+		elapsed := now.Sub(time.UnixMilli(node.DrainStartedAtMs))
+		p.EstimatedLeftMs = (elapsed / time.Duration(moved) * time.Duration(left)).Milliseconds()
+	}
+	return p
+}
+
+// SetBalancerPaused pauses or resumes the balancer (replicated).
+func (n *Node) SetBalancerPaused(ctx context.Context, paused bool) error {
+	return n.proposeController(ctx, controller.Command{SetBalancer: &controller.SetBalancer{Paused: paused}})
+}
+
+// observeLoad feeds a status report's per-slot counts to the load tracker.
+func (n *Node) observeLoad(id slotstore.NodeID, status slotstore.NodeStatus, at time.Time) {
+	n.load.Observe(id, at, status.SlotReads, status.SlotWrites)
+}
+
+func (n *Node) servePeerBalancer(ctx context.Context, w http.ResponseWriter, _ *http.Request) {
+	serveControllerView(n, w, func() slotstore.BalancerStatus { st, _ := n.Balancer(ctx); return st })
+}
+
+func (n *Node) servePeerBalancerPlan(ctx context.Context, w http.ResponseWriter, _ *http.Request) {
+	serveControllerView(n, w, func() slotstore.BalancePlan { p, _ := n.BalancerPlan(ctx); return p })
+}

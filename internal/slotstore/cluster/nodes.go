@@ -1,0 +1,163 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/lni/dragonboat/v4"
+
+	"slotmeta/internal/slotstore"
+	"slotmeta/internal/slotstore/controller"
+	"slotmeta/internal/slotstore/peer"
+	"slotmeta/internal/slotstore/propose"
+)
+
+// minControllerVoters: removing a node never leaves the controller group
+// with fewer voters than this (it would lose its fault tolerance).
+const minControllerVoters = 3
+
+// ErrRemoved is returned by Open when the cluster removed this node: a
+// removed node never rejoins with its old identity.
+var ErrRemoved = errors.New("cluster: this node was removed from the cluster")
+
+// DrainNode starts draining node id: it takes no new replicas, and the
+// balancer moves its replicas and leaders off it (progress in Balancer).
+func (n *Node) DrainNode(ctx context.Context, id slotstore.NodeID) (slotstore.NodeInfo, error) {
+	if err := n.proposeController(ctx, controller.Command{DrainNode: &controller.DrainNode{ID: id}}); err != nil {
+		return slotstore.NodeInfo{}, err
+	}
+	return *n.ctrl.Load().Nodes[id], nil
+}
+
+// RemoveNode removes a drained node: refused while it holds a replica, a
+// task moves one of its replicas, or it is one of the last controller
+// voters. The controller records it removed first (so that every node
+// drops its Raft messages from then on), then it leaves the controller
+// group's membership.
+func (n *Node) RemoveNode(ctx context.Context, id slotstore.NodeID) error {
+	m, err := n.nh.SyncGetShardMembership(ctx, controller.ShardID)
+	if err != nil {
+		return propose.RaftError(err, 0, false)
+	}
+	if _, voter := m.Nodes[uint64(id)]; voter && len(m.Nodes)-1 < minControllerVoters {
+		return slotstore.Errorf(slotstore.CodeFailedPrecondition,
+			"node %d is one of the controller's %d voters; removing it would leave fewer than %d", id, len(m.Nodes), minControllerVoters)
+	}
+	if err := n.proposeController(ctx, controller.Command{RemoveNode: &controller.RemoveNode{ID: id}}); err != nil {
+		return err
+	}
+	for attempt := 0; attempt < 5; attempt++ {
+		m, err := n.nh.SyncGetShardMembership(ctx, controller.ShardID)
+		if err != nil {
+			return propose.RaftError(err, 0, false)
+		}
+		_, voter := m.Nodes[uint64(id)]
+		_, learner := m.NonVotings[uint64(id)]
+		if !voter && !learner {
+			return nil
+		}
+		err = n.nh.SyncRequestDeleteReplica(ctx, controller.ShardID, uint64(id), m.ConfigChangeID)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, dragonboat.ErrRejected) && !dragonboat.IsTempError(err) {
+			return propose.RaftError(err, 0, true)
+		}
+	}
+	return slotstore.Errorf(slotstore.CodeBusy, "controller membership kept changing while removing node %d; retry", id)
+}
+
+// noteRemoved keeps the Raft addresses of removed nodes for the transport
+// to refuse (called with every applied controller state).
+func (n *Node) noteRemoved(st *controller.State) {
+	var removed map[string]bool
+	for _, node := range st.Nodes {
+		if node.State == controller.NodeRemoved {
+			if removed == nil {
+				removed = map[string]bool{}
+			}
+			removed[node.RaftAddr] = true
+		}
+	}
+	if old := n.removed.Load(); removed == nil && old == nil || old != nil && len(*old) == len(removed) {
+		return // nodes are only ever added to the removed set
+	}
+	n.removed.Store(&removed)
+}
+
+// refusesRaftFrom reports whether Raft messages from addr are dropped
+// unread: it belongs to a removed node.
+func (n *Node) refusesRaftFrom(addr string) bool {
+	m := n.removed.Load()
+	return m != nil && (*m)[addr]
+}
+
+// checkNotRemoved, on a restart, asks the other nodes this node knows of
+// whether the cluster removed it, for at most wait; ErrRemoved (with who
+// said so) if it did. Without an answer the node starts: the others drop
+// its Raft messages anyway.
+func (n *Node) checkNotRemoved(wait time.Duration) error {
+	deadline := time.Now().Add(wait)
+	for time.Now().Before(deadline) {
+		st := n.ctrl.Load()
+		if self, ok := st.Nodes[n.cfg.NodeID]; ok && self.State == controller.NodeRemoved {
+			return fmt.Errorf("%w (node %d's own controller replica says so): a removed node never rejoins; remove its data directory and join as a new node id", ErrRemoved, n.cfg.NodeID)
+		}
+		others := 0
+		for _, id := range st.NodeIDs() {
+			if other := st.Nodes[id]; id != n.cfg.NodeID && other.PeerAddr != "" && other.State != controller.NodeRemoved {
+				others++
+			}
+		}
+		if st.Bootstrapped && others == 0 {
+			return nil // nobody to ask (a one-node cluster)
+		}
+		for _, id := range st.NodeIDs() {
+			other := st.Nodes[id]
+			if id == n.cfg.NodeID || other.PeerAddr == "" || other.State == controller.NodeRemoved {
+				continue
+			}
+			ctx, cancel := context.WithTimeout(n.life, time.Second)
+			nodes, err := n.askNodes(ctx, other.PeerAddr)
+			cancel()
+			if err != nil {
+				continue
+			}
+			for _, info := range nodes {
+				if info.ID == n.cfg.NodeID && info.State == controller.NodeRemoved {
+					return fmt.Errorf("%w (node %d says so): a removed node never rejoins; remove its data directory and join as a new node id", ErrRemoved, id)
+				}
+			}
+			return nil
+		}
+		select {
+		case <-time.After(100 * time.Millisecond):
+		case <-n.stop:
+			return nil
+		}
+	}
+	n.cfg.Logger.Warn("no other node answered whether this node was removed; starting", "waited", wait)
+	return nil
+}
+
+func (n *Node) askNodes(ctx context.Context, addr string) ([]slotstore.NodeInfo, error) {
+	resp, _, err := n.peers.Call(ctx, http.MethodGet, addr, "nodes", nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	body, err := peer.ReadBody(resp)
+	if err != nil {
+		return nil, err
+	}
+	var out []slotstore.NodeInfo
+	return out, json.Unmarshal(body, &out)
+}
+
+func (n *Node) servePeerNodes(_ context.Context, w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(n.Nodes())
+}
