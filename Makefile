@@ -9,7 +9,7 @@ TEST_FLAGS ?= -race -count=1 -timeout 25m
 REDOCLY_VERSION    ?= 2.77.0
 SWAGGER_UI_VERSION ?= 5.35.0
 
-.PHONY: chaos run build test test-short generate lint lint-spec update-swagger-ui bench soak fmt clean
+.PHONY: chaos run build test test-short generate lint lint-spec update-swagger-ui bench soak scale fmt clean
 
 run: build
 	$(BIN) --data-dir $(DATA_DIR)
@@ -65,6 +65,12 @@ update-swagger-ui:
 # bench/compare-etcd.sh runs the same workloads against etcd side by side.
 bench:
 	GO=$(GO) bench/run.sh
+
+# scale: 3 capped nodes on network-namespace hosts, 3 more join, the balancer
+# settles, the 3 are drained back out; throughput of each phase
+# (bench/scale.sh; root, iproute2, cgroup v1 cpu). Results in bench/results/.
+scale:
+	GO=$(GO) bench/scale.sh
 
 # soak: 10 minutes of rotating load on a 3-node cluster; memory and goroutines must stay flat.
 soak:

@@ -48,6 +48,14 @@ type Config struct {
 	SettleCores float64       // idle means fewer cores busy than this
 	Token       string        // slotmeta: bearer token, if the cluster has tokens
 	Label       string
+	// Namespaces also allows the 10.0.0.0/8 addresses of network-namespace
+	// hosts made on this machine (the scale-out benchmark's); the command
+	// line never sets it.
+	Namespaces bool
+	// Routes, when set, sends each keyed request where the cluster's routes
+	// say (writes to the leader, reads to a replica); nil spreads requests
+	// evenly over Endpoints.
+	Routes *Routes
 }
 
 // Result is what one run measured; one JSON line of -json.
@@ -92,7 +100,11 @@ type serverStats struct {
 }
 
 // loopbackOnly refuses any endpoint that is not 127.0.0.0/8, ::1 or localhost.
-func loopbackOnly(eps []string) error {
+func loopbackOnly(eps []string) error { return localOnly(eps, false) }
+
+// localOnly is loopbackOnly that, with namespaces, also allows the
+// addresses of network-namespace hosts (localIP).
+func localOnly(eps []string, namespaces bool) error {
 	for _, ep := range eps {
 		u, err := url.Parse(ep)
 		if err != nil || u.Scheme != "http" || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
@@ -102,8 +114,7 @@ func loopbackOnly(eps []string) error {
 		if h == "localhost" {
 			continue
 		}
-		ip := net.ParseIP(h)
-		if ip == nil || !ip.IsLoopback() {
+		if !localIP(net.ParseIP(h), namespaces) {
 			return fmt.Errorf("endpoint %q is not a loopback address: slotbench only loads this machine", ep)
 		}
 	}
@@ -182,13 +193,25 @@ func (w *worker) endpoint(k int) string {
 
 func readKey(prefix string, i int) string { return prefix + "." + strconv.Itoa(i) }
 
+// routed is where a request for key goes: where the routes say, else the
+// next endpoint.
+func (w *worker) routed(k int, key string, write bool) string {
+	if w.cfg.Routes != nil {
+		if ep := w.cfg.Routes.For(key, write, w.id+k); ep != "" {
+			return ep
+		}
+	}
+	return w.endpoint(k)
+}
+
 // next is the k-th request of worker w in the workload.
 func (w *worker) next(k int) call {
 	cfg := w.cfg
 	ep := w.endpoint(k)
 	switch cfg.Workload {
 	case "kv-put":
-		return w.be.put(ep, fmt.Sprintf("sb.%s.%d.%d", cfg.RunID, w.id, k), w.value)
+		key := fmt.Sprintf("sb.%s.%d.%d", cfg.RunID, w.id, k)
+		return w.be.put(w.routed(k, key, true), key, w.value)
 	case "preload":
 		return w.be.put(ep, readKey(cfg.KeyPrefix, (w.id+k*cfg.Concurrency)%cfg.Keys), w.value)
 	case "user-create":
@@ -203,12 +226,15 @@ func (w *worker) next(k int) call {
 		c, _ := w.be.addSubscribers(ep, 2, channelID(cfg.RunID, ch), uids)
 		return c
 	case "get-linearizable", "get-local":
-		return w.be.get(ep, readKey(cfg.KeyPrefix, (w.id+k*cfg.Concurrency)%cfg.Keys), cfg.Workload == "get-linearizable")
+		key := readKey(cfg.KeyPrefix, (w.id+k*cfg.Concurrency)%cfg.Keys)
+		return w.be.get(w.routed(k, key, false), key, cfg.Workload == "get-linearizable")
 	case "mixed":
 		if w.rng.IntN(100) < cfg.ReadPercent {
-			return w.be.get(ep, readKey(cfg.KeyPrefix, w.rng.IntN(cfg.Keys)), true)
+			key := readKey(cfg.KeyPrefix, w.rng.IntN(cfg.Keys))
+			return w.be.get(w.routed(k, key, false), key, true)
 		}
-		return w.be.put(ep, fmt.Sprintf("sb.%s.%d.%d", cfg.RunID, w.id, k), w.value)
+		key := fmt.Sprintf("sb.%s.%d.%d", cfg.RunID, w.id, k)
+		return w.be.put(w.routed(k, key, true), key, w.value)
 	}
 	panic("unknown workload " + cfg.Workload)
 }
@@ -232,7 +258,7 @@ func validate(cfg *Config, be backend) error {
 	if len(cfg.Endpoints) == 0 {
 		return errors.New("no -endpoints")
 	}
-	if err := loopbackOnly(cfg.Endpoints); err != nil {
+	if err := localOnly(cfg.Endpoints, cfg.Namespaces); err != nil {
 		return err
 	}
 	if cfg.Concurrency < 1 || cfg.Concurrency > 4096 {
@@ -352,7 +378,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Result, error) {
 	defer context.AfterFunc(ctx, closeAll)()
 	mk := func(id int) *worker {
 		r := rand.New(rand.NewPCG(seed, uint64(id)))
-		w := &worker{id: id, cfg: &cfg, be: be, conns: newConns(cfg.Timeout, cfg.Token), rng: r, value: randValue(r, cfg.ValueSize),
+		w := &worker{id: id, cfg: &cfg, be: be, conns: newConns(cfg.Timeout, cfg.Token, cfg.Namespaces), rng: r, value: randValue(r, cfg.ValueSize),
 			hists: map[string]*hist{}, errs: map[string]uint64{}, sample: map[string]string{}}
 		madeMu.Lock()
 		made = append(made, w)

@@ -59,7 +59,7 @@ func testServer(t *testing.T) (*httptest.Server, *atomic.Int32) {
 func TestConnsKeepAliveAndAnswers(t *testing.T) {
 	srv, opened := testServer(t)
 	ctx := context.Background()
-	cs := newConns(2*time.Second, "tok")
+	cs := newConns(2*time.Second, "tok", false)
 	defer cs.close()
 	var body bytes.Buffer
 	for i := range 5 {
@@ -93,7 +93,7 @@ func TestConnsKeepAliveAndAnswers(t *testing.T) {
 
 func TestConnsTimeoutAndClose(t *testing.T) {
 	srv, _ := testServer(t)
-	cs := newConns(100*time.Millisecond, "")
+	cs := newConns(100*time.Millisecond, "", false)
 	w := &worker{cfg: &Config{}, be: slotmetaBackend{}, conns: cs}
 	if got := w.do(context.Background(), call{method: "GET", host: hostOf(srv.URL), path: "/slow", expect: 200}); got != "client-timeout" {
 		t.Errorf("slow answer: %q, want client-timeout", got)
@@ -112,7 +112,7 @@ func TestConnsTimeoutAndClose(t *testing.T) {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	w.conns = newConns(time.Second, "")
+	w.conns = newConns(time.Second, "", false)
 	defer w.conns.close()
 	if got := w.do(context.Background(), call{method: "GET", host: addr, path: "/"}); got != "connection-refused" {
 		t.Errorf("closed port: %q", got)

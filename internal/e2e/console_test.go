@@ -24,6 +24,7 @@ import (
 	"slotmeta/internal/httpapi"
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/cluster"
+	"slotmeta/internal/slotstore/controller/balance"
 	"slotmeta/internal/slotstore/slotstoretest"
 )
 
@@ -443,5 +444,73 @@ func TestConsoleGroupTasksInBrowser(t *testing.T) {
 	shot("retired")
 	if _, ok := apiGroups(t, base)[3]; ok {
 		t.Fatal("group 3 is still listed after its retirement from the console")
+	}
+}
+
+// TestConsoleBalancerInBrowser: in headless Chromium, the balancer page of a
+// real 4-node cluster (one group on nodes 1–3, the balancer on) shows the
+// balancer running and every node's load; the balancer pauses and resumes
+// from the page; node 3 is drained from the page, its progress reaches done
+// (its replica moved to node 4), and it is removed from the page.
+func TestConsoleBalancerInBrowser(t *testing.T) {
+	c := slotstoretest.Start(t, slotstoretest.Options{Nodes: 4, Groups: 1, ReplicationFactor: 3, Tune: func(cfg *cluster.Config) {
+		cfg.ObserveInterval = 100 * time.Millisecond
+		cfg.DisableBalancer = false
+		cfg.BalanceInterval = 200 * time.Millisecond
+		cfg.Balancer = balance.Config{GroupsPerNode: -1}
+	}})
+	base := serveConsole(t, c.Nodes[0])
+	ctx, shot, do := browser(t, artifactsDir(t))
+	do("sign in", chromedp.Navigate(base+"/console/balancer"), chromedp.WaitVisible(chromedp.CSS(`[data-testid=login-form]`)),
+		chromedp.SendKeys(chromedp.CSS(`#token`), consoleAdminToken),
+		chromedp.Click(chromedp.CSS(`[data-testid=login-form] button`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=balancer-state]`)))
+	text := func(sel string) string {
+		t.Helper()
+		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+		if err != nil {
+			shot("text")
+			t.Fatalf("%s: %v", sel, err)
+		}
+		return s
+	}
+	waitText := func(what, sel, want string) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+			if err == nil && strings.Contains(s, want) {
+				return
+			}
+			if time.Now().After(deadline) {
+				shot(strings.ReplaceAll(what, " ", "-"))
+				t.Fatalf("%s: %q (err %v), want %q", what, s, err, want)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	if got := text(`[data-testid=balancer-mode]`); got != "running" {
+		t.Fatalf("balancer mode %q", got)
+	}
+	for _, n := range []string{"1", "2", "3", "4"} {
+		do("node row "+n, chromedp.WaitVisible(chromedp.CSS(`[data-testid=node-row-`+n+`]`)))
+	}
+	do("pause", chromedp.Click(chromedp.CSS(`[data-testid=balancer-state] button`)), chromedp.WaitVisible(chromedp.CSS(`[data-testid=flash]`)))
+	waitText("paused", `[data-testid=balancer-mode]`, "paused")
+	do("resume", chromedp.Click(chromedp.CSS(`[data-testid=balancer-state] button`)), chromedp.WaitVisible(chromedp.CSS(`[data-testid=flash]`)))
+	waitText("running again", `[data-testid=balancer-mode]`, "running")
+
+	do("drain node 3", chromedp.Click(chromedp.CSS(`[data-testid=node-row-3] form button`)), chromedp.WaitVisible(chromedp.CSS(`[data-testid=flash]`)))
+	waitText("drain flash", `[data-testid=flash]`, "Node 3 drains its 1 replicas")
+	waitText("drain done", `[data-testid=node-row-3] [data-testid=drain-progress]`, "done")
+	shot("drained")
+	do("remove node 3", chromedp.Navigate(base+"/console/balancer"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=node-row-3] form button`)),
+		chromedp.Click(chromedp.CSS(`[data-testid=node-row-3] form button`)), chromedp.WaitVisible(chromedp.CSS(`[data-testid=flash]`)))
+	waitText("remove flash", `[data-testid=flash]`, "Node 3 was removed from the cluster")
+	for _, n := range c.Nodes[0].Nodes() {
+		if n.ID == 3 && n.State != slotstore.NodeRemoved {
+			t.Fatalf("node 3 after the removal from the console: %+v", n)
+		}
 	}
 }

@@ -24,6 +24,8 @@ type Host struct {
 	dataDir string
 	cmdline []string // binary and arguments
 	log     syncBuffer
+	cgroup  string // its cpu cgroup (Options.CPU), "" without
+	acct    string // its cpuacct cgroup, where that is a hierarchy of its own
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
@@ -59,6 +61,13 @@ func (h *Host) Start() {
 	cmd.Stdout, cmd.Stderr = &h.log, &h.log
 	if err := cmd.Start(); err != nil {
 		h.c.t.Fatalf("start node %d: %v", h.ID, err)
+	}
+	if cores := h.c.o.CPU; cores > 0 {
+		// ip netns exec execs the node in place: the pid is the node's.
+		if err := h.capCPU(cmd.Process.Pid, cores); err != nil {
+			_ = cmd.Process.Kill()
+			h.c.t.Fatalf("cap node %d at %.2f cores: %v", h.ID, cores, err)
+		}
 	}
 	done := make(chan struct{})
 	h.cmd, h.done = cmd, done

@@ -54,6 +54,14 @@ type Options struct {
 	// node's /readyz answers 200).
 	Command func(h *Host, hosts []*Host) []string
 	Ready   func(h *Host) bool
+	// DataRoot, when set, is the directory the nodes' data directories go
+	// under (default: the test's temporary directory), e.g. a tmpfs so that
+	// one shared disk does not bound what many nodes can do.
+	DataRoot string
+	// CPU, when above 0, caps every node's process at that many cores (a
+	// cgroup v1 cpu quota; CanCap says whether it can), so that capacity is
+	// per node as on real hosts.
+	CPU float64
 }
 
 // Available returns nil when this process can create network namespaces,
@@ -78,14 +86,16 @@ func CanLose() error {
 
 // Cluster is a running set of hosts.
 type Cluster struct {
-	t      testing.TB
-	o      Options
-	tag    string // unique name part: pid and counter
-	bridge string
-	subnet string // "10.a.b." (hosts .1…, the bridge .254)
-	dir    string
-	Hosts  []*Host
-	closed atomic.Bool
+	t        testing.TB
+	o        Options
+	tag      string // unique name part: pid and counter
+	bridge   string
+	subnet   string // "10.a.b." (hosts .1…, the bridge .254)
+	dir      string
+	tokens   string // the tokens file every node reads
+	dataRoot string // where the nodes' data directories are
+	Hosts    []*Host
+	closed   atomic.Bool
 }
 
 var seq atomic.Uint32
@@ -108,6 +118,15 @@ func Start(t testing.TB, o Options) *Cluster {
 	}
 	n := seq.Add(1)
 	c := &Cluster{t: t, o: o, tag: fmt.Sprintf("%d%c", os.Getpid()%100000, 'a'+rune(n%26)), dir: t.TempDir()}
+	c.dataRoot = c.dir
+	if o.DataRoot != "" {
+		d, err := os.MkdirTemp(o.DataRoot, "nethost-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.dataRoot = d
+		t.Cleanup(func() { _ = os.RemoveAll(d) })
+	}
 	c.bridge = "smb" + c.tag
 	t.Cleanup(c.Close)
 	var err error
@@ -121,17 +140,10 @@ func Start(t testing.TB, o Options) *Cluster {
 	c.must("ip", "link", "add", c.bridge, "type", "bridge")
 	c.must("ip", "addr", "add", c.subnet+"254/24", "dev", c.bridge)
 	c.must("ip", "link", "set", c.bridge, "up")
+	c.tokens = tokens
 	var members []string
 	for i := 1; i <= o.Nodes; i++ {
-		h := &Host{c: c, ID: i, NS: fmt.Sprintf("smh%sn%d", c.tag, i), Veth: fmt.Sprintf("smv%sn%d", c.tag, i),
-			IP: fmt.Sprintf("%s%d", c.subnet, i), dataDir: filepath.Join(c.dir, fmt.Sprintf("node%d", i))}
-		c.Hosts = append(c.Hosts, h)
-		c.must("ip", "netns", "add", h.NS)
-		c.must("ip", "link", "add", h.Veth, "type", "veth", "peer", "name", "eth0", "netns", h.NS)
-		c.must("ip", "link", "set", h.Veth, "master", c.bridge, "up")
-		c.must("ip", "-n", h.NS, "addr", "add", h.IP+"/24", "dev", "eth0")
-		c.must("ip", "-n", h.NS, "link", "set", "eth0", "up")
-		c.must("ip", "-n", h.NS, "link", "set", "lo", "up")
+		h := c.newHost(i)
 		members = append(members, fmt.Sprintf("%d=%s/%s/%s", i, h.addr(RaftPort), h.addr(APIPort), h.addr(PeerPort)))
 	}
 	for _, h := range c.Hosts {
@@ -140,12 +152,8 @@ func Start(t testing.TB, o Options) *Cluster {
 			h.Start()
 			continue
 		}
-		h.cmdline = append([]string{o.Bin,
-			"--node-id", fmt.Sprint(h.ID), "--data-dir", h.dataDir,
-			"--api-addr", h.addr(APIPort), "--raft-addr", h.addr(RaftPort), "--peer-addr", h.addr(PeerPort),
-			"--initial-members", strings.Join(members, ","),
-			"--cluster-secret", o.Secret, "--tokens-file", tokens,
-		}, o.Args...)
+		h.cmdline = append(c.nodeArgs(h), "--initial-members", strings.Join(members, ","))
+		h.cmdline = append(h.cmdline, o.Args...)
 		h.Start()
 	}
 	deadline := time.Now().Add(60 * time.Second)
@@ -153,6 +161,43 @@ func Start(t testing.TB, o Options) *Cluster {
 		h.WaitReady(deadline)
 	}
 	return c
+}
+
+// newHost creates host i: its namespace, its link to the bridge and its
+// address.
+func (c *Cluster) newHost(i int) *Host {
+	h := &Host{c: c, ID: i, NS: fmt.Sprintf("smh%sn%d", c.tag, i), Veth: fmt.Sprintf("smv%sn%d", c.tag, i),
+		IP: fmt.Sprintf("%s%d", c.subnet, i), dataDir: filepath.Join(c.dataRoot, fmt.Sprintf("node%d", i))}
+	c.Hosts = append(c.Hosts, h)
+	c.must("ip", "netns", "add", h.NS)
+	c.must("ip", "link", "add", h.Veth, "type", "veth", "peer", "name", "eth0", "netns", h.NS)
+	c.must("ip", "link", "set", h.Veth, "master", c.bridge, "up")
+	c.must("ip", "-n", h.NS, "addr", "add", h.IP+"/24", "dev", "eth0")
+	c.must("ip", "-n", h.NS, "link", "set", "eth0", "up")
+	c.must("ip", "-n", h.NS, "link", "set", "lo", "up")
+	return h
+}
+
+// nodeArgs is the command line every slotmeta node on h starts with.
+func (c *Cluster) nodeArgs(h *Host) []string {
+	return []string{c.o.Bin,
+		"--node-id", fmt.Sprint(h.ID), "--data-dir", h.dataDir,
+		"--api-addr", h.addr(APIPort), "--raft-addr", h.addr(RaftPort), "--peer-addr", h.addr(PeerPort),
+		"--cluster-secret", c.o.Secret, "--tokens-file", c.tokens,
+	}
+}
+
+// AddHost creates one more host whose node joins the running cluster
+// through host 1's API (with the cluster's admin token), with the
+// cluster's flags and extra, and waits until it is ready.
+func (c *Cluster) AddHost(extra ...string) *Host {
+	c.t.Helper()
+	h := c.newHost(len(c.Hosts) + 1)
+	h.cmdline = append(c.nodeArgs(h), "--join", c.Hosts[0].addr(APIPort), "--join-token", c.o.Token)
+	h.cmdline = append(append(h.cmdline, c.o.Args...), extra...)
+	h.Start()
+	h.WaitReady(time.Now().Add(60 * time.Second))
+	return h
 }
 
 // Token is the admin bearer token of the cluster's API.
@@ -175,6 +220,7 @@ func (c *Cluster) Close() {
 	for _, h := range c.Hosts {
 		_ = exec.Command("ip", "netns", "del", h.NS).Run() // removes its veth end, and so the pair
 		_ = exec.Command("ip", "link", "del", h.Veth).Run()
+		h.removeCgroups()
 	}
 	_ = exec.Command("ip", "link", "del", c.bridge).Run()
 }
