@@ -85,6 +85,7 @@ func run(args []string, getenv func(string) string) error {
 		TLS:                  peer.TLSConfig{CAFile: o.TLSCA, CertFile: o.TLSCert, KeyFile: o.TLSKey},
 		DisableHashSlotMoves: !o.EnableSlotMigration,
 		DisableBalancer:      !o.Balancer,
+		Quiesce:              o.Quiesce,
 		BalanceInterval:      o.BalanceInterval,
 		Balancer:             balance.Config{MaxTasks: o.BalancerMaxTasks, GroupsPerNode: o.GroupsPerNode},
 		ProjectInterval:      o.ProjectInterval,

@@ -94,6 +94,7 @@ type Node struct {
 	load      *heat.Tracker                   // the controller leader's per-slot rates, from the reports
 	balancer  balancerBook                    // the controller leader's latest balancer round
 	removed   atomic.Pointer[map[string]bool] // Raft addresses of removed nodes (refused)
+	wakes     *waker                          // wakes quiesced groups (quiesce.go)
 	backoff   *policy.Backoff                 // per group, after failed leader transfers
 	tasks     *tasks.Executor                 // the controller's tasks, stepped while this node leads it
 	projector *projector.Projector            // drains the outboxes of the groups this node leads
@@ -147,7 +148,7 @@ func Start(cfg Config) (*Node, error) {
 	n := &Node{cfg: cfg, db: db, logdb: &raftlog.Factory{}, router: routing.NewRouter(), kick: make(chan struct{}, 1),
 		stop: make(chan struct{}), done: make(chan struct{}),
 		peers: peer.NewClient(cfg.ClusterSecret, cfg.MaxPeerInFlight),
-		obs:   policy.NewObservations(), heard: raftnet.NewHeard(), heat: &heat.Counters{}, load: heat.NewTracker(),
+		obs:   policy.NewObservations(), heard: raftnet.NewHeard(), heat: &heat.Counters{}, load: heat.NewTracker(), wakes: newWaker(),
 		backoff: policy.NewBackoff(uint64(cfg.NodeID)<<32 ^ uint64(time.Now().UnixNano()))}
 	n.life, n.endLife = context.WithCancel(context.Background())
 	n.peers.UseTLS(peerTLS)
@@ -202,7 +203,7 @@ func Start(cfg Config) (*Node, error) {
 	n.dispatch = dispatch.New(dispatch.Config{NodeID: cfg.NodeID, Router: n.router, Replicas: n.replicas, Peers: n.peers, NH: nh,
 		Heard: n.heard, Controller: n.ctrl.Load, MaxForwardHops: cfg.MaxForwardHops, ForwardHopTimeout: cfg.ForwardHopTimeout,
 		ForwardMoveGrace: cfg.ForwardMoveGrace, LeaderWait: cfg.LeaderWait, ElectionTimeout: cfg.electionTimeout(), Now: cfg.Now,
-		Proposal: n.metrics.proposal, LeaderMove: n.metrics.leaderMove, Heat: n.heat})
+		Proposal: n.metrics.proposal, LeaderMove: n.metrics.leaderMove, Heat: n.heat, Wake: n.Wake})
 	n.projector = projector.New(projector.Config{Node: projectHost{n}, Interval: cfg.ProjectInterval,
 		RoundTimeout: cfg.RequestTimeout, Backlog: n.metrics.backlog, Logger: cfg.Logger})
 	n.tasks = tasks.New(tasks.Config{Node: taskHost{n}, PhaseTimeout: cfg.TaskPhaseTimeout, ActiveWithin: cfg.Leadership.ActiveWithin,
@@ -234,8 +235,9 @@ func Start(cfg Config) (*Node, error) {
 		}
 	}
 	go n.reconcileLoop()
-	n.bg.Add(2)
+	n.bg.Add(3)
 	go n.observeLoop()
+	go n.wakeLoop()
 	go func() {
 		defer n.bg.Done()
 		n.projector.Run(n.life)

@@ -68,7 +68,17 @@ func (n *Node) ObserveOnce(ctx context.Context) {
 	registered := n.registeredNodes()
 	n.obs.Retain(registered)
 	n.load.Forget(func(id slotstore.NodeID) bool { return slices.Contains(registered, id) })
-	defer func() { n.obs.UpdateHealth(n.cfg.Now(), n.registeredNodes(), n.cfg.UnreachableAfter) }()
+	defer func() {
+		now := n.cfg.Now()
+		n.obs.UpdateHealth(now, n.registeredNodes(), n.cfg.UnreachableAfter)
+		if n.cfg.Quiesce {
+			down := map[slotstore.NodeID]bool{}
+			for _, h := range n.obs.NodeHealth(now, n.registeredNodes(), n.cfg.NodeID) {
+				down[h.Node] = h.Health == slotstore.NodeUnreachable
+			}
+			n.wakeLedBy(down, n.views(now))
+		}
+	}()
 	var wg sync.WaitGroup
 	for _, id := range st.NodeIDs() {
 		node := st.Nodes[id]

@@ -35,6 +35,7 @@ func (n *Node) peerHandler() http.Handler {
 	s.Handle(http.MethodGet, "balancer", n.servePeerBalancer)
 	s.Handle(http.MethodGet, "balancer-plan", n.servePeerBalancerPlan)
 	s.Handle(http.MethodGet, "nodes", n.servePeerNodes)
+	s.Handle(http.MethodPost, "wake", n.servePeerWake)
 	s.Handle(http.MethodPost, "transfer", n.servePeerTransfer)
 	s.Handle(http.MethodPost, "membership", n.servePeerMembership)
 	return s

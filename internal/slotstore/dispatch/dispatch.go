@@ -58,6 +58,11 @@ type Config struct {
 	// Heat counts the reads and writes this node resolved, per hash slot
 	// (nil: not counted).
 	Heat *heat.Counters
+	// Wake, when set, is told of a group whose leader could not be reached
+	// (no leader known, a forward that failed or timed out): a quiesced
+	// group must be woken to elect a new one (package cluster, quiesce.go).
+	// It must not block.
+	Wake func(g slotstore.GroupID)
 }
 
 // Dispatcher routes a node's commands and queries.
@@ -124,6 +129,9 @@ func (d *Dispatcher) Propose(ctx context.Context, cmd meta.Command) (meta.Result
 		// proposed for want of a reachable leader — or, carrying an
 		// Idempotency-Key, when its outcome is unknown (its replay is
 		// answered from the first result, so sending it again is safe).
+		if unreached(err) {
+			d.wake(route.GroupID)
+		}
 		again := definitelyLeaderless(err) || idem && slotstore.ErrorCode(err) == slotstore.CodeTimeout
 		if !again || !awaitLeaderChange(ctx, change, waitUntil) {
 			break
@@ -156,6 +164,19 @@ func (d *Dispatcher) resolveWatching(hs slotstore.HashSlot) (context.Context, sl
 // proposed because no reachable leader took it: no leader known, the
 // leader's node unreachable before anything was sent, a replica not
 // running, dropped by Raft until the deadline.
+// unreached: err says the group's leader could not be reached (none known,
+// or it did not answer).
+func unreached(err error) bool {
+	c := slotstore.ErrorCode(err)
+	return err != nil && (c == slotstore.CodeRouteNotReady || c == slotstore.CodeTimeout)
+}
+
+func (d *Dispatcher) wake(g slotstore.GroupID) {
+	if d.cfg.Wake != nil && g != 0 {
+		d.cfg.Wake(g)
+	}
+}
+
 func definitelyLeaderless(err error) bool {
 	c := slotstore.ErrorCode(err)
 	return err != nil && (c == slotstore.CodeRouteNotReady || c == slotstore.CodeNotLeader)
@@ -459,6 +480,9 @@ func (d *Dispatcher) Read(ctx context.Context, q meta.Query, c meta.Consistency)
 		if ctx.Err() != nil {
 			break
 		}
+	}
+	if unreached(err) {
+		d.wake(route.GroupID)
 	}
 	return nil, meta.ReadInfo{ServedBy: d.cfg.NodeID, Route: route}, err
 }
