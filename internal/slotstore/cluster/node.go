@@ -152,6 +152,7 @@ func Start(cfg Config) (*Node, error) {
 		backoff: policy.NewBackoff(uint64(cfg.NodeID)<<32 ^ uint64(time.Now().UnixNano()))}
 	n.life, n.endLife = context.WithCancel(context.Background())
 	n.peers.UseTLS(peerTLS)
+	n.peers.From(cfg.NodeID)
 	if cfg.WrapPeerTransport != nil {
 		n.peers.WrapTransport(cfg.WrapPeerTransport)
 	}

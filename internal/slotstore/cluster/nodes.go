@@ -89,6 +89,13 @@ func (n *Node) noteRemoved(st *controller.State) {
 	n.removed.Store(&removed)
 }
 
+// isRemoved reports whether the cluster removed node id (its peer
+// requests are refused).
+func (n *Node) isRemoved(id slotstore.NodeID) bool {
+	node, ok := n.ctrl.Load().Nodes[id]
+	return ok && node.State == controller.NodeRemoved
+}
+
 // refusesRaftFrom reports whether Raft messages from addr are dropped
 // unread: it belongs to a removed node.
 func (n *Node) refusesRaftFrom(addr string) bool {
@@ -98,8 +105,9 @@ func (n *Node) refusesRaftFrom(addr string) bool {
 
 // checkNotRemoved, on a restart, asks the other nodes this node knows of
 // whether the cluster removed it, for at most wait; ErrRemoved (with who
-// said so) if it did. Without an answer the node starts: the others drop
-// its Raft messages anyway.
+// said so) if it did — they also refuse its peer requests once they know.
+// Without an answer the node starts: the others drop its Raft messages and
+// refuse its peer requests anyway.
 func (n *Node) checkNotRemoved(wait time.Duration) error {
 	deadline := time.Now().Add(wait)
 	for time.Now().Before(deadline) {
@@ -124,6 +132,9 @@ func (n *Node) checkNotRemoved(wait time.Duration) error {
 			ctx, cancel := context.WithTimeout(n.life, time.Second)
 			nodes, err := n.askNodes(ctx, other.PeerAddr)
 			cancel()
+			if slotstore.ErrorCode(err) == slotstore.CodePermissionDenied {
+				return fmt.Errorf("%w (node %d refuses this node's requests: %v): a removed node never rejoins; remove its data directory and join as a new node id", ErrRemoved, id, err)
+			}
 			if err != nil {
 				continue
 			}

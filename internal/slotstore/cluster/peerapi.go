@@ -20,6 +20,7 @@ import (
 // server, each served by the node.
 func (n *Node) peerHandler() http.Handler {
 	s := peer.NewServer(n.cfg.ClusterSecret, 4*n.cfg.MaxPeerInFlight)
+	s.RefuseFrom(n.isRemoved)
 	s.Handle(http.MethodPost, "propose", n.servePeerPropose)
 	s.Handle(http.MethodPost, "propose-batch", func(ctx context.Context, w http.ResponseWriter, r *http.Request) {
 		peer.ServeProposeBatch(ctx, w, r, func(ctx context.Context, cmd meta.Command) (meta.Result, slotstore.Route, error) {

@@ -166,7 +166,8 @@ func (n *Node) servePeerWake(_ context.Context, w http.ResponseWriter, r *http.R
 		return
 	}
 	n.enqueueWake(wakeReq{g: b.Group, localOnly: true})
-	w.WriteHeader(http.StatusNoContent)
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write([]byte("{}\n"))
 }
 
 // wakeLedBy, on the controller leader, wakes every group whose observed

@@ -26,6 +26,7 @@ type Client struct {
 	scheme string // http, or https with TLS (UseTLS)
 	secret string
 	bound  int
+	from   slotstore.NodeID // named in every call (From); 0: none
 
 	mu         sync.Mutex
 	slots      map[string]chan struct{} // by peer address
@@ -46,6 +47,9 @@ func NewClient(secret string, bound int) *Client {
 	return &Client{http: &http.Client{Transport: tr}, scheme: "http", secret: secret, bound: bound, slots: map[string]chan struct{}{},
 		forwarders: map[string]*forwarder{}}
 }
+
+// From makes every call name this node (set before the first call).
+func (c *Client) From(id slotstore.NodeID) { c.from = id }
 
 // UseTLS makes the client call peers over TLS with p's client config (this
 // node's certificate, the cluster's CA); nil leaves it on plain HTTP. It is
@@ -116,6 +120,9 @@ func (c *Client) callPath(ctx context.Context, method, addr, path string, body i
 		return nil, false, err
 	}
 	req.Header.Set(hdrSecret, c.secret)
+	if c.from != 0 {
+		req.Header.Set(hdrFrom, strconv.FormatUint(uint64(c.from), 10))
+	}
 	req.Header.Set(hdrTimeoutMs, strconv.FormatInt(max(remaining.Milliseconds(), 1), 10))
 	for k, v := range hdr {
 		req.Header.Set(k, v)

@@ -20,7 +20,10 @@ const (
 	HdrConsistency = "X-Slotmeta-Consistency"
 	// HdrGroup names the group a forwarded command is for, instead of the
 	// one owning its hash slot (hash-slot migration commands).
-	HdrGroup    = "X-Slotmeta-Group"
+	HdrGroup = "X-Slotmeta-Group"
+	// hdrFrom names the calling node (a hint, not an authentication: the
+	// secret and TLS are that), so that a removed node is told so.
+	hdrFrom     = "X-Slotmeta-From-Node"
 	maxPeerTime = 60 * time.Second
 	// Prefix is the path prefix of every peer endpoint.
 	Prefix = "/peer/v1/"
@@ -47,7 +50,14 @@ type Server struct {
 	secret string
 	slots  chan struct{}
 	mux    *http.ServeMux
+	// refuse, when set, names callers the cluster removed: their requests
+	// are answered permission_denied, unread.
+	refuse func(from slotstore.NodeID) bool
 }
+
+// RefuseFrom makes the server refuse requests from the nodes refuse names
+// (set before serving).
+func (s *Server) RefuseFrom(refuse func(from slotstore.NodeID) bool) { s.refuse = refuse }
 
 // NewServer returns a server that accepts requests carrying secret and
 // serves at most bound of them at once.
@@ -70,6 +80,10 @@ func (s *Server) guard(h HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if subtle.ConstantTimeCompare([]byte(r.Header.Get(hdrSecret)), []byte(s.secret)) != 1 {
 			WriteError(w, http.StatusUnauthorized, &slotstore.Error{Code: slotstore.CodeUnauthenticated, Message: "missing or wrong cluster secret"})
+			return
+		}
+		if from, err := strconv.ParseUint(r.Header.Get(hdrFrom), 10, 64); err == nil && s.refuse != nil && s.refuse(slotstore.NodeID(from)) {
+			WriteError(w, http.StatusForbidden, slotstore.Errorf(slotstore.CodePermissionDenied, "node %d was removed from the cluster", from))
 			return
 		}
 		ms, err := strconv.ParseInt(r.Header.Get(hdrTimeoutMs), 10, 64)

@@ -112,3 +112,36 @@ func TestPeerClientNeedsADeadline(t *testing.T) {
 		t.Fatalf("dial failure: sent=%v %v", sent, err)
 	}
 }
+
+// TestPeerRPCRefusesRemovedNodes: a request naming a node the cluster
+// removed is answered permission_denied before its handler runs; the
+// client names its node in every call.
+func TestPeerRPCRefusesRemovedNodes(t *testing.T) {
+	s := NewServer("right", 4)
+	s.RefuseFrom(func(from slotstore.NodeID) bool { return from == 4 })
+	ran := 0
+	s.Handle(http.MethodGet, "leaders", func(_ context.Context, w http.ResponseWriter, _ *http.Request) {
+		ran++
+		_, _ = w.Write([]byte("{}"))
+	})
+	ts := httptest.NewServer(s)
+	defer ts.Close()
+	addr := strings.TrimPrefix(ts.URL, "http://")
+	call := func(from slotstore.NodeID) error {
+		c := NewClient("right", 4)
+		c.From(from)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		resp, _, err := c.Call(ctx, http.MethodGet, addr, "leaders", nil, nil)
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err
+	}
+	if err := call(4); slotstore.ErrorCode(err) != slotstore.CodePermissionDenied || !strings.Contains(err.Error(), "node 4 was removed") || ran != 0 {
+		t.Fatalf("a removed node's call: %v (handler ran %d times)", err, ran)
+	}
+	if err := call(2); err != nil || ran != 1 {
+		t.Fatalf("another node's call: %v (handler ran %d times)", err, ran)
+	}
+}
