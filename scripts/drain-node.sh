@@ -104,7 +104,9 @@ while :; do
 done
 
 if ((remove)); then
-  call DELETE "/v1/cluster/nodes/$node"
+  # Removing is idempotent, so a retryable refusal (the node leads the
+  # controller and its leadership is being moved first) is asked again.
+  call_retry DELETE "/v1/cluster/nodes/$node"
   [ "$OPS_CODE" = 204 ] || die "removing node $node was refused: $(describe)"
   echo "node $node removed: its id is never used again, and started on its old data it refuses to run"
 fi

@@ -66,6 +66,19 @@ func (n *Node) balanceInput(now time.Time) balance.Input {
 	for _, v := range n.views(now) {
 		g := balance.Group{ID: v.ID, Leader: v.Leader, PreferredLeader: v.PreferredLeader, Busy: busy[v.ID],
 			Quorum: v.LiveVoters > len(v.DesiredPeers)/2}
+		if !g.Quorum && n.cfg.Quiesce {
+			// A quiesced group exchanges no Raft messages, so its leader
+			// hears no follower: count the desired replicas on reachable
+			// nodes instead (a move wakes the group and checks progress
+			// itself).
+			up := 0
+			for _, r := range v.Replicas {
+				if r.Desired && reachable[r.Node] {
+					up++
+				}
+			}
+			g.Quorum = up > len(v.DesiredPeers)/2
+		}
 		if v.PreferredSetAtMs > 0 {
 			g.PreferredSetAt = time.UnixMilli(v.PreferredSetAtMs)
 		}

@@ -6,6 +6,7 @@ import (
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/controller"
 	"slotmeta/internal/slotstore/controller/tasks"
+	"slotmeta/internal/slotstore/heat"
 	"slotmeta/internal/slotstore/meta"
 	"slotmeta/internal/slotstore/projector"
 )
@@ -58,7 +59,7 @@ func (h taskHost) ProposeToGroup(ctx context.Context, g slotstore.GroupID, cmd m
 }
 
 func (h taskHost) Read(ctx context.Context, q meta.Query, c meta.Consistency) (any, meta.ReadInfo, error) {
-	return h.n.Read(ctx, q, c)
+	return h.n.Read(heat.Quiet(ctx), q, c) // a slot move's copy is no client's load
 }
 
 // projectHost is the node as the outbox projector sees it
@@ -87,5 +88,5 @@ func (h projectHost) ScanOutbox(ctx context.Context, g slotstore.GroupID, q *met
 }
 
 func (h projectHost) Propose(ctx context.Context, cmd meta.Command) (meta.Result, slotstore.Route, error) {
-	return h.n.Propose(ctx, cmd)
+	return h.n.Propose(heat.Quiet(ctx), cmd) // projections are the node's own writes
 }

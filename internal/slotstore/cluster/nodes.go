@@ -39,9 +39,26 @@ func (n *Node) DrainNode(ctx context.Context, id slotstore.NodeID) (slotstore.No
 // drops its Raft messages from then on), then it leaves the controller
 // group's membership.
 func (n *Node) RemoveNode(ctx context.Context, id slotstore.NodeID) error {
+	if id == n.cfg.NodeID {
+		// Once removed, its own Raft messages and peer requests are
+		// refused: it could not finish taking itself out.
+		return slotstore.Errorf(slotstore.CodeFailedPrecondition, "node %d cannot remove itself: ask another node's API", id)
+	}
 	m, err := n.nh.SyncGetShardMembership(ctx, controller.ShardID)
 	if err != nil {
 		return propose.RaftError(err, 0, false)
+	}
+	if leader := slotstore.NodeID(n.ctrlLeader.Load()); leader == id {
+		// The controller must not lose its leader to the removal: hand the
+		// leadership to another voter first, and have the caller ask again.
+		for voter := range m.Nodes {
+			if slotstore.NodeID(voter) != id {
+				_ = n.nh.RequestLeaderTransfer(controller.ShardID, voter)
+				break
+			}
+		}
+		return &slotstore.Error{Code: slotstore.CodeBusy, RetryAfter: time.Second,
+			Message: fmt.Sprintf("node %d leads the controller: its leadership is being moved; ask again", id)}
 	}
 	if _, voter := m.Nodes[uint64(id)]; voter && len(m.Nodes)-1 < minControllerVoters {
 		return slotstore.Errorf(slotstore.CodeFailedPrecondition,
@@ -124,6 +141,7 @@ func (n *Node) checkNotRemoved(wait time.Duration) error {
 		if st.Bootstrapped && others == 0 {
 			return nil // nobody to ask (a one-node cluster)
 		}
+		answered := 0
 		for _, id := range st.NodeIDs() {
 			other := st.Nodes[id]
 			if id == n.cfg.NodeID || other.PeerAddr == "" || other.State == controller.NodeRemoved {
@@ -143,6 +161,9 @@ func (n *Node) checkNotRemoved(wait time.Duration) error {
 					return fmt.Errorf("%w (node %d says so): a removed node never rejoins; remove its data directory and join as a new node id", ErrRemoved, id)
 				}
 			}
+			answered++ // one peer may lag: every reachable one is asked
+		}
+		if answered > 0 {
 			return nil
 		}
 		select {

@@ -17,13 +17,16 @@ import (
 // Waking quiesced groups (Config.Quiesce).
 //
 // dragonboat quiesces a group that had no traffic for ten election
-// timeouts: no heartbeats, and its followers stop counting towards an
-// election. That is what makes idle groups cheap (bench/README.md, "Many
-// groups"), and it is safe — Raft's safety does not depend on timing — but a
-// quiesced follower never notices that its leader's node died, so the group
-// would stay leaderless until something touches it. Anything that touches a
-// replica wakes it: a proposal, a ReadIndex, any Raft message but a
-// heartbeat. So a node wakes a group
+// timeouts: no heartbeats, and its followers never campaign (they still
+// count election ticks). That is what makes idle groups cheap
+// (bench/README.md, "Many groups"), and it is safe — Raft's safety does not
+// depend on timing — but a quiesced follower never notices that its
+// leader's node died, so the group would stay leaderless until something
+// touches it. Anything that touches a replica wakes it: a proposal, a
+// ReadIndex, any Raft message but a heartbeat; having counted its ticks, a
+// woken follower campaigns at its next tick unless the leader's answer
+// reached it first (so a wake of a healthy group may cost a term change).
+// So a node wakes a group
 //
 //   - when a write or read for it finds no reachable leader (dispatch's Wake
 //     hook: the forward failed, timed out or no leader is known), and
@@ -31,19 +34,22 @@ import (
 //     group it led —
 //
 // by a ReadIndex on its own replica (if it has one) and by asking the
-// group's other desired peers to do the same (peer RPC "wake"). Woken
-// followers time out as usual and elect a leader among the reachable
-// replicas.
+// group's other desired peers to do the same (peer RPC "wake", one request
+// per peer for all its groups). The woken followers elect a leader among
+// the reachable replicas.
 //
-// Concurrency: Wake never blocks; requests go through a bounded queue to one
-// worker goroutine owned by the node (it ends with the node). A request for
-// a group woken in the last wakeEvery, or one that finds the queue full, is
-// dropped and counted: waking is a hint, asked again by the next failure.
+// Concurrency: Wake never blocks; batches go through a bounded queue to one
+// worker goroutine owned by the node (it ends with the node), which waits
+// for no ReadIndex and for its peer requests at most wakeTimeout. A group
+// woken in the last wakeEvery is left out; a batch that finds the queue
+// full is dropped and counted: waking is a hint, asked again by the next
+// failure.
 
 const (
 	wakeEvery    = 500 * time.Millisecond // one wake per group at most this often
 	wakeQueueCap = 256
 	wakeTimeout  = time.Second // each ReadIndex and each peer request
+	maxWakeBatch = 1024        // groups in one peer "wake" request
 )
 
 type waker struct {
@@ -51,12 +57,12 @@ type waker struct {
 	mu      sync.Mutex
 	last    map[slotstore.GroupID]time.Time
 	dropped atomic.Uint64
-	sent    atomic.Uint64
 }
 
+// wakeReq is one batch of groups to wake.
 type wakeReq struct {
-	g         slotstore.GroupID
-	localOnly bool // asked by a peer: wake this node's replica, ask nobody
+	groups    []slotstore.GroupID
+	localOnly bool // asked by a peer: wake this node's replicas, ask nobody
 }
 
 func newWaker() *waker {
@@ -65,34 +71,45 @@ func newWaker() *waker {
 
 // Wake asks that group g's replicas leave quiesce (a no-op unless
 // Config.Quiesce). Safe from any goroutine; never blocks.
-func (n *Node) Wake(g slotstore.GroupID) { n.enqueueWake(wakeReq{g: g}) }
+func (n *Node) Wake(g slotstore.GroupID) { n.enqueueWake(wakeReq{groups: []slotstore.GroupID{g}}) }
 
+// enqueueWake queues r's groups that were not woken within wakeEvery (all of
+// them when a peer asks); a full queue drops the batch, counted.
 func (n *Node) enqueueWake(r wakeReq) {
-	if !n.cfg.Quiesce || r.g == 0 {
+	if !n.cfg.Quiesce {
 		return
 	}
 	w := n.wakes
 	now := time.Now()
 	w.mu.Lock()
-	if !r.localOnly {
-		if at, ok := w.last[r.g]; ok && now.Sub(at) < wakeEvery {
-			w.mu.Unlock()
-			return
+	defer w.mu.Unlock()
+	var due []slotstore.GroupID
+	for _, g := range r.groups {
+		if at, ok := w.last[g]; g == 0 || !r.localOnly && ok && now.Sub(at) < wakeEvery {
+			continue
 		}
-		w.last[r.g] = now
-		if len(w.last) > 4*wakeQueueCap { // bounded: forget the old entries
+		due = append(due, g)
+	}
+	if len(due) == 0 {
+		return
+	}
+	select {
+	case w.q <- wakeReq{groups: due, localOnly: r.localOnly}:
+	default:
+		w.dropped.Add(1)
+		return
+	}
+	if !r.localOnly {
+		for _, g := range due {
+			w.last[g] = now
+		}
+		if len(w.last) > 4*maxWakeBatch { // bounded: forget the old entries
 			for id, at := range w.last {
 				if now.Sub(at) >= wakeEvery {
 					delete(w.last, id)
 				}
 			}
 		}
-	}
-	w.mu.Unlock()
-	select {
-	case w.q <- r:
-	default:
-		w.dropped.Add(1)
 	}
 }
 
@@ -104,45 +121,50 @@ func (n *Node) wakeLoop() {
 		case <-n.stop:
 			return
 		case r := <-n.wakes.q:
-			n.wakeLocal(r.g)
+			for _, g := range r.groups {
+				n.wakeLocal(g)
+			}
 			if !r.localOnly {
-				n.wakePeers(r.g)
+				n.wakePeers(r.groups)
 			}
 		}
 	}
 }
 
-// wakeLocal touches this node's replica of g with a ReadIndex (its answer
-// does not matter: asking is the activity that ends the quiesce).
+// wakeLocal touches this node's replica of g with a ReadIndex. Asking is the
+// activity that ends the quiesce; the answer does not matter and is not
+// waited for (the request expires by itself when no leader answers; its
+// state is left to the garbage collector, not released into dragonboat's
+// pool while still pending).
 func (n *Node) wakeLocal(g slotstore.GroupID) {
 	if lg := n.replicas.Get(g); lg == nil || !lg.Open() {
 		return
 	}
-	rs, err := n.nh.ReadIndex(controller.ShardOf(g), wakeTimeout)
-	if err != nil {
-		return
-	}
-	n.wakes.sent.Add(1)
-	select {
-	case <-rs.ResultC():
-	case <-n.stop:
-	}
-	rs.Release()
+	_, _ = n.nh.ReadIndex(controller.ShardOf(g), wakeTimeout)
 }
 
-// wakePeers asks g's other desired peers to wake their replicas.
-func (n *Node) wakePeers(g slotstore.GroupID) {
-	grp, ok := n.ctrl.Load().Groups[g]
-	if !ok {
-		return
+// wakePeers asks the other desired peers of groups to wake their replicas:
+// one request per peer node for all of its groups, all at once, each
+// bounded by wakeTimeout.
+func (n *Node) wakePeers(groups []slotstore.GroupID) {
+	st := n.ctrl.Load()
+	byPeer := map[slotstore.NodeID][]slotstore.GroupID{}
+	for _, g := range groups {
+		if grp, ok := st.Groups[g]; ok {
+			for _, id := range grp.PeerNodes() {
+				if id != n.cfg.NodeID && len(byPeer[id]) < maxWakeBatch {
+					byPeer[id] = append(byPeer[id], g)
+				}
+			}
+		}
 	}
-	body, _ := json.Marshal(wakeBody{Group: g})
 	var wg sync.WaitGroup
-	for _, id := range grp.PeerNodes() {
+	for id, gs := range byPeer {
 		addr := n.dispatch.PeerAddrOf(id)
-		if id == n.cfg.NodeID || addr == "" {
+		if addr == "" {
 			continue
 		}
+		body, _ := json.Marshal(wakeBody{Groups: gs})
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(n.life, wakeTimeout)
 			defer cancel()
@@ -156,29 +178,33 @@ func (n *Node) wakePeers(g slotstore.GroupID) {
 }
 
 type wakeBody struct {
-	Group slotstore.GroupID `json:"group"`
+	Groups []slotstore.GroupID `json:"groups"`
 }
 
 func (n *Node) servePeerWake(_ context.Context, w http.ResponseWriter, r *http.Request) {
 	var b wakeBody
-	if err := json.NewDecoder(io.LimitReader(r.Body, 1024)).Decode(&b); err != nil || b.Group == 0 {
-		peer.WriteError(w, http.StatusBadRequest, slotstore.Errorf(slotstore.CodeInvalidArgument, "wake wants a group"))
+	if err := json.NewDecoder(io.LimitReader(r.Body, 16<<10)).Decode(&b); err != nil || len(b.Groups) == 0 || len(b.Groups) > maxWakeBatch {
+		peer.WriteError(w, http.StatusBadRequest, slotstore.Errorf(slotstore.CodeInvalidArgument, "wake wants 1..%d groups", maxWakeBatch))
 		return
 	}
-	n.enqueueWake(wakeReq{g: b.Group, localOnly: true})
+	n.enqueueWake(wakeReq{groups: b.Groups, localOnly: true})
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write([]byte("{}\n"))
 }
 
-// wakeLedBy, on the controller leader, wakes every group whose observed
-// leader is on one of the unreachable nodes.
+// wakeLedBy, on the controller leader, wakes (in one batch) every group
+// whose observed leader is on one of the unreachable nodes.
 func (n *Node) wakeLedBy(unreachable map[slotstore.NodeID]bool, views []slotstore.GroupView) {
 	if !n.cfg.Quiesce || len(unreachable) == 0 {
 		return
 	}
+	var groups []slotstore.GroupID
 	for _, v := range views {
 		if unreachable[v.Leader] {
-			n.Wake(v.ID)
+			groups = append(groups, v.ID)
 		}
+	}
+	if len(groups) > 0 {
+		n.enqueueWake(wakeReq{groups: groups})
 	}
 }

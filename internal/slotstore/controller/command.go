@@ -272,6 +272,10 @@ func applySetNodeState(s *State, r *SetNodeState) Result {
 	if n.State == NodeRemoved && r.State != NodeRemoved {
 		return refuse(slotstore.CodeConflict, "node %d was removed", r.ID)
 	}
+	if n.State == NodeDraining && r.State == NodeActive {
+		// A registration finished again (a retried join) does not undo a drain.
+		return Result{OK: true, Message: "draining; stays draining"}
+	}
 	n.State = r.State
 	return Result{OK: true}
 }

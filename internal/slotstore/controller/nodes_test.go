@@ -28,6 +28,10 @@ func TestDrainAndRemoveNodes(t *testing.T) {
 	if r := update(t, s, 4, command(t, Command{DrainNode: &DrainNode{ID: 3}})); !r.OK {
 		t.Fatalf("drain again: %+v", r)
 	}
+	// A registration finished again (a retried join) does not undo it.
+	if r := update(t, s, 4, command(t, Command{SetNodeState: &SetNodeState{ID: 3, State: NodeActive}})); !r.OK || s.Snapshot().Nodes[3].State != NodeDraining {
+		t.Fatalf("active again while draining: %+v, state %s", r, s.Snapshot().Nodes[3].State)
+	}
 	// Two drains leave two active nodes for three replicas a group: refused.
 	if r := update(t, s, 5, command(t, Command{DrainNode: &DrainNode{ID: 2}})); r.OK || r.Code != slotstore.CodeFailedPrecondition {
 		t.Fatalf("second drain: %+v", r)

@@ -92,7 +92,9 @@ func (d *Dispatcher) Propose(ctx context.Context, cmd meta.Command) (meta.Result
 	hs := slotstore.HashSlotOfString(cmd.RouteKey())
 	h := cmd.Head()
 	h.HashSlot = hs
-	d.cfg.Heat.Write(hs)
+	if heat.Counted(ctx) {
+		d.cfg.Heat.Write(hs)
+	}
 	change, route, err := d.resolveWatching(hs)
 	if route.GroupID == 0 {
 		d.cfg.Proposal(route.GroupID, slotstore.ErrorCode(err))
@@ -420,7 +422,9 @@ func (d *Dispatcher) PeerAddrOf(id slotstore.NodeID) string {
 // otherwise through a peer that holds one — the leader first, then the
 // group's other desired peers.
 func (d *Dispatcher) Read(ctx context.Context, q meta.Query, c meta.Consistency) (any, meta.ReadInfo, error) {
-	d.cfg.Heat.Read(q.RouteSlot())
+	if heat.Counted(ctx) {
+		d.cfg.Heat.Read(q.RouteSlot())
+	}
 	route, rerr := d.cfg.Router.Load().ResolveSlot(q.RouteSlot())
 	if route.GroupID == 0 {
 		return nil, meta.ReadInfo{ServedBy: d.cfg.NodeID, Route: route}, rerr

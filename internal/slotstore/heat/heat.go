@@ -19,6 +19,7 @@
 package heat
 
 import (
+	"context"
 	"sync/atomic"
 
 	"slotmeta/internal/slotstore"
@@ -60,3 +61,12 @@ func (c *Counters) Snapshot() (reads, writes []uint64) {
 	}
 	return r, w
 }
+
+type quietKey struct{}
+
+// Quiet marks ctx as the node's own traffic (slot-move copies, outbox
+// projections): not what clients load the slots with, so not counted.
+func Quiet(ctx context.Context) context.Context { return context.WithValue(ctx, quietKey{}, true) }
+
+// Counted reports whether operations under ctx count (not Quiet).
+func Counted(ctx context.Context) bool { return ctx.Value(quietKey{}) == nil }

@@ -24,8 +24,10 @@
 //     LeaderSkew (the preferred-leader reconciler carries it out, with its
 //     own checks);
 //  5. hash slots: by measured load when the busiest group carries more
-//     than LoadSkew times the mean and MinLoad ops/s, else by count (a
-//     difference of more than one slot): one slot moves from the busiest
+//     than LoadSkew times the mean and MinLoad ops/s, else — when the
+//     busiest group carries less than half of MinLoad, so that the two
+//     modes do not undo each other — by count (a difference of more than
+//     SlotSkew, the coldest slot first): one slot moves from the busiest
 //     group to the least busy one led by another node, the one that
 //     narrows the gap most.
 //

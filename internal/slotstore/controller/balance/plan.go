@@ -11,6 +11,8 @@ import (
 // Decide is the balancer's plan for in under c (see the package doc).
 func Decide(in Input, c Config) Plan {
 	c = c.Defaults()
+	in.Nodes = append([]Node(nil), in.Nodes...) // sorted below: the caller's slices stay as they are
+	in.Groups = append([]Group(nil), in.Groups...)
 	p := &planner{in: in, cfg: c, budget: c.MaxTasks - in.Running, slotBudget: c.MaxSlotTasks - in.SlotTasks,
 		used: map[slotstore.GroupID]bool{}, nodes: map[slotstore.NodeID]Node{}, out: Plan{Actions: []Action{}}}
 	sort.Slice(p.in.Nodes, func(i, j int) bool { return p.in.Nodes[i].ID < p.in.Nodes[j].ID })
@@ -183,7 +185,7 @@ func (p *planner) wantedGroups() int {
 	if n > p.in.ReplicationFactor && n*p.cfg.GroupsPerNode > want {
 		want = n * p.cfg.GroupsPerNode
 	}
-	return min(want, p.cfg.MaxGroups)
+	return max(p.in.InitialGroups, min(want, p.cfg.MaxGroups))
 }
 
 // byLoad orders groups busiest first: load, then slots, then lower id.
@@ -409,6 +411,11 @@ func (p *planner) hashSlots() {
 			Detail: fmt.Sprintf("group %d carries %.0f ops/s, group %d %.0f, mean %.0f (skew allowed %.2f×); slot %d carries %.0f", hot.ID, busiest, cold.ID, p.load(cold), mean, p.cfg.LoadSkew, best, p.in.SlotLoad[best].Total())})
 		return
 	}
+	if p.load(order[0]) >= p.cfg.MinLoad/2 {
+		// Between the two modes (load that comes and goes around MinLoad):
+		// neither, or they would undo each other.
+		return
+	}
 	// Nothing measured worth balancing: even out the slot counts.
 	sort.SliceStable(order, func(i, j int) bool {
 		if len(order[i].Slots) != len(order[j].Slots) {
@@ -424,8 +431,15 @@ func (p *planner) hashSlots() {
 	if !p.free(most) || !p.free(fewest) {
 		return
 	}
-	for i := len(most.Slots) - 1; i >= 0; i-- {
-		s := most.Slots[i]
+	cands := append([]slotstore.HashSlot(nil), most.Slots...)
+	sort.SliceStable(cands, func(i, j int) bool { // the coldest first, the highest number among equals
+		li, lj := p.in.SlotLoad[cands[i]].Total(), p.in.SlotLoad[cands[j]].Total()
+		if li != lj {
+			return li < lj
+		}
+		return cands[i] > cands[j]
+	})
+	for _, s := range cands {
 		if p.movedLately(s) {
 			continue
 		}

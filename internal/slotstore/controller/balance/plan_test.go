@@ -25,7 +25,7 @@ import (
 //	tasks [running=<n>] [slot=<n>] [group=<n>]
 //	drain-only                                        the balancer is paused
 //	cluster [rf=<n>] [initial=<n>]
-//	config [max-tasks=<n>] [groups-per-node=<n>] [load-skew=<x>] [min-load=<x>]
+//	config [max-tasks=<n>] [groups-per-node=<n>] [max-groups=<n>] [load-skew=<x>] [min-load=<x>]
 func TestPlanDataDriven(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
 	datadriven.RunTest(t, "testdata/plan", func(t *testing.T, d *datadriven.TestData) string {
@@ -106,7 +106,7 @@ func TestPlanDataDriven(t *testing.T) {
 			case "cluster":
 				in.ReplicationFactor, in.InitialGroups = num("rf", 3), num("initial", 1)
 			case "config":
-				c.MaxTasks, c.GroupsPerNode = num("max-tasks", 0), num("groups-per-node", 0)
+				c.MaxTasks, c.GroupsPerNode, c.MaxGroups = num("max-tasks", 0), num("groups-per-node", 0), num("max-groups", 0)
 				c.LoadSkew, c.MinLoad = float("load-skew"), float("min-load")
 			default:
 				t.Fatalf("%s: unknown line %q", d.Pos, line)
