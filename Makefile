@@ -101,7 +101,12 @@ clean:
 # (a follower cut off, the controller leader cut off, 30% loss on the
 # leader's link), each measured for how long writes on the majority side
 # are refused or hang; the table per kind ends the summary (AVAILABILITY
-# lines), next to the safety checks of the same histories.
+# lines), next to the safety checks of the same histories. Then
+# TestQuiesceAvailability: QUIESCE_ROUNDS rounds of a quiesced cluster (8 idle
+# groups, --quiesce) whose leader node is killed or cut off, measured per
+# group until a write is acknowledged, and of wake reads that cost an
+# election (the "quiesce availability" line).
+QUIESCE_ROUNDS ?= 6
 CHAOS_SEEDS ?= 50
 CHAOS_DURATION ?= 5s
 AVAILABILITY_ROUNDS ?= 20
@@ -110,8 +115,8 @@ chaos:
 	mkdir -p chaos/results
 	out=chaos/results/$$(date -u +%Y%m%dT%H%M%SZ).txt; log=$${out%.txt}.log; \
 	CHAOS_SEEDS=$(CHAOS_SEEDS) CHAOS_DURATION=$(CHAOS_DURATION) CHAOS_VIS_DIR=$(CURDIR)/chaos/results FUZZ_REQUESTS=100000 \
-		AVAILABILITY_ROUNDS=$(AVAILABILITY_ROUNDS) \
-		$(GO) test -count=1 -timeout 150m -v -run 'TestShortChaos|TestOverload|TestHTTPFuzz|TestAvailability' ./internal/chaos/ 2>&1 \
+		AVAILABILITY_ROUNDS=$(AVAILABILITY_ROUNDS) QUIESCE_ROUNDS=$(QUIESCE_ROUNDS) \
+		$(GO) test -count=1 -timeout 150m -v -run 'TestShortChaos|TestOverload|TestHTTPFuzz|TestAvailability|TestQuiesceAvailability' ./internal/chaos/ 2>&1 \
 		| tee $$log | grep -aE '^(=== RUN|--- |ok|FAIL|PASS|[[:space:]]+[a-z_]+_test\.go:)' | tee $$out; \
 	status=$${PIPESTATUS[0]}; \
 	if [ $$status -ne 0 ]; then \

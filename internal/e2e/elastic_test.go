@@ -148,3 +148,42 @@ func TestBalancerDrainAndRemove(t *testing.T) {
 		t.Fatalf("refusal without a reason: %v", err)
 	}
 }
+
+// TestRemoveTheControllerLeader: the node that leads the controller is
+// drained and removed through another node's API; its controller
+// leadership moves to another voter first, and the cluster keeps taking
+// writes.
+func TestRemoveTheControllerLeader(t *testing.T) {
+	c := slotstoretest.Start(t, slotstoretest.Options{Nodes: 4, Groups: 1, ReplicationFactor: 3, Tune: func(cfg *cluster.Config) {
+		cfg.ObserveInterval = 100 * time.Millisecond
+		cfg.BalanceInterval = 200 * time.Millisecond // drains run with the balancer off too
+	}})
+	servers := make([]*server, len(c.Nodes))
+	for i, n := range c.Nodes {
+		servers[i] = serve(t, n)
+	}
+	leader := c.Nodes[0].Summary().ControllerLeader
+	var via *server
+	for i, n := range c.Nodes {
+		if n.NodeID() != leader {
+			via = servers[i]
+			break
+		}
+	}
+	via.must(202, "POST", fmt.Sprintf("/v1/cluster/nodes/%d/drain", leader), "")
+	waitFor(t, "the controller leader's node drained", 60*time.Second, func() bool {
+		for _, d := range balancerOf(via).Drains {
+			if d.Node == leader {
+				return d.Done
+			}
+		}
+		return false
+	})
+	via.must(204, "DELETE", fmt.Sprintf("/v1/cluster/nodes/%d", leader), "")
+	if now := via.node.Summary().ControllerLeader; now == leader {
+		t.Fatalf("node %d still leads the controller after its removal", leader)
+	}
+	for i := 0; i < 10; i++ {
+		via.eventually(200, "PUT", fmt.Sprintf("/v1/kv/r%d", i), `{"value":"after"}`)
+	}
+}

@@ -48,17 +48,8 @@ func (n *Node) RemoveNode(ctx context.Context, id slotstore.NodeID) error {
 	if err != nil {
 		return propose.RaftError(err, 0, false)
 	}
-	if leader := slotstore.NodeID(n.ctrlLeader.Load()); leader == id {
-		// The controller must not lose its leader to the removal: hand the
-		// leadership to another voter first, and have the caller ask again.
-		for voter := range m.Nodes {
-			if slotstore.NodeID(voter) != id {
-				_ = n.nh.RequestLeaderTransfer(controller.ShardID, voter)
-				break
-			}
-		}
-		return &slotstore.Error{Code: slotstore.CodeBusy, RetryAfter: time.Second,
-			Message: fmt.Sprintf("node %d leads the controller: its leadership is being moved; ask again", id)}
+	if err := n.moveControllerLeadershipOff(ctx, id, m); err != nil {
+		return err
 	}
 	if _, voter := m.Nodes[uint64(id)]; voter && len(m.Nodes)-1 < minControllerVoters {
 		return slotstore.Errorf(slotstore.CodeFailedPrecondition,
@@ -86,6 +77,37 @@ func (n *Node) RemoveNode(ctx context.Context, id slotstore.NodeID) error {
 		}
 	}
 	return slotstore.Errorf(slotstore.CodeBusy, "controller membership kept changing while removing node %d; retry", id)
+}
+
+// moveControllerLeadershipOff hands the controller's leadership from node id
+// to another voter when id leads it (the controller must not lose its leader
+// to the removal), waiting at most four election timeouts within ctx; a
+// leadership that did not move is a retryable busy.
+func (n *Node) moveControllerLeadershipOff(ctx context.Context, id slotstore.NodeID, m *dragonboat.Membership) error {
+	if slotstore.NodeID(n.ctrlLeader.Load()) != id {
+		return nil
+	}
+	for voter := range m.Nodes {
+		if slotstore.NodeID(voter) != id {
+			_ = n.nh.RequestLeaderTransfer(controller.ShardID, voter)
+			break
+		}
+	}
+	deadline := time.Now().Add(4 * n.cfg.electionTimeout())
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for time.Now().Before(deadline) {
+		if l := slotstore.NodeID(n.ctrlLeader.Load()); l != id && l != 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return propose.RaftError(ctx.Err(), 0, false)
+		case <-t.C:
+		}
+	}
+	return &slotstore.Error{Code: slotstore.CodeBusy, RetryAfter: time.Second,
+		Message: fmt.Sprintf("node %d still leads the controller; its leadership is being moved: ask again", id)}
 }
 
 // noteRemoved keeps the Raft addresses of removed nodes for the transport
