@@ -29,7 +29,8 @@ import (
 // So a node wakes a group
 //
 //   - when a write or read for it finds no reachable leader (dispatch's Wake
-//     hook: the forward failed, timed out or no leader is known), and
+//     hook: the forward failed, timed out or no leader is known) — with
+//     every other group that leader's node leads —, and
 //   - on the controller leader, when a node becomes unreachable, for every
 //     group it led —
 //
@@ -72,6 +73,24 @@ func newWaker() *waker {
 // Wake asks that group g's replicas leave quiesce (a no-op unless
 // Config.Quiesce). Safe from any goroutine; never blocks.
 func (n *Node) Wake(g slotstore.GroupID) { n.enqueueWake(wakeReq{groups: []slotstore.GroupID{g}}) }
+
+// wakeUnreached is dispatch's hook: g's leader could not be reached, so
+// every group that node leads (as this node's router knows) is woken with
+// it — one cut-off node is a wake for all its groups, not one per write.
+func (n *Node) wakeUnreached(g slotstore.GroupID, leader slotstore.NodeID) {
+	if !n.cfg.Quiesce {
+		return
+	}
+	groups := []slotstore.GroupID{g}
+	if leader != 0 && leader != n.cfg.NodeID {
+		for _, other := range n.router.Load().LedBy(leader) {
+			if other != g {
+				groups = append(groups, other)
+			}
+		}
+	}
+	n.enqueueWake(wakeReq{groups: groups})
+}
 
 // enqueueWake queues r's groups that were not woken within wakeEvery (all of
 // them when a peer asks); a full queue drops the batch, counted.

@@ -58,11 +58,12 @@ type Config struct {
 	// Heat counts the reads and writes this node resolved, per hash slot
 	// (nil: not counted).
 	Heat *heat.Counters
-	// Wake, when set, is told of a group whose leader could not be reached
-	// (no leader known, a forward that failed or timed out): a quiesced
-	// group must be woken to elect a new one (package cluster, quiesce.go).
-	// It must not block.
-	Wake func(g slotstore.GroupID)
+	// Wake, when set, is told of a group whose leader (0: none known) could
+	// not be reached (no leader known, a forward that failed or timed out):
+	// a quiesced group must be woken to elect a new one — and so must the
+	// other groups that node leads (package cluster, quiesce.go). It must
+	// not block.
+	Wake func(g slotstore.GroupID, leader slotstore.NodeID)
 }
 
 // Dispatcher routes a node's commands and queries.
@@ -132,7 +133,7 @@ func (d *Dispatcher) Propose(ctx context.Context, cmd meta.Command) (meta.Result
 		// Idempotency-Key, when its outcome is unknown (its replay is
 		// answered from the first result, so sending it again is safe).
 		if unreached(err) {
-			d.wake(route.GroupID)
+			d.wake(route.GroupID, target)
 		}
 		again := definitelyLeaderless(err) || idem && slotstore.ErrorCode(err) == slotstore.CodeTimeout
 		if !again || !awaitLeaderChange(ctx, change, waitUntil) {
@@ -173,9 +174,9 @@ func unreached(err error) bool {
 	return err != nil && (c == slotstore.CodeRouteNotReady || c == slotstore.CodeTimeout)
 }
 
-func (d *Dispatcher) wake(g slotstore.GroupID) {
+func (d *Dispatcher) wake(g slotstore.GroupID, leader slotstore.NodeID) {
 	if d.cfg.Wake != nil && g != 0 {
-		d.cfg.Wake(g)
+		d.cfg.Wake(g, leader)
 	}
 }
 
@@ -486,7 +487,7 @@ func (d *Dispatcher) Read(ctx context.Context, q meta.Query, c meta.Consistency)
 		}
 	}
 	if unreached(err) {
-		d.wake(route.GroupID)
+		d.wake(route.GroupID, route.LeaderNodeID)
 	}
 	return nil, meta.ReadInfo{ServedBy: d.cfg.NodeID, Route: route}, err
 }

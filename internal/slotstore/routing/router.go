@@ -40,6 +40,17 @@ func (s *Snapshot) Group(g slotstore.GroupID) (GroupState, bool) {
 	return st, ok
 }
 
+// LedBy lists the groups whose known leader is node, in no order.
+func (s *Snapshot) LedBy(node slotstore.NodeID) []slotstore.GroupID {
+	var out []slotstore.GroupID
+	for g, st := range s.groups {
+		if st.Leader == node && node != 0 {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
 // ResolveSlot returns the route of one hash slot.
 func (s *Snapshot) ResolveSlot(hs slotstore.HashSlot) (slotstore.Route, error) {
 	if s.table == nil {
