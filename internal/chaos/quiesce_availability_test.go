@@ -17,16 +17,20 @@ import (
 // round lets the cluster sit idle until its groups quiesce (ten election
 // timeouts: 10 s), then
 //
-//  1. reads a key of every group through a node that does not lead it — the
-//     wake of a healthy quiesced group — and counts the groups whose term
-//     changed (an election the wake caused), and
+//  1. reads a key of every group through a node that does not lead it — a
+//     local ReadIndex on a quiesced follower, the way every wake touches a
+//     replica — and counts the groups whose term changed (an election the
+//     wake caused), and
 //  2. lets the groups quiesce again, kills or cuts (alternating) the node
 //     leading group 1, and measures for every group that node led how long
 //     until a write to it through another node is acknowledged (each group
 //     retried on its own),
 //
 // then heals or restarts the node. It reports the windows and the terms; it
-// fails only on writes not acknowledged within 20 s.
+// fails only on writes not acknowledged within 20 s. (It does not observe
+// the quiesce itself: 12 s of idleness are above dragonboat's 10 s
+// threshold; the cluster test TestQuiescedGroupWakes… checks that a group
+// quiesces.)
 func TestQuiesceAvailability(t *testing.T) {
 	rounds, _ := strconv.Atoi(os.Getenv("QUIESCE_ROUNDS"))
 	if rounds <= 0 {
@@ -53,7 +57,7 @@ func TestQuiesceAvailability(t *testing.T) {
 			}
 			wakeReads++
 		}
-		time.Sleep(time.Second)
+		time.Sleep(3 * time.Second) // the controller's views follow reports of up to a second ago
 		after := groupTerms(t, hc)
 		changed := 0
 		for g, term := range before {
@@ -103,8 +107,8 @@ func TestQuiesceAvailability(t *testing.T) {
 		}
 		wg.Wait()
 		slices.Sort(round)
-		t.Logf("quiesce: round=%d fault=%s target=n%d groups_led=%d windows=%v wake_reads=%d wake_elections=%d",
-			r+1, kind, target, len(led), round, len(keys), changed)
+		t.Logf("quiesce: round=%d fault=%s target=n%d (controller leader: %v) groups_led=%d windows=%v wake_reads=%d wake_elections=%d",
+			r+1, kind, target, hc.ctrlLeader(other) == target, len(led), round, len(keys), changed)
 		windows = append(windows, round...)
 		if kind == "kill" {
 			h.Start()

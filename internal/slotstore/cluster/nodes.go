@@ -48,12 +48,17 @@ func (n *Node) RemoveNode(ctx context.Context, id slotstore.NodeID) error {
 	if err != nil {
 		return propose.RaftError(err, 0, false)
 	}
-	if err := n.moveControllerLeadershipOff(ctx, id, m); err != nil {
-		return err
-	}
 	if _, voter := m.Nodes[uint64(id)]; voter && len(m.Nodes)-1 < minControllerVoters {
 		return slotstore.Errorf(slotstore.CodeFailedPrecondition,
 			"node %d is one of the controller's %d voters; removing it would leave fewer than %d", id, len(m.Nodes), minControllerVoters)
+	}
+	// What the controller would refuse, refused before the controller's
+	// leadership is moved for nothing.
+	if held := n.ctrl.Load().ReplicasOn(id); held > 0 {
+		return slotstore.Errorf(slotstore.CodeFailedPrecondition, "node %d still holds %d replicas; drain it first", id, held)
+	}
+	if err := n.moveControllerLeadershipOff(ctx, id, m); err != nil {
+		return err
 	}
 	if err := n.proposeController(ctx, controller.Command{RemoveNode: &controller.RemoveNode{ID: id}}); err != nil {
 		return err
@@ -87,11 +92,22 @@ func (n *Node) moveControllerLeadershipOff(ctx context.Context, id slotstore.Nod
 	if slotstore.NodeID(n.ctrlLeader.Load()) != id {
 		return nil
 	}
-	for voter := range m.Nodes {
-		if slotstore.NodeID(voter) != id {
-			_ = n.nh.RequestLeaderTransfer(controller.ShardID, voter)
-			break
+	// To this node if it votes (it is up: it serves this request), else to
+	// another active voter.
+	target := uint64(0)
+	if _, ok := m.Nodes[uint64(n.cfg.NodeID)]; ok {
+		target = uint64(n.cfg.NodeID)
+	} else {
+		st := n.ctrl.Load()
+		for voter := range m.Nodes {
+			if node, ok := st.Nodes[slotstore.NodeID(voter)]; ok && slotstore.NodeID(voter) != id && node.State == controller.NodeActive {
+				target = voter
+				break
+			}
 		}
+	}
+	if target != 0 {
+		_ = n.nh.RequestLeaderTransfer(controller.ShardID, target)
 	}
 	deadline := time.Now().Add(4 * n.cfg.electionTimeout())
 	t := time.NewTicker(20 * time.Millisecond)

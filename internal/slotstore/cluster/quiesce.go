@@ -62,8 +62,8 @@ type waker struct {
 
 // wakeReq is one batch of groups to wake.
 type wakeReq struct {
-	groups    []slotstore.GroupID
-	localOnly bool // asked by a peer: wake this node's replicas, ask nobody
+	groups []slotstore.GroupID
+	skip   slotstore.NodeID // a node not to ask (the unreachable leader's)
 }
 
 func newWaker() *waker {
@@ -88,8 +88,10 @@ func (n *Node) wakeUnreached(g slotstore.GroupID, leader slotstore.NodeID) {
 				groups = append(groups, other)
 			}
 		}
+	} else {
+		leader = 0
 	}
-	n.enqueueWake(wakeReq{groups: groups})
+	n.enqueueWake(wakeReq{groups: groups, skip: leader})
 }
 
 // enqueueWake queues r's groups that were not woken within wakeEvery (all of
@@ -104,7 +106,7 @@ func (n *Node) enqueueWake(r wakeReq) {
 	defer w.mu.Unlock()
 	var due []slotstore.GroupID
 	for _, g := range r.groups {
-		if at, ok := w.last[g]; g == 0 || !r.localOnly && ok && now.Sub(at) < wakeEvery {
+		if at, ok := w.last[g]; g == 0 || ok && now.Sub(at) < wakeEvery {
 			continue
 		}
 		due = append(due, g)
@@ -113,20 +115,18 @@ func (n *Node) enqueueWake(r wakeReq) {
 		return
 	}
 	select {
-	case w.q <- wakeReq{groups: due, localOnly: r.localOnly}:
+	case w.q <- wakeReq{groups: due, skip: r.skip}:
 	default:
 		w.dropped.Add(1)
 		return
 	}
-	if !r.localOnly {
-		for _, g := range due {
-			w.last[g] = now
-		}
-		if len(w.last) > 4*maxWakeBatch { // bounded: forget the old entries
-			for id, at := range w.last {
-				if now.Sub(at) >= wakeEvery {
-					delete(w.last, id)
-				}
+	for _, g := range due {
+		w.last[g] = now
+	}
+	if len(w.last) > 4*maxWakeBatch { // bounded: forget the old entries
+		for id, at := range w.last {
+			if now.Sub(at) >= wakeEvery {
+				delete(w.last, id)
 			}
 		}
 	}
@@ -143,9 +143,7 @@ func (n *Node) wakeLoop() {
 			for _, g := range r.groups {
 				n.wakeLocal(g)
 			}
-			if !r.localOnly {
-				n.wakePeers(r.groups)
-			}
+			n.wakePeers(r.groups, r.skip)
 		}
 	}
 }
@@ -165,13 +163,13 @@ func (n *Node) wakeLocal(g slotstore.GroupID) {
 // wakePeers asks the other desired peers of groups to wake their replicas:
 // one request per peer node for all of its groups, all at once, each
 // bounded by wakeTimeout.
-func (n *Node) wakePeers(groups []slotstore.GroupID) {
+func (n *Node) wakePeers(groups []slotstore.GroupID, skip slotstore.NodeID) {
 	st := n.ctrl.Load()
 	byPeer := map[slotstore.NodeID][]slotstore.GroupID{}
 	for _, g := range groups {
 		if grp, ok := st.Groups[g]; ok {
 			for _, id := range grp.PeerNodes() {
-				if id != n.cfg.NodeID && len(byPeer[id]) < maxWakeBatch {
+				if id != n.cfg.NodeID && id != skip && len(byPeer[id]) < maxWakeBatch {
 					byPeer[id] = append(byPeer[id], g)
 				}
 			}
@@ -206,7 +204,11 @@ func (n *Node) servePeerWake(_ context.Context, w http.ResponseWriter, r *http.R
 		peer.WriteError(w, http.StatusBadRequest, slotstore.Errorf(slotstore.CodeInvalidArgument, "wake wants 1..%d groups", maxWakeBatch))
 		return
 	}
-	n.enqueueWake(wakeReq{groups: b.Groups, localOnly: true})
+	if n.cfg.Quiesce {
+		for _, g := range b.Groups { // a ReadIndex does not block: no queue needed
+			n.wakeLocal(g)
+		}
+	}
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write([]byte("{}\n"))
 }
@@ -217,13 +219,13 @@ func (n *Node) wakeLedBy(unreachable map[slotstore.NodeID]bool, views []slotstor
 	if !n.cfg.Quiesce || len(unreachable) == 0 {
 		return
 	}
-	var groups []slotstore.GroupID
+	byLeader := map[slotstore.NodeID][]slotstore.GroupID{}
 	for _, v := range views {
 		if unreachable[v.Leader] {
-			groups = append(groups, v.ID)
+			byLeader[v.Leader] = append(byLeader[v.Leader], v.ID)
 		}
 	}
-	if len(groups) > 0 {
-		n.enqueueWake(wakeReq{groups: groups})
+	for leader, groups := range byLeader { // one batch per node, which is not asked
+		n.enqueueWake(wakeReq{groups: groups, skip: leader})
 	}
 }

@@ -132,7 +132,7 @@ func (d *Dispatcher) Propose(ctx context.Context, cmd meta.Command) (meta.Result
 		// proposed for want of a reachable leader — or, carrying an
 		// Idempotency-Key, when its outcome is unknown (its replay is
 		// answered from the first result, so sending it again is safe).
-		if unreached(err) {
+		if unreached(err) && ctx.Err() == nil { // not the caller's own deadline
 			d.wake(route.GroupID, target)
 		}
 		again := definitelyLeaderless(err) || idem && slotstore.ErrorCode(err) == slotstore.CodeTimeout
@@ -163,10 +163,6 @@ func (d *Dispatcher) resolveWatching(hs slotstore.HashSlot) (context.Context, sl
 	return change, route, err
 }
 
-// definitelyLeaderless reports an error that says the write was not
-// proposed because no reachable leader took it: no leader known, the
-// leader's node unreachable before anything was sent, a replica not
-// running, dropped by Raft until the deadline.
 // unreached: err says the group's leader could not be reached (none known,
 // or it did not answer).
 func unreached(err error) bool {
@@ -180,6 +176,10 @@ func (d *Dispatcher) wake(g slotstore.GroupID, leader slotstore.NodeID) {
 	}
 }
 
+// definitelyLeaderless reports an error that says the write was not
+// proposed because no reachable leader took it: no leader known, the
+// leader's node unreachable before anything was sent, a replica not
+// running, dropped by Raft until the deadline.
 func definitelyLeaderless(err error) bool {
 	c := slotstore.ErrorCode(err)
 	return err != nil && (c == slotstore.CodeRouteNotReady || c == slotstore.CodeNotLeader)
@@ -486,7 +486,7 @@ func (d *Dispatcher) Read(ctx context.Context, q meta.Query, c meta.Consistency)
 			break
 		}
 	}
-	if unreached(err) {
+	if unreached(err) && ctx.Err() == nil {
 		d.wake(route.GroupID, route.LeaderNodeID)
 	}
 	return nil, meta.ReadInfo{ServedBy: d.cfg.NodeID, Route: route}, err
