@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/lni/dragonboat/v4"
@@ -158,50 +160,59 @@ func (n *Node) refusesRaftFrom(addr string) bool {
 	return m != nil && (*m)[addr]
 }
 
+// removedHint is what a removed node is told to do.
+const removedHint = "a removed node never rejoins; remove its data directory and join with a new node id and a new Raft address"
+
 // checkNotRemoved, on a restart, asks the other nodes this node knows of
-// whether the cluster removed it, for at most wait; ErrRemoved (with who
-// said so) if it did — they also refuse its peer requests once they know.
-// Without an answer the node starts: the others drop its Raft messages and
-// refuse its peer requests anyway.
+// (all at once, each for at most a second) whether the cluster removed it,
+// for at most wait in all; ErrRemoved (with who said so) if it did — they
+// also refuse its peer requests once they know. Without an answer the node
+// starts: the others drop its Raft messages and refuse its peer requests
+// anyway.
 func (n *Node) checkNotRemoved(wait time.Duration) error {
 	deadline := time.Now().Add(wait)
 	for time.Now().Before(deadline) {
 		st := n.ctrl.Load()
 		if self, ok := st.Nodes[n.cfg.NodeID]; ok && self.State == controller.NodeRemoved {
-			return fmt.Errorf("%w (node %d's own controller replica says so): a removed node never rejoins; remove its data directory and join as a new node id", ErrRemoved, n.cfg.NodeID)
+			return fmt.Errorf("%w (node %d's own controller replica says so): %s", ErrRemoved, n.cfg.NodeID, removedHint)
 		}
-		others := 0
+		var peers []*controller.Node
 		for _, id := range st.NodeIDs() {
 			if other := st.Nodes[id]; id != n.cfg.NodeID && other.PeerAddr != "" && other.State != controller.NodeRemoved {
-				others++
+				peers = append(peers, other)
 			}
 		}
-		if st.Bootstrapped && others == 0 {
+		if st.Bootstrapped && len(peers) == 0 {
 			return nil // nobody to ask (a one-node cluster)
 		}
-		answered := 0
-		for _, id := range st.NodeIDs() {
-			other := st.Nodes[id]
-			if id == n.cfg.NodeID || other.PeerAddr == "" || other.State == controller.NodeRemoved {
-				continue
-			}
-			ctx, cancel := context.WithTimeout(n.life, time.Second)
-			nodes, err := n.askNodes(ctx, other.PeerAddr)
-			cancel()
-			if slotstore.ErrorCode(err) == slotstore.CodePermissionDenied {
-				return fmt.Errorf("%w (node %d refuses this node's requests: %v): a removed node never rejoins; remove its data directory and join as a new node id", ErrRemoved, id, err)
-			}
-			if err != nil {
-				continue
-			}
-			for _, info := range nodes {
-				if info.ID == n.cfg.NodeID && info.State == controller.NodeRemoved {
-					return fmt.Errorf("%w (node %d says so): a removed node never rejoins; remove its data directory and join as a new node id", ErrRemoved, id)
+		verdicts := make([]error, len(peers))
+		answered := make([]bool, len(peers))
+		var wg sync.WaitGroup
+		for i, other := range peers {
+			wg.Go(func() {
+				ctx, cancel := context.WithTimeout(n.life, time.Second)
+				defer cancel()
+				nodes, err := n.askNodes(ctx, other.PeerAddr)
+				switch {
+				case slotstore.ErrorCode(err) == slotstore.CodePermissionDenied:
+					verdicts[i] = fmt.Errorf("%w (node %d refuses this node's requests: %v): %s", ErrRemoved, other.ID, err, removedHint)
+				case err == nil:
+					answered[i] = true
+					for _, info := range nodes {
+						if info.ID == n.cfg.NodeID && info.State == controller.NodeRemoved {
+							verdicts[i] = fmt.Errorf("%w (node %d says so): %s", ErrRemoved, other.ID, removedHint)
+						}
+					}
 				}
-			}
-			answered++ // one peer may lag: every reachable one is asked
+			})
 		}
-		if answered > 0 {
+		wg.Wait()
+		for _, v := range verdicts { // one peer that knows is enough: another may lag
+			if v != nil {
+				return v
+			}
+		}
+		if slices.Contains(answered, true) {
 			return nil
 		}
 		select {
