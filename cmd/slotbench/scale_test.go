@@ -362,6 +362,9 @@ func TestScaleOut(t *testing.T) {
 	if lost > 0 {
 		t.Errorf("%d acknowledged writes lost", lost)
 	}
+	if pingPong > 0 {
+		t.Errorf("%d slot migrations repeated in the same direction (ping-pong)", pingPong)
+	}
 }
 
 // nodesCPU is the CPU seconds the running nodes' cgroups used so far.

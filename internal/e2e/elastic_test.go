@@ -12,6 +12,7 @@ import (
 	"slotmeta/internal/slotstore/cluster"
 	"slotmeta/internal/slotstore/controller/balance"
 	"slotmeta/internal/slotstore/slotstoretest"
+	"slotmeta/internal/testutil"
 )
 
 // balancerOf reads GET /v1/cluster/balancer.
@@ -28,17 +29,6 @@ func loadOf(st slotstore.BalancerStatus, node slotstore.NodeID) (slotstore.NodeL
 		}
 	}
 	return slotstore.NodeLoad{}, false
-}
-
-func waitFor(t *testing.T, what string, within time.Duration, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, within)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // TestBalancerDrainAndRemove: on a real cluster of three nodes and two
@@ -63,14 +53,14 @@ func TestBalancerDrainAndRemove(t *testing.T) {
 		s1.eventually(200, "PUT", fmt.Sprintf("/v1/kv/e%d", i), fmt.Sprintf(`{"value":"%d"}`, i))
 	}
 
-	waitFor(t, "the balancer moves a replica to node 4", 30*time.Second, func() bool {
+	testutil.WaitUntil(t, 30*time.Second, 50*time.Millisecond, "the balancer moves a replica to node 4", func() bool {
 		l, ok := loadOf(balancerOf(s1), 4)
 		return ok && l.Replicas >= 1
 	})
 	var decisions struct {
 		Items []slotstore.Decision `json:"items"`
 	}
-	waitFor(t, "the move is in the decision log", 10*time.Second, func() bool {
+	testutil.WaitUntil(t, 10*time.Second, 50*time.Millisecond, "the move is in the decision log", func() bool {
 		s1.must(200, "GET", "/v1/cluster/decisions", "").json(&decisions)
 		for _, d := range decisions.Items {
 			if d.Kind == cluster.DecisionBalance && d.Reason == balance.ReasonCount && strings.Contains(d.Detail, "to node 4") {
@@ -79,7 +69,7 @@ func TestBalancerDrainAndRemove(t *testing.T) {
 		}
 		return false
 	})
-	waitFor(t, "the plan is empty once the move is done", 30*time.Second, func() bool {
+	testutil.WaitUntil(t, 30*time.Second, 50*time.Millisecond, "the plan is empty once the move is done", func() bool {
 		var p slotstore.BalancePlan
 		s1.must(200, "GET", "/v1/cluster/balancer/plan", "").json(&p)
 		return len(p.Actions) == 0 && strings.Contains(strings.Join(p.Balanced, " "), "replica_count")
@@ -106,7 +96,7 @@ func TestBalancerDrainAndRemove(t *testing.T) {
 	}
 	s1.must(404, "POST", "/v1/cluster/nodes/9/drain", "")
 	s1.must(400, "POST", "/v1/cluster/nodes/x/drain", "")
-	waitFor(t, "node 4 drained", 60*time.Second, func() bool {
+	testutil.WaitUntil(t, 60*time.Second, 50*time.Millisecond, "node 4 drained", func() bool {
 		for _, d := range balancerOf(s1).Drains {
 			if d.Node == 4 {
 				return d.Done && d.ReplicasLeft == 0 && d.Percent == 100
@@ -171,7 +161,7 @@ func TestRemoveTheControllerLeader(t *testing.T) {
 		}
 	}
 	via.must(202, "POST", fmt.Sprintf("/v1/cluster/nodes/%d/drain", leader), "")
-	waitFor(t, "the controller leader's node drained", 60*time.Second, func() bool {
+	testutil.WaitUntil(t, 60*time.Second, 50*time.Millisecond, "the controller leader's node drained", func() bool {
 		for _, d := range balancerOf(via).Drains {
 			if d.Node == leader {
 				return d.Done

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"net/http"
-	"strconv"
 
 	"github.com/go-chi/chi/v5"
 
@@ -52,11 +51,7 @@ func (a *api) getBalancerPlan(w http.ResponseWriter, r *http.Request) error {
 
 // nodeParam parses {id}: a node id from 1.
 func nodeParam(r *http.Request) (slotstore.NodeID, error) {
-	id, err := strconv.ParseUint(chi.URLParam(r, "id"), 10, 64)
-	if err != nil || id == 0 {
-		return 0, invalidField("id", "must be a node id from 1")
-	}
-	return slotstore.NodeID(id), nil
+	return nodeValue("id", chi.URLParam(r, "id"))
 }
 
 // drainNode is POST /v1/cluster/nodes/{id}/drain: 202 with the node; the

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 )
 
 // The cgroup v1 cpu and cpuacct controllers' mount points.
@@ -73,13 +74,6 @@ func (h *Host) CPUSeconds() float64 {
 	if err != nil {
 		return 0
 	}
-	ns, _ := strconv.ParseInt(string(trimNL(b)), 10, 64)
+	ns, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
 	return float64(ns) / 1e9
-}
-
-func trimNL(b []byte) []byte {
-	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == ' ') {
-		b = b[:len(b)-1]
-	}
-	return b
 }

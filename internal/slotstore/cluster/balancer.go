@@ -208,9 +208,9 @@ func (n *Node) Balancer(ctx context.Context) (slotstore.BalancerStatus, error) {
 // drain is done when both are 0 and it leads nothing.
 func drainProgress(node *controller.Node, left, leading, observed int, now time.Time) slotstore.DrainProgress {
 	p := slotstore.DrainProgress{Node: node.ID, StartedAtMs: node.DrainStartedAtMs, ReplicasAtStart: node.DrainReplicas,
-		ReplicasLeft: max(left, observed), LeadersLeft: leading, Percent: 100, EstimatedLeftMs: -1,
-		Done: left == 0 && observed == 0 && leading == 0}
-	left = p.ReplicasLeft
+		Percent: 100, EstimatedLeftMs: -1, Done: left == 0 && observed == 0 && leading == 0}
+	left = max(left, observed) // a replica counts until the membership let it go too
+	p.ReplicasLeft, p.LeadersLeft = left, leading
 	if p.Done {
 		p.EstimatedLeftMs = 0
 		return p
@@ -232,11 +232,6 @@ func drainProgress(node *controller.Node, left, leading, observed int, now time.
 // SetBalancerPaused pauses or resumes the balancer (replicated).
 func (n *Node) SetBalancerPaused(ctx context.Context, paused bool) error {
 	return n.proposeController(ctx, controller.Command{SetBalancer: &controller.SetBalancer{Paused: paused}})
-}
-
-// observeLoad feeds a status report's per-slot counts to the load tracker.
-func (n *Node) observeLoad(id slotstore.NodeID, status slotstore.NodeStatus, at time.Time) {
-	n.load.Observe(id, at, status.SlotReads, status.SlotWrites)
 }
 
 func (n *Node) servePeerBalancer(ctx context.Context, w http.ResponseWriter, _ *http.Request) {

@@ -106,7 +106,7 @@ func (n *Node) ObserveOnce(ctx context.Context) {
 			}
 			at := n.cfg.Now()
 			n.obs.Record(id, status, at)
-			n.observeLoad(id, status, at)
+			n.load.Observe(id, at, status.SlotReads, status.SlotWrites)
 		}()
 	}
 	wg.Wait()

@@ -3,6 +3,7 @@ package balance
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	"slotmeta/internal/slotstore"
@@ -121,7 +122,7 @@ func (p *planner) faultOpen() string {
 func (p *planner) emptiest(peers []slotstore.NodeID) slotstore.NodeID {
 	var best slotstore.NodeID
 	for _, id := range p.activeNodes() {
-		if !p.active(id) || contains(peers, id) {
+		if !p.active(id) || slices.Contains(peers, id) {
 			continue
 		}
 		if best == 0 || p.replicas[id] < p.replicas[best] {
@@ -138,7 +139,7 @@ func (p *planner) drain() {
 		}
 		left := 0
 		for _, g := range p.in.Groups {
-			if contains(g.Peers, n.ID) {
+			if slices.Contains(g.Peers, n.ID) {
 				left++
 			}
 		}
@@ -146,7 +147,7 @@ func (p *planner) drain() {
 			if p.budget <= 0 {
 				return
 			}
-			if !contains(g.Peers, n.ID) || !p.free(g) {
+			if !slices.Contains(g.Peers, n.ID) || !p.free(g) {
 				continue
 			}
 			to := p.emptiest(g.Peers)
@@ -158,15 +159,6 @@ func (p *planner) drain() {
 				Detail: fmt.Sprintf("node %d drains (%d replicas left on it); node %d has %d replicas, the fewest", n.ID, left, to, p.replicas[to])})
 		}
 	}
-}
-
-func contains(ids []slotstore.NodeID, id slotstore.NodeID) bool {
-	for _, x := range ids {
-		if x == id {
-			return true
-		}
-	}
-	return false
 }
 
 // load is a group's measured load: the sum of its slots'.
@@ -258,7 +250,7 @@ func (p *planner) replicaCount() {
 		}
 		moved := false
 		for _, g := range p.groupsOf(fullest) {
-			if !p.free(g) || contains(g.Peers, emptiest) || !p.active(emptiest) {
+			if !p.free(g) || slices.Contains(g.Peers, emptiest) || !p.active(emptiest) {
 				continue
 			}
 			p.add(Action{Kind: MoveReplica, Reason: ReasonCount, Group: g.ID, From: fullest, To: emptiest,
@@ -277,7 +269,7 @@ func (p *planner) replicaCount() {
 func (p *planner) groupsOf(node slotstore.NodeID) []Group {
 	var out []Group
 	for _, g := range p.in.Groups {
-		if contains(g.Peers, node) {
+		if slices.Contains(g.Peers, node) {
 			out = append(out, g)
 		}
 	}
@@ -287,7 +279,7 @@ func (p *planner) groupsOf(node slotstore.NodeID) []Group {
 
 // effectiveLeader is where a group's leadership is or is being moved to.
 func (p *planner) effectiveLeader(g Group) slotstore.NodeID {
-	if g.PreferredLeader != 0 && contains(g.Peers, g.PreferredLeader) && !g.PreferredSetAt.IsZero() &&
+	if g.PreferredLeader != 0 && slices.Contains(g.Peers, g.PreferredLeader) && !g.PreferredSetAt.IsZero() &&
 		p.in.Now.Sub(g.PreferredSetAt) < p.cfg.LeaderSettle {
 		return g.PreferredLeader
 	}
