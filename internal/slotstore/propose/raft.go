@@ -113,16 +113,25 @@ func RaftError(err error, g slotstore.GroupID, write bool) error {
 	case errors.Is(err, dragonboat.ErrShardNotReady):
 		e.Code, e.Message, e.RetryAfter = slotstore.CodeRouteNotReady, "group has no leader right now", 500*time.Millisecond
 	case errors.Is(err, dragonboat.ErrTimeout), errors.Is(err, dragonboat.ErrTimeoutTooSmall),
-		errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled), errors.Is(err, dragonboat.ErrCanceled):
 		e.Code, e.RetryAfter = slotstore.CodeTimeout, time.Second
 		e.Message = "timed out"
 		if write {
 			e.Message = "timed out; the write may or may not have been applied"
 		}
+	case write && (errors.Is(err, dragonboat.ErrShardClosed) || errors.Is(err, dragonboat.ErrClosed)):
+		// dragonboat answers a proposal that was already queued, when its
+		// replica stops (it applied its own removal in a replica move, or
+		// the node closes), with the same error as one refused up front:
+		// the entry may still commit through the group's next leader. Not
+		// a "not proposed" — a resend would apply it twice (make chaos:
+		// a subscriber add applied twice across a replica move).
+		e.Code, e.RetryAfter = slotstore.CodeTimeout, time.Second
+		e.Message = "the group stopped on this node while the write was pending; it may or may not have been applied"
 	case errors.Is(err, dragonboat.ErrShardClosed), errors.Is(err, dragonboat.ErrClosed),
 		errors.Is(err, dragonboat.ErrShardNotFound), errors.Is(err, dragonboat.ErrShardNotInitialized):
 		e.Code, e.Message, e.RetryAfter = slotstore.CodeRouteNotReady, "group is not running on this node", time.Second
-	case errors.Is(err, dragonboat.ErrAborted), errors.Is(err, dragonboat.ErrCanceled), errors.Is(err, dragonboat.ErrRejected):
+	case errors.Is(err, dragonboat.ErrAborted), errors.Is(err, dragonboat.ErrRejected):
 		e.Code, e.Message, e.RetryAfter = slotstore.CodeBusy, "request was dropped by raft; retry", 200*time.Millisecond
 	case errors.Is(err, dragonboat.ErrPayloadTooBig):
 		e.Code, e.Message = slotstore.CodePayloadTooLarge, "entry too large for raft"
