@@ -18,6 +18,51 @@ import (
 	"github.com/oapi-codegen/runtime"
 )
 
+// Defines values for AuditRecordRole.
+const (
+	Admin AuditRecordRole = "admin"
+	None  AuditRecordRole = "none"
+	Read  AuditRecordRole = "read"
+	Write AuditRecordRole = "write"
+)
+
+// Valid indicates whether the value is a known member of the AuditRecordRole enum.
+func (e AuditRecordRole) Valid() bool {
+	switch e {
+	case Admin:
+		return true
+	case None:
+		return true
+	case Read:
+		return true
+	case Write:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AuditRecordVia.
+const (
+	Certificate AuditRecordVia = "certificate"
+	Open        AuditRecordVia = "open"
+	Token       AuditRecordVia = "token"
+)
+
+// Valid indicates whether the value is a known member of the AuditRecordVia enum.
+func (e AuditRecordVia) Valid() bool {
+	switch e {
+	case Certificate:
+		return true
+	case Open:
+		return true
+	case Token:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for BalanceActionKind.
 const (
 	MergeGroup  BalanceActionKind = "merge_group"
@@ -145,6 +190,7 @@ const (
 	ErrorCodePayloadTooLarge       ErrorCode = "payload_too_large"
 	ErrorCodePermissionDenied      ErrorCode = "permission_denied"
 	ErrorCodeQueueFull             ErrorCode = "queue_full"
+	ErrorCodeRateLimited           ErrorCode = "rate_limited"
 	ErrorCodeRouteNotReady         ErrorCode = "route_not_ready"
 	ErrorCodeRouteRevisionMismatch ErrorCode = "route_revision_mismatch"
 	ErrorCodeSlotMigrating         ErrorCode = "slot_migrating"
@@ -177,6 +223,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodePermissionDenied:
 		return true
 	case ErrorCodeQueueFull:
+		return true
+	case ErrorCodeRateLimited:
 		return true
 	case ErrorCodeRouteNotReady:
 		return true
@@ -1005,6 +1053,58 @@ func (e ListUserPluginsParamsConsistency) Valid() bool {
 	}
 }
 
+// AuditList defines model for AuditList.
+type AuditList struct {
+	Items  []AuditRecord `json:"items"`
+	Newest int64         `json:"newest"`
+
+	// NextBefore Pass as `before` for the next page; absent at the oldest record kept.
+	NextBefore *int64 `json:"next_before,omitempty"`
+	Oldest     int64  `json:"oldest"`
+}
+
+// AuditRecord defines model for AuditRecord.
+type AuditRecord struct {
+	// Action The route, e.g. `POST /v1/cluster/nodes/{id}/drain`, or `console POST /console/…`.
+	Action string `json:"action"`
+	AtMs   int64  `json:"at_ms"`
+
+	// Code The machine-readable kind of the error, and its status:
+	// invalid_argument 400, unauthenticated 401, permission_denied 403, not_found 404,
+	// conflict / epoch_stale / route_revision_mismatch 409, failed_precondition 412,
+	// payload_too_large 413, queue_full / rate_limited 429, internal 500, route_not_ready / not_leader / busy /
+	// slot_migrating / timeout / wrong_group 503. A 405 says invalid_argument.
+	Code   *ErrorCode `json:"code,omitempty"`
+	Detail *string    `json:"detail,omitempty"`
+
+	// Node The node that served the action.
+	Node int64 `json:"node"`
+
+	// Outcome `ok` (done or started), `refused` (by the cluster), `denied` (the role), `failed` (not carried out).
+	Outcome string          `json:"outcome"`
+	Role    AuditRecordRole `json:"role"`
+
+	// Seq Position in the trail, from 1.
+	Seq int64 `json:"seq"`
+
+	// Source The caller's IP address.
+	Source string `json:"source"`
+	Status int32  `json:"status"`
+
+	// Target The request path (and query).
+	Target string         `json:"target"`
+	Via    AuditRecordVia `json:"via"`
+
+	// Who The name of the token (tokens file) or the common name of the client certificate.
+	Who string `json:"who"`
+}
+
+// AuditRecordRole defines model for AuditRecord.Role.
+type AuditRecordRole string
+
+// AuditRecordVia defines model for AuditRecord.Via.
+type AuditRecordVia string
+
 // BalanceAction defines model for BalanceAction.
 type BalanceAction struct {
 	// Detail The numbers behind the action.
@@ -1062,6 +1162,14 @@ type BalancerStatus struct {
 type Blocker struct {
 	Detail string `json:"detail"`
 	Reason string `json:"reason"`
+}
+
+// CertificateInfo defines model for CertificateInfo.
+type CertificateInfo struct {
+	Hosts      []string `json:"hosts"`
+	NotAfterMs int64    `json:"not_after_ms"`
+	Serial     string   `json:"serial"`
+	Subject    string   `json:"subject"`
 }
 
 // Channel defines model for Channel.
@@ -1456,7 +1564,7 @@ type Error struct {
 	// Code The machine-readable kind of the error, and its status:
 	// invalid_argument 400, unauthenticated 401, permission_denied 403, not_found 404,
 	// conflict / epoch_stale / route_revision_mismatch 409, failed_precondition 412,
-	// payload_too_large 413, queue_full 429, internal 500, route_not_ready / not_leader / busy /
+	// payload_too_large 413, queue_full / rate_limited 429, internal 500, route_not_ready / not_leader / busy /
 	// slot_migrating / timeout / wrong_group 503. A 405 says invalid_argument.
 	Code    ErrorCode     `json:"code"`
 	Details *[]FieldError `json:"details,omitempty"`
@@ -1480,7 +1588,7 @@ type ErrorBody struct {
 // ErrorCode The machine-readable kind of the error, and its status:
 // invalid_argument 400, unauthenticated 401, permission_denied 403, not_found 404,
 // conflict / epoch_stale / route_revision_mismatch 409, failed_precondition 412,
-// payload_too_large 413, queue_full 429, internal 500, route_not_ready / not_leader / busy /
+// payload_too_large 413, queue_full / rate_limited 429, internal 500, route_not_ready / not_leader / busy /
 // slot_migrating / timeout / wrong_group 503. A 405 says invalid_argument.
 type ErrorCode string
 
@@ -1848,6 +1956,30 @@ type Routes struct {
 
 // RuntimeStatus active — serving; migrating — a replica or leader move is in progress; deleting — the channel's log is being removed.
 type RuntimeStatus string
+
+// SecurityStatus defines model for SecurityStatus.
+type SecurityStatus struct {
+	ApiTls bool `json:"api_tls"`
+
+	// AuditLost Audit records this node could not write (each is in its log).
+	AuditLost          int64            `json:"audit_lost"`
+	Certificate        *CertificateInfo `json:"certificate,omitempty"`
+	CertificateNames   int32            `json:"certificate_names"`
+	ClientCertificates bool             `json:"client_certificates"`
+
+	// ClusterTls Raft and peer RPC run mutual TLS.
+	ClusterTls bool `json:"cluster_tls"`
+
+	// Insecure The node runs with --insecure.
+	Insecure             bool    `json:"insecure"`
+	ReloadError          *string `json:"reload_error,omitempty"`
+	ReloadedAtMs         int64   `json:"reloaded_at_ms"`
+	SecretOverlapUntilMs *int64  `json:"secret_overlap_until_ms,omitempty"`
+	Tokens               int32   `json:"tokens"`
+
+	// Warnings What --insecure exposes, one sentence each.
+	Warnings []string `json:"warnings"`
+}
 
 // Seq defines model for Seq.
 type Seq = int64
@@ -2449,6 +2581,14 @@ type GetChannelSubscriberParams struct {
 
 // GetChannelSubscriberParamsConsistency defines parameters for GetChannelSubscriber.
 type GetChannelSubscriberParamsConsistency string
+
+// ListAuditParams defines parameters for ListAudit.
+type ListAuditParams struct {
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Before Continue below this sequence number (a page's `next_before`).
+	Before *int64 `form:"before,omitempty" json:"before,omitempty"`
+}
 
 // PreflightLeaderTransferParams defines parameters for PreflightLeaderTransfer.
 type PreflightLeaderTransferParams struct {
@@ -3469,6 +3609,20 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/cluster (the `GetCluster` operationId).
 	GetCluster(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListAudit The audit trail of admin actions, newest first
+	//
+	// Every admin action — a change under `/v1/cluster` (leader transfer, preferred leader,
+	// replica move, hash-slot migration, group create / split / merge / retire, drain, removal,
+	// balancer pause, task cancel, node registration) and a channel leader migration, through the
+	// API or the console — with who asked (the name and role of the token or client
+	// certificate), what, when, through which node, from which address, and the outcome (`ok`,
+	// `refused` by the cluster, `denied` for the role, `failed`). Requests with unknown
+	// credentials are not recorded (they are rate-limited). The controller replicates the trail
+	// and keeps the newest 1000 records; this node answers from its replica.
+	//
+	// Corresponds with GET /v1/cluster/audit (the `ListAudit` operationId).
+	ListAudit(ctx context.Context, params *ListAuditParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetBalancer The balancer, the load per node and the drains
 	//
 	// As the controller leader holds it: whether the balancer is enabled (node configuration)
@@ -3863,6 +4017,16 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/cluster/routes/resolve (the `ResolveRoutes` operationId).
 	ResolveRoutes(ctx context.Context, body ResolveRoutesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetSecurity How this node is secured
+	//
+	// Whether Raft and peer RPC run mutual TLS and the API HTTPS, whether the node runs
+	// `--insecure` (then `warnings` names every listener it exposes), the credentials
+	// configured, the node certificate loaded now, and the last reload (SIGHUP) with its error,
+	// if any, and the end of a cluster-secret overlap in progress.
+	//
+	// Corresponds with GET /v1/cluster/security (the `GetSecurity` operationId).
+	GetSecurity(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListTasks Controller tasks, newest first
 	//
@@ -5210,6 +5374,30 @@ func (c *Client) GetCluster(ctx context.Context, reqEditors ...RequestEditorFn) 
 	return c.Client.Do(req)
 }
 
+// ListAudit The audit trail of admin actions, newest first
+//
+// Every admin action — a change under `/v1/cluster` (leader transfer, preferred leader,
+// replica move, hash-slot migration, group create / split / merge / retire, drain, removal,
+// balancer pause, task cancel, node registration) and a channel leader migration, through the
+// API or the console — with who asked (the name and role of the token or client
+// certificate), what, when, through which node, from which address, and the outcome (`ok`,
+// `refused` by the cluster, `denied` for the role, `failed`). Requests with unknown
+// credentials are not recorded (they are rate-limited). The controller replicates the trail
+// and keeps the newest 1000 records; this node answers from its replica.
+//
+// Corresponds with GET /v1/cluster/audit (the `ListAudit` operationId).
+func (c *Client) ListAudit(ctx context.Context, params *ListAuditParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListAuditRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetBalancer The balancer, the load per node and the drains
 //
 // As the controller leader holds it: whether the balancer is enabled (node configuration)
@@ -5905,6 +6093,26 @@ func (c *Client) ResolveRoutesWithBody(ctx context.Context, contentType string, 
 // Corresponds with POST /v1/cluster/routes/resolve (the `ResolveRoutes` operationId).
 func (c *Client) ResolveRoutes(ctx context.Context, body ResolveRoutesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewResolveRoutesRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetSecurity How this node is secured
+//
+// Whether Raft and peer RPC run mutual TLS and the API HTTPS, whether the node runs
+// `--insecure` (then `warnings` names every listener it exposes), the credentials
+// configured, the node certificate loaded now, and the last reload (SIGHUP) with its error,
+// if any, and the end of a cluster-secret overlap in progress.
+//
+// Corresponds with GET /v1/cluster/security (the `GetSecurity` operationId).
+func (c *Client) GetSecurity(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetSecurityRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -9483,6 +9691,72 @@ func NewGetClusterRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewListAuditRequest constructs an http.Request for the ListAudit method
+func NewListAuditRequest(server string, params *ListAuditParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/cluster/audit")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Before != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "before", *params.Before, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewGetBalancerRequest constructs an http.Request for the GetBalancer method
 func NewGetBalancerRequest(server string) (*http.Request, error) {
 	var err error
@@ -10276,6 +10550,33 @@ func NewResolveRoutesRequestWithBody(server string, contentType string, body io.
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGetSecurityRequest constructs an http.Request for the GetSecurity method
+func NewGetSecurityRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/cluster/security")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
 
 	return req, nil
 }
@@ -13444,6 +13745,22 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/cluster (the `GetCluster` operationId).
 	GetClusterWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetClusterResponse, error)
 
+	// ListAuditWithResponse The audit trail of admin actions, newest first
+	//
+	// Every admin action — a change under `/v1/cluster` (leader transfer, preferred leader,
+	// replica move, hash-slot migration, group create / split / merge / retire, drain, removal,
+	// balancer pause, task cancel, node registration) and a channel leader migration, through the
+	// API or the console — with who asked (the name and role of the token or client
+	// certificate), what, when, through which node, from which address, and the outcome (`ok`,
+	// `refused` by the cluster, `denied` for the role, `failed`). Requests with unknown
+	// credentials are not recorded (they are rate-limited). The controller replicates the trail
+	// and keeps the newest 1000 records; this node answers from its replica.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/cluster/audit (the `ListAudit` operationId).
+	ListAuditWithResponse(ctx context.Context, params *ListAuditParams, reqEditors ...RequestEditorFn) (*ListAuditResponse, error)
+
 	// GetBalancerWithResponse The balancer, the load per node and the drains
 	//
 	// As the controller leader holds it: whether the balancer is enabled (node configuration)
@@ -13860,6 +14177,18 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/cluster/routes/resolve (the `ResolveRoutes` operationId).
 	ResolveRoutesWithResponse(ctx context.Context, body ResolveRoutesJSONRequestBody, reqEditors ...RequestEditorFn) (*ResolveRoutesResponse, error)
+
+	// GetSecurityWithResponse How this node is secured
+	//
+	// Whether Raft and peer RPC run mutual TLS and the API HTTPS, whether the node runs
+	// `--insecure` (then `warnings` names every listener it exposes), the credentials
+	// configured, the node certificate loaded now, and the last reload (SIGHUP) with its error,
+	// if any, and the end of a cluster-secret overlap in progress.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/cluster/security (the `GetSecurity` operationId).
+	GetSecurityWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetSecurityResponse, error)
 
 	// ListTasksWithResponse Controller tasks, newest first
 	//
@@ -19430,6 +19759,75 @@ func (r GetClusterResponse) ContentType() string {
 	return ""
 }
 
+// ListAuditResponseDefaultHeaders the declared response headers of an HTTP default response for ListAudit
+type ListAuditResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
+type ListAuditResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *AuditList
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *InvalidArgument
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorResponse
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ListAuditResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListAuditResponse) GetJSON200() *AuditList {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListAuditResponse) GetJSON400() *InvalidArgument {
+	return r.JSON400
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListAuditResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ListAuditResponse) GetJSONDefault() *ErrorResponse {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListAuditResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListAuditResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListAuditResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListAuditResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetBalancerResponse503Headers the declared response headers of an HTTP 503 response for GetBalancer
 type GetBalancerResponse503Headers struct {
 	RetryAfter int
@@ -21370,6 +21768,68 @@ func (r ResolveRoutesResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ResolveRoutesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetSecurityResponseDefaultHeaders the declared response headers of an HTTP default response for GetSecurity
+type GetSecurityResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
+type GetSecurityResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SecurityStatus
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorResponse
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetSecurityResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetSecurityResponse) GetJSON200() *SecurityStatus {
+	return r.JSON200
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetSecurityResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetSecurityResponse) GetJSONDefault() *ErrorResponse {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetSecurityResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetSecurityResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetSecurityResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetSecurityResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -27136,6 +27596,28 @@ func (c *ClientWithResponses) GetClusterWithResponse(ctx context.Context, reqEdi
 	return ParseGetClusterResponse(rsp)
 }
 
+// ListAuditWithResponse The audit trail of admin actions, newest first
+//
+// Every admin action — a change under `/v1/cluster` (leader transfer, preferred leader,
+// replica move, hash-slot migration, group create / split / merge / retire, drain, removal,
+// balancer pause, task cancel, node registration) and a channel leader migration, through the
+// API or the console — with who asked (the name and role of the token or client
+// certificate), what, when, through which node, from which address, and the outcome (`ok`,
+// `refused` by the cluster, `denied` for the role, `failed`). Requests with unknown
+// credentials are not recorded (they are rate-limited). The controller replicates the trail
+// and keeps the newest 1000 records; this node answers from its replica.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/cluster/audit (the `ListAudit` operationId).
+func (c *ClientWithResponses) ListAuditWithResponse(ctx context.Context, params *ListAuditParams, reqEditors ...RequestEditorFn) (*ListAuditResponse, error) {
+	rsp, err := c.ListAudit(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListAuditResponse(rsp)
+}
+
 // GetBalancerWithResponse The balancer, the load per node and the drains
 //
 // As the controller leader holds it: whether the balancer is enabled (node configuration)
@@ -27737,6 +28219,24 @@ func (c *ClientWithResponses) ResolveRoutesWithResponse(ctx context.Context, bod
 		return nil, err
 	}
 	return ParseResolveRoutesResponse(rsp)
+}
+
+// GetSecurityWithResponse How this node is secured
+//
+// Whether Raft and peer RPC run mutual TLS and the API HTTPS, whether the node runs
+// `--insecure` (then `warnings` names every listener it exposes), the credentials
+// configured, the node certificate loaded now, and the last reload (SIGHUP) with its error,
+// if any, and the end of a cluster-secret overlap in progress.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/cluster/security (the `GetSecurity` operationId).
+func (c *ClientWithResponses) GetSecurityWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetSecurityResponse, error) {
+	rsp, err := c.GetSecurity(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetSecurityResponse(rsp)
 }
 
 // ListTasksWithResponse Controller tasks, newest first
@@ -39292,6 +39792,66 @@ func ParseGetClusterResponse(rsp *http.Response) (*GetClusterResponse, error) {
 	return response, nil
 }
 
+// ParseListAuditResponse parses an HTTP response from a ListAuditWithResponse call
+func ParseListAuditResponse(rsp *http.Response) (*ListAuditResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListAuditResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AuditList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest InvalidArgument
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers ListAuditResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
 // ParseGetBalancerResponse parses an HTTP response from a GetBalancerWithResponse call
 func ParseGetBalancerResponse(rsp *http.Response) (*GetBalancerResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -41114,6 +41674,59 @@ func ParseResolveRoutesResponse(rsp *http.Response) (*ResolveRoutesResponse, err
 		response.Headers503 = &headers
 	case true:
 		var headers ResolveRoutesResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetSecurityResponse parses an HTTP response from a GetSecurityWithResponse call
+func ParseGetSecurityResponse(rsp *http.Response) (*GetSecurityResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetSecurityResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SecurityStatus
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers GetSecurityResponseDefaultHeaders
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

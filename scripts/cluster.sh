@@ -133,9 +133,12 @@ gone() {
 }
 
 # http METHOD URL: prints the status code (000 if nothing answered); the body goes to $TMP.
+# SLOTMETA_TOKEN, when set, is sent as a bearer token (status reads /v1/cluster).
 http() {
   local code
-  code=$(curl -q -s --noproxy '*' --max-time 5 -X "$1" -o "$TMP" -w '%{http_code}' "$2") || code=000
+  local -a args=(-q -s --noproxy '*' --max-time 5 -X "$1" -o "$TMP" -w '%{http_code}')
+  [ -n "${SLOTMETA_TOKEN:-}" ] && args+=(-H "Authorization: Bearer $SLOTMETA_TOKEN")
+  code=$(curl "${args[@]}" "$2") || code=000
   echo "$code"
 }
 

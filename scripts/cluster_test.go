@@ -161,6 +161,7 @@ type cluster struct {
 	script string
 	dir    string
 	base   int
+	token  string // sent as a bearer token when set
 }
 
 // run runs cluster.sh with args and returns its output and exit code.
@@ -280,6 +281,9 @@ func (c *cluster) do(method string, i int, path, body string) (int, string) {
 	}
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
 	resp, err := client.Do(req)
 	if err != nil {

@@ -7,6 +7,11 @@
 #   SLOTMETA_TOKEN         if set, sent as "Authorization: Bearer …" (from a
 #                          mode-600 file, so it never shows in ps)
 #   SLOTMETA_HTTP_TIMEOUT  seconds one request may take (default 20)
+#   SLOTMETA_CACERT        CA certificate to verify an https:// SLOTMETA_API
+#                          against (the cluster's ca.crt from `slotmeta cert`)
+#   SLOTMETA_CERT, SLOTMETA_KEY
+#                          a client certificate and its key (`slotmeta cert
+#                          create-client NAME`), instead of or besides a token
 #
 # Every request is bounded by SLOTMETA_HTTP_TIMEOUT; reads are retried while the
 # server answers a retryable error (or does not answer) for up to OPS_RETRY_FOR
@@ -44,6 +49,16 @@ if [ -n "${SLOTMETA_TOKEN:-}" ]; then
   (umask 077 && printf 'Authorization: Bearer %s\n' "$SLOTMETA_TOKEN" >"$OPS_TMP/auth")
 fi
 
+OPS_TLS=()
+if [ -n "${SLOTMETA_CACERT:-}" ]; then
+  [ -r "$SLOTMETA_CACERT" ] || die "SLOTMETA_CACERT=$SLOTMETA_CACERT is not a readable file"
+  OPS_TLS+=(--cacert "$SLOTMETA_CACERT")
+fi
+if [ -n "${SLOTMETA_CERT:-}" ]; then
+  [ -r "$SLOTMETA_CERT" ] && [ -r "${SLOTMETA_KEY:-}" ] || die "SLOTMETA_CERT needs SLOTMETA_KEY, both readable files"
+  OPS_TLS+=(--cert "$SLOTMETA_CERT" --key "$SLOTMETA_KEY")
+fi
+
 # positive_int NAME VALUE: VALUE is an integer from 1, or a usage error.
 positive_int() {
   [[ $2 =~ ^[1-9][0-9]{0,9}$ ]] || usage_error "$1 must be a whole number from 1, got '$2'"
@@ -66,6 +81,7 @@ call() {
   local -a args=(-q -sS -X "$method" -o "$OPS_TMP/body" -w '%{http_code}'
     --connect-timeout 5 --max-time "$OPS_HTTP_TIMEOUT" -H 'Accept: application/json')
   [ -f "$OPS_TMP/auth" ] && args+=(-H "@$OPS_TMP/auth")
+  [ ${#OPS_TLS[@]} -gt 0 ] && args+=("${OPS_TLS[@]}")
   [ -n "$body" ] && args+=(-H 'Content-Type: application/json' --data-binary "$body")
   : >"$OPS_TMP/body"
   OPS_CODE=$(curl "${args[@]}" "$OPS_API$path" 2>"$OPS_TMP/curl.err") || OPS_CODE=000

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -170,8 +171,16 @@ func TestOpsScripts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &cluster{t: t, script: script}
-	nodeArgs := []string{"SLOTMETA_NODE_ARGS=" + opsNodeArgs} // wins over run's default
+	// Access control on: every script and every read of the test carries
+	// the named admin token, and the audit trail shows its name.
+	const opsToken = "ops-admin-token-0123456789"
+	tokens := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(tokens, []byte("admin "+opsToken+" ops-admin\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	opsEnv := []string{"SLOTMETA_TOKEN=" + opsToken}
+	c := &cluster{t: t, script: script, token: opsToken}
+	nodeArgs := []string{"SLOTMETA_NODE_ARGS=" + opsNodeArgs + " --tokens-file " + tokens} // wins over run's default
 	// The first TempDir registers the removal of the test's temporary
 	// directory; cleanups run last-in first-out, so the one below, registered
 	// after it, stops the nodes (and reads their logs) before their directory
@@ -227,7 +236,7 @@ func TestOpsScripts(t *testing.T) {
 	// transfer-leader.sh to a follower voter, through node 4 (which holds no
 	// replica of group 1).
 	target := g1.follower(t)
-	out, code := runOps(t, 30*time.Second, api(4), nil, "transfer-leader.sh", "1", strconv.Itoa(target))
+	out, code := runOps(t, 30*time.Second, api(4), opsEnv, "transfer-leader.sh", "1", strconv.Itoa(target))
 	if code != 0 || !strings.Contains(out, "preflight: safe") {
 		t.Fatalf("transfer-leader.sh 1 %d exited %d", target, code)
 	}
@@ -235,7 +244,7 @@ func TestOpsScripts(t *testing.T) {
 
 	// transfer-leader.sh to node 4, not a peer: refused by the preflight,
 	// nothing sent.
-	out, code = runOps(t, 30*time.Second, api(2), nil, "transfer-leader.sh", "1", "4")
+	out, code = runOps(t, 30*time.Second, api(2), opsEnv, "transfer-leader.sh", "1", "4")
 	if code != 1 || !strings.Contains(out, "target_not_desired_peer") || strings.Contains(out, "transferring group 1 from") {
 		t.Fatalf("transfer-leader.sh 1 4 exited %d; want 1, target_not_desired_peer and no transfer", code)
 	}
@@ -246,7 +255,7 @@ func TestOpsScripts(t *testing.T) {
 		return g.Leader != 0 && g.Leader == g.PreferredLeader
 	})
 	target = g1.follower(t)
-	out, code = runOps(t, 30*time.Second, api(3), nil, "transfer-leader.sh", "1", strconv.Itoa(target), "--prefer")
+	out, code = runOps(t, 30*time.Second, api(3), opsEnv, "transfer-leader.sh", "1", strconv.Itoa(target), "--prefer")
 	if code != 0 || !strings.Contains(out, "preferred leader is now node "+strconv.Itoa(target)) {
 		t.Fatalf("transfer-leader.sh 1 %d --prefer exited %d", target, code)
 	}
@@ -268,7 +277,7 @@ func TestOpsScripts(t *testing.T) {
 
 	// rebalance-leaders.sh --dry-run changes nothing.
 	before := c.opsGroups(1)
-	if out, code := runOps(t, 30*time.Second, api(2), nil, "rebalance-leaders.sh", "--dry-run"); code != 0 || !strings.Contains(out, "nothing changed") {
+	if out, code := runOps(t, 30*time.Second, api(2), opsEnv, "rebalance-leaders.sh", "--dry-run"); code != 0 || !strings.Contains(out, "nothing changed") {
 		t.Fatalf("rebalance-leaders.sh --dry-run exited %d", code)
 	}
 	for i, g := range c.opsGroups(1) {
@@ -278,7 +287,7 @@ func TestOpsScripts(t *testing.T) {
 	}
 
 	// rebalance-leaders.sh: preferences spread, every leader follows.
-	out, code = runOps(t, 60*time.Second, api(2), nil, "rebalance-leaders.sh", "--timeout", "40")
+	out, code = runOps(t, 60*time.Second, api(2), opsEnv, "rebalance-leaders.sh", "--timeout", "40")
 	if code != 0 {
 		t.Fatalf("rebalance-leaders.sh exited %d:\n%s", code, out)
 	}
@@ -311,10 +320,10 @@ func TestOpsScripts(t *testing.T) {
 	// that does not lead group 1 hands its replica to node 4.
 	g1 = c.opsGroup(1, 1)
 	from := g1.follower(t)
-	if out, code := runOps(t, 30*time.Second, api(3), nil, "move-replica.sh", "1", "4", strconv.Itoa(from)); code != 1 || !strings.Contains(out, "not a desired peer") {
+	if out, code := runOps(t, 30*time.Second, api(3), opsEnv, "move-replica.sh", "1", "4", strconv.Itoa(from)); code != 1 || !strings.Contains(out, "not a desired peer") {
 		t.Fatalf("move-replica.sh 1 4 %d exited %d; want 1 and 'not a desired peer'", from, code)
 	}
-	out, code = runOps(t, 60*time.Second, api(3), nil, "move-replica.sh", "1", strconv.Itoa(from), "4", "--timeout", "45")
+	out, code = runOps(t, 60*time.Second, api(3), opsEnv, "move-replica.sh", "1", strconv.Itoa(from), "4", "--timeout", "45")
 	if code != 0 || !strings.Contains(out, "succeeded") || !strings.Contains(out, "catch_up") {
 		t.Fatalf("move-replica.sh 1 %d 4 exited %d", from, code)
 	}
@@ -326,15 +335,15 @@ func TestOpsScripts(t *testing.T) {
 	// group.sh: a group that owns slots does not retire; two slots of group
 	// 4 split off into a new group and merge back (which retires it); a
 	// group created on named nodes, then retired.
-	if out, code := runOps(t, 30*time.Second, api(2), nil, "group.sh", "retire", "1"); code != 1 || !strings.Contains(out, "still owns hash slot") {
+	if out, code := runOps(t, 30*time.Second, api(2), opsEnv, "group.sh", "retire", "1"); code != 1 || !strings.Contains(out, "still owns hash slot") {
 		t.Fatalf("group.sh retire 1 exited %d; want 1 and 'still owns hash slot'", code)
 	}
-	if _, code := runOps(t, 30*time.Second, api(2), nil, "group.sh", "split"); code != 2 {
+	if _, code := runOps(t, 30*time.Second, api(2), opsEnv, "group.sh", "split"); code != 2 {
 		t.Fatalf("group.sh split without GROUP exited %d; want 2", code)
 	}
 	slots := c.slotsOf(4)
 	split := fmt.Sprintf("%d,%d", slots[0], slots[1])
-	out, code = runOps(t, 60*time.Second, api(2), nil, "group.sh", "split", "4", "--slots", split, "--timeout", "45")
+	out, code = runOps(t, 60*time.Second, api(2), opsEnv, "group.sh", "split", "4", "--slots", split, "--timeout", "45")
 	if code != 0 || !strings.Contains(out, "succeeded") || !strings.Contains(out, fmt.Sprintf("released hash slot %d", slots[0])) ||
 		!strings.Contains(out, fmt.Sprintf("released hash slot %d", slots[1])) {
 		t.Fatalf("group.sh split 4 --slots %s exited %d", split, code)
@@ -346,14 +355,14 @@ func TestOpsScripts(t *testing.T) {
 	if got := c.slotsOf(newGroup); !slices.Equal(got, slots[:2]) {
 		t.Fatalf("after the split group %d owns %v, want %v", newGroup, got, slots[:2])
 	}
-	out, code = runOps(t, 60*time.Second, api(3), nil, "group.sh", "merge", strconv.Itoa(newGroup), "4", "--timeout", "45")
+	out, code = runOps(t, 60*time.Second, api(3), opsEnv, "group.sh", "merge", strconv.Itoa(newGroup), "4", "--timeout", "45")
 	if code != 0 || !strings.Contains(out, "retired") {
 		t.Fatalf("group.sh merge %d 4 exited %d", newGroup, code)
 	}
 	if got := c.slotsOf(4); !slices.Equal(got, slots) {
 		t.Fatalf("after the merge group 4 owns %v, want %v", got, slots)
 	}
-	out, code = runOps(t, 60*time.Second, api(1), nil, "group.sh", "create", "--peers", "2,3,4", "--timeout", "45")
+	out, code = runOps(t, 60*time.Second, api(1), opsEnv, "group.sh", "create", "--peers", "2,3,4", "--timeout", "45")
 	if code != 0 || !strings.Contains(out, "succeeded") {
 		t.Fatalf("group.sh create exited %d", code)
 	}
@@ -361,12 +370,12 @@ func TestOpsScripts(t *testing.T) {
 	if !slices.Equal(created.peers(), []int{2, 3, 4}) || created.ID <= newGroup {
 		t.Fatalf("the created group: %+v (after group %d)", created, newGroup)
 	}
-	if out, code := runOps(t, 30*time.Second, api(1), nil, "group.sh", "retire", strconv.Itoa(created.ID)); code != 0 || !strings.Contains(out, "retired") {
+	if out, code := runOps(t, 30*time.Second, api(1), opsEnv, "group.sh", "retire", strconv.Itoa(created.ID)); code != 0 || !strings.Contains(out, "retired") {
 		t.Fatalf("group.sh retire %d exited %d", created.ID, code)
 	}
 
 	// add-node.sh with the balancer turned off says nothing will move.
-	if out, code := runOps(t, 30*time.Second, api(1), nil, "add-node.sh", "4", "--timeout", "20"); code != 1 || !strings.Contains(out, "balancer is turned off") {
+	if out, code := runOps(t, 30*time.Second, api(1), opsEnv, "add-node.sh", "4", "--timeout", "20"); code != 1 || !strings.Contains(out, "balancer is turned off") {
 		t.Fatalf("add-node.sh 4 with the balancer off exited %d; want 1 and 'balancer is turned off'", code)
 	}
 	// drain-node.sh --remove: node 4's replicas move off (drains run
@@ -380,7 +389,7 @@ func TestOpsScripts(t *testing.T) {
 	if held == 0 {
 		t.Fatal("node 4 holds no replica to drain")
 	}
-	out, code = runOps(t, 120*time.Second, api(2), nil, "drain-node.sh", "4", "--remove", "--timeout", "100")
+	out, code = runOps(t, 120*time.Second, api(2), opsEnv, "drain-node.sh", "4", "--remove", "--timeout", "100")
 	if code != 0 || !strings.Contains(out, "node 4 drained") || !strings.Contains(out, "node 4 removed") ||
 		!strings.Contains(out, fmt.Sprintf("%d replicas to move", held)) {
 		t.Fatalf("drain-node.sh 4 --remove exited %d", code)
@@ -390,8 +399,43 @@ func TestOpsScripts(t *testing.T) {
 			t.Fatalf("group %d still has node 4 after the drain: %+v", g.ID, g)
 		}
 	}
-	if out, code := runOps(t, 30*time.Second, api(1), nil, "add-node.sh", "4"); code != 1 || !strings.Contains(out, "node 4 is removed") {
+	if out, code := runOps(t, 30*time.Second, api(1), opsEnv, "add-node.sh", "4"); code != 1 || !strings.Contains(out, "node 4 is removed") {
 		t.Fatalf("add-node.sh 4 after its removal exited %d; want 1 and 'node 4 is removed'", code)
+	}
+
+	// The audit trail holds every admin action the scripts took, named
+	// after their token, each with its outcome.
+	code, body := c.get(3, "/v1/cluster/audit?limit=1000")
+	var trail struct {
+		Items []struct {
+			Who, Role, Action, Outcome string
+		} `json:"items"`
+	}
+	if err := json.Unmarshal([]byte(body), &trail); code != http.StatusOK || err != nil {
+		t.Fatalf("GET /v1/cluster/audit: %d %v %s", code, err, body)
+	}
+	done := map[string]bool{}
+	for _, r := range trail.Items {
+		if r.Who != "ops-admin" || r.Role != "admin" {
+			t.Errorf("an audit record not by the scripts' token: %+v", r)
+		}
+		done[r.Action+" "+r.Outcome] = true
+	}
+	for _, want := range []string{
+		"POST /v1/cluster/groups/{id}/leader-transfer ok",
+		"PUT /v1/cluster/groups/{id}/preferred-leader ok",
+		"POST /v1/cluster/groups/{id}/replica-moves ok",
+		"POST /v1/cluster/groups/{id}/split ok",
+		"POST /v1/cluster/groups/{id}/merge ok",
+		"POST /v1/cluster/groups ok",
+		"DELETE /v1/cluster/groups/{id} ok",
+		"DELETE /v1/cluster/groups/{id} refused",
+		"POST /v1/cluster/nodes/{id}/drain ok",
+		"DELETE /v1/cluster/nodes/{id} ok",
+	} {
+		if !done[want] {
+			t.Errorf("the audit trail lacks %q; it has %v", want, done)
+		}
 	}
 }
 

@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # smoke.sh [API] — a short walk through the API against a running node
 # (default http://127.0.0.1:8080). Exits non-zero on the first surprise.
+# SLOTMETA_TOKEN is sent as a bearer token when set; SLOTMETA_CACERT verifies
+# an https:// API against the cluster's CA certificate.
 set -euo pipefail
 api=${1:-http://127.0.0.1:8080}
 j=(-H 'Content-Type: application/json')
+[ -n "${SLOTMETA_TOKEN:-}" ] && j+=(-H "Authorization: Bearer $SLOTMETA_TOKEN")
+[ -n "${SLOTMETA_CACERT:-}" ] && j+=(--cacert "$SLOTMETA_CACERT")
 step() { printf '\n== %s\n' "$*"; }
 expect() { # expect CODE METHOD PATH [BODY] [HEADER…]
   local want=$1 method=$2 path=$3 body=${4:-}; shift 4 || shift $#

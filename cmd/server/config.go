@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -49,6 +50,11 @@ type options struct {
 	TLSCA               string
 	TLSCert             string
 	TLSKey              string
+	CertsDir            string
+	Insecure            bool
+	ClusterSecretFile   string
+	SecretOverlap       time.Duration
+	CheckConfig         bool
 }
 
 func parseOptions(args []string, getenv func(string) string) (*options, error) {
@@ -84,6 +90,11 @@ func parseOptions(args []string, getenv func(string) string) (*options, error) {
 	fs.StringVar(&o.TLSCA, "tls-ca", "", "CA certificate (PEM) of mutual TLS between nodes, Raft and peer RPC; with --tls-cert and --tls-key, or none")
 	fs.StringVar(&o.TLSCert, "tls-cert", "", "this node's certificate (PEM), signed by --tls-ca, for server and client auth on its Raft and peer hosts")
 	fs.StringVar(&o.TLSKey, "tls-key", "", "the private key (PEM) of --tls-cert")
+	fs.StringVar(&o.CertsDir, "certs-dir", "", "directory of `slotmeta cert` files: ca.crt, node.crt and node.key (the defaults of --tls-ca, --tls-cert and --tls-key)")
+	fs.BoolVar(&o.Insecure, "insecure", false, "allow Raft, peer RPC and the API beyond loopback without TLS (logged and shown loudly; never in production)")
+	fs.StringVar(&o.ClusterSecretFile, "cluster-secret-file", "", "file holding the cluster secret (instead of --cluster-secret); re-read on SIGHUP")
+	fs.DurationVar(&o.SecretOverlap, "secret-overlap", 10*time.Minute, "after a new cluster secret is loaded, how long the previous one is still accepted")
+	fs.BoolVar(&o.CheckConfig, "check-config", false, "validate flags, addresses, certificates, tokens and the data directory, print what would run, and exit (0: fine)")
 	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "how long to drain HTTP on SIGINT/SIGTERM")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -105,6 +116,16 @@ func parseOptions(args []string, getenv func(string) string) (*options, error) {
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
+	if o.CertsDir != "" {
+		for _, f := range []struct {
+			v    *string
+			name string
+		}{{&o.TLSCA, "ca.crt"}, {&o.TLSCert, "node.crt"}, {&o.TLSKey, "node.key"}} {
+			if *f.v == "" {
+				*f.v = filepath.Join(o.CertsDir, f.name)
+			}
+		}
+	}
 	return o, nil
 }
 
@@ -112,8 +133,15 @@ func parseOptions(args []string, getenv func(string) string) (*options, error) {
 // accepted while every address is on loopback.
 const devSecret = "slotmeta-insecure-loopback-secret"
 
-// secret returns the cluster secret, or why none may be used.
+// secret returns the cluster secret (--cluster-secret, else the first line
+// of --cluster-secret-file), or why none may be used.
 func (o *options) secret() (string, error) {
+	if o.ClusterSecret != "" && o.ClusterSecretFile != "" {
+		return "", fmt.Errorf("--cluster-secret and --cluster-secret-file exclude each other")
+	}
+	if o.ClusterSecretFile != "" {
+		return readSecretFile(o.ClusterSecretFile)
+	}
 	if o.ClusterSecret != "" {
 		return o.ClusterSecret, nil
 	}
@@ -181,13 +209,14 @@ func isLoopback(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// authenticator builds the token check from --tokens-file and SLOTMETA_TOKENS.
+// authenticator builds the credential check from --tokens-file and
+// SLOTMETA_TOKENS.
 func (o *options) authenticator(getenv func(string) string) (*auth.Authenticator, error) {
-	tokens, err := o.tokens(getenv)
+	c, err := o.credentials(getenv)
 	if err != nil {
 		return nil, err
 	}
-	return auth.New(tokens)
+	return auth.FromCredentials(c)
 }
 
 // joinToken is the token a joining node registers with: --join-token, else
@@ -197,14 +226,14 @@ func (o *options) joinToken(getenv func(string) string) (string, error) {
 	if o.JoinToken != "" || o.Join == "" {
 		return o.JoinToken, nil
 	}
-	tokens, err := o.tokens(getenv)
+	c, err := o.credentials(getenv)
 	if err != nil {
 		return "", err
 	}
 	var admins []string
-	for t, r := range tokens {
-		if r == auth.RoleAdmin {
-			admins = append(admins, t)
+	for _, t := range c.Tokens {
+		if t.Role == auth.RoleAdmin {
+			admins = append(admins, t.Secret)
 		}
 	}
 	slices.Sort(admins)
@@ -214,27 +243,39 @@ func (o *options) joinToken(getenv func(string) string) (string, error) {
 	return admins[0], nil
 }
 
-// tokens reads --tokens-file and SLOTMETA_TOKENS (the environment wins).
-func (o *options) tokens(getenv func(string) string) (map[string]auth.Role, error) {
-	tokens := map[string]auth.Role{}
+// credentials reads --tokens-file and SLOTMETA_TOKENS (both count).
+func (o *options) credentials(getenv func(string) string) (auth.Credentials, error) {
+	var c auth.Credentials
 	if o.TokensFile != "" {
 		f, err := os.Open(o.TokensFile)
 		if err != nil {
-			return nil, err
+			return c, fmt.Errorf("tokens file: %w", err)
 		}
 		defer f.Close()
-		if tokens, err = auth.Parse(f); err != nil {
-			return nil, err
+		if c, err = auth.Parse(f); err != nil {
+			return c, fmt.Errorf("tokens file %s: %w", o.TokensFile, err)
 		}
 	}
 	if env := getenv("SLOTMETA_TOKENS"); env != "" {
 		more, err := auth.ParseEnv(env)
 		if err != nil {
-			return nil, err
+			return c, fmt.Errorf("SLOTMETA_TOKENS: %w", err)
 		}
-		for t, r := range more {
-			tokens[t] = r
-		}
+		c.Tokens = append(c.Tokens, more...)
 	}
-	return tokens, nil
+	return c, nil
+}
+
+// readSecretFile reads a cluster secret: the file's first line, trimmed.
+func readSecretFile(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("cluster secret file: %w", err)
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	line = strings.TrimSpace(line)
+	if len(line) < 16 {
+		return "", fmt.Errorf("cluster secret file %s: the secret (its first line) is shorter than 16 characters", path)
+	}
+	return line, nil
 }

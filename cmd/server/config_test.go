@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -82,7 +83,7 @@ func TestSecretAndJoin(t *testing.T) {
 }
 
 func TestNoTokensMeansLoopbackOnly(t *testing.T) {
-	err := run([]string{"--api-addr", "0.0.0.0:0", "--data-dir", t.TempDir()}, func(string) string { return "" })
+	err := run([]string{"--api-addr", "0.0.0.0:0", "--data-dir", t.TempDir()}, func(string) string { return "" }, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "loopback") {
 		t.Fatalf("a public API address without tokens: %v", err)
 	}
@@ -118,7 +119,7 @@ func TestTLSOptionsFromFlagsAndEnv(t *testing.T) {
 		t.Fatalf("TLS options: %+v", o)
 	}
 	// A partial TLS configuration is refused before anything starts.
-	err = run([]string{"--data-dir", t.TempDir(), "--tls-ca", "/etc/slotmeta/ca.pem"}, func(string) string { return "" })
+	err = run([]string{"--data-dir", t.TempDir(), "--tls-ca", "/etc/slotmeta/ca.pem"}, func(string) string { return "" }, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "missing: certificate file, key file") {
 		t.Fatalf("--tls-ca alone: %v", err)
 	}
@@ -153,12 +154,16 @@ func TestAServeFailureIsAnError(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
 	serveErr := make(chan error, 1)
 	serveErr <- errors.New("accept: too many open files")
-	if err := awaitStop(log, make(chan os.Signal), serveErr); err == nil || !strings.Contains(err.Error(), "too many open files") {
+	noReload := func() error { return nil }
+	if err := awaitStop(log, make(chan os.Signal), serveErr, noReload); err == nil || !strings.Contains(err.Error(), "too many open files") {
 		t.Fatalf("a server that died: %v, want its error (the process exits non-zero)", err)
 	}
-	sig := make(chan os.Signal, 1)
+	// SIGHUP reloads (a failed reload is logged, the node runs on); SIGTERM stops.
+	sig := make(chan os.Signal, 2)
+	sig <- syscall.SIGHUP
 	sig <- syscall.SIGTERM
-	if err := awaitStop(log, sig, make(chan error)); err != nil {
-		t.Fatalf("a stop on request: %v", err)
+	reloads := 0
+	if err := awaitStop(log, sig, make(chan error), func() error { reloads++; return errors.New("bad tokens file") }); err != nil || reloads != 1 {
+		t.Fatalf("a stop on request: %v (reloads %d)", err, reloads)
 	}
 }

@@ -46,8 +46,10 @@ type lkNode struct {
 	t    *testing.T
 	id   int
 	args []string
-	api  string // http://host:port
+	api  string // http://host:port (or https://)
 	log  *lkSyncBuffer
+	// client calls the API (nil: a plain HTTP client).
+	client *http.Client
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
@@ -120,6 +122,9 @@ func (n *lkNode) signal(sig syscall.Signal, within time.Duration) error {
 func (n *lkNode) waitReady(deadline time.Time) {
 	n.t.Helper()
 	c := &http.Client{Timeout: time.Second}
+	if n.client != nil {
+		c = n.client
+	}
 	for time.Now().Before(deadline) {
 		if _, _, ok := n.running(); !ok {
 			n.mu.Lock()
@@ -167,6 +172,15 @@ func startLKCluster(t *testing.T, size int, extra ...string) []*lkNode {
 		}
 		nodes[i] = &lkNode{t: t, id: i + 1, args: append(args, extra...), api: "http://" + as[i].api, log: &lkSyncBuffer{}}
 	}
+	launchLK(t, nodes)
+	return nodes
+}
+
+// launchLK starts the nodes concurrently (bootstrap needs a quorum), waits
+// for every /readyz, and registers the cleanup that kills whatever still
+// runs (and shows the logs of a failed test).
+func launchLK(t *testing.T, nodes []*lkNode) {
+	t.Helper()
 	t.Cleanup(func() {
 		for _, n := range nodes {
 			if cmd, done, ok := n.running(); ok {
@@ -183,11 +197,10 @@ func startLKCluster(t *testing.T, size int, extra ...string) []*lkNode {
 	for _, n := range nodes {
 		n.start()
 	}
-	deadline := time.Now().Add(45 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for _, n := range nodes {
 		n.waitReady(deadline)
 	}
-	return nodes
 }
 
 // lkRoutes is GET /v1/cluster/routes.

@@ -1,13 +1,18 @@
 // Command server runs one slotmeta node: the Raft replicas, the store, the
 // REST API, /metrics and the console. Flags and SLOTMETA_* environment
-// variables configure it (see -h); SIGINT/SIGTERM drain HTTP, then close the
-// NodeHost, then the store.
+// variables configure it (see -h); `slotmeta cert …` creates and lists
+// certificates (package certs); `--check-config` checks a configuration and
+// prints what would run. SIGHUP reloads the tokens, the cluster secret file
+// and the certificates (reload.go); SIGINT/SIGTERM drain HTTP, then close
+// the NodeHost, then the store.
 package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -20,99 +25,74 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"slotmeta"
+	"slotmeta/internal/audit"
+	"slotmeta/internal/auth"
+	"slotmeta/internal/certs"
 	"slotmeta/internal/console"
 	"slotmeta/internal/httpapi"
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/cluster"
-	"slotmeta/internal/slotstore/controller/balance"
-	"slotmeta/internal/slotstore/controller/policy"
-	"slotmeta/internal/slotstore/peer"
 )
 
 func main() {
-	if err := run(os.Args[1:], os.Getenv); err != nil {
+	if len(os.Args) > 1 && os.Args[1] == "cert" {
+		os.Exit(certs.Run(os.Args[2:], os.Stdout, os.Stderr))
+	}
+	if err := run(os.Args[1:], os.Getenv, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "slotmeta:", err)
 		os.Exit(1)
 	}
 }
 
-func run(args []string, getenv func(string) string) error {
+func run(args []string, getenv func(string) string, stdout io.Writer) error {
 	o, err := parseOptions(args, getenv)
 	if err != nil {
 		return err
+	}
+	if o.CheckConfig {
+		return checkConfig(o, getenv, stdout)
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(o.LogLevel)); err != nil {
 		return fmt.Errorf("log level: %w", err)
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	joinToken, err := o.joinToken(getenv)
+	p, err := o.plan(getenv)
 	if err != nil {
 		return err
 	}
-	authn, err := o.authenticator(getenv)
-	if err != nil {
-		return err
+	for _, w := range p.sec.warnings {
+		log.Warn("INSECURE (--insecure): " + w)
 	}
-	if !authn.Enabled() && !isLoopback(o.APIAddr) {
-		// Never serve the API beyond this machine without access control.
-		return fmt.Errorf("no API tokens are configured (--tokens-file or SLOTMETA_TOKENS), so the API only listens on loopback; %s is not", o.APIAddr)
-	}
-	members, err := o.members()
-	if err != nil {
-		return err
-	}
-	secret, err := o.secret()
-	if err != nil {
-		return err
-	}
-	if secret == devSecret {
+	if p.secret == devSecret {
 		log.Warn("no --cluster-secret given: using the built-in loopback-only secret")
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
-	node, err := cluster.Start(cluster.Config{
-		NodeID:               slotstore.NodeID(o.NodeID),
-		DataDir:              o.DataDir,
-		RaftAddr:             o.RaftAddr,
-		APIAddr:              o.APIAddr,
-		PeerAddr:             o.PeerAddr,
-		InitialMembers:       members,
-		JoinAddr:             o.Join,
-		JoinToken:            joinToken,
-		ClusterSecret:        secret,
-		TLS:                  peer.TLSConfig{CAFile: o.TLSCA, CertFile: o.TLSCert, KeyFile: o.TLSKey},
-		DisableHashSlotMoves: !o.EnableSlotMigration,
-		DisableBalancer:      !o.Balancer,
-		Quiesce:              o.Quiesce,
-		BalanceInterval:      o.BalanceInterval,
-		Balancer:             balance.Config{MaxTasks: o.BalancerMaxTasks, GroupsPerNode: o.GroupsPerNode},
-		ProjectInterval:      o.ProjectInterval,
-		Leadership:           policy.Leadership{HoldDown: o.LeaderHoldDown},
-		ClusterID:            o.ClusterID,
-		GroupCount:           o.Groups,
-		ReplicationFactor:    o.ReplicationFactor,
-		RTT:                  o.RTT,
-		ElectionRTT:          o.ElectionRTT,
-		HeartbeatRTT:         o.HeartbeatRTT,
-		RaftWorkers:          o.RaftWorkers,
-		Registerer:           reg,
-		Logger:               log,
-	})
+	cfg := p.cluster
+	cfg.Registerer, cfg.Logger = reg, log
+	node, err := cluster.Start(cfg)
 	if err != nil {
 		return err
 	}
+	rl := &reloader{o: o, getenv: getenv, log: log, authn: p.authn, node: node, apiTLS: p.apiTLS, sec: p.sec, loadedAt: time.Now()}
+	recorder := audit.New(node, log)
+	limiter := auth.NewLimiter(auth.LimiterConfig{})
 	handler, err := httpapi.New(httpapi.Config{
 		Backend:      node,
 		Registerer:   reg,
 		Gatherer:     reg,
 		Logger:       log,
 		MaxBodyBytes: o.MaxBodyBytes,
-		Console:      console.Handler(consoleSource{node}, authn),
-		OpenAPI:      slotmeta.OpenAPI,
-		Auth:         authn,
-		Docs:         console.Docs(),
+		Console: console.Handler(console.Config{Source: consoleSource{node}, Auth: p.authn, Limiter: limiter, Audit: recorder,
+			Security: rl.status}),
+		OpenAPI:  slotmeta.OpenAPI,
+		Auth:     p.authn,
+		Limiter:  limiter,
+		Audit:    recorder,
+		Security: rl.status,
+		Docs:     console.Docs(),
 	})
 	if err != nil {
 		_ = node.Close()
@@ -130,12 +110,20 @@ func run(args []string, getenv func(string) string) error {
 		WriteTimeout:      30 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug), // failed handshakes of scanners
 	}
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
+	if p.apiTLS != nil {
+		// Client certificates are optional: a token is the alternative.
+		srv.TLSConfig = p.apiTLS.ServerConfig(tls.VerifyClientCertIfGiven)
+		go func() { serveErr <- srv.ServeTLS(ln, "", "") }()
+	} else {
+		go func() { serveErr <- srv.Serve(ln) }()
+	}
+	base := p.sec.scheme() + "://" + ln.Addr().String()
 	log.Info("slotmeta node started", "node", o.NodeID, "data", o.DataDir, "raft", o.RaftAddr,
-		"api", "http://"+ln.Addr().String(), "console", "http://"+ln.Addr().String()+"/console",
-		"access_control", authn.Enabled(), "cluster_tls", o.TLSCA != "")
+		"api", base, "console", base+"/console", "access_control", p.authn.Enabled(), "cluster_tls", p.sec.tls,
+		"insecure", o.Insecure)
 
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -144,12 +132,12 @@ func run(args []string, getenv func(string) string) error {
 			log.Warn("node is not ready yet", "err", err)
 			return
 		}
-		log.Info("node ready", "api", "http://"+ln.Addr().String(), "console", "http://"+ln.Addr().String()+"/console")
+		log.Info("node ready", "api", base, "console", base+"/console")
 	}()
 
 	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
-	failed := awaitStop(log, sig, serveErr)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	failed := awaitStop(log, sig, serveErr, rl.reload)
 	ctx, cancel := context.WithTimeout(context.Background(), o.ShutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(ctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -164,15 +152,23 @@ func run(args []string, getenv func(string) string) error {
 
 // awaitStop waits for a stop signal or for the HTTP server to fail; a
 // failure is returned, so that the process exits non-zero when it did not
-// stop on request.
-func awaitStop(log *slog.Logger, sig <-chan os.Signal, serveErr <-chan error) error {
-	select {
-	case s := <-sig:
-		log.Info("shutting down", "signal", s.String())
-		return nil
-	case err := <-serveErr:
-		log.Error("http server stopped", "err", err)
-		return fmt.Errorf("http server stopped: %w", err)
+// stop on request. SIGHUP reloads (on this goroutine: one reload at a time).
+func awaitStop(log *slog.Logger, sig <-chan os.Signal, serveErr <-chan error, reload func() error) error {
+	for {
+		select {
+		case s := <-sig:
+			if s == syscall.SIGHUP {
+				if err := reload(); err != nil {
+					log.Error("reload failed; the previous credentials stay", "err", err)
+				}
+				continue
+			}
+			log.Info("shutting down", "signal", s.String())
+			return nil
+		case err := <-serveErr:
+			log.Error("http server stopped", "err", err)
+			return fmt.Errorf("http server stopped: %w", err)
+		}
 	}
 }
 

@@ -1,10 +1,14 @@
 package auth
 
 import (
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"slotmeta/internal/slotstore"
 )
@@ -53,7 +57,7 @@ func TestRequire(t *testing.T) {
 		{"GET", "/metrics", "", slotstore.CodeUnauthenticated},
 	} {
 		r := req(tc.method, tc.path, tc.auth)
-		err := a.Require(r, RequiredRole(r))
+		_, err := a.Require(r, RequiredRole(r))
 		if got := slotstore.ErrorCode(err); got != tc.want {
 			t.Errorf("%s %s with %q: %v, want %q", tc.method, tc.path, tc.auth, err, tc.want)
 		}
@@ -61,7 +65,7 @@ func TestRequire(t *testing.T) {
 	// The console cookie carries a token too.
 	r := req("PUT", "/v1/kv/k", "")
 	r.AddCookie(&http.Cookie{Name: CookieName, Value: "write-token-0123456789"})
-	if err := a.Require(r, RoleWrite); err != nil {
+	if _, err := a.Require(r, RoleWrite); err != nil {
 		t.Fatalf("cookie token: %v", err)
 	}
 }
@@ -71,23 +75,26 @@ func TestOffWithoutTokens(t *testing.T) {
 	if err != nil || a.Enabled() {
 		t.Fatalf("empty authenticator: %v %v", a.Enabled(), err)
 	}
-	if err := a.Require(req("POST", "/v1/cluster/nodes", ""), RoleAdmin); err != nil {
+	if _, err := a.Require(req("POST", "/v1/cluster/nodes", ""), RoleAdmin); err != nil {
 		t.Fatalf("checking must be off without tokens: %v", err)
 	}
 }
 
 func TestParse(t *testing.T) {
-	m, err := Parse(strings.NewReader("# ops\nadmin  admin-token-0123456789\n\nread read-token-0123456789\n"))
-	if err != nil || len(m) != 2 || m["admin-token-0123456789"] != RoleAdmin {
-		t.Fatalf("%v %v", m, err)
+	c, err := Parse(strings.NewReader("# ops\nadmin  admin-token-0123456789 ops-alice\n\nread read-token-0123456789\nwrite cert:app-server-1\n"))
+	if err != nil || len(c.Tokens) != 2 || c.Tokens[0].Role != RoleAdmin || c.Tokens[0].Name != "ops-alice" || c.Tokens[1].Name != "" ||
+		c.Certs["app-server-1"] != RoleWrite {
+		t.Fatalf("%+v %v", c, err)
 	}
-	for _, bad := range []string{"root tok-0123456789012345", "admin", "admin a b", "read x-0123456789012345\nwrite x-0123456789012345"} {
+	for _, bad := range []string{"root tok-0123456789012345", "admin", "admin a-0123456789012345 b c", "read x-0123456789012345\nwrite x-0123456789012345",
+		"admin short", "admin a-0123456789012345 bad/name", "admin a-0123456789012345 n\nread b-0123456789012345 n",
+		"admin cert:", "admin cert:x extra", "admin cert:x\nread cert:x"} {
 		if _, err := Parse(strings.NewReader(bad)); err == nil {
 			t.Errorf("%q parsed", bad)
 		}
 	}
 	env, err := ParseEnv("admin:admin-token-0123456789, read:read-token-0123456789")
-	if err != nil || env["read-token-0123456789"] != RoleRead {
+	if err != nil || len(env) != 2 || env[1].Role != RoleRead || env[1].Secret != "read-token-0123456789" {
 		t.Fatalf("%v %v", env, err)
 	}
 	if _, err := ParseEnv("nocolon"); err == nil {
@@ -95,5 +102,78 @@ func TestParse(t *testing.T) {
 	}
 	if _, err := New(map[string]Role{"short": RoleAdmin}); err == nil {
 		t.Fatal("a short token was accepted")
+	}
+}
+
+// TestIdentity: a named token, an unnamed one (named by its digest), a
+// mapped client certificate, and the answers for unknown credentials, which
+// say nothing about which tokens exist.
+func TestIdentity(t *testing.T) {
+	a, err := FromCredentials(Credentials{
+		Tokens: []Token{{Secret: "admin-token-0123456789", Role: RoleAdmin, Name: "ops-alice"}, {Secret: "read-token-0123456789", Role: RoleRead}},
+		Certs:  map[string]Role{"app-1": RoleWrite},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := a.Require(req("POST", "/v1/cluster/nodes", "Bearer admin-token-0123456789"), RoleAdmin)
+	if err != nil || id.Name != "ops-alice" || id.Via != ViaToken || id.Role != RoleAdmin {
+		t.Fatalf("named token: %+v %v", id, err)
+	}
+	id, err = a.Require(req("GET", "/v1/kv/a", "Bearer read-token-0123456789"), RoleRead)
+	if err != nil || id.Name != DefaultName(RoleRead, "read-token-0123456789") || !strings.HasPrefix(id.Name, "read-") {
+		t.Fatalf("unnamed token: %+v %v", id, err)
+	}
+	r := req("PUT", "/v1/kv/a", "")
+	leaf := &x509.Certificate{Subject: pkix.Name{CommonName: "app-1"}}
+	r.TLS = &tls.ConnectionState{VerifiedChains: [][]*x509.Certificate{{leaf}}}
+	if id, err = a.Require(r, RoleWrite); err != nil || id.Name != "app-1" || id.Via != ViaCertificate {
+		t.Fatalf("certificate: %+v %v", id, err)
+	}
+	// A certificate the TLS layer did not verify counts for nothing.
+	r.TLS = &tls.ConnectionState{PeerCertificates: []*x509.Certificate{leaf}}
+	if _, err = a.Require(r, RoleWrite); slotstore.ErrorCode(err) != slotstore.CodeUnauthenticated {
+		t.Fatalf("unverified certificate: %v", err)
+	}
+	_, e1 := a.Require(req("GET", "/v1/kv/a", "Bearer no-such-token-0123456789"), RoleRead)
+	_, e2 := a.Require(req("GET", "/v1/kv/a", "Bearer x"), RoleRead)
+	if e1 == nil || e1.Error() != e2.Error() {
+		t.Fatalf("unknown tokens must be answered alike: %v / %v", e1, e2)
+	}
+	// Swap: the new set applies at once.
+	b, _ := New(map[string]Role{"new-admin-token-0123456789": RoleAdmin})
+	a.Swap(b)
+	if a.RoleOf("admin-token-0123456789") != RoleNone || a.RoleOf("new-admin-token-0123456789") != RoleAdmin {
+		t.Fatal("swap did not replace the tokens")
+	}
+}
+
+// TestLimiter: a source is blocked after its burst of failures, for the
+// time one failure's worth of budget takes to refill; others are not.
+func TestLimiter(t *testing.T) {
+	now := time.Unix(1000, 0)
+	l := NewLimiter(LimiterConfig{Rate: 1, Burst: 3, MaxSources: 2, Now: func() time.Time { return now }})
+	for i := range 3 {
+		if _, blocked := l.Blocked("10.0.0.1"); blocked {
+			t.Fatalf("blocked after %d failures", i)
+		}
+		l.Failed("10.0.0.1")
+	}
+	wait, blocked := l.Blocked("10.0.0.1")
+	if !blocked || wait <= 0 || wait > time.Second || RetryAfterSeconds(wait) != 1 {
+		t.Fatalf("after the burst: %v %v", wait, blocked)
+	}
+	if _, blocked := l.Blocked("10.0.0.2"); blocked {
+		t.Fatal("another source is blocked")
+	}
+	now = now.Add(time.Second)
+	if _, blocked := l.Blocked("10.0.0.1"); blocked {
+		t.Fatal("still blocked after the refill")
+	}
+	// Bounded: a third source starts the set over.
+	l.Failed("10.0.0.2")
+	l.Failed("10.0.0.3")
+	if len(l.sources) > 2 {
+		t.Fatalf("%d sources tracked", len(l.sources))
 	}
 }

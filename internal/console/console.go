@@ -1,8 +1,10 @@
 // Package console serves the operations console at /console: an overview,
 // the hash-slot map, the groups (intent beside observed fact), one group's
 // detail with its actions (leader transfer after a preflight, preferred
-// leader, replica move), the tasks, the decision log and the balancer (its
-// plan, the load per node, drains and removals).
+// leader, replica move), the tasks, the decision log, the balancer (its
+// plan, the load per node, drains and removals) and the audit trail. Every
+// action is recorded in the audit trail with the signed-in identity; a node
+// running --insecure shows a banner on every page.
 //
 // Pages are rendered on the server with templ (the *.templ files; the
 // generated *_templ.go files are committed). The parts that change are
@@ -30,6 +32,7 @@ import (
 
 	"github.com/a-h/templ"
 
+	"slotmeta/internal/audit"
 	"slotmeta/internal/auth"
 	"slotmeta/internal/slotstore"
 	"slotmeta/web"
@@ -65,6 +68,24 @@ type Source interface {
 	SetBalancerPaused(ctx context.Context, paused bool) error
 	DrainNode(ctx context.Context, id slotstore.NodeID) (slotstore.NodeInfo, error)
 	RemoveNode(ctx context.Context, id slotstore.NodeID) error
+	// AuditTrail is the audit trail, oldest first (not to be modified).
+	AuditTrail() []slotstore.AuditRecord
+}
+
+// Config configures the console. Source is required; the rest may be nil.
+type Config struct {
+	Source Source
+	// Auth checks the console's reads (read role) and actions (admin);
+	// nil or without credentials: everything is allowed (the server then
+	// listens on loopback only).
+	Auth *auth.Authenticator
+	// Limiter slows down a source whose sign-ins fail (429).
+	Limiter *auth.Limiter
+	// Audit records every action with the signed-in identity.
+	Audit *audit.Recorder
+	// Security, if set, tells whether the node runs --insecure (a banner on
+	// every page).
+	Security func() slotstore.SecurityStatus
 }
 
 // flashCookie carries the outcome of an action to the page the action
@@ -75,16 +96,17 @@ const flashCookie = "slotmeta_flash"
 const cookiePath = "/console"
 
 type console struct {
-	src   Source
-	authn *auth.Authenticator
-	now   func() time.Time
+	src      Source
+	authn    *auth.Authenticator
+	limiter  *auth.Limiter
+	audit    *audit.Recorder
+	security func() slotstore.SecurityStatus
+	now      func() time.Time
 }
 
 // Handler serves the console; mount it at /console (it sees full paths).
-// authn may be nil or have no tokens: then every read and action is allowed
-// (the server only listens on loopback in that case).
-func Handler(src Source, authn *auth.Authenticator) http.Handler {
-	c := &console{src: src, authn: authn, now: time.Now}
+func Handler(cfg Config) http.Handler {
+	c := &console{src: cfg.Source, authn: cfg.Auth, limiter: cfg.Limiter, audit: cfg.Audit, security: cfg.Security, now: time.Now}
 	mux := http.NewServeMux()
 	static, _ := fs.Sub(web.Static, "static")
 	mux.Handle("GET /console/static/", http.StripPrefix("/console/static/", http.FileServerFS(static)))
@@ -96,6 +118,8 @@ func Handler(src Source, authn *auth.Authenticator) http.Handler {
 	mux.HandleFunc("GET /console/groups/{id}", c.read(c.groupPage))
 	mux.HandleFunc("GET /console/tasks", c.read(c.tasksPage))
 	mux.HandleFunc("GET /console/decisions", c.read(c.decisionsPage))
+	mux.HandleFunc("GET /console/audit", c.read(c.auditPage))
+	mux.HandleFunc("GET /console/fragments/audit", c.read(c.auditFragment))
 	mux.HandleFunc("GET /console/balancer", c.read(c.balancerPage))
 	mux.HandleFunc("GET /console/fragments/balancer", c.read(c.balancerFragment))
 	mux.HandleFunc("POST /console/balancer", c.action(c.setBalancer))
@@ -136,20 +160,20 @@ func Handler(src Source, authn *auth.Authenticator) http.Handler {
 // session describes who is looking, for the header.
 func (c *console) session(r *http.Request) Session {
 	s := Session{AuthEnabled: c.authn.Enabled(), Node: c.src.NodeID()}
+	if c.security != nil {
+		st := c.security()
+		s.Insecure, s.Warnings = st.Insecure, st.Warnings
+	}
 	if !s.AuthEnabled {
 		s.Role = "admin (access control off)"
 		s.CanAct = true
 		return s
 	}
-	tok := auth.TokenOf(r)
-	if tok == "" {
-		return s
-	}
-	role := c.authn.RoleOf(tok)
-	if role != auth.RoleNone {
+	id, err := c.authn.Identify(r)
+	if err == nil {
 		s.SignedIn = true
-		s.Role = role.String()
-		s.CanAct = role >= auth.RoleAdmin
+		s.Role = id.Role.String() + " as " + id.Name
+		s.CanAct = id.Role >= auth.RoleAdmin
 	}
 	return s
 }
@@ -159,7 +183,7 @@ func (c *console) session(r *http.Request) Session {
 func (c *console) read(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
-		if err := c.authn.Require(r, auth.RoleRead); err != nil {
+		if _, err := c.authn.Require(r, auth.RoleRead); err != nil {
 			if strings.HasPrefix(r.URL.Path, "/console/fragments/") {
 				http.Error(w, "sign in again: "+errMessage(err), statusOf(err))
 				return
@@ -176,7 +200,11 @@ func (c *console) read(h http.HandlerFunc) http.HandlerFunc {
 func (c *console) action(h func(w http.ResponseWriter, r *http.Request) (redirect string, f Flash)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
-		if err := c.authn.Require(r, auth.RoleAdmin); err != nil {
+		id, err := c.authn.Require(r, auth.RoleAdmin)
+		if err != nil {
+			if status := statusOf(err); status == http.StatusForbidden {
+				c.record(r, id, status, slotstore.AuditDenied, errMessage(err))
+			}
 			c.render(w, r, statusOf(err), c.refusedPage(r, "Refused: "+errMessage(err)+". Nothing was changed."))
 			return
 		}
@@ -186,9 +214,21 @@ func (c *console) action(h func(w http.ResponseWriter, r *http.Request) (redirec
 			return
 		}
 		to, f := h(w, r)
+		outcome := slotstore.AuditOK
+		if !f.OK {
+			outcome = slotstore.AuditRefused
+		}
+		c.record(r, id, http.StatusSeeOther, outcome, f.Message)
 		setFlash(w, r, f)
 		http.Redirect(w, r, to, http.StatusSeeOther)
 	}
+}
+
+// record writes an action to the audit trail: the console's route
+// pattern names it, the flash message is its detail.
+func (c *console) record(r *http.Request, id auth.Identity, status int, outcome, detail string) {
+	c.audit.Record(r.Context(), id, slotstore.AuditRecord{Source: auth.Source(r), Action: "console " + r.Pattern,
+		Target: r.URL.Path, Status: status, Outcome: outcome, Detail: detail})
 }
 
 func statusOf(err error) int {
@@ -227,8 +267,16 @@ func (c *console) login(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, next, http.StatusSeeOther)
 		return
 	}
+	src := auth.Source(r)
+	if wait, blocked := c.limiter.Blocked(src); blocked {
+		w.Header().Set("Retry-After", strconv.Itoa(auth.RetryAfterSeconds(wait)))
+		c.render(w, r, http.StatusTooManyRequests, c.page(r, "Sign in", "login", LoginBody(LoginProps{Next: next, AuthEnabled: true,
+			Error: "Too many failed sign-ins from " + src + "; try again in " + strconv.Itoa(auth.RetryAfterSeconds(wait)) + " s."})))
+		return
+	}
 	tok := strings.TrimSpace(r.PostForm.Get("token"))
 	if tok == "" || c.authn.RoleOf(tok) == auth.RoleNone {
+		c.limiter.Failed(src)
 		c.render(w, r, http.StatusUnauthorized, c.page(r, "Sign in", "login", LoginBody(LoginProps{Next: next, AuthEnabled: true, Error: "That token is not valid."})))
 		return
 	}
@@ -508,6 +556,22 @@ func (c *console) tasksPage(w http.ResponseWriter, r *http.Request) {
 func (c *console) tasksFragment(w http.ResponseWriter, r *http.Request) {
 	c.render(w, r, http.StatusOK, TaskList(c.tasks(), c.session(r).CanAct))
 }
+func (c *console) auditTrail() AuditProps {
+	trail := c.src.AuditTrail()
+	out := make([]slotstore.AuditRecord, 0, min(len(trail), 200))
+	for i := len(trail) - 1; i >= 0 && len(out) < 200; i-- {
+		out = append(out, trail[i])
+	}
+	return AuditProps{Records: out, Now: c.now()}
+}
+
+func (c *console) auditPage(w http.ResponseWriter, r *http.Request) {
+	c.full(w, r, "Audit trail", "audit", AuditBody(c.auditTrail()))
+}
+func (c *console) auditFragment(w http.ResponseWriter, r *http.Request) {
+	c.render(w, r, http.StatusOK, AuditTable(c.auditTrail()))
+}
+
 func (c *console) decisionsPage(w http.ResponseWriter, r *http.Request) {
 	c.full(w, r, "Decision log", "decisions", DecisionsBody(c.decisions()))
 }

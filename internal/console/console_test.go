@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/net/html"
 
+	"slotmeta/internal/audit"
 	"slotmeta/internal/auth"
 	"slotmeta/internal/slotstore"
 )
@@ -208,6 +209,16 @@ type fake struct {
 	splits    [][]slotstore.HashSlot // the slots of every split asked for
 	paused    bool
 	drained   []slotstore.NodeID
+	audit     []slotstore.AuditRecord
+}
+
+// Audit is the audit recorder's sink.
+func (f *fake) Audit(_ context.Context, rec slotstore.AuditRecord) (uint64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	rec.Seq = uint64(len(f.audit) + 1)
+	f.audit = append(f.audit, rec)
+	return rec.Seq, nil
 }
 
 func newFake() *fake {
@@ -265,6 +276,11 @@ func (f *fake) SetPreferredLeader(context.Context, slotstore.GroupID, slotstore.
 	return nil
 }
 func (f *fake) Decisions() []slotstore.Decision { return nil }
+func (f *fake) AuditTrail() []slotstore.AuditRecord {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]slotstore.AuditRecord(nil), f.audit...)
+}
 func (f *fake) CreateReplicaMove(context.Context, slotstore.GroupID, slotstore.NodeID, slotstore.NodeID) (slotstore.Task, error) {
 	return slotstore.Task{}, errors.New("not in the fake")
 }
@@ -336,7 +352,7 @@ func TestActionsNeedAdminAndReadsNeedRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer(Handler(f, authn))
+	ts := httptest.NewServer(Handler(Config{Source: f, Auth: authn, Audit: audit.New(f, nil)}))
 	defer ts.Close()
 	cl := &http.Client{CheckRedirect: noRedirect}
 	do := func(method, path, cookie string, form url.Values) (*http.Response, string) {
@@ -418,11 +434,22 @@ func TestActionsNeedAdminAndReadsNeedRead(t *testing.T) {
 	if r3.StatusCode != http.StatusForbidden || f.groups[1].Leader != 2 {
 		t.Fatalf("cross-origin action: %d, leader %d", r3.StatusCode, f.groups[1].Leader)
 	}
+	// The audit trail has the denied and the done action, with names; the
+	// anonymous and the cross-origin attempts never reached an identity.
+	trail := f.AuditTrail()
+	if len(trail) != 2 || trail[0].Outcome != slotstore.AuditDenied || trail[0].Who != auth.DefaultName(auth.RoleRead, readTok) ||
+		trail[1].Outcome != slotstore.AuditOK || trail[1].Role != "admin" || trail[1].Action != "console POST /console/groups/{id}/transfer" ||
+		trail[1].Target != "/console/groups/1/transfer" || !strings.Contains(trail[1].Detail, "to node 2") {
+		t.Fatalf("audit trail: %+v", trail)
+	}
+	if resp, body := do("GET", "/console/audit", readTok, nil); resp.StatusCode != 200 || strings.Count(body, `data-testid="audit-row"`) != 2 {
+		t.Fatalf("audit page: %d %s", resp.StatusCode, body)
+	}
 }
 
 func TestLoginSetsAStrictHttpOnlyCookie(t *testing.T) {
 	authn, _ := auth.New(map[string]auth.Role{adminTok: auth.RoleAdmin})
-	ts := httptest.NewServer(Handler(newFake(), authn))
+	ts := httptest.NewServer(Handler(Config{Source: newFake(), Auth: authn}))
 	defer ts.Close()
 	cl := &http.Client{CheckRedirect: noRedirect}
 	resp, err := cl.PostForm(ts.URL+"/console/login", url.Values{"token": {"wrong-token-0123456789"}})
@@ -453,10 +480,45 @@ func TestLoginSetsAStrictHttpOnlyCookie(t *testing.T) {
 	if safeNext("//evil.example/x") != "/console" || safeNext("https://evil.example") != "/console" {
 		t.Fatal("open redirect")
 	}
+
+	// Over HTTPS the cookie is Secure; a source that fails too often waits
+	// (429 with Retry-After), even with the right token.
+	lim := auth.NewLimiter(auth.LimiterConfig{Rate: 0.001, Burst: 2})
+	tls := httptest.NewTLSServer(Handler(Config{Source: newFake(), Auth: authn, Limiter: lim}))
+	defer tls.Close()
+	tcl := tls.Client()
+	tcl.CheckRedirect = noRedirect
+	post := func(tok string) *http.Response {
+		t.Helper()
+		resp, err := tcl.PostForm(tls.URL+"/console/login", url.Values{"token": {tok}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	resp = post(adminTok)
+	ck = nil
+	for _, c := range resp.Cookies() {
+		if c.Name == auth.CookieName {
+			ck = c
+		}
+	}
+	if ck == nil || !ck.Secure {
+		t.Fatalf("cookie over HTTPS: %+v", ck)
+	}
+	for range 2 {
+		if resp := post("wrong-token-0123456789"); resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("bad token: %d", resp.StatusCode)
+		}
+	}
+	if resp := post(adminTok); resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("after the failures: %d %q", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
 }
 
 func TestPagesRenderWithoutAuthAndServeAssets(t *testing.T) {
-	ts := httptest.NewServer(Handler(newFake(), nil))
+	ts := httptest.NewServer(Handler(Config{Source: newFake()}))
 	defer ts.Close()
 	for _, p := range []string{"/console", "/console/slots", "/console/groups", "/console/groups/1", "/console/tasks", "/console/decisions",
 		"/console/fragments/overview", "/console/fragments/slots", "/console/fragments/groups", "/console/fragments/groups/1",
@@ -537,7 +599,7 @@ func TestSplitFormSendsItsSlotsAndRefusesBadOnes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer(Handler(f, authn))
+	ts := httptest.NewServer(Handler(Config{Source: f, Auth: authn}))
 	defer ts.Close()
 	post := func(slots string) string {
 		t.Helper()
@@ -563,7 +625,7 @@ func TestBalancerPageShowsPlanLoadAndDrains(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer(Handler(f, authn))
+	ts := httptest.NewServer(Handler(Config{Source: f, Auth: authn}))
 	defer ts.Close()
 	post := func(path string, form url.Values) string {
 		t.Helper()
@@ -619,4 +681,32 @@ func postFlash(t *testing.T, u string, form url.Values) string {
 		}
 	}
 	return ""
+}
+
+// TestInsecureBanner: a node that runs --insecure says so on every page,
+// naming what it exposes; a secured node shows no banner.
+func TestInsecureBanner(t *testing.T) {
+	for _, insecure := range []bool{true, false} {
+		st := slotstore.SecurityStatus{Insecure: insecure}
+		if insecure {
+			st.Warnings = []string{"Raft and peer RPC on 10.0.0.1:9080 would accept connections from anyone who reaches them"}
+		}
+		ts := httptest.NewServer(Handler(Config{Source: newFake(), Security: func() slotstore.SecurityStatus { return st }}))
+		for _, p := range []string{"/console", "/console/groups", "/console/audit"} {
+			resp, err := http.Get(ts.URL + p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			banners := byTestID(parse(t, string(b)), "insecure-banner")
+			if insecure && (len(banners) != 1 || !strings.Contains(text(banners[0]), "10.0.0.1:9080")) {
+				t.Fatalf("%s: no banner naming the exposure: %s", p, b)
+			}
+			if !insecure && len(banners) != 0 {
+				t.Fatalf("%s: a banner on a secured node", p)
+			}
+		}
+		ts.Close()
+	}
 }

@@ -16,6 +16,9 @@ type Session struct {
 	SignedIn    bool
 	Role        string
 	CanAct      bool // may run actions (admin, or access control off)
+	// Insecure: the node runs with --insecure; Warnings say what is exposed.
+	Insecure bool
+	Warnings []string
 }
 
 // Flash is the outcome of the previous action.
@@ -115,6 +118,12 @@ type TasksProps struct {
 type DecisionsProps struct {
 	Decisions []slotstore.Decision
 	Now       time.Time
+}
+
+// AuditProps is the audit trail, newest first.
+type AuditProps struct {
+	Records []slotstore.AuditRecord
+	Now     time.Time
 }
 
 // LoginProps is the login form.

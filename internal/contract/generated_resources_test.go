@@ -1300,4 +1300,34 @@ func genCluster(t *testing.T, c *client.ClientWithResponses, cn *cluster.Node) {
 	genCheckErr(t, "remove a node with replicas", rm.JSON412, client.ErrorCodeFailedPrecondition)
 	rm, err = c.RemoveNodeWithResponse(ctx, 99)
 	genCheck(t, "remove an unknown node", rm, err, http.StatusNotFound)
+
+	// The audit trail holds every admin action above, newest first: the
+	// last is the refused removal of node 99; paging continues below it.
+	// The trail is read from this node's controller replica (one node:
+	// applied when the record's proposal returned).
+	au, err := c.ListAuditWithResponse(ctx, &client.ListAuditParams{Limit: ptr(2)})
+	genCheck(t, "audit", au, err, http.StatusOK)
+	page := au.JSON200
+	if len(page.Items) != 2 || page.Items[0].Action != "DELETE /v1/cluster/nodes/{id}" || page.Items[0].Target != "/v1/cluster/nodes/99" ||
+		page.Items[0].Outcome != "refused" || page.Items[0].Status != 404 || page.Items[0].Via != client.Open ||
+		page.Items[1].Seq >= page.Items[0].Seq || page.NextBefore == nil || page.Newest != page.Items[0].Seq {
+		t.Fatalf("audit page: %+v", page)
+	}
+	au, err = c.ListAuditWithResponse(ctx, &client.ListAuditParams{Before: page.NextBefore, Limit: ptr(1000)})
+	genCheck(t, "audit, next page", au, err, http.StatusOK)
+	var actions []string
+	for _, r := range au.JSON200.Items {
+		actions = append(actions, r.Action)
+	}
+	for _, want := range []string{"POST /v1/cluster/hash-slots/{slot}/migrations", "POST /v1/cluster/groups", "PUT /v1/cluster/balancer",
+		"POST /v1/cluster/nodes/{id}/drain", "POST /v1/cluster/tasks/{id}/cancel"} {
+		if !slices.Contains(actions, want) {
+			t.Fatalf("the audit trail lacks %q: %v", want, actions)
+		}
+	}
+	sec, err := c.GetSecurityWithResponse(ctx)
+	genCheck(t, "security", sec, err, http.StatusOK)
+	if s := sec.JSON200; s.Insecure || s.ApiTls || s.ClusterTls || s.Tokens != 0 || s.AuditLost != 0 {
+		t.Fatalf("security of an open loopback node: %+v", s)
+	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"slotmeta"
+	"slotmeta/internal/audit"
 	"slotmeta/internal/console"
 	"slotmeta/internal/httpapi"
 	"slotmeta/internal/slotstore"
@@ -48,13 +49,17 @@ func contractSpec(t testing.TB) (*spec, rawSpec) {
 // apiConfig is the API as cmd/server configures it, on backend b.
 func apiConfig(b httpapi.Backend) httpapi.Config {
 	reg := prometheus.NewRegistry()
-	return httpapi.Config{
+	cfg := httpapi.Config{
 		Backend: b, Registerer: reg, Gatherer: reg,
 		Logger:  slog.New(slog.DiscardHandler),
 		OpenAPI: slotmeta.OpenAPI,
 		Docs:    console.Docs(),
 		Console: http.NotFoundHandler(),
 	}
+	if sink, ok := b.(audit.Sink); ok {
+		cfg.Audit = audit.New(sink, cfg.Logger)
+	}
+	return cfg
 }
 
 // node is one real node (real Raft and Pebble, slotstoretest) behind the

@@ -19,6 +19,7 @@ import (
 
 	"slotmeta"
 	"slotmeta/client"
+	"slotmeta/internal/audit"
 	"slotmeta/internal/auth"
 	"slotmeta/internal/console"
 	"slotmeta/internal/httpapi"
@@ -52,8 +53,9 @@ func serveConsole(t *testing.T, n *cluster.Node) string {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
+	rec := audit.New(n, nil)
 	h, err := httpapi.New(httpapi.Config{Backend: n, Registerer: reg, Gatherer: reg, OpenAPI: slotmeta.OpenAPI,
-		Console: console.Handler(consoleNode{n}, authn), Auth: authn, Docs: console.Docs()})
+		Console: console.Handler(console.Config{Source: consoleNode{n}, Auth: authn, Audit: rec}), Auth: authn, Audit: rec, Docs: console.Docs()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -512,5 +514,19 @@ func TestConsoleBalancerInBrowser(t *testing.T) {
 		if n.ID == 3 && n.State != slotstore.NodeRemoved {
 			t.Fatalf("node 3 after the removal from the console: %+v", n)
 		}
+	}
+	// The audit page lists the four actions, newest first, with the
+	// signed-in token's name.
+	do("audit page", chromedp.Navigate(base+"/console/audit"), chromedp.WaitVisible(chromedp.CSS(`[data-testid=audit]`)))
+	trail := text(`[data-testid=audit]`)
+	admin := auth.DefaultName(auth.RoleAdmin, consoleAdminToken)
+	for _, want := range []string{"console POST /console/nodes/{id}/remove", "console POST /console/nodes/{id}/drain", "console POST /console/balancer", admin} {
+		if !strings.Contains(trail, want) {
+			shot("audit")
+			t.Fatalf("the audit page lacks %q:\n%s", want, trail)
+		}
+	}
+	if strings.Index(trail, "/remove") > strings.Index(trail, "/drain") {
+		t.Fatalf("the audit page is not newest first:\n%s", trail)
 	}
 }

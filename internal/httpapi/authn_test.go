@@ -1,9 +1,14 @@
 package httpapi
 
 import (
+	"time"
+
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"slotmeta/internal/audit"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -27,16 +32,7 @@ func TestAccessControl(t *testing.T) {
 		t.Fatal(err)
 	}
 	do := func(method, path, token, body string) *httptest.ResponseRecorder {
-		r := httptest.NewRequest(method, path, strings.NewReader(body))
-		if body != "" {
-			r.Header.Set("Content-Type", "application/json")
-		}
-		if token != "" {
-			r.Header.Set("Authorization", "Bearer "+token)
-		}
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, r)
-		return w
+		return serveAs(h, method, path, token, body, "")
 	}
 	for _, tc := range []struct {
 		method, path, token, body string
@@ -69,4 +65,107 @@ func TestAccessControl(t *testing.T) {
 	if n := be.count("Propose"); n != 1 {
 		t.Fatalf("%d proposals; only the writer's PUT may reach the backend", n)
 	}
+}
+
+// TestAuditAndFailureLimit: admin actions are recorded with the token's
+// name, the route and the outcome (done, refused by the cluster, denied
+// for the role); reads and data writes are not; a source that fails
+// authentication too often gets 429 rate_limited with Retry-After — even
+// with a valid token — while another source is unaffected.
+func TestAuditAndFailureLimit(t *testing.T) {
+	be := newFake(t, 4)
+	authn, err := auth.FromCredentials(auth.Credentials{Tokens: []auth.Token{
+		{Secret: "writer-0123456789abcdef", Role: auth.RoleWrite, Name: "app"},
+		{Secret: "admin--0123456789abcdef", Role: auth.RoleAdmin, Name: "ops-alice"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(1000, 0)
+	lim := auth.NewLimiter(auth.LimiterConfig{Rate: 1, Burst: 3, Now: func() time.Time { return now }})
+	reg := prometheus.NewRegistry()
+	h, err := New(Config{Backend: be, Registerer: reg, Gatherer: reg, Auth: authn, Limiter: lim, Audit: audit.New(be, nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	do := func(method, path, token, body, from string) *httptest.ResponseRecorder {
+		return serveAs(h, method, path, token, body, from)
+	}
+	const admin, writer, ip = "admin--0123456789abcdef", "writer-0123456789abcdef", "10.0.0.7"
+	for _, c := range []struct {
+		method, path, token, body string
+		want                      int
+	}{
+		{"PUT", "/v1/cluster/groups/1/preferred-leader", admin, `{"node":1}`, 200},
+		{"PUT", "/v1/cluster/groups/1/preferred-leader", admin, `{"node":0}`, 400},
+		{"PUT", "/v1/cluster/groups/1/preferred-leader", writer, `{"node":1}`, 403},
+		{"GET", "/v1/cluster/groups", admin, "", 200},
+		{"PUT", "/v1/kv/a", writer, `{"value":"x"}`, 200},
+	} {
+		if w := do(c.method, c.path, c.token, c.body, ip); w.Code != c.want {
+			t.Fatalf("%s %s: %d %s, want %d", c.method, c.path, w.Code, w.Body, c.want)
+		}
+	}
+	trail := be.AuditTrail()
+	if len(trail) != 3 {
+		t.Fatalf("audit trail: %+v", trail)
+	}
+	for i, want := range []struct{ who, outcome string }{{"ops-alice", "ok"}, {"ops-alice", "refused"}, {"app", "denied"}} {
+		rec := trail[i]
+		if rec.Who != want.who || rec.Outcome != want.outcome || rec.Source != ip || rec.Target != "/v1/cluster/groups/1/preferred-leader" {
+			t.Errorf("record %d: %+v, want %s %s", i, rec, want.who, want.outcome)
+		}
+	}
+	if trail[0].Action != "PUT /v1/cluster/groups/{id}/preferred-leader" || trail[0].Role != "admin" || trail[0].Via != "token" {
+		t.Errorf("record 0: %+v", trail[0])
+	}
+	if trail[1].Code != "invalid_argument" || trail[1].Status != 400 || trail[2].Status != 403 {
+		t.Errorf("refusals: %+v / %+v", trail[1], trail[2])
+	}
+	// GET /v1/cluster/audit pages newest first.
+	w := do("GET", "/v1/cluster/audit?limit=2", admin, "", ip)
+	if w.Code != 200 || !strings.Contains(w.Body.String(), `"next_before":2`) || strings.Index(w.Body.String(), `"seq":3`) > strings.Index(w.Body.String(), `"seq":2`) {
+		t.Fatalf("audit page: %d %s", w.Code, w.Body)
+	}
+	if w := do("GET", "/v1/cluster/audit?before=2", admin, "", ip); w.Code != 200 || !strings.Contains(w.Body.String(), `"seq":1`) || strings.Contains(w.Body.String(), `"seq":2`) {
+		t.Fatalf("audit before=2: %d %s", w.Code, w.Body)
+	}
+	if w := do("GET", "/v1/cluster/audit?before=x", admin, "", ip); w.Code != 400 {
+		t.Fatalf("audit before=x: %d %s", w.Code, w.Body)
+	}
+	// Three failures use up the burst; then even the valid token waits.
+	for range 3 {
+		if w := do("GET", "/v1/kv/a", "guess-0123456789abcdef", "", ip); w.Code != 401 {
+			t.Fatalf("a wrong token: %d", w.Code)
+		}
+	}
+	w = do("GET", "/v1/kv/a", writer, "", ip)
+	if w.Code != 429 || w.Header().Get("Retry-After") != "1" || !strings.Contains(w.Body.String(), `"code":"rate_limited"`) {
+		t.Fatalf("after the burst: %d %q %s", w.Code, w.Header().Get("Retry-After"), w.Body)
+	}
+	if w := do("GET", "/v1/kv/a", writer, "", "10.0.0.8"); w.Code == 429 {
+		t.Fatal("another source was limited")
+	}
+	now = now.Add(time.Second)
+	if w := do("GET", "/v1/kv/a", writer, "", ip); w.Code == 429 {
+		t.Fatal("still limited after the refill")
+	}
+}
+
+// serveAs serves one request with a bearer token (if any), a JSON body (if
+// any) and, if from is set, that source address.
+func serveAs(h http.Handler, method, path, token, body, from string) *httptest.ResponseRecorder {
+	r := httptest.NewRequest(method, path, strings.NewReader(body))
+	if from != "" {
+		r.RemoteAddr = from + ":40000"
+	}
+	if body != "" {
+		r.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		r.Header.Set("Authorization", "Bearer "+token)
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	return w
 }

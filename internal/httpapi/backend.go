@@ -67,6 +67,9 @@ type Operator interface {
 	SetPreferredLeader(ctx context.Context, g slotstore.GroupID, node slotstore.NodeID) error
 	// Decisions returns the reconciler's decision log, oldest first.
 	Decisions() []slotstore.Decision
+	// AuditTrail returns the audit trail, oldest first (callers must not
+	// modify it).
+	AuditTrail() []slotstore.AuditRecord
 	// CreateReplicaMove starts (or resumes a failed) move of g's replica.
 	CreateReplicaMove(ctx context.Context, g slotstore.GroupID, from, to slotstore.NodeID) (slotstore.Task, error)
 	// Tasks lists the kept tasks, newest first; Task reads one.

@@ -30,6 +30,8 @@ func (a *api) clusterRoutes(r chi.Router) {
 	r.Get("/groups/{id}/leader-transfer/preflight", a.handle(a.preflightTransfer))
 	r.Put("/groups/{id}/preferred-leader", a.handle(a.setPreferredLeader))
 	r.Get("/decisions", a.handle(a.listDecisions))
+	r.Get("/audit", a.handle(a.listAudit))
+	r.Get("/security", a.handle(a.getSecurity))
 	r.Post("/groups/{id}/replica-moves", a.handle(a.createReplicaMove))
 	r.Get("/tasks", a.handle(a.listTasks))
 	r.Get("/tasks/{id}", a.handle(a.getTask))

@@ -1,14 +1,16 @@
 package httpapi
 
 import (
-	"slotmeta/internal/auth"
-
 	"errors"
 	"log/slog"
 	"net/http"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"slotmeta/internal/audit"
+	"slotmeta/internal/auth"
+	"slotmeta/internal/slotstore"
 )
 
 // Defaults for the zero values of Config.
@@ -59,6 +61,17 @@ type Config struct {
 	// tokens: every request is allowed (the server then listens on loopback
 	// only).
 	Auth *auth.Authenticator
+
+	// Limiter, if non-nil, counts failed authentications per source and
+	// answers 429 rate_limited to a source that failed too often.
+	Limiter *auth.Limiter
+
+	// Audit, if non-nil, records every admin action (package audit).
+	Audit *audit.Recorder
+
+	// Security, if non-nil, reports how the node is secured (GET
+	// /v1/cluster/security); nil answers with what the API itself knows.
+	Security func() slotstore.SecurityStatus
 }
 
 // withDefaults returns c with every zero field that has a default filled in.

@@ -25,6 +25,7 @@ var statusOf = map[slotstore.Code]int{
 	slotstore.CodeFailedPrecondition:    http.StatusPreconditionFailed,
 	slotstore.CodePayloadTooLarge:       http.StatusRequestEntityTooLarge,
 	slotstore.CodeQueueFull:             http.StatusTooManyRequests,
+	slotstore.CodeRateLimited:           http.StatusTooManyRequests,
 	slotstore.CodeRouteNotReady:         http.StatusServiceUnavailable,
 	slotstore.CodeNotLeader:             http.StatusServiceUnavailable,
 	slotstore.CodeBusy:                  http.StatusServiceUnavailable,
@@ -81,6 +82,7 @@ func (a *api) writeError(w http.ResponseWriter, r *http.Request, err error) {
 // writeErrorStatus renders e with an explicit status. Only routing answers
 // that have no Code of their own (405) call it directly.
 func (a *api) writeErrorStatus(w http.ResponseWriter, r *http.Request, status int, e *slotstore.Error) {
+	noteError(r, e)
 	retryable := e.Code.Retryable()
 	switch {
 	case status >= 500 && !retryable:

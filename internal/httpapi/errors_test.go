@@ -51,6 +51,7 @@ var allCodes = []struct {
 	{slotstore.CodeFailedPrecondition, 412},
 	{slotstore.CodePayloadTooLarge, 413},
 	{slotstore.CodeQueueFull, 429},
+	{slotstore.CodeRateLimited, 429},
 	{slotstore.CodeRouteNotReady, 503},
 	{slotstore.CodeNotLeader, 503},
 	{slotstore.CodeBusy, 503},

@@ -40,6 +40,7 @@ type fakeBackend struct {
 	idem     map[string]meta.Result
 	proposed []meta.Command
 	scans    []meta.ScanUsers
+	audit    []slotstore.AuditRecord
 
 	// Failure injection.
 	proposeErr error
@@ -141,6 +142,21 @@ func (f *fakeBackend) SetPreferredLeader(_ context.Context, _ slotstore.GroupID,
 }
 
 func (f *fakeBackend) Decisions() []slotstore.Decision { f.record("Decisions"); return nil }
+
+// Audit is the audit recorder's sink: it keeps records like the controller.
+func (f *fakeBackend) Audit(_ context.Context, rec slotstore.AuditRecord) (uint64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	rec.Seq = uint64(len(f.audit) + 1)
+	f.audit = append(f.audit, rec)
+	return rec.Seq, nil
+}
+
+func (f *fakeBackend) AuditTrail() []slotstore.AuditRecord {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]slotstore.AuditRecord(nil), f.audit...)
+}
 
 func (f *fakeBackend) CreateReplicaMove(_ context.Context, g slotstore.GroupID, from, to slotstore.NodeID) (slotstore.Task, error) {
 	f.record("CreateReplicaMove")

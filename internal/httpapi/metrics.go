@@ -15,6 +15,7 @@ import (
 type metrics struct {
 	duration *prometheus.HistogramVec
 	inFlight prometheus.Gauge
+	authFail prometheus.Counter
 }
 
 // newMetrics registers the API's collectors on reg. Collectors that an
@@ -33,8 +34,17 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		Name:      "requests_in_flight",
 		Help:      "HTTP requests being served.",
 	})
+	authFail := prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: "slotmeta",
+		Subsystem: "http",
+		Name:      "auth_failures_total",
+		Help:      "Requests refused for missing or unknown credentials (401).",
+	})
 	m := &metrics{}
 	var err error
+	if m.authFail, err = register(reg, authFail); err != nil {
+		return nil, err
+	}
 	if m.duration, err = register(reg, duration); err != nil {
 		return nil, err
 	}
@@ -43,6 +53,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	return m, nil
 }
+
+func (m *metrics) authFailed() { m.authFail.Inc() }
 
 // register registers c on reg, or returns the equal collector already there.
 func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {

@@ -7,7 +7,9 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 
+	"slotmeta/internal/audit"
 	"slotmeta/internal/auth"
+	"slotmeta/internal/slotstore"
 )
 
 // api holds what the handlers share. It is immutable after New.
@@ -16,6 +18,11 @@ type api struct {
 	log     *slog.Logger
 	maxBody int64
 	auth    *auth.Authenticator
+	limiter *auth.Limiter
+	audit   *audit.Recorder
+	metrics *metrics
+	// security reports how the node is secured (GET /v1/cluster/security).
+	security func() slotstore.SecurityStatus
 }
 
 // New returns the HTTP handler of one node's API. It registers its metrics on
@@ -30,7 +37,8 @@ func New(cfg Config) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &api{be: cfg.Backend, log: cfg.Logger, maxBody: cfg.MaxBodyBytes, auth: cfg.Auth}
+	a := &api{be: cfg.Backend, log: cfg.Logger, maxBody: cfg.MaxBodyBytes, auth: cfg.Auth, limiter: cfg.Limiter,
+		audit: cfg.Audit, metrics: m, security: cfg.Security}
 
 	r := chi.NewRouter()
 	r.Use(m.instrument, a.recoverPanics, a.authenticate, withDeadline(cfg.RequestTimeout), routeOnEscapedPath, middleware.GetHead)

@@ -16,16 +16,17 @@ import (
 
 // Host is one network namespace with one slotmeta node on it.
 type Host struct {
-	c       *Cluster
-	ID      int    // the node id
-	NS      string // network namespace
-	Veth    string // host side of its link to the bridge
-	IP      string
-	dataDir string
-	cmdline []string // binary and arguments
-	log     syncBuffer
-	cgroup  string // its cpu cgroup (Options.CPU), "" without
-	acct    string // its cpuacct cgroup, where that is a hierarchy of its own
+	c        *Cluster
+	ID       int    // the node id
+	NS       string // network namespace
+	Veth     string // host side of its link to the bridge
+	IP       string
+	dataDir  string
+	certsDir string   // its certificates (Options.TLS)
+	cmdline  []string // binary and arguments
+	log      syncBuffer
+	cgroup   string // its cpu cgroup (Options.CPU), "" without
+	acct     string // its cpuacct cgroup, where that is a hierarchy of its own
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
@@ -36,8 +37,22 @@ type Host struct {
 
 func (h *Host) addr(port int) string { return net.JoinHostPort(h.IP, strconv.Itoa(port)) }
 
-// API is the node's API base URL.
-func (h *Host) API() string { return "http://" + h.addr(APIPort) }
+// API is the node's API base URL (https with Options.TLS).
+func (h *Host) API() string {
+	if h.c.o.TLS {
+		return "https://" + h.addr(APIPort)
+	}
+	return "http://" + h.addr(APIPort)
+}
+
+// CertsDir is the host's certificates directory (Options.TLS; "" without).
+func (h *Host) CertsDir() string { return h.certsDir }
+
+// Exec runs a command inside the host's namespace and returns its combined
+// output (e.g. another slotmeta invocation on the host's address).
+func (h *Host) Exec(ctx context.Context, args ...string) ([]byte, error) {
+	return exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", h.NS}, args...)...).CombinedOutput()
+}
 
 // Addr is host:port of the given port on the host's own address.
 func (h *Host) Addr(port int) string { return h.addr(port) }
@@ -156,7 +171,7 @@ func (h *Host) ClearLoss() {
 // deadline passes.
 func (h *Host) WaitReady(deadline time.Time) {
 	h.c.t.Helper()
-	c := &http.Client{Timeout: time.Second}
+	c := h.c.client
 	for time.Now().Before(deadline) {
 		if !h.Running() {
 			h.mu.Lock()

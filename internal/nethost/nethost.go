@@ -19,9 +19,12 @@
 package nethost
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,6 +33,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"slotmeta/internal/certs"
 )
 
 // Ports every node listens on, on its own address.
@@ -48,6 +53,9 @@ type Options struct {
 	// the API requires tokens) and Secret the cluster secret; defaults are
 	// fixed test values.
 	Token, Secret string
+	// TokensLines are more lines of the tokens file every node reads (e.g.
+	// "admin cert:ops" for a client certificate).
+	TokensLines []string
 	// Command, when set, replaces the slotmeta command line of each host
 	// (binary first): to run another system on the same hosts and links,
 	// for comparison. Ready then tells when a host serves (default: the
@@ -62,6 +70,12 @@ type Options struct {
 	// cgroup v1 cpu quota; CanCap says whether it can), so that capacity is
 	// per node as on real hosts.
 	CPU float64
+	// TLS gives every host a node certificate for its address, signed by a
+	// CA of the cluster's (CAFile): Raft and peer RPC run mutual TLS and the
+	// API HTTPS (Client trusts the CA). Without it the nodes run with
+	// --insecure: plaintext between hosts, as the measurements that predate
+	// TLS did.
+	TLS bool
 }
 
 // Available returns nil when this process can create network namespaces,
@@ -94,6 +108,8 @@ type Cluster struct {
 	dir      string
 	tokens   string // the tokens file every node reads
 	dataRoot string // where the nodes' data directories are
+	caDir    string // the CA (Options.TLS)
+	client   *http.Client
 	Hosts    []*Host
 	closed   atomic.Bool
 }
@@ -133,8 +149,21 @@ func Start(t testing.TB, o Options) *Cluster {
 	if c.subnet, err = freeSubnet(os.Getpid(), n); err != nil {
 		t.Fatal(err)
 	}
+	c.client = &http.Client{Timeout: time.Second}
+	if o.TLS {
+		c.caDir = filepath.Join(c.dir, "ca")
+		if err := certs.CreateCA(c.caDir, certs.CAOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		pool := x509.NewCertPool()
+		pem, err := os.ReadFile(filepath.Join(c.caDir, certs.CACertFile))
+		if err != nil || !pool.AppendCertsFromPEM(pem) {
+			t.Fatalf("nethost: CA: %v", err)
+		}
+		c.client.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}
+	}
 	tokens := filepath.Join(c.dir, "tokens")
-	if err := os.WriteFile(tokens, []byte("admin "+o.Token+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(tokens, []byte("admin "+o.Token+" nethost-admin\n"+strings.Join(o.TokensLines, "\n")+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	c.must("ip", "link", "add", c.bridge, "type", "bridge")
@@ -169,6 +198,23 @@ func (c *Cluster) newHost(i int) *Host {
 	h := &Host{c: c, ID: i, NS: fmt.Sprintf("smh%sn%d", c.tag, i), Veth: fmt.Sprintf("smv%sn%d", c.tag, i),
 		IP: fmt.Sprintf("%s%d", c.subnet, i), dataDir: filepath.Join(c.dataRoot, fmt.Sprintf("node%d", i))}
 	c.Hosts = append(c.Hosts, h)
+	if c.o.TLS {
+		h.certsDir = filepath.Join(c.dir, fmt.Sprintf("certs%d", i))
+		if err := os.MkdirAll(h.certsDir, 0o700); err != nil {
+			c.t.Fatal(err)
+		}
+		pem, err := os.ReadFile(filepath.Join(c.caDir, certs.CACertFile))
+		if err == nil {
+			err = os.WriteFile(filepath.Join(h.certsDir, certs.CACertFile), pem, 0o600)
+		}
+		if err == nil {
+			err = certs.CreateNode(h.certsDir, []string{h.IP}, certs.CertOptions{CACert: filepath.Join(c.caDir, certs.CACertFile),
+				CAKey: filepath.Join(c.caDir, certs.CAKeyFile)})
+		}
+		if err != nil {
+			c.t.Fatal(err)
+		}
+	}
 	c.must("ip", "netns", "add", h.NS)
 	c.must("ip", "link", "add", h.Veth, "type", "veth", "peer", "name", "eth0", "netns", h.NS)
 	c.must("ip", "link", "set", h.Veth, "master", c.bridge, "up")
@@ -180,11 +226,27 @@ func (c *Cluster) newHost(i int) *Host {
 
 // nodeArgs is the command line every slotmeta node on h starts with.
 func (c *Cluster) nodeArgs(h *Host) []string {
-	return []string{c.o.Bin,
+	args := []string{c.o.Bin,
 		"--node-id", fmt.Sprint(h.ID), "--data-dir", h.dataDir,
 		"--api-addr", h.addr(APIPort), "--raft-addr", h.addr(RaftPort), "--peer-addr", h.addr(PeerPort),
 		"--cluster-secret", c.o.Secret, "--tokens-file", c.tokens,
 	}
+	if c.o.TLS {
+		return append(args, "--certs-dir", h.certsDir)
+	}
+	return append(args, "--insecure")
+}
+
+// Client calls the nodes' APIs (over HTTPS against the cluster's CA with
+// Options.TLS), with a 1 s timeout.
+func (c *Cluster) Client() *http.Client { return c.client }
+
+// CAFile is the cluster's CA certificate (Options.TLS; "" without).
+func (c *Cluster) CAFile() string {
+	if c.caDir == "" {
+		return ""
+	}
+	return filepath.Join(c.caDir, certs.CACertFile)
 }
 
 // AddHost creates one more host whose node joins the running cluster

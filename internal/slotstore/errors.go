@@ -22,6 +22,7 @@ const (
 	CodeFailedPrecondition    Code = "failed_precondition"
 	CodePayloadTooLarge       Code = "payload_too_large"
 	CodeQueueFull             Code = "queue_full"
+	CodeRateLimited           Code = "rate_limited"
 	CodeRouteNotReady         Code = "route_not_ready"
 	CodeNotLeader             Code = "not_leader"
 	CodeBusy                  Code = "busy"
@@ -34,7 +35,7 @@ const (
 // Retryable reports whether a client may retry the same request unchanged.
 func (c Code) Retryable() bool {
 	switch c {
-	case CodeQueueFull, CodeRouteNotReady, CodeNotLeader, CodeBusy, CodeSlotMigrating, CodeTimeout, CodeWrongGroup:
+	case CodeQueueFull, CodeRateLimited, CodeRouteNotReady, CodeNotLeader, CodeBusy, CodeSlotMigrating, CodeTimeout, CodeWrongGroup:
 		return true
 	}
 	return false

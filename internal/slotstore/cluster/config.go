@@ -35,7 +35,9 @@ type Config struct {
 	// RPC mutual TLS against one CA (tls.go).
 	TLS peer.TLSConfig
 	// JoinAddr, for a node that is not a founding member, is the API address
-	// (host:port) of any node of the running cluster to register through.
+	// (host:port) of any node of the running cluster to register through:
+	// over HTTPS against the cluster's CA when TLS is on (the nodes serve
+	// their API with their node certificates), else plain HTTP.
 	JoinAddr string
 	// JoinToken is the bearer token (admin role) the registration carries
 	// when the cluster's API requires tokens.

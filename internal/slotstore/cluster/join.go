@@ -66,6 +66,12 @@ func (n *Node) self() slotstore.NodeInfo {
 func (n *Node) register() error {
 	body, _ := json.Marshal(n.self())
 	url := "http://" + n.cfg.JoinAddr + "/v1/cluster/nodes"
+	client := http.DefaultClient
+	if n.peerTLS != nil {
+		// The cluster's API is HTTPS with the nodes' certificates.
+		url = "https://" + n.cfg.JoinAddr + "/v1/cluster/nodes"
+		client = n.peerTLS.HTTPClient()
+	}
 	deadline := time.Now().Add(time.Minute)
 	var last error
 	for attempt := 0; time.Now().Before(deadline); attempt++ {
@@ -82,7 +88,7 @@ func (n *Node) register() error {
 		if n.cfg.JoinToken != "" {
 			req.Header.Set("Authorization", "Bearer "+n.cfg.JoinToken)
 		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := client.Do(req)
 		if err != nil {
 			cancel()
 			last = err

@@ -83,6 +83,8 @@ type Node struct {
 
 	replicas *replicas.Set // the slot-group replicas on this node
 
+	secret  *peer.Secret // peer RPC's cluster secret, rotatable (RotateSecret)
+	peerTLS *peer.TLS    // nil without TLS; reloaded by ReloadTLS
 	peers   *peer.Client
 	peerSrv *http.Server
 	peerLn  net.Listener
@@ -147,9 +149,11 @@ func Start(cfg Config) (*Node, error) {
 	}
 	n := &Node{cfg: cfg, db: db, logdb: &raftlog.Factory{}, router: routing.NewRouter(), kick: make(chan struct{}, 1),
 		stop: make(chan struct{}), done: make(chan struct{}),
-		peers: peer.NewClient(cfg.ClusterSecret, cfg.MaxPeerInFlight),
-		obs:   policy.NewObservations(), heard: raftnet.NewHeard(), heat: &heat.Counters{}, load: heat.NewTracker(), wakes: newWaker(),
+		secret: peer.NewSecret(cfg.ClusterSecret),
+		obs:    policy.NewObservations(), heard: raftnet.NewHeard(), heat: &heat.Counters{}, load: heat.NewTracker(), wakes: newWaker(),
 		backoff: policy.NewBackoff(uint64(cfg.NodeID)<<32 ^ uint64(time.Now().UnixNano()))}
+	n.peers = peer.NewClient(n.secret, cfg.MaxPeerInFlight)
+	n.peerTLS = peerTLS
 	n.life, n.endLife = context.WithCancel(context.Background())
 	n.peers.UseTLS(peerTLS)
 	n.peers.From(cfg.NodeID)
@@ -186,7 +190,13 @@ func Start(cfg Config) (*Node, error) {
 	}
 	nhc.SystemEventListener = &n.snaps // counts snapshots (snapshotevents.go)
 	// dragonboat's TCP transport (or the test's), recording who we hear from.
-	nhc.Expert.TransportFactory = raftnet.Transport{Inner: cfg.RaftTransport, Heard: n.heard, Refuse: n.refusesRaftFrom}
+	tr := raftnet.Transport{Inner: cfg.RaftTransport, Heard: n.heard, Refuse: n.refusesRaftFrom}
+	if peerTLS != nil {
+		// The Raft port's handshakes read the certificate reloaded in
+		// place, like peer RPC's (ReloadTLS).
+		tr.ServerTLS = peerTLS.Server
+	}
+	nhc.Expert.TransportFactory = tr
 	if cfg.RaftFS != nil {
 		nhc.Expert.FS = cfg.RaftFS
 	}

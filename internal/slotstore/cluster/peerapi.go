@@ -19,7 +19,7 @@ import (
 // peerHandler is the node's peer RPC: the endpoints of package peer's
 // server, each served by the node.
 func (n *Node) peerHandler() http.Handler {
-	s := peer.NewServer(n.cfg.ClusterSecret, 4*n.cfg.MaxPeerInFlight)
+	s := peer.NewServer(n.secret, 4*n.cfg.MaxPeerInFlight)
 	s.RefuseFrom(n.isRemoved)
 	s.Handle(http.MethodPost, "propose", n.servePeerPropose)
 	s.Handle(http.MethodPost, "propose-batch", func(ctx context.Context, w http.ResponseWriter, r *http.Request) {

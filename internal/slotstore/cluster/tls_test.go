@@ -16,6 +16,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"slotmeta/internal/certs"
 	"slotmeta/internal/httpapi"
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/cluster"
@@ -125,14 +126,22 @@ func TestTLSClusterWritesAndReadsThroughEveryNode(t *testing.T) {
 		}
 	}
 
-	// The join path: registration through node 1's HTTP API, then Raft
-	// (TLS) brings the new node the controller state.
+	// The join path: registration through node 1's API — HTTPS with its
+	// node certificate, as cmd/server serves it — then Raft (TLS) brings
+	// the new node the controller state.
 	reg := prometheus.NewRegistry()
 	h, err := httpapi.New(httpapi.Config{Backend: c.Nodes[0], Registerer: reg, Gatherer: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer(h)
+	files := ca.Issue(t, "node-1-api")
+	served, err := certs.NewReloader(certs.Files{CA: files.CAFile, Cert: files.CertFile, Key: files.KeyFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewUnstartedServer(h)
+	ts.TLS = served.ServerConfig(tls.VerifyClientCertIfGiven)
+	ts.StartTLS()
 	t.Cleanup(ts.Close)
 	u, _ := url.Parse(ts.URL)
 	n4 := c.Join(u.Host)
@@ -300,7 +309,7 @@ func TestTLSValidateNeedsAllThreeFilesThatParse(t *testing.T) {
 		{"no ca", peer.TLSConfig{CertFile: files.CertFile, KeyFile: files.KeyFile}, "missing: CA file"},
 		{"no cert", peer.TLSConfig{CAFile: files.CAFile, KeyFile: files.KeyFile}, "missing: certificate file"},
 		{"ca file absent", peer.TLSConfig{CAFile: files.CAFile + ".absent", CertFile: files.CertFile, KeyFile: files.KeyFile}, "no such file"},
-		{"ca not pem", peer.TLSConfig{CAFile: garbage, CertFile: files.CertFile, KeyFile: files.KeyFile}, "no PEM certificate"},
+		{"ca not pem", peer.TLSConfig{CAFile: garbage, CertFile: files.CertFile, KeyFile: files.KeyFile}, "no PEM CERTIFICATE"},
 		{"cert not pem", peer.TLSConfig{CAFile: files.CAFile, CertFile: garbage, KeyFile: files.KeyFile}, "certificate"},
 		{"key of another cert", peer.TLSConfig{CAFile: files.CAFile, CertFile: files.CertFile, KeyFile: other.KeyFile}, "private key does not match"},
 		{"cert of another CA", peer.TLSConfig{CAFile: files.CAFile, CertFile: other.CertFile, KeyFile: other.KeyFile}, "does not verify"},

@@ -32,6 +32,7 @@ type Command struct {
 	DrainNode    *DrainNode           `json:"drain_node,omitempty"`
 	RemoveNode   *RemoveNode          `json:"remove_node,omitempty"`
 	SetBalancer  *SetBalancer         `json:"set_balancer,omitempty"`
+	Audit        *AuditRecord         `json:"audit,omitempty"`
 }
 
 // SetPreferred sets a group's preferred leader (an intent with a time).
@@ -45,6 +46,12 @@ type Decision = slotstore.Decision
 
 // MaxDecisions bounds the decision log; the oldest entries go first.
 const MaxDecisions = 500
+
+// AuditRecord is one admin action of the audit trail (the domain type).
+type AuditRecord = slotstore.AuditRecord
+
+// MaxAudit bounds the audit trail; the oldest records go first.
+const MaxAudit = 1000
 
 // RegisterNode records a node that joins a running cluster, in state
 // joining. Registering the same node again is a no-op that succeeds; an id or
@@ -95,7 +102,7 @@ func DecodeCommand(b []byte) (Command, error) {
 	bodies := 0
 	for _, set := range []bool{c.Bootstrap != nil, c.RegisterNode != nil, c.SetNodeState != nil, c.SetPreferred != nil, c.Decision != nil,
 		c.CreateMove != nil, c.AdvanceTask != nil, c.CancelTask != nil, c.SlotMigrate != nil, c.CreateGroup != nil, c.RetireGroup != nil,
-		c.CreateSplit != nil, c.CreateMerge != nil, c.DrainNode != nil, c.RemoveNode != nil, c.SetBalancer != nil} {
+		c.CreateSplit != nil, c.CreateMerge != nil, c.DrainNode != nil, c.RemoveNode != nil, c.SetBalancer != nil, c.Audit != nil} {
 		if set {
 			bodies++
 		}
@@ -166,6 +173,15 @@ func apply(s *State, c Command) Result {
 		return applySetBalancer(s, c.SetBalancer, c.TimeMs)
 	case c.SetPreferred != nil:
 		return applySetPreferred(s, c.SetPreferred, c.TimeMs)
+	case c.Audit != nil:
+		a := c.Audit.Bounded()
+		s.AuditSeq++
+		a.Seq, a.AtMs = s.AuditSeq, c.TimeMs
+		s.Audit = append(s.Audit, a)
+		if over := len(s.Audit) - MaxAudit; over > 0 {
+			s.Audit = append([]AuditRecord(nil), s.Audit[over:]...)
+		}
+		return Result{OK: true, TaskID: a.Seq}
 	case c.Decision != nil:
 		d := *c.Decision
 		d.AtMs = c.TimeMs

@@ -106,8 +106,10 @@ type State struct {
 	// retired groups (bounded), whose data every node removes.
 	NextGroupID  uint64              `json:"next_group_id,omitempty"`
 	Retired      []slotstore.GroupID `json:"retired_groups,omitempty"`
-	Decisions    []Decision          `json:"decisions"`    // bounded, oldest first
-	DecisionSeq  uint64              `json:"decision_seq"` // decisions ever recorded
+	Decisions    []Decision          `json:"decisions"`           // bounded, oldest first
+	DecisionSeq  uint64              `json:"decision_seq"`        // decisions ever recorded
+	Audit        []AuditRecord       `json:"audit,omitempty"`     // bounded, oldest first
+	AuditSeq     uint64              `json:"audit_seq,omitempty"` // audit records ever recorded
 	Tasks        map[uint64]*Task    `json:"tasks"`
 	NextTaskID   uint64              `json:"next_task_id"`
 	Balancer     BalancerIntent      `json:"balancer"`
@@ -131,6 +133,9 @@ func (s *State) Clone() *State {
 	c.HashToGroup = append([]slotstore.GroupID(nil), s.HashToGroup...)
 	c.Retired = append([]slotstore.GroupID(nil), s.Retired...)
 	c.Decisions = append([]Decision(nil), s.Decisions...)
+	// Audit records are never changed once recorded: the copy shares them,
+	// capped so that an append to either side cannot write into the other.
+	c.Audit = s.Audit[:len(s.Audit):len(s.Audit)]
 	c.Tasks = make(map[uint64]*Task, len(s.Tasks))
 	for id, t := range s.Tasks {
 		tt := *t

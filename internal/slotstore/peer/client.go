@@ -24,7 +24,7 @@ import (
 type Client struct {
 	http   *http.Client
 	scheme string // http, or https with TLS (UseTLS)
-	secret string
+	secret *Secret
 	bound  int
 	from   slotstore.NodeID // named in every call (From); 0: none
 
@@ -38,7 +38,7 @@ type Client struct {
 
 // NewClient returns a client whose requests carry secret, with at most
 // bound requests in flight to one peer.
-func NewClient(secret string, bound int) *Client {
+func NewClient(secret *Secret, bound int) *Client {
 	tr := &http.Transport{
 		DialContext:         (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		MaxIdleConnsPerHost: 64,
@@ -58,8 +58,11 @@ func (c *Client) UseTLS(p *TLS) {
 	if p == nil {
 		return
 	}
-	// newPeerClient's own transport, before anything wraps it.
-	c.http.Transport.(*http.Transport).TLSClientConfig = p.Client
+	// NewClient's own transport, before anything wraps it. Dialing does
+	// the handshake itself, so that every new connection uses the
+	// certificate and CA pool current then (a reload needs no new client).
+	tr := c.http.Transport.(*http.Transport)
+	tr.DialTLSContext = p.dialTLS(tr.DialContext)
 	c.scheme = "https"
 }
 
@@ -93,15 +96,19 @@ func (c *Client) acquire(addr string) (func(), error) {
 // peer's error. sent reports whether the request may have reached the peer
 // (a transport failure after that leaves a write's outcome unknown).
 func (c *Client) Call(ctx context.Context, method, addr, path string, body []byte, hdr map[string]string) (resp *http.Response, sent bool, err error) {
-	return c.callPath(ctx, method, addr, path, bytes.NewReader(body), hdr)
+	resp, sent, err = c.call(ctx, method, addr, path, body, hdr, c.secret.Current())
+	if slotstore.ErrorCode(err) == slotstore.CodeUnauthenticated {
+		// The peer may not have the new secret yet (a rotation in
+		// progress): once more with the previous one, while it lasts.
+		if prev, ok := c.secret.Previous(); ok {
+			return c.call(ctx, method, addr, path, body, hdr, prev)
+		}
+	}
+	return resp, sent, err
 }
 
-// callPath is call with a body reader (path may carry a query string).
-func (c *Client) callPath(ctx context.Context, method, addr, path string, body io.Reader, hdrs ...map[string]string) (resp *http.Response, sent bool, err error) {
-	var hdr map[string]string
-	if len(hdrs) > 0 {
-		hdr = hdrs[0]
-	}
+// call sends one request carrying secret (path may carry a query string).
+func (c *Client) call(ctx context.Context, method, addr, path string, body []byte, hdr map[string]string, secret string) (resp *http.Response, sent bool, err error) {
 	release, err := c.acquire(addr)
 	if err != nil {
 		return nil, false, err
@@ -115,11 +122,11 @@ func (c *Client) callPath(ctx context.Context, method, addr, path string, body i
 	if remaining < time.Millisecond {
 		return nil, false, &slotstore.Error{Code: slotstore.CodeTimeout, Message: "no time left to call a peer"}
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.scheme+"://"+addr+Prefix+path, body)
+	req, err := http.NewRequestWithContext(ctx, method, c.scheme+"://"+addr+Prefix+path, bytes.NewReader(body))
 	if err != nil {
 		return nil, false, err
 	}
-	req.Header.Set(hdrSecret, c.secret)
+	req.Header.Set(hdrSecret, secret)
 	if c.from != 0 {
 		req.Header.Set(hdrFrom, strconv.FormatUint(uint64(c.from), 10))
 	}

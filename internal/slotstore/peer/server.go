@@ -2,7 +2,6 @@ package peer
 
 import (
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -47,7 +46,7 @@ type HandlerFunc func(ctx context.Context, w http.ResponseWriter, r *http.Reques
 // Server routes peer requests after checking the secret and the time
 // budget, and bounds how many it serves at once (past the bound: busy).
 type Server struct {
-	secret string
+	secret *Secret
 	slots  chan struct{}
 	mux    *http.ServeMux
 	// refuse, when set, names callers the cluster removed: their requests
@@ -61,7 +60,7 @@ func (s *Server) RefuseFrom(refuse func(from slotstore.NodeID) bool) { s.refuse 
 
 // NewServer returns a server that accepts requests carrying secret and
 // serves at most bound of them at once.
-func NewServer(secret string, bound int) *Server {
+func NewServer(secret *Secret, bound int) *Server {
 	return &Server{secret: secret, slots: make(chan struct{}, bound), mux: http.NewServeMux()}
 }
 
@@ -78,7 +77,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.Serve
 // body bounded to one entry.
 func (s *Server) guard(h HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if subtle.ConstantTimeCompare([]byte(r.Header.Get(hdrSecret)), []byte(s.secret)) != 1 {
+		if !s.secret.Accepts(r.Header.Get(hdrSecret)) {
 			WriteError(w, http.StatusUnauthorized, &slotstore.Error{Code: slotstore.CodeUnauthenticated, Message: "missing or wrong cluster secret"})
 			return
 		}

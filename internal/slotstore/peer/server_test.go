@@ -33,7 +33,7 @@ func peerRequest(t *testing.T, h http.Handler, secret, timeout string) (int, env
 }
 
 func TestPeerRPCRefusesWithoutSecretOrBudget(t *testing.T) {
-	s := NewServer("right", 1)
+	s := NewServer(NewSecret("right"), 1)
 	ran := false
 	s.Handle(http.MethodGet, "leaders", func(context.Context, http.ResponseWriter, *http.Request) { ran = true })
 	h := s
@@ -61,7 +61,7 @@ func TestPeerRPCRefusesWithoutSecretOrBudget(t *testing.T) {
 }
 
 func TestPeerRPCServesABoundedNumberAtOnce(t *testing.T) {
-	s := NewServer("right", 1)
+	s := NewServer(NewSecret("right"), 1)
 	s.slots <- struct{}{} // one request in flight: the bound
 	s.Handle(http.MethodGet, "leaders", func(context.Context, http.ResponseWriter, *http.Request) { t.Fatal("ran past the bound") })
 	h := s
@@ -72,7 +72,7 @@ func TestPeerRPCServesABoundedNumberAtOnce(t *testing.T) {
 }
 
 func TestPeerClientBoundsInFlightPerPeer(t *testing.T) {
-	c := NewClient("s", 2)
+	c := NewClient(NewSecret("s"), 2)
 	r1, err := c.acquire("a:1")
 	if err != nil {
 		t.Fatal(err)
@@ -99,7 +99,7 @@ func TestPeerClientBoundsInFlightPerPeer(t *testing.T) {
 }
 
 func TestPeerClientNeedsADeadline(t *testing.T) {
-	c := NewClient("s", 1)
+	c := NewClient(NewSecret("s"), 1)
 	if _, _, err := c.Call(context.Background(), http.MethodGet, "127.0.0.1:1", "leaders", nil, nil); err == nil ||
 		!strings.Contains(err.Error(), "deadline") {
 		t.Fatalf("a call without a deadline: %v", err)
@@ -117,7 +117,7 @@ func TestPeerClientNeedsADeadline(t *testing.T) {
 // removed is answered permission_denied before its handler runs; the
 // client names its node in every call.
 func TestPeerRPCRefusesRemovedNodes(t *testing.T) {
-	s := NewServer("right", 4)
+	s := NewServer(NewSecret("right"), 4)
 	s.RefuseFrom(func(from slotstore.NodeID) bool { return from == 4 })
 	ran := 0
 	s.Handle(http.MethodGet, "leaders", func(_ context.Context, w http.ResponseWriter, _ *http.Request) {
@@ -128,7 +128,7 @@ func TestPeerRPCRefusesRemovedNodes(t *testing.T) {
 	defer ts.Close()
 	addr := strings.TrimPrefix(ts.URL, "http://")
 	call := func(from slotstore.NodeID) error {
-		c := NewClient("right", 4)
+		c := NewClient(NewSecret("right"), 4)
 		c.From(from)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()

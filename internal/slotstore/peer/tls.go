@@ -1,16 +1,19 @@
 package peer
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"log"
 	"log/slog"
 	"net"
-	"os"
+	"net/http"
 	"strings"
+	"time"
+
+	"slotmeta/internal/certs"
 )
 
 // TLSConfig names the PEM files of mutual TLS between nodes. Set all three
@@ -49,97 +52,44 @@ func (t TLSConfig) Validate() error {
 	if len(missing) > 0 {
 		return fmt.Errorf("peer: TLS needs a CA file, a certificate file and a key file (or none); missing: %s", strings.Join(missing, ", "))
 	}
-	_, _, err := t.load()
+	_, err := certs.NewReloader(t.files())
 	return err
 }
 
-// load reads the files and returns the CA pool and this node's certificate.
-func (t TLSConfig) load() (*x509.CertPool, tls.Certificate, error) {
-	caPEM, err := os.ReadFile(t.CAFile)
-	if err != nil {
-		return nil, tls.Certificate{}, fmt.Errorf("peer: TLS CA file: %w", err)
-	}
-	pool := x509.NewCertPool()
-	n := 0
-	for rest := caPEM; ; {
-		var b *pem.Block
-		b, rest = pem.Decode(rest)
-		if b == nil {
-			break
-		}
-		if b.Type != "CERTIFICATE" {
-			continue
-		}
-		c, err := x509.ParseCertificate(b.Bytes)
-		if err != nil {
-			return nil, tls.Certificate{}, fmt.Errorf("peer: TLS CA file %s: %w", t.CAFile, err)
-		}
-		pool.AddCert(c)
-		n++
-	}
-	if n == 0 {
-		return nil, tls.Certificate{}, fmt.Errorf("peer: TLS CA file %s holds no PEM certificate", t.CAFile)
-	}
-	cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
-	if err != nil {
-		return nil, tls.Certificate{}, fmt.Errorf("peer: TLS certificate %s and key %s: %w", t.CertFile, t.KeyFile, err)
-	}
-	leaf := cert.Leaf
-	if leaf == nil {
-		if leaf, err = x509.ParseCertificate(cert.Certificate[0]); err != nil {
-			return nil, tls.Certificate{}, fmt.Errorf("peer: TLS certificate %s: %w", t.CertFile, err)
-		}
-	}
-	inter := x509.NewCertPool()
-	for _, der := range cert.Certificate[1:] {
-		if c, err := x509.ParseCertificate(der); err == nil {
-			inter.AddCert(c)
-		}
-	}
-	for _, usage := range []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth} {
-		if _, err := leaf.Verify(x509.VerifyOptions{Roots: pool, Intermediates: inter, KeyUsages: []x509.ExtKeyUsage{usage}}); err != nil {
-			return nil, tls.Certificate{}, fmt.Errorf("peer: TLS certificate %s does not verify against %s for %s: %w",
-				t.CertFile, t.CAFile, usageName(usage), err)
-		}
-	}
-	return pool, cert, nil
+func (t TLSConfig) files() certs.Files {
+	return certs.Files{CA: t.CAFile, Cert: t.CertFile, Key: t.KeyFile}
 }
 
-func usageName(u x509.ExtKeyUsage) string {
-	if u == x509.ExtKeyUsageServerAuth {
-		return "server authentication"
-	}
-	return "client authentication"
-}
-
-// TLS is the TLS of peer RPC: what the node serves with (client
-// certificates required and verified against the CA) and calls with.
+// TLS is the TLS of peer RPC: the node's certificate and CA pool, reloaded
+// in place (Reload), what the node serves with (client certificates
+// required and verified against the CA) and how it dials.
 type TLS struct {
-	Server, Client *tls.Config
+	Files  *certs.Reloader
+	Server *tls.Config
 }
 
-// Load loads the peer RPC TLS configs; nil when TLS is off.
+// Load loads the peer RPC TLS; nil when TLS is off.
 func (t TLSConfig) Load() (*TLS, error) {
 	if !t.Enabled() {
 		return nil, nil
 	}
-	pool, cert, err := t.load()
+	if err := t.Validate(); err != nil {
+		return nil, err
+	}
+	r, err := certs.NewReloader(t.files())
 	if err != nil {
 		return nil, err
 	}
-	return &TLS{
-		Server: &tls.Config{
-			MinVersion:   tls.VersionTLS12,
-			Certificates: []tls.Certificate{cert},
-			ClientAuth:   tls.RequireAndVerifyClientCert,
-			ClientCAs:    pool,
-		},
-		Client: &tls.Config{
-			MinVersion:   tls.VersionTLS12,
-			Certificates: []tls.Certificate{cert},
-			RootCAs:      pool,
-		},
-	}, nil
+	return &TLS{Files: r, Server: r.ServerConfig(tls.RequireAndVerifyClientCert)}, nil
+}
+
+// Reload re-reads the files: new handshakes use them (a failed reload
+// keeps the previous ones and says why).
+func (p *TLS) Reload() error {
+	if p == nil {
+		return nil
+	}
+	return p.Files.Reload()
 }
 
 // Listener wraps ln in TLS; with TLS off (p nil) it returns ln.
@@ -149,6 +99,42 @@ func (p *TLS) Listener(ln net.Listener) net.Listener {
 	}
 	return tls.NewListener(ln, p.Server)
 }
+
+// dialTLS dials addr and runs the TLS handshake with the certificate and
+// CA pool current now, verifying the peer for the host of addr (an IP
+// address or a name). A failed handshake is a handshakeError: nothing
+// reached the peer.
+func (p *TLS) dialTLS(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, err
+		}
+		raw, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		conn := tls.Client(raw, p.Files.ClientConfigFor(host))
+		if err := conn.HandshakeContext(ctx); err != nil {
+			_ = raw.Close()
+			return nil, &handshakeError{err: err}
+		}
+		return conn, nil
+	}
+}
+
+// HTTPClient is an HTTPS client that dials like peer RPC (this node's
+// certificate, the cluster's CA): for calls to another node's API.
+func (p *TLS) HTTPClient() *http.Client {
+	d := &net.Dialer{Timeout: 2 * time.Second}
+	return &http.Client{Transport: &http.Transport{DialTLSContext: p.dialTLS(d.DialContext)}}
+}
+
+// handshakeError is a failed TLS handshake with a peer.
+type handshakeError struct{ err error }
+
+func (e *handshakeError) Error() string { return "TLS handshake: " + e.err.Error() }
+func (e *handshakeError) Unwrap() error { return e.err }
 
 // ErrorLog sends the peer server's own errors (failed TLS handshakes of
 // clients without a valid certificate among them) to the node's log at
@@ -166,6 +152,7 @@ func isTLSRefusal(err error) bool {
 	var uerr x509.UnknownAuthorityError
 	var herr x509.HostnameError
 	var op *net.OpError
-	return errors.As(err, &verr) || errors.As(err, &rerr) || errors.As(err, &uerr) || errors.As(err, &herr) ||
+	var hs *handshakeError
+	return errors.As(err, &hs) || errors.As(err, &verr) || errors.As(err, &rerr) || errors.As(err, &uerr) || errors.As(err, &herr) ||
 		(errors.As(err, &op) && op.Op == "remote error")
 }

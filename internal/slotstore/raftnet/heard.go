@@ -1,6 +1,7 @@
 package raftnet
 
 import (
+	"crypto/tls"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -92,6 +93,11 @@ type Transport struct {
 	// Refuse, when set, drops every batch from a source address it names
 	// (a node the cluster removed) before anything reads it.
 	Refuse func(sourceAddr string) bool
+	// ServerTLS, when set, is the TLS of the Raft port's server side, read
+	// at every handshake (tls.go): dragonboat's transport then serves only
+	// connections this node accepted with it. Only with dragonboat's own
+	// transport (Inner nil).
+	ServerTLS *tls.Config
 }
 
 var _ config.TransportFactory = Transport{}
@@ -105,8 +111,13 @@ func (f Transport) Create(c config.NodeHostConfig, mh raftio.MessageHandler, ch 
 		f.Heard.Record(b)
 		mh(b)
 	}
-	if f.Inner != nil {
+	switch {
+	case f.Inner != nil:
 		return f.Inner.Create(c, handle, ch)
+	case f.ServerTLS != nil:
+		addr := c.GetListenAddress()
+		c.ListenAddress = "127.0.0.1:0" // dragonboat's own listener: unused (tls.go)
+		return newTLSTransport(newTCPTransport(c, handle, ch), addr, f.ServerTLS)
 	}
 	return newTCPTransport(c, handle, ch)
 }

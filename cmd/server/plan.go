@@ -1,0 +1,99 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"slotmeta/internal/auth"
+	"slotmeta/internal/certs"
+	"slotmeta/internal/slotstore"
+	"slotmeta/internal/slotstore/cluster"
+	"slotmeta/internal/slotstore/controller"
+	"slotmeta/internal/slotstore/controller/balance"
+	"slotmeta/internal/slotstore/controller/policy"
+)
+
+// plan is everything the flags decide before anything listens: who may
+// call, how the listeners are protected, the cluster configuration. Both a
+// start and --check-config build it; --check-config only prints it.
+type plan struct {
+	authn     *auth.Authenticator
+	creds     auth.Credentials
+	sec       security
+	members   []controller.Node
+	secret    string
+	joinToken string
+	apiTLS    *certs.Reloader // nil: plain HTTP
+	cluster   cluster.Config  // without Logger and Registerer
+}
+
+// plan checks the options and builds the plan; the error lists every
+// problem found (each check that does not depend on a failed one runs).
+func (o *options) plan(getenv func(string) string) (*plan, error) {
+	p := &plan{}
+	var errs []error
+	var err error
+	if p.creds, err = o.credentials(getenv); err != nil {
+		errs = append(errs, err)
+	} else if p.authn, err = auth.FromCredentials(p.creds); err != nil {
+		errs = append(errs, err)
+	}
+	if p.joinToken, err = o.joinToken(getenv); err != nil && p.authn != nil {
+		errs = append(errs, err)
+	}
+	if p.authn != nil {
+		if p.sec, err = o.checkSecurity(p.authn); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if p.members, err = o.members(); err != nil {
+		errs = append(errs, err)
+	}
+	if p.secret, err = o.secret(); err != nil {
+		errs = append(errs, err)
+	}
+	if o.tlsConfig().Enabled() {
+		if err := o.tlsConfig().Validate(); err != nil {
+			errs = append(errs, err)
+		} else if p.apiTLS, err = certs.NewReloader(certs.Files{CA: o.TLSCA, Cert: o.TLSCert, Key: o.TLSKey}); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if o.SecretOverlap < 0 {
+		errs = append(errs, fmt.Errorf("--secret-overlap %v is negative", o.SecretOverlap))
+	}
+	p.cluster = cluster.Config{
+		NodeID:               slotstore.NodeID(o.NodeID),
+		DataDir:              o.DataDir,
+		RaftAddr:             o.RaftAddr,
+		APIAddr:              o.APIAddr,
+		PeerAddr:             o.PeerAddr,
+		InitialMembers:       p.members,
+		JoinAddr:             o.Join,
+		JoinToken:            p.joinToken,
+		ClusterSecret:        p.secret,
+		TLS:                  o.tlsConfig(),
+		DisableHashSlotMoves: !o.EnableSlotMigration,
+		DisableBalancer:      !o.Balancer,
+		Quiesce:              o.Quiesce,
+		BalanceInterval:      o.BalanceInterval,
+		Balancer:             balance.Config{MaxTasks: o.BalancerMaxTasks, GroupsPerNode: o.GroupsPerNode},
+		ProjectInterval:      o.ProjectInterval,
+		Leadership:           policy.Leadership{HoldDown: o.LeaderHoldDown},
+		ClusterID:            o.ClusterID,
+		GroupCount:           o.Groups,
+		ReplicationFactor:    o.ReplicationFactor,
+		RTT:                  o.RTT,
+		ElectionRTT:          o.ElectionRTT,
+		HeartbeatRTT:         o.HeartbeatRTT,
+		RaftWorkers:          o.RaftWorkers,
+	}
+	if len(errs) == 0 {
+		c := p.cluster
+		c.EnsureDefaults()
+		if err := c.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return p, errors.Join(errs...)
+}

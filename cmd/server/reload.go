@@ -1,0 +1,93 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"slotmeta/internal/auth"
+	"slotmeta/internal/certs"
+	"slotmeta/internal/slotstore"
+	"slotmeta/internal/slotstore/cluster"
+)
+
+// reloader re-reads, on SIGHUP, what may change while the node runs: the
+// tokens file (swapped at once; a file that does not parse, or that would
+// turn access control off, changes nothing), the cluster secret file (the
+// new secret is sent at once and the previous one still accepted for
+// --secret-overlap, peer.Secret) and the certificates (the API's next
+// handshakes, peer RPC's both ways, and the Raft listener restarted with
+// them). Each part that fails keeps its previous state; the others still
+// reload. The outcome is logged and shown by GET /v1/cluster/security.
+//
+// Concurrency contract: reload runs on the signal goroutine only; status
+// may be called from any goroutine.
+type reloader struct {
+	o      *options
+	getenv func(string) string
+	log    *slog.Logger
+	authn  *auth.Authenticator
+	node   *cluster.Node
+	apiTLS *certs.Reloader
+	sec    security
+
+	mu       sync.Mutex
+	loadedAt time.Time
+	lastErr  error
+}
+
+func (r *reloader) reload() error {
+	var errs []error
+	if next, err := r.o.authenticator(r.getenv); err != nil {
+		errs = append(errs, fmt.Errorf("tokens: %w", err))
+	} else if r.authn.Enabled() && !next.Enabled() {
+		errs = append(errs, errors.New("tokens: the new tokens file has no credentials; refusing to turn access control off while running"))
+	} else {
+		r.authn.Swap(next)
+		tokens, names := next.Counts()
+		r.log.Info("reloaded API credentials", "tokens", tokens, "certificate_names", names)
+	}
+	if r.o.ClusterSecretFile != "" {
+		if s, err := readSecretFile(r.o.ClusterSecretFile); err != nil {
+			errs = append(errs, err)
+		} else if s != r.node.CurrentSecret() {
+			r.node.RotateSecret(s, r.o.SecretOverlap)
+			r.log.Info("new cluster secret in use; the previous one is accepted until the overlap ends", "overlap", r.o.SecretOverlap)
+		}
+	}
+	if r.apiTLS != nil {
+		before := r.apiTLS.Leaf().SerialNumber.Text(16)
+		if err := r.apiTLS.Reload(); err != nil {
+			errs = append(errs, fmt.Errorf("API certificate: %w", err))
+		} else if err := r.node.ReloadTLS(); err != nil {
+			errs = append(errs, err)
+		} else if leaf := r.apiTLS.Leaf(); leaf.SerialNumber.Text(16) != before {
+			r.log.Info("new node certificate in use", "serial", leaf.SerialNumber.Text(16), "previous", before, "not_after", leaf.NotAfter)
+		}
+	}
+	err := errors.Join(errs...)
+	r.mu.Lock()
+	r.loadedAt, r.lastErr = time.Now(), err
+	r.mu.Unlock()
+	return err
+}
+
+// status is how the node is secured now.
+func (r *reloader) status() slotstore.SecurityStatus {
+	r.mu.Lock()
+	at, lastErr := r.loadedAt, r.lastErr
+	r.mu.Unlock()
+	st := slotstore.SecurityStatus{Insecure: r.o.Insecure, Warnings: append([]string{}, r.sec.warnings...),
+		APITLS: r.apiTLS != nil, ClientCerts: r.apiTLS != nil, ClusterTLS: r.sec.tls, ReloadedAtMs: at.UnixMilli(),
+		Certificate: r.node.Certificate()}
+	st.Tokens, st.CertNames = r.authn.Counts()
+	if lastErr != nil {
+		st.ReloadError = lastErr.Error()
+	}
+	if t := r.node.SecretOverlapUntil(); !t.IsZero() {
+		st.SecretOverlapUntilMs = t.UnixMilli()
+	}
+	return st
+}

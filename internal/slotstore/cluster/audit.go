@@ -1,0 +1,25 @@
+package cluster
+
+import (
+	"context"
+
+	"slotmeta/internal/slotstore"
+	"slotmeta/internal/slotstore/controller"
+)
+
+// Audit records one admin action in the replicated audit trail (the
+// controller's, bounded to controller.MaxAudit records) and returns its
+// sequence number. The serving node is filled in.
+func (n *Node) Audit(ctx context.Context, rec slotstore.AuditRecord) (uint64, error) {
+	rec.Node = n.cfg.NodeID
+	r, err := n.proposeControllerResult(ctx, controller.Command{Audit: &rec})
+	if err != nil {
+		return 0, err
+	}
+	return r.TaskID, nil
+}
+
+// AuditTrail returns the audit trail as this node's controller replica has
+// applied it, oldest first. Records are never changed once recorded, so
+// the slice may be shared; callers must not modify it.
+func (n *Node) AuditTrail() []slotstore.AuditRecord { return n.ctrl.Load().Audit }

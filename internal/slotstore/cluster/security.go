@@ -1,0 +1,50 @@
+package cluster
+
+import (
+	"fmt"
+	"time"
+
+	"slotmeta/internal/slotstore"
+)
+
+// RotateSecret makes next the cluster secret this node's peer calls carry;
+// the current one is still accepted for overlap (peer.Secret).
+func (n *Node) RotateSecret(next string, overlap time.Duration) { n.secret.Set(next, overlap) }
+
+// SecretOverlapUntil is when the previous cluster secret stops being
+// accepted (zero: no rotation in progress).
+func (n *Node) SecretOverlapUntil() time.Time { return n.secret.OverlapUntil() }
+
+// ReloadTLS re-reads the node's certificate, key and CA files: the next
+// handshakes of peer RPC (both ways) and of the Raft port's server side use
+// them (both read the reloaded state at each handshake; established
+// connections keep theirs), and dragonboat's dialing side reads the files
+// for every new connection anyway. A file that does not load leaves
+// everything as it was and is the error. Without TLS it does nothing.
+func (n *Node) ReloadTLS() error {
+	if err := n.peerTLS.Reload(); err != nil {
+		return fmt.Errorf("cluster: reload TLS files: %w", err)
+	}
+	return nil
+}
+
+// Certificate describes the node's certificate as loaded now (nil without
+// TLS).
+func (n *Node) Certificate() *slotstore.CertificateInfo {
+	if n.peerTLS == nil {
+		return nil
+	}
+	leaf := n.peerTLS.Files.Leaf()
+	if leaf == nil {
+		return nil
+	}
+	info := &slotstore.CertificateInfo{Serial: leaf.SerialNumber.Text(16), Subject: leaf.Subject.CommonName, NotAfterMs: leaf.NotAfter.UnixMilli()}
+	info.Hosts = append(info.Hosts, leaf.DNSNames...)
+	for _, ip := range leaf.IPAddresses {
+		info.Hosts = append(info.Hosts, ip.String())
+	}
+	return info
+}
+
+// CurrentSecret is the cluster secret this node's calls carry now.
+func (n *Node) CurrentSecret() string { return n.secret.Current() }
