@@ -160,7 +160,7 @@ func checkBind(addr string, advertised bool) error {
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return fmt.Errorf("cannot listen: %w", err)
+		return fmt.Errorf("cannot listen (not an address of this host, or in use — by this node already running?): %w", err)
 	}
 	return ln.Close()
 }

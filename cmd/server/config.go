@@ -140,7 +140,8 @@ func (o *options) secret() (string, error) {
 		return "", fmt.Errorf("--cluster-secret and --cluster-secret-file exclude each other")
 	}
 	if o.ClusterSecretFile != "" {
-		return readSecretFile(o.ClusterSecretFile)
+		s, _, err := readSecretFile(o.ClusterSecretFile)
+		return s, err
 	}
 	if o.ClusterSecret != "" {
 		return o.ClusterSecret, nil
@@ -266,16 +267,30 @@ func (o *options) credentials(getenv func(string) string) (auth.Credentials, err
 	return c, nil
 }
 
-// readSecretFile reads a cluster secret: the file's first line, trimmed.
-func readSecretFile(path string) (string, error) {
+// readSecretFile reads a cluster secret file: the first line is the secret
+// this node sends; further lines (blank and # lines aside) are secrets it
+// also accepts — earlier secrets while a rotation runs, so that a node
+// restarted in the middle of one still takes its peers' calls.
+func readSecretFile(path string) (string, []string, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return "", fmt.Errorf("cluster secret file: %w", err)
+		return "", nil, fmt.Errorf("cluster secret file: %w", err)
 	}
-	line, _, _ := strings.Cut(string(b), "\n")
-	line = strings.TrimSpace(line)
-	if len(line) < 16 {
-		return "", fmt.Errorf("cluster secret file %s: the secret (its first line) is shorter than 16 characters", path)
+	lines := strings.Split(string(b), "\n")
+	current := strings.TrimSpace(lines[0])
+	if len(current) < 16 {
+		return "", nil, fmt.Errorf("cluster secret file %s: the secret (its first line) is shorter than 16 characters", path)
 	}
-	return line, nil
+	var accepted []string
+	for i, l := range lines[1:] {
+		l = strings.TrimSpace(l)
+		if l == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		if len(l) < 16 {
+			return "", nil, fmt.Errorf("cluster secret file %s: line %d: an accepted secret is shorter than 16 characters", path, i+2)
+		}
+		accepted = append(accepted, l)
+	}
+	return current, accepted, nil
 }

@@ -69,12 +69,19 @@ func run(args []string, getenv func(string) string, stdout io.Writer) error {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// Signals from here on: a SIGHUP while the node starts waits for it
+	// (a reload then), instead of ending the process.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 
 	cfg := p.cluster
 	cfg.Registerer, cfg.Logger = reg, log
 	node, err := cluster.Start(cfg)
 	if err != nil {
 		return err
+	}
+	if files := node.TLSFiles(); files != nil {
+		p.apiTLS = files // one load for every listener
 	}
 	rl := &reloader{o: o, getenv: getenv, log: log, authn: p.authn, node: node, apiTLS: p.apiTLS, sec: p.sec, loadedAt: time.Now()}
 	recorder := audit.New(node, log)
@@ -135,8 +142,6 @@ func run(args []string, getenv func(string) string, stdout io.Writer) error {
 		log.Info("node ready", "api", base, "console", base+"/console")
 	}()
 
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	failed := awaitStop(log, sig, serveErr, rl.reload)
 	ctx, cancel := context.WithTimeout(context.Background(), o.ShutdownTimeout)
 	defer cancel()

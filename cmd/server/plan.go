@@ -1,8 +1,11 @@
 package main
 
 import (
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
+	"strings"
 
 	"slotmeta/internal/auth"
 	"slotmeta/internal/certs"
@@ -52,11 +55,17 @@ func (o *options) plan(getenv func(string) string) (*plan, error) {
 	if p.secret, err = o.secret(); err != nil {
 		errs = append(errs, err)
 	}
+	var accepted []string
+	if o.ClusterSecretFile != "" {
+		_, accepted, _ = readSecretFile(o.ClusterSecretFile) // its error is o.secret's
+	}
 	if o.tlsConfig().Enabled() {
 		if err := o.tlsConfig().Validate(); err != nil {
 			errs = append(errs, err)
 		} else if p.apiTLS, err = certs.NewReloader(certs.Files{CA: o.TLSCA, Cert: o.TLSCert, Key: o.TLSKey}); err != nil {
 			errs = append(errs, err)
+		} else {
+			errs = append(errs, o.certificateNamesHosts(p.apiTLS.Leaf())...)
 		}
 	}
 	if o.SecretOverlap < 0 {
@@ -72,6 +81,7 @@ func (o *options) plan(getenv func(string) string) (*plan, error) {
 		JoinAddr:             o.Join,
 		JoinToken:            p.joinToken,
 		ClusterSecret:        p.secret,
+		AcceptedSecrets:      accepted,
 		TLS:                  o.tlsConfig(),
 		DisableHashSlotMoves: !o.EnableSlotMigration,
 		DisableBalancer:      !o.Balancer,
@@ -96,4 +106,26 @@ func (o *options) plan(getenv func(string) string) (*plan, error) {
 		}
 	}
 	return p, errors.Join(errs...)
+}
+
+// certificateNamesHosts checks that the node's certificate names the hosts
+// of its addresses: other nodes verify it for the Raft and peer hosts they
+// dial, clients for the API's (a wildcard listen address aside).
+func (o *options) certificateNamesHosts(leaf *x509.Certificate) []error {
+	var errs []error
+	for _, a := range []struct{ flag, addr string }{{"--raft-addr", o.RaftAddr}, {"--peer-addr", o.PeerAddr}, {"--api-addr", o.APIAddr}} {
+		host, _, err := net.SplitHostPort(a.addr)
+		if err != nil || host == "" || host == "0.0.0.0" || host == "::" {
+			continue
+		}
+		if err := leaf.VerifyHostname(host); err != nil {
+			names := append([]string{}, leaf.DNSNames...)
+			for _, ip := range leaf.IPAddresses {
+				names = append(names, ip.String())
+			}
+			errs = append(errs, fmt.Errorf("the certificate %s names %s, not the host of %s %s: other nodes and clients would refuse it; "+
+				"create it with `slotmeta cert create-node --host %s`", o.TLSCert, strings.Join(names, ","), a.flag, a.addr, host))
+		}
+	}
+	return errs
 }

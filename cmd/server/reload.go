@@ -17,10 +17,11 @@ import (
 // tokens file (swapped at once; a file that does not parse, or that would
 // turn access control off, changes nothing), the cluster secret file (the
 // new secret is sent at once and the previous one still accepted for
-// --secret-overlap, peer.Secret) and the certificates (the API's next
-// handshakes, peer RPC's both ways, and the Raft listener restarted with
-// them). Each part that fails keeps its previous state; the others still
-// reload. The outcome is logged and shown by GET /v1/cluster/security.
+// --secret-overlap, its further lines accepted too; peer.Secret) and the
+// certificates (one load that the next handshakes of the API, peer RPC and
+// the Raft port all read; no listener restarts, no connection drops). Each
+// part that fails keeps its previous state; the others still reload. The
+// outcome is logged and shown by GET /v1/cluster/security.
 //
 // Concurrency contract: reload runs on the signal goroutine only; status
 // may be called from any goroutine.
@@ -50,18 +51,19 @@ func (r *reloader) reload() error {
 		r.log.Info("reloaded API credentials", "tokens", tokens, "certificate_names", names)
 	}
 	if r.o.ClusterSecretFile != "" {
-		if s, err := readSecretFile(r.o.ClusterSecretFile); err != nil {
+		if s, accepted, err := readSecretFile(r.o.ClusterSecretFile); err != nil {
 			errs = append(errs, err)
-		} else if s != r.node.CurrentSecret() {
-			r.node.RotateSecret(s, r.o.SecretOverlap)
-			r.log.Info("new cluster secret in use; the previous one is accepted until the overlap ends", "overlap", r.o.SecretOverlap)
+		} else {
+			if s != r.node.CurrentSecret() {
+				r.node.RotateSecret(s, r.o.SecretOverlap)
+				r.log.Info("new cluster secret in use; the previous one is accepted until the overlap ends", "overlap", r.o.SecretOverlap)
+			}
+			r.node.AcceptSecrets(accepted)
 		}
 	}
 	if r.apiTLS != nil {
 		before := r.apiTLS.Leaf().SerialNumber.Text(16)
-		if err := r.apiTLS.Reload(); err != nil {
-			errs = append(errs, fmt.Errorf("API certificate: %w", err))
-		} else if err := r.node.ReloadTLS(); err != nil {
+		if err := r.node.ReloadTLS(); err != nil { // the API's load too (TLSFiles)
 			errs = append(errs, err)
 		} else if leaf := r.apiTLS.Leaf(); leaf.SerialNumber.Text(16) != before {
 			r.log.Info("new node certificate in use", "serial", leaf.SerialNumber.Text(16), "previous", before, "not_after", leaf.NotAfter)
@@ -69,7 +71,10 @@ func (r *reloader) reload() error {
 	}
 	err := errors.Join(errs...)
 	r.mu.Lock()
-	r.loadedAt, r.lastErr = time.Now(), err
+	if err == nil {
+		r.loadedAt = time.Now()
+	}
+	r.lastErr = err
 	r.mu.Unlock()
 	return err
 }

@@ -85,6 +85,19 @@ func copyFile(t *testing.T, from, to string) {
 	writeFile(t, to, string(b))
 }
 
+func concatFiles(t *testing.T, paths ...string) []byte {
+	t.Helper()
+	var out []byte
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b...)
+	}
+	return out
+}
+
 func caPool(t *testing.T, caFile string) *x509.CertPool {
 	t.Helper()
 	b, err := os.ReadFile(caFile)
@@ -195,10 +208,12 @@ func (l *rotationLoad) fail(s string) {
 // secret file, while clients write through every node, each credential is
 // rotated with SIGHUP — the tokens (old and new accepted, then only the
 // new), the cluster secret (node by node: the overlap keeps peer RPC
-// working between nodes that have and have not reloaded) and every node's
-// certificate (the API, peer and Raft ports present the new one) — and no
-// write fails but with retryable answers; every acknowledged write is
-// readable at the end.
+// working between nodes that have and have not reloaded) and the CA with
+// overlap (both CAs trusted everywhere, every node's certificate re-issued
+// by the new one — its API, peer and Raft ports present it — then the old
+// CA dropped, after which its certificates open nothing) — and no write
+// fails but with retryable answers; every acknowledged write is readable at
+// the end. Each step's longest write is logged.
 func TestRotationUnderLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a process cluster")
@@ -207,9 +222,17 @@ func TestRotationUnderLoad(t *testing.T) {
 	if err := certs.CreateCA(ca, certs.CAOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// The CA the certificates rotate to, and the bundle of both that the
+	// test's clients trust throughout.
+	ca2 := t.TempDir()
+	if err := certs.CreateCA(ca2, certs.CAOptions{CommonName: "slotmeta CA 2"}); err != nil {
+		t.Fatal(err)
+	}
+	both := filepath.Join(t.TempDir(), "both.crt")
+	writeFile(t, both, string(concatFiles(t, filepath.Join(ca, "ca.crt"), filepath.Join(ca2, "ca.crt"))))
 	const oldTok, newTok = "old-admin-token-0123456789", "new-admin-token-0123456789"
 	nodes := startSecureCluster(t, ca, "admin "+oldTok+" ops-old\n", "first-cluster-secret-0123456789\n")
-	load := &rotationLoad{client: httpsClient(t, filepath.Join(ca, "ca.crt")), stop: make(chan struct{})}
+	load := &rotationLoad{client: httpsClient(t, both), stop: make(chan struct{})}
 	tok := oldTok
 	load.token.Store(&tok)
 	for i, n := range nodes {
@@ -241,14 +264,14 @@ func TestRotationUnderLoad(t *testing.T) {
 		}
 		return st
 	}
-	// settle lets the load run through each step: a second, and then
+	// settle lets the load run through each step: half a second, and then
 	// until more writes were acknowledged; it reports the step's longest
 	// write.
 	settle := func(what string) {
 		t.Helper()
 		before := load.acked.Load()
 		load.longest.Store(0)
-		time.Sleep(time.Second)
+		time.Sleep(500 * time.Millisecond)
 		testutil.WaitUntil(t, 20*time.Second, 50*time.Millisecond, "writes after "+what, func() bool { return load.acked.Load() > before+10 })
 		t.Logf("%s: longest write %v", what, time.Duration(load.longest.Load()).Round(time.Millisecond))
 	}
@@ -293,7 +316,8 @@ func TestRotationUnderLoad(t *testing.T) {
 		settle(fmt.Sprintf("node %d's new secret", n.id))
 	}
 
-	// Every node's certificate, re-issued by the CA.
+	// The CA, with overlap: every node trusts both CAs, then each gets a
+	// certificate of the new one, then the old CA goes from every bundle.
 	nodeCert := func(n *secureNode) *tls.Certificate {
 		c, err := tls.LoadX509KeyPair(filepath.Join(n.dir, "node.crt"), filepath.Join(n.dir, "node.key"))
 		if err != nil {
@@ -301,11 +325,22 @@ func TestRotationUnderLoad(t *testing.T) {
 		}
 		return &c
 	}
-	caFile := filepath.Join(ca, "ca.crt")
+	reloaded := func(n *secureNode, what string) {
+		t.Helper()
+		if st := security(n); st["reload_error"] != nil {
+			t.Fatalf("node %d after %s: %v", n.id, what, st["reload_error"])
+		}
+		settle(fmt.Sprintf("node %d's %s", n.id, what))
+	}
 	for _, n := range nodes {
-		old := servedSerial(t, n.raft, caFile, nodeCert(n))
-		if err := certs.CreateNode(n.dir, []string{"127.0.0.1"}, certs.CertOptions{CAKey: filepath.Join(ca, "ca.key"), CACert: caFile,
-			Overwrite: true}); err != nil {
+		copyFile(t, both, filepath.Join(n.dir, "ca.crt"))
+		hup(n)
+		reloaded(n, "CA bundle of both CAs")
+	}
+	for _, n := range nodes {
+		old := servedSerial(t, n.raft, both, nodeCert(n))
+		if err := certs.CreateNode(n.dir, []string{"127.0.0.1"}, certs.CertOptions{CAKey: filepath.Join(ca2, "ca.key"),
+			CACert: filepath.Join(ca2, "ca.crt"), Overwrite: true}); err != nil {
 			t.Fatal(err)
 		}
 		want := nodeCert(n).Leaf.SerialNumber.Text(16)
@@ -314,13 +349,34 @@ func TestRotationUnderLoad(t *testing.T) {
 		}
 		hup(n)
 		testutil.WaitUntil(t, 20*time.Second, 50*time.Millisecond, fmt.Sprintf("node %d's new certificate on its API, peer and Raft ports", n.id), func() bool {
-			return servedSerial(t, n.api, caFile, nil) == want && servedSerial(t, n.peer, caFile, nodeCert(n)) == want &&
-				servedSerial(t, n.raft, caFile, nodeCert(n)) == want
+			return servedSerial(t, n.api, both, nil) == want && servedSerial(t, n.peer, both, nodeCert(n)) == want &&
+				servedSerial(t, n.raft, both, nodeCert(n)) == want
 		})
-		if st := security(n); st["reload_error"] != nil {
-			t.Fatalf("node %d: %v", n.id, st["reload_error"])
+		reloaded(n, "certificate of the new CA")
+	}
+	for _, n := range nodes {
+		copyFile(t, filepath.Join(ca2, "ca.crt"), filepath.Join(n.dir, "ca.crt"))
+		hup(n)
+		reloaded(n, "bundle without the old CA")
+	}
+	// The old CA's certificates open nothing now.
+	stale := t.TempDir()
+	copyFile(t, filepath.Join(ca, "ca.crt"), filepath.Join(stale, "ca.crt"))
+	if err := certs.CreateNode(stale, []string{"127.0.0.1"}, certs.CertOptions{CAKey: filepath.Join(ca, "ca.key"), CACert: filepath.Join(ca, "ca.crt")}); err != nil {
+		t.Fatal(err)
+	}
+	oldCert, err := tls.LoadX509KeyPair(filepath.Join(stale, "node.crt"), filepath.Join(stale, "node.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := tls.Dial("tcp", nodes[0].raft, &tls.Config{RootCAs: caPool(t, both), ServerName: "127.0.0.1", Certificates: []tls.Certificate{oldCert}})
+	if err == nil {
+		_ = conn.SetReadDeadline(time.Now().Add(time.Second))
+		_, err = conn.Read(make([]byte, 1))
+		conn.Close()
+		if ne, ok := err.(net.Error); ok && ne.Timeout() {
+			t.Fatal("a certificate of the retired CA was accepted on the Raft port")
 		}
-		settle(fmt.Sprintf("node %d's new certificate", n.id))
 	}
 	close(load.stop)
 	load.wg.Wait()

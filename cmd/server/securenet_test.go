@@ -40,8 +40,9 @@ func rawRaft(t *testing.T, addr string) (reply []byte, closed bool) {
 // TestSecureByDefaultBeyondLoopback, on three network-namespace hosts with
 // certificates from `slotmeta cert`: a raw TCP connection to a node's Raft
 // port is closed by the TLS handshake (nothing of it is read as Raft), as
-// is a TLS client without a certificate or with one of another CA, while a
-// node's own certificate passes; the API answers over HTTPS with a token
+// is a TLS client without a certificate, with one of another CA or with an
+// API client's certificate of the same CA, while a node's own certificate
+// passes; the API answers over HTTPS with a token
 // and with a client certificate mapped to a role, and a plain-HTTP request
 // to it is refused; a node without certificates refuses to start on a
 // host's address and says how to fix it. Then three hosts with --insecure:
@@ -65,12 +66,12 @@ func TestSecureByDefaultBeyondLoopback(t *testing.T) {
 	pool := x509.NewCertPool()
 	pem, _ := os.ReadFile(c.CAFile())
 	pool.AppendCertsFromPEM(pem)
-	handshake := func(cert *tls.Certificate) error {
+	handshakeTo := func(addr string, cert *tls.Certificate) error {
 		cfg := &tls.Config{RootCAs: pool, ServerName: h.IP}
 		if cert != nil {
 			cfg.Certificates = []tls.Certificate{*cert}
 		}
-		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 2 * time.Second}, "tcp", raft, cfg)
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 2 * time.Second}, "tcp", addr, cfg)
 		if err != nil {
 			return err
 		}
@@ -81,10 +82,11 @@ func TestSecureByDefaultBeyondLoopback(t *testing.T) {
 		_, err = conn.Read(make([]byte, 1))
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() {
-			return nil // accepted: the node waits for Raft messages
+			return nil // accepted: the node waits for a message
 		}
 		return err
 	}
+	handshake := func(cert *tls.Certificate) error { return handshakeTo(raft, cert) }
 	if err := handshake(nil); err == nil {
 		t.Fatal("a TLS client without a certificate was accepted on the Raft port")
 	}
@@ -109,6 +111,21 @@ func TestSecureByDefaultBeyondLoopback(t *testing.T) {
 	if err := handshake(&own); err != nil {
 		t.Fatalf("the node's own certificate was refused: %v", err)
 	}
+	// An API caller's client certificate of the same CA is no node's.
+	caDir := filepath.Dir(c.CAFile())
+	if err := certs.CreateClient(caDir, "app-1", certs.CertOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	app, err := tls.LoadX509KeyPair(filepath.Join(caDir, "client.app-1.crt"), filepath.Join(caDir, "client.app-1.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := handshake(&app); err == nil {
+		t.Fatal("a client certificate (not a node's) was accepted on the Raft port")
+	}
+	if err := handshakeTo(h.Addr(nethost.PeerPort), &app); err == nil {
+		t.Fatal("a client certificate (not a node's) was accepted on the peer RPC port")
+	}
 
 	// The API: HTTPS with a token, with a client certificate; plain HTTP refused.
 	get := func(cl *http.Client, url, token string) (int, string) {
@@ -129,14 +146,6 @@ func TestSecureByDefaultBeyondLoopback(t *testing.T) {
 		!strings.Contains(body, `"insecure":false`) {
 		t.Fatalf("security over HTTPS with a token: %d %s", code, body)
 	}
-	caDir := filepath.Dir(c.CAFile())
-	if err := certs.CreateClient(caDir, "app-1", certs.CertOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	app, err := tls.LoadX509KeyPair(filepath.Join(caDir, "client.app-1.crt"), filepath.Join(caDir, "client.app-1.key"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	withCert := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{app}}}}
 	req, _ := http.NewRequest(http.MethodPut, h.API()+"/v1/kv/secure-key", strings.NewReader(`{"value":"v"}`))
 	req.Header.Set("Content-Type", "application/json")
@@ -148,8 +157,11 @@ func TestSecureByDefaultBeyondLoopback(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Fatalf("a write with the app-1 client certificate (write role): %d", resp.StatusCode)
 	}
-	if code, _ := get(withCert, h.API()+"/v1/cluster/audit", ""); code != 200 {
+	if code, _ := get(withCert, h.API()+"/v1/cluster/security", ""); code != 200 {
 		t.Fatalf("a read with the client certificate: %d", code)
+	}
+	if code, _ := get(withCert, h.API()+"/v1/cluster/audit", ""); code != http.StatusForbidden {
+		t.Fatalf("the audit trail with the write role of app-1's certificate: %d, want 403", code)
 	}
 	plain := strings.Replace(h.API(), "https://", "http://", 1)
 	if code, body := get(&http.Client{Timeout: 5 * time.Second}, plain+"/v1/kv/secure-key", c.Token()); code != http.StatusBadRequest {

@@ -73,6 +73,12 @@ func TestBeyondLoopbackNeedsCertificates(t *testing.T) {
 	if err != nil || !p.sec.tls || len(p.sec.warnings) != 0 || p.apiTLS == nil || p.sec.scheme() != "https" {
 		t.Fatalf("with certificates: %v %+v", err, p.sec)
 	}
+	// A certificate for another host is refused before anything starts.
+	wrong := newCerts(t, "10.9.0.2")
+	o, _ = parseOptions(append(base, "--certs-dir", wrong), noEnv)
+	if _, err := o.plan(noEnv); err == nil || !strings.Contains(err.Error(), "names 10.9.0.2, not the host of --raft-addr 10.9.0.1:9080") {
+		t.Fatalf("a certificate of another host: %v", err)
+	}
 }
 
 // TestCheckConfig: a good configuration prints what would run (TLS, named
@@ -116,14 +122,21 @@ func TestCheckConfig(t *testing.T) {
 
 func TestSecretFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "secret")
-	for content, ok := range map[string]bool{"a-cluster-secret-0123456789\n# comment\n": true, "  short \n": false, "": false} {
+	for content, ok := range map[string]bool{"a-cluster-secret-0123456789\n# comment\n": true, "  short \n": false, "": false,
+		"a-cluster-secret-0123456789\nshort\n": false} {
 		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		s, err := readSecretFile(path)
+		s, _, err := readSecretFile(path)
 		if (err == nil) != ok || (ok && s != "a-cluster-secret-0123456789") {
 			t.Errorf("%q: %q %v", content, s, err)
 		}
+	}
+	if err := os.WriteFile(path, []byte("the-new-secret-0123456789\n\nthe-old-secret-0123456789\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if s, accepted, err := readSecretFile(path); err != nil || s != "the-new-secret-0123456789" || len(accepted) != 1 || accepted[0] != "the-old-secret-0123456789" {
+		t.Fatalf("a file with an accepted secret: %q %v %v", s, accepted, err)
 	}
 	o := &options{ClusterSecret: "x", ClusterSecretFile: path}
 	if _, err := o.secret(); err == nil {

@@ -63,7 +63,8 @@ func (r *Recorder) Lost() uint64 {
 
 // IsAdminAction reports whether req is an admin action the trail records:
 // a change that needs the admin role (every change under /v1/cluster but a
-// route lookup), or a channel's leader migration.
+// route lookup), or a step of a channel's leader migration (create,
+// advance, abort).
 func IsAdminAction(req *http.Request) bool {
 	switch req.Method {
 	case http.MethodGet, http.MethodHead, http.MethodOptions:
@@ -73,7 +74,7 @@ func IsAdminAction(req *http.Request) bool {
 		return true
 	}
 	p := req.URL.Path
-	return strings.HasPrefix(p, "/v1/channels/") && strings.HasSuffix(strings.TrimSuffix(p, "/"), "/migrations")
+	return strings.HasPrefix(p, "/v1/channels/") && (strings.HasSuffix(strings.TrimSuffix(p, "/"), "/migrations") || strings.Contains(p, "/migrations/"))
 }
 
 // Record writes one record for an action by id. ctx may be the request's

@@ -25,6 +25,8 @@ func TestIsAdminAction(t *testing.T) {
 		{"POST", "/v1/cluster/routes/resolve", false},
 		{"POST", "/v1/channels/1/c1/migrations", true},
 		{"GET", "/v1/channels/1/c1/migrations", false},
+		{"POST", "/v1/channels/1/c1/migrations/7/advance", true},
+		{"POST", "/v1/channels/1/c1/migrations/7/abort", true},
 		{"PUT", "/v1/kv/a", false},
 	} {
 		if got := IsAdminAction(httptest.NewRequest(c.method, c.path, nil)); got != c.want {

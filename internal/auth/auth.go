@@ -95,6 +95,8 @@ func RequiredRole(r *http.Request) Role {
 	case p == "/healthz" || p == "/readyz" || p == "/openapi.yaml" || p == "/docs" || strings.HasPrefix(p, "/docs/"),
 		p == "/console" || strings.HasPrefix(p, "/console/"):
 		return RoleNone
+	case p == "/v1/cluster/audit":
+		return RoleAdmin // who did what, from where: for administrators (the console checks its page itself)
 	case r.Method == http.MethodGet || r.Method == http.MethodHead || r.Method == http.MethodOptions:
 		return RoleRead
 	case strings.HasPrefix(p, "/v1/cluster"):

@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -121,7 +122,7 @@ func TestIdentity(t *testing.T) {
 		t.Fatalf("named token: %+v %v", id, err)
 	}
 	id, err = a.Require(req("GET", "/v1/kv/a", "Bearer read-token-0123456789"), RoleRead)
-	if err != nil || id.Name != DefaultName(RoleRead, "read-token-0123456789") || !strings.HasPrefix(id.Name, "read-") {
+	if err != nil || id.Name != DefaultName(RoleRead, 1) || id.Name != "read-token-2" {
 		t.Fatalf("unnamed token: %+v %v", id, err)
 	}
 	r := req("PUT", "/v1/kv/a", "")
@@ -149,31 +150,58 @@ func TestIdentity(t *testing.T) {
 }
 
 // TestLimiter: a source is blocked after its burst of failures, for the
-// time one failure's worth of budget takes to refill; others are not.
+// time one failure's worth of budget takes to refill — its valid token too,
+// without being looked at; another source is not; a verified client
+// certificate is never limited; sources stay bounded.
 func TestLimiter(t *testing.T) {
 	now := time.Unix(1000, 0)
-	l := NewLimiter(LimiterConfig{Rate: 1, Burst: 3, MaxSources: 2, Now: func() time.Time { return now }})
+	l := NewLimiter(LimiterConfig{Rate: 1, Burst: 3, MaxSources: 64, Now: func() time.Time { return now }})
+	a, err := FromCredentials(Credentials{Tokens: []Token{{Secret: "good-token-0123456789", Role: RoleAdmin}}, Certs: map[string]Role{"ops": RoleAdmin}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := func(ip, token string) *http.Request {
+		r := req("GET", "/v1/kv/a", "Bearer "+token)
+		r.RemoteAddr = ip + ":5000"
+		return r
+	}
 	for i := range 3 {
-		if _, blocked := l.Blocked("10.0.0.1"); blocked {
-			t.Fatalf("blocked after %d failures", i)
+		if _, err := a.Check(from("10.0.0.1", "bad-token-0123456789"), RoleRead, l); slotstore.ErrorCode(err) != slotstore.CodeUnauthenticated {
+			t.Fatalf("failure %d: %v", i, err)
 		}
-		l.Failed("10.0.0.1")
 	}
-	wait, blocked := l.Blocked("10.0.0.1")
-	if !blocked || wait <= 0 || wait > time.Second || RetryAfterSeconds(wait) != 1 {
-		t.Fatalf("after the burst: %v %v", wait, blocked)
+	_, err = a.Check(from("10.0.0.1", "good-token-0123456789"), RoleRead, l)
+	e := slotstore.AsError(err)
+	if e == nil || e.Code != slotstore.CodeRateLimited || e.RetryAfter <= 0 || e.RetryAfter > time.Second || RetryAfterSeconds(e.RetryAfter) != 1 {
+		t.Fatalf("after the burst: %v", err)
 	}
-	if _, blocked := l.Blocked("10.0.0.2"); blocked {
-		t.Fatal("another source is blocked")
+	if _, err := a.Check(from("10.0.0.2", "good-token-0123456789"), RoleRead, l); err != nil {
+		t.Fatalf("another source: %v", err)
+	}
+	withCert := from("10.0.0.1", "")
+	withCert.Header.Del("Authorization")
+	withCert.TLS = &tls.ConnectionState{VerifiedChains: [][]*x509.Certificate{{{Subject: pkix.Name{CommonName: "ops"}}}}}
+	if _, err := a.Check(withCert, RoleAdmin, l); err != nil {
+		t.Fatalf("a verified certificate from a limited source: %v", err)
 	}
 	now = now.Add(time.Second)
-	if _, blocked := l.Blocked("10.0.0.1"); blocked {
-		t.Fatal("still blocked after the refill")
+	if _, err := a.Check(from("10.0.0.1", "good-token-0123456789"), RoleRead, l); err != nil {
+		t.Fatalf("after the refill: %v", err)
 	}
-	// Bounded: a third source starts the set over.
-	l.Failed("10.0.0.2")
-	l.Failed("10.0.0.3")
-	if len(l.sources) > 2 {
-		t.Fatalf("%d sources tracked", len(l.sources))
+	// IPv6 counts by /64; sources stay within MaxSources.
+	v6 := req("GET", "/", "")
+	v6.RemoteAddr = "[2001:db8:1:2:3:4:5:6]:443"
+	if got := Source(v6); got != "2001:db8:1:2::/64" {
+		t.Fatalf("IPv6 source %q", got)
+	}
+	for i := range 1000 {
+		l.Guard(fmt.Sprintf("10.1.%d.%d", i/250, i%250), func() bool { return false })
+	}
+	n := 0
+	for i := range l.stripes {
+		n += len(l.stripes[i].sources)
+	}
+	if n > 64+limiterStripes {
+		t.Fatalf("%d sources tracked", n)
 	}
 }

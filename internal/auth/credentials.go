@@ -4,9 +4,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/hex"
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 	"sync/atomic"
 
 	"slotmeta/internal/slotstore"
@@ -61,13 +62,14 @@ type Authenticator struct {
 	set atomic.Pointer[credentialSet]
 }
 
-// New builds an authenticator from token → role; every token is named
-// after its role and a digest prefix (see DefaultName).
+// New builds an authenticator from token → role (tests; the order, and so
+// the default names, follow the map's iteration).
 func New(tokens map[string]Role) (*Authenticator, error) {
 	var c Credentials
 	for tok, role := range tokens {
 		c.Tokens = append(c.Tokens, Token{Secret: tok, Role: role})
 	}
+	slices.SortFunc(c.Tokens, func(a, b Token) int { return strings.Compare(a.Secret, b.Secret) })
 	return FromCredentials(c)
 }
 
@@ -91,7 +93,7 @@ func (a *Authenticator) Swap(b *Authenticator) {
 func build(c Credentials) (*credentialSet, error) {
 	set := &credentialSet{certs: map[string]Role{}}
 	seen := map[[sha256.Size]byte]bool{}
-	for _, t := range c.Tokens {
+	for i, t := range c.Tokens {
 		if len(t.Secret) < MinTokenLength {
 			return nil, fmt.Errorf("auth: a %s token is shorter than %d characters", t.Role, MinTokenLength)
 		}
@@ -105,7 +107,7 @@ func build(c Credentials) (*credentialSet, error) {
 		seen[d] = true
 		name := t.Name
 		if name == "" {
-			name = DefaultName(t.Role, t.Secret)
+			name = DefaultName(t.Role, i)
 		}
 		set.tokens = append(set.tokens, entry{digest: d, role: t.Role, name: name})
 	}
@@ -118,11 +120,12 @@ func build(c Credentials) (*credentialSet, error) {
 	return set, nil
 }
 
-// DefaultName names an unnamed token: its role and the first 8 hex digits
-// of its SHA-256 — stable across reloads, and no help in guessing it.
-func DefaultName(role Role, secret string) string {
-	d := sha256.Sum256([]byte(secret))
-	return role.String() + "-" + hex.EncodeToString(d[:4])
+// DefaultName names an unnamed token: its role and its position among the
+// configured tokens (from 1: the tokens file's lines, then SLOTMETA_TOKENS)
+// — nothing derived from the token itself, which the audit trail must not
+// help anyone guess.
+func DefaultName(role Role, index int) string {
+	return fmt.Sprintf("%s-token-%d", role, index+1)
 }
 
 // Enabled reports whether any credential is configured.
@@ -185,7 +188,13 @@ func (a *Authenticator) certIdentity(r *http.Request) (Identity, bool) {
 // Identify returns who r is: a verified client certificate with a mapped
 // name wins, else the bearer token. An unauthenticated request is an error
 // (unauthenticated) that never says whether a token exists.
-func (a *Authenticator) Identify(r *http.Request) (Identity, error) {
+func (a *Authenticator) Identify(r *http.Request) (Identity, error) { return a.identify(r, nil) }
+
+// identify is Identify with a token lookup guarded by lim (nil: none): a
+// source out of budget is refused rate_limited before its token is looked
+// at; a wrong token spends budget. Certificates are not guessed, so they
+// are not guarded; a missing token guesses nothing.
+func (a *Authenticator) identify(r *http.Request, lim *Limiter) (Identity, error) {
 	if !a.Enabled() {
 		return Identity{Name: "anonymous", Role: RoleAdmin, Via: ViaOpen}, nil
 	}
@@ -196,8 +205,17 @@ func (a *Authenticator) Identify(r *http.Request) (Identity, error) {
 	if tok == "" {
 		return Identity{}, slotstore.Errorf(slotstore.CodeUnauthenticated, "a bearer token or a client certificate is required")
 	}
-	id := a.lookup(tok)
-	if id.Role == RoleNone {
+	var id Identity
+	src := Source(r)
+	passed, wait, blocked := lim.Guard(src, func() bool {
+		id = a.lookup(tok)
+		return id.Role != RoleNone
+	})
+	switch {
+	case blocked:
+		return Identity{}, &slotstore.Error{Code: slotstore.CodeRateLimited, RetryAfter: wait,
+			Message: fmt.Sprintf("too many failed authentications from %s; retry after %d s", src, RetryAfterSeconds(wait))}
+	case !passed:
 		return Identity{}, slotstore.Errorf(slotstore.CodeUnauthenticated, "the credentials are not valid")
 	}
 	return id, nil
@@ -206,11 +224,17 @@ func (a *Authenticator) Identify(r *http.Request) (Identity, error) {
 // Require checks that r carries a credential of at least role and returns
 // who it is. It answers nil when checking is off or role is RoleNone.
 func (a *Authenticator) Require(r *http.Request, role Role) (Identity, error) {
+	return a.Check(r, role, nil)
+}
+
+// Check is Require with failed authentications counted per source by lim
+// (nil: not counted): the API and the console both check through it.
+func (a *Authenticator) Check(r *http.Request, role Role, lim *Limiter) (Identity, error) {
 	if role == RoleNone {
-		id, _ := a.Identify(r)
+		id, _ := a.identify(r, nil)
 		return id, nil
 	}
-	id, err := a.Identify(r)
+	id, err := a.identify(r, lim)
 	if err != nil {
 		return id, err
 	}

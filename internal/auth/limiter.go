@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"hash/fnv"
 	"math"
 	"net"
 	"net/http"
@@ -43,66 +44,98 @@ func (c LimiterConfig) withDefaults() LimiterConfig {
 // Limiter counts failed authentications per source address (a token bucket
 // each, golang.org/x/time/rate). A source whose bucket is empty is refused
 // before its credentials are even looked at — valid ones too — until the
-// bucket refills: that is what makes guessing slow.
+// bucket refills: that is what makes guessing slow. The check and the count
+// happen under one lock of the source's stripe (Guard), so guesses sent in
+// parallel cannot all pass before the first failure is counted.
 //
-// Concurrency contract: safe for concurrent use; one mutex guards the map.
+// Concurrency contract: safe for concurrent use. Sources hash onto a fixed
+// set of stripes, each with its own mutex and map; a credential lookup (a
+// few microseconds) runs under its stripe's lock.
 type Limiter struct {
 	cfg     LimiterConfig
+	stripes [limiterStripes]stripe
+}
+
+const limiterStripes = 64
+
+type stripe struct {
 	mu      sync.Mutex
 	sources map[string]*rate.Limiter
 }
 
 // NewLimiter returns a limiter with cfg's defaults filled in.
 func NewLimiter(cfg LimiterConfig) *Limiter {
-	return &Limiter{cfg: cfg.withDefaults(), sources: map[string]*rate.Limiter{}}
+	l := &Limiter{cfg: cfg.withDefaults()}
+	for i := range l.stripes {
+		l.stripes[i].sources = map[string]*rate.Limiter{}
+	}
+	return l
 }
 
 // Source is the address a request's failures count against: the TCP peer's
-// IP (forwarding headers are not trusted: anyone could set them).
+// IP, an IPv6 address by its /64 (one host has many); forwarding headers are
+// not trusted: anyone could set them.
 func Source(r *http.Request) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
 		return r.RemoteAddr
 	}
+	if ip := net.ParseIP(host); ip != nil && ip.To4() == nil {
+		return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
+	}
 	return host
 }
 
-// Blocked reports whether source must wait, and for how long, before its
-// next attempt is looked at.
-func (l *Limiter) Blocked(source string) (time.Duration, bool) {
-	if l == nil {
-		return 0, false
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	lim := l.sources[source]
-	if lim == nil {
-		return 0, false
-	}
-	now := l.cfg.Now()
-	if lim.TokensAt(now) >= 1 {
-		return 0, false
-	}
-	wait := time.Duration(float64(time.Second) * (1 - lim.TokensAt(now)) / float64(l.cfg.Rate))
-	return wait, true
+func (l *Limiter) stripe(source string) *stripe {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(source))
+	return &l.stripes[h.Sum32()%limiterStripes]
 }
 
-// Failed records a failed authentication of source.
-func (l *Limiter) Failed(source string) {
+// Guard runs check — the credential lookup, true when it passed — for
+// source unless source is out of budget; a failed check spends budget. It
+// returns the check's verdict, or blocked with how long to wait.
+func (l *Limiter) Guard(source string, check func() bool) (passed bool, wait time.Duration, blocked bool) {
 	if l == nil {
+		return check(), 0, false
+	}
+	s := l.stripe(source)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := l.cfg.Now()
+	lim := s.sources[source]
+	if lim != nil {
+		if tokens := lim.TokensAt(now); tokens < 1 {
+			return false, time.Duration(float64(time.Second) * (1 - tokens) / float64(l.cfg.Rate)), true
+		}
+	}
+	if check() {
+		return true, 0, false
+	}
+	if lim == nil {
+		l.makeRoom(s, now)
+		lim = rate.NewLimiter(l.cfg.Rate, l.cfg.Burst)
+		s.sources[source] = lim
+	}
+	lim.AllowN(now, 1)
+	return false, 0, false
+}
+
+// makeRoom keeps a stripe within its share of MaxSources: sources whose
+// budget refilled are forgotten first (they owe nothing); only if none has,
+// the stripe starts over.
+func (l *Limiter) makeRoom(s *stripe, now time.Time) {
+	if len(s.sources) < max(1, l.cfg.MaxSources/limiterStripes) {
 		return
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	lim := l.sources[source]
-	if lim == nil {
-		if len(l.sources) >= l.cfg.MaxSources {
-			clear(l.sources)
+	for src, lim := range s.sources {
+		if lim.TokensAt(now) >= float64(l.cfg.Burst) {
+			delete(s.sources, src)
 		}
-		lim = rate.NewLimiter(l.cfg.Rate, l.cfg.Burst)
-		l.sources[source] = lim
 	}
-	lim.AllowN(l.cfg.Now(), 1)
+	if len(s.sources) >= max(1, l.cfg.MaxSources/limiterStripes) {
+		clear(s.sources)
+	}
 }
 
 // RetryAfterSeconds is wait rounded up to whole seconds (at least 1), for

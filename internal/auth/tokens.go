@@ -22,7 +22,7 @@ var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$`)
 //	role token [name]      a bearer token, named for the audit trail
 //	role cert:<name>       a client certificate whose common name is <name>
 //
-// An unnamed token is named DefaultName(role, token).
+// An unnamed token is named DefaultName(role, its position).
 func Parse(r io.Reader) (Credentials, error) {
 	c := Credentials{Certs: map[string]Role{}}
 	names := map[string]int{}

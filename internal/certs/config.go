@@ -111,3 +111,44 @@ func (r *Reloader) verifyServer(cs tls.ConnectionState, name string) error {
 	}
 	return nil
 }
+
+// NodeServerConfig is the TLS server config of the ports only nodes may
+// use (Raft and peer RPC): a client certificate is required, verified
+// against the current CA pool, and it must be a node certificate — one
+// that also allows server authentication. A client certificate of the same
+// CA (create-client: client authentication only), which the API accepts,
+// is refused here: it names an API caller, not a node.
+func (r *Reloader) NodeServerConfig() *tls.Config {
+	c := r.ServerConfig(tls.RequireAndVerifyClientCert)
+	c.VerifyConnection = func(cs tls.ConnectionState) error {
+		if len(cs.PeerCertificates) == 0 {
+			return errors.New("certs: no client certificate")
+		}
+		if !IsNodeCertificate(cs.PeerCertificates[0]) {
+			return fmt.Errorf("certs: %q is not a node certificate (it does not allow server authentication)",
+				cs.PeerCertificates[0].Subject.CommonName)
+		}
+		return nil
+	}
+	return c
+}
+
+// IsNodeCertificate reports whether c is for server and client
+// authentication, as create-node makes them.
+func IsNodeCertificate(c *x509.Certificate) bool {
+	if len(c.ExtKeyUsage) == 0 {
+		return true // no extended key usage: any (as x509 verifies it)
+	}
+	server, client := false, false
+	for _, u := range c.ExtKeyUsage {
+		switch u {
+		case x509.ExtKeyUsageServerAuth:
+			server = true
+		case x509.ExtKeyUsageClientAuth:
+			client = true
+		case x509.ExtKeyUsageAny:
+			server, client = true, true
+		}
+	}
+	return server && client
+}

@@ -170,3 +170,24 @@ func TestServerConfigHonoursNextProtos(t *testing.T) {
 		t.Errorf("served over %q, want HTTP/2.0", body)
 	}
 }
+
+// TestNodeServerConfigRefusesClientCertificates: the node-only ports take a
+// node certificate of the CA and refuse a client certificate of the same CA
+// (an API caller is no node).
+func TestNodeServerConfigRefusesClientCertificates(t *testing.T) {
+	dir := cluster(t)
+	node := mustReloader(t, NodeFiles(dir))
+	if err := CreateClient(dir, "ops", CertOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	client := mustReloader(t, ClientFiles(dir, "ops"))
+	ca := readCert(t, filepath.Join(dir, "ca.crt"))
+	r := handshake(t, node.NodeServerConfig(), &tls.Config{RootCAs: poolOf(ca), ServerName: "localhost",
+		GetClientCertificate: client.ClientConfig().GetClientCertificate})
+	r.refused(t)
+	if r.serverErr == nil || !strings.Contains(r.serverErr.Error(), "not a node certificate") {
+		t.Errorf("server: %v", r.serverErr)
+	}
+	handshake(t, node.NodeServerConfig(), &tls.Config{RootCAs: poolOf(ca), ServerName: "localhost",
+		GetClientCertificate: node.ClientConfig().GetClientCertificate}).ok(t)
+}

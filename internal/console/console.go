@@ -118,8 +118,8 @@ func Handler(cfg Config) http.Handler {
 	mux.HandleFunc("GET /console/groups/{id}", c.read(c.groupPage))
 	mux.HandleFunc("GET /console/tasks", c.read(c.tasksPage))
 	mux.HandleFunc("GET /console/decisions", c.read(c.decisionsPage))
-	mux.HandleFunc("GET /console/audit", c.read(c.auditPage))
-	mux.HandleFunc("GET /console/fragments/audit", c.read(c.auditFragment))
+	mux.HandleFunc("GET /console/audit", c.readAs(auth.RoleAdmin, c.auditPage))
+	mux.HandleFunc("GET /console/fragments/audit", c.readAs(auth.RoleAdmin, c.auditFragment))
 	mux.HandleFunc("GET /console/balancer", c.read(c.balancerPage))
 	mux.HandleFunc("GET /console/fragments/balancer", c.read(c.balancerFragment))
 	mux.HandleFunc("POST /console/balancer", c.action(c.setBalancer))
@@ -180,10 +180,17 @@ func (c *console) session(r *http.Request) Session {
 
 // read wraps a GET handler: the read role is needed when access control is
 // on; a browser without it is sent to the login form.
-func (c *console) read(h http.HandlerFunc) http.HandlerFunc {
+func (c *console) read(h http.HandlerFunc) http.HandlerFunc { return c.readAs(auth.RoleRead, h) }
+
+// readAs is read with another role (the audit trail needs admin).
+func (c *console) readAs(role auth.Role, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
-		if _, err := c.authn.Require(r, auth.RoleRead); err != nil {
+		if _, err := c.authn.Check(r, role, c.limiter); err != nil {
+			if slotstore.ErrorCode(err) == slotstore.CodePermissionDenied {
+				c.render(w, r, http.StatusForbidden, c.refusedPage(r, "Refused: "+errMessage(err)+"."))
+				return
+			}
 			if strings.HasPrefix(r.URL.Path, "/console/fragments/") {
 				http.Error(w, "sign in again: "+errMessage(err), statusOf(err))
 				return
@@ -200,7 +207,7 @@ func (c *console) read(h http.HandlerFunc) http.HandlerFunc {
 func (c *console) action(h func(w http.ResponseWriter, r *http.Request) (redirect string, f Flash)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
-		id, err := c.authn.Require(r, auth.RoleAdmin)
+		id, err := c.authn.Check(r, auth.RoleAdmin, c.limiter)
 		if err != nil {
 			if status := statusOf(err); status == http.StatusForbidden {
 				c.record(r, id, status, slotstore.AuditDenied, errMessage(err))
@@ -232,8 +239,11 @@ func (c *console) record(r *http.Request, id auth.Identity, status int, outcome,
 }
 
 func statusOf(err error) int {
-	if e := slotstore.AsError(err); e != nil && e.Code == slotstore.CodePermissionDenied {
+	switch e := slotstore.AsError(err); {
+	case e != nil && e.Code == slotstore.CodePermissionDenied:
 		return http.StatusForbidden
+	case e != nil && e.Code == slotstore.CodeRateLimited:
+		return http.StatusTooManyRequests
 	}
 	return http.StatusUnauthorized
 }
@@ -267,17 +277,20 @@ func (c *console) login(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, next, http.StatusSeeOther)
 		return
 	}
-	src := auth.Source(r)
-	if wait, blocked := c.limiter.Blocked(src); blocked {
-		w.Header().Set("Retry-After", strconv.Itoa(auth.RetryAfterSeconds(wait)))
-		c.render(w, r, http.StatusTooManyRequests, c.page(r, "Sign in", "login", LoginBody(LoginProps{Next: next, AuthEnabled: true,
-			Error: "Too many failed sign-ins from " + src + "; try again in " + strconv.Itoa(auth.RetryAfterSeconds(wait)) + " s."})))
-		return
-	}
 	tok := strings.TrimSpace(r.PostForm.Get("token"))
-	if tok == "" || c.authn.RoleOf(tok) == auth.RoleNone {
-		c.limiter.Failed(src)
-		c.render(w, r, http.StatusUnauthorized, c.page(r, "Sign in", "login", LoginBody(LoginProps{Next: next, AuthEnabled: true, Error: "That token is not valid."})))
+	// The form's token is checked as the API checks a bearer token, through
+	// the failure limiter.
+	probe := r.Clone(r.Context())
+	probe.Header = http.Header{"Authorization": {"Bearer " + tok}}
+	probe.TLS = nil // the form signs in with the token it carries
+	if _, err := c.authn.Check(probe, auth.RoleRead, c.limiter); err != nil || tok == "" {
+		status, msg := http.StatusUnauthorized, "That token is not valid."
+		if e := slotstore.AsError(err); e != nil && e.Code == slotstore.CodeRateLimited {
+			w.Header().Set("Retry-After", strconv.Itoa(auth.RetryAfterSeconds(e.RetryAfter)))
+			status, msg = http.StatusTooManyRequests, "Too many failed sign-ins from "+auth.Source(r)+"; try again in "+
+				strconv.Itoa(auth.RetryAfterSeconds(e.RetryAfter))+" s."
+		}
+		c.render(w, r, status, c.page(r, "Sign in", "login", LoginBody(LoginProps{Next: next, AuthEnabled: true, Error: msg})))
 		return
 	}
 	http.SetCookie(w, &http.Cookie{Name: auth.CookieName, Value: tok, Path: cookiePath, HttpOnly: true,

@@ -519,8 +519,7 @@ func TestConsoleBalancerInBrowser(t *testing.T) {
 	// signed-in token's name.
 	do("audit page", chromedp.Navigate(base+"/console/audit"), chromedp.WaitVisible(chromedp.CSS(`[data-testid=audit]`)))
 	trail := text(`[data-testid=audit]`)
-	admin := auth.DefaultName(auth.RoleAdmin, consoleAdminToken)
-	for _, want := range []string{"console POST /console/nodes/{id}/remove", "console POST /console/nodes/{id}/drain", "console POST /console/balancer", admin} {
+	for _, want := range []string{"console POST /console/nodes/{id}/remove", "console POST /console/nodes/{id}/drain", "console POST /console/balancer", "admin-token-"} {
 		if !strings.Contains(trail, want) {
 			shot("audit")
 			t.Fatalf("the audit page lacks %q:\n%s", want, trail)

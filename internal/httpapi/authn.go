@@ -2,8 +2,8 @@ package httpapi
 
 import (
 	"context"
+	"fmt"
 	"net/http"
-	"strconv"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
@@ -16,32 +16,21 @@ import (
 // authenticate refuses a request whose credentials are missing or wrong
 // (401, with WWW-Authenticate) or whose role is too low (403), before any
 // body is read. A source that failed too often is answered 429
-// rate_limited with Retry-After before its credentials are looked at. The
+// rate_limited with Retry-After before its token is looked at (the
+// limiter guards the lookup, auth.Limiter.Guard). The
 // identity goes into the request's context, and an admin action is
 // recorded in the audit trail with its outcome (package audit).
 func (a *api) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		need := auth.RequiredRole(r)
 		src := auth.Source(r)
-		if need != auth.RoleNone && a.auth.Enabled() {
-			if wait, blocked := a.limiter.Blocked(src); blocked {
-				a.writeError(w, r, &slotstore.Error{Code: slotstore.CodeRateLimited, RetryAfter: wait,
-					Message: "too many failed authentications from " + src + "; retry after " + strconv.Itoa(auth.RetryAfterSeconds(wait)) + " s"})
-				return
-			}
-		}
-		id, err := a.auth.Require(r, need)
+		id, err := a.auth.Check(r, auth.RequiredRole(r), a.limiter)
 		if err != nil {
 			switch slotstore.ErrorCode(err) {
 			case slotstore.CodeUnauthenticated:
-				if auth.TokenOf(r) != "" {
-					// A wrong credential counts against its source; a
-					// missing one (a scraper without a token) guesses
-					// nothing.
-					a.limiter.Failed(src)
-				}
 				a.metrics.authFailed()
 				w.Header().Set("WWW-Authenticate", `Bearer realm="slotmeta"`)
+			case slotstore.CodeRateLimited:
+				a.metrics.authFailed()
 			case slotstore.CodePermissionDenied:
 				if audit.IsAdminAction(r) {
 					defer a.audit.Record(r.Context(), id, a.auditRecord(r, src, r.Method+" "+r.URL.Path, http.StatusForbidden, err))
@@ -58,16 +47,24 @@ func (a *api) authenticate(next http.Handler) http.Handler {
 		note := &auditNote{}
 		r = r.WithContext(context.WithValue(r.Context(), auditNoteKey{}, note))
 		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+		// Deferred: an action whose handler panics (answered 500 by the
+		// recovery around this) is recorded too.
+		defer func() {
+			action := r.Method + " " + r.URL.Path
+			if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
+				action = r.Method + " " + rc.RoutePattern()
+			}
+			status := ww.Status()
+			if status == 0 {
+				status = http.StatusOK
+			}
+			if p := recover(); p != nil {
+				a.audit.Record(r.Context(), id, a.auditRecord(r, src, action, http.StatusInternalServerError, fmt.Errorf("panic: %v", p)))
+				panic(p)
+			}
+			a.audit.Record(r.Context(), id, a.auditRecord(r, src, action, status, note.err))
+		}()
 		next.ServeHTTP(ww, r)
-		action := r.Method + " " + r.URL.Path
-		if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
-			action = r.Method + " " + rc.RoutePattern()
-		}
-		status := ww.Status()
-		if status == 0 {
-			status = http.StatusOK
-		}
-		a.audit.Record(r.Context(), id, a.auditRecord(r, src, action, status, note.err))
 	})
 }
 

@@ -21,7 +21,8 @@ type SecurityStatus struct {
 	CertNames int `json:"certificate_names"`
 	// Certificate is the node's certificate as loaded now.
 	Certificate *CertificateInfo `json:"certificate,omitempty"`
-	// ReloadedAtMs is when credentials were last (re)loaded; ReloadError
+	// ReloadedAtMs is when credentials were last loaded in full (at start or
+	// by a reload that succeeded); ReloadError
 	// why the last reload failed (the previous credentials stay).
 	ReloadedAtMs int64  `json:"reloaded_at_ms"`
 	ReloadError  string `json:"reload_error,omitempty"`

@@ -31,6 +31,9 @@ type Config struct {
 	// ClusterSecret authenticates peer RPC: every request carries it and
 	// every node refuses requests without it. Required when PeerAddr is set.
 	ClusterSecret string
+	// AcceptedSecrets are accepted on peer RPC besides ClusterSecret, never
+	// sent: earlier secrets during a rotation (peer.Secret.Accept).
+	AcceptedSecrets []string
 	// TLS, when its files are set (all three or none), makes Raft and peer
 	// RPC mutual TLS against one CA (tls.go).
 	TLS peer.TLSConfig

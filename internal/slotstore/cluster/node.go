@@ -152,6 +152,7 @@ func Start(cfg Config) (*Node, error) {
 		secret: peer.NewSecret(cfg.ClusterSecret),
 		obs:    policy.NewObservations(), heard: raftnet.NewHeard(), heat: &heat.Counters{}, load: heat.NewTracker(), wakes: newWaker(),
 		backoff: policy.NewBackoff(uint64(cfg.NodeID)<<32 ^ uint64(time.Now().UnixNano()))}
+	n.secret.Accept(cfg.AcceptedSecrets)
 	n.peers = peer.NewClient(n.secret, cfg.MaxPeerInFlight)
 	n.peerTLS = peerTLS
 	n.life, n.endLife = context.WithCancel(context.Background())

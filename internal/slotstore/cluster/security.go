@@ -4,12 +4,17 @@ import (
 	"fmt"
 	"time"
 
+	"slotmeta/internal/certs"
 	"slotmeta/internal/slotstore"
 )
 
 // RotateSecret makes next the cluster secret this node's peer calls carry;
 // the current one is still accepted for overlap (peer.Secret).
 func (n *Node) RotateSecret(next string, overlap time.Duration) { n.secret.Set(next, overlap) }
+
+// AcceptSecrets makes this node accept secrets (never send them) besides
+// the current one and those of running overlaps (peer.Secret.Accept).
+func (n *Node) AcceptSecrets(secrets []string) { n.secret.Accept(secrets) }
 
 // SecretOverlapUntil is when the previous cluster secret stops being
 // accepted (zero: no rotation in progress).
@@ -26,6 +31,16 @@ func (n *Node) ReloadTLS() error {
 		return fmt.Errorf("cluster: reload TLS files: %w", err)
 	}
 	return nil
+}
+
+// TLSFiles is the node's loaded certificate, key and CA pool (nil without
+// TLS): the API serves HTTPS from the same load, so one reload changes
+// every listener together.
+func (n *Node) TLSFiles() *certs.Reloader {
+	if n.peerTLS == nil {
+		return nil
+	}
+	return n.peerTLS.Files
 }
 
 // Certificate describes the node's certificate as loaded now (nil without

@@ -97,12 +97,13 @@ func (c *Client) acquire(addr string) (func(), error) {
 // (a transport failure after that leaves a write's outcome unknown).
 func (c *Client) Call(ctx context.Context, method, addr, path string, body []byte, hdr map[string]string) (resp *http.Response, sent bool, err error) {
 	resp, sent, err = c.call(ctx, method, addr, path, body, hdr, c.secret.Current())
-	if slotstore.ErrorCode(err) == slotstore.CodeUnauthenticated {
-		// The peer may not have the new secret yet (a rotation in
-		// progress): once more with the previous one, while it lasts.
-		if prev, ok := c.secret.Previous(); ok {
-			return c.call(ctx, method, addr, path, body, hdr, prev)
+	// The peer may not have the new secret yet (a rotation in progress):
+	// again with the earlier ones, newest first, while they last.
+	for _, prev := range c.secret.Previous() {
+		if slotstore.ErrorCode(err) != slotstore.CodeUnauthenticated {
+			break
 		}
+		resp, sent, err = c.call(ctx, method, addr, path, body, hdr, prev)
 	}
 	return resp, sent, err
 }

@@ -3,35 +3,46 @@ package peer
 import (
 	"crypto/sha256"
 	"crypto/subtle"
+	"slices"
 	"sync/atomic"
 	"time"
 )
 
+// maxOldSecrets bounds the secrets accepted besides the current one.
+const maxOldSecrets = 4
+
 // Secret is the cluster secret of peer RPC, rotatable without a restart.
 //
 // Rotation. Set installs the next secret: calls carry it from then on, and
-// the previous one is still accepted until the overlap ends. A node whose
-// call is refused for its secret (a peer that has not been given the new
-// one yet) retries that call once with the previous secret while the
-// overlap lasts, so a rolling change — every node given the new secret
-// within the overlap — fails no call. After the overlap only the new secret
-// opens a node.
+// each earlier one is still accepted until its own overlap ends (a second
+// rotation within the overlap does not cut the first one short). A node
+// whose call is refused for its secret (a peer that has not been given the
+// new one yet) retries that call with the earlier secrets, newest first,
+// while they last — so a rolling change, every node given the new secret
+// within the overlap, fails no call. Accept adds secrets accepted without
+// an end (the secret file's further lines): how a node restarted in the
+// middle of a rotation still takes its peers' old secret.
 //
-// Concurrency contract: safe for concurrent use; Set swaps an immutable
-// state atomically.
+// Concurrency contract: safe for concurrent use; Set and Accept swap an
+// immutable state atomically.
 type Secret struct {
 	state atomic.Pointer[secretState]
 	now   func() time.Time
 }
 
-type secretState struct {
-	current, previous [sha256.Size]byte
-	currentText       string
-	previousText      string
-	previousUntil     time.Time // zero: no previous secret
+type oldSecret struct {
+	digest [sha256.Size]byte
+	text   string
+	until  time.Time // zero: no end (Accept)
 }
 
-// NewSecret returns a secret with no previous one.
+type secretState struct {
+	current     [sha256.Size]byte
+	currentText string
+	old         []oldSecret // newest first, bounded by maxOldSecrets
+}
+
+// NewSecret returns a secret with no earlier one.
 func NewSecret(s string) *Secret {
 	sec := &Secret{now: time.Now}
 	sec.state.Store(&secretState{current: sha256.Sum256([]byte(s)), currentText: s})
@@ -45,39 +56,75 @@ func (s *Secret) Set(next string, overlap time.Duration) {
 	if next == old.currentText {
 		return
 	}
-	s.state.Store(&secretState{current: sha256.Sum256([]byte(next)), currentText: next,
-		previous: old.current, previousText: old.currentText, previousUntil: s.now().Add(overlap)})
+	now := s.now()
+	st := &secretState{current: sha256.Sum256([]byte(next)), currentText: next,
+		old: []oldSecret{{digest: old.current, text: old.currentText, until: now.Add(overlap)}}}
+	for _, o := range old.old {
+		if o.text != next && (o.until.IsZero() || now.Before(o.until)) && len(st.old) < maxOldSecrets {
+			st.old = append(st.old, o)
+		}
+	}
+	s.state.Store(st)
+}
+
+// Accept makes secrets accepted (never sent) until they are dropped by a
+// later Accept; the current secret and those of running overlaps stay.
+func (s *Secret) Accept(secrets []string) {
+	old := s.state.Load()
+	st := &secretState{current: old.current, currentText: old.currentText}
+	for _, o := range old.old {
+		if !o.until.IsZero() {
+			st.old = append(st.old, o)
+		}
+	}
+	for _, t := range secrets {
+		if t != old.currentText && len(st.old) < maxOldSecrets && !slices.ContainsFunc(st.old, func(o oldSecret) bool { return o.text == t }) {
+			st.old = append(st.old, oldSecret{digest: sha256.Sum256([]byte(t)), text: t})
+		}
+	}
+	s.state.Store(st)
 }
 
 // Current is the secret calls carry.
 func (s *Secret) Current() string { return s.state.Load().currentText }
 
-// Previous is the previous secret while the overlap lasts.
-func (s *Secret) Previous() (string, bool) {
-	st := s.state.Load()
-	if st.previousUntil.IsZero() || !s.now().Before(st.previousUntil) {
-		return "", false
+// Previous lists the earlier secrets still accepted, newest first.
+func (s *Secret) Previous() []string {
+	now := s.now()
+	var out []string
+	for _, o := range s.state.Load().old {
+		if o.until.IsZero() || now.Before(o.until) {
+			out = append(out, o.text)
+		}
 	}
-	return st.previousText, true
+	return out
 }
 
-// OverlapUntil is when the previous secret stops being accepted (zero when
-// no overlap runs).
+// OverlapUntil is when the last running overlap ends (zero when none runs).
 func (s *Secret) OverlapUntil() time.Time {
-	st := s.state.Load()
-	if st.previousUntil.IsZero() || !s.now().Before(st.previousUntil) {
-		return time.Time{}
+	now := s.now()
+	var last time.Time
+	for _, o := range s.state.Load().old {
+		if !o.until.IsZero() && now.Before(o.until) && o.until.After(last) {
+			last = o.until
+		}
 	}
-	return st.previousUntil
+	return last
 }
 
-// Accepts reports whether got is the current secret, or the previous one
-// within the overlap. Both comparisons run, in constant time over digests.
+// Accepts reports whether got is the current secret or an earlier one
+// still accepted. Every comparison runs, in constant time over digests.
 func (s *Secret) Accepts(got string) bool {
 	st := s.state.Load()
+	now := s.now()
 	d := sha256.Sum256([]byte(got))
-	cur := subtle.ConstantTimeCompare(d[:], st.current[:])
-	prev := subtle.ConstantTimeCompare(d[:], st.previous[:])
-	inOverlap := !st.previousUntil.IsZero() && s.now().Before(st.previousUntil)
-	return cur == 1 || (prev == 1 && inOverlap)
+	ok := subtle.ConstantTimeCompare(d[:], st.current[:])
+	for _, o := range st.old {
+		live := 0
+		if o.until.IsZero() || now.Before(o.until) {
+			live = 1
+		}
+		ok |= subtle.ConstantTimeCompare(d[:], o.digest[:]) & live
+	}
+	return ok == 1
 }

@@ -79,3 +79,35 @@ func TestSecretRotation(t *testing.T) {
 		t.Fatalf("served %d calls, want 3", served.Load())
 	}
 }
+
+// TestSecretRotatedTwice: a second rotation within the first's overlap
+// keeps the first secret for the rest of its own overlap; Accept adds
+// secrets without an end (a node restarted mid-rotation), and is bounded.
+func TestSecretRotatedTwice(t *testing.T) {
+	now := time.Unix(1000, 0)
+	s := NewSecret("s1")
+	s.now = func() time.Time { return now }
+	s.Set("s2", time.Minute)
+	now = now.Add(30 * time.Second)
+	s.Set("s3", time.Minute)
+	if !s.Accepts("s1") || !s.Accepts("s2") || !s.Accepts("s3") || s.Current() != "s3" {
+		t.Fatal("after two rotations within the overlap: s1, s2 and s3 accepted, s3 sent")
+	}
+	if got := s.Previous(); len(got) != 2 || got[0] != "s2" || got[1] != "s1" {
+		t.Fatalf("previous %v, want [s2 s1]", got)
+	}
+	now = now.Add(31 * time.Second) // s1's overlap ended, s2's runs
+	if s.Accepts("s1") || !s.Accepts("s2") || s.OverlapUntil() != time.Unix(1000, 0).Add(90*time.Second) {
+		t.Fatalf("s1 accepted after its overlap, or s2 not: overlap until %v", s.OverlapUntil())
+	}
+	r := NewSecret("new")
+	r.now = s.now
+	r.Accept([]string{"old", "older", "new", "a", "b", "c"})
+	if !r.Accepts("old") || !r.Accepts("older") || len(r.Previous()) != maxOldSecrets || !r.OverlapUntil().IsZero() {
+		t.Fatalf("accepted: %v", r.Previous())
+	}
+	r.Accept(nil)
+	if r.Accepts("old") || !r.Accepts("new") {
+		t.Fatal("Accept(nil) must drop the extra secrets and keep the current one")
+	}
+}

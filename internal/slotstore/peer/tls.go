@@ -80,7 +80,7 @@ func (t TLSConfig) Load() (*TLS, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &TLS{Files: r, Server: r.ServerConfig(tls.RequireAndVerifyClientCert)}, nil
+	return &TLS{Files: r, Server: r.NodeServerConfig()}, nil
 }
 
 // Reload re-reads the files: new handshakes use them (a failed reload

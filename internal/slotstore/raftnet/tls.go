@@ -2,24 +2,35 @@ package raftnet
 
 import (
 	"crypto/tls"
+	"errors"
+	"fmt"
 	"net"
 	"reflect"
 	"sync"
 	"time"
 	"unsafe"
 
+	"github.com/lni/dragonboat/v4/logger"
 	"github.com/lni/dragonboat/v4/raftio"
 )
+
+var plog = logger.GetLogger("raftnet")
 
 // Bounds of the Raft port's TLS server.
 const (
 	// handshakeTimeout bounds one TLS handshake: a connection that has not
 	// presented a valid client certificate by then is dropped.
 	handshakeTimeout = 5 * time.Second
-	// maxHandshakes bounds the handshakes in progress; a connection beyond
-	// it is closed at once (raw connections cannot pile up goroutines).
-	maxHandshakes = 64
-	keepAlive     = 10 * time.Second
+	// maxHandshakes bounds the handshakes in progress, maxSourceHandshakes
+	// those of one source address; a connection beyond either is closed at
+	// once (raw connections cannot pile up goroutines, and one host cannot
+	// take every slot from the nodes).
+	maxHandshakes       = 64
+	maxSourceHandshakes = 8
+	keepAlive           = 10 * time.Second
+	// acceptBackoff is the pause after a failed Accept (out of file
+	// descriptors, say) before the next; the error is logged once a pause.
+	acceptBackoff = 100 * time.Millisecond
 )
 
 // tlsTransport is dragonboat's TCP transport with the server side of its
@@ -45,32 +56,48 @@ type tlsTransport struct {
 	cfg               *tls.Config
 	serve             func(net.Conn)
 
-	ln       net.Listener
-	slots    chan struct{}
-	mu       sync.Mutex
-	conns    map[net.Conn]struct{}
-	closed   bool
-	wg       sync.WaitGroup
-	acceptWg sync.WaitGroup
+	ln        net.Listener
+	slots     chan struct{}
+	mu        sync.Mutex
+	conns     map[net.Conn]struct{}
+	shaking   map[string]int // handshakes in progress per source address
+	started   bool
+	closed    bool
+	closeOnce sync.Once
+	closeErr  error
+	wg        sync.WaitGroup
+	acceptWg  sync.WaitGroup
 }
 
 // newTLSTransport wraps tcp, dragonboat's TCP transport built with its
 // listen address moved to loopback, to serve addr with cfg.
 func newTLSTransport(tcp raftio.ITransport, addr string, cfg *tls.Config) *tlsTransport {
-	// serveConn is a method of the concrete *transport.TCP; tcp holds one.
-	self := unsafe.Pointer(reflect.ValueOf(tcp).Pointer())
+	// serveConn is a method of the concrete *transport.TCP: tcp must be
+	// one, or the pointer below would be read as something it is not.
+	if got := reflect.TypeOf(tcp).String(); got != "*transport.TCP" {
+		panic("raftnet: dragonboat's TCP transport is a " + got + ", not *transport.TCP: check tcpServeConn against the pinned module")
+	}
+	self := reflect.ValueOf(tcp).UnsafePointer()
 	return &tlsTransport{ITransport: tcp, addr: addr, cfg: cfg, slots: make(chan struct{}, maxHandshakes), conns: map[net.Conn]struct{}{},
-		serve: func(c net.Conn) { tcpServeConn(self, c) }}
+		shaking: map[string]int{}, serve: func(c net.Conn) { tcpServeConn(self, c) }}
 }
 
+// Start starts dragonboat's transport, then listens on the Raft address.
+// A failure leaves closing to dragonboat (it closes a transport whose
+// Start failed), which Close makes safe to do once.
 func (t *tlsTransport) Start() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.started || t.closed {
+		return errors.New("raftnet: the Raft transport was started before")
+	}
+	t.started = true
 	if err := t.ITransport.Start(); err != nil {
 		return err
 	}
 	ln, err := net.Listen("tcp", t.addr)
 	if err != nil {
-		_ = t.ITransport.Close()
-		return err
+		return fmt.Errorf("raftnet: listen on the Raft address: %w", err)
 	}
 	t.ln = ln
 	t.acceptWg.Add(1)
@@ -83,10 +110,13 @@ func (t *tlsTransport) accept() {
 	for {
 		raw, err := t.ln.Accept()
 		if err != nil {
-			if ne, ok := err.(net.Error); ok && ne.Timeout() {
-				continue
+			if errors.Is(err, net.ErrClosed) {
+				return
 			}
-			return // closed
+			// Out of file descriptors, say: the port must not go deaf.
+			plog.Errorf("raftnet: accept on %s: %v; retrying in %v", t.addr, err, acceptBackoff)
+			time.Sleep(acceptBackoff)
+			continue
 		}
 		select {
 		case t.slots <- struct{}{}:
@@ -94,19 +124,33 @@ func (t *tlsTransport) accept() {
 			_ = raw.Close() // too many handshakes in progress
 			continue
 		}
-		if !t.track(raw) {
+		src := sourceOf(raw)
+		switch t.track(raw, src) {
+		case trackClosed:
 			<-t.slots
 			_ = raw.Close()
 			return
+		case trackBusy:
+			<-t.slots
+			_ = raw.Close() // this source has its share of handshakes
+			continue
 		}
 		t.wg.Add(1)
-		go t.handle(raw)
+		go t.handle(raw, src)
 	}
+}
+
+func sourceOf(c net.Conn) string {
+	host, _, err := net.SplitHostPort(c.RemoteAddr().String())
+	if err != nil {
+		return c.RemoteAddr().String()
+	}
+	return host
 }
 
 // handle runs the handshake, then dragonboat's loop, then closes the
 // connection.
-func (t *tlsTransport) handle(raw net.Conn) {
+func (t *tlsTransport) handle(raw net.Conn, src string) {
 	defer t.wg.Done()
 	defer t.untrack(raw)
 	defer raw.Close()
@@ -117,6 +161,7 @@ func (t *tlsTransport) handle(raw net.Conn) {
 	conn := tls.Server(raw, t.cfg)
 	_ = conn.SetDeadline(time.Now().Add(handshakeTimeout))
 	err := conn.Handshake()
+	t.handshaken(src)
 	<-t.slots
 	if err != nil {
 		return // no valid client certificate: nothing was read as Raft
@@ -125,14 +170,35 @@ func (t *tlsTransport) handle(raw net.Conn) {
 	t.serve(conn)
 }
 
-func (t *tlsTransport) track(c net.Conn) bool {
+type trackResult int
+
+const (
+	tracked trackResult = iota
+	trackClosed
+	trackBusy
+)
+
+func (t *tlsTransport) track(c net.Conn, src string) trackResult {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
-		return false
+		return trackClosed
 	}
+	if t.shaking[src] >= maxSourceHandshakes {
+		return trackBusy
+	}
+	t.shaking[src]++
 	t.conns[c] = struct{}{}
-	return true
+	return tracked
+}
+
+// handshaken ends a handshake of src (done or failed).
+func (t *tlsTransport) handshaken(src string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.shaking[src]--; t.shaking[src] <= 0 {
+		delete(t.shaking, src)
+	}
 }
 
 func (t *tlsTransport) untrack(c net.Conn) {
@@ -141,19 +207,28 @@ func (t *tlsTransport) untrack(c net.Conn) {
 	t.mu.Unlock()
 }
 
+// Close stops listening, closes every connection, waits for their
+// goroutines and closes dragonboat's transport — once, however often it is
+// called.
 func (t *tlsTransport) Close() error {
-	if t.ln != nil {
-		_ = t.ln.Close()
-		t.acceptWg.Wait()
-	}
-	t.mu.Lock()
-	t.closed = true
-	for c := range t.conns {
-		_ = c.Close()
-	}
-	t.mu.Unlock()
-	t.wg.Wait()
-	return t.ITransport.Close()
+	t.closeOnce.Do(func() {
+		t.mu.Lock()
+		t.closed = true
+		ln := t.ln
+		t.mu.Unlock()
+		if ln != nil {
+			_ = ln.Close()
+			t.acceptWg.Wait()
+		}
+		t.mu.Lock()
+		for c := range t.conns {
+			_ = c.Close()
+		}
+		t.mu.Unlock()
+		t.wg.Wait()
+		t.closeErr = t.ITransport.Close()
+	})
+	return t.closeErr
 }
 
 // tcpServeConn is dragonboat's (*transport.TCP).serveConn: the loop that
