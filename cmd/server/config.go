@@ -14,6 +14,7 @@ import (
 	"slotmeta/internal/auth"
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/controller"
+	"slotmeta/internal/slotstore/peer"
 )
 
 // options are the server's flags; every flag also reads SLOTMETA_<NAME>
@@ -291,6 +292,9 @@ func readSecretFile(path string) (string, []string, error) {
 			return "", nil, fmt.Errorf("cluster secret file %s: line %d: an accepted secret is shorter than 16 characters", path, i+2)
 		}
 		accepted = append(accepted, l)
+	}
+	if len(accepted) > peer.MaxAcceptedSecrets {
+		return "", nil, fmt.Errorf("cluster secret file %s: %d accepted secrets, at most %d", path, len(accepted), peer.MaxAcceptedSecrets)
 	}
 	return current, accepted, nil
 }

@@ -155,15 +155,19 @@ func TestAServeFailureIsAnError(t *testing.T) {
 	serveErr := make(chan error, 1)
 	serveErr <- errors.New("accept: too many open files")
 	noReload := func() error { return nil }
-	if err := awaitStop(log, make(chan os.Signal), serveErr, noReload); err == nil || !strings.Contains(err.Error(), "too many open files") {
+	if err := awaitStop(log, make(chan os.Signal), make(chan os.Signal), serveErr, noReload); err == nil || !strings.Contains(err.Error(), "too many open files") {
 		t.Fatalf("a server that died: %v, want its error (the process exits non-zero)", err)
 	}
 	// SIGHUP reloads (a failed reload is logged, the node runs on); SIGTERM stops.
-	sig := make(chan os.Signal, 2)
-	sig <- syscall.SIGHUP
-	sig <- syscall.SIGTERM
+	hup, sig := make(chan os.Signal, 1), make(chan os.Signal)
+	hup <- syscall.SIGHUP
 	reloads := 0
-	if err := awaitStop(log, sig, make(chan error), func() error { reloads++; return errors.New("bad tokens file") }); err != nil || reloads != 1 {
+	reload := func() error {
+		reloads++
+		go func() { sig <- syscall.SIGTERM }() // only after the reload: the select cannot pick it first
+		return errors.New("bad tokens file")
+	}
+	if err := awaitStop(log, sig, hup, make(chan error), reload); err != nil || reloads != 1 {
 		t.Fatalf("a stop on request: %v (reloads %d)", err, reloads)
 	}
 }

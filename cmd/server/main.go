@@ -69,10 +69,11 @@ func run(args []string, getenv func(string) string, stdout io.Writer) error {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	// Signals from here on: a SIGHUP while the node starts waits for it
-	// (a reload then), instead of ending the process.
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	// A SIGHUP while the node starts waits for it (a reload then) instead of
+	// ending the process; SIGINT and SIGTERM keep their default (exit) until
+	// the node runs.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
 
 	cfg := p.cluster
 	cfg.Registerer, cfg.Logger = reg, log
@@ -142,7 +143,9 @@ func run(args []string, getenv func(string) string, stdout io.Writer) error {
 		log.Info("node ready", "api", base, "console", base+"/console")
 	}()
 
-	failed := awaitStop(log, sig, serveErr, rl.reload)
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	failed := awaitStop(log, sig, hup, serveErr, rl.reload)
 	ctx, cancel := context.WithTimeout(context.Background(), o.ShutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(ctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -157,17 +160,16 @@ func run(args []string, getenv func(string) string, stdout io.Writer) error {
 
 // awaitStop waits for a stop signal or for the HTTP server to fail; a
 // failure is returned, so that the process exits non-zero when it did not
-// stop on request. SIGHUP reloads (on this goroutine: one reload at a time).
-func awaitStop(log *slog.Logger, sig <-chan os.Signal, serveErr <-chan error, reload func() error) error {
+// stop on request. A signal on hup reloads (on this goroutine: one reload
+// at a time).
+func awaitStop(log *slog.Logger, sig, hup <-chan os.Signal, serveErr <-chan error, reload func() error) error {
 	for {
 		select {
-		case s := <-sig:
-			if s == syscall.SIGHUP {
-				if err := reload(); err != nil {
-					log.Error("reload failed; the previous credentials stay", "err", err)
-				}
-				continue
+		case <-hup:
+			if err := reload(); err != nil {
+				log.Error("reload failed; the previous credentials stay", "err", err)
 			}
+		case s := <-sig:
 			log.Info("shutting down", "signal", s.String())
 			return nil
 		case err := <-serveErr:

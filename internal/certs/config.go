@@ -133,12 +133,11 @@ func (r *Reloader) NodeServerConfig() *tls.Config {
 	return c
 }
 
-// IsNodeCertificate reports whether c is for server and client
-// authentication, as create-node makes them.
+// IsNodeCertificate reports whether c names server and client
+// authentication explicitly, as create-node makes them (a certificate
+// without extended key usages is not taken for a node's: with a CA of
+// other uses, it could be anything).
 func IsNodeCertificate(c *x509.Certificate) bool {
-	if len(c.ExtKeyUsage) == 0 {
-		return true // no extended key usage: any (as x509 verifies it)
-	}
 	server, client := false, false
 	for _, u := range c.ExtKeyUsage {
 		switch u {
@@ -146,8 +145,6 @@ func IsNodeCertificate(c *x509.Certificate) bool {
 			server = true
 		case x509.ExtKeyUsageClientAuth:
 			client = true
-		case x509.ExtKeyUsageAny:
-			server, client = true, true
 		}
 	}
 	return server && client

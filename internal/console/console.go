@@ -169,8 +169,9 @@ func (c *console) session(r *http.Request) Session {
 		s.CanAct = true
 		return s
 	}
-	id, err := c.authn.Identify(r)
-	if err == nil {
+	// Only what a guarded check (readAs, action) already found: rendering
+	// must not be a way to test tokens past the failure limiter.
+	if id := auth.IdentityFrom(r.Context()); id.Role != auth.RoleNone {
 		s.SignedIn = true
 		s.Role = id.Role.String() + " as " + id.Name
 		s.CanAct = id.Role >= auth.RoleAdmin
@@ -186,19 +187,24 @@ func (c *console) read(h http.HandlerFunc) http.HandlerFunc { return c.readAs(au
 func (c *console) readAs(role auth.Role, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
-		if _, err := c.authn.Check(r, role, c.limiter); err != nil {
+		id, err := c.authn.Check(r, role, c.limiter)
+		if err != nil {
 			if slotstore.ErrorCode(err) == slotstore.CodePermissionDenied {
-				c.render(w, r, http.StatusForbidden, c.refusedPage(r, "Refused: "+errMessage(err)+"."))
+				c.render(w, r, http.StatusForbidden, c.refusedPage(r.WithContext(auth.WithIdentity(r.Context(), id)), "Refused: "+errMessage(err)+"."))
 				return
 			}
+			c.dropStaleCookie(w, r, err)
 			if strings.HasPrefix(r.URL.Path, "/console/fragments/") {
-				http.Error(w, "sign in again: "+errMessage(err), statusOf(err))
+				// 286: htmx stops polling — a tab left open with a token
+				// that no longer works must not keep failing against the
+				// limiter (and lock its address out).
+				http.Error(w, "sign in again: "+errMessage(err), htmxStopPolling)
 				return
 			}
 			http.Redirect(w, r, "/console/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 			return
 		}
-		h(w, r)
+		h(w, auth.WithRequestIdentity(r, id))
 	}
 }
 
@@ -211,10 +217,14 @@ func (c *console) action(h func(w http.ResponseWriter, r *http.Request) (redirec
 		if err != nil {
 			if status := statusOf(err); status == http.StatusForbidden {
 				c.record(r, id, status, slotstore.AuditDenied, errMessage(err))
+				r = auth.WithRequestIdentity(r, id)
+			} else {
+				c.dropStaleCookie(w, r, err)
 			}
 			c.render(w, r, statusOf(err), c.refusedPage(r, "Refused: "+errMessage(err)+". Nothing was changed."))
 			return
 		}
+		r = auth.WithRequestIdentity(r, id)
 		r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
 		if err := r.ParseForm(); err != nil {
 			c.render(w, r, http.StatusBadRequest, c.refusedPage(r, "Bad form: "+err.Error()))
@@ -228,6 +238,21 @@ func (c *console) action(h func(w http.ResponseWriter, r *http.Request) (redirec
 		c.record(r, id, http.StatusSeeOther, outcome, f.Message)
 		setFlash(w, r, f)
 		http.Redirect(w, r, to, http.StatusSeeOther)
+	}
+}
+
+// htmxStopPolling is the status that makes htmx stop a polling trigger.
+const htmxStopPolling = 286
+
+// dropStaleCookie clears the session cookie when its token was refused
+// (rotated away, say), so that the browser stops sending it.
+func (c *console) dropStaleCookie(w http.ResponseWriter, r *http.Request, err error) {
+	if slotstore.ErrorCode(err) != slotstore.CodeUnauthenticated || r.Header.Get("Authorization") != "" {
+		return
+	}
+	if _, cerr := r.Cookie(auth.CookieName); cerr == nil {
+		http.SetCookie(w, &http.Cookie{Name: auth.CookieName, Value: "", Path: cookiePath, HttpOnly: true,
+			SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, MaxAge: -1})
 	}
 }
 

@@ -713,3 +713,41 @@ func TestInsecureBanner(t *testing.T) {
 		ts.Close()
 	}
 }
+
+// TestNoTokenOracle: a page that needs no role never says whether the token
+// it was sent is valid (only the limiter's guarded check may look a token
+// up); a fragment polled with a cookie whose token no longer works gets
+// htmx's stop-polling status and the cookie cleared.
+func TestNoTokenOracle(t *testing.T) {
+	authn, _ := auth.New(map[string]auth.Role{adminTok: auth.RoleAdmin})
+	ts := httptest.NewServer(Handler(Config{Source: newFake(), Auth: authn, Limiter: auth.NewLimiter(auth.LimiterConfig{})}))
+	defer ts.Close()
+	page := func(token string) string {
+		req, _ := http.NewRequest("GET", ts.URL+"/console/login", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return text(one(t, parse(t, string(b)), "session"))
+	}
+	if good, bad := page(adminTok), page("guess-token-0123456789"); good != bad || strings.Contains(good, "signed in") {
+		t.Fatalf("the login page tells tokens apart: %q vs %q", good, bad)
+	}
+	req, _ := http.NewRequest("GET", ts.URL+"/console/fragments/groups", nil)
+	req.AddCookie(&http.Cookie{Name: auth.CookieName, Value: "rotated-away-token-0123"})
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	cleared := false
+	for _, c := range resp.Cookies() {
+		cleared = cleared || (c.Name == auth.CookieName && c.MaxAge < 0)
+	}
+	if resp.StatusCode != htmxStopPolling || !cleared {
+		t.Fatalf("a stale cookie on a fragment: %d, cookie cleared %v", resp.StatusCode, cleared)
+	}
+}

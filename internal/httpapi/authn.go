@@ -59,7 +59,10 @@ func (a *api) authenticate(next http.Handler) http.Handler {
 				status = http.StatusOK
 			}
 			if p := recover(); p != nil {
-				a.audit.Record(r.Context(), id, a.auditRecord(r, src, action, http.StatusInternalServerError, fmt.Errorf("panic: %v", p)))
+				if ww.Status() == 0 {
+					status = http.StatusInternalServerError // what the recovery around this answers
+				}
+				a.audit.Record(r.Context(), id, a.auditRecord(r, src, action, status, fmt.Errorf("panic: %v", p)))
 				panic(p)
 			}
 			a.audit.Record(r.Context(), id, a.auditRecord(r, src, action, status, note.err))

@@ -31,8 +31,9 @@ type Config struct {
 	// ClusterSecret authenticates peer RPC: every request carries it and
 	// every node refuses requests without it. Required when PeerAddr is set.
 	ClusterSecret string
-	// AcceptedSecrets are accepted on peer RPC besides ClusterSecret, never
-	// sent: earlier secrets during a rotation (peer.Secret.Accept).
+	// AcceptedSecrets are accepted on peer RPC besides ClusterSecret (and
+	// tried after a peer refuses it): earlier secrets during a rotation
+	// (peer.Secret.Accept; at most peer.MaxAcceptedSecrets).
 	AcceptedSecrets []string
 	// TLS, when its files are set (all three or none), makes Raft and peer
 	// RPC mutual TLS against one CA (tls.go).
@@ -270,6 +271,9 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("cluster: initial member %d is zero, repeated or has no raft address", m.ID)
 		}
 		seen[m.ID] = true
+	}
+	if len(c.AcceptedSecrets) > peer.MaxAcceptedSecrets {
+		return fmt.Errorf("cluster: %d accepted secrets, at most %d", len(c.AcceptedSecrets), peer.MaxAcceptedSecrets)
 	}
 	if c.PeerAddr != "" && c.ClusterSecret == "" {
 		return fmt.Errorf("cluster: a cluster secret is required to serve peer RPC")

@@ -1,10 +1,13 @@
 package cluster_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,9 +30,16 @@ import (
 // make chaos: a schedule restarted a node between a move off it and a move
 // back) — and the new replica must come up with the group's data.
 func TestReplicaMovesBackToANodeThatWasDown(t *testing.T) {
+	var logs syncLog
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("node logs:\n%s", logs.String())
+		}
+	})
 	c := slotstoretest.Start(t, slotstoretest.Options{Nodes: 4, Groups: 1, ReplicationFactor: 3, Tune: func(cfg *cluster.Config) {
 		cfg.ObserveInterval = 100 * time.Millisecond // steps the tasks
 		cfg.TaskPhaseTimeout = 10 * time.Second
+		cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil)).With("node", cfg.NodeID)
 	}})
 	const g = slotstore.GroupID(1)
 	var leader slotstore.NodeID
@@ -94,7 +104,11 @@ func TestReplicaMovesBackToANodeThatWasDown(t *testing.T) {
 	// Back, the node learns it lost the replica (it may start it from its
 	// stale controller state first, and stop it and remove its data then).
 	c.StartNode(i)
-	waitUntil(t, 10*time.Second, "the removed replica's rows gone", func() bool {
+	// Under make test (-race, packages side by side) the restart, the
+	// controller catch-up and the stop (its Raft data removal waits up to
+	// RequestTimeout) have taken more than 10 s; the node logs are shown
+	// if this fails.
+	waitUntil(t, 30*time.Second, "the removed replica's rows gone", func() bool {
 		k, err := c.Nodes[i].Testing().KeyCount(g, nil)
 		return err == nil && k == 0
 	})
@@ -191,4 +205,22 @@ func moveReplica(ctx context.Context, t *testing.T, via *cluster.Node, g slotsto
 		t.Fatalf("move n%d→n%d: %s at %s: %s", from, to, task.Status, task.Phase, task.Error)
 	}
 	return task
+}
+
+// syncLog collects the nodes' logs (shown when the test fails).
+type syncLog struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *syncLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *syncLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
 }

@@ -8,8 +8,13 @@ import (
 	"time"
 )
 
-// maxOldSecrets bounds the secrets accepted besides the current one.
-const maxOldSecrets = 4
+// maxOldSecrets bounds the secrets accepted besides the current one;
+// MaxAcceptedSecrets those a node is told to accept without an end (room is
+// left for a rotation's overlap).
+const (
+	maxOldSecrets      = 4
+	MaxAcceptedSecrets = 3
+)
 
 // Secret is the cluster secret of peer RPC, rotatable without a restart.
 //
@@ -67,19 +72,23 @@ func (s *Secret) Set(next string, overlap time.Duration) {
 	s.state.Store(st)
 }
 
-// Accept makes secrets accepted (never sent) until they are dropped by a
-// later Accept; the current secret and those of running overlaps stay.
+// Accept makes secrets accepted without an end — not sent first, tried
+// after a refusal like any earlier secret — until a later Accept leaves
+// them out; a listed secret of a running overlap loses its end. Earlier
+// secrets of running overlaps stay, expired ones go; at most maxOldSecrets
+// in all (the listed ones first).
 func (s *Secret) Accept(secrets []string) {
 	old := s.state.Load()
+	now := s.now()
 	st := &secretState{current: old.current, currentText: old.currentText}
-	for _, o := range old.old {
-		if !o.until.IsZero() {
-			st.old = append(st.old, o)
-		}
-	}
 	for _, t := range secrets {
 		if t != old.currentText && len(st.old) < maxOldSecrets && !slices.ContainsFunc(st.old, func(o oldSecret) bool { return o.text == t }) {
 			st.old = append(st.old, oldSecret{digest: sha256.Sum256([]byte(t)), text: t})
+		}
+	}
+	for _, o := range old.old {
+		if !o.until.IsZero() && now.Before(o.until) && len(st.old) < maxOldSecrets && !slices.ContainsFunc(st.old, func(x oldSecret) bool { return x.text == o.text }) {
+			st.old = append(st.old, o)
 		}
 	}
 	s.state.Store(st)

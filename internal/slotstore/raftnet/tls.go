@@ -140,10 +140,15 @@ func (t *tlsTransport) accept() {
 	}
 }
 
+// sourceOf is the address a connection's handshakes count against: its IP,
+// an IPv6 address by its /64 (one host has many).
 func sourceOf(c net.Conn) string {
 	host, _, err := net.SplitHostPort(c.RemoteAddr().String())
 	if err != nil {
 		return c.RemoteAddr().String()
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.To4() == nil {
+		return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
 	}
 	return host
 }
