@@ -123,12 +123,13 @@ chaos:
 		grep -a -m1 -A40 -E '^(panic:|fatal error:)' $$log | tee -a $$out; \
 		echo "the whole output (servers' logs included): $$log (CHAOS_SEED=<seed> replays one schedule)" | tee -a $$out; \
 	fi; \
-	awk '/ seed=[0-9]+ checks: /{ n++; for (i = 1; i <= NF; i++) { sub(/;$$/, "", $$i); split($$i, kv, "="); \
-		if (kv[1] == "violations") v += kv[2]; if (kv[1] == "lost") l += kv[2]; if (kv[1] == "duplicate_applies") d += kv[2]; \
-		if (kv[1] == "snapshot_installs") s += kv[2]; if (kv[1] == "moves_done") m += kv[2]; if (kv[1] == "move_violations") mv += kv[2] } } \
+	awk '/ seed=[0-9]+ checks: /{ n++; lq = 0; lv = 0; for (i = 1; i <= NF; i++) { sub(/;$$/, "", $$i); split($$i, kv, "="); \
+		if (kv[1] == "violations") { v += kv[2]; lv = kv[2] } if (kv[1] == "lost") l += kv[2]; if (kv[1] == "duplicate_applies") d += kv[2]; \
+		if (kv[1] == "snapshot_installs") s += kv[2]; if (kv[1] == "moves_done") m += kv[2]; if (kv[1] == "move_violations") mv += kv[2]; \
+		if (kv[1] == "quiesce" && kv[2] == "true") lq = 1 } if (lq) { q++; qv += lv } } \
 		/ seed=[0-9]+ faults: / { if (match($$0, /faults: [0-9]+ \([^)]*\)/)) { f = substr($$0, RSTART, RLENGTH); sub(/^faults: [0-9]+ \(/, "", f); sub(/\)$$/, "", f); \
 			k = split(f, parts, ", "); for (i = 1; i <= k; i++) { split(parts[i], kn, " "); byKind[kn[1]] += kn[2]; nf += kn[2] } } } \
-		END { printf "TOTAL schedules=%d violations=%d lost=%d duplicate_applies=%d snapshot_installs=%d moves_done=%d move_violations=%d\n", n, v, l, d, s, m, mv; \
+		END { printf "TOTAL schedules=%d violations=%d lost=%d duplicate_applies=%d snapshot_installs=%d moves_done=%d move_violations=%d quiesce_schedules=%d quiesce_violations=%d\n", n, v, l, d, s, m, mv, q, qv; \
 			printf "FAULTS total=%d", nf; for (k in byKind) printf " %s=%d", k, byKind[k]; printf "\n"; \
 			if (n > 0 && s == 0) { print "FAIL: no snapshot was installed in any schedule"; exit 1 } }' $$out | tee -a $$out; \
 	summary=$${PIPESTATUS[0]}; \

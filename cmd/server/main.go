@@ -83,6 +83,9 @@ func run(args []string, getenv func(string) string, stdout io.Writer) error {
 	}
 	if files := node.TLSFiles(); files != nil {
 		p.apiTLS = files // one load for every listener
+		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "slotmeta", Subsystem: "tls",
+			Name: "certificate_not_after_seconds", Help: "When the node certificate loaded now expires (Unix seconds)."},
+			func() float64 { return float64(files.Leaf().NotAfter.Unix()) }))
 	}
 	rl := &reloader{o: o, getenv: getenv, log: log, authn: p.authn, node: node, apiTLS: p.apiTLS, sec: p.sec, loadedAt: time.Now()}
 	recorder := audit.New(node, log)

@@ -88,6 +88,11 @@ func (r *reloader) status() slotstore.SecurityStatus {
 		APITLS: r.apiTLS != nil, ClientCerts: r.apiTLS != nil, ClusterTLS: r.sec.tls, ReloadedAtMs: at.UnixMilli(),
 		Certificate: r.node.Certificate()}
 	st.Tokens, st.CertNames = r.authn.Counts()
+	if r.apiTLS != nil {
+		if w := expiryWarning(r.apiTLS.Leaf().NotAfter, time.Now()); w != "" {
+			st.Warnings = append(st.Warnings, w)
+		}
+	}
 	if lastErr != nil {
 		st.ReloadError = lastErr.Error()
 	}
@@ -95,4 +100,22 @@ func (r *reloader) status() slotstore.SecurityStatus {
 		st.SecretOverlapUntilMs = t.UnixMilli()
 	}
 	return st
+}
+
+// certificateWarnDays is how long before its end a node certificate is
+// shown as expiring.
+const certificateWarnDays = 30
+
+// expiryWarning says so when the node certificate ends within
+// certificateWarnDays of now ("" otherwise).
+func expiryWarning(notAfter, now time.Time) string {
+	left := notAfter.Sub(now)
+	switch {
+	case left <= 0:
+		return fmt.Sprintf("the node certificate expired on %s: re-issue it (slotmeta cert create-node --overwrite) and send SIGHUP", notAfter.UTC().Format(time.DateOnly))
+	case left < certificateWarnDays*24*time.Hour:
+		return fmt.Sprintf("the node certificate expires on %s, in %d days: re-issue it (slotmeta cert create-node --overwrite) and send SIGHUP",
+			notAfter.UTC().Format(time.DateOnly), int(left.Hours()/24))
+	}
+	return ""
 }

@@ -141,6 +141,9 @@ type rotationLoad struct {
 	acked    atomic.Int64
 	retried  atomic.Int64
 	longest  atomic.Int64 // nanoseconds: the longest write, retries included
+	// answered is, per writer, the token of its last answered request:
+	// the old token is revoked only once no request carries it any more.
+	answered [3]atomic.Pointer[string]
 	mu       sync.Mutex
 	failures []string
 	keys     []string
@@ -161,13 +164,15 @@ func (l *rotationLoad) run(api string, writer int) {
 		for attempt := 0; ; attempt++ {
 			req, _ := http.NewRequest(http.MethodPut, "https://"+api+"/v1/kv/"+key, strings.NewReader(`{"value":"v"}`))
 			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Authorization", "Bearer "+*l.token.Load())
+			tok := l.token.Load()
+			req.Header.Set("Authorization", "Bearer "+*tok)
 			req.Header.Set("Idempotency-Key", key)
 			resp, err := l.client.Do(req)
 			if err != nil {
 				l.fail(fmt.Sprintf("%s via %s: %v", key, api, err))
 				break
 			}
+			l.answered[writer].Store(tok)
 			body, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -292,6 +297,14 @@ func TestRotationUnderLoad(t *testing.T) {
 	})
 	tok2 := newTok
 	load.token.Store(&tok2)
+	testutil.WaitUntil(t, 20*time.Second, 10*time.Millisecond, "every writer on the new token", func() bool {
+		for i := range nodes {
+			if p := load.answered[i].Load(); p == nil || *p != newTok {
+				return false
+			}
+		}
+		return true
+	})
 	for _, n := range nodes {
 		writeFile(t, n.tokensPath, "admin "+newTok+" ops-new\n")
 		hup(n)

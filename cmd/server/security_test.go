@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"slotmeta/internal/certs"
 )
@@ -141,5 +142,18 @@ func TestSecretFile(t *testing.T) {
 	o := &options{ClusterSecret: "x", ClusterSecretFile: path}
 	if _, err := o.secret(); err == nil {
 		t.Fatal("--cluster-secret with --cluster-secret-file was accepted")
+	}
+}
+
+func TestExpiryWarning(t *testing.T) {
+	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	if w := expiryWarning(now.Add(90*24*time.Hour), now); w != "" {
+		t.Fatalf("90 days left: %q", w)
+	}
+	if w := expiryWarning(now.Add(10*24*time.Hour+time.Hour), now); !strings.Contains(w, "in 10 days") || !strings.Contains(w, "2026-12-11") {
+		t.Fatalf("10 days left: %q", w)
+	}
+	if w := expiryWarning(now.Add(-time.Hour), now); !strings.Contains(w, "expired on 2026-11-30") {
+		t.Fatalf("expired: %q", w)
 	}
 }

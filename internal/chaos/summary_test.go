@@ -16,6 +16,7 @@ import (
 // totals from the "checks:" lines.
 type scheduleReport struct {
 	seed         int64
+	quiesce      bool // the nodes ran --quiesce
 	faults       []injected
 	rec          *recorder
 	verdicts     map[string]string // model → "ok" or the violation
@@ -64,10 +65,10 @@ func (s *scheduleReport) log(t *testing.T) {
 		models = append(models, m+"="+v)
 	}
 	sort.Strings(models)
-	t.Logf("seed=%d checks: violations=%d linearizable %s; acked=%d lost=%d; duplicate_applies=%d; slot_checks=%d slot_skipped=%d slot_violations=%d; failures=%d; snapshot_installs=%d moves_done=%d move_violations=%d; run=%v check=%v",
+	t.Logf("seed=%d checks: violations=%d linearizable %s; acked=%d lost=%d; duplicate_applies=%d; slot_checks=%d slot_skipped=%d slot_violations=%d; failures=%d; snapshot_installs=%d moves_done=%d move_violations=%d; quiesce=%v run=%v check=%v",
 		s.seed, s.violations(), strings.Join(models, " "), s.lost.acked, s.lost.lost, len(s.dups),
 		s.own.checks, s.own.skipped, len(s.own.violations), len(s.rec.failures), s.snaps.Received, m.done, len(m.violations),
-		s.run.Round(time.Millisecond), s.check.Round(time.Millisecond))
+		s.quiesce, s.run.Round(time.Millisecond), s.check.Round(time.Millisecond))
 	for _, group := range []struct {
 		what  string
 		lines []string

@@ -687,7 +687,8 @@ func postFlash(t *testing.T, u string, form url.Values) string {
 }
 
 // TestInsecureBanner: a node that runs --insecure says so on every page,
-// naming what it exposes; a secured node shows no banner.
+// naming what it exposes; a secured node shows no banner — unless it has a
+// warning of its own (a certificate about to expire).
 func TestInsecureBanner(t *testing.T) {
 	for _, insecure := range []bool{true, false} {
 		st := slotstore.SecurityStatus{Insecure: insecure}
@@ -709,8 +710,23 @@ func TestInsecureBanner(t *testing.T) {
 			if !insecure && len(banners) != 0 {
 				t.Fatalf("%s: a banner on a secured node", p)
 			}
+			if !insecure && len(byTestID(parse(t, string(b)), "security-warning")) != 0 {
+				t.Fatalf("%s: a security warning without one", p)
+			}
 		}
 		ts.Close()
+	}
+	st := slotstore.SecurityStatus{Warnings: []string{"the node certificate expires on 2026-12-11, in 10 days"}}
+	ts := httptest.NewServer(Handler(Config{Source: newFake(), Security: func() slotstore.SecurityStatus { return st }}))
+	defer ts.Close()
+	resp, err := http.Get(ts.URL + "/console")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if w := byTestID(parse(t, string(b)), "security-warning"); len(w) != 1 || !strings.Contains(text(w[0]), "in 10 days") {
+		t.Fatalf("an expiring certificate is not shown: %s", b)
 	}
 }
 
