@@ -136,11 +136,11 @@ func servedSerial(t *testing.T, addr, caFile string, cert *tls.Certificate) stri
 // retrying retryable answers (with the same Idempotency-Key); anything
 // else is a failure.
 type rotationLoad struct {
-	client   *http.Client
-	token    atomic.Pointer[string]
-	acked    atomic.Int64
-	retried  atomic.Int64
-	longest  atomic.Int64 // nanoseconds: the longest write, retries included
+	client  *http.Client
+	token   atomic.Pointer[string]
+	acked   atomic.Int64
+	retried atomic.Int64
+	longest atomic.Int64 // nanoseconds: the longest write, retries included
 	// answered is, per writer, the token of its last answered request:
 	// the old token is revoked only once no request carries it any more.
 	answered [3]atomic.Pointer[string]
