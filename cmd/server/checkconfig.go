@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"slotmeta/internal/certs"
 )
 
 // checkConfig is --check-config: every check a start would make before it
@@ -18,27 +20,26 @@ import (
 // problem (the process then exits 1). It starts nothing.
 func checkConfig(o *options, getenv func(string) string, w io.Writer) error {
 	p, err := o.plan(getenv)
-	var problems []string
-	if err != nil {
-		for _, e := range strings.Split(err.Error(), "\n") {
-			if e = strings.TrimSpace(e); e != "" && e != "refusing to start:" {
-				problems = append(problems, strings.TrimPrefix(e, "- "))
-			}
+	var found []string
+	var ps problems
+	if errors.As(err, &ps) {
+		for _, e := range ps {
+			found = append(found, e.Error())
 		}
 	}
 	if err := checkDataDir(o.DataDir); err != nil {
-		problems = append(problems, err.Error())
+		found = append(found, err.Error())
 	}
 	for _, a := range []struct {
 		name, addr string
 		advertised bool
 	}{{"--api-addr", o.APIAddr, false}, {"--raft-addr", o.RaftAddr, true}, {"--peer-addr", o.PeerAddr, true}} {
 		if err := checkBind(a.addr, a.advertised); err != nil {
-			problems = append(problems, fmt.Sprintf("%s %s: %v", a.name, a.addr, err))
+			found = append(found, fmt.Sprintf("%s %s: %v", a.name, a.addr, err))
 		}
 	}
-	if len(problems) > 0 {
-		return fmt.Errorf("--check-config: %d problem(s):\n  - %s", len(problems), strings.Join(problems, "\n  - "))
+	if len(found) > 0 {
+		return fmt.Errorf("--check-config: %d problem(s):\n  - %s", len(found), strings.Join(found, "\n  - "))
 	}
 	fmt.Fprintf(w, "configuration OK: node %d would run\n", o.NodeID)
 	fmt.Fprintf(w, "  data dir   %s\n", describeDataDir(o.DataDir))
@@ -70,12 +71,8 @@ func checkConfig(o *options, getenv func(string) string, w io.Writer) error {
 	}
 	if p.apiTLS != nil {
 		leaf := p.apiTLS.Leaf()
-		hosts := append([]string{}, leaf.DNSNames...)
-		for _, ip := range leaf.IPAddresses {
-			hosts = append(hosts, ip.String())
-		}
 		fmt.Fprintf(w, "  certificate %s: serial %s, hosts %s, expires %s (in %d days)\n", o.TLSCert, leaf.SerialNumber.Text(16),
-			strings.Join(hosts, ","), leaf.NotAfter.UTC().Format(time.DateOnly), int(time.Until(leaf.NotAfter).Hours()/24))
+			strings.Join(certs.Hosts(leaf), ","), leaf.NotAfter.UTC().Format(time.DateOnly), int(time.Until(leaf.NotAfter).Hours()/24))
 	}
 	switch {
 	case o.Join != "":

@@ -2,7 +2,6 @@ package main
 
 import (
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"net"
 	"strings"
@@ -30,8 +29,9 @@ type plan struct {
 	cluster   cluster.Config  // without Logger and Registerer
 }
 
-// plan checks the options and builds the plan; the error lists every
-// problem found (each check that does not depend on a failed one runs).
+// plan checks the options and builds the plan; the error (problems) lists
+// every problem found (each check that does not depend on a failed one
+// runs).
 func (o *options) plan(getenv func(string) string) (*plan, error) {
 	p := &plan{}
 	var errs []error
@@ -45,9 +45,9 @@ func (o *options) plan(getenv func(string) string) (*plan, error) {
 		errs = append(errs, err)
 	}
 	if p.authn != nil {
-		if p.sec, err = o.checkSecurity(p.authn); err != nil {
-			errs = append(errs, err)
-		}
+		var unsafe []error
+		p.sec, unsafe = o.checkSecurity(p.authn)
+		errs = append(errs, unsafe...)
 	}
 	if p.members, err = o.members(); err != nil {
 		errs = append(errs, err)
@@ -59,14 +59,11 @@ func (o *options) plan(getenv func(string) string) (*plan, error) {
 	if o.ClusterSecretFile != "" {
 		_, accepted, _ = readSecretFile(o.ClusterSecretFile) // its error is o.secret's
 	}
-	if o.tlsConfig().Enabled() {
-		if err := o.tlsConfig().Validate(); err != nil {
-			errs = append(errs, err)
-		} else if p.apiTLS, err = certs.NewReloader(certs.Files{CA: o.TLSCA, Cert: o.TLSCert, Key: o.TLSKey}); err != nil {
-			errs = append(errs, err)
-		} else {
-			errs = append(errs, o.certificateNamesHosts(p.apiTLS.Leaf())...)
-		}
+	if loaded, err := o.tlsConfig().Load(); err != nil {
+		errs = append(errs, err)
+	} else if loaded != nil {
+		p.apiTLS = loaded.Files
+		errs = append(errs, o.certificateNamesHosts(p.apiTLS.Leaf())...)
 	}
 	if o.SecretOverlap < 0 {
 		errs = append(errs, fmt.Errorf("--secret-overlap %v is negative", o.SecretOverlap))
@@ -105,7 +102,10 @@ func (o *options) plan(getenv func(string) string) (*plan, error) {
 			errs = append(errs, err)
 		}
 	}
-	return p, errors.Join(errs...)
+	if len(errs) > 0 {
+		return p, problems(errs)
+	}
+	return p, nil
 }
 
 // certificateNamesHosts checks that the node's certificate names the hosts
@@ -119,12 +119,8 @@ func (o *options) certificateNamesHosts(leaf *x509.Certificate) []error {
 			continue
 		}
 		if err := leaf.VerifyHostname(host); err != nil {
-			names := append([]string{}, leaf.DNSNames...)
-			for _, ip := range leaf.IPAddresses {
-				names = append(names, ip.String())
-			}
 			errs = append(errs, fmt.Errorf("the certificate %s names %s, not the host of %s %s: other nodes and clients would refuse it; "+
-				"create it with `slotmeta cert create-node --host %s`", o.TLSCert, strings.Join(names, ","), a.flag, a.addr, host))
+				"create it with `slotmeta cert create-node --host %s`", o.TLSCert, strings.Join(certs.Hosts(leaf), ","), a.flag, a.addr, host))
 		}
 	}
 	return errs

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -23,15 +24,15 @@ func (o *options) tlsConfig() peer.TLSConfig {
 	return peer.TLSConfig{CAFile: o.TLSCA, CertFile: o.TLSCert, KeyFile: o.TLSKey}
 }
 
-// checkSecurity applies the rule; an error names every listener that would
+// checkSecurity applies the rule; each problem names a listener that would
 // be exposed and how to fix it.
-func (o *options) checkSecurity(authn *auth.Authenticator) (security, error) {
+func (o *options) checkSecurity(authn *auth.Authenticator) (security, []error) {
 	s := security{tls: o.tlsConfig().Enabled()}
-	var problems []string
+	var problems []error
 	if !authn.Enabled() && !isLoopback(o.APIAddr) {
 		// Never serve the API beyond this machine without access control,
 		// --insecure or not.
-		problems = append(problems, fmt.Sprintf("no API tokens are configured (--tokens-file or SLOTMETA_TOKENS), so the API only listens on loopback; %s is not", o.APIAddr))
+		problems = append(problems, fmt.Errorf("no API tokens are configured (--tokens-file or SLOTMETA_TOKENS), so the API only listens on loopback; %s is not", o.APIAddr))
 	}
 	var cluster []string
 	for _, a := range []string{o.RaftAddr, o.PeerAddr} {
@@ -44,7 +45,7 @@ func (o *options) checkSecurity(authn *auth.Authenticator) (security, error) {
 		if o.Insecure {
 			s.warnings = append(s.warnings, msg)
 		} else {
-			problems = append(problems, msg+": create them with `slotmeta cert create-ca` and `slotmeta cert create-node --host …` and pass --certs-dir (or --tls-ca, --tls-cert, --tls-key), or run with --insecure (never in production)")
+			problems = append(problems, errors.New(msg+": create them with `slotmeta cert create-ca` and `slotmeta cert create-node --host …` and pass --certs-dir (or --tls-ca, --tls-cert, --tls-key), or run with --insecure (never in production)"))
 		}
 	}
 	if !isLoopback(o.APIAddr) && !s.tls {
@@ -52,13 +53,22 @@ func (o *options) checkSecurity(authn *auth.Authenticator) (security, error) {
 		if o.Insecure {
 			s.warnings = append(s.warnings, msg)
 		} else {
-			problems = append(problems, msg+"; give the node certificates (--certs-dir) to serve HTTPS, or run with --insecure")
+			problems = append(problems, errors.New(msg+"; give the node certificates (--certs-dir) to serve HTTPS, or run with --insecure"))
 		}
 	}
-	if len(problems) > 0 {
-		return s, fmt.Errorf("refusing to start:\n  - %s", strings.Join(problems, "\n  - "))
+	return s, problems
+}
+
+// problems are every reason a configuration cannot run, each on its own
+// line.
+type problems []error
+
+func (ps problems) Error() string {
+	lines := make([]string, len(ps))
+	for i, p := range ps {
+		lines[i] = p.Error()
 	}
-	return s, nil
+	return "refusing to start:\n  - " + strings.Join(lines, "\n  - ")
 }
 
 // scheme is the API's URL scheme.

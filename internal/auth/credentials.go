@@ -206,7 +206,10 @@ func (a *Authenticator) identify(r *http.Request, lim *Limiter) (Identity, error
 		return Identity{}, slotstore.Errorf(slotstore.CodeUnauthenticated, "a bearer token or a client certificate is required")
 	}
 	var id Identity
-	src := Source(r)
+	var src string
+	if lim != nil {
+		src = Source(r)
+	}
 	passed, wait, blocked := lim.Guard(src, func() bool {
 		id = a.lookup(tok)
 		return id.Role != RoleNone

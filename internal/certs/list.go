@@ -70,11 +70,17 @@ func infoOf(file string, c *x509.Certificate) Info {
 			in.Usages = append(in.Usages, usageWord(u))
 		}
 	}
-	in.Hosts = append(in.Hosts, c.DNSNames...)
-	for _, ip := range c.IPAddresses {
-		in.Hosts = append(in.Hosts, ip.String())
-	}
+	in.Hosts = Hosts(c)
 	return in
+}
+
+// Hosts lists what c is for: its DNS names, then its IP addresses.
+func Hosts(c *x509.Certificate) []string {
+	out := append([]string{}, c.DNSNames...)
+	for _, ip := range c.IPAddresses {
+		out = append(out, ip.String())
+	}
+	return out
 }
 
 // authUsages is what c may authenticate, of server and client: what its

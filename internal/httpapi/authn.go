@@ -17,12 +17,10 @@ import (
 // (401, with WWW-Authenticate) or whose role is too low (403), before any
 // body is read. A source that failed too often is answered 429
 // rate_limited with Retry-After before its token is looked at (the
-// limiter guards the lookup, auth.Limiter.Guard). The
-// identity goes into the request's context, and an admin action is
+// limiter guards the lookup, auth.Limiter.Guard). An admin action is
 // recorded in the audit trail with its outcome (package audit).
 func (a *api) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		src := auth.Source(r)
 		id, err := a.auth.Check(r, auth.RequiredRole(r), a.limiter)
 		if err != nil {
 			switch slotstore.ErrorCode(err) {
@@ -33,13 +31,12 @@ func (a *api) authenticate(next http.Handler) http.Handler {
 				a.metrics.authFailed()
 			case slotstore.CodePermissionDenied:
 				if audit.IsAdminAction(r) {
-					defer a.audit.Record(r.Context(), id, a.auditRecord(r, src, r.Method+" "+r.URL.Path, http.StatusForbidden, err))
+					defer a.audit.Record(r.Context(), id, a.auditRecord(r, r.Method+" "+r.URL.Path, http.StatusForbidden, err))
 				}
 			}
 			a.writeError(w, r, err)
 			return
 		}
-		r = r.WithContext(auth.WithIdentity(r.Context(), id))
 		if !audit.IsAdminAction(r) {
 			next.ServeHTTP(w, r)
 			return
@@ -62,10 +59,10 @@ func (a *api) authenticate(next http.Handler) http.Handler {
 				if ww.Status() == 0 {
 					status = http.StatusInternalServerError // what the recovery around this answers
 				}
-				a.audit.Record(r.Context(), id, a.auditRecord(r, src, action, status, fmt.Errorf("panic: %v", p)))
+				a.audit.Record(r.Context(), id, a.auditRecord(r, action, status, fmt.Errorf("panic: %v", p)))
 				panic(p)
 			}
-			a.audit.Record(r.Context(), id, a.auditRecord(r, src, action, status, note.err))
+			a.audit.Record(r.Context(), id, a.auditRecord(r, action, status, note.err))
 		}()
 		next.ServeHTTP(ww, r)
 	})
@@ -84,8 +81,8 @@ func noteError(r *http.Request, err error) {
 	}
 }
 
-func (a *api) auditRecord(r *http.Request, src, action string, status int, err error) slotstore.AuditRecord {
-	rec := slotstore.AuditRecord{Source: src, Action: action, Target: r.URL.Path, Status: status}
+func (a *api) auditRecord(r *http.Request, action string, status int, err error) slotstore.AuditRecord {
+	rec := slotstore.AuditRecord{Source: auth.Source(r), Action: action, Target: r.URL.Path, Status: status}
 	if q := r.URL.RawQuery; q != "" {
 		rec.Target += "?" + q
 	}

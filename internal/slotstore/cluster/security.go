@@ -53,12 +53,8 @@ func (n *Node) Certificate() *slotstore.CertificateInfo {
 	if leaf == nil {
 		return nil
 	}
-	info := &slotstore.CertificateInfo{Serial: leaf.SerialNumber.Text(16), Subject: leaf.Subject.CommonName, NotAfterMs: leaf.NotAfter.UnixMilli()}
-	info.Hosts = append(info.Hosts, leaf.DNSNames...)
-	for _, ip := range leaf.IPAddresses {
-		info.Hosts = append(info.Hosts, ip.String())
-	}
-	return info
+	return &slotstore.CertificateInfo{Serial: leaf.SerialNumber.Text(16), Subject: leaf.Subject.CommonName, NotAfterMs: leaf.NotAfter.UnixMilli(),
+		Hosts: certs.Hosts(leaf)}
 }
 
 // CurrentSecret is the cluster secret this node's calls carry now.

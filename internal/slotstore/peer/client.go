@@ -99,11 +99,13 @@ func (c *Client) Call(ctx context.Context, method, addr, path string, body []byt
 	resp, sent, err = c.call(ctx, method, addr, path, body, hdr, c.secret.Current())
 	// The peer may not have the new secret yet (a rotation in progress):
 	// again with the earlier ones, newest first, while they last.
+	if slotstore.ErrorCode(err) != slotstore.CodeUnauthenticated {
+		return resp, sent, err // every call but a refused one: no list built
+	}
 	for _, prev := range c.secret.Previous() {
-		if slotstore.ErrorCode(err) != slotstore.CodeUnauthenticated {
+		if resp, sent, err = c.call(ctx, method, addr, path, body, hdr, prev); slotstore.ErrorCode(err) != slotstore.CodeUnauthenticated {
 			break
 		}
-		resp, sent, err = c.call(ctx, method, addr, path, body, hdr, prev)
 	}
 	return resp, sent, err
 }

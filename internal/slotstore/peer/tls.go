@@ -40,9 +40,12 @@ func (t TLSConfig) Enabled() bool {
 // Validate accepts no files, or three files that exist, parse, and whose
 // certificate chains to the CA for both server and client authentication.
 func (t TLSConfig) Validate() error {
-	if !t.Enabled() {
-		return nil
-	}
+	_, err := t.Load()
+	return err
+}
+
+// complete reports a TLS config with some of its three files missing.
+func (t TLSConfig) complete() error {
 	var missing []string
 	for _, f := range []struct{ name, path string }{{"CA file", t.CAFile}, {"certificate file", t.CertFile}, {"key file", t.KeyFile}} {
 		if f.path == "" {
@@ -52,8 +55,7 @@ func (t TLSConfig) Validate() error {
 	if len(missing) > 0 {
 		return fmt.Errorf("peer: TLS needs a CA file, a certificate file and a key file (or none); missing: %s", strings.Join(missing, ", "))
 	}
-	_, err := certs.NewReloader(t.files())
-	return err
+	return nil
 }
 
 func (t TLSConfig) files() certs.Files {
@@ -73,7 +75,7 @@ func (t TLSConfig) Load() (*TLS, error) {
 	if !t.Enabled() {
 		return nil, nil
 	}
-	if err := t.Validate(); err != nil {
+	if err := t.complete(); err != nil {
 		return nil, err
 	}
 	r, err := certs.NewReloader(t.files())
