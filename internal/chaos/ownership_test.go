@@ -140,7 +140,8 @@ func ownershipViolations(nodes []*cluster.Node) []string {
 		for hs := range slotstore.HashSlotCount {
 			g := tbl.Group(slotstore.HashSlot(hs))
 			if !slices.Contains(owners[hs], g) {
-				bad = append(bad, fmt.Sprintf("n%d routes hash slot %d to group %d; owners %v", n.NodeID(), hs, g, owners[hs]))
+				bad = append(bad, fmt.Sprintf("n%d routes hash slot %d to group %d; owners %v (its table at route revision %d, its controller state at %d)",
+					n.NodeID(), hs, g, owners[hs], tbl.Revision(), n.Controller().RouteRevision))
 			}
 		}
 	}

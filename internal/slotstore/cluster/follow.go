@@ -46,21 +46,48 @@ func (n *Node) reconcile(ctx context.Context) {
 		n.tryBootstrap(ctx)
 		return
 	}
-	table, err := st.Table()
-	if err != nil {
-		n.cfg.Logger.Error("controller table unusable", "err", err)
+	if !n.publishRoutes(st) {
 		return
 	}
-	n.router.SetTable(table)
-	for _, id := range st.GroupIDs() {
-		grp := st.Groups[id]
-		if cur, ok := n.router.Load().Group(id); !ok || cur.ConfigEpoch != grp.ConfigEpoch {
-			n.router.SetConfigEpoch(id, grp.ConfigEpoch)
+	if gate := n.followGate.Load(); gate != nil {
+		select {
+		case <-*gate:
+		case <-n.stop:
+			return
 		}
 	}
 	n.replicas.Follow(ctx, st)
 	n.replicas.RefreshLeaders(st)
 	n.pollPeerLeaders(ctx, st)
+}
+
+// publishRoutes makes the router serve st's hash-slot table and config
+// epochs. It runs on every controller apply (the state machine's on-change
+// callback), not only in the reconcile loop: a reconcile round can spend
+// seconds stopping or starting replicas, and a node that routes by a table
+// older than its own controller state sends writes to a group that gives
+// them back (wrong_group) until it catches up. Cheap when nothing changed:
+// the table is rebuilt only for a new route revision. It reports whether
+// st's table is usable.
+func (n *Node) publishRoutes(st *controller.State) bool {
+	if !st.Bootstrapped {
+		return false
+	}
+	cur := n.router.Load()
+	if t := cur.Table(); t == nil || t.Revision() != st.RouteRevision {
+		table, err := st.Table()
+		if err != nil {
+			n.cfg.Logger.Error("controller table unusable", "err", err)
+			return false
+		}
+		n.router.SetTable(table)
+	}
+	for id, grp := range st.Groups {
+		if g, ok := cur.Group(id); !ok || g.ConfigEpoch != grp.ConfigEpoch {
+			n.router.SetConfigEpoch(id, grp.ConfigEpoch)
+		}
+	}
+	return true
 }
 
 // pollPeerLeaders learns the live leaders of groups this node holds no

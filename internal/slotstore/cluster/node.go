@@ -109,6 +109,9 @@ type Node struct {
 	// viewsHook, set only by tests, replaces the observed views the
 	// preferred-leader reconciler decides from.
 	viewsHook func(now time.Time) []slotstore.GroupView
+	// followGate, set only by tests, holds the reconcile loop before it
+	// starts or stops replicas until the channel closes (a slow round).
+	followGate atomic.Pointer[chan struct{}]
 
 	kick chan struct{} // wakes the reconcile loop (cap 1)
 	// life ends when Close begins: every background loop's work derives
@@ -286,6 +289,7 @@ func (n *Node) startController() error {
 	replica := uint64(n.cfg.NodeID)
 	n.ctrlSM = controller.NewStateMachine(func(s *controller.State) {
 		n.ctrl.Store(s)
+		n.publishRoutes(s)
 		n.noteRemoved(s)
 		n.poke()
 	})

@@ -265,12 +265,17 @@ func (s *Set) Stop(ctx context.Context, g slotstore.GroupID) error {
 	}
 	s.publish(func(m map[slotstore.GroupID]*Replica) { delete(m, g) })
 	s.mu.Unlock()
-	r.Proposer.Close()
-	r.Reads.Close()
+	// The replica stops before its proposer: the proposals it has in flight
+	// are answered at once (ErrShardClosed: timeout, may have been applied)
+	// instead of each waiting out its deadline, which held this round of
+	// Follow — and everything behind it — for seconds.
 	shard := controller.ShardOf(g)
 	s.disrupt.forget(shard)
-	if err := s.cfg.NH.StopReplica(shard, r.ReplicaID); err != nil && !errors.Is(err, dragonboat.ErrShardNotFound) {
-		return err
+	stopErr := s.cfg.NH.StopReplica(shard, r.ReplicaID)
+	r.Proposer.Close()
+	r.Reads.Close()
+	if stopErr != nil && !errors.Is(stopErr, dragonboat.ErrShardNotFound) {
+		return stopErr
 	}
 	rctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
 	defer cancel()
