@@ -83,6 +83,7 @@ func (o *options) plan(getenv func(string) string) (*plan, error) {
 		DisableHashSlotMoves: !o.EnableSlotMigration,
 		DisableBalancer:      !o.Balancer,
 		Quiesce:              o.Quiesce,
+		DisableLeaseReads:    !o.LeaseReads,
 		BalanceInterval:      o.BalanceInterval,
 		Balancer:             balance.Config{MaxTasks: o.BalancerMaxTasks, GroupsPerNode: o.GroupsPerNode},
 		ProjectInterval:      o.ProjectInterval,

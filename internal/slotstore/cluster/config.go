@@ -101,6 +101,13 @@ type Config struct {
 	// groups (migrations, splits, merges): a switch for operators who want
 	// none. Moves are live and on by default.
 	DisableHashSlotMoves bool
+	// DisableLeaseReads makes every linearizable read run a ReadIndex
+	// round, on the leader too. By default a group's leader answers them
+	// from its own state for a lease after a round confirmed it
+	// (propose/lease.go); the lease assumes every node runs the same RTT
+	// and ElectionRTT. Restarted replicas wait out a lease either way, so
+	// nodes may differ in this switch.
+	DisableLeaseReads bool
 	// Quiesce (off by default while its availability is measured) lets
 	// dragonboat quiesce idle slot groups: no heartbeats after ten election
 	// timeouts without traffic (256 idle groups: 3 % of a core a node
@@ -238,6 +245,10 @@ func (c *Config) EnsureDefaults() {
 
 // electionTimeout is the shortest election timeout: ElectionRTT ticks.
 func (c *Config) electionTimeout() time.Duration { return time.Duration(c.ElectionRTT) * c.RTT }
+
+// leaseDuration is how long a leader's confirmed leadership answers reads
+// (propose.LeaseDuration), also the wait of a restarted replica.
+func (c *Config) leaseDuration() time.Duration { return propose.LeaseDuration(c.RTT, c.ElectionRTT) }
 
 // Validate reports a configuration that cannot work.
 func (c *Config) Validate() error {

@@ -141,6 +141,10 @@ func Start(cfg Config) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	leaseReads := cfg.leaseDuration()
+	if cfg.DisableLeaseReads {
+		leaseReads = 0
+	}
 	quietDragonboat()
 	peerTLS, err := cfg.TLS.Load()
 	if err != nil {
@@ -214,7 +218,9 @@ func Start(cfg Config) (*Node, error) {
 	n.replicas = replicas.New(replicas.Config{NodeID: cfg.NodeID, NH: nh, DB: db, Router: n.router, ShardConfig: n.shardConfig,
 		Proposer: cfg.Proposer, RequestTimeout: cfg.RequestTimeout, Controller: n.ctrl.Load,
 		Applied: n.metrics.applied, Batches: n.metrics.batchObserver, DroppedProposal: n.metrics.droppedProposal,
-		Logger: cfg.Logger, Settle: 4 * cfg.electionTimeout(), AwayGrace: 2 * cfg.electionTimeout()})
+		Logger: cfg.Logger, Settle: 4 * cfg.electionTimeout(), AwayGrace: 2 * cfg.electionTimeout(),
+		LeaseDuration: leaseReads, LeaseHold: 10 * cfg.electionTimeout(),
+		NotBefore: time.Now().Add(cfg.leaseDuration()), StopWait: cfg.leaseDuration()})
 	n.dispatch = dispatch.New(dispatch.Config{NodeID: cfg.NodeID, Router: n.router, Replicas: n.replicas, Peers: n.peers, NH: nh,
 		Heard: n.heard, Controller: n.ctrl.Load, MaxForwardHops: cfg.MaxForwardHops, ForwardHopTimeout: cfg.ForwardHopTimeout,
 		ForwardMoveGrace: cfg.ForwardMoveGrace, LeaderWait: cfg.LeaderWait, ElectionTimeout: cfg.electionTimeout(), Now: cfg.Now,

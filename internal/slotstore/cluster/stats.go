@@ -16,6 +16,9 @@ type Stats struct {
 	// ReadRounds and Reads: ReadIndex rounds of the groups on this node and
 	// the linearizable reads they served (groups that left no longer count).
 	ReadRounds, Reads uint64
+	// LeaseRounds: of the read rounds, those the groups' leaders on this
+	// node answered under their lease (no ReadIndex: ADR 0012).
+	LeaseRounds uint64
 	// DroppedProposals: entries dragonboat dropped, proposed again.
 	DroppedProposals uint64
 	// MissedTransferAttempts: leader transfer attempts of this node (as the
@@ -36,6 +39,8 @@ func (n *Node) Stats() Stats {
 		r, d := g.Reads.Stats()
 		s.ReadRounds += r
 		s.Reads += d
+		_, l := g.Lease.Stats()
+		s.LeaseRounds += l
 	}
 	return s
 }

@@ -92,7 +92,16 @@ func (n *Node) drainedTransfer(ctx context.Context, g slotstore.GroupID, lg *rep
 		}
 		start := time.Now()
 		applied := n.waitDrained(actx, g, lg, shard, target)
+		// The lease ends before Raft is asked, and only if this replica
+		// still leads: asked on a follower, dragonboat would pass the
+		// transfer on to the new leader, whose lease nothing revoked.
 		n.replicas.TransferAway(shard)
+		if leader, _, valid, err := n.nh.GetLeaderID(shard); err != nil || !valid || leader != lg.ReplicaID {
+			release()
+			cancel()
+			return 0, &slotstore.Error{Code: slotstore.CodeNotLeader, RetryAfter: 200 * time.Millisecond,
+				Message: fmt.Sprintf("node %d stopped leading group %d before the transfer was asked", n.cfg.NodeID, g)}
+		}
 		if err := n.nh.RequestLeaderTransfer(shard, replica); err != nil && !dragonboat.IsTempError(err) {
 			release()
 			cancel()

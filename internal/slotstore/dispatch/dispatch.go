@@ -516,8 +516,9 @@ func (d *Dispatcher) ReadLocal(ctx context.Context, q meta.Query, c meta.Consist
 			return nil, info, &slotstore.Error{Code: slotstore.CodeRouteNotReady, RetryAfter: 500 * time.Millisecond,
 				Message: fmt.Sprintf("the replica of group %d here knows no leader yet", route.GroupID)}
 		}
-		// One ReadIndex round, shared with the reads waiting beside this
-		// one (readindex.go), then the local state machine.
+		// One round, shared with the reads waiting beside this one
+		// (readindex.go; on a leader under its lease no message leaves the
+		// node, leasedread.go), then the local state machine.
 		if err = lg.Reads.Wait(ctx); err == nil {
 			v, err = d.cfg.NH.StaleRead(shard, q)
 		}

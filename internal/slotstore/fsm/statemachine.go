@@ -69,6 +69,7 @@ type StateMachine struct {
 	cfg     Config
 	db      *pebble.DB
 	applied atomic.Uint64
+	waiters appliedWaiters // WaitApplied (applied.go)
 	owned   atomic.Pointer[meta.SlotSet]
 	fenced  atomic.Pointer[meta.SlotSet] // owned slots refusing writes (migrating out)
 	tracked atomic.Pointer[meta.SlotSet] // owned slots whose changes are logged (moving out live)
@@ -185,6 +186,7 @@ func (s *StateMachine) load() error {
 	s.fenced.Store(&fenced)
 	s.tracked.Store(&tracked)
 	s.applied.Store(applied)
+	s.waiters.advanced()
 	return nil
 }
 
@@ -258,6 +260,7 @@ func (s *StateMachine) Update(entries []sm.Entry) ([]sm.Entry, error) {
 		s.tracked.Store(&tracked)
 	}
 	s.applied.Store(last)
+	s.waiters.advanced()
 	if s.cfg.OnApplied != nil {
 		s.cfg.OnApplied(g, last)
 	}

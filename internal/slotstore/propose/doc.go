@@ -10,14 +10,17 @@
 // goroutine. Hold stops it from proposing (commands keep queueing) for a
 // leader transfer. A ReadBatcher runs at most one ReadIndex round at a
 // time per group: every read waiting when a round starts is linearizable
-// once it completes. RaftReplicator and NodeHostReadIndex are the
+// once it completes. On a leader under its Lease (granted by a ReadIndex
+// round that confirmed it) a round is a local commit-index query and a wait
+// for the apply instead (lease.go, leasedread.go, ADR 0012). RaftReplicator
+// and NodeHostReadIndex are the
 // dragonboat side: an entry or a round that dragonboat drops (a transfer
 // or an election under way; dropped entries were never appended) is tried
 // again within its deadline, and a leader change ends a wait at once
 // (ADR 0007). RaftError maps dragonboat's errors onto the one error type.
 //
-// Concurrency contract. Submit, Hold, Wait and the adapters' methods may be
-// called from any goroutine. A Proposer owns its loop goroutine and the
+// Concurrency contract. Submit, Hold, Wait, the Lease's methods and the
+// adapters' methods may be called from any goroutine. A Proposer owns its loop goroutine and the
 // goroutines of entries in flight; Close stops them and answers what is
 // queued. A ReadBatcher's round goroutine is started by a waiter and ends
 // when no read waits; Close cancels a running round and waits for it.

@@ -13,8 +13,9 @@
 // be older than what it acted on; ADR 0002). dragonboat refuses a new
 // replica over a non-empty state machine by panicking.
 //
-// Each running replica is a Replica: its state machine, its proposer and
-// its ReadIndex batcher. The set also remembers each replica's last
+// Each running replica is a Replica: its state machine, its proposer, its
+// ReadIndex batcher and its leader lease (ended by TransferAway; a
+// restarted replica waits out a lease first, Config.NotBefore). The set also remembers each replica's last
 // disruption (restart, leadership lost without a transfer away, a long
 // spell without a leader) for the leader-transfer gates (disruption.go).
 //
@@ -53,6 +54,7 @@ type Replica struct {
 	ReplicaID uint64
 	Proposer  *propose.Proposer
 	Reads     *propose.ReadBatcher // shares ReadIndex rounds among linearizable reads
+	Lease     *propose.Lease       // lets the leader answer linearizable reads without a round (lease.go)
 	sm        atomic.Pointer[fsm.StateMachine]
 }
 
@@ -79,6 +81,17 @@ type Config struct {
 	DroppedProposal   func()
 	Logger            *slog.Logger
 	Settle, AwayGrace time.Duration // of the disruption tracking (disruption.go)
+	// LeaseDuration is how long a confirmed leadership serves reads
+	// without a round (0: never; propose.LeaseDuration); LeaseHold how long
+	// a transfer away holds off new leases (propose.Lease.Revoke).
+	LeaseDuration, LeaseHold time.Duration
+	// NotBefore and StopWait keep a replica from voting while a lease it
+	// may have acknowledged still runs (propose/lease.go): no replica
+	// starts before NotBefore (the node's NodeHost start plus a lease), nor
+	// within StopWait (a lease) of the same group's replica stopping in this
+	// process. Set whether or not the node serves leases itself.
+	NotBefore time.Time
+	StopWait  time.Duration
 }
 
 // Set is the node's running replicas.
@@ -91,11 +104,14 @@ type Set struct {
 	// whose data it removed); Follow does not look again. Only Follow (the
 	// reconcile loop) touches it.
 	cleared map[slotstore.GroupID]bool
+	// stopped: when each group's replica last stopped here (under mu).
+	stopped map[slotstore.GroupID]time.Time
 }
 
 // New returns an empty set.
 func New(cfg Config) *Set {
-	s := &Set{cfg: cfg, disrupt: newDisruptions(cfg.Settle, cfg.AwayGrace), cleared: map[slotstore.GroupID]bool{}}
+	s := &Set{cfg: cfg, disrupt: newDisruptions(cfg.Settle, cfg.AwayGrace), cleared: map[slotstore.GroupID]bool{},
+		stopped: map[slotstore.GroupID]time.Time{}}
 	empty := map[slotstore.GroupID]*Replica{}
 	s.groups.Store(&empty)
 	return s
@@ -231,6 +247,13 @@ func (s *Set) Start(st *controller.State, grp *controller.Group, replica uint64,
 			}
 		}
 	}
+	notBefore := s.cfg.NotBefore
+	if t := s.stopped[g].Add(s.cfg.StopWait); t.After(notBefore) {
+		notBefore = t
+	}
+	if wait := time.Until(notBefore); wait > 0 {
+		time.Sleep(wait) // at most one lease: after the process started, or this group's replica stopped
+	}
 	s.disrupt.started(shard, replica, restarted)
 	if err := s.cfg.NH.StartOnDiskReplica(members, join, create, cfg); err != nil {
 		s.disrupt.forget(shard)
@@ -247,7 +270,22 @@ func (s *Set) Start(st *controller.State, grp *controller.Group, replica uint64,
 	rep := &propose.RaftReplicator{NH: s.cfg.NH, Shard: shard, Group: g, Replica: replica, Session: s.cfg.NH.GetNoOPSession(shard),
 		LeaderOf: leaderOf, Changed: changed, Dropped: s.cfg.DroppedProposal}
 	r.Proposer = propose.New(s.cfg.Proposer, rep, s.cfg.Batches(g))
-	r.Reads = propose.NewReadBatcher(propose.NodeHostReadIndex{NH: s.cfg.NH, Shard: shard, Changed: changed}, s.cfg.RequestTimeout)
+	r.Lease = propose.NewLease(s.cfg.LeaseDuration, nil)
+	waitApplied := func(ctx context.Context, index uint64) error {
+		if m := r.SM(); m != nil {
+			return m.WaitApplied(ctx, index)
+		}
+		return dragonboat.ErrShardNotReady
+	}
+	applied := func() uint64 {
+		if m := r.SM(); m != nil {
+			return m.AppliedIndex()
+		}
+		return 0
+	}
+	r.Reads = propose.NewReadBatcher(&propose.LeasedReadIndex{NH: s.cfg.NH, Shard: shard, Replica: replica, Lease: r.Lease,
+		Round: propose.NodeHostReadIndex{NH: s.cfg.NH, Shard: shard, Changed: changed}, Applied: applied, WaitApplied: waitApplied},
+		s.cfg.RequestTimeout)
 	s.publish(func(m map[slotstore.GroupID]*Replica) { m[g] = r })
 	s.cfg.Logger.Info("group replica started", "group", g, "replica", replica)
 	return nil
@@ -264,6 +302,11 @@ func (s *Set) Stop(ctx context.Context, g slotstore.GroupID) error {
 		return nil
 	}
 	s.publish(func(m map[slotstore.GroupID]*Replica) { delete(m, g) })
+	defer func() {
+		s.mu.Lock()
+		s.stopped[g] = time.Now()
+		s.mu.Unlock()
+	}()
 	s.mu.Unlock()
 	// The replica stops before its proposer: the proposals it has in flight
 	// are answered at once (ErrShardClosed: timeout, may have been applied)
@@ -370,9 +413,18 @@ func (s *Set) RefreshLeaders(st *controller.State) {
 // (for the disruption tracking); it only takes a short mutex.
 func (s *Set) LeaderUpdated(shard, leader uint64) { s.disrupt.leaderUpdated(shard, leader) }
 
-// TransferAway notes that this node asked shard's Raft to hand its
-// leadership to another replica (so that losing it is not a disruption).
-func (s *Set) TransferAway(shard uint64) { s.disrupt.transferAway(shard) }
+// TransferAway notes that this node is about to ask shard's Raft to hand
+// its leadership to another replica: losing it is then not a disruption,
+// and the replica's lease ends before the request goes out (a transfer's
+// candidate is voted for within the followers' election timeout).
+func (s *Set) TransferAway(shard uint64) {
+	if g, ok := controller.GroupOfShard(shard); ok {
+		if r := s.Get(g); r != nil {
+			r.Lease.Revoke(s.cfg.LeaseHold)
+		}
+	}
+	s.disrupt.transferAway(shard)
+}
 
 // Disruption is the last disruption of the replica of shard on this node
 // and how long ago it ended (kind "" when none).

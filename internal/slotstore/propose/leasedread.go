@@ -1,0 +1,119 @@
+package propose
+
+import (
+	"context"
+	"errors"
+	"math"
+
+	"github.com/lni/dragonboat/v4"
+)
+
+// LeasedReadIndex runs the read rounds of a replica that may lead its group
+// (a ReadBatcher's ReadIndexer). While the replica leads under a valid lease
+// (lease.go) a round asks the local Raft for its commit index and waits
+// until the state machine has applied it — no message leaves the node.
+// Otherwise, or when that fails, it runs Round (a ReadIndex round), and a
+// round that started and completed while this replica led in one term
+// renews the lease.
+type LeasedReadIndex struct {
+	NH      *dragonboat.NodeHost
+	Shard   uint64
+	Replica uint64 // this node's replica of the shard
+	Lease   *Lease
+	Round   ReadIndexer
+	// Applied is the last index the local state machine applied (0 until
+	// it exists); WaitApplied waits until it reaches index.
+	Applied     func() uint64
+	WaitApplied func(ctx context.Context, index uint64) error
+}
+
+// maxPendingBytes bounds what one round reads of the entries the leader
+// committed and has not applied; more than that (a leader far behind) falls
+// back to a ReadIndex round.
+const maxPendingBytes = 1 << 20
+
+var errPendingUnknown = errors.New("the committed entries not yet applied could not be listed")
+
+func (r *LeasedReadIndex) ReadIndex(ctx context.Context) error {
+	term, leads := r.leads()
+	if leads && r.Lease.Valid(term) {
+		if u, err := r.pendingUpdate(ctx); err == nil {
+			// The lease must still hold after the query: what it listed is
+			// complete only while no other replica can have been elected.
+			if err := r.WaitApplied(ctx, u); err == nil {
+				if t, ok := r.leads(); ok && t == term && r.Lease.Valid(term) {
+					r.Lease.served()
+					return nil
+				}
+			}
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	start := r.Lease.Now()
+	if err := r.Round.ReadIndex(ctx); err != nil {
+		return err
+	}
+	if leads {
+		if t, ok := r.leads(); ok && t == term {
+			r.Lease.Grant(term, start)
+		}
+	}
+	return nil
+}
+
+// leads reports whether this replica leads the shard, and in which term.
+func (r *LeasedReadIndex) leads() (uint64, bool) {
+	leader, term, valid, err := r.NH.GetLeaderID(r.Shard)
+	return term, err == nil && valid && leader == r.Replica
+}
+
+// pendingUpdate returns the index the state machine must reach to hold
+// every application entry this leader has committed: the highest such entry
+// the local Raft has committed and the state machine has not applied (the
+// applied index itself when there is none). The state machine sees only
+// application entries — dragonboat applies its own no-op of a new term and
+// configuration changes without it — so the commit index itself may never
+// be reached by it. The entries come from a log query of the local Raft,
+// answered within one pass of the step worker with no message leaving the
+// node (raft.handleLogQuery: the committed entries from the index asked,
+// and the commit index). A query still pending from an earlier round that
+// gave up makes this one fail (ErrSystemBusy): the round falls back to
+// ReadIndex, as it does for a list that does not reach the commit index.
+func (r *LeasedReadIndex) pendingUpdate(ctx context.Context) (uint64, error) {
+	applied := r.Applied()
+	rs, err := r.NH.QueryRaftLog(r.Shard, applied+1, math.MaxUint64, maxPendingBytes)
+	if err != nil {
+		return 0, err
+	}
+	select {
+	case res := <-rs.AppliedC():
+		switch {
+		case res.RequestOutOfRange():
+			// Past the commit index (nothing committed is unapplied), or
+			// below the log's first index (compacted: not listable).
+			if _, lr := res.RaftLogs(); lr.LastIndex != 0 && lr.LastIndex-1 <= applied {
+				return applied, nil
+			}
+			return 0, errPendingUnknown
+		case res.Completed():
+			ents, lr := res.RaftLogs()
+			commit := lr.LastIndex - 1
+			if lr.LastIndex == 0 || len(ents) == 0 && commit > applied || len(ents) > 0 && ents[len(ents)-1].Index < commit {
+				return 0, errPendingUnknown
+			}
+			u := applied
+			for i := range ents {
+				if ents[i].IsUpdateEntry() && ents[i].Index > u {
+					u = ents[i].Index
+				}
+			}
+			return u, nil
+		default:
+			return 0, errPendingUnknown
+		}
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+}
