@@ -164,6 +164,7 @@ func TestProfileInProcess(t *testing.T) {
 	for _, n := range c.Nodes {
 		s := n.Stats()
 		st.Entries, st.Commands, st.ReadRounds, st.Reads = st.Entries+s.Entries, st.Commands+s.Commands, st.ReadRounds+s.ReadRounds, st.Reads+s.Reads
+		st.LeaseRounds, st.RemoteRounds = st.LeaseRounds+s.LeaseRounds, st.RemoteRounds+s.RemoteRounds
 		st.Forward.Batches, st.Forward.Batched, st.Forward.Singles = st.Forward.Batches+s.Forward.Batches,
 			st.Forward.Batched+s.Forward.Batched, st.Forward.Singles+s.Forward.Singles
 	}
@@ -175,7 +176,8 @@ func TestProfileInProcess(t *testing.T) {
 			f.Singles+f.Batched, f.Singles+f.Batches, f.Singles, f.Batched)
 	}
 	if rounds, reads := float64(st.ReadRounds), float64(st.Reads); rounds > 0 {
-		t.Logf("reads: %.0f ReadIndex rounds, %.2f linearizable reads per round (whole test)", rounds, reads/rounds)
+		t.Logf("reads: %.0f read rounds, %.2f linearizable reads per round; %d answered by a leader's lease, %d by a leader's lease over peer RPC (whole test)",
+			rounds, reads/rounds, st.LeaseRounds, st.RemoteRounds)
 	}
 }
 

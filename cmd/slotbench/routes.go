@@ -14,11 +14,11 @@ import (
 // Routes is a route-aware client's view of a slotmeta cluster: for every
 // hash slot (CRC32-IEEE of the key mod 256, as the server computes it) the
 // API of its group's leader and of the nodes holding its replicas, read from
-// GET /v1/cluster/routes, /v1/cluster/groups and /v1/cluster/nodes. Writes go
-// to the leader and reads to a replica (a linearizable read is served by a
-// ReadIndex round on any replica), so no request takes a peer hop while the
-// view is right; when it is wrong the server forwards, so a stale view costs
-// a hop, never an error.
+// GET /v1/cluster/routes, /v1/cluster/groups and /v1/cluster/nodes. Writes and
+// reads go to the leader (under its lease a linearizable read there sends
+// no message at all; ADR 0012), to a replica while the leader is unknown, so
+// no request takes a peer hop while the view is right; when it is wrong the
+// server forwards, so a stale view costs a hop, never an error.
 //
 // Concurrency: For may be called from any goroutine; Refresh and Run from
 // one (Run is owned by its caller and ends with ctx).
@@ -40,13 +40,14 @@ func NewRoutes(eps []string, token string, namespaces bool) *Routes {
 
 func keySlot(key string) int { return int(crc32.ChecksumIEEE([]byte(key)) % 256) }
 
-// For is the endpoint for key: the leader's for a write, a replica's for a
-// read (spread picks among them); "" while the slot's route is unknown.
+// For is the endpoint for key: the leader's, or for a read whose leader is
+// unknown a replica's (spread picks among them); "" while the slot's route
+// is unknown.
 func (r *Routes) For(key string, write bool, spread int) string {
 	hs := keySlot(key)
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	if write || len(r.replicas[hs]) == 0 {
+	if write || r.leader[hs] != "" || len(r.replicas[hs]) == 0 {
 		return r.leader[hs]
 	}
 	reps := r.replicas[hs]

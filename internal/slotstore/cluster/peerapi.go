@@ -2,9 +2,11 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
+	"sync"
 
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/controller"
@@ -28,6 +30,7 @@ func (n *Node) peerHandler() http.Handler {
 		})
 	})
 	s.Handle(http.MethodPost, "read", n.servePeerRead)
+	s.Handle(http.MethodPost, "readindex", n.servePeerReadIndex)
 	s.Handle(http.MethodGet, "leaders", n.servePeerLeaders)
 	s.Handle(http.MethodGet, "applied", n.servePeerApplied)
 	s.Handle(http.MethodGet, "status", n.servePeerStatus)
@@ -135,4 +138,63 @@ func (n *Node) servePeerApplied(_ context.Context, w http.ResponseWriter, r *htt
 
 func (n *Node) servePeerLeaders(_ context.Context, w http.ResponseWriter, _ *http.Request) {
 	peer.WriteJSON(w, n.localLeaderViews())
+}
+
+// servePeerReadIndex answers a follower's read-index questions for the
+// groups this node leads (peer/readindex.go): per group the index plus one,
+// or 0.
+func (n *Node) servePeerReadIndex(ctx context.Context, w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, 64<<10))
+	if err != nil {
+		peer.WriteError(w, http.StatusRequestEntityTooLarge, slotstore.Wrap(slotstore.CodePayloadTooLarge, err, "peer request body"))
+		return
+	}
+	groups, err := peer.DecodeReadIndexGroups(body)
+	if err != nil {
+		peer.WriteError(w, http.StatusBadRequest, slotstore.Wrap(slotstore.CodeInvalidArgument, err, "undecodable read-index request"))
+		return
+	}
+	answers := make([]uint64, len(groups))
+	var wg sync.WaitGroup
+	for i, g := range groups {
+		lg := n.replicas.Get(g)
+		if lg == nil || lg.Leased == nil {
+			continue
+		}
+		if leader, _, valid, err := n.nh.GetLeaderID(controller.ShardOf(g)); err != nil || !valid || leader != lg.ReplicaID {
+			continue // not the leader: the follower runs its own round
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// A round of the leader's own (shared with its local reads:
+			// under its lease no message leaves the node, else a ReadIndex
+			// round that renews the lease) that starts after the question
+			// arrived: then everything committed before it is applied here.
+			if err := lg.Reads.Wait(ctx); err == nil {
+				if m := lg.SM(); m != nil {
+					answers[i] = m.AppliedIndex() + 1
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	w.Header().Set("Content-Type", "application/octet-stream")
+	_, _ = w.Write(peer.AppendReadIndexAnswers(nil, answers))
+}
+
+// remoteReadIndex is how a follower's read asks the leader's node for its
+// read index (nil when this node serves no leases: the cluster is taken to
+// run them alike).
+func (n *Node) remoteReadIndex(on bool) func(ctx context.Context, g slotstore.GroupID, node slotstore.NodeID) (uint64, error) {
+	if !on {
+		return nil
+	}
+	return func(ctx context.Context, g slotstore.GroupID, node slotstore.NodeID) (uint64, error) {
+		addr := n.dispatch.PeerAddrOf(node)
+		if addr == "" {
+			return 0, fmt.Errorf("node %d has no peer address", node)
+		}
+		return n.peers.ReadIndex(ctx, addr, g)
+	}
 }

@@ -17,8 +17,10 @@ type Stats struct {
 	// the linearizable reads they served (groups that left no longer count).
 	ReadRounds, Reads uint64
 	// LeaseRounds: of the read rounds, those the groups' leaders on this
-	// node answered under their lease (no ReadIndex: ADR 0012).
-	LeaseRounds uint64
+	// node answered under their lease (no ReadIndex: ADR 0012);
+	// RemoteRounds: those of followers here that a leader's node answered
+	// from its lease (peer/readindex.go).
+	LeaseRounds, RemoteRounds uint64
 	// DroppedProposals: entries dragonboat dropped, proposed again.
 	DroppedProposals uint64
 	// MissedTransferAttempts: leader transfer attempts of this node (as the
@@ -41,6 +43,9 @@ func (n *Node) Stats() Stats {
 		s.Reads += d
 		_, l := g.Lease.Stats()
 		s.LeaseRounds += l
+		if g.Leased != nil {
+			s.RemoteRounds += g.Leased.RemoteRounds()
+		}
 	}
 	return s
 }

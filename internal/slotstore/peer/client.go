@@ -28,9 +28,10 @@ type Client struct {
 	bound  int
 	from   slotstore.NodeID // named in every call (From); 0: none
 
-	mu         sync.Mutex
-	slots      map[string]chan struct{} // by peer address
-	forwarders map[string]*forwarder    // by peer address (forwardbatch.go)
+	mu          sync.Mutex
+	slots       map[string]chan struct{} // by peer address
+	forwarders  map[string]*forwarder    // by peer address (forward.go)
+	readIndexes map[string]*riBatcher    // by peer address (readindex.go)
 
 	batches, batched atomic.Uint64 // batch requests sent, commands they carried
 	singles          atomic.Uint64 // forwarded commands sent alone
@@ -45,7 +46,7 @@ func NewClient(secret *Secret, bound int) *Client {
 		IdleConnTimeout:     90 * time.Second,
 	}
 	return &Client{http: &http.Client{Transport: tr}, scheme: "http", secret: secret, bound: bound, slots: map[string]chan struct{}{},
-		forwarders: map[string]*forwarder{}}
+		forwarders: map[string]*forwarder{}, readIndexes: map[string]*riBatcher{}}
 }
 
 // From makes every call name this node (set before the first call).

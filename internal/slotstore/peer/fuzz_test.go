@@ -68,3 +68,38 @@ func FuzzDecodeBatchAnswers(f *testing.F) {
 		}
 	})
 }
+
+// The read-index framing (readindex.go): a request body on the server, an
+// answer body on the client.
+func FuzzDecodeReadIndex(f *testing.F) {
+	f.Add(AppendReadIndexGroups(nil, []slotstore.GroupID{1, 2, 300}), 0)
+	f.Add(AppendReadIndexAnswers(nil, []uint64{0, 1, 1 << 40}), 3)
+	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0x0f}, 0)
+	f.Add([]byte{1, 0}, 0)
+	f.Fuzz(func(t *testing.T, b []byte, want int) {
+		if groups, err := DecodeReadIndexGroups(b); err == nil {
+			if len(groups) == 0 || len(groups) > readIndexBatchMax {
+				t.Fatalf("accepted %d groups", len(groups))
+			}
+			for _, g := range groups {
+				if g == 0 {
+					t.Fatal("accepted group 0")
+				}
+			}
+			if back, err := DecodeReadIndexGroups(AppendReadIndexGroups(nil, groups)); err != nil || !reflect.DeepEqual(back, groups) {
+				t.Fatalf("re-encoded groups decode to %v, %v", back, err)
+			}
+		}
+		if want <= 0 || want > readIndexBatchMax {
+			return // the client asks for the count it sent
+		}
+		if answers, err := DecodeReadIndexAnswers(b, want); err == nil {
+			if len(answers) != want {
+				t.Fatalf("%d answers for %d", len(answers), want)
+			}
+			if back, err := DecodeReadIndexAnswers(AppendReadIndexAnswers(nil, answers), want); err != nil || !reflect.DeepEqual(back, answers) {
+				t.Fatalf("re-encoded answers decode to %v, %v", back, err)
+			}
+		}
+	})
+}

@@ -4,17 +4,22 @@ import (
 	"context"
 	"errors"
 	"math"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/lni/dragonboat/v4"
 )
 
-// LeasedReadIndex runs the read rounds of a replica that may lead its group
-// (a ReadBatcher's ReadIndexer). While the replica leads under a valid lease
-// (lease.go) a round asks the local Raft for its commit index and waits
-// until the state machine has applied it — no message leaves the node.
-// Otherwise, or when that fails, it runs Round (a ReadIndex round), and a
-// round that started and completed while this replica led in one term
-// renews the lease.
+// LeasedReadIndex runs the read rounds of one replica (a ReadBatcher's
+// ReadIndexer). While the replica leads under a valid lease (lease.go) a
+// round asks the local Raft which committed entries are not yet applied and
+// waits for their apply — no message leaves the node. On a follower, a round
+// asks the leader's node for that index (its applied index after a round of
+// its own, over peer RPC batched across groups: Remote) and waits until the local replica has
+// applied it. Otherwise, or when either fails, it runs Round (a ReadIndex
+// round), and a round that started and completed while this replica led in
+// one term renews the lease.
 type LeasedReadIndex struct {
 	NH      *dragonboat.NodeHost
 	Shard   uint64
@@ -25,6 +30,14 @@ type LeasedReadIndex struct {
 	// it exists); WaitApplied waits until it reaches index.
 	Applied     func() uint64
 	WaitApplied func(ctx context.Context, index uint64) error
+	// Remote asks the node of replica leader for its read index (nil: a
+	// follower always runs Round); it gets at most RemoteBudget, its wait
+	// for the local apply included.
+	Remote       func(ctx context.Context, leader uint64) (uint64, error)
+	RemoteBudget time.Duration
+
+	queryMu sync.Mutex // dragonboat takes one log query per shard at a time
+	remote  atomic.Uint64
 }
 
 // maxPendingBytes bounds what one round reads of the entries the leader
@@ -32,41 +45,79 @@ type LeasedReadIndex struct {
 // back to a ReadIndex round.
 const maxPendingBytes = 1 << 20
 
-var errPendingUnknown = errors.New("the committed entries not yet applied could not be listed")
+var (
+	errPendingUnknown = errors.New("the committed entries not yet applied could not be listed")
+	errNoLease        = errors.New("this replica does not lead under a valid lease")
+)
 
 func (r *LeasedReadIndex) ReadIndex(ctx context.Context) error {
-	term, leads := r.leads()
-	if leads && r.Lease.Valid(term) {
-		if u, err := r.pendingUpdate(ctx); err == nil {
-			// The lease must still hold after the query: what it listed is
-			// complete only while no other replica can have been elected.
+	leader, term, known := r.leader()
+	switch {
+	case known && leader == r.Replica:
+		if u, err := r.leaseIndex(ctx); err == nil {
 			if err := r.WaitApplied(ctx, u); err == nil {
-				if t, ok := r.leads(); ok && t == term && r.Lease.Valid(term) {
-					r.Lease.served()
-					return nil
-				}
+				r.Lease.served()
+				return nil
 			}
 		}
-		if ctx.Err() != nil {
-			return ctx.Err()
+	case known && r.Remote != nil:
+		rctx, cancel := context.WithTimeout(ctx, r.RemoteBudget)
+		u, err := r.Remote(rctx, leader)
+		if err == nil {
+			err = r.WaitApplied(rctx, u)
 		}
+		cancel()
+		if err == nil {
+			r.remote.Add(1)
+			return nil
+		}
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
 	}
 	start := r.Lease.Now()
 	if err := r.Round.ReadIndex(ctx); err != nil {
 		return err
 	}
-	if leads {
-		if t, ok := r.leads(); ok && t == term {
+	if known && leader == r.Replica {
+		if l, t, ok := r.leader(); ok && l == r.Replica && t == term {
 			r.Lease.Grant(term, start)
 		}
 	}
 	return nil
 }
 
-// leads reports whether this replica leads the shard, and in which term.
-func (r *LeasedReadIndex) leads() (uint64, bool) {
+// leaseIndex returns, while this replica leads under a valid lease, the
+// index a replica of the group must have applied to answer a linearizable
+// read that arrived before the call (pendingUpdate); errNoLease otherwise.
+// The lease must still hold after the query: what it listed is complete only
+// while no other replica can have been elected.
+func (r *LeasedReadIndex) leaseIndex(ctx context.Context) (uint64, error) {
+	leader, term, known := r.leader()
+	if !known || leader != r.Replica || !r.Lease.Valid(term) {
+		return 0, errNoLease
+	}
+	r.queryMu.Lock()
+	u, err := r.pendingUpdate(ctx)
+	r.queryMu.Unlock()
+	if err != nil {
+		return 0, err
+	}
+	if l, t, ok := r.leader(); !ok || l != r.Replica || t != term || !r.Lease.Valid(term) {
+		return 0, errNoLease
+	}
+	return u, nil
+}
+
+// RemoteRounds counts the rounds of this follower that the leader's node
+// answered.
+func (r *LeasedReadIndex) RemoteRounds() uint64 { return r.remote.Load() }
+
+// leader is the shard's leader replica and term as the local NodeHost knows
+// them.
+func (r *LeasedReadIndex) leader() (uint64, uint64, bool) {
 	leader, term, valid, err := r.NH.GetLeaderID(r.Shard)
-	return term, err == nil && valid && leader == r.Replica
+	return leader, term, err == nil && valid
 }
 
 // pendingUpdate returns the index the state machine must reach to hold

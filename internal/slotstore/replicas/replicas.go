@@ -55,6 +55,7 @@ type Replica struct {
 	Proposer  *propose.Proposer
 	Reads     *propose.ReadBatcher // shares ReadIndex rounds among linearizable reads
 	Lease     *propose.Lease       // lets the leader answer linearizable reads without a round (lease.go)
+	Leased    *propose.LeasedReadIndex
 	sm        atomic.Pointer[fsm.StateMachine]
 }
 
@@ -92,6 +93,11 @@ type Config struct {
 	// process. Set whether or not the node serves leases itself.
 	NotBefore time.Time
 	StopWait  time.Duration
+	// RemoteReadIndex asks node, which leads g, for the index a read must
+	// have applied (peer RPC; nil: followers run ReadIndex rounds), within
+	// RemoteBudget.
+	RemoteReadIndex func(ctx context.Context, g slotstore.GroupID, node slotstore.NodeID) (uint64, error)
+	RemoteBudget    time.Duration
 }
 
 // Set is the node's running replicas.
@@ -283,9 +289,19 @@ func (s *Set) Start(st *controller.State, grp *controller.Group, replica uint64,
 		}
 		return 0
 	}
-	r.Reads = propose.NewReadBatcher(&propose.LeasedReadIndex{NH: s.cfg.NH, Shard: shard, Replica: replica, Lease: r.Lease,
-		Round: propose.NodeHostReadIndex{NH: s.cfg.NH, Shard: shard, Changed: changed}, Applied: applied, WaitApplied: waitApplied},
-		s.cfg.RequestTimeout)
+	r.Leased = &propose.LeasedReadIndex{NH: s.cfg.NH, Shard: shard, Replica: replica, Lease: r.Lease,
+		Round: propose.NodeHostReadIndex{NH: s.cfg.NH, Shard: shard, Changed: changed}, Applied: applied, WaitApplied: waitApplied,
+		RemoteBudget: s.cfg.RemoteBudget}
+	if s.cfg.RemoteReadIndex != nil {
+		r.Leased.Remote = func(ctx context.Context, leader uint64) (uint64, error) {
+			node := leaderOf(leader)
+			if node == 0 || node == s.cfg.NodeID {
+				return 0, fmt.Errorf("replica %d of group %d is on no other known node", leader, g)
+			}
+			return s.cfg.RemoteReadIndex(ctx, g, node)
+		}
+	}
+	r.Reads = propose.NewReadBatcher(r.Leased, s.cfg.RequestTimeout)
 	s.publish(func(m map[slotstore.GroupID]*Replica) { m[g] = r })
 	s.cfg.Logger.Info("group replica started", "group", g, "replica", replica)
 	return nil
