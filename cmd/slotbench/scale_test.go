@@ -207,6 +207,17 @@ func TestScaleOut(t *testing.T) {
 	var rows []scaleRow
 	preloaded := false
 	measure := func(phase string) {
+		// The balancer also moves slots by measured load: paused while a
+		// phase is measured, so that the figures are of the settled
+		// placement, not of moves the measuring load itself set off.
+		if code := a.do("PUT", api1+"/v1/cluster/balancer", []byte(`{"paused":true}`), nil); code != 200 {
+			t.Fatalf("pause the balancer: %d", code)
+		}
+		defer func() {
+			if code := a.do("PUT", api1+"/v1/cluster/balancer", []byte(`{"paused":false}`), nil); code != 200 {
+				t.Fatalf("resume the balancer: %d", code)
+			}
+		}()
 		var eps []string
 		for _, h := range c.Hosts {
 			if h.Running() {
