@@ -10,9 +10,10 @@ import (
 	"slotmeta/internal/slotstore/meta"
 )
 
-// TestTransferAwayRevokesTheLease: a read on the leader grants its lease;
-// the note that a transfer away is about to be asked ends it, and reads
-// within the hold run rounds without granting a new one.
+// TestTransferAwayRevokesTheLease: a read on the leader grants its lease,
+// which answers the reads after it; the note that a transfer away is about
+// to be asked ends it, and reads within the hold run rounds without granting
+// a new one.
 func TestTransferAwayRevokesTheLease(t *testing.T) {
 	cfg := testConfig(t, t.TempDir(), freeAddr(t))
 	cfg.GroupCount = 1
@@ -42,6 +43,16 @@ func TestTransferAwayRevokesTheLease(t *testing.T) {
 		if i == 100 {
 			t.Fatal("a read on the leader granted no lease")
 		}
+	}
+	// Reads under the lease of a group that took no write since its
+	// election (its commit index is the leader's no-op, which the state
+	// machine never sees) are answered by the lease, not by rounds.
+	_, served := lg.Lease.Stats()
+	for range 20 {
+		read()
+	}
+	if _, after := lg.Lease.Stats(); after-served < 10 {
+		t.Fatalf("only %d of 20 reads under a valid lease were answered by it", after-served)
 	}
 	n.replicas.TransferAway(shard)
 	if lg.Lease.Valid(term) {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"time"
 
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/controller"
@@ -153,6 +154,14 @@ func (n *Node) servePeerReadIndex(ctx context.Context, w http.ResponseWriter, r 
 	if err != nil {
 		peer.WriteError(w, http.StatusBadRequest, slotstore.Wrap(slotstore.CodeInvalidArgument, err, "undecodable read-index request"))
 		return
+	}
+	// Each group's round gets half of what the asker allows: a slow group
+	// (no quorum, a transfer under way) is refused in time for the asker
+	// to fall back, instead of holding the answers of every other group.
+	if d, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Until(d)/2)
+		defer cancel()
 	}
 	answers := make([]uint64, len(groups))
 	var wg sync.WaitGroup

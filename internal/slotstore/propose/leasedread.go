@@ -35,9 +35,15 @@ type LeasedReadIndex struct {
 	// for the local apply included.
 	Remote       func(ctx context.Context, leader uint64) (uint64, error)
 	RemoteBudget time.Duration
+	// Changed is cancelled at the group's next leader change: a question
+	// to the old leader's node ends there.
+	Changed func() context.Context
 
 	queryMu sync.Mutex // dragonboat takes one log query per shard at a time
-	remote  atomic.Uint64
+	// scannedTo: the committed entries up to it were listed, and their
+	// application entries reach at most scannedMax (under queryMu).
+	scannedTo, scannedMax uint64
+	remote                atomic.Uint64
 }
 
 // maxPendingBytes bounds what one round reads of the entries the leader
@@ -62,6 +68,10 @@ func (r *LeasedReadIndex) ReadIndex(ctx context.Context) error {
 		}
 	case known && r.Remote != nil:
 		rctx, cancel := context.WithTimeout(ctx, r.RemoteBudget)
+		if r.Changed != nil {
+			stop := context.AfterFunc(r.Changed(), cancel)
+			defer stop()
+		}
 		u, err := r.Remote(rctx, leader)
 		if err == nil {
 			err = r.WaitApplied(rctx, u)
@@ -129,42 +139,60 @@ func (r *LeasedReadIndex) leader() (uint64, uint64, bool) {
 // be reached by it. The entries come from a log query of the local Raft,
 // answered within one pass of the step worker with no message leaving the
 // node (raft.handleLogQuery: the committed entries from the index asked,
-// and the commit index). A query still pending from an earlier round that
-// gave up makes this one fail (ErrSystemBusy): the round falls back to
-// ReadIndex, as it does for a list that does not reach the commit index.
+// and the commit index). Committed entries never change, so what one query
+// listed is not listed again (scannedTo, scannedMax); entries the log has
+// compacted are in the local state already (dragonboat compacts only what
+// its replica applied or received in a snapshot). A query still pending
+// from an earlier round that gave up makes this one fail (ErrSystemBusy):
+// the round falls back to ReadIndex, as it does for a list that does not
+// reach the commit index. Called with queryMu held.
 func (r *LeasedReadIndex) pendingUpdate(ctx context.Context) (uint64, error) {
 	applied := r.Applied()
-	rs, err := r.NH.QueryRaftLog(r.Shard, applied+1, math.MaxUint64, maxPendingBytes)
-	if err != nil {
-		return 0, err
+	floor, base := applied, applied // the answer at least; listed up to base
+	if r.scannedTo > applied {
+		floor, base = max(applied, r.scannedMax), r.scannedTo
 	}
-	select {
-	case res := <-rs.AppliedC():
-		switch {
-		case res.RequestOutOfRange():
-			// Past the commit index (nothing committed is unapplied), or
-			// below the log's first index (compacted: not listable).
-			if _, lr := res.RaftLogs(); lr.LastIndex != 0 && lr.LastIndex-1 <= applied {
-				return applied, nil
-			}
-			return 0, errPendingUnknown
-		case res.Completed():
-			ents, lr := res.RaftLogs()
-			commit := lr.LastIndex - 1
-			if lr.LastIndex == 0 || len(ents) == 0 && commit > applied || len(ents) > 0 && ents[len(ents)-1].Index < commit {
-				return 0, errPendingUnknown
-			}
-			u := applied
-			for i := range ents {
-				if ents[i].IsUpdateEntry() && ents[i].Index > u {
-					u = ents[i].Index
-				}
-			}
-			return u, nil
-		default:
+	for range 2 { // a second query only past a compacted prefix
+		rs, err := r.NH.QueryRaftLog(r.Shard, base+1, math.MaxUint64, maxPendingBytes)
+		if err != nil {
+			return 0, err
+		}
+		var res dragonboat.RequestResult
+		select {
+		case res = <-rs.AppliedC():
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+		if !res.RequestOutOfRange() && !res.Completed() {
 			return 0, errPendingUnknown
 		}
-	case <-ctx.Done():
-		return 0, ctx.Err()
+		ents, lr := res.RaftLogs()
+		if lr.LastIndex == 0 {
+			return 0, errPendingUnknown
+		}
+		commit := lr.LastIndex - 1
+		if res.RequestOutOfRange() {
+			switch {
+			case commit <= base: // nothing committed past what is listed
+				r.scannedTo, r.scannedMax = max(r.scannedTo, base), floor
+				return floor, nil
+			case lr.FirstIndex > base+1: // compacted: in the local state already
+				base = lr.FirstIndex - 1
+				continue
+			}
+			return 0, errPendingUnknown
+		}
+		if len(ents) == 0 || ents[0].Index != base+1 || ents[len(ents)-1].Index < commit {
+			return 0, errPendingUnknown // not the whole range (size-limited)
+		}
+		u := floor
+		for i := range ents {
+			if ents[i].IsUpdateEntry() && ents[i].Index > u {
+				u = ents[i].Index
+			}
+		}
+		r.scannedTo, r.scannedMax = commit, u
+		return u, nil
 	}
+	return 0, errPendingUnknown
 }

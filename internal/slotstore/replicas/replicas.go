@@ -291,7 +291,7 @@ func (s *Set) Start(st *controller.State, grp *controller.Group, replica uint64,
 	}
 	r.Leased = &propose.LeasedReadIndex{NH: s.cfg.NH, Shard: shard, Replica: replica, Lease: r.Lease,
 		Round: propose.NodeHostReadIndex{NH: s.cfg.NH, Shard: shard, Changed: changed}, Applied: applied, WaitApplied: waitApplied,
-		RemoteBudget: s.cfg.RemoteBudget}
+		RemoteBudget: s.cfg.RemoteBudget, Changed: changed}
 	if s.cfg.RemoteReadIndex != nil {
 		r.Leased.Remote = func(ctx context.Context, leader uint64) (uint64, error) {
 			node := leaderOf(leader)
