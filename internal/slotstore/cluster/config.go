@@ -104,9 +104,9 @@ type Config struct {
 	// DisableLeaseReads makes every linearizable read run a ReadIndex
 	// round, on the leader too. By default a group's leader answers them
 	// from its own state for a lease after a round confirmed it
-	// (propose/lease.go); the lease assumes every node runs the same RTT
-	// and ElectionRTT. Restarted replicas wait out a lease either way, so
-	// nodes may differ in this switch.
+	// (propose/lease.go), for no longer than the shortest Raft timing the
+	// group's nodes reported allows (timing.go). Restarted replicas wait
+	// out a lease either way, so nodes may differ in this switch.
 	DisableLeaseReads bool
 	// Quiesce (off by default while its availability is measured) lets
 	// dragonboat quiesce idle slot groups: no heartbeats after ten election

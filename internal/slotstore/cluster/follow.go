@@ -49,6 +49,7 @@ func (n *Node) reconcile(ctx context.Context) {
 	if !n.publishRoutes(st) {
 		return
 	}
+	n.reportTiming(ctx, st)
 	if gate := n.followGate.Load(); gate != nil {
 		select {
 		case <-*gate:

@@ -52,14 +52,16 @@ func TestFaultIsolatedLeaderLeaseEndsBeforeANewLeaderWrites(t *testing.T) {
 		return string(kv.Value), nil
 	}
 	put(isolated, "v1", 5*time.Second)
+	// Leases start once every replica of the group reported its Raft
+	// timing (timing.go): read until the leader's lease answers.
 	before := isolated.Stats().LeaseRounds
-	for range 50 {
+	for deadline := time.Now().Add(5 * time.Second); isolated.Stats().LeaseRounds == before; {
 		if v, err := get(2 * time.Second); err != nil || v != "v1" {
 			t.Fatalf("read through the leader: %q, %v", v, err)
 		}
-	}
-	if served := isolated.Stats().LeaseRounds - before; served == 0 {
-		t.Fatal("the leader answered no read under its lease")
+		if time.Now().After(deadline) {
+			t.Fatal("the leader answered no read under its lease")
+		}
 	}
 
 	c.Net.Isolate(old)
@@ -127,6 +129,13 @@ func TestFollowerReadsAskTheLeadersLease(t *testing.T) {
 	c, w, leader := faultStart(t)
 	lead := c.Nodes[leader-1]
 	followers := others(c, leader)
+	w.mustPut(lead, 5*time.Second)
+	k0 := w.acked[len(w.acked)-1]
+	for deadline := time.Now().Add(5 * time.Second); lead.Stats().LeaseRounds == 0; { // timing reported (timing.go)
+		if err := readKey(lead, k0, meta.Linearizable); err != nil || time.Now().After(deadline) {
+			t.Fatalf("no lease on the leader: %v", err)
+		}
+	}
 	before := followers[0].Stats().RemoteRounds + followers[1].Stats().RemoteRounds
 	for i := range 200 {
 		k := w.key()

@@ -221,7 +221,8 @@ func Start(cfg Config) (*Node, error) {
 		Logger: cfg.Logger, Settle: 4 * cfg.electionTimeout(), AwayGrace: 2 * cfg.electionTimeout(),
 		LeaseDuration: leaseReads, LeaseHold: 10 * cfg.electionTimeout(),
 		NotBefore: time.Now().Add(cfg.leaseDuration()), StopWait: cfg.leaseDuration(),
-		RemoteReadIndex: n.remoteReadIndex(leaseReads > 0), RemoteBudget: min(cfg.electionTimeout(), cfg.RequestTimeout/2)})
+		RemoteReadIndex: n.remoteReadIndex(leaseReads > 0), RemoteBudget: min(cfg.electionTimeout(), cfg.RequestTimeout/2),
+		LeaseLimit: func(g slotstore.GroupID) time.Duration { return leaseLimit(n.ctrl.Load(), g) }})
 	n.dispatch = dispatch.New(dispatch.Config{NodeID: cfg.NodeID, Router: n.router, Replicas: n.replicas, Peers: n.peers, NH: nh,
 		Heard: n.heard, Controller: n.ctrl.Load, MaxForwardHops: cfg.MaxForwardHops, ForwardHopTimeout: cfg.ForwardHopTimeout,
 		ForwardMoveGrace: cfg.ForwardMoveGrace, LeaderWait: cfg.LeaderWait, ElectionTimeout: cfg.electionTimeout(), Now: cfg.Now,

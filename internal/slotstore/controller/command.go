@@ -33,6 +33,7 @@ type Command struct {
 	RemoveNode   *RemoveNode          `json:"remove_node,omitempty"`
 	SetBalancer  *SetBalancer         `json:"set_balancer,omitempty"`
 	Audit        *AuditRecord         `json:"audit,omitempty"`
+	RaftTiming   *SetRaftTiming       `json:"raft_timing,omitempty"`
 }
 
 // SetPreferred sets a group's preferred leader (an intent with a time).
@@ -102,7 +103,8 @@ func DecodeCommand(b []byte) (Command, error) {
 	bodies := 0
 	for _, set := range []bool{c.Bootstrap != nil, c.RegisterNode != nil, c.SetNodeState != nil, c.SetPreferred != nil, c.Decision != nil,
 		c.CreateMove != nil, c.AdvanceTask != nil, c.CancelTask != nil, c.SlotMigrate != nil, c.CreateGroup != nil, c.RetireGroup != nil,
-		c.CreateSplit != nil, c.CreateMerge != nil, c.DrainNode != nil, c.RemoveNode != nil, c.SetBalancer != nil, c.Audit != nil} {
+		c.CreateSplit != nil, c.CreateMerge != nil, c.DrainNode != nil, c.RemoveNode != nil, c.SetBalancer != nil, c.Audit != nil,
+		c.RaftTiming != nil} {
 		if set {
 			bodies++
 		}
@@ -149,6 +151,8 @@ func apply(s *State, c Command) Result {
 		return applyRegisterNode(s, c.RegisterNode, c.TimeMs)
 	case c.SetNodeState != nil:
 		return applySetNodeState(s, c.SetNodeState)
+	case c.RaftTiming != nil:
+		return applySetRaftTiming(s, c.RaftTiming)
 	case c.SlotMigrate != nil:
 		return applyCreateSlotMigration(s, c.SlotMigrate, c.TimeMs)
 	case c.CreateMove != nil:

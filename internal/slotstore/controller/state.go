@@ -104,16 +104,18 @@ type State struct {
 	NextReplicaID     uint64                       `json:"next_replica_id"`
 	// NextGroupID is above every group id ever used; Retired lists the
 	// retired groups (bounded), whose data every node removes.
-	NextGroupID  uint64              `json:"next_group_id,omitempty"`
-	Retired      []slotstore.GroupID `json:"retired_groups,omitempty"`
-	Decisions    []Decision          `json:"decisions"`           // bounded, oldest first
-	DecisionSeq  uint64              `json:"decision_seq"`        // decisions ever recorded
-	Audit        []AuditRecord       `json:"audit,omitempty"`     // bounded, oldest first
-	AuditSeq     uint64              `json:"audit_seq,omitempty"` // audit records ever recorded
-	Tasks        map[uint64]*Task    `json:"tasks"`
-	NextTaskID   uint64              `json:"next_task_id"`
-	Balancer     BalancerIntent      `json:"balancer"`
-	AppliedIndex uint64              `json:"applied_index"`
+	NextGroupID uint64              `json:"next_group_id,omitempty"`
+	Retired     []slotstore.GroupID `json:"retired_groups,omitempty"`
+	Decisions   []Decision          `json:"decisions"`           // bounded, oldest first
+	DecisionSeq uint64              `json:"decision_seq"`        // decisions ever recorded
+	Audit       []AuditRecord       `json:"audit,omitempty"`     // bounded, oldest first
+	AuditSeq    uint64              `json:"audit_seq,omitempty"` // audit records ever recorded
+	Tasks       map[uint64]*Task    `json:"tasks"`
+	NextTaskID  uint64              `json:"next_task_id"`
+	Balancer    BalancerIntent      `json:"balancer"`
+	// Timing: the Raft timing each node reported it runs (timing.go).
+	Timing       map[slotstore.NodeID]RaftTiming `json:"raft_timing,omitempty"`
+	AppliedIndex uint64                          `json:"applied_index"`
 }
 
 // NewState is the empty, not yet bootstrapped state.
@@ -141,6 +143,12 @@ func (s *State) Clone() *State {
 		tt := *t
 		tt.History = append([]slotstore.PhaseRecord(nil), t.History...)
 		c.Tasks[id] = &tt
+	}
+	if s.Timing != nil {
+		c.Timing = make(map[slotstore.NodeID]RaftTiming, len(s.Timing))
+		for id, t := range s.Timing {
+			c.Timing[id] = t
+		}
 	}
 	c.Groups = make(map[slotstore.GroupID]*Group, len(s.Groups))
 	for id, g := range s.Groups {

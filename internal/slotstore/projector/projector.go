@@ -167,7 +167,12 @@ func (p *Projector) project(ctx context.Context, entries []meta.OutboxEntry) (in
 			select {
 			case sem <- struct{}{}:
 			case <-ctx.Done():
+				// This record's projections already started are not under
+				// wg yet: wait for them too before reading what they set.
+				recWG.Wait()
 				wg.Wait()
+				mu.Lock()
+				defer mu.Unlock()
 				return acked, cmpErr(firstErr, ctx.Err())
 			}
 			recWG.Add(1)

@@ -37,8 +37,8 @@ import (
 //   - clocks advance at about the same rate on every node (a tenth of the
 //     lease is margin), a suspended machine's monotonic clock stops with it
 //     (a leader resumed from suspend may serve until Raft tells it of the
-//     new term), and every node of the cluster runs the same --rtt and
-//     --election-rtt.
+//     new term); a lease is no longer than the shortest Raft timing among
+//     the group's replicas allows (LimitBy; the nodes report theirs).
 //
 // Concurrency contract: every method may be called from any goroutine.
 type Lease struct {
@@ -46,11 +46,12 @@ type Lease struct {
 	now func() time.Time
 
 	mu      sync.Mutex
-	term    uint64    // the term the lease was granted in
-	until   time.Time // the lease ends (zero: none)
-	blocked time.Time // rounds that started before this grant nothing
-	grants  uint64    // grants that extended the lease
-	reads   uint64    // reads the lease served
+	term    uint64               // the term the lease was granted in
+	until   time.Time            // the lease ends (zero: none)
+	blocked time.Time            // rounds that started before this grant nothing
+	limit   func() time.Duration // the longest lease the group's replicas allow now (LimitBy)
+	grants  uint64               // grants that extended the lease
+	reads   uint64               // reads the lease served
 }
 
 // LeaseDuration is how long a confirmation of leadership lasts as a lease
@@ -73,6 +74,11 @@ func NewLease(dur time.Duration, now func() time.Time) *Lease {
 	}
 	return &Lease{dur: dur, now: now}
 }
+
+// LimitBy makes every grant at most f() long (0 or less: none): the
+// shortest lease the timing of the group's replicas allows. Set before the
+// lease is used.
+func (l *Lease) LimitBy(f func() time.Duration) { l.limit = f }
 
 // Now is the time to take before a confirming round starts, for Grant.
 func (l *Lease) Now() time.Time {
@@ -108,7 +114,14 @@ func (l *Lease) Grant(term uint64, start time.Time) {
 	if l == nil || l.dur <= 0 || term == 0 {
 		return
 	}
-	until := start.Add(l.dur)
+	dur := l.dur
+	if l.limit != nil {
+		dur = min(dur, l.limit())
+	}
+	if dur <= 0 {
+		return
+	}
+	until := start.Add(dur)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if start.Before(l.blocked) {

@@ -98,6 +98,9 @@ type Config struct {
 	// RemoteBudget.
 	RemoteReadIndex func(ctx context.Context, g slotstore.GroupID, node slotstore.NodeID) (uint64, error)
 	RemoteBudget    time.Duration
+	// LeaseLimit is the longest lease g's replicas allow now (by their
+	// reported Raft timing; nil: LeaseDuration).
+	LeaseLimit func(g slotstore.GroupID) time.Duration
 }
 
 // Set is the node's running replicas.
@@ -277,6 +280,9 @@ func (s *Set) Start(st *controller.State, grp *controller.Group, replica uint64,
 		LeaderOf: leaderOf, Changed: changed, Dropped: s.cfg.DroppedProposal}
 	r.Proposer = propose.New(s.cfg.Proposer, rep, s.cfg.Batches(g))
 	r.Lease = propose.NewLease(s.cfg.LeaseDuration, nil)
+	if s.cfg.LeaseLimit != nil {
+		r.Lease.LimitBy(func() time.Duration { return s.cfg.LeaseLimit(g) })
+	}
 	waitApplied := func(ctx context.Context, index uint64) error {
 		if m := r.SM(); m != nil {
 			return m.WaitApplied(ctx, index)
