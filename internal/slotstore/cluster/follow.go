@@ -49,7 +49,6 @@ func (n *Node) reconcile(ctx context.Context) {
 	if !n.publishRoutes(st) {
 		return
 	}
-	n.reportTiming(ctx, st)
 	if gate := n.followGate.Load(); gate != nil {
 		select {
 		case <-*gate:
@@ -60,6 +59,7 @@ func (n *Node) reconcile(ctx context.Context) {
 	n.replicas.Follow(ctx, st)
 	n.replicas.RefreshLeaders(st)
 	n.pollPeerLeaders(ctx, st)
+	n.reportTiming(ctx, st) // last: a proposal may wait out its timeout
 }
 
 // publishRoutes makes the router serve st's hash-slot table and config
