@@ -390,8 +390,17 @@ func (n *Node) Ready() error {
 		return slotstore.Errorf(slotstore.CodeRouteNotReady, "group %d has no live leader", g)
 	}
 	for _, id := range st.GroupIDs() {
-		if _, want := st.Groups[id].Peers[n.cfg.NodeID]; want && !n.replicas.Get(id).Open() {
+		if _, want := st.Groups[id].Peers[n.cfg.NodeID]; !want {
+			continue
+		}
+		if !n.replicas.Get(id).Open() {
 			return slotstore.Errorf(slotstore.CodeRouteNotReady, "replica of group %d is not running here yet", id)
+		}
+		// The router learns a new leader from dragonboat's event a moment
+		// before the replica's own leader info says so, and a read through
+		// a replica that knows no leader is refused: ready once both agree.
+		if _, _, valid, err := n.nh.GetLeaderID(controller.ShardOf(id)); err == nil && !valid {
+			return slotstore.Errorf(slotstore.CodeRouteNotReady, "the replica of group %d here knows no leader yet", id)
 		}
 	}
 	return nil
