@@ -220,7 +220,7 @@ func Start(cfg Config) (*Node, error) {
 		Applied: n.metrics.applied, Batches: n.metrics.batchObserver, DroppedProposal: n.metrics.droppedProposal,
 		Logger: cfg.Logger, Settle: 4 * cfg.electionTimeout(), AwayGrace: 2 * cfg.electionTimeout(),
 		LeaseDuration: leaseReads, LeaseHold: 10 * cfg.electionTimeout(),
-		NotBefore: time.Now().Add(cfg.leaseDuration()), StopWait: cfg.leaseDuration(),
+		StartWait:       cfg.leaseDuration(),
 		RemoteReadIndex: n.remoteReadIndex(leaseReads > 0), RemoteBudget: min(cfg.electionTimeout(), cfg.RequestTimeout/2),
 		LeaseLimit: func(g slotstore.GroupID) time.Duration { return leaseLimit(n.ctrl.Load(), g) }})
 	n.dispatch = dispatch.New(dispatch.Config{NodeID: cfg.NodeID, Router: n.router, Replicas: n.replicas, Peers: n.peers, NH: nh,

@@ -167,7 +167,7 @@ func (n *Node) servePeerReadIndex(ctx context.Context, w http.ResponseWriter, r 
 	var wg sync.WaitGroup
 	for i, g := range groups {
 		lg := n.replicas.Get(g)
-		if lg == nil || lg.Leased == nil {
+		if lg == nil {
 			continue
 		}
 		if leader, _, valid, err := n.nh.GetLeaderID(controller.ShardOf(g)); err != nil || !valid || leader != lg.ReplicaID {

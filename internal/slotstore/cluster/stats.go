@@ -43,9 +43,7 @@ func (n *Node) Stats() Stats {
 		s.Reads += d
 		_, l := g.Lease.Stats()
 		s.LeaseRounds += l
-		if g.Leased != nil {
-			s.RemoteRounds += g.Leased.RemoteRounds()
-		}
+		s.RemoteRounds += g.Leased.RemoteRounds()
 	}
 	return s
 }

@@ -29,7 +29,7 @@ import (
 //   - a voter that restarts forgets its leader and would vote at once: a
 //     replica starts no sooner than a lease after its node's NodeHost did,
 //     or after the same group's replica last stopped in this process
-//     (replicas.Config.NotBefore), so every lease it acknowledged has ended;
+//     (replicas.Config.StartWait), so every lease it acknowledged has ended;
 //   - a leader transfer's candidate carries a hint that makes followers
 //     vote within their election timeout: every transfer revokes the lease
 //     on the leader first (after checking it still leads) and holds off new

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"math"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -39,9 +38,11 @@ type LeasedReadIndex struct {
 	// to the old leader's node ends there.
 	Changed func() context.Context
 
-	queryMu sync.Mutex // dragonboat takes one log query per shard at a time
 	// scannedTo: the committed entries up to it were listed, and their
-	// application entries reach at most scannedMax (under queryMu).
+	// application entries reach at most scannedMax. Only the round
+	// goroutine of the one ReadBatcher over this indexer touches them
+	// (one round at a time per group: one log query, which is all
+	// dragonboat takes per shard).
 	scannedTo, scannedMax uint64
 	remote                atomic.Uint64
 }
@@ -107,9 +108,7 @@ func (r *LeasedReadIndex) leaseIndex(ctx context.Context) (uint64, error) {
 	if !known || leader != r.Replica || !r.Lease.Valid(term) {
 		return 0, errNoLease
 	}
-	r.queryMu.Lock()
 	u, err := r.pendingUpdate(ctx)
-	r.queryMu.Unlock()
 	if err != nil {
 		return 0, err
 	}
@@ -145,7 +144,7 @@ func (r *LeasedReadIndex) leader() (uint64, uint64, bool) {
 // its replica applied or received in a snapshot). A query still pending
 // from an earlier round that gave up makes this one fail (ErrSystemBusy):
 // the round falls back to ReadIndex, as it does for a list that does not
-// reach the commit index. Called with queryMu held.
+// reach the commit index.
 func (r *LeasedReadIndex) pendingUpdate(ctx context.Context) (uint64, error) {
 	applied := r.Applied()
 	floor, base := applied, applied // the answer at least; listed up to base

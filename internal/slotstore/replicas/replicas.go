@@ -15,8 +15,8 @@
 //
 // Each running replica is a Replica: its state machine, its proposer, its
 // ReadIndex batcher and its leader lease (ended by TransferAway; a
-// restarted replica waits out a lease first, Config.NotBefore). The set also remembers each replica's last
-// disruption (restart, leadership lost without a transfer away, a long
+// replica waits out a lease after its process or its predecessor started,
+// Config.StartWait). The set also remembers each replica's last disruption (restart, leadership lost without a transfer away, a long
 // spell without a leader) for the leader-transfer gates (disruption.go).
 //
 // Concurrency contract. Get and All read an immutable copy-on-write map and
@@ -86,13 +86,12 @@ type Config struct {
 	// without a round (0: never; propose.LeaseDuration); LeaseHold how long
 	// a transfer away holds off new leases (propose.Lease.Revoke).
 	LeaseDuration, LeaseHold time.Duration
-	// NotBefore and StopWait keep a replica from voting while a lease it
-	// may have acknowledged still runs (propose/lease.go): no replica
-	// starts before NotBefore (the node's NodeHost start plus a lease), nor
-	// within StopWait (a lease) of the same group's replica stopping in this
-	// process. Set whether or not the node serves leases itself.
-	NotBefore time.Time
-	StopWait  time.Duration
+	// StartWait keeps a replica from voting while a lease it may have
+	// acknowledged still runs (propose/lease.go): no replica starts within
+	// StartWait (a lease) of New — called once the NodeHost runs — nor of
+	// the same group's replica stopping in this process. Set whether or not
+	// the node serves leases itself.
+	StartWait time.Duration
 	// RemoteReadIndex asks node, which leads g, for the index a read must
 	// have applied (peer RPC; nil: followers run ReadIndex rounds), within
 	// RemoteBudget.
@@ -113,14 +112,16 @@ type Set struct {
 	// whose data it removed); Follow does not look again. Only Follow (the
 	// reconcile loop) touches it.
 	cleared map[slotstore.GroupID]bool
-	// stopped: when each group's replica last stopped here (under mu).
-	stopped map[slotstore.GroupID]time.Time
+	// stopped: when each group's replica last stopped here (under mu);
+	// notBefore: New's time plus StartWait.
+	stopped   map[slotstore.GroupID]time.Time
+	notBefore time.Time
 }
 
 // New returns an empty set.
 func New(cfg Config) *Set {
 	s := &Set{cfg: cfg, disrupt: newDisruptions(cfg.Settle, cfg.AwayGrace), cleared: map[slotstore.GroupID]bool{},
-		stopped: map[slotstore.GroupID]time.Time{}}
+		stopped: map[slotstore.GroupID]time.Time{}, notBefore: time.Now().Add(cfg.StartWait)}
 	empty := map[slotstore.GroupID]*Replica{}
 	s.groups.Store(&empty)
 	return s
@@ -256,8 +257,8 @@ func (s *Set) Start(st *controller.State, grp *controller.Group, replica uint64,
 			}
 		}
 	}
-	notBefore := s.cfg.NotBefore
-	if t := s.stopped[g].Add(s.cfg.StopWait); t.After(notBefore) {
+	notBefore := s.notBefore
+	if t := s.stopped[g].Add(s.cfg.StartWait); t.After(notBefore) {
 		notBefore = t
 	}
 	if wait := time.Until(notBefore); wait > 0 {
