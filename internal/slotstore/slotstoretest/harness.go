@@ -6,6 +6,8 @@ package slotstoretest
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -120,9 +122,48 @@ func (c *Cluster) WaitReady() {
 			continue
 		}
 		if err := n.WaitReady(ctx); err != nil {
-			c.t.Fatalf("node %d: %v", i+1, err)
+			c.t.Fatalf("node %d: %v\n%s", i+1, err, c.Describe())
 		}
 	}
+}
+
+// Describe tells what every running node sees: its readiness, its routes'
+// leaders, the groups it should hold, and the controller leader's
+// aggregated view of each group (membership as the replicas report it).
+// Tests print it when a cluster does not become ready, so a failure that
+// does not replay still says which replica lacked what.
+func (c *Cluster) Describe() string {
+	var b strings.Builder
+	for i, n := range c.Nodes {
+		if n == nil {
+			fmt.Fprintf(&b, "node %d: stopped\n", i+1)
+			continue
+		}
+		st := n.Controller()
+		fmt.Fprintf(&b, "node %d: ready=%v controller leader %d, route revision %d (controller %d)\n",
+			i+1, n.Ready(), n.ControllerLeader(), n.Routes().Revision(), st.RouteRevision)
+		for _, id := range st.GroupIDs() {
+			gs, _ := n.Routes().Group(id)
+			fmt.Fprintf(&b, "  group %d: routed leader %d term %d epoch %d; desired peers %v\n",
+				id, gs.Leader, gs.Term, gs.ConfigEpoch, st.Groups[id].Peers)
+		}
+		if n.ControllerLeader() == n.NodeID() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			views, err := n.Groups(ctx)
+			cancel()
+			if err != nil {
+				fmt.Fprintf(&b, "  groups view: %v\n", err)
+			}
+			for _, v := range views {
+				fmt.Fprintf(&b, "  observed group %d: leader %d term %d voters %v learners %v health %s live voters %d, by node %d %d ms ago\n",
+					v.ID, v.Leader, v.Term, v.Voters, v.Learners, v.Health, v.LiveVoters, v.ObservedBy, v.ObservationAgeMs)
+				for _, r := range v.Replicas {
+					fmt.Fprintf(&b, "    replica %+v\n", r)
+				}
+			}
+		}
+	}
+	return b.String()
 }
 
 // Restart closes node i (0-based) and starts it again on the same data.
