@@ -54,8 +54,8 @@ func TestFaultIsolatedLeaderLeaseEndsBeforeANewLeaderWrites(t *testing.T) {
 	put(isolated, "v1", 5*time.Second)
 	// Leases start once every replica of the group reported its Raft
 	// timing (timing.go): read until the leader's lease answers.
-	before := isolated.Stats().LeaseRounds
-	for deadline := time.Now().Add(5 * time.Second); isolated.Stats().LeaseRounds == before; {
+	before := isolated.Stats().LeaseServed()
+	for deadline := time.Now().Add(5 * time.Second); isolated.Stats().LeaseServed() == before; {
 		if v, err := get(2 * time.Second); err != nil || v != "v1" {
 			t.Fatalf("read through the leader: %q, %v", v, err)
 		}
@@ -131,7 +131,7 @@ func TestFollowerReadsAskTheLeadersLease(t *testing.T) {
 	followers := others(c, leader)
 	w.mustPut(lead, 5*time.Second)
 	k0 := w.acked[len(w.acked)-1]
-	for deadline := time.Now().Add(5 * time.Second); lead.Stats().LeaseRounds == 0; { // timing reported (timing.go)
+	for deadline := time.Now().Add(5 * time.Second); lead.Stats().LeaseServed() == 0; { // timing reported (timing.go)
 		if err := readKey(lead, k0, meta.Linearizable); err != nil || time.Now().After(deadline) {
 			t.Fatalf("no lease on the leader: %v", err)
 		}

@@ -28,6 +28,9 @@ type metrics struct {
 	store      *storeCollector
 	cs         []prometheus.Collector
 
+	reads     *prometheus.CounterVec
+	readPaths [4]prometheus.Counter // reads' children by propose.ReadPath
+
 	entries, commands atomic.Uint64 // totals behind Stats
 	drops             atomic.Uint64
 	missedAttempts    atomic.Uint64
@@ -65,6 +68,13 @@ func newMetrics(reg prometheus.Registerer, n *Node) (*metrics, error) {
 		Name: "slotmeta_leader_transfer_attempts_total",
 		Help: "Leader transfer attempts this node made as the leader, by outcome: landed (the target leads) or missed (it did not within an election timeout).",
 	}, []string{"outcome"})
+	m.reads = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "slotmeta_linearizable_reads_total",
+		Help: "Linearizable reads of slot groups on this node by how they were answered: lease_now (by a leader under its lease at once, per read), and per read round (a round serves every read waiting for it): lease_log (a leader under its lease, after a local log query), leader (a follower, by the leader's node), read_index (a ReadIndex round).",
+	}, []string{"path"})
+	for _, p := range propose.ReadPaths() {
+		m.readPaths[p] = m.reads.WithLabelValues(p.String())
+	}
 	m.health = &healthCollector{n: n,
 		unreachable: prometheus.NewDesc("slotmeta_node_unreachable", "1 when the controller leader has had no status report from the node for longer than the unreachable limit (reported by the controller leader only).", []string{"node"}, nil),
 		under:       prometheus.NewDesc("slotmeta_group_under_replicated", "1 when the group has fewer live voters than desired peers, or no leader (reported by the controller leader only).", []string{"group"}, nil),
@@ -73,7 +83,7 @@ func newMetrics(reg prometheus.Registerer, n *Node) (*metrics, error) {
 	m.store = newStoreCollector(n)
 	m.queueDepth = &queueCollector{n: n, desc: prometheus.NewDesc("slotmeta_proposal_queue_depth",
 		"Commands waiting in a group's proposal queue on this node.", []string{"group"}, nil)}
-	for _, c := range []prometheus.Collector{m.proposals, m.batchCmds, m.batchBytes, m.appliedIdx, m.backlogs, m.queueDepth,
+	for _, c := range []prometheus.Collector{m.reads, m.proposals, m.batchCmds, m.batchBytes, m.appliedIdx, m.backlogs, m.queueDepth,
 		m.dropped, m.moves, m.attempts, m.health, m.store} {
 		if err := reg.Register(c); err != nil {
 			m.unregister()
@@ -98,6 +108,13 @@ func (m *metrics) proposal(g slotstore.GroupID, code slotstore.Code) {
 		outcome = "ok"
 	}
 	m.proposals.WithLabelValues(strconv.FormatUint(uint64(g), 10), outcome).Inc()
+}
+
+// readPath counts a linearizable read (or read round) by how it was answered.
+func (m *metrics) readPath(p propose.ReadPath) {
+	if int(p) < len(m.readPaths) {
+		m.readPaths[p].Inc()
+	}
 }
 
 // droppedProposal counts an entry dragonboat dropped that is proposed again.

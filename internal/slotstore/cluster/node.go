@@ -198,7 +198,7 @@ func Start(cfg Config) (*Node, error) {
 	}
 	nhc.SystemEventListener = &n.snaps // counts snapshots (snapshotevents.go)
 	// dragonboat's TCP transport (or the test's), recording who we hear from.
-	tr := raftnet.Transport{Inner: cfg.RaftTransport, Heard: n.heard, Refuse: n.refusesRaftFrom}
+	tr := raftnet.Transport{Inner: cfg.RaftTransport, Heard: n.heard, Refuse: n.refusesRaftFrom, Sending: n.logdb.Sending}
 	if peerTLS != nil {
 		// The Raft port's handshakes read the certificate reloaded in
 		// place, like peer RPC's (ReloadTLS).
@@ -222,7 +222,8 @@ func Start(cfg Config) (*Node, error) {
 		LeaseDuration: leaseReads, LeaseHold: 10 * cfg.electionTimeout(),
 		StartWait:       cfg.leaseDuration(),
 		RemoteReadIndex: n.remoteReadIndex(leaseReads > 0), RemoteBudget: min(cfg.electionTimeout(), cfg.RequestTimeout/2),
-		LeaseLimit: func(g slotstore.GroupID) time.Duration { return leaseLimit(n.ctrl.Load(), g) }})
+		LeaseLimit: func(g slotstore.GroupID) time.Duration { return leaseLimit(n.ctrl.Load(), g) }, Log: n.logdb,
+		ReadPath: n.metrics.readPath})
 	n.dispatch = dispatch.New(dispatch.Config{NodeID: cfg.NodeID, Router: n.router, Replicas: n.replicas, Peers: n.peers, NH: nh,
 		Heard: n.heard, Controller: n.ctrl.Load, MaxForwardHops: cfg.MaxForwardHops, ForwardHopTimeout: cfg.ForwardHopTimeout,
 		ForwardMoveGrace: cfg.ForwardMoveGrace, LeaderWait: cfg.LeaderWait, ElectionTimeout: cfg.electionTimeout(), Now: cfg.Now,

@@ -21,6 +21,10 @@ type Stats struct {
 	// RemoteRounds: those of followers here that a leader's node answered
 	// from its lease (peer/readindex.go).
 	LeaseRounds, RemoteRounds uint64
+	// LeaseNowReads: linearizable reads the leaders here answered at once
+	// under their lease, with no round and no log query (the state machine
+	// had applied all its replica saved: propose.LeasedReadIndex.ReadNow).
+	LeaseNowReads uint64
 	// DroppedProposals: entries dragonboat dropped, proposed again.
 	DroppedProposals uint64
 	// MissedTransferAttempts: leader transfer attempts of this node (as the
@@ -31,6 +35,9 @@ type Stats struct {
 	// RaftLog: what the Raft log left out and raised (package raftlog).
 	RaftLog raftlog.Stats
 }
+
+// LeaseServed is the reads and rounds a leader's lease answered here.
+func (s Stats) LeaseServed() uint64 { return s.LeaseRounds + s.LeaseNowReads }
 
 // Stats returns the node's counters. Safe at any time.
 func (n *Node) Stats() Stats {
@@ -44,6 +51,7 @@ func (n *Node) Stats() Stats {
 		_, l := g.Lease.Stats()
 		s.LeaseRounds += l
 		s.RemoteRounds += g.Leased.RemoteRounds()
+		s.LeaseNowReads += g.Leased.NowReads()
 	}
 	return s
 }

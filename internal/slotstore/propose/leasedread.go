@@ -37,20 +37,59 @@ type LeasedReadIndex struct {
 	// Changed is cancelled at the group's next leader change: a question
 	// to the old leader's node ends there.
 	Changed func() context.Context
+	// Saved is what this process wrote to the replica's log: the first
+	// index and the highest update entry (raftlog.Appended; nil: ReadNow
+	// never answers).
+	Saved func() (first, maxUpdate uint64)
+	// Leader is the shard's leader replica and term as this node knows
+	// them (nil: the NodeHost's GetLeaderID).
+	Leader func() (replica, term uint64, ok bool)
+	// Observe, if set, counts how each read (ReadNow) or round was
+	// answered (metrics).
+	Observe func(ReadPath)
 
 	// scannedTo: the committed entries up to it were listed, and their
 	// application entries reach at most scannedMax. Only the round
-	// goroutine of the one ReadBatcher over this indexer touches them
+	// goroutine of the one ReadBatcher over this indexer writes them
 	// (one round at a time per group: one log query, which is all
-	// dragonboat takes per shard).
-	scannedTo, scannedMax uint64
-	remote                atomic.Uint64
+	// dragonboat takes per shard); ReadNow reads them from any goroutine.
+	scannedTo, scannedMax atomic.Uint64
+	remote, now           atomic.Uint64
 }
 
 // maxPendingBytes bounds what one round reads of the entries the leader
 // committed and has not applied; more than that (a leader far behind) falls
 // back to a ReadIndex round.
 const maxPendingBytes = 1 << 20
+
+// ReadPath is how a linearizable read or read round was answered.
+type ReadPath uint8
+
+const (
+	PathLeaseNow  ReadPath = iota // a read the leader answered at once under its lease (ReadNow)
+	PathLeaseLog                  // a round the leader answered under its lease with a log query
+	PathLeader                    // a follower's round the leader's node answered (Remote)
+	PathReadIndex                 // a ReadIndex round
+	readPaths
+)
+
+var readPathNames = [readPaths]string{"lease_now", "lease_log", "leader", "read_index"}
+
+func (p ReadPath) String() string {
+	if p < readPaths {
+		return readPathNames[p]
+	}
+	return "unknown"
+}
+
+// ReadPaths lists every ReadPath (for metrics to pre-register).
+func ReadPaths() []ReadPath { return []ReadPath{PathLeaseNow, PathLeaseLog, PathLeader, PathReadIndex} }
+
+func (r *LeasedReadIndex) observe(p ReadPath) {
+	if r.Observe != nil {
+		r.Observe(p)
+	}
+}
 
 var (
 	errPendingUnknown = errors.New("the committed entries not yet applied could not be listed")
@@ -64,6 +103,7 @@ func (r *LeasedReadIndex) ReadIndex(ctx context.Context) error {
 		if u, err := r.leaseIndex(ctx); err == nil {
 			if err := r.WaitApplied(ctx, u); err == nil {
 				r.Lease.served()
+				r.observe(PathLeaseLog)
 				return nil
 			}
 		}
@@ -80,6 +120,7 @@ func (r *LeasedReadIndex) ReadIndex(ctx context.Context) error {
 		cancel()
 		if err == nil {
 			r.remote.Add(1)
+			r.observe(PathLeader)
 			return nil
 		}
 	}
@@ -90,6 +131,7 @@ func (r *LeasedReadIndex) ReadIndex(ctx context.Context) error {
 	if err := r.Round.ReadIndex(ctx); err != nil {
 		return err
 	}
+	r.observe(PathReadIndex)
 	if known && leader == r.Replica {
 		if l, t, ok := r.leader(); ok && l == r.Replica && t == term {
 			r.Lease.Grant(term, start)
@@ -118,6 +160,47 @@ func (r *LeasedReadIndex) leaseIndex(ctx context.Context) (uint64, error) {
 	return u, nil
 }
 
+// ReadNow reports whether a linearizable read that arrived before the call
+// may be answered from the local state machine at once, with no round: the
+// replica leads under a valid lease and its state machine has applied every
+// update entry its log can have committed — those this process saved
+// (Saved: a leader commits only what it saved, see raftlog.Appended) and,
+// below the first of them, those a log query listed (scannedTo). Under a
+// read-only load every read of a leader takes this path; a write not yet
+// applied sends reads to the round, which waits only for what is committed.
+// Safe from any goroutine.
+func (r *LeasedReadIndex) ReadNow() bool {
+	if r.Saved == nil {
+		return false
+	}
+	leader, term, known := r.leader()
+	if !known || leader != r.Replica || !r.Lease.Valid(term) {
+		return false
+	}
+	first, maxUpdate := r.Saved()
+	applied := r.Applied()
+	if first == 0 || r.scannedTo.Load()+1 < first || maxUpdate > applied || r.scannedMax.Load() > applied {
+		return false
+	}
+	// What Saved told is complete only while no other replica can have
+	// been elected: the lease must still hold after reading it.
+	if l, t, ok := r.leader(); !ok || l != r.Replica || t != term || !r.Lease.Valid(term) {
+		return false
+	}
+	r.now.Add(1)
+	r.observe(PathLeaseNow)
+	return true
+}
+
+// NowReads counts the reads ReadNow answered.
+func (r *LeasedReadIndex) NowReads() uint64 { return r.now.Load() }
+
+// scanned records what a log query listed; the round goroutine only.
+func (r *LeasedReadIndex) scanned(to, maxUpdate uint64) {
+	r.scannedMax.Store(maxUpdate) // before scannedTo: ReadNow reads scannedTo first
+	r.scannedTo.Store(to)
+}
+
 // RemoteRounds counts the rounds of this follower that the leader's node
 // answered.
 func (r *LeasedReadIndex) RemoteRounds() uint64 { return r.remote.Load() }
@@ -125,6 +208,9 @@ func (r *LeasedReadIndex) RemoteRounds() uint64 { return r.remote.Load() }
 // leader is the shard's leader replica and term as the local NodeHost knows
 // them.
 func (r *LeasedReadIndex) leader() (uint64, uint64, bool) {
+	if r.Leader != nil {
+		return r.Leader()
+	}
 	leader, term, valid, err := r.NH.GetLeaderID(r.Shard)
 	return leader, term, err == nil && valid
 }
@@ -148,8 +234,8 @@ func (r *LeasedReadIndex) leader() (uint64, uint64, bool) {
 func (r *LeasedReadIndex) pendingUpdate(ctx context.Context) (uint64, error) {
 	applied := r.Applied()
 	floor, base := applied, applied // the answer at least; listed up to base
-	if r.scannedTo > applied {
-		floor, base = max(applied, r.scannedMax), r.scannedTo
+	if to := r.scannedTo.Load(); to > applied {
+		floor, base = max(applied, r.scannedMax.Load()), to
 	}
 	for range 2 { // a second query only past a compacted prefix
 		rs, err := r.NH.QueryRaftLog(r.Shard, base+1, math.MaxUint64, maxPendingBytes)
@@ -173,7 +259,7 @@ func (r *LeasedReadIndex) pendingUpdate(ctx context.Context) (uint64, error) {
 		if res.RequestOutOfRange() {
 			switch {
 			case commit <= base: // nothing committed past what is listed
-				r.scannedTo, r.scannedMax = max(r.scannedTo, base), floor
+				r.scanned(max(r.scannedTo.Load(), base), floor)
 				return floor, nil
 			case lr.FirstIndex > base+1: // compacted: in the local state already
 				base = lr.FirstIndex - 1
@@ -190,7 +276,7 @@ func (r *LeasedReadIndex) pendingUpdate(ctx context.Context) (uint64, error) {
 				u = ents[i].Index
 			}
 		}
-		r.scannedTo, r.scannedMax = commit, u
+		r.scanned(commit, u)
 		return u, nil
 	}
 	return 0, errPendingUnknown

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lni/dragonboat/v4"
@@ -31,6 +32,13 @@ type ReadIndexer interface {
 	ReadIndex(ctx context.Context) error
 }
 
+// NowReader is a ReadIndexer that can tell a read needs no round at all
+// (LeasedReadIndex.ReadNow): the batcher then answers it in the caller's
+// goroutine, with no hand-off to the round goroutine.
+type NowReader interface {
+	ReadNow() bool
+}
+
 // readRound is one ReadIndex round and the reads waiting for it.
 type readRound struct {
 	done    chan struct{} // closed when err is set
@@ -40,12 +48,14 @@ type readRound struct {
 
 type ReadBatcher struct {
 	ri      ReadIndexer
+	now     NowReader     // ri, if it is one; nil otherwise
 	timeout time.Duration // bound of one round
 
 	mu      sync.Mutex
 	next    *readRound // the round arriving reads join; nil: none yet
 	running bool
 	closed  bool
+	shut    atomic.Bool     // closed, for the lock-free NowReader path
 	ctx     context.Context // canceled by close
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
@@ -55,12 +65,17 @@ type ReadBatcher struct {
 
 func NewReadBatcher(ri ReadIndexer, timeout time.Duration) *ReadBatcher {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &ReadBatcher{ri: ri, timeout: timeout, ctx: ctx, cancel: cancel}
+	now, _ := ri.(NowReader)
+	return &ReadBatcher{ri: ri, now: now, timeout: timeout, ctx: ctx, cancel: cancel}
 }
 
 // Wait returns once a ReadIndex round that started after the call has
-// completed (nil), failed (its error), or ctx ended (ctx's error).
+// completed (nil), failed (its error), or ctx ended (ctx's error) — or at
+// once (nil) when the indexer says no round is needed (NowReader).
 func (b *ReadBatcher) Wait(ctx context.Context) error {
+	if b.now != nil && !b.shut.Load() && b.now.ReadNow() {
+		return nil
+	}
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
@@ -132,6 +147,7 @@ func (b *ReadBatcher) Stats() (rounds, reads uint64) {
 func (b *ReadBatcher) Close() {
 	b.mu.Lock()
 	b.closed = true
+	b.shut.Store(true)
 	b.mu.Unlock()
 	b.cancel()
 	b.wg.Wait()

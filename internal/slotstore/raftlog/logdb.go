@@ -96,6 +96,8 @@ type commitLogDB struct {
 	deferred map[replicaKey]pb.State // a newer commit not written yet
 	skipped  uint64                  // saves left out entirely (for tests)
 	raised   uint64                  // commits ReadRaftState raised to the snapshot (for tests)
+
+	recs sync.Map // replicaKey → *Appended: what this process saved or sent (appended.go)
 }
 
 func newCommitLogDB(inner raftio.ILogDB) *commitLogDB {
@@ -125,6 +127,9 @@ func (l *commitLogDB) SaveRaftState(updates []pb.Update, worker uint64) error {
 	for i := range updates {
 		ud := updates[i] // a copy: dragonboat keeps using its slice
 		k := replicaKey{ud.ShardID, ud.ReplicaID}
+		if len(ud.EntriesToSave) > 0 {
+			l.appended(k).record(ud.EntriesToSave) // before the write: see Appended
+		}
 		if empty(&ud) {
 			continue // nothing to write (an update of messages only)
 		}

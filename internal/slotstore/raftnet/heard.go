@@ -1,6 +1,7 @@
 package raftnet
 
 import (
+	"context"
 	"crypto/tls"
 	"sync"
 	"sync/atomic"
@@ -98,12 +99,24 @@ type Transport struct {
 	// connections this node accepted with it. Only with dragonboat's own
 	// transport (Inner nil).
 	ServerTLS *tls.Config
+	// Sending, when set, sees every message batch before a connection
+	// writes it (raftlog.Factory.Sending records the entries a replica
+	// sends ahead of its own save).
+	Sending func(pb.MessageBatch)
 }
 
 var _ config.TransportFactory = Transport{}
 
 // Create implements config.TransportFactory.
 func (f Transport) Create(c config.NodeHostConfig, mh raftio.MessageHandler, ch raftio.ChunkHandler) raftio.ITransport {
+	t := f.create(c, mh, ch)
+	if f.Sending == nil {
+		return t
+	}
+	return sendHook{ITransport: t, before: f.Sending}
+}
+
+func (f Transport) create(c config.NodeHostConfig, mh raftio.MessageHandler, ch raftio.ChunkHandler) raftio.ITransport {
 	handle := func(b pb.MessageBatch) {
 		if f.Refuse != nil && f.Refuse(b.SourceAddress) {
 			return
@@ -120,6 +133,30 @@ func (f Transport) Create(c config.NodeHostConfig, mh raftio.MessageHandler, ch 
 		return newTLSTransport(newTCPTransport(c, handle, ch), addr, f.ServerTLS)
 	}
 	return newTCPTransport(c, handle, ch)
+}
+
+// sendHook shows every batch to before ahead of its connection's write.
+type sendHook struct {
+	raftio.ITransport
+	before func(pb.MessageBatch)
+}
+
+func (s sendHook) GetConnection(ctx context.Context, target string) (raftio.IConnection, error) {
+	c, err := s.ITransport.GetConnection(ctx, target)
+	if err != nil {
+		return nil, err
+	}
+	return hookedConn{IConnection: c, before: s.before}, nil
+}
+
+type hookedConn struct {
+	raftio.IConnection
+	before func(pb.MessageBatch)
+}
+
+func (c hookedConn) SendMessageBatch(b pb.MessageBatch) error {
+	c.before(b)
+	return c.IConnection.SendMessageBatch(b)
 }
 
 // Validate implements config.TransportFactory with the rule dragonboat

@@ -44,6 +44,7 @@ import (
 	"slotmeta/internal/slotstore/controller"
 	"slotmeta/internal/slotstore/fsm"
 	"slotmeta/internal/slotstore/propose"
+	"slotmeta/internal/slotstore/raftlog"
 	"slotmeta/internal/slotstore/routing"
 	"slotmeta/internal/slotstore/store"
 )
@@ -100,6 +101,12 @@ type Config struct {
 	// LeaseLimit is the longest lease g's replicas allow now (by their
 	// reported Raft timing; nil: LeaseDuration).
 	LeaseLimit func(g slotstore.GroupID) time.Duration
+	// ReadPath counts how linearizable reads were answered (metrics; nil:
+	// not counted).
+	ReadPath func(propose.ReadPath)
+	// Log records what this process saved to each replica's Raft log
+	// (nil: a leader's read under its lease always queries the log).
+	Log *raftlog.Factory
 }
 
 // Set is the node's running replicas.
@@ -264,6 +271,10 @@ func (s *Set) Start(st *controller.State, grp *controller.Group, replica uint64,
 	if wait := time.Until(notBefore); wait > 0 {
 		time.Sleep(wait) // at most one lease: after the process started, or this group's replica stopped
 	}
+	var saved *raftlog.Appended
+	if s.cfg.Log != nil {
+		saved = s.cfg.Log.Appended(shard, replica) // before the start: its first save counts
+	}
 	s.disrupt.started(shard, replica, restarted)
 	if err := s.cfg.NH.StartOnDiskReplica(members, join, create, cfg); err != nil {
 		s.disrupt.forget(shard)
@@ -298,7 +309,10 @@ func (s *Set) Start(st *controller.State, grp *controller.Group, replica uint64,
 	}
 	r.Leased = &propose.LeasedReadIndex{NH: s.cfg.NH, Shard: shard, Replica: replica, Lease: r.Lease,
 		Round: propose.NodeHostReadIndex{NH: s.cfg.NH, Shard: shard, Changed: changed}, Applied: applied, WaitApplied: waitApplied,
-		RemoteBudget: s.cfg.RemoteBudget, Changed: changed}
+		RemoteBudget: s.cfg.RemoteBudget, Changed: changed, Observe: s.cfg.ReadPath}
+	if saved != nil {
+		r.Leased.Saved = saved.Load
+	}
 	if s.cfg.RemoteReadIndex != nil {
 		r.Leased.Remote = func(ctx context.Context, leader uint64) (uint64, error) {
 			node := leaderOf(leader)

@@ -1,0 +1,66 @@
+package raftnet
+
+import (
+	"context"
+	"testing"
+
+	_ "github.com/lni/dragonboat/v4" // links the transport newTCPTransport names
+	"github.com/lni/dragonboat/v4/config"
+	"github.com/lni/dragonboat/v4/raftio"
+	pb "github.com/lni/dragonboat/v4/raftpb"
+)
+
+// TestSendingSeesEveryBatchBeforeTheWrite: the hook runs before the
+// connection writes a batch (a receiver can act on nothing the hook has not
+// seen), for every connection of the transport.
+func TestSendingSeesEveryBatchBeforeTheWrite(t *testing.T) {
+	var events []string
+	inner := &recordingFactory{events: &events}
+	tr := Transport{Inner: inner, Heard: NewHeard(), Sending: func(b pb.MessageBatch) {
+		events = append(events, "hook "+b.SourceAddress)
+	}}.Create(config.NodeHostConfig{}, func(pb.MessageBatch) {}, func(pb.Chunk) bool { return true })
+	for _, target := range []string{"a:1", "b:1"} {
+		conn, err := tr.GetConnection(context.Background(), target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := conn.SendMessageBatch(pb.MessageBatch{SourceAddress: target}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []string{"hook a:1", "write a:1", "hook b:1", "write b:1"}
+	if len(events) != len(want) {
+		t.Fatalf("events %v, want %v", events, want)
+	}
+	for i := range want {
+		if events[i] != want[i] {
+			t.Fatalf("events %v, want %v", events, want)
+		}
+	}
+}
+
+type recordingFactory struct{ events *[]string }
+
+func (f *recordingFactory) Create(config.NodeHostConfig, raftio.MessageHandler, raftio.ChunkHandler) raftio.ITransport {
+	return recordingTransport{events: f.events}
+}
+func (f *recordingFactory) Validate(string) bool { return true }
+
+type recordingTransport struct {
+	raftio.ITransport
+	events *[]string
+}
+
+func (r recordingTransport) GetConnection(context.Context, string) (raftio.IConnection, error) {
+	return recordingConn{events: r.events}, nil
+}
+
+type recordingConn struct {
+	raftio.IConnection
+	events *[]string
+}
+
+func (c recordingConn) SendMessageBatch(b pb.MessageBatch) error {
+	*c.events = append(*c.events, "write "+b.SourceAddress)
+	return nil
+}
