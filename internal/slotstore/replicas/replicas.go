@@ -401,6 +401,11 @@ func (s *Set) clearStale(ctx context.Context, g slotstore.GroupID, keep uint64) 
 	if len(others) == 0 && !rows {
 		return nil
 	}
+	// Bounded here, whatever the caller passed: the reconcile loop's own
+	// context has no deadline, and dragonboat refuses a SyncRead without
+	// one (ErrDeadlineNotSet) — the stale data then stayed for good.
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+	defer cancel()
 	v, err := s.cfg.NH.SyncRead(ctx, controller.ShardID, controller.StateQuery{})
 	if err != nil {
 		return fmt.Errorf("read the controller state: %w", propose.RaftError(err, 0, false))
