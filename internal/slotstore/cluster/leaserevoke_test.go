@@ -46,8 +46,8 @@ func TestTransferAwayRevokesTheLease(t *testing.T) {
 	}
 	// Reads under the lease of a group that took no write since its
 	// election (its commit index is the leader's no-op, which the state
-	// machine never sees) are answered by the lease, not by rounds.
-	// (at once, with no round: ReadNow; or by a round's log query)
+	// machine never sees) are answered by the lease — at once (ReadNow) or
+	// by a round's log query — not by ReadIndex rounds.
 	leaseServed := func() uint64 { _, r := lg.Lease.Stats(); return r + lg.Leased.NowReads() }
 	served := leaseServed()
 	for range 20 {

@@ -29,7 +29,7 @@ type metrics struct {
 	cs         []prometheus.Collector
 
 	reads     *prometheus.CounterVec
-	readPaths [4]prometheus.Counter // reads' children by propose.ReadPath
+	readPaths []prometheus.Counter // reads' children, indexed by propose.ReadPath
 
 	entries, commands atomic.Uint64 // totals behind Stats
 	drops             atomic.Uint64
@@ -73,7 +73,7 @@ func newMetrics(reg prometheus.Registerer, n *Node) (*metrics, error) {
 		Help: "Linearizable reads of slot groups on this node by how they were answered: lease_now (by a leader under its lease at once, per read), and per read round (a round serves every read waiting for it): lease_log (a leader under its lease, after a local log query), leader (a follower, by the leader's node), read_index (a ReadIndex round).",
 	}, []string{"path"})
 	for _, p := range propose.ReadPaths() {
-		m.readPaths[p] = m.reads.WithLabelValues(p.String())
+		m.readPaths = append(m.readPaths, m.reads.WithLabelValues(p.String()))
 	}
 	m.health = &healthCollector{n: n,
 		unreachable: prometheus.NewDesc("slotmeta_node_unreachable", "1 when the controller leader has had no status report from the node for longer than the unreachable limit (reported by the controller leader only).", []string{"node"}, nil),

@@ -37,9 +37,9 @@ type LeasedReadIndex struct {
 	// Changed is cancelled at the group's next leader change: a question
 	// to the old leader's node ends there.
 	Changed func() context.Context
-	// Saved is what this process wrote to the replica's log: the first
-	// index and the highest update entry (raftlog.Appended; nil: ReadNow
-	// never answers).
+	// Saved is what this process saved to the replica's log or sent from
+	// it: the first index saved and the highest update entry (raftlog.Appended;
+	// nil: ReadNow never answers).
 	Saved func() (first, maxUpdate uint64)
 	// Leader is the shard's leader replica and term as this node knows
 	// them (nil: the NodeHost's GetLeaderID).
@@ -82,8 +82,14 @@ func (p ReadPath) String() string {
 	return "unknown"
 }
 
-// ReadPaths lists every ReadPath (for metrics to pre-register).
-func ReadPaths() []ReadPath { return []ReadPath{PathLeaseNow, PathLeaseLog, PathLeader, PathReadIndex} }
+// ReadPaths lists every ReadPath in order (for metrics to pre-register).
+func ReadPaths() []ReadPath {
+	out := make([]ReadPath, readPaths)
+	for p := range out {
+		out[p] = ReadPath(p)
+	}
+	return out
+}
 
 func (r *LeasedReadIndex) observe(p ReadPath) {
 	if r.Observe != nil {
@@ -163,8 +169,9 @@ func (r *LeasedReadIndex) leaseIndex(ctx context.Context) (uint64, error) {
 // ReadNow reports whether a linearizable read that arrived before the call
 // may be answered from the local state machine at once, with no round: the
 // replica leads under a valid lease and its state machine has applied every
-// update entry its log can have committed — those this process saved
-// (Saved: a leader commits only what it saved, see raftlog.Appended) and,
+// update entry its log can have committed — those this process saved or
+// sent (Saved: a leader commits only what it saved, or as the only voter
+// sent, see raftlog.Appended) and,
 // below the first of them, those a log query listed (scannedTo). Under a
 // read-only load every read of a leader takes this path; a write not yet
 // applied sends reads to the round, which waits only for what is committed.

@@ -54,8 +54,7 @@ type ReadBatcher struct {
 	mu      sync.Mutex
 	next    *readRound // the round arriving reads join; nil: none yet
 	running bool
-	closed  bool
-	shut    atomic.Bool     // closed, for the lock-free NowReader path
+	closed  atomic.Bool     // set under mu; read without it by the NowReader path
 	ctx     context.Context // canceled by close
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
@@ -73,11 +72,11 @@ func NewReadBatcher(ri ReadIndexer, timeout time.Duration) *ReadBatcher {
 // completed (nil), failed (its error), or ctx ended (ctx's error) — or at
 // once (nil) when the indexer says no round is needed (NowReader).
 func (b *ReadBatcher) Wait(ctx context.Context) error {
-	if b.now != nil && !b.shut.Load() && b.now.ReadNow() {
+	if b.now != nil && !b.closed.Load() && b.now.ReadNow() {
 		return nil
 	}
 	b.mu.Lock()
-	if b.closed {
+	if b.closed.Load() {
 		b.mu.Unlock()
 		return dragonboat.ErrShardClosed
 	}
@@ -107,7 +106,7 @@ func (b *ReadBatcher) run() {
 	for {
 		b.mu.Lock()
 		r := b.next
-		if r == nil || b.closed {
+		if r == nil || b.closed.Load() {
 			b.running = false
 			b.mu.Unlock()
 			if r != nil {
@@ -146,8 +145,7 @@ func (b *ReadBatcher) Stats() (rounds, reads uint64) {
 // Close fails waiting reads and stops the round goroutine.
 func (b *ReadBatcher) Close() {
 	b.mu.Lock()
-	b.closed = true
-	b.shut.Store(true)
+	b.closed.Store(true)
 	b.mu.Unlock()
 	b.cancel()
 	b.wg.Wait()

@@ -96,9 +96,9 @@ func (f *Factory) Sending(b pb.MessageBatch) {
 	}
 }
 
-// Appended returns the record of what this process saved to a replica's
-// log (nil before the NodeHost created its log). Take it before the replica
-// starts: its first save is then recorded too.
+// Appended returns the record of what this process saved to or sent from a
+// replica's log (nil before the NodeHost created its log). Take it before the
+// replica starts: its first save is then recorded too.
 func (f *Factory) Appended(shard, replica uint64) *Appended {
 	db := f.db.Load()
 	if db == nil {

@@ -104,8 +104,8 @@ type Config struct {
 	// ReadPath counts how linearizable reads were answered (metrics; nil:
 	// not counted).
 	ReadPath func(propose.ReadPath)
-	// Log records what this process saved to each replica's Raft log
-	// (nil: a leader's read under its lease always queries the log).
+	// Log records what this process saved to or sent from each replica's
+	// Raft log (nil: a leader's read under its lease always queries the log).
 	Log *raftlog.Factory
 }
 
@@ -247,10 +247,7 @@ func (s *Set) Start(st *controller.State, grp *controller.Group, replica uint64,
 	restarted := s.cfg.NH.HasNodeInfo(shard, replica)
 	if !restarted {
 		// A new replica starts from nothing (see the package doc).
-		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
-		err := s.clearStale(ctx, g, replica)
-		cancel()
-		if err != nil {
+		if err := s.clearStale(context.Background(), g, replica); err != nil {
 			return fmt.Errorf("clear what an earlier replica of group %d left: %w", g, err)
 		}
 		if learner {
@@ -387,8 +384,8 @@ func (s *Set) hasData(g slotstore.GroupID) bool {
 
 // clearStale removes what replicas of group g other than keep (0: any)
 // left on this node: their Raft logs and the group's key span in the store,
-// only on the controller's current word (see the package doc). None of them
-// may be running.
+// only on the controller's current word (see the package doc), within one
+// RequestTimeout. None of them may be running.
 func (s *Set) clearStale(ctx context.Context, g slotstore.GroupID, keep uint64) error {
 	shard := controller.ShardOf(g)
 	var others []uint64
@@ -403,7 +400,8 @@ func (s *Set) clearStale(ctx context.Context, g slotstore.GroupID, keep uint64) 
 	}
 	// Bounded here, whatever the caller passed: the reconcile loop's own
 	// context has no deadline, and dragonboat refuses a SyncRead without
-	// one (ErrDeadlineNotSet) — the stale data then stayed for good.
+	// one (ErrDeadlineNotSet) — the data of a removed replica or a retired
+	// group then stayed for good.
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
 	defer cancel()
 	v, err := s.cfg.NH.SyncRead(ctx, controller.ShardID, controller.StateQuery{})
