@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/lni/dragonboat/v4"
+	sm "github.com/lni/dragonboat/v4/statemachine"
 
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/controller"
@@ -148,9 +149,9 @@ func (n *Node) proposeControllerResult(ctx context.Context, c controller.Command
 	if err != nil {
 		return controller.Result{}, err
 	}
-	res, err := n.nh.SyncPropose(ctx, n.nh.GetNoOPSession(controller.ShardID), b)
+	res, err := n.syncProposeController(ctx, b)
 	if err != nil {
-		return controller.Result{}, propose.RaftError(err, 0, true)
+		return controller.Result{}, err
 	}
 	var r controller.Result
 	if err := json.Unmarshal(res.Data, &r); err != nil {
@@ -164,6 +165,28 @@ func (n *Node) proposeControllerResult(ctx context.Context, c controller.Command
 		return r, &slotstore.Error{Code: code, Message: r.Message}
 	}
 	return r, nil
+}
+
+// syncProposeController proposes one encoded controller command and waits
+// for this node's replica to apply it. A proposal dragonboat drops was never
+// appended (no leader known here, or a leader transfer under way: see
+// propose.RaftReplicator), so it is proposed again, with a short growing
+// pause, until it lands or ctx ends — an election of the controller group
+// lasts a moment and must not fail the operator's request (CI: a replica
+// move asked while the controller changed leader got 503 route_not_ready).
+// Every other error, a timeout included, is the answer.
+func (n *Node) syncProposeController(ctx context.Context, cmd []byte) (sm.Result, error) {
+	pause := time.Millisecond
+	for {
+		res, err := n.nh.SyncPropose(ctx, n.nh.GetNoOPSession(controller.ShardID), cmd)
+		if err == nil {
+			return res, nil
+		}
+		if !errors.Is(err, dragonboat.ErrShardNotReady) || !propose.Sleep(ctx, context.Background(), pause) {
+			return res, propose.RaftError(err, 0, true)
+		}
+		pause = min(2*pause, 50*time.Millisecond)
+	}
 }
 
 // addControllerNonVoting adds the node to the controller group unless it is

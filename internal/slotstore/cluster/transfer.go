@@ -45,18 +45,28 @@ func (n *Node) TransferLeader(ctx context.Context, g slotstore.GroupID, target s
 			RetryAfter: 200 * time.Millisecond, Message: fmt.Sprintf("node %d does not lead group %d: the leader transfers", n.cfg.NodeID, g)}
 	}
 	reachable := func() error {
-		ago, ok := n.heard.Ago(shard, replica)
-		if ok && ago <= n.cfg.Leadership.ReachableWithin {
-			return nil
+		// A target not heard from lately is given one more election
+		// timeout to be heard (on a busy machine a heartbeat's answer comes
+		// late; nothing is held meanwhile) before the transfer is refused.
+		within := n.cfg.Leadership.ReachableWithin
+		giveUp := time.Now().Add(n.cfg.electionTimeout())
+		for {
+			ago, ok := n.heard.Ago(shard, replica)
+			if ok && ago <= within {
+				return nil
+			}
+			if time.Now().Before(giveUp) && propose.Sleep(ctx, context.Background(), 10*time.Millisecond) {
+				continue
+			}
+			e := &slotstore.Error{Code: slotstore.CodeConflict, Message: "leader transfer refused: the target does not answer the leader"}
+			detail := fmt.Sprintf("the leader has not heard from node %d (replica %d)", target, replica)
+			if ok {
+				detail = fmt.Sprintf("the leader last heard from node %d (replica %d) %v ago (limit %v)", target, replica,
+					ago.Round(time.Millisecond), within)
+			}
+			e.Details = []slotstore.FieldError{{Field: policy.ReasonTargetUnreachable, Reason: detail}}
+			return e
 		}
-		e := &slotstore.Error{Code: slotstore.CodeConflict, Message: "leader transfer refused: the target does not answer the leader"}
-		detail := fmt.Sprintf("the leader has not heard from node %d (replica %d)", target, replica)
-		if ok {
-			detail = fmt.Sprintf("the leader last heard from node %d (replica %d) %v ago (limit %v)", target, replica,
-				ago.Round(time.Millisecond), n.cfg.Leadership.ReachableWithin)
-		}
-		e.Details = []slotstore.FieldError{{Field: policy.ReasonTargetUnreachable, Reason: detail}}
-		return e
 	}
 	term, err := n.drainedTransfer(ctx, g, lg, shard, target, replica, reachable)
 	if err != nil {
