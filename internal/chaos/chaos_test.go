@@ -98,6 +98,10 @@ func runSchedule(t *testing.T, seed int64, dur time.Duration) uint64 {
 	tc := startCluster(t, opts)
 	createChannels(t, tc)
 	rec := newRecorder()
+	var quiet *quietGate // a quiesce schedule has a quiet fault
+	if quiesce {
+		quiet = &quietGate{}
+	}
 	rep := &scheduleReport{seed: seed, quiesce: quiesce, rec: rec, verdicts: map[string]string{}, moves: &moveLog{}}
 	rep.own.check(tc.c.Nodes)
 
@@ -111,7 +115,7 @@ func runSchedule(t *testing.T, seed int64, dur time.Duration) uint64 {
 	var wg sync.WaitGroup
 	for id := 0; id < kvClients+subClients; id++ {
 		c := &client{id: id, tc: tc, rec: rec, rng: rand.New(rand.NewSource(seed*31 + int64(id))),
-			retryUntil: started.Add(dur + time.Second)}
+			retryUntil: started.Add(dur + time.Second), quiet: quiet}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -122,7 +126,7 @@ func runSchedule(t *testing.T, seed int64, dur time.Duration) uint64 {
 			}
 		}()
 	}
-	env := &faultEnv{tc: tc, rng: rand.New(rand.NewSource(seed)), moves: rep.moves}
+	env := &faultEnv{tc: tc, rng: rand.New(rand.NewSource(seed)), moves: rep.moves, quiet: quiet}
 	rep.faults = runFaults(ctx, env, func() { rep.own.check(tc.c.Nodes) })
 	stopClients()
 	wg.Wait()

@@ -34,12 +34,14 @@ type client struct {
 	idemSeq    int
 	idemPrefix string        // makes its keys unique across runs on one cluster (host episodes)
 	backoff    time.Duration // set by an answer without a definite outcome
+	quiet      *quietGate    // holds it while a quiesce schedule is quiet (nil: never)
 }
 
 // pause backs off after an answer without a definite outcome (a node
 // restarting, no leader), as a client should, so that a schedule is not
 // flooded with operations of unknown outcome. Back-off, not synchronisation.
 func (c *client) pause() {
+	c.quiet.wait()
 	if c.backoff > 0 {
 		time.Sleep(c.backoff)
 		c.backoff = 0

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
+	"slices"
 	"time"
 
 	"slotmeta/internal/slotstore"
@@ -16,7 +17,9 @@ import (
 // fault of each class of mustClasses, in a seeded order, so that even a
 // short schedule has a network fault, a slow disk, a snapshot install, a
 // replica move under controller leader loss and a live hash-slot move
-// under the clients' writes; weighted draws follow.
+// under the clients' writes — and a schedule that runs with quiesce a quiet
+// fault (quiet_test.go: a group leader lost while every group is quiesced);
+// weighted draws follow.
 // To add a kind, write its inject function and add a row.
 
 // faultKind is one kind of fault. inject puts it in place now (it may block
@@ -55,6 +58,7 @@ type faultEnv struct {
 	tc    *testCluster
 	rng   *rand.Rand
 	moves *moveLog
+	quiet *quietGate // the clients' gate in a quiesce schedule (nil: no quiet fault)
 }
 
 // injectLeaderTransfer moves a random group's leadership to a random node,
@@ -100,7 +104,11 @@ func runFaults(ctx context.Context, f *faultEnv, after func()) []injected {
 	for _, k := range faultKinds {
 		total += k.weight
 	}
-	first := f.rng.Perm(len(mustClasses))
+	classes := mustClasses
+	if f.quiet != nil {
+		classes = append(slices.Clone(mustClasses), quietClass)
+	}
+	first := f.rng.Perm(len(classes))
 	var done []injected
 	var heal func()
 	hold := [2]int{}
@@ -128,7 +136,7 @@ func runFaults(ctx context.Context, f *faultEnv, after func()) []injected {
 		}
 		var k faultKind
 		if n := len(done); n < len(first) {
-			k = pickClass(mustClasses[first[n]], f.rng)
+			k = pickClass(classes[first[n]], f.rng)
 		} else {
 			k = pickFault(f.rng.Intn(total))
 		}
@@ -157,6 +165,9 @@ func pickFault(n int) faultKind {
 
 // pickClass draws a kind of the class by weight.
 func pickClass(class string, rng *rand.Rand) faultKind {
+	if class == quietClass {
+		return quietKind
+	}
 	var ks []faultKind
 	total := 0
 	for _, k := range faultKinds {

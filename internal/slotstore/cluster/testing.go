@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"time"
 
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/controller"
@@ -43,4 +44,20 @@ func (t Testing) TransferControllerLeader(ctx context.Context, target slotstore.
 	}
 	t.n.ctrlLeader.Store(uint64(target))
 	return nil
+}
+
+// HeardAgo is how long ago the node last received a Raft message from node
+// target's replica of group g, and whether it ever did: on a group's leader,
+// a follower not heard for many heartbeat intervals means the group is
+// quiesced (or the follower cut off).
+func (t Testing) HeardAgo(g slotstore.GroupID, target slotstore.NodeID) (time.Duration, bool) {
+	grp, ok := t.n.ctrl.Load().Groups[g]
+	if !ok {
+		return 0, false
+	}
+	replica, ok := grp.Peers[target]
+	if !ok {
+		return 0, false
+	}
+	return t.n.heard.Ago(controller.ShardOf(g), replica)
 }
