@@ -1905,13 +1905,13 @@ type ReplicaView struct {
 	// Disruption The replica's last disruption as its node reported it: started again from its own Raft state, stopped leading without a transfer away having been asked, or knew no leader for longer than an election takes. Absent when none.
 	Disruption *ReplicaViewDisruption `json:"disruption,omitempty"`
 
-	// HeardAgoMs How long ago the group leader's node last received a Raft message from this replica, as of now (its report plus the report's age); 0 for the leader, -1 when no leader report says.
+	// HeardAgoMs How long ago the group leader's node last received a Raft message from this replica, as of now (its report plus the report's age); 0 for the leader, -1 when no leader report says. A quiesced group exchanges no messages, so this grows without meaning anything.
 	HeardAgoMs int64 `json:"heard_ago_ms"`
 
 	// Lag The leader's applied index minus this replica's.
 	Lag int64 `json:"lag"`
 
-	// Live A voter whose node reports and whom the leader hears.
+	// Live A voter whose node reports and that answers the leader: heard at least once, no request unanswered for longer than the unreachable limit.
 	Live      bool  `json:"live"`
 	LogFirst  int64 `json:"log_first"`
 	LogLast   int64 `json:"log_last"`
@@ -1921,6 +1921,9 @@ type ReplicaView struct {
 	// ReportAgeMs -1 when the node never reported this replica.
 	ReportAgeMs int64           `json:"report_age_ms"`
 	Role        ReplicaViewRole `json:"role"`
+
+	// UnansweredMs How long the oldest Raft request (heartbeat or replicate) the group leader's node sent to this replica has waited for an answer, as of now; 0 when none waits (the leader, a replica that answers, every replica of a quiesced group), -1 when no leader report says.
+	UnansweredMs int64 `json:"unanswered_ms"`
 }
 
 // ReplicaViewDisruption The replica's last disruption as its node reported it: started again from its own Raft state, stopped leading without a transfer away having been asked, or knew no leader for longer than an election takes. Absent when none.

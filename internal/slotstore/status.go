@@ -32,6 +32,11 @@ type ReplicaStatus struct {
 	// membership, how long ago this node last received a Raft message from
 	// it (-1: never). The leader's own view of who answers it.
 	HeardAgoMs map[uint64]int64 `json:"heard_ago_ms,omitempty"`
+	// Set only by the leader's replica: for each other replica of the
+	// membership that leaves a request of this node unanswered, how long the
+	// oldest has waited (absent: none waits — also in a quiesced group,
+	// which sends nothing).
+	UnansweredMs map[uint64]int64 `json:"unanswered_ms,omitempty"`
 	// The replica's last disruption as its node saw it ("" none): restarted
 	// (from its own Raft state), lost_leadership (stopped leading without a
 	// transfer away having been asked), no_leader (knew no leader for longer
@@ -67,7 +72,14 @@ type ReplicaView struct {
 	// its age); 0 for the leader itself, -1 when the leader's report does
 	// not say (no leader report, or never heard).
 	HeardAgoMs int64 `json:"heard_ago_ms"`
-	// Live: a voter whose node reports and whom the leader hears.
+	// UnansweredMs is how long the oldest Raft request (heartbeat or
+	// replicate) the leader's node sent to this replica has waited for an
+	// answer, as of now; 0 when none waits — the leader itself, a replica
+	// that answers, and every replica of a quiesced group, which sends
+	// nothing — and -1 when the leader's report does not say.
+	UnansweredMs int64 `json:"unanswered_ms"`
+	// Live: a voter whose node reports and that answers the leader (it was
+	// heard at least once and leaves no request unanswered for long).
 	Live bool `json:"live"`
 	// The replica's last disruption as its node reported it (see
 	// ReplicaStatus); "" when none.

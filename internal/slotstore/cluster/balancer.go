@@ -65,21 +65,7 @@ func (n *Node) balanceInput(now time.Time) balance.Input {
 	table, _ := st.Table()
 	for _, v := range n.views(now) {
 		g := balance.Group{ID: v.ID, Leader: v.Leader, PreferredLeader: v.PreferredLeader, Busy: busy[v.ID],
-			Quorum: v.LiveVoters > len(v.DesiredPeers)/2}
-		if !g.Quorum && n.cfg.Quiesce && v.Leader != 0 {
-			// A quiesced group exchanges no Raft messages, so its leader
-			// hears no follower: count the desired voters that report the
-			// replica freshly from reachable nodes instead (a move wakes
-			// the group and checks progress itself).
-			up := 0
-			for _, r := range v.Replicas {
-				if r.Desired && r.Role == slotstore.RoleVoter && reachable[r.Node] && r.ReportAgeMs >= 0 &&
-					r.ReportAgeMs < n.cfg.UnreachableAfter.Milliseconds() {
-					up++
-				}
-			}
-			g.Quorum = up > len(v.DesiredPeers)/2
-		}
+			Quorum: v.LiveVoters > len(v.DesiredPeers)/2} // a quiesced group's voters are live too (Heard.Unanswered)
 		if v.PreferredSetAtMs > 0 {
 			g.PreferredSetAt = time.UnixMilli(v.PreferredSetAtMs)
 		}

@@ -1,9 +1,11 @@
 package cluster_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
+	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/cluster"
 	"slotmeta/internal/slotstore/slotstoretest"
 )
@@ -16,23 +18,7 @@ import (
 // followers elect a new leader and the write is acknowledged; every
 // acknowledged write reads back after the heal.
 func TestQuiescedGroupWakesWhenItsLeaderIsCutOff(t *testing.T) {
-	c := slotstoretest.Start(t, slotstoretest.Options{Nodes: 3, Groups: 2, Faults: true, Tune: func(cfg *cluster.Config) {
-		cfg.Quiesce = true
-		cfg.ObserveInterval = 100 * time.Millisecond
-	}})
-	w := newWrites(t, c)
-	w.mustPut(c.Nodes[0], 5*time.Second)
-	// The reconciler first moves the leader to the preferred one.
-	preferred := c.Nodes[0].Controller().Groups[faultGroup].PreferredLeader
-	waitUntil(t, 10*time.Second, "the preferred leader leads", func() bool { return leaderOf(c.Nodes[0]) == preferred })
-	leader := preferred
-	follower := others(c, leader)[0].NodeID()
-	// Quiesced: no Raft message from the follower's replica for well over
-	// a heartbeat interval (20 ms here) — dragonboat quiesces a group after
-	// ten election timeouts (4 s) without traffic.
-	waitUntil(t, 15*time.Second, "the group quiesces", func() bool {
-		return c.Nodes[leader-1].HeardAgoMs(faultGroup, follower) > 1000
-	})
+	c, w, leader, _ := quiescedGroup(t)
 	for _, n := range c.Nodes {
 		if l := leaderOf(n); l != leader {
 			t.Fatalf("node %d sees node %d leading group 1 while quiesced, not %d", n.NodeID(), l, leader)
@@ -54,4 +40,78 @@ func TestQuiescedGroupWakesWhenItsLeaderIsCutOff(t *testing.T) {
 	c.Net.Heal()
 	w.mustPut(majority[1], 5*time.Second)
 	w.verify(c, 15*time.Second)
+}
+
+// TestQuiescedGroupStaysHealthyAndTransfers: a quiesced group exchanges no
+// Raft messages, so its leader hears no follower for as long as it stays
+// quiet — which is no evidence of a fault: its view stays healthy with every
+// voter live, the preflight lets a transfer go, and the transfer (which wakes
+// the group) lands. A follower that is cut off and asked to answer (the
+// group woken by a write) turns unreachable as before.
+func TestQuiescedGroupStaysHealthyAndTransfers(t *testing.T) {
+	c, w, _, follower := quiescedGroup(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var ctrl *cluster.Node
+	waitUntil(t, 5*time.Second, "a controller leader", func() bool {
+		id := c.Nodes[0].ControllerLeader()
+		if id != 0 {
+			ctrl = c.Nodes[id-1]
+		}
+		return ctrl != nil
+	})
+	ctrl.ObserveOnce(ctx)
+	v, err := ctrl.Group(ctx, faultGroup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Health != slotstore.GroupHealthy || v.LiveVoters != 3 {
+		t.Fatalf("a quiesced group's view: health %s, %d live voters: %+v", v.Health, v.LiveVoters, v.Replicas)
+	}
+	for _, r := range v.Replicas {
+		if r.Node == follower && (r.HeardAgoMs < 1000 || r.UnansweredMs != 0) {
+			t.Fatalf("the quiesced follower's replica view: %+v", r)
+		}
+	}
+	if pf, _, err := ctrl.LeaderTransfer(ctx, faultGroup, follower, false); err != nil || !pf.OK {
+		t.Fatalf("transfer of the quiesced group to node %d: %+v, %v", follower, pf, err)
+	}
+	waitUntil(t, 5*time.Second, "the follower leads", func() bool { return leaderOf(c.Nodes[0]) == follower })
+
+	// Asked and not answering: unreachable.
+	cut := others(c, follower)[0].NodeID()
+	c.Net.Isolate(cut)
+	w.mustPut(c.Nodes[follower-1], 10*time.Second) // wakes the group: heartbeats go unanswered
+	waitUntil(t, 10*time.Second, "the cut-off voter counts as not live", func() bool {
+		ctrl := c.Nodes[follower-1]
+		if id := ctrl.ControllerLeader(); id != 0 && id != cut {
+			ctrl = c.Nodes[id-1]
+		}
+		ctrl.ObserveOnce(ctx)
+		v, err := ctrl.Group(ctx, faultGroup)
+		return err == nil && v.LiveVoters == 2 && v.Health == slotstore.GroupUnderReplicated
+	})
+	c.Net.Heal()
+	w.verify(c, 15*time.Second)
+}
+
+// quiescedGroup starts 3 nodes with quiesce (RTT 20 ms), writes once and
+// waits until group 1 is led by its preferred leader and quiesced: no Raft
+// message from a follower's replica for well over a heartbeat interval —
+// dragonboat quiesces a group after ten election timeouts without traffic.
+func quiescedGroup(t *testing.T) (c *slotstoretest.Cluster, w *writes, leader, follower slotstore.NodeID) {
+	c = slotstoretest.Start(t, slotstoretest.Options{Nodes: 3, Groups: 2, Faults: true, Tune: func(cfg *cluster.Config) {
+		cfg.Quiesce = true
+		cfg.ObserveInterval = 100 * time.Millisecond
+	}})
+	w = newWrites(t, c)
+	w.mustPut(c.Nodes[0], 5*time.Second)
+	// The reconciler first moves the leader to the preferred one.
+	leader = c.Nodes[0].Controller().Groups[faultGroup].PreferredLeader
+	waitUntil(t, 10*time.Second, "the preferred leader leads", func() bool { return leaderOf(c.Nodes[0]) == leader })
+	follower = others(c, leader)[0].NodeID()
+	waitUntil(t, 15*time.Second, "the group quiesces", func() bool {
+		return c.Nodes[leader-1].HeardAgoMs(faultGroup, follower) > 1000
+	})
+	return c, w, leader, follower
 }

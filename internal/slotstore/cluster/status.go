@@ -56,6 +56,12 @@ func (n *Node) LocalStatus(ctx context.Context) slotstore.NodeStatus {
 						if ago, ok := n.heard.Ago(shard, rid); ok {
 							rs.HeardAgoMs[rid] = ago.Milliseconds()
 						}
+						if wait := n.heard.Unanswered(shard, rid); wait > 0 {
+							if rs.UnansweredMs == nil {
+								rs.UnansweredMs = map[uint64]int64{}
+							}
+							rs.UnansweredMs[rid] = wait.Milliseconds()
+						}
 					}
 				}
 			}

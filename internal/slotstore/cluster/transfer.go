@@ -19,9 +19,9 @@ import (
 // request is best effort in Raft: an answer of timeout means the leader did
 // not move in time, not that it never will. This node must lead g: only the
 // leader knows whether the target answers it, and while Raft transfers it
-// drops every proposal, so a transfer toward a replica it has not heard from
-// within ReachableWithin is refused (target_unreachable) before it starts
-// and before each repeat. (Safety checks and the operator API build on this.)
+// drops every proposal, so a transfer toward a replica that leaves the
+// leader's requests unanswered for longer than ReachableWithin is refused
+// (target_unreachable) before it starts and before each repeat. (Safety checks and the operator API build on this.)
 func (n *Node) TransferLeader(ctx context.Context, g slotstore.GroupID, target slotstore.NodeID) error {
 	grp, ok := n.ctrl.Load().Groups[g]
 	if !ok {
@@ -45,14 +45,17 @@ func (n *Node) TransferLeader(ctx context.Context, g slotstore.GroupID, target s
 			RetryAfter: 200 * time.Millisecond, Message: fmt.Sprintf("node %d does not lead group %d: the leader transfers", n.cfg.NodeID, g)}
 	}
 	reachable := func() error {
-		// A target not heard from lately is given one more election
-		// timeout to be heard (on a busy machine a heartbeat's answer comes
-		// late; nothing is held meanwhile) before the transfer is refused.
+		// A target that leaves the leader's requests unanswered is given
+		// one more election timeout to answer (on a busy machine an answer
+		// comes late; nothing is held meanwhile) before the transfer is
+		// refused. Silence alone is no refusal: a quiesced group sends
+		// nothing, and the transfer wakes it.
 		within := n.cfg.Leadership.ReachableWithin
 		giveUp := time.Now().Add(n.cfg.electionTimeout())
 		for {
-			ago, ok := n.heard.Ago(shard, replica)
-			if ok && ago <= within {
+			_, heard := n.heard.Ago(shard, replica)
+			wait := n.heard.Unanswered(shard, replica)
+			if heard && wait <= within {
 				return nil
 			}
 			if time.Now().Before(giveUp) && propose.Sleep(ctx, context.Background(), 10*time.Millisecond) {
@@ -60,9 +63,9 @@ func (n *Node) TransferLeader(ctx context.Context, g slotstore.GroupID, target s
 			}
 			e := &slotstore.Error{Code: slotstore.CodeConflict, Message: "leader transfer refused: the target does not answer the leader"}
 			detail := fmt.Sprintf("the leader has not heard from node %d (replica %d)", target, replica)
-			if ok {
-				detail = fmt.Sprintf("the leader last heard from node %d (replica %d) %v ago (limit %v)", target, replica,
-					ago.Round(time.Millisecond), within)
+			if heard {
+				detail = fmt.Sprintf("node %d (replica %d) has left the leader's requests unanswered for %v (limit %v)", target, replica,
+					wait.Round(time.Millisecond), within)
 			}
 			e.Details = []slotstore.FieldError{{Field: policy.ReasonTargetUnreachable, Reason: detail}}
 			return e

@@ -15,42 +15,74 @@ import (
 )
 
 // Heard records when this node last received a Raft message from each
-// replica of each shard: the Raft view of reachability that dragonboat keeps
-// to itself (a leader's "recently active" follower flags drive check-quorum
-// but are not published). A follower answers its leader's heartbeats every
-// heartbeat tick, so on the leader's node a replica not heard from for a few
-// ticks is not reachable now — whatever its node's last status report says.
-// The leader-transfer gates use it: a transfer toward a
-// replica the leader cannot reach only blocks the group's proposals until
-// Raft gives up on it.
+// replica of each shard, and how long a request it sent to a replica has
+// gone unanswered: the Raft view of reachability that dragonboat keeps to
+// itself (a leader's "recently active" follower flags drive check-quorum but
+// are not published). A follower answers each of its leader's heartbeats
+// and replicates, so on the leader's node a replica that leaves them
+// unanswered for a few ticks is not reachable now — whatever its node's last
+// status report says. A quiesced group sends nothing, so its followers'
+// silence is not evidence of anything: Unanswered tells the two apart where
+// Ago cannot. The leader-transfer gates and the health of group views use it.
 //
-// The record is taken on the receiving side of the transport (Transport
-// wraps the message handler dragonboat gives the transport), so it covers
-// every message of every shard without touching the Raft state machine.
-// Times are read from the monotonic clock.
+// The record is taken on both sides of the transport (Transport wraps the
+// message handler dragonboat gives the transport, and each connection's
+// send), so it covers every message of every shard without touching the
+// Raft state machine. Times are read from the monotonic clock.
 //
-// Concurrency contract: Record runs on the transport's receive goroutines;
-// Ago may be called from any goroutine. Entries are never removed (one per
-// replica a node ever heard from; replica ids are never reused).
+// Concurrency contract: Record runs on the transport's receive goroutines,
+// Asked on its send goroutines; Ago and Unanswered may be called from any
+// goroutine. Entries are never removed (one per replica a node ever
+// exchanged a message with; replica ids are never reused).
 type Heard struct {
 	base time.Time
 	now  func() time.Duration // since base (tests replace it)
 	mu   sync.RWMutex
-	at   map[heardKey]*atomic.Int64 // nanoseconds since base
+	at   map[heardKey]*heardEntry
 }
 
 type heardKey struct{ shard, replica uint64 }
 
+// heardEntry holds nanoseconds since base, each stored +1 so that 0 means
+// never / none.
+type heardEntry struct {
+	heard atomic.Int64 // the last message received from the replica
+	asked atomic.Int64 // the first request sent to it since then (0: none unanswered)
+}
+
 func NewHeard() *Heard {
-	h := &Heard{base: time.Now(), at: map[heardKey]*atomic.Int64{}}
+	h := &Heard{base: time.Now(), at: map[heardKey]*heardEntry{}}
 	h.now = func() time.Duration { return time.Since(h.base) }
 	return h
 }
 
-// Record notes every sender of a received batch. Batches usually carry
-// messages of few shards from one node, so consecutive repeats are skipped.
+// entry returns k's entry, creating it.
+func (h *Heard) entry(k heardKey) *heardEntry {
+	h.mu.RLock()
+	e := h.at[k]
+	h.mu.RUnlock()
+	if e == nil {
+		h.mu.Lock()
+		if e = h.at[k]; e == nil {
+			e = &heardEntry{}
+			h.at[k] = e
+		}
+		h.mu.Unlock()
+	}
+	return e
+}
+
+func (h *Heard) lookup(k heardKey) *heardEntry {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return h.at[k]
+}
+
+// Record notes every sender of a received batch: each message answers
+// whatever this node asked of its sender. Batches usually carry messages of
+// few shards from one node, so consecutive repeats are skipped.
 func (h *Heard) Record(b pb.MessageBatch) {
-	now := int64(h.now())
+	now := int64(h.now()) + 1
 	var last heardKey
 	for i := range b.Requests {
 		k := heardKey{b.Requests[i].ShardID, b.Requests[i].From}
@@ -58,31 +90,64 @@ func (h *Heard) Record(b pb.MessageBatch) {
 			continue
 		}
 		last = k
-		h.mu.RLock()
-		v := h.at[k]
-		h.mu.RUnlock()
-		if v == nil {
-			h.mu.Lock()
-			if v = h.at[k]; v == nil {
-				v = &atomic.Int64{}
-				h.at[k] = v
-			}
-			h.mu.Unlock()
+		e := h.entry(k)
+		e.heard.Store(now)
+		e.asked.Store(0)
+	}
+}
+
+// Asked notes the requests of a batch this node is about to send: the
+// heartbeats and replicates a leader sends, which every follower that gets
+// them answers. Nothing else is counted — a follower's answers ask for
+// nothing, and a leader entering quiesce tells its followers so without an
+// answer.
+func (h *Heard) Asked(b pb.MessageBatch) {
+	now := int64(h.now()) + 1
+	var last heardKey
+	for i := range b.Requests {
+		m := &b.Requests[i]
+		if m.Type != pb.Heartbeat && m.Type != pb.Replicate {
+			continue
 		}
-		v.Store(now)
+		k := heardKey{m.ShardID, m.To}
+		if k == last {
+			continue
+		}
+		last = k
+		e := h.entry(k)
+		if e.asked.Load() == 0 {
+			e.asked.CompareAndSwap(0, now)
+		}
 	}
 }
 
 // Ago is how long ago this node last heard from replica of shard, and
 // whether it ever did.
 func (h *Heard) Ago(shard, replica uint64) (time.Duration, bool) {
-	h.mu.RLock()
-	v := h.at[heardKey{shard, replica}]
-	h.mu.RUnlock()
-	if v == nil {
+	e := h.lookup(heardKey{shard, replica})
+	if e == nil {
 		return 0, false
 	}
-	return h.now() - time.Duration(v.Load()), true
+	at := e.heard.Load()
+	if at == 0 {
+		return 0, false
+	}
+	return h.now() - time.Duration(at-1), true
+}
+
+// Unanswered is how long the oldest request this node sent to replica of
+// shard since it last heard from it has waited (0: none waits — also when
+// nothing was sent, as in a quiesced group).
+func (h *Heard) Unanswered(shard, replica uint64) time.Duration {
+	e := h.lookup(heardKey{shard, replica})
+	if e == nil {
+		return 0
+	}
+	at := e.asked.Load()
+	if at == 0 {
+		return 0
+	}
+	return max(h.now()-time.Duration(at-1), 0)
 }
 
 // Transport is the Raft transport factory of every NodeHost: the
@@ -110,10 +175,14 @@ var _ config.TransportFactory = Transport{}
 // Create implements config.TransportFactory.
 func (f Transport) Create(c config.NodeHostConfig, mh raftio.MessageHandler, ch raftio.ChunkHandler) raftio.ITransport {
 	t := f.create(c, mh, ch)
-	if f.Sending == nil {
-		return t
+	before := f.Heard.Asked
+	if f.Sending != nil {
+		before = func(b pb.MessageBatch) {
+			f.Heard.Asked(b)
+			f.Sending(b)
+		}
 	}
-	return sendHook{ITransport: t, before: f.Sending}
+	return sendHook{ITransport: t, before: before}
 }
 
 func (f Transport) create(c config.NodeHostConfig, mh raftio.MessageHandler, ch raftio.ChunkHandler) raftio.ITransport {

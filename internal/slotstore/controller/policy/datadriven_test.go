@@ -22,7 +22,7 @@ import (
 //
 // Directives: decide | check target=<node>. Input lines:
 //
-//	replica node=<n> [report=<ms>] [heard=<ms>] [lag=<n>] [disruption=<kind>] [disrupted=<ms>] [role=<r>]
+//	replica node=<n> [report=<ms>] [heard=<ms>] [unanswered=<ms>] [lag=<n>] [disruption=<kind>] [disrupted=<ms>] [role=<r>]
 //	leader <node>                   the observed leader (0: none)
 //	voters <n,…> | learners <n,…>   the observed membership
 //	intent age=<duration>           when the preference was set
@@ -67,6 +67,8 @@ func TestDecideDataDriven(t *testing.T) {
 						r.ReportAgeMs = num(k)
 					case "heard":
 						r.HeardAgoMs = num(k)
+					case "unanswered":
+						r.UnansweredMs = num(k)
 					case "lag":
 						r.Lag = uint64(num(k))
 					case "disruption":

@@ -49,10 +49,12 @@ func TestDecidePreferred(t *testing.T) {
 		{"no live leader", func(v *slotstore.GroupView) { v.Leader = 0 }, nil, DecisionSkip, ReasonNoLeader},
 		{"nothing observed yet", func(v *slotstore.GroupView) { v.ObservedBy, v.Leader = 0, 0 }, nil, DecisionSkip, ReasonNoObservation},
 		// The case of the issue: the cut-off node reported 2 s ago (under the
-		// report limit), but the leader has not heard from it since.
-		{"the leader does not hear the target", func(v *slotstore.GroupView) {
-			v.Replicas[1].ReportAgeMs, v.Replicas[1].HeardAgoMs = 1999, 1900
+		// report limit), but it has answered none of the leader's requests since.
+		{"the target does not answer the leader", func(v *slotstore.GroupView) {
+			v.Replicas[1].ReportAgeMs, v.Replicas[1].HeardAgoMs, v.Replicas[1].UnansweredMs = 1999, 1900, 1880
 		}, nil, DecisionSkip, ReasonTargetUnreachable},
+		// A quiesced group: silence, but nothing asked.
+		{"a quiesced group's target", func(v *slotstore.GroupView) { v.Replicas[1].HeardAgoMs = 60_000 }, nil, DecisionTransfer, "preferred_leader"},
 		{"the leader never heard the target", func(v *slotstore.GroupView) { v.Replicas[1].HeardAgoMs = -1 }, nil, DecisionSkip, ReasonTargetUnreachable},
 		{"the target's node is unreachable", nil, func(f *Facts) { f.TargetDown, f.TargetGap = true, true }, DecisionSkip, ReasonTargetUnreachable},
 		{"the target lost its leadership 10 s ago", func(v *slotstore.GroupView) {
@@ -121,7 +123,8 @@ func TestCheckTransferListsEveryBlocker(t *testing.T) {
 	}
 	v.Replicas[2].Lag, v.Replicas[2].ReportAgeMs = 1000, 60_000
 	v.Learners = []slotstore.NodeID{4}
-	v.Replicas[2].HeardAgoMs, v.Replicas[2].Disruption, v.Replicas[2].DisruptedAgoMs = 5000, slotstore.DisruptionRestarted, 100
+	v.Replicas[2].HeardAgoMs, v.Replicas[2].UnansweredMs = 5000, 4990
+	v.Replicas[2].Disruption, v.Replicas[2].DisruptedAgoMs = slotstore.DisruptionRestarted, 100
 	f := facts(now)
 	f.InFlight, f.Backoff = true, BackoffState{Failures: 1, Until: now.Add(time.Minute)}
 	pf := CheckTransfer(v, 3, p, f)

@@ -243,7 +243,7 @@ func (o *Observations) Aggregate(st *controller.State, now time.Time, self slots
 		}
 		var leaderApplied uint64
 		var voters, nonVoters map[uint64]string
-		var heardAgo map[uint64]int64 // from the leader's own report
+		var heardAgo, unanswered map[uint64]int64 // from the leader's own report
 		var leaderReportAge int64
 		if best != nil {
 			v.Leader = nodeOfReplica(st, gid, best.rs.LeaderReplica, best.rs.Voters)
@@ -255,7 +255,7 @@ func (o *Observations) Aggregate(st *controller.State, now time.Time, self slots
 				if s.rs.ReplicaID == best.rs.LeaderReplica && s.rs.LeaderReplica == s.rs.ReplicaID {
 					leaderApplied = s.rs.AppliedIndex
 					voters, nonVoters, v.ConfigChangeID = s.rs.Voters, s.rs.NonVoters, s.rs.ConfigChangeID
-					heardAgo, leaderReportAge = s.rs.HeardAgoMs, now.Sub(s.at).Milliseconds()
+					heardAgo, unanswered, leaderReportAge = s.rs.HeardAgoMs, s.rs.UnansweredMs, now.Sub(s.at).Milliseconds()
 				}
 			}
 		}
@@ -283,19 +283,23 @@ func (o *Observations) Aggregate(st *controller.State, now time.Time, self slots
 			if leaderApplied > s.rs.AppliedIndex {
 				rv.Lag = leaderApplied - s.rs.AppliedIndex
 			}
-			rv.HeardAgoMs = -1
+			rv.HeardAgoMs, rv.UnansweredMs = -1, -1
 			switch ago, ok := heardAgo[s.rs.ReplicaID]; {
 			case heardAgo != nil && s.rs.ReplicaID == best.rs.LeaderReplica:
-				rv.HeardAgoMs = 0
+				rv.HeardAgoMs, rv.UnansweredMs = 0, 0
 			case ok && ago >= 0:
-				rv.HeardAgoMs = ago + leaderReportAge
+				rv.HeardAgoMs, rv.UnansweredMs = ago+leaderReportAge, 0
+				if wait := unanswered[s.rs.ReplicaID]; wait > 0 {
+					// Still waiting, unless answered since the report.
+					rv.UnansweredMs = wait + leaderReportAge
+				}
 			}
 			rv.Disruption, rv.DisruptedAgoMs = s.rs.Disruption, s.rs.DisruptedAgoMs
 			if rv.Disruption != "" {
 				rv.DisruptedAgoMs += rv.ReportAgeMs
 			}
 			rv.Live = rv.Role == slotstore.RoleVoter && rv.ReportAgeMs <= unreachableAfter.Milliseconds() &&
-				rv.HeardAgoMs >= 0 && rv.HeardAgoMs <= unreachableAfter.Milliseconds()
+				rv.HeardAgoMs >= 0 && rv.UnansweredMs >= 0 && rv.UnansweredMs <= unreachableAfter.Milliseconds()
 			if rv.Live {
 				v.LiveVoters++
 			}
@@ -305,7 +309,7 @@ func (o *Observations) Aggregate(st *controller.State, now time.Time, self slots
 		for _, p := range v.DesiredPeers { // desired peers that reported nothing
 			if !reported[p.Node] {
 				v.Replicas = append(v.Replicas, slotstore.ReplicaView{Node: p.Node, ReplicaID: p.ReplicaID, Role: slotstore.RoleUnknown,
-					Desired: true, ReportAgeMs: -1, HeardAgoMs: -1})
+					Desired: true, ReportAgeMs: -1, HeardAgoMs: -1, UnansweredMs: -1})
 			}
 		}
 		sort.Slice(v.Replicas, func(i, j int) bool { return v.Replicas[i].Node < v.Replicas[j].Node })

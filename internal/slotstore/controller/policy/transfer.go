@@ -98,8 +98,8 @@ type (
 // It is a pure function of the view, the policy and the facts: the API's
 // preflight, the transfer itself and the preferred-leader reconciler all
 // use it. Besides the membership and progress checks it asks whether the
-// target is reachable now — its node reports, and the leader's own Raft
-// view has heard from it within ReachableWithin — and whether it was
+// target is reachable now — its node reports, and it has not left the
+// leader's Raft requests unanswered for longer than ReachableWithin — and whether it was
 // disrupted within HoldDown; and it holds the group back while it is in
 // back-off after failed transfers.
 func CheckTransfer(v slotstore.GroupView, target slotstore.NodeID, p Leadership, f Facts) Preflight {
@@ -148,14 +148,16 @@ func CheckTransfer(v slotstore.GroupView, target slotstore.NodeID, p Leadership,
 			block(ReasonTargetLagging, "node %d is %d entries behind the leader (limit %d)", target, r.Lag, p.MaxLag)
 		}
 		if v.Leader != 0 && v.Leader != target {
-			// HeardAgoMs is as of now: the leader's report plus its age.
+			// UnansweredMs is as of now: the leader's report plus its age.
+			// Silence alone is no evidence: a quiesced group sends nothing
+			// (its leader's transfer wakes it).
 			limit := p.ReachableWithin + time.Duration(max(v.ObservationAgeMs, 0))*time.Millisecond
 			switch {
-			case r.HeardAgoMs < 0:
+			case r.HeardAgoMs < 0 || r.UnansweredMs < 0:
 				block(ReasonTargetUnreachable, "the leader (node %d) has not reported hearing from node %d", v.Leader, target)
-			case time.Duration(r.HeardAgoMs)*time.Millisecond > limit:
-				block(ReasonTargetUnreachable, "the leader (node %d) last heard from node %d %dms ago (limit %v after its report of %dms ago)",
-					v.Leader, target, r.HeardAgoMs, p.ReachableWithin, v.ObservationAgeMs)
+			case time.Duration(r.UnansweredMs)*time.Millisecond > limit:
+				block(ReasonTargetUnreachable, "node %d has left the leader's (node %d) requests unanswered for %dms (limit %v after its report of %dms ago)",
+					target, v.Leader, r.UnansweredMs, p.ReachableWithin, v.ObservationAgeMs)
 			}
 		}
 		if r.Disruption != "" && time.Duration(r.DisruptedAgoMs)*time.Millisecond < p.HoldDown {
