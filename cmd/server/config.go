@@ -82,7 +82,7 @@ func parseOptions(args []string, getenv func(string) string) (*options, error) {
 	fs.Int64Var(&o.MaxBodyBytes, "max-body-bytes", 1<<20, "largest accepted request body")
 	fs.BoolVar(&o.EnableSlotMigration, "enable-hash-slot-migration", true, "allow moving hash slots between groups, live (migrations, splits, merges); =false turns them off")
 	fs.BoolVar(&o.LeaseReads, "lease-reads", true, "a group's leader answers linearizable reads from its own state for a lease after a quorum confirmed it (sized by the shortest --rtt/--election-rtt among the group's nodes); false: a ReadIndex round for every read")
-	fs.BoolVar(&o.Quiesce, "quiesce", false, "let idle slot groups stop their heartbeats (woken when their leader cannot be reached); off by default while its availability is measured")
+	fs.BoolVar(&o.Quiesce, "quiesce", true, "let idle slot groups stop their heartbeats (woken when their leader cannot be reached); =false keeps them beating")
 	fs.BoolVar(&o.Balancer, "balancer", true, "run the balancer on this node while it leads the controller (pause it cluster-wide with PUT /v1/cluster/balancer)")
 	fs.DurationVar(&o.BalanceInterval, "balancer-interval", 5*time.Second, "how often the balancer plans")
 	fs.IntVar(&o.BalancerMaxTasks, "balancer-max-tasks", 2, "tasks (replica moves, slot moves, splits, merges) running at once that the balancer waits for")

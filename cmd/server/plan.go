@@ -82,7 +82,7 @@ func (o *options) plan(getenv func(string) string) (*plan, error) {
 		TLS:                  o.tlsConfig(),
 		DisableHashSlotMoves: !o.EnableSlotMigration,
 		DisableBalancer:      !o.Balancer,
-		Quiesce:              o.Quiesce,
+		DisableQuiesce:       !o.Quiesce,
 		DisableLeaseReads:    !o.LeaseReads,
 		BalanceInterval:      o.BalanceInterval,
 		Balancer:             balance.Config{MaxTasks: o.BalancerMaxTasks, GroupsPerNode: o.GroupsPerNode},

@@ -14,7 +14,7 @@
 // SLOTBENCH_PROFILE_GROUPS (1, the server's --groups default for 3 nodes),
 // SLOTBENCH_PROFILE_RAFT_WORKERS (0: the server's default); for experiments
 // SLOTBENCH_PROFILE_MAXINFLIGHT, SLOTBENCH_PROFILE_MAXWAIT (proposer),
-// SLOTBENCH_PROFILE_HEARTBEAT_RTT (ticks), SLOTBENCH_PROFILE_QUIESCE=1 and
+// SLOTBENCH_PROFILE_HEARTBEAT_RTT (ticks), SLOTBENCH_PROFILE_QUIESCE=0 (quiesce off) and
 // SLOTBENCH_PROFILE_MEMTABLE (store memtable bytes). The workload "idle"
 // profiles the settled cluster without load (what many groups cost at
 // rest); SLOTBENCH_PROFILE_HEAP names a heap profile taken at the end.
@@ -86,7 +86,7 @@ func TestProfileInProcess(t *testing.T) {
 			if v, err := strconv.Atoi(os.Getenv("SLOTBENCH_PROFILE_MEMTABLE")); err == nil {
 				cfg.Store.MemTableSize = uint64(v)
 			}
-			cfg.Quiesce = os.Getenv("SLOTBENCH_PROFILE_QUIESCE") == "1"
+			cfg.DisableQuiesce = os.Getenv("SLOTBENCH_PROFILE_QUIESCE") == "0"
 			if v, err := strconv.ParseUint(os.Getenv("SLOTBENCH_PROFILE_HEARTBEAT_RTT"), 10, 64); err == nil {
 				cfg.HeartbeatRTT = v
 			}

@@ -58,7 +58,7 @@ func chaosOptions(quiesce bool) slotstoretest.Options {
 		cfg.CompactionOverhead = 8
 		cfg.ObserveInterval = 200 * time.Millisecond
 		cfg.TaskPhaseTimeout = 3 * time.Second
-		cfg.Quiesce = quiesce
+		cfg.DisableQuiesce = !quiesce
 	}}
 }
 

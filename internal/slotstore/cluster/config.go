@@ -108,12 +108,13 @@ type Config struct {
 	// group's nodes reported allows (timing.go). Restarted replicas wait
 	// out a lease either way, so nodes may differ in this switch.
 	DisableLeaseReads bool
-	// Quiesce (off by default while its availability is measured) lets
-	// dragonboat quiesce idle slot groups: no heartbeats after ten election
+	// DisableQuiesce keeps every slot group's heartbeats going. By default
+	// dragonboat quiesces idle slot groups: no heartbeats after ten election
 	// timeouts without traffic (256 idle groups: 3 % of a core a node
-	// instead of 13 %). A quiesced follower never times out by itself, so a
-	// group whose leader cannot be reached is woken (quiesce.go).
-	Quiesce bool
+	// instead of 13 %; ADR 0013). A quiesced follower never times out by
+	// itself, so a group whose leader cannot be reached is woken
+	// (quiesce.go). The controller group never quiesces.
+	DisableQuiesce bool
 	// Balancer tunes the balancer (package controller/balance; zero values
 	// are its defaults). DisableBalancer turns it off on this node (it then
 	// never balances while it leads the controller; operators pause it

@@ -290,7 +290,7 @@ func (n *Node) shardConfig(shard, replica uint64) config.Config {
 		CompactionOverhead:  n.cfg.CompactionOverhead,
 		OrderedConfigChange: true,
 		MaxInMemLogSize:     n.cfg.MaxInMemLogSize,
-		Quiesce:             n.cfg.Quiesce && shard != controller.ShardID,
+		Quiesce:             !n.cfg.DisableQuiesce && shard != controller.ShardID,
 	}
 }
 

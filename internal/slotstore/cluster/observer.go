@@ -71,7 +71,7 @@ func (n *Node) ObserveOnce(ctx context.Context) {
 	defer func() {
 		now := n.cfg.Now()
 		n.obs.UpdateHealth(now, n.registeredNodes(), n.cfg.UnreachableAfter)
-		if n.cfg.Quiesce {
+		if !n.cfg.DisableQuiesce {
 			down := map[slotstore.NodeID]bool{}
 			for _, h := range n.obs.NodeHealth(now, n.registeredNodes(), n.cfg.NodeID) {
 				down[h.Node] = h.Health == slotstore.NodeUnreachable

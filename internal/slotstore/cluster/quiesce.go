@@ -78,7 +78,7 @@ func (n *Node) Wake(g slotstore.GroupID) { n.enqueueWake(wakeReq{groups: []slots
 // every group that node leads (as this node's router knows) is woken with
 // it — one cut-off node is a wake for all its groups, not one per write.
 func (n *Node) wakeUnreached(g slotstore.GroupID, leader slotstore.NodeID) {
-	if !n.cfg.Quiesce {
+	if n.cfg.DisableQuiesce {
 		return
 	}
 	groups := []slotstore.GroupID{g}
@@ -97,7 +97,7 @@ func (n *Node) wakeUnreached(g slotstore.GroupID, leader slotstore.NodeID) {
 // enqueueWake queues r's groups that were not woken within wakeEvery (all of
 // them when a peer asks); a full queue drops the batch, counted.
 func (n *Node) enqueueWake(r wakeReq) {
-	if !n.cfg.Quiesce {
+	if n.cfg.DisableQuiesce {
 		return
 	}
 	w := n.wakes
@@ -204,7 +204,7 @@ func (n *Node) servePeerWake(_ context.Context, w http.ResponseWriter, r *http.R
 		peer.WriteError(w, http.StatusBadRequest, slotstore.Errorf(slotstore.CodeInvalidArgument, "wake wants 1..%d groups", maxWakeBatch))
 		return
 	}
-	if n.cfg.Quiesce {
+	if !n.cfg.DisableQuiesce {
 		for _, g := range b.Groups { // a ReadIndex does not block: no queue needed
 			n.wakeLocal(g)
 		}
@@ -216,7 +216,7 @@ func (n *Node) servePeerWake(_ context.Context, w http.ResponseWriter, r *http.R
 // wakeLedBy, on the controller leader, wakes (in one batch) every group
 // whose observed leader is on one of the unreachable nodes.
 func (n *Node) wakeLedBy(unreachable map[slotstore.NodeID]bool, views []slotstore.GroupView) {
-	if !n.cfg.Quiesce || len(unreachable) == 0 {
+	if n.cfg.DisableQuiesce || len(unreachable) == 0 {
 		return
 	}
 	byLeader := map[slotstore.NodeID][]slotstore.GroupID{}

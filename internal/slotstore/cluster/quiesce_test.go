@@ -10,7 +10,7 @@ import (
 	"slotmeta/internal/slotstore/slotstoretest"
 )
 
-// TestQuiescedGroupWakesWhenItsLeaderIsCutOff: with Config.Quiesce, an idle
+// TestQuiescedGroupWakesWhenItsLeaderIsCutOff: with quiesce (the default), an idle
 // group stops exchanging heartbeats (its leader hears nothing from its
 // followers for seconds); when the leader's node is then cut off, a write
 // through the majority finds no reachable leader, wakes the group (and the
@@ -101,7 +101,6 @@ func TestQuiescedGroupStaysHealthyAndTransfers(t *testing.T) {
 // dragonboat quiesces a group after ten election timeouts without traffic.
 func quiescedGroup(t *testing.T) (c *slotstoretest.Cluster, w *writes, leader, follower slotstore.NodeID) {
 	c = slotstoretest.Start(t, slotstoretest.Options{Nodes: 3, Groups: 2, Faults: true, Tune: func(cfg *cluster.Config) {
-		cfg.Quiesce = true
 		cfg.ObserveInterval = 100 * time.Millisecond
 	}})
 	w = newWrites(t, c)
