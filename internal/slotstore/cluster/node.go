@@ -87,6 +87,7 @@ type Node struct {
 	peerTLS *peer.TLS    // nil without TLS; reloaded by ReloadTLS
 	peers   *peer.Client
 	peerSrv *http.Server
+	peerRPC *peer.Server // its handler; Close ends the peer streams Shutdown does not see
 	peerLn  net.Listener
 
 	obs       *policy.Observations            // the controller leader's reports and health streaks
@@ -239,7 +240,8 @@ func Start(cfg Config) (*Node, error) {
 			return nil, fmt.Errorf("cluster: peer listener: %w", err)
 		}
 		n.peerLn = peerTLS.Listener(n.peerLn)
-		n.peerSrv = &http.Server{Handler: n.peerHandler(), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 2 * time.Minute,
+		n.peerRPC = n.peerHandler()
+		n.peerSrv = &http.Server{Handler: n.peerRPC, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 2 * time.Minute,
 			ErrorLog: peer.ErrorLog(cfg.Logger)}
 		go func() { _ = n.peerSrv.Serve(n.peerLn) }()
 	}
@@ -274,6 +276,7 @@ func (n *Node) closePeer() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = n.peerSrv.Shutdown(ctx)
+		n.peerRPC.Close()
 	}
 	n.peers.Close()
 }

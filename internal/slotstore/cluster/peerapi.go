@@ -21,7 +21,7 @@ import (
 
 // peerHandler is the node's peer RPC: the endpoints of package peer's
 // server, each served by the node.
-func (n *Node) peerHandler() http.Handler {
+func (n *Node) peerHandler() *peer.Server {
 	s := peer.NewServer(n.secret, 4*n.cfg.MaxPeerInFlight)
 	s.RefuseFrom(n.isRemoved)
 	s.Handle(http.MethodPost, "propose", n.servePeerPropose)

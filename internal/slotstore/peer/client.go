@@ -23,7 +23,9 @@ import (
 // caller's remaining time budget.
 type Client struct {
 	http   *http.Client
-	scheme string // http, or https with TLS (UseTLS)
+	raw    *http.Transport  // under streams: HTTP exchanges and stream openings
+	stream *streamTransport // the hot requests over per-peer streams (stream.go)
+	scheme string           // http, or https with TLS (UseTLS)
 	secret *Secret
 	bound  int
 	from   slotstore.NodeID // named in every call (From); 0: none
@@ -45,8 +47,9 @@ func NewClient(secret *Secret, bound int) *Client {
 		MaxIdleConnsPerHost: 64,
 		IdleConnTimeout:     90 * time.Second,
 	}
-	return &Client{http: &http.Client{Transport: tr}, scheme: "http", secret: secret, bound: bound, slots: map[string]chan struct{}{},
-		forwarders: map[string]*forwarder{}, readIndexes: map[string]*riBatcher{}}
+	st := newStreamTransport(tr, bound)
+	return &Client{http: &http.Client{Transport: st}, raw: tr, stream: st, scheme: "http", secret: secret, bound: bound,
+		slots: map[string]chan struct{}{}, forwarders: map[string]*forwarder{}, readIndexes: map[string]*riBatcher{}}
 }
 
 // From makes every call name this node (set before the first call).
@@ -59,11 +62,10 @@ func (c *Client) UseTLS(p *TLS) {
 	if p == nil {
 		return
 	}
-	// NewClient's own transport, before anything wraps it. Dialing does
-	// the handshake itself, so that every new connection uses the
-	// certificate and CA pool current then (a reload needs no new client).
-	tr := c.http.Transport.(*http.Transport)
-	tr.DialTLSContext = p.dialTLS(tr.DialContext)
+	// NewClient's own transport, under the streams. Dialing does the
+	// handshake itself, so that every new connection uses the certificate
+	// and CA pool current then (a reload needs no new client).
+	c.raw.DialTLSContext = p.dialTLS(c.raw.DialContext)
 	c.scheme = "https"
 }
 
@@ -73,8 +75,12 @@ func (c *Client) WrapTransport(wrap func(http.RoundTripper) http.RoundTripper) {
 	c.http.Transport = wrap(c.http.Transport)
 }
 
-// Close drops the idle connections.
-func (c *Client) Close() { c.http.CloseIdleConnections() }
+// Close closes the peer streams (later calls go over HTTP) and drops the
+// idle connections.
+func (c *Client) Close() {
+	c.stream.close()
+	c.raw.CloseIdleConnections()
+}
 
 func (c *Client) acquire(addr string) (func(), error) {
 	c.mu.Lock()

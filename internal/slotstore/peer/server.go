@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"slotmeta/internal/slotstore"
@@ -52,6 +53,11 @@ type Server struct {
 	// refuse, when set, names callers the cluster removed: their requests
 	// are answered permission_denied, unread.
 	refuse func(from slotstore.NodeID) bool
+
+	streamDead    time.Duration // a stream silent this long is closed (deadAfter)
+	streamsMu     sync.Mutex
+	streams       map[*serverStream]struct{} // open peer streams (streamserver.go)
+	streamsClosed bool
 }
 
 // RefuseFrom makes the server refuse requests from the nodes refuse names
@@ -61,7 +67,9 @@ func (s *Server) RefuseFrom(refuse func(from slotstore.NodeID) bool) { s.refuse 
 // NewServer returns a server that accepts requests carrying secret and
 // serves at most bound of them at once.
 func NewServer(secret *Secret, bound int) *Server {
-	return &Server{secret: secret, slots: make(chan struct{}, bound), mux: http.NewServeMux()}
+	s := &Server{secret: secret, slots: make(chan struct{}, bound), mux: http.NewServeMux(), streamDead: deadAfter}
+	s.mux.HandleFunc(http.MethodGet+" "+Prefix+"stream", s.serveStream)
+	return s
 }
 
 // Handle registers h for pattern ("METHOD name"; the name is under Prefix).

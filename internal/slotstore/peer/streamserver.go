@@ -1,0 +1,242 @@
+package peer
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+
+	"slotmeta/internal/slotstore"
+)
+
+// The server side of peer streams (stream.go): GET Prefix+"stream" checks
+// the secret and the caller like any peer request, switches protocols and
+// then reads request frames until the stream closes. Each request is
+// served on a goroutine of its own by the Server's routes — the same guard
+// (secret, caller, time budget, the bound of requests served at once) and
+// handlers as over HTTP — and its answer is queued to the stream's writer.
+// At most streamInFlight requests of one stream are served at once; past it
+// a request is answered busy at once.
+//
+// Goroutines: the stream's reader is the HTTP handler's goroutine (it
+// returns when the stream closes); the writer and the request goroutines
+// are the stream's, and end with it. Server.Close closes every stream.
+
+const streamInFlight = 4096
+
+// serverStream is one client's stream on this server.
+type serverStream struct {
+	srv    *Server
+	conn   net.Conn
+	out    chan outFrame
+	ctx    context.Context // ends when the stream closes
+	cancel context.CancelFunc
+	slots  chan struct{} // requests being served
+	wg     sync.WaitGroup
+}
+
+// serveStream opens a stream for an authenticated caller.
+func (s *Server) serveStream(w http.ResponseWriter, r *http.Request) {
+	if !s.secret.Accepts(r.Header.Get(hdrSecret)) {
+		WriteError(w, http.StatusUnauthorized, &slotstore.Error{Code: slotstore.CodeUnauthenticated, Message: "missing or wrong cluster secret"})
+		return
+	}
+	if from, err := strconv.ParseUint(r.Header.Get(hdrFrom), 10, 64); err == nil && s.refuse != nil && s.refuse(slotstore.NodeID(from)) {
+		WriteError(w, http.StatusForbidden, slotstore.Errorf(slotstore.CodePermissionDenied, "node %d was removed from the cluster", from))
+		return
+	}
+	if r.Header.Get("Upgrade") != streamProto {
+		WriteError(w, http.StatusBadRequest, slotstore.Errorf(slotstore.CodeInvalidArgument, "a peer stream needs Upgrade: %s", streamProto))
+		return
+	}
+	conn, brw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		WriteError(w, http.StatusInternalServerError, slotstore.Wrap(slotstore.CodeInternal, err, "peer stream"))
+		return
+	}
+	_ = conn.SetDeadline(time.Time{})
+	if _, err := brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: " + streamProto + "\r\n\r\n"); err != nil {
+		conn.Close()
+		return
+	}
+	if err := brw.Flush(); err != nil {
+		conn.Close()
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	st := &serverStream{srv: s, conn: conn, out: make(chan outFrame, streamInFlight+16), ctx: ctx, cancel: cancel,
+		slots: make(chan struct{}, streamInFlight)}
+	if !s.track(st) {
+		st.close()
+		return
+	}
+	defer s.untrack(st)
+	st.run(brw.Reader, r)
+}
+
+// run serves the stream until it closes (read error, dead link, Close).
+func (st *serverStream) run(br *bufio.Reader, opened *http.Request) {
+	writerDone := make(chan struct{})
+	go func() {
+		defer close(writerDone)
+		if err := writeFrames(st.conn, st.out, st.ctx.Done(), nil); err != nil {
+			st.cancel()
+			st.conn.Close()
+		}
+	}()
+	defer func() {
+		st.cancel()
+		st.conn.Close()
+		st.wg.Wait()
+		<-writerDone
+	}()
+	for {
+		// The client pings every pingEvery: silence this long is a dead link.
+		_ = st.conn.SetReadDeadline(time.Now().Add(st.srv.streamDead))
+		f, err := readFrame(br)
+		if err != nil {
+			return
+		}
+		switch f.kind {
+		case framePing:
+			pong, _ := appendFrame(nil, &frame{kind: framePong, id: f.id})
+			st.send(pong)
+		case frameRequest:
+			select {
+			case st.slots <- struct{}{}:
+			default:
+				st.answer(f.id, busyAnswer())
+				continue
+			}
+			st.wg.Add(1)
+			go func() {
+				defer st.wg.Done()
+				defer func() { <-st.slots }()
+				st.answer(f.id, st.serve(f, opened))
+			}()
+		default:
+			return // a client sends requests and pings only
+		}
+	}
+}
+
+// send queues an encoded frame (the queue holds every answer a stream can
+// owe, so it only waits when the stream is closing).
+func (st *serverStream) send(b []byte) {
+	select {
+	case st.out <- outFrame{b: b}:
+	case <-st.ctx.Done():
+	}
+}
+
+func (st *serverStream) answer(id uint64, rec *streamAnswer) {
+	b, err := appendFrame(nil, &frame{kind: frameResponse, id: id, status: rec.status, header: rec.header, body: rec.body.Bytes()})
+	if err != nil {
+		rec = errorAnswer(http.StatusInternalServerError, slotstore.Wrap(slotstore.CodeInternal, err, "answer too large for a peer stream"))
+		b, _ = appendFrame(nil, &frame{kind: frameResponse, id: id, status: rec.status, header: rec.header, body: rec.body.Bytes()})
+	}
+	st.send(b)
+}
+
+// serve runs one request frame through the server's routes.
+func (st *serverStream) serve(f *frame, opened *http.Request) (rec *streamAnswer) {
+	rec = &streamAnswer{header: http.Header{}}
+	defer func() {
+		if p := recover(); p != nil {
+			rec = errorAnswer(http.StatusInternalServerError, slotstore.Errorf(slotstore.CodeInternal, "peer request failed: %v", p))
+		}
+	}()
+	u, err := url.ParseRequestURI(f.path)
+	if err != nil {
+		return errorAnswer(http.StatusBadRequest, slotstore.Wrap(slotstore.CodeInvalidArgument, err, "peer stream request path"))
+	}
+	req := (&http.Request{Method: f.method, URL: u, RequestURI: f.path, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: headerOrEmpty(f.header), Body: io.NopCloser(bytes.NewReader(f.body)), ContentLength: int64(len(f.body)),
+		Host: opened.Host, RemoteAddr: opened.RemoteAddr, TLS: opened.TLS}).WithContext(st.ctx)
+	st.srv.mux.ServeHTTP(rec, req)
+	return rec
+}
+
+func (st *serverStream) close() {
+	st.cancel()
+	st.conn.Close()
+}
+
+// streamAnswer records what a handler answers (an http.ResponseWriter).
+type streamAnswer struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (a *streamAnswer) Header() http.Header { return a.header }
+
+func (a *streamAnswer) WriteHeader(status int) {
+	if a.status == 0 {
+		a.status = status
+	}
+}
+
+func (a *streamAnswer) Write(b []byte) (int, error) {
+	if a.status == 0 {
+		a.status = http.StatusOK
+	}
+	if a.body.Len()+len(b) > maxFrame-64<<10 {
+		return 0, errors.New("peer stream: answer too large")
+	}
+	return a.body.Write(b)
+}
+
+func errorAnswer(status int, err error) *streamAnswer {
+	a := &streamAnswer{header: http.Header{}}
+	WriteError(a, status, err)
+	return a
+}
+
+func busyAnswer() *streamAnswer {
+	return errorAnswer(http.StatusServiceUnavailable, &slotstore.Error{Code: slotstore.CodeBusy, RetryAfter: 100 * time.Millisecond,
+		Message: fmt.Sprintf("%d requests of this peer stream already being served", streamInFlight)})
+}
+
+// track registers an open stream (false once the server is closed).
+func (s *Server) track(st *serverStream) bool {
+	s.streamsMu.Lock()
+	defer s.streamsMu.Unlock()
+	if s.streamsClosed {
+		return false
+	}
+	if s.streams == nil {
+		s.streams = map[*serverStream]struct{}{}
+	}
+	s.streams[st] = struct{}{}
+	return true
+}
+
+func (s *Server) untrack(st *serverStream) {
+	s.streamsMu.Lock()
+	delete(s.streams, st)
+	s.streamsMu.Unlock()
+}
+
+// Close closes every open stream and refuses new ones (an http.Server's
+// Shutdown does not see connections that switched protocols).
+func (s *Server) Close() {
+	s.streamsMu.Lock()
+	s.streamsClosed = true
+	open := make([]*serverStream, 0, len(s.streams))
+	for st := range s.streams {
+		open = append(open, st)
+	}
+	s.streamsMu.Unlock()
+	for _, st := range open {
+		st.close()
+	}
+}
