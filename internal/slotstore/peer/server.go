@@ -85,12 +85,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.Serve
 // body bounded to one entry.
 func (s *Server) guard(h HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if !s.secret.Accepts(r.Header.Get(hdrSecret)) {
-			WriteError(w, http.StatusUnauthorized, &slotstore.Error{Code: slotstore.CodeUnauthenticated, Message: "missing or wrong cluster secret"})
-			return
-		}
-		if from, err := strconv.ParseUint(r.Header.Get(hdrFrom), 10, 64); err == nil && s.refuse != nil && s.refuse(slotstore.NodeID(from)) {
-			WriteError(w, http.StatusForbidden, slotstore.Errorf(slotstore.CodePermissionDenied, "node %d was removed from the cluster", from))
+		if !s.admit(w, r) {
 			return
 		}
 		ms, err := strconv.ParseInt(r.Header.Get(hdrTimeoutMs), 10, 64)
@@ -111,6 +106,20 @@ func (s *Server) guard(h HandlerFunc) http.HandlerFunc {
 		r.Body = http.MaxBytesReader(w, r.Body, meta.MaxEntryBytes)
 		h(ctx, w, r)
 	}
+}
+
+// admit checks the secret (in constant time) and that the caller was not
+// removed; it answers the refusal and reports false if either fails.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request) bool {
+	if !s.secret.Accepts(r.Header.Get(hdrSecret)) {
+		WriteError(w, http.StatusUnauthorized, &slotstore.Error{Code: slotstore.CodeUnauthenticated, Message: "missing or wrong cluster secret"})
+		return false
+	}
+	if from, err := strconv.ParseUint(r.Header.Get(hdrFrom), 10, 64); err == nil && s.refuse != nil && s.refuse(slotstore.NodeID(from)) {
+		WriteError(w, http.StatusForbidden, slotstore.Errorf(slotstore.CodePermissionDenied, "node %d was removed from the cluster", from))
+		return false
+	}
+	return true
 }
 
 // toEnvelope is err as the envelope peer RPC sends.

@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"strconv"
 	"sync"
 	"time"
 
@@ -45,12 +44,7 @@ type serverStream struct {
 
 // serveStream opens a stream for an authenticated caller.
 func (s *Server) serveStream(w http.ResponseWriter, r *http.Request) {
-	if !s.secret.Accepts(r.Header.Get(hdrSecret)) {
-		WriteError(w, http.StatusUnauthorized, &slotstore.Error{Code: slotstore.CodeUnauthenticated, Message: "missing or wrong cluster secret"})
-		return
-	}
-	if from, err := strconv.ParseUint(r.Header.Get(hdrFrom), 10, 64); err == nil && s.refuse != nil && s.refuse(slotstore.NodeID(from)) {
-		WriteError(w, http.StatusForbidden, slotstore.Errorf(slotstore.CodePermissionDenied, "node %d was removed from the cluster", from))
+	if !s.admit(w, r) {
 		return
 	}
 	if r.Header.Get("Upgrade") != streamProto {
