@@ -13,6 +13,8 @@
 #   GROUPS_LIST ["1 8 64 256"]   group counts, the first is the baseline of the ratios
 #   BENCH_CONCURRENCY [64]       one or more client concurrencies
 #   BENCH_GROUPS_IDLE [10]       seconds of idle measurement after the cluster settled
+#   BENCH_GROUPS_REST [10]       seconds at rest before it (idle groups quiesce after ten
+#                                election timeouts without traffic: 5 s at the default timing)
 set -euo pipefail
 BENCH_CONCURRENCY=${BENCH_CONCURRENCY:-64}
 # shellcheck source=bench/lib.sh
@@ -20,6 +22,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 GROUPS_LIST=${GROUPS_LIST:-1 8 64 256}
 IDLE_S=${BENCH_GROUPS_IDLE:-10}
+REST_S=${BENCH_GROUPS_REST:-10}
 export LOAD_START
 LOAD_START=$(load_now)
 OUT=$ROOT/bench/results/$STAMP-$COMMIT$DIRTY-groups.md
@@ -49,6 +52,7 @@ for n in $GROUPS_LIST; do
   EPS=$(slotmeta_endpoints)
   PIDS=$(slotmeta_pids)
   read -r settle_s _ _ < <(wait_idle "$PIDS")
+  sleep "$REST_S"
   idle=$(idle_cores "$PIDS" "$IDLE_S")
   rss_idle=$(rss_mib "$PIDS")
   echo "settled after ${settle_s}s; idle: $idle cores for 3 nodes, max RSS $rss_idle MiB"
@@ -80,7 +84,7 @@ LOAD_END=$(load_now)
     sed 's/^/- /' "$RUN/failures"
     echo
   fi
-  echo "## Idle (after the cluster settled, ${IDLE_S} s)"
+  echo "## Idle (${IDLE_S} s, from ${REST_S} s after the cluster settled)"
   echo
   echo "| groups | settled after | CPU of the 3 nodes (cores) | per node (% of a core) | max RSS per node idle | after the load |"
   echo "| --: | --: | --: | --: | --: | --: |"
