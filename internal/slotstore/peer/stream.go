@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -112,7 +113,7 @@ func writeFrames(w io.Writer, q <-chan outFrame, done <-chan struct{}, ping <-ch
 			f.b = pingFrame
 		case f = <-q:
 		}
-		n := 0
+		n, yielded := 0, false
 		for {
 			if f.claim() {
 				if _, err := bw.Write(f.b); err != nil {
@@ -127,6 +128,18 @@ func writeFrames(w io.Writer, q <-chan outFrame, done <-chan struct{}, ping <-ch
 			case f = <-q:
 				continue
 			default:
+			}
+			if !yielded {
+				// Let the goroutines that are about to queue a frame do so
+				// before the flush: a write per frame is most of what a
+				// stream costs when callers are many and each sends one.
+				yielded = true
+				runtime.Gosched()
+				select {
+				case f = <-q:
+					continue
+				default:
+				}
 			}
 			break
 		}
