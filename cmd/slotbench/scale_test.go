@@ -188,7 +188,9 @@ func TestScaleOut(t *testing.T) {
 	data := scaleEnv("SLOTBENCH_SCALE_DATA", "/dev/shm")
 	c := nethost.Start(t, nethost.Options{Bin: bin, Nodes: 3, CPU: cpu, DataRoot: data,
 		Args: []string{"--groups", "3", "--log-level", "warn", "--balancer-interval", "2s"}})
-	a := admin{t: t, token: c.Token(), cl: &http.Client{Timeout: 10 * time.Second,
+	// Longer than the API's own deadline (10 s), so that a slow answer is
+	// an answer (with its code) and not a client timeout.
+	a := admin{t: t, token: c.Token(), cl: &http.Client{Timeout: 15 * time.Second,
 		Transport: &http.Transport{DialContext: hostDialer(5*time.Second, true).DialContext}}}
 	api1 := c.Hosts[0].API()
 	t.Logf("3 nodes ready (%.2f cores each) in %v", cpu, time.Since(start).Round(time.Second))
@@ -296,8 +298,19 @@ func TestScaleOut(t *testing.T) {
 			}
 			time.Sleep(2 * time.Second)
 		}
-		if code := a.do("DELETE", fmt.Sprintf("%s/v1/cluster/nodes/%d", api1, h.ID), nil, nil); code != 204 {
-			t.Fatalf("remove node %d: %d", h.ID, code)
+		// A removal answered with a retryable refusal (the controller's
+		// leadership still moving off the node, a timeout) is asked again,
+		// as scripts/drain-node.sh does.
+		for try := 1; ; try++ {
+			code := a.do("DELETE", fmt.Sprintf("%s/v1/cluster/nodes/%d", api1, h.ID), nil, nil)
+			if code == 204 {
+				break
+			}
+			if code != 503 || try == 5 {
+				t.Fatalf("remove node %d: %d (try %d)", h.ID, code, try)
+			}
+			t.Logf("remove node %d: %d, asking again", h.ID, code)
+			time.Sleep(time.Second)
 		}
 		h.Kill()
 	}

@@ -53,7 +53,7 @@ func BenchmarkPeerCall(b *testing.B) {
 				}
 			})
 			b.StopTimer()
-			b.ReportMetric(float64((cpuTime() - start).Microseconds())/float64(b.N), "cpu-us/op")
+			b.ReportMetric(float64((cpuTime()-start).Microseconds())/float64(b.N), "cpu-us/op")
 		})
 	}
 }
