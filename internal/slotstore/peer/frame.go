@@ -23,9 +23,13 @@ import (
 //	headers:  u16 count | (u16 len | name | u16 len | value)*
 //
 // A request's id is the client's; its response carries the same id. A
-// frame is at most maxFrame bytes: one Raft entry's worth of body and its
-// headers. Decoding reads a frame from another process: it returns an error
-// for anything malformed and never allocates past the frame's own length.
+// request frame is at most maxRequestFrame bytes (one Raft entry's worth of
+// body and its headers), an answer at most maxAnswerFrame (a batch of
+// forwarded commands is answered with each command's result, as over HTTP:
+// four entries' worth). Decoding reads a frame from another process: it
+// returns an error for anything malformed and never allocates past the
+// frame's own length, itself bounded before it is read. Header names are
+// canonical after decoding, as net/http makes them.
 
 type frameKind uint8
 
@@ -37,9 +41,10 @@ const (
 )
 
 const (
-	frameHeaderLen = 4 + 1 + 8
-	maxFrame       = meta.MaxEntryBytes + 64<<10
-	maxFrameHeader = 64 // header fields in one frame
+	frameHeaderLen  = 4 + 1 + 8
+	maxRequestFrame = meta.MaxEntryBytes + 64<<10
+	maxAnswerFrame  = 4*meta.MaxEntryBytes + 64<<10
+	maxFrameHeader  = 64 // header fields in one frame
 )
 
 var errFrame = errors.New("peer stream: malformed frame")
@@ -70,6 +75,9 @@ func appendFrame(b []byte, f *frame) ([]byte, error) {
 		b = binary.BigEndian.AppendUint16(b, uint16(len(f.path)))
 		b = append(b, f.path...)
 	case frameResponse:
+		if f.status < 100 || f.status > 999 {
+			return b[:start], fmt.Errorf("%w: status %d", errFrame, f.status)
+		}
 		b = binary.BigEndian.AppendUint16(b, uint16(f.status))
 	}
 	if f.kind == frameRequest || f.kind == frameResponse {
@@ -79,9 +87,12 @@ func appendFrame(b []byte, f *frame) ([]byte, error) {
 		}
 		b = append(b, f.body...)
 	}
-	n := len(b) - start - 4
-	if n > maxFrame {
-		return b[:start], fmt.Errorf("%w: %d bytes over the %d-byte bound", errFrame, n, maxFrame)
+	n, bound := len(b)-start-4, maxRequestFrame
+	if f.kind == frameResponse {
+		bound = maxAnswerFrame
+	}
+	if n > bound {
+		return b[:start], fmt.Errorf("%w: %d bytes over the %d-byte bound", errFrame, n, bound)
 	}
 	binary.BigEndian.PutUint32(b[start:], uint32(n))
 	return b, nil
@@ -110,14 +121,14 @@ func appendHeader(b []byte, h http.Header) ([]byte, error) {
 	return b, nil
 }
 
-// readFrame reads one frame from r.
-func readFrame(r *bufio.Reader) (*frame, error) {
+// readFrame reads one frame of at most max bytes from r.
+func readFrame(r *bufio.Reader, max int) (*frame, error) {
 	var lenb [4]byte
 	if _, err := io.ReadFull(r, lenb[:]); err != nil {
 		return nil, err
 	}
 	n := binary.BigEndian.Uint32(lenb[:])
-	if n < frameHeaderLen-4 || n > maxFrame {
+	if n < frameHeaderLen-4 || int64(n) > int64(max) {
 		return nil, fmt.Errorf("%w: length %d", errFrame, n)
 	}
 	b := make([]byte, n)
@@ -162,7 +173,7 @@ func decodeFrame(b []byte) (*frame, error) {
 		f.header = make(http.Header, count)
 	}
 	for i := 0; i < count && d.err == nil; i++ {
-		k := string(d.bytes(int(d.u16())))
+		k := http.CanonicalHeaderKey(string(d.bytes(int(d.u16()))))
 		v := string(d.bytes(int(d.u16())))
 		if d.err == nil {
 			f.header[k] = append(f.header[k], v)

@@ -54,7 +54,8 @@ type Server struct {
 	// are answered permission_denied, unread.
 	refuse func(from slotstore.NodeID) bool
 
-	streamDead    time.Duration // a stream silent this long is closed (deadAfter)
+	streamDead    time.Duration  // a stream silent this long is closed (deadAfter)
+	streamRuns    sync.WaitGroup // streams tracked and not yet ended
 	streamsMu     sync.Mutex
 	streams       map[*serverStream]struct{} // open peer streams (streamserver.go)
 	streamsClosed bool

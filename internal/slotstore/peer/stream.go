@@ -55,8 +55,9 @@ const (
 	refusedFor  = time.Second // a peer that refused to open one (secret, caller) likewise
 	writeBatch  = 1 << 20     // bytes written in one flush at most
 	// Liveness (tests set theirs on the client and server).
-	pingEvery = time.Second
-	deadAfter = 5 * time.Second
+	pingEvery  = time.Second
+	deadAfter  = 5 * time.Second
+	streamIdle = 2 * time.Minute // a stream no request used this long is closed
 )
 
 // streamed says whether a request to path travels on the peer's stream.
@@ -76,8 +77,23 @@ var (
 )
 
 // notSent wraps err as the dial error Client.call reads as "never reached
-// the peer".
-func notSent(err error) error { return &net.OpError{Op: "dial", Net: "tcp", Err: err} }
+// the peer". The cause is kept as text only: a deadline of the stream's own
+// opening, say, is not the caller's.
+func notSent(err error) error {
+	return &net.OpError{Op: "dial", Net: "tcp", Err: errors.New(err.Error())}
+}
+
+// notSentCtx is notSent for the caller's own context ending: that cause is
+// kept (a deadline is a timeout).
+func notSentCtx(err error) error { return &net.OpError{Op: "dial", Net: "tcp", Err: err} }
+
+// streamLost is the error of a request that may have reached the peer when
+// its stream failed. It does not unwrap to the connection's error: a TLS
+// alert on an established stream must not read as a refused handshake,
+// which Client.call takes for "not sent".
+type streamLost struct{ msg string }
+
+func (e streamLost) Error() string { return "peer stream lost: " + e.msg }
 
 // outFrame is an encoded frame waiting for its connection's writer.
 type outFrame struct {
@@ -100,8 +116,9 @@ func (f outFrame) claim() bool {
 
 // writeFrames writes what q holds to w, in batches of everything queued,
 // until done is closed or a write fails (returned). ping, when not nil,
-// also writes a ping frame at every tick.
-func writeFrames(w io.Writer, q <-chan outFrame, done <-chan struct{}, ping <-chan time.Time) error {
+// also writes a ping frame whenever it delivers. deadline, when not nil,
+// bounds each batch's writes (a peer that stops reading).
+func writeFrames(w io.Writer, q <-chan outFrame, done <-chan struct{}, ping <-chan time.Time, deadline func()) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	pingFrame, _ := appendFrame(nil, &frame{kind: framePing})
 	for {
@@ -112,6 +129,9 @@ func writeFrames(w io.Writer, q <-chan outFrame, done <-chan struct{}, ping <-ch
 		case <-ping:
 			f.b = pingFrame
 		case f = <-q:
+		}
+		if deadline != nil {
+			deadline()
 		}
 		n, yielded := 0, false
 		for {
@@ -186,6 +206,12 @@ func (t *streamTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return t.base.RoundTrip(req)
 	}
 	if err != nil {
+		if req.Body != nil {
+			req.Body.Close()
+		}
+		if ctxErr := req.Context().Err(); ctxErr != nil {
+			return nil, notSentCtx(ctxErr)
+		}
 		return nil, notSent(err)
 	}
 	return s.roundTrip(req)
@@ -216,7 +242,8 @@ func (t *streamTransport) stream(req *http.Request) (*clientStream, error) {
 			return nil, errNoStream
 		case p.opening == nil:
 			p.s, p.opening = nil, make(chan struct{})
-			go t.open(host, p, p.opening, req)
+			go t.open(p, p.opening, openAs{scheme: req.URL.Scheme, host: host,
+				secret: req.Header.Get(hdrSecret), from: req.Header.Get(hdrFrom)})
 		}
 		opening := p.opening
 		t.mu.Unlock()
@@ -234,16 +261,27 @@ func (t *streamTransport) stream(req *http.Request) (*clientStream, error) {
 		if err != nil {
 			return nil, err
 		}
+		// Opened and closed at once (the peer shutting down): no
+		// second try here, lest a closing peer be opened again and again.
+		return nil, errStreamClosed
 	}
 }
 
-// open opens a stream to host like req (its scheme, secret and caller),
-// within openTimeout whatever req's deadline, and publishes the outcome in p.
-func (t *streamTransport) open(host string, p *streamPeer, done chan struct{}, like *http.Request) {
-	s, err := t.dial(like)
+// openAs is what opening a stream takes from the request that asked for it.
+type openAs struct{ scheme, host, secret, from string }
+
+// open opens a stream as a says, within openTimeout whatever the asking
+// request's deadline, and publishes the outcome in p.
+func (t *streamTransport) open(p *streamPeer, done chan struct{}, a openAs) {
+	s, err := t.dial(a)
+	if err != nil {
+		err = fmt.Errorf("peer stream: open: %w", err)
+	}
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	defer close(done)
+	closed := t.closed
+	if !closed {
+		p.s = s
+	}
 	p.opening, p.openErr = nil, err
 	switch {
 	case errors.Is(err, errNoStream):
@@ -251,28 +289,28 @@ func (t *streamTransport) open(host string, p *streamPeer, done chan struct{}, l
 	case errors.Is(err, errRefused):
 		p.httpTill = time.Now().Add(refusedFor)
 	}
-	if err != nil {
-		return
-	}
-	if t.closed {
-		s.close(errStreamClosed)
+	if err == nil && closed {
 		p.openErr = errNoStream
-		return
 	}
-	p.s = s
+	t.mu.Unlock()
+	close(done)
+	if err == nil && closed {
+		s.close(errStreamClosed)
+	}
 }
 
-func (t *streamTransport) dial(like *http.Request) (*clientStream, error) {
+func (t *streamTransport) dial(a openAs) (*clientStream, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, like.URL.Scheme+"://"+like.URL.Host+Prefix+"stream", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.scheme+"://"+a.host+Prefix+"stream", nil)
 	if err != nil {
 		return nil, err
 	}
-	for _, h := range []string{hdrSecret, hdrFrom} {
-		if v := like.Header.Get(h); v != "" {
-			req.Header.Set(h, v)
-		}
+	if a.secret != "" {
+		req.Header.Set(hdrSecret, a.secret)
+	}
+	if a.from != "" {
+		req.Header.Set(hdrFrom, a.from)
 	}
 	req.Header.Set("Connection", "Upgrade")
 	req.Header.Set("Upgrade", streamProto)
@@ -286,14 +324,18 @@ func (t *streamTransport) dial(like *http.Request) (*clientStream, error) {
 	}
 	if resp.StatusCode != http.StatusSwitchingProtocols {
 		resp.Body.Close()
-		return nil, fmt.Errorf("%w: %s answered %d", errRefused, like.URL.Host, resp.StatusCode)
+		return nil, fmt.Errorf("%w: %s answered %d", errRefused, a.host, resp.StatusCode)
+	}
+	if resp.Header.Get("Upgrade") != streamProto {
+		resp.Body.Close()
+		return nil, fmt.Errorf("peer stream: %s switched to %q", a.host, resp.Header.Get("Upgrade"))
 	}
 	conn, ok := resp.Body.(io.ReadWriteCloser)
 	if !ok {
 		resp.Body.Close()
 		return nil, errors.New("peer stream: the switched connection is not writable")
 	}
-	return startClientStream(conn, t.bound, t.ping, t.dead), nil
+	return startClientStream(conn, t.bound, t.ping, t.dead, streamIdle), nil
 }
 
 // close closes every stream; later requests go over HTTP.
@@ -314,16 +356,19 @@ func (t *streamTransport) close() {
 
 // clientStream is one open stream: requests out, answers in.
 type clientStream struct {
-	conn   io.ReadWriteCloser
-	ping   time.Duration // how often it pings
-	silent time.Duration // silence after which it gives up
-	out    chan outFrame
-	done   chan struct{}
-	lastRx atomic.Int64 // unix nanoseconds of the last frame received
-	mu     sync.Mutex
-	next   uint64
-	waits  map[uint64]*streamWait
-	err    error
+	conn    io.ReadWriteCloser
+	ping    time.Duration // how often it pings
+	silent  time.Duration // silence after which it gives up
+	idle    time.Duration // no request for this long: it closes
+	out     chan outFrame
+	done    chan struct{}
+	base    time.Time    // the monotonic origin of lastRx and lastUse
+	lastRx  atomic.Int64 // since base: the last bytes received
+	lastUse atomic.Int64 // since base: the last request sent
+	mu      sync.Mutex
+	next    uint64
+	waits   map[uint64]*streamWait
+	err     error
 }
 
 // streamWait is one request waiting for its answer.
@@ -338,13 +383,15 @@ func (w *streamWait) sent() bool {
 	return !w.state.CompareAndSwap(frameQueued, frameDropped) && w.state.Load() == frameWritten
 }
 
-func startClientStream(conn io.ReadWriteCloser, bound int, ping, dead time.Duration) *clientStream {
-	s := &clientStream{conn: conn, ping: ping, silent: dead, out: make(chan outFrame, bound+4), done: make(chan struct{}), waits: map[uint64]*streamWait{}}
-	s.lastRx.Store(time.Now().UnixNano())
+func startClientStream(conn io.ReadWriteCloser, bound int, ping, dead, idle time.Duration) *clientStream {
+	s := &clientStream{conn: conn, ping: ping, silent: dead, idle: idle, out: make(chan outFrame, bound+4),
+		done: make(chan struct{}), base: time.Now(), waits: map[uint64]*streamWait{}}
 	go s.readLoop()
 	go s.writeLoop()
 	return s
 }
+
+func (s *clientStream) now() int64 { return int64(time.Since(s.base)) }
 
 func (s *clientStream) dead() bool {
 	select {
@@ -356,7 +403,9 @@ func (s *clientStream) dead() bool {
 }
 
 // close ends the stream once: every waiting request fails (not sent if its
-// frame was never written), the connection closes, the goroutines end.
+// frame was never written: the writer claims a frame before it writes it,
+// a waiter that gives up drops it first), the connection closes, the
+// goroutines end.
 func (s *clientStream) close(err error) {
 	s.mu.Lock()
 	if s.err != nil {
@@ -368,48 +417,58 @@ func (s *clientStream) close(err error) {
 	s.waits = nil
 	close(s.done)
 	s.mu.Unlock()
-	_ = s.conn.Close()
 	for _, w := range waits {
 		w.answer <- nil
 	}
+	_ = s.conn.Close()
 }
 
 func (s *clientStream) writeLoop() {
 	tick := time.NewTicker(s.ping)
 	defer tick.Stop()
-	ping := make(chan time.Time)
+	ping := make(chan time.Time, 1)
 	go func() { // the liveness check rides on the ping ticks
 		for {
 			select {
 			case <-s.done:
 				return
 			case now := <-tick.C:
-				if now.UnixNano()-s.lastRx.Load() > int64(s.silent) {
+				// Checked whatever the writer does: a writer stuck on a
+				// peer that stopped reading must not stop the check, which
+				// closes the connection and so frees it.
+				if s.now()-s.lastRx.Load() > int64(s.silent) {
 					s.close(errStreamDead)
+					return
+				}
+				s.mu.Lock()
+				waiting := len(s.waits)
+				s.mu.Unlock()
+				if waiting == 0 && s.now()-s.lastUse.Load() > int64(s.idle) {
+					s.close(errStreamClosed)
 					return
 				}
 				select {
 				case ping <- now:
-				case <-s.done:
-					return
+				default: // a ping is still queued
 				}
 			}
 		}
 	}()
-	if err := writeFrames(s.conn, s.out, s.done, ping); err != nil {
+	if err := writeFrames(s.conn, s.out, s.done, ping, nil); err != nil {
 		s.close(err)
 	}
 }
 
 func (s *clientStream) readLoop() {
-	r := bufio.NewReaderSize(s.conn, 64<<10)
+	// Every read counts as a sign of life, not only whole frames: a large
+	// answer on a slow link is not a dead one.
+	r := bufio.NewReaderSize(liveReader{s.conn, func() { s.lastRx.Store(s.now()) }}, 64<<10)
 	for {
-		f, err := readFrame(r)
+		f, err := readFrame(r, maxAnswerFrame)
 		if err != nil {
 			s.close(err)
 			return
 		}
-		s.lastRx.Store(time.Now().UnixNano())
 		if f.kind != frameResponse {
 			continue // pong
 		}
@@ -444,6 +503,7 @@ func (s *clientStream) roundTrip(req *http.Request) (*http.Response, error) {
 	id := s.next
 	s.waits[id] = w
 	s.mu.Unlock()
+	s.lastUse.Store(s.now())
 	b, err := appendFrame(nil, &frame{kind: frameRequest, id: id, method: req.Method, path: req.URL.RequestURI(), header: req.Header, body: body})
 	if err != nil {
 		s.forget(id)
@@ -457,7 +517,7 @@ func (s *clientStream) roundTrip(req *http.Request) (*http.Response, error) {
 		return nil, notSent(errStreamClosed)
 	case <-ctx.Done():
 		s.forget(id)
-		return nil, notSent(ctx.Err())
+		return nil, notSentCtx(ctx.Err())
 	}
 	select {
 	case f := <-w.answer:
@@ -468,14 +528,14 @@ func (s *clientStream) roundTrip(req *http.Request) (*http.Response, error) {
 			if !w.sent() {
 				return nil, notSent(err)
 			}
-			return nil, fmt.Errorf("peer stream: %w", err)
+			return nil, streamLost{err.Error()}
 		}
-		return &http.Response{Status: http.StatusText(f.status), StatusCode: f.status, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		return &http.Response{Status: fmt.Sprintf("%d %s", f.status, http.StatusText(f.status)), StatusCode: f.status, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 			Header: headerOrEmpty(f.header), Body: io.NopCloser(bytes.NewReader(f.body)), ContentLength: int64(len(f.body)), Request: req}, nil
 	case <-ctx.Done():
 		s.forget(id)
 		if !w.sent() {
-			return nil, notSent(ctx.Err())
+			return nil, notSentCtx(ctx.Err())
 		}
 		return nil, ctx.Err()
 	}
@@ -492,4 +552,18 @@ func headerOrEmpty(h http.Header) http.Header {
 		return http.Header{}
 	}
 	return h
+}
+
+// liveReader notes every successful read.
+type liveReader struct {
+	r     io.Reader
+	touch func()
+}
+
+func (l liveReader) Read(b []byte) (int, error) {
+	n, err := l.r.Read(b)
+	if n > 0 {
+		l.touch()
+	}
+	return n, err
 }

@@ -266,3 +266,85 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 	}
 }
+
+// TestStreamGivesUpOnAPeerThatStopsReading: a peer that reads nothing
+// more (its buffers full: here a pipe nobody reads, so the writer is stuck
+// in its first write) is still given up after the silence — the stuck
+// writer does not hold the liveness check, which closes the connection
+// and so frees the writer.
+func TestStreamGivesUpOnAPeerThatStopsReading(t *testing.T) {
+	ours, peer := net.Pipe()
+	defer peer.Close()
+	s := startClientStream(ours, 8, 20*time.Millisecond, 200*time.Millisecond, time.Hour)
+	defer s.close(errStreamClosed)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://peer"+Prefix+"propose", strings.NewReader("x"))
+	start := time.Now()
+	// The writer is stuck in the request's write (or a ping's before it):
+	// either way the stream must be given up on the silence alone.
+	if _, err := s.roundTrip(req); err == nil {
+		t.Fatal("a request on a stuck stream was answered")
+	}
+	if took := time.Since(start); took > 2*time.Second || ctx.Err() != nil {
+		t.Fatalf("the stuck stream was given up after %v", took)
+	}
+}
+
+// TestStreamNeverWritesADroppedRequest: a request still queued behind
+// another when its caller gives up is answered not sent, and its frame is
+// never written afterwards (the writer claims a frame before it writes it);
+// the frame being written when the stream closes counts as sent.
+func TestStreamNeverWritesADroppedRequest(t *testing.T) {
+	ours, peer := net.Pipe() // unbuffered: the first frame's write waits for the peer to read
+	s := startClientStream(ours, 8, time.Hour, time.Hour, time.Hour)
+	defer s.close(errStreamClosed)
+	send := func(ctx context.Context, body string) (bool, error) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://peer"+Prefix+"propose", strings.NewReader(body))
+		_, err := s.roundTrip(req)
+		var op *net.OpError
+		return !(errors.As(err, &op) && op.Op == "dial"), err
+	}
+	// Larger than the writer's buffer: the writer is in the pipe's write,
+	// blocked until the peer reads, from the moment it claims the frame.
+	firstBody := strings.Repeat("f", 1<<20)
+	first := make(chan error, 1)
+	go func() {
+		_, err := send(context.Background(), firstBody)
+		first <- err
+	}()
+	waitFor(t, "the first frame claimed by the writer", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, w := range s.waits {
+			if w.state.Load() == frameWritten {
+				return true
+			}
+		}
+		return false
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if sent, err := send(ctx, "second"); err == nil || sent {
+		t.Fatalf("a request dropped before its write: %v (sent %v)", err, sent)
+	}
+	go func() { // the peer reads at last; then the stream closes
+		time.Sleep(50 * time.Millisecond)
+		s.close(errStreamClosed)
+	}()
+	r := bufio.NewReader(peer)
+	var got []string
+	for {
+		f, err := readFrame(r, maxRequestFrame)
+		if err != nil {
+			break
+		}
+		got = append(got, string(f.body))
+	}
+	if len(got) != 1 || got[0] != firstBody {
+		t.Fatalf("%d frames written, want only the first", len(got))
+	}
+	if err := <-first; err == nil {
+		t.Fatal("the first request was answered by nobody")
+	}
+}

@@ -34,7 +34,8 @@ const streamInFlight = 4096
 // serverStream is one client's stream on this server.
 type serverStream struct {
 	srv    *Server
-	conn   net.Conn
+	mu     sync.Mutex
+	conn   net.Conn // set once the connection is taken over
 	out    chan outFrame
 	ctx    context.Context // ends when the stream closes
 	cancel context.CancelFunc
@@ -51,52 +52,66 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, http.StatusBadRequest, slotstore.Errorf(slotstore.CodeInvalidArgument, "a peer stream needs Upgrade: %s", streamProto))
 		return
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	st := &serverStream{srv: s, out: make(chan outFrame, streamInFlight+16), ctx: ctx, cancel: cancel,
+		slots: make(chan struct{}, streamInFlight)}
+	if !s.track(st) {
+		cancel()
+		WriteError(w, http.StatusServiceUnavailable, &slotstore.Error{Code: slotstore.CodeBusy, RetryAfter: time.Second,
+			Message: "node is shutting down its peer streams"})
+		return
+	}
+	defer s.untrack(st)
 	conn, brw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
+		cancel()
 		WriteError(w, http.StatusInternalServerError, slotstore.Wrap(slotstore.CodeInternal, err, "peer stream"))
+		return
+	}
+	st.setConn(conn)
+	if st.ctx.Err() != nil { // closed while switching
+		conn.Close()
 		return
 	}
 	_ = conn.SetDeadline(time.Time{})
 	if _, err := brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: " + streamProto + "\r\n\r\n"); err != nil {
-		conn.Close()
-		return
-	}
-	if err := brw.Flush(); err != nil {
-		conn.Close()
-		return
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	st := &serverStream{srv: s, conn: conn, out: make(chan outFrame, streamInFlight+16), ctx: ctx, cancel: cancel,
-		slots: make(chan struct{}, streamInFlight)}
-	if !s.track(st) {
 		st.close()
 		return
 	}
-	defer s.untrack(st)
+	if err := brw.Flush(); err != nil {
+		st.close()
+		return
+	}
 	st.run(brw.Reader, r)
 }
 
 // run serves the stream until it closes (read error, dead link, Close).
 func (st *serverStream) run(br *bufio.Reader, opened *http.Request) {
+	dead := st.srv.streamDead
 	writerDone := make(chan struct{})
 	go func() {
 		defer close(writerDone)
-		if err := writeFrames(st.conn, st.out, st.ctx.Done(), nil); err != nil {
-			st.cancel()
-			st.conn.Close()
+		// A client that stops reading holds a batch's writes for as long
+		// as the link is given.
+		deadline := func() { _ = st.conn.SetWriteDeadline(time.Now().Add(dead)) }
+		if err := writeFrames(st.conn, st.out, st.ctx.Done(), nil, deadline); err != nil {
+			st.close()
 		}
 	}()
 	defer func() {
-		st.cancel()
-		st.conn.Close()
+		st.close()
 		st.wg.Wait()
 		<-writerDone
 	}()
+	// The client pings every pingEvery: silence this long is a dead link.
+	// Every read extends the deadline (a large request on a slow link is
+	// alive).
+	extend := func() { _ = st.conn.SetReadDeadline(time.Now().Add(dead)) }
+	extend()
+	lr := bufio.NewReaderSize(liveReader{br, extend}, 64<<10)
 	for {
-		// The client pings every pingEvery: silence this long is a dead link.
-		_ = st.conn.SetReadDeadline(time.Now().Add(st.srv.streamDead))
-		f, err := readFrame(br)
-		if err != nil {
+		f, err := readFrame(lr, maxRequestFrame)
+		if err != nil || st.ctx.Err() != nil {
 			return
 		}
 		switch f.kind {
@@ -132,6 +147,12 @@ func (st *serverStream) send(b []byte) {
 }
 
 func (st *serverStream) answer(id uint64, rec *streamAnswer) {
+	if rec.tooLarge {
+		rec = errorAnswer(http.StatusInternalServerError, slotstore.Errorf(slotstore.CodeInternal, "answer over the %d-byte bound of a peer stream", maxAnswerFrame))
+	}
+	if rec.status == 0 { // a handler that wrote nothing: 200, as over HTTP
+		rec.status = http.StatusOK
+	}
 	b, err := appendFrame(nil, &frame{kind: frameResponse, id: id, status: rec.status, header: rec.header, body: rec.body.Bytes()})
 	if err != nil {
 		rec = errorAnswer(http.StatusInternalServerError, slotstore.Wrap(slotstore.CodeInternal, err, "answer too large for a peer stream"))
@@ -159,16 +180,29 @@ func (st *serverStream) serve(f *frame, opened *http.Request) (rec *streamAnswer
 	return rec
 }
 
+func (st *serverStream) setConn(c net.Conn) {
+	st.mu.Lock()
+	st.conn = c
+	st.mu.Unlock()
+}
+
+// close ends the stream: its requests' contexts and its connection.
 func (st *serverStream) close() {
 	st.cancel()
-	st.conn.Close()
+	st.mu.Lock()
+	c := st.conn
+	st.mu.Unlock()
+	if c != nil {
+		_ = c.Close()
+	}
 }
 
 // streamAnswer records what a handler answers (an http.ResponseWriter).
 type streamAnswer struct {
-	header http.Header
-	status int
-	body   bytes.Buffer
+	header   http.Header
+	status   int
+	body     bytes.Buffer
+	tooLarge bool // the handler wrote past the bound of an answer frame
 }
 
 func (a *streamAnswer) Header() http.Header { return a.header }
@@ -183,7 +217,8 @@ func (a *streamAnswer) Write(b []byte) (int, error) {
 	if a.status == 0 {
 		a.status = http.StatusOK
 	}
-	if a.body.Len()+len(b) > maxFrame-64<<10 {
+	if a.body.Len()+len(b) > maxAnswerFrame-64<<10 {
+		a.tooLarge = true
 		return 0, errors.New("peer stream: answer too large")
 	}
 	return a.body.Write(b)
@@ -200,7 +235,8 @@ func busyAnswer() *streamAnswer {
 		Message: fmt.Sprintf("%d requests of this peer stream already being served", streamInFlight)})
 }
 
-// track registers an open stream (false once the server is closed).
+// track registers a stream about to open (false once the server is
+// closed); untrack once it has ended, its requests answered.
 func (s *Server) track(st *serverStream) bool {
 	s.streamsMu.Lock()
 	defer s.streamsMu.Unlock()
@@ -211,6 +247,7 @@ func (s *Server) track(st *serverStream) bool {
 		s.streams = map[*serverStream]struct{}{}
 	}
 	s.streams[st] = struct{}{}
+	s.streamRuns.Add(1)
 	return true
 }
 
@@ -218,10 +255,13 @@ func (s *Server) untrack(st *serverStream) {
 	s.streamsMu.Lock()
 	delete(s.streams, st)
 	s.streamsMu.Unlock()
+	s.streamRuns.Done()
 }
 
-// Close closes every open stream and refuses new ones (an http.Server's
-// Shutdown does not see connections that switched protocols).
+// Close closes every open stream, refuses new ones and waits (at most
+// closeWait) until the requests they were serving have returned: an
+// http.Server's Shutdown sees none of it (the connections switched
+// protocols), and the node closes what those requests use right after.
 func (s *Server) Close() {
 	s.streamsMu.Lock()
 	s.streamsClosed = true
@@ -233,4 +273,19 @@ func (s *Server) Close() {
 	for _, st := range open {
 		st.close()
 	}
+	done := make(chan struct{})
+	go func() {
+		s.streamRuns.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(closeWait)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
 }
+
+// closeWait bounds how long Close waits for the streams' requests (each
+// has its own deadline besides, at most the caller's budget).
+const closeWait = 5 * time.Second
