@@ -221,48 +221,47 @@ func (t *streamTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 // none (waiting for it within req's context).
 func (t *streamTransport) stream(req *http.Request) (*clientStream, error) {
 	host := req.URL.Host
-	for {
-		t.mu.Lock()
-		if t.closed {
-			t.mu.Unlock()
-			return nil, errNoStream // a closed client calls over HTTP
-		}
-		p := t.peers[host]
-		if p == nil {
-			p = &streamPeer{}
-			t.peers[host] = p
-		}
-		switch {
-		case p.s != nil && !p.s.dead():
-			s := p.s
-			t.mu.Unlock()
-			return s, nil
-		case time.Now().Before(p.httpTill):
-			t.mu.Unlock()
-			return nil, errNoStream
-		case p.opening == nil:
-			p.s, p.opening = nil, make(chan struct{})
-			go t.open(p, p.opening, openAs{scheme: req.URL.Scheme, host: host,
-				secret: req.Header.Get(hdrSecret), from: req.Header.Get(hdrFrom)})
-		}
-		opening := p.opening
+	t.mu.Lock()
+	if t.closed {
 		t.mu.Unlock()
-		select {
-		case <-opening:
-		case <-req.Context().Done():
-			return nil, req.Context().Err()
-		}
-		t.mu.Lock()
-		s, err := p.s, p.openErr
+		return nil, errNoStream // a closed client calls over HTTP
+	}
+	p := t.peers[host]
+	if p == nil {
+		p = &streamPeer{}
+		t.peers[host] = p
+	}
+	switch {
+	case p.s != nil && !p.s.dead():
+		s := p.s
 		t.mu.Unlock()
-		if s != nil && !s.dead() {
-			return s, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		// Opened and closed at once (the peer shutting down): no
-		// second try here, lest a closing peer be opened again and again.
+		return s, nil
+	case time.Now().Before(p.httpTill):
+		t.mu.Unlock()
+		return nil, errNoStream
+	case p.opening == nil:
+		p.s, p.opening = nil, make(chan struct{})
+		go t.open(p, p.opening, openAs{scheme: req.URL.Scheme, host: host,
+			secret: req.Header.Get(hdrSecret), from: req.Header.Get(hdrFrom)})
+	}
+	opening := p.opening
+	t.mu.Unlock()
+	select {
+	case <-opening:
+	case <-req.Context().Done():
+		return nil, req.Context().Err()
+	}
+	t.mu.Lock()
+	s, err := p.s, p.openErr
+	t.mu.Unlock()
+	switch {
+	case s != nil && !s.dead():
+		return s, nil
+	case err != nil:
+		return nil, err
+	default:
+		// Opened and closed at once (the peer shutting down): no second
+		// try here, lest a closing peer be opened again and again.
 		return nil, errStreamClosed
 	}
 }
