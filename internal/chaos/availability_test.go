@@ -315,7 +315,13 @@ func runEpisode(t *testing.T, hc *hostCluster, kind string, n int, faultFor, aft
 		if !p.ok {
 			continue
 		}
+		// A refusal that asks to retry (a leader change under way after the
+		// heal) is no answer: asked again, as finalReads does, for a while.
 		a := reader(hc.url(n%hc.size()), request{method: "GET", path: kvPath(p.key)})
+		for deadline := time.Now().Add(15 * time.Second); a.code == http.StatusServiceUnavailable && time.Now().Before(deadline); {
+			time.Sleep(50 * time.Millisecond) // polling with a deadline
+			a = reader(hc.url(n%hc.size()), request{method: "GET", path: kvPath(p.key)})
+		}
 		if a.code != http.StatusOK || !strings.Contains(string(a.body), strconv.Quote(p.value)) {
 			ep.lost++
 			t.Errorf("%s #%d: acknowledged probe write %s reads back %d %s", kind, n, p.key, a.code, a.body)

@@ -421,12 +421,32 @@ func (d *Dispatcher) PeerAddrOf(id slotstore.NodeID) string {
 // Read answers q from the group owning its hash slot: through the local
 // replica when there is one (ReadIndex on a follower is linearizable too),
 // otherwise through a peer that holds one — the leader first, then the
-// group's other desired peers.
+// group's other desired peers. While no replica it asks knows a leader (an
+// election: say a quiesced group woken by this very read, whose follower
+// campaigned), it waits for the group's next leader change and asks again
+// — at most LeaderWait in all, within ctx — as a write does: a read is safe
+// to ask again, and an election is latency, not an error, when it ends in
+// time.
 func (d *Dispatcher) Read(ctx context.Context, q meta.Query, c meta.Consistency) (any, meta.ReadInfo, error) {
 	if heat.Counted(ctx) {
 		d.cfg.Heat.Read(q.RouteSlot())
 	}
-	route, rerr := d.cfg.Router.Load().ResolveSlot(q.RouteSlot())
+	waitUntil := time.Now().Add(d.cfg.LeaderWait)
+	for round := 1; ; round++ {
+		change, route, rerr := d.resolveWatching(q.RouteSlot())
+		v, info, err := d.readOnce(ctx, q, c, route, rerr)
+		if err == nil || c == meta.Local || route.GroupID == 0 || slotstore.ErrorCode(err) != slotstore.CodeRouteNotReady ||
+			round == maxReadRounds || !awaitLeaderChange(ctx, change, waitUntil) {
+			return v, info, err
+		}
+	}
+}
+
+// maxReadRounds bounds the attempts of one Read; LeaderWait bounds them first.
+const maxReadRounds = 4
+
+// readOnce is one attempt of Read on route (rerr: the resolve's error).
+func (d *Dispatcher) readOnce(ctx context.Context, q meta.Query, c meta.Consistency, route slotstore.Route, rerr error) (any, meta.ReadInfo, error) {
 	if route.GroupID == 0 {
 		return nil, meta.ReadInfo{ServedBy: d.cfg.NodeID, Route: route}, rerr
 	}
