@@ -443,11 +443,7 @@ func (n *Node) LeaderUpdated(info raftio.LeaderInfo) {
 		n.router.SetLeader(g, 0, info.Term)
 		return
 	}
-	grp, ok := n.ctrl.Load().Groups[g]
-	if !ok {
-		return
-	}
-	if node, ok := grp.NodeOfReplica(info.LeaderID); ok {
+	if node, ok := n.ctrl.Load().NodeOfReplica(g, info.LeaderID); ok {
 		n.router.SetLeader(g, node, info.Term)
 	}
 }

@@ -113,11 +113,7 @@ func (n *Node) localLeaderViews() []peer.LeaderView {
 		if err != nil || !valid || leader == 0 {
 			continue
 		}
-		grp, ok := st.Groups[id]
-		if !ok {
-			continue
-		}
-		if node, ok := grp.NodeOfReplica(leader); ok {
+		if node, ok := st.NodeOfReplica(id, leader); ok {
 			out = append(out, peer.LeaderView{Group: id, Leader: node, Term: term})
 		}
 	}

@@ -79,11 +79,36 @@ func (g *Group) PeerNodes() []slotstore.NodeID {
 	return out
 }
 
-// NodeOfReplica returns the node that holds replica id r, if any.
+// NodeOfReplica returns the desired peer that holds replica id r, if any.
+// State.NodeOfReplica also knows the replicas moves are adding.
 func (g *Group) NodeOfReplica(r uint64) (slotstore.NodeID, bool) {
 	for n, id := range g.Peers {
 		if id == r {
 			return n, true
+		}
+	}
+	return 0, false
+}
+
+// NodeOfReplica returns the node that holds replica r of group g: a desired
+// peer's, or the new replica of a replica move. Raft makes that one a voter
+// — and may make it the leader: the move hands leadership to it before it
+// removes the old replica — before the move's commit names it a desired
+// peer; a router that could not place it would see the group leaderless
+// until then, and the move's own last steps could not reach the group.
+// Replica ids are never reused within a group, so a move's new replica is
+// its target node's for good, whatever became of the move.
+func (s *State) NodeOfReplica(g slotstore.GroupID, r uint64) (slotstore.NodeID, bool) {
+	grp, ok := s.Groups[g]
+	if !ok {
+		return 0, false
+	}
+	if n, ok := grp.NodeOfReplica(r); ok {
+		return n, true
+	}
+	for _, t := range s.Tasks {
+		if t.Kind == TaskReplicaMove && t.Group == g && t.NewReplicaID == r {
+			return t.To, true
 		}
 	}
 	return 0, false

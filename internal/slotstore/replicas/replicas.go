@@ -279,11 +279,8 @@ func (s *Set) Start(st *controller.State, grp *controller.Group, replica uint64,
 	}
 	changed := func() context.Context { return s.cfg.Router.LeaderChange(g) }
 	leaderOf := func(rid uint64) slotstore.NodeID {
-		if grp, ok := s.cfg.Controller().Groups[g]; ok {
-			node, _ := grp.NodeOfReplica(rid)
-			return node
-		}
-		return 0
+		node, _ := s.cfg.Controller().NodeOfReplica(g, rid)
+		return node
 	}
 	rep := &propose.RaftReplicator{NH: s.cfg.NH, Shard: shard, Group: g, Replica: replica, Session: s.cfg.NH.GetNoOPSession(shard),
 		LeaderOf: leaderOf, Changed: changed, Dropped: s.cfg.DroppedProposal}
@@ -443,7 +440,7 @@ func (s *Set) RefreshLeaders(st *controller.State) {
 			s.cfg.Router.SetLeader(id, 0, term)
 			continue
 		}
-		if node, ok := st.Groups[id].NodeOfReplica(leader); ok {
+		if node, ok := st.NodeOfReplica(id, leader); ok {
 			s.cfg.Router.SetLeader(id, node, term)
 		}
 	}

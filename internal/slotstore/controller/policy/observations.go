@@ -178,10 +178,8 @@ func (o *Observations) HealthyFor(now time.Time, node slotstore.NodeID) (time.Du
 // nodeOfReplica maps a replica of group g to its node: through the desired
 // peers, else through the raft address the membership lists for it.
 func nodeOfReplica(st *controller.State, g slotstore.GroupID, replica uint64, addrs map[uint64]string) slotstore.NodeID {
-	if grp, ok := st.Groups[g]; ok {
-		if node, ok := grp.NodeOfReplica(replica); ok {
-			return node
-		}
+	if node, ok := st.NodeOfReplica(g, replica); ok {
+		return node
 	}
 	if addr, ok := addrs[replica]; ok {
 		for id, node := range st.Nodes {
