@@ -114,3 +114,34 @@ func quiescedGroup(t *testing.T) (c *slotstoretest.Cluster, w *writes, leader, f
 	})
 	return c, w, leader, follower
 }
+
+// TestQuiescedTransferWhoseTimeoutNowIsLost: a transfer of a quiesced
+// group whose TimeoutNow never reaches the target (here a cut link; in
+// scripts' tests a target that had just restarted) must not leave the group
+// stuck. dragonboat gives a pending transfer up only in a leader's tick,
+// which a quiesced leader does not run, and ignores further requests while
+// one is pending: unless the transfer wakes the leader, every later attempt
+// to the same target is ignored and the group refuses proposals until
+// something else wakes it.
+func TestQuiescedTransferWhoseTimeoutNowIsLost(t *testing.T) {
+	c, w, leader, follower := quiescedGroup(t)
+	ln := c.Nodes[leader-1]
+	c.Net.DropOneWay(leader, follower)
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	err := ln.TransferLeader(ctx, faultGroup, follower)
+	cancel()
+	if l := leaderOf(ln); err == nil || l == follower {
+		t.Fatalf("a transfer over a cut link: %v, node %d leads", err, l)
+	}
+	c.Net.Heal()
+	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := ln.TransferLeader(ctx, faultGroup, follower); err != nil {
+		t.Fatalf("the transfer after the heal (%v): %v", time.Since(start).Round(time.Millisecond), err)
+	}
+	t.Logf("the transfer after the heal landed in %v", time.Since(start).Round(time.Millisecond))
+	waitUntil(t, 5*time.Second, "the follower leads", func() bool { return leaderOf(c.Nodes[0]) == follower })
+	w.mustPut(c.Nodes[0], 5*time.Second)
+	w.verify(c, 15*time.Second)
+}

@@ -116,6 +116,17 @@ func (n *Node) drainedTransfer(ctx context.Context, g slotstore.GroupID, lg *rep
 			return 0, &slotstore.Error{Code: slotstore.CodeNotLeader, RetryAfter: 200 * time.Millisecond,
 				Message: fmt.Sprintf("node %d stopped leading group %d before the transfer was asked", n.cfg.NodeID, g)}
 		}
+		// A quiesced leader is woken first. dragonboat gives up a transfer
+		// only in a leader's tick, which a quiesced replica does not run,
+		// and ignores every further request while one is pending (and
+		// drops proposals): a TimeoutNow lost on its way (the target
+		// restarting, a lossy link) left the group in that state until
+		// something else woke it (scripts' tests: a restarted node's group
+		// without a leader for a minute, the preferred leader never
+		// reached).
+		if !n.cfg.DisableQuiesce {
+			n.wakeLocal(g)
+		}
 		if err := n.nh.RequestLeaderTransfer(shard, replica); err != nil && !dragonboat.IsTempError(err) {
 			release()
 			cancel()
