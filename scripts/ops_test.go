@@ -240,7 +240,13 @@ func TestOpsScripts(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "preflight: safe") {
 		t.Fatalf("transfer-leader.sh 1 %d exited %d", target, code)
 	}
-	c.opsWaitGroup(5*time.Second, 1, fmt.Sprintf("led by node %d", target), func(g opsGroup) bool { return g.Leader == target })
+	// The server's answer says the target led; the test does not poll the
+	// group view for it: the reconciler may take the group back to its
+	// preferred leader before a later look (CI saw it back at node 1, term
+	// 5, before the test's first poll).
+	if want := fmt.Sprintf("group 1: node %d leads at term", target); !strings.Contains(out, want) {
+		t.Fatalf("transfer-leader.sh 1 %d did not report %q", target, want)
+	}
 
 	// transfer-leader.sh to node 4, not a peer: refused by the preflight,
 	// nothing sent.

@@ -158,6 +158,13 @@ func CheckTransfer(v slotstore.GroupView, target slotstore.NodeID, p Leadership,
 			case time.Duration(r.UnansweredMs)*time.Millisecond > limit:
 				block(ReasonTargetUnreachable, "node %d has left the leader's (node %d) requests unanswered for %dms (limit %v after its report of %dms ago)",
 					target, v.Leader, r.UnansweredMs, p.ReachableWithin, v.ObservationAgeMs)
+			case r.UnansweredMs > 0 && time.Duration(r.HeardAgoMs)*time.Millisecond > limit:
+				// Asked and silent: a leader elected after its predecessor
+				// (the target) was cut off has asked it only since its
+				// election, but last heard it while following it, before
+				// the cut (chaos: a transfer toward the cut-off node).
+				block(ReasonTargetUnreachable, "node %d has not answered the leader (node %d), which last heard from it %dms ago and asked %dms ago (limit %v after its report of %dms ago)",
+					target, v.Leader, r.HeardAgoMs, r.UnansweredMs, p.ReachableWithin, v.ObservationAgeMs)
 			}
 		}
 		if r.Disruption != "" && time.Duration(r.DisruptedAgoMs)*time.Millisecond < p.HoldDown {
