@@ -156,6 +156,14 @@ func (e *Executor) step(ctx context.Context, t slotstore.Task) error {
 		return nil
 	}
 	stuck := e.cfg.Now().Sub(time.UnixMilli(t.UpdatedAtMs))
+	if stuck > e.cfg.PhaseTimeout && t.Kind == controller.TaskReplicaMove && t.Phase == controller.PhaseCommit {
+		// Past the point of no return: Raft already has the new voter and
+		// not the old one, and only the desired peers are left to commit.
+		// Failing here would leave them apart until someone asked for the
+		// same move again; it is retried until it completes.
+		return fmt.Errorf("phase %s stuck for %v, retried until it completes (the membership changed already): %w",
+			t.Phase, stuck.Round(time.Millisecond), err)
+	}
 	if stuck > e.cfg.PhaseTimeout {
 		reason := fmt.Sprintf("phase %s did not complete within %v: %v", t.Phase, e.cfg.PhaseTimeout, err)
 		if t.HashSlot != nil && t.Status == controller.TaskRunning && t.Phase != controller.PhaseStart &&
