@@ -57,7 +57,16 @@ func (n *Node) reconcile(ctx context.Context) {
 		}
 	}
 	n.replicas.Follow(ctx, st)
-	n.replicas.RefreshLeaders(st)
+	// A replica here that knows no leader is woken with its group. A
+	// restarted replica whose first heartbeats were lost (its peers wrote
+	// into connections to its old process) campaigns unanswered — the
+	// leader's lease drops its pre-votes — and dragonboat quiesces it by
+	// its tick count all the same; its Quiesce message then quiesces the
+	// leader too, and the group stays leaderless here until something
+	// touches it (scripts' tests: 30-60 s after a restart).
+	for _, g := range n.replicas.RefreshLeaders(st) {
+		n.Wake(g)
+	}
 	n.pollPeerLeaders(ctx, st)
 	n.reportTiming(ctx, st) // last: a proposal may wait out its timeout
 }

@@ -430,7 +430,9 @@ func (s *Set) clearStale(ctx context.Context, g slotstore.GroupID, keep uint64) 
 
 // RefreshLeaders re-reads the live leader of every replica here, in case a
 // leader event was missed or arrived before the replica mapping was known.
-func (s *Set) RefreshLeaders(st *controller.State) {
+// It returns the groups whose replica here knows no leader.
+func (s *Set) RefreshLeaders(st *controller.State) []slotstore.GroupID {
+	var leaderless []slotstore.GroupID
 	for id := range s.All() {
 		leader, term, valid, err := s.cfg.NH.GetLeaderID(controller.ShardOf(id))
 		if err != nil {
@@ -438,12 +440,14 @@ func (s *Set) RefreshLeaders(st *controller.State) {
 		}
 		if !valid || leader == 0 {
 			s.cfg.Router.SetLeader(id, 0, term)
+			leaderless = append(leaderless, id)
 			continue
 		}
 		if node, ok := st.NodeOfReplica(id, leader); ok {
 			s.cfg.Router.SetLeader(id, node, term)
 		}
 	}
+	return leaderless
 }
 
 // LeaderUpdated follows one of dragonboat's leader events of a slot shard
