@@ -152,8 +152,11 @@ func (n *Node) wakeLoop() {
 // activity that ends the quiesce; the answer does not matter and is not
 // waited for (the request expires by itself when no leader answers; its
 // state is left to the garbage collector, not released into dragonboat's
-// pool while still pending).
+// pool while still pending). A no-op without Config.Quiesce.
 func (n *Node) wakeLocal(g slotstore.GroupID) {
+	if n.cfg.DisableQuiesce {
+		return
+	}
 	if lg := n.replicas.Get(g); lg == nil || !lg.Open() {
 		return
 	}
@@ -204,10 +207,8 @@ func (n *Node) servePeerWake(_ context.Context, w http.ResponseWriter, r *http.R
 		peer.WriteError(w, http.StatusBadRequest, slotstore.Errorf(slotstore.CodeInvalidArgument, "wake wants 1..%d groups", maxWakeBatch))
 		return
 	}
-	if !n.cfg.DisableQuiesce {
-		for _, g := range b.Groups { // a ReadIndex does not block: no queue needed
-			n.wakeLocal(g)
-		}
+	for _, g := range b.Groups { // a ReadIndex does not block: no queue needed
+		n.wakeLocal(g)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write([]byte("{}\n"))

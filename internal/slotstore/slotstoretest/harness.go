@@ -7,7 +7,6 @@ package slotstoretest
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -149,7 +148,7 @@ func (c *Cluster) Describe() string {
 				id, gs.Leader, gs.Term, gs.ConfigEpoch, st.Groups[id].Peers)
 		}
 		if n.ControllerLeader() == n.NodeID() {
-			for _, id := range sortedTaskIDs(st) {
+			for _, id := range st.TaskIDs() {
 				if t := st.Tasks[id]; t.Status != controller.TaskSucceeded && t.Status != controller.TaskCancelled {
 					fmt.Fprintf(&b, "  task %d %s g%d n%d→n%d (replicas %d→%d) phase %s %s attempt %d: %s\n",
 						t.ID, t.Kind, t.Group, t.From, t.To, t.OldReplicaID, t.NewReplicaID, t.Phase, t.Status, t.Attempt, t.Error)
@@ -287,14 +286,4 @@ func (c *Cluster) closeDisksFirst() {
 			d.Close()
 		}
 	})
-}
-
-// sortedTaskIDs lists st's task ids in ascending order.
-func sortedTaskIDs(st *controller.State) []uint64 {
-	ids := make([]uint64, 0, len(st.Tasks))
-	for id := range st.Tasks {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	return ids
 }
