@@ -50,6 +50,8 @@ type lkNode struct {
 	log  *lkSyncBuffer
 	// client calls the API (nil: a plain HTTP client).
 	client *http.Client
+	// nofile, when set, is the process's descriptor limit (soft and hard).
+	nofile int
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
@@ -66,6 +68,10 @@ func (n *lkNode) start() {
 	n.starts++
 	fmt.Fprintf(n.log, "=== test: start #%d of node %d at %s ===\n", n.starts, n.id, time.Now().Format("15:04:05.000"))
 	cmd := exec.Command(serverBin, n.args...)
+	if n.nofile > 0 {
+		// The shell sets both limits, then becomes the server (same PID).
+		cmd = exec.Command("sh", append([]string{"-c", fmt.Sprintf(`ulimit -n %d && exec "$0" "$@"`, n.nofile), serverBin}, n.args...)...)
+	}
 	cmd.Stdout, cmd.Stderr = n.log, n.log
 	if err := cmd.Start(); err != nil {
 		n.t.Fatalf("start node %d: %v", n.id, err)
@@ -156,6 +162,14 @@ func lkTail(s string, n int) string {
 // quorum) and waits for every /readyz. Cleanup kills whatever still runs.
 func startLKCluster(t *testing.T, size int, extra ...string) []*lkNode {
 	t.Helper()
+	nodes := lkCluster(t, size, extra...)
+	launchLK(t, nodes)
+	return nodes
+}
+
+// lkCluster describes size nodes on free loopback ports, not started yet.
+func lkCluster(t *testing.T, size int, extra ...string) []*lkNode {
+	t.Helper()
 	type addrs struct{ api, raft, peer string }
 	as := make([]addrs, size)
 	var members []string
@@ -172,8 +186,17 @@ func startLKCluster(t *testing.T, size int, extra ...string) []*lkNode {
 		}
 		nodes[i] = &lkNode{t: t, id: i + 1, args: append(args, extra...), api: "http://" + as[i].api, log: &lkSyncBuffer{}}
 	}
-	launchLK(t, nodes)
 	return nodes
+}
+
+// arg is the value of flag in n's arguments.
+func (n *lkNode) arg(flag string) string {
+	for i, a := range n.args[:len(n.args)-1] {
+		if a == flag {
+			return n.args[i+1]
+		}
+	}
+	return ""
 }
 
 // launchLK starts the nodes concurrently (bootstrap needs a quorum), waits

@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -30,6 +29,7 @@ import (
 	"slotmeta/internal/certs"
 	"slotmeta/internal/console"
 	"slotmeta/internal/httpapi"
+	"slotmeta/internal/netguard"
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/cluster"
 )
@@ -43,6 +43,11 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// apiGrace is how long an API connection may stay open before a request on
+// it authenticated: a health checker's connection is closed after it, a
+// client's with credentials lives up to the idle timeout.
+const apiGrace = 10 * time.Second
 
 func run(args []string, getenv func(string) string, stdout io.Writer) error {
 	o, err := parseOptions(args, getenv)
@@ -75,8 +80,14 @@ func run(args []string, getenv func(string) string, stdout io.Writer) error {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 
+	// Connections are bounded on every listener (package netguard), from
+	// the descriptor limit Go raised to the hard limit at start.
+	budget := netguard.ProcessBudget()
+	conns := &netguard.Collector{}
+	reg.MustRegister(conns)
+	log.Info("connection bounds", "budget", budget.String())
 	cfg := p.cluster
-	cfg.Registerer, cfg.Logger = reg, log
+	cfg.Registerer, cfg.Logger, cfg.Conns, cfg.ConnMetrics = reg, log, budget, conns
 	node, err := cluster.Start(cfg)
 	if err != nil {
 		return err
@@ -109,11 +120,15 @@ func run(args []string, getenv func(string) string, stdout io.Writer) error {
 		_ = node.Close()
 		return err
 	}
-	ln, err := net.Listen("tcp", o.APIAddr)
+	// A connection that has not authenticated is closed after apiGrace
+	// (auth proves it); one source holds a quarter of the API's share.
+	ln, err := netguard.Listen(o.APIAddr, netguard.Config{Name: "api", MaxConns: budget.API.Max, MaxPerSource: budget.API.PerSource,
+		Unproven: apiGrace, Logger: log})
 	if err != nil {
 		_ = node.Close()
 		return err
 	}
+	conns.Add(ln)
 	srv := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 5 * time.Second,
@@ -122,6 +137,7 @@ func run(args []string, getenv func(string) string, stdout io.Writer) error {
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug), // failed handshakes of scanners
+		ConnContext:       netguard.ConnContext,
 	}
 	serveErr := make(chan error, 1)
 	if p.apiTLS != nil {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"slotmeta/internal/netguard"
 	"slotmeta/internal/slotstore"
 )
 
@@ -243,6 +244,9 @@ func (a *Authenticator) Check(r *http.Request, role Role, lim *Limiter) (Identit
 	if err != nil {
 		return id, err
 	}
+	// Credentials that passed (a role too low included): the connection
+	// may idle as long as the server lets any (package netguard).
+	netguard.Prove(r.Context())
 	if id.Role < role {
 		return id, slotstore.Errorf(slotstore.CodePermissionDenied, "this needs the %s role; the credentials have %s", role, id.Role)
 	}

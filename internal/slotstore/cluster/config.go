@@ -9,6 +9,7 @@ import (
 	"github.com/lni/dragonboat/v4/config"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"slotmeta/internal/netguard"
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/controller"
 	"slotmeta/internal/slotstore/controller/balance"
@@ -143,6 +144,13 @@ type Config struct {
 	RaftFS            config.IFS                                // dragonboat's file system (log, snapshots)
 	WrapPeerTransport func(http.RoundTripper) http.RoundTripper // wraps the peer RPC client's transport
 
+	// Conns bounds the connections the peer and Raft ports hold (default:
+	// netguard.ProcessBudget(), from the descriptor limit); ConnMetrics,
+	// when set, exports their stats (one per process: the API's listener is
+	// added to the same one).
+	Conns       netguard.Budget
+	ConnMetrics *netguard.Collector
+
 	Registerer prometheus.Registerer // default: a private registry
 	Logger     *slog.Logger          // default: discard
 	Now        func() time.Time      // default: time.Now
@@ -234,6 +242,9 @@ func (c *Config) EnsureDefaults() {
 	}
 	if c.Registerer == nil {
 		c.Registerer = prometheus.NewRegistry()
+	}
+	if c.Conns.Limit == 0 {
+		c.Conns = netguard.ProcessBudget()
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -53,6 +53,7 @@ import (
 	"github.com/lni/dragonboat/v4/raftio"
 	sm "github.com/lni/dragonboat/v4/statemachine"
 
+	"slotmeta/internal/netguard"
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/controller"
 	"slotmeta/internal/slotstore/controller/policy"
@@ -199,7 +200,8 @@ func Start(cfg Config) (*Node, error) {
 	}
 	nhc.SystemEventListener = &n.snaps // counts snapshots (snapshotevents.go)
 	// dragonboat's TCP transport (or the test's), recording who we hear from.
-	tr := raftnet.Transport{Inner: cfg.RaftTransport, Heard: n.heard, Refuse: n.refusesRaftFrom, Sending: n.logdb.Sending}
+	tr := raftnet.Transport{Inner: cfg.RaftTransport, Heard: n.heard, Refuse: n.refusesRaftFrom, Sending: n.logdb.Sending,
+		Bounds: raftnet.Bounds{MaxConns: cfg.Conns.Raft.Max, MaxPerSource: cfg.Conns.Raft.PerSource, Listening: n.guarded}}
 	if peerTLS != nil {
 		// The Raft port's handshakes read the certificate reloaded in
 		// place, like peer RPC's (ReloadTLS).
@@ -234,15 +236,20 @@ func Start(cfg Config) (*Node, error) {
 	n.tasks = tasks.New(tasks.Config{Node: taskHost{n}, PhaseTimeout: cfg.TaskPhaseTimeout, ActiveWithin: cfg.Leadership.ActiveWithin,
 		MaxLag: cfg.Leadership.MaxLag, RequestTimeout: cfg.RequestTimeout, Now: cfg.Now, Logger: cfg.Logger})
 	if cfg.PeerAddr != "" {
-		if n.peerLn, err = net.Listen("tcp", cfg.PeerAddr); err != nil {
+		// Bounded: a connection that has not shown the cluster secret within
+		// the grace is closed (peer.Server proves it on admission).
+		gl, err := netguard.Listen(cfg.PeerAddr, netguard.Config{Name: "peer", MaxConns: cfg.Conns.Peer.Max,
+			MaxPerSource: cfg.Conns.Peer.PerSource, Unproven: 10 * time.Second, Logger: cfg.Logger})
+		if err != nil {
 			nh.Close()
 			_ = db.Close()
 			return nil, fmt.Errorf("cluster: peer listener: %w", err)
 		}
-		n.peerLn = peerTLS.Listener(n.peerLn)
+		n.guarded(gl)
+		n.peerLn = peerTLS.Listener(gl)
 		n.peerRPC = n.peerHandler()
 		n.peerSrv = &http.Server{Handler: n.peerRPC, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 2 * time.Minute,
-			ErrorLog: peer.ErrorLog(cfg.Logger)}
+			ErrorLog: peer.ErrorLog(cfg.Logger), ConnContext: netguard.ConnContext}
 		go func() { _ = n.peerSrv.Serve(n.peerLn) }()
 	}
 	restarted := nh.HasNodeInfo(controller.ShardID, uint64(cfg.NodeID))
@@ -269,6 +276,13 @@ func Start(cfg Config) (*Node, error) {
 		n.projector.Run(n.life)
 	}()
 	return n, nil
+}
+
+// guarded exports a bounded listener's stats.
+func (n *Node) guarded(l *netguard.Listener) {
+	if n.cfg.ConnMetrics != nil {
+		n.cfg.ConnMetrics.Add(l)
+	}
 }
 
 func (n *Node) closePeer() {

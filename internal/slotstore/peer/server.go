@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"slotmeta/internal/netguard"
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/meta"
 )
@@ -120,6 +121,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request) bool {
 		WriteError(w, http.StatusForbidden, slotstore.Errorf(slotstore.CodePermissionDenied, "node %d was removed from the cluster", from))
 		return false
 	}
+	netguard.Prove(r.Context()) // a peer: its connection may idle as long as it likes
 	return true
 }
 

@@ -160,10 +160,12 @@ type Transport struct {
 	// (a node the cluster removed) before anything reads it.
 	Refuse func(sourceAddr string) bool
 	// ServerTLS, when set, is the TLS of the Raft port's server side, read
-	// at every handshake (tls.go): dragonboat's transport then serves only
+	// at every handshake (server.go): dragonboat's transport then serves only
 	// connections this node accepted with it. Only with dragonboat's own
 	// transport (Inner nil).
 	ServerTLS *tls.Config
+	// Bounds bound the Raft port's connections (server.go; Inner nil only).
+	Bounds Bounds
 	// Sending, when set, sees every message batch before a connection
 	// writes it (raftlog.Factory.Sending records the entries a replica
 	// sends ahead of its own save).
@@ -196,12 +198,10 @@ func (f Transport) create(c config.NodeHostConfig, mh raftio.MessageHandler, ch 
 	switch {
 	case f.Inner != nil:
 		return f.Inner.Create(c, handle, ch)
-	case f.ServerTLS != nil:
-		addr := c.GetListenAddress()
-		c.ListenAddress = "127.0.0.1:0" // dragonboat's own listener: unused (tls.go)
-		return newTLSTransport(newTCPTransport(c, handle, ch), addr, f.ServerTLS)
 	}
-	return newTCPTransport(c, handle, ch)
+	addr := c.GetListenAddress()
+	c.ListenAddress = "127.0.0.1:0" // dragonboat's own listener: never started (server.go)
+	return newServerTransport(newTCPTransport(c, handle, ch), addr, f.ServerTLS, f.Bounds)
 }
 
 // sendHook shows every batch to before ahead of its connection's write.

@@ -10,13 +10,12 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/lni/dragonboat/v4/logger"
 	"github.com/lni/dragonboat/v4/raftio"
+
+	"slotmeta/internal/netguard"
 )
 
-var plog = logger.GetLogger("raftnet")
-
-// Bounds of the Raft port's TLS server.
+// Bounds of the Raft port's server side.
 const (
 	// handshakeTimeout bounds one TLS handshake: a connection that has not
 	// presented a valid client certificate by then is dropped.
@@ -28,35 +27,45 @@ const (
 	maxHandshakes       = 64
 	maxSourceHandshakes = 8
 	keepAlive           = 10 * time.Second
-	// acceptBackoff is the pause after a failed Accept (out of file
-	// descriptors, say) before the next; the error is logged once a pause.
-	acceptBackoff = 100 * time.Millisecond
+	// plainGrace is how long a connection without TLS may stay open before
+	// it delivered proveBytes: dragonboat's connection loop retries read
+	// timeouts forever, so an idle stranger would otherwise keep its
+	// connection (and descriptor) for good. A node that dials sends its
+	// first message at once (it dials because it has one).
+	plainGrace = 10 * time.Second
+	// proveBytes is dragonboat's magic number (2 bytes) and request header
+	// (18 bytes, internal/transport/tcp.go: requestHeaderSize).
+	proveBytes = 20
 )
 
-// tlsTransport is dragonboat's TCP transport with the server side of its
-// Raft port taken over: the node's own listener on the Raft address runs
-// the TLS handshake with a config that reads the current certificate and
-// CA pool at every handshake (certs.Reloader), so a reloaded certificate
-// needs no restart and drops no connection; each connection that
-// presented a valid client certificate is then served by dragonboat's own
-// connection loop (its framing and checks). A connection without one is
-// closed before any byte of it is read as Raft.
+// serverTransport is dragonboat's TCP transport with the server side of its
+// Raft port taken over: the node's own listener on the Raft address, bounded
+// (netguard: connections in all and per source, a grace to prove itself,
+// accept errors retried — dragonboat's own accept loop panics on any error,
+// out of descriptors included, and that killed a node under an
+// unauthenticated connection flood). With TLS it runs the handshake with a
+// config that reads the current certificate and CA pool at every handshake
+// (certs.Reloader), so a reloaded certificate needs no restart and drops no
+// connection; a connection without a valid client certificate is closed
+// before any byte of it is read as Raft. Each admitted connection is then
+// served by dragonboat's own connection loop (its framing and checks).
 //
-// dragonboat's transport still starts its own listener, on an ephemeral
-// loopback port with the certificates it was started with; nothing dials
-// it. Dialing stays dragonboat's: it reads the TLS files for every new
-// connection, so it follows a rotation by itself.
+// dragonboat's transport is never started: its Start only listens and
+// accepts (internal/transport/tcp.go: (*TCP).Start), and nothing here needs
+// that listener. Dialing stays dragonboat's (no Start needed): it reads the
+// TLS files for every new connection, so it follows a rotation by itself.
 //
 // Concurrency contract: Start and Close are dragonboat's (once each); the
 // accept loop and every connection's goroutine belong to the transport and
 // end in Close.
-type tlsTransport struct {
+type serverTransport struct {
 	raftio.ITransport // dragonboat's TCP transport: dialing, and the serving loop
 	addr              string
-	cfg               *tls.Config
+	cfg               *tls.Config // nil: plain TCP
+	bounds            Bounds
 	serve             func(net.Conn)
 
-	ln        net.Listener
+	ln        *netguard.Listener
 	slots     chan struct{}
 	mu        sync.Mutex
 	conns     map[net.Conn]struct{}
@@ -69,53 +78,72 @@ type tlsTransport struct {
 	acceptWg  sync.WaitGroup
 }
 
-// newTLSTransport wraps tcp, dragonboat's TCP transport built with its
-// listen address moved to loopback, to serve addr with cfg.
-func newTLSTransport(tcp raftio.ITransport, addr string, cfg *tls.Config) *tlsTransport {
+// Bounds are the Raft port's connection bounds (netguard.Budget's share).
+type Bounds struct {
+	MaxConns, MaxPerSource int
+	// Listening, when set, is handed the listener once it listens (its
+	// metrics).
+	Listening func(*netguard.Listener)
+}
+
+// newServerTransport wraps tcp, dragonboat's TCP transport, to serve addr
+// (with cfg's TLS unless nil).
+func newServerTransport(tcp raftio.ITransport, addr string, cfg *tls.Config, b Bounds) *serverTransport {
 	// serveConn is a method of the concrete *transport.TCP: tcp must be
 	// one, or the pointer below would be read as something it is not.
 	if got := reflect.TypeOf(tcp).String(); got != "*transport.TCP" {
 		panic("raftnet: dragonboat's TCP transport is a " + got + ", not *transport.TCP: check tcpServeConn against the pinned module")
 	}
+	if b.MaxConns <= 0 {
+		b.MaxConns = 1024
+	}
 	self := reflect.ValueOf(tcp).UnsafePointer()
-	return &tlsTransport{ITransport: tcp, addr: addr, cfg: cfg, slots: make(chan struct{}, maxHandshakes), conns: map[net.Conn]struct{}{},
+	return &serverTransport{ITransport: tcp, addr: addr, cfg: cfg, bounds: b, slots: make(chan struct{}, maxHandshakes), conns: map[net.Conn]struct{}{},
 		shaking: map[string]int{}, serve: func(c net.Conn) { tcpServeConn(self, c) }}
 }
 
-// Start starts dragonboat's transport, then listens on the Raft address.
-// A failure leaves closing to dragonboat (it closes a transport whose
-// Start failed), which Close makes safe to do once.
-func (t *tlsTransport) Start() error {
+// Start listens on the Raft address (dragonboat's own Start is not run:
+// see the type's doc).
+func (t *serverTransport) Start() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.started || t.closed {
 		return errors.New("raftnet: the Raft transport was started before")
 	}
 	t.started = true
-	if err := t.ITransport.Start(); err != nil {
-		return err
+	gc := netguard.Config{Name: "raft", MaxConns: t.bounds.MaxConns, MaxPerSource: t.bounds.MaxPerSource, Unproven: plainGrace, ProveAfterBytes: proveBytes}
+	if t.cfg != nil {
+		gc.Unproven, gc.ProveAfterBytes = handshakeTimeout+time.Second, 0 // proven by its certificate
 	}
-	ln, err := net.Listen("tcp", t.addr)
+	ln, err := netguard.Listen(t.addr, gc)
 	if err != nil {
 		return fmt.Errorf("raftnet: listen on the Raft address: %w", err)
 	}
 	t.ln = ln
+	if t.bounds.Listening != nil {
+		t.bounds.Listening(ln)
+	}
 	t.acceptWg.Add(1)
 	go t.accept()
 	return nil
 }
 
-func (t *tlsTransport) accept() {
+// accept admits connections until the listener closes; netguard retries
+// accept errors (out of descriptors, say), so the port never goes deaf.
+func (t *serverTransport) accept() {
 	defer t.acceptWg.Done()
 	for {
 		raw, err := t.ln.Accept()
 		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
+			return // closed
+		}
+		if t.cfg == nil {
+			if !t.trackPlain(raw) {
+				_ = raw.Close()
 				return
 			}
-			// Out of file descriptors, say: the port must not go deaf.
-			plog.Errorf("raftnet: accept on %s: %v; retrying in %v", t.addr, err, acceptBackoff)
-			time.Sleep(acceptBackoff)
+			t.wg.Add(1)
+			go t.handlePlain(raw)
 			continue
 		}
 		select {
@@ -124,7 +152,7 @@ func (t *tlsTransport) accept() {
 			_ = raw.Close() // too many handshakes in progress
 			continue
 		}
-		src := sourceOf(raw)
+		src := netguard.SourceOf(raw.RemoteAddr())
 		switch t.track(raw, src) {
 		case trackClosed:
 			<-t.slots
@@ -140,29 +168,33 @@ func (t *tlsTransport) accept() {
 	}
 }
 
-// sourceOf is the address a connection's handshakes count against: its IP,
-// an IPv6 address by its /64 (one host has many).
-func sourceOf(c net.Conn) string {
-	host, _, err := net.SplitHostPort(c.RemoteAddr().String())
-	if err != nil {
-		return c.RemoteAddr().String()
+// handlePlain serves a connection without TLS: dragonboat's loop, then
+// close.
+func (t *serverTransport) handlePlain(raw net.Conn) {
+	defer t.wg.Done()
+	defer t.untrack(raw)
+	defer raw.Close()
+	setKeepAlive(raw)
+	t.serve(raw)
+}
+
+func setKeepAlive(c net.Conn) {
+	if gc, ok := c.(*netguard.Conn); ok {
+		c = gc.NetConn()
 	}
-	if ip := net.ParseIP(host); ip != nil && ip.To4() == nil {
-		return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetKeepAlive(true)
+		_ = tc.SetKeepAlivePeriod(keepAlive)
 	}
-	return host
 }
 
 // handle runs the handshake, then dragonboat's loop, then closes the
 // connection.
-func (t *tlsTransport) handle(raw net.Conn, src string) {
+func (t *serverTransport) handle(raw net.Conn, src string) {
 	defer t.wg.Done()
 	defer t.untrack(raw)
 	defer raw.Close()
-	if tc, ok := raw.(*net.TCPConn); ok {
-		_ = tc.SetKeepAlive(true)
-		_ = tc.SetKeepAlivePeriod(keepAlive)
-	}
+	setKeepAlive(raw)
 	conn := tls.Server(raw, t.cfg)
 	_ = conn.SetDeadline(time.Now().Add(handshakeTimeout))
 	err := conn.Handshake()
@@ -171,6 +203,7 @@ func (t *tlsTransport) handle(raw net.Conn, src string) {
 	if err != nil {
 		return // no valid client certificate: nothing was read as Raft
 	}
+	netguard.ProveConn(raw)
 	_ = conn.SetDeadline(time.Time{})
 	t.serve(conn)
 }
@@ -183,7 +216,7 @@ const (
 	trackBusy
 )
 
-func (t *tlsTransport) track(c net.Conn, src string) trackResult {
+func (t *serverTransport) track(c net.Conn, src string) trackResult {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
@@ -197,8 +230,19 @@ func (t *tlsTransport) track(c net.Conn, src string) trackResult {
 	return tracked
 }
 
+// trackPlain tracks a connection without a handshake; false once closed.
+func (t *serverTransport) trackPlain(c net.Conn) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return false
+	}
+	t.conns[c] = struct{}{}
+	return true
+}
+
 // handshaken ends a handshake of src (done or failed).
-func (t *tlsTransport) handshaken(src string) {
+func (t *serverTransport) handshaken(src string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.shaking[src]--; t.shaking[src] <= 0 {
@@ -206,7 +250,7 @@ func (t *tlsTransport) handshaken(src string) {
 	}
 }
 
-func (t *tlsTransport) untrack(c net.Conn) {
+func (t *serverTransport) untrack(c net.Conn) {
 	t.mu.Lock()
 	delete(t.conns, c)
 	t.mu.Unlock()
@@ -215,7 +259,7 @@ func (t *tlsTransport) untrack(c net.Conn) {
 // Close stops listening, closes every connection, waits for their
 // goroutines and closes dragonboat's transport — once, however often it is
 // called.
-func (t *tlsTransport) Close() error {
+func (t *serverTransport) Close() error {
 	t.closeOnce.Do(func() {
 		t.mu.Lock()
 		t.closed = true
