@@ -465,6 +465,24 @@ func (e RuntimeStatus) Valid() bool {
 	}
 }
 
+// Defines values for SecurityStatusClusterSecret.
+const (
+	Generated SecurityStatusClusterSecret = "generated"
+	Given     SecurityStatusClusterSecret = "given"
+)
+
+// Valid indicates whether the value is a known member of the SecurityStatusClusterSecret enum.
+func (e SecurityStatusClusterSecret) Valid() bool {
+	switch e {
+	case Generated:
+		return true
+	case Given:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for StatusStatus.
 const (
 	Ok StatusStatus = "ok"
@@ -1970,6 +1988,9 @@ type SecurityStatus struct {
 	CertificateNames   int32            `json:"certificate_names"`
 	ClientCertificates bool             `json:"client_certificates"`
 
+	// ClusterSecret Where peer RPC's cluster secret comes from — given (--cluster-secret or its file), or generated at bootstrap (loopback clusters; kept in the data directory, mode 0600).
+	ClusterSecret SecurityStatusClusterSecret `json:"cluster_secret"`
+
 	// ClusterTls Raft and peer RPC run mutual TLS.
 	ClusterTls bool `json:"cluster_tls"`
 
@@ -1983,6 +2004,9 @@ type SecurityStatus struct {
 	// Warnings What --insecure exposes, one sentence each.
 	Warnings []string `json:"warnings"`
 }
+
+// SecurityStatusClusterSecret Where peer RPC's cluster secret comes from — given (--cluster-secret or its file), or generated at bootstrap (loopback clusters; kept in the data directory, mode 0600).
+type SecurityStatusClusterSecret string
 
 // Seq defines model for Seq.
 type Seq = int64

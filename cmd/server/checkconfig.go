@@ -94,8 +94,8 @@ func secretSource(o *options, secret string) string {
 	switch {
 	case o.ClusterSecretFile != "":
 		return "from " + o.ClusterSecretFile + ", reloaded on SIGHUP"
-	case secret == devSecret:
-		return "built-in, loopback only"
+	case secret == "":
+		return "generated at bootstrap, kept in the data directory (loopback only)"
 	}
 	return "from --cluster-secret"
 }

@@ -132,12 +132,11 @@ func parseOptions(args []string, getenv func(string) string) (*options, error) {
 	return o, nil
 }
 
-// devSecret is the cluster secret of a node that was given none. It is only
-// accepted while every address is on loopback.
-const devSecret = "slotmeta-insecure-loopback-secret"
-
 // secret returns the cluster secret (--cluster-secret, else the first line
-// of --cluster-secret-file), or why none may be used.
+// of --cluster-secret-file), or why none may be used. With every address on
+// loopback none is needed: "" then, and the cluster uses the secret
+// generated at bootstrap (cluster.Config.GenerateSecret) — never one that
+// is written in the source, which any local process could send.
 func (o *options) secret() (string, error) {
 	if o.ClusterSecret != "" && o.ClusterSecretFile != "" {
 		return "", fmt.Errorf("--cluster-secret and --cluster-secret-file exclude each other")
@@ -154,7 +153,7 @@ func (o *options) secret() (string, error) {
 			return "", fmt.Errorf("--cluster-secret is required when %s is not a loopback address", a)
 		}
 	}
-	return devSecret, nil
+	return "", nil
 }
 
 // members parses --initial-members, or returns this node alone; a joining

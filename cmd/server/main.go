@@ -69,8 +69,8 @@ func run(args []string, getenv func(string) string, stdout io.Writer) error {
 	for _, w := range p.sec.warnings {
 		log.Warn("INSECURE (--insecure): " + w)
 	}
-	if p.secret == devSecret {
-		log.Warn("no --cluster-secret given: using the built-in loopback-only secret")
+	if p.secret == "" {
+		log.Info("no --cluster-secret given (loopback): peer RPC uses a secret generated at bootstrap, kept in the data directory")
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

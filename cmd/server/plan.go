@@ -78,6 +78,7 @@ func (o *options) plan(getenv func(string) string) (*plan, error) {
 		JoinAddr:             o.Join,
 		JoinToken:            p.joinToken,
 		ClusterSecret:        p.secret,
+		GenerateSecret:       p.secret == "",
 		AcceptedSecrets:      accepted,
 		TLS:                  o.tlsConfig(),
 		DisableHashSlotMoves: !o.EnableSlotMigration,

@@ -86,7 +86,7 @@ func (r *reloader) status() slotstore.SecurityStatus {
 	r.mu.Unlock()
 	st := slotstore.SecurityStatus{Insecure: r.o.Insecure, Warnings: append([]string{}, r.sec.warnings...),
 		APITLS: r.apiTLS != nil, ClientCerts: r.apiTLS != nil, ClusterTLS: r.sec.tls, ReloadedAtMs: at.UnixMilli(),
-		Certificate: r.node.Certificate()}
+		Certificate: r.node.Certificate(), ClusterSecret: r.node.SecretSource()}
 	st.Tokens, st.CertNames = r.authn.Counts()
 	if r.apiTLS != nil {
 		if w := expiryWarning(r.apiTLS.Leaf().NotAfter, time.Now()); w != "" {

@@ -16,6 +16,10 @@ type SecurityStatus struct {
 	ClientCerts bool `json:"client_certificates"`
 	// ClusterTLS: Raft and peer RPC run mutual TLS.
 	ClusterTLS bool `json:"cluster_tls"`
+	// ClusterSecret is where peer RPC's secret comes from: "given"
+	// (--cluster-secret or its file) or "generated" (at bootstrap, on
+	// loopback; kept in the data directory).
+	ClusterSecret string `json:"cluster_secret"`
 	// Tokens and CertNames count the API credentials configured.
 	Tokens    int `json:"tokens"`
 	CertNames int `json:"certificate_names"`

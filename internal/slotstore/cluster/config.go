@@ -32,6 +32,10 @@ type Config struct {
 	// ClusterSecret authenticates peer RPC: every request carries it and
 	// every node refuses requests without it. Required when PeerAddr is set.
 	ClusterSecret string
+	// GenerateSecret, with no ClusterSecret, authenticates peer RPC with a
+	// secret generated at bootstrap instead (secret.go): replicated in the
+	// controller state, kept in DataDir/peer-secret (mode 0600).
+	GenerateSecret bool
 	// AcceptedSecrets are accepted on peer RPC besides ClusterSecret (and
 	// tried after a peer refuses it): earlier secrets during a rotation
 	// (peer.Secret.Accept; at most peer.MaxAcceptedSecrets).
@@ -298,7 +302,10 @@ func (c *Config) Validate() error {
 	if len(c.AcceptedSecrets) > peer.MaxAcceptedSecrets {
 		return fmt.Errorf("cluster: %d accepted secrets, at most %d", len(c.AcceptedSecrets), peer.MaxAcceptedSecrets)
 	}
-	if c.PeerAddr != "" && c.ClusterSecret == "" {
+	if c.ClusterSecret != "" && c.GenerateSecret {
+		return fmt.Errorf("cluster: a cluster secret and a generated one exclude each other")
+	}
+	if c.PeerAddr != "" && c.ClusterSecret == "" && !c.GenerateSecret {
 		return fmt.Errorf("cluster: a cluster secret is required to serve peer RPC")
 	}
 	if err := c.TLS.Validate(); err != nil {

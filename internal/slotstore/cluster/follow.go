@@ -68,6 +68,7 @@ func (n *Node) reconcile(ctx context.Context) {
 		n.Wake(g)
 	}
 	n.pollPeerLeaders(ctx, st)
+	n.ensurePeerSecret(ctx, st)
 	n.reportTiming(ctx, st) // last: a proposal may wait out its timeout
 }
 
@@ -161,6 +162,7 @@ func (n *Node) tryBootstrap(ctx context.Context) {
 			GroupCount:        n.cfg.GroupCount,
 			ReplicationFactor: n.cfg.ReplicationFactor,
 			Nodes:             n.cfg.InitialMembers,
+			PeerSecret:        n.bootSecret(),
 		},
 	})
 	if err != nil {

@@ -22,6 +22,7 @@ type metrics struct {
 	backlogs   *prometheus.GaugeVec
 	queueDepth prometheus.Collector
 	dropped    prometheus.Counter
+	peerAuth   *prometheus.CounterVec
 	moves      *prometheus.CounterVec
 	attempts   *prometheus.CounterVec
 	health     prometheus.Collector
@@ -60,6 +61,8 @@ func newMetrics(reg prometheus.Registerer, n *Node) (*metrics, error) {
 		Name: "slotmeta_proposals_dropped_total",
 		Help: "Raft entries dragonboat dropped before appending them (a leader transfer or an election under way), proposed again.",
 	})
+	m.peerAuth = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "slotmeta", Name: "peer_auth_failures_total",
+		Help: "Peer RPC requests refused for their cluster secret: wrong_secret, or rate_limited (the source sent too many wrong ones)."}, []string{"reason"})
 	m.moves = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "slotmeta_forward_leader_moves_total",
 		Help: "Forwarded writes cut short because another node was learnt to lead the group, by what became of them: redirected (not sent, or re-sent under an Idempotency-Key) or unknown (answered timeout).",
@@ -84,7 +87,7 @@ func newMetrics(reg prometheus.Registerer, n *Node) (*metrics, error) {
 	m.queueDepth = &queueCollector{n: n, desc: prometheus.NewDesc("slotmeta_proposal_queue_depth",
 		"Commands waiting in a group's proposal queue on this node.", []string{"group"}, nil)}
 	for _, c := range []prometheus.Collector{m.reads, m.proposals, m.batchCmds, m.batchBytes, m.appliedIdx, m.backlogs, m.queueDepth,
-		m.dropped, m.moves, m.attempts, m.health, m.store} {
+		m.dropped, m.peerAuth, m.moves, m.attempts, m.health, m.store} {
 		if err := reg.Register(c); err != nil {
 			m.unregister()
 			return nil, err
@@ -115,6 +118,15 @@ func (m *metrics) readPath(p propose.ReadPath) {
 	if int(p) < len(m.readPaths) {
 		m.readPaths[p].Inc()
 	}
+}
+
+// peerAuthFailed counts a peer request refused for its secret.
+func (m *metrics) peerAuthFailed(limited bool) {
+	if limited {
+		m.peerAuth.WithLabelValues("rate_limited").Inc()
+		return
+	}
+	m.peerAuth.WithLabelValues("wrong_secret").Inc()
 }
 
 // droppedProposal counts an entry dragonboat dropped that is proposed again.

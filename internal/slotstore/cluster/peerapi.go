@@ -24,6 +24,7 @@ import (
 func (n *Node) peerHandler() *peer.Server {
 	s := peer.NewServer(n.secret, 4*n.cfg.MaxPeerInFlight)
 	s.RefuseFrom(n.isRemoved)
+	s.OnAuthFailure(n.metrics.peerAuthFailed)
 	s.Handle(http.MethodPost, "propose", n.servePeerPropose)
 	s.Handle(http.MethodPost, "propose-batch", func(ctx context.Context, w http.ResponseWriter, r *http.Request) {
 		peer.ServeProposeBatch(ctx, w, r, func(ctx context.Context, cmd meta.Command) (meta.Result, slotstore.Route, error) {

@@ -141,6 +141,10 @@ type State struct {
 	// Timing: the Raft timing each node reported it runs (timing.go).
 	Timing       map[slotstore.NodeID]RaftTiming `json:"raft_timing,omitempty"`
 	AppliedIndex uint64                          `json:"applied_index"`
+	// PeerSecret is the cluster secret of peer RPC generated at bootstrap
+	// (secret.go); empty when the operator gives one to every node.
+	// Never shown by the API.
+	PeerSecret string `json:"peer_secret,omitempty"`
 }
 
 // NewState is the empty, not yet bootstrapped state.

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -34,6 +35,8 @@ type Client struct {
 	slots       map[string]chan struct{} // by peer address
 	forwarders  map[string]*forwarder    // by peer address (forward.go)
 	readIndexes map[string]*riBatcher    // by peer address (readindex.go)
+
+	took sync.Map // peer address → tookSecret
 
 	batches, batched atomic.Uint64 // batch requests sent, commands they carried
 	singles          atomic.Uint64 // forwarded commands sent alone
@@ -103,18 +106,37 @@ func (c *Client) acquire(addr string) (func(), error) {
 // peer's error. sent reports whether the request may have reached the peer
 // (a transport failure after that leaves a write's outcome unknown).
 func (c *Client) Call(ctx context.Context, method, addr, path string, body []byte, hdr map[string]string) (resp *http.Response, sent bool, err error) {
-	resp, sent, err = c.call(ctx, method, addr, path, body, hdr, c.secret.Current())
+	first := c.secret.Current()
+	if t, ok := c.took.Load(addr); ok && time.Now().Before(t.(tookSecret).until) && slices.Contains(c.secret.Previous(), t.(tookSecret).secret) {
+		first = t.(tookSecret).secret // what the peer took a moment ago
+	}
+	resp, sent, err = c.call(ctx, method, addr, path, body, hdr, first)
 	// The peer may not have the new secret yet (a rotation in progress):
-	// again with the earlier ones, newest first, while they last.
+	// again with the others, the current one then the earlier ones newest
+	// first, while they last. What it took is remembered for a second, so
+	// that the peer refuses one call a second, not every call (it limits
+	// refusals per source: server.go).
 	if slotstore.ErrorCode(err) != slotstore.CodeUnauthenticated {
 		return resp, sent, err // every call but a refused one: no list built
 	}
-	for _, prev := range c.secret.Previous() {
-		if resp, sent, err = c.call(ctx, method, addr, path, body, hdr, prev); slotstore.ErrorCode(err) != slotstore.CodeUnauthenticated {
+	for _, other := range append([]string{c.secret.Current()}, c.secret.Previous()...) {
+		if other == first {
+			continue
+		}
+		if resp, sent, err = c.call(ctx, method, addr, path, body, hdr, other); slotstore.ErrorCode(err) != slotstore.CodeUnauthenticated {
+			if err == nil && other != c.secret.Current() {
+				c.took.Store(addr, tookSecret{secret: other, until: time.Now().Add(time.Second)})
+			}
 			break
 		}
 	}
 	return resp, sent, err
+}
+
+// tookSecret is an earlier secret a peer took, remembered until until.
+type tookSecret struct {
+	secret string
+	until  time.Time
 }
 
 // call sends one request carrying secret (path may carry a query string).

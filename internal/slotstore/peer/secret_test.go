@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"slotmeta/internal/auth"
 	"slotmeta/internal/slotstore"
 )
 
@@ -109,5 +110,70 @@ func TestSecretRotatedTwice(t *testing.T) {
 	r.Accept(nil)
 	if r.Accepts("old") || !r.Accepts("new") {
 		t.Fatal("Accept(nil) must drop the extra secrets and keep the current one")
+	}
+}
+
+// TestRotationDoesNotTripTheLimiter: a client rotated ahead of its peer
+// makes 200 calls; it remembers the secret the peer took, so the peer
+// refuses about one call a second — not every call, which would soon have
+// the peer rate-limit the client's address (wrong secrets are limited per
+// source) — and every call is served.
+func TestRotationDoesNotTripTheLimiter(t *testing.T) {
+	s := NewServer(NewSecret("old-secret"), 4)
+	var refused, limited atomic.Int64
+	s.OnAuthFailure(func(l bool) {
+		refused.Add(1)
+		if l {
+			limited.Add(1)
+		}
+	})
+	s.Handle(http.MethodPost, "echo", func(_ context.Context, w http.ResponseWriter, r *http.Request) {})
+	ts := httptest.NewServer(s)
+	defer ts.Close()
+	addr := strings.TrimPrefix(ts.URL, "http://")
+	cli := NewSecret("old-secret")
+	cli.Set("new-secret", time.Hour)
+	c := NewClient(cli, 4)
+	start := time.Now()
+	for i := range 200 {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_, _, err := c.Call(ctx, http.MethodPost, addr, "echo", nil, nil)
+		cancel()
+		if err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+	}
+	if max := int64(time.Since(start)/time.Second) + 2; refused.Load() > max || limited.Load() > 0 {
+		t.Fatalf("%d refusals (%d limited) for 200 calls in %v, want at most %d and none limited", refused.Load(), limited.Load(), time.Since(start), max)
+	}
+}
+
+// TestWrongSecretsAreRateLimited: past the burst a source's requests are
+// refused 429 before their secret is looked at — a right one too.
+func TestWrongSecretsAreRateLimited(t *testing.T) {
+	s := NewServer(NewSecret("right"), 4)
+	frozen := time.Unix(1000, 0) // no refill while the test runs, however slow
+	s.limiter = auth.NewLimiter(auth.LimiterConfig{Rate: authFailRate, Burst: authFailBurst, Now: func() time.Time { return frozen }})
+	s.Handle(http.MethodPost, "echo", func(_ context.Context, w http.ResponseWriter, r *http.Request) {})
+	ts := httptest.NewServer(s)
+	defer ts.Close()
+	addr := strings.TrimPrefix(ts.URL, "http://")
+	wrong := NewClient(NewSecret("wrong"), 4)
+	call := func(c *Client) slotstore.Code {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_, _, err := c.Call(ctx, http.MethodPost, addr, "echo", nil, nil)
+		return slotstore.ErrorCode(err)
+	}
+	for i := range authFailBurst {
+		if code := call(wrong); code != slotstore.CodeUnauthenticated {
+			t.Fatalf("wrong secret %d: %q, want unauthenticated", i, code)
+		}
+	}
+	if code := call(wrong); code != slotstore.CodeRateLimited {
+		t.Fatalf("past the burst: %q, want rate_limited", code)
+	}
+	if code := call(NewClient(NewSecret("right"), 4)); code != slotstore.CodeRateLimited {
+		t.Fatalf("right secret from a limited source: %q, want rate_limited", code)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"slotmeta/internal/auth"
 	"slotmeta/internal/netguard"
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/meta"
@@ -49,7 +50,13 @@ type HandlerFunc func(ctx context.Context, w http.ResponseWriter, r *http.Reques
 // budget, and bounds how many it serves at once (past the bound: busy).
 type Server struct {
 	secret *Secret
-	slots  chan struct{}
+	// limiter bounds wrong secrets per source address (auth.Limiter); a
+	// source past it is refused before its secret is looked at.
+	limiter *auth.Limiter
+	// authFailed, when set, counts a refused secret (limited: refused
+	// unread for the source's earlier failures).
+	authFailed func(limited bool)
+	slots      chan struct{}
 	mux    *http.ServeMux
 	// refuse, when set, names callers the cluster removed: their requests
 	// are answered permission_denied, unread.
@@ -62,6 +69,20 @@ type Server struct {
 	streamsClosed bool
 }
 
+// Wrong secrets a source may send: a burst, then a few a second. Looser
+// than the API's (1/s, burst 10): on loopback every node is one source, and
+// during a rotation a node's first call to a peer that has not the new
+// secret yet is refused once a second (the client remembers what a peer
+// took, client.go); a random 256-bit secret is not guessed at any rate.
+const (
+	authFailRate  = 5
+	authFailBurst = 50
+)
+
+// OnAuthFailure makes the server call f for every refused secret (set
+// before serving).
+func (s *Server) OnAuthFailure(f func(limited bool)) { s.authFailed = f }
+
 // RefuseFrom makes the server refuse requests from the nodes refuse names
 // (set before serving).
 func (s *Server) RefuseFrom(refuse func(from slotstore.NodeID) bool) { s.refuse = refuse }
@@ -69,7 +90,8 @@ func (s *Server) RefuseFrom(refuse func(from slotstore.NodeID) bool) { s.refuse 
 // NewServer returns a server that accepts requests carrying secret and
 // serves at most bound of them at once.
 func NewServer(secret *Secret, bound int) *Server {
-	s := &Server{secret: secret, slots: make(chan struct{}, bound), mux: http.NewServeMux(), streamDead: deadAfter}
+	s := &Server{secret: secret, slots: make(chan struct{}, bound), mux: http.NewServeMux(), streamDead: deadAfter,
+		limiter: auth.NewLimiter(auth.LimiterConfig{Rate: authFailRate, Burst: authFailBurst})}
 	s.mux.HandleFunc(http.MethodGet+" "+Prefix+"stream", s.serveStream)
 	return s
 }
@@ -113,7 +135,16 @@ func (s *Server) guard(h HandlerFunc) http.HandlerFunc {
 // admit checks the secret (in constant time) and that the caller was not
 // removed; it answers the refusal and reports false if either fails.
 func (s *Server) admit(w http.ResponseWriter, r *http.Request) bool {
-	if !s.secret.Accepts(r.Header.Get(hdrSecret)) {
+	ok, wait, limited := s.limiter.Guard(auth.Source(r), func() bool { return s.secret.Accepts(r.Header.Get(hdrSecret)) })
+	if !ok {
+		if s.authFailed != nil {
+			s.authFailed(limited)
+		}
+		if limited {
+			WriteError(w, http.StatusTooManyRequests, &slotstore.Error{Code: slotstore.CodeRateLimited, RetryAfter: wait,
+				Message: "too many wrong cluster secrets from this address; wait"})
+			return false
+		}
 		WriteError(w, http.StatusUnauthorized, &slotstore.Error{Code: slotstore.CodeUnauthenticated, Message: "missing or wrong cluster secret"})
 		return false
 	}
