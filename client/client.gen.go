@@ -1989,7 +1989,7 @@ type SecurityStatus struct {
 	ClientCertificates bool             `json:"client_certificates"`
 
 	// ClusterSecret Where peer RPC's cluster secret comes from — given (--cluster-secret or its file), or generated at bootstrap (loopback clusters; kept in the data directory, mode 0600).
-	ClusterSecret SecurityStatusClusterSecret `json:"cluster_secret"`
+	ClusterSecret *SecurityStatusClusterSecret `json:"cluster_secret,omitempty"`
 
 	// ClusterTls Raft and peer RPC run mutual TLS.
 	ClusterTls bool `json:"cluster_tls"`

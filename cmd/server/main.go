@@ -145,7 +145,8 @@ func run(args []string, getenv func(string) string, stdout io.Writer) error {
 		srv.TLSConfig = p.apiTLS.ServerConfig(tls.VerifyClientCertIfGiven)
 		go func() { serveErr <- srv.ServeTLS(ln, "", "") }()
 	} else {
-		go func() { serveErr <- srv.Serve(ln) }()
+		// net/http's own answers to unparsable requests as the error JSON.
+		go func() { serveErr <- srv.Serve(httpapi.CannedErrors(ln)) }()
 	}
 	base := p.sec.scheme() + "://" + ln.Addr().String()
 	log.Info("slotmeta node started", "node", o.NodeID, "data", o.DataDir, "raft", o.RaftAddr,

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -36,6 +37,8 @@ func TestBadInputIsRejectedBeforeTheBackend(t *testing.T) {
 		{"duplicate field", "POST", "/v1/users", `{"uid":"a","uid":"b"}`, nil, 400, "uid"},
 		{"uid wrong type", "POST", "/v1/users", `{"uid":1}`, nil, 400, "uid"},
 		{"name wrong type", "POST", "/v1/users", `{"uid":"a","name":["x"]}`, nil, 400, "name"},
+		{"group id beyond uint32", "POST", "/v1/cluster/groups/1/merge", `{"into":4294967296}`, nil, 400, "into"},
+		{"group id fraction", "POST", "/v1/cluster/groups/1/merge", `{"into":1.5}`, nil, 400, "into"},
 		{"not JSON content type", "POST", "/v1/users", `{"uid":"a"}`, []string{"Content-Type", "text/plain"}, 400, "Content-Type"},
 		{"form content type", "POST", "/v1/users", `{"uid":"a"}`, []string{"Content-Type", "application/x-www-form-urlencoded"}, 400, "Content-Type"},
 		{"body over the limit", "POST", "/v1/users", `{"uid":"a","extra":"` + long(2<<20) + `"}`, nil, 413, ""},
@@ -59,6 +62,8 @@ func TestBadInputIsRejectedBeforeTheBackend(t *testing.T) {
 		{"empty consistency", "GET", "/v1/kv/k?consistency=", ``, nil, 400, "consistency"},
 		{"repeated consistency", "GET", "/v1/kv/k?consistency=local&consistency=local", ``, nil, 400, "consistency"},
 		{"malformed query", "GET", "/v1/kv/k?consistency=%zz", ``, nil, 400, ""},
+		{"query value invalid UTF-8", "GET", "/v1/users?cursor=%FF", ``, nil, 400, "cursor"},
+		{"query value lone surrogate", "GET", "/v1/kv/k?consistency=%ED%A0%80", ``, nil, 400, "consistency"},
 		// Listing.
 		{"limit zero", "GET", "/v1/users?limit=0", ``, nil, 400, "limit"},
 		{"limit too big", "GET", "/v1/users?limit=1001", ``, nil, 400, "limit"},
@@ -126,6 +131,9 @@ func TestBadInputIsRejectedBeforeTheBackend(t *testing.T) {
 				405: slotstore.CodeInvalidArgument, 413: slotstore.CodePayloadTooLarge}[c.status]
 			if e.Code != wantCode {
 				t.Fatalf("code %s, want %s", e.Code, wantCode)
+			}
+			if strings.Contains(e.Message+fmt.Sprint(e.Details), "an integer, not a number") {
+				t.Fatalf("an integer's refusal must give its range, not call it a number: %q %+v", e.Message, e.Details)
 			}
 			if c.field != "" && !hasField(e.Details, c.field) {
 				t.Fatalf("details %+v lack field %q (message %q)", e.Details, c.field, e.Message)

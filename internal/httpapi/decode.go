@@ -87,6 +87,9 @@ func (a *api) decode(w http.ResponseWriter, r *http.Request, dst any) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return invalid("request body is empty; expected a JSON object")
 	}
+	if err := checkJSONValues(body); err != nil {
+		return err
+	}
 	if err := checkMembers(body, fieldsOf(reflect.TypeOf(dst).Elem())); err != nil {
 		return err
 	}
@@ -169,12 +172,28 @@ func jsonError(err error) error {
 		if te.Field == "" {
 			return invalid("request body must be a JSON object, not %s", article(te.Value))
 		}
+		if lo, hi, ok := intRange(te.Type); ok && strings.HasPrefix(te.Value, "number") {
+			// "number 4294967296" for a uint32, "number 1.5" for any integer.
+			return invalidField(te.Field, fmt.Sprintf("must be an integer from %s to %s, not %s", lo, hi, strings.TrimPrefix(te.Value, "number ")))
+		}
 		return invalidField(te.Field, fmt.Sprintf("must be %s, not %s", jsonType(te.Type), article(te.Value)))
 	}
 	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
 		return invalid("malformed JSON: unexpected end of input")
 	}
 	return invalid("malformed JSON: %v", err)
+}
+
+// intRange is the range of an integer type, in decimal.
+func intRange(t reflect.Type) (lo, hi string, ok bool) {
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		bits := t.Bits()
+		return strconv.FormatInt(-1<<(bits-1), 10), strconv.FormatInt(1<<(bits-1)-1, 10), true
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "0", strconv.FormatUint(1<<t.Bits()-1, 10), true
+	}
+	return "", "", false
 }
 
 // jsonType names the JSON type a Go type is decoded from.

@@ -3,9 +3,11 @@ package httpapi
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"runtime/debug"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
@@ -113,4 +115,33 @@ func (a *api) methodNotAllowed(routes *chi.Routes) http.HandlerFunc {
 		a.writeErrorStatus(w, r, http.StatusMethodNotAllowed, slotstore.Errorf(slotstore.CodeInvalidArgument,
 			"method %s is not allowed on %s (allowed: %s)", r.Method, path, list))
 	}
+}
+
+// validText refuses a request whose query is not valid UTF-8 once
+// unescaped (a %FF, or the encoding of a lone surrogate): parameters are
+// text, and one replaced by U+FFFD would be another than was asked for.
+// (Path parameters are checked by their handlers, which name the field.)
+func (a *api) validText(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.RawQuery != "" {
+			q, err := url.ParseQuery(r.URL.RawQuery)
+			if err != nil {
+				a.writeError(w, r, invalid("malformed query string: %v", err))
+				return
+			}
+			for k, vs := range q {
+				if !utf8.ValidString(k) {
+					a.writeError(w, r, invalid("a query parameter's name is not valid UTF-8 once unescaped"))
+					return
+				}
+				for _, v := range vs {
+					if !utf8.ValidString(v) {
+						a.writeError(w, r, invalidField(k, "is not valid UTF-8 once unescaped"))
+						return
+					}
+				}
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
 }

@@ -41,7 +41,7 @@ func New(cfg Config) (http.Handler, error) {
 		audit: cfg.Audit, metrics: m, security: cfg.Security}
 
 	r := chi.NewRouter()
-	r.Use(m.instrument, a.recoverPanics, a.authenticate, withDeadline(cfg.RequestTimeout), routeOnEscapedPath, middleware.GetHead)
+	r.Use(m.instrument, a.recoverPanics, a.validText, a.authenticate, withDeadline(cfg.RequestTimeout), routeOnEscapedPath, middleware.GetHead)
 	// Set before any sub-router is made: chi hands them down at Mount.
 	r.NotFound(a.notFound)
 	var flat chi.Routes // every route, once registered
@@ -54,11 +54,11 @@ func New(cfg Config) (http.Handler, error) {
 		r.Get("/openapi.yaml", a.openAPI(cfg.OpenAPI))
 	}
 	if cfg.Console != nil {
-		r.Mount("/console", cfg.Console)
+		r.Mount("/console", a.jsonErrors(cfg.Console))
 	}
 	if cfg.Docs != nil {
-		r.Method(http.MethodGet, "/docs", cfg.Docs)
-		r.Method(http.MethodGet, "/docs/*", cfg.Docs)
+		r.Method(http.MethodGet, "/docs", a.jsonErrors(cfg.Docs))
+		r.Method(http.MethodGet, "/docs/*", a.jsonErrors(cfg.Docs))
 	}
 	r.Route("/v1", func(r chi.Router) {
 		r.Route("/users", a.userRoutes)

@@ -19,7 +19,7 @@ type SecurityStatus struct {
 	// ClusterSecret is where peer RPC's secret comes from: "given"
 	// (--cluster-secret or its file) or "generated" (at bootstrap, on
 	// loopback; kept in the data directory).
-	ClusterSecret string `json:"cluster_secret"`
+	ClusterSecret string `json:"cluster_secret,omitempty"`
 	// Tokens and CertNames count the API credentials configured.
 	Tokens    int `json:"tokens"`
 	CertNames int `json:"certificate_names"`
