@@ -57,7 +57,7 @@ type Server struct {
 	// unread for the source's earlier failures).
 	authFailed func(limited bool)
 	slots      chan struct{}
-	mux    *http.ServeMux
+	mux        *http.ServeMux
 	// refuse, when set, names callers the cluster removed: their requests
 	// are answered permission_denied, unread.
 	refuse func(from slotstore.NodeID) bool
