@@ -100,7 +100,12 @@ func run(args []string, getenv func(string) string, stdout io.Writer) error {
 	}
 	rl := &reloader{o: o, getenv: getenv, log: log, authn: p.authn, node: node, apiTLS: p.apiTLS, sec: p.sec, loadedAt: time.Now()}
 	recorder := audit.New(node, log)
-	limiter := auth.NewLimiter(auth.LimiterConfig{})
+	limiter := auth.NewLimiter(auth.LimiterConfig{Logger: log})
+	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "slotmeta", Subsystem: "auth", Name: "failures_total",
+		Help: "Failed authentications (API and console), before the failure limiter."}, func() float64 { return float64(limiter.Failures()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "slotmeta", Subsystem: "auth", Name: "lockouts_total",
+			Help: "Failed authentications after which their source was out of budget (refused 429 until it refills)."},
+			func() float64 { return float64(limiter.Lockouts()) }))
 	handler, err := httpapi.New(httpapi.Config{
 		Backend:      node,
 		Registerer:   reg,

@@ -67,20 +67,14 @@ func ParseRole(s string) (Role, error) {
 	return RoleNone, fmt.Errorf("auth: unknown role %q (want read, write or admin)", s)
 }
 
-// CookieName is the console's session cookie (it holds the token).
-const CookieName = "slotmeta_token"
-
-// TokenOf extracts the bearer token of r (the Authorization header, else
-// the console cookie).
+// TokenOf extracts the bearer token of r's Authorization header. A cookie
+// is never a credential here: the console turns its session cookie into
+// the session's token itself (Sessions.WithSession).
 func TokenOf(r *http.Request) string {
 	if h := r.Header.Get("Authorization"); h != "" {
 		if scheme, tok, ok := strings.Cut(h, " "); ok && strings.EqualFold(scheme, "Bearer") {
 			return strings.TrimSpace(tok)
 		}
-		return ""
-	}
-	if c, err := r.Cookie(CookieName); err == nil {
-		return c.Value
 	}
 	return ""
 }

@@ -1,10 +1,12 @@
 package auth
 
 import (
+	"bytes"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -63,11 +65,14 @@ func TestRequire(t *testing.T) {
 			t.Errorf("%s %s with %q: %v, want %q", tc.method, tc.path, tc.auth, err, tc.want)
 		}
 	}
-	// The console cookie carries a token too.
-	r := req("PUT", "/v1/kv/k", "")
-	r.AddCookie(&http.Cookie{Name: CookieName, Value: "write-token-0123456789"})
-	if _, err := a.Require(r, RoleWrite); err != nil {
-		t.Fatalf("cookie token: %v", err)
+	// A cookie is never a credential of the API: not the console's session
+	// cookie, not a cookie holding a valid token.
+	for _, name := range []string{SessionCookie, "slotmeta_token"} {
+		r := req("PUT", "/v1/kv/k", "")
+		r.AddCookie(&http.Cookie{Name: name, Value: "write-token-0123456789"})
+		if _, err := a.Require(r, RoleWrite); slotstore.ErrorCode(err) != slotstore.CodeUnauthenticated {
+			t.Fatalf("a token in cookie %s: %v, want unauthenticated", name, err)
+		}
 	}
 }
 
@@ -203,5 +208,67 @@ func TestLimiter(t *testing.T) {
 	}
 	if n > 64+limiterStripes {
 		t.Fatalf("%d sources tracked", n)
+	}
+}
+
+func TestSessions(t *testing.T) {
+	now := time.Unix(1000, 0)
+	s := NewSessions(SessionsConfig{TTL: time.Minute, Max: 2, Now: func() time.Time { return now }})
+	a, b := s.Open("token-a"), s.Open("token-b")
+	if a == b || len(a) < 40 || s.Token(a) != "token-a" || s.Token("nope") != "" {
+		t.Fatalf("ids %q %q", a, b)
+	}
+	// Full: the one ending first goes.
+	now = now.Add(time.Second)
+	c := s.Open("token-c")
+	if s.Token(a) != "" || s.Token(b) != "token-b" || s.Token(c) != "token-c" || s.Len() != 2 {
+		t.Fatalf("eviction: a %q b %q c %q, %d kept", s.Token(a), s.Token(b), s.Token(c), s.Len())
+	}
+	// The cookie becomes the token for the console; an Authorization
+	// header wins; an ended session says so.
+	r := httptest.NewRequest("GET", "/console", nil)
+	r.AddCookie(&http.Cookie{Name: SessionCookie, Value: c})
+	if r2, ended := s.WithSession(r); ended || TokenOf(r2) != "token-c" || TokenOf(r) != "" {
+		t.Fatalf("session request: %q ended %v", TokenOf(r2), ended)
+	}
+	s.Close(c)
+	if _, ended := s.WithSession(r); !ended {
+		t.Fatal("a closed session is not reported ended")
+	}
+	now = now.Add(time.Minute)
+	if s.Token(b) != "" {
+		t.Fatal("an expired session still answers")
+	}
+}
+
+// TestLimiterLogsAndCountsFailures: each failure is counted and logged, a
+// lockout at Warn; past the log's own budget lines are dropped and
+// counted in the next line, so a flood of guesses cannot flood the log.
+func TestLimiterLogsAndCountsFailures(t *testing.T) {
+	var buf bytes.Buffer
+	now := time.Unix(1000, 0)
+	l := NewLimiter(LimiterConfig{Rate: 0.001, Burst: 3, Now: func() time.Time { return now }, Logger: slog.New(slog.NewTextHandler(&buf, nil))})
+	for range 3 {
+		l.Guard("10.0.0.1", func() bool { return false })
+	}
+	if _, _, blocked := l.Guard("10.0.0.1", func() bool { return true }); !blocked {
+		t.Fatal("not locked out after the burst")
+	}
+	if l.Failures() != 3 || l.Lockouts() != 1 {
+		t.Fatalf("failures %d lockouts %d, want 3 and 1", l.Failures(), l.Lockouts())
+	}
+	out := buf.String()
+	if strings.Count(out, "authentication failed") != 3 || !strings.Contains(out, "level=WARN") || !strings.Contains(out, "source=10.0.0.1") {
+		t.Fatalf("log:\n%s", out)
+	}
+	buf.Reset()
+	for i := range 200 {
+		l.Guard(fmt.Sprintf("10.0.1.%d", i), func() bool { return false })
+	}
+	if lines := strings.Count(buf.String(), "\n"); lines > logBurst+5 {
+		t.Fatalf("%d lines for 200 failures in a moment", lines)
+	}
+	if l.Failures() != 203 {
+		t.Fatalf("failures %d", l.Failures())
 	}
 }

@@ -2,10 +2,12 @@ package auth
 
 import (
 	"hash/fnv"
+	"log/slog"
 	"math"
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -23,6 +25,9 @@ type LimiterConfig struct {
 	MaxSources int
 	// Now is the clock (tests).
 	Now func() time.Time
+	// Logger gets each failure and each lockout (at most logRate lines a
+	// second, the rest counted in the next line); nil: not logged.
+	Logger *slog.Logger
 }
 
 func (c LimiterConfig) withDefaults() LimiterConfig {
@@ -54,7 +59,18 @@ func (c LimiterConfig) withDefaults() LimiterConfig {
 type Limiter struct {
 	cfg     LimiterConfig
 	stripes [limiterStripes]stripe
+
+	failures, lockouts atomic.Uint64
+	logLines           *rate.Limiter
+	unlogged           atomic.Uint64
 }
+
+// logRate bounds the lines the limiter logs (a flood of guesses must not
+// flood the log): 5 a second, 20 in a burst.
+const (
+	logRate  = 5
+	logBurst = 20
+)
 
 const limiterStripes = 64
 
@@ -65,7 +81,7 @@ type stripe struct {
 
 // NewLimiter returns a limiter with cfg's defaults filled in.
 func NewLimiter(cfg LimiterConfig) *Limiter {
-	l := &Limiter{cfg: cfg.withDefaults()}
+	l := &Limiter{cfg: cfg.withDefaults(), logLines: rate.NewLimiter(logRate, logBurst)}
 	for i := range l.stripes {
 		l.stripes[i].sources = map[string]*rate.Limiter{}
 	}
@@ -118,8 +134,39 @@ func (l *Limiter) Guard(source string, check func() bool) (passed bool, wait tim
 		s.sources[source] = lim
 	}
 	lim.AllowN(now, 1)
+	l.failures.Add(1)
+	lockedOut := lim.TokensAt(now) < 1
+	if lockedOut {
+		l.lockouts.Add(1)
+	}
+	l.log(source, lockedOut)
 	return false, 0, false
 }
+
+// log notes a failed authentication of source, and its lockout.
+func (l *Limiter) log(source string, lockedOut bool) {
+	if l.cfg.Logger == nil {
+		return
+	}
+	if !l.logLines.Allow() {
+		l.unlogged.Add(1)
+		return
+	}
+	skipped := l.unlogged.Swap(0)
+	if lockedOut {
+		l.cfg.Logger.Warn("authentication failed; the source is locked out until its budget refills", "source", source,
+			"failures_not_logged", skipped)
+		return
+	}
+	l.cfg.Logger.Info("authentication failed", "source", source, "failures_not_logged", skipped)
+}
+
+// Failures counts the failed authentications checked; Lockouts those after
+// which their source was out of budget.
+func (l *Limiter) Failures() uint64 { return l.failures.Load() }
+
+// Lockouts: see Failures.
+func (l *Limiter) Lockouts() uint64 { return l.lockouts.Load() }
 
 // makeRoom keeps a stripe within its share of MaxSources: sources whose
 // budget refilled are forgotten first (they owe nothing); only if none has,

@@ -86,6 +86,9 @@ type Config struct {
 	// Security, if set, tells whether the node runs --insecure (a banner on
 	// every page).
 	Security func() slotstore.SecurityStatus
+	// Sessions keeps the signed-in browsers (default: a set of the
+	// console's own).
+	Sessions *auth.Sessions
 }
 
 // flashCookie carries the outcome of an action to the page the action
@@ -101,12 +104,17 @@ type console struct {
 	limiter  *auth.Limiter
 	audit    *audit.Recorder
 	security func() slotstore.SecurityStatus
+	sessions *auth.Sessions
 	now      func() time.Time
 }
 
 // Handler serves the console; mount it at /console (it sees full paths).
 func Handler(cfg Config) http.Handler {
-	c := &console{src: cfg.Source, authn: cfg.Auth, limiter: cfg.Limiter, audit: cfg.Audit, security: cfg.Security, now: time.Now}
+	c := &console{src: cfg.Source, authn: cfg.Auth, limiter: cfg.Limiter, audit: cfg.Audit, security: cfg.Security, now: time.Now,
+		sessions: cfg.Sessions}
+	if c.sessions == nil {
+		c.sessions = auth.NewSessions(auth.SessionsConfig{})
+	}
 	mux := http.NewServeMux()
 	static, _ := fs.Sub(web.Static, "static")
 	mux.Handle("GET /console/static/", http.StripPrefix("/console/static/", http.FileServerFS(static)))
@@ -152,7 +160,27 @@ func Handler(cfg Config) http.Handler {
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c.render(w, r, http.StatusForbidden, c.refusedPage(r, "Refused: this form was sent from another origin (cross-site request)."))
 	}))
-	return cop.Handler(mux)
+	return pageHeaders(cop.Handler(mux))
+}
+
+// contentSecurityPolicy lets the console's pages load only their own
+// scripts, styles and images (the bars' widths are inline styles, htmx adds
+// one for its indicator), send forms and requests only to their own node,
+// and be framed by nobody.
+const contentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; " +
+	"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'"
+
+// pageHeaders sets the headers that keep a browser from running, framing
+// or leaking the console's pages elsewhere.
+func pageHeaders(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hd := w.Header()
+		hd.Set("Content-Security-Policy", contentSecurityPolicy)
+		hd.Set("X-Frame-Options", "DENY")
+		hd.Set("Referrer-Policy", "same-origin")
+		hd.Set("X-Content-Type-Options", "nosniff")
+		h.ServeHTTP(w, r)
+	})
 }
 
 // ---- access control ----
@@ -187,8 +215,12 @@ func (c *console) read(h http.HandlerFunc) http.HandlerFunc { return c.readAs(au
 func (c *console) readAs(role auth.Role, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
+		r, ended := c.sessions.WithSession(r)
 		id, err := c.authn.Check(r, role, c.limiter)
 		if err != nil {
+			if ended {
+				c.dropCookie(w, r)
+			}
 			if slotstore.ErrorCode(err) == slotstore.CodePermissionDenied {
 				c.render(w, r, http.StatusForbidden, c.refusedPage(r.WithContext(auth.WithIdentity(r.Context(), id)), "Refused: "+errMessage(err)+"."))
 				return
@@ -213,8 +245,12 @@ func (c *console) readAs(role auth.Role, h http.HandlerFunc) http.HandlerFunc {
 func (c *console) action(h func(w http.ResponseWriter, r *http.Request) (redirect string, f Flash)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
+		r, ended := c.sessions.WithSession(r)
 		id, err := c.authn.Check(r, auth.RoleAdmin, c.limiter)
 		if err != nil {
+			if ended {
+				c.dropCookie(w, r)
+			}
 			if status := statusOf(err); status == http.StatusForbidden {
 				c.record(r, id, status, slotstore.AuditDenied, errMessage(err))
 				r = auth.WithRequestIdentity(r, id)
@@ -244,16 +280,23 @@ func (c *console) action(h func(w http.ResponseWriter, r *http.Request) (redirec
 // htmxStopPolling is the status that makes htmx stop a polling trigger.
 const htmxStopPolling = 286
 
-// dropStaleCookie clears the session cookie when its token was refused
-// (rotated away, say), so that the browser stops sending it.
+// dropStaleCookie ends the session and clears its cookie when the
+// session's token was refused (rotated away, say), so that the browser
+// stops sending it.
 func (c *console) dropStaleCookie(w http.ResponseWriter, r *http.Request, err error) {
-	if slotstore.ErrorCode(err) != slotstore.CodeUnauthenticated || r.Header.Get("Authorization") != "" {
+	if slotstore.ErrorCode(err) != slotstore.CodeUnauthenticated {
 		return
 	}
-	if _, cerr := r.Cookie(auth.CookieName); cerr == nil {
-		http.SetCookie(w, &http.Cookie{Name: auth.CookieName, Value: "", Path: cookiePath, HttpOnly: true,
-			SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, MaxAge: -1})
+	if ck, cerr := r.Cookie(auth.SessionCookie); cerr == nil {
+		c.sessions.Close(ck.Value)
+		c.dropCookie(w, r)
 	}
+}
+
+// dropCookie clears the session cookie.
+func (c *console) dropCookie(w http.ResponseWriter, r *http.Request) {
+	http.SetCookie(w, &http.Cookie{Name: auth.SessionCookie, Value: "", Path: cookiePath, HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, MaxAge: -1})
 }
 
 // record writes an action to the audit trail: the console's route
@@ -318,15 +361,18 @@ func (c *console) login(w http.ResponseWriter, r *http.Request) {
 		c.render(w, r, status, c.page(r, "Sign in", "login", LoginBody(LoginProps{Next: next, AuthEnabled: true, Error: msg})))
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: auth.CookieName, Value: tok, Path: cookiePath, HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, MaxAge: 12 * 3600})
+	// The cookie holds a session id, never the token (auth.Sessions).
+	http.SetCookie(w, &http.Cookie{Name: auth.SessionCookie, Value: c.sessions.Open(tok), Path: cookiePath, HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, MaxAge: int(c.sessions.TTL().Seconds())})
 	setFlash(w, r, Flash{OK: true, Message: "Signed in as " + c.authn.RoleOf(tok).String() + "."})
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
 func (c *console) logout(w http.ResponseWriter, r *http.Request) {
-	http.SetCookie(w, &http.Cookie{Name: auth.CookieName, Value: "", Path: cookiePath, HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, MaxAge: -1})
+	if ck, err := r.Cookie(auth.SessionCookie); err == nil {
+		c.sessions.Close(ck.Value)
+	}
+	c.dropCookie(w, r)
 	setFlash(w, r, Flash{OK: true, Message: "Signed out."})
 	http.Redirect(w, r, "/console/login", http.StatusSeeOther)
 }

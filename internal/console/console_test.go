@@ -352,9 +352,11 @@ func TestActionsNeedAdminAndReadsNeedRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer(Handler(Config{Source: f, Auth: authn, Audit: audit.New(f, nil)}))
+	sess := auth.NewSessions(auth.SessionsConfig{})
+	ts := httptest.NewServer(Handler(Config{Source: f, Auth: authn, Audit: audit.New(f, nil), Sessions: sess}))
 	defer ts.Close()
 	cl := &http.Client{CheckRedirect: noRedirect}
+	// cookie is the token a session is opened for (as a sign-in does).
 	do := func(method, path, cookie string, form url.Values) (*http.Response, string) {
 		t.Helper()
 		var body io.Reader
@@ -366,7 +368,7 @@ func TestActionsNeedAdminAndReadsNeedRead(t *testing.T) {
 			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		}
 		if cookie != "" {
-			req.AddCookie(&http.Cookie{Name: auth.CookieName, Value: cookie})
+			req.AddCookie(&http.Cookie{Name: auth.SessionCookie, Value: sess.Open(cookie)})
 		}
 		resp, err := cl.Do(req)
 		if err != nil {
@@ -409,7 +411,7 @@ func TestActionsNeedAdminAndReadsNeedRead(t *testing.T) {
 		t.Fatal("no flash")
 	}
 	req, _ := http.NewRequest("GET", ts.URL+"/console/groups/1", nil)
-	req.AddCookie(&http.Cookie{Name: auth.CookieName, Value: adminTok})
+	req.AddCookie(&http.Cookie{Name: auth.SessionCookie, Value: sess.Open(adminTok)})
 	req.AddCookie(flash)
 	r2, err := cl.Do(req)
 	if err != nil {
@@ -425,7 +427,7 @@ func TestActionsNeedAdminAndReadsNeedRead(t *testing.T) {
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Origin", "https://evil.example")
 	req.Header.Set("Sec-Fetch-Site", "cross-site")
-	req.AddCookie(&http.Cookie{Name: auth.CookieName, Value: adminTok})
+	req.AddCookie(&http.Cookie{Name: auth.SessionCookie, Value: sess.Open(adminTok)})
 	r3, err := cl.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -473,12 +475,12 @@ func TestLoginSetsAStrictHttpOnlyCookie(t *testing.T) {
 	}
 	var ck *http.Cookie
 	for _, c := range resp.Cookies() {
-		if c.Name == auth.CookieName {
+		if c.Name == auth.SessionCookie {
 			ck = c
 		}
 	}
-	if ck == nil || ck.Value != adminTok || !ck.HttpOnly || ck.SameSite != http.SameSiteStrictMode || ck.Secure {
-		t.Fatalf("cookie %+v", ck)
+	if ck == nil || ck.Value == adminTok || len(ck.Value) < 40 || !ck.HttpOnly || ck.SameSite != http.SameSiteStrictMode || ck.Secure {
+		t.Fatalf("cookie %+v: a session id (never the token), HttpOnly, SameSite=Strict", ck)
 	}
 	if safeNext("//evil.example/x") != "/console" || safeNext("https://evil.example") != "/console" {
 		t.Fatal("open redirect")
@@ -503,7 +505,7 @@ func TestLoginSetsAStrictHttpOnlyCookie(t *testing.T) {
 	resp = post(adminTok)
 	ck = nil
 	for _, c := range resp.Cookies() {
-		if c.Name == auth.CookieName {
+		if c.Name == auth.SessionCookie {
 			ck = c
 		}
 	}
@@ -736,7 +738,8 @@ func TestInsecureBanner(t *testing.T) {
 // htmx's stop-polling status and the cookie cleared.
 func TestNoTokenOracle(t *testing.T) {
 	authn, _ := auth.New(map[string]auth.Role{adminTok: auth.RoleAdmin})
-	ts := httptest.NewServer(Handler(Config{Source: newFake(), Auth: authn, Limiter: auth.NewLimiter(auth.LimiterConfig{})}))
+	sess := auth.NewSessions(auth.SessionsConfig{})
+	ts := httptest.NewServer(Handler(Config{Source: newFake(), Auth: authn, Limiter: auth.NewLimiter(auth.LimiterConfig{}), Sessions: sess}))
 	defer ts.Close()
 	page := func(token string) string {
 		req, _ := http.NewRequest("GET", ts.URL+"/console/login", nil)
@@ -753,7 +756,7 @@ func TestNoTokenOracle(t *testing.T) {
 		t.Fatalf("the login page tells tokens apart: %q vs %q", good, bad)
 	}
 	req, _ := http.NewRequest("GET", ts.URL+"/console/fragments/groups", nil)
-	req.AddCookie(&http.Cookie{Name: auth.CookieName, Value: "rotated-away-token-0123"})
+	req.AddCookie(&http.Cookie{Name: auth.SessionCookie, Value: sess.Open("rotated-away-token-0123")})
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -761,9 +764,29 @@ func TestNoTokenOracle(t *testing.T) {
 	resp.Body.Close()
 	cleared := false
 	for _, c := range resp.Cookies() {
-		cleared = cleared || (c.Name == auth.CookieName && c.MaxAge < 0)
+		cleared = cleared || (c.Name == auth.SessionCookie && c.MaxAge < 0)
 	}
 	if resp.StatusCode != htmxStopPolling || !cleared {
 		t.Fatalf("a stale cookie on a fragment: %d, cookie cleared %v", resp.StatusCode, cleared)
+	}
+}
+
+// TestPagesCarrySecurityHeaders: every console answer — page, fragment,
+// static file, refusal — says where its content may come from and that no
+// other site may frame it.
+func TestPagesCarrySecurityHeaders(t *testing.T) {
+	ts := httptest.NewServer(Handler(Config{Source: newFake()}))
+	defer ts.Close()
+	for _, path := range []string{"/console", "/console/groups", "/console/fragments/overview", "/console/static/htmx.min.js", "/console/login", "/console/nope"} {
+		resp, err := http.Get(ts.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		h := resp.Header
+		if csp := h.Get("Content-Security-Policy"); !strings.Contains(csp, "frame-ancestors 'none'") || !strings.Contains(csp, "script-src 'self'") ||
+			h.Get("X-Frame-Options") != "DENY" || h.Get("Referrer-Policy") == "" || h.Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("%s: %d headers %v", path, resp.StatusCode, h)
+		}
 	}
 }

@@ -46,6 +46,28 @@ func (c consoleNode) SlotMap() (m [slotstore.HashSlotCount]slotstore.GroupID) {
 
 // serveConsole serves n through the real API handler with the console
 // mounted and access control on (an admin and a read token).
+// signIn signs in to the console at base with token and returns the
+// session cookie (a random session id: the token is never a cookie); a token
+// the console refuses gets a cookie naming no session.
+func signIn(t *testing.T, base, token string) *http.Cookie {
+	t.Helper()
+	cl := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	req, _ := http.NewRequest("POST", base+"/console/login", strings.NewReader(url.Values{"token": {token}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", base)
+	resp, err := cl.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	for _, c := range resp.Cookies() {
+		if c.Name == auth.SessionCookie && c.Value != "" {
+			return c
+		}
+	}
+	return &http.Cookie{Name: auth.SessionCookie, Value: "no-such-session"}
+}
+
 func serveConsole(t *testing.T, n *cluster.Node) string {
 	t.Helper()
 	authn, err := auth.New(map[string]auth.Role{consoleAdminToken: auth.RoleAdmin, consoleReadToken: auth.RoleRead})
@@ -105,7 +127,7 @@ func TestConsoleActionWithoutAdminIsRefused(t *testing.T) {
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		req.Header.Set("Origin", base)
 		if tc.cookie != "" {
-			req.AddCookie(&http.Cookie{Name: auth.CookieName, Value: tc.cookie})
+			req.AddCookie(signIn(t, base, tc.cookie))
 		}
 		resp, err := cl.Do(req)
 		if err != nil {

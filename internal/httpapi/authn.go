@@ -37,6 +37,10 @@ func (a *api) authenticate(next http.Handler) http.Handler {
 			a.writeError(w, r, err)
 			return
 		}
+		if !a.auth.Enabled() && r.Header.Get("Authorization") != "" {
+			// Not silent: a client that sends a token believes it is checked.
+			w.Header().Set("Warning", `299 slotmeta "access control is off on this node: the credentials sent were not checked"`)
+		}
 		if !audit.IsAdminAction(r) {
 			next.ServeHTTP(w, r)
 			return

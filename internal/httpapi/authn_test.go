@@ -169,3 +169,16 @@ func serveAs(h http.Handler, method, path, token, body, from string) *httptest.R
 	h.ServeHTTP(w, r)
 	return w
 }
+
+// TestTokenWithAccessControlOffIsNotSilent: a node without credentials
+// serves a request that carries a token, and says the token was not checked.
+func TestTokenWithAccessControlOffIsNotSilent(t *testing.T) {
+	h := newHandler(t, newFake(t, 1))
+	w := do(t, h, "GET", "/v1/kv/k", "", "Authorization", "Bearer some-token-0123456789")
+	if !strings.Contains(w.Header().Get("Warning"), "not checked") {
+		t.Fatalf("no warning: %v", w.Header())
+	}
+	if w := do(t, h, "GET", "/v1/kv/k", ""); w.Header().Get("Warning") != "" {
+		t.Fatal("a warning without a token")
+	}
+}
