@@ -152,6 +152,9 @@ func (e BalancePlanBalanced) Valid() bool {
 
 // Defines values for DecisionKind.
 const (
+	DecisionKindBalance        DecisionKind = "balance"
+	DecisionKindBalanceHeld    DecisionKind = "balance_held"
+	DecisionKindBalanceRefused DecisionKind = "balance_refused"
 	DecisionKindSkip           DecisionKind = "skip"
 	DecisionKindTask           DecisionKind = "task"
 	DecisionKindTransfer       DecisionKind = "transfer"
@@ -162,6 +165,12 @@ const (
 // Valid indicates whether the value is a known member of the DecisionKind enum.
 func (e DecisionKind) Valid() bool {
 	switch e {
+	case DecisionKindBalance:
+		return true
+	case DecisionKindBalanceHeld:
+		return true
+	case DecisionKindBalanceRefused:
+		return true
 	case DecisionKindSkip:
 		return true
 	case DecisionKindTask:
@@ -1434,9 +1443,11 @@ type ChannelUpsert struct {
 	Ban           *bool `json:"ban,omitempty"`
 
 	// ChannelId 1–128 bytes of UTF-8 without control characters, whitespace or `/`.
-	ChannelId   *ChannelIDValue   `json:"channel_id,omitempty"`
-	ChannelType *ChannelTypeValue `json:"channel_type,omitempty"`
-	Disband     *bool             `json:"disband,omitempty"`
+	ChannelId *ChannelIDValue `json:"channel_id,omitempty"`
+
+	// ChannelType The path's channel type, or 0 (the same as leaving it out).
+	ChannelType *int  `json:"channel_type,omitempty"`
+	Disband     *bool `json:"disband,omitempty"`
 
 	// Extra Any JSON value, at most 64 KiB, stored verbatim and returned as JSON; null when unset.
 	Extra   *Extra `json:"extra,omitempty"`
@@ -1765,7 +1776,7 @@ type MembershipUpsert struct {
 // MergeRequest defines model for MergeRequest.
 type MergeRequest struct {
 	// Into The group that receives the slots.
-	Into int32 `json:"into"`
+	Into int64 `json:"into"`
 }
 
 // MigrationKind replica_move — move a replica of the channel's log from source_node to target_node; leader_transfer — move its leadership.
@@ -2013,7 +2024,7 @@ type Seq = int64
 
 // SlotMigrationRequest defines model for SlotMigrationRequest.
 type SlotMigrationRequest struct {
-	ToGroup int32 `json:"to_group"`
+	ToGroup int64 `json:"to_group"`
 }
 
 // SplitRequest defines model for SplitRequest.
@@ -2195,7 +2206,7 @@ type Cursor = string
 type DeviceFlagPath = int
 
 // GroupID defines model for GroupID.
-type GroupID = int32
+type GroupID = int64
 
 // IdempotencyKey defines model for IdempotencyKey.
 type IdempotencyKey = string
@@ -2257,11 +2268,20 @@ type KeyedUnavailable = ErrorBody
 // PayloadTooLarge defines model for PayloadTooLarge.
 type PayloadTooLarge = ErrorBody
 
+// PermissionDenied defines model for PermissionDenied.
+type PermissionDenied = ErrorBody
+
 // PreconditionFailed defines model for PreconditionFailed.
 type PreconditionFailed = ErrorBody
 
+// RateLimited defines model for RateLimited.
+type RateLimited = ErrorBody
+
 // StatusOK defines model for StatusOK.
 type StatusOK = Status
+
+// Unauthenticated defines model for Unauthenticated.
+type Unauthenticated = ErrorBody
 
 // Unavailable defines model for Unavailable.
 type Unavailable = ErrorBody
@@ -9978,7 +9998,7 @@ func NewRetireGroupRequest(server string, id GroupID) (*http.Request, error) {
 
 	var pathParam0 string
 
-	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int32"})
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
 	if err != nil {
 		return nil, err
 	}
@@ -10012,7 +10032,7 @@ func NewGetGroupRequest(server string, id GroupID) (*http.Request, error) {
 
 	var pathParam0 string
 
-	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int32"})
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
 	if err != nil {
 		return nil, err
 	}
@@ -10057,7 +10077,7 @@ func NewTransferLeaderRequestWithBody(server string, id GroupID, contentType str
 
 	var pathParam0 string
 
-	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int32"})
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
 	if err != nil {
 		return nil, err
 	}
@@ -10093,7 +10113,7 @@ func NewPreflightLeaderTransferRequest(server string, id GroupID, params *Prefli
 
 	var pathParam0 string
 
-	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int32"})
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
 	if err != nil {
 		return nil, err
 	}
@@ -10161,7 +10181,7 @@ func NewMergeGroupRequestWithBody(server string, id GroupID, contentType string,
 
 	var pathParam0 string
 
-	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int32"})
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
 	if err != nil {
 		return nil, err
 	}
@@ -10208,7 +10228,7 @@ func NewSetPreferredLeaderRequestWithBody(server string, id GroupID, contentType
 
 	var pathParam0 string
 
-	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int32"})
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
 	if err != nil {
 		return nil, err
 	}
@@ -10255,7 +10275,7 @@ func NewCreateReplicaMoveRequestWithBody(server string, id GroupID, contentType 
 
 	var pathParam0 string
 
-	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int32"})
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
 	if err != nil {
 		return nil, err
 	}
@@ -10302,7 +10322,7 @@ func NewSplitGroupRequestWithBody(server string, id GroupID, contentType string,
 
 	var pathParam0 string
 
-	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int32"})
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
 	if err != nil {
 		return nil, err
 	}
@@ -14718,6 +14738,16 @@ func (r HealthzResponse) ContentType() string {
 	return ""
 }
 
+// MetricsResponse401Headers the declared response headers of an HTTP 401 response for Metrics
+type MetricsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// MetricsResponse429Headers the declared response headers of an HTTP 429 response for Metrics
+type MetricsResponse429Headers struct {
+	RetryAfter int
+}
+
 // MetricsResponseDefaultHeaders the declared response headers of an HTTP default response for Metrics
 type MetricsResponseDefaultHeaders struct {
 	WWWAuthenticate *string
@@ -14726,10 +14756,35 @@ type MetricsResponseDefaultHeaders struct {
 type MetricsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *ErrorResponse
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *MetricsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *MetricsResponse429Headers
 	// HeadersDefault the parsed response headers for an HTTP default response
 	HeadersDefault *MetricsResponseDefaultHeaders
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r MetricsResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r MetricsResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r MetricsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
@@ -14902,6 +14957,11 @@ type CreateChannelResponse201Headers struct {
 	XSlotGroup         *int64
 }
 
+// CreateChannelResponse401Headers the declared response headers of an HTTP 401 response for CreateChannel
+type CreateChannelResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 // CreateChannelResponse409Headers the declared response headers of an HTTP 409 response for CreateChannel
 type CreateChannelResponse409Headers struct {
 	IdempotentReplayed *string
@@ -14949,6 +15009,10 @@ type CreateChannelResponse struct {
 	JSON201 *Channel
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *KeyedConflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -14963,6 +15027,8 @@ type CreateChannelResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *CreateChannelResponse201Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateChannelResponse401Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *CreateChannelResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -14981,6 +15047,16 @@ func (r CreateChannelResponse) GetJSON201() *Channel {
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r CreateChannelResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateChannelResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateChannelResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -15053,6 +15129,11 @@ type DeleteChannelResponse204Headers struct {
 	XSlotGroup         *int64
 }
 
+// DeleteChannelResponse401Headers the declared response headers of an HTTP 401 response for DeleteChannel
+type DeleteChannelResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 // DeleteChannelResponse404Headers the declared response headers of an HTTP 404 response for DeleteChannel
 type DeleteChannelResponse404Headers struct {
 	IdempotentReplayed *string
@@ -15111,6 +15192,10 @@ type DeleteChannelResponse struct {
 	HTTPResponse *http.Response
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *KeyedNotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
@@ -15125,6 +15210,8 @@ type DeleteChannelResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers204 the parsed response headers for an HTTP 204 response
 	Headers204 *DeleteChannelResponse204Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteChannelResponse401Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *DeleteChannelResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
@@ -15140,6 +15227,16 @@ type DeleteChannelResponse struct {
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r DeleteChannelResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteChannelResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteChannelResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -15213,6 +15310,11 @@ type GetChannelResponse200Headers struct {
 	XSlotGroup     *int64
 }
 
+// GetChannelResponse401Headers the declared response headers of an HTTP 401 response for GetChannel
+type GetChannelResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 // GetChannelResponse404Headers the declared response headers of an HTTP 404 response for GetChannel
 type GetChannelResponse404Headers struct {
 	IdempotentReplayed *string
@@ -15235,6 +15337,11 @@ type GetChannelResponse409Headers struct {
 	XLeaderTerm        *int64
 	XRouteRevision     *int64
 	XSlotGroup         *int64
+}
+
+// GetChannelResponse429Headers the declared response headers of an HTTP 429 response for GetChannel
+type GetChannelResponse429Headers struct {
+	RetryAfter int
 }
 
 // GetChannelResponse503Headers the declared response headers of an HTTP 503 response for GetChannel
@@ -15262,10 +15369,16 @@ type GetChannelResponse struct {
 	JSON200 *Channel
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *KeyedNotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *KeyedConflict
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -15274,10 +15387,14 @@ type GetChannelResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *GetChannelResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetChannelResponse401Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *GetChannelResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *GetChannelResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetChannelResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetChannelResponse503Headers
 	// HeadersDefault the parsed response headers for an HTTP default response
@@ -15294,6 +15411,16 @@ func (r GetChannelResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
 }
 
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetChannelResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetChannelResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r GetChannelResponse) GetJSON404() *KeyedNotFound {
 	return r.JSON404
@@ -15302,6 +15429,11 @@ func (r GetChannelResponse) GetJSON404() *KeyedNotFound {
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
 func (r GetChannelResponse) GetJSON409() *KeyedConflict {
 	return r.JSON409
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetChannelResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -15359,6 +15491,11 @@ type PutChannelResponse200Headers struct {
 	XSlotGroup         *int64
 }
 
+// PutChannelResponse401Headers the declared response headers of an HTTP 401 response for PutChannel
+type PutChannelResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 // PutChannelResponse409Headers the declared response headers of an HTTP 409 response for PutChannel
 type PutChannelResponse409Headers struct {
 	IdempotentReplayed *string
@@ -15406,6 +15543,10 @@ type PutChannelResponse struct {
 	JSON200 *Channel
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *KeyedConflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -15420,6 +15561,8 @@ type PutChannelResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *PutChannelResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PutChannelResponse401Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *PutChannelResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -15438,6 +15581,16 @@ func (r PutChannelResponse) GetJSON200() *Channel {
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r PutChannelResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PutChannelResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PutChannelResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -15511,6 +15664,11 @@ type ListChannelAllowlistResponse200Headers struct {
 	XSlotGroup     *int64
 }
 
+// ListChannelAllowlistResponse401Headers the declared response headers of an HTTP 401 response for ListChannelAllowlist
+type ListChannelAllowlistResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 // ListChannelAllowlistResponse404Headers the declared response headers of an HTTP 404 response for ListChannelAllowlist
 type ListChannelAllowlistResponse404Headers struct {
 	IdempotentReplayed *string
@@ -15533,6 +15691,11 @@ type ListChannelAllowlistResponse409Headers struct {
 	XLeaderTerm        *int64
 	XRouteRevision     *int64
 	XSlotGroup         *int64
+}
+
+// ListChannelAllowlistResponse429Headers the declared response headers of an HTTP 429 response for ListChannelAllowlist
+type ListChannelAllowlistResponse429Headers struct {
+	RetryAfter int
 }
 
 // ListChannelAllowlistResponse503Headers the declared response headers of an HTTP 503 response for ListChannelAllowlist
@@ -15560,10 +15723,16 @@ type ListChannelAllowlistResponse struct {
 	JSON200 *ChannelMemberPage
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *KeyedNotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *KeyedConflict
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -15572,10 +15741,14 @@ type ListChannelAllowlistResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *ListChannelAllowlistResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListChannelAllowlistResponse401Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *ListChannelAllowlistResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *ListChannelAllowlistResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListChannelAllowlistResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ListChannelAllowlistResponse503Headers
 	// HeadersDefault the parsed response headers for an HTTP default response
@@ -15592,6 +15765,16 @@ func (r ListChannelAllowlistResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
 }
 
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListChannelAllowlistResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListChannelAllowlistResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r ListChannelAllowlistResponse) GetJSON404() *KeyedNotFound {
 	return r.JSON404
@@ -15600,6 +15783,11 @@ func (r ListChannelAllowlistResponse) GetJSON404() *KeyedNotFound {
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
 func (r ListChannelAllowlistResponse) GetJSON409() *KeyedConflict {
 	return r.JSON409
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListChannelAllowlistResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -15655,6 +15843,11 @@ type AddChannelAllowlistResponse200Headers struct {
 	XLeaderTerm        *int64
 	XRouteRevision     *int64
 	XSlotGroup         *int64
+}
+
+// AddChannelAllowlistResponse401Headers the declared response headers of an HTTP 401 response for AddChannelAllowlist
+type AddChannelAllowlistResponse401Headers struct {
+	WWWAuthenticate *string
 }
 
 // AddChannelAllowlistResponse404Headers the declared response headers of an HTTP 404 response for AddChannelAllowlist
@@ -15717,6 +15910,10 @@ type AddChannelAllowlistResponse struct {
 	JSON200 *ChannelMembersAdded
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *KeyedNotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
@@ -15733,6 +15930,8 @@ type AddChannelAllowlistResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *AddChannelAllowlistResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *AddChannelAllowlistResponse401Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *AddChannelAllowlistResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
@@ -15753,6 +15952,16 @@ func (r AddChannelAllowlistResponse) GetJSON200() *ChannelMembersAdded {
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r AddChannelAllowlistResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r AddChannelAllowlistResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r AddChannelAllowlistResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -15830,6 +16039,11 @@ type RemoveChannelAllowlistResponse200Headers struct {
 	XSlotGroup         *int64
 }
 
+// RemoveChannelAllowlistResponse401Headers the declared response headers of an HTTP 401 response for RemoveChannelAllowlist
+type RemoveChannelAllowlistResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 // RemoveChannelAllowlistResponse404Headers the declared response headers of an HTTP 404 response for RemoveChannelAllowlist
 type RemoveChannelAllowlistResponse404Headers struct {
 	IdempotentReplayed *string
@@ -15890,6 +16104,10 @@ type RemoveChannelAllowlistResponse struct {
 	JSON200 *ChannelMembersRemoved
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *KeyedNotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
@@ -15906,6 +16124,8 @@ type RemoveChannelAllowlistResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *RemoveChannelAllowlistResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RemoveChannelAllowlistResponse401Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *RemoveChannelAllowlistResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
@@ -15926,6 +16146,16 @@ func (r RemoveChannelAllowlistResponse) GetJSON200() *ChannelMembersRemoved {
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r RemoveChannelAllowlistResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r RemoveChannelAllowlistResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r RemoveChannelAllowlistResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -16003,6 +16233,11 @@ type DeleteChannelAllowlistMemberResponse204Headers struct {
 	XSlotGroup         *int64
 }
 
+// DeleteChannelAllowlistMemberResponse401Headers the declared response headers of an HTTP 401 response for DeleteChannelAllowlistMember
+type DeleteChannelAllowlistMemberResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 // DeleteChannelAllowlistMemberResponse404Headers the declared response headers of an HTTP 404 response for DeleteChannelAllowlistMember
 type DeleteChannelAllowlistMemberResponse404Headers struct {
 	IdempotentReplayed *string
@@ -16061,6 +16296,10 @@ type DeleteChannelAllowlistMemberResponse struct {
 	HTTPResponse *http.Response
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *KeyedNotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
@@ -16075,6 +16314,8 @@ type DeleteChannelAllowlistMemberResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers204 the parsed response headers for an HTTP 204 response
 	Headers204 *DeleteChannelAllowlistMemberResponse204Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteChannelAllowlistMemberResponse401Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *DeleteChannelAllowlistMemberResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
@@ -16090,6 +16331,16 @@ type DeleteChannelAllowlistMemberResponse struct {
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r DeleteChannelAllowlistMemberResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteChannelAllowlistMemberResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteChannelAllowlistMemberResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -16163,6 +16414,11 @@ type GetChannelAllowlistMemberResponse200Headers struct {
 	XSlotGroup     *int64
 }
 
+// GetChannelAllowlistMemberResponse401Headers the declared response headers of an HTTP 401 response for GetChannelAllowlistMember
+type GetChannelAllowlistMemberResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 // GetChannelAllowlistMemberResponse404Headers the declared response headers of an HTTP 404 response for GetChannelAllowlistMember
 type GetChannelAllowlistMemberResponse404Headers struct {
 	IdempotentReplayed *string
@@ -16185,6 +16441,11 @@ type GetChannelAllowlistMemberResponse409Headers struct {
 	XLeaderTerm        *int64
 	XRouteRevision     *int64
 	XSlotGroup         *int64
+}
+
+// GetChannelAllowlistMemberResponse429Headers the declared response headers of an HTTP 429 response for GetChannelAllowlistMember
+type GetChannelAllowlistMemberResponse429Headers struct {
+	RetryAfter int
 }
 
 // GetChannelAllowlistMemberResponse503Headers the declared response headers of an HTTP 503 response for GetChannelAllowlistMember
@@ -16212,10 +16473,16 @@ type GetChannelAllowlistMemberResponse struct {
 	JSON200 *ChannelMember
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *KeyedNotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *KeyedConflict
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -16224,10 +16491,14 @@ type GetChannelAllowlistMemberResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *GetChannelAllowlistMemberResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetChannelAllowlistMemberResponse401Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *GetChannelAllowlistMemberResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *GetChannelAllowlistMemberResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetChannelAllowlistMemberResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetChannelAllowlistMemberResponse503Headers
 	// HeadersDefault the parsed response headers for an HTTP default response
@@ -16244,6 +16515,16 @@ func (r GetChannelAllowlistMemberResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
 }
 
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetChannelAllowlistMemberResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetChannelAllowlistMemberResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r GetChannelAllowlistMemberResponse) GetJSON404() *KeyedNotFound {
 	return r.JSON404
@@ -16252,6 +16533,11 @@ func (r GetChannelAllowlistMemberResponse) GetJSON404() *KeyedNotFound {
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
 func (r GetChannelAllowlistMemberResponse) GetJSON409() *KeyedConflict {
 	return r.JSON409
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetChannelAllowlistMemberResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -16310,6 +16596,11 @@ type ListChannelDenylistResponse200Headers struct {
 	XSlotGroup     *int64
 }
 
+// ListChannelDenylistResponse401Headers the declared response headers of an HTTP 401 response for ListChannelDenylist
+type ListChannelDenylistResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 // ListChannelDenylistResponse404Headers the declared response headers of an HTTP 404 response for ListChannelDenylist
 type ListChannelDenylistResponse404Headers struct {
 	IdempotentReplayed *string
@@ -16332,6 +16623,11 @@ type ListChannelDenylistResponse409Headers struct {
 	XLeaderTerm        *int64
 	XRouteRevision     *int64
 	XSlotGroup         *int64
+}
+
+// ListChannelDenylistResponse429Headers the declared response headers of an HTTP 429 response for ListChannelDenylist
+type ListChannelDenylistResponse429Headers struct {
+	RetryAfter int
 }
 
 // ListChannelDenylistResponse503Headers the declared response headers of an HTTP 503 response for ListChannelDenylist
@@ -16359,10 +16655,16 @@ type ListChannelDenylistResponse struct {
 	JSON200 *ChannelMemberPage
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *KeyedNotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *KeyedConflict
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -16371,10 +16673,14 @@ type ListChannelDenylistResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *ListChannelDenylistResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListChannelDenylistResponse401Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *ListChannelDenylistResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *ListChannelDenylistResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListChannelDenylistResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ListChannelDenylistResponse503Headers
 	// HeadersDefault the parsed response headers for an HTTP default response
@@ -16391,6 +16697,16 @@ func (r ListChannelDenylistResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
 }
 
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListChannelDenylistResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListChannelDenylistResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r ListChannelDenylistResponse) GetJSON404() *KeyedNotFound {
 	return r.JSON404
@@ -16399,6 +16715,11 @@ func (r ListChannelDenylistResponse) GetJSON404() *KeyedNotFound {
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
 func (r ListChannelDenylistResponse) GetJSON409() *KeyedConflict {
 	return r.JSON409
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListChannelDenylistResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -16454,6 +16775,11 @@ type AddChannelDenylistResponse200Headers struct {
 	XLeaderTerm        *int64
 	XRouteRevision     *int64
 	XSlotGroup         *int64
+}
+
+// AddChannelDenylistResponse401Headers the declared response headers of an HTTP 401 response for AddChannelDenylist
+type AddChannelDenylistResponse401Headers struct {
+	WWWAuthenticate *string
 }
 
 // AddChannelDenylistResponse404Headers the declared response headers of an HTTP 404 response for AddChannelDenylist
@@ -16516,6 +16842,10 @@ type AddChannelDenylistResponse struct {
 	JSON200 *ChannelMembersAdded
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *KeyedNotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
@@ -16532,6 +16862,8 @@ type AddChannelDenylistResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *AddChannelDenylistResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *AddChannelDenylistResponse401Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *AddChannelDenylistResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
@@ -16552,6 +16884,16 @@ func (r AddChannelDenylistResponse) GetJSON200() *ChannelMembersAdded {
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r AddChannelDenylistResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r AddChannelDenylistResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r AddChannelDenylistResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -16629,6 +16971,11 @@ type RemoveChannelDenylistResponse200Headers struct {
 	XSlotGroup         *int64
 }
 
+// RemoveChannelDenylistResponse401Headers the declared response headers of an HTTP 401 response for RemoveChannelDenylist
+type RemoveChannelDenylistResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 // RemoveChannelDenylistResponse404Headers the declared response headers of an HTTP 404 response for RemoveChannelDenylist
 type RemoveChannelDenylistResponse404Headers struct {
 	IdempotentReplayed *string
@@ -16689,6 +17036,10 @@ type RemoveChannelDenylistResponse struct {
 	JSON200 *ChannelMembersRemoved
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *KeyedNotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
@@ -16705,6 +17056,8 @@ type RemoveChannelDenylistResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *RemoveChannelDenylistResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RemoveChannelDenylistResponse401Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *RemoveChannelDenylistResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
@@ -16725,6 +17078,16 @@ func (r RemoveChannelDenylistResponse) GetJSON200() *ChannelMembersRemoved {
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r RemoveChannelDenylistResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r RemoveChannelDenylistResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r RemoveChannelDenylistResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -16802,6 +17165,11 @@ type DeleteChannelDenylistMemberResponse204Headers struct {
 	XSlotGroup         *int64
 }
 
+// DeleteChannelDenylistMemberResponse401Headers the declared response headers of an HTTP 401 response for DeleteChannelDenylistMember
+type DeleteChannelDenylistMemberResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 // DeleteChannelDenylistMemberResponse404Headers the declared response headers of an HTTP 404 response for DeleteChannelDenylistMember
 type DeleteChannelDenylistMemberResponse404Headers struct {
 	IdempotentReplayed *string
@@ -16860,6 +17228,10 @@ type DeleteChannelDenylistMemberResponse struct {
 	HTTPResponse *http.Response
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *KeyedNotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
@@ -16874,6 +17246,8 @@ type DeleteChannelDenylistMemberResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers204 the parsed response headers for an HTTP 204 response
 	Headers204 *DeleteChannelDenylistMemberResponse204Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteChannelDenylistMemberResponse401Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *DeleteChannelDenylistMemberResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
@@ -16889,6 +17263,16 @@ type DeleteChannelDenylistMemberResponse struct {
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r DeleteChannelDenylistMemberResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteChannelDenylistMemberResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteChannelDenylistMemberResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -16962,6 +17346,11 @@ type GetChannelDenylistMemberResponse200Headers struct {
 	XSlotGroup     *int64
 }
 
+// GetChannelDenylistMemberResponse401Headers the declared response headers of an HTTP 401 response for GetChannelDenylistMember
+type GetChannelDenylistMemberResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 // GetChannelDenylistMemberResponse404Headers the declared response headers of an HTTP 404 response for GetChannelDenylistMember
 type GetChannelDenylistMemberResponse404Headers struct {
 	IdempotentReplayed *string
@@ -16984,6 +17373,11 @@ type GetChannelDenylistMemberResponse409Headers struct {
 	XLeaderTerm        *int64
 	XRouteRevision     *int64
 	XSlotGroup         *int64
+}
+
+// GetChannelDenylistMemberResponse429Headers the declared response headers of an HTTP 429 response for GetChannelDenylistMember
+type GetChannelDenylistMemberResponse429Headers struct {
+	RetryAfter int
 }
 
 // GetChannelDenylistMemberResponse503Headers the declared response headers of an HTTP 503 response for GetChannelDenylistMember
@@ -17011,10 +17405,16 @@ type GetChannelDenylistMemberResponse struct {
 	JSON200 *ChannelMember
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *KeyedNotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *KeyedConflict
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -17023,10 +17423,14 @@ type GetChannelDenylistMemberResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *GetChannelDenylistMemberResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetChannelDenylistMemberResponse401Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *GetChannelDenylistMemberResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *GetChannelDenylistMemberResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetChannelDenylistMemberResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetChannelDenylistMemberResponse503Headers
 	// HeadersDefault the parsed response headers for an HTTP default response
@@ -17043,6 +17447,16 @@ func (r GetChannelDenylistMemberResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
 }
 
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetChannelDenylistMemberResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetChannelDenylistMemberResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r GetChannelDenylistMemberResponse) GetJSON404() *KeyedNotFound {
 	return r.JSON404
@@ -17051,6 +17465,11 @@ func (r GetChannelDenylistMemberResponse) GetJSON404() *KeyedNotFound {
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
 func (r GetChannelDenylistMemberResponse) GetJSON409() *KeyedConflict {
 	return r.JSON409
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetChannelDenylistMemberResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -17109,6 +17528,11 @@ type ListChannelEventsResponse200Headers struct {
 	XSlotGroup     *int64
 }
 
+// ListChannelEventsResponse401Headers the declared response headers of an HTTP 401 response for ListChannelEvents
+type ListChannelEventsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 // ListChannelEventsResponse409Headers the declared response headers of an HTTP 409 response for ListChannelEvents
 type ListChannelEventsResponse409Headers struct {
 	IdempotentReplayed *string
@@ -17118,6 +17542,11 @@ type ListChannelEventsResponse409Headers struct {
 	XLeaderTerm        *int64
 	XRouteRevision     *int64
 	XSlotGroup         *int64
+}
+
+// ListChannelEventsResponse429Headers the declared response headers of an HTTP 429 response for ListChannelEvents
+type ListChannelEventsResponse429Headers struct {
+	RetryAfter int
 }
 
 // ListChannelEventsResponse503Headers the declared response headers of an HTTP 503 response for ListChannelEvents
@@ -17145,8 +17574,14 @@ type ListChannelEventsResponse struct {
 	JSON200 *ChannelEventPage
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *KeyedConflict
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -17155,8 +17590,12 @@ type ListChannelEventsResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *ListChannelEventsResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListChannelEventsResponse401Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *ListChannelEventsResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListChannelEventsResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ListChannelEventsResponse503Headers
 	// HeadersDefault the parsed response headers for an HTTP default response
@@ -17173,9 +17612,24 @@ func (r ListChannelEventsResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
 }
 
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListChannelEventsResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListChannelEventsResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
 func (r ListChannelEventsResponse) GetJSON409() *KeyedConflict {
 	return r.JSON409
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListChannelEventsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -17233,6 +17687,11 @@ type AppendChannelEventResponse201Headers struct {
 	XSlotGroup         *int64
 }
 
+// AppendChannelEventResponse401Headers the declared response headers of an HTTP 401 response for AppendChannelEvent
+type AppendChannelEventResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 // AppendChannelEventResponse409Headers the declared response headers of an HTTP 409 response for AppendChannelEvent
 type AppendChannelEventResponse409Headers struct {
 	IdempotentReplayed *string
@@ -17280,6 +17739,10 @@ type AppendChannelEventResponse struct {
 	JSON201 *ChannelEvent
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *KeyedConflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -17294,6 +17757,8 @@ type AppendChannelEventResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *AppendChannelEventResponse201Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *AppendChannelEventResponse401Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *AppendChannelEventResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -17312,6 +17777,16 @@ func (r AppendChannelEventResponse) GetJSON201() *ChannelEvent {
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r AppendChannelEventResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r AppendChannelEventResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r AppendChannelEventResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -17385,6 +17860,11 @@ type ListChannelMigrationsResponse200Headers struct {
 	XSlotGroup     *int64
 }
 
+// ListChannelMigrationsResponse401Headers the declared response headers of an HTTP 401 response for ListChannelMigrations
+type ListChannelMigrationsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 // ListChannelMigrationsResponse409Headers the declared response headers of an HTTP 409 response for ListChannelMigrations
 type ListChannelMigrationsResponse409Headers struct {
 	IdempotentReplayed *string
@@ -17394,6 +17874,11 @@ type ListChannelMigrationsResponse409Headers struct {
 	XLeaderTerm        *int64
 	XRouteRevision     *int64
 	XSlotGroup         *int64
+}
+
+// ListChannelMigrationsResponse429Headers the declared response headers of an HTTP 429 response for ListChannelMigrations
+type ListChannelMigrationsResponse429Headers struct {
+	RetryAfter int
 }
 
 // ListChannelMigrationsResponse503Headers the declared response headers of an HTTP 503 response for ListChannelMigrations
@@ -17421,8 +17906,14 @@ type ListChannelMigrationsResponse struct {
 	JSON200 *ChannelMigrationPage
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *KeyedConflict
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -17431,8 +17922,12 @@ type ListChannelMigrationsResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *ListChannelMigrationsResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListChannelMigrationsResponse401Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *ListChannelMigrationsResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListChannelMigrationsResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ListChannelMigrationsResponse503Headers
 	// HeadersDefault the parsed response headers for an HTTP default response
@@ -17449,9 +17944,24 @@ func (r ListChannelMigrationsResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
 }
 
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListChannelMigrationsResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListChannelMigrationsResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
 func (r ListChannelMigrationsResponse) GetJSON409() *KeyedConflict {
 	return r.JSON409
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListChannelMigrationsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -17510,6 +18020,11 @@ type CreateChannelMigrationResponse201Headers struct {
 	XSlotGroup         *int64
 }
 
+// CreateChannelMigrationResponse401Headers the declared response headers of an HTTP 401 response for CreateChannelMigration
+type CreateChannelMigrationResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 // CreateChannelMigrationResponse409Headers the declared response headers of an HTTP 409 response for CreateChannelMigration
 type CreateChannelMigrationResponse409Headers struct {
 	IdempotentReplayed *string
@@ -17557,6 +18072,10 @@ type CreateChannelMigrationResponse struct {
 	JSON201 *ChannelMigration
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *KeyedConflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -17571,6 +18090,8 @@ type CreateChannelMigrationResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *CreateChannelMigrationResponse201Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateChannelMigrationResponse401Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *CreateChannelMigrationResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -17589,6 +18110,16 @@ func (r CreateChannelMigrationResponse) GetJSON201() *ChannelMigration {
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r CreateChannelMigrationResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateChannelMigrationResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateChannelMigrationResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -17662,6 +18193,11 @@ type GetChannelMigrationResponse200Headers struct {
 	XSlotGroup     *int64
 }
 
+// GetChannelMigrationResponse401Headers the declared response headers of an HTTP 401 response for GetChannelMigration
+type GetChannelMigrationResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 // GetChannelMigrationResponse404Headers the declared response headers of an HTTP 404 response for GetChannelMigration
 type GetChannelMigrationResponse404Headers struct {
 	IdempotentReplayed *string
@@ -17684,6 +18220,11 @@ type GetChannelMigrationResponse409Headers struct {
 	XLeaderTerm        *int64
 	XRouteRevision     *int64
 	XSlotGroup         *int64
+}
+
+// GetChannelMigrationResponse429Headers the declared response headers of an HTTP 429 response for GetChannelMigration
+type GetChannelMigrationResponse429Headers struct {
+	RetryAfter int
 }
 
 // GetChannelMigrationResponse503Headers the declared response headers of an HTTP 503 response for GetChannelMigration
@@ -17711,10 +18252,16 @@ type GetChannelMigrationResponse struct {
 	JSON200 *ChannelMigration
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *KeyedNotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *KeyedConflict
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -17723,10 +18270,14 @@ type GetChannelMigrationResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *GetChannelMigrationResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetChannelMigrationResponse401Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *GetChannelMigrationResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *GetChannelMigrationResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetChannelMigrationResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetChannelMigrationResponse503Headers
 	// HeadersDefault the parsed response headers for an HTTP default response
@@ -17743,6 +18294,16 @@ func (r GetChannelMigrationResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
 }
 
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetChannelMigrationResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetChannelMigrationResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r GetChannelMigrationResponse) GetJSON404() *KeyedNotFound {
 	return r.JSON404
@@ -17751,6 +18312,11 @@ func (r GetChannelMigrationResponse) GetJSON404() *KeyedNotFound {
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
 func (r GetChannelMigrationResponse) GetJSON409() *KeyedConflict {
 	return r.JSON409
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetChannelMigrationResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -17806,6 +18372,11 @@ type AbortChannelMigrationResponse200Headers struct {
 	XLeaderTerm        *int64
 	XRouteRevision     *int64
 	XSlotGroup         *int64
+}
+
+// AbortChannelMigrationResponse401Headers the declared response headers of an HTTP 401 response for AbortChannelMigration
+type AbortChannelMigrationResponse401Headers struct {
+	WWWAuthenticate *string
 }
 
 // AbortChannelMigrationResponse404Headers the declared response headers of an HTTP 404 response for AbortChannelMigration
@@ -17868,6 +18439,10 @@ type AbortChannelMigrationResponse struct {
 	JSON200 *ChannelMigration
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *KeyedNotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
@@ -17884,6 +18459,8 @@ type AbortChannelMigrationResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *AbortChannelMigrationResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *AbortChannelMigrationResponse401Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *AbortChannelMigrationResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
@@ -17904,6 +18481,16 @@ func (r AbortChannelMigrationResponse) GetJSON200() *ChannelMigration {
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r AbortChannelMigrationResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r AbortChannelMigrationResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r AbortChannelMigrationResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -17981,6 +18568,11 @@ type AdvanceChannelMigrationResponse200Headers struct {
 	XSlotGroup         *int64
 }
 
+// AdvanceChannelMigrationResponse401Headers the declared response headers of an HTTP 401 response for AdvanceChannelMigration
+type AdvanceChannelMigrationResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 // AdvanceChannelMigrationResponse404Headers the declared response headers of an HTTP 404 response for AdvanceChannelMigration
 type AdvanceChannelMigrationResponse404Headers struct {
 	IdempotentReplayed *string
@@ -18041,6 +18633,10 @@ type AdvanceChannelMigrationResponse struct {
 	JSON200 *ChannelMigration
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *KeyedNotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
@@ -18057,6 +18653,8 @@ type AdvanceChannelMigrationResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *AdvanceChannelMigrationResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *AdvanceChannelMigrationResponse401Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *AdvanceChannelMigrationResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
@@ -18077,6 +18675,16 @@ func (r AdvanceChannelMigrationResponse) GetJSON200() *ChannelMigration {
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r AdvanceChannelMigrationResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r AdvanceChannelMigrationResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r AdvanceChannelMigrationResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -18154,6 +18762,11 @@ type DeleteChannelRuntimeResponse204Headers struct {
 	XSlotGroup         *int64
 }
 
+// DeleteChannelRuntimeResponse401Headers the declared response headers of an HTTP 401 response for DeleteChannelRuntime
+type DeleteChannelRuntimeResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 // DeleteChannelRuntimeResponse404Headers the declared response headers of an HTTP 404 response for DeleteChannelRuntime
 type DeleteChannelRuntimeResponse404Headers struct {
 	IdempotentReplayed *string
@@ -18212,6 +18825,10 @@ type DeleteChannelRuntimeResponse struct {
 	HTTPResponse *http.Response
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *KeyedNotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
@@ -18226,6 +18843,8 @@ type DeleteChannelRuntimeResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers204 the parsed response headers for an HTTP 204 response
 	Headers204 *DeleteChannelRuntimeResponse204Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteChannelRuntimeResponse401Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *DeleteChannelRuntimeResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
@@ -18241,6 +18860,16 @@ type DeleteChannelRuntimeResponse struct {
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r DeleteChannelRuntimeResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteChannelRuntimeResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteChannelRuntimeResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -18314,6 +18943,11 @@ type GetChannelRuntimeResponse200Headers struct {
 	XSlotGroup     *int64
 }
 
+// GetChannelRuntimeResponse401Headers the declared response headers of an HTTP 401 response for GetChannelRuntime
+type GetChannelRuntimeResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 // GetChannelRuntimeResponse404Headers the declared response headers of an HTTP 404 response for GetChannelRuntime
 type GetChannelRuntimeResponse404Headers struct {
 	IdempotentReplayed *string
@@ -18336,6 +18970,11 @@ type GetChannelRuntimeResponse409Headers struct {
 	XLeaderTerm        *int64
 	XRouteRevision     *int64
 	XSlotGroup         *int64
+}
+
+// GetChannelRuntimeResponse429Headers the declared response headers of an HTTP 429 response for GetChannelRuntime
+type GetChannelRuntimeResponse429Headers struct {
+	RetryAfter int
 }
 
 // GetChannelRuntimeResponse503Headers the declared response headers of an HTTP 503 response for GetChannelRuntime
@@ -18363,10 +19002,16 @@ type GetChannelRuntimeResponse struct {
 	JSON200 *ChannelRuntime
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *KeyedNotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *KeyedConflict
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -18375,10 +19020,14 @@ type GetChannelRuntimeResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *GetChannelRuntimeResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetChannelRuntimeResponse401Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *GetChannelRuntimeResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *GetChannelRuntimeResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetChannelRuntimeResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetChannelRuntimeResponse503Headers
 	// HeadersDefault the parsed response headers for an HTTP default response
@@ -18395,6 +19044,16 @@ func (r GetChannelRuntimeResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
 }
 
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetChannelRuntimeResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetChannelRuntimeResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r GetChannelRuntimeResponse) GetJSON404() *KeyedNotFound {
 	return r.JSON404
@@ -18403,6 +19062,11 @@ func (r GetChannelRuntimeResponse) GetJSON404() *KeyedNotFound {
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
 func (r GetChannelRuntimeResponse) GetJSON409() *KeyedConflict {
 	return r.JSON409
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetChannelRuntimeResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -18461,6 +19125,11 @@ type CreateChannelRuntimeResponse201Headers struct {
 	XSlotGroup         *int64
 }
 
+// CreateChannelRuntimeResponse401Headers the declared response headers of an HTTP 401 response for CreateChannelRuntime
+type CreateChannelRuntimeResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 // CreateChannelRuntimeResponse409Headers the declared response headers of an HTTP 409 response for CreateChannelRuntime
 type CreateChannelRuntimeResponse409Headers struct {
 	IdempotentReplayed *string
@@ -18508,6 +19177,10 @@ type CreateChannelRuntimeResponse struct {
 	JSON201 *ChannelRuntime
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *KeyedConflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -18522,6 +19195,8 @@ type CreateChannelRuntimeResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *CreateChannelRuntimeResponse201Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateChannelRuntimeResponse401Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *CreateChannelRuntimeResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -18540,6 +19215,16 @@ func (r CreateChannelRuntimeResponse) GetJSON201() *ChannelRuntime {
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r CreateChannelRuntimeResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateChannelRuntimeResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateChannelRuntimeResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -18612,6 +19297,11 @@ type PutChannelRuntimeResponse200Headers struct {
 	XSlotGroup         *int64
 }
 
+// PutChannelRuntimeResponse401Headers the declared response headers of an HTTP 401 response for PutChannelRuntime
+type PutChannelRuntimeResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 // PutChannelRuntimeResponse409Headers the declared response headers of an HTTP 409 response for PutChannelRuntime
 type PutChannelRuntimeResponse409Headers struct {
 	IdempotentReplayed *string
@@ -18659,6 +19349,10 @@ type PutChannelRuntimeResponse struct {
 	JSON200 *ChannelRuntime
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *KeyedConflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -18673,6 +19367,8 @@ type PutChannelRuntimeResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *PutChannelRuntimeResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PutChannelRuntimeResponse401Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *PutChannelRuntimeResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -18691,6 +19387,16 @@ func (r PutChannelRuntimeResponse) GetJSON200() *ChannelRuntime {
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r PutChannelRuntimeResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PutChannelRuntimeResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PutChannelRuntimeResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -18763,6 +19469,11 @@ type AdvanceChannelRetentionResponse200Headers struct {
 	XSlotGroup         *int64
 }
 
+// AdvanceChannelRetentionResponse401Headers the declared response headers of an HTTP 401 response for AdvanceChannelRetention
+type AdvanceChannelRetentionResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 // AdvanceChannelRetentionResponse404Headers the declared response headers of an HTTP 404 response for AdvanceChannelRetention
 type AdvanceChannelRetentionResponse404Headers struct {
 	IdempotentReplayed *string
@@ -18823,6 +19534,10 @@ type AdvanceChannelRetentionResponse struct {
 	JSON200 *ChannelRuntime
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *KeyedNotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
@@ -18839,6 +19554,8 @@ type AdvanceChannelRetentionResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *AdvanceChannelRetentionResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *AdvanceChannelRetentionResponse401Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *AdvanceChannelRetentionResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
@@ -18859,6 +19576,16 @@ func (r AdvanceChannelRetentionResponse) GetJSON200() *ChannelRuntime {
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r AdvanceChannelRetentionResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r AdvanceChannelRetentionResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r AdvanceChannelRetentionResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -18937,6 +19664,11 @@ type ListChannelSubscribersResponse200Headers struct {
 	XSlotGroup     *int64
 }
 
+// ListChannelSubscribersResponse401Headers the declared response headers of an HTTP 401 response for ListChannelSubscribers
+type ListChannelSubscribersResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 // ListChannelSubscribersResponse404Headers the declared response headers of an HTTP 404 response for ListChannelSubscribers
 type ListChannelSubscribersResponse404Headers struct {
 	IdempotentReplayed *string
@@ -18959,6 +19691,11 @@ type ListChannelSubscribersResponse409Headers struct {
 	XLeaderTerm        *int64
 	XRouteRevision     *int64
 	XSlotGroup         *int64
+}
+
+// ListChannelSubscribersResponse429Headers the declared response headers of an HTTP 429 response for ListChannelSubscribers
+type ListChannelSubscribersResponse429Headers struct {
+	RetryAfter int
 }
 
 // ListChannelSubscribersResponse503Headers the declared response headers of an HTTP 503 response for ListChannelSubscribers
@@ -18986,10 +19723,16 @@ type ListChannelSubscribersResponse struct {
 	JSON200 *ChannelMemberPage
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *KeyedNotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *KeyedConflict
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -18998,10 +19741,14 @@ type ListChannelSubscribersResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *ListChannelSubscribersResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListChannelSubscribersResponse401Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *ListChannelSubscribersResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *ListChannelSubscribersResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListChannelSubscribersResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ListChannelSubscribersResponse503Headers
 	// HeadersDefault the parsed response headers for an HTTP default response
@@ -19018,6 +19765,16 @@ func (r ListChannelSubscribersResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
 }
 
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListChannelSubscribersResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListChannelSubscribersResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r ListChannelSubscribersResponse) GetJSON404() *KeyedNotFound {
 	return r.JSON404
@@ -19026,6 +19783,11 @@ func (r ListChannelSubscribersResponse) GetJSON404() *KeyedNotFound {
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
 func (r ListChannelSubscribersResponse) GetJSON409() *KeyedConflict {
 	return r.JSON409
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListChannelSubscribersResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -19081,6 +19843,11 @@ type AddChannelSubscribersResponse200Headers struct {
 	XLeaderTerm        *int64
 	XRouteRevision     *int64
 	XSlotGroup         *int64
+}
+
+// AddChannelSubscribersResponse401Headers the declared response headers of an HTTP 401 response for AddChannelSubscribers
+type AddChannelSubscribersResponse401Headers struct {
+	WWWAuthenticate *string
 }
 
 // AddChannelSubscribersResponse404Headers the declared response headers of an HTTP 404 response for AddChannelSubscribers
@@ -19143,6 +19910,10 @@ type AddChannelSubscribersResponse struct {
 	JSON200 *ChannelMembersAdded
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *KeyedNotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
@@ -19159,6 +19930,8 @@ type AddChannelSubscribersResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *AddChannelSubscribersResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *AddChannelSubscribersResponse401Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *AddChannelSubscribersResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
@@ -19179,6 +19952,16 @@ func (r AddChannelSubscribersResponse) GetJSON200() *ChannelMembersAdded {
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r AddChannelSubscribersResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r AddChannelSubscribersResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r AddChannelSubscribersResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -19256,6 +20039,11 @@ type RemoveChannelSubscribersResponse200Headers struct {
 	XSlotGroup         *int64
 }
 
+// RemoveChannelSubscribersResponse401Headers the declared response headers of an HTTP 401 response for RemoveChannelSubscribers
+type RemoveChannelSubscribersResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 // RemoveChannelSubscribersResponse404Headers the declared response headers of an HTTP 404 response for RemoveChannelSubscribers
 type RemoveChannelSubscribersResponse404Headers struct {
 	IdempotentReplayed *string
@@ -19316,6 +20104,10 @@ type RemoveChannelSubscribersResponse struct {
 	JSON200 *ChannelMembersRemoved
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *KeyedNotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
@@ -19332,6 +20124,8 @@ type RemoveChannelSubscribersResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *RemoveChannelSubscribersResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RemoveChannelSubscribersResponse401Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *RemoveChannelSubscribersResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
@@ -19352,6 +20146,16 @@ func (r RemoveChannelSubscribersResponse) GetJSON200() *ChannelMembersRemoved {
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r RemoveChannelSubscribersResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r RemoveChannelSubscribersResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r RemoveChannelSubscribersResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -19429,6 +20233,11 @@ type DeleteChannelSubscriberResponse204Headers struct {
 	XSlotGroup         *int64
 }
 
+// DeleteChannelSubscriberResponse401Headers the declared response headers of an HTTP 401 response for DeleteChannelSubscriber
+type DeleteChannelSubscriberResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 // DeleteChannelSubscriberResponse404Headers the declared response headers of an HTTP 404 response for DeleteChannelSubscriber
 type DeleteChannelSubscriberResponse404Headers struct {
 	IdempotentReplayed *string
@@ -19487,6 +20296,10 @@ type DeleteChannelSubscriberResponse struct {
 	HTTPResponse *http.Response
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *KeyedNotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
@@ -19501,6 +20314,8 @@ type DeleteChannelSubscriberResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers204 the parsed response headers for an HTTP 204 response
 	Headers204 *DeleteChannelSubscriberResponse204Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteChannelSubscriberResponse401Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *DeleteChannelSubscriberResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
@@ -19516,6 +20331,16 @@ type DeleteChannelSubscriberResponse struct {
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r DeleteChannelSubscriberResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteChannelSubscriberResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteChannelSubscriberResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -19589,6 +20414,11 @@ type GetChannelSubscriberResponse200Headers struct {
 	XSlotGroup     *int64
 }
 
+// GetChannelSubscriberResponse401Headers the declared response headers of an HTTP 401 response for GetChannelSubscriber
+type GetChannelSubscriberResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 // GetChannelSubscriberResponse404Headers the declared response headers of an HTTP 404 response for GetChannelSubscriber
 type GetChannelSubscriberResponse404Headers struct {
 	IdempotentReplayed *string
@@ -19611,6 +20441,11 @@ type GetChannelSubscriberResponse409Headers struct {
 	XLeaderTerm        *int64
 	XRouteRevision     *int64
 	XSlotGroup         *int64
+}
+
+// GetChannelSubscriberResponse429Headers the declared response headers of an HTTP 429 response for GetChannelSubscriber
+type GetChannelSubscriberResponse429Headers struct {
+	RetryAfter int
 }
 
 // GetChannelSubscriberResponse503Headers the declared response headers of an HTTP 503 response for GetChannelSubscriber
@@ -19638,10 +20473,16 @@ type GetChannelSubscriberResponse struct {
 	JSON200 *ChannelMember
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *KeyedNotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *KeyedConflict
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -19650,10 +20491,14 @@ type GetChannelSubscriberResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *GetChannelSubscriberResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetChannelSubscriberResponse401Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *GetChannelSubscriberResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *GetChannelSubscriberResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetChannelSubscriberResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetChannelSubscriberResponse503Headers
 	// HeadersDefault the parsed response headers for an HTTP default response
@@ -19670,6 +20515,16 @@ func (r GetChannelSubscriberResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
 }
 
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetChannelSubscriberResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetChannelSubscriberResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r GetChannelSubscriberResponse) GetJSON404() *KeyedNotFound {
 	return r.JSON404
@@ -19678,6 +20533,11 @@ func (r GetChannelSubscriberResponse) GetJSON404() *KeyedNotFound {
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
 func (r GetChannelSubscriberResponse) GetJSON409() *KeyedConflict {
 	return r.JSON409
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetChannelSubscriberResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -19724,6 +20584,16 @@ func (r GetChannelSubscriberResponse) ContentType() string {
 	return ""
 }
 
+// GetClusterResponse401Headers the declared response headers of an HTTP 401 response for GetCluster
+type GetClusterResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// GetClusterResponse429Headers the declared response headers of an HTTP 429 response for GetCluster
+type GetClusterResponse429Headers struct {
+	RetryAfter int
+}
+
 // GetClusterResponseDefaultHeaders the declared response headers of an HTTP default response for GetCluster
 type GetClusterResponseDefaultHeaders struct {
 	WWWAuthenticate *string
@@ -19734,10 +20604,20 @@ type GetClusterResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *ClusterSummary
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *ErrorResponse
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetClusterResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetClusterResponse429Headers
 	// HeadersDefault the parsed response headers for an HTTP default response
 	HeadersDefault *GetClusterResponseDefaultHeaders
 }
@@ -19745,6 +20625,21 @@ type GetClusterResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GetClusterResponse) GetJSON200() *ClusterSummary {
 	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetClusterResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetClusterResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetClusterResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -19786,6 +20681,16 @@ func (r GetClusterResponse) ContentType() string {
 	return ""
 }
 
+// ListAuditResponse401Headers the declared response headers of an HTTP 401 response for ListAudit
+type ListAuditResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ListAuditResponse429Headers the declared response headers of an HTTP 429 response for ListAudit
+type ListAuditResponse429Headers struct {
+	RetryAfter int
+}
+
 // ListAuditResponseDefaultHeaders the declared response headers of an HTTP default response for ListAudit
 type ListAuditResponseDefaultHeaders struct {
 	WWWAuthenticate *string
@@ -19798,10 +20703,20 @@ type ListAuditResponse struct {
 	JSON200 *AuditList
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *ErrorResponse
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListAuditResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListAuditResponse429Headers
 	// HeadersDefault the parsed response headers for an HTTP default response
 	HeadersDefault *ListAuditResponseDefaultHeaders
 }
@@ -19814,6 +20729,21 @@ func (r ListAuditResponse) GetJSON200() *AuditList {
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r ListAuditResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListAuditResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListAuditResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListAuditResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -19855,6 +20785,16 @@ func (r ListAuditResponse) ContentType() string {
 	return ""
 }
 
+// GetBalancerResponse401Headers the declared response headers of an HTTP 401 response for GetBalancer
+type GetBalancerResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// GetBalancerResponse429Headers the declared response headers of an HTTP 429 response for GetBalancer
+type GetBalancerResponse429Headers struct {
+	RetryAfter int
+}
+
 // GetBalancerResponse503Headers the declared response headers of an HTTP 503 response for GetBalancer
 type GetBalancerResponse503Headers struct {
 	RetryAfter int
@@ -19870,12 +20810,22 @@ type GetBalancerResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *BalancerStatus
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *ErrorResponse
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetBalancerResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetBalancerResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetBalancerResponse503Headers
 	// HeadersDefault the parsed response headers for an HTTP default response
@@ -19885,6 +20835,21 @@ type GetBalancerResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GetBalancerResponse) GetJSON200() *BalancerStatus {
 	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetBalancerResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetBalancerResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetBalancerResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -19931,6 +20896,16 @@ func (r GetBalancerResponse) ContentType() string {
 	return ""
 }
 
+// SetBalancerResponse401Headers the declared response headers of an HTTP 401 response for SetBalancer
+type SetBalancerResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// SetBalancerResponse429Headers the declared response headers of an HTTP 429 response for SetBalancer
+type SetBalancerResponse429Headers struct {
+	RetryAfter int
+}
+
 // SetBalancerResponse503Headers the declared response headers of an HTTP 503 response for SetBalancer
 type SetBalancerResponse503Headers struct {
 	RetryAfter int
@@ -19948,14 +20923,24 @@ type SetBalancerResponse struct {
 	JSON200 *BalancerStatus
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *ErrorResponse
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SetBalancerResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *SetBalancerResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *SetBalancerResponse503Headers
 	// HeadersDefault the parsed response headers for an HTTP default response
@@ -19972,9 +20957,24 @@ func (r SetBalancerResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
 }
 
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r SetBalancerResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r SetBalancerResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r SetBalancerResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r SetBalancerResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -20021,6 +21021,16 @@ func (r SetBalancerResponse) ContentType() string {
 	return ""
 }
 
+// GetBalancerPlanResponse401Headers the declared response headers of an HTTP 401 response for GetBalancerPlan
+type GetBalancerPlanResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// GetBalancerPlanResponse429Headers the declared response headers of an HTTP 429 response for GetBalancerPlan
+type GetBalancerPlanResponse429Headers struct {
+	RetryAfter int
+}
+
 // GetBalancerPlanResponse503Headers the declared response headers of an HTTP 503 response for GetBalancerPlan
 type GetBalancerPlanResponse503Headers struct {
 	RetryAfter int
@@ -20036,12 +21046,22 @@ type GetBalancerPlanResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *BalancePlan
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *ErrorResponse
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetBalancerPlanResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetBalancerPlanResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetBalancerPlanResponse503Headers
 	// HeadersDefault the parsed response headers for an HTTP default response
@@ -20051,6 +21071,21 @@ type GetBalancerPlanResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GetBalancerPlanResponse) GetJSON200() *BalancePlan {
 	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetBalancerPlanResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetBalancerPlanResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetBalancerPlanResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -20097,6 +21132,16 @@ func (r GetBalancerPlanResponse) ContentType() string {
 	return ""
 }
 
+// ListDecisionsResponse401Headers the declared response headers of an HTTP 401 response for ListDecisions
+type ListDecisionsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ListDecisionsResponse429Headers the declared response headers of an HTTP 429 response for ListDecisions
+type ListDecisionsResponse429Headers struct {
+	RetryAfter int
+}
+
 // ListDecisionsResponseDefaultHeaders the declared response headers of an HTTP default response for ListDecisions
 type ListDecisionsResponseDefaultHeaders struct {
 	WWWAuthenticate *string
@@ -20107,10 +21152,20 @@ type ListDecisionsResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *DecisionList
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *ErrorResponse
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListDecisionsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListDecisionsResponse429Headers
 	// HeadersDefault the parsed response headers for an HTTP default response
 	HeadersDefault *ListDecisionsResponseDefaultHeaders
 }
@@ -20118,6 +21173,21 @@ type ListDecisionsResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r ListDecisionsResponse) GetJSON200() *DecisionList {
 	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListDecisionsResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListDecisionsResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListDecisionsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -20159,6 +21229,16 @@ func (r ListDecisionsResponse) ContentType() string {
 	return ""
 }
 
+// ListGroupsResponse401Headers the declared response headers of an HTTP 401 response for ListGroups
+type ListGroupsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ListGroupsResponse429Headers the declared response headers of an HTTP 429 response for ListGroups
+type ListGroupsResponse429Headers struct {
+	RetryAfter int
+}
+
 // ListGroupsResponse503Headers the declared response headers of an HTTP 503 response for ListGroups
 type ListGroupsResponse503Headers struct {
 	RetryAfter int
@@ -20174,12 +21254,22 @@ type ListGroupsResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *GroupList
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *ErrorResponse
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListGroupsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListGroupsResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ListGroupsResponse503Headers
 	// HeadersDefault the parsed response headers for an HTTP default response
@@ -20189,6 +21279,21 @@ type ListGroupsResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r ListGroupsResponse) GetJSON200() *GroupList {
 	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListGroupsResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListGroupsResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListGroupsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -20240,6 +21345,16 @@ type CreateGroupResponse202Headers struct {
 	Location *string
 }
 
+// CreateGroupResponse401Headers the declared response headers of an HTTP 401 response for CreateGroup
+type CreateGroupResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// CreateGroupResponse429Headers the declared response headers of an HTTP 429 response for CreateGroup
+type CreateGroupResponse429Headers struct {
+	RetryAfter int
+}
+
 // CreateGroupResponse503Headers the declared response headers of an HTTP 503 response for CreateGroup
 type CreateGroupResponse503Headers struct {
 	RetryAfter int
@@ -20257,10 +21372,16 @@ type CreateGroupResponse struct {
 	JSON202 *Task
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *ErrorBody
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -20269,6 +21390,10 @@ type CreateGroupResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers202 the parsed response headers for an HTTP 202 response
 	Headers202 *CreateGroupResponse202Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateGroupResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateGroupResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *CreateGroupResponse503Headers
 	// HeadersDefault the parsed response headers for an HTTP default response
@@ -20285,6 +21410,16 @@ func (r CreateGroupResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
 }
 
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateGroupResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateGroupResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
 func (r CreateGroupResponse) GetJSON409() *ErrorBody {
 	return r.JSON409
@@ -20293,6 +21428,11 @@ func (r CreateGroupResponse) GetJSON409() *ErrorBody {
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r CreateGroupResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CreateGroupResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -20339,6 +21479,16 @@ func (r CreateGroupResponse) ContentType() string {
 	return ""
 }
 
+// RetireGroupResponse401Headers the declared response headers of an HTTP 401 response for RetireGroup
+type RetireGroupResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// RetireGroupResponse429Headers the declared response headers of an HTTP 429 response for RetireGroup
+type RetireGroupResponse429Headers struct {
+	RetryAfter int
+}
+
 // RetireGroupResponse503Headers the declared response headers of an HTTP 503 response for RetireGroup
 type RetireGroupResponse503Headers struct {
 	RetryAfter int
@@ -20354,16 +21504,26 @@ type RetireGroupResponse struct {
 	HTTPResponse *http.Response
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *ErrorBody
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *ErrorBody
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *ErrorResponse
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RetireGroupResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RetireGroupResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *RetireGroupResponse503Headers
 	// HeadersDefault the parsed response headers for an HTTP default response
@@ -20375,6 +21535,16 @@ func (r RetireGroupResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
 }
 
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r RetireGroupResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r RetireGroupResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r RetireGroupResponse) GetJSON404() *ErrorBody {
 	return r.JSON404
@@ -20383,6 +21553,11 @@ func (r RetireGroupResponse) GetJSON404() *ErrorBody {
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
 func (r RetireGroupResponse) GetJSON409() *ErrorBody {
 	return r.JSON409
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r RetireGroupResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -20429,6 +21604,16 @@ func (r RetireGroupResponse) ContentType() string {
 	return ""
 }
 
+// GetGroupResponse401Headers the declared response headers of an HTTP 401 response for GetGroup
+type GetGroupResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// GetGroupResponse429Headers the declared response headers of an HTTP 429 response for GetGroup
+type GetGroupResponse429Headers struct {
+	RetryAfter int
+}
+
 // GetGroupResponse503Headers the declared response headers of an HTTP 503 response for GetGroup
 type GetGroupResponse503Headers struct {
 	RetryAfter int
@@ -20446,14 +21631,24 @@ type GetGroupResponse struct {
 	JSON200 *GroupView
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *ErrorBody
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *ErrorResponse
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetGroupResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetGroupResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetGroupResponse503Headers
 	// HeadersDefault the parsed response headers for an HTTP default response
@@ -20470,9 +21665,24 @@ func (r GetGroupResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
 }
 
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetGroupResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetGroupResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r GetGroupResponse) GetJSON404() *ErrorBody {
 	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetGroupResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -20519,6 +21729,16 @@ func (r GetGroupResponse) ContentType() string {
 	return ""
 }
 
+// TransferLeaderResponse401Headers the declared response headers of an HTTP 401 response for TransferLeader
+type TransferLeaderResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// TransferLeaderResponse429Headers the declared response headers of an HTTP 429 response for TransferLeader
+type TransferLeaderResponse429Headers struct {
+	RetryAfter int
+}
+
 // TransferLeaderResponse503Headers the declared response headers of an HTTP 503 response for TransferLeader
 type TransferLeaderResponse503Headers struct {
 	RetryAfter int
@@ -20536,18 +21756,28 @@ type TransferLeaderResponse struct {
 	JSON200 *TransferResult
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *ErrorBody
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *ErrorBody
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *ErrorResponse
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *TransferLeaderResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *TransferLeaderResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *TransferLeaderResponse503Headers
 	// HeadersDefault the parsed response headers for an HTTP default response
@@ -20564,6 +21794,16 @@ func (r TransferLeaderResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
 }
 
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r TransferLeaderResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r TransferLeaderResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r TransferLeaderResponse) GetJSON404() *ErrorBody {
 	return r.JSON404
@@ -20577,6 +21817,11 @@ func (r TransferLeaderResponse) GetJSON409() *ErrorBody {
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r TransferLeaderResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r TransferLeaderResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -20623,6 +21868,16 @@ func (r TransferLeaderResponse) ContentType() string {
 	return ""
 }
 
+// PreflightLeaderTransferResponse401Headers the declared response headers of an HTTP 401 response for PreflightLeaderTransfer
+type PreflightLeaderTransferResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// PreflightLeaderTransferResponse429Headers the declared response headers of an HTTP 429 response for PreflightLeaderTransfer
+type PreflightLeaderTransferResponse429Headers struct {
+	RetryAfter int
+}
+
 // PreflightLeaderTransferResponse503Headers the declared response headers of an HTTP 503 response for PreflightLeaderTransfer
 type PreflightLeaderTransferResponse503Headers struct {
 	RetryAfter int
@@ -20640,14 +21895,24 @@ type PreflightLeaderTransferResponse struct {
 	JSON200 *Preflight
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *ErrorBody
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *ErrorResponse
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PreflightLeaderTransferResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PreflightLeaderTransferResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *PreflightLeaderTransferResponse503Headers
 	// HeadersDefault the parsed response headers for an HTTP default response
@@ -20664,9 +21929,24 @@ func (r PreflightLeaderTransferResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
 }
 
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PreflightLeaderTransferResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PreflightLeaderTransferResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r PreflightLeaderTransferResponse) GetJSON404() *ErrorBody {
 	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PreflightLeaderTransferResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -20718,6 +21998,16 @@ type MergeGroupResponse202Headers struct {
 	Location *string
 }
 
+// MergeGroupResponse401Headers the declared response headers of an HTTP 401 response for MergeGroup
+type MergeGroupResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// MergeGroupResponse429Headers the declared response headers of an HTTP 429 response for MergeGroup
+type MergeGroupResponse429Headers struct {
+	RetryAfter int
+}
+
 // MergeGroupResponse503Headers the declared response headers of an HTTP 503 response for MergeGroup
 type MergeGroupResponse503Headers struct {
 	RetryAfter int
@@ -20735,6 +22025,8 @@ type MergeGroupResponse struct {
 	JSON202 *Task
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *ErrorBody
 	// JSON404 the response for an HTTP 404 `application/json` response
@@ -20743,6 +22035,8 @@ type MergeGroupResponse struct {
 	JSON409 *ErrorBody
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -20751,6 +22045,10 @@ type MergeGroupResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers202 the parsed response headers for an HTTP 202 response
 	Headers202 *MergeGroupResponse202Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *MergeGroupResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *MergeGroupResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *MergeGroupResponse503Headers
 	// HeadersDefault the parsed response headers for an HTTP default response
@@ -20765,6 +22063,11 @@ func (r MergeGroupResponse) GetJSON202() *Task {
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r MergeGroupResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r MergeGroupResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
 }
 
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
@@ -20785,6 +22088,11 @@ func (r MergeGroupResponse) GetJSON409() *ErrorBody {
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r MergeGroupResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r MergeGroupResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -20831,6 +22139,16 @@ func (r MergeGroupResponse) ContentType() string {
 	return ""
 }
 
+// SetPreferredLeaderResponse401Headers the declared response headers of an HTTP 401 response for SetPreferredLeader
+type SetPreferredLeaderResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// SetPreferredLeaderResponse429Headers the declared response headers of an HTTP 429 response for SetPreferredLeader
+type SetPreferredLeaderResponse429Headers struct {
+	RetryAfter int
+}
+
 // SetPreferredLeaderResponse503Headers the declared response headers of an HTTP 503 response for SetPreferredLeader
 type SetPreferredLeaderResponse503Headers struct {
 	RetryAfter int
@@ -20848,18 +22166,28 @@ type SetPreferredLeaderResponse struct {
 	JSON200 *GroupView
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *ErrorBody
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *ErrorBody
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *ErrorResponse
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SetPreferredLeaderResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *SetPreferredLeaderResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *SetPreferredLeaderResponse503Headers
 	// HeadersDefault the parsed response headers for an HTTP default response
@@ -20876,6 +22204,16 @@ func (r SetPreferredLeaderResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
 }
 
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r SetPreferredLeaderResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r SetPreferredLeaderResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r SetPreferredLeaderResponse) GetJSON404() *ErrorBody {
 	return r.JSON404
@@ -20889,6 +22227,11 @@ func (r SetPreferredLeaderResponse) GetJSON409() *ErrorBody {
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r SetPreferredLeaderResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r SetPreferredLeaderResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -20940,6 +22283,16 @@ type CreateReplicaMoveResponse202Headers struct {
 	Location *string
 }
 
+// CreateReplicaMoveResponse401Headers the declared response headers of an HTTP 401 response for CreateReplicaMove
+type CreateReplicaMoveResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// CreateReplicaMoveResponse429Headers the declared response headers of an HTTP 429 response for CreateReplicaMove
+type CreateReplicaMoveResponse429Headers struct {
+	RetryAfter int
+}
+
 // CreateReplicaMoveResponse503Headers the declared response headers of an HTTP 503 response for CreateReplicaMove
 type CreateReplicaMoveResponse503Headers struct {
 	RetryAfter int
@@ -20957,12 +22310,18 @@ type CreateReplicaMoveResponse struct {
 	JSON202 *Task
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *ErrorBody
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *ErrorBody
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -20971,6 +22330,10 @@ type CreateReplicaMoveResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers202 the parsed response headers for an HTTP 202 response
 	Headers202 *CreateReplicaMoveResponse202Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateReplicaMoveResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateReplicaMoveResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *CreateReplicaMoveResponse503Headers
 	// HeadersDefault the parsed response headers for an HTTP default response
@@ -20987,6 +22350,16 @@ func (r CreateReplicaMoveResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
 }
 
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateReplicaMoveResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateReplicaMoveResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r CreateReplicaMoveResponse) GetJSON404() *ErrorBody {
 	return r.JSON404
@@ -21000,6 +22373,11 @@ func (r CreateReplicaMoveResponse) GetJSON409() *ErrorBody {
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r CreateReplicaMoveResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CreateReplicaMoveResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -21051,6 +22429,16 @@ type SplitGroupResponse202Headers struct {
 	Location *string
 }
 
+// SplitGroupResponse401Headers the declared response headers of an HTTP 401 response for SplitGroup
+type SplitGroupResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// SplitGroupResponse429Headers the declared response headers of an HTTP 429 response for SplitGroup
+type SplitGroupResponse429Headers struct {
+	RetryAfter int
+}
+
 // SplitGroupResponse503Headers the declared response headers of an HTTP 503 response for SplitGroup
 type SplitGroupResponse503Headers struct {
 	RetryAfter int
@@ -21068,6 +22456,8 @@ type SplitGroupResponse struct {
 	JSON202 *Task
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *ErrorBody
 	// JSON404 the response for an HTTP 404 `application/json` response
@@ -21076,6 +22466,8 @@ type SplitGroupResponse struct {
 	JSON409 *ErrorBody
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -21084,6 +22476,10 @@ type SplitGroupResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers202 the parsed response headers for an HTTP 202 response
 	Headers202 *SplitGroupResponse202Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SplitGroupResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *SplitGroupResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *SplitGroupResponse503Headers
 	// HeadersDefault the parsed response headers for an HTTP default response
@@ -21098,6 +22494,11 @@ func (r SplitGroupResponse) GetJSON202() *Task {
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r SplitGroupResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r SplitGroupResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
 }
 
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
@@ -21118,6 +22519,11 @@ func (r SplitGroupResponse) GetJSON409() *ErrorBody {
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r SplitGroupResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r SplitGroupResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -21169,6 +22575,16 @@ type CreateSlotMigrationResponse202Headers struct {
 	Location *string
 }
 
+// CreateSlotMigrationResponse401Headers the declared response headers of an HTTP 401 response for CreateSlotMigration
+type CreateSlotMigrationResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// CreateSlotMigrationResponse429Headers the declared response headers of an HTTP 429 response for CreateSlotMigration
+type CreateSlotMigrationResponse429Headers struct {
+	RetryAfter int
+}
+
 // CreateSlotMigrationResponse503Headers the declared response headers of an HTTP 503 response for CreateSlotMigration
 type CreateSlotMigrationResponse503Headers struct {
 	RetryAfter int
@@ -21186,6 +22602,8 @@ type CreateSlotMigrationResponse struct {
 	JSON202 *Task
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *ErrorBody
 	// JSON404 the response for an HTTP 404 `application/json` response
@@ -21194,6 +22612,8 @@ type CreateSlotMigrationResponse struct {
 	JSON409 *ErrorBody
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -21202,6 +22622,10 @@ type CreateSlotMigrationResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers202 the parsed response headers for an HTTP 202 response
 	Headers202 *CreateSlotMigrationResponse202Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateSlotMigrationResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateSlotMigrationResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *CreateSlotMigrationResponse503Headers
 	// HeadersDefault the parsed response headers for an HTTP default response
@@ -21216,6 +22640,11 @@ func (r CreateSlotMigrationResponse) GetJSON202() *Task {
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r CreateSlotMigrationResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateSlotMigrationResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
 }
 
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
@@ -21236,6 +22665,11 @@ func (r CreateSlotMigrationResponse) GetJSON409() *ErrorBody {
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r CreateSlotMigrationResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CreateSlotMigrationResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -21282,6 +22716,16 @@ func (r CreateSlotMigrationResponse) ContentType() string {
 	return ""
 }
 
+// ListNodesResponse401Headers the declared response headers of an HTTP 401 response for ListNodes
+type ListNodesResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ListNodesResponse429Headers the declared response headers of an HTTP 429 response for ListNodes
+type ListNodesResponse429Headers struct {
+	RetryAfter int
+}
+
 // ListNodesResponseDefaultHeaders the declared response headers of an HTTP default response for ListNodes
 type ListNodesResponseDefaultHeaders struct {
 	WWWAuthenticate *string
@@ -21292,10 +22736,20 @@ type ListNodesResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *NodeList
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *ErrorResponse
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListNodesResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListNodesResponse429Headers
 	// HeadersDefault the parsed response headers for an HTTP default response
 	HeadersDefault *ListNodesResponseDefaultHeaders
 }
@@ -21303,6 +22757,21 @@ type ListNodesResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r ListNodesResponse) GetJSON200() *NodeList {
 	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListNodesResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListNodesResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListNodesResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -21344,6 +22813,16 @@ func (r ListNodesResponse) ContentType() string {
 	return ""
 }
 
+// RegisterNodeResponse401Headers the declared response headers of an HTTP 401 response for RegisterNode
+type RegisterNodeResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// RegisterNodeResponse429Headers the declared response headers of an HTTP 429 response for RegisterNode
+type RegisterNodeResponse429Headers struct {
+	RetryAfter int
+}
+
 // RegisterNodeResponse503Headers the declared response headers of an HTTP 503 response for RegisterNode
 type RegisterNodeResponse503Headers struct {
 	RetryAfter int
@@ -21361,16 +22840,26 @@ type RegisterNodeResponse struct {
 	JSON200 *Node
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *ErrorBody
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *ErrorResponse
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RegisterNodeResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RegisterNodeResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *RegisterNodeResponse503Headers
 	// HeadersDefault the parsed response headers for an HTTP default response
@@ -21387,6 +22876,16 @@ func (r RegisterNodeResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
 }
 
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r RegisterNodeResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r RegisterNodeResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
 func (r RegisterNodeResponse) GetJSON409() *ErrorBody {
 	return r.JSON409
@@ -21395,6 +22894,11 @@ func (r RegisterNodeResponse) GetJSON409() *ErrorBody {
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r RegisterNodeResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r RegisterNodeResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -21441,6 +22945,16 @@ func (r RegisterNodeResponse) ContentType() string {
 	return ""
 }
 
+// RemoveNodeResponse401Headers the declared response headers of an HTTP 401 response for RemoveNode
+type RemoveNodeResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// RemoveNodeResponse429Headers the declared response headers of an HTTP 429 response for RemoveNode
+type RemoveNodeResponse429Headers struct {
+	RetryAfter int
+}
+
 // RemoveNodeResponse503Headers the declared response headers of an HTTP 503 response for RemoveNode
 type RemoveNodeResponse503Headers struct {
 	RetryAfter int
@@ -21456,16 +22970,26 @@ type RemoveNodeResponse struct {
 	HTTPResponse *http.Response
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *ErrorBody
 	// JSON412 the response for an HTTP 412 `application/json` response
 	JSON412 *ErrorBody
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *ErrorResponse
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RemoveNodeResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RemoveNodeResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *RemoveNodeResponse503Headers
 	// HeadersDefault the parsed response headers for an HTTP default response
@@ -21477,6 +23001,16 @@ func (r RemoveNodeResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
 }
 
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r RemoveNodeResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r RemoveNodeResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r RemoveNodeResponse) GetJSON404() *ErrorBody {
 	return r.JSON404
@@ -21485,6 +23019,11 @@ func (r RemoveNodeResponse) GetJSON404() *ErrorBody {
 // GetJSON412 returns the response for an HTTP 412 `application/json` response
 func (r RemoveNodeResponse) GetJSON412() *ErrorBody {
 	return r.JSON412
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r RemoveNodeResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -21531,6 +23070,16 @@ func (r RemoveNodeResponse) ContentType() string {
 	return ""
 }
 
+// DrainNodeResponse401Headers the declared response headers of an HTTP 401 response for DrainNode
+type DrainNodeResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// DrainNodeResponse429Headers the declared response headers of an HTTP 429 response for DrainNode
+type DrainNodeResponse429Headers struct {
+	RetryAfter int
+}
+
 // DrainNodeResponse503Headers the declared response headers of an HTTP 503 response for DrainNode
 type DrainNodeResponse503Headers struct {
 	RetryAfter int
@@ -21548,18 +23097,28 @@ type DrainNodeResponse struct {
 	JSON202 *Node
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *ErrorBody
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *ErrorBody
 	// JSON412 the response for an HTTP 412 `application/json` response
 	JSON412 *ErrorBody
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *ErrorResponse
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DrainNodeResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DrainNodeResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *DrainNodeResponse503Headers
 	// HeadersDefault the parsed response headers for an HTTP default response
@@ -21576,6 +23135,16 @@ func (r DrainNodeResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
 }
 
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DrainNodeResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DrainNodeResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r DrainNodeResponse) GetJSON404() *ErrorBody {
 	return r.JSON404
@@ -21589,6 +23158,11 @@ func (r DrainNodeResponse) GetJSON409() *ErrorBody {
 // GetJSON412 returns the response for an HTTP 412 `application/json` response
 func (r DrainNodeResponse) GetJSON412() *ErrorBody {
 	return r.JSON412
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DrainNodeResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -21635,6 +23209,16 @@ func (r DrainNodeResponse) ContentType() string {
 	return ""
 }
 
+// GetRoutesResponse401Headers the declared response headers of an HTTP 401 response for GetRoutes
+type GetRoutesResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// GetRoutesResponse429Headers the declared response headers of an HTTP 429 response for GetRoutes
+type GetRoutesResponse429Headers struct {
+	RetryAfter int
+}
+
 // GetRoutesResponse503Headers the declared response headers of an HTTP 503 response for GetRoutes
 type GetRoutesResponse503Headers struct {
 	RetryAfter int
@@ -21650,12 +23234,22 @@ type GetRoutesResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Routes
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *ErrorResponse
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetRoutesResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetRoutesResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetRoutesResponse503Headers
 	// HeadersDefault the parsed response headers for an HTTP default response
@@ -21665,6 +23259,21 @@ type GetRoutesResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GetRoutesResponse) GetJSON200() *Routes {
 	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetRoutesResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetRoutesResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetRoutesResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -21711,6 +23320,16 @@ func (r GetRoutesResponse) ContentType() string {
 	return ""
 }
 
+// ResolveRoutesResponse401Headers the declared response headers of an HTTP 401 response for ResolveRoutes
+type ResolveRoutesResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ResolveRoutesResponse429Headers the declared response headers of an HTTP 429 response for ResolveRoutes
+type ResolveRoutesResponse429Headers struct {
+	RetryAfter int
+}
+
 // ResolveRoutesResponse503Headers the declared response headers of an HTTP 503 response for ResolveRoutes
 type ResolveRoutesResponse503Headers struct {
 	RetryAfter int
@@ -21728,14 +23347,24 @@ type ResolveRoutesResponse struct {
 	JSON200 *ResolvedRoutes
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *ErrorResponse
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ResolveRoutesResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ResolveRoutesResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ResolveRoutesResponse503Headers
 	// HeadersDefault the parsed response headers for an HTTP default response
@@ -21752,9 +23381,24 @@ func (r ResolveRoutesResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
 }
 
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ResolveRoutesResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ResolveRoutesResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r ResolveRoutesResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ResolveRoutesResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -21801,6 +23445,16 @@ func (r ResolveRoutesResponse) ContentType() string {
 	return ""
 }
 
+// GetSecurityResponse401Headers the declared response headers of an HTTP 401 response for GetSecurity
+type GetSecurityResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// GetSecurityResponse429Headers the declared response headers of an HTTP 429 response for GetSecurity
+type GetSecurityResponse429Headers struct {
+	RetryAfter int
+}
+
 // GetSecurityResponseDefaultHeaders the declared response headers of an HTTP default response for GetSecurity
 type GetSecurityResponseDefaultHeaders struct {
 	WWWAuthenticate *string
@@ -21811,10 +23465,20 @@ type GetSecurityResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *SecurityStatus
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *ErrorResponse
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetSecurityResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetSecurityResponse429Headers
 	// HeadersDefault the parsed response headers for an HTTP default response
 	HeadersDefault *GetSecurityResponseDefaultHeaders
 }
@@ -21822,6 +23486,21 @@ type GetSecurityResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GetSecurityResponse) GetJSON200() *SecurityStatus {
 	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetSecurityResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetSecurityResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetSecurityResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -21863,6 +23542,16 @@ func (r GetSecurityResponse) ContentType() string {
 	return ""
 }
 
+// ListTasksResponse401Headers the declared response headers of an HTTP 401 response for ListTasks
+type ListTasksResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ListTasksResponse429Headers the declared response headers of an HTTP 429 response for ListTasks
+type ListTasksResponse429Headers struct {
+	RetryAfter int
+}
+
 // ListTasksResponseDefaultHeaders the declared response headers of an HTTP default response for ListTasks
 type ListTasksResponseDefaultHeaders struct {
 	WWWAuthenticate *string
@@ -21873,10 +23562,20 @@ type ListTasksResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *TaskList
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *ErrorResponse
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListTasksResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListTasksResponse429Headers
 	// HeadersDefault the parsed response headers for an HTTP default response
 	HeadersDefault *ListTasksResponseDefaultHeaders
 }
@@ -21884,6 +23583,21 @@ type ListTasksResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r ListTasksResponse) GetJSON200() *TaskList {
 	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListTasksResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListTasksResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListTasksResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -21925,6 +23639,16 @@ func (r ListTasksResponse) ContentType() string {
 	return ""
 }
 
+// GetTaskResponse401Headers the declared response headers of an HTTP 401 response for GetTask
+type GetTaskResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// GetTaskResponse429Headers the declared response headers of an HTTP 429 response for GetTask
+type GetTaskResponse429Headers struct {
+	RetryAfter int
+}
+
 // GetTaskResponseDefaultHeaders the declared response headers of an HTTP default response for GetTask
 type GetTaskResponseDefaultHeaders struct {
 	WWWAuthenticate *string
@@ -21937,12 +23661,22 @@ type GetTaskResponse struct {
 	JSON200 *Task
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *ErrorBody
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *ErrorResponse
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetTaskResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetTaskResponse429Headers
 	// HeadersDefault the parsed response headers for an HTTP default response
 	HeadersDefault *GetTaskResponseDefaultHeaders
 }
@@ -21957,9 +23691,24 @@ func (r GetTaskResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
 }
 
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetTaskResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetTaskResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r GetTaskResponse) GetJSON404() *ErrorBody {
 	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetTaskResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -22001,6 +23750,16 @@ func (r GetTaskResponse) ContentType() string {
 	return ""
 }
 
+// CancelTaskResponse401Headers the declared response headers of an HTTP 401 response for CancelTask
+type CancelTaskResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// CancelTaskResponse429Headers the declared response headers of an HTTP 429 response for CancelTask
+type CancelTaskResponse429Headers struct {
+	RetryAfter int
+}
+
 // CancelTaskResponse503Headers the declared response headers of an HTTP 503 response for CancelTask
 type CancelTaskResponse503Headers struct {
 	RetryAfter int
@@ -22018,16 +23777,26 @@ type CancelTaskResponse struct {
 	JSON200 *Task
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *ErrorBody
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *ErrorBody
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *ErrorResponse
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CancelTaskResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CancelTaskResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *CancelTaskResponse503Headers
 	// HeadersDefault the parsed response headers for an HTTP default response
@@ -22044,6 +23813,16 @@ func (r CancelTaskResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
 }
 
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CancelTaskResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CancelTaskResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r CancelTaskResponse) GetJSON404() *ErrorBody {
 	return r.JSON404
@@ -22052,6 +23831,11 @@ func (r CancelTaskResponse) GetJSON404() *ErrorBody {
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
 func (r CancelTaskResponse) GetJSON409() *ErrorBody {
 	return r.JSON409
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CancelTaskResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -22107,6 +23891,11 @@ type DeleteKVResponse204Headers struct {
 	XLeaderTerm        *int64
 	XRouteRevision     *int64
 	XSlotGroup         *int64
+}
+
+// DeleteKVResponse401Headers the declared response headers of an HTTP 401 response for DeleteKV
+type DeleteKVResponse401Headers struct {
+	WWWAuthenticate *string
 }
 
 // DeleteKVResponse404Headers the declared response headers of an HTTP 404 response for DeleteKV
@@ -22178,6 +23967,10 @@ type DeleteKVResponse struct {
 	HTTPResponse *http.Response
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *KeyedNotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
@@ -22194,6 +23987,8 @@ type DeleteKVResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers204 the parsed response headers for an HTTP 204 response
 	Headers204 *DeleteKVResponse204Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteKVResponse401Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *DeleteKVResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
@@ -22211,6 +24006,16 @@ type DeleteKVResponse struct {
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r DeleteKVResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteKVResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteKVResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -22290,6 +24095,11 @@ type GetKVResponse200Headers struct {
 	XSlotGroup     *int64
 }
 
+// GetKVResponse401Headers the declared response headers of an HTTP 401 response for GetKV
+type GetKVResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 // GetKVResponse404Headers the declared response headers of an HTTP 404 response for GetKV
 type GetKVResponse404Headers struct {
 	IdempotentReplayed *string
@@ -22312,6 +24122,11 @@ type GetKVResponse409Headers struct {
 	XLeaderTerm        *int64
 	XRouteRevision     *int64
 	XSlotGroup         *int64
+}
+
+// GetKVResponse429Headers the declared response headers of an HTTP 429 response for GetKV
+type GetKVResponse429Headers struct {
+	RetryAfter int
 }
 
 // GetKVResponse503Headers the declared response headers of an HTTP 503 response for GetKV
@@ -22339,10 +24154,16 @@ type GetKVResponse struct {
 	JSON200 *KV
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *KeyedNotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *KeyedConflict
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -22351,10 +24172,14 @@ type GetKVResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *GetKVResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetKVResponse401Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *GetKVResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *GetKVResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetKVResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetKVResponse503Headers
 	// HeadersDefault the parsed response headers for an HTTP default response
@@ -22371,6 +24196,16 @@ func (r GetKVResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
 }
 
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetKVResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetKVResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r GetKVResponse) GetJSON404() *KeyedNotFound {
 	return r.JSON404
@@ -22379,6 +24214,11 @@ func (r GetKVResponse) GetJSON404() *KeyedNotFound {
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
 func (r GetKVResponse) GetJSON409() *KeyedConflict {
 	return r.JSON409
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetKVResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -22435,6 +24275,11 @@ type PutKVResponse200Headers struct {
 	XLeaderTerm        *int64
 	XRouteRevision     *int64
 	XSlotGroup         *int64
+}
+
+// PutKVResponse401Headers the declared response headers of an HTTP 401 response for PutKV
+type PutKVResponse401Headers struct {
+	WWWAuthenticate *string
 }
 
 // PutKVResponse409Headers the declared response headers of an HTTP 409 response for PutKV
@@ -22495,6 +24340,10 @@ type PutKVResponse struct {
 	JSON200 *KV
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *KeyedConflict
 	// JSON412 the response for an HTTP 412 `application/json` response
@@ -22511,6 +24360,8 @@ type PutKVResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *PutKVResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PutKVResponse401Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *PutKVResponse409Headers
 	// Headers412 the parsed response headers for an HTTP 412 response
@@ -22531,6 +24382,16 @@ func (r PutKVResponse) GetJSON200() *KV {
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r PutKVResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PutKVResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PutKVResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -22602,6 +24463,16 @@ type ListPluginUsersResponse200Headers struct {
 	XRouteRevision *int64
 }
 
+// ListPluginUsersResponse401Headers the declared response headers of an HTTP 401 response for ListPluginUsers
+type ListPluginUsersResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ListPluginUsersResponse429Headers the declared response headers of an HTTP 429 response for ListPluginUsers
+type ListPluginUsersResponse429Headers struct {
+	RetryAfter int
+}
+
 // ListPluginUsersResponse503Headers the declared response headers of an HTTP 503 response for ListPluginUsers
 type ListPluginUsersResponse503Headers struct {
 	RetryAfter     int
@@ -22620,6 +24491,12 @@ type ListPluginUsersResponse struct {
 	JSON200 *PluginBindingPage
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -22628,6 +24505,10 @@ type ListPluginUsersResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *ListPluginUsersResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListPluginUsersResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListPluginUsersResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ListPluginUsersResponse503Headers
 	// HeadersDefault the parsed response headers for an HTTP default response
@@ -22642,6 +24523,21 @@ func (r ListPluginUsersResponse) GetJSON200() *PluginBindingPage {
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r ListPluginUsersResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListPluginUsersResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListPluginUsersResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListPluginUsersResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -22700,6 +24596,11 @@ type ListSystemUIDsResponse200Headers struct {
 	XSlotGroup     *int64
 }
 
+// ListSystemUIDsResponse401Headers the declared response headers of an HTTP 401 response for ListSystemUIDs
+type ListSystemUIDsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 // ListSystemUIDsResponse404Headers the declared response headers of an HTTP 404 response for ListSystemUIDs
 type ListSystemUIDsResponse404Headers struct {
 	IdempotentReplayed *string
@@ -22722,6 +24623,11 @@ type ListSystemUIDsResponse409Headers struct {
 	XLeaderTerm        *int64
 	XRouteRevision     *int64
 	XSlotGroup         *int64
+}
+
+// ListSystemUIDsResponse429Headers the declared response headers of an HTTP 429 response for ListSystemUIDs
+type ListSystemUIDsResponse429Headers struct {
+	RetryAfter int
 }
 
 // ListSystemUIDsResponse503Headers the declared response headers of an HTTP 503 response for ListSystemUIDs
@@ -22749,10 +24655,16 @@ type ListSystemUIDsResponse struct {
 	JSON200 *SystemUIDPage
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *KeyedNotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *KeyedConflict
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -22761,10 +24673,14 @@ type ListSystemUIDsResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *ListSystemUIDsResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListSystemUIDsResponse401Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *ListSystemUIDsResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *ListSystemUIDsResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListSystemUIDsResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ListSystemUIDsResponse503Headers
 	// HeadersDefault the parsed response headers for an HTTP default response
@@ -22781,6 +24697,16 @@ func (r ListSystemUIDsResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
 }
 
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListSystemUIDsResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListSystemUIDsResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r ListSystemUIDsResponse) GetJSON404() *KeyedNotFound {
 	return r.JSON404
@@ -22789,6 +24715,11 @@ func (r ListSystemUIDsResponse) GetJSON404() *KeyedNotFound {
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
 func (r ListSystemUIDsResponse) GetJSON409() *KeyedConflict {
 	return r.JSON409
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListSystemUIDsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -22844,6 +24775,11 @@ type DeleteSystemUIDResponse204Headers struct {
 	XLeaderTerm        *int64
 	XRouteRevision     *int64
 	XSlotGroup         *int64
+}
+
+// DeleteSystemUIDResponse401Headers the declared response headers of an HTTP 401 response for DeleteSystemUID
+type DeleteSystemUIDResponse401Headers struct {
+	WWWAuthenticate *string
 }
 
 // DeleteSystemUIDResponse404Headers the declared response headers of an HTTP 404 response for DeleteSystemUID
@@ -22904,6 +24840,10 @@ type DeleteSystemUIDResponse struct {
 	HTTPResponse *http.Response
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *KeyedNotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
@@ -22918,6 +24858,8 @@ type DeleteSystemUIDResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers204 the parsed response headers for an HTTP 204 response
 	Headers204 *DeleteSystemUIDResponse204Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteSystemUIDResponse401Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *DeleteSystemUIDResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
@@ -22933,6 +24875,16 @@ type DeleteSystemUIDResponse struct {
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r DeleteSystemUIDResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteSystemUIDResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteSystemUIDResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -23005,6 +24957,11 @@ type PutSystemUIDResponse200Headers struct {
 	XSlotGroup         *int64
 }
 
+// PutSystemUIDResponse401Headers the declared response headers of an HTTP 401 response for PutSystemUID
+type PutSystemUIDResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 // PutSystemUIDResponse409Headers the declared response headers of an HTTP 409 response for PutSystemUID
 type PutSystemUIDResponse409Headers struct {
 	IdempotentReplayed *string
@@ -23052,6 +25009,10 @@ type PutSystemUIDResponse struct {
 	JSON200 *SystemUID
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *KeyedConflict
 	// JSON429 the response for an HTTP 429 `application/json` response
@@ -23064,6 +25025,8 @@ type PutSystemUIDResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *PutSystemUIDResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PutSystemUIDResponse401Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *PutSystemUIDResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -23082,6 +25045,16 @@ func (r PutSystemUIDResponse) GetJSON200() *SystemUID {
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r PutSystemUIDResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PutSystemUIDResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PutSystemUIDResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -23143,6 +25116,16 @@ type ListUsersResponse200Headers struct {
 	XRouteRevision *int64
 }
 
+// ListUsersResponse401Headers the declared response headers of an HTTP 401 response for ListUsers
+type ListUsersResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ListUsersResponse429Headers the declared response headers of an HTTP 429 response for ListUsers
+type ListUsersResponse429Headers struct {
+	RetryAfter int
+}
+
 // ListUsersResponse503Headers the declared response headers of an HTTP 503 response for ListUsers
 type ListUsersResponse503Headers struct {
 	RetryAfter int
@@ -23160,6 +25143,12 @@ type ListUsersResponse struct {
 	JSON200 *UserPage
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -23168,6 +25157,10 @@ type ListUsersResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *ListUsersResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListUsersResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListUsersResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ListUsersResponse503Headers
 	// HeadersDefault the parsed response headers for an HTTP default response
@@ -23182,6 +25175,21 @@ func (r ListUsersResponse) GetJSON200() *UserPage {
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r ListUsersResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListUsersResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListUsersResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListUsersResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -23240,6 +25248,11 @@ type CreateUserResponse201Headers struct {
 	XSlotGroup         *int64
 }
 
+// CreateUserResponse401Headers the declared response headers of an HTTP 401 response for CreateUser
+type CreateUserResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 // CreateUserResponse409Headers the declared response headers of an HTTP 409 response for CreateUser
 type CreateUserResponse409Headers struct {
 	IdempotentReplayed *string
@@ -23287,6 +25300,10 @@ type CreateUserResponse struct {
 	JSON201 *User
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *KeyedConflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -23301,6 +25318,8 @@ type CreateUserResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *CreateUserResponse201Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateUserResponse401Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *CreateUserResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -23319,6 +25338,16 @@ func (r CreateUserResponse) GetJSON201() *User {
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r CreateUserResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateUserResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateUserResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -23391,6 +25420,11 @@ type DeleteUserResponse204Headers struct {
 	XSlotGroup         *int64
 }
 
+// DeleteUserResponse401Headers the declared response headers of an HTTP 401 response for DeleteUser
+type DeleteUserResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 // DeleteUserResponse404Headers the declared response headers of an HTTP 404 response for DeleteUser
 type DeleteUserResponse404Headers struct {
 	IdempotentReplayed *string
@@ -23449,6 +25483,10 @@ type DeleteUserResponse struct {
 	HTTPResponse *http.Response
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *KeyedNotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
@@ -23463,6 +25501,8 @@ type DeleteUserResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers204 the parsed response headers for an HTTP 204 response
 	Headers204 *DeleteUserResponse204Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteUserResponse401Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *DeleteUserResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
@@ -23478,6 +25518,16 @@ type DeleteUserResponse struct {
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r DeleteUserResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteUserResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteUserResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -23551,6 +25601,11 @@ type GetUserResponse200Headers struct {
 	XSlotGroup     *int64
 }
 
+// GetUserResponse401Headers the declared response headers of an HTTP 401 response for GetUser
+type GetUserResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 // GetUserResponse404Headers the declared response headers of an HTTP 404 response for GetUser
 type GetUserResponse404Headers struct {
 	IdempotentReplayed *string
@@ -23573,6 +25628,11 @@ type GetUserResponse409Headers struct {
 	XLeaderTerm        *int64
 	XRouteRevision     *int64
 	XSlotGroup         *int64
+}
+
+// GetUserResponse429Headers the declared response headers of an HTTP 429 response for GetUser
+type GetUserResponse429Headers struct {
+	RetryAfter int
 }
 
 // GetUserResponse503Headers the declared response headers of an HTTP 503 response for GetUser
@@ -23600,10 +25660,16 @@ type GetUserResponse struct {
 	JSON200 *User
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *KeyedNotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *KeyedConflict
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -23612,10 +25678,14 @@ type GetUserResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *GetUserResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetUserResponse401Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *GetUserResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *GetUserResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetUserResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetUserResponse503Headers
 	// HeadersDefault the parsed response headers for an HTTP default response
@@ -23632,6 +25702,16 @@ func (r GetUserResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
 }
 
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetUserResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetUserResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r GetUserResponse) GetJSON404() *KeyedNotFound {
 	return r.JSON404
@@ -23640,6 +25720,11 @@ func (r GetUserResponse) GetJSON404() *KeyedNotFound {
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
 func (r GetUserResponse) GetJSON409() *KeyedConflict {
 	return r.JSON409
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetUserResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -23697,6 +25782,11 @@ type PutUserResponse200Headers struct {
 	XSlotGroup         *int64
 }
 
+// PutUserResponse401Headers the declared response headers of an HTTP 401 response for PutUser
+type PutUserResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 // PutUserResponse409Headers the declared response headers of an HTTP 409 response for PutUser
 type PutUserResponse409Headers struct {
 	IdempotentReplayed *string
@@ -23744,6 +25834,10 @@ type PutUserResponse struct {
 	JSON200 *User
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *KeyedConflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -23758,6 +25852,8 @@ type PutUserResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *PutUserResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PutUserResponse401Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *PutUserResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -23776,6 +25872,16 @@ func (r PutUserResponse) GetJSON200() *User {
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r PutUserResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PutUserResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PutUserResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -23849,6 +25955,11 @@ type ListCmdBindingsResponse200Headers struct {
 	XSlotGroup     *int64
 }
 
+// ListCmdBindingsResponse401Headers the declared response headers of an HTTP 401 response for ListCmdBindings
+type ListCmdBindingsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 // ListCmdBindingsResponse409Headers the declared response headers of an HTTP 409 response for ListCmdBindings
 type ListCmdBindingsResponse409Headers struct {
 	IdempotentReplayed *string
@@ -23858,6 +25969,11 @@ type ListCmdBindingsResponse409Headers struct {
 	XLeaderTerm        *int64
 	XRouteRevision     *int64
 	XSlotGroup         *int64
+}
+
+// ListCmdBindingsResponse429Headers the declared response headers of an HTTP 429 response for ListCmdBindings
+type ListCmdBindingsResponse429Headers struct {
+	RetryAfter int
 }
 
 // ListCmdBindingsResponse503Headers the declared response headers of an HTTP 503 response for ListCmdBindings
@@ -23885,8 +26001,14 @@ type ListCmdBindingsResponse struct {
 	JSON200 *CmdBindingPage
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *KeyedConflict
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -23895,8 +26017,12 @@ type ListCmdBindingsResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *ListCmdBindingsResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListCmdBindingsResponse401Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *ListCmdBindingsResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListCmdBindingsResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ListCmdBindingsResponse503Headers
 	// HeadersDefault the parsed response headers for an HTTP default response
@@ -23913,9 +26039,24 @@ func (r ListCmdBindingsResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
 }
 
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListCmdBindingsResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListCmdBindingsResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
 func (r ListCmdBindingsResponse) GetJSON409() *KeyedConflict {
 	return r.JSON409
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListCmdBindingsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -23971,6 +26112,11 @@ type DeleteCmdBindingResponse204Headers struct {
 	XLeaderTerm        *int64
 	XRouteRevision     *int64
 	XSlotGroup         *int64
+}
+
+// DeleteCmdBindingResponse401Headers the declared response headers of an HTTP 401 response for DeleteCmdBinding
+type DeleteCmdBindingResponse401Headers struct {
+	WWWAuthenticate *string
 }
 
 // DeleteCmdBindingResponse404Headers the declared response headers of an HTTP 404 response for DeleteCmdBinding
@@ -24031,6 +26177,10 @@ type DeleteCmdBindingResponse struct {
 	HTTPResponse *http.Response
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *KeyedNotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
@@ -24045,6 +26195,8 @@ type DeleteCmdBindingResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers204 the parsed response headers for an HTTP 204 response
 	Headers204 *DeleteCmdBindingResponse204Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteCmdBindingResponse401Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *DeleteCmdBindingResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
@@ -24060,6 +26212,16 @@ type DeleteCmdBindingResponse struct {
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r DeleteCmdBindingResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteCmdBindingResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteCmdBindingResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -24133,6 +26295,11 @@ type GetCmdBindingResponse200Headers struct {
 	XSlotGroup     *int64
 }
 
+// GetCmdBindingResponse401Headers the declared response headers of an HTTP 401 response for GetCmdBinding
+type GetCmdBindingResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 // GetCmdBindingResponse404Headers the declared response headers of an HTTP 404 response for GetCmdBinding
 type GetCmdBindingResponse404Headers struct {
 	IdempotentReplayed *string
@@ -24155,6 +26322,11 @@ type GetCmdBindingResponse409Headers struct {
 	XLeaderTerm        *int64
 	XRouteRevision     *int64
 	XSlotGroup         *int64
+}
+
+// GetCmdBindingResponse429Headers the declared response headers of an HTTP 429 response for GetCmdBinding
+type GetCmdBindingResponse429Headers struct {
+	RetryAfter int
 }
 
 // GetCmdBindingResponse503Headers the declared response headers of an HTTP 503 response for GetCmdBinding
@@ -24182,10 +26354,16 @@ type GetCmdBindingResponse struct {
 	JSON200 *CmdBinding
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *KeyedNotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *KeyedConflict
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -24194,10 +26372,14 @@ type GetCmdBindingResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *GetCmdBindingResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetCmdBindingResponse401Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *GetCmdBindingResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *GetCmdBindingResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetCmdBindingResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetCmdBindingResponse503Headers
 	// HeadersDefault the parsed response headers for an HTTP default response
@@ -24214,6 +26396,16 @@ func (r GetCmdBindingResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
 }
 
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetCmdBindingResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetCmdBindingResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r GetCmdBindingResponse) GetJSON404() *KeyedNotFound {
 	return r.JSON404
@@ -24222,6 +26414,11 @@ func (r GetCmdBindingResponse) GetJSON404() *KeyedNotFound {
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
 func (r GetCmdBindingResponse) GetJSON409() *KeyedConflict {
 	return r.JSON409
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetCmdBindingResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -24279,6 +26476,11 @@ type PutCmdBindingResponse200Headers struct {
 	XSlotGroup         *int64
 }
 
+// PutCmdBindingResponse401Headers the declared response headers of an HTTP 401 response for PutCmdBinding
+type PutCmdBindingResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 // PutCmdBindingResponse409Headers the declared response headers of an HTTP 409 response for PutCmdBinding
 type PutCmdBindingResponse409Headers struct {
 	IdempotentReplayed *string
@@ -24326,6 +26528,10 @@ type PutCmdBindingResponse struct {
 	JSON200 *CmdBinding
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *KeyedConflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -24340,6 +26546,8 @@ type PutCmdBindingResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *PutCmdBindingResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PutCmdBindingResponse401Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *PutCmdBindingResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -24358,6 +26566,16 @@ func (r PutCmdBindingResponse) GetJSON200() *CmdBinding {
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r PutCmdBindingResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PutCmdBindingResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PutCmdBindingResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -24430,6 +26648,11 @@ type AckCmdBindingResponse200Headers struct {
 	XSlotGroup         *int64
 }
 
+// AckCmdBindingResponse401Headers the declared response headers of an HTTP 401 response for AckCmdBinding
+type AckCmdBindingResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 // AckCmdBindingResponse404Headers the declared response headers of an HTTP 404 response for AckCmdBinding
 type AckCmdBindingResponse404Headers struct {
 	IdempotentReplayed *string
@@ -24490,6 +26713,10 @@ type AckCmdBindingResponse struct {
 	JSON200 *CmdBinding
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *KeyedNotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
@@ -24506,6 +26733,8 @@ type AckCmdBindingResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *AckCmdBindingResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *AckCmdBindingResponse401Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *AckCmdBindingResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
@@ -24526,6 +26755,16 @@ func (r AckCmdBindingResponse) GetJSON200() *CmdBinding {
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r AckCmdBindingResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r AckCmdBindingResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r AckCmdBindingResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -24604,6 +26843,11 @@ type ListDevicesResponse200Headers struct {
 	XSlotGroup     *int64
 }
 
+// ListDevicesResponse401Headers the declared response headers of an HTTP 401 response for ListDevices
+type ListDevicesResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 // ListDevicesResponse404Headers the declared response headers of an HTTP 404 response for ListDevices
 type ListDevicesResponse404Headers struct {
 	IdempotentReplayed *string
@@ -24626,6 +26870,11 @@ type ListDevicesResponse409Headers struct {
 	XLeaderTerm        *int64
 	XRouteRevision     *int64
 	XSlotGroup         *int64
+}
+
+// ListDevicesResponse429Headers the declared response headers of an HTTP 429 response for ListDevices
+type ListDevicesResponse429Headers struct {
+	RetryAfter int
 }
 
 // ListDevicesResponse503Headers the declared response headers of an HTTP 503 response for ListDevices
@@ -24653,10 +26902,16 @@ type ListDevicesResponse struct {
 	JSON200 *DevicePage
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *KeyedNotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *KeyedConflict
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -24665,10 +26920,14 @@ type ListDevicesResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *ListDevicesResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListDevicesResponse401Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *ListDevicesResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *ListDevicesResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListDevicesResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ListDevicesResponse503Headers
 	// HeadersDefault the parsed response headers for an HTTP default response
@@ -24685,6 +26944,16 @@ func (r ListDevicesResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
 }
 
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListDevicesResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListDevicesResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r ListDevicesResponse) GetJSON404() *KeyedNotFound {
 	return r.JSON404
@@ -24693,6 +26962,11 @@ func (r ListDevicesResponse) GetJSON404() *KeyedNotFound {
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
 func (r ListDevicesResponse) GetJSON409() *KeyedConflict {
 	return r.JSON409
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListDevicesResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -24748,6 +27022,11 @@ type DeleteDeviceResponse204Headers struct {
 	XLeaderTerm        *int64
 	XRouteRevision     *int64
 	XSlotGroup         *int64
+}
+
+// DeleteDeviceResponse401Headers the declared response headers of an HTTP 401 response for DeleteDevice
+type DeleteDeviceResponse401Headers struct {
+	WWWAuthenticate *string
 }
 
 // DeleteDeviceResponse404Headers the declared response headers of an HTTP 404 response for DeleteDevice
@@ -24808,6 +27087,10 @@ type DeleteDeviceResponse struct {
 	HTTPResponse *http.Response
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *KeyedNotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
@@ -24822,6 +27105,8 @@ type DeleteDeviceResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers204 the parsed response headers for an HTTP 204 response
 	Headers204 *DeleteDeviceResponse204Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteDeviceResponse401Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *DeleteDeviceResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
@@ -24837,6 +27122,16 @@ type DeleteDeviceResponse struct {
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r DeleteDeviceResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteDeviceResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteDeviceResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -24910,6 +27205,11 @@ type GetDeviceResponse200Headers struct {
 	XSlotGroup     *int64
 }
 
+// GetDeviceResponse401Headers the declared response headers of an HTTP 401 response for GetDevice
+type GetDeviceResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 // GetDeviceResponse404Headers the declared response headers of an HTTP 404 response for GetDevice
 type GetDeviceResponse404Headers struct {
 	IdempotentReplayed *string
@@ -24932,6 +27232,11 @@ type GetDeviceResponse409Headers struct {
 	XLeaderTerm        *int64
 	XRouteRevision     *int64
 	XSlotGroup         *int64
+}
+
+// GetDeviceResponse429Headers the declared response headers of an HTTP 429 response for GetDevice
+type GetDeviceResponse429Headers struct {
+	RetryAfter int
 }
 
 // GetDeviceResponse503Headers the declared response headers of an HTTP 503 response for GetDevice
@@ -24959,10 +27264,16 @@ type GetDeviceResponse struct {
 	JSON200 *Device
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *KeyedNotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *KeyedConflict
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -24971,10 +27282,14 @@ type GetDeviceResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *GetDeviceResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetDeviceResponse401Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *GetDeviceResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *GetDeviceResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetDeviceResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetDeviceResponse503Headers
 	// HeadersDefault the parsed response headers for an HTTP default response
@@ -24991,6 +27306,16 @@ func (r GetDeviceResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
 }
 
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetDeviceResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetDeviceResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r GetDeviceResponse) GetJSON404() *KeyedNotFound {
 	return r.JSON404
@@ -24999,6 +27324,11 @@ func (r GetDeviceResponse) GetJSON404() *KeyedNotFound {
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
 func (r GetDeviceResponse) GetJSON409() *KeyedConflict {
 	return r.JSON409
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetDeviceResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -25054,6 +27384,11 @@ type PutDeviceResponse200Headers struct {
 	XLeaderTerm        *int64
 	XRouteRevision     *int64
 	XSlotGroup         *int64
+}
+
+// PutDeviceResponse401Headers the declared response headers of an HTTP 401 response for PutDevice
+type PutDeviceResponse401Headers struct {
+	WWWAuthenticate *string
 }
 
 // PutDeviceResponse404Headers the declared response headers of an HTTP 404 response for PutDevice
@@ -25116,6 +27451,10 @@ type PutDeviceResponse struct {
 	JSON200 *Device
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *KeyedNotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
@@ -25132,6 +27471,8 @@ type PutDeviceResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *PutDeviceResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PutDeviceResponse401Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *PutDeviceResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
@@ -25152,6 +27493,16 @@ func (r PutDeviceResponse) GetJSON200() *Device {
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r PutDeviceResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PutDeviceResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PutDeviceResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -25230,6 +27581,11 @@ type ListMembershipsResponse200Headers struct {
 	XSlotGroup     *int64
 }
 
+// ListMembershipsResponse401Headers the declared response headers of an HTTP 401 response for ListMemberships
+type ListMembershipsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 // ListMembershipsResponse409Headers the declared response headers of an HTTP 409 response for ListMemberships
 type ListMembershipsResponse409Headers struct {
 	IdempotentReplayed *string
@@ -25239,6 +27595,11 @@ type ListMembershipsResponse409Headers struct {
 	XLeaderTerm        *int64
 	XRouteRevision     *int64
 	XSlotGroup         *int64
+}
+
+// ListMembershipsResponse429Headers the declared response headers of an HTTP 429 response for ListMemberships
+type ListMembershipsResponse429Headers struct {
+	RetryAfter int
 }
 
 // ListMembershipsResponse503Headers the declared response headers of an HTTP 503 response for ListMemberships
@@ -25266,8 +27627,14 @@ type ListMembershipsResponse struct {
 	JSON200 *MembershipPage
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *KeyedConflict
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -25276,8 +27643,12 @@ type ListMembershipsResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *ListMembershipsResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListMembershipsResponse401Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *ListMembershipsResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListMembershipsResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ListMembershipsResponse503Headers
 	// HeadersDefault the parsed response headers for an HTTP default response
@@ -25294,9 +27665,24 @@ func (r ListMembershipsResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
 }
 
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListMembershipsResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListMembershipsResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
 func (r ListMembershipsResponse) GetJSON409() *KeyedConflict {
 	return r.JSON409
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListMembershipsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -25352,6 +27738,11 @@ type DeleteMembershipResponse204Headers struct {
 	XLeaderTerm        *int64
 	XRouteRevision     *int64
 	XSlotGroup         *int64
+}
+
+// DeleteMembershipResponse401Headers the declared response headers of an HTTP 401 response for DeleteMembership
+type DeleteMembershipResponse401Headers struct {
+	WWWAuthenticate *string
 }
 
 // DeleteMembershipResponse404Headers the declared response headers of an HTTP 404 response for DeleteMembership
@@ -25412,6 +27803,10 @@ type DeleteMembershipResponse struct {
 	HTTPResponse *http.Response
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *KeyedNotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
@@ -25426,6 +27821,8 @@ type DeleteMembershipResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers204 the parsed response headers for an HTTP 204 response
 	Headers204 *DeleteMembershipResponse204Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteMembershipResponse401Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *DeleteMembershipResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
@@ -25441,6 +27838,16 @@ type DeleteMembershipResponse struct {
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r DeleteMembershipResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteMembershipResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteMembershipResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -25514,6 +27921,11 @@ type GetMembershipResponse200Headers struct {
 	XSlotGroup     *int64
 }
 
+// GetMembershipResponse401Headers the declared response headers of an HTTP 401 response for GetMembership
+type GetMembershipResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 // GetMembershipResponse404Headers the declared response headers of an HTTP 404 response for GetMembership
 type GetMembershipResponse404Headers struct {
 	IdempotentReplayed *string
@@ -25536,6 +27948,11 @@ type GetMembershipResponse409Headers struct {
 	XLeaderTerm        *int64
 	XRouteRevision     *int64
 	XSlotGroup         *int64
+}
+
+// GetMembershipResponse429Headers the declared response headers of an HTTP 429 response for GetMembership
+type GetMembershipResponse429Headers struct {
+	RetryAfter int
 }
 
 // GetMembershipResponse503Headers the declared response headers of an HTTP 503 response for GetMembership
@@ -25563,10 +27980,16 @@ type GetMembershipResponse struct {
 	JSON200 *Membership
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *KeyedNotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *KeyedConflict
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -25575,10 +27998,14 @@ type GetMembershipResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *GetMembershipResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetMembershipResponse401Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *GetMembershipResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *GetMembershipResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetMembershipResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetMembershipResponse503Headers
 	// HeadersDefault the parsed response headers for an HTTP default response
@@ -25595,6 +28022,16 @@ func (r GetMembershipResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
 }
 
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetMembershipResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetMembershipResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r GetMembershipResponse) GetJSON404() *KeyedNotFound {
 	return r.JSON404
@@ -25603,6 +28040,11 @@ func (r GetMembershipResponse) GetJSON404() *KeyedNotFound {
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
 func (r GetMembershipResponse) GetJSON409() *KeyedConflict {
 	return r.JSON409
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetMembershipResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -25660,6 +28102,11 @@ type PutMembershipResponse200Headers struct {
 	XSlotGroup         *int64
 }
 
+// PutMembershipResponse401Headers the declared response headers of an HTTP 401 response for PutMembership
+type PutMembershipResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 // PutMembershipResponse409Headers the declared response headers of an HTTP 409 response for PutMembership
 type PutMembershipResponse409Headers struct {
 	IdempotentReplayed *string
@@ -25707,6 +28154,10 @@ type PutMembershipResponse struct {
 	JSON200 *Membership
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *KeyedConflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -25721,6 +28172,8 @@ type PutMembershipResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *PutMembershipResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PutMembershipResponse401Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *PutMembershipResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -25739,6 +28192,16 @@ func (r PutMembershipResponse) GetJSON200() *Membership {
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r PutMembershipResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PutMembershipResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PutMembershipResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -25811,6 +28274,11 @@ type ActivateMembershipResponse200Headers struct {
 	XSlotGroup         *int64
 }
 
+// ActivateMembershipResponse401Headers the declared response headers of an HTTP 401 response for ActivateMembership
+type ActivateMembershipResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 // ActivateMembershipResponse404Headers the declared response headers of an HTTP 404 response for ActivateMembership
 type ActivateMembershipResponse404Headers struct {
 	IdempotentReplayed *string
@@ -25871,6 +28339,10 @@ type ActivateMembershipResponse struct {
 	JSON200 *Membership
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *KeyedNotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
@@ -25885,6 +28357,8 @@ type ActivateMembershipResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *ActivateMembershipResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ActivateMembershipResponse401Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *ActivateMembershipResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
@@ -25905,6 +28379,16 @@ func (r ActivateMembershipResponse) GetJSON200() *Membership {
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r ActivateMembershipResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ActivateMembershipResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ActivateMembershipResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -25977,6 +28461,11 @@ type HideMembershipResponse200Headers struct {
 	XSlotGroup         *int64
 }
 
+// HideMembershipResponse401Headers the declared response headers of an HTTP 401 response for HideMembership
+type HideMembershipResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 // HideMembershipResponse404Headers the declared response headers of an HTTP 404 response for HideMembership
 type HideMembershipResponse404Headers struct {
 	IdempotentReplayed *string
@@ -26037,6 +28526,10 @@ type HideMembershipResponse struct {
 	JSON200 *Membership
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *KeyedNotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
@@ -26053,6 +28546,8 @@ type HideMembershipResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *HideMembershipResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *HideMembershipResponse401Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *HideMembershipResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
@@ -26073,6 +28568,16 @@ func (r HideMembershipResponse) GetJSON200() *Membership {
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r HideMembershipResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r HideMembershipResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r HideMembershipResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -26150,6 +28655,11 @@ type ReadMembershipResponse200Headers struct {
 	XSlotGroup         *int64
 }
 
+// ReadMembershipResponse401Headers the declared response headers of an HTTP 401 response for ReadMembership
+type ReadMembershipResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 // ReadMembershipResponse404Headers the declared response headers of an HTTP 404 response for ReadMembership
 type ReadMembershipResponse404Headers struct {
 	IdempotentReplayed *string
@@ -26210,6 +28720,10 @@ type ReadMembershipResponse struct {
 	JSON200 *Membership
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *KeyedNotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
@@ -26226,6 +28740,8 @@ type ReadMembershipResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *ReadMembershipResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ReadMembershipResponse401Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *ReadMembershipResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
@@ -26246,6 +28762,16 @@ func (r ReadMembershipResponse) GetJSON200() *Membership {
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r ReadMembershipResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ReadMembershipResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ReadMembershipResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -26324,6 +28850,11 @@ type ListUserPluginsResponse200Headers struct {
 	XSlotGroup     *int64
 }
 
+// ListUserPluginsResponse401Headers the declared response headers of an HTTP 401 response for ListUserPlugins
+type ListUserPluginsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 // ListUserPluginsResponse404Headers the declared response headers of an HTTP 404 response for ListUserPlugins
 type ListUserPluginsResponse404Headers struct {
 	IdempotentReplayed *string
@@ -26346,6 +28877,11 @@ type ListUserPluginsResponse409Headers struct {
 	XLeaderTerm        *int64
 	XRouteRevision     *int64
 	XSlotGroup         *int64
+}
+
+// ListUserPluginsResponse429Headers the declared response headers of an HTTP 429 response for ListUserPlugins
+type ListUserPluginsResponse429Headers struct {
+	RetryAfter int
 }
 
 // ListUserPluginsResponse503Headers the declared response headers of an HTTP 503 response for ListUserPlugins
@@ -26373,10 +28909,16 @@ type ListUserPluginsResponse struct {
 	JSON200 *PluginBindingPage
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *KeyedNotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *KeyedConflict
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -26385,10 +28927,14 @@ type ListUserPluginsResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *ListUserPluginsResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListUserPluginsResponse401Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *ListUserPluginsResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *ListUserPluginsResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListUserPluginsResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ListUserPluginsResponse503Headers
 	// HeadersDefault the parsed response headers for an HTTP default response
@@ -26405,6 +28951,16 @@ func (r ListUserPluginsResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
 }
 
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListUserPluginsResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListUserPluginsResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r ListUserPluginsResponse) GetJSON404() *KeyedNotFound {
 	return r.JSON404
@@ -26413,6 +28969,11 @@ func (r ListUserPluginsResponse) GetJSON404() *KeyedNotFound {
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
 func (r ListUserPluginsResponse) GetJSON409() *KeyedConflict {
 	return r.JSON409
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListUserPluginsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -26468,6 +29029,11 @@ type DeleteUserPluginResponse204Headers struct {
 	XLeaderTerm        *int64
 	XRouteRevision     *int64
 	XSlotGroup         *int64
+}
+
+// DeleteUserPluginResponse401Headers the declared response headers of an HTTP 401 response for DeleteUserPlugin
+type DeleteUserPluginResponse401Headers struct {
+	WWWAuthenticate *string
 }
 
 // DeleteUserPluginResponse404Headers the declared response headers of an HTTP 404 response for DeleteUserPlugin
@@ -26528,6 +29094,10 @@ type DeleteUserPluginResponse struct {
 	HTTPResponse *http.Response
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *KeyedNotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
@@ -26542,6 +29112,8 @@ type DeleteUserPluginResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers204 the parsed response headers for an HTTP 204 response
 	Headers204 *DeleteUserPluginResponse204Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteUserPluginResponse401Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *DeleteUserPluginResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
@@ -26557,6 +29129,16 @@ type DeleteUserPluginResponse struct {
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r DeleteUserPluginResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteUserPluginResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteUserPluginResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -26629,6 +29211,11 @@ type PutUserPluginResponse200Headers struct {
 	XSlotGroup         *int64
 }
 
+// PutUserPluginResponse401Headers the declared response headers of an HTTP 401 response for PutUserPlugin
+type PutUserPluginResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 // PutUserPluginResponse404Headers the declared response headers of an HTTP 404 response for PutUserPlugin
 type PutUserPluginResponse404Headers struct {
 	IdempotentReplayed *string
@@ -26689,6 +29276,10 @@ type PutUserPluginResponse struct {
 	JSON200 *PluginBinding
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *KeyedNotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
@@ -26705,6 +29296,8 @@ type PutUserPluginResponse struct {
 	JSONDefault *ErrorResponse
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *PutUserPluginResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PutUserPluginResponse401Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *PutUserPluginResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
@@ -26725,6 +29318,16 @@ func (r PutUserPluginResponse) GetJSON200() *PluginBinding {
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r PutUserPluginResponse) GetJSON400() *InvalidArgument {
 	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PutUserPluginResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PutUserPluginResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -29026,6 +31629,27 @@ func ParseMetricsResponse(rsp *http.Response) (*MetricsResponse, error) {
 	}
 
 	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest ErrorResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -29036,6 +31660,26 @@ func ParseMetricsResponse(rsp *http.Response) (*MetricsResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 401:
+		var headers MetricsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers MetricsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case true:
 		var headers MetricsResponseDefaultHeaders
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -29188,6 +31832,20 @@ func ParseCreateChannelResponse(rsp *http.Response) (*CreateChannelResponse, err
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest KeyedConflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -29292,6 +31950,16 @@ func ParseCreateChannelResponse(rsp *http.Response) (*CreateChannelResponse, err
 			headers.XSlotGroup = &value
 		}
 		response.Headers201 = &headers
+	case rsp.StatusCode == 401:
+		var headers CreateChannelResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 409:
 		var headers CreateChannelResponse409Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -29501,6 +32169,20 @@ func ParseDeleteChannelResponse(rsp *http.Response) (*DeleteChannelResponse, err
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest KeyedNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -29598,6 +32280,16 @@ func ParseDeleteChannelResponse(rsp *http.Response) (*DeleteChannelResponse, err
 			headers.XSlotGroup = &value
 		}
 		response.Headers204 = &headers
+	case rsp.StatusCode == 401:
+		var headers DeleteChannelResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 404:
 		var headers DeleteChannelResponse404Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -29877,6 +32569,20 @@ func ParseGetChannelResponse(rsp *http.Response) (*GetChannelResponse, error) {
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest KeyedNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -29890,6 +32596,13 @@ func ParseGetChannelResponse(rsp *http.Response) (*GetChannelResponse, error) {
 			return nil, err
 		}
 		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -29974,6 +32687,16 @@ func ParseGetChannelResponse(rsp *http.Response) (*GetChannelResponse, error) {
 			headers.XSlotGroup = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetChannelResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 404:
 		var headers GetChannelResponse404Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -30092,6 +32815,16 @@ func ParseGetChannelResponse(rsp *http.Response) (*GetChannelResponse, error) {
 			headers.XSlotGroup = &value
 		}
 		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetChannelResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetChannelResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -30201,6 +32934,20 @@ func ParsePutChannelResponse(rsp *http.Response) (*PutChannelResponse, error) {
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest KeyedConflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -30298,6 +33045,16 @@ func ParsePutChannelResponse(rsp *http.Response) (*PutChannelResponse, error) {
 			headers.XSlotGroup = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers PutChannelResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 409:
 		var headers PutChannelResponse409Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -30511,6 +33268,20 @@ func ParseListChannelAllowlistResponse(rsp *http.Response) (*ListChannelAllowlis
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest KeyedNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -30524,6 +33295,13 @@ func ParseListChannelAllowlistResponse(rsp *http.Response) (*ListChannelAllowlis
 			return nil, err
 		}
 		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -30608,6 +33386,16 @@ func ParseListChannelAllowlistResponse(rsp *http.Response) (*ListChannelAllowlis
 			headers.XSlotGroup = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListChannelAllowlistResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 404:
 		var headers ListChannelAllowlistResponse404Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -30726,6 +33514,16 @@ func ParseListChannelAllowlistResponse(rsp *http.Response) (*ListChannelAllowlis
 			headers.XSlotGroup = &value
 		}
 		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListChannelAllowlistResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ListChannelAllowlistResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -30835,6 +33633,20 @@ func ParseAddChannelAllowlistResponse(rsp *http.Response) (*AddChannelAllowlistR
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest KeyedNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -30939,6 +33751,16 @@ func ParseAddChannelAllowlistResponse(rsp *http.Response) (*AddChannelAllowlistR
 			headers.XSlotGroup = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers AddChannelAllowlistResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 404:
 		var headers AddChannelAllowlistResponse404Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -31218,6 +34040,20 @@ func ParseRemoveChannelAllowlistResponse(rsp *http.Response) (*RemoveChannelAllo
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest KeyedNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -31322,6 +34158,16 @@ func ParseRemoveChannelAllowlistResponse(rsp *http.Response) (*RemoveChannelAllo
 			headers.XSlotGroup = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers RemoveChannelAllowlistResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 404:
 		var headers RemoveChannelAllowlistResponse404Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -31597,6 +34443,20 @@ func ParseDeleteChannelAllowlistMemberResponse(rsp *http.Response) (*DeleteChann
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest KeyedNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -31694,6 +34554,16 @@ func ParseDeleteChannelAllowlistMemberResponse(rsp *http.Response) (*DeleteChann
 			headers.XSlotGroup = &value
 		}
 		response.Headers204 = &headers
+	case rsp.StatusCode == 401:
+		var headers DeleteChannelAllowlistMemberResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 404:
 		var headers DeleteChannelAllowlistMemberResponse404Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -31973,6 +34843,20 @@ func ParseGetChannelAllowlistMemberResponse(rsp *http.Response) (*GetChannelAllo
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest KeyedNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -31986,6 +34870,13 @@ func ParseGetChannelAllowlistMemberResponse(rsp *http.Response) (*GetChannelAllo
 			return nil, err
 		}
 		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -32070,6 +34961,16 @@ func ParseGetChannelAllowlistMemberResponse(rsp *http.Response) (*GetChannelAllo
 			headers.XSlotGroup = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetChannelAllowlistMemberResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 404:
 		var headers GetChannelAllowlistMemberResponse404Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -32188,6 +35089,16 @@ func ParseGetChannelAllowlistMemberResponse(rsp *http.Response) (*GetChannelAllo
 			headers.XSlotGroup = &value
 		}
 		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetChannelAllowlistMemberResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetChannelAllowlistMemberResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -32297,6 +35208,20 @@ func ParseListChannelDenylistResponse(rsp *http.Response) (*ListChannelDenylistR
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest KeyedNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -32310,6 +35235,13 @@ func ParseListChannelDenylistResponse(rsp *http.Response) (*ListChannelDenylistR
 			return nil, err
 		}
 		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -32394,6 +35326,16 @@ func ParseListChannelDenylistResponse(rsp *http.Response) (*ListChannelDenylistR
 			headers.XSlotGroup = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListChannelDenylistResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 404:
 		var headers ListChannelDenylistResponse404Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -32512,6 +35454,16 @@ func ParseListChannelDenylistResponse(rsp *http.Response) (*ListChannelDenylistR
 			headers.XSlotGroup = &value
 		}
 		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListChannelDenylistResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ListChannelDenylistResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -32621,6 +35573,20 @@ func ParseAddChannelDenylistResponse(rsp *http.Response) (*AddChannelDenylistRes
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest KeyedNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -32725,6 +35691,16 @@ func ParseAddChannelDenylistResponse(rsp *http.Response) (*AddChannelDenylistRes
 			headers.XSlotGroup = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers AddChannelDenylistResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 404:
 		var headers AddChannelDenylistResponse404Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -33004,6 +35980,20 @@ func ParseRemoveChannelDenylistResponse(rsp *http.Response) (*RemoveChannelDenyl
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest KeyedNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -33108,6 +36098,16 @@ func ParseRemoveChannelDenylistResponse(rsp *http.Response) (*RemoveChannelDenyl
 			headers.XSlotGroup = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers RemoveChannelDenylistResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 404:
 		var headers RemoveChannelDenylistResponse404Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -33383,6 +36383,20 @@ func ParseDeleteChannelDenylistMemberResponse(rsp *http.Response) (*DeleteChanne
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest KeyedNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -33480,6 +36494,16 @@ func ParseDeleteChannelDenylistMemberResponse(rsp *http.Response) (*DeleteChanne
 			headers.XSlotGroup = &value
 		}
 		response.Headers204 = &headers
+	case rsp.StatusCode == 401:
+		var headers DeleteChannelDenylistMemberResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 404:
 		var headers DeleteChannelDenylistMemberResponse404Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -33759,6 +36783,20 @@ func ParseGetChannelDenylistMemberResponse(rsp *http.Response) (*GetChannelDenyl
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest KeyedNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -33772,6 +36810,13 @@ func ParseGetChannelDenylistMemberResponse(rsp *http.Response) (*GetChannelDenyl
 			return nil, err
 		}
 		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -33856,6 +36901,16 @@ func ParseGetChannelDenylistMemberResponse(rsp *http.Response) (*GetChannelDenyl
 			headers.XSlotGroup = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetChannelDenylistMemberResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 404:
 		var headers GetChannelDenylistMemberResponse404Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -33974,6 +37029,16 @@ func ParseGetChannelDenylistMemberResponse(rsp *http.Response) (*GetChannelDenyl
 			headers.XSlotGroup = &value
 		}
 		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetChannelDenylistMemberResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetChannelDenylistMemberResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -34083,12 +37148,33 @@ func ParseListChannelEventsResponse(rsp *http.Response) (*ListChannelEventsRespo
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest KeyedConflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -34173,6 +37259,16 @@ func ParseListChannelEventsResponse(rsp *http.Response) (*ListChannelEventsRespo
 			headers.XSlotGroup = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListChannelEventsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 409:
 		var headers ListChannelEventsResponse409Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -34225,6 +37321,16 @@ func ParseListChannelEventsResponse(rsp *http.Response) (*ListChannelEventsRespo
 			headers.XSlotGroup = &value
 		}
 		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListChannelEventsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ListChannelEventsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -34334,6 +37440,20 @@ func ParseAppendChannelEventResponse(rsp *http.Response) (*AppendChannelEventRes
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest KeyedConflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -34431,6 +37551,16 @@ func ParseAppendChannelEventResponse(rsp *http.Response) (*AppendChannelEventRes
 			headers.XSlotGroup = &value
 		}
 		response.Headers201 = &headers
+	case rsp.StatusCode == 401:
+		var headers AppendChannelEventResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 409:
 		var headers AppendChannelEventResponse409Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -34644,12 +37774,33 @@ func ParseListChannelMigrationsResponse(rsp *http.Response) (*ListChannelMigrati
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest KeyedConflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -34734,6 +37885,16 @@ func ParseListChannelMigrationsResponse(rsp *http.Response) (*ListChannelMigrati
 			headers.XSlotGroup = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListChannelMigrationsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 409:
 		var headers ListChannelMigrationsResponse409Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -34786,6 +37947,16 @@ func ParseListChannelMigrationsResponse(rsp *http.Response) (*ListChannelMigrati
 			headers.XSlotGroup = &value
 		}
 		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListChannelMigrationsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ListChannelMigrationsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -34895,6 +38066,20 @@ func ParseCreateChannelMigrationResponse(rsp *http.Response) (*CreateChannelMigr
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest KeyedConflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -34999,6 +38184,16 @@ func ParseCreateChannelMigrationResponse(rsp *http.Response) (*CreateChannelMigr
 			headers.XSlotGroup = &value
 		}
 		response.Headers201 = &headers
+	case rsp.StatusCode == 401:
+		var headers CreateChannelMigrationResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 409:
 		var headers CreateChannelMigrationResponse409Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -35212,6 +38407,20 @@ func ParseGetChannelMigrationResponse(rsp *http.Response) (*GetChannelMigrationR
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest KeyedNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -35225,6 +38434,13 @@ func ParseGetChannelMigrationResponse(rsp *http.Response) (*GetChannelMigrationR
 			return nil, err
 		}
 		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -35309,6 +38525,16 @@ func ParseGetChannelMigrationResponse(rsp *http.Response) (*GetChannelMigrationR
 			headers.XSlotGroup = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetChannelMigrationResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 404:
 		var headers GetChannelMigrationResponse404Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -35427,6 +38653,16 @@ func ParseGetChannelMigrationResponse(rsp *http.Response) (*GetChannelMigrationR
 			headers.XSlotGroup = &value
 		}
 		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetChannelMigrationResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetChannelMigrationResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -35536,6 +38772,20 @@ func ParseAbortChannelMigrationResponse(rsp *http.Response) (*AbortChannelMigrat
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest KeyedNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -35640,6 +38890,16 @@ func ParseAbortChannelMigrationResponse(rsp *http.Response) (*AbortChannelMigrat
 			headers.XSlotGroup = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers AbortChannelMigrationResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 404:
 		var headers AbortChannelMigrationResponse404Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -35919,6 +39179,20 @@ func ParseAdvanceChannelMigrationResponse(rsp *http.Response) (*AdvanceChannelMi
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest KeyedNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -36023,6 +39297,16 @@ func ParseAdvanceChannelMigrationResponse(rsp *http.Response) (*AdvanceChannelMi
 			headers.XSlotGroup = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers AdvanceChannelMigrationResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 404:
 		var headers AdvanceChannelMigrationResponse404Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -36298,6 +39582,20 @@ func ParseDeleteChannelRuntimeResponse(rsp *http.Response) (*DeleteChannelRuntim
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest KeyedNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -36395,6 +39693,16 @@ func ParseDeleteChannelRuntimeResponse(rsp *http.Response) (*DeleteChannelRuntim
 			headers.XSlotGroup = &value
 		}
 		response.Headers204 = &headers
+	case rsp.StatusCode == 401:
+		var headers DeleteChannelRuntimeResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 404:
 		var headers DeleteChannelRuntimeResponse404Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -36674,6 +39982,20 @@ func ParseGetChannelRuntimeResponse(rsp *http.Response) (*GetChannelRuntimeRespo
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest KeyedNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -36687,6 +40009,13 @@ func ParseGetChannelRuntimeResponse(rsp *http.Response) (*GetChannelRuntimeRespo
 			return nil, err
 		}
 		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -36771,6 +40100,16 @@ func ParseGetChannelRuntimeResponse(rsp *http.Response) (*GetChannelRuntimeRespo
 			headers.XSlotGroup = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetChannelRuntimeResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 404:
 		var headers GetChannelRuntimeResponse404Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -36889,6 +40228,16 @@ func ParseGetChannelRuntimeResponse(rsp *http.Response) (*GetChannelRuntimeRespo
 			headers.XSlotGroup = &value
 		}
 		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetChannelRuntimeResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetChannelRuntimeResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -36998,6 +40347,20 @@ func ParseCreateChannelRuntimeResponse(rsp *http.Response) (*CreateChannelRuntim
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest KeyedConflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -37102,6 +40465,16 @@ func ParseCreateChannelRuntimeResponse(rsp *http.Response) (*CreateChannelRuntim
 			headers.XSlotGroup = &value
 		}
 		response.Headers201 = &headers
+	case rsp.StatusCode == 401:
+		var headers CreateChannelRuntimeResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 409:
 		var headers CreateChannelRuntimeResponse409Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -37315,6 +40688,20 @@ func ParsePutChannelRuntimeResponse(rsp *http.Response) (*PutChannelRuntimeRespo
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest KeyedConflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -37412,6 +40799,16 @@ func ParsePutChannelRuntimeResponse(rsp *http.Response) (*PutChannelRuntimeRespo
 			headers.XSlotGroup = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers PutChannelRuntimeResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 409:
 		var headers PutChannelRuntimeResponse409Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -37625,6 +41022,20 @@ func ParseAdvanceChannelRetentionResponse(rsp *http.Response) (*AdvanceChannelRe
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest KeyedNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -37729,6 +41140,16 @@ func ParseAdvanceChannelRetentionResponse(rsp *http.Response) (*AdvanceChannelRe
 			headers.XSlotGroup = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers AdvanceChannelRetentionResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 404:
 		var headers AdvanceChannelRetentionResponse404Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -38008,6 +41429,20 @@ func ParseListChannelSubscribersResponse(rsp *http.Response) (*ListChannelSubscr
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest KeyedNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -38021,6 +41456,13 @@ func ParseListChannelSubscribersResponse(rsp *http.Response) (*ListChannelSubscr
 			return nil, err
 		}
 		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -38105,6 +41547,16 @@ func ParseListChannelSubscribersResponse(rsp *http.Response) (*ListChannelSubscr
 			headers.XSlotGroup = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListChannelSubscribersResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 404:
 		var headers ListChannelSubscribersResponse404Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -38223,6 +41675,16 @@ func ParseListChannelSubscribersResponse(rsp *http.Response) (*ListChannelSubscr
 			headers.XSlotGroup = &value
 		}
 		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListChannelSubscribersResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ListChannelSubscribersResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -38332,6 +41794,20 @@ func ParseAddChannelSubscribersResponse(rsp *http.Response) (*AddChannelSubscrib
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest KeyedNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -38436,6 +41912,16 @@ func ParseAddChannelSubscribersResponse(rsp *http.Response) (*AddChannelSubscrib
 			headers.XSlotGroup = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers AddChannelSubscribersResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 404:
 		var headers AddChannelSubscribersResponse404Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -38715,6 +42201,20 @@ func ParseRemoveChannelSubscribersResponse(rsp *http.Response) (*RemoveChannelSu
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest KeyedNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -38819,6 +42319,16 @@ func ParseRemoveChannelSubscribersResponse(rsp *http.Response) (*RemoveChannelSu
 			headers.XSlotGroup = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers RemoveChannelSubscribersResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 404:
 		var headers RemoveChannelSubscribersResponse404Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -39094,6 +42604,20 @@ func ParseDeleteChannelSubscriberResponse(rsp *http.Response) (*DeleteChannelSub
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest KeyedNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -39191,6 +42715,16 @@ func ParseDeleteChannelSubscriberResponse(rsp *http.Response) (*DeleteChannelSub
 			headers.XSlotGroup = &value
 		}
 		response.Headers204 = &headers
+	case rsp.StatusCode == 401:
+		var headers DeleteChannelSubscriberResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 404:
 		var headers DeleteChannelSubscriberResponse404Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -39470,6 +43004,20 @@ func ParseGetChannelSubscriberResponse(rsp *http.Response) (*GetChannelSubscribe
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest KeyedNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -39483,6 +43031,13 @@ func ParseGetChannelSubscriberResponse(rsp *http.Response) (*GetChannelSubscribe
 			return nil, err
 		}
 		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -39567,6 +43122,16 @@ func ParseGetChannelSubscriberResponse(rsp *http.Response) (*GetChannelSubscribe
 			headers.XSlotGroup = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetChannelSubscriberResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 404:
 		var headers GetChannelSubscriberResponse404Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -39685,6 +43250,16 @@ func ParseGetChannelSubscriberResponse(rsp *http.Response) (*GetChannelSubscribe
 			headers.XSlotGroup = &value
 		}
 		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetChannelSubscriberResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetChannelSubscriberResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -39787,6 +43362,27 @@ func ParseGetClusterResponse(rsp *http.Response) (*GetClusterResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -39804,6 +43400,26 @@ func ParseGetClusterResponse(rsp *http.Response) (*GetClusterResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 401:
+		var headers GetClusterResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetClusterResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case true:
 		var headers GetClusterResponseDefaultHeaders
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -39847,6 +43463,27 @@ func ParseListAuditResponse(rsp *http.Response) (*ListAuditResponse, error) {
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -39864,6 +43501,26 @@ func ParseListAuditResponse(rsp *http.Response) (*ListAuditResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 401:
+		var headers ListAuditResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListAuditResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case true:
 		var headers ListAuditResponseDefaultHeaders
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -39900,6 +43557,27 @@ func ParseGetBalancerResponse(rsp *http.Response) (*GetBalancerResponse, error) 
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -39924,6 +43602,26 @@ func ParseGetBalancerResponse(rsp *http.Response) (*GetBalancerResponse, error) 
 	}
 
 	switch {
+	case rsp.StatusCode == 401:
+		var headers GetBalancerResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetBalancerResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetBalancerResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -39977,12 +43675,33 @@ func ParseSetBalancerResponse(rsp *http.Response) (*SetBalancerResponse, error) 
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -40008,6 +43727,26 @@ func ParseSetBalancerResponse(rsp *http.Response) (*SetBalancerResponse, error) 
 	}
 
 	switch {
+	case rsp.StatusCode == 401:
+		var headers SetBalancerResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers SetBalancerResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers SetBalancerResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -40054,6 +43793,27 @@ func ParseGetBalancerPlanResponse(rsp *http.Response) (*GetBalancerPlanResponse,
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -40078,6 +43838,26 @@ func ParseGetBalancerPlanResponse(rsp *http.Response) (*GetBalancerPlanResponse,
 	}
 
 	switch {
+	case rsp.StatusCode == 401:
+		var headers GetBalancerPlanResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetBalancerPlanResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetBalancerPlanResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -40124,6 +43904,27 @@ func ParseListDecisionsResponse(rsp *http.Response) (*ListDecisionsResponse, err
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -40141,6 +43942,26 @@ func ParseListDecisionsResponse(rsp *http.Response) (*ListDecisionsResponse, err
 	}
 
 	switch {
+	case rsp.StatusCode == 401:
+		var headers ListDecisionsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListDecisionsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case true:
 		var headers ListDecisionsResponseDefaultHeaders
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -40177,6 +43998,27 @@ func ParseListGroupsResponse(rsp *http.Response) (*ListGroupsResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -40201,6 +44043,26 @@ func ParseListGroupsResponse(rsp *http.Response) (*ListGroupsResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 401:
+		var headers ListGroupsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListGroupsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ListGroupsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -40254,6 +44116,20 @@ func ParseCreateGroupResponse(rsp *http.Response) (*CreateGroupResponse, error) 
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest ErrorBody
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -40267,6 +44143,13 @@ func ParseCreateGroupResponse(rsp *http.Response) (*CreateGroupResponse, error) 
 			return nil, err
 		}
 		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -40302,6 +44185,26 @@ func ParseCreateGroupResponse(rsp *http.Response) (*CreateGroupResponse, error) 
 			headers.Location = &value
 		}
 		response.Headers202 = &headers
+	case rsp.StatusCode == 401:
+		var headers CreateGroupResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateGroupResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers CreateGroupResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -40351,6 +44254,20 @@ func ParseRetireGroupResponse(rsp *http.Response) (*RetireGroupResponse, error) 
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest ErrorBody
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -40364,6 +44281,13 @@ func ParseRetireGroupResponse(rsp *http.Response) (*RetireGroupResponse, error) 
 			return nil, err
 		}
 		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -40389,6 +44313,26 @@ func ParseRetireGroupResponse(rsp *http.Response) (*RetireGroupResponse, error) 
 	}
 
 	switch {
+	case rsp.StatusCode == 401:
+		var headers RetireGroupResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers RetireGroupResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers RetireGroupResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -40442,12 +44386,33 @@ func ParseGetGroupResponse(rsp *http.Response) (*GetGroupResponse, error) {
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest ErrorBody
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -40473,6 +44438,26 @@ func ParseGetGroupResponse(rsp *http.Response) (*GetGroupResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 401:
+		var headers GetGroupResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetGroupResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetGroupResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -40526,6 +44511,20 @@ func ParseTransferLeaderResponse(rsp *http.Response) (*TransferLeaderResponse, e
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest ErrorBody
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -40546,6 +44545,13 @@ func ParseTransferLeaderResponse(rsp *http.Response) (*TransferLeaderResponse, e
 			return nil, err
 		}
 		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -40571,6 +44577,26 @@ func ParseTransferLeaderResponse(rsp *http.Response) (*TransferLeaderResponse, e
 	}
 
 	switch {
+	case rsp.StatusCode == 401:
+		var headers TransferLeaderResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers TransferLeaderResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers TransferLeaderResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -40624,12 +44650,33 @@ func ParsePreflightLeaderTransferResponse(rsp *http.Response) (*PreflightLeaderT
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest ErrorBody
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -40655,6 +44702,26 @@ func ParsePreflightLeaderTransferResponse(rsp *http.Response) (*PreflightLeaderT
 	}
 
 	switch {
+	case rsp.StatusCode == 401:
+		var headers PreflightLeaderTransferResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers PreflightLeaderTransferResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers PreflightLeaderTransferResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -40708,6 +44775,13 @@ func ParseMergeGroupResponse(rsp *http.Response) (*MergeGroupResponse, error) {
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
 		var dest ErrorBody
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -40735,6 +44809,13 @@ func ParseMergeGroupResponse(rsp *http.Response) (*MergeGroupResponse, error) {
 			return nil, err
 		}
 		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -40770,6 +44851,26 @@ func ParseMergeGroupResponse(rsp *http.Response) (*MergeGroupResponse, error) {
 			headers.Location = &value
 		}
 		response.Headers202 = &headers
+	case rsp.StatusCode == 401:
+		var headers MergeGroupResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers MergeGroupResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers MergeGroupResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -40823,6 +44924,20 @@ func ParseSetPreferredLeaderResponse(rsp *http.Response) (*SetPreferredLeaderRes
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest ErrorBody
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -40843,6 +44958,13 @@ func ParseSetPreferredLeaderResponse(rsp *http.Response) (*SetPreferredLeaderRes
 			return nil, err
 		}
 		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -40868,6 +44990,26 @@ func ParseSetPreferredLeaderResponse(rsp *http.Response) (*SetPreferredLeaderRes
 	}
 
 	switch {
+	case rsp.StatusCode == 401:
+		var headers SetPreferredLeaderResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers SetPreferredLeaderResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers SetPreferredLeaderResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -40921,6 +45063,20 @@ func ParseCreateReplicaMoveResponse(rsp *http.Response) (*CreateReplicaMoveRespo
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest ErrorBody
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -40941,6 +45097,13 @@ func ParseCreateReplicaMoveResponse(rsp *http.Response) (*CreateReplicaMoveRespo
 			return nil, err
 		}
 		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -40976,6 +45139,26 @@ func ParseCreateReplicaMoveResponse(rsp *http.Response) (*CreateReplicaMoveRespo
 			headers.Location = &value
 		}
 		response.Headers202 = &headers
+	case rsp.StatusCode == 401:
+		var headers CreateReplicaMoveResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateReplicaMoveResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers CreateReplicaMoveResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -41029,6 +45212,13 @@ func ParseSplitGroupResponse(rsp *http.Response) (*SplitGroupResponse, error) {
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
 		var dest ErrorBody
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -41056,6 +45246,13 @@ func ParseSplitGroupResponse(rsp *http.Response) (*SplitGroupResponse, error) {
 			return nil, err
 		}
 		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -41091,6 +45288,26 @@ func ParseSplitGroupResponse(rsp *http.Response) (*SplitGroupResponse, error) {
 			headers.Location = &value
 		}
 		response.Headers202 = &headers
+	case rsp.StatusCode == 401:
+		var headers SplitGroupResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers SplitGroupResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers SplitGroupResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -41144,6 +45361,13 @@ func ParseCreateSlotMigrationResponse(rsp *http.Response) (*CreateSlotMigrationR
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
 		var dest ErrorBody
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -41171,6 +45395,13 @@ func ParseCreateSlotMigrationResponse(rsp *http.Response) (*CreateSlotMigrationR
 			return nil, err
 		}
 		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -41206,6 +45437,26 @@ func ParseCreateSlotMigrationResponse(rsp *http.Response) (*CreateSlotMigrationR
 			headers.Location = &value
 		}
 		response.Headers202 = &headers
+	case rsp.StatusCode == 401:
+		var headers CreateSlotMigrationResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateSlotMigrationResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers CreateSlotMigrationResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -41252,6 +45503,27 @@ func ParseListNodesResponse(rsp *http.Response) (*ListNodesResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -41269,6 +45541,26 @@ func ParseListNodesResponse(rsp *http.Response) (*ListNodesResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 401:
+		var headers ListNodesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListNodesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case true:
 		var headers ListNodesResponseDefaultHeaders
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -41312,6 +45604,20 @@ func ParseRegisterNodeResponse(rsp *http.Response) (*RegisterNodeResponse, error
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest ErrorBody
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -41325,6 +45631,13 @@ func ParseRegisterNodeResponse(rsp *http.Response) (*RegisterNodeResponse, error
 			return nil, err
 		}
 		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -41350,6 +45663,26 @@ func ParseRegisterNodeResponse(rsp *http.Response) (*RegisterNodeResponse, error
 	}
 
 	switch {
+	case rsp.StatusCode == 401:
+		var headers RegisterNodeResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers RegisterNodeResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers RegisterNodeResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -41399,6 +45732,20 @@ func ParseRemoveNodeResponse(rsp *http.Response) (*RemoveNodeResponse, error) {
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest ErrorBody
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -41412,6 +45759,13 @@ func ParseRemoveNodeResponse(rsp *http.Response) (*RemoveNodeResponse, error) {
 			return nil, err
 		}
 		response.JSON412 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -41437,6 +45791,26 @@ func ParseRemoveNodeResponse(rsp *http.Response) (*RemoveNodeResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 401:
+		var headers RemoveNodeResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers RemoveNodeResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers RemoveNodeResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -41490,6 +45864,20 @@ func ParseDrainNodeResponse(rsp *http.Response) (*DrainNodeResponse, error) {
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest ErrorBody
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -41510,6 +45898,13 @@ func ParseDrainNodeResponse(rsp *http.Response) (*DrainNodeResponse, error) {
 			return nil, err
 		}
 		response.JSON412 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -41535,6 +45930,26 @@ func ParseDrainNodeResponse(rsp *http.Response) (*DrainNodeResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 401:
+		var headers DrainNodeResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers DrainNodeResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers DrainNodeResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -41581,6 +45996,27 @@ func ParseGetRoutesResponse(rsp *http.Response) (*GetRoutesResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -41605,6 +46041,26 @@ func ParseGetRoutesResponse(rsp *http.Response) (*GetRoutesResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 401:
+		var headers GetRoutesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetRoutesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetRoutesResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -41658,12 +46114,33 @@ func ParseResolveRoutesResponse(rsp *http.Response) (*ResolveRoutesResponse, err
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -41689,6 +46166,26 @@ func ParseResolveRoutesResponse(rsp *http.Response) (*ResolveRoutesResponse, err
 	}
 
 	switch {
+	case rsp.StatusCode == 401:
+		var headers ResolveRoutesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ResolveRoutesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ResolveRoutesResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -41735,6 +46232,27 @@ func ParseGetSecurityResponse(rsp *http.Response) (*GetSecurityResponse, error) 
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -41752,6 +46270,26 @@ func ParseGetSecurityResponse(rsp *http.Response) (*GetSecurityResponse, error) 
 	}
 
 	switch {
+	case rsp.StatusCode == 401:
+		var headers GetSecurityResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetSecurityResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case true:
 		var headers GetSecurityResponseDefaultHeaders
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -41788,6 +46326,27 @@ func ParseListTasksResponse(rsp *http.Response) (*ListTasksResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -41805,6 +46364,26 @@ func ParseListTasksResponse(rsp *http.Response) (*ListTasksResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 401:
+		var headers ListTasksResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListTasksResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case true:
 		var headers ListTasksResponseDefaultHeaders
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -41848,12 +46427,33 @@ func ParseGetTaskResponse(rsp *http.Response) (*GetTaskResponse, error) {
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest ErrorBody
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -41872,6 +46472,26 @@ func ParseGetTaskResponse(rsp *http.Response) (*GetTaskResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 401:
+		var headers GetTaskResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetTaskResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case true:
 		var headers GetTaskResponseDefaultHeaders
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -41915,6 +46535,20 @@ func ParseCancelTaskResponse(rsp *http.Response) (*CancelTaskResponse, error) {
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest ErrorBody
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -41928,6 +46562,13 @@ func ParseCancelTaskResponse(rsp *http.Response) (*CancelTaskResponse, error) {
 			return nil, err
 		}
 		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -41953,6 +46594,26 @@ func ParseCancelTaskResponse(rsp *http.Response) (*CancelTaskResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 401:
+		var headers CancelTaskResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers CancelTaskResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers CancelTaskResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -42001,6 +46662,20 @@ func ParseDeleteKVResponse(rsp *http.Response) (*DeleteKVResponse, error) {
 			return nil, err
 		}
 		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest KeyedNotFound
@@ -42106,6 +46781,16 @@ func ParseDeleteKVResponse(rsp *http.Response) (*DeleteKVResponse, error) {
 			headers.XSlotGroup = &value
 		}
 		response.Headers204 = &headers
+	case rsp.StatusCode == 401:
+		var headers DeleteKVResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 404:
 		var headers DeleteKVResponse404Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -42437,6 +47122,20 @@ func ParseGetKVResponse(rsp *http.Response) (*GetKVResponse, error) {
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest KeyedNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -42450,6 +47149,13 @@ func ParseGetKVResponse(rsp *http.Response) (*GetKVResponse, error) {
 			return nil, err
 		}
 		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -42541,6 +47247,16 @@ func ParseGetKVResponse(rsp *http.Response) (*GetKVResponse, error) {
 			headers.XSlotGroup = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetKVResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 404:
 		var headers GetKVResponse404Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -42659,6 +47375,16 @@ func ParseGetKVResponse(rsp *http.Response) (*GetKVResponse, error) {
 			headers.XSlotGroup = &value
 		}
 		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetKVResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetKVResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -42767,6 +47493,20 @@ func ParsePutKVResponse(rsp *http.Response) (*PutKVResponse, error) {
 			return nil, err
 		}
 		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest KeyedConflict
@@ -42879,6 +47619,16 @@ func ParsePutKVResponse(rsp *http.Response) (*PutKVResponse, error) {
 			headers.XSlotGroup = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers PutKVResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 409:
 		var headers PutKVResponse409Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -43144,6 +47894,27 @@ func ParseListPluginUsersResponse(rsp *http.Response) (*ListPluginUsersResponse,
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -43178,6 +47949,26 @@ func ParseListPluginUsersResponse(rsp *http.Response) (*ListPluginUsersResponse,
 			headers.XRouteRevision = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListPluginUsersResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListPluginUsersResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ListPluginUsersResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -43238,6 +48029,20 @@ func ParseListSystemUIDsResponse(rsp *http.Response) (*ListSystemUIDsResponse, e
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest KeyedNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -43251,6 +48056,13 @@ func ParseListSystemUIDsResponse(rsp *http.Response) (*ListSystemUIDsResponse, e
 			return nil, err
 		}
 		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -43335,6 +48147,16 @@ func ParseListSystemUIDsResponse(rsp *http.Response) (*ListSystemUIDsResponse, e
 			headers.XSlotGroup = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListSystemUIDsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 404:
 		var headers ListSystemUIDsResponse404Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -43453,6 +48275,16 @@ func ParseListSystemUIDsResponse(rsp *http.Response) (*ListSystemUIDsResponse, e
 			headers.XSlotGroup = &value
 		}
 		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListSystemUIDsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ListSystemUIDsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -43558,6 +48390,20 @@ func ParseDeleteSystemUIDResponse(rsp *http.Response) (*DeleteSystemUIDResponse,
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest KeyedNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -43655,6 +48501,16 @@ func ParseDeleteSystemUIDResponse(rsp *http.Response) (*DeleteSystemUIDResponse,
 			headers.XSlotGroup = &value
 		}
 		response.Headers204 = &headers
+	case rsp.StatusCode == 401:
+		var headers DeleteSystemUIDResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 404:
 		var headers DeleteSystemUIDResponse404Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -43934,6 +48790,20 @@ func ParsePutSystemUIDResponse(rsp *http.Response) (*PutSystemUIDResponse, error
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest KeyedConflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -44024,6 +48894,16 @@ func ParsePutSystemUIDResponse(rsp *http.Response) (*PutSystemUIDResponse, error
 			headers.XSlotGroup = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers PutSystemUIDResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 409:
 		var headers PutSystemUIDResponse409Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -44237,6 +49117,27 @@ func ParseListUsersResponse(rsp *http.Response) (*ListUsersResponse, error) {
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -44271,6 +49172,26 @@ func ParseListUsersResponse(rsp *http.Response) (*ListUsersResponse, error) {
 			headers.XRouteRevision = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListUsersResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListUsersResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ListUsersResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -44323,6 +49244,20 @@ func ParseCreateUserResponse(rsp *http.Response) (*CreateUserResponse, error) {
 			return nil, err
 		}
 		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest KeyedConflict
@@ -44428,6 +49363,16 @@ func ParseCreateUserResponse(rsp *http.Response) (*CreateUserResponse, error) {
 			headers.XSlotGroup = &value
 		}
 		response.Headers201 = &headers
+	case rsp.StatusCode == 401:
+		var headers CreateUserResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 409:
 		var headers CreateUserResponse409Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -44637,6 +49582,20 @@ func ParseDeleteUserResponse(rsp *http.Response) (*DeleteUserResponse, error) {
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest KeyedNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -44734,6 +49693,16 @@ func ParseDeleteUserResponse(rsp *http.Response) (*DeleteUserResponse, error) {
 			headers.XSlotGroup = &value
 		}
 		response.Headers204 = &headers
+	case rsp.StatusCode == 401:
+		var headers DeleteUserResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 404:
 		var headers DeleteUserResponse404Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -45013,6 +49982,20 @@ func ParseGetUserResponse(rsp *http.Response) (*GetUserResponse, error) {
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest KeyedNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -45026,6 +50009,13 @@ func ParseGetUserResponse(rsp *http.Response) (*GetUserResponse, error) {
 			return nil, err
 		}
 		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -45110,6 +50100,16 @@ func ParseGetUserResponse(rsp *http.Response) (*GetUserResponse, error) {
 			headers.XSlotGroup = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetUserResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 404:
 		var headers GetUserResponse404Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -45228,6 +50228,16 @@ func ParseGetUserResponse(rsp *http.Response) (*GetUserResponse, error) {
 			headers.XSlotGroup = &value
 		}
 		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetUserResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetUserResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -45337,6 +50347,20 @@ func ParsePutUserResponse(rsp *http.Response) (*PutUserResponse, error) {
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest KeyedConflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -45434,6 +50458,16 @@ func ParsePutUserResponse(rsp *http.Response) (*PutUserResponse, error) {
 			headers.XSlotGroup = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers PutUserResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 409:
 		var headers PutUserResponse409Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -45647,12 +50681,33 @@ func ParseListCmdBindingsResponse(rsp *http.Response) (*ListCmdBindingsResponse,
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest KeyedConflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -45737,6 +50792,16 @@ func ParseListCmdBindingsResponse(rsp *http.Response) (*ListCmdBindingsResponse,
 			headers.XSlotGroup = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListCmdBindingsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 409:
 		var headers ListCmdBindingsResponse409Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -45789,6 +50854,16 @@ func ParseListCmdBindingsResponse(rsp *http.Response) (*ListCmdBindingsResponse,
 			headers.XSlotGroup = &value
 		}
 		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListCmdBindingsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ListCmdBindingsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -45894,6 +50969,20 @@ func ParseDeleteCmdBindingResponse(rsp *http.Response) (*DeleteCmdBindingRespons
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest KeyedNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -45991,6 +51080,16 @@ func ParseDeleteCmdBindingResponse(rsp *http.Response) (*DeleteCmdBindingRespons
 			headers.XSlotGroup = &value
 		}
 		response.Headers204 = &headers
+	case rsp.StatusCode == 401:
+		var headers DeleteCmdBindingResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 404:
 		var headers DeleteCmdBindingResponse404Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -46270,6 +51369,20 @@ func ParseGetCmdBindingResponse(rsp *http.Response) (*GetCmdBindingResponse, err
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest KeyedNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -46283,6 +51396,13 @@ func ParseGetCmdBindingResponse(rsp *http.Response) (*GetCmdBindingResponse, err
 			return nil, err
 		}
 		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -46367,6 +51487,16 @@ func ParseGetCmdBindingResponse(rsp *http.Response) (*GetCmdBindingResponse, err
 			headers.XSlotGroup = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetCmdBindingResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 404:
 		var headers GetCmdBindingResponse404Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -46485,6 +51615,16 @@ func ParseGetCmdBindingResponse(rsp *http.Response) (*GetCmdBindingResponse, err
 			headers.XSlotGroup = &value
 		}
 		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetCmdBindingResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetCmdBindingResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -46594,6 +51734,20 @@ func ParsePutCmdBindingResponse(rsp *http.Response) (*PutCmdBindingResponse, err
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest KeyedConflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -46691,6 +51845,16 @@ func ParsePutCmdBindingResponse(rsp *http.Response) (*PutCmdBindingResponse, err
 			headers.XSlotGroup = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers PutCmdBindingResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 409:
 		var headers PutCmdBindingResponse409Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -46904,6 +52068,20 @@ func ParseAckCmdBindingResponse(rsp *http.Response) (*AckCmdBindingResponse, err
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest KeyedNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -47008,6 +52186,16 @@ func ParseAckCmdBindingResponse(rsp *http.Response) (*AckCmdBindingResponse, err
 			headers.XSlotGroup = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers AckCmdBindingResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 404:
 		var headers AckCmdBindingResponse404Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -47287,6 +52475,20 @@ func ParseListDevicesResponse(rsp *http.Response) (*ListDevicesResponse, error) 
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest KeyedNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -47300,6 +52502,13 @@ func ParseListDevicesResponse(rsp *http.Response) (*ListDevicesResponse, error) 
 			return nil, err
 		}
 		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -47384,6 +52593,16 @@ func ParseListDevicesResponse(rsp *http.Response) (*ListDevicesResponse, error) 
 			headers.XSlotGroup = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListDevicesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 404:
 		var headers ListDevicesResponse404Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -47502,6 +52721,16 @@ func ParseListDevicesResponse(rsp *http.Response) (*ListDevicesResponse, error) 
 			headers.XSlotGroup = &value
 		}
 		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListDevicesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ListDevicesResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -47607,6 +52836,20 @@ func ParseDeleteDeviceResponse(rsp *http.Response) (*DeleteDeviceResponse, error
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest KeyedNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -47704,6 +52947,16 @@ func ParseDeleteDeviceResponse(rsp *http.Response) (*DeleteDeviceResponse, error
 			headers.XSlotGroup = &value
 		}
 		response.Headers204 = &headers
+	case rsp.StatusCode == 401:
+		var headers DeleteDeviceResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 404:
 		var headers DeleteDeviceResponse404Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -47983,6 +53236,20 @@ func ParseGetDeviceResponse(rsp *http.Response) (*GetDeviceResponse, error) {
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest KeyedNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -47996,6 +53263,13 @@ func ParseGetDeviceResponse(rsp *http.Response) (*GetDeviceResponse, error) {
 			return nil, err
 		}
 		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -48080,6 +53354,16 @@ func ParseGetDeviceResponse(rsp *http.Response) (*GetDeviceResponse, error) {
 			headers.XSlotGroup = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetDeviceResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 404:
 		var headers GetDeviceResponse404Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -48198,6 +53482,16 @@ func ParseGetDeviceResponse(rsp *http.Response) (*GetDeviceResponse, error) {
 			headers.XSlotGroup = &value
 		}
 		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetDeviceResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetDeviceResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -48307,6 +53601,20 @@ func ParsePutDeviceResponse(rsp *http.Response) (*PutDeviceResponse, error) {
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest KeyedNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -48411,6 +53719,16 @@ func ParsePutDeviceResponse(rsp *http.Response) (*PutDeviceResponse, error) {
 			headers.XSlotGroup = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers PutDeviceResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 404:
 		var headers PutDeviceResponse404Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -48690,12 +54008,33 @@ func ParseListMembershipsResponse(rsp *http.Response) (*ListMembershipsResponse,
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest KeyedConflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -48780,6 +54119,16 @@ func ParseListMembershipsResponse(rsp *http.Response) (*ListMembershipsResponse,
 			headers.XSlotGroup = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListMembershipsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 409:
 		var headers ListMembershipsResponse409Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -48832,6 +54181,16 @@ func ParseListMembershipsResponse(rsp *http.Response) (*ListMembershipsResponse,
 			headers.XSlotGroup = &value
 		}
 		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListMembershipsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ListMembershipsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -48937,6 +54296,20 @@ func ParseDeleteMembershipResponse(rsp *http.Response) (*DeleteMembershipRespons
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest KeyedNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -49034,6 +54407,16 @@ func ParseDeleteMembershipResponse(rsp *http.Response) (*DeleteMembershipRespons
 			headers.XSlotGroup = &value
 		}
 		response.Headers204 = &headers
+	case rsp.StatusCode == 401:
+		var headers DeleteMembershipResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 404:
 		var headers DeleteMembershipResponse404Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -49313,6 +54696,20 @@ func ParseGetMembershipResponse(rsp *http.Response) (*GetMembershipResponse, err
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest KeyedNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -49326,6 +54723,13 @@ func ParseGetMembershipResponse(rsp *http.Response) (*GetMembershipResponse, err
 			return nil, err
 		}
 		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -49410,6 +54814,16 @@ func ParseGetMembershipResponse(rsp *http.Response) (*GetMembershipResponse, err
 			headers.XSlotGroup = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetMembershipResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 404:
 		var headers GetMembershipResponse404Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -49528,6 +54942,16 @@ func ParseGetMembershipResponse(rsp *http.Response) (*GetMembershipResponse, err
 			headers.XSlotGroup = &value
 		}
 		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetMembershipResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetMembershipResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -49637,6 +55061,20 @@ func ParsePutMembershipResponse(rsp *http.Response) (*PutMembershipResponse, err
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest KeyedConflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -49734,6 +55172,16 @@ func ParsePutMembershipResponse(rsp *http.Response) (*PutMembershipResponse, err
 			headers.XSlotGroup = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers PutMembershipResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 409:
 		var headers PutMembershipResponse409Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -49947,6 +55395,20 @@ func ParseActivateMembershipResponse(rsp *http.Response) (*ActivateMembershipRes
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest KeyedNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -50044,6 +55506,16 @@ func ParseActivateMembershipResponse(rsp *http.Response) (*ActivateMembershipRes
 			headers.XSlotGroup = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers ActivateMembershipResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 404:
 		var headers ActivateMembershipResponse404Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -50323,6 +55795,20 @@ func ParseHideMembershipResponse(rsp *http.Response) (*HideMembershipResponse, e
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest KeyedNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -50427,6 +55913,16 @@ func ParseHideMembershipResponse(rsp *http.Response) (*HideMembershipResponse, e
 			headers.XSlotGroup = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers HideMembershipResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 404:
 		var headers HideMembershipResponse404Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -50706,6 +56202,20 @@ func ParseReadMembershipResponse(rsp *http.Response) (*ReadMembershipResponse, e
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest KeyedNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -50810,6 +56320,16 @@ func ParseReadMembershipResponse(rsp *http.Response) (*ReadMembershipResponse, e
 			headers.XSlotGroup = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers ReadMembershipResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 404:
 		var headers ReadMembershipResponse404Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -51089,6 +56609,20 @@ func ParseListUserPluginsResponse(rsp *http.Response) (*ListUserPluginsResponse,
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest KeyedNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -51102,6 +56636,13 @@ func ParseListUserPluginsResponse(rsp *http.Response) (*ListUserPluginsResponse,
 			return nil, err
 		}
 		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -51186,6 +56727,16 @@ func ParseListUserPluginsResponse(rsp *http.Response) (*ListUserPluginsResponse,
 			headers.XSlotGroup = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListUserPluginsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 404:
 		var headers ListUserPluginsResponse404Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -51304,6 +56855,16 @@ func ParseListUserPluginsResponse(rsp *http.Response) (*ListUserPluginsResponse,
 			headers.XSlotGroup = &value
 		}
 		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListUserPluginsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ListUserPluginsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -51409,6 +56970,20 @@ func ParseDeleteUserPluginResponse(rsp *http.Response) (*DeleteUserPluginRespons
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest KeyedNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -51506,6 +57081,16 @@ func ParseDeleteUserPluginResponse(rsp *http.Response) (*DeleteUserPluginRespons
 			headers.XSlotGroup = &value
 		}
 		response.Headers204 = &headers
+	case rsp.StatusCode == 401:
+		var headers DeleteUserPluginResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 404:
 		var headers DeleteUserPluginResponse404Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -51785,6 +57370,20 @@ func ParsePutUserPluginResponse(rsp *http.Response) (*PutUserPluginResponse, err
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest KeyedNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -51889,6 +57488,16 @@ func ParsePutUserPluginResponse(rsp *http.Response) (*PutUserPluginResponse, err
 			headers.XSlotGroup = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers PutUserPluginResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 404:
 		var headers PutUserPluginResponse404Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {

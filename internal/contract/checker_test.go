@@ -67,6 +67,13 @@ func (s *spec) check(e exchange) error {
 	if err != nil {
 		return fmt.Errorf("no operation of the spec: %w", err)
 	}
+	// The router hands path parameters over as sent, escaped; the spec's
+	// schemas (patterns, lengths) are of their values.
+	for name, v := range params {
+		if u, err := url.PathUnescape(v); err == nil {
+			params[name] = u
+		}
+	}
 	reqIn := &openapi3filter.RequestValidationInput{
 		Request: req, PathParams: params, Route: route,
 		Options: &openapi3filter.Options{MultiError: true, SkipSettingDefaults: true, RejectWhenRequestBodyNotSpecified: true,

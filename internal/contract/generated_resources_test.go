@@ -1239,9 +1239,9 @@ func genCluster(t *testing.T, c *client.ClientWithResponses, cn *cluster.Node) {
 	if got := step(gt.Id); got.Status != client.Cancelled {
 		t.Fatalf("after a step of the cancelled group creation: %+v", got)
 	}
-	again, err := c.RetireGroupWithResponse(ctx, gt.Group)
+	again, err := c.RetireGroupWithResponse(ctx, client.GroupID(gt.Group))
 	genCheck(t, "retire a retired group", again, err, http.StatusNoContent)
-	gone, err := c.GetGroupWithResponse(ctx, gt.Group)
+	gone, err := c.GetGroupWithResponse(ctx, client.GroupID(gt.Group))
 	genCheck(t, "a retired group", gone, err, http.StatusNotFound)
 
 	// Splits and merges: refused ones, and one of each cancelled before
