@@ -9,22 +9,28 @@ j=(-H 'Content-Type: application/json')
 [ -n "${SLOTMETA_TOKEN:-}" ] && j+=(-H "Authorization: Bearer $SLOTMETA_TOKEN")
 [ -n "${SLOTMETA_CACERT:-}" ] && j+=(--cacert "$SLOTMETA_CACERT")
 step() { printf '\n== %s\n' "$*"; }
-expect() { # expect CODE METHOD PATH [BODY] [HEADER…]
+expect() { # expect CODE METHOD PATH [BODY] [HEADER…]; the answer's headers land in /tmp/smoke.$$.h
   local want=$1 method=$2 path=$3 body=${4:-}; shift 4 || shift $#
-  local args=(-s -o /tmp/smoke.$$ -w '%{http_code}' -X "$method" "${j[@]}")
+  local args=(-s -o /tmp/smoke.$$ -D /tmp/smoke.$$.h -w '%{http_code}' -X "$method" "${j[@]}")
   for h in "$@"; do args+=(-H "$h"); done
   [ -n "$body" ] && args+=(-d "$body")
   local got; got=$(curl "${args[@]}" "$api$path")
   cat /tmp/smoke.$$; echo
   [ "$got" = "$want" ] || { echo "smoke: $method $path answered $got, want $want" >&2; exit 1; }
 }
-trap 'rm -f /tmp/smoke.$$' EXIT
+trap 'rm -f /tmp/smoke.$$ /tmp/smoke.$$.h' EXIT
+# Names of this run's own: a second run must not meet the first one's user
+# (deleted) through its idempotency record.
+run=$(date +%s%N)
+user=smoke-user-$run
 step ready;            expect 200 GET /readyz
-step "create user";    expect 201 POST /v1/users '{"uid":"smoke-user","name":"Smoke"}' 'Idempotency-Key: smoke-1'
-step "replay";         expect 201 POST /v1/users '{"uid":"smoke-user","name":"Smoke"}' 'Idempotency-Key: smoke-1'
-step "read user";      expect 200 GET /v1/users/smoke-user
+step "create user";    expect 201 POST /v1/users '{"uid":"'"$user"'","name":"Smoke"}' "Idempotency-Key: smoke-$run"
+step "replay";         expect 201 POST /v1/users '{"uid":"'"$user"'","name":"Smoke"}' "Idempotency-Key: smoke-$run"
+step "read user";      expect 200 GET "/v1/users/$user"
 step "put key";        expect 200 PUT /v1/kv/smoke.key '{"value":"v1"}'
-step "stale CAS";      expect 412 PUT /v1/kv/smoke.key '{"value":"v2"}' 'If-Match: "999999"'
-step "delete user";    expect 204 DELETE /v1/users/smoke-user
-step "routes";         expect 200 POST /v1/cluster/routes/resolve '{"keys":["smoke-user","smoke.key"]}'
+etag=$(tr -d '\r' </tmp/smoke.$$.h | sed -n 's/^[Ee][Tt][Aa][Gg]: //p')
+step "CAS";            expect 200 PUT /v1/kv/smoke.key '{"value":"v2"}' "If-Match: $etag"
+step "stale CAS";      expect 412 PUT /v1/kv/smoke.key '{"value":"v3"}' "If-Match: $etag"
+step "delete user";    expect 204 DELETE "/v1/users/$user"
+step "routes";         expect 200 POST /v1/cluster/routes/resolve '{"keys":["'"$user"'","smoke.key"]}'
 echo; echo "smoke: ok"
