@@ -20,22 +20,22 @@ import (
 
 // Defines values for AuditRecordRole.
 const (
-	Admin AuditRecordRole = "admin"
-	None  AuditRecordRole = "none"
-	Read  AuditRecordRole = "read"
-	Write AuditRecordRole = "write"
+	AuditRecordRoleAdmin AuditRecordRole = "admin"
+	AuditRecordRoleNone  AuditRecordRole = "none"
+	AuditRecordRoleRead  AuditRecordRole = "read"
+	AuditRecordRoleWrite AuditRecordRole = "write"
 )
 
 // Valid indicates whether the value is a known member of the AuditRecordRole enum.
 func (e AuditRecordRole) Valid() bool {
 	switch e {
-	case Admin:
+	case AuditRecordRoleAdmin:
 		return true
-	case None:
+	case AuditRecordRoleNone:
 		return true
-	case Read:
+	case AuditRecordRoleRead:
 		return true
-	case Write:
+	case AuditRecordRoleWrite:
 		return true
 	default:
 		return false
@@ -44,19 +44,19 @@ func (e AuditRecordRole) Valid() bool {
 
 // Defines values for AuditRecordVia.
 const (
-	Certificate AuditRecordVia = "certificate"
-	Open        AuditRecordVia = "open"
-	Token       AuditRecordVia = "token"
+	AuditRecordViaCertificate AuditRecordVia = "certificate"
+	AuditRecordViaOpen        AuditRecordVia = "open"
+	AuditRecordViaToken       AuditRecordVia = "token"
 )
 
 // Valid indicates whether the value is a known member of the AuditRecordVia enum.
 func (e AuditRecordVia) Valid() bool {
 	switch e {
-	case Certificate:
+	case AuditRecordViaCertificate:
 		return true
-	case Open:
+	case AuditRecordViaOpen:
 		return true
-	case Token:
+	case AuditRecordViaToken:
 		return true
 	default:
 		return false
@@ -65,25 +65,25 @@ func (e AuditRecordVia) Valid() bool {
 
 // Defines values for BalanceActionKind.
 const (
-	MergeGroup  BalanceActionKind = "merge_group"
-	MoveReplica BalanceActionKind = "move_replica"
-	MoveSlot    BalanceActionKind = "move_slot"
-	SetLeader   BalanceActionKind = "set_leader"
-	SplitGroup  BalanceActionKind = "split_group"
+	BalanceActionKindMergeGroup  BalanceActionKind = "merge_group"
+	BalanceActionKindMoveReplica BalanceActionKind = "move_replica"
+	BalanceActionKindMoveSlot    BalanceActionKind = "move_slot"
+	BalanceActionKindSetLeader   BalanceActionKind = "set_leader"
+	BalanceActionKindSplitGroup  BalanceActionKind = "split_group"
 )
 
 // Valid indicates whether the value is a known member of the BalanceActionKind enum.
 func (e BalanceActionKind) Valid() bool {
 	switch e {
-	case MergeGroup:
+	case BalanceActionKindMergeGroup:
 		return true
-	case MoveReplica:
+	case BalanceActionKindMoveReplica:
 		return true
-	case MoveSlot:
+	case BalanceActionKindMoveSlot:
 		return true
-	case SetLeader:
+	case BalanceActionKindSetLeader:
 		return true
-	case SplitGroup:
+	case BalanceActionKindSplitGroup:
 		return true
 	default:
 		return false
@@ -371,16 +371,16 @@ func (e NodeHealth) Valid() bool {
 
 // Defines values for NodeRoles.
 const (
-	Controller NodeRoles = "controller"
-	Data       NodeRoles = "data"
+	NodeRolesController NodeRoles = "controller"
+	NodeRolesData       NodeRoles = "data"
 )
 
 // Valid indicates whether the value is a known member of the NodeRoles enum.
 func (e NodeRoles) Valid() bool {
 	switch e {
-	case Controller:
+	case NodeRolesController:
 		return true
-	case Data:
+	case NodeRolesData:
 		return true
 	default:
 		return false
@@ -476,16 +476,16 @@ func (e RuntimeStatus) Valid() bool {
 
 // Defines values for SecurityStatusClusterSecret.
 const (
-	Generated SecurityStatusClusterSecret = "generated"
-	Given     SecurityStatusClusterSecret = "given"
+	SecurityStatusClusterSecretGenerated SecurityStatusClusterSecret = "generated"
+	SecurityStatusClusterSecretGiven     SecurityStatusClusterSecret = "given"
 )
 
 // Valid indicates whether the value is a known member of the SecurityStatusClusterSecret enum.
 func (e SecurityStatusClusterSecret) Valid() bool {
 	switch e {
-	case Generated:
+	case SecurityStatusClusterSecretGenerated:
 		return true
-	case Given:
+	case SecurityStatusClusterSecretGiven:
 		return true
 	default:
 		return false
@@ -494,13 +494,13 @@ func (e SecurityStatusClusterSecret) Valid() bool {
 
 // Defines values for StatusStatus.
 const (
-	Ok StatusStatus = "ok"
+	StatusStatusOk StatusStatus = "ok"
 )
 
 // Valid indicates whether the value is a known member of the StatusStatus enum.
 func (e StatusStatus) Valid() bool {
 	switch e {
-	case Ok:
+	case StatusStatusOk:
 		return true
 	default:
 		return false
@@ -593,25 +593,25 @@ func (e TaskPhase) Valid() bool {
 
 // Defines values for TaskStatus.
 const (
-	Cancelled  TaskStatus = "cancelled"
-	Cancelling TaskStatus = "cancelling"
-	Failed     TaskStatus = "failed"
-	Running    TaskStatus = "running"
-	Succeeded  TaskStatus = "succeeded"
+	TaskStatusCancelled  TaskStatus = "cancelled"
+	TaskStatusCancelling TaskStatus = "cancelling"
+	TaskStatusFailed     TaskStatus = "failed"
+	TaskStatusRunning    TaskStatus = "running"
+	TaskStatusSucceeded  TaskStatus = "succeeded"
 )
 
 // Valid indicates whether the value is a known member of the TaskStatus enum.
 func (e TaskStatus) Valid() bool {
 	switch e {
-	case Cancelled:
+	case TaskStatusCancelled:
 		return true
-	case Cancelling:
+	case TaskStatusCancelling:
 		return true
-	case Failed:
+	case TaskStatusFailed:
 		return true
-	case Running:
+	case TaskStatusRunning:
 		return true
-	case Succeeded:
+	case TaskStatusSucceeded:
 		return true
 	default:
 		return false

@@ -1146,7 +1146,7 @@ func genCluster(t *testing.T, c *client.ClientWithResponses, cn *cluster.Node) {
 	genCheck(t, "slot migration", mig, err, http.StatusAccepted)
 	task := mig.JSON202
 	if task.Kind != client.TaskKindSlotMigration || task.Group != 1 || task.ToGroup == nil || *task.ToGroup != 2 || task.HashSlot == nil ||
-		*task.HashSlot != slot || task.Status != client.Running || task.Phase != client.TaskPhaseTrack || task.Id == 0 {
+		*task.HashSlot != slot || task.Status != client.TaskStatusRunning || task.Phase != client.TaskPhaseTrack || task.Id == 0 {
 		t.Fatalf("slot migration task: %+v", task)
 	}
 	if h := mig.Headers202; h == nil || h.Location == nil || *h.Location != "/v1/cluster/tasks/"+strconv.FormatInt(task.Id, 10) {
@@ -1157,10 +1157,10 @@ func genCluster(t *testing.T, c *client.ClientWithResponses, cn *cluster.Node) {
 	genCheckErr(t, "a second task on the group", busy.JSON409, client.ErrorCodeConflict)
 	cancel, err := c.CancelTaskWithResponse(ctx, task.Id)
 	genCheck(t, "cancel", cancel, err, http.StatusOK)
-	if cancel.JSON200.Id != task.Id || cancel.JSON200.Status != client.Cancelling {
+	if cancel.JSON200.Id != task.Id || cancel.JSON200.Status != client.TaskStatusCancelling {
 		t.Fatalf("cancelled: %+v", cancel.JSON200)
 	}
-	if got := step(task.Id); got.Status != client.Cancelled {
+	if got := step(task.Id); got.Status != client.TaskStatusCancelled {
 		t.Fatalf("after a step of a cancelling task: %+v", got)
 	}
 
@@ -1172,11 +1172,11 @@ func genCluster(t *testing.T, c *client.ClientWithResponses, cn *cluster.Node) {
 	}
 	var last client.Task
 	for range 20 {
-		if last = step(id2); last.Status != client.Running {
+		if last = step(id2); last.Status != client.TaskStatusRunning {
 			break
 		}
 	}
-	if last.Status != client.Succeeded || last.Phase != client.TaskPhaseDone || last.History == nil || len(*last.History) == 0 {
+	if last.Status != client.TaskStatusSucceeded || last.Phase != client.TaskPhaseDone || last.History == nil || len(*last.History) == 0 {
 		t.Fatalf("slot migration ended %+v", last)
 	}
 	late, err := c.CancelTaskWithResponse(ctx, id2)
@@ -1198,7 +1198,7 @@ func genCluster(t *testing.T, c *client.ClientWithResponses, cn *cluster.Node) {
 	for _, tk := range tasks.JSON200.Items {
 		listed = append(listed, tk.Id)
 	}
-	if !slices.Equal(listed, []int64{id2, task.Id}) || tasks.JSON200.Items[0].Status != client.Succeeded || tasks.JSON200.Items[1].Status != client.Cancelled {
+	if !slices.Equal(listed, []int64{id2, task.Id}) || tasks.JSON200.Items[0].Status != client.TaskStatusSucceeded || tasks.JSON200.Items[1].Status != client.TaskStatusCancelled {
 		t.Fatalf("tasks %v: %+v", listed, tasks.JSON200.Items)
 	}
 
@@ -1222,7 +1222,7 @@ func genCluster(t *testing.T, c *client.ClientWithResponses, cn *cluster.Node) {
 	cg, err := c.CreateGroupWithResponse(ctx, client.CreateGroupRequest{})
 	genCheck(t, "create a group", cg, err, http.StatusAccepted)
 	gt := cg.JSON202
-	if gt.Kind != client.TaskKindGroupCreate || gt.Group <= 3 || gt.Phase != client.TaskPhaseStart || gt.Status != client.Running {
+	if gt.Kind != client.TaskKindGroupCreate || gt.Group <= 3 || gt.Phase != client.TaskPhaseStart || gt.Status != client.TaskStatusRunning {
 		t.Fatalf("group creation task: %+v", gt)
 	}
 	if h := cg.Headers202; h == nil || h.Location == nil || *h.Location != "/v1/cluster/tasks/"+strconv.FormatInt(gt.Id, 10) {
@@ -1236,7 +1236,7 @@ func genCluster(t *testing.T, c *client.ClientWithResponses, cn *cluster.Node) {
 	genCheckErr(t, "retire a group that never was", none.JSON404, client.ErrorCodeNotFound)
 	cc, err := c.CancelTaskWithResponse(ctx, gt.Id)
 	genCheck(t, "cancel the group creation", cc, err, http.StatusOK)
-	if got := step(gt.Id); got.Status != client.Cancelled {
+	if got := step(gt.Id); got.Status != client.TaskStatusCancelled {
 		t.Fatalf("after a step of the cancelled group creation: %+v", got)
 	}
 	again, err := c.RetireGroupWithResponse(ctx, client.GroupID(gt.Group))
@@ -1259,7 +1259,7 @@ func genCluster(t *testing.T, c *client.ClientWithResponses, cn *cluster.Node) {
 	if _, err := c.CancelTaskWithResponse(ctx, sp.JSON202.Id); err != nil {
 		t.Fatal(err)
 	}
-	if got := step(sp.JSON202.Id); got.Status != client.Cancelled {
+	if got := step(sp.JSON202.Id); got.Status != client.TaskStatusCancelled {
 		t.Fatalf("after a step of the cancelled split: %+v", got)
 	}
 	mg, err := c.MergeGroupWithResponse(ctx, 3, client.MergeRequest{Into: 2})
@@ -1270,7 +1270,7 @@ func genCluster(t *testing.T, c *client.ClientWithResponses, cn *cluster.Node) {
 	if _, err := c.CancelTaskWithResponse(ctx, mg.JSON202.Id); err != nil {
 		t.Fatal(err)
 	}
-	if got := step(mg.JSON202.Id); got.Status != client.Cancelled {
+	if got := step(mg.JSON202.Id); got.Status != client.TaskStatusCancelled {
 		t.Fatalf("after a step of the cancelled merge: %+v", got)
 	}
 
@@ -1309,7 +1309,7 @@ func genCluster(t *testing.T, c *client.ClientWithResponses, cn *cluster.Node) {
 	genCheck(t, "audit", au, err, http.StatusOK)
 	page := au.JSON200
 	if len(page.Items) != 2 || page.Items[0].Action != "DELETE /v1/cluster/nodes/{id}" || page.Items[0].Target != "/v1/cluster/nodes/99" ||
-		page.Items[0].Outcome != "refused" || page.Items[0].Status != 404 || page.Items[0].Via != client.Open ||
+		page.Items[0].Outcome != "refused" || page.Items[0].Status != 404 || page.Items[0].Via != client.AuditRecordViaOpen ||
 		page.Items[1].Seq >= page.Items[0].Seq || page.NextBefore == nil || page.Newest != page.Items[0].Seq {
 		t.Fatalf("audit page: %+v", page)
 	}

@@ -51,8 +51,8 @@ func migrateSlot(t *testing.T, s *server, hs slotstore.HashSlot, to int) {
 	t.Helper()
 	var task client.Task
 	s.must(202, "POST", fmt.Sprintf("/v1/cluster/hash-slots/%d/migrations", hs), fmt.Sprintf(`{"to_group":%d}`, to)).json(&task)
-	task = waitTask(t, s, task.Id, func(x client.Task) bool { return x.Status != client.Running }, 30*time.Second)
-	if task.Status != client.Succeeded {
+	task = waitTask(t, s, task.Id, func(x client.Task) bool { return x.Status != client.TaskStatusRunning }, 30*time.Second)
+	if task.Status != client.TaskStatusSucceeded {
 		t.Fatalf("migration of hash slot %d to group %d: %s", hs, to, js(task))
 	}
 }
@@ -73,11 +73,11 @@ func TestGroupCreateSplitAndRetire(t *testing.T) {
 	var task client.Task
 	tr := s.must(202, "POST", "/v1/cluster/groups", `{}`)
 	tr.json(&task)
-	if task.Kind != client.TaskKindGroupCreate || task.Group != 2 || task.Phase != client.TaskPhaseStart || task.Status != client.Running {
+	if task.Kind != client.TaskKindGroupCreate || task.Group != 2 || task.Phase != client.TaskPhaseStart || task.Status != client.TaskStatusRunning {
 		t.Fatalf("new task: %s", tr.body)
 	}
-	task = waitTask(t, s, task.Id, func(x client.Task) bool { return x.Status != client.Running }, 30*time.Second)
-	if task.Status != client.Succeeded || task.Phase != client.TaskPhaseDone {
+	task = waitTask(t, s, task.Id, func(x client.Task) bool { return x.Status != client.TaskStatusRunning }, 30*time.Second)
+	if task.Status != client.TaskStatusSucceeded || task.Phase != client.TaskPhaseDone {
 		t.Fatalf("task ended %s", js(task))
 	}
 	if h := deref(task.History); len(h) == 0 || len(h[len(h)-1].Voters) != 3 {
@@ -128,7 +128,7 @@ func TestGroupCreateSplitAndRetire(t *testing.T) {
 	if task.Group != 3 {
 		t.Fatalf("the next group is %d, want 3 (2 was retired)", task.Group)
 	}
-	waitTask(t, s, task.Id, func(x client.Task) bool { return x.Status == client.Succeeded }, 30*time.Second)
+	waitTask(t, s, task.Id, func(x client.Task) bool { return x.Status == client.TaskStatusSucceeded }, 30*time.Second)
 }
 
 // TestGroupCreateResumesAfterTheControllerLeaderStops: the controller leader
@@ -147,8 +147,8 @@ func TestGroupCreateResumesAfterTheControllerLeaderStops(t *testing.T) {
 	var task client.Task
 	servers[idx].must(202, "POST", "/v1/cluster/groups", `{}`).json(&task)
 	c.StopNode(idx)
-	task = waitTask(t, other, task.Id, func(x client.Task) bool { return x.Status != client.Running }, 30*time.Second)
-	if task.Status != client.Succeeded {
+	task = waitTask(t, other, task.Id, func(x client.Task) bool { return x.Status != client.TaskStatusRunning }, 30*time.Second)
+	if task.Status != client.TaskStatusSucceeded {
 		t.Fatalf("group creation across a controller leader stop: %s", js(task))
 	}
 	if id := other.node.ControllerLeader(); id == ctl.NodeID() || id == 0 {
@@ -192,8 +192,8 @@ func TestGroupSplitAndMerge(t *testing.T) {
 		deref(task.HashSlot) != 3 || len(deref(task.HashSlots)) != 3 {
 		t.Fatalf("split task: %s", tr.body)
 	}
-	task = waitTask(t, s, task.Id, func(x client.Task) bool { return x.Status != client.Running }, 60*time.Second)
-	if task.Status != client.Succeeded || deref(task.Moved) != 3 || len(deref(task.HashSlots)) != 0 {
+	task = waitTask(t, s, task.Id, func(x client.Task) bool { return x.Status != client.TaskStatusRunning }, 60*time.Second)
+	if task.Status != client.TaskStatusSucceeded || deref(task.Moved) != 3 || len(deref(task.HashSlots)) != 0 {
 		t.Fatalf("split ended %s", js(task))
 	}
 	slotsAt(t, s, slots, 2, keys, "the split")
@@ -202,8 +202,8 @@ func TestGroupSplitAndMerge(t *testing.T) {
 	if task.Kind != client.TaskKindGroupMerge || task.Group != 2 || deref(task.ToGroup) != 1 || task.Phase != client.TaskPhaseTrack {
 		t.Fatalf("merge task: %s", js(task))
 	}
-	task = waitTask(t, s, task.Id, func(x client.Task) bool { return x.Status != client.Running }, 60*time.Second)
-	if task.Status != client.Succeeded || deref(task.Moved) != 3 {
+	task = waitTask(t, s, task.Id, func(x client.Task) bool { return x.Status != client.TaskStatusRunning }, 60*time.Second)
+	if task.Status != client.TaskStatusSucceeded || deref(task.Moved) != 3 {
 		t.Fatalf("merge ended %s", js(task))
 	}
 	s.eventually(404, "GET", "/v1/cluster/groups/2", "")
@@ -271,8 +271,8 @@ func TestGroupSplitAndMergeResumeAfterTheControllerLeaderStops(t *testing.T) {
 	var task client.Task
 	controllerServer(t, c, servers).must(202, "POST", "/v1/cluster/groups/1/split", `{"hash_slots":[9,10]}`).json(&task)
 	other, stopped := stopLeader()
-	task = waitTask(t, other, task.Id, func(x client.Task) bool { return x.Status != client.Running }, 60*time.Second)
-	if task.Status != client.Succeeded || routeOf(t, other, 9) != 2 || routeOf(t, other, 10) != 2 {
+	task = waitTask(t, other, task.Id, func(x client.Task) bool { return x.Status != client.TaskStatusRunning }, 60*time.Second)
+	if task.Status != client.TaskStatusSucceeded || routeOf(t, other, 9) != 2 || routeOf(t, other, 10) != 2 {
 		t.Fatalf("split across a controller leader stop: %s", js(task))
 	}
 	c.StartNode(stopped)
@@ -280,8 +280,8 @@ func TestGroupSplitAndMergeResumeAfterTheControllerLeaderStops(t *testing.T) {
 	waitGroupRuns(t, other, 2, 20*time.Second)
 	controllerServer(t, c, servers).must(202, "POST", "/v1/cluster/groups/2/merge", `{"into":1}`).json(&task)
 	other, _ = stopLeader()
-	task = waitTask(t, other, task.Id, func(x client.Task) bool { return x.Status != client.Running }, 60*time.Second)
-	if task.Status != client.Succeeded || routeOf(t, other, 9) != 1 {
+	task = waitTask(t, other, task.Id, func(x client.Task) bool { return x.Status != client.TaskStatusRunning }, 60*time.Second)
+	if task.Status != client.TaskStatusSucceeded || routeOf(t, other, 9) != 1 {
 		t.Fatalf("merge across a controller leader stop: %s", js(task))
 	}
 	slotsAt(t, other, []slotstore.HashSlot{9, 10}, 1, keys, "the split and the merge")

@@ -73,14 +73,14 @@ func TestReplicaMoveCatchesUpBySnapshot(t *testing.T) {
 	var task client.Task
 	tr := s.must(202, "POST", "/v1/cluster/groups/1/replica-moves", fmt.Sprintf(`{"from_node":%d,"to_node":4}`, from))
 	tr.json(&task)
-	if task.Phase != client.TaskPhaseAddLearner || task.Status != client.Running || deref(task.NewReplicaId) == 0 {
+	if task.Phase != client.TaskPhaseAddLearner || task.Status != client.TaskStatusRunning || deref(task.NewReplicaId) == 0 {
 		t.Fatalf("new task: %s", tr.body)
 	}
 	if r := s.do("POST", "/v1/cluster/groups/1/replica-moves", `{"from_node":1,"to_node":4}`); r.code != 409 {
 		t.Fatalf("a second task on the group: %d %s", r.code, r.body)
 	}
-	task = waitTask(t, s, task.Id, func(x client.Task) bool { return x.Status != client.Running }, 60*time.Second)
-	if task.Status != client.Succeeded || task.Phase != client.TaskPhaseDone {
+	task = waitTask(t, s, task.Id, func(x client.Task) bool { return x.Status != client.TaskStatusRunning }, 60*time.Second)
+	if task.Status != client.TaskStatusSucceeded || task.Phase != client.TaskPhaseDone {
 		t.Fatalf("task ended %s", js(task))
 	}
 	phases := map[client.TaskPhase]bool{}
@@ -171,8 +171,8 @@ func TestReplicaMoveFailsCleanlyAndResumes(t *testing.T) {
 	_ = c.Nodes[3].Close()
 	var task client.Task
 	s.must(202, "POST", "/v1/cluster/groups/1/replica-moves", `{"from_node":2,"to_node":4}`).json(&task)
-	task = waitTask(t, s, task.Id, func(x client.Task) bool { return x.Status != client.Running }, 30*time.Second)
-	if task.Status != client.Failed || deref(task.Error) == "" || task.Phase != client.TaskPhaseCatchUp {
+	task = waitTask(t, s, task.Id, func(x client.Task) bool { return x.Status != client.TaskStatusRunning }, 30*time.Second)
+	if task.Status != client.TaskStatusFailed || deref(task.Error) == "" || task.Phase != client.TaskPhaseCatchUp {
 		t.Fatalf("a move to a dead node: %s", js(task))
 	}
 	t.Logf("failed as expected: %s", deref(task.Error))
@@ -192,8 +192,8 @@ func TestReplicaMoveFailsCleanlyAndResumes(t *testing.T) {
 	if again.Id != task.Id || again.Attempt != 2 || deref(again.NewReplicaId) != deref(task.NewReplicaId) {
 		t.Fatalf("retry did not resume the task: %s", ar.body)
 	}
-	again = waitTask(t, s, task.Id, func(x client.Task) bool { return x.Status != client.Running }, 60*time.Second)
-	if again.Status != client.Succeeded {
+	again = waitTask(t, s, task.Id, func(x client.Task) bool { return x.Status != client.TaskStatusRunning }, 60*time.Second)
+	if again.Status != client.TaskStatusSucceeded {
 		t.Fatalf("resumed move: %s", js(again))
 	}
 
@@ -219,8 +219,8 @@ func TestReplicaMoveResumesOnANewControllerLeader(t *testing.T) {
 	if cur, _ := c.Nodes[0].Task(uint64(task2.Id)); cur.Status != controller.TaskRunning && cur.Phase == controller.PhaseDone {
 		t.Log("the move finished before the controller leader changed; the resume path was not exercised this run")
 	}
-	task2 = waitTask(t, s, task2.Id, func(x client.Task) bool { return x.Status != client.Running }, 60*time.Second)
-	if task2.Status != client.Succeeded {
+	task2 = waitTask(t, s, task2.Id, func(x client.Task) bool { return x.Status != client.TaskStatusRunning }, 60*time.Second)
+	if task2.Status != client.TaskStatusSucceeded {
 		var g2 client.GroupView
 		s.must(200, "GET", "/v1/cluster/groups/2", "").json(&g2)
 		t.Fatalf("move across a controller leader change: %s\ngroup 2: %s", js(task2), js(g2))

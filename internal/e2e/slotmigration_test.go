@@ -219,8 +219,8 @@ func TestSlotMoveThatTimesOutLeavesTheSource(t *testing.T) {
 	}
 	var task client.Task
 	s.must(202, "POST", fmt.Sprintf("/v1/cluster/hash-slots/%d/migrations", hs), `{"to_group":2}`).json(&task)
-	task = waitTask(t, s, task.Id, func(x client.Task) bool { return x.Status != client.Running }, 30*time.Second)
-	if task.Status != client.Failed || !strings.Contains(deref(task.Error), "aborted, the source keeps the slot") {
+	task = waitTask(t, s, task.Id, func(x client.Task) bool { return x.Status != client.TaskStatusRunning }, 30*time.Second)
+	if task.Status != client.TaskStatusFailed || !strings.Contains(deref(task.Error), "aborted, the source keeps the slot") {
 		t.Fatalf("move into a group without a quorum: %s", js(task))
 	}
 	// The source serves the slot, writes included, at once.
@@ -239,8 +239,8 @@ func TestSlotMoveThatTimesOutLeavesTheSource(t *testing.T) {
 	c.StartNode(2)
 	c.StartNode(3)
 	s.must(202, "POST", fmt.Sprintf("/v1/cluster/hash-slots/%d/migrations", hs), `{"to_group":2}`).json(&task)
-	task = waitTask(t, s, task.Id, func(x client.Task) bool { return x.Status != client.Running }, 60*time.Second)
-	if task.Status != client.Succeeded || task.Attempt < 2 {
+	task = waitTask(t, s, task.Id, func(x client.Task) bool { return x.Status != client.TaskStatusRunning }, 60*time.Second)
+	if task.Status != client.TaskStatusSucceeded || task.Attempt < 2 {
 		t.Fatalf("the move asked again: %s", js(task))
 	}
 	var kv client.KV
