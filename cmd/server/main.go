@@ -30,7 +30,6 @@ import (
 	"slotmeta/internal/console"
 	"slotmeta/internal/httpapi"
 	"slotmeta/internal/netguard"
-	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/cluster"
 )
 
@@ -112,7 +111,7 @@ func run(args []string, getenv func(string) string, stdout io.Writer) error {
 		Gatherer:     reg,
 		Logger:       log,
 		MaxBodyBytes: o.MaxBodyBytes,
-		Console: console.Handler(console.Config{Source: consoleSource{node}, Auth: p.authn, Limiter: limiter, Audit: recorder,
+		Console: console.Handler(console.Config{Source: node, Auth: p.authn, Limiter: limiter, Audit: recorder,
 			Security: rl.status}),
 		OpenAPI:  slotmeta.OpenAPI,
 		Auth:     p.authn,
@@ -202,15 +201,4 @@ func awaitStop(log *slog.Logger, sig, hup <-chan os.Signal, serveErr <-chan erro
 			return fmt.Errorf("http server stopped: %w", err)
 		}
 	}
-}
-
-// consoleSource adapts the node to the console's Source: the node has every
-// method but the slot map, which it reads off the routing snapshot.
-type consoleSource struct{ *cluster.Node }
-
-func (c consoleSource) SlotMap() (m [slotstore.HashSlotCount]slotstore.GroupID) {
-	if t := c.Routes().Table(); t != nil {
-		m = t.Groups()
-	}
-	return m
 }

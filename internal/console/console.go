@@ -38,39 +38,9 @@ import (
 	"slotmeta/web"
 )
 
-// Source is what the console needs from the node. cmd/server adapts the
-// cluster node; tests may pass a fake.
-type Source interface {
-	NodeID() slotstore.NodeID
-	Summary() slotstore.ClusterSummary
-	Nodes() []slotstore.NodeInfo
-	// SlotMap is the routing table: the group of every hash slot (0 when the
-	// table is not known yet).
-	SlotMap() [slotstore.HashSlotCount]slotstore.GroupID
-
-	Groups(ctx context.Context) ([]slotstore.GroupView, error)
-	Group(ctx context.Context, g slotstore.GroupID) (slotstore.GroupView, error)
-	// NodeHealth is every node's reachability as the controller leader sees it.
-	NodeHealth(ctx context.Context) ([]slotstore.NodeHealth, error)
-	LeaderTransfer(ctx context.Context, g slotstore.GroupID, target slotstore.NodeID, dryRun bool) (slotstore.Preflight, slotstore.TransferResult, error)
-	SetPreferredLeader(ctx context.Context, g slotstore.GroupID, node slotstore.NodeID) error
-	Decisions() []slotstore.Decision
-	CreateReplicaMove(ctx context.Context, g slotstore.GroupID, from, to slotstore.NodeID) (slotstore.Task, error)
-	Tasks() []slotstore.Task
-	Task(id uint64) (slotstore.Task, error)
-	CancelTask(ctx context.Context, id uint64) (slotstore.Task, error)
-	CreateGroup(ctx context.Context, peers []slotstore.NodeID) (slotstore.Task, error)
-	CreateSplit(ctx context.Context, g slotstore.GroupID, slots []slotstore.HashSlot, peers []slotstore.NodeID) (slotstore.Task, error)
-	CreateMerge(ctx context.Context, g, into slotstore.GroupID) (slotstore.Task, error)
-	RetireGroup(ctx context.Context, g slotstore.GroupID) error
-	Balancer(ctx context.Context) (slotstore.BalancerStatus, error)
-	BalancerPlan(ctx context.Context) (slotstore.BalancePlan, error)
-	SetBalancerPaused(ctx context.Context, paused bool) error
-	DrainNode(ctx context.Context, id slotstore.NodeID) (slotstore.NodeInfo, error)
-	RemoveNode(ctx context.Context, id slotstore.NodeID) error
-	// AuditTrail is the audit trail, oldest first (not to be modified).
-	AuditTrail() []slotstore.AuditRecord
-}
+// Source is what the console needs from the node: the operator's interface
+// of the domain layer, the same the REST API's cluster routes use.
+type Source = slotstore.Operator
 
 // Config configures the console. Source is required; the rest may be nil.
 type Config struct {

@@ -292,6 +292,9 @@ func (f *fake) CancelTask(context.Context, uint64) (slotstore.Task, error) {
 func (f *fake) CreateGroup(context.Context, []slotstore.NodeID) (slotstore.Task, error) {
 	return slotstore.Task{}, errors.New("not in the fake")
 }
+func (f *fake) CreateSlotMigration(context.Context, slotstore.HashSlot, slotstore.GroupID) (slotstore.Task, error) {
+	return slotstore.Task{}, errors.New("not in the fake")
+}
 func (f *fake) CreateSplit(_ context.Context, g slotstore.GroupID, slots []slotstore.HashSlot, _ []slotstore.NodeID) (slotstore.Task, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -34,16 +34,6 @@ const (
 	consoleReadToken  = "console-read-token-0123456789"
 )
 
-// consoleNode adapts a node to console.Source as cmd/server does.
-type consoleNode struct{ *cluster.Node }
-
-func (c consoleNode) SlotMap() (m [slotstore.HashSlotCount]slotstore.GroupID) {
-	if t := c.Routes().Table(); t != nil {
-		m = t.Groups()
-	}
-	return m
-}
-
 // serveConsole serves n through the real API handler with the console
 // mounted and access control on (an admin and a read token).
 // signIn signs in to the console at base with token and returns the
@@ -77,7 +67,7 @@ func serveConsole(t *testing.T, n *cluster.Node) string {
 	reg := prometheus.NewRegistry()
 	rec := audit.New(n, nil)
 	h, err := httpapi.New(httpapi.Config{Backend: n, Registerer: reg, Gatherer: reg, OpenAPI: slotmeta.OpenAPI,
-		Console: console.Handler(console.Config{Source: consoleNode{n}, Auth: authn, Audit: rec}), Auth: authn, Audit: rec, Docs: console.Docs()})
+		Console: console.Handler(console.Config{Source: n, Auth: authn, Audit: rec}), Auth: authn, Audit: rec, Docs: console.Docs()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -99,8 +99,15 @@ func (f *fakeBackend) count(call string) int {
 }
 
 func (f *fakeBackend) Routes() *routing.Snapshot { f.record("Routes"); return f.router.Load() }
-func (f *fakeBackend) NodeID() slotstore.NodeID  { f.record("NodeID"); return f.node }
-func (f *fakeBackend) Ready() error              { f.record("Ready"); return f.readyErr }
+func (f *fakeBackend) SlotMap() (m [slotstore.HashSlotCount]slotstore.GroupID) {
+	f.record("SlotMap")
+	if t := f.router.Load().Table(); t != nil {
+		m = t.Groups()
+	}
+	return m
+}
+func (f *fakeBackend) NodeID() slotstore.NodeID { f.record("NodeID"); return f.node }
+func (f *fakeBackend) Ready() error             { f.record("Ready"); return f.readyErr }
 
 func (f *fakeBackend) Summary() slotstore.ClusterSummary {
 	f.record("Summary")

@@ -400,6 +400,15 @@ func (n *Node) NodeID() slotstore.NodeID { return n.cfg.NodeID }
 // Routes returns the current routing snapshot.
 func (n *Node) Routes() *routing.Snapshot { return n.router.Load() }
 
+// SlotMap is the group of every hash slot in the current routing table
+// (zeros before the table is known).
+func (n *Node) SlotMap() (m [slotstore.HashSlotCount]slotstore.GroupID) {
+	if t := n.router.Load().Table(); t != nil {
+		m = t.Groups()
+	}
+	return m
+}
+
 // Controller returns a copy of the controller state as this node last applied it.
 func (n *Node) Controller() *controller.State { return n.ctrl.Load() }
 
