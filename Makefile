@@ -18,7 +18,7 @@ run: build
 # memory instead of glibc malloc arenas, whose fragmentation made RSS creep
 # for as long as data grew (bench/README.md, soak).
 build:
-	CGO_ENABLED=0 $(GO) build -o $(BIN) ./cmd/server
+	CGO_ENABLED=0 $(GO) build -ldflags "-X main.version=$$(git describe --always --dirty 2>/dev/null || echo unknown)" -o $(BIN) ./cmd/server
 
 test:
 	$(GO) vet ./...

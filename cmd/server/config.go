@@ -57,6 +57,7 @@ type options struct {
 	ClusterSecretFile   string
 	SecretOverlap       time.Duration
 	CheckConfig         bool
+	Version             bool
 }
 
 func parseOptions(args []string, getenv func(string) string) (*options, error) {
@@ -99,6 +100,19 @@ func parseOptions(args []string, getenv func(string) string) (*options, error) {
 	fs.DurationVar(&o.SecretOverlap, "secret-overlap", 10*time.Minute, "after a new cluster secret is loaded, how long the previous one is still accepted")
 	fs.BoolVar(&o.CheckConfig, "check-config", false, "validate flags, addresses, certificates, tokens and the data directory, print what would run, and exit (0: fine)")
 	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "how long to drain HTTP on SIGINT/SIGTERM")
+	fs.BoolVar(&o.Version, "version", false, "print the version and exit")
+	fs.Usage = func() {
+		w := fs.Output()
+		fmt.Fprintf(w, `Usage:
+  slotmeta [flags]             run a node (flags below; each also read from SLOTMETA_<FLAG>)
+  slotmeta cert <command> …    certificates: create-ca, create-node, create-client, list (slotmeta cert -h)
+  slotmeta --version           print the version
+  slotmeta --check-config …    check a configuration and print what would run
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}

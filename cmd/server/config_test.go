@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"errors"
+	"flag"
 	"io"
 	"log/slog"
 	"os"
@@ -169,5 +171,21 @@ func TestAServeFailureIsAnError(t *testing.T) {
 	}
 	if err := awaitStop(log, sig, hup, make(chan error), reload); err != nil || reloads != 1 {
 		t.Fatalf("a stop on request: %v (reloads %d)", err, reloads)
+	}
+}
+
+// TestHelpAndVersion: -h and --help are answered with the usage, which names
+// the subcommands, and are no error to the shell (main exits 0 on
+// flag.ErrHelp); --version prints the version and runs nothing.
+func TestHelpAndVersion(t *testing.T) {
+	for _, arg := range []string{"-h", "--help"} {
+		_, err := parseOptions([]string{arg}, func(string) string { return "" })
+		if !errors.Is(err, flag.ErrHelp) {
+			t.Fatalf("%s: %v, want flag.ErrHelp", arg, err)
+		}
+	}
+	var out bytes.Buffer
+	if err := run([]string{"--version"}, func(string) string { return "" }, &out); err != nil || !strings.HasPrefix(out.String(), "slotmeta ") {
+		t.Fatalf("--version: %q %v", out.String(), err)
 	}
 }

@@ -11,12 +11,15 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -38,9 +41,35 @@ func main() {
 		os.Exit(certs.Run(os.Args[2:], os.Stdout, os.Stderr))
 	}
 	if err := run(os.Args[1:], os.Getenv, os.Stdout); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0) // -h, --help: the usage was printed; asking for it is no failure
+		}
 		fmt.Fprintln(os.Stderr, "slotmeta:", err)
 		os.Exit(1)
 	}
+}
+
+// version is the release, set at build time (make build: -ldflags
+// "-X main.version=…", from git describe); else the module's build info.
+var version = ""
+
+// versionString names the binary's version, Go version and platform.
+func versionString() string {
+	v := version
+	if v == "" {
+		v = "devel"
+		if bi, ok := debug.ReadBuildInfo(); ok {
+			if bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+				v = bi.Main.Version
+			}
+			for _, s := range bi.Settings {
+				if s.Key == "vcs.revision" {
+					v += " " + s.Value
+				}
+			}
+		}
+	}
+	return fmt.Sprintf("slotmeta %s (%s, %s/%s)", v, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }
 
 // apiGrace is how long an API connection may stay open before a request on
@@ -52,6 +81,10 @@ func run(args []string, getenv func(string) string, stdout io.Writer) error {
 	o, err := parseOptions(args, getenv)
 	if err != nil {
 		return err
+	}
+	if o.Version {
+		fmt.Fprintln(stdout, versionString())
+		return nil
 	}
 	if o.CheckConfig {
 		return checkConfig(o, getenv, stdout)
@@ -72,7 +105,9 @@ func run(args []string, getenv func(string) string, stdout io.Writer) error {
 		log.Info("no --cluster-secret given (loopback): peer RPC uses a secret generated at bootstrap, kept in the data directory")
 	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		collectors.NewBuildInfoCollector())
+	log.Info("slotmeta", "version", versionString())
 	// A SIGHUP while the node starts waits for it (a reload then) instead of
 	// ending the process; SIGINT and SIGTERM keep their default (exit) until
 	// the node runs.
