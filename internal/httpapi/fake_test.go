@@ -25,9 +25,11 @@ import (
 // counter, idempotency records, and a real routing.Router. It records every
 // call so tests can assert that a rejected request never reached it.
 type fakeBackend struct {
-	t      testing.TB
-	node   slotstore.NodeID
-	router *routing.Router
+	t    testing.TB
+	node slotstore.NodeID
+	// nodeState is this node's join state (default active).
+	nodeState string
+	router    *routing.Router
 
 	preferred atomic.Uint64 // SetPreferredLeader's intent, shown by Group
 
@@ -116,7 +118,11 @@ func (f *fakeBackend) Summary() slotstore.ClusterSummary {
 
 func (f *fakeBackend) Nodes() []slotstore.NodeInfo {
 	f.record("Nodes")
-	return []slotstore.NodeInfo{{ID: f.node, RaftAddr: "127.0.0.1:1", State: slotstore.NodeActive}}
+	state := f.nodeState
+	if state == "" {
+		state = slotstore.NodeActive
+	}
+	return []slotstore.NodeInfo{{ID: f.node, RaftAddr: "127.0.0.1:1", State: state}}
 }
 
 func (f *fakeBackend) NodeHealth(context.Context) ([]slotstore.NodeHealth, error) {

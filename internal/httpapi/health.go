@@ -23,6 +23,11 @@ func (a *api) healthz(w http.ResponseWriter, r *http.Request) {
 // 503 with the reason. A reason that is not already a 503 code (a plain
 // error, say) is reported as route_not_ready, so readiness is never a 500.
 func (a *api) readyz(w http.ResponseWriter, r *http.Request) error {
+	// A node the cluster is draining or removed must not get new traffic
+	// from a load balancer, however well its replicas run.
+	if why := a.leaving(); why != "" {
+		return &slotstore.Error{Code: slotstore.CodeRouteNotReady, Message: why}
+	}
 	if err := a.be.Ready(); err != nil {
 		e := toError(err)
 		if httpStatus(e.Code) != http.StatusServiceUnavailable {
@@ -32,6 +37,24 @@ func (a *api) readyz(w http.ResponseWriter, r *http.Request) error {
 	}
 	a.writeJSON(w, r, http.StatusOK, statusJSON{Status: "ok"})
 	return nil
+}
+
+// leaving says why this node is on its way out of the cluster ("" when it
+// is not): draining (its replicas and leaders move off) or removed.
+func (a *api) leaving() string {
+	self := a.be.NodeID()
+	for _, n := range a.be.Nodes() {
+		if n.ID != self {
+			continue
+		}
+		switch n.State {
+		case slotstore.NodeDraining:
+			return fmt.Sprintf("node %d is draining: its replicas and leaders are moving to other nodes; send requests elsewhere", self)
+		case slotstore.NodeRemoved:
+			return fmt.Sprintf("node %d was removed from the cluster: it serves nothing; stop it", self)
+		}
+	}
+	return ""
 }
 
 // metricsHandler serves g in the Prometheus exposition format. A collector

@@ -129,3 +129,19 @@ func TestConfig(t *testing.T) {
 		t.Fatalf("backend called %d times", n)
 	}
 }
+
+// TestLeavingNodeIsNotReady: a draining or removed node fails /readyz and
+// says why, so that a load balancer stops sending it requests.
+func TestLeavingNodeIsNotReady(t *testing.T) {
+	for state, says := range map[string]string{slotstore.NodeDraining: "is draining", slotstore.NodeRemoved: "was removed"} {
+		f := newFake(t, 1)
+		f.nodeState = state
+		w := do(t, newHandler(t, f), "GET", "/readyz", "")
+		if w.Code != 503 {
+			t.Fatalf("%s: %d", state, w.Code)
+		}
+		if e := decodeError(t, w); !strings.Contains(e.Message, says) {
+			t.Fatalf("%s: %q", state, e.Message)
+		}
+	}
+}
