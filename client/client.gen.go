@@ -2637,6 +2637,12 @@ type ListAuditParams struct {
 	Before *int64 `form:"before,omitempty" json:"before,omitempty"`
 }
 
+// ListDecisionsParams defines parameters for ListDecisions.
+type ListDecisionsParams struct {
+	// Limit The newest `limit` decisions (absent — every one kept).
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
 // PreflightLeaderTransferParams defines parameters for PreflightLeaderTransfer.
 type PreflightLeaderTransferParams struct {
 	TargetNode int64 `form:"target_node" json:"target_node"`
@@ -3714,7 +3720,7 @@ type ClientInterface interface {
 	// Each transfer, skip and outcome with its reason and the inputs it was decided from. At most 500 entries are kept; a repeated skip for the same reason is recorded once.
 	//
 	// Corresponds with GET /v1/cluster/decisions (the `ListDecisions` operationId).
-	ListDecisions(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ListDecisions(ctx context.Context, params *ListDecisionsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListGroups Every group's intent and observed fact, side by side
 	//
@@ -5529,8 +5535,8 @@ func (c *Client) GetBalancerPlan(ctx context.Context, reqEditors ...RequestEdito
 // Each transfer, skip and outcome with its reason and the inputs it was decided from. At most 500 entries are kept; a repeated skip for the same reason is recorded once.
 //
 // Corresponds with GET /v1/cluster/decisions (the `ListDecisions` operationId).
-func (c *Client) ListDecisions(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewListDecisionsRequest(c.Server)
+func (c *Client) ListDecisions(ctx context.Context, params *ListDecisionsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListDecisionsRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -9899,7 +9905,7 @@ func NewGetBalancerPlanRequest(server string) (*http.Request, error) {
 }
 
 // NewListDecisionsRequest constructs an http.Request for the ListDecisions method
-func NewListDecisionsRequest(server string) (*http.Request, error) {
+func NewListDecisionsRequest(server string, params *ListDecisionsParams) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -9915,6 +9921,33 @@ func NewListDecisionsRequest(server string) (*http.Request, error) {
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -13858,7 +13891,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/cluster/decisions (the `ListDecisions` operationId).
-	ListDecisionsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListDecisionsResponse, error)
+	ListDecisionsWithResponse(ctx context.Context, params *ListDecisionsParams, reqEditors ...RequestEditorFn) (*ListDecisionsResponse, error)
 
 	// ListGroupsWithResponse Every group's intent and observed fact, side by side
 	//
@@ -30322,8 +30355,8 @@ func (c *ClientWithResponses) GetBalancerPlanWithResponse(ctx context.Context, r
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v1/cluster/decisions (the `ListDecisions` operationId).
-func (c *ClientWithResponses) ListDecisionsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListDecisionsResponse, error) {
-	rsp, err := c.ListDecisions(ctx, reqEditors...)
+func (c *ClientWithResponses) ListDecisionsWithResponse(ctx context.Context, params *ListDecisionsParams, reqEditors ...RequestEditorFn) (*ListDecisionsResponse, error) {
+	rsp, err := c.ListDecisions(ctx, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}

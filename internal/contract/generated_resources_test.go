@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"net/http"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -1203,9 +1204,14 @@ func genCluster(t *testing.T, c *client.ClientWithResponses, cn *cluster.Node) {
 	}
 
 	// Each task step is in the decision log, newest first.
-	dec, err := c.ListDecisionsWithResponse(ctx)
+	dec, err := c.ListDecisionsWithResponse(ctx, nil)
 	genCheck(t, "decisions", dec, err, http.StatusOK)
 	items := dec.JSON200.Items
+	two, err := c.ListDecisionsWithResponse(ctx, &client.ListDecisionsParams{Limit: ptr(2)})
+	genCheck(t, "two decisions", two, err, http.StatusOK)
+	if len(items) >= 2 && (len(two.JSON200.Items) != 2 || !reflect.DeepEqual(two.JSON200.Items[0], items[0])) {
+		t.Fatalf("limit=2: %+v, want the newest two of %d", two.JSON200.Items, len(items))
+	}
 	if len(items) == 0 || items[0].Kind != client.DecisionKindTask || items[0].Group != 1 || items[0].AtMs == 0 {
 		t.Fatalf("decisions: %+v", items)
 	}

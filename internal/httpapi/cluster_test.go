@@ -92,3 +92,18 @@ func TestResolveRoutes(t *testing.T) {
 		t.Fatalf("no table: %d %s", w.Code, w.Body)
 	}
 }
+
+// TestDecisionsLimit: ?limit answers the newest decisions only; a bad one
+// is refused.
+func TestDecisionsLimit(t *testing.T) {
+	h := newHandler(t, newFake(t, 1))
+	if w := do(t, h, "GET", "/v1/cluster/decisions?limit=0", ""); w.Code != 400 {
+		t.Fatalf("limit=0: %d", w.Code)
+	}
+	if w := do(t, h, "GET", "/v1/cluster/decisions?limit=501", ""); w.Code != 400 {
+		t.Fatalf("limit=501: %d", w.Code)
+	}
+	if w := do(t, h, "GET", "/v1/cluster/decisions?limit=3", ""); w.Code != 200 {
+		t.Fatalf("limit=3: %d %s", w.Code, w.Body)
+	}
+}

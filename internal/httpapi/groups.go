@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -144,10 +145,24 @@ type decisionsJSON struct {
 
 // listDecisions is GET /v1/cluster/decisions: the bounded decision log,
 // newest first (the log holds at most a few hundred entries).
+// maxDecisionsPage is the most decisions one answer holds: the log's own
+// bound.
+const maxDecisionsPage = 500
+
 func (a *api) listDecisions(w http.ResponseWriter, r *http.Request) error {
+	limit := maxDecisionsPage // absent: every decision kept
+	if s, ok, err := single(r.URL.Query(), "limit"); err != nil {
+		return err
+	} else if ok {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > maxDecisionsPage {
+			return invalidField("limit", fmt.Sprintf("must be an integer from 1 to %d", maxDecisionsPage))
+		}
+		limit = n
+	}
 	ds := a.be.Decisions()
-	out := make([]slotstore.Decision, 0, len(ds))
-	for i := len(ds) - 1; i >= 0; i-- {
+	out := make([]slotstore.Decision, 0, min(len(ds), limit))
+	for i := len(ds) - 1; i >= 0 && len(out) < limit; i-- {
 		out = append(out, ds[i])
 	}
 	a.writeJSON(w, r, http.StatusOK, decisionsJSON{Items: out})
