@@ -27,7 +27,7 @@ type BalancerProps struct {
 // BalancerRow is one node of the balancer page.
 type BalancerRow struct {
 	Load  slotstore.NodeLoad
-	State string
+	State slotstore.NodeState
 	Drain *slotstore.DrainProgress
 }
 
@@ -43,7 +43,7 @@ func (c *console) balancer(ctx context.Context, canAct bool) BalancerProps {
 	} else if p.Err == "" {
 		p.Err = errMessage(err)
 	}
-	state := map[slotstore.NodeID]string{}
+	state := map[slotstore.NodeID]slotstore.NodeState{}
 	for _, n := range c.src.Nodes() {
 		state[n.ID] = n.State
 	}

@@ -149,9 +149,9 @@ type nodesJSON struct {
 // observes it.
 type nodeJSON struct {
 	slotstore.NodeInfo
-	Health       string `json:"health"`
-	ReportAgeMs  int64  `json:"report_age_ms"`
-	HealthyForMs int64  `json:"healthy_for_ms"`
+	Health       slotstore.Reachability `json:"health"`
+	ReportAgeMs  int64                  `json:"report_age_ms"`
+	HealthyForMs int64                  `json:"healthy_for_ms"`
 }
 
 // listNodes is GET /v1/cluster/nodes. The node list is small and always

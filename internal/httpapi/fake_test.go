@@ -28,7 +28,7 @@ type fakeBackend struct {
 	t    testing.TB
 	node slotstore.NodeID
 	// nodeState is this node's join state (default active).
-	nodeState string
+	nodeState slotstore.NodeState
 	router    *routing.Router
 
 	preferred atomic.Uint64 // SetPreferredLeader's intent, shown by Group

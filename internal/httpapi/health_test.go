@@ -133,7 +133,7 @@ func TestConfig(t *testing.T) {
 // TestLeavingNodeIsNotReady: a draining or removed node fails /readyz and
 // says why, so that a load balancer stops sending it requests.
 func TestLeavingNodeIsNotReady(t *testing.T) {
-	for state, says := range map[string]string{slotstore.NodeDraining: "is draining", slotstore.NodeRemoved: "was removed"} {
+	for state, says := range map[slotstore.NodeState]string{slotstore.NodeDraining: "is draining", slotstore.NodeRemoved: "was removed"} {
 		f := newFake(t, 1)
 		f.nodeState = state
 		w := do(t, newHandler(t, f), "GET", "/readyz", "")

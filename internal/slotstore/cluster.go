@@ -2,24 +2,27 @@ package slotstore
 
 // NodeInfo is a member of the cluster as the controller records it.
 type NodeInfo struct {
-	ID         NodeID   `json:"id"`
-	RaftAddr   string   `json:"raft_addr"`
-	APIAddr    string   `json:"api_addr,omitempty"`
-	PeerAddr   string   `json:"peer_addr,omitempty"`
-	Roles      []string `json:"roles,omitempty"`
-	State      string   `json:"state,omitempty"` // joining, active, draining, removed
-	JoinedAtMs int64    `json:"joined_at_ms,omitempty"`
+	ID         NodeID    `json:"id"`
+	RaftAddr   string    `json:"raft_addr"`
+	APIAddr    string    `json:"api_addr,omitempty"`
+	PeerAddr   string    `json:"peer_addr,omitempty"`
+	Roles      []string  `json:"roles,omitempty"`
+	State      NodeState `json:"state,omitempty"`
+	JoinedAtMs int64     `json:"joined_at_ms,omitempty"`
 	// A drain's start and the replicas the node held then (its progress).
 	DrainStartedAtMs int64 `json:"drain_started_at_ms,omitempty"`
 	DrainReplicas    int   `json:"drain_replicas,omitempty"`
 }
 
+// NodeState is where a node is in its life in the cluster.
+type NodeState string
+
 // Node join states.
 const (
-	NodeJoining  = "joining"
-	NodeActive   = "active"
-	NodeDraining = "draining"
-	NodeRemoved  = "removed"
+	NodeJoining  NodeState = "joining"
+	NodeActive   NodeState = "active"
+	NodeDraining NodeState = "draining"
+	NodeRemoved  NodeState = "removed"
 )
 
 // Node roles.

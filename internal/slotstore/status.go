@@ -5,11 +5,14 @@ package slotstore
 // facts as of ObservedAtMs, never filled in from intent: a group whose
 // leader nobody reports has Leader 0.
 
+// ReplicaRole is a replica's place in its group's Raft membership.
+type ReplicaRole string
+
 // Replica roles as observed in a group's Raft membership.
 const (
-	RoleVoter   = "voter"
-	RoleLearner = "learner" // a non-voting replica (catching up, or a follower of the controller)
-	RoleUnknown = "unknown" // reported by a node, but not in the membership the leader reported
+	RoleVoter   ReplicaRole = "voter"
+	RoleLearner ReplicaRole = "learner" // a non-voting replica (catching up, or a follower of the controller)
+	RoleUnknown ReplicaRole = "unknown" // reported by a node, but not in the membership the leader reported
 )
 
 // ReplicaStatus is one node's report about one of its replicas.
@@ -58,15 +61,15 @@ type NodeStatus struct {
 
 // ReplicaView is one replica of a group as the console and API show it.
 type ReplicaView struct {
-	Node         NodeID `json:"node"`
-	ReplicaID    uint64 `json:"replica_id"`
-	Role         string `json:"role"`
-	Desired      bool   `json:"desired"` // the node is a desired peer of the group
-	AppliedIndex uint64 `json:"applied_index"`
-	LogFirst     uint64 `json:"log_first"`
-	LogLast      uint64 `json:"log_last"`
-	Lag          uint64 `json:"lag"` // leader's applied index minus this one's (0 for the leader)
-	ReportAgeMs  int64  `json:"report_age_ms"`
+	Node         NodeID      `json:"node"`
+	ReplicaID    uint64      `json:"replica_id"`
+	Role         ReplicaRole `json:"role"`
+	Desired      bool        `json:"desired"` // the node is a desired peer of the group
+	AppliedIndex uint64      `json:"applied_index"`
+	LogFirst     uint64      `json:"log_first"`
+	LogLast      uint64      `json:"log_last"`
+	Lag          uint64      `json:"lag"` // leader's applied index minus this one's (0 for the leader)
+	ReportAgeMs  int64       `json:"report_age_ms"`
 	// HeardAgoMs is how long ago the group leader's node last received a
 	// Raft message from this replica, as of now (the leader's report plus
 	// its age); 0 for the leader itself, -1 when the leader's report does
@@ -94,24 +97,30 @@ const (
 	DisruptionNoLeader       = "no_leader"       // knew no leader for longer than an election takes
 )
 
+// GroupHealth is a group's health as observed.
+type GroupHealth string
+
 // Group health as observed.
 const (
-	GroupHealthy         = "healthy"
-	GroupUnderReplicated = "under_replicated" // fewer live voters than desired peers
-	GroupNoLeader        = "no_leader"
+	GroupHealthy         GroupHealth = "healthy"
+	GroupUnderReplicated GroupHealth = "under_replicated" // fewer live voters than desired peers
+	GroupNoLeader        GroupHealth = "no_leader"
 )
+
+// Reachability is a node's health as the controller leader observes it.
+type Reachability string
 
 // Node health as the controller leader observes it.
 const (
-	NodeReachable   = "reachable"
-	NodeUnreachable = "unreachable" // no status report for longer than a few report intervals
-	NodeUnknown     = "unknown"     // no report yet since this controller leader took over
+	NodeReachable   Reachability = "reachable"
+	NodeUnreachable Reachability = "unreachable" // no status report for longer than a few report intervals
+	NodeUnknown     Reachability = "unknown"     // no report yet since this controller leader took over
 )
 
 // NodeHealth is one node's reachability as the controller leader sees it.
 type NodeHealth struct {
-	Node   NodeID `json:"node"`
-	Health string `json:"health"` // reachable, unreachable, unknown
+	Node   NodeID       `json:"node"`
+	Health Reachability `json:"health"`
 	// ReportAgeMs is the age of the node's latest status report (-1: none).
 	ReportAgeMs int64 `json:"report_age_ms"`
 	// HealthyForMs is how long the node has reported without a gap since
@@ -144,7 +153,7 @@ type GroupView struct {
 	Learners         []NodeID      `json:"learners"`
 	ConfigChangeID   uint64        `json:"config_change_id"`
 	Replicas         []ReplicaView `json:"replicas"`
-	Health           string        `json:"health"`         // healthy, under_replicated, no_leader
+	Health           GroupHealth   `json:"health"`
 	LiveVoters       int           `json:"live_voters"`    // voters that report and that the leader hears
 	ObservedBy       NodeID        `json:"observed_by"`    // the node whose report gave Leader/Term/membership
 	ObservedAtMs     int64         `json:"observed_at_ms"` // when that report was received

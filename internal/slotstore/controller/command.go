@@ -64,8 +64,8 @@ type RegisterNode struct {
 
 // SetNodeState moves a registered node to another join state.
 type SetNodeState struct {
-	ID    slotstore.NodeID `json:"id"`
-	State string           `json:"state"`
+	ID    slotstore.NodeID    `json:"id"`
+	State slotstore.NodeState `json:"state"`
 }
 
 // Bootstrap founds the cluster: its nodes, the first HashToGroup table and

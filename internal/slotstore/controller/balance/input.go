@@ -9,7 +9,7 @@ import (
 // Node is a registered node as the planner sees it.
 type Node struct {
 	ID        slotstore.NodeID
-	State     string // slotstore.NodeActive, NodeDraining, … (removed nodes are left out)
+	State     slotstore.NodeState // active, draining, … (removed nodes are left out)
 	Reachable bool
 }
 

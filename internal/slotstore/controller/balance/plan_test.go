@@ -75,7 +75,7 @@ func TestPlanDataDriven(t *testing.T) {
 			switch fields[0] {
 			case "node":
 				id, _ := strconv.Atoi(fields[1])
-				state := kv["state"]
+				state := slotstore.NodeState(kv["state"])
 				if state == "" {
 					state = slotstore.NodeActive
 				}

@@ -76,7 +76,7 @@ func TestDecideDataDriven(t *testing.T) {
 					case "disrupted":
 						r.DisruptedAgoMs = num(k)
 					case "role":
-						r.Role = kv[k]
+						r.Role = slotstore.ReplicaRole(kv[k])
 					}
 				}
 			case "leader":
