@@ -107,7 +107,7 @@ func loseControllerLeader(f *faultEnv, task slotstore.Task, what string) (string
 	}
 	phase := "?"
 	if t, ok := f.tc.ctrlState().Tasks[task.ID]; ok {
-		phase = t.Phase + "/" + t.Status
+		phase = string(t.Phase) + "/" + string(t.Status)
 	}
 	leader := f.tc.ctrlLeader()
 	if leader == 0 {
@@ -124,7 +124,7 @@ func loseControllerLeader(f *faultEnv, task slotstore.Task, what string) (string
 }
 
 // moveTask returns the oldest replica move with one of the statuses.
-func moveTask(st *controller.State, statuses ...string) (slotstore.Task, bool) {
+func moveTask(st *controller.State, statuses ...slotstore.TaskStatus) (slotstore.Task, bool) {
 	ids := slices.Sorted(maps.Keys(st.Tasks))
 	for _, id := range ids {
 		t := st.Tasks[id]

@@ -32,7 +32,7 @@ type slotMoveLog struct {
 }
 
 // slotMoveTask returns the oldest hash-slot moving task with one of the statuses.
-func slotMoveTask(st *controller.State, statuses ...string) (slotstore.Task, bool) {
+func slotMoveTask(st *controller.State, statuses ...slotstore.TaskStatus) (slotstore.Task, bool) {
 	for _, id := range slices.Sorted(maps.Keys(st.Tasks)) {
 		t := st.Tasks[id]
 		if controller.MovesSlots(t.Kind) && slices.Contains(statuses, t.Status) {

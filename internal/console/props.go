@@ -293,7 +293,7 @@ func groupHealthLabel(g slotstore.GroupView) (label, class string) {
 
 func taskActive(t slotstore.Task) bool { return t.Status == "running" || t.Status == "cancelling" }
 
-func statusClass(s string) string {
+func statusClass(s slotstore.TaskStatus) string {
 	switch s {
 	case "succeeded", "done":
 		return "ok"

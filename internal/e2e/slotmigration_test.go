@@ -75,11 +75,11 @@ func TestHashSlotMigration(t *testing.T) {
 	}
 	// Live: tracked and copied, the slot still takes writes; the catch-up
 	// carries them over.
-	for _, want := range []string{controller.PhaseCopy, controller.PhaseCatchUp} {
+	for _, want := range []slotstore.TaskPhase{controller.PhaseCopy, controller.PhaseCatchUp} {
 		if cur := step(); cur.Phase != want {
 			t.Fatalf("step to %s: %+v", want, cur)
 		}
-		s.must(200, "PUT", "/v1/kv/"+keys[1], `{"value":"during `+want+`"}`)
+		s.must(200, "PUT", "/v1/kv/"+keys[1], `{"value":"during `+string(want)+`"}`)
 	}
 	if cur := step(); cur.Phase != controller.PhaseFence || cur.Cursor == nil || cur.Cursor.Index == 0 {
 		t.Fatalf("after the catch-up: %+v", cur)

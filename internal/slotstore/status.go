@@ -210,13 +210,22 @@ type Decision struct {
 
 // PhaseRecord is what a task observed when it finished a phase: the Raft
 // membership of the group at that moment.
+// TaskKind names what a task does (controller: TaskReplicaMove, …).
+type TaskKind string
+
+// TaskPhase is a step of a task (controller: PhaseAddLearner, …).
+type TaskPhase string
+
+// TaskStatus is where a task stands (controller: TaskRunning, …).
+type TaskStatus string
+
 type PhaseRecord struct {
-	Phase          string   `json:"phase"`
-	AtMs           int64    `json:"at_ms"`
-	Voters         []uint64 `json:"voters"`   // replica ids
-	Learners       []uint64 `json:"learners"` // replica ids
-	ConfigChangeID uint64   `json:"config_change_id"`
-	Note           string   `json:"note,omitempty"`
+	Phase          TaskPhase `json:"phase"`
+	AtMs           int64     `json:"at_ms"`
+	Voters         []uint64  `json:"voters"`   // replica ids
+	Learners       []uint64  `json:"learners"` // replica ids
+	ConfigChangeID uint64    `json:"config_change_id"`
+	Note           string    `json:"note,omitempty"`
 }
 
 // ChangeCursor is a position in a hash slot's change log: the Raft index of
@@ -230,7 +239,7 @@ type ChangeCursor struct {
 // creation, split or merge), with its history.
 type Task struct {
 	ID       uint64    `json:"id"`
-	Kind     string    `json:"kind"`
+	Kind     TaskKind  `json:"kind"`
 	Group    GroupID   `json:"group"`
 	From     NodeID    `json:"from_node,omitempty"`
 	To       NodeID    `json:"to_node,omitempty"`
@@ -247,8 +256,8 @@ type Task struct {
 	Cursor       *ChangeCursor `json:"cursor,omitempty"`
 	OldReplicaID uint64        `json:"old_replica_id,omitempty"`
 	NewReplicaID uint64        `json:"new_replica_id,omitempty"`
-	Phase        string        `json:"phase"`
-	Status       string        `json:"status"`
+	Phase        TaskPhase     `json:"phase"`
+	Status       TaskStatus    `json:"status"`
 	Attempt      int           `json:"attempt"`
 	Error        string        `json:"error,omitempty"`
 	History      []PhaseRecord `json:"history"`

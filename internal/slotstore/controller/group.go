@@ -24,9 +24,9 @@ import (
 // stops its replica and deletes the group's Raft log and rows, also a node
 // that was down at the time, when it comes back.
 const (
-	TaskGroupCreate = "group_create"
+	TaskGroupCreate slotstore.TaskKind = "group_create"
 
-	PhaseStart = "start" // the peers start their replicas: wait for a leader and the whole membership
+	PhaseStart slotstore.TaskPhase = "start" // the peers start their replicas: wait for a leader and the whole membership
 
 	// MaxGroups bounds the slot groups of a cluster: a group owns at least
 	// one hash slot once in use.
@@ -35,7 +35,7 @@ const (
 	maxRetired = 1024
 )
 
-var groupCreatePhases = []string{PhaseStart, PhaseDone}
+var groupCreatePhases = []slotstore.TaskPhase{PhaseStart, PhaseDone}
 
 // CreateGroup starts a new, empty slot group on Peers (the replication
 // factor's count of distinct active nodes) or, without Peers, on the active

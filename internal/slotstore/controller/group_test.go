@@ -119,7 +119,7 @@ func TestSplitWalksItsSlots(t *testing.T) {
 		t.Fatal(r)
 	}
 	id := r.TaskID
-	step := func(from, to string, hs *slotstore.HashSlot) Result {
+	step := func(from, to slotstore.TaskPhase, hs *slotstore.HashSlot) Result {
 		return do(Command{AdvanceTask: &AdvanceTask{ID: id, ExpectedPhase: from, Phase: to, HashSlot: hs}})
 	}
 	seven, nine := slotstore.HashSlot(7), slotstore.HashSlot(9)
@@ -134,7 +134,7 @@ func TestSplitWalksItsSlots(t *testing.T) {
 		if r := step(PhaseTrack, PhaseCopy, other); r.OK {
 			t.Fatalf("a step for hash slot %d while %d moves was accepted", *other, *hs)
 		}
-		for _, p := range [][2]string{{PhaseTrack, PhaseCopy}, {PhaseCopy, PhaseCatchUp}, {PhaseCatchUp, PhaseFence}, {PhaseFence, PhaseDrain},
+		for _, p := range [][2]slotstore.TaskPhase{{PhaseTrack, PhaseCopy}, {PhaseCopy, PhaseCatchUp}, {PhaseCatchUp, PhaseFence}, {PhaseFence, PhaseDrain},
 			{PhaseDrain, PhaseAcquire}, {PhaseAcquire, PhaseRelease}, {PhaseRelease, PhaseSwitch}} {
 			if r := step(p[0], p[1], hs); !r.OK {
 				t.Fatalf("slot %d %s→%s: %+v", *hs, p[0], p[1], r)

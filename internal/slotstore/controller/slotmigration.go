@@ -28,15 +28,15 @@ import (
 // rows, lifts the fence and stops the log. A task created before live moves
 // (Live false) keeps the fenced order: fence, copy, acquire, switch, release.
 const (
-	TaskSlotMigration = "slot_migration"
+	TaskSlotMigration slotstore.TaskKind = "slot_migration"
 
-	PhaseTrack   = "track"
-	PhaseFence   = "fence"
-	PhaseCopy    = "copy"
-	PhaseDrain   = "drain"
-	PhaseAcquire = "acquire"
-	PhaseSwitch  = "switch"
-	PhaseRelease = "release"
+	PhaseTrack   slotstore.TaskPhase = "track"
+	PhaseFence   slotstore.TaskPhase = "fence"
+	PhaseCopy    slotstore.TaskPhase = "copy"
+	PhaseDrain   slotstore.TaskPhase = "drain"
+	PhaseAcquire slotstore.TaskPhase = "acquire"
+	PhaseSwitch  slotstore.TaskPhase = "switch"
+	PhaseRelease slotstore.TaskPhase = "release"
 
 	// MaxSlotMoves bounds the tasks that move hash slots at once (one per
 	// group at a time: a task holds its source and target).
@@ -44,31 +44,31 @@ const (
 )
 
 var (
-	slotSteps       = []string{PhaseTrack, PhaseCopy, PhaseCatchUp, PhaseFence, PhaseDrain, PhaseAcquire, PhaseRelease, PhaseSwitch}
-	legacySlotSteps = []string{PhaseFence, PhaseCopy, PhaseAcquire, PhaseSwitch, PhaseRelease}
+	slotSteps       = []slotstore.TaskPhase{PhaseTrack, PhaseCopy, PhaseCatchUp, PhaseFence, PhaseDrain, PhaseAcquire, PhaseRelease, PhaseSwitch}
+	legacySlotSteps = []slotstore.TaskPhase{PhaseFence, PhaseCopy, PhaseAcquire, PhaseSwitch, PhaseRelease}
 )
 
 // Phases lists the phases of t in order.
-func Phases(t *Task) []string {
+func Phases(t *Task) []slotstore.TaskPhase {
 	steps := slotSteps
 	if !t.Live {
 		steps = legacySlotSteps
 	}
 	switch t.Kind {
 	case TaskSlotMigration:
-		return append(append([]string(nil), steps...), PhaseDone)
+		return append(append([]slotstore.TaskPhase(nil), steps...), PhaseDone)
 	case TaskGroupCreate:
 		return groupCreatePhases
 	case TaskGroupSplit:
-		return append(append([]string{PhaseStart}, steps...), PhaseDone)
+		return append(append([]slotstore.TaskPhase{PhaseStart}, steps...), PhaseDone)
 	case TaskGroupMerge:
-		return append(append([]string(nil), steps...), PhaseRetire, PhaseDone)
+		return append(append([]slotstore.TaskPhase(nil), steps...), PhaseRetire, PhaseDone)
 	}
 	return movePhases
 }
 
 // LastSlotPhase is the phase that ends each slot of a slot-moving task.
-func LastSlotPhase(t *Task) string {
+func LastSlotPhase(t *Task) slotstore.TaskPhase {
 	if t.Live {
 		return PhaseSwitch
 	}
@@ -76,7 +76,7 @@ func LastSlotPhase(t *Task) string {
 }
 
 // FirstSlotPhase is where a slot-moving task starts each slot.
-func FirstSlotPhase(t *Task) string {
+func FirstSlotPhase(t *Task) slotstore.TaskPhase {
 	if t.Live {
 		return PhaseTrack
 	}
@@ -84,7 +84,7 @@ func FirstSlotPhase(t *Task) string {
 }
 
 // PhaseIndex is the position of phase among t's phases (-1 if unknown).
-func PhaseIndex(t *Task, phase string) int {
+func PhaseIndex(t *Task, phase slotstore.TaskPhase) int {
 	for i, p := range Phases(t) {
 		if p == phase {
 			return i
@@ -94,7 +94,7 @@ func PhaseIndex(t *Task, phase string) int {
 }
 
 // TaskPhaseIndex is the position of phase in a replica move (-1 if unknown).
-func TaskPhaseIndex(kind, phase string) int {
+func TaskPhaseIndex(kind slotstore.TaskKind, phase slotstore.TaskPhase) int {
 	return PhaseIndex(&Task{Kind: kind}, phase)
 }
 

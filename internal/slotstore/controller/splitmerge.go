@@ -24,15 +24,15 @@ import (
 // fence lifted; slots already moved stay where they are, and a split that
 // moved none retires its new group.
 const (
-	TaskGroupSplit = "group_split"
-	TaskGroupMerge = "group_merge"
+	TaskGroupSplit slotstore.TaskKind = "group_split"
+	TaskGroupMerge slotstore.TaskKind = "group_merge"
 
-	PhaseRetire = "retire" // merge: the emptied group is retired
+	PhaseRetire slotstore.TaskPhase = "retire" // merge: the emptied group is retired
 )
 
 // MovesSlots reports whether tasks of kind move hash slots through the
 // migration phases.
-func MovesSlots(kind string) bool {
+func MovesSlots(kind slotstore.TaskKind) bool {
 	return kind == TaskSlotMigration || kind == TaskGroupSplit || kind == TaskGroupMerge
 }
 

@@ -42,7 +42,7 @@ func TestNodeOfReplicaKnowsAMovesNewReplica(t *testing.T) {
 	}
 	index := uint64(3)
 	for i, phase := range movePhases[:len(movePhases)-1] {
-		check(phase)
+		check(string(phase))
 		if phase == PhaseCommit {
 			// A move that fails here (its phase timed out) keeps its new
 			// replica a voter: it is still node 4's.
@@ -50,7 +50,7 @@ func TestNodeOfReplicaKnowsAMovesNewReplica(t *testing.T) {
 				t.Fatalf("fail at %s: %+v", phase, r)
 			}
 			index++
-			check("failed at " + phase)
+			check("failed at " + string(phase))
 			if r := update(t, s, index, command(t, Command{CreateMove: &CreateMove{Group: 1, From: 3, To: 4}})); !r.OK {
 				t.Fatalf("resume: %+v", r)
 			}

@@ -11,24 +11,24 @@ import (
 // each step records the membership it observed, so a task's history is the
 // Raft evidence of what happened.
 const (
-	TaskReplicaMove = "replica_move"
+	TaskReplicaMove slotstore.TaskKind = "replica_move"
 
-	PhaseAddLearner = "add_learner" // add the target as a non-voting replica
-	PhaseCatchUp    = "catch_up"    // wait until the learner has caught up (a snapshot if the log was compacted)
-	PhasePromote    = "promote"     // make it a voter (same replica id)
-	PhaseRemoveOld  = "remove_old"  // remove the old voter
-	PhaseCommit     = "commit"      // commit the new desired peers and ConfigEpoch+1
-	PhaseDone       = "done"
+	PhaseAddLearner slotstore.TaskPhase = "add_learner" // add the target as a non-voting replica
+	PhaseCatchUp    slotstore.TaskPhase = "catch_up"    // wait until the learner has caught up (a snapshot if the log was compacted)
+	PhasePromote    slotstore.TaskPhase = "promote"     // make it a voter (same replica id)
+	PhaseRemoveOld  slotstore.TaskPhase = "remove_old"  // remove the old voter
+	PhaseCommit     slotstore.TaskPhase = "commit"      // commit the new desired peers and ConfigEpoch+1
+	PhaseDone       slotstore.TaskPhase = "done"
 
-	TaskRunning    = "running"
-	TaskFailed     = "failed"
-	TaskCancelled  = "cancelled"
-	TaskSucceeded  = "succeeded"
-	TaskCancelling = "cancelling" // cancel asked; the executor removes the learner, then cancelled
+	TaskRunning    slotstore.TaskStatus = "running"
+	TaskFailed     slotstore.TaskStatus = "failed"
+	TaskCancelled  slotstore.TaskStatus = "cancelled"
+	TaskSucceeded  slotstore.TaskStatus = "succeeded"
+	TaskCancelling slotstore.TaskStatus = "cancelling" // cancel asked; the executor removes the learner, then cancelled
 )
 
 // movePhases is the order of a replica move's phases.
-var movePhases = []string{PhaseAddLearner, PhaseCatchUp, PhasePromote, PhaseRemoveOld, PhaseCommit, PhaseDone}
+var movePhases = []slotstore.TaskPhase{PhaseAddLearner, PhaseCatchUp, PhasePromote, PhaseRemoveOld, PhaseCommit, PhaseDone}
 
 // Task is a controller task, replicated with its history.
 type Task = slotstore.Task
@@ -46,9 +46,9 @@ type CreateMove struct {
 // records what was observed; Status/Error end it.
 type AdvanceTask struct {
 	ID            uint64                 `json:"id"`
-	ExpectedPhase string                 `json:"expected_phase"`
-	Phase         string                 `json:"phase"`
-	Status        string                 `json:"status,omitempty"`
+	ExpectedPhase slotstore.TaskPhase    `json:"expected_phase"`
+	Phase         slotstore.TaskPhase    `json:"phase"`
+	Status        slotstore.TaskStatus   `json:"status,omitempty"`
 	Error         string                 `json:"error,omitempty"`
 	Observed      *slotstore.PhaseRecord `json:"observed,omitempty"`
 	// HashSlot, when set, must be the slot the task moves now (splits and

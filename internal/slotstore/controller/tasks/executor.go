@@ -105,7 +105,7 @@ func progress(t *slotstore.Task) string {
 
 // advance replicates a step of task t (to phase, or ending it with status)
 // and records the decision that says so.
-func (e *Executor) advance(ctx context.Context, t slotstore.Task, phase, status, errMsg string, obs *slotstore.PhaseRecord) error {
+func (e *Executor) advance(ctx context.Context, t slotstore.Task, phase slotstore.TaskPhase, status slotstore.TaskStatus, errMsg string, obs *slotstore.PhaseRecord) error {
 	return e.advanceTask(ctx, t, controller.AdvanceTask{
 		ID: t.ID, ExpectedPhase: t.Phase, Phase: phase, Status: status, Error: errMsg, Observed: obs, HashSlot: t.HashSlot})
 }
@@ -125,7 +125,7 @@ func (e *Executor) advanceTask(ctx context.Context, t slotstore.Task, a controll
 		} else if t.Kind == controller.TaskGroupSplit || t.Kind == controller.TaskGroupMerge {
 			what = fmt.Sprintf("%s, group %d→%d", t.Kind, t.Group, t.ToGroup)
 		}
-		e.cfg.Node.Record(slotstore.Decision{Group: t.Group, Kind: "task", Reason: t.Kind + ":" + t.Phase + "→" + firstNonEmpty(phase, status),
+		e.cfg.Node.Record(slotstore.Decision{Group: t.Group, Kind: "task", Reason: string(t.Kind) + ":" + string(t.Phase) + "→" + firstNonEmpty(string(phase), string(status)),
 			Detail: fmt.Sprintf("task %d (%s) %s", t.ID, what, firstNonEmpty(errMsg, "ok"))})
 	}
 	return err

@@ -30,7 +30,7 @@ func (e *Executor) groupStep(ctx context.Context, t slotstore.Task) error {
 
 // running checks that group g has a leader and every desired peer as a
 // voter, and returns the membership it saw as phase's record.
-func (e *Executor) running(ctx context.Context, g slotstore.GroupID, phase string) (*slotstore.PhaseRecord, error) {
+func (e *Executor) running(ctx context.Context, g slotstore.GroupID, phase slotstore.TaskPhase) (*slotstore.PhaseRecord, error) {
 	grp, ok := e.cfg.Node.Controller().Groups[g]
 	if !ok {
 		return nil, fmt.Errorf("group %d is not in the controller state", g)

@@ -33,7 +33,7 @@ type Membership struct {
 }
 
 // Record is m as the history of a task's phase records it.
-func (m Membership) Record(phase, note string) *slotstore.PhaseRecord {
+func (m Membership) Record(phase slotstore.TaskPhase, note string) *slotstore.PhaseRecord {
 	r := &slotstore.PhaseRecord{Phase: phase, ConfigChangeID: m.ConfigChangeID, Note: note,
 		Voters: []uint64{}, Learners: []uint64{}}
 	for id := range m.Voters {

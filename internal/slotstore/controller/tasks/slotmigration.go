@@ -101,7 +101,7 @@ func (e *Executor) slotStep(ctx context.Context, t slotstore.Task) error {
 }
 
 // nextPhase is the phase after t's in its order.
-func nextPhase(t slotstore.Task) string {
+func nextPhase(t slotstore.Task) slotstore.TaskPhase {
 	phases := controller.Phases(&t)
 	if i := controller.PhaseIndex(&t, t.Phase); i >= 0 && i+1 < len(phases) {
 		return phases[i+1]
@@ -219,7 +219,7 @@ var errBehind = errors.New("changes keep coming")
 // afterPhase is the phase after t's: the next of its order, but after a
 // slot's last phase the next slot's first for a split or merge, or after the
 // last slot done (split) or retire (merge).
-func afterPhase(t slotstore.Task) string {
+func afterPhase(t slotstore.Task) slotstore.TaskPhase {
 	switch {
 	case t.Phase != controller.LastSlotPhase(&t):
 		return nextPhase(t)
