@@ -27,6 +27,7 @@ type metrics struct {
 	attempts   *prometheus.CounterVec
 	health     prometheus.Collector
 	store      *storeCollector
+	raft       *raftCollector
 	cs         []prometheus.Collector
 
 	reads     *prometheus.CounterVec
@@ -84,10 +85,11 @@ func newMetrics(reg prometheus.Registerer, n *Node) (*metrics, error) {
 		live:        prometheus.NewDesc("slotmeta_group_live_voters", "Voters of the group that report and that its leader hears (reported by the controller leader only).", []string{"group"}, nil),
 	}
 	m.store = newStoreCollector(n)
+	m.raft = newRaftCollector(n)
 	m.queueDepth = &queueCollector{n: n, desc: prometheus.NewDesc("slotmeta_proposal_queue_depth",
 		"Commands waiting in a group's proposal queue on this node.", []string{"group"}, nil)}
 	for _, c := range []prometheus.Collector{m.reads, m.proposals, m.batchCmds, m.batchBytes, m.appliedIdx, m.backlogs, m.queueDepth,
-		m.dropped, m.peerAuth, m.moves, m.attempts, m.health, m.store} {
+		m.dropped, m.peerAuth, m.moves, m.attempts, m.health, m.store, m.raft} {
 		if err := reg.Register(c); err != nil {
 			m.unregister()
 			return nil, err

@@ -2,14 +2,17 @@ package cluster_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/cluster"
 	"slotmeta/internal/slotstore/meta"
 	"slotmeta/internal/slotstore/slotstoretest"
+	"slotmeta/internal/testutil"
 )
 
 // TestStoreMetrics: a node exports its store's memory (block cache,
@@ -53,4 +56,67 @@ func TestStoreMetrics(t *testing.T) {
 	if _, ok := values()["slotmeta_store_memtable_bytes"]; ok {
 		t.Fatal("a closed node still reports its store")
 	}
+}
+
+// TestEveryNodeReportsItsReplicas: each node exports, about itself, whether
+// each of its replicas knows a leader, leads, its term and log index; with
+// two of three nodes gone, the survivor says its replicas know no leader —
+// the series an alert on a leaderless group reads when the controller
+// leader's own view is gone with its quorum.
+func TestEveryNodeReportsItsReplicas(t *testing.T) {
+	regs := map[slotstore.NodeID]*prometheus.Registry{}
+	var mu sync.Mutex
+	c := slotstoretest.Start(t, slotstoretest.Options{Nodes: 3, Groups: 1,
+		Tune: func(cfg *cluster.Config) {
+			mu.Lock()
+			defer mu.Unlock()
+			r := prometheus.NewRegistry()
+			regs[cfg.NodeID] = r
+			cfg.Registerer = r
+		}})
+	gauge := func(reg *prometheus.Registry, name, group string) (float64, bool) {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() != name {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "group" && l.GetValue() == group {
+						return m.GetGauge().GetValue(), true
+					}
+				}
+			}
+		}
+		return 0, false
+	}
+	leaders := 0.0
+	for id, reg := range regs {
+		for _, g := range []string{"1", "controller"} {
+			if v, ok := gauge(reg, "slotmeta_replica_has_leader", g); !ok || v != 1 {
+				t.Fatalf("node %d group %s: has_leader %v %v", id, g, v, ok)
+			}
+			if v, _ := gauge(reg, "slotmeta_replica_term", g); v < 1 {
+				t.Fatalf("node %d group %s: term %v", id, g, v)
+			}
+		}
+		v, _ := gauge(reg, "slotmeta_replica_is_leader", "1")
+		leaders += v
+	}
+	if leaders != 1 {
+		t.Fatalf("%v nodes say they lead group 1", leaders)
+	}
+	survivor := c.Nodes[0]
+	for _, n := range c.Nodes[1:] {
+		if err := n.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testutil.WaitUntil(t, 30*time.Second, 50*time.Millisecond, "the survivor says group 1 has no leader", func() bool {
+		v, ok := gauge(regs[survivor.NodeID()], "slotmeta_replica_has_leader", "1")
+		return ok && v == 0
+	})
 }

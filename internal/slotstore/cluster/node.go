@@ -387,6 +387,7 @@ func (n *Node) Close() error {
 		n.bg.Wait()
 		n.closePeer()
 		n.replicas.Close()
+		n.metrics.raft.stop() // no scrape reads the NodeHost from here on
 		n.nh.Close()
 		n.metrics.unregister()
 		err = n.db.Close()

@@ -1,0 +1,90 @@
+package cluster
+
+import (
+	"strconv"
+	"sync"
+
+	"github.com/lni/dragonboat/v4"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"slotmeta/internal/slotstore/controller"
+)
+
+// raftCollector reports, from every node about itself, each Raft replica it
+// runs (the slot groups' and the controller's): whether it knows a leader,
+// whether it is the leader, the term, and its log's last index. These are
+// what an alert needs when most of the cluster is gone — the controller
+// leader's own view (group_under_replicated, group_live_voters) vanishes
+// with the controller's quorum, but every surviving node still says that
+// its replicas know no leader.
+//
+// Concurrency contract: a scrape holds mu for reading; stop takes it for
+// writing, so after stop (before the NodeHost closes) no scrape reads it.
+type raftCollector struct {
+	n                              *Node
+	hasLeader, isLeader, term, log *prometheus.Desc
+
+	mu     sync.RWMutex
+	closed bool
+}
+
+func newRaftCollector(n *Node) *raftCollector {
+	labels := []string{"group"}
+	return &raftCollector{n: n,
+		hasLeader: prometheus.NewDesc("slotmeta_replica_has_leader",
+			`1 when this node's replica of the group knows a leader, else 0 (group "controller": the controller group).`, labels, nil),
+		isLeader: prometheus.NewDesc("slotmeta_replica_is_leader", "1 when this node's replica leads the group.", labels, nil),
+		term:     prometheus.NewDesc("slotmeta_replica_term", "The Raft term this node's replica of the group is in.", labels, nil),
+		log:      prometheus.NewDesc("slotmeta_replica_log_last_index", "The last index of this node's Raft log of the group.", labels, nil),
+	}
+}
+
+// stop ends collection before the NodeHost closes.
+func (c *raftCollector) stop() {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+}
+
+func (c *raftCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.hasLeader
+	ch <- c.isLeader
+	ch <- c.term
+	ch <- c.log
+}
+
+func (c *raftCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.closed || c.n.nh == nil {
+		return
+	}
+	info := c.n.nh.GetNodeHostInfo(dragonboat.NodeHostInfoOption{SkipLogInfo: true})
+	for _, si := range info.ShardInfoList {
+		group := "controller"
+		if si.ShardID != controller.ShardID {
+			g, ok := controller.GroupOfShard(si.ShardID)
+			if !ok {
+				continue
+			}
+			group = strconv.FormatUint(uint64(g), 10)
+		}
+		gauge := func(d *prometheus.Desc, v float64) {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, group)
+		}
+		gauge(c.hasLeader, b2f(si.LeaderID != 0))
+		gauge(c.isLeader, b2f(si.LeaderID != 0 && si.LeaderID == si.ReplicaID)) // ShardInfo.IsLeader is never set (node.go: getShardInfo)
+		gauge(c.term, float64(si.Term))
+		if lr, err := c.n.nh.GetLogReader(si.ShardID); err == nil {
+			_, last := lr.GetRange()
+			gauge(c.log, float64(last))
+		}
+	}
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
