@@ -56,3 +56,21 @@ func TestContainerfileBuildsAsMake(t *testing.T) {
 		t.Error("make build is no longer pure Go: align deploy/Containerfile")
 	}
 }
+
+// TestAlertRules runs promtool on the alerting rules where Prometheus is
+// installed (.ci/run installs Debian's): they parse, and their unit tests —
+// a leaderless group alerts within a minute from a surviving node's series —
+// pass.
+func TestAlertRules(t *testing.T) {
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Skip("promtool is not installed")
+	}
+	for _, args := range [][]string{{"check", "rules", "slotmeta.rules.yml"}, {"test", "rules", "slotmeta.rules.test.yml"}} {
+		cmd := exec.Command(promtool, args...)
+		cmd.Dir = "deploy/prometheus"
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+}
