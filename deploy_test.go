@@ -1,9 +1,12 @@
 package slotmeta
 
 import (
+	"encoding/json"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -72,5 +75,78 @@ func TestAlertRules(t *testing.T) {
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
+	}
+}
+
+// TestDashboardAndRulesNameRealMetrics: the Grafana dashboard parses, and
+// every slotmeta_* series it and the alerting rules read is one the code
+// exports (by its full name, or by Name under the slotmeta namespace), so a
+// renamed metric fails here and not on an operator's empty panel.
+func TestDashboardAndRulesNameRealMetrics(t *testing.T) {
+	dash, err := os.ReadFile("deploy/prometheus/slotmeta.dashboard.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(dash, &d); err != nil || len(d.Panels) == 0 {
+		t.Fatalf("dashboard: %v (%d panels)", err, len(d.Panels))
+	}
+	rules, err := os.ReadFile("deploy/prometheus/slotmeta.rules.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(rules)
+	for _, p := range d.Panels {
+		for _, tg := range p.Targets {
+			text += "\n" + tg.Expr
+		}
+	}
+	var src strings.Builder
+	for _, dir := range []string{"internal", "cmd"} {
+		err = filepath.WalkDir(dir, func(path string, e fs.DirEntry, err error) error {
+			if err != nil || e.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+				return err
+			}
+			b, err := os.ReadFile(path)
+			src.Write(b)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// What the code exports: full names, and Namespace "slotmeta" with a
+	// Subsystem and a Name.
+	exported := map[string]bool{}
+	for _, m := range regexp.MustCompile(`"(slotmeta_[a-z_]+)"`).FindAllStringSubmatch(src.String(), -1) {
+		exported[m[1]] = true
+	}
+	for _, m := range regexp.MustCompile(`Namespace:\s*"slotmeta",\s*(?:Subsystem:\s*"([a-z_]+)",\s*)?Name:\s*"([a-z_]+)"`).FindAllStringSubmatch(src.String(), -1) {
+		if m[1] != "" {
+			exported["slotmeta_"+m[1]+"_"+m[2]] = true
+		} else {
+			exported["slotmeta_"+m[2]] = true
+		}
+	}
+	seen := map[string]bool{}
+	for _, name := range regexp.MustCompile(`slotmeta_[a-z_]*[a-z]`).FindAllString(text, -1) {
+		base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(name, "_bucket"), "_count"), "_sum")
+		if seen[base] {
+			continue
+		}
+		seen[base] = true
+		if !exported[base] {
+			t.Errorf("%s is read by the dashboard or the rules but no code exports it", base)
+		}
+	}
+	if len(seen) < 10 {
+		t.Fatalf("only %d metrics found in the dashboard and rules", len(seen))
 	}
 }
