@@ -156,10 +156,13 @@ func (o *options) secret() (string, error) {
 		return "", fmt.Errorf("--cluster-secret and --cluster-secret-file exclude each other")
 	}
 	if o.ClusterSecretFile != "" {
-		s, _, err := readSecretFile(o.ClusterSecretFile)
+		s, _, err := readSecretFile(o.ClusterSecretFile) // at least 16 bytes, as --cluster-secret
 		return s, err
 	}
 	if o.ClusterSecret != "" {
+		if len(o.ClusterSecret) < peer.MinSecretBytes {
+			return "", fmt.Errorf("--cluster-secret has %d bytes, at least %d are needed", len(o.ClusterSecret), peer.MinSecretBytes)
+		}
 		return o.ClusterSecret, nil
 	}
 	for _, a := range []string{o.RaftAddr, o.PeerAddr, o.APIAddr} {

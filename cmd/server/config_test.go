@@ -71,7 +71,11 @@ func TestSecretAndJoin(t *testing.T) {
 		t.Fatal("a non-loopback peer address was allowed without a secret")
 	}
 	o.ClusterSecret = "s3cret"
-	if s, err := o.secret(); err != nil || s != "s3cret" {
+	if _, err := o.secret(); err == nil {
+		t.Fatal("a 6-byte cluster secret was accepted")
+	}
+	o.ClusterSecret = "s3cret-0123456789"
+	if s, err := o.secret(); err != nil || s != "s3cret-0123456789" {
 		t.Fatalf("explicit secret: %q %v", s, err)
 	}
 	o.Join = "127.0.0.1:8081"

@@ -366,7 +366,7 @@ func TestKillLeaderWhileWriting(t *testing.T) {
 		"--groups", "4", "--replication-factor", "3", "--rtt", "10ms",
 		// The test routes by the table it read at the start: no slot moves.
 		"--balancer=false",
-		"--log-level", "warn", "--cluster-secret", "test-secret")
+		"--log-level", "warn", "--cluster-secret", "test-secret-0123456789")
 	t.Logf("cluster of 3 ready in %v", time.Since(testStart).Round(time.Millisecond))
 
 	ctl := &http.Client{Timeout: 3 * time.Second}

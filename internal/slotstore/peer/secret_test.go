@@ -148,8 +148,8 @@ func TestRotationDoesNotTripTheLimiter(t *testing.T) {
 	}
 }
 
-// TestWrongSecretsAreRateLimited: past the burst a source's requests are
-// refused 429 before their secret is looked at — a right one too.
+// TestWrongSecretsAreRateLimited: past the burst a source's wrong secrets
+// are refused 429; a right one is still served.
 func TestWrongSecretsAreRateLimited(t *testing.T) {
 	s := NewServer(NewSecret("right"), 4)
 	frozen := time.Unix(1000, 0) // no refill while the test runs, however slow
@@ -173,7 +173,9 @@ func TestWrongSecretsAreRateLimited(t *testing.T) {
 	if code := call(wrong); code != slotstore.CodeRateLimited {
 		t.Fatalf("past the burst: %q, want rate_limited", code)
 	}
-	if code := call(NewClient(NewSecret("right"), 4)); code != slotstore.CodeRateLimited {
-		t.Fatalf("right secret from a limited source: %q, want rate_limited", code)
+	// The right secret is taken all the same: a local process sending wrong
+	// ones must not lock the nodes (one loopback source) out of each other.
+	if code := call(NewClient(NewSecret("right"), 4)); code != "" {
+		t.Fatalf("right secret from a limited source: %q, want it served", code)
 	}
 }

@@ -69,14 +69,13 @@ type Server struct {
 	streamsClosed bool
 }
 
-// Wrong secrets a source may send: a burst, then a few a second. Looser
-// than the API's (1/s, burst 10): on loopback every node is one source, and
-// during a rotation a node's first call to a peer that has not the new
-// secret yet is refused once a second (the client remembers what a peer
-// took, client.go); a random 256-bit secret is not guessed at any rate.
+// Wrong secrets a source may send: a burst, then a few a second, then 429
+// (a right secret is taken regardless: admit).
 const (
 	authFailRate  = 5
 	authFailBurst = 50
+	// MinSecretBytes is the shortest cluster secret a node is given.
+	MinSecretBytes = 16
 )
 
 // OnAuthFailure makes the server call f for every refused secret (set
@@ -135,7 +134,18 @@ func (s *Server) guard(h HandlerFunc) http.HandlerFunc {
 // admit checks the secret (in constant time) and that the caller was not
 // removed; it answers the refusal and reports false if either fails.
 func (s *Server) admit(w http.ResponseWriter, r *http.Request) bool {
-	ok, wait, limited := s.limiter.Guard(auth.Source(r), func() bool { return s.secret.Accepts(r.Header.Get(hdrSecret)) })
+	// The right secret is always taken: on loopback every node is one source
+	// address, and a local process sending wrong secrets must not lock the
+	// nodes out of each other. Only wrong ones spend the source's budget;
+	// past it they are answered 429 (and not compared: cheap). Guessing
+	// stays hopeless — a generated secret has 256 random bits, a given one
+	// at least MinSecretBytes.
+	ok, limited := true, false
+	var wait time.Duration
+	if !s.secret.Accepts(r.Header.Get(hdrSecret)) {
+		ok = false
+		_, wait, limited = s.limiter.Guard(auth.Source(r), func() bool { return false })
+	}
 	if !ok {
 		if s.authFailed != nil {
 			s.authFailed(limited)
