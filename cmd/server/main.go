@@ -177,6 +177,7 @@ func run(args []string, getenv func(string) string, stdout io.Writer) error {
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug), // failed handshakes of scanners
 		ConnContext:       netguard.ConnContext,
+		ConnState:         netguard.ConnState, // the grace holds while a request is served
 	}
 	serveErr := make(chan error, 1)
 	if p.apiTLS != nil {

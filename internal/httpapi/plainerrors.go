@@ -122,6 +122,15 @@ type cannedConn struct{ net.Conn }
 // NetConn is the connection underneath (netguard finds its own there).
 func (c cannedConn) NetConn() net.Conn { return c.Conn }
 
+// CloseWrite half-closes where the connection underneath can: net/http
+// sends its FIN that way after an answer whose request body it left unread.
+func (c cannedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
 // canned matches net/http's whole answer to a request it could not parse
 // (net/http/server.go, (*conn).serve: "HTTP/1.1 " + status + errorHeaders +
 // text, one write to the connection). A handler's answer never has this

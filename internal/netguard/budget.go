@@ -29,6 +29,7 @@ const (
 	minShare     = 64
 	minPerSource = 16
 	minReserve   = 512
+	maxRaft      = 256
 )
 
 // BudgetFor splits limit descriptors: half of them (at least 512) kept for
@@ -47,7 +48,12 @@ func BudgetFor(limit uint64) Budget {
 		m := max(minShare, int(avail*pct/100))
 		return Share{Max: m, PerSource: max(minPerSource, m/perSourceDiv)}
 	}
-	return Budget{Limit: limit, Reserve: reserve, API: share(60, 4), Peer: share(20, 2), Raft: share(20, 4)}
+	raft := share(20, 4)
+	// Raft connections are few (about one per peer, and a snapshot's), and
+	// each costs dragonboat's loop 2 MiB of buffers: at most maxRaft.
+	raft.Max = min(raft.Max, maxRaft)
+	raft.PerSource = min(raft.PerSource, max(minPerSource, raft.Max/4))
+	return Budget{Limit: limit, Reserve: reserve, API: share(60, 4), Peer: share(20, 2), Raft: raft}
 }
 
 // DescriptorLimit is the process's soft limit of open files (Go raised it

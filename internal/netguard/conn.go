@@ -1,9 +1,12 @@
 package netguard
 
 import (
+	"container/list"
 	"context"
 	"errors"
+	"io"
 	"net"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,36 +20,56 @@ var ErrUnproven = errors.New("netguard: connection did not authenticate in time"
 // closed, and holds its reads to the grace until it is proven.
 type Conn struct {
 	net.Conn
-	l     *Listener
-	src   string
-	until time.Time // end of the grace (zero: none)
+	l   *Listener
+	src string
 
+	// until is the end of the grace in Unix nanoseconds; 0: no grace now
+	// (proven, no Unproven configured, or a request in progress: ConnState).
+	until  atomic.Int64
 	proven atomic.Bool
 	read   atomic.Int64 // bytes delivered, until proven
 
-	mu        sync.Mutex
-	asked     time.Time // the read deadline the owner asked for last
+	mu        sync.Mutex // orders deadline changes
+	asked     time.Time  // the read deadline the owner asked for last
 	closeOnce sync.Once
 	closeErr  error
+
+	// Guarded by l.mu.
+	elem     *list.Element // on l.unproven while not proven
+	released bool          // counted out (closed or evicted)
 }
 
 func newConn(c net.Conn, l *Listener, src string) *Conn {
 	gc := &Conn{Conn: c, l: l, src: src}
 	if l.cfg.Unproven > 0 {
-		gc.until = l.cfg.Now().Add(l.cfg.Unproven)
-		_ = c.SetReadDeadline(gc.until)
+		until := l.cfg.Now().Add(l.cfg.Unproven)
+		gc.until.Store(until.UnixNano())
+		_ = c.SetReadDeadline(until)
 	} else {
 		gc.proven.Store(true)
 	}
 	return gc
 }
 
-// Prove lifts the grace: reads keep the deadlines their owner asks for
-// from now on (the last one asked is put back at once).
+// graceEnd is the end of the grace now (zero: none).
+func (c *Conn) graceEnd() time.Time {
+	if c.proven.Load() {
+		return time.Time{}
+	}
+	if u := c.until.Load(); u != 0 {
+		return time.Unix(0, u)
+	}
+	return time.Time{}
+}
+
+// Prove lifts the grace for good: reads keep the deadlines their owner
+// asks for from now on (the last one asked is put back at once), and the
+// connection is no longer the first to go when a bound is reached.
 func (c *Conn) Prove() {
 	if c.proven.Swap(true) {
 		return
 	}
+	c.l.proven(c)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	_ = c.Conn.SetReadDeadline(c.asked)
@@ -55,20 +78,50 @@ func (c *Conn) Prove() {
 // Proven reports whether the connection proved itself.
 func (c *Conn) Proven() bool { return c.proven.Load() }
 
+// suspend stops the grace while a request is served (net/http reports the
+// connection active), so that a request that needs no credentials — a
+// health check, a console page — is not cut while it runs.
+func (c *Conn) suspend() {
+	if c.proven.Load() || c.until.Swap(0) == 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_ = c.Conn.SetReadDeadline(c.asked)
+}
+
+// rearm starts the grace again when the connection goes idle.
+func (c *Conn) rearm() {
+	if c.proven.Load() || c.l.cfg.Unproven <= 0 {
+		return
+	}
+	until := c.l.cfg.Now().Add(c.l.cfg.Unproven)
+	c.until.Store(until.UnixNano())
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := c.asked
+	if t.IsZero() || t.After(until) {
+		t = until
+	}
+	_ = c.Conn.SetReadDeadline(t)
+}
+
 // Read reads from the connection; past the grace, unproven, it fails with
 // a read error wrapping ErrUnproven.
 func (c *Conn) Read(p []byte) (int, error) {
-	if !c.proven.Load() && !c.l.cfg.Now().Before(c.until) {
+	if end := c.graceEnd(); !end.IsZero() && !c.l.cfg.Now().Before(end) {
 		return 0, c.unprovenErr()
 	}
 	n, err := c.Conn.Read(p)
 	if n > 0 && !c.proven.Load() && c.l.cfg.ProveAfterBytes > 0 && c.read.Add(int64(n)) >= c.l.cfg.ProveAfterBytes {
 		c.Prove()
 	}
-	if err != nil && !c.proven.Load() && !c.l.cfg.Now().Before(c.until) {
-		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() {
-			return n, c.unprovenErr()
+	if err != nil {
+		if end := c.graceEnd(); !end.IsZero() && !c.l.cfg.Now().Before(end) {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				return n, c.unprovenErr()
+			}
 		}
 	}
 	return n, err
@@ -77,18 +130,18 @@ func (c *Conn) Read(p []byte) (int, error) {
 // unprovenErr is a read error (net/http closes the connection without an
 // answer) that is not a timeout (dragonboat's loop retries timeouts).
 func (c *Conn) unprovenErr() error {
-	c.l.unproven.Add(1)
+	c.l.unprovenClosed.Add(1)
 	return &net.OpError{Op: "read", Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: ErrUnproven}
 }
 
 // SetReadDeadline sets the read deadline, pulled in to the end of the
-// grace while the connection is unproven.
+// grace while one runs.
 func (c *Conn) SetReadDeadline(t time.Time) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.asked = t
-	if !c.proven.Load() && (t.IsZero() || t.After(c.until)) {
-		t = c.until
+	if end := c.graceEnd(); !end.IsZero() && (t.IsZero() || t.After(end)) {
+		t = end
 	}
 	return c.Conn.SetReadDeadline(t)
 }
@@ -105,9 +158,27 @@ func (c *Conn) SetDeadline(t time.Time) error {
 func (c *Conn) Close() error {
 	c.closeOnce.Do(func() {
 		c.closeErr = c.Conn.Close()
-		c.l.release(c.src)
+		c.l.release(c)
 	})
 	return c.closeErr
+}
+
+// CloseWrite half-closes the connection where the one underneath can (so
+// net/http still sends its FIN after an answer whose request body it left
+// unread, and the client reads the answer instead of a reset).
+func (c *Conn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
+// ReadFrom lets the connection underneath copy from r (sendfile for files).
+func (c *Conn) ReadFrom(r io.Reader) (int64, error) {
+	if rf, ok := c.Conn.(io.ReaderFrom); ok {
+		return rf.ReadFrom(r)
+	}
+	return io.Copy(struct{ io.Writer }{c.Conn}, r)
 }
 
 // NetConn is the connection underneath.
@@ -122,6 +193,21 @@ func ConnContext(ctx context.Context, c net.Conn) context.Context {
 		return context.WithValue(ctx, connKey{}, gc)
 	}
 	return ctx
+}
+
+// ConnState is an http.Server.ConnState that holds the grace while a
+// request is served and starts it again when the connection goes idle.
+func ConnState(c net.Conn, s http.ConnState) {
+	gc := find(c)
+	if gc == nil {
+		return
+	}
+	switch s {
+	case http.StateActive:
+		gc.suspend()
+	case http.StateIdle:
+		gc.rearm()
+	}
 }
 
 // Prove proves the connection of ctx (a request's context under a server

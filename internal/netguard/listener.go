@@ -1,6 +1,7 @@
 package netguard
 
 import (
+	"container/list"
 	"errors"
 	"log/slog"
 	"net"
@@ -62,6 +63,7 @@ type Stats struct {
 	RefusedTotal   int64 // closed at once: MaxConns reached
 	RefusedSource  int64 // closed at once: MaxPerSource reached
 	UnprovenClosed int64 // reads refused because the grace ended unproven
+	Evicted        int64 // unproven connections closed to make room at a bound
 	AcceptErrors   int64 // Accept errors retried
 }
 
@@ -70,12 +72,13 @@ type Listener struct {
 	inner net.Listener
 	cfg   Config
 
-	mu      sync.Mutex
-	open    int
-	sources map[string]int
+	mu       sync.Mutex
+	open     int
+	sources  map[string]int
+	unproven *list.List // of *Conn not proven yet, oldest first: the first to go when a bound is reached
 
-	accepted, refusedTotal, refusedSource, unproven, acceptErrors atomic.Int64
-	lastLog                                                       atomic.Int64 // unix nanos of the last accept-error line
+	accepted, refusedTotal, refusedSource, unprovenClosed, evicted, acceptErrors atomic.Int64
+	lastLog                                                                      atomic.Int64 // unix nanos of the last accept-error line
 }
 
 // Wrap bounds ln by cfg.
@@ -83,7 +86,7 @@ func Wrap(ln net.Listener, cfg Config) (*Listener, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Listener{inner: ln, cfg: cfg.withDefaults(), sources: map[string]int{}}, nil
+	return &Listener{inner: ln, cfg: cfg.withDefaults(), sources: map[string]int{}, unproven: list.New()}, nil
 }
 
 // Listen listens on the TCP address addr, bounded by cfg.
@@ -118,40 +121,92 @@ func (l *Listener) Accept() (net.Conn, error) {
 			continue
 		}
 		pause = 5 * time.Millisecond
-		src := SourceOf(c.RemoteAddr())
-		if !l.admit(src) {
+		gc := newConn(c, l, SourceOf(c.RemoteAddr()))
+		admitted, victim := l.admit(gc)
+		if victim != nil {
+			_ = victim.Conn.Close() // counted out already (admit)
+		}
+		if !admitted {
 			_ = c.Close()
 			continue
 		}
 		l.accepted.Add(1)
-		return newConn(c, l, src), nil
+		return gc, nil
 	}
 }
 
-// admit counts a connection of src in, or reports that a bound is reached.
-func (l *Listener) admit(src string) bool {
+// admit counts c in, or reports that a bound is reached. At a bound the
+// oldest connection that has not proven itself — of c's source for the
+// per-source bound, of any for the total — makes room (evicted: counted out
+// here, to be closed by the caller), so that strangers holding connections
+// cannot keep out the nodes and clients that prove themselves; only when
+// every held connection is proven is c refused.
+func (l *Listener) admit(c *Conn) (admitted bool, victim *Conn) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	switch {
+	case l.sources[c.src] >= l.cfg.MaxPerSource:
+		if victim = l.oldestUnproven(c.src); victim == nil {
+			l.refusedSource.Add(1)
+			return false, nil
+		}
 	case l.open >= l.cfg.MaxConns:
-		l.refusedTotal.Add(1)
-		return false
-	case l.sources[src] >= l.cfg.MaxPerSource:
-		l.refusedSource.Add(1)
-		return false
+		if victim = l.oldestUnproven(""); victim == nil {
+			l.refusedTotal.Add(1)
+			return false, nil
+		}
+	}
+	if victim != nil {
+		l.evicted.Add(1)
+		l.releaseLocked(victim)
 	}
 	l.open++
-	l.sources[src]++
-	return true
+	l.sources[c.src]++
+	if !c.proven.Load() {
+		c.elem = l.unproven.PushBack(c)
+	}
+	return true, victim
 }
 
-// release counts a closed connection of src out.
-func (l *Listener) release(src string) {
+// oldestUnproven is the oldest unproven connection (of src, unless "").
+func (l *Listener) oldestUnproven(src string) *Conn {
+	for e := l.unproven.Front(); e != nil; e = e.Next() {
+		if c := e.Value.(*Conn); src == "" || c.src == src {
+			return c
+		}
+	}
+	return nil
+}
+
+// proven takes c off the unproven list.
+func (l *Listener) proven(c *Conn) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if c.elem != nil {
+		l.unproven.Remove(c.elem)
+		c.elem = nil
+	}
+}
+
+// release counts a closed connection out (once: an evicted one already is).
+func (l *Listener) release(c *Conn) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.releaseLocked(c)
+}
+
+func (l *Listener) releaseLocked(c *Conn) {
+	if c.released {
+		return
+	}
+	c.released = true
+	if c.elem != nil {
+		l.unproven.Remove(c.elem)
+		c.elem = nil
+	}
 	l.open--
-	if l.sources[src]--; l.sources[src] <= 0 {
-		delete(l.sources, src)
+	if l.sources[c.src]--; l.sources[c.src] <= 0 {
+		delete(l.sources, c.src)
 	}
 }
 
@@ -171,7 +226,7 @@ func (l *Listener) Stats() Stats {
 	open := l.open
 	l.mu.Unlock()
 	return Stats{Open: int64(open), Accepted: l.accepted.Load(), RefusedTotal: l.refusedTotal.Load(),
-		RefusedSource: l.refusedSource.Load(), UnprovenClosed: l.unproven.Load(), AcceptErrors: l.acceptErrors.Load()}
+		RefusedSource: l.refusedSource.Load(), UnprovenClosed: l.unprovenClosed.Load(), Evicted: l.evicted.Load(), AcceptErrors: l.acceptErrors.Load()}
 }
 
 // SourceOf is the address a connection counts against: its IP, an IPv6

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/http"
 	"sync"
 	"syscall"
 	"testing"
@@ -212,5 +213,61 @@ func TestBudget(t *testing.T) {
 	}
 	if err := (Config{}).Validate(); err == nil {
 		t.Error("a config without MaxConns validated")
+	}
+}
+
+// TestUnprovenConnectionsMakeRoom: at a bound the oldest connection that has
+// not proven itself is closed for the new one (of the same source for the
+// per-source bound); proven ones are never closed, and when all held ones are
+// proven the new one is refused.
+func TestUnprovenConnectionsMakeRoom(t *testing.T) {
+	ln := listen(t, Config{Name: "t", MaxConns: 3, MaxPerSource: 2, Unproven: time.Minute})
+	conns := make(chan net.Conn, 16)
+	go acceptAll(ln, conns)
+	addr := ln.Addr().String()
+	a1 := dialFrom(t, "127.0.0.1", addr)
+	s1 := <-conns
+	dialFrom(t, "127.0.0.1", addr)
+	s2 := <-conns
+	// A third of the source: a1 (the oldest, unproven) goes.
+	dialFrom(t, "127.0.0.1", addr)
+	s3 := <-conns
+	if !closedByPeer(a1) {
+		t.Fatal("the oldest unproven connection of the source was not closed")
+	}
+	if got := ln.Stats(); got.Evicted != 1 || got.Open != 2 {
+		t.Fatalf("stats %+v, want 1 evicted and 2 open", got)
+	}
+	_ = s1
+	// Proven connections stay: prove both held ones, then a third of the
+	// source is refused.
+	s2.(*Conn).Prove()
+	s3.(*Conn).Prove()
+	a4 := dialFrom(t, "127.0.0.1", addr)
+	if !closedByPeer(a4) {
+		t.Fatal("a connection past the bound was taken though every held one is proven")
+	}
+	if got := ln.Stats(); got.RefusedSource != 1 || got.Open != 2 {
+		t.Fatalf("stats %+v, want 1 refused and 2 open", got)
+	}
+}
+
+// TestGraceHeldWhileActive: net/http's ConnState holds the grace while a
+// request is served and starts it anew when the connection is idle.
+func TestGraceHeldWhileActive(t *testing.T) {
+	ln := listen(t, Config{Name: "t", MaxConns: 8, Unproven: 100 * time.Millisecond})
+	conns := make(chan net.Conn, 4)
+	go acceptAll(ln, conns)
+	cl := dialFrom(t, "", ln.Addr().String())
+	c := <-conns
+	ConnState(c, http.StateActive)
+	_ = c.SetReadDeadline(time.Time{})
+	time.AfterFunc(300*time.Millisecond, func() { _, _ = cl.Write([]byte("z")) }) // past the grace
+	if _, err := io.ReadFull(c, make([]byte, 1)); err != nil {
+		t.Fatalf("read while active: %v", err)
+	}
+	ConnState(c, http.StateIdle)
+	if _, err := c.Read(make([]byte, 1)); !errors.Is(err, ErrUnproven) {
+		t.Fatalf("read when idle past the grace: %v", err)
 	}
 }

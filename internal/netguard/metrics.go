@@ -10,7 +10,7 @@ var (
 	openDesc = prometheus.NewDesc("slotmeta_conn_open", "Connections open on a bounded listener.", []string{"listener"}, nil)
 	maxDesc  = prometheus.NewDesc("slotmeta_conn_max", "A bounded listener's connection bound.", []string{"listener"}, nil)
 	refused  = prometheus.NewDesc("slotmeta_conn_refused_total",
-		"Connections closed by a listener's bounds: total (its bound reached), source (one source's bound reached), unproven (not authenticated within the grace).",
+		"Connections closed by a listener's bounds: total (its bound reached), source (one source's bound reached), unproven (not authenticated within the grace), evicted (unproven, closed to make room for a new one at a bound).",
 		[]string{"listener", "reason"}, nil)
 	acceptErrs = prometheus.NewDesc("slotmeta_conn_accept_errors_total", "Accept errors a listener retried (out of descriptors, say).", []string{"listener"}, nil)
 )
@@ -52,6 +52,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(refused, prometheus.CounterValue, float64(s.RefusedTotal), name, "total")
 		ch <- prometheus.MustNewConstMetric(refused, prometheus.CounterValue, float64(s.RefusedSource), name, "source")
 		ch <- prometheus.MustNewConstMetric(refused, prometheus.CounterValue, float64(s.UnprovenClosed), name, "unproven")
+		ch <- prometheus.MustNewConstMetric(refused, prometheus.CounterValue, float64(s.Evicted), name, "evicted")
 		ch <- prometheus.MustNewConstMetric(acceptErrs, prometheus.CounterValue, float64(s.AcceptErrors), name)
 	}
 }

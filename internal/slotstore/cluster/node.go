@@ -260,7 +260,7 @@ func Start(cfg Config) (*Node, error) {
 		n.peerLn = peerTLS.Listener(gl)
 		n.peerRPC = n.peerHandler()
 		n.peerSrv = &http.Server{Handler: n.peerRPC, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 2 * time.Minute,
-			ErrorLog: peer.ErrorLog(cfg.Logger), ConnContext: netguard.ConnContext}
+			ErrorLog: peer.ErrorLog(cfg.Logger), ConnContext: netguard.ConnContext, ConnState: netguard.ConnState}
 		go func() { _ = n.peerSrv.Serve(n.peerLn) }()
 	}
 	restarted := nh.HasNodeInfo(controller.ShardID, uint64(cfg.NodeID))

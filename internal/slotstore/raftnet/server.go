@@ -10,10 +10,13 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/lni/dragonboat/v4/logger"
 	"github.com/lni/dragonboat/v4/raftio"
 
 	"slotmeta/internal/netguard"
 )
+
+var plog = logger.GetLogger("raftnet")
 
 // Bounds of the Raft port's server side.
 const (
@@ -28,14 +31,11 @@ const (
 	maxSourceHandshakes = 8
 	keepAlive           = 10 * time.Second
 	// plainGrace is how long a connection without TLS may stay open before
-	// it delivered proveBytes: dragonboat's connection loop retries read
-	// timeouts forever, so an idle stranger would otherwise keep its
+	// it delivered a well-formed frame: dragonboat's connection loop retries
+	// read timeouts forever, so an idle stranger would otherwise keep its
 	// connection (and descriptor) for good. A node that dials sends its
 	// first message at once (it dials because it has one).
 	plainGrace = 10 * time.Second
-	// proveBytes is dragonboat's magic number (2 bytes) and request header
-	// (18 bytes, internal/transport/tcp.go: requestHeaderSize).
-	proveBytes = 20
 )
 
 // serverTransport is dragonboat's TCP transport with the server side of its
@@ -111,9 +111,11 @@ func (t *serverTransport) Start() error {
 		return errors.New("raftnet: the Raft transport was started before")
 	}
 	t.started = true
-	gc := netguard.Config{Name: "raft", MaxConns: t.bounds.MaxConns, MaxPerSource: t.bounds.MaxPerSource, Unproven: plainGrace, ProveAfterBytes: proveBytes}
+	// Proven by its first well-formed frame (frameguard.go), or with TLS by
+	// its certificate.
+	gc := netguard.Config{Name: "raft", MaxConns: t.bounds.MaxConns, MaxPerSource: t.bounds.MaxPerSource, Unproven: plainGrace}
 	if t.cfg != nil {
-		gc.Unproven, gc.ProveAfterBytes = handshakeTimeout+time.Second, 0 // proven by its certificate
+		gc.Unproven = handshakeTimeout + time.Second
 	}
 	ln, err := netguard.Listen(t.addr, gc)
 	if err != nil {
@@ -174,8 +176,17 @@ func (t *serverTransport) handlePlain(raw net.Conn) {
 	defer t.wg.Done()
 	defer t.untrack(raw)
 	defer raw.Close()
+	defer survive(raw)
 	setKeepAlive(raw)
-	t.serve(raw)
+	t.serve(newFrameGuard(raw))
+}
+
+// survive keeps a connection's panic (in dragonboat's loop, on what a peer
+// sent) from ending the process: the connection closes, the node lives.
+func survive(c net.Conn) {
+	if p := recover(); p != nil {
+		plog.Errorf("raftnet: connection from %s ended in a panic: %v", c.RemoteAddr(), p)
+	}
 }
 
 func setKeepAlive(c net.Conn) {
@@ -205,7 +216,8 @@ func (t *serverTransport) handle(raw net.Conn, src string) {
 	}
 	netguard.ProveConn(raw)
 	_ = conn.SetDeadline(time.Time{})
-	t.serve(conn)
+	defer survive(raw)
+	t.serve(newFrameGuard(conn))
 }
 
 type trackResult int
