@@ -155,6 +155,11 @@ func Start(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The data directory holds the Raft log and snapshots, where the
+	// generated cluster secret is too: only the node's user reads it.
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("cluster: data directory: %w", err)
+	}
 	db, err := store.Open(filepath.Join(cfg.DataDir, "store"), &cfg.Store)
 	if err != nil {
 		return nil, err
@@ -227,6 +232,7 @@ func Start(cfg Config) (*Node, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("cluster: start nodehost: %w", err)
 	}
+	n.metrics.raft.nh.Store(nh)
 	n.nh = nh
 	// The leaf packages, over the NodeHost (package doc).
 	n.replicas = replicas.New(replicas.Config{NodeID: cfg.NodeID, NH: nh, DB: db, Router: n.router, ShardConfig: n.shardConfig,

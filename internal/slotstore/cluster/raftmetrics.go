@@ -3,6 +3,7 @@ package cluster
 import (
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/lni/dragonboat/v4"
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,6 +23,7 @@ import (
 // writing, so after stop (before the NodeHost closes) no scrape reads it.
 type raftCollector struct {
 	n                              *Node
+	nh                             atomic.Pointer[dragonboat.NodeHost] // set once the NodeHost runs
 	hasLeader, isLeader, term, log *prometheus.Desc
 
 	mu     sync.RWMutex
@@ -56,10 +58,11 @@ func (c *raftCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *raftCollector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	if c.closed || c.n.nh == nil {
+	nh := c.nh.Load()
+	if c.closed || nh == nil {
 		return
 	}
-	info := c.n.nh.GetNodeHostInfo(dragonboat.NodeHostInfoOption{SkipLogInfo: true})
+	info := nh.GetNodeHostInfo(dragonboat.NodeHostInfoOption{SkipLogInfo: true})
 	for _, si := range info.ShardInfoList {
 		group := "controller"
 		if si.ShardID != controller.ShardID {
@@ -75,7 +78,7 @@ func (c *raftCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.hasLeader, b2f(si.LeaderID != 0))
 		gauge(c.isLeader, b2f(si.LeaderID != 0 && si.LeaderID == si.ReplicaID)) // ShardInfo.IsLeader is never set (node.go: getShardInfo)
 		gauge(c.term, float64(si.Term))
-		if lr, err := c.n.nh.GetLogReader(si.ShardID); err == nil {
+		if lr, err := nh.GetLogReader(si.ShardID); err == nil {
 			_, last := lr.GetRange()
 			gauge(c.log, float64(last))
 		}
