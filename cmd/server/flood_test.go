@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"slotmeta/internal/testutil"
 )
 
 // flood holds connections to addrs from several loopback sources, half of
@@ -95,8 +97,8 @@ func (f *flood) end() (opened, failed int) {
 // idle and slow connections as it has descriptors, from eight sources, while
 // node 3 is killed and restarted (so Raft connections to node 1 are dialed
 // anew). Every node stays up — dragonboat's accept loop panicked on "too
-// many open files" before the listeners were bounded —, node 3 rejoins, and
-// writes through node 1 succeed once the flood ends.
+// many open files" before the listeners were bounded —, node 3 rejoins while
+// the flood holds, and writes through node 1 succeed once it ends.
 func TestConnectionFloodKeepsNodesUp(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three processes")
@@ -113,13 +115,20 @@ func TestConnectionFloodKeepsNodesUp(t *testing.T) {
 
 	n1 := nodes[0]
 	targets := []string{n1.arg("--api-addr"), n1.arg("--peer-addr"), n1.arg("--raft-addr")}
-	f := startFlood(t, targets, 1100)
-	time.Sleep(time.Second) // the flood builds up before the peer restarts
+	const perAddr = 1100
+	f := startFlood(t, targets, perAddr)
+	testutil.WaitUntil(t, 60*time.Second, 10*time.Millisecond, "the flood's connections are all dialed", func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return f.opened+f.failed == perAddr*len(targets)
+	})
 	if err := nodes[2].signal(syscall.SIGKILL, 10*time.Second); err == nil {
 		t.Fatal("node 3 exited cleanly on SIGKILL")
 	}
+	// Node 3 restarts and dials node 1 while the flood holds its ports:
+	// Raft reconnects (node 3 gets ready) before the flood ends.
 	nodes[2].start()
-	time.Sleep(3 * time.Second) // node 3 dials node 1 while the flood holds
+	nodes[2].waitReady(time.Now().Add(60 * time.Second))
 	opened, failed := f.end()
 	t.Logf("flood: %d connections opened, %d dials failed", opened, failed)
 
@@ -128,7 +137,6 @@ func TestConnectionFloodKeepsNodesUp(t *testing.T) {
 			t.Fatalf("node %d died under the flood\n%s", n.id, lkTail(n.log.String(), 6000))
 		}
 	}
-	nodes[2].waitReady(time.Now().Add(60 * time.Second))
 	ok := false
 	var last lkOutcome
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline) && !ok; {

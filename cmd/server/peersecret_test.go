@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"slotmeta/internal/testutil"
 )
 
 // peerCall sends one peer RPC request carrying secret and returns its status.
@@ -35,33 +37,33 @@ func peerCall(t *testing.T, peerAddr, method, name, secret string) int {
 // written in the source) is refused on the peer port; the cluster uses one
 // generated at bootstrap — the same on every node, kept in each data
 // directory with mode 0600, taken on the peer port, still used after a
-// restart —, and the security status says so. Wrong secrets are rate-limited
-// per source and counted.
+// restart, received by a node that joins —, and the security status says
+// so. Wrong secrets are rate-limited per source and counted; the right one
+// is still taken.
 func TestLoopbackClusterGeneratesItsSecret(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three processes")
 	}
-	nodes := lkCluster(t, 3, "--tokens-file", tokensFile(t))
+	tokens := tokensFile(t)
+	nodes := lkCluster(t, 3, "--tokens-file", tokens)
 	launchLK(t, nodes)
 
 	var secret string
 	for _, n := range nodes {
 		path := filepath.Join(n.arg("--data-dir"), "peer-secret")
-		var b []byte
-		var st os.FileInfo
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			var err error
-			if st, err = os.Stat(path); err == nil {
-				b, err = os.ReadFile(path)
-			}
-			if err == nil || time.Now().After(deadline) {
-				if err != nil {
-					t.Fatalf("node %d: %v", n.id, err)
-				}
-				break
-			}
-			time.Sleep(20 * time.Millisecond) // the file is written when the controller state is applied
+		// The file is written when the node's controller replica applies
+		// the bootstrap.
+		testutil.WaitUntil(t, 10*time.Second, 20*time.Millisecond, "node's peer-secret file", func() bool {
+			_, err := os.Stat(path)
+			return err == nil
+		})
+		st, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
 		}
 		if st.Mode().Perm() != 0o600 {
 			t.Errorf("node %d: %s has mode %v, want 0600", n.id, path, st.Mode().Perm())
@@ -108,6 +110,21 @@ func TestLoopbackClusterGeneratesItsSecret(t *testing.T) {
 	nodes[1].waitReady(time.Now().Add(60 * time.Second))
 	if code := peerCall(t, nodes[1].arg("--peer-addr"), http.MethodGet, "status", secret); code != http.StatusOK {
 		t.Fatalf("restarted node with the generated secret: %d, want 200", code)
+	}
+
+	// A node that joins (through node 1's API, with an admin token of its
+	// tokens file) receives the secret with the controller state.
+	api4 := freePort(t)
+	n4 := &lkNode{t: t, id: 4, api: "http://" + api4, log: &lkSyncBuffer{}, args: []string{"--node-id", "4", "--data-dir", t.TempDir(),
+		"--api-addr", api4, "--raft-addr", freePort(t), "--peer-addr", freePort(t), "--join", nodes[0].arg("--api-addr"), "--tokens-file", tokens}}
+	launchLK(t, []*lkNode{n4})
+	path4 := filepath.Join(n4.arg("--data-dir"), "peer-secret")
+	testutil.WaitUntil(t, 30*time.Second, 20*time.Millisecond, "the joined node keeps the cluster's secret", func() bool {
+		b, err := os.ReadFile(path4)
+		return err == nil && strings.TrimSpace(string(b)) == secret
+	})
+	if code := peerCall(t, n4.arg("--peer-addr"), http.MethodGet, "status", secret); code != http.StatusOK {
+		t.Fatalf("the joined node with the cluster's secret: %d, want 200", code)
 	}
 
 	// Wrong secrets from one source: refused, then rate-limited, and

@@ -4,13 +4,14 @@ import (
 	"hash/fnv"
 	"log/slog"
 	"math"
-	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"slotmeta/internal/netguard"
 )
 
 // LimiterConfig bounds failed authentications per source address.
@@ -91,16 +92,7 @@ func NewLimiter(cfg LimiterConfig) *Limiter {
 // Source is the address a request's failures count against: the TCP peer's
 // IP, an IPv6 address by its /64 (one host has many); forwarding headers are
 // not trusted: anyone could set them.
-func Source(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	if ip := net.ParseIP(host); ip != nil && ip.To4() == nil {
-		return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
-	}
-	return host
-}
+func Source(r *http.Request) string { return netguard.Source(r.RemoteAddr) }
 
 func (l *Limiter) stripe(source string) *stripe {
 	h := fnv.New32a()

@@ -123,22 +123,31 @@ func (a *api) methodNotAllowed(routes *chi.Routes) http.HandlerFunc {
 // (Path parameters are checked by their handlers, which name the field.)
 func (a *api) validText(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.RawQuery != "" {
-			q, err := url.ParseQuery(r.URL.RawQuery)
-			if err != nil {
-				a.writeError(w, r, invalid("malformed query string: %v", err))
+		// Fast path, one pass: no query, or all of it, unescaped, is UTF-8
+		// (separators such as ';' are the handlers' to read, as before).
+		if r.URL.RawQuery == "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if u, err := url.QueryUnescape(r.URL.RawQuery); err == nil && utf8.ValidString(u) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		// Slow path: name the parameter (or the malformed query).
+		q, err := url.ParseQuery(r.URL.RawQuery)
+		if err != nil {
+			a.writeError(w, r, invalid("malformed query string: %v", err))
+			return
+		}
+		for k, vs := range q {
+			if !utf8.ValidString(k) {
+				a.writeError(w, r, invalid("a query parameter's name is not valid UTF-8 once unescaped"))
 				return
 			}
-			for k, vs := range q {
-				if !utf8.ValidString(k) {
-					a.writeError(w, r, invalid("a query parameter's name is not valid UTF-8 once unescaped"))
+			for _, v := range vs {
+				if !utf8.ValidString(v) {
+					a.writeError(w, r, invalidField(k, "is not valid UTF-8 once unescaped"))
 					return
-				}
-				for _, v := range vs {
-					if !utf8.ValidString(v) {
-						a.writeError(w, r, invalidField(k, "is not valid UTF-8 once unescaped"))
-						return
-					}
 				}
 			}
 		}

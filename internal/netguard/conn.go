@@ -27,7 +27,6 @@ type Conn struct {
 	// (proven, no Unproven configured, or a request in progress: ConnState).
 	until  atomic.Int64
 	proven atomic.Bool
-	read   atomic.Int64 // bytes delivered, until proven
 
 	mu        sync.Mutex // orders deadline changes
 	asked     time.Time  // the read deadline the owner asked for last
@@ -113,9 +112,6 @@ func (c *Conn) Read(p []byte) (int, error) {
 		return 0, c.unprovenErr()
 	}
 	n, err := c.Conn.Read(p)
-	if n > 0 && !c.proven.Load() && c.l.cfg.ProveAfterBytes > 0 && c.read.Add(int64(n)) >= c.l.cfg.ProveAfterBytes {
-		c.Prove()
-	}
 	if err != nil {
 		if end := c.graceEnd(); !end.IsZero() && !c.l.cfg.Now().Before(end) {
 			var ne net.Error

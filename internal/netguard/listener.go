@@ -22,9 +22,6 @@ type Config struct {
 	// Unproven is how long a connection may stay open before it proves
 	// itself (zero: no limit).
 	Unproven time.Duration
-	// ProveAfterBytes, when positive, proves a connection once it has
-	// delivered that many bytes.
-	ProveAfterBytes int64
 	// Logger gets accept errors, at most one line a second (default
 	// slog.Default()).
 	Logger *slog.Logger
@@ -50,7 +47,7 @@ func (c Config) Validate() error {
 	if c.MaxConns <= 0 {
 		return errors.New("netguard: MaxConns must be positive")
 	}
-	if c.MaxPerSource < 0 || c.Unproven < 0 || c.ProveAfterBytes < 0 {
+	if c.MaxPerSource < 0 || c.Unproven < 0 {
 		return errors.New("netguard: negative bound")
 	}
 	return nil
@@ -229,12 +226,16 @@ func (l *Listener) Stats() Stats {
 		RefusedSource: l.refusedSource.Load(), UnprovenClosed: l.unprovenClosed.Load(), Evicted: l.evicted.Load(), AcceptErrors: l.acceptErrors.Load()}
 }
 
-// SourceOf is the address a connection counts against: its IP, an IPv6
-// address by its /64 (one host has many).
-func SourceOf(a net.Addr) string {
-	host, _, err := net.SplitHostPort(a.String())
+// SourceOf is the address a connection counts against: Source of its
+// remote address.
+func SourceOf(a net.Addr) string { return Source(a.String()) }
+
+// Source is the source a host:port address counts against: its IP, an IPv6
+// address by its /64 (one host has many). Anything else counts as itself.
+func Source(addr string) string {
+	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return a.String()
+		return addr
 	}
 	if ip := net.ParseIP(host); ip != nil && ip.To4() == nil {
 		return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"

@@ -141,21 +141,6 @@ func TestProvenConnectionKeepsItsDeadlines(t *testing.T) {
 	}
 }
 
-func TestProveAfterBytes(t *testing.T) {
-	ln := listen(t, Config{Name: "t", MaxConns: 8, Unproven: 100 * time.Millisecond, ProveAfterBytes: 4})
-	conns := make(chan net.Conn, 4)
-	go acceptAll(ln, conns)
-	cl := dialFrom(t, "", ln.Addr().String())
-	c := <-conns
-	_, _ = cl.Write([]byte("abcd"))
-	if _, err := io.ReadFull(c, make([]byte, 4)); err != nil {
-		t.Fatal(err)
-	}
-	if !c.(*Conn).Proven() {
-		t.Fatal("4 bytes did not prove the connection")
-	}
-}
-
 // errListener fails Accept with EMFILE n times, then hands out one
 // connection, then reports itself closed.
 type errListener struct {

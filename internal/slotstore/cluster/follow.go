@@ -162,7 +162,7 @@ func (n *Node) tryBootstrap(ctx context.Context) {
 			GroupCount:        n.cfg.GroupCount,
 			ReplicationFactor: n.cfg.ReplicationFactor,
 			Nodes:             n.cfg.InitialMembers,
-			PeerSecret:        n.bootSecret(),
+			PeerSecret:        n.secrets.bootSecret(),
 		},
 	})
 	if err != nil {

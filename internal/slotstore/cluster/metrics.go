@@ -85,7 +85,7 @@ func newMetrics(reg prometheus.Registerer, n *Node) (*metrics, error) {
 		live:        prometheus.NewDesc("slotmeta_group_live_voters", "Voters of the group that report and that its leader hears (reported by the controller leader only).", []string{"group"}, nil),
 	}
 	m.store = newStoreCollector(n)
-	m.raft = newRaftCollector(n)
+	m.raft = newRaftCollector()
 	m.queueDepth = &queueCollector{n: n, desc: prometheus.NewDesc("slotmeta_proposal_queue_depth",
 		"Commands waiting in a group's proposal queue on this node.", []string{"group"}, nil)}
 	for _, c := range []prometheus.Collector{m.reads, m.proposals, m.batchCmds, m.batchBytes, m.appliedIdx, m.backlogs, m.queueDepth,
@@ -240,16 +240,31 @@ func (q *queueCollector) Collect(ch chan<- prometheus.Metric) {
 type storeCollector struct {
 	n                             *Node
 	cache, memtables, files, disk *prometheus.Desc
+	scrapeGate                    // stopped before the store closes
+}
 
-	mu     sync.RWMutex // a scrape in progress holds it; stop waits for it
+// scrapeGate lets a collector read what closes before the registry lets go
+// of it: a scrape in progress holds it for reading, stop waits for it, and
+// after stop nothing is collected.
+type scrapeGate struct {
+	mu     sync.RWMutex
 	closed bool
 }
 
-// stop ends collection before the store closes.
-func (s *storeCollector) stop() {
-	s.mu.Lock()
-	s.closed = true
-	s.mu.Unlock()
+// stop ends collection.
+func (g *scrapeGate) stop() {
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
+}
+
+// collect runs f unless stopped.
+func (g *scrapeGate) collect(f func()) {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	if !g.closed {
+		f()
+	}
 }
 
 func newStoreCollector(n *Node) *storeCollector {
@@ -269,11 +284,10 @@ func (s *storeCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (s *storeCollector) Collect(ch chan<- prometheus.Metric) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
-		return
-	}
+	s.collect(func() { s.collectStore(ch) })
+}
+
+func (s *storeCollector) collectStore(ch chan<- prometheus.Metric) {
 	m := s.n.db.Stats()
 	ch <- prometheus.MustNewConstMetric(s.cache, prometheus.GaugeValue, float64(m.BlockCacheBytes))
 	ch <- prometheus.MustNewConstMetric(s.memtables, prometheus.GaugeValue, float64(m.MemTableBytes))

@@ -84,15 +84,13 @@ type Node struct {
 
 	replicas *replicas.Set // the slot-group replicas on this node
 
-	secret *peer.Secret // peer RPC's cluster secret, rotatable (RotateSecret)
-	// keptSecret is the generated secret kept in the data directory
-	// (secret.go).
-	keptSecret atomicString
-	peerTLS    *peer.TLS // nil without TLS; reloaded by ReloadTLS
-	peers      *peer.Client
-	peerSrv    *http.Server
-	peerRPC    *peer.Server // its handler; Close ends the peer streams Shutdown does not see
-	peerLn     net.Listener
+	secret  *peer.Secret  // peer RPC's cluster secret, rotatable (RotateSecret)
+	secrets *secretKeeper // the given or generated secret (secret.go)
+	peerTLS *peer.TLS     // nil without TLS; reloaded by ReloadTLS
+	peers   *peer.Client
+	peerSrv *http.Server
+	peerRPC *peer.Server // its handler; Close ends the peer streams Shutdown does not see
+	peerLn  net.Listener
 
 	obs       *policy.Observations            // the controller leader's reports and health streaks
 	heard     *raftnet.Heard                  // when each replica was last heard from over Raft
@@ -164,20 +162,17 @@ func Start(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	secret, kept, err := initialSecret(cfg)
+	secrets, err := newSecretKeeper(cfg)
 	if err != nil {
 		_ = db.Close()
 		return nil, err
 	}
 	n := &Node{cfg: cfg, db: db, logdb: &raftlog.Factory{}, router: routing.NewRouter(), kick: make(chan struct{}, 1),
 		stop: make(chan struct{}), done: make(chan struct{}),
-		secret: peer.NewSecret(secret),
-		obs:    policy.NewObservations(), heard: raftnet.NewHeard(), heat: &heat.Counters{}, load: heat.NewTracker(), wakes: newWaker(),
+		secret: secrets.secret, secrets: secrets,
+		obs: policy.NewObservations(), heard: raftnet.NewHeard(), heat: &heat.Counters{}, load: heat.NewTracker(), wakes: newWaker(),
 		backoff: policy.NewBackoff(uint64(cfg.NodeID)<<32 ^ uint64(time.Now().UnixNano()))}
 	n.secret.Accept(cfg.AcceptedSecrets)
-	if kept {
-		n.keptSecret.Store(secret)
-	}
 	n.peers = peer.NewClient(n.secret, cfg.MaxPeerInFlight)
 	n.peerTLS = peerTLS
 	n.life, n.endLife = context.WithCancel(context.Background())
@@ -332,7 +327,7 @@ func (n *Node) startController() error {
 	replica := uint64(n.cfg.NodeID)
 	n.ctrlSM = controller.NewStateMachine(func(s *controller.State) {
 		n.ctrl.Store(s)
-		n.adoptSecret(s)
+		n.secrets.adopt(s)
 		n.publishRoutes(s)
 		n.noteRemoved(s)
 		n.poke()

@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"strconv"
-	"sync"
 	"sync/atomic"
 
 	"github.com/lni/dragonboat/v4"
@@ -19,33 +18,23 @@ import (
 // with the controller's quorum, but every surviving node still says that
 // its replicas know no leader.
 //
-// Concurrency contract: a scrape holds mu for reading; stop takes it for
-// writing, so after stop (before the NodeHost closes) no scrape reads it.
+// Concurrency contract: the NodeHost is read through an atomic pointer set
+// once it runs, and under the scrape gate, stopped before it closes.
 type raftCollector struct {
-	n                              *Node
 	nh                             atomic.Pointer[dragonboat.NodeHost] // set once the NodeHost runs
 	hasLeader, isLeader, term, log *prometheus.Desc
-
-	mu     sync.RWMutex
-	closed bool
+	scrapeGate
 }
 
-func newRaftCollector(n *Node) *raftCollector {
+func newRaftCollector() *raftCollector {
 	labels := []string{"group"}
-	return &raftCollector{n: n,
+	return &raftCollector{
 		hasLeader: prometheus.NewDesc("slotmeta_replica_has_leader",
 			`1 when this node's replica of the group knows a leader, else 0 (group "controller": the controller group).`, labels, nil),
 		isLeader: prometheus.NewDesc("slotmeta_replica_is_leader", "1 when this node's replica leads the group.", labels, nil),
 		term:     prometheus.NewDesc("slotmeta_replica_term", "The Raft term this node's replica of the group is in.", labels, nil),
 		log:      prometheus.NewDesc("slotmeta_replica_log_last_index", "The last index of this node's Raft log of the group.", labels, nil),
 	}
-}
-
-// stop ends collection before the NodeHost closes.
-func (c *raftCollector) stop() {
-	c.mu.Lock()
-	c.closed = true
-	c.mu.Unlock()
 }
 
 func (c *raftCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -55,11 +44,11 @@ func (c *raftCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.log
 }
 
-func (c *raftCollector) Collect(ch chan<- prometheus.Metric) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
+func (c *raftCollector) Collect(ch chan<- prometheus.Metric) { c.collect(func() { c.collectRaft(ch) }) }
+
+func (c *raftCollector) collectRaft(ch chan<- prometheus.Metric) {
 	nh := c.nh.Load()
-	if c.closed || nh == nil {
+	if nh == nil {
 		return
 	}
 	info := nh.GetNodeHostInfo(dragonboat.NodeHostInfoOption{SkipLogInfo: true})

@@ -6,12 +6,14 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 
 	"slotmeta/internal/slotstore/controller"
+	"slotmeta/internal/slotstore/peer"
 )
 
 // A node given no cluster secret (Config.GenerateSecret: every address on
@@ -26,22 +28,40 @@ import (
 // peerSecretFile is the generated secret's file in the data directory.
 const peerSecretFile = "peer-secret"
 
-// initialSecret is the secret a node starts with: the one given, else the
-// generated one kept from an earlier run, else a random one of its own.
-func initialSecret(cfg Config) (secret string, kept bool, err error) {
-	if !cfg.GenerateSecret {
-		return cfg.ClusterSecret, false, nil
+// secretKeeper owns a node's cluster secret: the given one, or the
+// generated one it adopts from the controller state and keeps on disk.
+//
+// Concurrency contract: adopt runs on the controller's apply path (one at a
+// time); the rest may be called from any goroutine.
+type secretKeeper struct {
+	secret   *peer.Secret
+	generate bool
+	path     string // the generated secret's file
+	log      *slog.Logger
+	kept     atomic.Pointer[string] // the generated secret adopted (or found on disk)
+}
+
+// newSecretKeeper starts with the secret given, else the generated one kept
+// from an earlier run, else a random one of the node's own.
+func newSecretKeeper(cfg Config) (*secretKeeper, error) {
+	k := &secretKeeper{generate: cfg.GenerateSecret, path: filepath.Join(cfg.DataDir, peerSecretFile), log: cfg.Logger}
+	if !k.generate {
+		k.secret = peer.NewSecret(cfg.ClusterSecret)
+		return k, nil
 	}
-	b, err := os.ReadFile(filepath.Join(cfg.DataDir, peerSecretFile))
-	switch {
-	case err == nil && len(strings.TrimSpace(string(b))) >= controller.MinPeerSecretBytes:
-		return strings.TrimSpace(string(b)), true, nil
+	b, err := os.ReadFile(k.path)
+	switch s := strings.TrimSpace(string(b)); {
+	case err == nil && len(s) >= controller.MinPeerSecretBytes:
+		k.secret = peer.NewSecret(s)
+		k.kept.Store(&s)
 	case err == nil:
-		return "", false, fmt.Errorf("cluster: %s holds no usable secret; remove it to use the controller's", filepath.Join(cfg.DataDir, peerSecretFile))
+		return nil, fmt.Errorf("cluster: %s holds no usable secret; remove it to use the controller's", k.path)
 	case !errors.Is(err, os.ErrNotExist):
-		return "", false, fmt.Errorf("cluster: read the generated secret: %w", err)
+		return nil, fmt.Errorf("cluster: read the generated secret: %w", err)
+	default:
+		k.secret = peer.NewSecret(newSecret())
 	}
-	return newSecret(), false, nil
+	return k, nil
 }
 
 // newSecret is 32 random bytes, hex-encoded.
@@ -51,21 +71,25 @@ func newSecret() string {
 	return hex.EncodeToString(b)
 }
 
-// adoptSecret makes the controller state's generated secret this node's
-// (on every controller apply: a comparison unless it changed).
-func (n *Node) adoptSecret(st *controller.State) {
-	if !n.cfg.GenerateSecret || st.PeerSecret == "" || st.PeerSecret == n.keptSecret.Load() {
+// adopt makes the controller state's generated secret the node's (on every
+// controller apply: a comparison unless it changed).
+func (k *secretKeeper) adopt(st *controller.State) {
+	if !k.generate || st.PeerSecret == "" {
 		return
 	}
-	// The secret this node had was its own: nobody else takes it, so no
+	if kept := k.kept.Load(); kept != nil && *kept == st.PeerSecret {
+		return
+	}
+	// The secret the node had was its own: nobody else takes it, so no
 	// overlap. (The founding node whose bootstrap won has it already.)
-	n.secret.Set(st.PeerSecret, 0)
-	n.keptSecret.Store(st.PeerSecret) // tried once per secret: a failure is logged, not retried at every apply
-	if err := writeSecretFile(filepath.Join(n.cfg.DataDir, peerSecretFile), st.PeerSecret); err != nil {
-		n.cfg.Logger.Error("could not keep the generated cluster secret; a restart waits for the controller's", "err", err)
+	k.secret.Set(st.PeerSecret, 0)
+	s := st.PeerSecret
+	k.kept.Store(&s) // tried once per secret: a failure is logged, not retried at every apply
+	if err := writeSecretFile(k.path, s); err != nil {
+		k.log.Error("could not keep the generated cluster secret; a restart waits for the controller's", "err", err)
 		return
 	}
-	n.cfg.Logger.Info("peer RPC uses the cluster secret generated at bootstrap", "file", filepath.Join(n.cfg.DataDir, peerSecretFile))
+	k.log.Info("peer RPC uses the cluster secret generated at bootstrap", "file", k.path)
 }
 
 // writeSecretFile writes secret to path, mode 0600, through a rename.
@@ -80,10 +104,25 @@ func writeSecretFile(path, secret string) error {
 	return os.Rename(tmp, path)
 }
 
+// bootSecret is what a bootstrap carries: the node's own secret when it
+// generates one ("" when the operator gave every node one).
+func (k *secretKeeper) bootSecret() string {
+	if !k.generate {
+		return ""
+	}
+	return k.secret.Current()
+}
+
+// missing reports whether the cluster needs a generated secret it does not
+// have (bootstrapped before secrets were generated).
+func (k *secretKeeper) missing(st *controller.State) bool {
+	return k.generate && st.Bootstrapped && st.PeerSecret == ""
+}
+
 // ensurePeerSecret gives a cluster bootstrapped before secrets were
 // generated one (the controller leader proposes its own; the first stays).
 func (n *Node) ensurePeerSecret(ctx context.Context, st *controller.State) {
-	if !n.cfg.GenerateSecret || st.PeerSecret != "" || n.ControllerLeader() != n.cfg.NodeID {
+	if !n.secrets.missing(st) || n.ControllerLeader() != n.cfg.NodeID {
 		return
 	}
 	cctx, cancel := context.WithTimeout(ctx, n.cfg.RequestTimeout)
@@ -96,29 +135,8 @@ func (n *Node) ensurePeerSecret(ctx context.Context, st *controller.State) {
 // SecretSource says where the node's cluster secret comes from: "given"
 // (flag or file) or "generated" (at bootstrap, kept in the data directory).
 func (n *Node) SecretSource() string {
-	if n.cfg.GenerateSecret {
+	if n.secrets.generate {
 		return "generated"
 	}
 	return "given"
 }
-
-// bootSecret is what this node's bootstrap carries: its own secret when it
-// generates one ("" when the operator gave every node one).
-func (n *Node) bootSecret() string {
-	if !n.cfg.GenerateSecret {
-		return ""
-	}
-	return n.secret.Current()
-}
-
-// atomicString is a string read and written atomically ("" at first).
-type atomicString struct{ p atomic.Pointer[string] }
-
-func (a *atomicString) Load() string {
-	if s := a.p.Load(); s != nil {
-		return *s
-	}
-	return ""
-}
-
-func (a *atomicString) Store(s string) { a.p.Store(&s) }

@@ -116,14 +116,14 @@ func (c *Client) Call(ctx context.Context, method, addr, path string, body []byt
 	// first, while they last. What it took is remembered for a second, so
 	// that the peer refuses one call a second, not every call (it limits
 	// refusals per source: server.go).
-	if slotstore.ErrorCode(err) != slotstore.CodeUnauthenticated {
+	if !secretRefused(err) {
 		return resp, sent, err // every call but a refused one: no list built
 	}
 	for _, other := range append([]string{c.secret.Current()}, c.secret.Previous()...) {
 		if other == first {
 			continue
 		}
-		if resp, sent, err = c.call(ctx, method, addr, path, body, hdr, other); slotstore.ErrorCode(err) != slotstore.CodeUnauthenticated {
+		if resp, sent, err = c.call(ctx, method, addr, path, body, hdr, other); !secretRefused(err) {
 			if err == nil && other != c.secret.Current() {
 				c.took.Store(addr, tookSecret{secret: other, until: time.Now().Add(time.Second)})
 			}
@@ -131,6 +131,13 @@ func (c *Client) Call(ctx context.Context, method, addr, path string, body []byt
 		}
 	}
 	return resp, sent, err
+}
+
+// secretRefused reports a call refused for its secret: wrong, or wrong too
+// often from this address (the peer takes a right one all the same).
+func secretRefused(err error) bool {
+	code := slotstore.ErrorCode(err)
+	return code == slotstore.CodeUnauthenticated || code == slotstore.CodeRateLimited
 }
 
 // tookSecret is an earlier secret a peer took, remembered until until.
