@@ -10,9 +10,10 @@
 // "recorded it" repeats a no-op. A step that cannot complete within
 // PhaseTimeout fails the task with its reason and changes nothing more: the
 // old membership keeps serving; asking for the same task again resumes it.
-// The exception is a replica move's commit: Raft has the new membership by
-// then, so it is retried until it completes rather than left apart from the
-// desired peers.
+// The exceptions are the points of no return: a replica move's commit (Raft
+// has the new membership by then) and a slot's handover (acquire, release,
+// switch: the target may own the slot while the source holds it fenced)
+// are retried until they complete rather than left half done.
 //
 // A replica move: add the target as a learner, wait until it caught up,
 // promote it, hand leadership to it if the old replica leads, remove the old

@@ -42,7 +42,7 @@ type Node interface {
 // Config tunes an executor.
 type Config struct {
 	Node           Node
-	PhaseTimeout   time.Duration // a phase stuck this long fails its task
+	PhaseTimeout   time.Duration // a phase stuck this long fails its task (but past a point of no return: doc.go)
 	ActiveWithin   time.Duration // a learner's report must be this fresh to be caught up
 	MaxLag         uint64        // a learner this close to the leader is caught up
 	RequestTimeout time.Duration // of a leader handoff
@@ -164,6 +164,18 @@ func (e *Executor) step(ctx context.Context, t slotstore.Task) error {
 		return fmt.Errorf("phase %s stuck for %v, retried until it completes (the membership changed already): %w",
 			t.Phase, stuck.Round(time.Millisecond), err)
 	}
+	if stuck > e.cfg.PhaseTimeout && handingOver(t) {
+		// Past the point of no return of a slot's move: the target may own
+		// the slot already (acquire's outcome can be unknown) while the
+		// source holds it fenced, so neither side can be undone. Failing
+		// here would leave the slot fenced at the source, with nobody to
+		// release or switch it, until someone asked for the same move again
+		// (chaos found it: a release whose source leader was cut off for
+		// longer than the timeout). Acquire, release and switch are
+		// idempotent; they are retried until the source and target answer.
+		return fmt.Errorf("phase %s stuck for %v, retried until it completes (hash slot %d is being handed over): %w",
+			t.Phase, stuck.Round(time.Millisecond), *t.HashSlot, err)
+	}
 	if stuck > e.cfg.PhaseTimeout {
 		reason := fmt.Sprintf("phase %s did not complete within %v: %v", t.Phase, e.cfg.PhaseTimeout, err)
 		if t.HashSlot != nil && t.Status == controller.TaskRunning && t.Phase != controller.PhaseStart &&
@@ -182,4 +194,17 @@ func (e *Executor) step(ctx context.Context, t slotstore.Task) error {
 		return e.advance(ctx, t, "", controller.TaskFailed, reason, nil)
 	}
 	return err
+}
+
+// handingOver reports a slot-moving task in its slot's handover — acquire,
+// release or switch — which, once begun, only goes forward.
+func handingOver(t slotstore.Task) bool {
+	if !controller.MovesSlots(t.Kind) || t.HashSlot == nil || t.Status != controller.TaskRunning {
+		return false
+	}
+	switch t.Phase {
+	case controller.PhaseAcquire, controller.PhaseRelease, controller.PhaseSwitch:
+		return true
+	}
+	return false
 }

@@ -3,6 +3,7 @@ package tasks
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/controller"
+	"slotmeta/internal/slotstore/meta"
 )
 
 // commitNode is a fake of the executor's node for a replica move at its
@@ -77,5 +79,71 @@ func TestMoveAtCommitIsNeverFailed(t *testing.T) {
 	e.Once(context.Background(), []slotstore.Task{*task})
 	if task.Status != controller.TaskFailed {
 		t.Fatalf("a promotion stuck for an hour: status %s, advances %+v", task.Status, n.advances)
+	}
+}
+
+// slotNode is a fake of the executor's node for a hash-slot migration:
+// every command proposed to a group is logged, or refused while groupErr
+// is set; reads of the source fail while readErr is set; advances are
+// applied to the one task.
+type slotNode struct {
+	commitNode
+	groupErr, readErr error
+	proposed          []string
+}
+
+func (n *slotNode) ProposeToGroup(_ context.Context, g slotstore.GroupID, cmd meta.Command) (meta.Result, error) {
+	if n.groupErr != nil {
+		return meta.Result{}, n.groupErr
+	}
+	n.proposed = append(n.proposed, fmt.Sprintf("g%d %T", g, cmd))
+	return meta.Result{}, nil
+}
+
+func (n *slotNode) Read(context.Context, meta.Query, meta.Consistency) (any, meta.ReadInfo, error) {
+	if n.readErr != nil {
+		return nil, meta.ReadInfo{}, n.readErr
+	}
+	return &meta.SlotChunk{Done: true, Revision: 5}, meta.ReadInfo{}, nil
+}
+
+// TestSlotHandoverIsNeverFailed: a hash-slot migration whose acquire or
+// release cannot reach its groups for longer than the phase timeout keeps
+// trying — the target may own the slot while the source holds it fenced;
+// failing would leave it so with nobody to finish (make chaos found that)
+// — and goes on once they answer; a copy stuck as long aborts the move
+// instead: the fence lifted and the log dropped at the source, the copy
+// dropped at the target, and the task failed.
+func TestSlotHandoverIsNeverFailed(t *testing.T) {
+	now := time.UnixMilli(1_000_000)
+	hs := slotstore.HashSlot(166)
+	task := &slotstore.Task{ID: 9, Kind: controller.TaskSlotMigration, Group: 2, ToGroup: 3, HashSlot: &hs, Live: true,
+		Status: controller.TaskRunning, UpdatedAtMs: now.Add(-time.Hour).UnixMilli()}
+	unreachable := errors.New("route_not_ready: group 2 has no live leader")
+	n := &slotNode{commitNode: commitNode{st: &controller.State{Tasks: map[uint64]*slotstore.Task{9: task}}},
+		groupErr: unreachable, readErr: unreachable}
+	e := New(Config{Node: n, PhaseTimeout: time.Minute, Now: func() time.Time { return now },
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+
+	for _, phase := range []slotstore.TaskPhase{controller.PhaseAcquire, controller.PhaseRelease} {
+		task.Phase, task.Status = phase, controller.TaskRunning
+		e.Once(context.Background(), []slotstore.Task{*task})
+		if len(n.advances) != 0 || task.Status != controller.TaskRunning {
+			t.Fatalf("%s stuck for an hour: advances %+v, status %s", phase, n.advances, task.Status)
+		}
+	}
+	n.groupErr, n.readErr = nil, nil
+	e.Once(context.Background(), []slotstore.Task{*task})
+	if task.Phase != controller.PhaseSwitch || task.Status != controller.TaskRunning || len(n.advances) != 1 ||
+		fmt.Sprint(n.proposed) != "[g2 *meta.ReleaseSlot]" {
+		t.Fatalf("after the source answered: phase %s status %s, advances %+v, proposed %v", task.Phase, task.Status, n.advances, n.proposed)
+	}
+
+	// Before the acquire, a phase stuck as long aborts the move.
+	task.Phase, n.advances, n.proposed, n.readErr = controller.PhaseCopy, nil, nil, unreachable
+	e.Once(context.Background(), []slotstore.Task{*task})
+	if task.Status != controller.TaskFailed ||
+		fmt.Sprint(n.proposed) != "[g2 *meta.UnfenceSlot g2 *meta.UntrackSlot g3 *meta.DropImported]" {
+		t.Fatalf("a copy stuck for an hour: status %s, proposed %v", task.Status, n.proposed)
 	}
 }
