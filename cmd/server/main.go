@@ -180,12 +180,13 @@ func run(args []string, getenv func(string) string, stdout io.Writer) error {
 		ConnState:         netguard.ConnState, // the grace holds while a request is served
 	}
 	serveErr := make(chan error, 1)
+	// net/http's own answers to unparsable requests as the error JSON
+	// (over TLS: HTTP/1.1, TLS terminated by httpapi).
 	if p.apiTLS != nil {
 		// Client certificates are optional: a token is the alternative.
-		srv.TLSConfig = p.apiTLS.ServerConfig(tls.VerifyClientCertIfGiven)
-		go func() { serveErr <- srv.ServeTLS(ln, "", "") }()
+		tlsLn := httpapi.CannedErrorsTLS(ln, p.apiTLS.ServerConfig(tls.VerifyClientCertIfGiven), srv.ReadHeaderTimeout)
+		go func() { serveErr <- srv.Serve(tlsLn) }()
 	} else {
-		// net/http's own answers to unparsable requests as the error JSON.
 		go func() { serveErr <- srv.Serve(httpapi.CannedErrors(ln)) }()
 	}
 	base := p.sec.scheme() + "://" + ln.Addr().String()

@@ -22,8 +22,9 @@ import (
 //     header block past MaxHeaderBytes: 431; a malformed request line,
 //     header or Host: 400; an unknown Transfer-Encoding: 501), written
 //     straight to the connection before any handler runs — CannedErrors
-//     rewrites those on a plain-HTTP listener. (Over TLS they are written
-//     inside the TLS record, out of a wrapper's reach; they stay text.)
+//     rewrites those on a plain-HTTP listener, and CannedErrorsTLS on a
+//     TLS one (it terminates TLS itself, so that the rewriting sees the
+//     plaintext).
 
 // jsonErrors makes h's plain-text error answers the error JSON.
 func (a *api) jsonErrors(h http.Handler) http.Handler {

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bufio"
+	"crypto/tls"
 	"encoding/json"
 	"io"
 	"net"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"slotmeta/internal/certs"
 	"slotmeta/internal/slotstore"
 )
 
@@ -94,5 +96,99 @@ func TestCannedErrorsAreJSON(t *testing.T) {
 	}
 	if resp := send("GET / HTTP/1.1\r\nHost: x\r\n\r\n"); resp.Header.Get("Content-Type") != "text/plain; charset=utf-8" {
 		t.Fatalf("a handler's own answer was rewritten: %q", resp.Header.Get("Content-Type"))
+	}
+}
+
+// TestCannedErrorsOverTLSAreJSON: over TLS too, net/http's own answers to
+// requests it cannot parse are the error JSON, plain HTTP sent to the TLS
+// port is answered the error JSON, and a handler still sees the client's
+// certificate in Request.TLS.
+func TestCannedErrorsOverTLSAreJSON(t *testing.T) {
+	dir := t.TempDir()
+	if err := certs.CreateCA(dir, certs.CAOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := certs.CreateNode(dir, []string{"127.0.0.1"}, certs.CertOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := certs.CreateClient(dir, "alice", certs.CertOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	server, err := certs.NewReloader(certs.NodeFiles(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := certs.NewReloader(certs.ClientFiles(dir, "alice"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		who := "none"
+		if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
+			who = r.TLS.PeerCertificates[0].Subject.CommonName
+		}
+		_, _ = io.WriteString(w, who)
+	}), MaxHeaderBytes: 1 << 10, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		_ = srv.Serve(CannedErrorsTLS(ln, server.ServerConfig(tls.VerifyClientCertIfGiven), 5*time.Second))
+	}()
+	t.Cleanup(func() { _ = srv.Close() })
+	read := func(c net.Conn, raw string) *http.Response {
+		t.Helper()
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := io.WriteString(c, raw); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatalf("%.40q: %v", raw, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body = io.NopCloser(strings.NewReader(string(b)))
+		return resp
+	}
+	dialTLS := func(cfg *tls.Config) net.Conn {
+		t.Helper()
+		c, err := tls.Dial("tcp", ln.Addr().String(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	wantJSON := func(resp *http.Response, status int, code slotstore.Code) {
+		t.Helper()
+		var body errorBody
+		if resp.StatusCode != status || resp.Header.Get("Content-Type") != "application/json" {
+			t.Fatalf("%d %q, want %d JSON", resp.StatusCode, resp.Header.Get("Content-Type"), status)
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || body.Error.Code != code || body.Error.Message == "" {
+			t.Fatalf("%+v %v", body, err)
+		}
+	}
+	big := "GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("a", 8<<10) + "\r\n\r\n"
+	wantJSON(read(dialTLS(client.ClientConfigFor("127.0.0.1")), big), http.StatusRequestHeaderFieldsTooLarge, slotstore.CodePayloadTooLarge)
+	plain, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantJSON(read(plain, "GET / HTTP/1.1\r\nHost: x\r\n\r\n"), http.StatusBadRequest, slotstore.CodeInvalidArgument)
+
+	// A regular client: HTTP/1.1 (the only protocol offered), its
+	// certificate seen by the handler.
+	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: client.ClientConfigFor("127.0.0.1"), ForceAttemptHTTP2: true}}
+	defer hc.CloseIdleConnections()
+	resp, err := hc.Get("https://" + ln.Addr().String() + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || string(b) != "alice" || resp.ProtoMajor != 1 {
+		t.Fatalf("a client with a certificate: %d %s %q", resp.StatusCode, resp.Proto, b)
 	}
 }
