@@ -27,6 +27,7 @@ import (
 	"slotmeta/internal/slotstore/cluster"
 	"slotmeta/internal/slotstore/controller/balance"
 	"slotmeta/internal/slotstore/slotstoretest"
+	"slotmeta/internal/testutil"
 )
 
 const (
@@ -140,19 +141,16 @@ func TestConsoleActionWithoutAdminIsRefused(t *testing.T) {
 // every group (it lags readiness by an observation round).
 func waitObservedLeaders(t *testing.T, base string) map[int32]client.GroupView {
 	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-		gs := apiGroups(t, base)
+	var gs map[int32]client.GroupView
+	testutil.WaitFor(t, 20*time.Second, 200*time.Millisecond, func() (bool, string) {
+		gs = apiGroups(t, base)
 		ok := len(gs) > 0
 		for _, g := range gs {
 			ok = ok && g.Leader != 0 && len(g.Voters) > 1
 		}
-		if ok {
-			return gs
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no observed leader for every group within 20s: %s", js(gs))
-		}
-	}
+		return ok, "no observed leader for every group: " + js(gs)
+	})
+	return gs
 }
 
 func artifactsDir(t *testing.T) string {

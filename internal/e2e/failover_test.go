@@ -11,6 +11,7 @@ import (
 
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/slotstoretest"
+	"slotmeta/internal/testutil"
 )
 
 // keysOfGroup returns n keys with the given prefix whose hash slots group g owns.
@@ -154,10 +155,7 @@ func TestNoLiveLeaderAnswersRouteNotReady(t *testing.T) {
 	}
 	// Readiness follows once the surviving replicas give up on their
 	// leaders (one election timeout): poll for it, bounded.
-	for s.do("GET", "/readyz", "").code != 503 {
-		if time.Now().After(deadline) {
-			t.Fatal("readyz still 200 without a quorum")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testutil.WaitUntil(t, time.Until(deadline), 20*time.Millisecond, "readyz 503 without a quorum", func() bool {
+		return s.do("GET", "/readyz", "").code == 503
+	})
 }

@@ -9,6 +9,7 @@ import (
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/cluster"
 	"slotmeta/internal/slotstore/slotstoretest"
+	"slotmeta/internal/testutil"
 )
 
 // groupCluster: 3 nodes that start with one group, hash-slot migration on,
@@ -29,21 +30,18 @@ func groupCluster(t *testing.T) (*slotstoretest.Cluster, []*server) {
 // desired peers reports a replica and is heard by it.
 func waitGroupRuns(t *testing.T, s *server, g int, within time.Duration) client.GroupView {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		var v client.GroupView
+	var v client.GroupView
+	testutil.WaitFor(t, within, 50*time.Millisecond, func() (bool, string) {
 		r := s.do("GET", fmt.Sprintf("/v1/cluster/groups/%d", g), "")
 		if r.code == 200 {
 			r.json(&v)
 			if v.Leader != 0 && len(deref(v.DesiredPeers)) > 0 && v.LiveVoters == len(deref(v.DesiredPeers)) {
-				return v
+				return true, ""
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("group %d does not run on all its peers within %v: %d %s", g, within, r.code, r.body)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return false, fmt.Sprintf("group %d does not run on all its peers: %d %s", g, r.code, r.body)
+	})
+	return v
 }
 
 // migrateSlot moves hash slot hs to group to and waits for the task.
@@ -232,19 +230,14 @@ func slotsAt(t *testing.T, s *server, slots []slotstore.HashSlot, g int, keys []
 // waitNoKeys waits until no node holds a key of group g.
 func waitNoKeys(t *testing.T, c *slotstoretest.Cluster, g slotstore.GroupID) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for i, n := range c.Nodes {
-		for {
-			left, err := n.Testing().KeyCount(g, nil)
-			if err == nil && left == 0 {
-				break
+	testutil.WaitFor(t, 10*time.Second, 50*time.Millisecond, func() (bool, string) {
+		for i, n := range c.Nodes {
+			if left, err := n.Testing().KeyCount(g, nil); err != nil || left != 0 {
+				return false, fmt.Sprintf("node %d still holds %d keys of group %d (err %v)", i+1, left, g, err)
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("node %d still holds %d keys of group %d (err %v)", i+1, left, g, err)
-			}
-			time.Sleep(50 * time.Millisecond)
 		}
-	}
+		return true, ""
+	})
 }
 
 // TestGroupSplitAndMergeResumeAfterTheControllerLeaderStops: the controller

@@ -10,6 +10,7 @@ import (
 	"slotmeta/internal/slotstore/cluster"
 	"slotmeta/internal/slotstore/controller/policy"
 	"slotmeta/internal/slotstore/slotstoretest"
+	"slotmeta/internal/testutil"
 )
 
 // TestGroupsAndLeaderTransferAPI: the groups view shows intent and observed
@@ -29,19 +30,14 @@ func TestGroupsAndLeaderTransferAPI(t *testing.T) {
 	// The first view may predate the first status round: wait for facts,
 	// and for the leaders to sit at their preferred nodes (until then the
 	// reconciler may be moving one, and a preflight sees that transfer).
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testutil.WaitFor(t, 10*time.Second, 50*time.Millisecond, func() (bool, string) {
+		groups = client.GroupList{}
 		s.must(200, "GET", "/v1/cluster/groups", "").json(&groups)
-		if len(groups.Items) == 2 && groups.Items[0].Leader != 0 && groups.Items[1].Leader != 0 &&
-			len(groups.Items[0].Voters) == 3 && len(deref(groups.Items[0].Replicas)) == 3 &&
-			groups.Items[0].Leader == groups.Items[0].PreferredLeader && groups.Items[1].Leader == groups.Items[1].PreferredLeader {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("groups never showed observed leaders and voters: %s", js(groups.Items))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return len(groups.Items) == 2 && groups.Items[0].Leader != 0 && groups.Items[1].Leader != 0 &&
+				len(groups.Items[0].Voters) == 3 && len(deref(groups.Items[0].Replicas)) == 3 &&
+				groups.Items[0].Leader == groups.Items[0].PreferredLeader && groups.Items[1].Leader == groups.Items[1].PreferredLeader,
+			"groups never showed observed leaders and voters: " + js(groups.Items)
+	})
 	g1 := groups.Items[0]
 	if g1.Id != 1 || len(deref(g1.DesiredPeers)) != 3 || g1.ConfigEpoch != 1 || g1.PreferredLeader == 0 || g1.ObservedBy == 0 ||
 		g1.Aggregator == 0 || g1.HashSlots != 128 {
@@ -70,16 +66,15 @@ func TestGroupsAndLeaderTransferAPI(t *testing.T) {
 	}
 	// A transfer the reconciler made at start-up stays "in flight" until the
 	// controller observes it done: the preflight says so until then.
-	for deadline := time.Now().Add(10 * time.Second); ; {
+	testutil.WaitFor(t, 10*time.Second, 50*time.Millisecond, func() (bool, string) {
+		pf = client.Preflight{}
 		s.must(200, "GET", fmt.Sprintf("/v1/cluster/groups/1/leader-transfer/preflight?target_node=%d", target), "").json(&pf)
-		if pf.Ok || time.Now().After(deadline) || len(pf.Blockers) != 1 || pf.Blockers[0].Reason != policy.ReasonTransferInFlight {
-			break
+		inFlight := !pf.Ok && len(pf.Blockers) == 1 && pf.Blockers[0].Reason == policy.ReasonTransferInFlight
+		if !inFlight && (!pf.Ok || pf.Leader != leader) {
+			t.Fatalf("preflight to a caught-up voter: %+v", pf)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if !pf.Ok || pf.Leader != leader {
-		t.Fatalf("preflight to a caught-up voter: %+v", pf)
-	}
+		return !inFlight, fmt.Sprintf("the start-up transfer still in flight: %+v", pf)
+	})
 	// The transfer itself, asked of a node that may not lead the controller.
 	var res client.TransferResult
 	servers[2].must(200, "POST", "/v1/cluster/groups/1/leader-transfer", fmt.Sprintf(`{"target_node":%d}`, target)).json(&res)
@@ -103,8 +98,7 @@ func TestGroupsAndLeaderTransferAPI(t *testing.T) {
 	}
 	// The reconciler runs every 100ms here: group 2 converges on node 3 and
 	// the decision log says so.
-	deadline = time.Now().Add(10 * time.Second)
-	for {
+	testutil.WaitFor(t, 10*time.Second, 50*time.Millisecond, func() (bool, string) {
 		var ds client.DecisionList
 		s.must(200, "GET", "/v1/cluster/decisions", "").json(&ds)
 		done := false
@@ -115,12 +109,6 @@ func TestGroupsAndLeaderTransferAPI(t *testing.T) {
 		}
 		var g2 client.GroupView
 		s.must(200, "GET", "/v1/cluster/groups/2", "").json(&g2)
-		if done && g2.Leader == 3 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("group 2 did not converge on its preferred leader: %s, decisions %s", js(g2), js(ds.Items))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return done && g2.Leader == 3, fmt.Sprintf("group 2 did not converge on its preferred leader: %s, decisions %s", js(g2), js(ds.Items))
+	})
 }

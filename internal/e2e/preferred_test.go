@@ -10,6 +10,7 @@ import (
 	"slotmeta/internal/slotstore/cluster"
 	"slotmeta/internal/slotstore/controller/policy"
 	"slotmeta/internal/slotstore/slotstoretest"
+	"slotmeta/internal/testutil"
 )
 
 // fakeClock is the injectable clock of a test cluster.
@@ -24,18 +25,18 @@ func ctx10s() (context.Context, context.CancelFunc) {
 
 func controllerLeader(t *testing.T, c *slotstoretest.Cluster) *cluster.Node {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	var leader *cluster.Node
+	testutil.WaitUntil(t, 10*time.Second, 10*time.Millisecond, "a controller leader", func() bool {
 		id := c.Nodes[0].ControllerLeader()
 		for _, n := range c.Nodes {
 			if n.NodeID() == id && n.ControllerLeader() == id {
-				return n
+				leader = n
+				return true
 			}
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatal("no controller leader")
-	return nil
+		return false
+	})
+	return leader
 }
 
 func lastDecision(n *cluster.Node, g slotstore.GroupID) slotstore.Decision {

@@ -10,6 +10,7 @@ import (
 	"slotmeta/client"
 	"slotmeta/internal/slotstore/cluster"
 	"slotmeta/internal/slotstore/slotstoretest"
+	"slotmeta/internal/testutil"
 )
 
 // TestProjectionFollowsChannelDeleteAndRecreate: deleting a channel takes
@@ -19,21 +20,15 @@ func TestProjectionFollowsChannelDeleteAndRecreate(t *testing.T) {
 	s := oneProjectingNode(t)
 	drained := func() {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for {
+		testutil.WaitFor(t, 10*time.Second, 20*time.Millisecond, func() (bool, string) {
 			r := s.do("GET", "/v1/channels/2/pj", "")
 			var ch client.Channel
 			_ = json.Unmarshal(r.body, &ch)
-			if r.code == 404 || (r.code == 200 && ch.PendingProjection == 0) {
-				// A deleted channel has nothing to count: wait for the
-				// memberships themselves below.
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("projection not drained: %d %s", r.code, r.body)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			// A deleted channel has nothing to count: wait for the
+			// memberships themselves below.
+			return r.code == 404 || (r.code == 200 && ch.PendingProjection == 0),
+				fmt.Sprintf("projection not drained: %d %s", r.code, r.body)
+		})
 	}
 	membership := func(uid string) (int, bool) {
 		r := s.do("GET", "/v1/users/"+uid+"/memberships/2/pj", "")
@@ -43,17 +38,10 @@ func TestProjectionFollowsChannelDeleteAndRecreate(t *testing.T) {
 	}
 	waitMembership := func(uid string, wantTomb bool) {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for {
+		testutil.WaitFor(t, 10*time.Second, 20*time.Millisecond, func() (bool, string) {
 			code, tomb := membership(uid)
-			if code == 200 && tomb == wantTomb {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: membership %d tombstone=%v, want tombstone=%v", uid, code, tomb, wantTomb)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			return code == 200 && tomb == wantTomb, fmt.Sprintf("%s: membership %d tombstone=%v, want tombstone=%v", uid, code, tomb, wantTomb)
+		})
 	}
 	s.must(201, "POST", "/v1/channels", `{"channel_id":"pj","channel_type":2}`)
 	s.must(200, "POST", "/v1/channels/2/pj/subscribers", `{"uids":["u1","u3"]}`)

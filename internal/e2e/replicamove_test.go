@@ -10,33 +10,28 @@ import (
 	"slotmeta/internal/slotstore/cluster"
 	"slotmeta/internal/slotstore/controller"
 	"slotmeta/internal/slotstore/slotstoretest"
+	"slotmeta/internal/testutil"
 )
 
 func waitTask(t *testing.T, s *server, id int64, until func(client.Task) bool, within time.Duration) client.Task {
 	t.Helper()
-	deadline := time.Now().Add(within)
 	grace := time.Now().Add(5 * time.Second)
-	for {
-		var task client.Task // fresh each time: members left out of an answer must not keep old values
+	var task client.Task
+	testutil.WaitFor(t, within, 50*time.Millisecond, func() (bool, string) {
+		task = client.Task{} // fresh each time: members left out of an answer must not keep old values
 		r := s.do("GET", fmt.Sprintf("/v1/cluster/tasks/%d", id), "")
 		if r.code == 404 && time.Now().Before(grace) {
 			// Asked through another node: this one applies the controller's
 			// log a moment later.
-			time.Sleep(20 * time.Millisecond)
-			continue
+			return false, fmt.Sprintf("task %d not known yet", id)
 		}
 		if r.code != 200 {
 			t.Fatalf("GET /v1/cluster/tasks/%d: %d %s", id, r.code, r.body)
 		}
 		r.json(&task)
-		if until(task) {
-			return task
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("task %d did not get there within %v: %s", id, within, r.body)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return until(task), fmt.Sprintf("task %d did not get there: %s", id, r.body)
+	})
+	return task
 }
 
 // moveCluster: 4 nodes, replication factor 3 (group 1 on nodes 1–3, node 4
@@ -96,18 +91,12 @@ func TestReplicaMoveCatchesUpBySnapshot(t *testing.T) {
 		}
 	}
 	// The intent and the fact agree on the new membership.
-	deadline := time.Now().Add(10 * time.Second)
 	var after client.GroupView
-	for {
+	testutil.WaitFor(t, 10*time.Second, 50*time.Millisecond, func() (bool, string) {
+		after = client.GroupView{}
 		s.must(200, "GET", "/v1/cluster/groups/1", "").json(&after)
-		if fmt.Sprint(after.Voters) == "[1 3 4]" && len(after.Learners) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("observed membership after the move: %s", js(after))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return fmt.Sprint(after.Voters) == "[1 3 4]" && len(after.Learners) == 0, "observed membership after the move: " + js(after)
+	})
 	if after.ConfigEpoch != before.ConfigEpoch+1 {
 		t.Fatalf("config epoch %d, was %d", after.ConfigEpoch, before.ConfigEpoch)
 	}
@@ -122,20 +111,13 @@ func TestReplicaMoveCatchesUpBySnapshot(t *testing.T) {
 		}
 	}
 	// The old replica's data is gone from node 2's store.
-	deadline = time.Now().Add(10 * time.Second)
-	for {
+	testutil.WaitFor(t, 10*time.Second, 50*time.Millisecond, func() (bool, string) {
 		n, err := c.Nodes[from-1].Testing().KeyCount(g, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("node %d still stores %d keys of group %d", from, n, g)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return n == 0, fmt.Sprintf("node %d still stores %d keys of group %d", from, n, g)
+	})
 	// Every row is readable from the new replica itself.
 	for i, k := range keys {
 		var kv client.KV

@@ -12,6 +12,7 @@ import (
 	"slotmeta/internal/slotstore/cluster"
 	"slotmeta/internal/slotstore/controller"
 	"slotmeta/internal/slotstore/slotstoretest"
+	"slotmeta/internal/testutil"
 )
 
 // keysInSlot returns n keys with the prefix that hash to hash slot hs.
@@ -106,20 +107,16 @@ func TestHashSlotMigration(t *testing.T) {
 		t.Fatalf("task: %+v", cur)
 	}
 	// Every node follows the new table (revision 2, slot → group 2).
-	for i, srv := range servers {
-		deadline := time.Now().Add(10 * time.Second)
-		for {
+	testutil.WaitFor(t, 10*time.Second, 20*time.Millisecond, func() (bool, string) {
+		for i, srv := range servers {
 			var routes client.Routes
 			srv.must(200, "GET", "/v1/cluster/routes", "").json(&routes)
-			if routes.Revision == 2 && routes.HashSlots[hs].Group == 2 {
-				break
+			if routes.Revision != 2 || routes.HashSlots[hs].Group != 2 {
+				return false, fmt.Sprintf("node %d routes: revision %d, slot %d → group %d", i+1, routes.Revision, hs, routes.HashSlots[hs].Group)
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("node %d routes: revision %d, slot %d → group %d", i+1, routes.Revision, hs, routes.HashSlots[hs].Group)
-			}
-			time.Sleep(20 * time.Millisecond)
 		}
-	}
+		return true, ""
+	})
 	// Every row arrived, through every node.
 	for _, srv := range servers {
 		for i, k := range keys {
@@ -144,22 +141,18 @@ func TestHashSlotMigration(t *testing.T) {
 	}
 	// Nothing of the slot stays behind in group 1 on any node.
 	slot := hs
-	for i, n := range c.Nodes {
-		deadline := time.Now().Add(10 * time.Second)
-		for {
+	testutil.WaitFor(t, 10*time.Second, 20*time.Millisecond, func() (bool, string) {
+		for i, n := range c.Nodes {
 			left, err := n.Testing().KeyCount(1, &slot)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if left == 0 {
-				break
+			if left != 0 {
+				return false, fmt.Sprintf("node %d keeps %d rows of hash slot %d in group 1", i+1, left, hs)
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("node %d keeps %d rows of hash slot %d in group 1", i+1, left, hs)
-			}
-			time.Sleep(20 * time.Millisecond)
 		}
-	}
+		return true, ""
+	})
 	// Writes go to the new group; an old route revision is refused.
 	var kv client.KV
 	s.eventually(200, "PUT", "/v1/kv/"+keys[0], `{"value":"after"}`).json(&kv)
@@ -210,13 +203,10 @@ func TestSlotMoveThatTimesOutLeavesTheSource(t *testing.T) {
 	c.StopNode(3)
 	// The controller may have led from a stopped node: wait for its next
 	// leader before asking (a proposal meanwhile would time out).
-	for deadline := time.Now().Add(10 * time.Second); c.Nodes[0].ControllerLeader() == 0 || c.Nodes[0].ControllerLeader() == 3 ||
-		c.Nodes[0].ControllerLeader() == 4; {
-		if time.Now().After(deadline) {
-			t.Fatal("no controller leader among the running nodes")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testutil.WaitUntil(t, 10*time.Second, 20*time.Millisecond, "a controller leader among the running nodes", func() bool {
+		l := c.Nodes[0].ControllerLeader()
+		return l != 0 && l != 3 && l != 4
+	})
 	var task client.Task
 	s.must(202, "POST", fmt.Sprintf("/v1/cluster/hash-slots/%d/migrations", hs), `{"to_group":2}`).json(&task)
 	task = waitTask(t, s, task.Id, func(x client.Task) bool { return x.Status != client.TaskStatusRunning }, 30*time.Second)

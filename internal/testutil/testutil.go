@@ -56,3 +56,21 @@ func WaitUntil(t testing.TB, within, poll time.Duration, what string, cond func(
 		time.Sleep(poll)
 	}
 }
+
+// WaitFor polls check every poll until it reports done, failing t after
+// within with what check last said of the state it saw (so that a timeout
+// says where things stood, not only that they did not get there).
+func WaitFor(t testing.TB, within, poll time.Duration, check func() (done bool, state string)) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		done, state := check()
+		if done {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v: %s", within, state)
+		}
+		time.Sleep(poll)
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"slotmeta/internal/slotstore/meta"
 	"slotmeta/internal/slotstore/slotstoretest"
 	"slotmeta/internal/slotstore/store"
+	"slotmeta/internal/testutil"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -194,13 +195,16 @@ func moveReplica(ctx context.Context, t *testing.T, via *cluster.Node, g slotsto
 			t.Fatalf("move n%d→n%d: %v", from, to, err)
 		}
 	}
-	for task.Status == controller.TaskRunning {
-		if ctx.Err() != nil {
-			t.Fatalf("move n%d→n%d did not end: %+v", from, to, task)
-		}
-		time.Sleep(50 * time.Millisecond) // polling with a deadline
-		task, _ = via.Task(task.ID)
+	within := time.Minute
+	if dl, ok := ctx.Deadline(); ok {
+		within = time.Until(dl)
 	}
+	testutil.WaitFor(t, within, 50*time.Millisecond, func() (bool, string) {
+		if task.Status == controller.TaskRunning {
+			task, _ = via.Task(task.ID)
+		}
+		return task.Status != controller.TaskRunning, fmt.Sprintf("move n%d→n%d did not end: %+v", from, to, task)
+	})
 	if task.Status != controller.TaskSucceeded {
 		t.Fatalf("move n%d→n%d: %s at %s: %s", from, to, task.Status, task.Phase, task.Error)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/controller/policy"
+	"slotmeta/internal/testutil"
 )
 
 // TestEveryRefusalReasonReachesTheDecisionLog drives ReconcileOnce on a real
@@ -20,9 +21,7 @@ func TestEveryRefusalReasonReachesTheDecisionLog(t *testing.T) {
 	cfg.Now = func() time.Time { return now }
 	n := startNode(t, cfg)
 	defer n.Close()
-	for i := 0; i < 200 && !n.isControllerLeader(); i++ {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.WaitUntil(t, 5*time.Second, 10*time.Millisecond, "the node leads the controller", n.isControllerLeader)
 	cases := map[slotstore.GroupID]struct {
 		edit     func(*slotstore.GroupView)
 		inFlight bool

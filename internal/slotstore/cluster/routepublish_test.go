@@ -7,6 +7,7 @@ import (
 
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/controller"
+	"slotmeta/internal/testutil"
 )
 
 // TestRoutesFollowTheControllerWhileReplicasAreBusy holds the reconcile loop
@@ -21,9 +22,7 @@ func TestRoutesFollowTheControllerWhileReplicasAreBusy(t *testing.T) {
 	cfg.ObserveInterval = -1 // tasks stepped by the test
 	n := startNode(t, cfg)
 	defer n.Close()
-	for i := 0; i < 200 && !n.isControllerLeader(); i++ {
-		time.Sleep(10 * time.Millisecond) // polling with a bound
-	}
+	testutil.WaitUntil(t, 5*time.Second, 10*time.Millisecond, "the node leads the controller", n.isControllerLeader)
 	gate := make(chan struct{})
 	n.followGate.Store(&gate)
 	defer close(gate)
