@@ -25,6 +25,28 @@ func TestAdaptersDoNotImportRaftOrStorage(t *testing.T) {
 	}
 }
 
+// The leaf packages that route and project run without a NodeHost or a
+// store, so that their tests drive them with fakes (their only tie to the
+// engine is the controller's state-machine interfaces, through package
+// controller).
+func TestLeavesRunWithoutTheEngine(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	for _, pkg := range []string{"./internal/slotstore/dispatch", "./internal/slotstore/projector"} {
+		out, err := exec.Command("go", "list", "-deps", pkg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list %s: %v\n%s", pkg, err, out)
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			engine := strings.HasPrefix(dep, "github.com/lni/dragonboat") && dep != "github.com/lni/dragonboat/v4/statemachine"
+			if engine || strings.HasPrefix(dep, "github.com/cockroachdb/pebble") {
+				t.Errorf("%s depends on %s", pkg, dep)
+			}
+		}
+	}
+}
+
 // layers is the picture of docs/design.md §14: a package imports only
 // packages of lower layers (of ours; the standard library and modules
 // aside). A package missing here fails the test, so the picture grows with

@@ -21,6 +21,7 @@ import (
 // Defines values for AuditRecordRole.
 const (
 	AuditRecordRoleAdmin AuditRecordRole = "admin"
+	AuditRecordRoleNode  AuditRecordRole = "node"
 	AuditRecordRoleNone  AuditRecordRole = "none"
 	AuditRecordRoleRead  AuditRecordRole = "read"
 	AuditRecordRoleWrite AuditRecordRole = "write"
@@ -30,6 +31,8 @@ const (
 func (e AuditRecordRole) Valid() bool {
 	switch e {
 	case AuditRecordRoleAdmin:
+		return true
+	case AuditRecordRoleNode:
 		return true
 	case AuditRecordRoleNone:
 		return true
@@ -46,6 +49,8 @@ func (e AuditRecordRole) Valid() bool {
 const (
 	AuditRecordViaCertificate AuditRecordVia = "certificate"
 	AuditRecordViaOpen        AuditRecordVia = "open"
+	AuditRecordViaPeer        AuditRecordVia = "peer"
+	AuditRecordViaPeerTls     AuditRecordVia = "peer-tls"
 	AuditRecordViaToken       AuditRecordVia = "token"
 )
 
@@ -55,6 +60,10 @@ func (e AuditRecordVia) Valid() bool {
 	case AuditRecordViaCertificate:
 		return true
 	case AuditRecordViaOpen:
+		return true
+	case AuditRecordViaPeer:
+		return true
+	case AuditRecordViaPeerTls:
 		return true
 	case AuditRecordViaToken:
 		return true
@@ -1108,8 +1117,10 @@ type AuditRecord struct {
 	Node int64 `json:"node"`
 
 	// Outcome `ok` (done or started), `refused` (by the cluster), `denied` (the role), `failed` (not carried out).
-	Outcome string          `json:"outcome"`
-	Role    AuditRecordRole `json:"role"`
+	Outcome string `json:"outcome"`
+
+	// Role `node`: asked by another node through the peer port.
+	Role AuditRecordRole `json:"role"`
 
 	// Seq Position in the trail, from 1.
 	Seq int64 `json:"seq"`
@@ -1119,17 +1130,19 @@ type AuditRecord struct {
 	Status int32  `json:"status"`
 
 	// Target The request path (and query).
-	Target string         `json:"target"`
-	Via    AuditRecordVia `json:"via"`
+	Target string `json:"target"`
 
-	// Who The name of the token (tokens file) or the common name of the client certificate.
+	// Via `peer`, `peer-tls`: through the peer port with the cluster secret (and, for `peer-tls`, a node certificate); the node named in `who` is the one the request said it came from.
+	Via AuditRecordVia `json:"via"`
+
+	// Who The name of the token (tokens file), the common name of the client certificate, or `node N` for an admin action another node asked through the peer port (a step of a channel migration forwarded to its leader: the node that took the request records the operator too).
 	Who string `json:"who"`
 }
 
-// AuditRecordRole defines model for AuditRecord.Role.
+// AuditRecordRole `node`: asked by another node through the peer port.
 type AuditRecordRole string
 
-// AuditRecordVia defines model for AuditRecord.Via.
+// AuditRecordVia `peer`, `peer-tls`: through the peer port with the cluster secret (and, for `peer-tls`, a node certificate); the node named in `who` is the one the request said it came from.
 type AuditRecordVia string
 
 // BalanceAction defines model for BalanceAction.

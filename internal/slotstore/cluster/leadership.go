@@ -162,6 +162,9 @@ func (n *Node) servePeerTransfer(ctx context.Context, w http.ResponseWriter, r *
 		peer.WriteError(w, http.StatusBadRequest, slotstore.Wrap(slotstore.CodeInvalidArgument, err, "transfer request"))
 		return
 	}
+	if !req.DryRun {
+		n.peerWrote(ctx, peerWriteTransfer)
+	}
 	if req.DryRun || r.URL.Query().Get("checked") == "1" {
 		// The checked variant, decided by the controller leader.
 		pf, res, err := n.leaderTransfer(ctx, req.Group, req.Target, req.DryRun, false)

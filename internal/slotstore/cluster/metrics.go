@@ -23,12 +23,16 @@ type metrics struct {
 	queueDepth prometheus.Collector
 	dropped    prometheus.Counter
 	peerAuth   *prometheus.CounterVec
-	moves      *prometheus.CounterVec
-	attempts   *prometheus.CounterVec
-	health     prometheus.Collector
-	store      *storeCollector
-	raft       *raftCollector
-	cs         []prometheus.Collector
+	peerWrites *prometheus.CounterVec
+	// peerAuditLost counts audit records of peer writes that could not be
+	// written (peerwrites.go).
+	peerAuditLost prometheus.Counter
+	moves         *prometheus.CounterVec
+	attempts      *prometheus.CounterVec
+	health        prometheus.Collector
+	store         *storeCollector
+	raft          *raftCollector
+	cs            []prometheus.Collector
 
 	reads     *prometheus.CounterVec
 	readPaths []prometheus.Counter // reads' children, indexed by propose.ReadPath
@@ -64,6 +68,11 @@ func newMetrics(reg prometheus.Registerer, n *Node) (*metrics, error) {
 	})
 	m.peerAuth = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "slotmeta", Name: "peer_auth_failures_total",
 		Help: "Peer RPC requests refused for their cluster secret: wrong_secret, or rate_limited (the source sent too many wrong ones)."}, []string{"reason"})
+	m.peerWrites = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "slotmeta", Name: "peer_writes_total",
+		Help: "Writes other nodes asked of this node through the peer port, by the node they said they came from (unknown: no registered node) and kind: data, slot_move, channel_task (also in the audit trail), transfer, membership."},
+		[]string{"from", "kind"})
+	m.peerAuditLost = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "slotmeta", Name: "peer_audit_lost_total",
+		Help: "Audit records of admin actions asked through the peer port that could not be written (each also logged at error level)."})
 	m.moves = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "slotmeta_forward_leader_moves_total",
 		Help: "Forwarded writes cut short because another node was learnt to lead the group, by what became of them: redirected (not sent, or re-sent under an Idempotency-Key) or unknown (answered timeout).",
@@ -89,7 +98,7 @@ func newMetrics(reg prometheus.Registerer, n *Node) (*metrics, error) {
 	m.queueDepth = &queueCollector{n: n, desc: prometheus.NewDesc("slotmeta_proposal_queue_depth",
 		"Commands waiting in a group's proposal queue on this node.", []string{"group"}, nil)}
 	for _, c := range []prometheus.Collector{m.reads, m.proposals, m.batchCmds, m.batchBytes, m.appliedIdx, m.backlogs, m.queueDepth,
-		m.dropped, m.peerAuth, m.moves, m.attempts, m.health, m.store, m.raft} {
+		m.dropped, m.peerAuth, m.peerWrites, m.peerAuditLost, m.moves, m.attempts, m.health, m.store, m.raft} {
 		if err := reg.Register(c); err != nil {
 			m.unregister()
 			return nil, err

@@ -239,10 +239,10 @@ func Start(cfg Config) (*Node, error) {
 		RemoteReadIndex: n.remoteReadIndex(leaseReads > 0), RemoteBudget: min(cfg.electionTimeout(), cfg.RequestTimeout/2),
 		LeaseLimit: func(g slotstore.GroupID) time.Duration { return leaseLimit(n.ctrl.Load(), g) }, Log: n.logdb,
 		ReadPath: n.metrics.readPath})
-	n.dispatch = dispatch.New(dispatch.Config{NodeID: cfg.NodeID, Router: n.router, Replicas: n.replicas, Peers: n.peers, NH: nh,
-		Heard: n.heard, Controller: n.ctrl.Load, MaxForwardHops: cfg.MaxForwardHops, ForwardHopTimeout: cfg.ForwardHopTimeout,
+	n.dispatch = dispatch.New(dispatch.Config{NodeID: cfg.NodeID, Router: n.router, Local: localReplicas{n}, Peers: n.peers,
+		Controller: n.ctrl.Load, MaxForwardHops: cfg.MaxForwardHops, ForwardHopTimeout: cfg.ForwardHopTimeout,
 		ForwardMoveGrace: cfg.ForwardMoveGrace, LeaderWait: cfg.LeaderWait, ElectionTimeout: cfg.electionTimeout(), Now: cfg.Now,
-		Proposal: n.metrics.proposal, LeaderMove: n.metrics.leaderMove, Heat: n.heat, Wake: n.wakeUnreached})
+		Proposal: n.metrics.proposal, LeaderMove: n.metrics.leaderMove, Heat: n.heat, Wake: n.wakeUnreached, ServedWrite: n.peerProposed})
 	n.projector = projector.New(projector.Config{Node: projectHost{n}, Interval: cfg.ProjectInterval,
 		RoundTimeout: cfg.RequestTimeout, Backlog: n.metrics.backlog, Logger: cfg.Logger})
 	n.tasks = tasks.New(tasks.Config{Node: taskHost{n}, PhaseTimeout: cfg.TaskPhaseTimeout, ActiveWithin: cfg.Leadership.ActiveWithin,

@@ -11,7 +11,6 @@ import (
 
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/controller"
-	"slotmeta/internal/slotstore/meta"
 	"slotmeta/internal/slotstore/peer"
 )
 
@@ -25,13 +24,7 @@ func (n *Node) peerHandler() *peer.Server {
 	s := peer.NewServer(n.secret, 4*n.cfg.MaxPeerInFlight)
 	s.RefuseFrom(n.isRemoved)
 	s.OnAuthFailure(n.metrics.peerAuthFailed)
-	s.Handle(http.MethodPost, "propose", n.servePeerPropose)
-	s.Handle(http.MethodPost, "propose-batch", func(ctx context.Context, w http.ResponseWriter, r *http.Request) {
-		peer.ServeProposeBatch(ctx, w, r, func(ctx context.Context, cmd meta.Command) (meta.Result, slotstore.Route, error) {
-			return n.dispatch.ProposeLocal(ctx, cmd)
-		})
-	})
-	s.Handle(http.MethodPost, "read", n.servePeerRead)
+	n.dispatch.Register(s) // propose, propose-batch, read
 	s.Handle(http.MethodPost, "readindex", n.servePeerReadIndex)
 	s.Handle(http.MethodGet, "leaders", n.servePeerLeaders)
 	s.Handle(http.MethodGet, "applied", n.servePeerApplied)
@@ -45,64 +38,6 @@ func (n *Node) peerHandler() *peer.Server {
 	s.Handle(http.MethodPost, "transfer", n.servePeerTransfer)
 	s.Handle(http.MethodPost, "membership", n.servePeerMembership)
 	return s
-}
-
-func (n *Node) servePeerPropose(ctx context.Context, w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		peer.WriteError(w, http.StatusRequestEntityTooLarge, slotstore.Wrap(slotstore.CodePayloadTooLarge, err, "peer request body"))
-		return
-	}
-	cmd, err := meta.DecodeCommand(body)
-	if err != nil {
-		peer.WriteError(w, http.StatusBadRequest, slotstore.Wrap(slotstore.CodeInvalidArgument, err, "undecodable command"))
-		return
-	}
-	g, _ := strconv.ParseUint(r.Header.Get(peer.HdrGroup), 10, 32)
-	if _, slotCmd := cmd.(meta.SlotCommand); slotCmd && g == 0 {
-		peer.WriteError(w, http.StatusBadRequest, slotstore.Errorf(slotstore.CodeInvalidArgument, "a hash-slot migration command needs %s", peer.HdrGroup))
-		return
-	}
-	res, route, err := n.dispatch.ProposeLocal(ctx, cmd, slotstore.GroupID(g))
-	peer.SetRouteHeaders(w.Header(), route)
-	if err != nil {
-		peer.WriteError(w, http.StatusServiceUnavailable, err)
-		return
-	}
-	w.Header().Set("Content-Type", "application/octet-stream")
-	_, _ = w.Write(meta.EncodeResult(&res))
-}
-
-func (n *Node) servePeerRead(ctx context.Context, w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		peer.WriteError(w, http.StatusRequestEntityTooLarge, slotstore.Wrap(slotstore.CodePayloadTooLarge, err, "peer request body"))
-		return
-	}
-	q, err := meta.DecodeQuery(body)
-	if err != nil {
-		peer.WriteError(w, http.StatusBadRequest, slotstore.Wrap(slotstore.CodeInvalidArgument, err, "undecodable query"))
-		return
-	}
-	c := meta.Linearizable
-	if r.Header.Get(peer.HdrConsistency) == "local" {
-		c = meta.Local
-	}
-	v, info, err := n.dispatch.ReadLocal(ctx, q, c)
-	peer.SetRouteHeaders(w.Header(), info.Route)
-	w.Header().Set("X-Served-By", strconv.FormatUint(uint64(info.ServedBy), 10))
-	w.Header().Set("X-Applied-Index", strconv.FormatUint(info.AppliedIndex, 10))
-	if err != nil {
-		peer.WriteError(w, http.StatusServiceUnavailable, err)
-		return
-	}
-	ans, err := meta.EncodeAnswer(v)
-	if err != nil {
-		peer.WriteError(w, http.StatusInternalServerError, err)
-		return
-	}
-	w.Header().Set("Content-Type", "application/octet-stream")
-	_, _ = w.Write(ans)
 }
 
 // localLeaderViews reads the live leader of every local replica.

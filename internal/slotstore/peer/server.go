@@ -23,8 +23,9 @@ const (
 	// HdrGroup names the group a forwarded command is for, instead of the
 	// one owning its hash slot (hash-slot migration commands).
 	HdrGroup = "X-Slotmeta-Group"
-	// hdrFrom names the calling node (a hint, not an authentication: the
-	// secret and TLS are that), so that a removed node is told so.
+	// hdrFrom names the calling node (a claim, not an authentication: the
+	// secret and TLS are that), so that a removed node is told so and what
+	// a node asks for is attributed to it (OriginOf).
 	hdrFrom     = "X-Slotmeta-From-Node"
 	maxPeerTime = 60 * time.Second
 	// Prefix is the path prefix of every peer endpoint.
@@ -108,7 +109,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.Serve
 // body bounded to one entry.
 func (s *Server) guard(h HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if !s.admit(w, r) {
+		from, ok := s.admit(w, r)
+		if !ok {
 			return
 		}
 		ms, err := strconv.ParseInt(r.Header.Get(hdrTimeoutMs), 10, 64)
@@ -124,16 +126,28 @@ func (s *Server) guard(h HandlerFunc) http.HandlerFunc {
 				Message: "node is serving its bound of peer requests", RetryAfter: 100 * time.Millisecond})
 			return
 		}
-		ctx, cancel := context.WithTimeout(r.Context(), time.Duration(ms)*time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.WithValue(r.Context(), originKey{}, from), time.Duration(ms)*time.Millisecond)
 		defer cancel()
 		r.Body = http.MaxBytesReader(w, r.Body, meta.MaxEntryBytes)
 		h(ctx, w, r)
 	}
 }
 
+// originKey keys the calling node in a handler's context.
+type originKey struct{}
+
+// OriginOf is the node a peer request says it comes from (0: it named
+// none). The claim is as good as the cluster secret: any holder of the
+// secret may name any node, so it attributes, it does not authenticate.
+func OriginOf(ctx context.Context) slotstore.NodeID {
+	id, _ := ctx.Value(originKey{}).(slotstore.NodeID)
+	return id
+}
+
 // admit checks the secret (in constant time) and that the caller was not
-// removed; it answers the refusal and reports false if either fails.
-func (s *Server) admit(w http.ResponseWriter, r *http.Request) bool {
+// removed; it answers the refusal and reports false if either fails, and
+// the node the caller names otherwise.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request) (slotstore.NodeID, bool) {
 	// The right secret is always taken: on loopback every node is one source
 	// address, and a local process sending wrong secrets must not lock the
 	// nodes out of each other. Only wrong ones spend the source's budget;
@@ -153,17 +167,21 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request) bool {
 		if limited {
 			WriteError(w, http.StatusTooManyRequests, &slotstore.Error{Code: slotstore.CodeRateLimited, RetryAfter: wait,
 				Message: "too many wrong cluster secrets from this address; wait"})
-			return false
+			return 0, false
 		}
 		WriteError(w, http.StatusUnauthorized, &slotstore.Error{Code: slotstore.CodeUnauthenticated, Message: "missing or wrong cluster secret"})
-		return false
+		return 0, false
 	}
-	if from, err := strconv.ParseUint(r.Header.Get(hdrFrom), 10, 64); err == nil && s.refuse != nil && s.refuse(slotstore.NodeID(from)) {
+	from, err := strconv.ParseUint(r.Header.Get(hdrFrom), 10, 64)
+	if err != nil {
+		from = 0 // names no node
+	}
+	if from != 0 && s.refuse != nil && s.refuse(slotstore.NodeID(from)) {
 		WriteError(w, http.StatusForbidden, slotstore.Errorf(slotstore.CodePermissionDenied, "node %d was removed from the cluster", from))
-		return false
+		return 0, false
 	}
 	netguard.Prove(r.Context()) // a peer: its connection may idle as long as it likes
-	return true
+	return slotstore.NodeID(from), true
 }
 
 // toEnvelope is err as the envelope peer RPC sends.

@@ -45,7 +45,7 @@ type serverStream struct {
 
 // serveStream opens a stream for an authenticated caller.
 func (s *Server) serveStream(w http.ResponseWriter, r *http.Request) {
-	if !s.admit(w, r) {
+	if _, ok := s.admit(w, r); !ok {
 		return
 	}
 	if r.Header.Get("Upgrade") != streamProto {

@@ -58,6 +58,8 @@ type Replica struct {
 	Lease     *propose.Lease       // lets the leader answer linearizable reads without a round (lease.go)
 	Leased    *propose.LeasedReadIndex
 	sm        atomic.Pointer[fsm.StateMachine]
+	nh        *dragonboat.NodeHost
+	shard     uint64
 }
 
 // SM is the replica's state machine, nil until dragonboat has created it.
@@ -282,6 +284,7 @@ func (s *Set) Start(st *controller.State, grp *controller.Group, replica uint64,
 		node, _ := s.cfg.Controller().NodeOfReplica(g, rid)
 		return node
 	}
+	r.nh, r.shard = s.cfg.NH, shard
 	rep := &propose.RaftReplicator{NH: s.cfg.NH, Shard: shard, Group: g, Replica: replica, Session: s.cfg.NH.GetNoOPSession(shard),
 		LeaderOf: leaderOf, Changed: changed, Dropped: s.cfg.DroppedProposal}
 	r.Proposer = propose.New(s.cfg.Proposer, rep, s.cfg.Batches(g))

@@ -1,0 +1,31 @@
+package cluster
+
+import (
+	"time"
+
+	"slotmeta/internal/slotstore"
+	"slotmeta/internal/slotstore/controller"
+	"slotmeta/internal/slotstore/dispatch"
+)
+
+// localReplicas is the node's replicas as its dispatcher sees them
+// (dispatch.Local): the running replica set and the Raft transport's record
+// of what each replica last heard.
+type localReplicas struct{ n *Node }
+
+// Replica is the open replica of g here, or nil.
+func (l localReplicas) Replica(g slotstore.GroupID) dispatch.Replica {
+	if r := l.n.replicas.Get(g); r.Open() {
+		return r
+	}
+	return nil
+}
+
+// HeardAgo is how long ago this node's replica of g heard from node's.
+func (l localReplicas) HeardAgo(g slotstore.GroupID, node slotstore.NodeID) (time.Duration, bool) {
+	grp, ok := l.n.ctrl.Load().Groups[g]
+	if !ok || l.n.replicas.Get(g) == nil {
+		return 0, false
+	}
+	return l.n.heard.Ago(controller.ShardOf(g), grp.Peers[node])
+}
