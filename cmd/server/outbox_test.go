@@ -6,6 +6,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"slotmeta/internal/testutil"
 )
 
 // TestOutboxSurvivesACrash: the channel-side commit (subscribers and their
@@ -50,13 +52,7 @@ func TestOutboxSurvivesACrash(t *testing.T) {
 
 	pc.extra = nil // the projector runs again
 	p = startProc(t, pc)
-	deadline := time.Now().Add(20 * time.Second)
-	for pending() != 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the outbox was not drained after the restart")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testutil.WaitUntil(t, 20*time.Second, 20*time.Millisecond, "the outbox drained after the restart", func() bool { return pending() == 0 })
 	memberships := func(uid string) []string {
 		code, b := p.do("GET", "/v1/users/"+uid+"/memberships?limit=1000", "")
 		var page struct {
@@ -83,13 +79,10 @@ func TestOutboxSurvivesACrash(t *testing.T) {
 	if code, b := p.do("POST", "/v1/channels/2/room/subscribers/remove", `{"uids":["member-0","member-1"]}`); code != 200 {
 		t.Fatalf("remove: %d %s", code, b)
 	}
-	deadline = time.Now().Add(20 * time.Second)
-	for len(memberships("member-0")) != 0 || len(memberships("member-1")) != 0 || pending() != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("removal not projected: %v %v", memberships("member-0"), memberships("member-1"))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testutil.WaitFor(t, 20*time.Second, 20*time.Millisecond, func() (bool, string) {
+		m0, m1, n := memberships("member-0"), memberships("member-1"), pending()
+		return len(m0) == 0 && len(m1) == 0 && n == 0, fmt.Sprintf("removal not projected: %v %v, %d pending", m0, m1, n)
+	})
 	if got := memberships("member-2"); len(got) != 1 {
 		t.Fatalf("an unrelated membership changed: %v", got)
 	}

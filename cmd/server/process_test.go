@@ -168,14 +168,12 @@ func TestAcknowledgedWritesSurviveRestartAndKill(t *testing.T) {
 	// get reads path, waiting out the retryable 503 of a group that has
 	// not elected its leader yet since the restart (readiness does not wait
 	// for every group), within a bound.
-	get := func(path string) (int, []byte) {
-		for deadline := time.Now().Add(10 * time.Second); ; {
-			code, body := p.do("GET", path, "")
-			if code != 503 || !bytes.Contains(body, []byte(`"retryable":true`)) || time.Now().After(deadline) {
-				return code, body
-			}
-			time.Sleep(20 * time.Millisecond) // polling with a deadline
-		}
+	get := func(path string) (code int, body []byte) {
+		testutil.WaitFor(t, 10*time.Second, 20*time.Millisecond, func() (bool, string) {
+			code, body = p.do("GET", path, "")
+			return code != 503 || !bytes.Contains(body, []byte(`"retryable":true`)), fmt.Sprintf("GET %s: %d %s", path, code, body)
+		})
+		return code, body
 	}
 	check := func(stage string) {
 		for k, v := range acked {
