@@ -35,14 +35,16 @@ type SessionsConfig struct {
 //
 // Concurrency contract: safe for concurrent use; one mutex guards the map.
 type Sessions struct {
-	cfg SessionsConfig
-	mu  sync.Mutex
-	m   map[string]session
+	cfg  SessionsConfig
+	mu   sync.Mutex
+	m    map[string]session
+	next uint64 // sessions opened: the order of those ending at once
 }
 
 type session struct {
 	token   string
 	expires time.Time
+	seq     uint64
 }
 
 // NewSessions returns an empty set with cfg's defaults filled in.
@@ -73,21 +75,23 @@ func (s *Sessions) Open(token string) string {
 	if len(s.m) >= s.cfg.Max {
 		s.evict(now)
 	}
-	s.m[id] = session{token: token, expires: now.Add(s.cfg.TTL)}
+	s.next++
+	s.m[id] = session{token: token, expires: now.Add(s.cfg.TTL), seq: s.next}
 	return id
 }
 
-// evict drops the expired sessions, or if none, the one ending first.
+// evict drops the expired sessions, or if none, the one ending first (of
+// those ending at once, the first opened: not the map's random order).
 func (s *Sessions) evict(now time.Time) {
 	var oldest string
-	var oldestAt time.Time
+	var first session
 	for id, ss := range s.m {
 		if !now.Before(ss.expires) {
 			delete(s.m, id)
 			continue
 		}
-		if oldest == "" || ss.expires.Before(oldestAt) {
-			oldest, oldestAt = id, ss.expires
+		if oldest == "" || ss.expires.Before(first.expires) || ss.expires.Equal(first.expires) && ss.seq < first.seq {
+			oldest, first = id, ss
 		}
 	}
 	if len(s.m) >= s.cfg.Max && oldest != "" {
