@@ -10,7 +10,6 @@ import (
 
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/controller"
-	"slotmeta/internal/slotstore/meta"
 	"slotmeta/internal/slotstore/replicas"
 )
 
@@ -78,19 +77,6 @@ func (n *Node) LocalStatus(ctx context.Context) slotstore.NodeStatus {
 func (n *Node) servePeerStatus(ctx context.Context, w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(n.LocalStatus(ctx))
-}
-
-// Propose replicates cmd through the group owning its route key's hash
-// slot — here if this node leads it, else through its leader — and returns
-// the command's own result (package dispatch has the rules).
-func (n *Node) Propose(ctx context.Context, cmd meta.Command) (meta.Result, slotstore.Route, error) {
-	return n.dispatch.Propose(ctx, cmd)
-}
-
-// Read answers q from the group owning its hash slot: the local replica
-// when there is one, else a peer that holds one.
-func (n *Node) Read(ctx context.Context, q meta.Query, c meta.Consistency) (any, meta.ReadInfo, error) {
-	return n.dispatch.Read(ctx, q, c)
 }
 
 // Ownership reports the hash-slot ownership of every slot-group replica on
