@@ -269,7 +269,15 @@ func (l *fakeLocal) HeardAgo(g slotstore.GroupID, node slotstore.NodeID) (time.D
 
 type fakeReplica struct{ l *fakeLocal }
 
-func (r fakeReplica) Submit(ctx context.Context, _ []byte) (meta.Result, error) {
+func (r fakeReplica) Submit(ctx context.Context, enc []byte) (meta.Result, error) {
+	// What a replica is given decodes, and carries the leader's clock.
+	cmd, err := meta.DecodeCommand(enc)
+	if err != nil {
+		r.l.h.t.Fatalf("submitted %x: %v", enc, err)
+	}
+	if got, want := cmd.Head().TimeMs, r.l.h.cfg.Now().UnixMilli(); got != want {
+		r.l.h.t.Fatalf("submitted with time %d, want the leader's %d", got, want)
+	}
 	s, ok := r.l.h.next("local", "submit")
 	if !ok {
 		return meta.Result{}, slotstore.Errorf(slotstore.CodeInternal, "unscripted call")

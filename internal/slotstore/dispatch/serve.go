@@ -39,7 +39,7 @@ func (d *Dispatcher) servePropose(ctx context.Context, w http.ResponseWriter, r 
 		peer.WriteError(w, http.StatusBadRequest, slotstore.Errorf(slotstore.CodeInvalidArgument, "a hash-slot migration command needs %s", peer.HdrGroup))
 		return
 	}
-	res, route, err := d.ProposeLocal(ctx, cmd, slotstore.GroupID(g))
+	res, route, err := d.proposeLocal(ctx, cmd, body, slotstore.GroupID(g))
 	d.servedWrite(ctx, r, cmd, &res, err)
 	peer.SetRouteHeaders(w.Header(), route)
 	if err != nil {
@@ -51,8 +51,8 @@ func (d *Dispatcher) servePropose(ctx context.Context, w http.ResponseWriter, r 
 }
 
 func (d *Dispatcher) serveProposeBatch(ctx context.Context, w http.ResponseWriter, r *http.Request) {
-	peer.ServeProposeBatch(ctx, w, r, func(ctx context.Context, cmd meta.Command) (meta.Result, slotstore.Route, error) {
-		res, route, err := d.ProposeLocal(ctx, cmd)
+	peer.ServeProposeBatch(ctx, w, r, func(ctx context.Context, cmd meta.Command, enc []byte) (meta.Result, slotstore.Route, error) {
+		res, route, err := d.proposeLocal(ctx, cmd, enc, 0)
 		d.servedWrite(ctx, r, cmd, &res, err)
 		return res, route, err
 	})

@@ -63,7 +63,7 @@ func (d *Dispatcher) Propose(ctx context.Context, cmd meta.Command) (meta.Result
 				err = slotstore.Errorf(slotstore.CodeRouteNotReady, "group %d has no live leader", route.GroupID)
 			}
 		} else if target == d.cfg.NodeID {
-			res, route, err = d.ProposeLocal(ctx, cmd)
+			res, route, err = d.proposeLocal(ctx, cmd, enc, 0)
 		} else {
 			res, route, err = d.forwardPropose(ctx, target, enc, route, idem)
 		}
@@ -163,21 +163,24 @@ func (d *Dispatcher) followHint(g slotstore.GroupID, target slotstore.NodeID, er
 	return se.LeaderHint, true
 }
 
-// ProposeLocal serves a command on this node: only if the router says this
+// proposeLocal serves a command on this node: only if the router says this
 // node leads the group; otherwise not_leader with the leader it knows. The
 // group is the one owning the command's hash slot, unless group is given
-// (hash-slot migration commands address a group explicitly).
-func (d *Dispatcher) ProposeLocal(ctx context.Context, cmd meta.Command, group ...slotstore.GroupID) (meta.Result, slotstore.Route, error) {
+// (not 0: hash-slot migration commands address a group explicitly). enc,
+// when set, is the command encoded already (checked by the sender, or
+// received from it): the leader stamps its time on those bytes instead of
+// encoding the command again.
+func (d *Dispatcher) proposeLocal(ctx context.Context, cmd meta.Command, enc []byte, group slotstore.GroupID) (meta.Result, slotstore.Route, error) {
 	hs := cmd.Head().HashSlot
 	snap := d.cfg.Router.Load()
 	route, err := snap.ResolveSlot(hs)
-	if len(group) > 0 && group[0] != 0 {
-		st, _ := snap.Group(group[0])
-		route = slotstore.Route{HashSlot: hs, GroupID: group[0], LeaderNodeID: st.Leader, LeaderTerm: st.Term,
+	if group != 0 {
+		st, _ := snap.Group(group)
+		route = slotstore.Route{HashSlot: hs, GroupID: group, LeaderNodeID: st.Leader, LeaderTerm: st.Term,
 			ConfigEpoch: st.ConfigEpoch, RouteRevision: snap.Revision()}
 		err = nil
 		if st.Leader == 0 {
-			err = slotstore.Errorf(slotstore.CodeRouteNotReady, "group %d has no live leader", group[0])
+			err = slotstore.Errorf(slotstore.CodeRouteNotReady, "group %d has no live leader", group)
 		}
 	}
 	if err != nil {
@@ -188,8 +191,14 @@ func (d *Dispatcher) ProposeLocal(ctx context.Context, cmd meta.Command, group .
 		return meta.Result{}, route, &slotstore.Error{Code: slotstore.CodeNotLeader, LeaderHint: route.LeaderNodeID,
 			LeaderTerm: route.LeaderTerm, RetryAfter: 200 * time.Millisecond, Message: "this node does not lead the group"}
 	}
-	cmd.Head().TimeMs = d.cfg.Now().UnixMilli()
-	res, err := lg.Submit(ctx, meta.EncodeCommand(cmd))
+	now := d.cfg.Now().UnixMilli()
+	cmd.Head().TimeMs = now
+	if enc == nil {
+		enc = meta.EncodeCommand(cmd)
+	} else if enc, err = meta.StampTime(enc, now); err != nil {
+		return meta.Result{}, route, slotstore.Wrap(slotstore.CodeInvalidArgument, err, "undecodable command")
+	}
+	res, err := lg.Submit(ctx, enc)
 	if err == nil && (res.Code == slotstore.CodeWrongGroup || res.Code == slotstore.CodeSlotMigrating) {
 		// The slot moved, or is moving, under us: the client retries (and
 		// re-resolves once the new table arrives).
@@ -206,7 +215,7 @@ func (d *Dispatcher) ProposeToGroup(ctx context.Context, g slotstore.GroupID, cm
 		return meta.Result{}, slotstore.Errorf(slotstore.CodeRouteNotReady, "group %d has no live leader", g)
 	}
 	if st.Leader == d.cfg.NodeID {
-		res, _, err := d.ProposeLocal(ctx, cmd, g)
+		res, _, err := d.proposeLocal(ctx, cmd, nil, g)
 		return res, err
 	}
 	addr := d.PeerAddrOf(st.Leader)

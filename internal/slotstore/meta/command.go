@@ -2,6 +2,7 @@ package meta
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"fmt"
 
 	"slotmeta/internal/slotstore"
@@ -175,6 +176,28 @@ func EncodeCommand(c Command) []byte {
 	e.str(h.IdempotencyKey)
 	c.encodeBody(&e)
 	return e.b
+}
+
+// timeAt is where an encoded command's time begins: after its version,
+// op and hash slot (EncodeCommand).
+const timeAt = 1 + 1 + 2
+
+// StampTime returns enc, an encoded command, with its time set to ms — what
+// EncodeCommand gives for the command with TimeMs = ms — so that the
+// proposing leader stamps the time on the bytes it was sent (or encoded to
+// check) instead of encoding the command again. enc is not changed.
+func StampTime(enc []byte, ms int64) ([]byte, error) {
+	if len(enc) <= timeAt {
+		return nil, fmt.Errorf("%w: %d bytes, no time", ErrMalformed, len(enc))
+	}
+	_, n := binary.Varint(enc[timeAt:])
+	if n <= 0 {
+		return nil, fmt.Errorf("%w: bad time varint", ErrMalformed)
+	}
+	out := make([]byte, 0, len(enc)-n+binary.MaxVarintLen64)
+	out = append(out, enc[:timeAt]...)
+	out = binary.AppendVarint(out, ms)
+	return append(out, enc[timeAt+n:]...), nil
 }
 
 // DecodeCommand decodes one command. Trailing bytes are an error: a command

@@ -3,7 +3,9 @@ package meta_test
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -340,6 +342,40 @@ func TestFingerprint(t *testing.T) {
 	for _, v := range vs {
 		if meta.Fingerprint(v.a) == meta.Fingerprint(v.b) {
 			t.Errorf("%s: different commands share a fingerprint", v.name)
+		}
+	}
+}
+
+// TestStampTimeIsEncodingWithTheTime: stamping a time on an encoded command
+// gives exactly the encoding of the command with that time, for times whose
+// varint is shorter, as long as, or longer than the one replaced; the input
+// is left alone; bytes without a time are refused.
+func TestStampTimeIsEncodingWithTheTime(t *testing.T) {
+	cmds := append(sampleCommands(), routed(&meta.FenceSlot{}), routed(&meta.CreateChannelTask{ChanRef: meta.ChanRef{ChannelType: 2, ChannelID: "c"}}))
+	for i, c := range cmds {
+		for _, before := range []int64{0, 1_800_000_000_000, -5} {
+			c.Head().TimeMs = before
+			enc := meta.EncodeCommand(c)
+			orig := bytes.Clone(enc)
+			for _, ms := range []int64{0, 63, 64, -65, 1_800_000_000_123, math.MaxInt64, math.MinInt64} {
+				got, err := meta.StampTime(enc, ms)
+				if err != nil {
+					t.Fatalf("sample %d (%T) at %d: %v", i, c, ms, err)
+				}
+				c.Head().TimeMs = ms
+				if want := meta.EncodeCommand(c); !bytes.Equal(got, want) {
+					t.Fatalf("sample %d (%T) from %d to %d:\n got %x\nwant %x", i, c, before, ms, got, want)
+				}
+				c.Head().TimeMs = before
+				if !bytes.Equal(enc, orig) {
+					t.Fatalf("sample %d: StampTime changed its input", i)
+				}
+			}
+		}
+	}
+	for _, bad := range [][]byte{nil, {1, 2, 0, 0}, {1, 2, 0, 0, 0x80}} {
+		if _, err := meta.StampTime(bad, 1); !errors.Is(err, meta.ErrMalformed) {
+			t.Fatalf("StampTime(%x): %v, want malformed", bad, err)
 		}
 	}
 }

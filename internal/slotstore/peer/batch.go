@@ -92,7 +92,7 @@ func decodeBatchAnswers(b []byte, want int) ([]fwdOutcome, error) {
 // propose endpoint serves one (propose), concurrently, each answered on its
 // own.
 func ServeProposeBatch(ctx context.Context, w http.ResponseWriter, r *http.Request,
-	propose func(context.Context, meta.Command) (meta.Result, slotstore.Route, error)) {
+	propose func(ctx context.Context, cmd meta.Command, enc []byte) (meta.Result, slotstore.Route, error)) {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		WriteError(w, http.StatusRequestEntityTooLarge, slotstore.Wrap(slotstore.CodePayloadTooLarge, err, "peer request body"))
@@ -119,13 +119,13 @@ func ServeProposeBatch(ctx context.Context, w http.ResponseWriter, r *http.Reque
 		if i == len(cmds)-1 {
 			// The last one on this goroutine: a batch of one (the common
 			// case at low load) costs no hand-off.
-			outs[i].res, outs[i].route, outs[i].err = propose(ctx, cmd)
+			outs[i].res, outs[i].route, outs[i].err = propose(ctx, cmd, raw)
 			continue
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			outs[i].res, outs[i].route, outs[i].err = propose(ctx, cmd)
+			outs[i].res, outs[i].route, outs[i].err = propose(ctx, cmd, raw)
 		}()
 	}
 	wg.Wait()
