@@ -18,6 +18,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"slotmeta/internal/testutil"
 )
 
 const (
@@ -325,17 +327,13 @@ func (c *cluster) waitReady(timeout time.Duration, ids ...int) {
 	c.t.Helper()
 	deadline := time.Now().Add(timeout)
 	for _, i := range ids {
-		for {
+		testutil.WaitFor(c.t, time.Until(deadline), 200*time.Millisecond, func() (bool, string) {
 			code, body := c.do(http.MethodGet, i, "/readyz", "")
-			if code == http.StatusOK {
-				break
+			if code != http.StatusOK {
+				c.t.Logf("node %d /readyz: %d %s; waiting", i, code, body)
 			}
-			if time.Now().After(deadline) {
-				c.t.Fatalf("node %d /readyz: %d %s", i, code, body)
-			}
-			c.t.Logf("node %d /readyz: %d %s; waiting", i, code, body)
-			time.Sleep(200 * time.Millisecond)
-		}
+			return code == http.StatusOK, fmt.Sprintf("node %d /readyz: %d %s", i, code, body)
+		})
 	}
 }
 

@@ -18,6 +18,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"slotmeta/internal/testutil"
 )
 
 // The ops scripts' cluster: four nodes, replication factor 3, so that node 4
@@ -147,17 +149,12 @@ func (c *cluster) opsGroup(i, id int) opsGroup {
 // once a second, so it trails what a script was just told.
 func (c *cluster) opsWaitGroup(patience time.Duration, id int, what string, ok func(opsGroup) bool) opsGroup {
 	c.t.Helper()
-	deadline := time.Now().Add(patience)
-	for {
-		g := c.opsGroup(1, id)
-		if ok(g) {
-			return g
-		}
-		if time.Now().After(deadline) {
-			c.t.Fatalf("group %d: %s: not within %v; last view %+v", id, what, patience, g)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	var g opsGroup
+	testutil.WaitFor(c.t, patience, 100*time.Millisecond, func() (bool, string) {
+		g = c.opsGroup(1, id)
+		return ok(g), fmt.Sprintf("group %d: %s; last view %+v", id, what, g)
+	})
+	return g
 }
 
 // TestOpsScripts runs transfer-leader.sh, rebalance-leaders.sh and

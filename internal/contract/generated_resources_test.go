@@ -16,6 +16,7 @@ import (
 	"slotmeta/client"
 	"slotmeta/internal/slotstore/cluster"
 	"slotmeta/internal/slotstore/slotstoretest"
+	"slotmeta/internal/testutil"
 )
 
 // TestGeneratedClientResources drives every resource group that
@@ -636,13 +637,10 @@ func genChannelLists(t *testing.T, c *client.ClientWithResponses) {
 	// Subscribing and unsubscribing keep each user's membership, in the
 	// user's own group, in step: once the channel owes no projection work,
 	// the remaining subscribers are members and the removed ones tombstones.
-	deadline := time.Now().Add(10 * time.Second)
-	for channel().PendingProjection != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("projection work still pending: %+v", channel())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testutil.WaitFor(t, 10*time.Second, 20*time.Millisecond, func() (bool, string) {
+		ch := channel()
+		return ch.PendingProjection == 0, fmt.Sprintf("projection work still pending: %+v", ch)
+	})
 	for uid, left := range map[string]bool{"s-a": true, "s-b": true, "s-c": false, "s-d": false} {
 		r, err := c.GetMembershipWithResponse(ctx, uid, ct, id, nil)
 		genCheck(t, "membership of "+uid, r, err, http.StatusOK)

@@ -91,17 +91,18 @@ func (w *writes) put(n *cluster.Node, timeout time.Duration) (time.Duration, err
 // mustPut retries put through n until one write is acknowledged.
 func (w *writes) mustPut(n *cluster.Node, within time.Duration) time.Duration {
 	w.t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		took, err := w.put(n, 2*time.Second)
-		if err == nil {
-			return took
+	var took time.Duration
+	testutil.WaitFor(w.t, within, 20*time.Millisecond, func() (bool, string) {
+		var err error
+		if took, err = w.put(n, 2*time.Second); err == nil {
+			return true, ""
 		}
-		if !slotstore.ErrorCode(err).Retryable() || time.Now().After(deadline) {
+		if !slotstore.ErrorCode(err).Retryable() {
 			w.t.Fatalf("write through node %d: %v", n.NodeID(), err)
 		}
-		time.Sleep(20 * time.Millisecond) // back off before the retry
-	}
+		return false, fmt.Sprintf("write through node %d: %v", n.NodeID(), err)
+	})
+	return took
 }
 
 // verify polls until every acknowledged key reads back, with its value,
@@ -116,16 +117,10 @@ func (w *writes) verify(c *slotstoretest.Cluster, within time.Duration) {
 	for _, n := range c.Nodes {
 		for _, cons := range []meta.Consistency{meta.Linearizable, meta.Local} {
 			for _, k := range keys {
-				for {
+				testutil.WaitFor(w.t, time.Until(deadline), 20*time.Millisecond, func() (bool, string) {
 					err := readKey(n, k, cons)
-					if err == nil {
-						break
-					}
-					if time.Now().After(deadline) {
-						w.t.Fatalf("acknowledged key %s through node %d (%v): %v", k, n.NodeID(), cons, err)
-					}
-					time.Sleep(20 * time.Millisecond)
-				}
+					return err == nil, fmt.Sprintf("acknowledged key %s through node %d (%v): %v", k, n.NodeID(), cons, err)
+				})
 			}
 		}
 	}

@@ -24,46 +24,51 @@ import (
 	"slotmeta/internal/slotstore/meta"
 	"slotmeta/internal/slotstore/peer"
 	"slotmeta/internal/slotstore/slotstoretest"
+	"slotmeta/internal/testutil"
 )
 
 // putKV writes key=key through n, retrying what says retry, for up to 20s.
 // It returns the route the write took.
 func putKV(t *testing.T, n *cluster.Node, key string) slotstore.Route {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	var route slotstore.Route
+	testutil.WaitFor(t, 20*time.Second, 50*time.Millisecond, func() (bool, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		res, route, err := n.Propose(ctx, &meta.PutKV{Key: key, Value: []byte(key)})
+		res, r, err := n.Propose(ctx, &meta.PutKV{Key: key, Value: []byte(key)})
 		cancel()
 		if err == nil && res.OK() {
-			return route
+			route = r
+			return true, ""
 		}
-		if err == nil || !slotstore.ErrorCode(err).Retryable() || time.Now().After(deadline) {
+		if err == nil || !slotstore.ErrorCode(err).Retryable() {
 			t.Fatalf("put %s through node %d: %v %+v", key, n.NodeID(), err, res)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return false, fmt.Sprintf("put %s through node %d: %v", key, n.NodeID(), err)
+	})
+	return route
 }
 
 // getKV reads key through n (linearizable) and requires the value putKV wrote.
 func getKV(t *testing.T, n *cluster.Node, key string) meta.ReadInfo {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	var info meta.ReadInfo
+	testutil.WaitFor(t, 20*time.Second, 50*time.Millisecond, func() (bool, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		v, info, err := n.Read(ctx, &meta.GetKV{HashSlot: slotstore.HashSlotOfString(key), Key: key}, meta.Linearizable)
+		v, i, err := n.Read(ctx, &meta.GetKV{HashSlot: slotstore.HashSlotOfString(key), Key: key}, meta.Linearizable)
 		cancel()
 		if err == nil {
 			if kv, _ := v.(*meta.KV); kv == nil || string(kv.Value) != key {
 				t.Fatalf("read %s through node %d: %+v", key, n.NodeID(), v)
 			}
-			return info
+			info = i
+			return true, ""
 		}
-		if !slotstore.ErrorCode(err).Retryable() || time.Now().After(deadline) {
+		if !slotstore.ErrorCode(err).Retryable() {
 			t.Fatalf("read %s through node %d: %v", key, n.NodeID(), err)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return false, fmt.Sprintf("read %s through node %d: %v", key, n.NodeID(), err)
+	})
+	return info
 }
 
 func peerAddr(t *testing.T, n *cluster.Node, id slotstore.NodeID) string {

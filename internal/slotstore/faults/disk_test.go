@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+
+	"slotmeta/internal/testutil"
 )
 
 func TestFaultDiskSlowsRaftSync(t *testing.T) {
@@ -59,13 +61,7 @@ func TestFaultDiskWakesSleepers(t *testing.T) {
 			}
 			done := make(chan error, 1)
 			go func() { done <- f.Sync() }()
-			deadline := time.Now().Add(5 * time.Second)
-			for d.DelayedSyncs() == 0 {
-				if time.Now().After(deadline) {
-					t.Fatal("sync never started waiting")
-				}
-				time.Sleep(time.Millisecond)
-			}
+			testutil.WaitUntil(t, 5*time.Second, time.Millisecond, "the sync waiting", func() bool { return d.DelayedSyncs() != 0 })
 			release.fn(d)
 			select {
 			case err := <-done:

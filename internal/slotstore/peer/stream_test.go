@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"slotmeta/internal/slotstore"
+	"slotmeta/internal/testutil"
 )
 
 // testPeer serves a peer.Server with an echoing "propose" (streamed) and
@@ -260,11 +261,7 @@ func TestStreamNoticesADeadLink(t *testing.T) {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-	}
+	testutil.WaitUntil(t, 5*time.Second, 5*time.Millisecond, what, cond)
 }
 
 // TestStreamGivesUpOnAPeerThatStopsReading: a peer that reads nothing

@@ -3,9 +3,12 @@ package propose
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
+
+	"slotmeta/internal/testutil"
 )
 
 // fakeIndexer runs rounds the test releases one by one.
@@ -55,12 +58,10 @@ func mustStart(t *testing.T, f *fakeIndexer, want int) {
 // waitingFor polls until n reads wait for the next round (5 s at most).
 func waitingFor(t *testing.T, b *ReadBatcher, n int) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); b.waiting() < n; {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d reads wait for the next round, want %d", b.waiting(), n)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testutil.WaitFor(t, 5*time.Second, time.Millisecond, func() (bool, string) {
+		w := b.waiting()
+		return w >= n, fmt.Sprintf("%d reads wait for the next round, want %d", w, n)
+	})
 }
 
 func pending(t *testing.T, ch <-chan error, what string) {
