@@ -62,18 +62,7 @@ func TestCannedErrorsAreJSON(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer c.Close()
-		_ = c.SetDeadline(time.Now().Add(5 * time.Second))
-		if _, err := io.WriteString(c, raw); err != nil {
-			t.Fatal(err)
-		}
-		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-		if err != nil {
-			t.Fatalf("%q: %v", raw, err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body = io.NopCloser(strings.NewReader(string(b)))
-		return resp
+		return exchange(t, c, raw)
 	}
 	for _, tc := range []struct {
 		raw    string
@@ -137,21 +126,6 @@ func TestCannedErrorsOverTLSAreJSON(t *testing.T) {
 		_ = srv.Serve(CannedErrorsTLS(ln, server.ServerConfig(tls.VerifyClientCertIfGiven), 5*time.Second))
 	}()
 	t.Cleanup(func() { _ = srv.Close() })
-	read := func(c net.Conn, raw string) *http.Response {
-		t.Helper()
-		defer c.Close()
-		_ = c.SetDeadline(time.Now().Add(5 * time.Second))
-		if _, err := io.WriteString(c, raw); err != nil {
-			t.Fatal(err)
-		}
-		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-		if err != nil {
-			t.Fatalf("%.40q: %v", raw, err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body = io.NopCloser(strings.NewReader(string(b)))
-		return resp
-	}
 	dialTLS := func(cfg *tls.Config) net.Conn {
 		t.Helper()
 		c, err := tls.Dial("tcp", ln.Addr().String(), cfg)
@@ -171,12 +145,12 @@ func TestCannedErrorsOverTLSAreJSON(t *testing.T) {
 		}
 	}
 	big := "GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("a", 8<<10) + "\r\n\r\n"
-	wantJSON(read(dialTLS(client.ClientConfigFor("127.0.0.1")), big), http.StatusRequestHeaderFieldsTooLarge, slotstore.CodePayloadTooLarge)
+	wantJSON(exchange(t, dialTLS(client.ClientConfigFor("127.0.0.1")), big), http.StatusRequestHeaderFieldsTooLarge, slotstore.CodePayloadTooLarge)
 	plain, err := net.Dial("tcp", ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantJSON(read(plain, "GET / HTTP/1.1\r\nHost: x\r\n\r\n"), http.StatusBadRequest, slotstore.CodeInvalidArgument)
+	wantJSON(exchange(t, plain, "GET / HTTP/1.1\r\nHost: x\r\n\r\n"), http.StatusBadRequest, slotstore.CodeInvalidArgument)
 
 	// A regular client: HTTP/1.1 (the only protocol offered), its
 	// certificate seen by the handler.
@@ -191,4 +165,21 @@ func TestCannedErrorsOverTLSAreJSON(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || string(b) != "alice" || resp.ProtoMajor != 1 {
 		t.Fatalf("a client with a certificate: %d %s %q", resp.StatusCode, resp.Proto, b)
 	}
+}
+
+// exchange writes a raw request on c, reads the whole answer and closes c.
+func exchange(t *testing.T, c net.Conn, raw string) *http.Response {
+	t.Helper()
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.WriteString(c, raw); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("%.40q: %v", raw, err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body = io.NopCloser(strings.NewReader(string(b)))
+	return resp
 }
