@@ -63,7 +63,7 @@ func TestBalancerDrainAndRemove(t *testing.T) {
 	testutil.WaitUntil(t, 10*time.Second, 50*time.Millisecond, "the move is in the decision log", func() bool {
 		s1.must(200, "GET", "/v1/cluster/decisions", "").json(&decisions)
 		for _, d := range decisions.Items {
-			if d.Kind == cluster.DecisionBalance && d.Reason == balance.ReasonCount && strings.Contains(d.Detail, "to node 4") {
+			if d.Kind == slotstore.DecisionBalance && d.Reason == balance.ReasonCount && strings.Contains(d.Detail, "to node 4") {
 				return true
 			}
 		}

@@ -99,7 +99,7 @@ func TestPreferredLeaderReconciliation(t *testing.T) {
 	// 1. The intent goes stale: skip, leader unchanged, reason logged.
 	clock.advance(25 * time.Hour)
 	round()
-	if d := lastDecision(ctl, g); d.Kind != policy.DecisionSkip || d.Reason != policy.ReasonStaleIntent {
+	if d := lastDecision(ctl, g); d.Kind != slotstore.DecisionSkip || d.Reason != policy.ReasonStaleIntent {
 		t.Fatalf("stale intent: last decision %+v", d)
 	}
 	if view().Leader != v.Leader {
@@ -111,7 +111,7 @@ func TestPreferredLeaderReconciliation(t *testing.T) {
 		t.Fatal(err)
 	}
 	round()
-	if d := lastDecision(ctl, g); d.Kind != policy.DecisionTransferred || d.Leader != target {
+	if d := lastDecision(ctl, g); d.Kind != slotstore.DecisionTransferred || d.Leader != target {
 		t.Fatalf("after a passing round: last decision %+v (log %+v)", d, ctl.Decisions())
 	}
 	round()
@@ -133,7 +133,7 @@ func TestPreferredLeaderReconciliation(t *testing.T) {
 	_ = c.Nodes[other-1].Close()
 	clock.advance(6 * time.Second)
 	round()
-	if d := lastDecision(ctl, g); d.Kind != policy.DecisionSkip || d.Reason != policy.ReasonTargetInactive {
+	if d := lastDecision(ctl, g); d.Kind != slotstore.DecisionSkip || d.Reason != policy.ReasonTargetInactive {
 		t.Fatalf("inactive target: last decision %+v", d)
 	}
 	if l := view().Leader; l != target {

@@ -2,26 +2,29 @@ package slotstore
 
 import "fmt"
 
-// Balancer action kinds: what the balancer asks the controller to do.
+// BalanceKind is what a balancer action asks the controller to do.
+type BalanceKind string
+
+// Balancer action kinds.
 const (
-	BalanceMoveReplica = "move_replica" // Group's replica From → To
-	BalanceSetLeader   = "set_leader"   // Group's preferred leader To
-	BalanceMoveSlot    = "move_slot"    // HashSlot from Group to ToGroup
-	BalanceSplitGroup  = "split_group"  // the upper half of Group's slots into a new group
-	BalanceMergeGroup  = "merge_group"  // every slot of Group into ToGroup; Group retired
+	BalanceMoveReplica BalanceKind = "move_replica" // Group's replica From → To
+	BalanceSetLeader   BalanceKind = "set_leader"   // Group's preferred leader To
+	BalanceMoveSlot    BalanceKind = "move_slot"    // HashSlot from Group to ToGroup
+	BalanceSplitGroup  BalanceKind = "split_group"  // the upper half of Group's slots into a new group
+	BalanceMergeGroup  BalanceKind = "merge_group"  // every slot of Group into ToGroup; Group retired
 )
 
 // BalanceAction is one step of a balancer plan, with the reason and the
 // numbers behind it.
 type BalanceAction struct {
-	Kind     string   `json:"kind"`
-	Reason   string   `json:"reason"` // drain, replica_count, leader_count, slot_load, slot_count, scale_out, scale_in
-	Group    GroupID  `json:"group"`
-	ToGroup  GroupID  `json:"to_group,omitempty"`
-	From     NodeID   `json:"from_node,omitempty"`
-	To       NodeID   `json:"to_node,omitempty"`
-	HashSlot HashSlot `json:"hash_slot,omitempty"`
-	Detail   string   `json:"detail"`
+	Kind     BalanceKind `json:"kind"`
+	Reason   string      `json:"reason"` // drain, replica_count, leader_count, slot_load, slot_count, scale_out, scale_in
+	Group    GroupID     `json:"group"`
+	ToGroup  GroupID     `json:"to_group,omitempty"`
+	From     NodeID      `json:"from_node,omitempty"`
+	To       NodeID      `json:"to_node,omitempty"`
+	HashSlot HashSlot    `json:"hash_slot,omitempty"`
+	Detail   string      `json:"detail"`
 }
 
 // BalancePlan is what the balancer would do now and, when it waits, why.
@@ -89,5 +92,5 @@ func (a BalanceAction) What() string {
 	case BalanceMergeGroup:
 		return fmt.Sprintf("merge group %d into group %d", a.Group, a.ToGroup)
 	}
-	return a.Kind
+	return string(a.Kind)
 }

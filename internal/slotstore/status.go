@@ -192,13 +192,29 @@ type TransferResult struct {
 	TookMs         int64   `json:"took_ms"`
 }
 
+// DecisionKind is what an entry of the decision log did, or why it did not.
+type DecisionKind string
+
+// Decision kinds: the preferred-leader reconciler's (transfer … transfer_failed),
+// a task's phase step, the balancer's (balance … balance_held).
+const (
+	DecisionTransfer       DecisionKind = "transfer"        // a leader transfer to the preferred node, about to be made
+	DecisionSkip           DecisionKind = "skip"            // no transfer: Reason says which check failed
+	DecisionTransferred    DecisionKind = "transferred"     // the transfer landed
+	DecisionTransferFailed DecisionKind = "transfer_failed" // the transfer did not land
+	DecisionTask           DecisionKind = "task"            // a task's step (Reason kind:phase→next)
+	DecisionBalance        DecisionKind = "balance"         // a balancer action taken, with its reason and numbers
+	DecisionBalanceRefused DecisionKind = "balance_refused" // a balancer action the controller refused
+	DecisionBalanceHeld    DecisionKind = "balance_held"    // why the balancer waits
+)
+
 // Decision is one reconciliation decision in the controller's bounded log.
 type Decision struct {
-	AtMs   int64   `json:"at_ms"`
-	Group  GroupID `json:"group"`
-	Kind   string  `json:"kind"`   // transfer, skip, transferred, transfer_failed, task
-	Reason string  `json:"reason"` // machine-readable: stale_intent, voter_mismatch, …
-	Detail string  `json:"detail,omitempty"`
+	AtMs   int64        `json:"at_ms"`
+	Group  GroupID      `json:"group"`
+	Kind   DecisionKind `json:"kind"`
+	Reason string       `json:"reason"` // machine-readable: stale_intent, voter_mismatch, …
+	Detail string       `json:"detail,omitempty"`
 	// The inputs the decision was made from.
 	Leader          NodeID `json:"leader"`
 	Term            uint64 `json:"term"`

@@ -15,15 +15,6 @@ import (
 // loadMaxAge: a node's load series older than this says nothing about now.
 const loadMaxAge = 15 * time.Second
 
-// DecisionBalance and DecisionBalanceRefused are the balancer's entries in
-// the decision log: an action taken (with its reason and numbers) or one
-// the controller refused; DecisionBalanceHeld says why it waits.
-const (
-	DecisionBalance        = "balance"
-	DecisionBalanceRefused = "balance_refused"
-	DecisionBalanceHeld    = "balance_held"
-)
-
 // balancerBook is what the controller leader remembers of its rounds.
 type balancerBook struct {
 	mu       sync.Mutex
@@ -100,13 +91,13 @@ func (n *Node) BalanceOnce(ctx context.Context, now time.Time) slotstore.Balance
 	n.balancer.held = plan.Held
 	n.balancer.mu.Unlock()
 	if logHeld {
-		n.record(slotstore.Decision{Kind: DecisionBalanceHeld, Reason: "fault_open", Detail: plan.Held, Observer: n.cfg.NodeID})
+		n.record(slotstore.Decision{Kind: slotstore.DecisionBalanceHeld, Reason: "fault_open", Detail: plan.Held, Observer: n.cfg.NodeID})
 	}
 	for _, a := range plan.Actions {
-		d := slotstore.Decision{Group: a.Group, Kind: DecisionBalance, Reason: a.Reason, Observer: n.cfg.NodeID,
+		d := slotstore.Decision{Group: a.Group, Kind: slotstore.DecisionBalance, Reason: a.Reason, Observer: n.cfg.NodeID,
 			Detail: a.What() + ": " + a.Detail}
 		if err := n.startAction(ctx, a); err != nil {
-			d.Kind, d.Detail = DecisionBalanceRefused, d.Detail+"; refused: "+err.Error()
+			d.Kind, d.Detail = slotstore.DecisionBalanceRefused, d.Detail+"; refused: "+err.Error()
 		}
 		n.record(d)
 	}

@@ -60,7 +60,7 @@ func TestEveryRefusalReasonReachesTheDecisionLog(t *testing.T) {
 	}
 	for g, tc := range cases {
 		d, ok := logged[g]
-		if !ok || d.Kind != policy.DecisionSkip || d.Reason != tc.reason {
+		if !ok || d.Kind != slotstore.DecisionSkip || d.Reason != tc.reason {
 			t.Errorf("group %d: logged %+v, want skip/%s", g, d, tc.reason)
 		}
 		if d.AtMs != now.UnixMilli() || d.PreferredLeader != 2 {

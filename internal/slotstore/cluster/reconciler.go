@@ -32,12 +32,12 @@ func (n *Node) ReconcileOnce(now time.Time) []slotstore.Decision {
 			continue
 		}
 		out = append(out, *d)
-		key := d.Kind + "/" + d.Reason
-		if prev, ok := n.decided.Load(v.ID); !ok || prev.(string) != key || d.Kind == policy.DecisionTransfer {
+		key := string(d.Kind) + "/" + d.Reason
+		if prev, ok := n.decided.Load(v.ID); !ok || prev.(string) != key || d.Kind == slotstore.DecisionTransfer {
 			n.record(*d)
 			n.decided.Store(v.ID, key)
 		}
-		if d.Kind != policy.DecisionTransfer {
+		if d.Kind != slotstore.DecisionTransfer {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(n.life, n.cfg.RequestTimeout)
@@ -45,12 +45,12 @@ func (n *Node) ReconcileOnce(now time.Time) []slotstore.Decision {
 		cancel()
 		outcome := *d
 		if err != nil {
-			outcome.Kind, outcome.Reason, outcome.Detail = policy.DecisionTransferFailed, string(slotstore.ErrorCode(err)), err.Error()
+			outcome.Kind, outcome.Reason, outcome.Detail = slotstore.DecisionTransferFailed, string(slotstore.ErrorCode(err)), err.Error()
 			if b := n.backoff.State(v.ID); b.Failures > 0 {
 				outcome.Detail += fmt.Sprintf("; failure %d in a row, next attempt not before %v", b.Failures, b.Until.Sub(now).Round(time.Millisecond))
 			}
 		} else {
-			outcome.Kind, outcome.Reason = policy.DecisionTransferred, "preferred_leader"
+			outcome.Kind, outcome.Reason = slotstore.DecisionTransferred, "preferred_leader"
 			outcome.Detail = fmt.Sprintf("node %d leads at term %d after %dms", res.Leader, res.Term, res.TookMs)
 			outcome.Leader, outcome.Term = res.Leader, res.Term
 		}

@@ -7,14 +7,6 @@ import (
 	"slotmeta/internal/slotstore"
 )
 
-// Decision kinds.
-const (
-	DecisionTransfer       = "transfer"
-	DecisionSkip           = "skip"
-	DecisionTransferred    = "transferred"
-	DecisionTransferFailed = "transfer_failed"
-)
-
 // blockerOrder ranks blockers: the first present one is the reason recorded.
 var blockerOrder = []string{ReasonNoObservation, ReasonNoLeader, ReasonTargetNotPeer, ReasonVoterMismatch,
 	ReasonConfigChangePending, ReasonTargetNotVoter, ReasonTargetInactive, ReasonTargetUnreachable, ReasonTargetHeldDown,
@@ -33,18 +25,18 @@ func DecidePreferred(v slotstore.GroupView, p Leadership, f Facts) *slotstore.De
 	}
 	d := &slotstore.Decision{Group: v.ID, Leader: v.Leader, Term: v.Term, PreferredLeader: v.PreferredLeader, Observer: v.ObservedBy}
 	if age := now.Sub(time.UnixMilli(v.PreferredSetAtMs)); age > p.PreferredTTL {
-		d.Kind, d.Reason = DecisionSkip, ReasonStaleIntent
+		d.Kind, d.Reason = slotstore.DecisionSkip, ReasonStaleIntent
 		d.Detail = fmt.Sprintf("preferred leader set %v ago (ttl %v)", age.Round(time.Second), p.PreferredTTL)
 		return d
 	}
 	pf := CheckTransfer(v, v.PreferredLeader, p, f)
 	d.TargetLag, d.TargetReportAge = pf.TargetLag, pf.TargetReportAge
 	if pf.OK {
-		d.Kind, d.Reason = DecisionTransfer, "preferred_leader"
+		d.Kind, d.Reason = slotstore.DecisionTransfer, "preferred_leader"
 		d.Detail = fmt.Sprintf("move leadership from node %d to preferred node %d", v.Leader, v.PreferredLeader)
 		return d
 	}
-	d.Kind = DecisionSkip
+	d.Kind = slotstore.DecisionSkip
 	for _, reason := range blockerOrder {
 		for _, b := range pf.Blockers {
 			if b.Reason == reason && d.Reason == "" {

@@ -35,45 +35,45 @@ func TestDecidePreferred(t *testing.T) {
 		name   string
 		edit   func(*slotstore.GroupView)
 		fact   func(*Facts)
-		kind   string
+		kind   slotstore.DecisionKind
 		reason string
 	}{
-		{"all checks pass", nil, nil, DecisionTransfer, "preferred_leader"},
-		{"stale intent", func(v *slotstore.GroupView) { v.PreferredSetAtMs = now.Add(-25 * time.Hour).UnixMilli() }, nil, DecisionSkip, ReasonStaleIntent},
-		{"voters differ from desired peers", func(v *slotstore.GroupView) { v.Voters = []slotstore.NodeID{1, 2, 4} }, nil, DecisionSkip, ReasonVoterMismatch},
-		{"a learner is in the membership", func(v *slotstore.GroupView) { v.Learners = []slotstore.NodeID{4} }, nil, DecisionSkip, ReasonConfigChangePending},
-		{"target has not reported lately", func(v *slotstore.GroupView) { v.Replicas[1].ReportAgeMs = 6000 }, nil, DecisionSkip, ReasonTargetInactive},
-		{"target never reported", func(v *slotstore.GroupView) { v.Replicas[1].ReportAgeMs = -1 }, nil, DecisionSkip, ReasonTargetInactive},
-		{"target is lagging", func(v *slotstore.GroupView) { v.Replicas[1].Lag = 65 }, nil, DecisionSkip, ReasonTargetLagging},
-		{"a transfer is in flight", nil, func(f *Facts) { f.InFlight = true }, DecisionSkip, ReasonTransferInFlight},
-		{"no live leader", func(v *slotstore.GroupView) { v.Leader = 0 }, nil, DecisionSkip, ReasonNoLeader},
-		{"nothing observed yet", func(v *slotstore.GroupView) { v.ObservedBy, v.Leader = 0, 0 }, nil, DecisionSkip, ReasonNoObservation},
+		{"all checks pass", nil, nil, slotstore.DecisionTransfer, "preferred_leader"},
+		{"stale intent", func(v *slotstore.GroupView) { v.PreferredSetAtMs = now.Add(-25 * time.Hour).UnixMilli() }, nil, slotstore.DecisionSkip, ReasonStaleIntent},
+		{"voters differ from desired peers", func(v *slotstore.GroupView) { v.Voters = []slotstore.NodeID{1, 2, 4} }, nil, slotstore.DecisionSkip, ReasonVoterMismatch},
+		{"a learner is in the membership", func(v *slotstore.GroupView) { v.Learners = []slotstore.NodeID{4} }, nil, slotstore.DecisionSkip, ReasonConfigChangePending},
+		{"target has not reported lately", func(v *slotstore.GroupView) { v.Replicas[1].ReportAgeMs = 6000 }, nil, slotstore.DecisionSkip, ReasonTargetInactive},
+		{"target never reported", func(v *slotstore.GroupView) { v.Replicas[1].ReportAgeMs = -1 }, nil, slotstore.DecisionSkip, ReasonTargetInactive},
+		{"target is lagging", func(v *slotstore.GroupView) { v.Replicas[1].Lag = 65 }, nil, slotstore.DecisionSkip, ReasonTargetLagging},
+		{"a transfer is in flight", nil, func(f *Facts) { f.InFlight = true }, slotstore.DecisionSkip, ReasonTransferInFlight},
+		{"no live leader", func(v *slotstore.GroupView) { v.Leader = 0 }, nil, slotstore.DecisionSkip, ReasonNoLeader},
+		{"nothing observed yet", func(v *slotstore.GroupView) { v.ObservedBy, v.Leader = 0, 0 }, nil, slotstore.DecisionSkip, ReasonNoObservation},
 		// The case of the issue: the cut-off node reported 2 s ago (under the
 		// report limit), but it has answered none of the leader's requests since.
 		{"the target does not answer the leader", func(v *slotstore.GroupView) {
 			v.Replicas[1].ReportAgeMs, v.Replicas[1].HeardAgoMs, v.Replicas[1].UnansweredMs = 1999, 1900, 1880
-		}, nil, DecisionSkip, ReasonTargetUnreachable},
+		}, nil, slotstore.DecisionSkip, ReasonTargetUnreachable},
 		// A quiesced group: silence, but nothing asked.
-		{"a quiesced group's target", func(v *slotstore.GroupView) { v.Replicas[1].HeardAgoMs = 60_000 }, nil, DecisionTransfer, "preferred_leader"},
-		{"the leader never heard the target", func(v *slotstore.GroupView) { v.Replicas[1].HeardAgoMs = -1 }, nil, DecisionSkip, ReasonTargetUnreachable},
-		{"the target's node is unreachable", nil, func(f *Facts) { f.TargetDown, f.TargetGap = true, true }, DecisionSkip, ReasonTargetUnreachable},
+		{"a quiesced group's target", func(v *slotstore.GroupView) { v.Replicas[1].HeardAgoMs = 60_000 }, nil, slotstore.DecisionTransfer, "preferred_leader"},
+		{"the leader never heard the target", func(v *slotstore.GroupView) { v.Replicas[1].HeardAgoMs = -1 }, nil, slotstore.DecisionSkip, ReasonTargetUnreachable},
+		{"the target's node is unreachable", nil, func(f *Facts) { f.TargetDown, f.TargetGap = true, true }, slotstore.DecisionSkip, ReasonTargetUnreachable},
 		{"the target lost its leadership 10 s ago", func(v *slotstore.GroupView) {
 			v.Replicas[1].Disruption, v.Replicas[1].DisruptedAgoMs = slotstore.DisruptionLostLeadership, 10_000
-		}, nil, DecisionSkip, ReasonTargetHeldDown},
+		}, nil, slotstore.DecisionSkip, ReasonTargetHeldDown},
 		{"the target restarted 29 s ago", func(v *slotstore.GroupView) {
 			v.Replicas[1].Disruption, v.Replicas[1].DisruptedAgoMs = slotstore.DisruptionRestarted, 29_000
-		}, nil, DecisionSkip, ReasonTargetHeldDown},
-		{"the target came back 5 s ago", nil, func(f *Facts) { f.TargetGap, f.TargetHealthyFor = true, 5*time.Second }, DecisionSkip, ReasonTargetHeldDown},
-		{"the group is in back-off", nil, func(f *Facts) { f.Backoff = BackoffState{Failures: 2, Until: now.Add(time.Second)} }, DecisionSkip, ReasonTransferBackoff},
+		}, nil, slotstore.DecisionSkip, ReasonTargetHeldDown},
+		{"the target came back 5 s ago", nil, func(f *Facts) { f.TargetGap, f.TargetHealthyFor = true, 5*time.Second }, slotstore.DecisionSkip, ReasonTargetHeldDown},
+		{"the group is in back-off", nil, func(f *Facts) { f.Backoff = BackoffState{Failures: 2, Until: now.Add(time.Second)} }, slotstore.DecisionSkip, ReasonTransferBackoff},
 		// Past each limit, nothing holds it back.
 		{"the target lost its leadership 31 s ago", func(v *slotstore.GroupView) {
 			v.Replicas[1].Disruption, v.Replicas[1].DisruptedAgoMs = slotstore.DisruptionNoLeader, 31_000
-		}, nil, DecisionTransfer, "preferred_leader"},
-		{"the target came back 31 s ago", nil, func(f *Facts) { f.TargetGap, f.TargetHealthyFor = true, 31*time.Second }, DecisionTransfer, "preferred_leader"},
-		{"back-off over", nil, func(f *Facts) { f.Backoff = BackoffState{Failures: 2, Until: now} }, DecisionTransfer, "preferred_leader"},
+		}, nil, slotstore.DecisionTransfer, "preferred_leader"},
+		{"the target came back 31 s ago", nil, func(f *Facts) { f.TargetGap, f.TargetHealthyFor = true, 31*time.Second }, slotstore.DecisionTransfer, "preferred_leader"},
+		{"back-off over", nil, func(f *Facts) { f.Backoff = BackoffState{Failures: 2, Until: now} }, slotstore.DecisionTransfer, "preferred_leader"},
 		{"heard within the limit after an old leader report", func(v *slotstore.GroupView) {
 			v.ObservationAgeMs, v.Replicas[1].HeardAgoMs = 900, 1300
-		}, nil, DecisionTransfer, "preferred_leader"},
+		}, nil, slotstore.DecisionTransfer, "preferred_leader"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
