@@ -139,6 +139,11 @@ func (c cannedConn) CloseWrite() error {
 var canned = regexp.MustCompile(`\AHTTP/1\.1 ([0-9]{3}) [^\r\n]*\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n(.*)\z`)
 
 func (c cannedConn) Write(b []byte) (int, error) {
+	// Only an error status can be canned: a 2xx/3xx answer (nearly every
+	// write) skips the match.
+	if len(b) < 10 || b[9] != '4' && b[9] != '5' {
+		return c.Conn.Write(b)
+	}
 	m := canned.FindSubmatch(b)
 	if m == nil {
 		return c.Conn.Write(b)
@@ -152,13 +157,19 @@ func (c cannedConn) Write(b []byte) (int, error) {
 	if status == http.StatusRequestHeaderFieldsTooLarge {
 		msg = "request headers too large"
 	}
-	body, _ := json.Marshal(errorBody{Error: errorJSON{Code: codeForStatus(status), Message: msg}})
-	var out bytes.Buffer
-	out.WriteString("HTTP/1.1 " + strconv.Itoa(status) + " " + http.StatusText(status) + "\r\n")
-	out.WriteString("Connection: close\r\nContent-Type: application/json\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n")
-	out.Write(body)
-	if _, err := c.Conn.Write(out.Bytes()); err != nil {
+	if _, err := c.Conn.Write(rawErrorAnswer("HTTP/1.1", status, codeForStatus(status), msg)); err != nil {
 		return 0, err
 	}
 	return len(b), nil
+}
+
+// rawErrorAnswer is a whole HTTP answer carrying the error JSON, for a
+// connection no handler serves (it closes after it).
+func rawErrorAnswer(proto string, status int, code slotstore.Code, msg string) []byte {
+	body, _ := json.Marshal(errorBody{Error: errorJSON{Code: code, Message: msg}})
+	var out bytes.Buffer
+	out.WriteString(proto + " " + strconv.Itoa(status) + " " + http.StatusText(status) + "\r\n")
+	out.WriteString("Connection: close\r\nContent-Type: application/json\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n")
+	out.Write(body)
+	return out.Bytes()
 }

@@ -3,11 +3,9 @@ package httpapi
 import (
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
-	"io"
 	"net"
-	"strconv"
+	"net/http"
 	"sync"
 	"time"
 
@@ -70,9 +68,7 @@ func (c *cannedTLSConn) handshake() error {
 	c.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 		defer cancel()
-		_ = c.tc.NetConn().SetDeadline(time.Now().Add(c.timeout))
-		c.err = c.tc.HandshakeContext(ctx)
-		_ = c.tc.NetConn().SetDeadline(time.Time{})
+		c.err = c.tc.HandshakeContext(ctx) // the context's end interrupts it
 		var re tls.RecordHeaderError
 		if errors.As(c.err, &re) && re.Conn != nil && looksLikeHTTP(re.RecordHeader) {
 			answerPlainHTTP(re.Conn)
@@ -108,10 +104,8 @@ func looksLikeHTTP(hdr [5]byte) bool {
 // answerPlainHTTP answers a plain HTTP request on the TLS port with the
 // error JSON, and closes the connection.
 func answerPlainHTTP(c net.Conn) {
-	body, _ := json.Marshal(errorBody{Error: errorJSON{Code: slotstore.CodeInvalidArgument,
-		Message: "client sent an HTTP request to an HTTPS server; use https://"}})
 	_ = c.SetWriteDeadline(time.Now().Add(time.Second))
-	_, _ = io.WriteString(c, "HTTP/1.0 400 Bad Request\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: "+
-		strconv.Itoa(len(body))+"\r\n\r\n"+string(body))
+	_, _ = c.Write(rawErrorAnswer("HTTP/1.0", http.StatusBadRequest, slotstore.CodeInvalidArgument,
+		"client sent an HTTP request to an HTTPS server; use https://"))
 	_ = c.Close()
 }

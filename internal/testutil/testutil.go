@@ -48,13 +48,7 @@ func FreeAddr(t testing.TB) string {
 // after within.
 func WaitUntil(t testing.TB, within, poll time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", within, what)
-		}
-		time.Sleep(poll)
-	}
+	WaitFor(t, within, poll, func() (bool, string) { return cond(), "waiting for " + what })
 }
 
 // WaitFor polls check every poll until it reports done, failing t after

@@ -163,7 +163,7 @@ func (n *Node) servePeerTransfer(ctx context.Context, w http.ResponseWriter, r *
 		return
 	}
 	if !req.DryRun {
-		n.peerWrote(ctx, peerWriteTransfer)
+		n.peerWrites.wrote(ctx, peerWriteTransfer)
 	}
 	if req.DryRun || r.URL.Query().Get("checked") == "1" {
 		// The checked variant, decided by the controller leader.

@@ -114,7 +114,7 @@ func (n *Node) servePeerMembership(ctx context.Context, w http.ResponseWriter, r
 		peer.WriteError(w, http.StatusServiceUnavailable, slotstore.Errorf(slotstore.CodeNotLeader, "no replica of group %d here", req.Group))
 		return
 	}
-	n.peerWrote(ctx, peerWriteMembership)
+	n.peerWrites.wrote(ctx, peerWriteMembership)
 	m, err := n.localMembership(ctx, req)
 	if err != nil {
 		peer.WriteError(w, peer.StatusOf(err), err)

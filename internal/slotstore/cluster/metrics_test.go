@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -75,23 +76,8 @@ func TestEveryNodeReportsItsReplicas(t *testing.T) {
 			cfg.Registerer = r
 		}})
 	gauge := func(reg *prometheus.Registry, name, group string) (float64, bool) {
-		mfs, err := reg.Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, mf := range mfs {
-			if mf.GetName() != name {
-				continue
-			}
-			for _, m := range mf.GetMetric() {
-				for _, l := range m.GetLabel() {
-					if l.GetName() == "group" && l.GetValue() == group {
-						return m.GetGauge().GetValue(), true
-					}
-				}
-			}
-		}
-		return 0, false
+		v, ok := series(t, reg, name)["group="+group]
+		return v, ok
 	}
 	leaders := 0.0
 	for id, reg := range regs {
@@ -119,4 +105,28 @@ func TestEveryNodeReportsItsReplicas(t *testing.T) {
 		v, ok := gauge(regs[survivor.NodeID()], "slotmeta_replica_has_leader", "1")
 		return ok && v == 0
 	})
+}
+
+// series reads the gauges or counters of a family, keyed by their labels
+// ("name=value,…" in order).
+func series(t *testing.T, reg *prometheus.Registry, name string) map[string]float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			var key []string
+			for _, l := range m.GetLabel() {
+				key = append(key, l.GetName()+"="+l.GetValue())
+			}
+			out[strings.Join(key, ",")] = m.GetGauge().GetValue() + m.GetCounter().GetValue()
+		}
+	}
+	return out
 }

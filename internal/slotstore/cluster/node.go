@@ -92,22 +92,23 @@ type Node struct {
 	peerRPC *peer.Server // its handler; Close ends the peer streams Shutdown does not see
 	peerLn  net.Listener
 
-	obs       *policy.Observations            // the controller leader's reports and health streaks
-	heard     *raftnet.Heard                  // when each replica was last heard from over Raft
-	members   memberships                     // led groups' memberships by config change index (status reports)
-	heat      *heat.Counters                  // reads and writes this node's API served, per hash slot
-	load      *heat.Tracker                   // the controller leader's per-slot rates, from the reports
-	balancer  balancerBook                    // the controller leader's latest balancer round
-	removed   atomic.Pointer[map[string]bool] // Raft addresses of removed nodes (refused)
-	wakes     *waker                          // wakes quiesced groups (quiesce.go)
-	backoff   *policy.Backoff                 // per group, after failed leader transfers
-	tasks     *tasks.Executor                 // the controller's tasks, stepped while this node leads it
-	projector *projector.Projector            // drains the outboxes of the groups this node leads
-	dispatch  *dispatch.Dispatcher            // routes commands and queries to the replica that serves them
-	snaps     snapshotEvents                  // dragonboat system events, counted (snapshotevents.go)
-	transfers sync.Map                        // GroupID → time.Time: leader transfers this node started and has not seen finish
-	decided   sync.Map                        // GroupID → string: the last decision recorded per group (to log changes only)
-	bg        sync.WaitGroup                  // background goroutines besides the reconcile loop
+	obs        *policy.Observations            // the controller leader's reports and health streaks
+	heard      *raftnet.Heard                  // when each replica was last heard from over Raft
+	members    memberships                     // led groups' memberships by config change index (status reports)
+	heat       *heat.Counters                  // reads and writes this node's API served, per hash slot
+	load       *heat.Tracker                   // the controller leader's per-slot rates, from the reports
+	balancer   balancerBook                    // the controller leader's latest balancer round
+	removed    atomic.Pointer[map[string]bool] // Raft addresses of removed nodes (refused)
+	wakes      *waker                          // wakes quiesced groups (quiesce.go)
+	backoff    *policy.Backoff                 // per group, after failed leader transfers
+	tasks      *tasks.Executor                 // the controller's tasks, stepped while this node leads it
+	projector  *projector.Projector            // drains the outboxes of the groups this node leads
+	dispatch   *dispatch.Dispatcher            // routes commands and queries to the replica that serves them
+	peerWrites *peerWrites                     // attributes what other nodes ask through the peer port (peerwrites.go)
+	snaps      snapshotEvents                  // dragonboat system events, counted (snapshotevents.go)
+	transfers  sync.Map                        // GroupID → time.Time: leader transfers this node started and has not seen finish
+	decided    sync.Map                        // GroupID → string: the last decision recorded per group (to log changes only)
+	bg         sync.WaitGroup                  // background goroutines besides the reconcile loop
 
 	// viewsHook, set only by tests, replaces the observed views the
 	// preferred-leader reconciler decides from.
@@ -239,10 +240,11 @@ func Start(cfg Config) (*Node, error) {
 		RemoteReadIndex: n.remoteReadIndex(leaseReads > 0), RemoteBudget: min(cfg.electionTimeout(), cfg.RequestTimeout/2),
 		LeaseLimit: func(g slotstore.GroupID) time.Duration { return leaseLimit(n.ctrl.Load(), g) }, Log: n.logdb,
 		ReadPath: n.metrics.readPath})
+	n.peerWrites = &peerWrites{nodes: n.ctrl.Load, counted: n.metrics.peerWrites, lost: n.metrics.peerAuditLost, audit: n.Audit, log: cfg.Logger}
 	n.dispatch = dispatch.New(dispatch.Config{NodeID: cfg.NodeID, Router: n.router, Local: localReplicas{n}, Peers: n.peers,
 		Controller: n.ctrl.Load, MaxForwardHops: cfg.MaxForwardHops, ForwardHopTimeout: cfg.ForwardHopTimeout,
 		ForwardMoveGrace: cfg.ForwardMoveGrace, LeaderWait: cfg.LeaderWait, ElectionTimeout: cfg.electionTimeout(), Now: cfg.Now,
-		Proposal: n.metrics.proposal, LeaderMove: n.metrics.leaderMove, Heat: n.heat, Wake: n.wakeUnreached, ServedWrite: n.peerProposed})
+		Proposal: n.metrics.proposal, LeaderMove: n.metrics.leaderMove, Heat: n.heat, Wake: n.wakeUnreached, ServedWrite: n.peerWrites.proposed})
 	n.projector = projector.New(projector.Config{Node: projectHost{n}, Interval: cfg.ProjectInterval,
 		RoundTimeout: cfg.RequestTimeout, Backlog: n.metrics.backlog, Logger: cfg.Logger})
 	n.tasks = tasks.New(tasks.Config{Node: taskHost{n}, PhaseTimeout: cfg.TaskPhaseTimeout, ActiveWithin: cfg.Leadership.ActiveWithin,

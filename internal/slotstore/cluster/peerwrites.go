@@ -3,12 +3,16 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"slotmeta/internal/auth"
 	"slotmeta/internal/slotstore"
+	"slotmeta/internal/slotstore/controller"
 	"slotmeta/internal/slotstore/meta"
 	"slotmeta/internal/slotstore/peer"
 )
@@ -56,27 +60,37 @@ func peerWriteKind(cmd meta.Command) string {
 	return peerWriteData
 }
 
-// originLabel names a peer request's origin for the metric: a registered
+// peerWrites attributes the node's peer writes (its own small type, not
+// more methods on Node).
+type peerWrites struct {
+	nodes   func() *controller.State                                     // who is registered
+	counted *prometheus.CounterVec                                       // slotmeta_peer_writes_total{from,kind}
+	lost    prometheus.Counter                                           // audit records that could not be written
+	audit   func(context.Context, slotstore.AuditRecord) (uint64, error) // Node.Audit
+	log     *slog.Logger
+}
+
+// origin names a peer request's origin for the metric: a registered
 // node's id, or "unknown" (bounded: a secret holder naming made-up nodes
 // cannot grow the label set).
-func (n *Node) originLabel(from slotstore.NodeID) string {
-	if _, ok := n.ctrl.Load().Nodes[from]; ok && from != 0 {
+func (p *peerWrites) origin(from slotstore.NodeID) string {
+	if _, ok := p.nodes().Nodes[from]; ok && from != 0 {
 		return strconv.FormatUint(uint64(from), 10)
 	}
 	return "unknown"
 }
 
-// peerWrote attributes one peer write of kind to the node it came from.
-func (n *Node) peerWrote(ctx context.Context, kind string) {
-	n.metrics.peerWrites.WithLabelValues(n.originLabel(peer.OriginOf(ctx)), kind).Inc()
+// wrote attributes one peer write of kind to the node it came from.
+func (p *peerWrites) wrote(ctx context.Context, kind string) {
+	p.counted.WithLabelValues(p.origin(peer.OriginOf(ctx)), kind).Inc()
 }
 
-// peerProposed attributes a command proposed through the peer port and
+// proposed attributes a command proposed through the peer port and
 // records it in the audit trail when it is an admin action; res and err
-// are what proposing it gave.
-func (n *Node) peerProposed(ctx context.Context, r *http.Request, cmd meta.Command, res *meta.Result, err error) {
+// are what proposing it gave (dispatch.Config.ServedWrite).
+func (p *peerWrites) proposed(ctx context.Context, r *http.Request, cmd meta.Command, res *meta.Result, err error) {
 	kind := peerWriteKind(cmd)
-	n.peerWrote(ctx, kind)
+	p.wrote(ctx, kind)
 	if kind != peerWriteChannelTask || notHere(err) {
 		return
 	}
@@ -98,12 +112,12 @@ func (n *Node) peerProposed(ctx context.Context, r *http.Request, cmd meta.Comma
 	rec.Status, rec.Outcome = status, slotstore.AuditOutcome(status)
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), peerAuditTimeout)
 	defer cancel()
-	if _, aerr := n.Audit(actx, rec.Bounded()); aerr != nil {
+	if _, aerr := p.audit(actx, rec.Bounded()); aerr != nil {
 		// Not silent: the write happened and cannot be undone (as
 		// audit.Recorder does for the API's records).
-		n.cfg.Logger.Error("audit record of a peer write lost", "err", aerr, "who", rec.Who, "source", rec.Source,
+		p.log.Error("audit record of a peer write lost", "err", aerr, "who", rec.Who, "source", rec.Source,
 			"action", rec.Action, "target", rec.Target, "outcome", rec.Outcome)
-		n.metrics.peerAuditLost.Inc()
+		p.lost.Inc()
 	}
 }
 

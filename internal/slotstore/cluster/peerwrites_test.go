@@ -56,7 +56,7 @@ func TestPeerWritesAreAttributedToTheirNode(t *testing.T) {
 		t.Fatalf("a step from the wrong phase: %v, want conflict", err)
 	}
 
-	got := counters(t, reg, "slotmeta_peer_writes_total")
+	got := series(t, reg, "slotmeta_peer_writes_total")
 	for labels, want := range map[string]float64{"from=1,kind=data": 1, "from=unknown,kind=data": 1, "from=1,kind=channel_task": 1, "from=unknown,kind=channel_task": 1} {
 		if got[labels] != want {
 			t.Errorf("slotmeta_peer_writes_total{%s} = %v, want %v (all: %v)", labels, got[labels], want, got)
@@ -78,30 +78,4 @@ func TestPeerWritesAreAttributedToTheirNode(t *testing.T) {
 			t.Fatalf("audit record %d of the peer writes: %+v, want %+v", i, r, want)
 		}
 	}
-}
-
-// counters reads the counters of a family as "label=value,…" → value.
-func counters(t *testing.T, reg *prometheus.Registry, name string) map[string]float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]float64{}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			key := ""
-			for i, l := range m.GetLabel() {
-				if i > 0 {
-					key += ","
-				}
-				key += l.GetName() + "=" + l.GetValue()
-			}
-			out[key] = m.GetCounter().GetValue()
-		}
-	}
-	return out
 }
