@@ -32,7 +32,11 @@ type testPeer struct {
 
 func newTestPeer(t *testing.T, secret string) *testPeer {
 	t.Helper()
-	p := &testPeer{srv: NewServer(NewSecret(secret), 64), block: make(chan struct{})}
+	// The server takes at least what one client may have in flight to it
+	// (a node's takes 4× a client's bound): with 64, the 200 calls of
+	// TestStreamCarriesTheHotRequests from a client bounded at 256 were
+	// answered busy whenever more than 64 were served at once (CI, -race).
+	p := &testPeer{srv: NewServer(NewSecret(secret), 4*256), block: make(chan struct{})}
 	close(p.block)
 	p.srv.Handle(http.MethodPost, "propose", func(ctx context.Context, w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
