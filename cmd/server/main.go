@@ -146,7 +146,7 @@ func run(args []string, getenv func(string) string, stdout io.Writer) error {
 		Gatherer:     reg,
 		Logger:       log,
 		MaxBodyBytes: o.MaxBodyBytes,
-		Console: console.Handler(console.Config{Source: node, Auth: p.authn, Limiter: limiter, Audit: recorder,
+		Console: console.Handler(console.Config{Source: node.Operator(), Auth: p.authn, Limiter: limiter, Audit: recorder,
 			Security: rl.status}),
 		OpenAPI:  slotmeta.OpenAPI,
 		Auth:     p.authn,

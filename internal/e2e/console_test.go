@@ -68,7 +68,7 @@ func serveConsole(t *testing.T, n *cluster.Node) string {
 	reg := prometheus.NewRegistry()
 	rec := audit.New(n, nil)
 	h, err := httpapi.New(httpapi.Config{Backend: n, Registerer: reg, Gatherer: reg, OpenAPI: slotmeta.OpenAPI,
-		Console: console.Handler(console.Config{Source: n, Auth: authn, Audit: rec}), Auth: authn, Audit: rec, Docs: console.Docs()})
+		Console: console.Handler(console.Config{Source: n.Operator(), Auth: authn, Audit: rec}), Auth: authn, Audit: rec, Docs: console.Docs()})
 	if err != nil {
 		t.Fatal(err)
 	}

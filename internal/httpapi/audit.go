@@ -33,7 +33,7 @@ func (a *api) listAudit(w http.ResponseWriter, r *http.Request) error {
 			return invalidField("before", "must be a positive sequence number")
 		}
 	}
-	trail := a.be.AuditTrail()
+	trail := a.op.AuditTrail()
 	out := auditJSON{Items: []slotstore.AuditRecord{}}
 	if len(trail) > 0 {
 		out.Oldest, out.Newest = trail[0].Seq, trail[len(trail)-1].Seq

@@ -37,6 +37,7 @@ type Backend interface {
 	// controller recorded it.
 	RegisterNode(ctx context.Context, n slotstore.NodeInfo) (slotstore.NodeInfo, error)
 
-	// Operator: the cluster's operations, shared with the console.
-	slotstore.Operator
+	// Operator is the node's operations on the cluster, shared with the
+	// console (slotstore.Operator is declared once, in the domain).
+	Operator() slotstore.Operator
 }

@@ -11,7 +11,7 @@ import (
 // getBalancer is GET /v1/cluster/balancer: whether it runs, its latest
 // round and plan, the load per node and every drain's progress.
 func (a *api) getBalancer(w http.ResponseWriter, r *http.Request) error {
-	st, err := a.be.Balancer(r.Context())
+	st, err := a.op.Balancer(r.Context())
 	if err != nil {
 		return err
 	}
@@ -29,7 +29,7 @@ func (a *api) putBalancer(w http.ResponseWriter, r *http.Request) error {
 	if err := a.decode(w, r, &req); err != nil {
 		return err
 	}
-	if err := a.be.SetBalancerPaused(r.Context(), *req.Paused); err != nil {
+	if err := a.op.SetBalancerPaused(r.Context(), *req.Paused); err != nil {
 		return err
 	}
 	return a.getBalancer(w, r)
@@ -38,7 +38,7 @@ func (a *api) putBalancer(w http.ResponseWriter, r *http.Request) error {
 // getBalancerPlan is GET /v1/cluster/balancer/plan: what the balancer
 // would do now (a dry run; nothing is started).
 func (a *api) getBalancerPlan(w http.ResponseWriter, r *http.Request) error {
-	p, err := a.be.BalancerPlan(r.Context())
+	p, err := a.op.BalancerPlan(r.Context())
 	if err != nil {
 		return err
 	}
@@ -61,7 +61,7 @@ func (a *api) drainNode(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	n, err := a.be.DrainNode(r.Context(), id)
+	n, err := a.op.DrainNode(r.Context(), id)
 	if err != nil {
 		return err
 	}
@@ -76,7 +76,7 @@ func (a *api) removeNode(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := a.be.RemoveNode(r.Context(), id); err != nil {
+	if err := a.op.RemoveNode(r.Context(), id); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

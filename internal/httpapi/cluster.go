@@ -136,7 +136,7 @@ func (a *api) resolveRoutes(w http.ResponseWriter, r *http.Request) error {
 
 // getCluster is GET /v1/cluster: this node's summary of the cluster.
 func (a *api) getCluster(w http.ResponseWriter, r *http.Request) error {
-	a.writeJSON(w, r, http.StatusOK, a.be.Summary())
+	a.writeJSON(w, r, http.StatusOK, a.op.Summary())
 	return nil
 }
 
@@ -159,13 +159,13 @@ type nodeJSON struct {
 // when the controller leader cannot be asked.
 func (a *api) listNodes(w http.ResponseWriter, r *http.Request) error {
 	health := map[slotstore.NodeID]slotstore.NodeHealth{}
-	if hs, err := a.be.NodeHealth(r.Context()); err == nil {
+	if hs, err := a.op.NodeHealth(r.Context()); err == nil {
 		for _, h := range hs {
 			health[h.Node] = h
 		}
 	}
 	items := []nodeJSON{}
-	for _, n := range a.be.Nodes() {
+	for _, n := range a.op.Nodes() {
 		item := nodeJSON{NodeInfo: n, Health: slotstore.NodeUnknown, ReportAgeMs: -1, HealthyForMs: -1}
 		if h, ok := health[n.ID]; ok {
 			item.Health, item.ReportAgeMs, item.HealthyForMs = h.Health, h.ReportAgeMs, h.HealthyForMs

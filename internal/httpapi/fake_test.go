@@ -108,6 +108,9 @@ func (f *fakeBackend) SlotMap() (m [slotstore.HashSlotCount]slotstore.GroupID) {
 	}
 	return m
 }
+// Operator: the fake is its own operator.
+func (f *fakeBackend) Operator() slotstore.Operator { return f }
+
 func (f *fakeBackend) NodeID() slotstore.NodeID { f.record("NodeID"); return f.node }
 func (f *fakeBackend) Ready() error             { f.record("Ready"); return f.readyErr }
 

@@ -19,7 +19,7 @@ type groupsJSON struct {
 // listGroups is GET /v1/cluster/groups: intent and observed fact of every
 // group (a short list, returned whole).
 func (a *api) listGroups(w http.ResponseWriter, r *http.Request) error {
-	views, err := a.be.Groups(r.Context())
+	views, err := a.op.Groups(r.Context())
 	if err != nil {
 		return err
 	}
@@ -53,7 +53,7 @@ func (a *api) getGroup(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	v, err := a.be.Group(r.Context(), g)
+	v, err := a.op.Group(r.Context(), g)
 	if err != nil {
 		return err
 	}
@@ -75,7 +75,7 @@ func (a *api) transferLeader(w http.ResponseWriter, r *http.Request) error {
 	if err := a.decode(w, r, &req); err != nil {
 		return err
 	}
-	_, res, err := a.be.LeaderTransfer(r.Context(), g, slotstore.NodeID(req.TargetNode), false)
+	_, res, err := a.op.LeaderTransfer(r.Context(), g, slotstore.NodeID(req.TargetNode), false)
 	if err != nil {
 		return err
 	}
@@ -94,7 +94,7 @@ func (a *api) preflightTransfer(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	pf, _, err := a.be.LeaderTransfer(r.Context(), g, target, true)
+	pf, _, err := a.op.LeaderTransfer(r.Context(), g, target, true)
 	if err != nil {
 		return err
 	}
@@ -116,13 +116,13 @@ func (a *api) setPreferredLeader(w http.ResponseWriter, r *http.Request) error {
 	if err := a.decode(w, r, &req); err != nil {
 		return err
 	}
-	if err := a.be.SetPreferredLeader(r.Context(), g, slotstore.NodeID(req.Node)); err != nil {
+	if err := a.op.SetPreferredLeader(r.Context(), g, slotstore.NodeID(req.Node)); err != nil {
 		return err
 	}
 	// The view comes from the controller leader, which may apply the new
 	// intent a moment after this node did: answer once it shows it.
 	for {
-		v, err := a.be.Group(r.Context(), g)
+		v, err := a.op.Group(r.Context(), g)
 		if err != nil {
 			return err
 		}
@@ -160,7 +160,7 @@ func (a *api) listDecisions(w http.ResponseWriter, r *http.Request) error {
 		}
 		limit = n
 	}
-	ds := a.be.Decisions()
+	ds := a.op.Decisions()
 	out := make([]slotstore.Decision, 0, min(len(ds), limit))
 	for i := len(ds) - 1; i >= 0 && len(out) < limit; i-- {
 		out = append(out, ds[i])

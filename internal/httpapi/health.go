@@ -42,8 +42,8 @@ func (a *api) readyz(w http.ResponseWriter, r *http.Request) error {
 // leaving says why this node is on its way out of the cluster ("" when it
 // is not): draining (its replicas and leaders move off) or removed.
 func (a *api) leaving() string {
-	self := a.be.NodeID()
-	for _, n := range a.be.Nodes() {
+	self := a.op.NodeID()
+	for _, n := range a.op.Nodes() {
 		if n.ID != self {
 			continue
 		}

@@ -15,6 +15,7 @@ import (
 // api holds what the handlers share. It is immutable after New.
 type api struct {
 	be      Backend
+	op      slotstore.Operator // be.Operator(), asked once
 	log     *slog.Logger
 	maxBody int64
 	auth    *auth.Authenticator
@@ -37,7 +38,7 @@ func New(cfg Config) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &api{be: cfg.Backend, log: cfg.Logger, maxBody: cfg.MaxBodyBytes, auth: cfg.Auth, limiter: cfg.Limiter,
+	a := &api{be: cfg.Backend, op: cfg.Backend.Operator(), log: cfg.Logger, maxBody: cfg.MaxBodyBytes, auth: cfg.Auth, limiter: cfg.Limiter,
 		audit: cfg.Audit, metrics: m, security: cfg.Security}
 
 	r := chi.NewRouter()

@@ -26,7 +26,7 @@ func (a *api) createReplicaMove(w http.ResponseWriter, r *http.Request) error {
 	if err := a.decode(w, r, &req); err != nil {
 		return err
 	}
-	return a.taskStarted(w, r)(a.be.CreateReplicaMove(r.Context(), g, slotstore.NodeID(req.FromNode), slotstore.NodeID(req.ToNode)))
+	return a.taskStarted(w, r)(a.op.CreateReplicaMove(r.Context(), g, slotstore.NodeID(req.FromNode), slotstore.NodeID(req.ToNode)))
 }
 
 type createGroupRequest struct {
@@ -44,7 +44,7 @@ func (a *api) createGroup(w http.ResponseWriter, r *http.Request) error {
 	for i, p := range req.Peers {
 		peers[i] = slotstore.NodeID(p)
 	}
-	return a.taskStarted(w, r)(a.be.CreateGroup(r.Context(), peers))
+	return a.taskStarted(w, r)(a.op.CreateGroup(r.Context(), peers))
 }
 
 // taskStarted answers a request that started task t: 202 with the task and
@@ -83,7 +83,7 @@ func (a *api) splitGroup(w http.ResponseWriter, r *http.Request) error {
 	for i, p := range req.Peers {
 		peers[i] = slotstore.NodeID(p)
 	}
-	return a.taskStarted(w, r)(a.be.CreateSplit(r.Context(), g, slots, peers))
+	return a.taskStarted(w, r)(a.op.CreateSplit(r.Context(), g, slots, peers))
 }
 
 type mergeRequest struct {
@@ -100,7 +100,7 @@ func (a *api) mergeGroup(w http.ResponseWriter, r *http.Request) error {
 	if err := a.decode(w, r, &req); err != nil {
 		return err
 	}
-	return a.taskStarted(w, r)(a.be.CreateMerge(r.Context(), g, slotstore.GroupID(req.Into)))
+	return a.taskStarted(w, r)(a.op.CreateMerge(r.Context(), g, slotstore.GroupID(req.Into)))
 }
 
 // retireGroup is DELETE /v1/cluster/groups/{id}.
@@ -109,7 +109,7 @@ func (a *api) retireGroup(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := a.be.RetireGroup(r.Context(), g); err != nil {
+	if err := a.op.RetireGroup(r.Context(), g); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -123,7 +123,7 @@ type tasksJSON struct {
 
 // listTasks is GET /v1/cluster/tasks (a bounded list, newest first, whole).
 func (a *api) listTasks(w http.ResponseWriter, r *http.Request) error {
-	ts := a.be.Tasks()
+	ts := a.op.Tasks()
 	if ts == nil {
 		ts = []slotstore.Task{}
 	}
@@ -144,7 +144,7 @@ func (a *api) getTask(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	t, err := a.be.Task(id)
+	t, err := a.op.Task(id)
 	if err != nil {
 		return err
 	}
@@ -158,7 +158,7 @@ func (a *api) cancelTask(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	t, err := a.be.CancelTask(r.Context(), id)
+	t, err := a.op.CancelTask(r.Context(), id)
 	if err != nil {
 		return err
 	}
@@ -180,5 +180,5 @@ func (a *api) createSlotMigration(w http.ResponseWriter, r *http.Request) error 
 	if err := a.decode(w, r, &req); err != nil {
 		return err
 	}
-	return a.taskStarted(w, r)(a.be.CreateSlotMigration(r.Context(), slotstore.HashSlot(slot), slotstore.GroupID(req.ToGroup)))
+	return a.taskStarted(w, r)(a.op.CreateSlotMigration(r.Context(), slotstore.HashSlot(slot), slotstore.GroupID(req.ToGroup)))
 }

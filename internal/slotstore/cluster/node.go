@@ -486,3 +486,7 @@ func (n *Node) LeaderUpdated(info raftio.LeaderInfo) {
 		n.router.SetLeader(g, node, info.Term)
 	}
 }
+
+// Operator is the node's operations on the cluster (slotstore.Operator),
+// for the API and the console.
+func (n *Node) Operator() slotstore.Operator { return n }
