@@ -108,6 +108,7 @@ func (f *fakeBackend) SlotMap() (m [slotstore.HashSlotCount]slotstore.GroupID) {
 	}
 	return m
 }
+
 // Operator: the fake is its own operator.
 func (f *fakeBackend) Operator() slotstore.Operator { return f }
 
