@@ -18,7 +18,7 @@ func TestAdaptersDoNotImportRaftOrStorage(t *testing.T) {
 	}
 }
 
-// The leaf packages that route and project run without a NodeHost or a
+// The leaf packages that route, project and lead the controller run without a NodeHost or a
 // store, so that their tests drive them with fakes (their only tie to the
 // engine is the controller's state-machine interfaces, through package
 // controller).
@@ -26,7 +26,7 @@ func TestLeavesRunWithoutTheEngine(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go list")
 	}
-	for _, pkg := range []string{"./internal/slotstore/dispatch", "./internal/slotstore/projector"} {
+	for _, pkg := range []string{"./internal/slotstore/dispatch", "./internal/slotstore/projector", "./internal/slotstore/controller/leader"} {
 		noEngine(t, pkg, []string{"github.com/lni/dragonboat/v4/statemachine"})
 	}
 }
@@ -59,9 +59,9 @@ var layers = map[string]int{
 	"internal/slotstore/propose": 2, "internal/audit": 2,
 	"internal/slotstore/fsm": 3, "internal/slotstore/controller/policy": 3, "internal/slotstore/controller/balance": 3, "internal/slotstore/controller/tasks": 3,
 	"internal/slotstore/projector": 3,
-	"internal/slotstore/replicas":  4,
-	"internal/slotstore/dispatch":  5,
-	"internal/slotstore/cluster":   6, "internal/httpapi": 6, "internal/console": 6,
+	"internal/slotstore/replicas":  4, "internal/slotstore/controller/leader": 4,
+	"internal/slotstore/dispatch": 5,
+	"internal/slotstore/cluster":  6, "internal/httpapi": 6, "internal/console": 6,
 	"cmd/server": 7,
 }
 

@@ -77,7 +77,7 @@ func injectMove(f *faultEnv) (string, func()) {
 			via = f.tc.c.Nodes[l-1] // mostly the controller leader: a follower's proposal may wait out an election
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		t, err := via.CreateReplicaMove(ctx, g, from, to)
+		t, err := via.Operator().CreateReplicaMove(ctx, g, from, to)
 		cancel()
 		if err != nil {
 			ml.refused++
@@ -158,7 +158,7 @@ func settleMoves(tc *testCluster, ml *moveLog, rf int) {
 					continue // asked already; the answer has not applied yet
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-				_, err := tc.c.Nodes[int(t.ID)%tc.size()].CreateReplicaMove(ctx, t.Group, t.From, t.To)
+				_, err := tc.c.Nodes[int(t.ID)%tc.size()].Operator().CreateReplicaMove(ctx, t.Group, t.From, t.To)
 				cancel()
 				if err == nil {
 					resumedAt[t.ID] = t.Attempt

@@ -55,7 +55,7 @@ func (r *ownershipReport) check(nodes []*cluster.Node) {
 
 func migrationInFlight(nodes []*cluster.Node) bool {
 	for _, n := range nodes {
-		for _, t := range n.Tasks() {
+		for _, t := range n.Operator().Tasks() {
 			if controller.MovesSlots(t.Kind) && (t.Status == controller.TaskRunning || t.Status == controller.TaskCancelling) {
 				return true
 			}

@@ -78,13 +78,13 @@ func injectSlotMove(f *faultEnv) (string, func()) {
 		g := made[f.rng.Intn(len(made))]
 		into := slotstore.GroupID(f.rng.Intn(f.tc.groups) + 1)
 		what = fmt.Sprintf("merge g%d into g%d", g, into)
-		task, err = via.CreateMerge(ctx, g, into)
+		task, err = via.Operator().CreateMerge(ctx, g, into)
 		if err == nil {
 			sl.merges++
 		}
 	case r >= 2 && len(st.Groups) < 6:
 		what = fmt.Sprintf("split hash slot %d off g%d", hs, from)
-		task, err = via.CreateSplit(ctx, from, []slotstore.HashSlot{hs}, nil)
+		task, err = via.Operator().CreateSplit(ctx, from, []slotstore.HashSlot{hs}, nil)
 		if err == nil {
 			sl.splits++
 		}
@@ -94,7 +94,7 @@ func injectSlotMove(f *faultEnv) (string, func()) {
 		}
 		to := others[f.rng.Intn(len(others))]
 		what = fmt.Sprintf("migrate hash slot %d g%d→g%d", hs, from, to)
-		task, err = via.CreateSlotMigration(ctx, hs, to)
+		task, err = via.Operator().CreateSlotMigration(ctx, hs, to)
 		if err == nil {
 			sl.migrations++
 		}
@@ -126,7 +126,7 @@ func settleSlotMoves(tc *testCluster, ml *moveLog) {
 		var err error
 		for deadline := time.Now().Add(10 * time.Second); ; {
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-			_, err = tc.c.Nodes[int(g)%tc.size()].CreateMerge(ctx, g, 1)
+			_, err = tc.c.Nodes[int(g)%tc.size()].Operator().CreateMerge(ctx, g, 1)
 			cancel()
 			if err == nil || !slotstore.ErrorCode(err).Retryable() || time.Now().After(deadline) {
 				break
@@ -169,7 +169,7 @@ func waitSlotMoves(tc *testCluster, ml *moveLog) {
 					continue
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-				_, err := tc.c.Nodes[int(t.ID)%tc.size()].CreateSlotMigration(ctx, *t.HashSlot, t.ToGroup)
+				_, err := tc.c.Nodes[int(t.ID)%tc.size()].Operator().CreateSlotMigration(ctx, *t.HashSlot, t.ToGroup)
 				cancel()
 				if err == nil {
 					resumedAt[t.ID] = t.Attempt

@@ -1079,7 +1079,7 @@ func genCluster(t *testing.T, c *client.ClientWithResponses, cn *cluster.Node) {
 	}
 
 	// Groups: intent and observed fact (the test observes).
-	cn.ObserveOnce(ctx)
+	cn.Testing().Leader().ObserveOnce(ctx)
 	groups, err := c.ListGroupsWithResponse(ctx)
 	genCheck(t, "groups", groups, err, http.StatusOK)
 	if len(groups.JSON200.Items) != 4 {
@@ -1136,7 +1136,7 @@ func genCluster(t *testing.T, c *client.ClientWithResponses, cn *cluster.Node) {
 	slot := slotsOf[1][0]
 	step := func(id int64) client.Task {
 		t.Helper()
-		cn.TasksOnce(ctx)
+		cn.Testing().Leader().TasksOnce(ctx)
 		r, err := c.GetTaskWithResponse(ctx, id)
 		genCheck(t, "task", r, err, http.StatusOK)
 		return *r.JSON200

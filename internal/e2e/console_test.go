@@ -520,7 +520,7 @@ func TestConsoleBalancerInBrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid=node-row-3] form button`)),
 		chromedp.Click(chromedp.CSS(`[data-testid=node-row-3] form button`)), chromedp.WaitVisible(chromedp.CSS(`[data-testid=flash]`)))
 	waitText("remove flash", `[data-testid=flash]`, "Node 3 was removed from the cluster")
-	for _, n := range c.Nodes[0].Nodes() {
+	for _, n := range c.Nodes[0].Operator().Nodes() {
 		if n.ID == 3 && n.State != slotstore.NodeRemoved {
 			t.Fatalf("node 3 after the removal from the console: %+v", n)
 		}

@@ -152,7 +152,7 @@ func TestRemoveTheControllerLeader(t *testing.T) {
 	for i, n := range c.Nodes {
 		servers[i] = serve(t, n)
 	}
-	leader := c.Nodes[0].Summary().ControllerLeader
+	leader := c.Nodes[0].Operator().Summary().ControllerLeader
 	var via *server
 	for i, n := range c.Nodes {
 		if n.NodeID() != leader {
@@ -170,7 +170,7 @@ func TestRemoveTheControllerLeader(t *testing.T) {
 		return false
 	})
 	via.must(204, "DELETE", fmt.Sprintf("/v1/cluster/nodes/%d", leader), "")
-	if now := via.node.Summary().ControllerLeader; now == leader {
+	if now := via.node.Operator().Summary().ControllerLeader; now == leader {
 		t.Fatalf("node %d still leads the controller after its removal", leader)
 	}
 	for i := 0; i < 10; i++ {

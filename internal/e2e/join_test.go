@@ -102,7 +102,7 @@ func TestJoinThroughAnAPIWithTokens(t *testing.T) {
 	if err := n4.Ready(); err != nil {
 		t.Fatal(err)
 	}
-	if got := len(c.Nodes[0].Nodes()); got != 4 {
+	if got := len(c.Nodes[0].Operator().Nodes()); got != 4 {
 		t.Fatalf("%d nodes registered", got)
 	}
 }

@@ -40,7 +40,7 @@ func controllerLeader(t *testing.T, c *slotstoretest.Cluster) *cluster.Node {
 }
 
 func lastDecision(n *cluster.Node, g slotstore.GroupID) slotstore.Decision {
-	ds := n.Decisions()
+	ds := n.Operator().Decisions()
 	for i := len(ds) - 1; i >= 0; i-- {
 		if ds[i].Group == g {
 			return ds[i]
@@ -65,13 +65,13 @@ func TestPreferredLeaderReconciliation(t *testing.T) {
 	round := func() {
 		t.Helper()
 		octx, ocancel := context.WithTimeout(context.Background(), 2*time.Second)
-		ctl.ObserveOnce(octx)
+		ctl.Testing().Leader().ObserveOnce(octx)
 		ocancel()
-		ctl.ReconcileOnce(clock.now())
+		ctl.Testing().Leader().ReconcileOnce(clock.now())
 	}
 	view := func() slotstore.GroupView {
 		t.Helper()
-		v, err := ctl.Group(ctx, g)
+		v, err := ctl.Operator().Group(ctx, g)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -92,7 +92,7 @@ func TestPreferredLeaderReconciliation(t *testing.T) {
 	}
 	// Prefer a node that does not lead.
 	target := slotstore.NodeID(v.Leader%3 + 1)
-	if err := ctl.SetPreferredLeader(ctx, g, target); err != nil {
+	if err := ctl.Operator().SetPreferredLeader(ctx, g, target); err != nil {
 		t.Fatal(err)
 	}
 
@@ -107,12 +107,12 @@ func TestPreferredLeaderReconciliation(t *testing.T) {
 	}
 
 	// 2. A fresh intent with every check passing: the leader moves.
-	if err := ctl.SetPreferredLeader(ctx, g, target); err != nil {
+	if err := ctl.Operator().SetPreferredLeader(ctx, g, target); err != nil {
 		t.Fatal(err)
 	}
 	round()
 	if d := lastDecision(ctl, g); d.Kind != slotstore.DecisionTransferred || d.Leader != target {
-		t.Fatalf("after a passing round: last decision %+v (log %+v)", d, ctl.Decisions())
+		t.Fatalf("after a passing round: last decision %+v (log %+v)", d, ctl.Operator().Decisions())
 	}
 	round()
 	if v2 := view(); v2.Leader != target {
@@ -127,7 +127,7 @@ func TestPreferredLeaderReconciliation(t *testing.T) {
 	if other == target {
 		t.Fatal("test set-up: no third node")
 	}
-	if err := ctl.SetPreferredLeader(ctx, g, other); err != nil {
+	if err := ctl.Operator().SetPreferredLeader(ctx, g, other); err != nil {
 		t.Fatal(err)
 	}
 	_ = c.Nodes[other-1].Close()

@@ -192,13 +192,13 @@ func TestReplicaMoveResumesOnANewControllerLeader(t *testing.T) {
 	next := slotstore.NodeID(ctl.NodeID()%4 + 1)
 	ctx, cancel := ctx10s()
 	defer cancel()
-	if cur, _ := ctl.Task(uint64(task2.Id)); cur.Status != controller.TaskRunning {
+	if cur, _ := ctl.Operator().Task(uint64(task2.Id)); cur.Status != controller.TaskRunning {
 		t.Fatalf("the move ended before the controller leader changed: %+v", cur)
 	}
 	if err := ctl.Testing().TransferControllerLeader(ctx, next); err != nil {
 		t.Fatal(err)
 	}
-	if cur, _ := c.Nodes[0].Task(uint64(task2.Id)); cur.Status != controller.TaskRunning && cur.Phase == controller.PhaseDone {
+	if cur, _ := c.Nodes[0].Operator().Task(uint64(task2.Id)); cur.Status != controller.TaskRunning && cur.Phase == controller.PhaseDone {
 		t.Log("the move finished before the controller leader changed; the resume path was not exercised this run")
 	}
 	task2 = waitTask(t, s, task2.Id, func(x client.Task) bool { return x.Status != client.TaskStatusRunning }, 60*time.Second)

@@ -67,8 +67,8 @@ func TestHashSlotMigration(t *testing.T) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		ctl.TasksOnce(ctx)
-		cur, err := ctl.Task(uint64(task.Id))
+		ctl.Testing().Leader().TasksOnce(ctx)
+		cur, err := ctl.Operator().Task(uint64(task.Id))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -103,7 +103,7 @@ func TestHashSlotMigration(t *testing.T) {
 			t.Fatalf("task ended %+v", cur)
 		}
 	}
-	if cur, _ := ctl.Task(uint64(task.Id)); cur.Status != controller.TaskSucceeded || cur.Phase != controller.PhaseDone {
+	if cur, _ := ctl.Operator().Task(uint64(task.Id)); cur.Status != controller.TaskSucceeded || cur.Phase != controller.PhaseDone {
 		t.Fatalf("task: %+v", cur)
 	}
 	// Every node follows the new table (revision 2, slot → group 2).
@@ -176,7 +176,7 @@ func TestHashSlotMovesCanBeTurnedOff(t *testing.T) {
 		}
 	}
 	s.must(200, "GET", "/v1/cluster/tasks", "")
-	if ts := c.Nodes[0].Tasks(); len(ts) != 0 {
+	if ts := c.Nodes[0].Operator().Tasks(); len(ts) != 0 {
 		t.Fatalf("tasks started with moves off: %+v", ts)
 	}
 }

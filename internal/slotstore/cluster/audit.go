@@ -18,8 +18,3 @@ func (n *Node) Audit(ctx context.Context, rec slotstore.AuditRecord) (uint64, er
 	}
 	return r.TaskID, nil
 }
-
-// AuditTrail returns the audit trail as this node's controller replica has
-// applied it, oldest first. Records are never changed once recorded, so
-// the slice may be shared; callers must not modify it.
-func (n *Node) AuditTrail() []slotstore.AuditRecord { return n.ctrl.Load().Audit }

@@ -187,8 +187,8 @@ func TestNoTransferTowardAReplicaTheLeaderDoesNotHear(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	ctrl.ObserveOnce(ctx)
-	if pf, _, err := ctrl.LeaderTransfer(ctx, faultGroup, target, true); err != nil || !pf.OK {
+	ctrl.Testing().Leader().ObserveOnce(ctx)
+	if pf, _, err := ctrl.Operator().LeaderTransfer(ctx, faultGroup, target, true); err != nil || !pf.OK {
 		t.Fatalf("before the cut the transfer is safe: %+v %v", pf, err)
 	}
 	c.Net.Isolate(target)
@@ -196,7 +196,7 @@ func TestNoTransferTowardAReplicaTheLeaderDoesNotHear(t *testing.T) {
 		return ln.HeardAgoMs(faultGroup, target) > 500
 	})
 	before := ln.Stats().DroppedProposals
-	pf, _, err := ctrl.LeaderTransfer(ctx, faultGroup, target, false)
+	pf, _, err := ctrl.Operator().LeaderTransfer(ctx, faultGroup, target, false)
 	var se *slotstore.Error
 	if !errors.As(err, &se) || se.Code != slotstore.CodeConflict || pf.OK {
 		t.Fatalf("transfer toward a cut-off replica: %+v, %v (want a conflict)", pf, err)
@@ -329,7 +329,7 @@ func TestHealthShownAsItIs(t *testing.T) {
 	health := func() map[slotstore.NodeID]slotstore.NodeHealth {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		hs, err := ctrl.NodeHealth(ctx)
+		hs, err := ctrl.Operator().NodeHealth(ctx)
 		if err != nil {
 			return nil
 		}
@@ -340,7 +340,7 @@ func TestHealthShownAsItIs(t *testing.T) {
 		return out
 	}
 	group := func() slotstore.GroupView {
-		v, _ := ctrl.Group(context.Background(), faultGroup)
+		v, _ := ctrl.Operator().Group(context.Background(), faultGroup)
 		return v
 	}
 	gauge := func(name, label string) float64 {

@@ -65,7 +65,7 @@ func (n *Node) reconcile(ctx context.Context) {
 	// leader too, and the group stays leaderless here until something
 	// touches it (scripts' tests: 30-60 s after a restart).
 	for _, g := range n.replicas.RefreshLeaders(st) {
-		n.Wake(g)
+		n.wakes.wake(g)
 	}
 	n.pollPeerLeaders(ctx, st)
 	n.ensurePeerSecret(ctx, st)

@@ -5,6 +5,7 @@ import (
 
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/controller"
+	"slotmeta/internal/slotstore/controller/leader"
 	"slotmeta/internal/slotstore/controller/tasks"
 	"slotmeta/internal/slotstore/heat"
 	"slotmeta/internal/slotstore/meta"
@@ -14,51 +15,52 @@ import (
 // The node as its leaf packages see it: small adapters that implement the
 // interfaces those packages declare, kept off the Node's own method set.
 
-// taskHost is the node as the task executor sees it (tasks.Node), kept off
-// the Node's own method set.
-type taskHost struct{ n *Node }
+// leaderHost is the node as the controller leader's work sees it
+// (leader.Host), kept off the Node's own method set.
+type leaderHost struct{ n *Node }
 
-var _ tasks.Node = taskHost{}
+var _ leader.Host = leaderHost{}
 
-func (h taskHost) Controller() *controller.State { return h.n.ctrl.Load() }
+func (h leaderHost) Controller() *controller.State { return h.n.ctrl.Load() }
 
-func (h taskHost) Membership(ctx context.Context, req tasks.MembershipRequest) (tasks.Membership, error) {
+func (h leaderHost) ControllerLeader() slotstore.NodeID {
+	return slotstore.NodeID(h.n.ctrlLeader.Load())
+}
+
+func (h leaderHost) Propose(ctx context.Context, c controller.Command) (controller.Result, error) {
+	return h.n.proposeControllerResult(ctx, c)
+}
+
+func (h leaderHost) Status(ctx context.Context) slotstore.NodeStatus { return h.n.LocalStatus(ctx) }
+
+func (h leaderHost) PeerAddr(id slotstore.NodeID) string { return h.n.dispatch.PeerAddrOf(id) }
+
+func (h leaderHost) TransferHere(ctx context.Context, g slotstore.GroupID, target slotstore.NodeID) (slotstore.NodeID, uint64, error) {
+	if err := h.n.TransferLeader(ctx, g, target); err != nil {
+		return 0, 0, err
+	}
+	st, _ := h.n.router.Load().Group(g)
+	return st.Leader, st.Term, nil
+}
+
+func (h leaderHost) Wake(groups []slotstore.GroupID, skip slotstore.NodeID) {
+	h.n.wakes.enqueue(wakeReq{groups: groups, skip: skip})
+}
+
+func (h leaderHost) Membership(ctx context.Context, req tasks.MembershipRequest) (tasks.Membership, error) {
 	return h.n.membership(ctx, req)
 }
 
-func (h taskHost) Observe(ctx context.Context) { h.n.ObserveOnce(ctx) }
-
-func (h taskHost) Group(ctx context.Context, g slotstore.GroupID) (slotstore.GroupView, error) {
-	return h.n.Group(ctx, g)
-}
-
-func (h taskHost) GroupLeader(g slotstore.GroupID) slotstore.NodeID {
+func (h leaderHost) GroupLeader(g slotstore.GroupID) slotstore.NodeID {
 	st, _ := h.n.router.Load().Group(g)
 	return st.Leader
 }
 
-func (h taskHost) Transfer(ctx context.Context, v slotstore.GroupView, target slotstore.NodeID) error {
-	_, err := h.n.executeTransfer(ctx, v, target)
-	return err
-}
-
-func (h taskHost) Advance(ctx context.Context, a controller.AdvanceTask) error {
-	_, err := h.n.proposeControllerResult(ctx, controller.Command{AdvanceTask: &a})
-	return err
-}
-
-func (h taskHost) Record(d slotstore.Decision) { h.n.record(d) }
-
-func (h taskHost) RetireGroup(ctx context.Context, g slotstore.GroupID) error {
-	_, err := h.n.proposeControllerResult(ctx, controller.Command{RetireGroup: &controller.RetireGroup{Group: g}})
-	return err
-}
-
-func (h taskHost) ProposeToGroup(ctx context.Context, g slotstore.GroupID, cmd meta.Command) (meta.Result, error) {
+func (h leaderHost) ProposeToGroup(ctx context.Context, g slotstore.GroupID, cmd meta.Command) (meta.Result, error) {
 	return h.n.dispatch.ProposeToGroup(ctx, g, cmd)
 }
 
-func (h taskHost) Read(ctx context.Context, q meta.Query, c meta.Consistency) (any, meta.ReadInfo, error) {
+func (h leaderHost) Read(ctx context.Context, q meta.Query, c meta.Consistency) (any, meta.ReadInfo, error) {
 	return h.n.Read(heat.Quiet(ctx), q, c) // a slot move's copy is no client's load
 }
 

@@ -222,7 +222,7 @@ func (n *Node) addControllerNonVoting(ctx context.Context, info slotstore.NodeIn
 }
 
 // Nodes lists the registered nodes.
-func (n *Node) Nodes() []slotstore.NodeInfo {
+func (n *Node) nodes() []slotstore.NodeInfo {
 	st := n.ctrl.Load()
 	out := make([]slotstore.NodeInfo, 0, len(st.Nodes))
 	for _, id := range st.NodeIDs() {
@@ -232,7 +232,7 @@ func (n *Node) Nodes() []slotstore.NodeInfo {
 }
 
 // Summary is this node's view of the cluster.
-func (n *Node) Summary() slotstore.ClusterSummary {
+func (n *Node) summary() slotstore.ClusterSummary {
 	st := n.ctrl.Load()
 	snap := n.router.Load()
 	s := slotstore.ClusterSummary{ClusterID: st.ClusterID, NodeID: n.cfg.NodeID, RouteRevision: snap.Revision(),

@@ -180,19 +180,18 @@ func (h *healthCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (h *healthCollector) Collect(ch chan<- prometheus.Metric) {
-	n := h.n
-	if !n.isControllerLeader() {
+	health, views, leads := h.n.leader.Observed(h.n.cfg.Now())
+	if !leads {
 		return
 	}
-	now := n.cfg.Now()
-	for _, nh := range n.obs.NodeHealth(now, n.registeredNodes(), n.cfg.NodeID) {
+	for _, nh := range health {
 		v := 0.0
 		if nh.Health == slotstore.NodeUnreachable {
 			v = 1
 		}
 		ch <- prometheus.MustNewConstMetric(h.unreachable, prometheus.GaugeValue, v, strconv.FormatUint(uint64(nh.Node), 10))
 	}
-	for _, g := range n.views(now) {
+	for _, g := range views {
 		label := strconv.FormatUint(uint64(g.ID), 10)
 		v := 0.0
 		if g.Health != slotstore.GroupHealthy {

@@ -186,7 +186,7 @@ func moveReplica(ctx context.Context, t *testing.T, via *cluster.Node, g slotsto
 	for {
 		actx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		var err error
-		task, err = via.CreateReplicaMove(actx, g, from, to)
+		task, err = via.Operator().CreateReplicaMove(actx, g, from, to)
 		cancel()
 		if err == nil {
 			break
@@ -201,7 +201,7 @@ func moveReplica(ctx context.Context, t *testing.T, via *cluster.Node, g slotsto
 	}
 	testutil.WaitFor(t, within, 50*time.Millisecond, func() (bool, string) {
 		if task.Status == controller.TaskRunning {
-			task, _ = via.Task(task.ID)
+			task, _ = via.Operator().Task(task.ID)
 		}
 		return task.Status != controller.TaskRunning, fmt.Sprintf("move n%d→n%d did not end: %+v", from, to, task)
 	})

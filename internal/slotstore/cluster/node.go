@@ -56,8 +56,7 @@ import (
 	"slotmeta/internal/netguard"
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/controller"
-	"slotmeta/internal/slotstore/controller/policy"
-	"slotmeta/internal/slotstore/controller/tasks"
+	"slotmeta/internal/slotstore/controller/leader"
 	"slotmeta/internal/slotstore/dispatch"
 	"slotmeta/internal/slotstore/heat"
 	"slotmeta/internal/slotstore/peer"
@@ -92,27 +91,18 @@ type Node struct {
 	peerRPC *peer.Server // its handler; Close ends the peer streams Shutdown does not see
 	peerLn  net.Listener
 
-	obs        *policy.Observations            // the controller leader's reports and health streaks
 	heard      *raftnet.Heard                  // when each replica was last heard from over Raft
 	members    memberships                     // led groups' memberships by config change index (status reports)
 	heat       *heat.Counters                  // reads and writes this node's API served, per hash slot
-	load       *heat.Tracker                   // the controller leader's per-slot rates, from the reports
-	balancer   balancerBook                    // the controller leader's latest balancer round
 	removed    atomic.Pointer[map[string]bool] // Raft addresses of removed nodes (refused)
 	wakes      *waker                          // wakes quiesced groups (quiesce.go)
-	backoff    *policy.Backoff                 // per group, after failed leader transfers
-	tasks      *tasks.Executor                 // the controller's tasks, stepped while this node leads it
+	leader     *leader.Leader                  // the controller leader's work: observe, reconcile, tasks, balance
 	projector  *projector.Projector            // drains the outboxes of the groups this node leads
 	dispatch   *dispatch.Dispatcher            // routes commands and queries to the replica that serves them
 	peerWrites *peerWrites                     // attributes what other nodes ask through the peer port (peerwrites.go)
 	snaps      snapshotEvents                  // dragonboat system events, counted (snapshotevents.go)
-	transfers  sync.Map                        // GroupID → time.Time: leader transfers this node started and has not seen finish
-	decided    sync.Map                        // GroupID → string: the last decision recorded per group (to log changes only)
 	bg         sync.WaitGroup                  // background goroutines besides the reconcile loop
 
-	// viewsHook, set only by tests, replaces the observed views the
-	// preferred-leader reconciler decides from.
-	viewsHook func(now time.Time) []slotstore.GroupView
 	// followGate, set only by tests, holds the reconcile loop before it
 	// starts or stops replicas until the channel closes (a slow round).
 	followGate atomic.Pointer[chan struct{}]
@@ -171,8 +161,7 @@ func Start(cfg Config) (*Node, error) {
 	n := &Node{cfg: cfg, db: db, logdb: &raftlog.Factory{}, router: routing.NewRouter(), kick: make(chan struct{}, 1),
 		stop: make(chan struct{}), done: make(chan struct{}),
 		secret: secrets.secret, secrets: secrets,
-		obs: policy.NewObservations(), heard: raftnet.NewHeard(), heat: &heat.Counters{}, load: heat.NewTracker(), wakes: newWaker(),
-		backoff: policy.NewBackoff(uint64(cfg.NodeID)<<32 ^ uint64(time.Now().UnixNano()))}
+		heard: raftnet.NewHeard(), heat: &heat.Counters{}}
 	n.secret.Accept(cfg.AcceptedSecrets)
 	n.peers = peer.NewClient(n.secret, cfg.MaxPeerInFlight)
 	n.peerTLS = peerTLS
@@ -240,15 +229,26 @@ func Start(cfg Config) (*Node, error) {
 		RemoteReadIndex: n.remoteReadIndex(leaseReads > 0), RemoteBudget: min(cfg.electionTimeout(), cfg.RequestTimeout/2),
 		LeaseLimit: func(g slotstore.GroupID) time.Duration { return leaseLimit(n.ctrl.Load(), g) }, Log: n.logdb,
 		ReadPath: n.metrics.readPath})
+	n.wakes = newWaker(&waker{off: cfg.DisableQuiesce, self: cfg.NodeID, life: n.life, router: n.router, ctrl: n.ctrl.Load,
+		peers: n.peers, addr: func(id slotstore.NodeID) string { return n.dispatch.PeerAddrOf(id) },
+		touch: func(g slotstore.GroupID) {
+			if lg := n.replicas.Get(g); lg != nil && lg.Open() {
+				_, _ = n.nh.ReadIndex(controller.ShardOf(g), wakeTimeout)
+			}
+		}})
 	n.peerWrites = &peerWrites{nodes: n.ctrl.Load, counted: n.metrics.peerWrites, lost: n.metrics.peerAuditLost, audit: n.Audit, log: cfg.Logger}
 	n.dispatch = dispatch.New(dispatch.Config{NodeID: cfg.NodeID, Router: n.router, Local: localReplicas{n}, Peers: n.peers,
 		Controller: n.ctrl.Load, MaxForwardHops: cfg.MaxForwardHops, ForwardHopTimeout: cfg.ForwardHopTimeout,
 		ForwardMoveGrace: cfg.ForwardMoveGrace, LeaderWait: cfg.LeaderWait, ElectionTimeout: cfg.electionTimeout(), Now: cfg.Now,
-		Proposal: n.metrics.proposal, LeaderMove: n.metrics.leaderMove, Heat: n.heat, Wake: n.wakeUnreached, ServedWrite: n.peerWrites.proposed})
+		Proposal: n.metrics.proposal, LeaderMove: n.metrics.leaderMove, Heat: n.heat, Wake: n.wakes.unreached, ServedWrite: n.peerWrites.proposed})
 	n.projector = projector.New(projector.Config{Node: projectHost{n}, Interval: cfg.ProjectInterval,
 		RoundTimeout: cfg.RequestTimeout, Backlog: n.metrics.backlog, Logger: cfg.Logger})
-	n.tasks = tasks.New(tasks.Config{Node: taskHost{n}, PhaseTimeout: cfg.TaskPhaseTimeout, ActiveWithin: cfg.Leadership.ActiveWithin,
-		MaxLag: cfg.Leadership.MaxLag, RequestTimeout: cfg.RequestTimeout, Now: cfg.Now, Logger: cfg.Logger})
+	n.leader = leader.New(leader.Config{NodeID: cfg.NodeID, Host: leaderHost{n}, Peers: n.peers, Now: cfg.Now, Logger: cfg.Logger, Life: n.life,
+		ObserveInterval: cfg.ObserveInterval, BalanceInterval: cfg.BalanceInterval, RequestTimeout: cfg.RequestTimeout,
+		UnreachableAfter: cfg.UnreachableAfter, TaskPhaseTimeout: cfg.TaskPhaseTimeout, Leadership: cfg.Leadership,
+		Balancer: cfg.Balancer, DisableBalancer: cfg.DisableBalancer, DisableQuiesce: cfg.DisableQuiesce,
+		DisableHashSlotMoves: cfg.DisableHashSlotMoves, BackoffSeed: uint64(cfg.NodeID)<<32 ^ uint64(time.Now().UnixNano()),
+		ServedTransfer: func(ctx context.Context) { n.peerWrites.wrote(ctx, peerWriteTransfer) }})
 	if cfg.PeerAddr != "" {
 		// Bounded: a connection that has not shown the cluster secret within
 		// the grace is closed (peer.Server proves it on admission).
@@ -283,8 +283,14 @@ func Start(cfg Config) (*Node, error) {
 	}
 	go n.reconcileLoop()
 	n.bg.Add(3)
-	go n.observeLoop()
-	go n.wakeLoop()
+	go func() {
+		defer n.bg.Done()
+		n.leader.Run(n.stop)
+	}()
+	go func() {
+		defer n.bg.Done()
+		n.wakes.run(n.stop)
+	}()
 	go func() {
 		defer n.bg.Done()
 		n.projector.Run(n.life)
@@ -404,15 +410,6 @@ func (n *Node) NodeID() slotstore.NodeID { return n.cfg.NodeID }
 // Routes returns the current routing snapshot.
 func (n *Node) Routes() *routing.Snapshot { return n.router.Load() }
 
-// SlotMap is the group of every hash slot in the current routing table
-// (zeros before the table is known).
-func (n *Node) SlotMap() (m [slotstore.HashSlotCount]slotstore.GroupID) {
-	if t := n.router.Load().Table(); t != nil {
-		m = t.Groups()
-	}
-	return m
-}
-
 // Controller returns a copy of the controller state as this node last applied it.
 func (n *Node) Controller() *controller.State { return n.ctrl.Load() }
 
@@ -486,7 +483,3 @@ func (n *Node) LeaderUpdated(info raftio.LeaderInfo) {
 		n.router.SetLeader(g, node, info.Term)
 	}
 }
-
-// Operator is the node's operations on the cluster (slotstore.Operator),
-// for the API and the console.
-func (n *Node) Operator() slotstore.Operator { return n }

@@ -26,21 +26,21 @@ const minControllerVoters = 3
 // removed node never rejoins with its old identity.
 var ErrRemoved = errors.New("cluster: this node was removed from the cluster")
 
-// DrainNode starts draining node id: it takes no new replicas, and the
+// drainNode starts draining node id: it takes no new replicas, and the
 // balancer moves its replicas and leaders off it (progress in Balancer).
-func (n *Node) DrainNode(ctx context.Context, id slotstore.NodeID) (slotstore.NodeInfo, error) {
+func (n *Node) drainNode(ctx context.Context, id slotstore.NodeID) (slotstore.NodeInfo, error) {
 	if err := n.proposeController(ctx, controller.Command{DrainNode: &controller.DrainNode{ID: id}}); err != nil {
 		return slotstore.NodeInfo{}, err
 	}
 	return *n.ctrl.Load().Nodes[id], nil
 }
 
-// RemoveNode removes a drained node: refused while it holds a replica, a
+// removeNode removes a drained node: refused while it holds a replica, a
 // task moves one of its replicas, or it is one of the last controller
 // voters. The controller records it removed first (so that every node
 // drops its Raft messages from then on), then it leaves the controller
 // group's membership.
-func (n *Node) RemoveNode(ctx context.Context, id slotstore.NodeID) error {
+func (n *Node) removeNode(ctx context.Context, id slotstore.NodeID) error {
 	if id == n.cfg.NodeID {
 		// Once removed, its own Raft messages and peer requests are
 		// refused: it could not finish taking itself out.
@@ -240,5 +240,5 @@ func (n *Node) askNodes(ctx context.Context, addr string) ([]slotstore.NodeInfo,
 
 func (n *Node) servePeerNodes(_ context.Context, w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(n.Nodes())
+	_ = json.NewEncoder(w).Encode(n.nodes())
 }

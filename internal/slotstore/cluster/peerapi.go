@@ -25,17 +25,13 @@ func (n *Node) peerHandler() *peer.Server {
 	s.RefuseFrom(n.isRemoved)
 	s.OnAuthFailure(n.metrics.peerAuthFailed)
 	n.dispatch.Register(s) // propose, propose-batch, read
+	n.leader.Register(s)   // groups, health, balancer, balancer-plan, transfer
 	s.Handle(http.MethodPost, "readindex", n.servePeerReadIndex)
 	s.Handle(http.MethodGet, "leaders", n.servePeerLeaders)
 	s.Handle(http.MethodGet, "applied", n.servePeerApplied)
 	s.Handle(http.MethodGet, "status", n.servePeerStatus)
-	s.Handle(http.MethodGet, "groups", n.servePeerGroups)
-	s.Handle(http.MethodGet, "health", n.servePeerHealth)
-	s.Handle(http.MethodGet, "balancer", n.servePeerBalancer)
-	s.Handle(http.MethodGet, "balancer-plan", n.servePeerBalancerPlan)
 	s.Handle(http.MethodGet, "nodes", n.servePeerNodes)
-	s.Handle(http.MethodPost, "wake", n.servePeerWake)
-	s.Handle(http.MethodPost, "transfer", n.servePeerTransfer)
+	s.Handle(http.MethodPost, "wake", n.wakes.serve)
 	s.Handle(http.MethodPost, "membership", n.servePeerMembership)
 	return s
 }

@@ -40,7 +40,7 @@ func TestPeerWritesAreAttributedToTheirNode(t *testing.T) {
 		}
 		return res.Err()
 	}
-	trail := len(n.AuditTrail())
+	trail := len(n.Operator().AuditTrail())
 	if err := send(1, &meta.PutKV{Key: "k", Value: []byte("v")}); err != nil {
 		t.Fatalf("data write through the peer port: %v", err)
 	}
@@ -63,7 +63,7 @@ func TestPeerWritesAreAttributedToTheirNode(t *testing.T) {
 		}
 	}
 	// The record is written before the peer's answer (peerProposed).
-	recs := n.AuditTrail()[trail:]
+	recs := n.Operator().AuditTrail()[trail:]
 	if len(recs) != 2 {
 		t.Fatalf("audit records after the peer writes: %+v, want the two migration steps only", recs)
 	}

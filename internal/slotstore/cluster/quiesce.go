@@ -12,6 +12,7 @@ import (
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/controller"
 	"slotmeta/internal/slotstore/peer"
+	"slotmeta/internal/slotstore/routing"
 )
 
 // Waking quiesced groups (Config.Quiesce).
@@ -53,7 +54,18 @@ const (
 	maxWakeBatch = 1024        // groups in one peer "wake" request
 )
 
+// waker wakes quiesced groups: the node's, and through the peer port its
+// peers' replicas of them. It owns the wake queue and its worker (run).
 type waker struct {
+	off    bool // Config.DisableQuiesce: nothing is quiesced, nothing to wake
+	self   slotstore.NodeID
+	life   context.Context
+	router *routing.Router
+	ctrl   func() *controller.State
+	touch  func(g slotstore.GroupID) // a ReadIndex on this node's open replica of g, not waited for
+	addr   func(slotstore.NodeID) string
+	peers  *peer.Client
+
 	q       chan wakeReq
 	mu      sync.Mutex
 	last    map[slotstore.GroupID]time.Time
@@ -66,24 +78,25 @@ type wakeReq struct {
 	skip   slotstore.NodeID // a node not to ask (the unreachable leader's)
 }
 
-func newWaker() *waker {
-	return &waker{q: make(chan wakeReq, wakeQueueCap), last: map[slotstore.GroupID]time.Time{}}
+func newWaker(w *waker) *waker {
+	w.q, w.last = make(chan wakeReq, wakeQueueCap), map[slotstore.GroupID]time.Time{}
+	return w
 }
 
-// Wake asks that group g's replicas leave quiesce (a no-op unless
+// wake asks that group g's replicas leave quiesce (a no-op unless
 // Config.Quiesce). Safe from any goroutine; never blocks.
-func (n *Node) Wake(g slotstore.GroupID) { n.enqueueWake(wakeReq{groups: []slotstore.GroupID{g}}) }
+func (w *waker) wake(g slotstore.GroupID) { w.enqueue(wakeReq{groups: []slotstore.GroupID{g}}) }
 
-// wakeUnreached is dispatch's hook: g's leader could not be reached, so
+// unreached is dispatch's hook: g's leader could not be reached, so
 // every group that node leads (as this node's router knows) is woken with
 // it — one cut-off node is a wake for all its groups, not one per write.
-func (n *Node) wakeUnreached(g slotstore.GroupID, leader slotstore.NodeID) {
-	if n.cfg.DisableQuiesce {
+func (w *waker) unreached(g slotstore.GroupID, leader slotstore.NodeID) {
+	if w.off {
 		return
 	}
 	groups := []slotstore.GroupID{g}
-	if leader != 0 && leader != n.cfg.NodeID {
-		for _, other := range n.router.Load().LedBy(leader) {
+	if leader != 0 && leader != w.self {
+		for _, other := range w.router.Load().LedBy(leader) {
 			if other != g {
 				groups = append(groups, other)
 			}
@@ -91,16 +104,15 @@ func (n *Node) wakeUnreached(g slotstore.GroupID, leader slotstore.NodeID) {
 	} else {
 		leader = 0
 	}
-	n.enqueueWake(wakeReq{groups: groups, skip: leader})
+	w.enqueue(wakeReq{groups: groups, skip: leader})
 }
 
-// enqueueWake queues r's groups that were not woken within wakeEvery (all of
+// enqueue queues r's groups that were not woken within wakeEvery (all of
 // them when a peer asks); a full queue drops the batch, counted.
-func (n *Node) enqueueWake(r wakeReq) {
-	if n.cfg.DisableQuiesce {
+func (w *waker) enqueue(r wakeReq) {
+	if w.off {
 		return
 	}
-	w := n.wakes
 	now := time.Now()
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -132,47 +144,42 @@ func (n *Node) enqueueWake(r wakeReq) {
 	}
 }
 
-// wakeLoop is the waker's worker, owned by the node.
-func (n *Node) wakeLoop() {
-	defer n.bg.Done()
+// run is the waker's worker, owned by the node: it ends when stop closes.
+func (w *waker) run(stop <-chan struct{}) {
 	for {
 		select {
-		case <-n.stop:
+		case <-stop:
 			return
-		case r := <-n.wakes.q:
+		case r := <-w.q:
 			for _, g := range r.groups {
-				n.wakeLocal(g)
+				w.local(g)
 			}
-			n.wakePeers(r.groups, r.skip)
+			w.wakePeers(r.groups, r.skip)
 		}
 	}
 }
 
-// wakeLocal touches this node's replica of g with a ReadIndex. Asking is the
+// local touches this node's replica of g with a ReadIndex. Asking is the
 // activity that ends the quiesce; the answer does not matter and is not
 // waited for (the request expires by itself when no leader answers; its
 // state is left to the garbage collector, not released into dragonboat's
 // pool while still pending). A no-op without Config.Quiesce.
-func (n *Node) wakeLocal(g slotstore.GroupID) {
-	if n.cfg.DisableQuiesce {
-		return
+func (w *waker) local(g slotstore.GroupID) {
+	if !w.off {
+		w.touch(g)
 	}
-	if lg := n.replicas.Get(g); lg == nil || !lg.Open() {
-		return
-	}
-	_, _ = n.nh.ReadIndex(controller.ShardOf(g), wakeTimeout)
 }
 
 // wakePeers asks the other desired peers of groups to wake their replicas:
 // one request per peer node for all of its groups, all at once, each
 // bounded by wakeTimeout.
-func (n *Node) wakePeers(groups []slotstore.GroupID, skip slotstore.NodeID) {
-	st := n.ctrl.Load()
+func (w *waker) wakePeers(groups []slotstore.GroupID, skip slotstore.NodeID) {
+	st := w.ctrl()
 	byPeer := map[slotstore.NodeID][]slotstore.GroupID{}
 	for _, g := range groups {
 		if grp, ok := st.Groups[g]; ok {
 			for _, id := range grp.PeerNodes() {
-				if id != n.cfg.NodeID && id != skip && len(byPeer[id]) < maxWakeBatch {
+				if id != w.self && id != skip && len(byPeer[id]) < maxWakeBatch {
 					byPeer[id] = append(byPeer[id], g)
 				}
 			}
@@ -180,15 +187,15 @@ func (n *Node) wakePeers(groups []slotstore.GroupID, skip slotstore.NodeID) {
 	}
 	var wg sync.WaitGroup
 	for id, gs := range byPeer {
-		addr := n.dispatch.PeerAddrOf(id)
+		addr := w.addr(id)
 		if addr == "" {
 			continue
 		}
 		body, _ := json.Marshal(wakeBody{Groups: gs})
 		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(n.life, wakeTimeout)
+			ctx, cancel := context.WithTimeout(w.life, wakeTimeout)
 			defer cancel()
-			if resp, _, err := n.peers.Call(ctx, http.MethodPost, addr, "wake", body, nil); err == nil {
+			if resp, _, err := w.peers.Call(ctx, http.MethodPost, addr, "wake", body, nil); err == nil {
 				_, _ = io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
 			}
@@ -201,32 +208,16 @@ type wakeBody struct {
 	Groups []slotstore.GroupID `json:"groups"`
 }
 
-func (n *Node) servePeerWake(_ context.Context, w http.ResponseWriter, r *http.Request) {
+// serve is the peer endpoint "wake".
+func (w *waker) serve(_ context.Context, rw http.ResponseWriter, r *http.Request) {
 	var b wakeBody
 	if err := json.NewDecoder(io.LimitReader(r.Body, 16<<10)).Decode(&b); err != nil || len(b.Groups) == 0 || len(b.Groups) > maxWakeBatch {
-		peer.WriteError(w, http.StatusBadRequest, slotstore.Errorf(slotstore.CodeInvalidArgument, "wake wants 1..%d groups", maxWakeBatch))
+		peer.WriteError(rw, http.StatusBadRequest, slotstore.Errorf(slotstore.CodeInvalidArgument, "wake wants 1..%d groups", maxWakeBatch))
 		return
 	}
 	for _, g := range b.Groups { // a ReadIndex does not block: no queue needed
-		n.wakeLocal(g)
+		w.local(g)
 	}
-	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write([]byte("{}\n"))
-}
-
-// wakeLedBy, on the controller leader, wakes (in one batch) every group
-// whose observed leader is on one of the unreachable nodes.
-func (n *Node) wakeLedBy(unreachable map[slotstore.NodeID]bool, views []slotstore.GroupView) {
-	if n.cfg.DisableQuiesce || len(unreachable) == 0 {
-		return
-	}
-	byLeader := map[slotstore.NodeID][]slotstore.GroupID{}
-	for _, v := range views {
-		if unreachable[v.Leader] {
-			byLeader[v.Leader] = append(byLeader[v.Leader], v.ID)
-		}
-	}
-	for leader, groups := range byLeader { // one batch per node, which is not asked
-		n.enqueueWake(wakeReq{groups: groups, skip: leader})
-	}
+	rw.Header().Set("Content-Type", "application/json")
+	_, _ = rw.Write([]byte("{}\n"))
 }

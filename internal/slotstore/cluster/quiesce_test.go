@@ -60,8 +60,8 @@ func TestQuiescedGroupStaysHealthyAndTransfers(t *testing.T) {
 		}
 		return ctrl != nil
 	})
-	ctrl.ObserveOnce(ctx)
-	v, err := ctrl.Group(ctx, faultGroup)
+	ctrl.Testing().Leader().ObserveOnce(ctx)
+	v, err := ctrl.Operator().Group(ctx, faultGroup)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestQuiescedGroupStaysHealthyAndTransfers(t *testing.T) {
 			t.Fatalf("the quiesced follower's replica view: %+v", r)
 		}
 	}
-	if pf, _, err := ctrl.LeaderTransfer(ctx, faultGroup, follower, false); err != nil || !pf.OK {
+	if pf, _, err := ctrl.Operator().LeaderTransfer(ctx, faultGroup, follower, false); err != nil || !pf.OK {
 		t.Fatalf("transfer of the quiesced group to node %d: %+v, %v", follower, pf, err)
 	}
 	waitUntil(t, 5*time.Second, "the follower leads", func() bool { return leaderOf(c.Nodes[0]) == follower })
@@ -87,8 +87,8 @@ func TestQuiescedGroupStaysHealthyAndTransfers(t *testing.T) {
 		if id := ctrl.ControllerLeader(); id != 0 && id != cut {
 			ctrl = c.Nodes[id-1]
 		}
-		ctrl.ObserveOnce(ctx)
-		v, err := ctrl.Group(ctx, faultGroup)
+		ctrl.Testing().Leader().ObserveOnce(ctx)
+		v, err := ctrl.Operator().Group(ctx, faultGroup)
 		return err == nil && v.LiveVoters == 2 && v.Health == slotstore.GroupUnderReplicated
 	})
 	c.Net.Heal()

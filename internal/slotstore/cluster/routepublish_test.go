@@ -22,7 +22,7 @@ func TestRoutesFollowTheControllerWhileReplicasAreBusy(t *testing.T) {
 	cfg.ObserveInterval = -1 // tasks stepped by the test
 	n := startNode(t, cfg)
 	defer n.Close()
-	testutil.WaitUntil(t, 5*time.Second, 10*time.Millisecond, "the node leads the controller", n.isControllerLeader)
+	testutil.WaitUntil(t, 5*time.Second, 10*time.Millisecond, "the node leads the controller", func() bool { return n.ControllerLeader() == n.NodeID() })
 	gate := make(chan struct{})
 	n.followGate.Store(&gate)
 	defer close(gate)
@@ -31,12 +31,12 @@ func TestRoutesFollowTheControllerWhileReplicasAreBusy(t *testing.T) {
 	before := n.Routes().Table().Revision()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	task, err := n.CreateSlotMigration(ctx, hs, 2)
+	task, err := n.Operator().CreateSlotMigration(ctx, hs, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for {
-		got, err := n.Task(task.ID)
+		got, err := n.Operator().Task(task.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -46,7 +46,7 @@ func TestRoutesFollowTheControllerWhileReplicasAreBusy(t *testing.T) {
 		if got.Status == controller.TaskFailed || got.Status == controller.TaskCancelled || ctx.Err() != nil {
 			t.Fatalf("migration did not finish: %+v", got)
 		}
-		n.TasksOnce(ctx)
+		n.Testing().Leader().TasksOnce(ctx)
 	}
 	st := n.Controller()
 	tbl := n.Routes().Table()

@@ -6,6 +6,7 @@ import (
 
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/controller"
+	"slotmeta/internal/slotstore/controller/leader"
 	"slotmeta/internal/slotstore/meta"
 )
 
@@ -61,3 +62,8 @@ func (t Testing) HeardAgo(g slotstore.GroupID, target slotstore.NodeID) (time.Du
 	}
 	return t.n.heard.Ago(controller.ShardOf(g), replica)
 }
+
+// Leader is the controller leader's work on the node, for tests that drive
+// its rounds (ObserveOnce, ReconcileOnce, TasksOnce, BalanceOnce) with their
+// own clock, on a node started with a negative ObserveInterval.
+func (t Testing) Leader() *leader.Leader { return t.n.leader }

@@ -124,7 +124,7 @@ func (n *Node) drainedTransfer(ctx context.Context, g slotstore.GroupID, lg *rep
 		// something else woke it (scripts' tests: a restarted node's group
 		// without a leader for a minute, the preferred leader never
 		// reached).
-		n.wakeLocal(g)
+		n.wakes.local(g)
 		if err := n.nh.RequestLeaderTransfer(shard, replica); err != nil && !dragonboat.IsTempError(err) {
 			release()
 			cancel()

@@ -30,6 +30,13 @@ const (
 	PhaseRetire slotstore.TaskPhase = "retire" // merge: the emptied group is retired
 )
 
+// SlotMovesOff is the refusal of a task that moves hash slots on a node
+// started with them turned off.
+func SlotMovesOff() error {
+	return slotstore.Errorf(slotstore.CodePermissionDenied,
+		"hash-slot moves are turned off on this node (--enable-hash-slot-migration=false)")
+}
+
 // MovesSlots reports whether tasks of kind move hash slots through the
 // migration phases.
 func MovesSlots(kind slotstore.TaskKind) bool {

@@ -233,6 +233,16 @@ func (s *State) TaskIDs() []uint64 {
 	return out
 }
 
+// TasksNewestFirst lists copies of the kept tasks, newest first.
+func (s *State) TasksNewestFirst() []Task {
+	ids := s.TaskIDs()
+	out := make([]Task, len(ids))
+	for i, id := range ids {
+		out[len(ids)-1-i] = *s.Tasks[id]
+	}
+	return out
+}
+
 // NodeIDs lists the nodes in ascending order.
 func (s *State) NodeIDs() []slotstore.NodeID {
 	out := make([]slotstore.NodeID, 0, len(s.Nodes))

@@ -155,7 +155,7 @@ func (c *Cluster) Describe() string {
 				}
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			views, err := n.Groups(ctx)
+			views, err := n.Operator().Groups(ctx)
 			cancel()
 			if err != nil {
 				fmt.Fprintf(&b, "  groups view: %v\n", err)

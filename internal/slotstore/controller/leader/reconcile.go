@@ -1,4 +1,4 @@
-package cluster
+package leader
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/controller"
 	"slotmeta/internal/slotstore/controller/policy"
 )
 
@@ -16,37 +15,37 @@ import (
 // log; a transfer is carried out before the round ends (bounded by the
 // request timeout) and its outcome is logged too. It returns the decisions
 // of the round.
-func (n *Node) ReconcileOnce(now time.Time) []slotstore.Decision {
-	if !n.isControllerLeader() {
+func (l *Leader) ReconcileOnce(now time.Time) []slotstore.Decision {
+	if !l.Leads() {
 		return nil
 	}
 	var out []slotstore.Decision
-	views := n.views(now)
-	if n.viewsHook != nil {
-		views = n.viewsHook(now)
+	views := l.views(now)
+	if l.cfg.Views != nil {
+		views = l.cfg.Views(now)
 	}
 	for _, v := range views {
-		d := policy.DecidePreferred(v, n.cfg.Leadership, n.transferFacts(v.ID, v.PreferredLeader, now))
+		d := policy.DecidePreferred(v, l.cfg.Leadership, l.facts(v.ID, v.PreferredLeader, now))
 		if d == nil {
-			n.decided.Delete(v.ID)
+			l.decided.Delete(v.ID)
 			continue
 		}
 		out = append(out, *d)
 		key := string(d.Kind) + "/" + d.Reason
-		if prev, ok := n.decided.Load(v.ID); !ok || prev.(string) != key || d.Kind == slotstore.DecisionTransfer {
-			n.record(*d)
-			n.decided.Store(v.ID, key)
+		if prev, ok := l.decided.Load(v.ID); !ok || prev.(string) != key || d.Kind == slotstore.DecisionTransfer {
+			l.record(*d)
+			l.decided.Store(v.ID, key)
 		}
 		if d.Kind != slotstore.DecisionTransfer {
 			continue
 		}
-		ctx, cancel := context.WithTimeout(n.life, n.cfg.RequestTimeout)
-		res, err := n.executeTransfer(ctx, v, v.PreferredLeader)
+		ctx, cancel := context.WithTimeout(l.cfg.Life, l.cfg.RequestTimeout)
+		res, err := l.execute(ctx, v, v.PreferredLeader)
 		cancel()
 		outcome := *d
 		if err != nil {
 			outcome.Kind, outcome.Reason, outcome.Detail = slotstore.DecisionTransferFailed, string(slotstore.ErrorCode(err)), err.Error()
-			if b := n.backoff.State(v.ID); b.Failures > 0 {
+			if b := l.backoff.State(v.ID); b.Failures > 0 {
 				outcome.Detail += fmt.Sprintf("; failure %d in a row, next attempt not before %v", b.Failures, b.Until.Sub(now).Round(time.Millisecond))
 			}
 		} else {
@@ -54,18 +53,8 @@ func (n *Node) ReconcileOnce(now time.Time) []slotstore.Decision {
 			outcome.Detail = fmt.Sprintf("node %d leads at term %d after %dms", res.Leader, res.Term, res.TookMs)
 			outcome.Leader, outcome.Term = res.Leader, res.Term
 		}
-		n.record(outcome)
+		l.record(outcome)
 		out = append(out, outcome)
 	}
 	return out
-}
-
-// record appends a decision to the replicated log (best effort: a decision
-// that cannot be recorded is logged locally and the round goes on).
-func (n *Node) record(d slotstore.Decision) {
-	ctx, cancel := context.WithTimeout(n.life, n.cfg.RequestTimeout)
-	defer cancel()
-	if err := n.proposeController(ctx, controller.Command{Decision: &d}); err != nil {
-		n.cfg.Logger.Warn("could not record a decision", "group", d.Group, "kind", d.Kind, "reason", d.Reason, "err", err)
-	}
 }

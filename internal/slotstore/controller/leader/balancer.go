@@ -1,9 +1,8 @@
-package cluster
+package leader
 
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"sync"
 	"time"
 
@@ -24,11 +23,11 @@ type balancerBook struct {
 }
 
 // balanceInput builds the planner's view of the cluster at now.
-func (n *Node) balanceInput(now time.Time) balance.Input {
-	st := n.ctrl.Load()
+func (l *Leader) balanceInput(now time.Time) balance.Input {
+	st := l.cfg.Host.Controller()
 	in := balance.Input{Now: now, ReplicationFactor: st.ReplicationFactor, InitialGroups: st.InitialGroupCount}
 	reachable := map[slotstore.NodeID]bool{}
-	for _, h := range n.obs.NodeHealth(now, n.registeredNodes(), n.cfg.NodeID) {
+	for _, h := range l.health(now) {
 		reachable[h.Node] = h.Health == slotstore.NodeReachable
 	}
 	for _, id := range st.NodeIDs() {
@@ -54,7 +53,7 @@ func (n *Node) balanceInput(now time.Time) balance.Input {
 		}
 	}
 	table, _ := st.Table()
-	for _, v := range n.views(now) {
+	for _, v := range l.views(now) {
 		g := balance.Group{ID: v.ID, Leader: v.Leader, PreferredLeader: v.PreferredLeader, Busy: busy[v.ID],
 			Quorum: v.LiveVoters > len(v.DesiredPeers)/2} // a quiesced group's voters are live too (Heard.Unanswered)
 		if v.PreferredSetAtMs > 0 {
@@ -68,7 +67,7 @@ func (n *Node) balanceInput(now time.Time) balance.Input {
 		}
 		in.Groups = append(in.Groups, g)
 	}
-	for i, r := range n.load.Slots(now, loadMaxAge) {
+	for i, r := range l.load.Slots(now, loadMaxAge) {
 		in.SlotLoad[i] = balance.Load{Reads: r.Reads, Writes: r.Writes}
 	}
 	return in
@@ -78,34 +77,34 @@ func (n *Node) balanceInput(now time.Time) balance.Input {
 // (elsewhere it does nothing; paused or turned off, it plans drains only):
 // it plans, starts every action of the plan and records each in the
 // decision log with its reason and numbers. It returns the plan.
-func (n *Node) BalanceOnce(ctx context.Context, now time.Time) slotstore.BalancePlan {
-	if !n.isControllerLeader() {
+func (l *Leader) BalanceOnce(ctx context.Context, now time.Time) slotstore.BalancePlan {
+	if !l.Leads() {
 		return slotstore.BalancePlan{}
 	}
-	in := n.balanceInput(now)
-	in.DrainOnly = n.cfg.DisableBalancer || n.ctrl.Load().Balancer.Paused
-	plan := balance.Decide(in, n.cfg.Balancer)
-	n.balancer.mu.Lock()
-	n.balancer.lastAt, n.balancer.lastPlan = now, plan
-	logHeld := plan.Held != "" && plan.Held != n.balancer.held
-	n.balancer.held = plan.Held
-	n.balancer.mu.Unlock()
+	in := l.balanceInput(now)
+	in.DrainOnly = l.cfg.DisableBalancer || l.cfg.Host.Controller().Balancer.Paused
+	plan := balance.Decide(in, l.cfg.Balancer)
+	l.balancer.mu.Lock()
+	l.balancer.lastAt, l.balancer.lastPlan = now, plan
+	logHeld := plan.Held != "" && plan.Held != l.balancer.held
+	l.balancer.held = plan.Held
+	l.balancer.mu.Unlock()
 	if logHeld {
-		n.record(slotstore.Decision{Kind: slotstore.DecisionBalanceHeld, Reason: "fault_open", Detail: plan.Held, Observer: n.cfg.NodeID})
+		l.record(slotstore.Decision{Kind: slotstore.DecisionBalanceHeld, Reason: "fault_open", Detail: plan.Held, Observer: l.cfg.NodeID})
 	}
 	for _, a := range plan.Actions {
-		d := slotstore.Decision{Group: a.Group, Kind: slotstore.DecisionBalance, Reason: a.Reason, Observer: n.cfg.NodeID,
+		d := slotstore.Decision{Group: a.Group, Kind: slotstore.DecisionBalance, Reason: a.Reason, Observer: l.cfg.NodeID,
 			Detail: a.What() + ": " + a.Detail}
-		if err := n.startAction(ctx, a); err != nil {
+		if err := l.startAction(ctx, a); err != nil {
 			d.Kind, d.Detail = slotstore.DecisionBalanceRefused, d.Detail+"; refused: "+err.Error()
 		}
-		n.record(d)
+		l.record(d)
 	}
 	return plan
 }
 
 // startAction proposes the controller command that carries a out.
-func (n *Node) startAction(ctx context.Context, a slotstore.BalanceAction) error {
+func (l *Leader) startAction(ctx context.Context, a slotstore.BalanceAction) error {
 	var c controller.Command
 	switch a.Kind {
 	case balance.MoveReplica:
@@ -113,8 +112,8 @@ func (n *Node) startAction(ctx context.Context, a slotstore.BalanceAction) error
 	case balance.SetLeader:
 		c.SetPreferred = &controller.SetPreferred{Group: a.Group, Node: a.To}
 	case balance.MoveSlot, balance.SplitGroup, balance.MergeGroup:
-		if err := n.slotMoves(); err != nil {
-			return err
+		if l.cfg.DisableHashSlotMoves {
+			return controller.SlotMovesOff()
 		}
 		switch a.Kind {
 		case balance.MoveSlot:
@@ -127,37 +126,38 @@ func (n *Node) startAction(ctx context.Context, a slotstore.BalanceAction) error
 	default:
 		return fmt.Errorf("unknown balancer action %q", a.Kind)
 	}
-	cctx, cancel := context.WithTimeout(ctx, n.cfg.RequestTimeout)
+	cctx, cancel := context.WithTimeout(ctx, l.cfg.RequestTimeout)
 	defer cancel()
-	return n.proposeController(cctx, c)
+	_, err := l.cfg.Host.Propose(cctx, c)
+	return err
 }
 
 // BalancerPlan is the plan the balancer would carry out now (a dry run,
 // also while paused), from the controller leader.
-func (n *Node) BalancerPlan(ctx context.Context) (slotstore.BalancePlan, error) {
-	if n.isControllerLeader() {
-		return balance.Decide(n.balanceInput(n.cfg.Now()), n.cfg.Balancer), nil
+func (l *Leader) BalancerPlan(ctx context.Context) (slotstore.BalancePlan, error) {
+	if l.Leads() {
+		return balance.Decide(l.balanceInput(l.cfg.Now()), l.cfg.Balancer), nil
 	}
-	return askControllerLeader[slotstore.BalancePlan](ctx, n, "balancer-plan")
+	return ask[slotstore.BalancePlan](ctx, l, "balancer-plan")
 }
 
 // Balancer reports the balancer's state, the load per node and the drains,
 // from the controller leader.
-func (n *Node) Balancer(ctx context.Context) (slotstore.BalancerStatus, error) {
-	if !n.isControllerLeader() {
-		return askControllerLeader[slotstore.BalancerStatus](ctx, n, "balancer")
+func (l *Leader) Balancer(ctx context.Context) (slotstore.BalancerStatus, error) {
+	if !l.Leads() {
+		return ask[slotstore.BalancerStatus](ctx, l, "balancer")
 	}
-	now := n.cfg.Now()
-	st := n.ctrl.Load()
-	out := slotstore.BalancerStatus{Enabled: !n.cfg.DisableBalancer, Paused: st.Balancer.Paused, PausedAtMs: st.Balancer.ChangedAtMs,
-		IntervalMs: n.cfg.BalanceInterval.Milliseconds(), Aggregator: n.cfg.NodeID, Load: []slotstore.NodeLoad{}, Drains: []slotstore.DrainProgress{},
+	now := l.cfg.Now()
+	st := l.cfg.Host.Controller()
+	out := slotstore.BalancerStatus{Enabled: !l.cfg.DisableBalancer, Paused: st.Balancer.Paused, PausedAtMs: st.Balancer.ChangedAtMs,
+		IntervalMs: l.cfg.BalanceInterval.Milliseconds(), Aggregator: l.cfg.NodeID, Load: []slotstore.NodeLoad{}, Drains: []slotstore.DrainProgress{},
 		LastPlan: slotstore.BalancePlan{Actions: []slotstore.BalanceAction{}}}
-	n.balancer.mu.Lock()
-	if !n.balancer.lastAt.IsZero() {
-		out.LastRoundAtMs, out.LastPlan = n.balancer.lastAt.UnixMilli(), n.balancer.lastPlan
+	l.balancer.mu.Lock()
+	if !l.balancer.lastAt.IsZero() {
+		out.LastRoundAtMs, out.LastPlan = l.balancer.lastAt.UnixMilli(), l.balancer.lastPlan
 	}
-	n.balancer.mu.Unlock()
-	views := n.views(now)
+	l.balancer.mu.Unlock()
+	views := l.views(now)
 	leaders, observed := map[slotstore.NodeID]int{}, map[slotstore.NodeID]int{}
 	for _, v := range views {
 		leaders[v.Leader]++
@@ -170,7 +170,7 @@ func (n *Node) Balancer(ctx context.Context) (slotstore.BalancerStatus, error) {
 		if node.State == controller.NodeRemoved {
 			continue
 		}
-		r := n.load.Node(id, now, loadMaxAge)
+		r := l.load.Node(id, now, loadMaxAge)
 		out.Load = append(out.Load, slotstore.NodeLoad{Node: id, Reads: r.Reads, Writes: r.Writes, Replicas: st.ReplicasOn(id), Leaders: leaders[id]})
 		if node.State == controller.NodeDraining {
 			out.Drains = append(out.Drains, drainProgress(node, st.ReplicasOn(id), leaders[id], observed[id], now))
@@ -204,17 +204,4 @@ func drainProgress(node *controller.Node, left, leading, observed int, now time.
 		p.EstimatedLeftMs = (elapsed / time.Duration(moved) * time.Duration(left)).Milliseconds()
 	}
 	return p
-}
-
-// SetBalancerPaused pauses or resumes the balancer (replicated).
-func (n *Node) SetBalancerPaused(ctx context.Context, paused bool) error {
-	return n.proposeController(ctx, controller.Command{SetBalancer: &controller.SetBalancer{Paused: paused}})
-}
-
-func (n *Node) servePeerBalancer(ctx context.Context, w http.ResponseWriter, _ *http.Request) {
-	serveControllerView(n, w, func() slotstore.BalancerStatus { st, _ := n.Balancer(ctx); return st })
-}
-
-func (n *Node) servePeerBalancerPlan(ctx context.Context, w http.ResponseWriter, _ *http.Request) {
-	serveControllerView(n, w, func() slotstore.BalancePlan { p, _ := n.BalancerPlan(ctx); return p })
 }

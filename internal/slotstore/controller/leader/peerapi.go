@@ -1,0 +1,95 @@
+package leader
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+
+	"slotmeta/internal/slotstore"
+	"slotmeta/internal/slotstore/peer"
+)
+
+// Register puts the endpoints only the controller leader answers on the
+// node's peer server: groups, health, balancer, balancer-plan, and
+// transfer (a raw one on the group leader's node, a checked one on the
+// controller leader).
+func (l *Leader) Register(s *peer.Server) {
+	s.Handle(http.MethodGet, "groups", serveView(l, func(context.Context) []slotstore.GroupView { return l.views(l.cfg.Now()) }))
+	s.Handle(http.MethodGet, "health", serveView(l, func(context.Context) []slotstore.NodeHealth { return l.health(l.cfg.Now()) }))
+	s.Handle(http.MethodGet, "balancer", serveView(l, func(ctx context.Context) slotstore.BalancerStatus { st, _ := l.Balancer(ctx); return st }))
+	s.Handle(http.MethodGet, "balancer-plan", serveView(l, func(ctx context.Context) slotstore.BalancePlan { p, _ := l.BalancerPlan(ctx); return p }))
+	s.Handle(http.MethodPost, "transfer", l.serveTransfer)
+}
+
+// notLeader is the refusal of a node that does not lead the controller.
+func (l *Leader) notLeader() error {
+	return &slotstore.Error{Code: slotstore.CodeNotLeader, LeaderHint: l.cfg.Host.ControllerLeader(),
+		Message: "this node does not lead the controller"}
+}
+
+// serveView answers a view only the controller leader holds.
+func serveView[T any](l *Leader, view func(context.Context) T) peer.HandlerFunc {
+	return func(ctx context.Context, w http.ResponseWriter, _ *http.Request) {
+		if !l.Leads() {
+			peer.WriteError(w, http.StatusServiceUnavailable, l.notLeader())
+			return
+		}
+		peer.WriteJSON(w, view(ctx))
+	}
+}
+
+// ask GETs one of the views only the controller leader holds over peer RPC.
+func ask[T any](ctx context.Context, l *Leader, path string) (T, error) {
+	return askWith[T](ctx, l, http.MethodGet, path, nil)
+}
+
+// askWith asks the controller leader over peer RPC and decodes its answer.
+func askWith[T any](ctx context.Context, l *Leader, method, path string, body []byte) (T, error) {
+	var out T
+	leader := l.cfg.Host.ControllerLeader()
+	addr := l.cfg.Host.PeerAddr(leader)
+	if leader == 0 || addr == "" {
+		return out, slotstore.Errorf(slotstore.CodeRouteNotReady, "the controller leader is unknown")
+	}
+	resp, _, err := l.cfg.Peers.Call(ctx, method, addr, path, body, nil)
+	if err != nil {
+		return out, err
+	}
+	b, err := peer.ReadBody(resp)
+	if err != nil {
+		return out, slotstore.Wrap(slotstore.CodeTimeout, err, "reading the controller leader's answer")
+	}
+	if err := json.Unmarshal(b, &out); err != nil {
+		return out, slotstore.Wrap(slotstore.CodeInternal, err, "undecodable answer of the controller leader")
+	}
+	return out, nil
+}
+
+// serveTransfer carries out a raw transfer on the group leader's node, or
+// decides a checked one (a dry run, or ?checked=1) on the controller leader.
+func (l *Leader) serveTransfer(ctx context.Context, w http.ResponseWriter, r *http.Request) {
+	var req transferRequest
+	if err := json.NewDecoder(io.LimitReader(r.Body, 4096)).Decode(&req); err != nil {
+		peer.WriteError(w, http.StatusBadRequest, slotstore.Wrap(slotstore.CodeInvalidArgument, err, "transfer request"))
+		return
+	}
+	if !req.DryRun && l.cfg.ServedTransfer != nil {
+		l.cfg.ServedTransfer(ctx)
+	}
+	if req.DryRun || r.URL.Query().Get("checked") == "1" {
+		pf, res, err := l.Transfer(ctx, req.Group, req.Target, req.DryRun, false)
+		if err != nil {
+			peer.WriteError(w, peer.StatusOf(err), err)
+			return
+		}
+		peer.WriteJSON(w, checkedAnswer{pf, res})
+		return
+	}
+	leader, term, err := l.cfg.Host.TransferHere(ctx, req.Group, req.Target)
+	if err != nil {
+		peer.WriteError(w, peer.StatusOf(err), err)
+		return
+	}
+	peer.WriteJSON(w, slotstore.TransferResult{Group: req.Group, Leader: leader, Term: term})
+}
