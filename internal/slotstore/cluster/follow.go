@@ -10,23 +10,30 @@ import (
 	"slotmeta/internal/slotstore/peer"
 )
 
+// follower follows the controller's state on the node: it proposes the
+// bootstrap, publishes each new routing table and config epoch, starts and
+// stops the replicas the node should hold, learns live leaders, adopts the
+// cluster secret, reports the node's Raft timing and notes removed nodes.
+// Its loop (reconcileLoop) is the node's one background owner.
+type follower struct{ n *Node }
+
 // reconcileLoop is the node's one background owner: it runs until Close.
-func (n *Node) reconcileLoop() {
-	defer close(n.done)
-	ctx := n.life
+func (f follower) reconcileLoop() {
+	defer close(f.n.done)
+	ctx := f.n.life
 	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
 		select {
-		case <-n.stop:
+		case <-f.n.stop:
 			return
-		case <-n.kick:
+		case <-f.n.kick:
 		case <-t.C:
 		}
-		n.reconcile(ctx)
+		f.reconcile(ctx)
 		next := time.Second
-		if !n.ctrl.Load().Bootstrapped {
-			next = 4 * n.cfg.RTT
+		if !f.n.ctrl.Load().Bootstrapped {
+			next = 4 * f.n.cfg.RTT
 		}
 		if !t.Stop() {
 			select {
@@ -39,24 +46,24 @@ func (n *Node) reconcileLoop() {
 }
 
 // reconcile makes this node follow the controller's committed state.
-func (n *Node) reconcile(ctx context.Context) {
-	n.refreshControllerLeader()
-	st := n.ctrl.Load()
+func (f follower) reconcile(ctx context.Context) {
+	f.refreshControllerLeader()
+	st := f.n.ctrl.Load()
 	if !st.Bootstrapped {
-		n.tryBootstrap(ctx)
+		f.tryBootstrap(ctx)
 		return
 	}
-	if !n.publishRoutes(st) {
+	if !f.publishRoutes(st) {
 		return
 	}
-	if gate := n.followGate.Load(); gate != nil {
+	if gate := f.n.followGate.Load(); gate != nil {
 		select {
 		case <-*gate:
-		case <-n.stop:
+		case <-f.n.stop:
 			return
 		}
 	}
-	n.replicas.Follow(ctx, st)
+	f.n.replicas.Follow(ctx, st)
 	// A replica here that knows no leader is woken with its group. A
 	// restarted replica whose first heartbeats were lost (its peers wrote
 	// into connections to its old process) campaigns unanswered — the
@@ -64,12 +71,12 @@ func (n *Node) reconcile(ctx context.Context) {
 	// its tick count all the same; its Quiesce message then quiesces the
 	// leader too, and the group stays leaderless here until something
 	// touches it (scripts' tests: 30-60 s after a restart).
-	for _, g := range n.replicas.RefreshLeaders(st) {
-		n.wakes.wake(g)
+	for _, g := range f.n.replicas.RefreshLeaders(st) {
+		f.n.wakes.wake(g)
 	}
-	n.pollPeerLeaders(ctx, st)
-	n.ensurePeerSecret(ctx, st)
-	n.reportTiming(ctx, st) // last: a proposal may wait out its timeout
+	f.pollPeerLeaders(ctx, st)
+	f.ensurePeerSecret(ctx, st)
+	f.reportTiming(ctx, st) // last: a proposal may wait out its timeout
 }
 
 // publishRoutes makes the router serve st's hash-slot table and config
@@ -80,22 +87,22 @@ func (n *Node) reconcile(ctx context.Context) {
 // them back (wrong_group) until it catches up. Cheap when nothing changed:
 // the table is rebuilt only for a new route revision. It reports whether
 // st's table is usable.
-func (n *Node) publishRoutes(st *controller.State) bool {
+func (f follower) publishRoutes(st *controller.State) bool {
 	if !st.Bootstrapped {
 		return false
 	}
-	cur := n.router.Load()
+	cur := f.n.router.Load()
 	if t := cur.Table(); t == nil || t.Revision() != st.RouteRevision {
 		table, err := st.Table()
 		if err != nil {
-			n.cfg.Logger.Error("controller table unusable", "err", err)
+			f.n.cfg.Logger.Error("controller table unusable", "err", err)
 			return false
 		}
-		n.router.SetTable(table)
+		f.n.router.SetTable(table)
 	}
 	for id, grp := range st.Groups {
 		if g, ok := cur.Group(id); !ok || g.ConfigEpoch != grp.ConfigEpoch {
-			n.router.SetConfigEpoch(id, grp.ConfigEpoch)
+			f.n.router.SetConfigEpoch(id, grp.ConfigEpoch)
 		}
 	}
 	return true
@@ -105,10 +112,10 @@ func (n *Node) publishRoutes(st *controller.State) bool {
 // replica of, from the nodes that do. Views only move forward in term (the
 // router ignores older ones), so a slow or stale peer cannot roll a leader
 // back. Each peer gets a short budget; a dead peer just contributes nothing.
-func (n *Node) pollPeerLeaders(ctx context.Context, st *controller.State) {
+func (f follower) pollPeerLeaders(ctx context.Context, st *controller.State) {
 	missing := map[slotstore.GroupID]bool{}
 	for _, id := range st.GroupIDs() {
-		if n.replicas.Get(id) == nil {
+		if f.n.replicas.Get(id) == nil {
 			missing[id] = true
 		}
 	}
@@ -118,7 +125,7 @@ func (n *Node) pollPeerLeaders(ctx context.Context, st *controller.State) {
 	ask := map[slotstore.NodeID]string{}
 	for id := range missing {
 		for _, peer := range st.Groups[id].PeerNodes() {
-			if node, ok := st.Nodes[peer]; ok && peer != n.cfg.NodeID && node.PeerAddr != "" {
+			if node, ok := st.Nodes[peer]; ok && peer != f.n.cfg.NodeID && node.PeerAddr != "" {
 				ask[peer] = node.PeerAddr
 			}
 		}
@@ -129,7 +136,7 @@ func (n *Node) pollPeerLeaders(ctx context.Context, st *controller.State) {
 		go func() {
 			cctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 			defer cancel()
-			views, _ := n.peers.Leaders(cctx, addr)
+			views, _ := f.n.peers.Leaders(cctx, addr)
 			answers <- answer{views}
 		}()
 	}
@@ -137,46 +144,46 @@ func (n *Node) pollPeerLeaders(ctx context.Context, st *controller.State) {
 		a := <-answers
 		for _, v := range a.views {
 			if missing[v.Group] {
-				n.router.SetLeader(v.Group, v.Leader, v.Term)
+				f.n.router.SetLeader(v.Group, v.Leader, v.Term)
 			}
 		}
 	}
 }
 
-func (n *Node) refreshControllerLeader() {
-	if leader, _, valid, err := n.nh.GetLeaderID(controller.ShardID); err == nil && valid {
-		n.ctrlLeader.Store(leader)
+func (f follower) refreshControllerLeader() {
+	if leader, _, valid, err := f.n.nh.GetLeaderID(controller.ShardID); err == nil && valid {
+		f.n.ctrlLeader.Store(leader)
 	}
 }
 
 // tryBootstrap proposes the founding of the cluster. Every founding member
 // proposes the same command; the first to commit wins, the rest are no-ops.
-func (n *Node) tryBootstrap(ctx context.Context) {
-	if len(n.cfg.InitialMembers) == 0 || n.ctrlLeader.Load() == 0 {
+func (f follower) tryBootstrap(ctx context.Context) {
+	if len(f.n.cfg.InitialMembers) == 0 || f.n.ctrlLeader.Load() == 0 {
 		return
 	}
 	cmd, err := controller.EncodeCommand(controller.Command{
-		TimeMs: n.cfg.Now().UnixMilli(),
+		TimeMs: f.n.cfg.Now().UnixMilli(),
 		Bootstrap: &controller.Bootstrap{
-			ClusterID:         n.cfg.ClusterID,
-			GroupCount:        n.cfg.GroupCount,
-			ReplicationFactor: n.cfg.ReplicationFactor,
-			Nodes:             n.cfg.InitialMembers,
-			PeerSecret:        n.secrets.bootSecret(),
+			ClusterID:         f.n.cfg.ClusterID,
+			GroupCount:        f.n.cfg.GroupCount,
+			ReplicationFactor: f.n.cfg.ReplicationFactor,
+			Nodes:             f.n.cfg.InitialMembers,
+			PeerSecret:        f.n.secrets.bootSecret(),
 		},
 	})
 	if err != nil {
-		n.cfg.Logger.Error("encode bootstrap", "err", err)
+		f.n.cfg.Logger.Error("encode bootstrap", "err", err)
 		return
 	}
-	cctx, cancel := context.WithTimeout(ctx, n.cfg.RequestTimeout)
+	cctx, cancel := context.WithTimeout(ctx, f.n.cfg.RequestTimeout)
 	defer cancel()
-	res, err := n.nh.SyncPropose(cctx, n.nh.GetNoOPSession(controller.ShardID), cmd)
+	res, err := f.n.nh.SyncPropose(cctx, f.n.nh.GetNoOPSession(controller.ShardID), cmd)
 	if err != nil {
-		n.cfg.Logger.Debug("bootstrap proposal not committed yet", "err", err)
+		f.n.cfg.Logger.Debug("bootstrap proposal not committed yet", "err", err)
 		return
 	}
 	var r controller.Result
 	_ = json.Unmarshal(res.Data, &r)
-	n.cfg.Logger.Info("bootstrap proposed", "applied", r.OK, "message", r.Message)
+	f.n.cfg.Logger.Info("bootstrap proposed", "applied", r.OK, "message", r.Message)
 }

@@ -28,7 +28,7 @@ func (h leaderHost) ControllerLeader() slotstore.NodeID {
 }
 
 func (h leaderHost) Propose(ctx context.Context, c controller.Command) (controller.Result, error) {
-	return h.n.proposeControllerResult(ctx, c)
+	return h.n.ctl.proposeControllerResult(ctx, c)
 }
 
 func (h leaderHost) Status(ctx context.Context) slotstore.NodeStatus { return h.n.LocalStatus(ctx) }
@@ -36,7 +36,7 @@ func (h leaderHost) Status(ctx context.Context) slotstore.NodeStatus { return h.
 func (h leaderHost) PeerAddr(id slotstore.NodeID) string { return h.n.dispatch.PeerAddrOf(id) }
 
 func (h leaderHost) TransferHere(ctx context.Context, g slotstore.GroupID, target slotstore.NodeID) (slotstore.NodeID, uint64, error) {
-	if err := h.n.TransferLeader(ctx, g, target); err != nil {
+	if err := h.n.xfer.TransferLeader(ctx, g, target); err != nil {
 		return 0, 0, err
 	}
 	st, _ := h.n.router.Load().Group(g)

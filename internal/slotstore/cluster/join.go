@@ -21,6 +21,11 @@ import (
 	"slotmeta/internal/slotstore/propose"
 )
 
+// controllerReplica is the node's replica of the controller group: it
+// starts it (founding, joining or restarting), keeps the node's role in it,
+// registers the node, and proposes commands to it.
+type controllerReplica struct{ n *Node }
+
 // The node's role in the controller group is decided once, when the node
 // founds or joins the cluster, and kept in a small file: dragonboat needs to
 // know whether to start the controller replica as non-voting on every
@@ -31,8 +36,8 @@ const (
 	roleNonVoting = "non-voting"
 )
 
-func (n *Node) controllerRole() (string, error) {
-	b, err := os.ReadFile(filepath.Join(n.cfg.DataDir, roleFile))
+func (r controllerReplica) controllerRole() (string, error) {
+	b, err := os.ReadFile(filepath.Join(r.n.cfg.DataDir, roleFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return roleVoter, nil
 	}
@@ -47,8 +52,8 @@ func (n *Node) controllerRole() (string, error) {
 	}
 }
 
-func (n *Node) setControllerRole(role string) error {
-	p := filepath.Join(n.cfg.DataDir, roleFile)
+func (r controllerReplica) setControllerRole(role string) error {
+	p := filepath.Join(r.n.cfg.DataDir, roleFile)
 	tmp := p + ".tmp"
 	if err := os.WriteFile(tmp, []byte(role+"\n"), 0o644); err != nil {
 		return err
@@ -57,21 +62,21 @@ func (n *Node) setControllerRole(role string) error {
 }
 
 // self describes this node for registration.
-func (n *Node) self() slotstore.NodeInfo {
-	return slotstore.NodeInfo{ID: n.cfg.NodeID, RaftAddr: n.cfg.RaftAddr, APIAddr: n.cfg.APIAddr, PeerAddr: n.cfg.PeerAddr}
+func (r controllerReplica) self() slotstore.NodeInfo {
+	return slotstore.NodeInfo{ID: r.n.cfg.NodeID, RaftAddr: r.n.cfg.RaftAddr, APIAddr: r.n.cfg.APIAddr, PeerAddr: r.n.cfg.PeerAddr}
 }
 
 // register asks a running cluster, through any node's API, to admit this
 // node (POST /v1/cluster/nodes). It retries refusals that say "try again"
 // for up to a minute and gives up at once on a definite refusal.
-func (n *Node) register() error {
-	body, _ := json.Marshal(n.self())
-	url := "http://" + n.cfg.JoinAddr + "/v1/cluster/nodes"
+func (r controllerReplica) register() error {
+	body, _ := json.Marshal(r.self())
+	url := "http://" + r.n.cfg.JoinAddr + "/v1/cluster/nodes"
 	client := http.DefaultClient
-	if n.peerTLS != nil {
+	if r.n.peerTLS != nil {
 		// The cluster's API is HTTPS with the nodes' certificates.
-		url = "https://" + n.cfg.JoinAddr + "/v1/cluster/nodes"
-		client = n.peerTLS.HTTPClient()
+		url = "https://" + r.n.cfg.JoinAddr + "/v1/cluster/nodes"
+		client = r.n.peerTLS.HTTPClient()
 	}
 	deadline := time.Now().Add(time.Minute)
 	var last error
@@ -79,15 +84,15 @@ func (n *Node) register() error {
 		if attempt > 0 {
 			select {
 			case <-time.After(500 * time.Millisecond):
-			case <-n.stop:
+			case <-r.n.stop:
 				return errors.New("cluster: stopped while joining")
 			}
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
-		if n.cfg.JoinToken != "" {
-			req.Header.Set("Authorization", "Bearer "+n.cfg.JoinToken)
+		if r.n.cfg.JoinToken != "" {
+			req.Header.Set("Authorization", "Bearer "+r.n.cfg.JoinToken)
 		}
 		resp, err := client.Do(req)
 		if err != nil {
@@ -100,7 +105,7 @@ func (n *Node) register() error {
 		cancel()
 		switch {
 		case resp.StatusCode/100 == 2:
-			n.cfg.Logger.Info("registered with the cluster", "via", n.cfg.JoinAddr)
+			r.n.cfg.Logger.Info("registered with the cluster", "via", r.n.cfg.JoinAddr)
 			return nil
 		case resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests:
 			last = fmt.Errorf("%s answered %d: %s", url, resp.StatusCode, msg)
@@ -108,7 +113,7 @@ func (n *Node) register() error {
 			return fmt.Errorf("cluster: join refused by %s (%d): %s", url, resp.StatusCode, msg)
 		}
 	}
-	return fmt.Errorf("cluster: could not join through %s: %w", n.cfg.JoinAddr, last)
+	return fmt.Errorf("cluster: could not join through %s: %w", r.n.cfg.JoinAddr, last)
 }
 
 // RegisterNode admits a node into the running cluster: it records the node
@@ -120,13 +125,13 @@ func (n *Node) RegisterNode(ctx context.Context, info slotstore.NodeInfo) (slots
 	if info.ID == 0 || info.RaftAddr == "" {
 		return info, slotstore.Errorf(slotstore.CodeInvalidArgument, "a node needs an id and a raft address")
 	}
-	if err := n.proposeController(ctx, controller.Command{RegisterNode: &controller.RegisterNode{Node: info}}); err != nil {
+	if err := n.ctl.proposeController(ctx, controller.Command{RegisterNode: &controller.RegisterNode{Node: info}}); err != nil {
 		return info, err
 	}
-	if err := n.addControllerNonVoting(ctx, info); err != nil {
+	if err := n.ctl.addControllerNonVoting(ctx, info); err != nil {
 		return info, err
 	}
-	if err := n.proposeController(ctx, controller.Command{SetNodeState: &controller.SetNodeState{ID: info.ID, State: controller.NodeActive}}); err != nil {
+	if err := n.ctl.proposeController(ctx, controller.Command{SetNodeState: &controller.SetNodeState{ID: info.ID, State: controller.NodeActive}}); err != nil {
 		return info, err
 	}
 	if got, ok := n.ctrl.Load().Nodes[info.ID]; ok {
@@ -137,34 +142,34 @@ func (n *Node) RegisterNode(ctx context.Context, info slotstore.NodeInfo) (slots
 
 // proposeController replicates one controller command and turns a refusal
 // into an error.
-func (n *Node) proposeController(ctx context.Context, c controller.Command) error {
-	_, err := n.proposeControllerResult(ctx, c)
+func (r controllerReplica) proposeController(ctx context.Context, c controller.Command) error {
+	_, err := r.proposeControllerResult(ctx, c)
 	return err
 }
 
 // proposeControllerResult is proposeController returning the result.
-func (n *Node) proposeControllerResult(ctx context.Context, c controller.Command) (controller.Result, error) {
-	c.TimeMs = n.cfg.Now().UnixMilli()
+func (r controllerReplica) proposeControllerResult(ctx context.Context, c controller.Command) (controller.Result, error) {
+	c.TimeMs = r.n.cfg.Now().UnixMilli()
 	b, err := controller.EncodeCommand(c)
 	if err != nil {
 		return controller.Result{}, err
 	}
-	res, err := n.syncProposeController(ctx, b)
+	res, err := r.syncProposeController(ctx, b)
 	if err != nil {
 		return controller.Result{}, err
 	}
-	var r controller.Result
-	if err := json.Unmarshal(res.Data, &r); err != nil {
-		return r, slotstore.Wrap(slotstore.CodeInternal, err, "undecodable controller result")
+	var out controller.Result
+	if err := json.Unmarshal(res.Data, &out); err != nil {
+		return out, slotstore.Wrap(slotstore.CodeInternal, err, "undecodable controller result")
 	}
-	if !r.OK {
-		code := r.Code
+	if !out.OK {
+		code := out.Code
 		if code == "" {
 			code = slotstore.CodeInternal
 		}
-		return r, &slotstore.Error{Code: code, Message: r.Message}
+		return out, &slotstore.Error{Code: code, Message: out.Message}
 	}
-	return r, nil
+	return out, nil
 }
 
 // syncProposeController proposes one encoded controller command and waits
@@ -175,10 +180,10 @@ func (n *Node) proposeControllerResult(ctx context.Context, c controller.Command
 // lasts a moment and must not fail the operator's request (CI: a replica
 // move asked while the controller changed leader got 503 route_not_ready).
 // Every other error, a timeout included, is the answer.
-func (n *Node) syncProposeController(ctx context.Context, cmd []byte) (sm.Result, error) {
+func (r controllerReplica) syncProposeController(ctx context.Context, cmd []byte) (sm.Result, error) {
 	pause := time.Millisecond
 	for {
-		res, err := n.nh.SyncPropose(ctx, n.nh.GetNoOPSession(controller.ShardID), cmd)
+		res, err := r.n.nh.SyncPropose(ctx, r.n.nh.GetNoOPSession(controller.ShardID), cmd)
 		if err == nil {
 			return res, nil
 		}
@@ -191,9 +196,9 @@ func (n *Node) syncProposeController(ctx context.Context, cmd []byte) (sm.Result
 
 // addControllerNonVoting adds the node to the controller group unless it is
 // already a member. A stale config change id is retried a few times.
-func (n *Node) addControllerNonVoting(ctx context.Context, info slotstore.NodeInfo) error {
+func (r controllerReplica) addControllerNonVoting(ctx context.Context, info slotstore.NodeInfo) error {
 	for attempt := 0; attempt < 5; attempt++ {
-		m, err := n.nh.SyncGetShardMembership(ctx, controller.ShardID)
+		m, err := r.n.nh.SyncGetShardMembership(ctx, controller.ShardID)
 		if err != nil {
 			return propose.RaftError(err, 0, false)
 		}
@@ -207,7 +212,7 @@ func (n *Node) addControllerNonVoting(ctx context.Context, info slotstore.NodeIn
 		if _, ok := m.Removed[id]; ok {
 			return slotstore.Errorf(slotstore.CodeConflict, "node %d was removed from the controller group", info.ID)
 		}
-		err = n.nh.SyncRequestAddNonVoting(ctx, controller.ShardID, id, info.RaftAddr, m.ConfigChangeID)
+		err = r.n.nh.SyncRequestAddNonVoting(ctx, controller.ShardID, id, info.RaftAddr, m.ConfigChangeID)
 		if err == nil {
 			return nil
 		}
@@ -222,8 +227,8 @@ func (n *Node) addControllerNonVoting(ctx context.Context, info slotstore.NodeIn
 }
 
 // Nodes lists the registered nodes.
-func (n *Node) nodes() []slotstore.NodeInfo {
-	st := n.ctrl.Load()
+func (o operator) Nodes() []slotstore.NodeInfo {
+	st := o.n.ctrl.Load()
 	out := make([]slotstore.NodeInfo, 0, len(st.Nodes))
 	for _, id := range st.NodeIDs() {
 		out = append(out, *st.Nodes[id])
@@ -232,17 +237,17 @@ func (n *Node) nodes() []slotstore.NodeInfo {
 }
 
 // Summary is this node's view of the cluster.
-func (n *Node) summary() slotstore.ClusterSummary {
-	st := n.ctrl.Load()
-	snap := n.router.Load()
-	s := slotstore.ClusterSummary{ClusterID: st.ClusterID, NodeID: n.cfg.NodeID, RouteRevision: snap.Revision(),
-		ControllerLeader: n.ControllerLeader(), Nodes: len(st.Nodes), Groups: len(st.Groups)}
+func (o operator) Summary() slotstore.ClusterSummary {
+	st := o.n.ctrl.Load()
+	snap := o.n.router.Load()
+	s := slotstore.ClusterSummary{ClusterID: st.ClusterID, NodeID: o.n.cfg.NodeID, RouteRevision: snap.Revision(),
+		ControllerLeader: o.n.ControllerLeader(), Nodes: len(st.Nodes), Groups: len(st.Groups)}
 	for _, id := range st.GroupIDs() {
 		if g, ok := snap.Group(id); ok && g.Leader != 0 {
 			s.GroupsWithLeader++
 		}
 	}
-	if err := n.Ready(); err != nil {
+	if err := o.n.Ready(); err != nil {
 		s.NotReadyReason = err.Error()
 	} else {
 		s.Ready = true

@@ -104,18 +104,18 @@ func (n *Node) localMembership(ctx context.Context, req tasks.MembershipRequest)
 	return tasks.Membership{}, slotstore.Errorf(slotstore.CodeBusy, "membership of group %d kept changing", req.Group)
 }
 
-func (n *Node) servePeerMembership(ctx context.Context, w http.ResponseWriter, r *http.Request) {
+func (p peerAPI) servePeerMembership(ctx context.Context, w http.ResponseWriter, r *http.Request) {
 	var req tasks.MembershipRequest
 	if err := json.NewDecoder(io.LimitReader(r.Body, 4096)).Decode(&req); err != nil {
 		peer.WriteError(w, http.StatusBadRequest, slotstore.Wrap(slotstore.CodeInvalidArgument, err, "membership request"))
 		return
 	}
-	if lg := n.replicas.All()[req.Group]; lg == nil || lg.SM() == nil {
+	if lg := p.n.replicas.All()[req.Group]; lg == nil || lg.SM() == nil {
 		peer.WriteError(w, http.StatusServiceUnavailable, slotstore.Errorf(slotstore.CodeNotLeader, "no replica of group %d here", req.Group))
 		return
 	}
-	n.peerWrites.wrote(ctx, peerWriteMembership)
-	m, err := n.localMembership(ctx, req)
+	p.n.peerWrites.wrote(ctx, peerWriteMembership)
+	m, err := p.n.localMembership(ctx, req)
 	if err != nil {
 		peer.WriteError(w, peer.StatusOf(err), err)
 		return

@@ -9,15 +9,23 @@
 //	propose      proposers and ReadIndex batching per replica
 //	dispatch     commands and queries to the replica that serves them
 //	peer         node-to-node RPC: client, server framing, forwarding, TLS
+//	controller/leader   what the controller leader runs: observe, reconcile,
+//	                    checked transfers, tasks, the balancer
 //	controller/policy   transfer checks, reconciler decisions, observations
 //	controller/tasks    replica moves and hash-slot migrations, step by step
 //	projector    the subscriber → membership outbox
 //
-// What stays here is what needs all of them: the node's lifecycle, following
-// the controller (bootstrap, tables, epochs, replicas), observing the nodes
-// and reconciling while this node leads the controller, carrying out leader
-// transfers on the group leader's node, joining, membership operations,
-// status reports, the peer endpoints and the metrics.
+// What stays here is what needs all of them, one small type per concern
+// beside the Node, which keeps the lifecycle and the data path's entry
+// (datapath.go): the controller replica — starting it, the node's role in
+// it, joining, proposing (controllerReplica, join.go); following the
+// controller's state (follower, follow.go); leader transfers of the groups
+// this node leads (transferer, transfer.go); waking quiesced groups (waker,
+// quiesce.go); the peer endpoints the node answers itself (peerAPI,
+// peerapi.go); the operator's operations (operator, operator.go and
+// tasks.go); the adapters the leaf packages see (hosts.go); status reports,
+// security and the metrics. A test holds every type, Node included, to at
+// most 40 methods (methodcap_test.go at the repository root).
 //
 // Lifecycle. Start opens the store (migrating it), starts the NodeHost and
 // the controller replica, and returns; a reconcile loop then proposes the
@@ -32,8 +40,8 @@
 // on the reconcile loop: they read the immutable routing snapshot and the
 // copy-on-write set of local replicas. Leader events arrive on dragonboat's
 // event goroutine and only publish router and disruption updates. The
-// observe loop (observer.go) owns the controller leader's work; the
-// projector's loop drains outboxes; both end with Close.
+// controller leader's loop (package leader), the waker's worker and the
+// projector's loop are owned by the Node and end with Close.
 package cluster
 
 import (
@@ -96,6 +104,10 @@ type Node struct {
 	heat       *heat.Counters                  // reads and writes this node's API served, per hash slot
 	removed    atomic.Pointer[map[string]bool] // Raft addresses of removed nodes (refused)
 	wakes      *waker                          // wakes quiesced groups (quiesce.go)
+	ctl        controllerReplica               // the node's controller replica: start, role, proposals (join.go)
+	follow     follower                        // follows the controller's state (follow.go)
+	xfer       transferer                      // leader transfers of the groups this node leads (transfer.go)
+	peerSide   peerAPI                         // the peer endpoints the node answers itself (peerapi.go)
 	leader     *leader.Leader                  // the controller leader's work: observe, reconcile, tasks, balance
 	projector  *projector.Projector            // drains the outboxes of the groups this node leads
 	dispatch   *dispatch.Dispatcher            // routes commands and queries to the replica that serves them
@@ -162,6 +174,7 @@ func Start(cfg Config) (*Node, error) {
 		stop: make(chan struct{}), done: make(chan struct{}),
 		secret: secrets.secret, secrets: secrets,
 		heard: raftnet.NewHeard(), heat: &heat.Counters{}}
+	n.ctl, n.follow, n.peerSide, n.xfer = controllerReplica{n}, follower{n}, peerAPI{n}, transferer{n}
 	n.secret.Accept(cfg.AcceptedSecrets)
 	n.peers = peer.NewClient(n.secret, cfg.MaxPeerInFlight)
 	n.peerTLS = peerTLS
@@ -261,27 +274,27 @@ func Start(cfg Config) (*Node, error) {
 		}
 		n.guarded(gl)
 		n.peerLn = peerTLS.Listener(gl)
-		n.peerRPC = n.peerHandler()
+		n.peerRPC = n.peerSide.peerHandler()
 		n.peerSrv = &http.Server{Handler: n.peerRPC, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 2 * time.Minute,
 			ErrorLog: peer.ErrorLog(cfg.Logger), ConnContext: netguard.ConnContext, ConnState: netguard.ConnState}
 		go func() { _ = n.peerSrv.Serve(n.peerLn) }()
 	}
 	restarted := nh.HasNodeInfo(controller.ShardID, uint64(cfg.NodeID))
-	if err := n.startController(); err != nil {
+	if err := n.ctl.startController(); err != nil {
 		n.closePeer()
 		nh.Close()
 		_ = db.Close()
 		return nil, err
 	}
 	if restarted {
-		if err := n.checkNotRemoved(5 * time.Second); err != nil {
+		if err := n.ctl.checkNotRemoved(5 * time.Second); err != nil {
 			n.closePeer()
 			nh.Close()
 			_ = db.Close()
 			return nil, err
 		}
 	}
-	go n.reconcileLoop()
+	go n.follow.reconcileLoop()
 	n.bg.Add(3)
 	go func() {
 		defer n.bg.Done()
@@ -331,51 +344,51 @@ func (n *Node) shardConfig(shard, replica uint64) config.Config {
 	}
 }
 
-func (n *Node) startController() error {
-	replica := uint64(n.cfg.NodeID)
-	n.ctrlSM = controller.NewStateMachine(func(s *controller.State) {
-		n.ctrl.Store(s)
-		n.secrets.adopt(s)
-		n.publishRoutes(s)
-		n.noteRemoved(s)
-		n.poke()
+func (r controllerReplica) startController() error {
+	replica := uint64(r.n.cfg.NodeID)
+	r.n.ctrlSM = controller.NewStateMachine(func(s *controller.State) {
+		r.n.ctrl.Store(s)
+		r.n.secrets.adopt(s)
+		r.n.follow.publishRoutes(s)
+		r.n.follow.noteRemoved(s)
+		r.n.poke()
 	})
-	create := func(uint64, uint64) sm.IStateMachine { return n.ctrlSM }
-	cfg := n.shardConfig(controller.ShardID, replica)
-	role, err := n.controllerRole()
+	create := func(uint64, uint64) sm.IStateMachine { return r.n.ctrlSM }
+	cfg := r.n.shardConfig(controller.ShardID, replica)
+	role, err := r.controllerRole()
 	if err != nil {
 		return err
 	}
 	cfg.IsNonVoting = role == roleNonVoting
-	if n.nh.HasNodeInfo(controller.ShardID, replica) {
+	if r.n.nh.HasNodeInfo(controller.ShardID, replica) {
 		// Restart: dragonboat has the membership; start with none.
-		if err := n.nh.StartReplica(nil, false, create, cfg); err != nil {
+		if err := r.n.nh.StartReplica(nil, false, create, cfg); err != nil {
 			return fmt.Errorf("cluster: restart controller replica: %w", err)
 		}
 		return nil
 	}
 	switch {
-	case len(n.cfg.InitialMembers) > 0:
+	case len(r.n.cfg.InitialMembers) > 0:
 		members := map[uint64]dragonboat.Target{}
-		for _, m := range n.cfg.InitialMembers {
+		for _, m := range r.n.cfg.InitialMembers {
 			members[uint64(m.ID)] = m.RaftAddr
 		}
-		if err := n.setControllerRole(roleVoter); err != nil {
+		if err := r.setControllerRole(roleVoter); err != nil {
 			return err
 		}
 		cfg.IsNonVoting = false
-		return n.nh.StartReplica(members, false, create, cfg)
-	case n.cfg.JoinAddr != "":
-		if err := n.register(); err != nil {
+		return r.n.nh.StartReplica(members, false, create, cfg)
+	case r.n.cfg.JoinAddr != "":
+		if err := r.register(); err != nil {
 			return err
 		}
-		if err := n.setControllerRole(roleNonVoting); err != nil {
+		if err := r.setControllerRole(roleNonVoting); err != nil {
 			return err
 		}
 		cfg.IsNonVoting = true
-		return n.nh.StartReplica(nil, true, create, cfg)
+		return r.n.nh.StartReplica(nil, true, create, cfg)
 	}
-	return fmt.Errorf("cluster: node %d has no cluster state, no initial members and nothing to join", n.cfg.NodeID)
+	return fmt.Errorf("cluster: node %d has no cluster state, no initial members and nothing to join", r.n.cfg.NodeID)
 }
 
 // poke wakes the reconcile loop without blocking.

@@ -26,27 +26,27 @@ const minControllerVoters = 3
 // removed node never rejoins with its old identity.
 var ErrRemoved = errors.New("cluster: this node was removed from the cluster")
 
-// drainNode starts draining node id: it takes no new replicas, and the
+// DrainNode starts draining node id: it takes no new replicas, and the
 // balancer moves its replicas and leaders off it (progress in Balancer).
-func (n *Node) drainNode(ctx context.Context, id slotstore.NodeID) (slotstore.NodeInfo, error) {
-	if err := n.proposeController(ctx, controller.Command{DrainNode: &controller.DrainNode{ID: id}}); err != nil {
+func (o operator) DrainNode(ctx context.Context, id slotstore.NodeID) (slotstore.NodeInfo, error) {
+	if err := o.n.ctl.proposeController(ctx, controller.Command{DrainNode: &controller.DrainNode{ID: id}}); err != nil {
 		return slotstore.NodeInfo{}, err
 	}
-	return *n.ctrl.Load().Nodes[id], nil
+	return *o.n.ctrl.Load().Nodes[id], nil
 }
 
-// removeNode removes a drained node: refused while it holds a replica, a
+// RemoveNode removes a drained node: refused while it holds a replica, a
 // task moves one of its replicas, or it is one of the last controller
 // voters. The controller records it removed first (so that every node
 // drops its Raft messages from then on), then it leaves the controller
 // group's membership.
-func (n *Node) removeNode(ctx context.Context, id slotstore.NodeID) error {
-	if id == n.cfg.NodeID {
+func (o operator) RemoveNode(ctx context.Context, id slotstore.NodeID) error {
+	if id == o.n.cfg.NodeID {
 		// Once removed, its own Raft messages and peer requests are
 		// refused: it could not finish taking itself out.
 		return slotstore.Errorf(slotstore.CodeFailedPrecondition, "node %d cannot remove itself: ask another node's API", id)
 	}
-	m, err := n.nh.SyncGetShardMembership(ctx, controller.ShardID)
+	m, err := o.n.nh.SyncGetShardMembership(ctx, controller.ShardID)
 	if err != nil {
 		return propose.RaftError(err, 0, false)
 	}
@@ -56,17 +56,17 @@ func (n *Node) removeNode(ctx context.Context, id slotstore.NodeID) error {
 	}
 	// What the controller would refuse, refused before the controller's
 	// leadership is moved for nothing.
-	if held := n.ctrl.Load().ReplicasOn(id); held > 0 {
+	if held := o.n.ctrl.Load().ReplicasOn(id); held > 0 {
 		return slotstore.Errorf(slotstore.CodeFailedPrecondition, "node %d still holds %d replicas; drain it first", id, held)
 	}
-	if err := n.moveControllerLeadershipOff(ctx, id, m); err != nil {
+	if err := o.moveControllerLeadershipOff(ctx, id, m); err != nil {
 		return err
 	}
-	if err := n.proposeController(ctx, controller.Command{RemoveNode: &controller.RemoveNode{ID: id}}); err != nil {
+	if err := o.n.ctl.proposeController(ctx, controller.Command{RemoveNode: &controller.RemoveNode{ID: id}}); err != nil {
 		return err
 	}
 	for attempt := 0; attempt < 5; attempt++ {
-		m, err := n.nh.SyncGetShardMembership(ctx, controller.ShardID)
+		m, err := o.n.nh.SyncGetShardMembership(ctx, controller.ShardID)
 		if err != nil {
 			return propose.RaftError(err, 0, false)
 		}
@@ -75,7 +75,7 @@ func (n *Node) removeNode(ctx context.Context, id slotstore.NodeID) error {
 		if !voter && !learner {
 			return nil
 		}
-		err = n.nh.SyncRequestDeleteReplica(ctx, controller.ShardID, uint64(id), m.ConfigChangeID)
+		err = o.n.nh.SyncRequestDeleteReplica(ctx, controller.ShardID, uint64(id), m.ConfigChangeID)
 		if err == nil {
 			return nil
 		}
@@ -90,17 +90,17 @@ func (n *Node) removeNode(ctx context.Context, id slotstore.NodeID) error {
 // to another voter when id leads it (the controller must not lose its leader
 // to the removal), waiting at most four election timeouts within ctx; a
 // leadership that did not move is a retryable busy.
-func (n *Node) moveControllerLeadershipOff(ctx context.Context, id slotstore.NodeID, m *dragonboat.Membership) error {
-	if slotstore.NodeID(n.ctrlLeader.Load()) != id {
+func (o operator) moveControllerLeadershipOff(ctx context.Context, id slotstore.NodeID, m *dragonboat.Membership) error {
+	if slotstore.NodeID(o.n.ctrlLeader.Load()) != id {
 		return nil
 	}
 	// To this node if it votes (it is up: it serves this request), else to
 	// another active voter.
 	target := uint64(0)
-	if _, ok := m.Nodes[uint64(n.cfg.NodeID)]; ok {
-		target = uint64(n.cfg.NodeID)
+	if _, ok := m.Nodes[uint64(o.n.cfg.NodeID)]; ok {
+		target = uint64(o.n.cfg.NodeID)
 	} else {
-		st := n.ctrl.Load()
+		st := o.n.ctrl.Load()
 		for voter := range m.Nodes {
 			if node, ok := st.Nodes[slotstore.NodeID(voter)]; ok && slotstore.NodeID(voter) != id && node.State == controller.NodeActive {
 				target = voter
@@ -109,13 +109,13 @@ func (n *Node) moveControllerLeadershipOff(ctx context.Context, id slotstore.Nod
 		}
 	}
 	if target != 0 {
-		_ = n.nh.RequestLeaderTransfer(controller.ShardID, target)
+		_ = o.n.nh.RequestLeaderTransfer(controller.ShardID, target)
 	}
-	deadline := time.Now().Add(4 * n.cfg.electionTimeout())
+	deadline := time.Now().Add(4 * o.n.cfg.electionTimeout())
 	t := time.NewTicker(20 * time.Millisecond)
 	defer t.Stop()
 	for time.Now().Before(deadline) {
-		if l := slotstore.NodeID(n.ctrlLeader.Load()); l != id && l != 0 {
+		if l := slotstore.NodeID(o.n.ctrlLeader.Load()); l != id && l != 0 {
 			return nil
 		}
 		select {
@@ -130,7 +130,7 @@ func (n *Node) moveControllerLeadershipOff(ctx context.Context, id slotstore.Nod
 
 // noteRemoved keeps the Raft addresses of removed nodes for the transport
 // to refuse (called with every applied controller state).
-func (n *Node) noteRemoved(st *controller.State) {
+func (f follower) noteRemoved(st *controller.State) {
 	var removed map[string]bool
 	for _, node := range st.Nodes {
 		if node.State == controller.NodeRemoved {
@@ -140,10 +140,10 @@ func (n *Node) noteRemoved(st *controller.State) {
 			removed[node.RaftAddr] = true
 		}
 	}
-	if old := n.removed.Load(); removed == nil && old == nil || old != nil && len(*old) == len(removed) {
+	if old := f.n.removed.Load(); removed == nil && old == nil || old != nil && len(*old) == len(removed) {
 		return // nodes are only ever added to the removed set
 	}
-	n.removed.Store(&removed)
+	f.n.removed.Store(&removed)
 }
 
 // isRemoved reports whether the cluster removed node id (its peer
@@ -169,16 +169,16 @@ const removedHint = "a removed node never rejoins; remove its data directory and
 // also refuse its peer requests once they know. Without an answer the node
 // starts: the others drop its Raft messages and refuse its peer requests
 // anyway.
-func (n *Node) checkNotRemoved(wait time.Duration) error {
+func (r controllerReplica) checkNotRemoved(wait time.Duration) error {
 	deadline := time.Now().Add(wait)
 	for time.Now().Before(deadline) {
-		st := n.ctrl.Load()
-		if self, ok := st.Nodes[n.cfg.NodeID]; ok && self.State == controller.NodeRemoved {
-			return fmt.Errorf("%w (node %d's own controller replica says so): %s", ErrRemoved, n.cfg.NodeID, removedHint)
+		st := r.n.ctrl.Load()
+		if self, ok := st.Nodes[r.n.cfg.NodeID]; ok && self.State == controller.NodeRemoved {
+			return fmt.Errorf("%w (node %d's own controller replica says so): %s", ErrRemoved, r.n.cfg.NodeID, removedHint)
 		}
 		var peers []*controller.Node
 		for _, id := range st.NodeIDs() {
-			if other := st.Nodes[id]; id != n.cfg.NodeID && other.PeerAddr != "" && other.State != controller.NodeRemoved {
+			if other := st.Nodes[id]; id != r.n.cfg.NodeID && other.PeerAddr != "" && other.State != controller.NodeRemoved {
 				peers = append(peers, other)
 			}
 		}
@@ -190,16 +190,16 @@ func (n *Node) checkNotRemoved(wait time.Duration) error {
 		var wg sync.WaitGroup
 		for i, other := range peers {
 			wg.Go(func() {
-				ctx, cancel := context.WithTimeout(n.life, time.Second)
+				ctx, cancel := context.WithTimeout(r.n.life, time.Second)
 				defer cancel()
-				nodes, err := n.askNodes(ctx, other.PeerAddr)
+				nodes, err := r.n.askNodes(ctx, other.PeerAddr)
 				switch {
 				case slotstore.ErrorCode(err) == slotstore.CodePermissionDenied:
 					verdicts[i] = fmt.Errorf("%w (node %d refuses this node's requests: %v): %s", ErrRemoved, other.ID, err, removedHint)
 				case err == nil:
 					answered[i] = true
 					for _, info := range nodes {
-						if info.ID == n.cfg.NodeID && info.State == controller.NodeRemoved {
+						if info.ID == r.n.cfg.NodeID && info.State == controller.NodeRemoved {
 							verdicts[i] = fmt.Errorf("%w (node %d says so): %s", ErrRemoved, other.ID, removedHint)
 						}
 					}
@@ -217,11 +217,11 @@ func (n *Node) checkNotRemoved(wait time.Duration) error {
 		}
 		select {
 		case <-time.After(100 * time.Millisecond):
-		case <-n.stop:
+		case <-r.n.stop:
 			return nil
 		}
 	}
-	n.cfg.Logger.Warn("no other node answered whether this node was removed; starting", "waited", wait)
+	r.n.cfg.Logger.Warn("no other node answered whether this node was removed; starting", "waited", wait)
 	return nil
 }
 
@@ -238,7 +238,7 @@ func (n *Node) askNodes(ctx context.Context, addr string) ([]slotstore.NodeInfo,
 	return out, json.Unmarshal(body, &out)
 }
 
-func (n *Node) servePeerNodes(_ context.Context, w http.ResponseWriter, _ *http.Request) {
+func (p peerAPI) servePeerNodes(_ context.Context, w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(n.nodes())
+	_ = json.NewEncoder(w).Encode(operator{p.n}.Nodes())
 }

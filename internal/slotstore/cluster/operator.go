@@ -21,10 +21,6 @@ func (n *Node) Operator() slotstore.Operator { return operator{n} }
 
 func (o operator) NodeID() slotstore.NodeID { return o.n.cfg.NodeID }
 
-func (o operator) Summary() slotstore.ClusterSummary { return o.n.summary() }
-
-func (o operator) Nodes() []slotstore.NodeInfo { return o.n.nodes() }
-
 // SlotMap is the group of every hash slot in the current routing table
 // (zeros before the table is known).
 func (o operator) SlotMap() (m [slotstore.HashSlotCount]slotstore.GroupID) {
@@ -52,7 +48,7 @@ func (o operator) LeaderTransfer(ctx context.Context, g slotstore.GroupID, targe
 
 // SetPreferredLeader records the intent that node should lead group g.
 func (o operator) SetPreferredLeader(ctx context.Context, g slotstore.GroupID, node slotstore.NodeID) error {
-	return o.n.proposeController(ctx, controller.Command{SetPreferred: &controller.SetPreferred{Group: g, Node: node}})
+	return o.n.ctl.proposeController(ctx, controller.Command{SetPreferred: &controller.SetPreferred{Group: g, Node: node}})
 }
 
 // Decisions returns the controller's decision log, newest last.
@@ -73,13 +69,5 @@ func (o operator) BalancerPlan(ctx context.Context) (slotstore.BalancePlan, erro
 
 // SetBalancerPaused pauses or resumes the balancer (replicated).
 func (o operator) SetBalancerPaused(ctx context.Context, paused bool) error {
-	return o.n.proposeController(ctx, controller.Command{SetBalancer: &controller.SetBalancer{Paused: paused}})
-}
-
-func (o operator) DrainNode(ctx context.Context, id slotstore.NodeID) (slotstore.NodeInfo, error) {
-	return o.n.drainNode(ctx, id)
-}
-
-func (o operator) RemoveNode(ctx context.Context, id slotstore.NodeID) error {
-	return o.n.removeNode(ctx, id)
+	return o.n.ctl.proposeController(ctx, controller.Command{SetBalancer: &controller.SetBalancer{Paused: paused}})
 }

@@ -18,30 +18,35 @@ import (
 // request is served locally or refused with a hint — never forwarded again
 // (at most one hop).
 
+// peerAPI is the node's side of peer RPC: the server and the endpoints
+// the node itself answers (dispatch, the controller leader and the waker
+// register theirs).
+type peerAPI struct{ n *Node }
+
 // peerHandler is the node's peer RPC: the endpoints of package peer's
 // server, each served by the node.
-func (n *Node) peerHandler() *peer.Server {
-	s := peer.NewServer(n.secret, 4*n.cfg.MaxPeerInFlight)
-	s.RefuseFrom(n.isRemoved)
-	s.OnAuthFailure(n.metrics.peerAuthFailed)
-	n.dispatch.Register(s) // propose, propose-batch, read
-	n.leader.Register(s)   // groups, health, balancer, balancer-plan, transfer
-	s.Handle(http.MethodPost, "readindex", n.servePeerReadIndex)
-	s.Handle(http.MethodGet, "leaders", n.servePeerLeaders)
-	s.Handle(http.MethodGet, "applied", n.servePeerApplied)
-	s.Handle(http.MethodGet, "status", n.servePeerStatus)
-	s.Handle(http.MethodGet, "nodes", n.servePeerNodes)
-	s.Handle(http.MethodPost, "wake", n.wakes.serve)
-	s.Handle(http.MethodPost, "membership", n.servePeerMembership)
+func (p peerAPI) peerHandler() *peer.Server {
+	s := peer.NewServer(p.n.secret, 4*p.n.cfg.MaxPeerInFlight)
+	s.RefuseFrom(p.n.isRemoved)
+	s.OnAuthFailure(p.n.metrics.peerAuthFailed)
+	p.n.dispatch.Register(s) // propose, propose-batch, read
+	p.n.leader.Register(s)   // groups, health, balancer, balancer-plan, transfer
+	s.Handle(http.MethodPost, "readindex", p.servePeerReadIndex)
+	s.Handle(http.MethodGet, "leaders", p.servePeerLeaders)
+	s.Handle(http.MethodGet, "applied", p.servePeerApplied)
+	s.Handle(http.MethodGet, "status", p.servePeerStatus)
+	s.Handle(http.MethodGet, "nodes", p.servePeerNodes)
+	s.Handle(http.MethodPost, "wake", p.n.wakes.serve)
+	s.Handle(http.MethodPost, "membership", p.servePeerMembership)
 	return s
 }
 
 // localLeaderViews reads the live leader of every local replica.
-func (n *Node) localLeaderViews() []peer.LeaderView {
-	st := n.ctrl.Load()
+func (p peerAPI) localLeaderViews() []peer.LeaderView {
+	st := p.n.ctrl.Load()
 	var out []peer.LeaderView
-	for id := range n.replicas.All() {
-		leader, term, valid, err := n.nh.GetLeaderID(controller.ShardOf(id))
+	for id := range p.n.replicas.All() {
+		leader, term, valid, err := p.n.nh.GetLeaderID(controller.ShardOf(id))
 		if err != nil || !valid || leader == 0 {
 			continue
 		}
@@ -54,9 +59,9 @@ func (n *Node) localLeaderViews() []peer.LeaderView {
 
 // servePeerApplied answers the applied index of this node's replica of
 // the group named by ?group= (a leader transfer waits for its target).
-func (n *Node) servePeerApplied(_ context.Context, w http.ResponseWriter, r *http.Request) {
+func (p peerAPI) servePeerApplied(_ context.Context, w http.ResponseWriter, r *http.Request) {
 	g, err := strconv.ParseUint(r.URL.Query().Get("group"), 10, 32)
-	lg := n.replicas.All()[slotstore.GroupID(g)]
+	lg := p.n.replicas.All()[slotstore.GroupID(g)]
 	if err != nil || lg == nil || lg.SM() == nil {
 		peer.WriteError(w, http.StatusNotFound, slotstore.Errorf(slotstore.CodeNotFound, "no replica of group %q here", r.URL.Query().Get("group")))
 		return
@@ -65,14 +70,14 @@ func (n *Node) servePeerApplied(_ context.Context, w http.ResponseWriter, r *htt
 	_, _ = w.Write(strconv.AppendUint(nil, lg.SM().AppliedIndex(), 10))
 }
 
-func (n *Node) servePeerLeaders(_ context.Context, w http.ResponseWriter, _ *http.Request) {
-	peer.WriteJSON(w, n.localLeaderViews())
+func (p peerAPI) servePeerLeaders(_ context.Context, w http.ResponseWriter, _ *http.Request) {
+	peer.WriteJSON(w, p.localLeaderViews())
 }
 
 // servePeerReadIndex answers a follower's read-index questions for the
 // groups this node leads (peer/readindex.go): per group the index plus one,
 // or 0.
-func (n *Node) servePeerReadIndex(ctx context.Context, w http.ResponseWriter, r *http.Request) {
+func (p peerAPI) servePeerReadIndex(ctx context.Context, w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, 64<<10))
 	if err != nil {
 		peer.WriteError(w, http.StatusRequestEntityTooLarge, slotstore.Wrap(slotstore.CodePayloadTooLarge, err, "peer request body"))
@@ -94,11 +99,11 @@ func (n *Node) servePeerReadIndex(ctx context.Context, w http.ResponseWriter, r 
 	answers := make([]uint64, len(groups))
 	var wg sync.WaitGroup
 	for i, g := range groups {
-		lg := n.replicas.Get(g)
+		lg := p.n.replicas.Get(g)
 		if lg == nil {
 			continue
 		}
-		if leader, _, valid, err := n.nh.GetLeaderID(controller.ShardOf(g)); err != nil || !valid || leader != lg.ReplicaID {
+		if leader, _, valid, err := p.n.nh.GetLeaderID(controller.ShardOf(g)); err != nil || !valid || leader != lg.ReplicaID {
 			continue // not the leader: the follower runs its own round
 		}
 		wg.Add(1)

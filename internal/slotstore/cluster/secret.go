@@ -121,14 +121,14 @@ func (k *secretKeeper) missing(st *controller.State) bool {
 
 // ensurePeerSecret gives a cluster bootstrapped before secrets were
 // generated one (the controller leader proposes its own; the first stays).
-func (n *Node) ensurePeerSecret(ctx context.Context, st *controller.State) {
-	if !n.secrets.missing(st) || n.ControllerLeader() != n.cfg.NodeID {
+func (f follower) ensurePeerSecret(ctx context.Context, st *controller.State) {
+	if !f.n.secrets.missing(st) || f.n.ControllerLeader() != f.n.cfg.NodeID {
 		return
 	}
-	cctx, cancel := context.WithTimeout(ctx, n.cfg.RequestTimeout)
+	cctx, cancel := context.WithTimeout(ctx, f.n.cfg.RequestTimeout)
 	defer cancel()
-	if err := n.proposeController(cctx, controller.Command{PeerSecret: &controller.SetPeerSecret{Secret: n.secret.Current()}}); err != nil {
-		n.cfg.Logger.Warn("could not give the cluster a generated secret yet", "err", err)
+	if err := f.n.ctl.proposeController(cctx, controller.Command{PeerSecret: &controller.SetPeerSecret{Secret: f.n.secret.Current()}}); err != nil {
+		f.n.cfg.Logger.Warn("could not give the cluster a generated secret yet", "err", err)
 	}
 }
 

@@ -74,9 +74,9 @@ func (n *Node) LocalStatus(ctx context.Context) slotstore.NodeStatus {
 	return out
 }
 
-func (n *Node) servePeerStatus(ctx context.Context, w http.ResponseWriter, _ *http.Request) {
+func (p peerAPI) servePeerStatus(ctx context.Context, w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(n.LocalStatus(ctx))
+	_ = json.NewEncoder(w).Encode(p.n.LocalStatus(ctx))
 }
 
 // Ownership reports the hash-slot ownership of every slot-group replica on

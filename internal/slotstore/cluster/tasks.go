@@ -29,7 +29,7 @@ func (o operator) Tasks() []slotstore.Task { return o.n.ctrl.Load().TasksNewestF
 
 // CancelTask asks to cancel a task before its commit.
 func (o operator) CancelTask(ctx context.Context, id uint64) (slotstore.Task, error) {
-	if _, err := o.n.proposeControllerResult(ctx, controller.Command{CancelTask: &controller.CancelTask{ID: id}}); err != nil {
+	if _, err := o.n.ctl.proposeControllerResult(ctx, controller.Command{CancelTask: &controller.CancelTask{ID: id}}); err != nil {
 		return slotstore.Task{}, err
 	}
 	return o.Task(id)
@@ -64,7 +64,7 @@ func (o operator) CreateGroup(ctx context.Context, peers []slotstore.NodeID) (sl
 // RetireGroup removes an empty group: every node stops its replica and
 // deletes its data.
 func (o operator) RetireGroup(ctx context.Context, g slotstore.GroupID) error {
-	_, err := o.n.proposeControllerResult(ctx, controller.Command{RetireGroup: &controller.RetireGroup{Group: g}})
+	_, err := o.n.ctl.proposeControllerResult(ctx, controller.Command{RetireGroup: &controller.RetireGroup{Group: g}})
 	return err
 }
 
@@ -76,7 +76,7 @@ func (o operator) createTask(ctx context.Context, c controller.Command, movesSlo
 	if movesSlots && o.n.cfg.DisableHashSlotMoves {
 		return slotstore.Task{}, controller.SlotMovesOff()
 	}
-	r, err := o.n.proposeControllerResult(ctx, c)
+	r, err := o.n.ctl.proposeControllerResult(ctx, c)
 	if err != nil {
 		return slotstore.Task{}, err
 	}

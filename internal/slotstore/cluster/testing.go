@@ -40,7 +40,7 @@ func (t Testing) ProjectOnce(ctx context.Context) (int, error) { return t.n.proj
 // (Operators move it by stopping its node; the tests of controller
 // failover need it on a chosen node.)
 func (t Testing) TransferControllerLeader(ctx context.Context, target slotstore.NodeID) error {
-	if _, err := t.n.awaitTransfer(ctx, controller.ShardID, uint64(target), nil); err != nil {
+	if _, err := t.n.xfer.awaitTransfer(ctx, controller.ShardID, uint64(target), nil); err != nil {
 		return err
 	}
 	t.n.ctrlLeader.Store(uint64(target))

@@ -39,17 +39,17 @@ func leaseLimit(st *controller.State, g slotstore.GroupID) time.Duration {
 // reportTiming records this node's Raft timing in the controller state when
 // it is not there yet (or differs); the next reconcile round tries again if
 // it fails.
-func (n *Node) reportTiming(ctx context.Context, st *controller.State) {
-	if _, ok := st.Nodes[n.cfg.NodeID]; !ok {
+func (f follower) reportTiming(ctx context.Context, st *controller.State) {
+	if _, ok := st.Nodes[f.n.cfg.NodeID]; !ok {
 		return
 	}
-	own := controller.TimingOf(n.cfg.RTT, n.cfg.ElectionRTT)
-	if cur, ok := st.Timing[n.cfg.NodeID]; ok && cur == own {
+	own := controller.TimingOf(f.n.cfg.RTT, f.n.cfg.ElectionRTT)
+	if cur, ok := st.Timing[f.n.cfg.NodeID]; ok && cur == own {
 		return
 	}
-	cctx, cancel := context.WithTimeout(ctx, n.cfg.RequestTimeout)
+	cctx, cancel := context.WithTimeout(ctx, f.n.cfg.RequestTimeout)
 	defer cancel()
-	if err := n.proposeController(cctx, controller.Command{RaftTiming: &controller.SetRaftTiming{Node: n.cfg.NodeID, Timing: own}}); err != nil {
-		n.cfg.Logger.Debug("report raft timing", "err", err)
+	if err := f.n.ctl.proposeController(cctx, controller.Command{RaftTiming: &controller.SetRaftTiming{Node: f.n.cfg.NodeID, Timing: own}}); err != nil {
+		f.n.cfg.Logger.Debug("report raft timing", "err", err)
 	}
 }

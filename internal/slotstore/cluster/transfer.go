@@ -15,6 +15,17 @@ import (
 	"slotmeta/internal/slotstore/replicas"
 )
 
+// transferer carries out leader transfers of the groups this node leads:
+// drained first, waited for, refused when the target does not answer.
+type transferer struct{ n *Node }
+
+// TransferLeader moves group g's leadership from this node (its leader) to
+// target's replica (transferer.TransferLeader; the checked transfer an
+// operator asks for is package leader's).
+func (n *Node) TransferLeader(ctx context.Context, g slotstore.GroupID, target slotstore.NodeID) error {
+	return n.xfer.TransferLeader(ctx, g, target)
+}
+
 // TransferLeader asks group g's Raft to hand leadership to node target and
 // waits until this node observes target as the leader (or ctx ends). The
 // request is best effort in Raft: an answer of timeout means the leader did
@@ -23,27 +34,27 @@ import (
 // drops every proposal, so a transfer toward a replica that leaves the
 // leader's requests unanswered for longer than ReachableWithin is refused
 // (target_unreachable) before it starts and before each repeat. (Safety checks and the operator API build on this.)
-func (n *Node) TransferLeader(ctx context.Context, g slotstore.GroupID, target slotstore.NodeID) error {
-	grp, ok := n.ctrl.Load().Groups[g]
+func (x transferer) TransferLeader(ctx context.Context, g slotstore.GroupID, target slotstore.NodeID) error {
+	grp, ok := x.n.ctrl.Load().Groups[g]
 	if !ok {
 		return slotstore.Errorf(slotstore.CodeNotFound, "group %d does not exist", g)
 	}
 	replica, ok := grp.Peers[target]
 	if !ok {
-		replica, ok = movingIn(n.ctrl.Load(), g, target)
+		replica, ok = movingIn(x.n.ctrl.Load(), g, target)
 	}
 	if !ok {
 		return slotstore.Errorf(slotstore.CodeConflict, "node %d is not a desired peer of group %d", target, g)
 	}
-	lg := n.replicas.All()[g]
+	lg := x.n.replicas.All()[g]
 	if lg == nil {
-		return slotstore.Errorf(slotstore.CodeNotLeader, "node %d holds no replica of group %d", n.cfg.NodeID, g)
+		return slotstore.Errorf(slotstore.CodeNotLeader, "node %d holds no replica of group %d", x.n.cfg.NodeID, g)
 	}
 	shard := controller.ShardOf(g)
-	if leader, _, valid, err := n.nh.GetLeaderID(shard); err != nil || !valid || leader != lg.ReplicaID {
-		st, _ := n.router.Load().Group(g)
+	if leader, _, valid, err := x.n.nh.GetLeaderID(shard); err != nil || !valid || leader != lg.ReplicaID {
+		st, _ := x.n.router.Load().Group(g)
 		return &slotstore.Error{Code: slotstore.CodeNotLeader, LeaderHint: st.Leader, LeaderTerm: st.Term,
-			RetryAfter: 200 * time.Millisecond, Message: fmt.Sprintf("node %d does not lead group %d: the leader transfers", n.cfg.NodeID, g)}
+			RetryAfter: 200 * time.Millisecond, Message: fmt.Sprintf("node %d does not lead group %d: the leader transfers", x.n.cfg.NodeID, g)}
 	}
 	reachable := func() error {
 		// A target that leaves the leader's requests unanswered is given
@@ -51,11 +62,11 @@ func (n *Node) TransferLeader(ctx context.Context, g slotstore.GroupID, target s
 		// comes late; nothing is held meanwhile) before the transfer is
 		// refused. Silence alone is no refusal: a quiesced group sends
 		// nothing, and the transfer wakes it.
-		within := n.cfg.Leadership.ReachableWithin
-		giveUp := time.Now().Add(n.cfg.electionTimeout())
+		within := x.n.cfg.Leadership.ReachableWithin
+		giveUp := time.Now().Add(x.n.cfg.electionTimeout())
 		for {
-			_, heard := n.heard.Ago(shard, replica)
-			wait := n.heard.Unanswered(shard, replica)
+			_, heard := x.n.heard.Ago(shard, replica)
+			wait := x.n.heard.Unanswered(shard, replica)
 			if heard && wait <= within {
 				return nil
 			}
@@ -72,11 +83,11 @@ func (n *Node) TransferLeader(ctx context.Context, g slotstore.GroupID, target s
 			return e
 		}
 	}
-	term, err := n.drainedTransfer(ctx, g, lg, shard, target, replica, reachable)
+	term, err := x.drainedTransfer(ctx, g, lg, shard, target, replica, reachable)
 	if err != nil {
 		return err
 	}
-	n.router.SetLeader(g, target, term)
+	x.n.router.SetLeader(g, target, term)
 	return nil
 }
 
@@ -91,9 +102,9 @@ func (n *Node) TransferLeader(ctx context.Context, g slotstore.GroupID, target s
 // waits for the target to lead. The held writes go on once it does (to the
 // new leader: the replicator sees this node no longer leads), or when the
 // attempt ends. check runs before every attempt.
-func (n *Node) drainedTransfer(ctx context.Context, g slotstore.GroupID, lg *replicas.Replica, shard uint64, target slotstore.NodeID,
+func (x transferer) drainedTransfer(ctx context.Context, g slotstore.GroupID, lg *replicas.Replica, shard uint64, target slotstore.NodeID,
 	replica uint64, check func() error) (uint64, error) {
-	et := n.cfg.electionTimeout()
+	et := x.n.cfg.electionTimeout()
 	for attempt := 1; ; attempt++ {
 		if err := check(); err != nil {
 			return 0, err
@@ -105,16 +116,16 @@ func (n *Node) drainedTransfer(ctx context.Context, g slotstore.GroupID, lg *rep
 			return 0, &slotstore.Error{Code: slotstore.CodeTimeout, Err: err, Message: "the group's writes in flight did not finish in time to transfer"}
 		}
 		start := time.Now()
-		applied := n.waitDrained(actx, g, lg, shard, target)
+		applied := x.waitDrained(actx, g, lg, shard, target)
 		// The lease ends before Raft is asked, and only if this replica
 		// still leads: asked on a follower, dragonboat would pass the
 		// transfer on to the new leader, whose lease nothing revoked.
-		n.replicas.TransferAway(shard)
-		if leader, _, valid, err := n.nh.GetLeaderID(shard); err != nil || !valid || leader != lg.ReplicaID {
+		x.n.replicas.TransferAway(shard)
+		if leader, _, valid, err := x.n.nh.GetLeaderID(shard); err != nil || !valid || leader != lg.ReplicaID {
 			release()
 			cancel()
 			return 0, &slotstore.Error{Code: slotstore.CodeNotLeader, RetryAfter: 200 * time.Millisecond,
-				Message: fmt.Sprintf("node %d stopped leading group %d before the transfer was asked", n.cfg.NodeID, g)}
+				Message: fmt.Sprintf("node %d stopped leading group %d before the transfer was asked", x.n.cfg.NodeID, g)}
 		}
 		// A quiesced leader is woken first. dragonboat gives up a transfer
 		// only in a leader's tick, which a quiesced replica does not run,
@@ -124,25 +135,25 @@ func (n *Node) drainedTransfer(ctx context.Context, g slotstore.GroupID, lg *rep
 		// something else woke it (scripts' tests: a restarted node's group
 		// without a leader for a minute, the preferred leader never
 		// reached).
-		n.wakes.local(g)
-		if err := n.nh.RequestLeaderTransfer(shard, replica); err != nil && !dragonboat.IsTempError(err) {
+		x.n.wakes.local(g)
+		if err := x.n.nh.RequestLeaderTransfer(shard, replica); err != nil && !dragonboat.IsTempError(err) {
 			release()
 			cancel()
 			return 0, propose.RaftError(err, g, false)
 		}
-		term, ok := n.waitLeaderIs(actx, shard, replica, et)
+		term, ok := x.waitLeaderIs(actx, shard, replica, et)
 		release()
 		cancel()
-		n.metrics.transferAttempt(ok)
+		x.n.metrics.transferAttempt(ok)
 		if ok {
-			n.cfg.Logger.Debug("leader transfer", "group", g, "target", target, "attempt", attempt, "applied", applied,
+			x.n.cfg.Logger.Debug("leader transfer", "group", g, "target", target, "attempt", attempt, "applied", applied,
 				"took", time.Since(start))
 			return term, nil
 		}
 		if ctx.Err() != nil {
 			return 0, &slotstore.Error{Code: slotstore.CodeTimeout, Message: "the new leader was not observed in time", Err: ctx.Err()}
 		}
-		n.cfg.Logger.Warn("leader transfer attempt did not land; again", "group", g, "target", target, "attempt", attempt)
+		x.n.cfg.Logger.Warn("leader transfer attempt did not land; again", "group", g, "target", target, "attempt", attempt)
 	}
 }
 
@@ -150,22 +161,22 @@ func (n *Node) drainedTransfer(ctx context.Context, g slotstore.GroupID, lg *rep
 // applied its whole Raft log and node target's replica has applied as much
 // (asked over peer RPC). It returns the index reached; a target that does
 // not get there in time is transferred to anyway.
-func (n *Node) waitDrained(ctx context.Context, g slotstore.GroupID, lg *replicas.Replica, shard uint64, target slotstore.NodeID) uint64 {
+func (x transferer) waitDrained(ctx context.Context, g slotstore.GroupID, lg *replicas.Replica, shard uint64, target slotstore.NodeID) uint64 {
 	sm := lg.SM()
-	lr, err := n.nh.GetLogReader(shard)
+	lr, err := x.n.nh.GetLogReader(shard)
 	if sm == nil || err != nil {
 		return 0
 	}
-	bound := time.Now().Add(4*time.Duration(n.cfg.HeartbeatRTT)*n.cfg.RTT + 100*time.Millisecond)
+	bound := time.Now().Add(4*time.Duration(x.n.cfg.HeartbeatRTT)*x.n.cfg.RTT + 100*time.Millisecond)
 	_, last := lr.GetRange()
 	pending := func() bool { return unappliedUpdates(sm.AppliedIndex(), last, lr.Entries) }
 	for pending() && time.Now().Before(bound) && propose.Sleep(ctx, context.Background(), time.Millisecond) {
 	}
 	want := sm.AppliedIndex()
-	addr := n.dispatch.PeerAddrOf(target)
+	addr := x.n.dispatch.PeerAddrOf(target)
 	for addr != "" && time.Now().Before(bound) {
 		cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
-		got, err := n.peers.Applied(cctx, addr, g)
+		got, err := x.n.peers.Applied(cctx, addr, g)
 		cancel()
 		if err == nil && got >= want {
 			break
@@ -204,10 +215,10 @@ func unappliedUpdates(applied, last uint64, entries func(lo, hi, maxSize uint64)
 }
 
 // waitLeaderIs polls until replica leads shard (its term) or d has passed.
-func (n *Node) waitLeaderIs(ctx context.Context, shard, replica uint64, d time.Duration) (uint64, bool) {
+func (x transferer) waitLeaderIs(ctx context.Context, shard, replica uint64, d time.Duration) (uint64, bool) {
 	until := time.Now().Add(d)
 	for {
-		if leader, term, valid, err := n.nh.GetLeaderID(shard); err == nil && valid && leader == replica {
+		if leader, term, valid, err := x.n.nh.GetLeaderID(shard); err == nil && valid && leader == replica {
 			return term, true
 		}
 		if time.Now().After(until) || !propose.Sleep(ctx, context.Background(), time.Millisecond) {
@@ -235,13 +246,13 @@ func movingIn(st *controller.State, g slotstore.GroupID, target slotstore.NodeID
 // an election timeout (say the target lagged for a moment), so the request
 // is repeated once per election timeout until it lands or ctx ends; before
 // each request check (if not nil) must pass.
-func (n *Node) awaitTransfer(ctx context.Context, shard, replica uint64, check func() error) (uint64, error) {
-	retry := time.Duration(n.cfg.ElectionRTT) * n.cfg.RTT
+func (x transferer) awaitTransfer(ctx context.Context, shard, replica uint64, check func() error) (uint64, error) {
+	retry := time.Duration(x.n.cfg.ElectionRTT) * x.n.cfg.RTT
 	var last time.Time
 	t := time.NewTicker(5 * time.Millisecond)
 	defer t.Stop()
 	for {
-		leader, term, valid, err := n.nh.GetLeaderID(shard)
+		leader, term, valid, err := x.n.nh.GetLeaderID(shard)
 		if err == nil && valid && leader == replica {
 			return term, nil
 		}
@@ -251,8 +262,8 @@ func (n *Node) awaitTransfer(ctx context.Context, shard, replica uint64, check f
 					return 0, err
 				}
 			}
-			n.replicas.TransferAway(shard)
-			if err := n.nh.RequestLeaderTransfer(shard, replica); err != nil && !dragonboat.IsTempError(err) {
+			x.n.replicas.TransferAway(shard)
+			if err := x.n.nh.RequestLeaderTransfer(shard, replica); err != nil && !dragonboat.IsTempError(err) {
 				return 0, propose.RaftError(err, 0, false)
 			}
 			last = time.Now()
