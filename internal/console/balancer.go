@@ -14,6 +14,9 @@ import (
 // The console's balancer page: its state and plan, the load per node, the
 // drains; pause/resume, drain and remove as actions.
 
+// balancerPages serves the balancer page and its actions.
+type balancerPages struct{ *console }
+
 // BalancerProps is the balancer page.
 type BalancerProps struct {
 	Status slotstore.BalancerStatus
@@ -31,7 +34,7 @@ type BalancerRow struct {
 	Drain *slotstore.DrainProgress
 }
 
-func (c *console) balancer(ctx context.Context, canAct bool) BalancerProps {
+func (c balancerPages) balancer(ctx context.Context, canAct bool) BalancerProps {
 	p := BalancerProps{CanAct: canAct, Now: c.now()}
 	st, err := c.src.Balancer(ctx)
 	if err != nil {
@@ -59,15 +62,15 @@ func (c *console) balancer(ctx context.Context, canAct bool) BalancerProps {
 	return p
 }
 
-func (c *console) balancerPage(w http.ResponseWriter, r *http.Request) {
+func (c balancerPages) balancerPage(w http.ResponseWriter, r *http.Request) {
 	c.full(w, r, "Balancer", "balancer", BalancerBody(c.balancer(r.Context(), c.session(r).CanAct)))
 }
 
-func (c *console) balancerFragment(w http.ResponseWriter, r *http.Request) {
+func (c balancerPages) balancerFragment(w http.ResponseWriter, r *http.Request) {
 	c.render(w, r, http.StatusOK, BalancerLive(c.balancer(r.Context(), c.session(r).CanAct)))
 }
 
-func (c *console) setBalancer(w http.ResponseWriter, r *http.Request) (string, Flash) {
+func (c balancerPages) setBalancer(w http.ResponseWriter, r *http.Request) (string, Flash) {
 	paused, err := strconv.ParseBool(r.PostForm.Get("paused"))
 	if err != nil {
 		return "/console/balancer", Flash{Message: "paused: want true or false"}
@@ -86,7 +89,7 @@ func nodeIDParam(r *http.Request) (slotstore.NodeID, bool) {
 	return slotstore.NodeID(id), err == nil && id > 0
 }
 
-func (c *console) drainNode(w http.ResponseWriter, r *http.Request) (string, Flash) {
+func (c balancerPages) drainNode(w http.ResponseWriter, r *http.Request) (string, Flash) {
 	id, ok := nodeIDParam(r)
 	if !ok {
 		return "/console/balancer", Flash{Message: "bad node id"}
@@ -98,7 +101,7 @@ func (c *console) drainNode(w http.ResponseWriter, r *http.Request) (string, Fla
 	return "/console/balancer", Flash{OK: true, Message: fmt.Sprintf("Node %d drains its %d replicas.", id, info.DrainReplicas)}
 }
 
-func (c *console) removeNode(w http.ResponseWriter, r *http.Request) (string, Flash) {
+func (c balancerPages) removeNode(w http.ResponseWriter, r *http.Request) (string, Flash) {
 	id, ok := nodeIDParam(r)
 	if !ok {
 		return "/console/balancer", Flash{Message: "bad node id"}

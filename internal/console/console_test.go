@@ -175,7 +175,7 @@ func TestSlotGridHas256CellsThatTellSlotGroupAndLeader(t *testing.T) {
 	hs := slotstore.HashSlot(200)
 	src.tasks = []slotstore.Task{{ID: 9, Kind: "slot_migration", Group: 2, ToGroup: 1, HashSlot: &hs, Status: "running"}}
 	c := &console{src: src, now: func() time.Time { return now }}
-	doc := render(t, SlotGrid(c.slots(context.Background())))
+	doc := render(t, SlotGrid(slotPages{c}.slots(context.Background())))
 	cells := byTestID(doc, "slot-cell")
 	if len(cells) != slotstore.HashSlotCount {
 		t.Fatalf("%d cells, want 256", len(cells))
@@ -652,7 +652,7 @@ func TestBalancerPageShowsPlanLoadAndDrains(t *testing.T) {
 		t.Fatalf("remove: %q", fl)
 	}
 	c := &console{src: f, now: func() time.Time { return now }}
-	doc := render(t, BalancerLive(c.balancer(context.Background(), true)))
+	doc := render(t, BalancerLive(balancerPages{c}.balancer(context.Background(), true)))
 	if got := text(byTestID(doc, "balancer-mode")[0]); got != "paused" {
 		t.Fatalf("mode %q", got)
 	}

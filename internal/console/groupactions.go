@@ -44,7 +44,7 @@ func formPeers(r *http.Request) ([]slotstore.NodeID, error) {
 	return out, err
 }
 
-func (c *console) createGroup(w http.ResponseWriter, r *http.Request) (string, Flash) {
+func (c groupPages) createGroup(w http.ResponseWriter, r *http.Request) (string, Flash) {
 	peers, err := formPeers(r)
 	if err != nil {
 		return "/console/groups", Flash{Message: err.Error()}
@@ -56,7 +56,7 @@ func (c *console) createGroup(w http.ResponseWriter, r *http.Request) (string, F
 	return groupURL(t.Group), Flash{OK: true, Message: fmt.Sprintf("Task %d started: create group %d.", t.ID, t.Group)}
 }
 
-func (c *console) splitGroup(w http.ResponseWriter, r *http.Request) (string, Flash) {
+func (c groupPages) splitGroup(w http.ResponseWriter, r *http.Request) (string, Flash) {
 	id, ok := groupID(r)
 	if !ok {
 		return "/console/groups", Flash{Message: "bad group id"}
@@ -81,7 +81,7 @@ func (c *console) splitGroup(w http.ResponseWriter, r *http.Request) (string, Fl
 		t.ID, len(t.HashSlots), id, t.ToGroup)}
 }
 
-func (c *console) mergeGroup(w http.ResponseWriter, r *http.Request) (string, Flash) {
+func (c groupPages) mergeGroup(w http.ResponseWriter, r *http.Request) (string, Flash) {
 	id, ok := groupID(r)
 	if !ok {
 		return "/console/groups", Flash{Message: "bad group id"}
@@ -98,7 +98,7 @@ func (c *console) mergeGroup(w http.ResponseWriter, r *http.Request) (string, Fl
 		t.ID, len(t.HashSlots), id, into, id)}
 }
 
-func (c *console) retireGroup(w http.ResponseWriter, r *http.Request) (string, Flash) {
+func (c groupPages) retireGroup(w http.ResponseWriter, r *http.Request) (string, Flash) {
 	id, ok := groupID(r)
 	if !ok {
 		return "/console/groups", Flash{Message: "bad group id"}

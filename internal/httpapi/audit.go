@@ -19,7 +19,7 @@ type auditJSON struct {
 
 // listAudit is GET /v1/cluster/audit?before=&limit=: the audit trail,
 // newest first, as this node's controller replica has applied it.
-func (a *api) listAudit(w http.ResponseWriter, r *http.Request) error {
+func (a clusterRoutes) listAudit(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	limit, err := limitParam(q)
 	if err != nil {
@@ -52,7 +52,7 @@ func (a *api) listAudit(w http.ResponseWriter, r *http.Request) error {
 }
 
 // getSecurity is GET /v1/cluster/security: how this node is secured.
-func (a *api) getSecurity(w http.ResponseWriter, r *http.Request) error {
+func (a clusterRoutes) getSecurity(w http.ResponseWriter, r *http.Request) error {
 	var st slotstore.SecurityStatus
 	if a.security != nil {
 		st = a.security()

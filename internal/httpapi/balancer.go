@@ -8,9 +8,13 @@ import (
 	"slotmeta/internal/slotstore"
 )
 
+// balancerRoutes serves the balancer and node removal under /v1/cluster
+// (clusterRoutes mounts them).
+type balancerRoutes struct{ *api }
+
 // getBalancer is GET /v1/cluster/balancer: whether it runs, its latest
 // round and plan, the load per node and every drain's progress.
-func (a *api) getBalancer(w http.ResponseWriter, r *http.Request) error {
+func (a balancerRoutes) getBalancer(w http.ResponseWriter, r *http.Request) error {
 	st, err := a.op.Balancer(r.Context())
 	if err != nil {
 		return err
@@ -24,7 +28,7 @@ type balancerRequest struct {
 }
 
 // putBalancer is PUT /v1/cluster/balancer {"paused": bool}.
-func (a *api) putBalancer(w http.ResponseWriter, r *http.Request) error {
+func (a balancerRoutes) putBalancer(w http.ResponseWriter, r *http.Request) error {
 	var req balancerRequest
 	if err := a.decode(w, r, &req); err != nil {
 		return err
@@ -37,7 +41,7 @@ func (a *api) putBalancer(w http.ResponseWriter, r *http.Request) error {
 
 // getBalancerPlan is GET /v1/cluster/balancer/plan: what the balancer
 // would do now (a dry run; nothing is started).
-func (a *api) getBalancerPlan(w http.ResponseWriter, r *http.Request) error {
+func (a balancerRoutes) getBalancerPlan(w http.ResponseWriter, r *http.Request) error {
 	p, err := a.op.BalancerPlan(r.Context())
 	if err != nil {
 		return err
@@ -56,7 +60,7 @@ func nodeParam(r *http.Request) (slotstore.NodeID, error) {
 
 // drainNode is POST /v1/cluster/nodes/{id}/drain: 202 with the node; the
 // progress is in GET /v1/cluster/balancer (drains).
-func (a *api) drainNode(w http.ResponseWriter, r *http.Request) error {
+func (a balancerRoutes) drainNode(w http.ResponseWriter, r *http.Request) error {
 	id, err := nodeParam(r)
 	if err != nil {
 		return err
@@ -71,7 +75,7 @@ func (a *api) drainNode(w http.ResponseWriter, r *http.Request) error {
 
 // removeNode is DELETE /v1/cluster/nodes/{id}: a drained node leaves the
 // cluster for good.
-func (a *api) removeNode(w http.ResponseWriter, r *http.Request) error {
+func (a balancerRoutes) removeNode(w http.ResponseWriter, r *http.Request) error {
 	id, err := nodeParam(r)
 	if err != nil {
 		return err

@@ -9,7 +9,7 @@ import (
 	"slotmeta/internal/slotstore/meta"
 )
 
-// channelListRoutes mounts the five shapes of one list of a channel
+// channelListRoutes serves the five shapes of one list of a channel
 // (subscribers, denylist, allowlist) under /v1/channels:
 //
 //	POST   /{channel_type}/{channel_id}/<list>         {uids} add
@@ -19,7 +19,9 @@ import (
 //	GET    /{channel_type}/{channel_id}/<list>/{uid}   membership test
 //
 // A list is a set stored with the channel; the channel must exist (404).
-func (a *api) channelListRoutes(r chi.Router, l meta.ChannelList) {
+type channelListRoutes struct{ *api }
+
+func (a channelListRoutes) mount(r chi.Router, l meta.ChannelList) {
 	base := "/{channel_type}/{channel_id}/" + l.String()
 	r.Post(base, a.handle(a.changeMembers(l, true)))
 	r.Post(base+"/remove", a.handle(a.changeMembers(l, false)))
@@ -64,7 +66,7 @@ func listTag(l meta.ChannelList) byte {
 }
 
 // changeMembers is POST …/<list> (add) and POST …/<list>/remove.
-func (a *api) changeMembers(l meta.ChannelList, add bool) handlerFunc {
+func (a channelListRoutes) changeMembers(l meta.ChannelList, add bool) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		channelType, id, err := channelFromPath(r)
 		if err != nil {
@@ -102,7 +104,7 @@ func (a *api) changeMembers(l meta.ChannelList, add bool) handlerFunc {
 
 // deleteMember is DELETE …/<list>/{uid}: 204, or 404 when the uid is not
 // in the list (or the channel does not exist).
-func (a *api) deleteMember(l meta.ChannelList) handlerFunc {
+func (a channelListRoutes) deleteMember(l meta.ChannelList) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		channelType, id, err := channelFromPath(r)
 		if err != nil {
@@ -127,7 +129,7 @@ func (a *api) deleteMember(l meta.ChannelList) handlerFunc {
 
 // getMember is GET …/<list>/{uid}: 200 {"uid",…} when uid is in the list,
 // else 404.
-func (a *api) getMember(l meta.ChannelList) handlerFunc {
+func (a channelListRoutes) getMember(l meta.ChannelList) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		channelType, id, err := channelFromPath(r)
 		if err != nil {
@@ -142,7 +144,7 @@ func (a *api) getMember(l meta.ChannelList) handlerFunc {
 			return err
 		}
 		q := &meta.GetChannelMember{HashSlot: slotstore.HashSlotOfString(id), List: l, ChannelType: channelType, ChannelID: id, UID: uid}
-		m, err := read(a, w, r, target{id, f}, c, q)
+		m, err := read(a.api, w, r, target{id, f}, c, q)
 		if err != nil {
 			return err
 		}
@@ -156,7 +158,7 @@ func (a *api) getMember(l meta.ChannelList) handlerFunc {
 
 // listMembers is GET …/<list>?cursor=&limit=: one page of the list in uid
 // order; 404 when the channel does not exist.
-func (a *api) listMembers(l meta.ChannelList) handlerFunc {
+func (a channelListRoutes) listMembers(l meta.ChannelList) handlerFunc {
 	tag := listTag(l)
 	return func(w http.ResponseWriter, r *http.Request) error {
 		channelType, id, err := channelFromPath(r)
@@ -169,7 +171,7 @@ func (a *api) listMembers(l meta.ChannelList) handlerFunc {
 		}
 		q := &meta.ScanChannelList{HashSlot: slotstore.HashSlotOfString(id), List: l, ChannelType: channelType, ChannelID: id,
 			AfterUID: after, Limit: lq.limit}
-		p, err := read(a, w, r, target{id, lq.fence}, lq.c, q)
+		p, err := read(a.api, w, r, target{id, lq.fence}, lq.c, q)
 		if err != nil {
 			return err
 		}

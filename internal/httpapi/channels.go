@@ -10,16 +10,18 @@ import (
 	"slotmeta/internal/slotstore/meta"
 )
 
-// channelRoutes mounts /v1/channels: the channels and, under each, its
+// channelRoutes serves /v1/channels: the channels and, under each, its
 // subscriber, deny and allow lists (channellists.go). A channel is
 // identified by (channel_type, channel_id); its route key is channel_id.
-func (a *api) channelRoutes(r chi.Router) {
+type channelRoutes struct{ *api }
+
+func (a channelRoutes) mount(r chi.Router) {
 	r.Post("/", a.handle(a.createChannel))
 	r.Get("/{channel_type}/{channel_id}", a.handle(a.getChannel))
 	r.Put("/{channel_type}/{channel_id}", a.handle(a.putChannel))
 	r.Delete("/{channel_type}/{channel_id}", a.handle(a.deleteChannel))
 	for _, l := range []meta.ChannelList{meta.ListSubscribers, meta.ListDenylist, meta.ListAllowlist} {
-		a.channelListRoutes(r, l)
+		channelListRoutes(a).mount(r, l)
 	}
 }
 
@@ -84,7 +86,7 @@ func channelNotFound(channelType uint8, id string) error {
 }
 
 // createChannel is POST /v1/channels: 201, or 409 conflict if it exists.
-func (a *api) createChannel(w http.ResponseWriter, r *http.Request) error {
+func (a channelRoutes) createChannel(w http.ResponseWriter, r *http.Request) error {
 	idemKey, f, err := writeHeaders(r)
 	if err != nil {
 		return err
@@ -113,7 +115,7 @@ func (a *api) createChannel(w http.ResponseWriter, r *http.Request) error {
 
 // putChannel is PUT /v1/channels/{channel_type}/{channel_id}: create the
 // channel or replace its flags and extra (200); its lists and counts stay.
-func (a *api) putChannel(w http.ResponseWriter, r *http.Request) error {
+func (a channelRoutes) putChannel(w http.ResponseWriter, r *http.Request) error {
 	channelType, id, err := channelFromPath(r)
 	if err != nil {
 		return err
@@ -151,7 +153,7 @@ func (a *api) putChannel(w http.ResponseWriter, r *http.Request) error {
 
 // getChannel is GET /v1/channels/{channel_type}/{channel_id}, with the
 // counts of its lists.
-func (a *api) getChannel(w http.ResponseWriter, r *http.Request) error {
+func (a channelRoutes) getChannel(w http.ResponseWriter, r *http.Request) error {
 	channelType, id, err := channelFromPath(r)
 	if err != nil {
 		return err
@@ -160,7 +162,7 @@ func (a *api) getChannel(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ch, err := read(a, w, r, target{id, f}, c,
+	ch, err := read(a.api, w, r, target{id, f}, c,
 		&meta.GetChannel{HashSlot: slotstore.HashSlotOfString(id), ChannelType: channelType, ChannelID: id})
 	if err != nil {
 		return err
@@ -174,7 +176,7 @@ func (a *api) getChannel(w http.ResponseWriter, r *http.Request) error {
 
 // deleteChannel is DELETE /v1/channels/{channel_type}/{channel_id}: 204
 // (the channel and its three lists are gone), or 404.
-func (a *api) deleteChannel(w http.ResponseWriter, r *http.Request) error {
+func (a channelRoutes) deleteChannel(w http.ResponseWriter, r *http.Request) error {
 	channelType, id, err := channelFromPath(r)
 	if err != nil {
 		return err

@@ -9,34 +9,38 @@ import (
 	"slotmeta/internal/slotstore/routing"
 )
 
-// clusterRoutes mounts /v1/cluster.
-func (a *api) clusterRoutes(r chi.Router) {
+// clusterRoutes serves /v1/cluster.
+type clusterRoutes struct{ *api }
+
+func (a clusterRoutes) mount(r chi.Router) {
+	// One table for the whole tree; the handlers live with their resource.
+	b, g, t := balancerRoutes(a), groupRoutes(a), taskRoutes(a)
 	r.Get("/", a.handle(a.getCluster))
 	r.Get("/nodes", a.handle(a.listNodes))
 	r.Post("/nodes", a.handle(a.registerNode))
-	r.Delete("/nodes/{id}", a.handle(a.removeNode))
-	r.Post("/nodes/{id}/drain", a.handle(a.drainNode))
-	r.Get("/balancer", a.handle(a.getBalancer))
-	r.Put("/balancer", a.handle(a.putBalancer))
-	r.Get("/balancer/plan", a.handle(a.getBalancerPlan))
+	r.Delete("/nodes/{id}", a.handle(b.removeNode))
+	r.Post("/nodes/{id}/drain", a.handle(b.drainNode))
+	r.Get("/balancer", a.handle(b.getBalancer))
+	r.Put("/balancer", a.handle(b.putBalancer))
+	r.Get("/balancer/plan", a.handle(b.getBalancerPlan))
 	r.Get("/routes", a.handle(a.getRoutes))
-	r.Get("/groups", a.handle(a.listGroups))
-	r.Post("/groups", a.handle(a.createGroup))
-	r.Get("/groups/{id}", a.handle(a.getGroup))
-	r.Delete("/groups/{id}", a.handle(a.retireGroup))
-	r.Post("/groups/{id}/split", a.handle(a.splitGroup))
-	r.Post("/groups/{id}/merge", a.handle(a.mergeGroup))
-	r.Post("/groups/{id}/leader-transfer", a.handle(a.transferLeader))
-	r.Get("/groups/{id}/leader-transfer/preflight", a.handle(a.preflightTransfer))
-	r.Put("/groups/{id}/preferred-leader", a.handle(a.setPreferredLeader))
-	r.Get("/decisions", a.handle(a.listDecisions))
+	r.Get("/groups", a.handle(g.listGroups))
+	r.Post("/groups", a.handle(t.createGroup))
+	r.Get("/groups/{id}", a.handle(g.getGroup))
+	r.Delete("/groups/{id}", a.handle(t.retireGroup))
+	r.Post("/groups/{id}/split", a.handle(t.splitGroup))
+	r.Post("/groups/{id}/merge", a.handle(t.mergeGroup))
+	r.Post("/groups/{id}/leader-transfer", a.handle(g.transferLeader))
+	r.Get("/groups/{id}/leader-transfer/preflight", a.handle(g.preflightTransfer))
+	r.Put("/groups/{id}/preferred-leader", a.handle(g.setPreferredLeader))
+	r.Get("/decisions", a.handle(g.listDecisions))
 	r.Get("/audit", a.handle(a.listAudit))
 	r.Get("/security", a.handle(a.getSecurity))
-	r.Post("/groups/{id}/replica-moves", a.handle(a.createReplicaMove))
-	r.Get("/tasks", a.handle(a.listTasks))
-	r.Get("/tasks/{id}", a.handle(a.getTask))
-	r.Post("/tasks/{id}/cancel", a.handle(a.cancelTask))
-	r.Post("/hash-slots/{slot}/migrations", a.handle(a.createSlotMigration))
+	r.Post("/groups/{id}/replica-moves", a.handle(t.createReplicaMove))
+	r.Get("/tasks", a.handle(t.listTasks))
+	r.Get("/tasks/{id}", a.handle(t.getTask))
+	r.Post("/tasks/{id}/cancel", a.handle(t.cancelTask))
+	r.Post("/hash-slots/{slot}/migrations", a.handle(t.createSlotMigration))
 	r.Post("/routes/resolve", a.handle(a.resolveRoutes))
 }
 
@@ -70,7 +74,7 @@ func slotRoute(snap *routing.Snapshot, hs slotstore.HashSlot) slotRouteJSON {
 
 // getRoutes is GET /v1/cluster/routes: the HashToGroup table, all 256 hash
 // slots, with its revision and each group's live leader.
-func (a *api) getRoutes(w http.ResponseWriter, r *http.Request) error {
+func (a clusterRoutes) getRoutes(w http.ResponseWriter, r *http.Request) error {
 	snap, err := a.snapshot()
 	if err != nil {
 		return err
@@ -107,7 +111,7 @@ type resolvedJSON struct {
 
 // resolveRoutes is POST /v1/cluster/routes/resolve: every key resolved
 // against one snapshot, so all answers share one revision.
-func (a *api) resolveRoutes(w http.ResponseWriter, r *http.Request) error {
+func (a clusterRoutes) resolveRoutes(w http.ResponseWriter, r *http.Request) error {
 	var req resolveRequest
 	if err := a.decode(w, r, &req); err != nil {
 		return err
@@ -135,7 +139,7 @@ func (a *api) resolveRoutes(w http.ResponseWriter, r *http.Request) error {
 }
 
 // getCluster is GET /v1/cluster: this node's summary of the cluster.
-func (a *api) getCluster(w http.ResponseWriter, r *http.Request) error {
+func (a clusterRoutes) getCluster(w http.ResponseWriter, r *http.Request) error {
 	a.writeJSON(w, r, http.StatusOK, a.op.Summary())
 	return nil
 }
@@ -157,7 +161,7 @@ type nodeJSON struct {
 // listNodes is GET /v1/cluster/nodes. The node list is small and always
 // returned whole; next_cursor is always empty. A node's health is unknown
 // when the controller leader cannot be asked.
-func (a *api) listNodes(w http.ResponseWriter, r *http.Request) error {
+func (a clusterRoutes) listNodes(w http.ResponseWriter, r *http.Request) error {
 	health := map[slotstore.NodeID]slotstore.NodeHealth{}
 	if hs, err := a.op.NodeHealth(r.Context()); err == nil {
 		for _, h := range hs {
@@ -185,7 +189,7 @@ type registerNodeRequest struct {
 }
 
 // registerNode is POST /v1/cluster/nodes: admit a joining node.
-func (a *api) registerNode(w http.ResponseWriter, r *http.Request) error {
+func (a clusterRoutes) registerNode(w http.ResponseWriter, r *http.Request) error {
 	var req registerNodeRequest
 	if err := a.decode(w, r, &req); err != nil {
 		return err

@@ -9,8 +9,10 @@ import (
 	"slotmeta/internal/slotstore/meta"
 )
 
-// cmdBindingRoutes mounts /v1/users/{uid}/cmd-bindings.
-func (a *api) cmdBindingRoutes(r chi.Router) {
+// cmdBindingRoutes serves /v1/users/{uid}/cmd-bindings.
+type cmdBindingRoutes struct{ *api }
+
+func (a cmdBindingRoutes) mount(r chi.Router) {
 	r.Get("/", a.handle(a.listCmdBindings))
 	r.Get("/{channel_type}/{channel_id}", a.handle(a.getCmdBinding))
 	r.Put("/{channel_type}/{channel_id}", a.handle(a.putCmdBinding))
@@ -57,35 +59,35 @@ var cmdBindings = userChannelRow[meta.CmdBinding, cmdBindingJSON]{
 }
 
 // putCmdBinding is PUT …: upsert {start_seq}; a stored ack_seq is kept. 200.
-func (a *api) putCmdBinding(w http.ResponseWriter, r *http.Request) error {
+func (a cmdBindingRoutes) putCmdBinding(w http.ResponseWriter, r *http.Request) error {
 	var req cmdBindingPut
-	return cmdBindings.write(a, w, r, &req, func(uc meta.UserChannel) meta.Command {
+	return cmdBindings.write(a.api, w, r, &req, func(uc meta.UserChannel) meta.Command {
 		return &meta.PutCmdBinding{UserChannel: uc, StartSeq: *req.StartSeq}
 	})
 }
 
 // ackCmdBinding is POST …/ack: raise ack_seq; a value at or below the
 // stored one answers 200 with the row unchanged.
-func (a *api) ackCmdBinding(w http.ResponseWriter, r *http.Request) error {
+func (a cmdBindingRoutes) ackCmdBinding(w http.ResponseWriter, r *http.Request) error {
 	var req cmdBindingAck
-	return cmdBindings.write(a, w, r, &req, func(uc meta.UserChannel) meta.Command {
+	return cmdBindings.write(a.api, w, r, &req, func(uc meta.UserChannel) meta.Command {
 		return &meta.AckCmdBinding{UserChannel: uc, AckSeq: *req.AckSeq}
 	})
 }
 
 // deleteCmdBinding is DELETE …: 204, or 404.
-func (a *api) deleteCmdBinding(w http.ResponseWriter, r *http.Request) error {
-	return cmdBindings.remove(a, w, r)
+func (a cmdBindingRoutes) deleteCmdBinding(w http.ResponseWriter, r *http.Request) error {
+	return cmdBindings.remove(a.api, w, r)
 }
 
 // getCmdBinding is GET ….
-func (a *api) getCmdBinding(w http.ResponseWriter, r *http.Request) error {
-	return cmdBindings.fetch(a, w, r)
+func (a cmdBindingRoutes) getCmdBinding(w http.ResponseWriter, r *http.Request) error {
+	return cmdBindings.fetch(a.api, w, r)
 }
 
 // listCmdBindings is GET /v1/users/{uid}/cmd-bindings, in (channel_type,
 // channel_id) order. The cursor is the last binding's channel type | id.
-func (a *api) listCmdBindings(w http.ResponseWriter, r *http.Request) error {
+func (a cmdBindingRoutes) listCmdBindings(w http.ResponseWriter, r *http.Request) error {
 	uid, err := pathParam(r, "uid", uidProblem)
 	if err != nil {
 		return err
@@ -105,7 +107,7 @@ func (a *api) listCmdBindings(w http.ResponseWriter, r *http.Request) error {
 		}
 		q.HasAfter, q.AfterType, q.AfterID = true, pos[0], string(pos[1:])
 	}
-	p, err := read(a, w, r, target{uid, lq.fence}, lq.c, q)
+	p, err := read(a.api, w, r, target{uid, lq.fence}, lq.c, q)
 	if err != nil {
 		return err
 	}

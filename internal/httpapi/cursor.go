@@ -57,8 +57,8 @@ func decodeCursor(s string) (position, error) {
 // listUsers is GET /v1/users?cursor=&limit=&consistency=: every user, in
 // (hash slot, uid) order, walked by walkSlots with one ScanUsers query per
 // run of hash slots owned by one group.
-func (a *api) listUsers(w http.ResponseWriter, r *http.Request) error {
-	users, next, err := walkSlots(a, w, r, func(u *meta.User) string { return u.UID },
+func (a userRoutes) listUsers(w http.ResponseWriter, r *http.Request) error {
+	users, next, err := walkSlots(a.api, w, r, func(u *meta.User) string { return u.UID },
 		func(ctx context.Context, run slotRun) ([]*meta.User, bool, error) {
 			scan, _, err := meta.Read(ctx, a.be, &meta.ScanUsers{FromSlot: run.from, ToSlot: run.to, AfterUID: run.afterUID, Limit: run.want}, run.consistency)
 			if err != nil {

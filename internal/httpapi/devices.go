@@ -10,9 +10,11 @@ import (
 	"slotmeta/internal/slotstore/meta"
 )
 
-// deviceRoutes mounts /v1/users/{uid}/devices. A device belongs to an
+// deviceRoutes serves /v1/users/{uid}/devices. A device belongs to an
 // existing user (404 otherwise) and is deleted with it.
-func (a *api) deviceRoutes(r chi.Router) {
+type deviceRoutes struct{ *api }
+
+func (a deviceRoutes) mount(r chi.Router) {
 	r.Get("/", a.handle(a.listDevices))
 	r.Get("/{device_flag}", a.handle(a.getDevice))
 	r.Put("/{device_flag}", a.handle(a.putDevice))
@@ -67,7 +69,7 @@ func deviceTarget(r *http.Request) (string, uint8, error) {
 
 // putDevice is PUT /v1/users/{uid}/devices/{device_flag}: create or replace
 // the device (200); 404 when the user does not exist.
-func (a *api) putDevice(w http.ResponseWriter, r *http.Request) error {
+func (a deviceRoutes) putDevice(w http.ResponseWriter, r *http.Request) error {
 	uid, flag, err := deviceTarget(r)
 	if err != nil {
 		return err
@@ -94,7 +96,7 @@ func (a *api) putDevice(w http.ResponseWriter, r *http.Request) error {
 }
 
 // getDevice is GET /v1/users/{uid}/devices/{device_flag}.
-func (a *api) getDevice(w http.ResponseWriter, r *http.Request) error {
+func (a deviceRoutes) getDevice(w http.ResponseWriter, r *http.Request) error {
 	uid, flag, err := deviceTarget(r)
 	if err != nil {
 		return err
@@ -103,7 +105,7 @@ func (a *api) getDevice(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	d, err := read(a, w, r, target{uid, f}, c, &meta.GetDevice{HashSlot: slotstore.HashSlotOfString(uid), UID: uid, Flag: flag})
+	d, err := read(a.api, w, r, target{uid, f}, c, &meta.GetDevice{HashSlot: slotstore.HashSlotOfString(uid), UID: uid, Flag: flag})
 	if err != nil {
 		return err
 	}
@@ -115,7 +117,7 @@ func (a *api) getDevice(w http.ResponseWriter, r *http.Request) error {
 }
 
 // deleteDevice is DELETE /v1/users/{uid}/devices/{device_flag}: 204, or 404.
-func (a *api) deleteDevice(w http.ResponseWriter, r *http.Request) error {
+func (a deviceRoutes) deleteDevice(w http.ResponseWriter, r *http.Request) error {
 	uid, flag, err := deviceTarget(r)
 	if err != nil {
 		return err
@@ -133,7 +135,7 @@ func (a *api) deleteDevice(w http.ResponseWriter, r *http.Request) error {
 
 // listDevices is GET /v1/users/{uid}/devices?cursor=&limit=: the user's
 // devices in flag order; 404 when the user does not exist.
-func (a *api) listDevices(w http.ResponseWriter, r *http.Request) error {
+func (a deviceRoutes) listDevices(w http.ResponseWriter, r *http.Request) error {
 	uid, err := pathParam(r, "uid", uidProblem)
 	if err != nil {
 		return err
@@ -147,7 +149,7 @@ func (a *api) listDevices(w http.ResponseWriter, r *http.Request) error {
 		n, _ := strconv.Atoi(after)
 		from = uint16(n) + 1
 	}
-	p, err := read(a, w, r, target{uid, lq.fence}, lq.c, &meta.ListDevices{HashSlot: slotstore.HashSlotOfString(uid), UID: uid, From: from, Limit: lq.limit})
+	p, err := read(a.api, w, r, target{uid, lq.fence}, lq.c, &meta.ListDevices{HashSlot: slotstore.HashSlotOfString(uid), UID: uid, From: from, Limit: lq.limit})
 	if err != nil {
 		return err
 	}

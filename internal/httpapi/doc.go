@@ -7,6 +7,13 @@
 // slotstore.Error into an HTTP status and the error body of docs/design.md
 // §10. openapi.yaml at the repository root is its contract.
 //
+// The handlers of each resource family are methods of a small type of its
+// own that holds the shared *api (userRoutes, kvRoutes, channelRoutes, …;
+// under /v1/cluster, clusterRoutes with balancerRoutes, groupRoutes and
+// taskRoutes), whose mount method registers them on the family's
+// sub-router; api itself keeps what every handler shares: decoding,
+// routing, proposing, rendering, errors and the middleware.
+//
 // # Model
 //
 // A handler only translates. It decodes and validates the request (query,

@@ -11,9 +11,11 @@ import (
 	"slotmeta/internal/slotstore/meta"
 )
 
-// eventRoutes mounts /v1/channels/{channel_type}/{channel_id}/events, the
+// eventRoutes serves /v1/channels/{channel_type}/{channel_id}/events, the
 // channel's bounded message-event projection.
-func (a *api) eventRoutes(r chi.Router) {
+type eventRoutes struct{ *api }
+
+func (a eventRoutes) mount(r chi.Router) {
 	r.Get("/", a.handle(a.listEvents))
 	r.Post("/", a.handle(a.appendEvent))
 }
@@ -68,7 +70,7 @@ type eventPage struct {
 // appendEvent is POST …/events: 201 with the event and its seq. The oldest
 // events beyond the projection's capacity (1000) are dropped in the same
 // write.
-func (a *api) appendEvent(w http.ResponseWriter, r *http.Request) error {
+func (a eventRoutes) appendEvent(w http.ResponseWriter, r *http.Request) error {
 	t, id, err := channelFromPath(r)
 	if err != nil {
 		return err
@@ -105,7 +107,7 @@ func (a *api) appendEvent(w http.ResponseWriter, r *http.Request) error {
 }
 
 // listEvents is GET …/events: newest first. The cursor is the last event's seq.
-func (a *api) listEvents(w http.ResponseWriter, r *http.Request) error {
+func (a eventRoutes) listEvents(w http.ResponseWriter, r *http.Request) error {
 	t, id, err := channelFromPath(r)
 	if err != nil {
 		return err
@@ -120,7 +122,7 @@ func (a *api) listEvents(w http.ResponseWriter, r *http.Request) error {
 	}
 	q := &meta.ListEvents{HashSlot: slotstore.HashSlotOfString(id), ChanRef: meta.ChanRef{ChannelType: t, ChannelID: id},
 		BeforeSeq: before, Limit: lq.limit}
-	p, err := read(a, w, r, target{id, lq.fence}, lq.c, q)
+	p, err := read(a.api, w, r, target{id, lq.fence}, lq.c, q)
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,11 @@ import (
 	"slotmeta/internal/slotstore"
 )
 
+// groupRoutes serves the groups under /v1/cluster: their views, leader
+// transfers, preferred leaders and the decision log (clusterRoutes mounts
+// them).
+type groupRoutes struct{ *api }
+
 type groupsJSON struct {
 	Items      []slotstore.GroupView `json:"items"`
 	NextCursor string                `json:"next_cursor"`
@@ -18,7 +23,7 @@ type groupsJSON struct {
 
 // listGroups is GET /v1/cluster/groups: intent and observed fact of every
 // group (a short list, returned whole).
-func (a *api) listGroups(w http.ResponseWriter, r *http.Request) error {
+func (a groupRoutes) listGroups(w http.ResponseWriter, r *http.Request) error {
 	views, err := a.op.Groups(r.Context())
 	if err != nil {
 		return err
@@ -48,7 +53,7 @@ func nodeValue(field, v string) (slotstore.NodeID, error) {
 	return slotstore.NodeID(id), nil
 }
 
-func (a *api) getGroup(w http.ResponseWriter, r *http.Request) error {
+func (a groupRoutes) getGroup(w http.ResponseWriter, r *http.Request) error {
 	g, err := groupParam(r)
 	if err != nil {
 		return err
@@ -66,7 +71,7 @@ type transferRequest struct {
 }
 
 // transferLeader is POST /v1/cluster/groups/{id}/leader-transfer.
-func (a *api) transferLeader(w http.ResponseWriter, r *http.Request) error {
+func (a groupRoutes) transferLeader(w http.ResponseWriter, r *http.Request) error {
 	g, err := groupParam(r)
 	if err != nil {
 		return err
@@ -85,7 +90,7 @@ func (a *api) transferLeader(w http.ResponseWriter, r *http.Request) error {
 
 // preflightTransfer is GET …/leader-transfer/preflight?target_node=: the
 // same checks, nothing done; the verdict is in the body (ok, blockers).
-func (a *api) preflightTransfer(w http.ResponseWriter, r *http.Request) error {
+func (a groupRoutes) preflightTransfer(w http.ResponseWriter, r *http.Request) error {
 	g, err := groupParam(r)
 	if err != nil {
 		return err
@@ -107,7 +112,7 @@ type preferredRequest struct {
 }
 
 // setPreferredLeader is PUT /v1/cluster/groups/{id}/preferred-leader.
-func (a *api) setPreferredLeader(w http.ResponseWriter, r *http.Request) error {
+func (a groupRoutes) setPreferredLeader(w http.ResponseWriter, r *http.Request) error {
 	g, err := groupParam(r)
 	if err != nil {
 		return err
@@ -149,7 +154,7 @@ type decisionsJSON struct {
 // bound.
 const maxDecisionsPage = 500
 
-func (a *api) listDecisions(w http.ResponseWriter, r *http.Request) error {
+func (a groupRoutes) listDecisions(w http.ResponseWriter, r *http.Request) error {
 	limit := maxDecisionsPage // absent: every decision kept
 	if s, ok, err := single(r.URL.Query(), "limit"); err != nil {
 		return err

@@ -9,9 +9,11 @@ import (
 	"slotmeta/internal/slotstore/meta"
 )
 
-// kvRoutes mounts /v1/kv. A key is one URL-escaped path segment: a '/'
+// kvRoutes serves /v1/kv. A key is one URL-escaped path segment: a '/'
 // inside it travels as %2F.
-func (a *api) kvRoutes(r chi.Router) {
+type kvRoutes struct{ *api }
+
+func (a kvRoutes) mount(r chi.Router) {
 	r.Get("/{key}", a.handle(a.getKV))
 	r.Put("/{key}", a.handle(a.putKV))
 	r.Delete("/{key}", a.handle(a.deleteKV))
@@ -30,14 +32,14 @@ type kvJSON struct {
 }
 
 // writeKV answers a business key with its ETag.
-func (a *api) writeKV(w http.ResponseWriter, r *http.Request, kv *meta.KV) {
+func (a kvRoutes) writeKV(w http.ResponseWriter, r *http.Request, kv *meta.KV) {
 	w.Header().Set("ETag", etag(kv.Revision))
 	a.writeJSON(w, r, http.StatusOK, kvJSON{Key: kv.Key, Value: string(kv.Value), Revision: kv.Revision})
 }
 
 // putKV is PUT /v1/kv/{key}, a compare-and-set under If-Match or
 // If-None-Match: *; a failed precondition answers 412.
-func (a *api) putKV(w http.ResponseWriter, r *http.Request) error {
+func (a kvRoutes) putKV(w http.ResponseWriter, r *http.Request) error {
 	key, err := pathParam(r, "key", keyProblem)
 	if err != nil {
 		return err
@@ -70,7 +72,7 @@ func (a *api) putKV(w http.ResponseWriter, r *http.Request) error {
 }
 
 // getKV is GET /v1/kv/{key}.
-func (a *api) getKV(w http.ResponseWriter, r *http.Request) error {
+func (a kvRoutes) getKV(w http.ResponseWriter, r *http.Request) error {
 	key, err := pathParam(r, "key", keyProblem)
 	if err != nil {
 		return err
@@ -79,7 +81,7 @@ func (a *api) getKV(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	kv, err := read(a, w, r, target{key, f}, c, &meta.GetKV{HashSlot: slotstore.HashSlotOfString(key), Key: key})
+	kv, err := read(a.api, w, r, target{key, f}, c, &meta.GetKV{HashSlot: slotstore.HashSlotOfString(key), Key: key})
 	if err != nil {
 		return err
 	}
@@ -91,7 +93,7 @@ func (a *api) getKV(w http.ResponseWriter, r *http.Request) error {
 }
 
 // deleteKV is DELETE /v1/kv/{key}: 204, 404, or 412 under If-Match.
-func (a *api) deleteKV(w http.ResponseWriter, r *http.Request) error {
+func (a kvRoutes) deleteKV(w http.ResponseWriter, r *http.Request) error {
 	key, err := pathParam(r, "key", keyProblem)
 	if err != nil {
 		return err

@@ -10,8 +10,10 @@ import (
 	"slotmeta/internal/slotstore/meta"
 )
 
-// membershipRoutes mounts /v1/users/{uid}/memberships.
-func (a *api) membershipRoutes(r chi.Router) {
+// membershipRoutes serves /v1/users/{uid}/memberships.
+type membershipRoutes struct{ *api }
+
+func (a membershipRoutes) mount(r chi.Router) {
 	r.Get("/", a.handle(a.listMemberships))
 	r.Get("/{channel_type}/{channel_id}", a.handle(a.getMembership))
 	r.Put("/{channel_type}/{channel_id}", a.handle(a.putMembership))
@@ -91,9 +93,9 @@ var memberships = userChannelRow[meta.Membership, membershipJSON]{
 }
 
 // putMembership is PUT /v1/users/{uid}/memberships/{channel_type}/{channel_id}: upsert, 200.
-func (a *api) putMembership(w http.ResponseWriter, r *http.Request) error {
+func (a membershipRoutes) putMembership(w http.ResponseWriter, r *http.Request) error {
 	var req membershipPut
-	return memberships.write(a, w, r, &req, func(uc meta.UserChannel) meta.Command {
+	return memberships.write(a.api, w, r, &req, func(uc meta.UserChannel) meta.Command {
 		c := &meta.PutMembership{UserChannel: uc, JoinSeq: req.JoinSeq, ReadSeq: req.ReadSeq,
 			DeletedToSeq: req.DeletedToSeq, Tombstone: req.Tombstone}
 		if req.ActivatedAtMs != nil {
@@ -105,37 +107,37 @@ func (a *api) putMembership(w http.ResponseWriter, r *http.Request) error {
 
 // readMembership is POST …/read: raise the badge floor. A read_seq at or
 // below the stored one answers 200 with the row unchanged.
-func (a *api) readMembership(w http.ResponseWriter, r *http.Request) error {
+func (a membershipRoutes) readMembership(w http.ResponseWriter, r *http.Request) error {
 	var req membershipRead
-	return memberships.write(a, w, r, &req, func(uc meta.UserChannel) meta.Command {
+	return memberships.write(a.api, w, r, &req, func(uc meta.UserChannel) meta.Command {
 		return &meta.ReadMembership{UserChannel: uc, ReadSeq: *req.ReadSeq}
 	})
 }
 
 // hideMembership is POST …/hide: raise deleted_to_seq (same rule as read).
-func (a *api) hideMembership(w http.ResponseWriter, r *http.Request) error {
+func (a membershipRoutes) hideMembership(w http.ResponseWriter, r *http.Request) error {
 	var req membershipHide
-	return memberships.write(a, w, r, &req, func(uc meta.UserChannel) meta.Command {
+	return memberships.write(a.api, w, r, &req, func(uc meta.UserChannel) meta.Command {
 		return &meta.HideMembership{UserChannel: uc, ToSeq: *req.ToSeq}
 	})
 }
 
 // activateMembership is POST …/activate (no body): activated_at_ms becomes
 // the time the leader applied the command.
-func (a *api) activateMembership(w http.ResponseWriter, r *http.Request) error {
-	return memberships.write(a, w, r, nil, func(uc meta.UserChannel) meta.Command {
+func (a membershipRoutes) activateMembership(w http.ResponseWriter, r *http.Request) error {
+	return memberships.write(a.api, w, r, nil, func(uc meta.UserChannel) meta.Command {
 		return &meta.ActivateMembership{UserChannel: uc}
 	})
 }
 
 // deleteMembership is DELETE …: 204, or 404.
-func (a *api) deleteMembership(w http.ResponseWriter, r *http.Request) error {
-	return memberships.remove(a, w, r)
+func (a membershipRoutes) deleteMembership(w http.ResponseWriter, r *http.Request) error {
+	return memberships.remove(a.api, w, r)
 }
 
 // getMembership is GET …: the row, tombstones included.
-func (a *api) getMembership(w http.ResponseWriter, r *http.Request) error {
-	return memberships.fetch(a, w, r)
+func (a membershipRoutes) getMembership(w http.ResponseWriter, r *http.Request) error {
+	return memberships.fetch(a.api, w, r)
 }
 
 // membershipCursor is the activity position after a membership:
@@ -167,7 +169,7 @@ func parseMembershipCursor(s string) (*meta.ActivityPos, error) {
 
 // listMemberships is GET /v1/users/{uid}/memberships: the user's
 // memberships that are not tombstones, newest activation first.
-func (a *api) listMemberships(w http.ResponseWriter, r *http.Request) error {
+func (a membershipRoutes) listMemberships(w http.ResponseWriter, r *http.Request) error {
 	uid, err := pathParam(r, "uid", uidProblem)
 	if err != nil {
 		return err
@@ -181,7 +183,7 @@ func (a *api) listMemberships(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	q := &meta.ListMemberships{HashSlot: slotstore.HashSlotOfString(uid), UID: uid, After: after, Limit: lq.limit}
-	p, err := read(a, w, r, target{uid, lq.fence}, lq.c, q)
+	p, err := read(a.api, w, r, target{uid, lq.fence}, lq.c, q)
 	if err != nil {
 		return err
 	}

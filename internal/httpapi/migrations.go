@@ -11,9 +11,11 @@ import (
 	"slotmeta/internal/slotstore/meta"
 )
 
-// migrationRoutes mounts /v1/channels/{channel_type}/{channel_id}/migrations
+// migrationRoutes serves /v1/channels/{channel_type}/{channel_id}/migrations
 // (channel migration tasks).
-func (a *api) migrationRoutes(r chi.Router) {
+type migrationRoutes struct{ *api }
+
+func (a migrationRoutes) mount(r chi.Router) {
 	r.Get("/", a.handle(a.listMigrations))
 	r.Post("/", a.handle(a.createMigration))
 	r.Get("/{task_id}", a.handle(a.getMigration))
@@ -78,7 +80,7 @@ func taskIDFromPath(r *http.Request) (uint64, error) {
 	return n, nil
 }
 
-func (a *api) writeMigrationResult(w http.ResponseWriter, r *http.Request, status int, res meta.Result) error {
+func (a migrationRoutes) writeMigrationResult(w http.ResponseWriter, r *http.Request, status int, res meta.Result) error {
 	if len(res.Value) == 0 {
 		return internalf("the write succeeded but its result carries no task")
 	}
@@ -95,7 +97,7 @@ func (a *api) writeMigrationResult(w http.ResponseWriter, r *http.Request, statu
 
 // createMigration is POST …/migrations: 201 with the channel's next task id,
 // or 409 conflict while another task of the channel is active.
-func (a *api) createMigration(w http.ResponseWriter, r *http.Request) error {
+func (a migrationRoutes) createMigration(w http.ResponseWriter, r *http.Request) error {
 	t, id, err := channelFromPath(r)
 	if err != nil {
 		return err
@@ -127,7 +129,7 @@ func (a *api) createMigration(w http.ResponseWriter, r *http.Request) error {
 // advanceMigration is POST …/{task_id}/advance, a compare-and-set step:
 // 200; 409 conflict when the task is not in expected_phase; 400 when phase
 // does not come after expected_phase.
-func (a *api) advanceMigration(w http.ResponseWriter, r *http.Request) error {
+func (a migrationRoutes) advanceMigration(w http.ResponseWriter, r *http.Request) error {
 	t, id, err := channelFromPath(r)
 	if err != nil {
 		return err
@@ -167,7 +169,7 @@ func (a *api) advanceMigration(w http.ResponseWriter, r *http.Request) error {
 
 // abortMigration is POST …/{task_id}/abort with an optional {note}: 200;
 // 409 conflict if the task is done; an aborted task answers 200 unchanged.
-func (a *api) abortMigration(w http.ResponseWriter, r *http.Request) error {
+func (a migrationRoutes) abortMigration(w http.ResponseWriter, r *http.Request) error {
 	t, id, err := channelFromPath(r)
 	if err != nil {
 		return err
@@ -195,7 +197,7 @@ func (a *api) abortMigration(w http.ResponseWriter, r *http.Request) error {
 }
 
 // getMigration is GET …/migrations/{task_id}.
-func (a *api) getMigration(w http.ResponseWriter, r *http.Request) error {
+func (a migrationRoutes) getMigration(w http.ResponseWriter, r *http.Request) error {
 	t, id, err := channelFromPath(r)
 	if err != nil {
 		return err
@@ -209,7 +211,7 @@ func (a *api) getMigration(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	q := &meta.GetChannelTask{HashSlot: slotstore.HashSlotOfString(id), ChanRef: meta.ChanRef{ChannelType: t, ChannelID: id}, TaskID: taskID}
-	task, err := read(a, w, r, target{id, f}, c, q)
+	task, err := read(a.api, w, r, target{id, f}, c, q)
 	if err != nil {
 		return err
 	}
@@ -222,7 +224,7 @@ func (a *api) getMigration(w http.ResponseWriter, r *http.Request) error {
 
 // listMigrations is GET …/migrations: newest task first. The cursor is the
 // last task's id.
-func (a *api) listMigrations(w http.ResponseWriter, r *http.Request) error {
+func (a migrationRoutes) listMigrations(w http.ResponseWriter, r *http.Request) error {
 	t, id, err := channelFromPath(r)
 	if err != nil {
 		return err
@@ -237,7 +239,7 @@ func (a *api) listMigrations(w http.ResponseWriter, r *http.Request) error {
 	}
 	q := &meta.ListChannelTasks{HashSlot: slotstore.HashSlotOfString(id), ChanRef: meta.ChanRef{ChannelType: t, ChannelID: id},
 		BeforeID: before, Limit: lq.limit}
-	p, err := read(a, w, r, target{id, lq.fence}, lq.c, q)
+	p, err := read(a.api, w, r, target{id, lq.fence}, lq.c, q)
 	if err != nil {
 		return err
 	}

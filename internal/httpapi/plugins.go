@@ -15,17 +15,21 @@ import (
 	"slotmeta/internal/slotstore/meta"
 )
 
-// userPluginRoutes mounts /v1/users/{uid}/plugins: a user's plugin
-// bindings. A binding belongs to an existing user (404 otherwise) and is
-// deleted with it.
-func (a *api) userPluginRoutes(r chi.Router) {
+// pluginRoutes serves a user's plugin bindings and the users bound to a
+// plugin.
+type pluginRoutes struct{ *api }
+
+// mountUser registers /v1/users/{uid}/plugins: a user's plugin bindings. A
+// binding belongs to an existing user (404 otherwise) and is deleted with
+// it.
+func (a pluginRoutes) mountUser(r chi.Router) {
 	r.Get("/", a.handle(a.listUserPlugins))
 	r.Put("/{plugin_no}", a.handle(a.putPlugin))
 	r.Delete("/{plugin_no}", a.handle(a.deletePlugin))
 }
 
-// pluginRoutes mounts /v1/plugins: the users bound to a plugin.
-func (a *api) pluginRoutes(r chi.Router) {
+// mount registers /v1/plugins: the users bound to a plugin.
+func (a pluginRoutes) mount(r chi.Router) {
 	r.Get("/{plugin_no}/users", a.handle(a.listPluginUsers))
 }
 
@@ -109,7 +113,7 @@ func pluginNoProblem(s string) string {
 // body {"config": <any JSON>}: bind, or replace the binding's config (200).
 // 404 when the user does not exist; 409 when the user already has
 // meta.MaxPluginsPerUser bindings.
-func (a *api) putPlugin(w http.ResponseWriter, r *http.Request) error {
+func (a pluginRoutes) putPlugin(w http.ResponseWriter, r *http.Request) error {
 	uid, err := pathParam(r, "uid", uidProblem)
 	if err != nil {
 		return err
@@ -141,7 +145,7 @@ func (a *api) putPlugin(w http.ResponseWriter, r *http.Request) error {
 }
 
 // deletePlugin is DELETE /v1/users/{uid}/plugins/{plugin_no}: 204, or 404.
-func (a *api) deletePlugin(w http.ResponseWriter, r *http.Request) error {
+func (a pluginRoutes) deletePlugin(w http.ResponseWriter, r *http.Request) error {
 	uid, err := pathParam(r, "uid", uidProblem)
 	if err != nil {
 		return err
@@ -163,7 +167,7 @@ func (a *api) deletePlugin(w http.ResponseWriter, r *http.Request) error {
 
 // listUserPlugins is GET /v1/users/{uid}/plugins?cursor=&limit=: the user's
 // bindings in plugin order; 404 when the user does not exist.
-func (a *api) listUserPlugins(w http.ResponseWriter, r *http.Request) error {
+func (a pluginRoutes) listUserPlugins(w http.ResponseWriter, r *http.Request) error {
 	uid, err := pathParam(r, "uid", uidProblem)
 	if err != nil {
 		return err
@@ -172,7 +176,7 @@ func (a *api) listUserPlugins(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	p, err := read(a, w, r, target{uid, lq.fence}, lq.c,
+	p, err := read(a.api, w, r, target{uid, lq.fence}, lq.c,
 		&meta.ListUserPlugins{HashSlot: slotstore.HashSlotOfString(uid), UID: uid, AfterPlugin: after, Limit: lq.limit})
 	if err != nil {
 		return err
@@ -189,12 +193,12 @@ func (a *api) listUserPlugins(w http.ResponseWriter, r *http.Request) error {
 // the bindings to a plugin across every hash slot, in (hash slot, uid)
 // order, walked like GET /v1/users (walkSlots). An unknown plugin lists
 // nothing.
-func (a *api) listPluginUsers(w http.ResponseWriter, r *http.Request) error {
+func (a pluginRoutes) listPluginUsers(w http.ResponseWriter, r *http.Request) error {
 	plugin, err := pathParam(r, "plugin_no", pluginNoProblem)
 	if err != nil {
 		return err
 	}
-	bindings, next, err := walkSlots(a, w, r, func(b *meta.PluginBinding) string { return b.UID },
+	bindings, next, err := walkSlots(a.api, w, r, func(b *meta.PluginBinding) string { return b.UID },
 		func(ctx context.Context, run slotRun) ([]*meta.PluginBinding, bool, error) {
 			p, _, err := meta.Read(ctx, a.be, &meta.ScanPluginUsers{PluginNo: plugin, FromSlot: run.from, ToSlot: run.to,
 				AfterUID: run.afterUID, Limit: run.want}, run.consistency)

@@ -9,8 +9,10 @@ import (
 	"slotmeta/internal/slotstore/meta"
 )
 
-// runtimeRoutes mounts /v1/channels/{channel_type}/{channel_id}/runtime.
-func (a *api) runtimeRoutes(r chi.Router) {
+// runtimeRoutes serves /v1/channels/{channel_type}/{channel_id}/runtime.
+type runtimeRoutes struct{ *api }
+
+func (a runtimeRoutes) mount(r chi.Router) {
 	r.Get("/", a.handle(a.getRuntime))
 	r.Post("/", a.handle(a.createRuntime))
 	r.Put("/", a.handle(a.putRuntime))
@@ -121,7 +123,7 @@ func nonNil(vs []uint64) []uint64 {
 }
 
 // writeRuntimeResult answers the runtime meta a command wrote or found.
-func (a *api) writeRuntimeResult(w http.ResponseWriter, r *http.Request, status int, res meta.Result) error {
+func (a runtimeRoutes) writeRuntimeResult(w http.ResponseWriter, r *http.Request, status int, res meta.Result) error {
 	if len(res.Value) == 0 {
 		return internalf("the write succeeded but its result carries no runtime meta")
 	}
@@ -138,7 +140,7 @@ func (a *api) writeRuntimeResult(w http.ResponseWriter, r *http.Request, status 
 
 // runtimeWrite decodes a runtime request for the path's channel and proposes
 // the command build makes of it.
-func (a *api) runtimeWrite(w http.ResponseWriter, r *http.Request, status int, build func(meta.ChannelRuntime) meta.Command) error {
+func (a runtimeRoutes) runtimeWrite(w http.ResponseWriter, r *http.Request, status int, build func(meta.ChannelRuntime) meta.Command) error {
 	t, id, err := channelFromPath(r)
 	if err != nil {
 		return err
@@ -163,7 +165,7 @@ func (a *api) runtimeWrite(w http.ResponseWriter, r *http.Request, status int, b
 }
 
 // createRuntime is POST …/runtime: 201, or 409 conflict if it exists.
-func (a *api) createRuntime(w http.ResponseWriter, r *http.Request) error {
+func (a runtimeRoutes) createRuntime(w http.ResponseWriter, r *http.Request) error {
 	return a.runtimeWrite(w, r, http.StatusCreated, func(rt meta.ChannelRuntime) meta.Command {
 		return &meta.CreateRuntime{Runtime: rt}
 	})
@@ -173,7 +175,7 @@ func (a *api) createRuntime(w http.ResponseWriter, r *http.Request) error {
 // for older (channel_epoch, leader_epoch); 409 conflict for the same epochs
 // with another leader. A lease_until_ms or retention_through_seq below the
 // stored one keeps the stored one (the answer shows what is stored).
-func (a *api) putRuntime(w http.ResponseWriter, r *http.Request) error {
+func (a runtimeRoutes) putRuntime(w http.ResponseWriter, r *http.Request) error {
 	return a.runtimeWrite(w, r, http.StatusOK, func(rt meta.ChannelRuntime) meta.Command {
 		return &meta.PutRuntime{Runtime: rt}
 	})
@@ -182,7 +184,7 @@ func (a *api) putRuntime(w http.ResponseWriter, r *http.Request) error {
 // advanceRetention is POST …/runtime/retention: 200; 409 conflict when the
 // stored channel epoch or leader is not the expected one; a through_seq at
 // or below the stored boundary answers 200 with the row unchanged.
-func (a *api) advanceRetention(w http.ResponseWriter, r *http.Request) error {
+func (a runtimeRoutes) advanceRetention(w http.ResponseWriter, r *http.Request) error {
 	t, id, err := channelFromPath(r)
 	if err != nil {
 		return err
@@ -205,7 +207,7 @@ func (a *api) advanceRetention(w http.ResponseWriter, r *http.Request) error {
 }
 
 // deleteRuntime is DELETE …/runtime: 204, or 404.
-func (a *api) deleteRuntime(w http.ResponseWriter, r *http.Request) error {
+func (a runtimeRoutes) deleteRuntime(w http.ResponseWriter, r *http.Request) error {
 	t, id, err := channelFromPath(r)
 	if err != nil {
 		return err
@@ -223,7 +225,7 @@ func (a *api) deleteRuntime(w http.ResponseWriter, r *http.Request) error {
 }
 
 // getRuntime is GET …/runtime.
-func (a *api) getRuntime(w http.ResponseWriter, r *http.Request) error {
+func (a runtimeRoutes) getRuntime(w http.ResponseWriter, r *http.Request) error {
 	t, id, err := channelFromPath(r)
 	if err != nil {
 		return err
@@ -233,7 +235,7 @@ func (a *api) getRuntime(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	q := &meta.GetRuntime{HashSlot: slotstore.HashSlotOfString(id), ChanRef: meta.ChanRef{ChannelType: t, ChannelID: id}}
-	rt, err := read(a, w, r, target{id, f}, c, q)
+	rt, err := read(a.api, w, r, target{id, f}, c, q)
 	if err != nil {
 		return err
 	}

@@ -9,10 +9,12 @@ import (
 	"slotmeta/internal/slotstore/meta"
 )
 
-// systemUIDRoutes mounts /v1/system-uids. The whole set is stored under one
+// systemUIDRoutes serves /v1/system-uids. The whole set is stored under one
 // reserved route key (meta.SystemUIDsRouteKey): its route headers are that
 // key's.
-func (a *api) systemUIDRoutes(r chi.Router) {
+type systemUIDRoutes struct{ *api }
+
+func (a systemUIDRoutes) mount(r chi.Router) {
 	r.Get("/", a.handle(a.listSystemUIDs))
 	r.Put("/{uid}", a.handle(a.putSystemUID))
 	r.Delete("/{uid}", a.handle(a.deleteSystemUID))
@@ -31,7 +33,7 @@ func systemUIDOut(s *meta.SystemUID) systemUIDJSON {
 
 // putSystemUID is PUT /v1/system-uids/{uid}: add to the set (200). Adding a
 // member again changes nothing and answers it as it is.
-func (a *api) putSystemUID(w http.ResponseWriter, r *http.Request) error {
+func (a systemUIDRoutes) putSystemUID(w http.ResponseWriter, r *http.Request) error {
 	uid, err := pathParam(r, "uid", uidProblem)
 	if err != nil {
 		return err
@@ -53,7 +55,7 @@ func (a *api) putSystemUID(w http.ResponseWriter, r *http.Request) error {
 }
 
 // deleteSystemUID is DELETE /v1/system-uids/{uid}: 204, or 404.
-func (a *api) deleteSystemUID(w http.ResponseWriter, r *http.Request) error {
+func (a systemUIDRoutes) deleteSystemUID(w http.ResponseWriter, r *http.Request) error {
 	uid, err := pathParam(r, "uid", uidProblem)
 	if err != nil {
 		return err
@@ -70,13 +72,13 @@ func (a *api) deleteSystemUID(w http.ResponseWriter, r *http.Request) error {
 }
 
 // listSystemUIDs is GET /v1/system-uids?cursor=&limit=: the set in uid order.
-func (a *api) listSystemUIDs(w http.ResponseWriter, r *http.Request) error {
+func (a systemUIDRoutes) listSystemUIDs(w http.ResponseWriter, r *http.Request) error {
 	lq, after, err := keyedListQuery(r, tagSystemUIDs, uidProblem)
 	if err != nil {
 		return err
 	}
 	hs := slotstore.HashSlotOfString(meta.SystemUIDsRouteKey)
-	p, err := read(a, w, r, target{meta.SystemUIDsRouteKey, lq.fence}, lq.c, &meta.ScanSystemUIDs{HashSlot: hs, AfterUID: after, Limit: lq.limit})
+	p, err := read(a.api, w, r, target{meta.SystemUIDsRouteKey, lq.fence}, lq.c, &meta.ScanSystemUIDs{HashSlot: hs, AfterUID: after, Limit: lq.limit})
 	if err != nil {
 		return err
 	}

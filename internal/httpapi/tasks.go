@@ -9,6 +9,11 @@ import (
 	"slotmeta/internal/slotstore"
 )
 
+// taskRoutes serves the controller's tasks under /v1/cluster: starting
+// replica moves, group creation, splits, merges, retirements and hash-slot
+// migrations, and following or cancelling them (clusterRoutes mounts them).
+type taskRoutes struct{ *api }
+
 type replicaMoveRequest struct {
 	FromNode uint64 `json:"from_node" validate:"required,min=1"`
 	ToNode   uint64 `json:"to_node" validate:"required,min=1,nefield=FromNode"`
@@ -17,7 +22,7 @@ type replicaMoveRequest struct {
 // createReplicaMove is POST /v1/cluster/groups/{id}/replica-moves: it starts
 // the task and answers 202 with it; the task then runs on the controller
 // leader (GET /v1/cluster/tasks/{id} follows it).
-func (a *api) createReplicaMove(w http.ResponseWriter, r *http.Request) error {
+func (a taskRoutes) createReplicaMove(w http.ResponseWriter, r *http.Request) error {
 	g, err := groupParam(r)
 	if err != nil {
 		return err
@@ -35,7 +40,7 @@ type createGroupRequest struct {
 
 // createGroup is POST /v1/cluster/groups: it starts the group_create task
 // and answers 202 with it (its group is the new group's id).
-func (a *api) createGroup(w http.ResponseWriter, r *http.Request) error {
+func (a taskRoutes) createGroup(w http.ResponseWriter, r *http.Request) error {
 	var req createGroupRequest
 	if err := a.decode(w, r, &req); err != nil {
 		return err
@@ -49,7 +54,7 @@ func (a *api) createGroup(w http.ResponseWriter, r *http.Request) error {
 
 // taskStarted answers a request that started task t: 202 with the task and
 // its URL, or the error.
-func (a *api) taskStarted(w http.ResponseWriter, r *http.Request) func(t slotstore.Task, err error) error {
+func (a taskRoutes) taskStarted(w http.ResponseWriter, r *http.Request) func(t slotstore.Task, err error) error {
 	return func(t slotstore.Task, err error) error {
 		if err != nil {
 			return err
@@ -66,7 +71,7 @@ type splitRequest struct {
 }
 
 // splitGroup is POST /v1/cluster/groups/{id}/split: the group_split task.
-func (a *api) splitGroup(w http.ResponseWriter, r *http.Request) error {
+func (a taskRoutes) splitGroup(w http.ResponseWriter, r *http.Request) error {
 	g, err := groupParam(r)
 	if err != nil {
 		return err
@@ -91,7 +96,7 @@ type mergeRequest struct {
 }
 
 // mergeGroup is POST /v1/cluster/groups/{id}/merge: the group_merge task.
-func (a *api) mergeGroup(w http.ResponseWriter, r *http.Request) error {
+func (a taskRoutes) mergeGroup(w http.ResponseWriter, r *http.Request) error {
 	g, err := groupParam(r)
 	if err != nil {
 		return err
@@ -104,7 +109,7 @@ func (a *api) mergeGroup(w http.ResponseWriter, r *http.Request) error {
 }
 
 // retireGroup is DELETE /v1/cluster/groups/{id}.
-func (a *api) retireGroup(w http.ResponseWriter, r *http.Request) error {
+func (a taskRoutes) retireGroup(w http.ResponseWriter, r *http.Request) error {
 	g, err := groupParam(r)
 	if err != nil {
 		return err
@@ -122,7 +127,7 @@ type tasksJSON struct {
 }
 
 // listTasks is GET /v1/cluster/tasks (a bounded list, newest first, whole).
-func (a *api) listTasks(w http.ResponseWriter, r *http.Request) error {
+func (a taskRoutes) listTasks(w http.ResponseWriter, r *http.Request) error {
 	ts := a.op.Tasks()
 	if ts == nil {
 		ts = []slotstore.Task{}
@@ -139,7 +144,7 @@ func taskParam(r *http.Request) (uint64, error) {
 	return id, nil
 }
 
-func (a *api) getTask(w http.ResponseWriter, r *http.Request) error {
+func (a taskRoutes) getTask(w http.ResponseWriter, r *http.Request) error {
 	id, err := taskParam(r)
 	if err != nil {
 		return err
@@ -153,7 +158,7 @@ func (a *api) getTask(w http.ResponseWriter, r *http.Request) error {
 }
 
 // cancelTask is POST /v1/cluster/tasks/{id}/cancel.
-func (a *api) cancelTask(w http.ResponseWriter, r *http.Request) error {
+func (a taskRoutes) cancelTask(w http.ResponseWriter, r *http.Request) error {
 	id, err := taskParam(r)
 	if err != nil {
 		return err
@@ -171,7 +176,7 @@ type slotMigrationRequest struct {
 }
 
 // createSlotMigration is POST /v1/cluster/hash-slots/{slot}/migrations.
-func (a *api) createSlotMigration(w http.ResponseWriter, r *http.Request) error {
+func (a taskRoutes) createSlotMigration(w http.ResponseWriter, r *http.Request) error {
 	slot, err := strconv.ParseUint(chi.URLParam(r, "slot"), 10, 16)
 	if err != nil || slot >= slotstore.HashSlotCount {
 		return invalidField("slot", "must be a hash slot 0–255")

@@ -11,8 +11,10 @@ import (
 	"slotmeta/internal/slotstore/meta"
 )
 
-// userRoutes mounts /v1/users.
-func (a *api) userRoutes(r chi.Router) {
+// userRoutes serves /v1/users.
+type userRoutes struct{ *api }
+
+func (a userRoutes) mount(r chi.Router) {
 	r.Get("/", a.handle(a.listUsers))
 	r.Post("/", a.handle(a.createUser))
 	r.Get("/{uid}", a.handle(a.getUser))
@@ -71,7 +73,7 @@ func resultUser(res meta.Result) (*meta.User, error) {
 }
 
 // createUser is POST /v1/users: 201, or 409 conflict if the uid exists.
-func (a *api) createUser(w http.ResponseWriter, r *http.Request) error {
+func (a userRoutes) createUser(w http.ResponseWriter, r *http.Request) error {
 	idemKey, f, err := writeHeaders(r)
 	if err != nil {
 		return err
@@ -95,7 +97,7 @@ func (a *api) createUser(w http.ResponseWriter, r *http.Request) error {
 
 // putUser is PUT /v1/users/{uid}: create or replace. A uid in the body must
 // equal the path's.
-func (a *api) putUser(w http.ResponseWriter, r *http.Request) error {
+func (a userRoutes) putUser(w http.ResponseWriter, r *http.Request) error {
 	uid, err := pathParam(r, "uid", uidProblem)
 	if err != nil {
 		return err
@@ -125,7 +127,7 @@ func (a *api) putUser(w http.ResponseWriter, r *http.Request) error {
 }
 
 // getUser is GET /v1/users/{uid}.
-func (a *api) getUser(w http.ResponseWriter, r *http.Request) error {
+func (a userRoutes) getUser(w http.ResponseWriter, r *http.Request) error {
 	uid, err := pathParam(r, "uid", uidProblem)
 	if err != nil {
 		return err
@@ -134,7 +136,7 @@ func (a *api) getUser(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	u, err := read(a, w, r, target{uid, f}, c, &meta.GetUser{HashSlot: slotstore.HashSlotOfString(uid), UID: uid})
+	u, err := read(a.api, w, r, target{uid, f}, c, &meta.GetUser{HashSlot: slotstore.HashSlotOfString(uid), UID: uid})
 	if err != nil {
 		return err
 	}
@@ -146,7 +148,7 @@ func (a *api) getUser(w http.ResponseWriter, r *http.Request) error {
 }
 
 // deleteUser is DELETE /v1/users/{uid}: 204, or 404.
-func (a *api) deleteUser(w http.ResponseWriter, r *http.Request) error {
+func (a userRoutes) deleteUser(w http.ResponseWriter, r *http.Request) error {
 	uid, err := pathParam(r, "uid", uidProblem)
 	if err != nil {
 		return err

@@ -13,7 +13,11 @@ import (
 )
 
 // applier applies the commands of one Update into one batch. It carries the
-// counters that Update persists once at the end.
+// counters that Update persists once at the end. The commands of each
+// resource family are applied by a small type of its own that holds the
+// applier (userApplier, channelApplier, slotApplier, …); they read and write
+// only through the applier's get, set, del and delPrefix, so every change of
+// the batch passes through here (and into a tracked slot's change log).
 type applier struct {
 	sm                   *StateMachine
 	b                    *pebble.Batch
@@ -49,7 +53,7 @@ func (a *applier) applyCommand(raw []byte) meta.Result {
 	}
 	h := c.Head()
 	if sc, ok := c.(meta.SlotCommand); ok {
-		return a.applySlotCommand(sc)
+		return slotApplier{a}.applySlotCommand(sc)
 	}
 	if _, ok := c.(*meta.Noop); !ok && slotstore.HashSlotOfString(c.RouteKey()) != h.HashSlot {
 		return meta.Result{Code: slotstore.CodeInvalidArgument,
@@ -99,6 +103,14 @@ func registerApplier(op meta.Op, f func(*applier, meta.Command) meta.Result) {
 		panic(fmt.Sprintf("fsm: applier for op %d registered twice", op))
 	}
 	appliers[op] = f
+}
+
+// registerApplyMethod installs m, an apply method of a resource family's
+// type (a small type holding the applier), as the apply function of op; m
+// takes op's own command type (meta.DecodeCommand decodes a command by its
+// op).
+func registerApplyMethod[F ~struct{ *applier }, C meta.Command](op meta.Op, m func(F, C) meta.Result) {
+	registerApplier(op, func(a *applier, c meta.Command) meta.Result { return m(F{a}, c.(C)) })
 }
 
 func init() {

@@ -11,24 +11,25 @@ import (
 )
 
 func init() {
-	registerApplier(meta.OpCreateChannel, func(a *applier, c meta.Command) meta.Result { return a.createChannel(c.(*meta.CreateChannel)) })
-	registerApplier(meta.OpPutChannel, func(a *applier, c meta.Command) meta.Result { return a.putChannel(c.(*meta.PutChannel)) })
-	registerApplier(meta.OpDeleteChannel, func(a *applier, c meta.Command) meta.Result { return a.deleteChannel(c.(*meta.DeleteChannel)) })
+	registerApplyMethod(meta.OpCreateChannel, channelApplier.createChannel)
+	registerApplyMethod(meta.OpPutChannel, channelApplier.putChannel)
+	registerApplyMethod(meta.OpDeleteChannel, channelApplier.deleteChannel)
 	registerApplier(meta.OpAddChannelMembers, func(a *applier, c meta.Command) meta.Result {
 		cmd := c.(*meta.AddChannelMembers)
-		return a.changeMembers(&cmd.Header, &cmd.ChannelMembers, true)
+		return channelApplier{a}.changeMembers(&cmd.Header, &cmd.ChannelMembers, true)
 	})
 	registerApplier(meta.OpRemoveChannelMembers, func(a *applier, c meta.Command) meta.Result {
 		cmd := c.(*meta.RemoveChannelMembers)
-		return a.changeMembers(&cmd.Header, &cmd.ChannelMembers, false)
+		return channelApplier{a}.changeMembers(&cmd.Header, &cmd.ChannelMembers, false)
 	})
-	registerApplier(meta.OpDeleteChannelMember, func(a *applier, c meta.Command) meta.Result {
-		return a.deleteChannelMember(c.(*meta.DeleteChannelMember))
-	})
-	registerLookup(meta.QueryGetChannel, (*StateMachine).getChannel)
-	registerLookup(meta.QueryScanChannelList, (*StateMachine).scanChannelList)
-	registerLookup(meta.QueryGetChannelMember, (*StateMachine).getChannelMember)
+	registerApplyMethod(meta.OpDeleteChannelMember, channelApplier.deleteChannelMember)
+	registerLookup(meta.QueryGetChannel, reader.getChannel)
+	registerLookup(meta.QueryScanChannelList, reader.scanChannelList)
+	registerLookup(meta.QueryGetChannelMember, reader.getChannelMember)
 }
+
+// channelApplier applies the channel commands: the channel rows and their lists.
+type channelApplier struct{ *applier }
 
 // channelLists are the lists stored with a channel, deleted with it.
 var channelLists = []meta.ChannelList{meta.ListSubscribers, meta.ListDenylist, meta.ListAllowlist}
@@ -46,11 +47,11 @@ func channelNotFound(channelType uint8, channelID string) meta.Result {
 	return meta.Result{Code: slotstore.CodeNotFound, Message: fmt.Sprintf("channel %d/%q not found", channelType, channelID)}
 }
 
-func (a *applier) channelKey(hs slotstore.HashSlot, channelType uint8, channelID string) []byte {
+func (a channelApplier) channelKey(hs slotstore.HashSlot, channelType uint8, channelID string) []byte {
 	return meta.ChannelKey(a.sm.cfg.Group, hs, meta.TableChannel, channelType, channelID)
 }
 
-func (a *applier) writeChannel(key []byte, ch *meta.Channel) meta.Result {
+func (a channelApplier) writeChannel(key []byte, ch *meta.Channel) meta.Result {
 	ch.Revision = a.nextRevision()
 	v := meta.EncodeChannel(ch)
 	a.set(key, v)
@@ -64,12 +65,12 @@ func setInfo(ch *meta.Channel, in *meta.ChannelInfo) {
 	ch.Extra = in.Extra
 }
 
-func (a *applier) createChannel(c *meta.CreateChannel) meta.Result {
+func (a channelApplier) createChannel(c *meta.CreateChannel) meta.Result {
 	if r, bad := badChannel(c.Channel.Type, c.Channel.ID); bad {
 		return r
 	}
 	key := a.channelKey(c.HashSlot, c.Channel.Type, c.Channel.ID)
-	if old, found := readRow(a, key, meta.DecodeChannel); found {
+	if old, found := readRow(a.applier, key, meta.DecodeChannel); found {
 		return meta.Result{Code: slotstore.CodeConflict, Message: fmt.Sprintf("channel %d/%q exists", old.Type, old.ID),
 			Revision: old.Revision, Value: meta.EncodeChannel(old)}
 	}
@@ -80,12 +81,12 @@ func (a *applier) createChannel(c *meta.CreateChannel) meta.Result {
 
 // putChannel replaces a channel's flags and extra; its lists, counts and
 // creation time stay.
-func (a *applier) putChannel(c *meta.PutChannel) meta.Result {
+func (a channelApplier) putChannel(c *meta.PutChannel) meta.Result {
 	if r, bad := badChannel(c.Channel.Type, c.Channel.ID); bad {
 		return r
 	}
 	key := a.channelKey(c.HashSlot, c.Channel.Type, c.Channel.ID)
-	ch, found := readRow(a, key, meta.DecodeChannel)
+	ch, found := readRow(a.applier, key, meta.DecodeChannel)
 	if !found {
 		ch = &meta.Channel{CreatedAtMs: c.TimeMs}
 	}
@@ -96,7 +97,7 @@ func (a *applier) putChannel(c *meta.PutChannel) meta.Result {
 
 // deleteChannel deletes the channel row and its three lists in the batch,
 // each list with one range deletion.
-func (a *applier) deleteChannel(c *meta.DeleteChannel) meta.Result {
+func (a channelApplier) deleteChannel(c *meta.DeleteChannel) meta.Result {
 	key := a.channelKey(c.HashSlot, c.ChannelType, c.ChannelID)
 	if _, found := a.get(key); !found {
 		return channelNotFound(c.ChannelType, c.ChannelID)
@@ -133,7 +134,7 @@ func (a *applier) deleteChannel(c *meta.DeleteChannel) meta.Result {
 // Every uid is looked up through the batch, so a uid repeated in one
 // command (or in two commands of one Update) counts once. A command that
 // changes nothing writes nothing.
-func (a *applier) changeMembers(h *meta.Header, m *meta.ChannelMembers, add bool) meta.Result {
+func (a channelApplier) changeMembers(h *meta.Header, m *meta.ChannelMembers, add bool) meta.Result {
 	if r, bad := badChannel(m.ChannelType, m.ChannelID); bad {
 		return r
 	}
@@ -143,7 +144,7 @@ func (a *applier) changeMembers(h *meta.Header, m *meta.ChannelMembers, add bool
 		}
 	}
 	key := a.channelKey(h.HashSlot, m.ChannelType, m.ChannelID)
-	ch, found := readRow(a, key, meta.DecodeChannel)
+	ch, found := readRow(a.applier, key, meta.DecodeChannel)
 	if !found {
 		return channelNotFound(m.ChannelType, m.ChannelID)
 	}
@@ -202,13 +203,13 @@ func projectionBacklog(ch *meta.Channel) meta.Result {
 // (unique, growing) and doubles as the projection's version: unlike the
 // channel's own counter it keeps growing when a channel is deleted and
 // created again, so an old projection can never overtake a new one.
-func (a *applier) appendOutbox(hs slotstore.HashSlot, seq uint64, ch *meta.Channel, add bool, uids []string) {
+func (a channelApplier) appendOutbox(hs slotstore.HashSlot, seq uint64, ch *meta.Channel, add bool, uids []string) {
 	rec := &meta.OutboxRecord{ChannelType: ch.Type, ChannelID: ch.ID, Version: seq, Add: add, UIDs: uids}
 	a.set(meta.OutboxKey(a.sm.cfg.Group, hs, seq), meta.EncodeOutboxRecord(rec))
 }
 
 // countChange applies n additions or removals of list l to the channel row.
-func (a *applier) countChange(ch *meta.Channel, l meta.ChannelList, n uint64, add bool, timeMs int64) {
+func (a channelApplier) countChange(ch *meta.Channel, l meta.ChannelList, n uint64, add bool, timeMs int64) {
 	count := ch.Count(l)
 	if add {
 		*count += n
@@ -221,12 +222,12 @@ func (a *applier) countChange(ch *meta.Channel, l meta.ChannelList, n uint64, ad
 	ch.UpdatedAtMs = timeMs
 }
 
-func (a *applier) deleteChannelMember(c *meta.DeleteChannelMember) meta.Result {
+func (a channelApplier) deleteChannelMember(c *meta.DeleteChannelMember) meta.Result {
 	if r, bad := badChannel(c.ChannelType, c.ChannelID); bad {
 		return r
 	}
 	key := a.channelKey(c.HashSlot, c.ChannelType, c.ChannelID)
-	ch, found := readRow(a, key, meta.DecodeChannel)
+	ch, found := readRow(a.applier, key, meta.DecodeChannel)
 	if !found {
 		return channelNotFound(c.ChannelType, c.ChannelID)
 	}
@@ -252,7 +253,7 @@ func (a *applier) deleteChannelMember(c *meta.DeleteChannelMember) meta.Result {
 }
 
 // getChannel answers meta.GetChannel: *meta.Channel or a nil one.
-func (s *StateMachine) getChannel(q *meta.GetChannel) (*meta.Channel, error) {
+func (s reader) getChannel(q *meta.GetChannel) (*meta.Channel, error) {
 	if err := s.checkOwned(q.HashSlot); err != nil {
 		return nil, err
 	}
@@ -266,7 +267,7 @@ func (s *StateMachine) getChannel(q *meta.GetChannel) (*meta.Channel, error) {
 // scanChannelList answers meta.ScanChannelList: *meta.ChannelMemberPage, nil
 // when the channel does not exist. The channel row and the list are read
 // from one snapshot.
-func (s *StateMachine) scanChannelList(q *meta.ScanChannelList) (*meta.ChannelMemberPage, error) {
+func (s reader) scanChannelList(q *meta.ScanChannelList) (*meta.ChannelMemberPage, error) {
 	if !q.List.Valid() {
 		return nil, slotstore.Errorf(slotstore.CodeInvalidArgument, "unknown channel list %d", q.List)
 	}
@@ -311,7 +312,7 @@ func (s *StateMachine) scanChannelList(q *meta.ScanChannelList) (*meta.ChannelMe
 
 // getChannelMember answers meta.GetChannelMember: *meta.ChannelMember or a
 // nil one.
-func (s *StateMachine) getChannelMember(q *meta.GetChannelMember) (*meta.ChannelMember, error) {
+func (s reader) getChannelMember(q *meta.GetChannelMember) (*meta.ChannelMember, error) {
 	if !q.List.Valid() {
 		return nil, slotstore.Errorf(slotstore.CodeInvalidArgument, "unknown channel list %d", q.List)
 	}

@@ -8,24 +8,21 @@ import (
 )
 
 func init() {
-	registerApplier(meta.OpCreateChannelTask, func(a *applier, c meta.Command) meta.Result {
-		return a.createChannelTask(c.(*meta.CreateChannelTask))
-	})
-	registerApplier(meta.OpAdvanceChannelTask, func(a *applier, c meta.Command) meta.Result {
-		return a.advanceChannelTask(c.(*meta.AdvanceChannelTask))
-	})
-	registerApplier(meta.OpAbortChannelTask, func(a *applier, c meta.Command) meta.Result {
-		return a.abortChannelTask(c.(*meta.AbortChannelTask))
-	})
-	registerLookup(meta.QueryGetChannelTask, (*StateMachine).getChannelTask)
-	registerLookup(meta.QueryListChannelTasks, (*StateMachine).listChannelTasks)
+	registerApplyMethod(meta.OpCreateChannelTask, channelTaskApplier.createChannelTask)
+	registerApplyMethod(meta.OpAdvanceChannelTask, channelTaskApplier.advanceChannelTask)
+	registerApplyMethod(meta.OpAbortChannelTask, channelTaskApplier.abortChannelTask)
+	registerLookup(meta.QueryGetChannelTask, reader.getChannelTask)
+	registerLookup(meta.QueryListChannelTasks, reader.listChannelTasks)
 }
 
-func (a *applier) taskPrefix(hs slotstore.HashSlot, ref *meta.ChanRef) []byte {
+// channelTaskApplier applies the channel migration task commands.
+type channelTaskApplier struct{ *applier }
+
+func (a channelTaskApplier) taskPrefix(hs slotstore.HashSlot, ref *meta.ChanRef) []byte {
 	return meta.ChannelListPrefix(a.sm.cfg.Group, hs, meta.TableChannelTask, ref.ChannelType, ref.ChannelID)
 }
 
-func (a *applier) readChannelTask(key []byte) (*meta.ChannelTask, []byte, bool) {
+func (a channelTaskApplier) readChannelTask(key []byte) (*meta.ChannelTask, []byte, bool) {
 	raw, found := a.get(key)
 	if !found {
 		return nil, nil, false
@@ -38,7 +35,7 @@ func (a *applier) readChannelTask(key []byte) (*meta.ChannelTask, []byte, bool) 
 	return t, raw, true
 }
 
-func (a *applier) writeChannelTask(key []byte, t *meta.ChannelTask) meta.Result {
+func (a channelTaskApplier) writeChannelTask(key []byte, t *meta.ChannelTask) meta.Result {
 	t.Revision = a.nextRevision()
 	v := meta.EncodeChannelTask(t)
 	a.set(key, v)
@@ -49,7 +46,7 @@ func (a *applier) writeChannelTask(key []byte, t *meta.ChannelTask) meta.Result 
 // the only one that can be active, so one look at it enforces "one active
 // task per channel", and the history trimmed beyond MaxChannelTasksKept is
 // always finished.
-func (a *applier) createChannelTask(c *meta.CreateChannelTask) meta.Result {
+func (a channelTaskApplier) createChannelTask(c *meta.CreateChannelTask) meta.Result {
 	if p := meta.ChannelRefProblem(c.ChannelType, c.ChannelID); p != "" {
 		return invalidResult("%s", p)
 	}
@@ -78,7 +75,7 @@ func (a *applier) createChannelTask(c *meta.CreateChannelTask) meta.Result {
 	return a.writeChannelTask(seqKey(prefix, id), t)
 }
 
-func (a *applier) existingChannelTask(hs slotstore.HashSlot, ref *meta.ChanRef, id uint64) (*meta.ChannelTask, []byte, []byte, *meta.Result) {
+func (a channelTaskApplier) existingChannelTask(hs slotstore.HashSlot, ref *meta.ChanRef, id uint64) (*meta.ChannelTask, []byte, []byte, *meta.Result) {
 	if p := meta.ChannelRefProblem(ref.ChannelType, ref.ChannelID); p != "" {
 		r := invalidResult("%s", p)
 		return nil, nil, nil, &r
@@ -98,7 +95,7 @@ func (a *applier) existingChannelTask(hs slotstore.HashSlot, ref *meta.ChanRef, 
 }
 
 // advanceChannelTask is the compare-and-set phase step.
-func (a *applier) advanceChannelTask(c *meta.AdvanceChannelTask) meta.Result {
+func (a channelTaskApplier) advanceChannelTask(c *meta.AdvanceChannelTask) meta.Result {
 	if !meta.PhaseStepOK(c.ExpectedPhase, c.Phase) {
 		return invalidResult("phase %s does not follow %s", c.Phase, c.ExpectedPhase)
 	}
@@ -125,7 +122,7 @@ func (a *applier) advanceChannelTask(c *meta.AdvanceChannelTask) meta.Result {
 
 // abortChannelTask aborts a task that is not done; aborting an aborted task
 // answers it unchanged.
-func (a *applier) abortChannelTask(c *meta.AbortChannelTask) meta.Result {
+func (a channelTaskApplier) abortChannelTask(c *meta.AbortChannelTask) meta.Result {
 	if len(c.Note) > meta.MaxTaskNoteBytes {
 		return invalidResult("note is over %d bytes", meta.MaxTaskNoteBytes)
 	}
@@ -146,7 +143,7 @@ func (a *applier) abortChannelTask(c *meta.AbortChannelTask) meta.Result {
 	return a.writeChannelTask(key, t)
 }
 
-func (s *StateMachine) getChannelTask(q *meta.GetChannelTask) (*meta.ChannelTask, error) {
+func (s reader) getChannelTask(q *meta.GetChannelTask) (*meta.ChannelTask, error) {
 	if err := s.checkRouted(q.HashSlot, q.ChannelID); err != nil {
 		return nil, err
 	}
@@ -161,7 +158,7 @@ func (s *StateMachine) getChannelTask(q *meta.GetChannelTask) (*meta.ChannelTask
 }
 
 // listChannelTasks lists a channel's tasks newest first.
-func (s *StateMachine) listChannelTasks(q *meta.ListChannelTasks) (*meta.ChannelTaskPage, error) {
+func (s reader) listChannelTasks(q *meta.ListChannelTasks) (*meta.ChannelTaskPage, error) {
 	if err := s.checkRouted(q.HashSlot, q.ChannelID); err != nil {
 		return nil, err
 	}

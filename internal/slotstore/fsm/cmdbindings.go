@@ -8,20 +8,21 @@ import (
 )
 
 func init() {
-	registerApplier(meta.OpPutCmdBinding, func(a *applier, c meta.Command) meta.Result { return a.putCmdBinding(c.(*meta.PutCmdBinding)) })
-	registerApplier(meta.OpDeleteCmdBinding, func(a *applier, c meta.Command) meta.Result {
-		return a.deleteCmdBinding(c.(*meta.DeleteCmdBinding))
-	})
-	registerApplier(meta.OpAckCmdBinding, func(a *applier, c meta.Command) meta.Result { return a.ackCmdBinding(c.(*meta.AckCmdBinding)) })
-	registerLookup(meta.QueryGetCmdBinding, (*StateMachine).getCmdBinding)
-	registerLookup(meta.QueryListCmdBindings, (*StateMachine).listCmdBindings)
+	registerApplyMethod(meta.OpPutCmdBinding, cmdBindingApplier.putCmdBinding)
+	registerApplyMethod(meta.OpDeleteCmdBinding, cmdBindingApplier.deleteCmdBinding)
+	registerApplyMethod(meta.OpAckCmdBinding, cmdBindingApplier.ackCmdBinding)
+	registerLookup(meta.QueryGetCmdBinding, reader.getCmdBinding)
+	registerLookup(meta.QueryListCmdBindings, reader.listCmdBindings)
 }
 
-func (a *applier) cmdBindingKey(hs slotstore.HashSlot, u *meta.UserChannel) []byte {
+// cmdBindingApplier applies the CMD binding commands.
+type cmdBindingApplier struct{ *applier }
+
+func (a cmdBindingApplier) cmdBindingKey(hs slotstore.HashSlot, u *meta.UserChannel) []byte {
 	return meta.UserChannelKey(a.sm.cfg.Group, hs, meta.TableCmdBinding, u.UID, u.ChannelType, u.ChannelID)
 }
 
-func (a *applier) readCmdBinding(key []byte) (*meta.CmdBinding, []byte, bool) {
+func (a cmdBindingApplier) readCmdBinding(key []byte) (*meta.CmdBinding, []byte, bool) {
 	raw, found := a.get(key)
 	if !found {
 		return nil, nil, false
@@ -34,14 +35,14 @@ func (a *applier) readCmdBinding(key []byte) (*meta.CmdBinding, []byte, bool) {
 	return b, raw, true
 }
 
-func (a *applier) writeCmdBinding(key []byte, b *meta.CmdBinding) meta.Result {
+func (a cmdBindingApplier) writeCmdBinding(key []byte, b *meta.CmdBinding) meta.Result {
 	b.Revision = a.nextRevision()
 	v := meta.EncodeCmdBinding(b)
 	a.set(key, v)
 	return meta.Result{Revision: b.Revision, Value: v}
 }
 
-func (a *applier) putCmdBinding(c *meta.PutCmdBinding) meta.Result {
+func (a cmdBindingApplier) putCmdBinding(c *meta.PutCmdBinding) meta.Result {
 	if p := userChannelProblem(&c.UserChannel); p != "" {
 		return invalidResult("%s", p)
 	}
@@ -54,7 +55,7 @@ func (a *applier) putCmdBinding(c *meta.PutCmdBinding) meta.Result {
 	return a.writeCmdBinding(key, b)
 }
 
-func (a *applier) existingCmdBinding(hs slotstore.HashSlot, u *meta.UserChannel) (*meta.CmdBinding, []byte, []byte, *meta.Result) {
+func (a cmdBindingApplier) existingCmdBinding(hs slotstore.HashSlot, u *meta.UserChannel) (*meta.CmdBinding, []byte, []byte, *meta.Result) {
 	if p := userChannelProblem(u); p != "" {
 		r := invalidResult("%s", p)
 		return nil, nil, nil, &r
@@ -69,7 +70,7 @@ func (a *applier) existingCmdBinding(hs slotstore.HashSlot, u *meta.UserChannel)
 	return b, raw, key, nil
 }
 
-func (a *applier) deleteCmdBinding(c *meta.DeleteCmdBinding) meta.Result {
+func (a cmdBindingApplier) deleteCmdBinding(c *meta.DeleteCmdBinding) meta.Result {
 	_, _, key, res := a.existingCmdBinding(c.HashSlot, &c.UserChannel)
 	if res != nil {
 		return *res
@@ -78,7 +79,7 @@ func (a *applier) deleteCmdBinding(c *meta.DeleteCmdBinding) meta.Result {
 	return meta.Result{Revision: a.nextRevision()}
 }
 
-func (a *applier) ackCmdBinding(c *meta.AckCmdBinding) meta.Result {
+func (a cmdBindingApplier) ackCmdBinding(c *meta.AckCmdBinding) meta.Result {
 	b, raw, key, res := a.existingCmdBinding(c.HashSlot, &c.UserChannel)
 	if res != nil {
 		return *res
@@ -90,7 +91,7 @@ func (a *applier) ackCmdBinding(c *meta.AckCmdBinding) meta.Result {
 	return a.writeCmdBinding(key, b)
 }
 
-func (s *StateMachine) getCmdBinding(q *meta.GetCmdBinding) (*meta.CmdBinding, error) {
+func (s reader) getCmdBinding(q *meta.GetCmdBinding) (*meta.CmdBinding, error) {
 	if err := s.checkRouted(q.HashSlot, q.UID); err != nil {
 		return nil, err
 	}
@@ -102,7 +103,7 @@ func (s *StateMachine) getCmdBinding(q *meta.GetCmdBinding) (*meta.CmdBinding, e
 }
 
 // listCmdBindings lists a user's bindings in (channel type, channel id) order.
-func (s *StateMachine) listCmdBindings(q *meta.ListCmdBindings) (*meta.CmdBindingPage, error) {
+func (s reader) listCmdBindings(q *meta.ListCmdBindings) (*meta.CmdBindingPage, error) {
 	if err := s.checkRouted(q.HashSlot, q.UID); err != nil {
 		return nil, err
 	}

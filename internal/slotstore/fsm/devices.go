@@ -8,10 +8,10 @@ import (
 )
 
 func init() {
-	registerApplier(meta.OpPutDevice, func(a *applier, c meta.Command) meta.Result { return a.putDevice(c.(*meta.PutDevice)) })
-	registerApplier(meta.OpDeleteDevice, func(a *applier, c meta.Command) meta.Result { return a.deleteDevice(c.(*meta.DeleteDevice)) })
-	registerLookup(meta.QueryGetDevice, (*StateMachine).getDevice)
-	registerLookup(meta.QueryListDevices, (*StateMachine).listDevices)
+	registerApplyMethod(meta.OpPutDevice, deviceApplier.putDevice)
+	registerApplyMethod(meta.OpDeleteDevice, deviceApplier.deleteDevice)
+	registerLookup(meta.QueryGetDevice, reader.getDevice)
+	registerLookup(meta.QueryListDevices, reader.listDevices)
 }
 
 // readRow reads and decodes one row through the batch. A row that does not
@@ -40,13 +40,16 @@ func userNotFound(uid string) meta.Result {
 	return meta.Result{Code: slotstore.CodeNotFound, Message: fmt.Sprintf("user %q not found", uid)}
 }
 
-func (a *applier) putDevice(c *meta.PutDevice) meta.Result {
+// deviceApplier applies a user's device commands.
+type deviceApplier struct{ *applier }
+
+func (a deviceApplier) putDevice(c *meta.PutDevice) meta.Result {
 	if !a.userExists(c.HashSlot, c.UID) {
 		return userNotFound(c.UID)
 	}
 	key := meta.DeviceKey(a.sm.cfg.Group, c.HashSlot, c.UID, c.Flag)
 	d := &meta.Device{UID: c.UID, Flag: c.Flag, Token: c.Token, Level: c.Level, CreatedAtMs: c.TimeMs, UpdatedAtMs: c.TimeMs}
-	if old, found := readRow(a, key, meta.DecodeDevice); found {
+	if old, found := readRow(a.applier, key, meta.DecodeDevice); found {
 		d.CreatedAtMs = old.CreatedAtMs
 	}
 	d.Revision = a.nextRevision()
@@ -55,7 +58,7 @@ func (a *applier) putDevice(c *meta.PutDevice) meta.Result {
 	return meta.Result{Revision: d.Revision, Value: v}
 }
 
-func (a *applier) deleteDevice(c *meta.DeleteDevice) meta.Result {
+func (a deviceApplier) deleteDevice(c *meta.DeleteDevice) meta.Result {
 	key := meta.DeviceKey(a.sm.cfg.Group, c.HashSlot, c.UID, c.Flag)
 	if _, found := a.get(key); !found {
 		return meta.Result{Code: slotstore.CodeNotFound, Message: fmt.Sprintf("device %d of user %q not found", c.Flag, c.UID)}
@@ -67,12 +70,12 @@ func (a *applier) deleteDevice(c *meta.DeleteDevice) meta.Result {
 // deleteUserDevices deletes every device of uid (part of deleting the user).
 // A user has at most 256 devices, all under one prefix: one range deletion
 // (none when the user has no device).
-func (a *applier) deleteUserDevices(hs slotstore.HashSlot, uid string) {
+func (a deviceApplier) deleteUserDevices(hs slotstore.HashSlot, uid string) {
 	a.delPrefixIfAny(meta.DevicePrefix(a.sm.cfg.Group, hs, uid))
 }
 
 // getDevice answers meta.GetDevice: *meta.Device or a nil one.
-func (s *StateMachine) getDevice(q *meta.GetDevice) (*meta.Device, error) {
+func (s reader) getDevice(q *meta.GetDevice) (*meta.Device, error) {
 	if err := s.checkOwned(q.HashSlot); err != nil {
 		return nil, err
 	}
@@ -85,7 +88,7 @@ func (s *StateMachine) getDevice(q *meta.GetDevice) (*meta.Device, error) {
 
 // listDevices answers meta.ListDevices: *meta.DevicePage, nil when the user
 // does not exist.
-func (s *StateMachine) listDevices(q *meta.ListDevices) (*meta.DevicePage, error) {
+func (s reader) listDevices(q *meta.ListDevices) (*meta.DevicePage, error) {
 	if err := s.checkOwned(q.HashSlot); err != nil {
 		return nil, err
 	}

@@ -5,9 +5,12 @@ import (
 )
 
 func init() {
-	registerApplier(meta.OpAppendEvent, func(a *applier, c meta.Command) meta.Result { return a.appendEvent(c.(*meta.AppendEvent)) })
-	registerLookup(meta.QueryListEvents, (*StateMachine).listEvents)
+	registerApplyMethod(meta.OpAppendEvent, eventApplier.appendEvent)
+	registerLookup(meta.QueryListEvents, reader.listEvents)
 }
+
+// eventApplier applies a channel's message events.
+type eventApplier struct{ *applier }
 
 // eventProblem checks an event's client fields.
 func eventProblem(ev *meta.ChannelEvent) string {
@@ -35,7 +38,7 @@ func eventProblem(ev *meta.ChannelEvent) string {
 
 // appendEvent appends to the channel's bounded projection: the next seq,
 // and the oldest events beyond the group's capacity deleted in this batch.
-func (a *applier) appendEvent(c *meta.AppendEvent) meta.Result {
+func (a eventApplier) appendEvent(c *meta.AppendEvent) meta.Result {
 	if p := eventProblem(&c.Event); p != "" {
 		return invalidResult("%s", p)
 	}
@@ -49,7 +52,7 @@ func (a *applier) appendEvent(c *meta.AppendEvent) meta.Result {
 }
 
 // listEvents lists a channel's events newest first.
-func (s *StateMachine) listEvents(q *meta.ListEvents) (*meta.EventPage, error) {
+func (s reader) listEvents(q *meta.ListEvents) (*meta.EventPage, error) {
 	if err := s.checkRouted(q.HashSlot, q.ChannelID); err != nil {
 		return nil, err
 	}

@@ -8,12 +8,15 @@ import (
 )
 
 func init() {
-	registerApplier(meta.OpPutKV, func(a *applier, c meta.Command) meta.Result { return a.putKV(c.(*meta.PutKV)) })
-	registerApplier(meta.OpDeleteKV, func(a *applier, c meta.Command) meta.Result { return a.deleteKV(c.(*meta.DeleteKV)) })
-	registerLookup(meta.QueryGetKV, (*StateMachine).getKV)
+	registerApplyMethod(meta.OpPutKV, kvApplier.putKV)
+	registerApplyMethod(meta.OpDeleteKV, kvApplier.deleteKV)
+	registerLookup(meta.QueryGetKV, reader.getKV)
 }
 
-func (a *applier) readKV(key []byte) (*meta.KV, bool) {
+// kvApplier applies the business-key commands.
+type kvApplier struct{ *applier }
+
+func (a kvApplier) readKV(key []byte) (*meta.KV, bool) {
 	raw, found := a.get(key)
 	if !found {
 		return nil, false
@@ -58,7 +61,7 @@ func failedPrecondition(why string, cur *meta.KV) meta.Result {
 	return r
 }
 
-func (a *applier) putKV(c *meta.PutKV) meta.Result {
+func (a kvApplier) putKV(c *meta.PutKV) meta.Result {
 	key := meta.KVKey(a.sm.cfg.Group, c.HashSlot, c.Key)
 	cur, _ := a.readKV(key)
 	if ok, why := checkCond(c.Cond, cur); !ok {
@@ -74,7 +77,7 @@ func (a *applier) putKV(c *meta.PutKV) meta.Result {
 	return meta.Result{Revision: kv.Revision, Value: v}
 }
 
-func (a *applier) deleteKV(c *meta.DeleteKV) meta.Result {
+func (a kvApplier) deleteKV(c *meta.DeleteKV) meta.Result {
 	key := meta.KVKey(a.sm.cfg.Group, c.HashSlot, c.Key)
 	cur, _ := a.readKV(key)
 	if ok, why := checkCond(c.Cond, cur); !ok {

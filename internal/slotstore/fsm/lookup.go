@@ -16,19 +16,25 @@ type AppliedQuery struct{}
 // OwnedQuery asks a replica for its owned hash slots. Answer: []slotstore.HashSlot.
 type OwnedQuery struct{}
 
+// reader answers queries from committed state: the Lookup side of the state
+// machine, apart from the Update side (the applier). It runs concurrently
+// with Update, so it reads only Pebble (committed batches) and the state
+// machine's atomics, never the fields that only Update touches.
+type reader struct{ *StateMachine }
+
 // lookups maps each query kind to the function that answers it; resource
 // families register theirs from init functions, like appliers.
-var lookups = map[meta.QueryKind]func(*StateMachine, meta.Query) (any, error){}
+var lookups = map[meta.QueryKind]func(reader, meta.Query) (any, error){}
 
 // registerLookup installs the answer function of query kind k. f takes the
 // query's own type and returns the answer type the query declares
 // (meta.For), so a lookup answering another type does not compile; the
 // answer becomes untyped only here, where dragonboat's Lookup needs it.
-func registerLookup[A any, Q meta.For[A]](k meta.QueryKind, f func(*StateMachine, Q) (A, error)) {
+func registerLookup[A any, Q meta.For[A]](k meta.QueryKind, f func(reader, Q) (A, error)) {
 	if _, dup := lookups[k]; dup {
 		panic(fmt.Sprintf("fsm: lookup for query kind %d registered twice", k))
 	}
-	lookups[k] = func(s *StateMachine, q meta.Query) (any, error) {
+	lookups[k] = func(s reader, q meta.Query) (any, error) {
 		typed, ok := q.(Q)
 		if !ok {
 			return nil, fmt.Errorf("fsm: query kind %d is a %T, not a %T", k, q, typed)
@@ -47,14 +53,14 @@ func (s *StateMachine) Lookup(q any) (any, error) {
 		return s.owned.Load().Slots(), nil
 	case meta.Query:
 		if f, ok := lookups[q.Kind()]; ok {
-			return f(s, q)
+			return f(reader{s}, q)
 		}
 	}
 	return nil, fmt.Errorf("fsm: unknown query %T", q)
 }
 
 // getUser answers meta.GetUser: *meta.User or a nil one.
-func (s *StateMachine) getUser(q *meta.GetUser) (*meta.User, error) {
+func (s reader) getUser(q *meta.GetUser) (*meta.User, error) {
 	if err := s.checkOwned(q.HashSlot); err != nil {
 		return nil, err
 	}
@@ -66,7 +72,7 @@ func (s *StateMachine) getUser(q *meta.GetUser) (*meta.User, error) {
 }
 
 // getKV answers meta.GetKV: *meta.KV or a nil one.
-func (s *StateMachine) getKV(q *meta.GetKV) (*meta.KV, error) {
+func (s reader) getKV(q *meta.GetKV) (*meta.KV, error) {
 	if err := s.checkOwned(q.HashSlot); err != nil {
 		return nil, err
 	}
@@ -77,7 +83,7 @@ func (s *StateMachine) getKV(q *meta.GetKV) (*meta.KV, error) {
 	return meta.DecodeKV(raw)
 }
 
-func (s *StateMachine) checkOwned(hs slotstore.HashSlot) error {
+func (s reader) checkOwned(hs slotstore.HashSlot) error {
 	if !s.owned.Load().Has(hs) {
 		return &slotstore.Error{Code: slotstore.CodeWrongGroup,
 			Message: fmt.Sprintf("group %d does not own hash slot %d", s.cfg.Group, hs)}
@@ -85,7 +91,7 @@ func (s *StateMachine) checkOwned(hs slotstore.HashSlot) error {
 	return nil
 }
 
-func (s *StateMachine) get(key []byte) ([]byte, bool, error) {
+func (s reader) get(key []byte) ([]byte, bool, error) {
 	v, closer, err := s.db.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, false, nil
@@ -100,7 +106,7 @@ func (s *StateMachine) get(key []byte) ([]byte, bool, error) {
 // maxScanLimit bounds one scan regardless of what the caller asks.
 const maxScanLimit = 1000
 
-func (s *StateMachine) scanUsers(q *meta.ScanUsers) (*meta.UserPage, error) {
+func (s reader) scanUsers(q *meta.ScanUsers) (*meta.UserPage, error) {
 	limit := q.Limit
 	if limit <= 0 || limit > maxScanLimit {
 		limit = maxScanLimit

@@ -10,18 +10,17 @@ import (
 )
 
 func init() {
-	registerApplier(meta.OpPutMembership, func(a *applier, c meta.Command) meta.Result { return a.putMembership(c.(*meta.PutMembership)) })
-	registerApplier(meta.OpDeleteMembership, func(a *applier, c meta.Command) meta.Result {
-		return a.deleteMembership(c.(*meta.DeleteMembership))
-	})
-	registerApplier(meta.OpReadMembership, func(a *applier, c meta.Command) meta.Result { return a.readMembershipTo(c.(*meta.ReadMembership)) })
-	registerApplier(meta.OpHideMembership, func(a *applier, c meta.Command) meta.Result { return a.hideMembership(c.(*meta.HideMembership)) })
-	registerApplier(meta.OpActivateMembership, func(a *applier, c meta.Command) meta.Result {
-		return a.activateMembership(c.(*meta.ActivateMembership))
-	})
-	registerLookup(meta.QueryGetMembership, (*StateMachine).getMembership)
-	registerLookup(meta.QueryListMemberships, (*StateMachine).listMemberships)
+	registerApplyMethod(meta.OpPutMembership, membershipApplier.putMembership)
+	registerApplyMethod(meta.OpDeleteMembership, membershipApplier.deleteMembership)
+	registerApplyMethod(meta.OpReadMembership, membershipApplier.readMembershipTo)
+	registerApplyMethod(meta.OpHideMembership, membershipApplier.hideMembership)
+	registerApplyMethod(meta.OpActivateMembership, membershipApplier.activateMembership)
+	registerLookup(meta.QueryGetMembership, reader.getMembership)
+	registerLookup(meta.QueryListMemberships, reader.listMemberships)
 }
+
+// membershipApplier applies the membership commands.
+type membershipApplier struct{ *applier }
 
 // invalidResult is the answer to a command no API would have built.
 func invalidResult(format string, args ...any) meta.Result {
@@ -42,7 +41,7 @@ func unchangedResult(rev uint64, raw []byte) meta.Result {
 	return meta.Result{Revision: rev, Value: raw}
 }
 
-func (a *applier) membershipKey(hs slotstore.HashSlot, u *meta.UserChannel) []byte {
+func (a membershipApplier) membershipKey(hs slotstore.HashSlot, u *meta.UserChannel) []byte {
 	return meta.UserChannelKey(a.sm.cfg.Group, hs, meta.TableMembership, u.UID, u.ChannelType, u.ChannelID)
 }
 
@@ -51,7 +50,7 @@ func activityKey(g slotstore.GroupID, hs slotstore.HashSlot, m *meta.Membership)
 }
 
 // readMembership reads the membership at key.
-func (a *applier) readMembership(key []byte) (*meta.Membership, []byte, bool) {
+func (a membershipApplier) readMembership(key []byte) (*meta.Membership, []byte, bool) {
 	raw, found := a.get(key)
 	if !found {
 		return nil, nil, false
@@ -68,7 +67,7 @@ func (a *applier) readMembership(key []byte) (*meta.Membership, []byte, bool) {
 // activity index in step: old's entry goes, m's comes unless m is a
 // tombstone. The index entry holds the row itself, so one iterator lists
 // a consistent view.
-func (a *applier) writeMembership(hs slotstore.HashSlot, key []byte, old, m *meta.Membership) meta.Result {
+func (a membershipApplier) writeMembership(hs slotstore.HashSlot, key []byte, old, m *meta.Membership) meta.Result {
 	g := a.sm.cfg.Group
 	if old != nil && !old.Tombstone {
 		a.del(activityKey(g, hs, old))
@@ -82,7 +81,7 @@ func (a *applier) writeMembership(hs slotstore.HashSlot, key []byte, old, m *met
 	return meta.Result{Revision: m.Revision, Value: v}
 }
 
-func (a *applier) putMembership(c *meta.PutMembership) meta.Result {
+func (a membershipApplier) putMembership(c *meta.PutMembership) meta.Result {
 	if p := userChannelProblem(&c.UserChannel); p != "" {
 		return invalidResult("%s", p)
 	}
@@ -110,7 +109,7 @@ func (a *applier) putMembership(c *meta.PutMembership) meta.Result {
 }
 
 // existingMembership reads the membership a command names, or answers why not.
-func (a *applier) existingMembership(hs slotstore.HashSlot, u *meta.UserChannel) (*meta.Membership, []byte, []byte, *meta.Result) {
+func (a membershipApplier) existingMembership(hs slotstore.HashSlot, u *meta.UserChannel) (*meta.Membership, []byte, []byte, *meta.Result) {
 	if p := userChannelProblem(u); p != "" {
 		r := invalidResult("%s", p)
 		return nil, nil, nil, &r
@@ -125,7 +124,7 @@ func (a *applier) existingMembership(hs slotstore.HashSlot, u *meta.UserChannel)
 	return m, raw, key, nil
 }
 
-func (a *applier) deleteMembership(c *meta.DeleteMembership) meta.Result {
+func (a membershipApplier) deleteMembership(c *meta.DeleteMembership) meta.Result {
 	m, _, key, res := a.existingMembership(c.HashSlot, &c.UserChannel)
 	if res != nil {
 		return *res
@@ -138,7 +137,7 @@ func (a *applier) deleteMembership(c *meta.DeleteMembership) meta.Result {
 }
 
 // readMembershipTo applies meta.ReadMembership: the badge floor only rises.
-func (a *applier) readMembershipTo(c *meta.ReadMembership) meta.Result {
+func (a membershipApplier) readMembershipTo(c *meta.ReadMembership) meta.Result {
 	m, raw, key, res := a.existingMembership(c.HashSlot, &c.UserChannel)
 	if res != nil {
 		return *res
@@ -151,7 +150,7 @@ func (a *applier) readMembershipTo(c *meta.ReadMembership) meta.Result {
 	return a.writeMembership(c.HashSlot, key, &old, m)
 }
 
-func (a *applier) hideMembership(c *meta.HideMembership) meta.Result {
+func (a membershipApplier) hideMembership(c *meta.HideMembership) meta.Result {
 	m, raw, key, res := a.existingMembership(c.HashSlot, &c.UserChannel)
 	if res != nil {
 		return *res
@@ -164,7 +163,7 @@ func (a *applier) hideMembership(c *meta.HideMembership) meta.Result {
 	return a.writeMembership(c.HashSlot, key, &old, m)
 }
 
-func (a *applier) activateMembership(c *meta.ActivateMembership) meta.Result {
+func (a membershipApplier) activateMembership(c *meta.ActivateMembership) meta.Result {
 	m, _, key, res := a.existingMembership(c.HashSlot, &c.UserChannel)
 	if res != nil {
 		return *res
@@ -176,7 +175,7 @@ func (a *applier) activateMembership(c *meta.ActivateMembership) meta.Result {
 
 // checkRouted checks that a query's hash slot is its route key's and that
 // this group owns it.
-func (s *StateMachine) checkRouted(hs slotstore.HashSlot, routeKey string) error {
+func (s reader) checkRouted(hs slotstore.HashSlot, routeKey string) error {
 	if got := slotstore.HashSlotOfString(routeKey); got != hs {
 		return slotstore.Errorf(slotstore.CodeInvalidArgument, "route key hashes to slot %d, query names %d", got, hs)
 	}
@@ -191,7 +190,7 @@ func pageLimit(n int) int {
 	return n
 }
 
-func (s *StateMachine) getMembership(q *meta.GetMembership) (*meta.Membership, error) {
+func (s reader) getMembership(q *meta.GetMembership) (*meta.Membership, error) {
 	if err := s.checkRouted(q.HashSlot, q.UID); err != nil {
 		return nil, err
 	}
@@ -203,7 +202,7 @@ func (s *StateMachine) getMembership(q *meta.GetMembership) (*meta.Membership, e
 }
 
 // listMemberships walks the user's activity index: newest activation first.
-func (s *StateMachine) listMemberships(q *meta.ListMemberships) (*meta.MembershipPage, error) {
+func (s reader) listMemberships(q *meta.ListMemberships) (*meta.MembershipPage, error) {
 	if err := s.checkRouted(q.HashSlot, q.UID); err != nil {
 		return nil, err
 	}
@@ -229,7 +228,7 @@ func (s *StateMachine) listMemberships(q *meta.ListMemberships) (*meta.Membershi
 
 // scanValues calls each with the values of [lower, upper) in key order,
 // at most limit of them; *more says whether another one followed.
-func (s *StateMachine) scanValues(lower, upper []byte, limit int, more *bool, each func([]byte) error) error {
+func (s reader) scanValues(lower, upper []byte, limit int, more *bool, each func([]byte) error) error {
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return err

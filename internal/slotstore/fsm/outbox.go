@@ -9,11 +9,9 @@ import (
 )
 
 func init() {
-	registerApplier(meta.OpProjectMembership, func(a *applier, c meta.Command) meta.Result {
-		return a.projectMembership(c.(*meta.ProjectMembership))
-	})
-	registerApplier(meta.OpAckOutbox, func(a *applier, c meta.Command) meta.Result { return a.ackOutbox(c.(*meta.AckOutbox)) })
-	registerLookup(meta.QueryScanOutbox, (*StateMachine).scanOutbox)
+	registerApplyMethod(meta.OpProjectMembership, membershipApplier.projectMembership)
+	registerApplyMethod(meta.OpAckOutbox, channelApplier.ackOutbox)
+	registerLookup(meta.QueryScanOutbox, reader.scanOutbox)
 }
 
 // projectMembership applies one projected subscriber change to a user's
@@ -22,7 +20,7 @@ func init() {
 // repeated after a crash (or overtaken by a newer one) changes nothing.
 // Joining creates or revives the membership; leaving tombstones it (the row
 // stays, with its version, to fence older joins).
-func (a *applier) projectMembership(c *meta.ProjectMembership) meta.Result {
+func (a membershipApplier) projectMembership(c *meta.ProjectMembership) meta.Result {
 	if p := userChannelProblem(&c.UserChannel); p != "" {
 		return invalidResult("%s", p)
 	}
@@ -49,7 +47,7 @@ func (a *applier) projectMembership(c *meta.ProjectMembership) meta.Result {
 
 // ackOutbox deletes a projected record and lowers the channel's pending
 // count; a record already gone is acknowledged already.
-func (a *applier) ackOutbox(c *meta.AckOutbox) meta.Result {
+func (a channelApplier) ackOutbox(c *meta.AckOutbox) meta.Result {
 	g := a.sm.cfg.Group
 	okey := meta.OutboxKey(g, c.HashSlot, c.Seq)
 	if _, found := a.get(okey); !found {
@@ -57,7 +55,7 @@ func (a *applier) ackOutbox(c *meta.AckOutbox) meta.Result {
 	}
 	a.del(okey)
 	key := a.channelKey(c.HashSlot, c.ChannelType, c.ChannelID)
-	ch, found := readRow(a, key, meta.DecodeChannel)
+	ch, found := readRow(a.applier, key, meta.DecodeChannel)
 	if !found { // the channel was deleted meanwhile: nothing to count down
 		return meta.Result{Revision: a.revision}
 	}
@@ -68,7 +66,7 @@ func (a *applier) ackOutbox(c *meta.AckOutbox) meta.Result {
 }
 
 // scanOutbox lists pending projection records of owned slots, oldest first.
-func (s *StateMachine) scanOutbox(q *meta.ScanOutbox) (*meta.OutboxPage, error) {
+func (s reader) scanOutbox(q *meta.ScanOutbox) (*meta.OutboxPage, error) {
 	limit := q.Limit
 	if limit <= 0 || limit > 1000 {
 		limit = 1000

@@ -11,16 +11,19 @@ import (
 )
 
 func init() {
-	registerApplier(meta.OpPutPlugin, func(a *applier, c meta.Command) meta.Result { return a.putPlugin(c.(*meta.PutPlugin)) })
-	registerApplier(meta.OpDeletePlugin, func(a *applier, c meta.Command) meta.Result { return a.deletePlugin(c.(*meta.DeletePlugin)) })
-	registerLookup(meta.QueryListUserPlugins, (*StateMachine).listUserPlugins)
-	registerLookup(meta.QueryScanPluginUsers, (*StateMachine).scanPluginUsers)
+	registerApplyMethod(meta.OpPutPlugin, pluginApplier.putPlugin)
+	registerApplyMethod(meta.OpDeletePlugin, pluginApplier.deletePlugin)
+	registerLookup(meta.QueryListUserPlugins, reader.listUserPlugins)
+	registerLookup(meta.QueryScanPluginUsers, reader.scanPluginUsers)
 }
+
+// pluginApplier applies a user's plugin bindings.
+type pluginApplier struct{ *applier }
 
 // pluginIndexValue is the value of an index row: the row is the data.
 var pluginIndexValue = []byte{}
 
-func (a *applier) putPlugin(c *meta.PutPlugin) meta.Result {
+func (a pluginApplier) putPlugin(c *meta.PutPlugin) meta.Result {
 	if c.PluginNo == "" {
 		return meta.Result{Code: slotstore.CodeInvalidArgument, Message: "empty plugin number"}
 	}
@@ -30,7 +33,7 @@ func (a *applier) putPlugin(c *meta.PutPlugin) meta.Result {
 	g := a.sm.cfg.Group
 	key := meta.PluginKey(g, c.HashSlot, c.UID, c.PluginNo)
 	b := &meta.PluginBinding{UID: c.UID, PluginNo: c.PluginNo, Config: c.Config, CreatedAtMs: c.TimeMs, UpdatedAtMs: c.TimeMs}
-	if old, found := readRow(a, key, meta.DecodePluginBinding); found {
+	if old, found := readRow(a.applier, key, meta.DecodePluginBinding); found {
 		b.CreatedAtMs = old.CreatedAtMs
 	} else {
 		n := 0
@@ -50,7 +53,7 @@ func (a *applier) putPlugin(c *meta.PutPlugin) meta.Result {
 	return meta.Result{Revision: b.Revision, Value: v}
 }
 
-func (a *applier) deletePlugin(c *meta.DeletePlugin) meta.Result {
+func (a pluginApplier) deletePlugin(c *meta.DeletePlugin) meta.Result {
 	g := a.sm.cfg.Group
 	key := meta.PluginKey(g, c.HashSlot, c.UID, c.PluginNo)
 	if _, found := a.get(key); !found {
@@ -65,7 +68,7 @@ func (a *applier) deletePlugin(c *meta.DeletePlugin) meta.Result {
 // deleting the user). The index rows are under other prefixes, so the
 // bindings are walked through the batch (at most MaxPluginsPerUser) and
 // each binding and index row is deleted.
-func (a *applier) deleteUserPlugins(hs slotstore.HashSlot, uid string) {
+func (a pluginApplier) deleteUserPlugins(hs slotstore.HashSlot, uid string) {
 	g := a.sm.cfg.Group
 	prefix := meta.PluginPrefix(g, hs, uid)
 	a.eachInBatch(prefix, func(k, _ []byte) bool {
@@ -77,7 +80,7 @@ func (a *applier) deleteUserPlugins(hs slotstore.HashSlot, uid string) {
 
 // listUserPlugins answers meta.ListUserPlugins: *meta.PluginPage, nil when
 // the user does not exist.
-func (s *StateMachine) listUserPlugins(q *meta.ListUserPlugins) (*meta.PluginPage, error) {
+func (s reader) listUserPlugins(q *meta.ListUserPlugins) (*meta.PluginPage, error) {
 	if err := s.checkOwned(q.HashSlot); err != nil {
 		return nil, err
 	}
@@ -111,7 +114,7 @@ func (s *StateMachine) listUserPlugins(q *meta.ListUserPlugins) (*meta.PluginPag
 
 // scanPluginUsers answers meta.ScanPluginUsers: the bindings to a plugin in
 // a run of hash slots, in (slot, uid) order, from the index rows.
-func (s *StateMachine) scanPluginUsers(q *meta.ScanPluginUsers) (*meta.PluginPage, error) {
+func (s reader) scanPluginUsers(q *meta.ScanPluginUsers) (*meta.PluginPage, error) {
 	if q.PluginNo == "" {
 		return nil, slotstore.Errorf(slotstore.CodeInvalidArgument, "empty plugin number")
 	}

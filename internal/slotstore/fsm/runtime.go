@@ -9,20 +9,21 @@ import (
 )
 
 func init() {
-	registerApplier(meta.OpCreateRuntime, func(a *applier, c meta.Command) meta.Result { return a.createRuntime(c.(*meta.CreateRuntime)) })
-	registerApplier(meta.OpPutRuntime, func(a *applier, c meta.Command) meta.Result { return a.putRuntime(c.(*meta.PutRuntime)) })
-	registerApplier(meta.OpDeleteRuntime, func(a *applier, c meta.Command) meta.Result { return a.deleteRuntime(c.(*meta.DeleteRuntime)) })
-	registerApplier(meta.OpAdvanceRetention, func(a *applier, c meta.Command) meta.Result {
-		return a.advanceRetention(c.(*meta.AdvanceRetention))
-	})
-	registerLookup(meta.QueryGetRuntime, (*StateMachine).getRuntime)
+	registerApplyMethod(meta.OpCreateRuntime, runtimeApplier.createRuntime)
+	registerApplyMethod(meta.OpPutRuntime, runtimeApplier.putRuntime)
+	registerApplyMethod(meta.OpDeleteRuntime, runtimeApplier.deleteRuntime)
+	registerApplyMethod(meta.OpAdvanceRetention, runtimeApplier.advanceRetention)
+	registerLookup(meta.QueryGetRuntime, reader.getRuntime)
 }
 
-func (a *applier) runtimeKey(hs slotstore.HashSlot, channelType uint8, channelID string) []byte {
+// runtimeApplier applies the channel runtime metadata commands.
+type runtimeApplier struct{ *applier }
+
+func (a runtimeApplier) runtimeKey(hs slotstore.HashSlot, channelType uint8, channelID string) []byte {
 	return meta.ChannelKey(a.sm.cfg.Group, hs, meta.TableRuntime, channelType, channelID)
 }
 
-func (a *applier) readRuntime(key []byte) (*meta.ChannelRuntime, []byte, bool) {
+func (a runtimeApplier) readRuntime(key []byte) (*meta.ChannelRuntime, []byte, bool) {
 	raw, found := a.get(key)
 	if !found {
 		return nil, nil, false
@@ -35,7 +36,7 @@ func (a *applier) readRuntime(key []byte) (*meta.ChannelRuntime, []byte, bool) {
 	return r, raw, true
 }
 
-func (a *applier) writeRuntime(key []byte, r *meta.ChannelRuntime) meta.Result {
+func (a runtimeApplier) writeRuntime(key []byte, r *meta.ChannelRuntime) meta.Result {
 	r.Revision = a.nextRevision()
 	v := meta.EncodeChannelRuntime(r)
 	a.set(key, v)
@@ -61,7 +62,7 @@ func refused(code slotstore.Code, rev uint64, raw []byte, format string, args ..
 	return meta.Result{Code: code, Message: fmt.Sprintf(format, args...), Revision: rev, Value: raw}
 }
 
-func (a *applier) createRuntime(c *meta.CreateRuntime) meta.Result {
+func (a runtimeApplier) createRuntime(c *meta.CreateRuntime) meta.Result {
 	if res, bad := runtimeInvalid(&c.Runtime); bad {
 		return res
 	}
@@ -98,7 +99,7 @@ func cmpU64(a, b uint64) int {
 // epoch) is epoch_stale; the same pair with another leader is a conflict;
 // the lease and the retention boundary never move back (a lower value in
 // the command keeps the stored one).
-func (a *applier) putRuntime(c *meta.PutRuntime) meta.Result {
+func (a runtimeApplier) putRuntime(c *meta.PutRuntime) meta.Result {
 	if res, bad := runtimeInvalid(&c.Runtime); bad {
 		return res
 	}
@@ -125,7 +126,7 @@ func (a *applier) putRuntime(c *meta.PutRuntime) meta.Result {
 	return a.writeRuntime(key, &r)
 }
 
-func (a *applier) existingRuntime(hs slotstore.HashSlot, ref *meta.ChanRef) (*meta.ChannelRuntime, []byte, []byte, *meta.Result) {
+func (a runtimeApplier) existingRuntime(hs slotstore.HashSlot, ref *meta.ChanRef) (*meta.ChannelRuntime, []byte, []byte, *meta.Result) {
 	if p := meta.ChannelRefProblem(ref.ChannelType, ref.ChannelID); p != "" {
 		r := invalidResult("%s", p)
 		return nil, nil, nil, &r
@@ -140,7 +141,7 @@ func (a *applier) existingRuntime(hs slotstore.HashSlot, ref *meta.ChanRef) (*me
 	return r, raw, key, nil
 }
 
-func (a *applier) deleteRuntime(c *meta.DeleteRuntime) meta.Result {
+func (a runtimeApplier) deleteRuntime(c *meta.DeleteRuntime) meta.Result {
 	_, _, key, res := a.existingRuntime(c.HashSlot, &c.ChanRef)
 	if res != nil {
 		return *res
@@ -151,7 +152,7 @@ func (a *applier) deleteRuntime(c *meta.DeleteRuntime) meta.Result {
 
 // advanceRetention raises the retention boundary, guarded by the channel
 // epoch and leader; a boundary at or below the stored one changes nothing.
-func (a *applier) advanceRetention(c *meta.AdvanceRetention) meta.Result {
+func (a runtimeApplier) advanceRetention(c *meta.AdvanceRetention) meta.Result {
 	r, raw, key, res := a.existingRuntime(c.HashSlot, &c.ChanRef)
 	if res != nil {
 		return *res
@@ -168,7 +169,7 @@ func (a *applier) advanceRetention(c *meta.AdvanceRetention) meta.Result {
 	return a.writeRuntime(key, r)
 }
 
-func (s *StateMachine) getRuntime(q *meta.GetRuntime) (*meta.ChannelRuntime, error) {
+func (s reader) getRuntime(q *meta.GetRuntime) (*meta.ChannelRuntime, error) {
 	if err := s.checkRouted(q.HashSlot, q.ChannelID); err != nil {
 		return nil, err
 	}

@@ -54,7 +54,7 @@ func (a *applier) eachInBatch(p []byte, f func(k, v []byte) bool) {
 // prefix p), in key order, until f returns false or an error. lower must
 // have p as a prefix; nil means p itself. The slices are valid only during
 // the call.
-func (s *StateMachine) scanCommitted(p, lower []byte, f func(k, v []byte) (bool, error)) error {
+func (s reader) scanCommitted(p, lower []byte, f func(k, v []byte) (bool, error)) error {
 	return scanReader(s.db, p, lower, f)
 }
 

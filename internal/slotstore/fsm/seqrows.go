@@ -50,7 +50,7 @@ func (a *applier) pushWindow(prefix []byte, w meta.SeqWindow, keep uint64) uint6
 // seqPage reads the rows under prefix newest first — those numbered below
 // before when it is not 0 — at most limit of them, through one iterator,
 // so the window and the rows are one consistent view.
-func (s *StateMachine) seqPage(prefix []byte, before uint64, limit int, each func([]byte) error) (w meta.SeqWindow, more bool, err error) {
+func (s reader) seqPage(prefix []byte, before uint64, limit int, each func([]byte) error) (w meta.SeqWindow, more bool, err error) {
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: meta.PrefixEnd(prefix)})
 	if err != nil {
 		return w, false, err

@@ -9,6 +9,11 @@ import (
 	"slotmeta/internal/slotstore/meta"
 )
 
+// slotApplier applies the slot commands: hash-slot migration (this file)
+// and live moves (slotmove.go). The owned, fenced and tracked sets it
+// changes are the applier's, persisted and published when the Update commits.
+type slotApplier struct{ *applier }
+
 // Hash-slot migration on the state machine side. The rules keep every hash
 // slot owned by exactly one group at every index of every log except for the
 // handover, when the target already owns it and the source still holds it
@@ -25,7 +30,7 @@ import (
 //	ImportChanges target must NOT own it: rows written and deleted
 //
 // Each is idempotent: repeating a step that already took effect succeeds.
-func (a *applier) applySlotCommand(c meta.SlotCommand) meta.Result {
+func (a slotApplier) applySlotCommand(c meta.SlotCommand) meta.Result {
 	g, hs := a.sm.cfg.Group, c.Head().HashSlot
 	refuse := func(format string, args ...any) meta.Result {
 		return meta.Result{Code: slotstore.CodeConflict, Message: fmt.Sprintf("group %d, hash slot %d: ", g, hs) + fmt.Sprintf(format, args...)}
@@ -94,19 +99,16 @@ func (a *applier) setSlot(set *meta.SlotSet, hs slotstore.HashSlot, on bool) {
 	a.slotsChanged = true
 }
 
-func (a *applier) deleteSlotRows(g slotstore.GroupID, hs slotstore.HashSlot) {
-	p := meta.SlotPrefix(g, hs)
-	if err := a.b.DeleteRange(p, meta.PrefixEnd(p), nil); err != nil {
-		a.fail(err)
-	}
+func (a slotApplier) deleteSlotRows(g slotstore.GroupID, hs slotstore.HashSlot) {
+	a.delPrefix(meta.SlotPrefix(g, hs))
 }
 
 func init() {
-	registerLookup(meta.QueryExportSlot, (*StateMachine).exportSlot)
+	registerLookup(meta.QueryExportSlot, reader.exportSlot)
 }
 
 // exportSlot reads one bounded chunk of a slot's rows.
-func (s *StateMachine) exportSlot(q *meta.ExportSlot) (*meta.SlotChunk, error) {
+func (s reader) exportSlot(q *meta.ExportSlot) (*meta.SlotChunk, error) {
 	if err := s.checkOwned(q.HashSlot); err != nil {
 		return nil, err
 	}

@@ -35,7 +35,7 @@ func (a *applier) logChange(key []byte) {
 }
 
 // applyTracking applies the live-move commands; ok is false for the others.
-func (a *applier) applyTracking(c meta.SlotCommand, refuse func(string, ...any) meta.Result) (meta.Result, bool) {
+func (a slotApplier) applyTracking(c meta.SlotCommand, refuse func(string, ...any) meta.Result) (meta.Result, bool) {
 	g, hs := a.sm.cfg.Group, c.Head().HashSlot
 	switch c := c.(type) {
 	case *meta.TrackSlot:
@@ -66,23 +66,20 @@ func (a *applier) applyTracking(c meta.SlotCommand, refuse func(string, ...any) 
 }
 
 // untrack stops logging hs's changes and deletes its log.
-func (a *applier) untrack(g slotstore.GroupID, hs slotstore.HashSlot) {
+func (a slotApplier) untrack(g slotstore.GroupID, hs slotstore.HashSlot) {
 	a.setSlot(&a.tracked, hs, false)
 	a.tracking = !a.tracked.Empty()
-	p := meta.ChangeLogPrefix(g, hs)
-	if err := a.b.DeleteRange(p, meta.PrefixEnd(p), nil); err != nil {
-		a.fail(err)
-	}
+	a.delPrefix(meta.ChangeLogPrefix(g, hs))
 }
 
 func init() {
-	registerLookup(meta.QueryExportChanges, (*StateMachine).exportChanges)
+	registerLookup(meta.QueryExportChanges, reader.exportChanges)
 }
 
 // exportChanges reads one bounded chunk of a tracked slot's change log after
 // the cursor, answering each changed row with its value now (a row listed
 // twice is sent once).
-func (s *StateMachine) exportChanges(q *meta.ExportChanges) (*meta.ChangeChunk, error) {
+func (s reader) exportChanges(q *meta.ExportChanges) (*meta.ChangeChunk, error) {
 	if err := s.checkOwned(q.HashSlot); err != nil {
 		return nil, err
 	}

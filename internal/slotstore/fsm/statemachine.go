@@ -20,7 +20,9 @@
 // Concurrency (dragonboat's contract): Update, Sync, PrepareSnapshot,
 // RecoverFromSnapshot and Close never run concurrently with each other;
 // Lookup and SaveSnapshot may run concurrently with Update. Lookup therefore
-// reads only Pebble (committed batches) and atomics.
+// reads only Pebble (committed batches) and atomics: it answers through
+// reader (lookup.go), the read side, while Update applies through applier
+// (apply.go), the write side.
 package fsm
 
 import (

@@ -8,19 +8,22 @@ import (
 )
 
 func init() {
-	registerApplier(meta.OpAddSystemUID, func(a *applier, c meta.Command) meta.Result { return a.addSystemUID(c.(*meta.AddSystemUID)) })
-	registerApplier(meta.OpRemoveSystemUID, func(a *applier, c meta.Command) meta.Result { return a.removeSystemUID(c.(*meta.RemoveSystemUID)) })
-	registerLookup(meta.QueryScanSystemUIDs, (*StateMachine).scanSystemUIDs)
+	registerApplyMethod(meta.OpAddSystemUID, systemUIDApplier.addSystemUID)
+	registerApplyMethod(meta.OpRemoveSystemUID, systemUIDApplier.removeSystemUID)
+	registerLookup(meta.QueryScanSystemUIDs, reader.scanSystemUIDs)
 }
+
+// systemUIDApplier applies the system uid commands.
+type systemUIDApplier struct{ *applier }
 
 // addSystemUID adds a uid to the set; adding a member again writes nothing
 // and answers the row as it is.
-func (a *applier) addSystemUID(c *meta.AddSystemUID) meta.Result {
+func (a systemUIDApplier) addSystemUID(c *meta.AddSystemUID) meta.Result {
 	if c.UID == "" {
 		return meta.Result{Code: slotstore.CodeInvalidArgument, Message: "empty system uid"}
 	}
 	key := meta.SystemUIDKey(a.sm.cfg.Group, c.HashSlot, c.UID)
-	if old, found := readRow(a, key, meta.DecodeSystemUID); found {
+	if old, found := readRow(a.applier, key, meta.DecodeSystemUID); found {
 		return meta.Result{Revision: old.Revision, Value: meta.EncodeSystemUID(old)}
 	}
 	su := &meta.SystemUID{UID: c.UID, CreatedAtMs: c.TimeMs, Revision: a.nextRevision()}
@@ -29,7 +32,7 @@ func (a *applier) addSystemUID(c *meta.AddSystemUID) meta.Result {
 	return meta.Result{Revision: su.Revision, Value: v}
 }
 
-func (a *applier) removeSystemUID(c *meta.RemoveSystemUID) meta.Result {
+func (a systemUIDApplier) removeSystemUID(c *meta.RemoveSystemUID) meta.Result {
 	key := meta.SystemUIDKey(a.sm.cfg.Group, c.HashSlot, c.UID)
 	if _, found := a.get(key); !found {
 		return meta.Result{Code: slotstore.CodeNotFound, Message: fmt.Sprintf("%q is not a system uid", c.UID)}
@@ -39,7 +42,7 @@ func (a *applier) removeSystemUID(c *meta.RemoveSystemUID) meta.Result {
 }
 
 // scanSystemUIDs answers meta.ScanSystemUIDs: *meta.SystemUIDPage.
-func (s *StateMachine) scanSystemUIDs(q *meta.ScanSystemUIDs) (*meta.SystemUIDPage, error) {
+func (s reader) scanSystemUIDs(q *meta.ScanSystemUIDs) (*meta.SystemUIDPage, error) {
 	if err := s.checkOwned(q.HashSlot); err != nil {
 		return nil, err
 	}

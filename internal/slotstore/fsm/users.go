@@ -6,14 +6,17 @@ import (
 )
 
 func init() {
-	registerApplier(meta.OpCreateUser, func(a *applier, c meta.Command) meta.Result { return a.createUser(c.(*meta.CreateUser)) })
-	registerApplier(meta.OpPutUser, func(a *applier, c meta.Command) meta.Result { return a.putUser(c.(*meta.PutUser)) })
-	registerApplier(meta.OpDeleteUser, func(a *applier, c meta.Command) meta.Result { return a.deleteUser(c.(*meta.DeleteUser)) })
-	registerLookup(meta.QueryGetUser, (*StateMachine).getUser)
-	registerLookup(meta.QueryScanUsers, (*StateMachine).scanUsers)
+	registerApplyMethod(meta.OpCreateUser, userApplier.createUser)
+	registerApplyMethod(meta.OpPutUser, userApplier.putUser)
+	registerApplyMethod(meta.OpDeleteUser, userApplier.deleteUser)
+	registerLookup(meta.QueryGetUser, reader.getUser)
+	registerLookup(meta.QueryScanUsers, reader.scanUsers)
 }
 
-func (a *applier) readUser(key []byte) (*meta.User, bool) {
+// userApplier applies the user commands.
+type userApplier struct{ *applier }
+
+func (a userApplier) readUser(key []byte) (*meta.User, bool) {
 	raw, found := a.get(key)
 	if !found {
 		return nil, false
@@ -26,14 +29,14 @@ func (a *applier) readUser(key []byte) (*meta.User, bool) {
 	return u, true
 }
 
-func (a *applier) writeUser(key []byte, u *meta.User) meta.Result {
+func (a userApplier) writeUser(key []byte, u *meta.User) meta.Result {
 	u.Revision = a.nextRevision()
 	v := meta.EncodeUser(u)
 	a.set(key, v)
 	return meta.Result{Revision: u.Revision, Value: v}
 }
 
-func (a *applier) createUser(c *meta.CreateUser) meta.Result {
+func (a userApplier) createUser(c *meta.CreateUser) meta.Result {
 	key := meta.UserKey(a.sm.cfg.Group, c.HashSlot, c.User.UID)
 	if old, found := a.readUser(key); found {
 		return meta.Result{Code: slotstore.CodeConflict, Message: "user " + c.User.UID + " exists",
@@ -44,7 +47,7 @@ func (a *applier) createUser(c *meta.CreateUser) meta.Result {
 	return a.writeUser(key, &u)
 }
 
-func (a *applier) putUser(c *meta.PutUser) meta.Result {
+func (a userApplier) putUser(c *meta.PutUser) meta.Result {
 	key := meta.UserKey(a.sm.cfg.Group, c.HashSlot, c.User.UID)
 	u := c.User
 	u.CreatedAtMs, u.UpdatedAtMs = c.TimeMs, c.TimeMs
@@ -54,14 +57,14 @@ func (a *applier) putUser(c *meta.PutUser) meta.Result {
 	return a.writeUser(key, &u)
 }
 
-func (a *applier) deleteUser(c *meta.DeleteUser) meta.Result {
+func (a userApplier) deleteUser(c *meta.DeleteUser) meta.Result {
 	key := meta.UserKey(a.sm.cfg.Group, c.HashSlot, c.UID)
 	if _, found := a.readUser(key); !found {
 		return meta.Result{Code: slotstore.CodeNotFound, Message: "user " + c.UID + " not found"}
 	}
 	a.del(key)
 	// Everything stored under the user goes in the same batch.
-	a.deleteUserDevices(c.HashSlot, c.UID)
-	a.deleteUserPlugins(c.HashSlot, c.UID)
+	deviceApplier(a).deleteUserDevices(c.HashSlot, c.UID)
+	pluginApplier(a).deleteUserPlugins(c.HashSlot, c.UID)
 	return meta.Result{Revision: a.nextRevision()}
 }
