@@ -240,5 +240,5 @@ func (n *Node) askNodes(ctx context.Context, addr string) ([]slotstore.NodeInfo,
 
 func (p peerAPI) servePeerNodes(_ context.Context, w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(operator{p.n}.Nodes())
+	_ = json.NewEncoder(w).Encode(p.n.Operator().Nodes())
 }
