@@ -56,14 +56,24 @@ func WaitUntil(t testing.TB, within, poll time.Duration, what string, cond func(
 // says where things stood, not only that they did not get there).
 func WaitFor(t testing.TB, within, poll time.Duration, check func() (done bool, state string)) {
 	t.Helper()
+	if state, ok := Eventually(within, poll, check); !ok {
+		t.Fatalf("timed out after %v: %s", within, state)
+	}
+}
+
+// Eventually polls check every poll until it reports done (true) or within
+// passed (false), and returns what check last said of the state it saw: for
+// a caller that does something of its own before failing (a screenshot, a
+// dump of the cluster), or that goes on either way.
+func Eventually(within, poll time.Duration, check func() (done bool, state string)) (string, bool) {
 	deadline := time.Now().Add(within)
 	for {
 		done, state := check()
 		if done {
-			return
+			return state, true
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v: %s", within, state)
+			return state, false
 		}
 		time.Sleep(poll)
 	}
