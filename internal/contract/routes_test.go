@@ -7,10 +7,14 @@ import (
 	"testing"
 
 	"slotmeta/internal/httpapi"
+	"slotmeta/internal/slotstore"
 )
 
 // noBackend stands in for a node where only the router is looked at.
 type noBackend struct{ httpapi.Backend }
+
+// Operator is asked once, when the API is built; the router never calls it.
+func (noBackend) Operator() slotstore.Operator { return nil }
 
 // apiHandler is the real API handler, configured as cmd/server configures
 // it, over a backend it never calls.

@@ -130,7 +130,7 @@ func TestConsoleActionWithoutAdminIsRefused(t *testing.T) {
 			t.Fatalf("%s: %d, want %d: %s", tc.name, resp.StatusCode, tc.want, body)
 		}
 	}
-	time.Sleep(500 * time.Millisecond)
+	time.Sleep(500 * time.Millisecond) // a hold, not a wait: a refused transfer carried out anyway would show by then
 	after := apiGroups(t, base)[1]
 	if after.Leader != before.Leader || after.Term != before.Term {
 		t.Fatalf("a refused transfer changed group 1: leader %d term %d → leader %d term %d", before.Leader, before.Term, after.Leader, after.Term)
@@ -245,11 +245,10 @@ func TestConsoleInBrowser(t *testing.T) {
 		}
 		return m
 	}
-	var mismatch string
-	for deadline := time.Now().Add(15 * time.Second); ; {
+	testutil.WaitFor(t, 15*time.Second, 300*time.Millisecond, func() (bool, string) {
 		do("reload groups", chromedp.Navigate(base+"/console/groups"), chromedp.WaitVisible(chromedp.CSS(`[data-testid=groups]`)))
 		page, api := readRows(), apiGroups(t, base)
-		mismatch = ""
+		mismatch := ""
 		if len(page) != len(api) {
 			mismatch = fmt.Sprintf("page has %d groups, API %d", len(page), len(api))
 		}
@@ -259,14 +258,8 @@ func TestConsoleInBrowser(t *testing.T) {
 				mismatch += fmt.Sprintf("group %d: page leader %s term %s, API leader %d term %d; ", id, r.Leader, r.Term, g.Leader, g.Term)
 			}
 		}
-		if mismatch == "" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("groups page disagrees with the API: %s", mismatch)
-		}
-		time.Sleep(300 * time.Millisecond)
-	}
+		return mismatch == "", "groups page disagrees with the API: " + mismatch
+	})
 	shot("groups")
 
 	// Live refresh: htmx re-fetches the groups fragment without a reload.
@@ -282,11 +275,9 @@ func TestConsoleInBrowser(t *testing.T) {
 	if !strings.HasPrefix(first, "object ") {
 		t.Fatalf("htmx is not loaded: %q", first)
 	}
-	for deadline := time.Now().Add(8 * time.Second); stamp() == first; time.Sleep(250 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the groups fragment was not refreshed within 8s (still %q)", first)
-		}
-	}
+	testutil.WaitFor(t, 8*time.Second, 250*time.Millisecond, func() (bool, string) {
+		return stamp() != first, fmt.Sprintf("the groups fragment was not refreshed (still %q)", first)
+	})
 
 	do("overview", chromedp.Navigate(base+"/console"), chromedp.WaitVisible(chromedp.CSS(`[data-testid=summary]`)))
 	shot("overview")
@@ -306,7 +297,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	// press its button, and see the new leader.
 	before := apiGroups(t, base)[1]
 	var target int64
-	for deadline := time.Now().Add(20 * time.Second); target == 0; {
+	if _, ok := testutil.Eventually(20*time.Second, 500*time.Millisecond, func() (bool, string) {
 		do("group page", chromedp.Navigate(base+"/console/groups/1"), chromedp.WaitVisible(chromedp.CSS(`[data-testid=preflights]`)))
 		id, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => {
 			const b = [...document.querySelectorAll('[data-testid^=transfer-]')].find(b => !b.disabled);
@@ -317,13 +308,11 @@ func TestConsoleInBrowser(t *testing.T) {
 		}
 		if id != "" {
 			fmt.Sscan(id, &target)
-			break
 		}
-		if time.Now().After(deadline) {
-			shot("group-blocked")
-			t.Fatal("no leader transfer of group 1 became safe within 20s")
-		}
-		time.Sleep(500 * time.Millisecond)
+		return target != 0, ""
+	}); !ok {
+		shot("group-blocked")
+		t.Fatal("no leader transfer of group 1 became safe within 20s")
 	}
 	if target == before.Leader {
 		t.Fatalf("offered a transfer to the current leader %d", target)
@@ -337,8 +326,8 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("flash: %s", flash)
-	deadline := time.Now().Add(15 * time.Second)
-	for first := true; ; first = false {
+	first := true
+	if state, ok := testutil.Eventually(15*time.Second, 300*time.Millisecond, func() (bool, string) {
 		if !first { // a fresh render, not only what the live refresh swapped in
 			do("group page", chromedp.Navigate(base+"/console/groups/1"), chromedp.WaitVisible(chromedp.CSS(`dl[data-testid=group-1]`)))
 		}
@@ -346,22 +335,22 @@ func TestConsoleInBrowser(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		first = false
 		api := apiGroups(t, base)[1].Leader
 		if leader == fmt.Sprintf("%d", target) && api == target {
-			break
+			return true, ""
 		}
 		// On a loaded machine an election may move the leader on right after
 		// the transfer (the flash already reports the transfer observed):
 		// then the page must show what the API shows.
 		if api != target && api != 0 && leader == fmt.Sprintf("%d", api) && strings.Contains(flash, fmt.Sprintf("to node %d", target)) {
 			t.Logf("leadership moved on to node %d after the transfer; the page follows the API", api)
-			break
+			return true, ""
 		}
-		if time.Now().After(deadline) {
-			shot("group-after-transfer-timeout")
-			t.Fatalf("group 1's leader is %s on the page after the transfer to %d (flash %q)", leader, target, flash)
-		}
-		time.Sleep(300 * time.Millisecond)
+		return false, fmt.Sprintf("group 1's leader is %s on the page after the transfer to %d (flash %q)", leader, target, flash)
+	}); !ok {
+		shot("group-after-transfer-timeout")
+		t.Fatal(state)
 	}
 	shot("group-after-transfer")
 
@@ -399,18 +388,13 @@ func TestConsoleGroupTasksInBrowser(t *testing.T) {
 	// taskSucceeds follows task id on the tasks page until it shows succeeded.
 	taskSucceeds := func(id string) {
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for {
+		if state, ok := testutil.Eventually(30*time.Second, 200*time.Millisecond, func() (bool, string) {
 			do("tasks", chromedp.Navigate(base+"/console/tasks"), chromedp.WaitVisible(chromedp.CSS(`[data-testid=task-`+id+`]`)))
 			st, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`[data-testid=task-`+id+`] [data-testid=task-status]`)))
-			if err == nil && st == "succeeded" {
-				return
-			}
-			if time.Now().After(deadline) {
-				shot("task-" + id)
-				t.Fatalf("task %s is %q on the tasks page (err %v)", id, st, err)
-			}
-			time.Sleep(200 * time.Millisecond)
+			return err == nil && st == "succeeded", fmt.Sprintf("task %s is %q on the tasks page (err %v)", id, st, err)
+		}); !ok {
+			shot("task-" + id)
+			t.Fatal(state)
 		}
 	}
 	taskOf := func() string {
@@ -488,17 +472,12 @@ func TestConsoleBalancerInBrowser(t *testing.T) {
 	}
 	waitText := func(what, sel, want string) {
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for {
+		if state, ok := testutil.Eventually(30*time.Second, 200*time.Millisecond, func() (bool, string) {
 			s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
-			if err == nil && strings.Contains(s, want) {
-				return
-			}
-			if time.Now().After(deadline) {
-				shot(strings.ReplaceAll(what, " ", "-"))
-				t.Fatalf("%s: %q (err %v), want %q", what, s, err, want)
-			}
-			time.Sleep(200 * time.Millisecond)
+			return err == nil && strings.Contains(s, want), fmt.Sprintf("%s: %q (err %v), want %q", what, s, err, want)
+		}); !ok {
+			shot(strings.ReplaceAll(what, " ", "-"))
+			t.Fatal(state)
 		}
 	}
 	if got := text(`[data-testid=balancer-mode]`); got != "running" {
