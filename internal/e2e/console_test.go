@@ -326,16 +326,16 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("flash: %s", flash)
-	first := true
+	rendered := false
 	if state, ok := testutil.Eventually(15*time.Second, 300*time.Millisecond, func() (bool, string) {
-		if !first { // a fresh render, not only what the live refresh swapped in
+		if rendered { // a fresh render, not only what the live refresh swapped in
 			do("group page", chromedp.Navigate(base+"/console/groups/1"), chromedp.WaitVisible(chromedp.CSS(`dl[data-testid=group-1]`)))
 		}
 		leader, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('dl[data-testid=group-1]').dataset.leader`))
 		if err != nil {
 			t.Fatal(err)
 		}
-		first = false
+		rendered = true
 		api := apiGroups(t, base)[1].Leader
 		if leader == fmt.Sprintf("%d", target) && api == target {
 			return true, ""
