@@ -211,19 +211,18 @@ func (c *cluster) must(timeout time.Duration, env []string, args ...string) stri
 // while a group's leadership moves. Every failed run is logged.
 func (c *cluster) eventually(patience time.Duration, env []string, args ...string) string {
 	c.t.Helper()
-	deadline := time.Now().Add(patience)
-	for {
-		out, code := c.run(time.Minute, env, args...)
+	var out string
+	testutil.WaitFor(c.t, patience, 500*time.Millisecond, func() (bool, string) {
+		var code int
+		out, code = c.run(time.Minute, env, args...)
 		if code == 0 {
-			c.t.Logf("%s", out)
-			return out
+			return true, ""
 		}
-		if time.Now().After(deadline) {
-			c.t.Fatalf("cluster.sh %s exited %d:\n%s", strings.Join(args, " "), code, out)
-		}
-		c.t.Logf("cluster.sh %s exited %d; retrying:\n%s", strings.Join(args, " "), code, out)
-		time.Sleep(500 * time.Millisecond)
-	}
+		c.t.Logf("cluster.sh %s exited %d:\n%s", strings.Join(args, " "), code, out)
+		return false, fmt.Sprintf("cluster.sh %s exited %d (its output is logged above)", strings.Join(args, " "), code)
+	})
+	c.t.Logf("%s", out)
+	return out
 }
 
 // cleanEnv is this process's environment without SLOTMETA_* variables.
@@ -308,16 +307,19 @@ func (c *cluster) put(i int, path, body string) (int, string) {
 
 func (c *cluster) retry(method string, i int, path, body string) (int, string) {
 	c.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	var code int
+	var resp string
+	// Not failing: the last answer is the caller's to judge.
+	testutil.Eventually(30*time.Second, 200*time.Millisecond, func() (bool, string) {
 		start := time.Now()
-		code, resp := c.do(method, i, path, body)
-		if code != http.StatusServiceUnavailable || !strings.Contains(resp, `"retryable":true`) || time.Now().After(deadline) {
-			return code, resp
+		code, resp = c.do(method, i, path, body)
+		if code != http.StatusServiceUnavailable || !strings.Contains(resp, `"retryable":true`) {
+			return true, ""
 		}
-		c.t.Logf("%s %s on node %d: %d after %v: %s; retrying", method, path, i, code, time.Since(start).Round(time.Millisecond), resp)
-		time.Sleep(200 * time.Millisecond)
-	}
+		c.t.Logf("%s %s on node %d: %d after %v: %s; retryable", method, path, i, code, time.Since(start).Round(time.Millisecond), resp)
+		return false, ""
+	})
+	return code, resp
 }
 
 // waitReady waits for every node's /readyz to answer 200, logging the

@@ -265,7 +265,7 @@ func TestOpsScripts(t *testing.T) {
 	c.opsWaitGroup(5*time.Second, 1, fmt.Sprintf("led and preferred by node %d", target), func(g opsGroup) bool {
 		return g.Leader == target && g.PreferredLeader == target
 	})
-	time.Sleep(2500 * time.Millisecond) // two reconciler rounds
+	time.Sleep(2500 * time.Millisecond) // a hold, not a wait: two reconciler rounds in which leadership must stay
 	if g := c.opsGroup(1, 1); g.Leader != target {
 		t.Fatalf("group 1 moved away from node %d after transfer-leader.sh --prefer: %+v", target, g)
 	}

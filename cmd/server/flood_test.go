@@ -137,18 +137,10 @@ func TestConnectionFloodKeepsNodesUp(t *testing.T) {
 			t.Fatalf("node %d died under the flood\n%s", n.id, lkTail(n.log.String(), 6000))
 		}
 	}
-	ok := false
-	var last lkOutcome
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline) && !ok; {
-		last = lkPut(c, n1.api, 1, "flood-after", "w")
-		ok = last.status == http.StatusOK
-		if !ok {
-			time.Sleep(100 * time.Millisecond) // a refused write is retried until the deadline
-		}
-	}
-	if !ok {
-		t.Fatalf("writes through node 1 did not resume after the flood: %+v", last)
-	}
+	testutil.WaitFor(t, 30*time.Second, 100*time.Millisecond, func() (bool, string) {
+		last := lkPut(c, n1.api, 1, "flood-after", "w")
+		return last.status == http.StatusOK, fmt.Sprintf("writes through node 1 did not resume after the flood: %+v", last)
+	})
 	// The bounds did the refusing, and say so.
 	resp, err := c.Get(n1.api + "/metrics")
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"slotmeta/internal/slotstore"
+	"slotmeta/internal/testutil"
 )
 
 // lkSyncBuffer is a log sink that may be read while the process writes to it.
@@ -131,7 +132,7 @@ func (n *lkNode) waitReady(deadline time.Time) {
 	if n.client != nil {
 		c = n.client
 	}
-	for time.Now().Before(deadline) {
+	state, ok := testutil.Eventually(time.Until(deadline), 20*time.Millisecond, func() (bool, string) {
 		if _, _, ok := n.running(); !ok {
 			n.mu.Lock()
 			err := n.exitErr
@@ -139,16 +140,16 @@ func (n *lkNode) waitReady(deadline time.Time) {
 			n.t.Fatalf("node %d exited before ready: %v\n%s", n.id, err, lkTail(n.log.String(), 4000))
 		}
 		resp, err := c.Get(n.api + "/readyz")
-		if err == nil {
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
+		if err != nil {
+			return false, fmt.Sprintf("readyz: %v", err)
 		}
-		time.Sleep(20 * time.Millisecond) // readiness polling interval
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, fmt.Sprintf("readyz: %d", resp.StatusCode)
+	})
+	if !ok {
+		n.t.Fatalf("node %d not ready by the deadline (last %s)\n%s", n.id, state, lkTail(n.log.String(), 4000))
 	}
-	n.t.Fatalf("node %d not ready by the deadline\n%s", n.id, lkTail(n.log.String(), 4000))
 }
 
 func lkTail(s string, n int) string {
@@ -451,7 +452,8 @@ func TestKillLeaderWhileWriting(t *testing.T) {
 	// Find the leader of group 1.
 	var leader slotstore.NodeID
 	var leaderTerm uint64
-	for deadline := time.Now().Add(10 * time.Second); leader == 0 && time.Now().Before(deadline); {
+	// Not failing here: the check below says what the routes showed.
+	testutil.Eventually(10*time.Second, 20*time.Millisecond, func() (bool, string) {
 		for _, n := range nodes {
 			r, err := getLKRoutes(ctl, n.api)
 			if err != nil {
@@ -460,17 +462,12 @@ func TestKillLeaderWhileWriting(t *testing.T) {
 			for _, row := range r.HashSlots {
 				if row.Group == 1 && row.LeaderNode != 0 {
 					leader, leaderTerm = row.LeaderNode, row.LeaderTerm
-					break
+					return true, ""
 				}
 			}
-			if leader != 0 {
-				break
-			}
 		}
-		if leader == 0 {
-			time.Sleep(20 * time.Millisecond) // polling interval
-		}
-	}
+		return false, ""
+	})
 	if leader < 1 || leader > 3 {
 		t.Fatalf("no leader of group 1 in the routes (got %d)", leader)
 	}
@@ -499,7 +496,7 @@ func TestKillLeaderWhileWriting(t *testing.T) {
 	electedCh := make(chan string, 1)
 	go func() {
 		c := &http.Client{Timeout: 500 * time.Millisecond}
-		for deadline := kill.Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		state, _ := testutil.Eventually(time.Until(kill.Add(20*time.Second)), 5*time.Millisecond, func() (bool, string) {
 			for _, n := range nodes {
 				if n == victim {
 					continue
@@ -510,23 +507,20 @@ func TestKillLeaderWhileWriting(t *testing.T) {
 				}
 				for _, row := range r.HashSlots {
 					if row.Group == 1 && row.LeaderNode != 0 && row.LeaderNode != leader {
-						electedCh <- fmt.Sprintf("node %d reported node %d as group 1's leader (term %d) %v after the kill",
+						return true, fmt.Sprintf("node %d reported node %d as group 1's leader (term %d) %v after the kill",
 							n.id, row.LeaderNode, row.LeaderTerm, time.Since(kill).Round(time.Millisecond))
-						return
 					}
 				}
 			}
-		}
-		electedCh <- "no survivor reported a new leader of group 1 within 20s"
+			return false, "no survivor reported a new leader of group 1 within 20s"
+		})
+		electedCh <- state
 	}()
 
 	// Writes to group 1 resume through a survivor.
-	for deadline := kill.Add(20 * time.Second); resumedAt.Load() == 0; {
-		if time.Now().After(deadline) {
-			t.Fatalf("no write to group 1 succeeded through a surviving node within 20s of killing node %d", leader)
-		}
-		time.Sleep(10 * time.Millisecond) // polling interval
-	}
+	testutil.WaitFor(t, time.Until(kill.Add(20*time.Second)), 10*time.Millisecond, func() (bool, string) {
+		return resumedAt.Load() != 0, fmt.Sprintf("no write to group 1 succeeded through a surviving node within 20s of killing node %d", leader)
+	})
 	resumed := time.Unix(0, resumedAt.Load())
 	t.Logf("writes to group 1 resumed %v after the kill (first ack through node %d)", resumed.Sub(kill).Round(time.Millisecond), resumedBy.Load())
 	t.Logf("election: %s", <-electedCh)
@@ -661,12 +655,14 @@ func TestKillLeaderWhileWriting(t *testing.T) {
 	rc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
 	defer rc.CloseIdleConnections()
 	readKey := func(n *lkNode, key string) readAns {
-		// Retry only explicit, retryable unavailability, within a bound.
-		deadline := time.Now().Add(10 * time.Second)
-		for {
+		// Retry only explicit, retryable unavailability, within a bound:
+		// what the last answer said is the answer either way.
+		var ans readAns
+		testutil.Eventually(10*time.Second, 20*time.Millisecond, func() (bool, string) {
 			resp, err := rc.Get(n.api + "/v1/kv/" + key)
 			if err != nil {
-				return readAns{err: err.Error()}
+				ans = readAns{err: err.Error()}
+				return true, ""
 			}
 			b, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
@@ -676,19 +672,18 @@ func TestKillLeaderWhileWriting(t *testing.T) {
 					Value string `json:"value"`
 				}
 				if err := json.Unmarshal(b, &kv); err != nil {
-					return readAns{status: 200, err: fmt.Sprintf("bad body %q", b)}
+					ans = readAns{status: 200, err: fmt.Sprintf("bad body %q", b)}
+				} else {
+					ans = readAns{status: 200, value: kv.Value}
 				}
-				return readAns{status: 200, value: kv.Value}
 			case http.StatusNotFound:
-				return readAns{status: 404}
-			case http.StatusServiceUnavailable, http.StatusTooManyRequests:
-				if time.Now().Before(deadline) {
-					time.Sleep(20 * time.Millisecond) // retry interval for a retryable answer
-					continue
-				}
+				ans = readAns{status: 404}
+			default:
+				ans = readAns{status: resp.StatusCode, err: string(b)}
 			}
-			return readAns{status: resp.StatusCode, err: string(b)}
-		}
+			return resp.StatusCode != http.StatusServiceUnavailable && resp.StatusCode != http.StatusTooManyRequests, ""
+		})
+		return ans
 	}
 	type job struct {
 		key, value string

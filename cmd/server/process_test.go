@@ -83,23 +83,22 @@ func startProc(t *testing.T, pc procConfig) *proc {
 
 func (p *proc) waitReady() {
 	p.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
+	state, ok := testutil.Eventually(60*time.Second, 20*time.Millisecond, func() (bool, string) {
 		select {
 		case err := <-p.done:
 			p.t.Fatalf("server exited before ready: %v\n%s", err, p.log.String())
 		default:
 		}
 		resp, err := http.Get(p.api + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
+		if err != nil {
+			return false, fmt.Sprintf("readyz: %v", err)
 		}
-		time.Sleep(20 * time.Millisecond) // polling interval while waiting for readiness
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, fmt.Sprintf("readyz: %d", resp.StatusCode)
+	})
+	if !ok {
+		p.t.Fatalf("server not ready within 60s (last %s)\n%s", state, p.log.String())
 	}
-	p.t.Fatalf("server not ready within 60s\n%s", p.log.String())
 }
 
 // stop sends sig and waits for the process to exit.

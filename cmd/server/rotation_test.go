@@ -196,7 +196,7 @@ func (l *rotationLoad) run(api string, writer int) {
 				break
 			}
 			l.retried.Add(1)
-			time.Sleep(50 * time.Millisecond)
+			time.Sleep(50 * time.Millisecond) // pacing of the retry the refusal asked for, not a wait
 		}
 	}
 }
@@ -276,7 +276,7 @@ func TestRotationUnderLoad(t *testing.T) {
 		t.Helper()
 		before := load.acked.Load()
 		load.longest.Store(0)
-		time.Sleep(500 * time.Millisecond)
+		time.Sleep(500 * time.Millisecond) // a hold: the step runs under load for half a second at least
 		testutil.WaitUntil(t, 20*time.Second, 50*time.Millisecond, "writes after "+what, func() bool { return load.acked.Load() > before+10 })
 		t.Logf("%s: longest write %v", what, time.Duration(load.longest.Load()).Round(time.Millisecond))
 	}

@@ -189,9 +189,9 @@ func profileIdle(t *testing.T, out string, dur time.Duration) {
 	if d, err := time.ParseDuration(os.Getenv("SLOTBENCH_PROFILE_SETTLE")); err == nil {
 		settle = d
 	}
-	time.Sleep(settle)
+	time.Sleep(settle) // a hold: a fixed settle time (no state to poll), as documented
 	stop := startCPUProfile(t, out)
-	time.Sleep(dur)
+	time.Sleep(dur) // a hold: the idle span profiled
 	stop()
 	t.Logf("idle for %v", dur)
 	writeHeapProfile(t)

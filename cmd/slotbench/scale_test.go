@@ -35,6 +35,7 @@ import (
 	"time"
 
 	"slotmeta/internal/nethost"
+	"slotmeta/internal/testutil"
 )
 
 func scaleEnv(k, def string) string {
@@ -91,7 +92,7 @@ func (a admin) settled(api string, want int, within time.Duration) time.Duration
 	a.t.Helper()
 	start := time.Now()
 	calm := 0
-	for time.Since(start) < within {
+	testutil.WaitFor(a.t, within, 2*time.Second, func() (bool, string) {
 		var plan struct {
 			Actions []json.RawMessage `json:"actions"`
 			Held    string            `json:"held"`
@@ -116,16 +117,14 @@ func (a admin) settled(api string, want int, within time.Duration) time.Duration
 			}
 		}
 		if ok && len(plan.Actions) == 0 && plan.Held == "" && running == 0 && len(groups.Items) == want {
-			if calm++; calm >= 3 {
-				return time.Since(start)
-			}
+			calm++
 		} else {
 			calm = 0
 		}
-		time.Sleep(2 * time.Second)
-	}
-	a.t.Fatalf("the cluster did not settle at %d groups within %v", want, within)
-	return 0
+		return calm >= 3, fmt.Sprintf("the cluster did not settle at %d groups: answers ok %t, %d planned actions, held %q, %d tasks running, %d groups",
+			want, ok, len(plan.Actions), plan.Held, running, len(groups.Items))
+	})
+	return time.Since(start)
 }
 
 // writer writes keys through eps until stopped, remembering what was
@@ -164,7 +163,7 @@ func (w *writer) run(ctx context.Context, t *testing.T, eps []string, token stri
 			w.failed.Add(1)
 		}
 		w.mu.Unlock()
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // pacing of the background writes, not a wait
 	}
 }
 
@@ -277,8 +276,7 @@ func TestScaleOut(t *testing.T) {
 		}
 	}
 	for _, h := range c.Hosts[3:] {
-		deadline := time.Now().Add(10 * time.Minute)
-		for {
+		testutil.WaitFor(t, 10*time.Minute, 2*time.Second, func() (bool, string) {
 			var st struct {
 				Drains []struct {
 					Node uint64 `json:"node"`
@@ -290,14 +288,8 @@ func TestScaleOut(t *testing.T) {
 			for _, d := range st.Drains {
 				done = done || d.Node == uint64(h.ID) && d.Done
 			}
-			if done {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("node %d did not drain", h.ID)
-			}
-			time.Sleep(2 * time.Second)
-		}
+			return done, fmt.Sprintf("node %d did not drain", h.ID)
+		})
 		// A removal answered with a retryable refusal (the controller's
 		// leadership still moving off the node, a timeout) is asked again,
 		// as scripts/drain-node.sh does.
@@ -310,7 +302,7 @@ func TestScaleOut(t *testing.T) {
 				t.Fatalf("remove node %d: %d (try %d)", h.ID, code, try)
 			}
 			t.Logf("remove node %d: %d, asking again", h.ID, code)
-			time.Sleep(time.Second)
+			time.Sleep(time.Second) // pacing of a refused removal asked again, not a wait
 		}
 		h.Kill()
 	}

@@ -16,6 +16,7 @@ import (
 
 	"slotmeta/internal/nethost"
 	"slotmeta/internal/slotstore"
+	"slotmeta/internal/testutil"
 )
 
 // Availability under faults, measured on separate hosts: three slotmeta
@@ -227,7 +228,7 @@ func runEpisode(t *testing.T, hc *hostCluster, kind string, n int, faultFor, aft
 			go func() { defer wg.Done(); runProbes(ctx, hc, i, w, prefix, probes) }()
 		}
 	}
-	time.Sleep(time.Second)
+	time.Sleep(time.Second) // a hold, not a wait: a second of writes before the fault
 
 	faultAt := time.Now()
 	switch kind {
@@ -238,14 +239,14 @@ func runEpisode(t *testing.T, hc *hostCluster, kind string, n int, faultFor, aft
 	default:
 		target.Cut()
 	}
-	time.Sleep(faultFor)
+	time.Sleep(faultFor) // a hold: the fault lasts faultFor
 	healAt := time.Now()
 	if kind == faultLeaderKill {
 		target.Start()
 	} else {
 		target.Heal()
 	}
-	time.Sleep(afterHeal)
+	time.Sleep(afterHeal) // a hold: writes for afterHeal after the heal
 	end := time.Now()
 	stop()
 	wg.Wait()
@@ -317,11 +318,11 @@ func runEpisode(t *testing.T, hc *hostCluster, kind string, n int, faultFor, aft
 		}
 		// A refusal that asks to retry (a leader change under way after the
 		// heal) is no answer: asked again, as finalReads does, for a while.
-		a := reader(hc.url(n%hc.size()), request{method: "GET", path: kvPath(p.key)})
-		for deadline := time.Now().Add(15 * time.Second); a.code == http.StatusServiceUnavailable && time.Now().Before(deadline); {
-			time.Sleep(50 * time.Millisecond) // polling with a deadline
+		var a answer
+		testutil.Eventually(15*time.Second, 50*time.Millisecond, func() (bool, string) {
 			a = reader(hc.url(n%hc.size()), request{method: "GET", path: kvPath(p.key)})
-		}
+			return a.code != http.StatusServiceUnavailable, ""
+		})
 		if a.code != http.StatusOK || !strings.Contains(string(a.body), strconv.Quote(p.value)) {
 			ep.lost++
 			t.Errorf("%s #%d: acknowledged probe write %s reads back %d %s", kind, n, p.key, a.code, a.body)

@@ -34,6 +34,7 @@ import (
 
 	"slotmeta/internal/slotstore/cluster"
 	"slotmeta/internal/slotstore/slotstoretest"
+	"slotmeta/internal/testutil"
 )
 
 const (
@@ -168,13 +169,9 @@ func finalReads(t *testing.T, tc endpoints, rec *recorder, keys, channels []stri
 	reader := &client{id: kvClients + subClients, tc: tc, rec: rec}
 	kv, subs := map[string]kvOutput{}, map[string]uint8{}
 	poll := func(what string, i int, read func(base string) bool) {
-		deadline := time.Now().Add(15 * time.Second)
-		for !read(tc.url(i)) {
-			if time.Now().After(deadline) {
-				t.Fatalf("final read of %s through n%d: no definite answer in 15s", what, i+1)
-			}
-			time.Sleep(50 * time.Millisecond) // polling with a deadline
-		}
+		testutil.WaitFor(t, 15*time.Second, 50*time.Millisecond, func() (bool, string) {
+			return read(tc.url(i)), fmt.Sprintf("final read of %s through n%d: no definite answer", what, i+1)
+		})
 	}
 	for i := 0; i < tc.size(); i++ {
 		for _, key := range keys {

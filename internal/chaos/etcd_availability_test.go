@@ -7,9 +7,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +19,7 @@ import (
 	"time"
 
 	"slotmeta/internal/nethost"
+	"slotmeta/internal/testutil"
 )
 
 // The same availability measurement against etcd (ETCD_AVAILABILITY_ROUNDS=N,
@@ -74,10 +77,11 @@ func etcdCall(c *http.Client, h *nethost.Host, path string, body any, out any) (
 func etcdLeader(t *testing.T, c *nethost.Cluster, within time.Duration) *nethost.Host {
 	t.Helper()
 	hc := &http.Client{Timeout: time.Second}
-	for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	const what = "the etcd members did not agree on a leader that takes writes"
+	var leader *nethost.Host
+	testutil.WaitFor(t, within, 50*time.Millisecond, func() (bool, string) {
 		leaders := map[string]bool{}
-		var leader *nethost.Host
-		ok := true
+		leader = nil
 		for _, h := range c.Hosts {
 			var st struct {
 				Header struct {
@@ -87,8 +91,7 @@ func etcdLeader(t *testing.T, c *nethost.Cluster, within time.Duration) *nethost
 			}
 			code, err := etcdCall(hc, h, "/v3/maintenance/status", struct{}{}, &st)
 			if err != nil || code != http.StatusOK || st.Leader == "" {
-				ok = false
-				break
+				return false, fmt.Sprintf("%s: status of n%d: %d %v, leader %q", what, h.ID, code, err, st.Leader)
 			}
 			leaders[st.Leader] = true
 			if st.Leader == st.Header.MemberID {
@@ -96,16 +99,12 @@ func etcdLeader(t *testing.T, c *nethost.Cluster, within time.Duration) *nethost
 			}
 			put := map[string]string{"key": base64.StdEncoding.EncodeToString([]byte("warm")), "value": "d2FybQ=="}
 			if code, err := etcdCall(hc, h, "/v3/kv/put", put, nil); err != nil || code != http.StatusOK {
-				ok = false
-				break
+				return false, fmt.Sprintf("%s: put through n%d: %d %v", what, h.ID, code, err)
 			}
 		}
-		if ok && len(leaders) == 1 && leader != nil {
-			return leader
-		}
-	}
-	t.Fatalf("the etcd members did not agree on a leader that takes writes within %v", within)
-	return nil
+		return len(leaders) == 1 && leader != nil, fmt.Sprintf("%s: leaders named %v (none named itself: %t)", what, slices.Sorted(maps.Keys(leaders)), leader == nil)
+	})
+	return leader
 }
 
 func TestAvailabilityEtcd(t *testing.T) {
@@ -158,27 +157,27 @@ func TestAvailabilityEtcd(t *testing.T) {
 							}
 							probes.add(p)
 							if !p.ok {
-								time.Sleep(10 * time.Millisecond)
+								time.Sleep(10 * time.Millisecond) // pacing of an eager client's retry, not a wait
 							}
 						}
 					}()
 				}
 			}
-			time.Sleep(time.Second)
+			time.Sleep(time.Second) // a hold, not a wait: a second of writes before the fault
 			faultAt := time.Now()
 			if kind == faultLeaderKill {
 				leader.Kill()
 			} else {
 				leader.Cut()
 			}
-			time.Sleep(3 * time.Second)
+			time.Sleep(3 * time.Second) // a hold: the fault lasts 3 s
 			healAt := time.Now()
 			if kind == faultLeaderKill {
 				leader.Start()
 			} else {
 				leader.Heal()
 			}
-			time.Sleep(3 * time.Second)
+			time.Sleep(3 * time.Second) // a hold: 3 s of writes after the heal
 			end := time.Now()
 			stop()
 			wg.Wait()

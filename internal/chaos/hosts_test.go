@@ -14,6 +14,7 @@ import (
 
 	"slotmeta/internal/nethost"
 	"slotmeta/internal/slotstore"
+	"slotmeta/internal/testutil"
 )
 
 // hostCluster is a cluster of slotmeta processes on network-namespace hosts
@@ -85,11 +86,11 @@ func startHosts(t *testing.T, args ...string) *hostCluster {
 func getJSON[T any](hc *hostCluster, i int, path string) (T, error) {
 	var out T
 	var last answer
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	if _, ok := testutil.Eventually(5*time.Second, 50*time.Millisecond, func() (bool, string) {
 		last = hc.do(hc.url(i), request{method: "GET", path: path})
-		if last.code == http.StatusOK {
-			return out, json.Unmarshal(last.body, &out)
-		}
+		return last.code == http.StatusOK, ""
+	}); ok {
+		return out, json.Unmarshal(last.body, &out)
 	}
 	return out, fmt.Errorf("GET %s via node %d: %d %s", path, i+1, last.code, last.body)
 }
@@ -128,27 +129,20 @@ func (hc *hostCluster) ctrlLeader(i int) slotstore.NodeID {
 // leader of group g, and returns it.
 func (hc *hostCluster) agreedLeader(g slotstore.GroupID, skip slotstore.NodeID, within time.Duration) slotstore.NodeID {
 	hc.t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		var seen slotstore.NodeID
-		agree := true
+	var seen slotstore.NodeID
+	testutil.WaitFor(hc.t, within, 50*time.Millisecond, func() (bool, string) {
+		seen = 0
 		for i, h := range hc.c.Hosts {
 			if slotstore.NodeID(h.ID) == skip || !h.Running() {
 				continue
 			}
 			l := hc.groupLeader(i, g)
 			if l == 0 || (seen != 0 && l != seen) {
-				agree = false
-				break
+				return false, fmt.Sprintf("the nodes did not agree on a leader of group %d: n%d names %d (0: none), a node before it %d", g, h.ID, l, seen)
 			}
 			seen = l
 		}
-		if agree && seen != 0 {
-			return seen
-		}
-		if time.Now().After(deadline) {
-			hc.t.Fatalf("the nodes did not agree on a leader of group %d within %v", g, within)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return seen != 0, fmt.Sprintf("the nodes did not agree on a leader of group %d: no running node to ask", g)
+	})
+	return seen
 }

@@ -11,6 +11,7 @@ import (
 
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/controller"
+	"slotmeta/internal/testutil"
 )
 
 // Replica moves under controller leader loss. The chaos cluster has four
@@ -98,13 +99,11 @@ func injectMove(f *faultEnv) (string, func()) {
 // then restarts it or cuts it off until the next fault.
 func loseControllerLeader(f *faultEnv, task slotstore.Task, what string) (string, func()) {
 	ml := f.moves
-	deadline := time.Now().Add(time.Second)
-	for time.Now().Before(deadline) {
-		if t, ok := f.tc.ctrlState().Tasks[task.ID]; !ok || t.Phase != task.Phase || t.Status != controller.TaskRunning {
-			break
-		}
-		time.Sleep(20 * time.Millisecond) // polling with a deadline
-	}
+	// Not failing: the fault comes whether or not the step did.
+	testutil.Eventually(time.Second, 20*time.Millisecond, func() (bool, string) {
+		t, ok := f.tc.ctrlState().Tasks[task.ID]
+		return !ok || t.Phase != task.Phase || t.Status != controller.TaskRunning, ""
+	})
 	phase := "?"
 	if t, ok := f.tc.ctrlState().Tasks[task.ID]; ok {
 		phase = string(t.Phase) + "/" + string(t.Status)
@@ -140,10 +139,10 @@ func moveTask(st *controller.State, statuses ...slotstore.TaskStatus) (slotstore
 // membership agrees with the controller's desired peers. What does not
 // happen within the deadlines is a violation.
 func settleMoves(tc *testCluster, ml *moveLog, rf int) {
-	deadline := time.Now().Add(60 * time.Second)
 	resumedAt := map[uint64]int{} // task → attempt we last resumed
-	for {
-		st := tc.ctrlState()
+	var st *controller.State
+	if _, ended := testutil.Eventually(60*time.Second, 100*time.Millisecond, func() (bool, string) {
+		st = tc.ctrlState()
 		running, failed := 0, 0
 		for _, t := range st.Tasks {
 			if t.Kind != controller.TaskReplicaMove {
@@ -166,21 +165,17 @@ func settleMoves(tc *testCluster, ml *moveLog, rf int) {
 				}
 			}
 		}
-		if running == 0 && failed == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			for _, t := range st.Tasks {
-				if t.Kind == controller.TaskReplicaMove && t.Status != controller.TaskSucceeded {
-					ml.violations = append(ml.violations, fmt.Sprintf("task %d (g%d n%d→n%d) did not end within 60s after the faults: %s/%s attempt %d: %s; %s",
-						t.ID, t.Group, t.From, t.To, t.Phase, t.Status, t.Attempt, t.Error, taskTrail(st, *t)))
-				}
+		return running == 0 && failed == 0, ""
+	}); !ended {
+		for _, t := range st.Tasks {
+			if t.Kind == controller.TaskReplicaMove && t.Status != controller.TaskSucceeded {
+				ml.violations = append(ml.violations, fmt.Sprintf("task %d (g%d n%d→n%d) did not end within 60s after the faults: %s/%s attempt %d: %s; %s",
+					t.ID, t.Group, t.From, t.To, t.Phase, t.Status, t.Attempt, t.Error, taskTrail(st, *t)))
 			}
-			return
 		}
-		time.Sleep(100 * time.Millisecond) // polling with a deadline
+		return
 	}
-	st := tc.ctrlState()
+	st = tc.ctrlState()
 	for _, t := range st.Tasks {
 		if t.Kind == controller.TaskReplicaMove && t.Status == controller.TaskSucceeded {
 			ml.done++
@@ -189,17 +184,12 @@ func settleMoves(tc *testCluster, ml *moveLog, rf int) {
 			}
 		}
 	}
-	deadline = time.Now().Add(20 * time.Second)
-	for {
-		bad := membershipMismatches(tc, rf)
-		if len(bad) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			ml.violations = append(ml.violations, bad...)
-			return
-		}
-		time.Sleep(100 * time.Millisecond) // polling with a deadline
+	var bad []string
+	if _, agreed := testutil.Eventually(20*time.Second, 100*time.Millisecond, func() (bool, string) {
+		bad = membershipMismatches(tc, rf)
+		return len(bad) == 0, ""
+	}); !agreed {
+		ml.violations = append(ml.violations, bad...)
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"slotmeta/internal/slotstore/cluster"
 	"slotmeta/internal/slotstore/propose"
 	"slotmeta/internal/slotstore/slotstoretest"
+	"slotmeta/internal/testutil"
 )
 
 // Bounds of TestOverloadMemory. The heap is HeapInuse: during the storm it
@@ -129,17 +130,12 @@ func TestOverloadMemory(t *testing.T) {
 	ts.CloseClientConnections()
 	limit := baseHeap + baseHeap/4 + settleHeapSlack
 	var after uint64
-	for end := time.Now().Add(10 * time.Second); ; {
+	testutil.WaitFor(t, 10*time.Second, 100*time.Millisecond, func() (bool, string) {
 		after = settledHeap()
-		if after <= limit && runtime.NumGoroutine() <= baseG+20 {
-			break
-		}
-		if time.Now().After(end) {
-			t.Fatalf("after the storm: heap in use %d MiB (baseline %d, limit %d), %d goroutines (%d before)",
-				after>>20, baseHeap>>20, limit>>20, runtime.NumGoroutine(), baseG)
-		}
-		time.Sleep(100 * time.Millisecond) // polling with a deadline
-	}
+		g := runtime.NumGoroutine()
+		return after <= limit && g <= baseG+20, fmt.Sprintf("after the storm: heap in use %d MiB (baseline %d, limit %d), %d goroutines (%d before)",
+			after>>20, baseHeap>>20, limit>>20, g, baseG)
+	})
 	t.Logf("heap in use after the storm: %d MiB; goroutines %d (baseline %d)", after>>20, runtime.NumGoroutine(), baseG)
 }
 

@@ -16,6 +16,7 @@ import (
 	"slotmeta/internal/httpapi"
 	"slotmeta/internal/slotstore/propose"
 	"slotmeta/internal/slotstore/slotstoretest"
+	"slotmeta/internal/testutil"
 )
 
 // TestOverloadSheds: far more concurrent writers than a small proposal
@@ -81,11 +82,8 @@ func TestOverloadSheds(t *testing.T) {
 	client.CloseIdleConnections()
 	ts.CloseClientConnections()
 	// Nothing grew without bound: the goroutines of the storm are gone.
-	end := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > baseline+20 {
-		if time.Now().After(end) {
-			t.Fatalf("%d goroutines after the overload, %d before", runtime.NumGoroutine(), baseline)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testutil.WaitFor(t, 5*time.Second, 20*time.Millisecond, func() (bool, string) {
+		n := runtime.NumGoroutine()
+		return n <= baseline+20, fmt.Sprintf("%d goroutines after the overload, %d before", n, baseline)
+	})
 }

@@ -8,6 +8,7 @@ import (
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/cluster"
 	"slotmeta/internal/slotstore/controller"
+	"slotmeta/internal/testutil"
 )
 
 // Hash-slot ownership, read from every node's replicas (the owned set is
@@ -44,12 +45,10 @@ func (r *ownershipReport) check(nodes []*cluster.Node) {
 	// not all applied the last step of a move, or a node whose table has not
 	// caught up, is given a moment (bounded) before what remains is reported.
 	var bad []string
-	for deadline := time.Now().Add(2 * time.Second); ; {
-		if bad = ownershipViolations(nodes); len(bad) == 0 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(50 * time.Millisecond) // polling with a deadline
-	}
+	testutil.Eventually(2*time.Second, 50*time.Millisecond, func() (bool, string) {
+		bad = ownershipViolations(nodes)
+		return len(bad) == 0, ""
+	})
 	r.violations = append(r.violations, bad...)
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"slotmeta/internal/slotstore"
+	"slotmeta/internal/testutil"
 )
 
 // TestQuiesceAvailability (make chaos, QUIESCE_ROUNDS rounds): three nodes
@@ -57,7 +58,7 @@ func TestQuiesceAvailability(t *testing.T) {
 			}
 			wakeReads++
 		}
-		time.Sleep(3 * time.Second) // the controller's views follow reports of up to a second ago
+		time.Sleep(3 * time.Second) // a hold: the controller's views follow reports of up to a second ago
 		after := groupTerms(t, hc)
 		changed := 0
 		for g, term := range before {
@@ -66,7 +67,7 @@ func TestQuiesceAvailability(t *testing.T) {
 			}
 		}
 		wakeElections += changed
-		time.Sleep(12 * time.Second) // quiesce again
+		time.Sleep(12 * time.Second) // a hold: idle again, every group quiesces again
 
 		target := hc.groupLeader(0, 1)
 		var led []slotstore.GroupID
@@ -92,15 +93,16 @@ func TestQuiesceAvailability(t *testing.T) {
 		var wg sync.WaitGroup
 		for _, g := range led {
 			wg.Go(func() {
-				for i := 1; time.Since(start) < 20*time.Second; i++ {
+				i := 0
+				if _, ok := testutil.Eventually(time.Until(start.Add(20*time.Second)), 20*time.Millisecond, func() (bool, string) {
+					i++
 					a := hc.do(hc.url(other), request{method: "PUT", path: "/v1/kv/" + keys[g], body: fmt.Sprintf(`{"value":"%d"}`, i)})
-					if a.code == 200 {
-						mu.Lock()
-						round = append(round, time.Since(start))
-						mu.Unlock()
-						return
-					}
-					time.Sleep(20 * time.Millisecond)
+					return a.code == 200, ""
+				}); ok {
+					mu.Lock()
+					round = append(round, time.Since(start))
+					mu.Unlock()
+					return
 				}
 				t.Errorf("quiesce round %d (%s node %d): group %d took no write within 20 s", r+1, kind, target, g)
 			})

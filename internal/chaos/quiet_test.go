@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"slotmeta/internal/slotstore"
+	"slotmeta/internal/testutil"
 )
 
 // The quiet fault, for schedules that run with quiesce: the clients stop,
@@ -70,13 +71,9 @@ func injectQuiet(f *faultEnv) (string, func()) {
 	release := f.quiet.close()
 	defer release()
 	start := time.Now()
-	quiet := false
-	for time.Since(start) < quiesceWithin {
-		if quiet = f.tc.quiesced(); quiet {
-			break
-		}
-		time.Sleep(50 * time.Millisecond) // polling a state with a deadline
-	}
+	_, quiet := testutil.Eventually(quiesceWithin, 50*time.Millisecond, func() (bool, string) {
+		return f.tc.quiesced(), ""
+	})
 	waited := fmt.Sprintf("quiet %v (%s)", time.Since(start).Round(100*time.Millisecond), map[bool]string{true: "quiesced", false: "NOT quiesced"}[quiet])
 	g := slotstore.GroupID(f.rng.Intn(f.tc.groups) + 1)
 	x := f.tc.groupLeader(g)

@@ -9,6 +9,7 @@ import (
 
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/controller"
+	"slotmeta/internal/testutil"
 )
 
 // Live hash-slot moves under the clients' writes. The slot-move fault moves
@@ -124,15 +125,12 @@ func settleSlotMoves(tc *testCluster, ml *moveLog) {
 		// A retryable refusal (the controller between leaders right after
 		// the last heal) is asked again, within a deadline.
 		var err error
-		for deadline := time.Now().Add(10 * time.Second); ; {
+		testutil.Eventually(10*time.Second, 100*time.Millisecond, func() (bool, string) {
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 			_, err = tc.c.Nodes[int(g)%tc.size()].Operator().CreateMerge(ctx, g, 1)
 			cancel()
-			if err == nil || !slotstore.ErrorCode(err).Retryable() || time.Now().After(deadline) {
-				break
-			}
-			time.Sleep(100 * time.Millisecond) // polling with a deadline
-		}
+			return err == nil || !slotstore.ErrorCode(err).Retryable(), ""
+		})
 		if slotstore.ErrorCode(err) == slotstore.CodeNotFound {
 			if _, still := tc.ctrlState().Groups[g]; !still {
 				continue // retired meanwhile (a split that moved nothing retires its new group)
@@ -151,10 +149,10 @@ func settleSlotMoves(tc *testCluster, ml *moveLog) {
 // settleSlotMoves) and counts how they ended.
 func waitSlotMoves(tc *testCluster, ml *moveLog) {
 	sl := &ml.slots
-	deadline := time.Now().Add(60 * time.Second)
 	resumedAt := map[uint64]int{}
-	for {
-		st := tc.ctrlState()
+	var st *controller.State
+	if _, ended := testutil.Eventually(60*time.Second, 100*time.Millisecond, func() (bool, string) {
+		st = tc.ctrlState()
 		open := 0
 		for _, t := range st.Tasks {
 			if !controller.MovesSlots(t.Kind) {
@@ -177,21 +175,17 @@ func waitSlotMoves(tc *testCluster, ml *moveLog) {
 				}
 			}
 		}
-		if open == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			for _, t := range st.Tasks {
-				ended := t.Status == controller.TaskSucceeded || t.Status == controller.TaskCancelled ||
-					t.Status == controller.TaskFailed && t.Kind != controller.TaskSlotMigration // a failed split or merge keeps what it moved
-				if controller.MovesSlots(t.Kind) && !ended {
-					ml.violations = append(ml.violations, fmt.Sprintf("task %d (%s g%d→g%d) did not end within 60s after the faults: %s/%s attempt %d: %s; %s",
-						t.ID, t.Kind, t.Group, t.ToGroup, t.Phase, t.Status, t.Attempt, t.Error, taskTrail(st, *t)))
-				}
+		return open == 0, ""
+	}); !ended {
+		for _, t := range st.Tasks {
+			ended := t.Status == controller.TaskSucceeded || t.Status == controller.TaskCancelled ||
+				t.Status == controller.TaskFailed && t.Kind != controller.TaskSlotMigration // a failed split or merge keeps what it moved
+			if controller.MovesSlots(t.Kind) && !ended {
+				ml.violations = append(ml.violations, fmt.Sprintf("task %d (%s g%d→g%d) did not end within 60s after the faults: %s/%s attempt %d: %s; %s",
+					t.ID, t.Kind, t.Group, t.ToGroup, t.Phase, t.Status, t.Attempt, t.Error, taskTrail(st, *t)))
 			}
-			return
 		}
-		time.Sleep(100 * time.Millisecond) // polling with a deadline
+		return
 	}
 	sl.done, sl.failed, sl.aborted = 0, 0, 0
 	for _, t := range tc.ctrlState().Tasks {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+
+	"slotmeta/internal/testutil"
 )
 
 // subChannels are the channels (type subChannelType) whose subscribers the
@@ -25,17 +27,15 @@ func subPath(channel, rest string) string {
 func createChannels(t testing.TB, tc endpoints) {
 	for _, ch := range subChannels {
 		body := fmt.Sprintf(`{"channel_id":%q,"channel_type":%d}`, ch, subChannelType)
-		deadline := time.Now().Add(15 * time.Second)
-		for {
-			a := tc.do(tc.url(0), request{method: "POST", path: "/v1/channels", body: body})
-			if a.code == 201 || a.code == 409 {
-				break
+		var a answer
+		var next time.Time // not before: the Retry-After of the last answer
+		testutil.WaitFor(t, 15*time.Second, 50*time.Millisecond, func() (bool, string) {
+			if time.Now().After(next) {
+				a = tc.do(tc.url(0), request{method: "POST", path: "/v1/channels", body: body})
+				next = time.Now().Add(a.retryAfter())
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("create channel %s: %d %s", ch, a.code, a.body)
-			}
-			time.Sleep(a.retryAfter())
-		}
+			return a.code == 201 || a.code == 409, fmt.Sprintf("create channel %s: %d %s", ch, a.code, a.body)
+		})
 	}
 }
 

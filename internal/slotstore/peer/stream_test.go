@@ -330,6 +330,8 @@ func TestStreamNeverWritesADroppedRequest(t *testing.T) {
 		t.Fatalf("a request dropped before its write: %v (sent %v)", err, sent)
 	}
 	go func() { // the peer reads at last; then the stream closes
+		// A hold, not a wait: the window in which a writer that wrongly
+		// wrote the dropped frame would have written it too.
 		time.Sleep(50 * time.Millisecond)
 		s.close(errStreamClosed)
 	}()
