@@ -78,7 +78,7 @@ func TestPackagesImportOnlyLowerLayers(t *testing.T) {
 		pkg := strings.TrimPrefix(fields[0], "slotmeta/")
 		switch {
 		case strings.HasPrefix(pkg, "internal/chaos"), strings.HasPrefix(pkg, "internal/e2e"), strings.HasPrefix(pkg, "internal/contract"),
-			pkg == "internal/nethost", pkg == "internal/testutil", pkg == "internal/slotstore/faults", pkg == "internal/slotstore/slotstoretest":
+			pkg == "internal/nethost", pkg == "internal/testutil", pkg == "internal/slotstore/faults", pkg == "internal/slotstore/slotstoretest", pkg == "internal/slotstore/operatortest":
 			continue // tests and test support: they may use anything
 		}
 		layer, ok := layers[pkg]

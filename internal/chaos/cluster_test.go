@@ -12,9 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	"slotmeta/internal/httpapi"
 	"slotmeta/internal/slotstore/cluster"
 	"slotmeta/internal/slotstore/slotstoretest"
 )
@@ -63,13 +60,7 @@ func startCluster(t *testing.T, o slotstoretest.Options) *testCluster {
 
 // serve starts an API server for node i (0-based) and publishes its URL.
 func (tc *testCluster) serve(i int) {
-	reg := prometheus.NewRegistry()
-	h, err := httpapi.New(httpapi.Config{Backend: tc.c.Nodes[i], Registerer: reg, Gatherer: reg})
-	if err != nil {
-		tc.t.Fatal(err)
-	}
-	ts := httptest.NewServer(h)
-	tc.t.Cleanup(ts.Close)
+	ts := slotstoretest.ServeAPI(tc.t, tc.c.Nodes[i])
 	tc.mu.Lock()
 	tc.urls[i], tc.servers[i] = ts.URL, ts
 	tc.mu.Unlock()

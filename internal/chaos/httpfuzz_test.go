@@ -5,16 +5,12 @@ import (
 	"io"
 	"math/rand"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	"slotmeta/internal/httpapi"
 	"slotmeta/internal/slotstore/cluster"
 	"slotmeta/internal/slotstore/slotstoretest"
 )
@@ -61,13 +57,7 @@ func TestHTTPFuzz(t *testing.T) {
 	c := slotstoretest.Start(t, slotstoretest.Options{Nodes: 1, Groups: 4,
 		Tune: func(cfg *cluster.Config) { cfg.ProjectInterval = -1 }})
 	node := c.Nodes[0]
-	reg := prometheus.NewRegistry()
-	h, err := httpapi.New(httpapi.Config{Backend: node, Registerer: reg, Gatherer: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(h)
-	defer ts.Close()
+	ts := slotstoretest.ServeAPI(t, node)
 	client := &http.Client{Timeout: 15 * time.Second}
 	rng := rand.New(rand.NewSource(42))
 	counts := map[int]int{}

@@ -3,7 +3,6 @@ package chaos
 import (
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"runtime"
 	"strings"
 	"sync"
@@ -11,9 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	"slotmeta/internal/httpapi"
 	"slotmeta/internal/slotstore/cluster"
 	"slotmeta/internal/slotstore/propose"
 	"slotmeta/internal/slotstore/slotstoretest"
@@ -41,13 +37,7 @@ func TestOverloadMemory(t *testing.T) {
 	c := slotstoretest.Start(t, slotstoretest.Options{Nodes: 1, Groups: 1,
 		Proposer: propose.Config{QueueSize: 64, MaxInFlight: 1, MaxBatchCommands: 1},
 		Tune:     func(cfg *cluster.Config) { cfg.ProjectInterval = -1 }})
-	reg := prometheus.NewRegistry()
-	h, err := httpapi.New(httpapi.Config{Backend: c.Nodes[0], Registerer: reg, Gatherer: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(h)
-	defer ts.Close()
+	ts := slotstoretest.ServeAPI(t, c.Nodes[0])
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: stormInFlight}}
 	var ok, shed atomic.Int64
 	var badMu sync.Mutex

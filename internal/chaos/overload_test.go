@@ -3,7 +3,6 @@ package chaos
 import (
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"runtime"
 	"strings"
 	"sync"
@@ -11,9 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	"slotmeta/internal/httpapi"
 	"slotmeta/internal/slotstore/propose"
 	"slotmeta/internal/slotstore/slotstoretest"
 	"slotmeta/internal/testutil"
@@ -26,13 +22,7 @@ import (
 func TestOverloadSheds(t *testing.T) {
 	c := slotstoretest.Start(t, slotstoretest.Options{Nodes: 1, Groups: 1,
 		Proposer: propose.Config{QueueSize: 4, MaxInFlight: 1, MaxBatchCommands: 2}})
-	reg := prometheus.NewRegistry()
-	h, err := httpapi.New(httpapi.Config{Backend: c.Nodes[0], Registerer: reg, Gatherer: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(h)
-	defer ts.Close()
+	ts := slotstoretest.ServeAPI(t, c.Nodes[0])
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 128}}
 	put := func(key string) (int, string) {
 		req, _ := http.NewRequest("PUT", ts.URL+"/v1/kv/"+key, strings.NewReader(`{"value":"v"}`))

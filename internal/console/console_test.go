@@ -8,7 +8,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 	"slotmeta/internal/audit"
 	"slotmeta/internal/auth"
 	"slotmeta/internal/slotstore"
+	"slotmeta/internal/slotstore/operatortest"
 )
 
 // ---- HTML helpers ----
@@ -171,17 +171,18 @@ func hasAttr(n *html.Node, key string) bool {
 
 func TestSlotGridHas256CellsThatTellSlotGroupAndLeader(t *testing.T) {
 	src := newFake()
-	src.groups[2] = slotstore.GroupView{ID: 2, Leader: 0}
+	src.SetGroup(slotstore.GroupView{ID: 2, Leader: 0})
 	hs := slotstore.HashSlot(200)
-	src.tasks = []slotstore.Task{{ID: 9, Kind: "slot_migration", Group: 2, ToGroup: 1, HashSlot: &hs, Status: "running"}}
+	src.PutTask(slotstore.Task{ID: 9, Kind: "slot_migration", Group: 2, ToGroup: 1, HashSlot: &hs, Status: "running"})
 	c := &console{src: src, now: func() time.Time { return now }}
 	doc := render(t, SlotGrid(slotPages{c}.slots(context.Background())))
 	cells := byTestID(doc, "slot-cell")
+	slots := src.SlotMap()
 	if len(cells) != slotstore.HashSlotCount {
 		t.Fatalf("%d cells, want 256", len(cells))
 	}
 	for i, cell := range cells {
-		g := src.slotMap[i]
+		g := slots[i]
 		if attr(cell, "data-slot") != u64(uint64(i)) || attr(cell, "data-group") != gid(g) {
 			t.Fatalf("cell %d: slot %s group %s", i, attr(cell, "data-slot"), attr(cell, "data-group"))
 		}
@@ -198,148 +199,27 @@ func TestSlotGridHas256CellsThatTellSlotGroupAndLeader(t *testing.T) {
 	}
 }
 
-// ---- handler tests with a fake source ----
+// ---- handler tests with the shared fake operator ----
 
-type fake struct {
-	mu        sync.Mutex
-	groups    map[slotstore.GroupID]slotstore.GroupView
-	slotMap   [slotstore.HashSlotCount]slotstore.GroupID
-	tasks     []slotstore.Task
-	transfers int
-	splits    [][]slotstore.HashSlot // the slots of every split asked for
-	paused    bool
-	drained   []slotstore.NodeID
-	audit     []slotstore.AuditRecord
-}
-
-// Audit is the audit recorder's sink.
-func (f *fake) Audit(_ context.Context, rec slotstore.AuditRecord) (uint64, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	rec.Seq = uint64(len(f.audit) + 1)
-	f.audit = append(f.audit, rec)
-	return rec.Seq, nil
-}
-
-func newFake() *fake {
-	f := &fake{groups: map[slotstore.GroupID]slotstore.GroupView{
-		1: {ID: 1, HashSlots: 128, Leader: 3, Term: 4, PreferredLeader: 3, Voters: []slotstore.NodeID{1, 2, 3}},
-		2: {ID: 2, HashSlots: 128, Leader: 1, Term: 2, PreferredLeader: 1, Voters: []slotstore.NodeID{1, 2, 3}},
-	}}
-	for i := range f.slotMap {
-		f.slotMap[i] = slotstore.GroupID(1 + i%2)
-	}
+// newFake is node 1 of the shared fake's cluster, with the balancer's load
+// and plan and a removal's refusal filled in.
+func newFake() *operatortest.Fake {
+	f := operatortest.New(1)
+	f.Load = []slotstore.NodeLoad{{Node: 1, Reads: 120, Writes: 80, Replicas: 2, Leaders: 2}, {Node: 2, Replicas: 1}}
+	f.Plan = slotstore.BalancePlan{Actions: []slotstore.BalanceAction{{Kind: slotstore.BalanceMoveReplica, Reason: "replica_count", Group: 1, From: 1, To: 2,
+		Detail: "node 1 holds 2 replicas, node 2 0 (skew allowed 1)"}}, Balanced: []string{"leader_count"}}
+	f.RemoveErr = errors.New("node 2 still holds 1 replicas; drain it first")
 	return f
 }
 
-func (f *fake) NodeID() slotstore.NodeID { return 1 }
-func (f *fake) Summary() slotstore.ClusterSummary {
-	return slotstore.ClusterSummary{ClusterID: "c1", NodeID: 1, RouteRevision: 3, ControllerLeader: 1, Ready: true}
-}
-func (f *fake) Nodes() []slotstore.NodeInfo {
-	return []slotstore.NodeInfo{{ID: 1, State: "active"}, {ID: 2, State: "active"}, {ID: 3, State: "active"}}
-}
-func (f *fake) SlotMap() [slotstore.HashSlotCount]slotstore.GroupID { return f.slotMap }
-func (f *fake) NodeHealth(context.Context) ([]slotstore.NodeHealth, error) {
-	return []slotstore.NodeHealth{{Node: 1, Health: slotstore.NodeReachable, ReportAgeMs: 200, HealthyForMs: 60_000},
-		{Node: 2, Health: slotstore.NodeUnreachable, ReportAgeMs: 7_000, HealthyForMs: -1}}, nil
-}
-func (f *fake) Groups(context.Context) ([]slotstore.GroupView, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return []slotstore.GroupView{f.groups[1], f.groups[2]}, nil
-}
-func (f *fake) Group(_ context.Context, g slotstore.GroupID) (slotstore.GroupView, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	v, ok := f.groups[g]
-	if !ok {
-		return v, slotstore.Errorf(slotstore.CodeNotFound, "no group %d", g)
+// leaderOf is group g's leader as the fake holds it.
+func leaderOf(t *testing.T, f *operatortest.Fake, g slotstore.GroupID) slotstore.NodeID {
+	t.Helper()
+	v, err := f.Group(context.Background(), g)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return v, nil
-}
-func (f *fake) LeaderTransfer(_ context.Context, g slotstore.GroupID, target slotstore.NodeID, dry bool) (slotstore.Preflight, slotstore.TransferResult, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	pf := slotstore.Preflight{Group: g, Target: target, OK: true}
-	if dry {
-		return pf, slotstore.TransferResult{}, nil
-	}
-	f.transfers++
-	v := f.groups[g]
-	prev := v.Leader
-	v.Leader, v.Term = target, v.Term+1
-	f.groups[g] = v
-	return pf, slotstore.TransferResult{Group: g, PreviousLeader: prev, Leader: target, Term: v.Term}, nil
-}
-func (f *fake) SetPreferredLeader(context.Context, slotstore.GroupID, slotstore.NodeID) error {
-	return nil
-}
-func (f *fake) Decisions() []slotstore.Decision { return nil }
-func (f *fake) AuditTrail() []slotstore.AuditRecord {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]slotstore.AuditRecord(nil), f.audit...)
-}
-func (f *fake) CreateReplicaMove(context.Context, slotstore.GroupID, slotstore.NodeID, slotstore.NodeID) (slotstore.Task, error) {
-	return slotstore.Task{}, errors.New("not in the fake")
-}
-func (f *fake) Tasks() []slotstore.Task             { return f.tasks }
-func (f *fake) Task(uint64) (slotstore.Task, error) { return slotstore.Task{}, errors.New("none") }
-func (f *fake) CancelTask(context.Context, uint64) (slotstore.Task, error) {
-	return slotstore.Task{}, errors.New("none")
-}
-func (f *fake) CreateGroup(context.Context, []slotstore.NodeID) (slotstore.Task, error) {
-	return slotstore.Task{}, errors.New("not in the fake")
-}
-func (f *fake) CreateSlotMigration(context.Context, slotstore.HashSlot, slotstore.GroupID) (slotstore.Task, error) {
-	return slotstore.Task{}, errors.New("not in the fake")
-}
-func (f *fake) CreateSplit(_ context.Context, g slotstore.GroupID, slots []slotstore.HashSlot, _ []slotstore.NodeID) (slotstore.Task, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.splits = append(f.splits, slots)
-	return slotstore.Task{ID: 7, Kind: "group_split", Group: g, ToGroup: 3, HashSlots: slots}, nil
-}
-func (f *fake) CreateMerge(context.Context, slotstore.GroupID, slotstore.GroupID) (slotstore.Task, error) {
-	return slotstore.Task{}, errors.New("not in the fake")
-}
-func (f *fake) RetireGroup(context.Context, slotstore.GroupID) error {
-	return errors.New("not in the fake")
-}
-
-func (f *fake) Balancer(context.Context) (slotstore.BalancerStatus, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	st := slotstore.BalancerStatus{Enabled: true, Paused: f.paused, IntervalMs: 5000, Aggregator: 1,
-		Load: []slotstore.NodeLoad{{Node: 1, Reads: 120, Writes: 80, Replicas: 2, Leaders: 2}, {Node: 2, Replicas: 1}}}
-	for _, id := range f.drained {
-		st.Drains = append(st.Drains, slotstore.DrainProgress{Node: id, ReplicasAtStart: 2, ReplicasLeft: 1, Percent: 50, EstimatedLeftMs: 4000})
-	}
-	return st, nil
-}
-
-func (f *fake) BalancerPlan(context.Context) (slotstore.BalancePlan, error) {
-	return slotstore.BalancePlan{Actions: []slotstore.BalanceAction{{Kind: slotstore.BalanceMoveReplica, Reason: "replica_count", Group: 1, From: 1, To: 2,
-		Detail: "node 1 holds 2 replicas, node 2 0 (skew allowed 1)"}}, Balanced: []string{"leader_count"}}, nil
-}
-
-func (f *fake) SetBalancerPaused(_ context.Context, paused bool) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.paused = paused
-	return nil
-}
-
-func (f *fake) DrainNode(_ context.Context, id slotstore.NodeID) (slotstore.NodeInfo, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.drained = append(f.drained, id)
-	return slotstore.NodeInfo{ID: id, State: slotstore.NodeDraining, DrainReplicas: 2}, nil
-}
-
-func (f *fake) RemoveNode(context.Context, slotstore.NodeID) error {
-	return errors.New("node 2 still holds 1 replicas; drain it first")
+	return v.Leader
 }
 
 const (
@@ -396,13 +276,13 @@ func TestActionsNeedAdminAndReadsNeedRead(t *testing.T) {
 	if resp, body := do("POST", "/console/groups/1/transfer", readTok, form); resp.StatusCode != http.StatusForbidden || !strings.Contains(body, "needs the admin role") {
 		t.Fatalf("read-role action: %d %s", resp.StatusCode, body)
 	}
-	if f.transfers != 0 || f.groups[1].Leader != 3 {
+	if f.Transfers() != 0 || leaderOf(t, f, 1) != 3 {
 		t.Fatal("a refused action changed the leader")
 	}
 	// Admin: done, POST-redirect-GET with the outcome shown once.
 	resp, _ := do("POST", "/console/groups/1/transfer", adminTok, form)
-	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/console/groups/1" || f.groups[1].Leader != 2 {
-		t.Fatalf("admin action: %d %s leader %d", resp.StatusCode, resp.Header.Get("Location"), f.groups[1].Leader)
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/console/groups/1" || leaderOf(t, f, 1) != 2 {
+		t.Fatalf("admin action: %d %s leader %d", resp.StatusCode, resp.Header.Get("Location"), leaderOf(t, f, 1))
 	}
 	var flash *http.Cookie
 	for _, c := range resp.Cookies() {
@@ -436,8 +316,8 @@ func TestActionsNeedAdminAndReadsNeedRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	r3.Body.Close()
-	if r3.StatusCode != http.StatusForbidden || f.groups[1].Leader != 2 {
-		t.Fatalf("cross-origin action: %d, leader %d", r3.StatusCode, f.groups[1].Leader)
+	if r3.StatusCode != http.StatusForbidden || leaderOf(t, f, 1) != 2 {
+		t.Fatalf("cross-origin action: %d, leader %d", r3.StatusCode, leaderOf(t, f, 1))
 	}
 	// The audit trail has the denied and the done action, with names; the
 	// anonymous and the cross-origin attempts never reached an identity.
@@ -616,11 +496,11 @@ func TestSplitFormSendsItsSlotsAndRefusesBadOnes(t *testing.T) {
 	if fl := post("300"); !strings.Contains(fl, "want numbers below 256") {
 		t.Fatalf("flash for slot 300: %q", fl)
 	}
-	if fl := post("5, 6"); !strings.Contains(fl, "Task 7 started: move 2 hash slots of group 1 into new group 3") {
+	if fl := post("5, 6"); !strings.Contains(fl, "Task 1 started: move 2 hash slots of group 1 into new group 3") {
 		t.Fatalf("flash for slots 5,6: %q", fl)
 	}
-	if len(f.splits) != 1 || len(f.splits[0]) != 2 || f.splits[0][0] != 5 || f.splits[0][1] != 6 {
-		t.Fatalf("splits asked of the node: %v", f.splits)
+	if splits := f.Splits(); len(splits) != 1 || len(splits[0]) != 2 || splits[0][0] != 5 || splits[0][1] != 6 {
+		t.Fatalf("splits asked of the node: %v", splits)
 	}
 }
 
@@ -639,8 +519,8 @@ func TestBalancerPageShowsPlanLoadAndDrains(t *testing.T) {
 		t.Helper()
 		return postFlash(t, ts.URL+path, form)
 	}
-	if fl := post("/console/balancer", url.Values{"paused": {"true"}}); !strings.Contains(fl, "paused") || !f.paused {
-		t.Fatalf("pause: flash %q, paused %v", fl, f.paused)
+	if fl := post("/console/balancer", url.Values{"paused": {"true"}}); !strings.Contains(fl, "paused") || !f.Paused() {
+		t.Fatalf("pause: flash %q, paused %v", fl, f.Paused())
 	}
 	if fl := post("/console/balancer", url.Values{"paused": {"maybe"}}); !strings.Contains(fl, "want true or false") {
 		t.Fatalf("bad pause value: %q", fl)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -15,7 +14,6 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"slotmeta"
 	"slotmeta/client"
@@ -65,16 +63,11 @@ func serveConsole(t *testing.T, n *cluster.Node) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := prometheus.NewRegistry()
 	rec := audit.New(n, nil)
-	h, err := httpapi.New(httpapi.Config{Backend: n, Registerer: reg, Gatherer: reg, OpenAPI: slotmeta.OpenAPI,
-		Console: console.Handler(console.Config{Source: n.Operator(), Auth: authn, Audit: rec}), Auth: authn, Audit: rec, Docs: console.Docs()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(h)
-	t.Cleanup(ts.Close)
-	return ts.URL
+	return slotstoretest.ServeAPI(t, n, func(cfg *httpapi.Config) {
+		cfg.OpenAPI, cfg.Auth, cfg.Audit, cfg.Docs = slotmeta.OpenAPI, authn, rec, console.Docs()
+		cfg.Console = console.Handler(console.Config{Source: n.Operator(), Auth: authn, Audit: rec})
+	}).URL
 }
 
 // apiGroups reads GET /v1/cluster/groups with the admin token.

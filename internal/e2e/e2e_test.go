@@ -9,12 +9,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"slotmeta"
 	"slotmeta/client"
@@ -32,13 +29,7 @@ type server struct {
 
 func serve(t *testing.T, n *cluster.Node) *server {
 	t.Helper()
-	reg := prometheus.NewRegistry()
-	h, err := httpapi.New(httpapi.Config{Backend: n, Registerer: reg, Gatherer: reg, OpenAPI: slotmeta.OpenAPI})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(h)
-	t.Cleanup(ts.Close)
+	ts := slotstoretest.ServeAPI(t, n, func(cfg *httpapi.Config) { cfg.OpenAPI = slotmeta.OpenAPI })
 	return &server{t: t, node: n, url: ts.URL}
 }
 

@@ -96,7 +96,7 @@ func TestForwardingUnderLeaderChange(t *testing.T) {
 						t.Errorf("%s: a non-retryable failure during a leader change: %d %s", keys[i], r.code, r.body)
 						break
 					}
-					time.Sleep(20 * time.Millisecond)
+					time.Sleep(20 * time.Millisecond) // a client pacing its retry of a retryable answer
 				}
 			}
 		}()

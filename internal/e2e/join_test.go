@@ -2,13 +2,10 @@ package e2e
 
 import (
 	"fmt"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"slotmeta/client"
 	"slotmeta/internal/auth"
@@ -75,13 +72,7 @@ func TestJoinThroughAnAPIWithTokens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := prometheus.NewRegistry()
-	h, err := httpapi.New(httpapi.Config{Backend: c.Nodes[0], Registerer: reg, Gatherer: reg, Auth: authn})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(h)
-	t.Cleanup(ts.Close)
+	ts := slotstoretest.ServeAPI(t, c.Nodes[0], func(cfg *httpapi.Config) { cfg.Auth = authn })
 	u, _ := url.Parse(ts.URL)
 
 	for _, token := range []string{"", writer} {

@@ -11,13 +11,13 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/meta"
+	"slotmeta/internal/slotstore/operatortest"
 	"slotmeta/internal/slotstore/routing"
 )
 
@@ -25,16 +25,14 @@ import (
 // counter, idempotency records, and a real routing.Router. It records every
 // call so tests can assert that a rejected request never reached it.
 type fakeBackend struct {
-	t    testing.TB
-	node slotstore.NodeID
-	// nodeState is this node's join state (default active).
-	nodeState slotstore.NodeState
-	router    *routing.Router
-
-	preferred atomic.Uint64 // SetPreferredLeader's intent, shown by Group
+	t      testing.TB
+	node   slotstore.NodeID
+	router *routing.Router
+	// The operator's side is the shared fake (node 2 of its cluster),
+	// which records every call, this fake's own included.
+	*operatortest.Fake
 
 	mu       sync.Mutex
-	calls    []string
 	rev      uint64
 	now      int64
 	users    map[string]*meta.User
@@ -42,7 +40,6 @@ type fakeBackend struct {
 	idem     map[string]meta.Result
 	proposed []meta.Command
 	scans    []meta.ScanUsers
-	audit    []slotstore.AuditRecord
 
 	// Failure injection.
 	proposeErr error
@@ -65,7 +62,7 @@ func newFake(t testing.TB, groups int) *fakeBackend {
 
 func newFakeTable(t testing.TB, tbl *routing.Table) *fakeBackend {
 	f := &fakeBackend{
-		t: t, node: 2, router: routing.NewRouter(),
+		t: t, node: 2, router: routing.NewRouter(), Fake: operatortest.New(2),
 		users: map[string]*meta.User{}, kvs: map[string]*meta.KV{}, idem: map[string]meta.Result{},
 		now: 1_700_000_000_000,
 	}
@@ -77,145 +74,17 @@ func newFakeTable(t testing.TB, tbl *routing.Table) *fakeBackend {
 	return f
 }
 
-func (f *fakeBackend) record(call string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.calls = append(f.calls, call)
-}
-
-// Calls returns the names of the backend methods called so far.
-func (f *fakeBackend) Calls() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]string(nil), f.calls...)
-}
-
-func (f *fakeBackend) count(call string) int {
-	n := 0
-	for _, c := range f.Calls() {
-		if c == call {
-			n++
-		}
-	}
-	return n
-}
-
 func (f *fakeBackend) Routes() *routing.Snapshot { f.record("Routes"); return f.router.Load() }
-func (f *fakeBackend) SlotMap() (m [slotstore.HashSlotCount]slotstore.GroupID) {
-	f.record("SlotMap")
-	if t := f.router.Load().Table(); t != nil {
-		m = t.Groups()
-	}
-	return m
-}
 
-// Operator: the fake is its own operator.
-func (f *fakeBackend) Operator() slotstore.Operator { return f }
+// Operator is the shared fake.
+func (f *fakeBackend) Operator() slotstore.Operator { return f.Fake }
 
-func (f *fakeBackend) NodeID() slotstore.NodeID { f.record("NodeID"); return f.node }
-func (f *fakeBackend) Ready() error             { f.record("Ready"); return f.readyErr }
+// record notes a call of the data path beside the operator's.
+func (f *fakeBackend) record(call string) { f.Record(call) }
 
-func (f *fakeBackend) Summary() slotstore.ClusterSummary {
-	f.record("Summary")
-	return slotstore.ClusterSummary{ClusterID: "fake", NodeID: f.node, RouteRevision: f.router.Load().Revision(), Ready: f.readyErr == nil}
-}
+func (f *fakeBackend) count(call string) int { return f.Count(call) }
 
-func (f *fakeBackend) Nodes() []slotstore.NodeInfo {
-	f.record("Nodes")
-	state := f.nodeState
-	if state == "" {
-		state = slotstore.NodeActive
-	}
-	return []slotstore.NodeInfo{{ID: f.node, RaftAddr: "127.0.0.1:1", State: state}}
-}
-
-func (f *fakeBackend) NodeHealth(context.Context) ([]slotstore.NodeHealth, error) {
-	f.record("NodeHealth")
-	return []slotstore.NodeHealth{{Node: f.node, Health: slotstore.NodeReachable, ReportAgeMs: 100, HealthyForMs: 5_000}}, nil
-}
-
-func (f *fakeBackend) Groups(context.Context) ([]slotstore.GroupView, error) {
-	f.record("Groups")
-	return []slotstore.GroupView{{ID: 1}}, nil
-}
-
-func (f *fakeBackend) Group(_ context.Context, g slotstore.GroupID) (slotstore.GroupView, error) {
-	f.record("Group")
-	if g != 1 {
-		return slotstore.GroupView{}, slotstore.Errorf(slotstore.CodeNotFound, "group %d does not exist", g)
-	}
-	return slotstore.GroupView{ID: 1, PreferredLeader: slotstore.NodeID(f.preferred.Load())}, nil
-}
-
-func (f *fakeBackend) LeaderTransfer(_ context.Context, g slotstore.GroupID, target slotstore.NodeID, dryRun bool) (slotstore.Preflight, slotstore.TransferResult, error) {
-	f.record("LeaderTransfer")
-	return slotstore.Preflight{Group: g, Target: target, OK: true, Blockers: []slotstore.Blocker{}}, slotstore.TransferResult{Group: g, Leader: target}, nil
-}
-
-func (f *fakeBackend) SetPreferredLeader(_ context.Context, _ slotstore.GroupID, n slotstore.NodeID) error {
-	f.record("SetPreferredLeader")
-	f.preferred.Store(uint64(n))
-	return nil
-}
-
-func (f *fakeBackend) Decisions() []slotstore.Decision { f.record("Decisions"); return nil }
-
-// Audit is the audit recorder's sink: it keeps records like the controller.
-func (f *fakeBackend) Audit(_ context.Context, rec slotstore.AuditRecord) (uint64, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	rec.Seq = uint64(len(f.audit) + 1)
-	f.audit = append(f.audit, rec)
-	return rec.Seq, nil
-}
-
-func (f *fakeBackend) AuditTrail() []slotstore.AuditRecord {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]slotstore.AuditRecord(nil), f.audit...)
-}
-
-func (f *fakeBackend) CreateReplicaMove(_ context.Context, g slotstore.GroupID, from, to slotstore.NodeID) (slotstore.Task, error) {
-	f.record("CreateReplicaMove")
-	return slotstore.Task{ID: 1, Group: g, From: from, To: to, Status: "running"}, nil
-}
-
-func (f *fakeBackend) CreateGroup(_ context.Context, peers []slotstore.NodeID) (slotstore.Task, error) {
-	f.record("CreateGroup")
-	return slotstore.Task{ID: 9, Kind: "group_create", Group: 2, Phase: "start", Status: "running", Attempt: 1}, nil
-}
-
-func (f *fakeBackend) CreateSplit(_ context.Context, g slotstore.GroupID, _ []slotstore.HashSlot, _ []slotstore.NodeID) (slotstore.Task, error) {
-	f.record("CreateSplit")
-	return slotstore.Task{ID: 10, Kind: "group_split", Group: g, ToGroup: 3, Phase: "start", Status: "running", Attempt: 1}, nil
-}
-
-func (f *fakeBackend) CreateMerge(_ context.Context, g, into slotstore.GroupID) (slotstore.Task, error) {
-	f.record("CreateMerge")
-	return slotstore.Task{ID: 11, Kind: "group_merge", Group: g, ToGroup: into, Phase: "fence", Status: "running", Attempt: 1}, nil
-}
-
-func (f *fakeBackend) RetireGroup(_ context.Context, g slotstore.GroupID) error {
-	f.record("RetireGroup")
-	return nil
-}
-
-func (f *fakeBackend) CreateSlotMigration(_ context.Context, hs slotstore.HashSlot, to slotstore.GroupID) (slotstore.Task, error) {
-	f.record("CreateSlotMigration")
-	return slotstore.Task{}, slotstore.Errorf(slotstore.CodePermissionDenied, "hash-slot migration is disabled")
-}
-
-func (f *fakeBackend) Tasks() []slotstore.Task { f.record("Tasks"); return nil }
-
-func (f *fakeBackend) Task(id uint64) (slotstore.Task, error) {
-	f.record("Task")
-	return slotstore.Task{}, slotstore.Errorf(slotstore.CodeNotFound, "task %d does not exist", id)
-}
-
-func (f *fakeBackend) CancelTask(_ context.Context, id uint64) (slotstore.Task, error) {
-	f.record("CancelTask")
-	return slotstore.Task{ID: id, Status: "cancelling"}, nil
-}
+func (f *fakeBackend) Ready() error { f.record("Ready"); return f.readyErr }
 
 func (f *fakeBackend) RegisterNode(_ context.Context, n slotstore.NodeInfo) (slotstore.NodeInfo, error) {
 	f.record("RegisterNode")
@@ -448,28 +317,3 @@ func do(t testing.TB, h http.Handler, method, target, body string, headers ...st
 }
 
 func encodeRaw(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
-
-func (f *fakeBackend) DrainNode(_ context.Context, id slotstore.NodeID) (slotstore.NodeInfo, error) {
-	f.record("DrainNode")
-	return slotstore.NodeInfo{ID: id, State: slotstore.NodeDraining}, nil
-}
-
-func (f *fakeBackend) RemoveNode(context.Context, slotstore.NodeID) error {
-	f.record("RemoveNode")
-	return nil
-}
-
-func (f *fakeBackend) Balancer(context.Context) (slotstore.BalancerStatus, error) {
-	f.record("Balancer")
-	return slotstore.BalancerStatus{Enabled: true, Load: []slotstore.NodeLoad{}, Drains: []slotstore.DrainProgress{}}, nil
-}
-
-func (f *fakeBackend) BalancerPlan(context.Context) (slotstore.BalancePlan, error) {
-	f.record("BalancerPlan")
-	return slotstore.BalancePlan{}, nil
-}
-
-func (f *fakeBackend) SetBalancerPaused(context.Context, bool) error {
-	f.record("SetBalancerPaused")
-	return nil
-}

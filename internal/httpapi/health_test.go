@@ -135,7 +135,7 @@ func TestConfig(t *testing.T) {
 func TestLeavingNodeIsNotReady(t *testing.T) {
 	for state, says := range map[slotstore.NodeState]string{slotstore.NodeDraining: "is draining", slotstore.NodeRemoved: "was removed"} {
 		f := newFake(t, 1)
-		f.nodeState = state
+		f.SetNodeState(f.node, state)
 		w := do(t, newHandler(t, f), "GET", "/readyz", "")
 		if w.Code != 503 {
 			t.Fatalf("%s: %d", state, w.Code)

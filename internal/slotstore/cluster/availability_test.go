@@ -86,12 +86,12 @@ func TestWritesWaitOutATransferRaftCannotFinish(t *testing.T) {
 	}
 	before := ln.Stats().DroppedProposals
 	for range 3 { // each attempt stays pending for an election timeout
-		time.Sleep(150 * time.Millisecond)
+		time.Sleep(150 * time.Millisecond) // a hold: writes flow between the transfers
 		if err := ln.RawLeaderTransfer(faultGroup, target); err != nil {
 			t.Fatal(err)
 		}
 	}
-	time.Sleep(400 * time.Millisecond)
+	time.Sleep(400 * time.Millisecond) // a hold: writes under the last pending transfer
 	close(stop)
 	bg.Wait()
 	close(results)
@@ -139,7 +139,7 @@ func TestTransfersUnderLoadLandAtOnce(t *testing.T) {
 	}
 	var drops, missed uint64
 	for k := range 8 {
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(200 * time.Millisecond) // a hold: writes flow under each leader
 		l := leaderOf(c.Nodes[0])
 		target := others(c, l)[k%2].NodeID()
 		ln := c.Nodes[l-1]
@@ -252,7 +252,7 @@ func TestForwardsFollowTheNewLeader(t *testing.T) {
 			results <- result{i%2 == 0, errs, longest, ok}
 		}()
 	}
-	time.Sleep(100 * time.Millisecond)
+	time.Sleep(100 * time.Millisecond) // a hold: the writers run before the cut
 	cut := time.Now()
 	c.Net.Isolate(leader)
 	waitUntil(t, 10*time.Second, "the follower to learn a new leader", func() bool {

@@ -52,7 +52,7 @@ func TestForwardedWritesShareRequests(t *testing.T) {
 					if (code != slotstore.CodeRouteNotReady && code != slotstore.CodeNotLeader) || ctx.Err() != nil {
 						break
 					}
-					time.Sleep(20 * time.Millisecond)
+					time.Sleep(20 * time.Millisecond) // a client pacing its retry (bounded by ctx)
 				}
 				cancel()
 				if err != nil {

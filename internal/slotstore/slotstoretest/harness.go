@@ -1,7 +1,7 @@
 // Package slotstoretest starts real slotmeta nodes in the test process: real
 // dragonboat NodeHosts on 127.0.0.1 ports chosen by the OS, real Pebble
 // stores under t.TempDir(), short Raft ticks. Every node is closed by
-// t.Cleanup. Tests that need HTTP wrap a node in the httpapi handler.
+// t.Cleanup. ServeAPI serves a node's REST API for the tests that need HTTP.
 package slotstoretest
 
 import (

@@ -1,0 +1,254 @@
+package operatortest
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"slotmeta/internal/slotstore"
+	"slotmeta/internal/slotstore/controller"
+)
+
+// The operations of slotstore.Operator, each recorded by name.
+
+func (f *Fake) NodeID() slotstore.NodeID { f.Record("NodeID"); return f.Self }
+
+func (f *Fake) Summary() slotstore.ClusterSummary {
+	f.Record("Summary")
+	return slotstore.ClusterSummary{ClusterID: "fake", NodeID: f.Self, RouteRevision: 3, ControllerLeader: f.Self, Ready: true}
+}
+
+func (f *Fake) Nodes() []slotstore.NodeInfo {
+	f.Record("Nodes")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.nodes)
+}
+
+func (f *Fake) SlotMap() [slotstore.HashSlotCount]slotstore.GroupID {
+	f.Record("SlotMap")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.slots
+}
+
+func (f *Fake) NodeHealth(context.Context) ([]slotstore.NodeHealth, error) {
+	f.Record("NodeHealth")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.health), nil
+}
+
+func (f *Fake) Groups(context.Context) ([]slotstore.GroupView, error) {
+	f.Record("Groups")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]slotstore.GroupView, 0, len(f.groups))
+	for _, v := range f.groups {
+		out = append(out, v)
+	}
+	slices.SortFunc(out, func(a, b slotstore.GroupView) int { return int(a.ID) - int(b.ID) })
+	return out, nil
+}
+
+func (f *Fake) Group(_ context.Context, g slotstore.GroupID) (slotstore.GroupView, error) {
+	f.Record("Group")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	v, ok := f.groups[g]
+	if !ok {
+		return v, slotstore.Errorf(slotstore.CodeNotFound, "group %d does not exist", g)
+	}
+	return v, nil
+}
+
+// LeaderTransfer passes every check; carried out, it moves the leader and
+// bumps the term.
+func (f *Fake) LeaderTransfer(_ context.Context, g slotstore.GroupID, target slotstore.NodeID, dryRun bool) (slotstore.Preflight, slotstore.TransferResult, error) {
+	f.Record("LeaderTransfer")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	v, ok := f.groups[g]
+	if !ok {
+		return slotstore.Preflight{}, slotstore.TransferResult{}, slotstore.Errorf(slotstore.CodeNotFound, "group %d does not exist", g)
+	}
+	pf := slotstore.Preflight{Group: g, Target: target, OK: true, Blockers: []slotstore.Blocker{}}
+	if dryRun {
+		return pf, slotstore.TransferResult{}, nil
+	}
+	f.transfers++
+	prev := v.Leader
+	v.Leader, v.Term = target, v.Term+1
+	f.groups[g] = v
+	return pf, slotstore.TransferResult{Group: g, PreviousLeader: prev, Leader: target, Term: v.Term}, nil
+}
+
+func (f *Fake) SetPreferredLeader(_ context.Context, g slotstore.GroupID, node slotstore.NodeID) error {
+	f.Record("SetPreferredLeader")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	v, ok := f.groups[g]
+	if !ok {
+		return slotstore.Errorf(slotstore.CodeNotFound, "group %d does not exist", g)
+	}
+	v.PreferredLeader = node
+	f.groups[g] = v
+	return nil
+}
+
+func (f *Fake) Decisions() []slotstore.Decision {
+	f.Record("Decisions")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.decisions)
+}
+
+func (f *Fake) AuditTrail() []slotstore.AuditRecord {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.audit)
+}
+
+// createTask starts a task as the controller would: running, at its first
+// phase, numbered next.
+func (f *Fake) createTask(call string, t slotstore.Task, movesSlots bool) (slotstore.Task, error) {
+	f.Record(call)
+	if movesSlots && f.SlotMovesOff {
+		return slotstore.Task{}, controller.SlotMovesOff()
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t.ID, t.Status, t.Attempt = f.nextTask, controller.TaskRunning, 1
+	t.History = []slotstore.PhaseRecord{}
+	t.CreatedAtMs = time.Now().UnixMilli()
+	t.UpdatedAtMs = t.CreatedAtMs
+	f.nextTask++
+	f.tasks[t.ID] = t
+	return t, nil
+}
+
+func (f *Fake) CreateReplicaMove(_ context.Context, g slotstore.GroupID, from, to slotstore.NodeID) (slotstore.Task, error) {
+	return f.createTask("CreateReplicaMove", slotstore.Task{Kind: controller.TaskReplicaMove, Group: g, From: from, To: to,
+		Phase: controller.PhaseAddLearner}, false)
+}
+
+func (f *Fake) CreateGroup(_ context.Context, _ []slotstore.NodeID) (slotstore.Task, error) {
+	f.mu.Lock()
+	g := slotstore.GroupID(len(f.groups) + 1)
+	f.mu.Unlock()
+	return f.createTask("CreateGroup", slotstore.Task{Kind: controller.TaskGroupCreate, Group: g, Phase: controller.PhaseStart}, false)
+}
+
+func (f *Fake) CreateSplit(_ context.Context, g slotstore.GroupID, slots []slotstore.HashSlot, _ []slotstore.NodeID) (slotstore.Task, error) {
+	t, err := f.createTask("CreateSplit", slotstore.Task{Kind: controller.TaskGroupSplit, Group: g, ToGroup: 3, HashSlots: slots,
+		Phase: controller.PhaseStart}, true)
+	if err == nil {
+		f.mu.Lock()
+		f.splits = append(f.splits, slots)
+		f.mu.Unlock()
+	}
+	return t, err
+}
+
+func (f *Fake) CreateMerge(_ context.Context, g, into slotstore.GroupID) (slotstore.Task, error) {
+	return f.createTask("CreateMerge", slotstore.Task{Kind: controller.TaskGroupMerge, Group: g, ToGroup: into,
+		Phase: controller.PhaseFence}, true)
+}
+
+func (f *Fake) CreateSlotMigration(_ context.Context, hs slotstore.HashSlot, to slotstore.GroupID) (slotstore.Task, error) {
+	f.mu.Lock()
+	from := f.slots[hs]
+	f.mu.Unlock()
+	return f.createTask("CreateSlotMigration", slotstore.Task{Kind: controller.TaskSlotMigration, Group: from, ToGroup: to, HashSlot: &hs,
+		Phase: controller.PhaseFence}, true)
+}
+
+func (f *Fake) RetireGroup(_ context.Context, g slotstore.GroupID) error {
+	f.Record("RetireGroup")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.groups[g]; !ok {
+		return slotstore.Errorf(slotstore.CodeNotFound, "group %d does not exist", g)
+	}
+	delete(f.groups, g)
+	return nil
+}
+
+func (f *Fake) Tasks() []slotstore.Task {
+	f.Record("Tasks")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]slotstore.Task, 0, len(f.tasks))
+	for _, t := range f.tasks {
+		out = append(out, t)
+	}
+	slices.SortFunc(out, func(a, b slotstore.Task) int { return int(b.ID) - int(a.ID) })
+	return out
+}
+
+func (f *Fake) Task(id uint64) (slotstore.Task, error) {
+	f.Record("Task")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t, ok := f.tasks[id]
+	if !ok {
+		return t, slotstore.Errorf(slotstore.CodeNotFound, "task %d does not exist", id)
+	}
+	return t, nil
+}
+
+func (f *Fake) CancelTask(_ context.Context, id uint64) (slotstore.Task, error) {
+	f.Record("CancelTask")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t, ok := f.tasks[id]
+	if !ok {
+		return t, slotstore.Errorf(slotstore.CodeNotFound, "task %d does not exist", id)
+	}
+	t.Status = controller.TaskCancelling
+	f.tasks[id] = t
+	return t, nil
+}
+
+// DrainNode marks the node draining, half way (two replicas at the start,
+// one left).
+func (f *Fake) DrainNode(_ context.Context, id slotstore.NodeID) (slotstore.NodeInfo, error) {
+	f.Record("DrainNode")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i := range f.nodes {
+		if f.nodes[i].ID == id {
+			f.nodes[i].State, f.nodes[i].DrainReplicas = slotstore.NodeDraining, 2
+			f.drains = append(f.drains, slotstore.DrainProgress{Node: id, ReplicasAtStart: 2, ReplicasLeft: 1, Percent: 50, EstimatedLeftMs: 4000})
+			return f.nodes[i], nil
+		}
+	}
+	return slotstore.NodeInfo{}, slotstore.Errorf(slotstore.CodeNotFound, "node %d is not registered", id)
+}
+
+func (f *Fake) RemoveNode(context.Context, slotstore.NodeID) error {
+	f.Record("RemoveNode")
+	return f.RemoveErr
+}
+
+func (f *Fake) Balancer(context.Context) (slotstore.BalancerStatus, error) {
+	f.Record("Balancer")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slotstore.BalancerStatus{Enabled: true, Paused: f.paused, IntervalMs: 5000, Aggregator: f.Self,
+		Load: append([]slotstore.NodeLoad{}, f.Load...), Drains: append([]slotstore.DrainProgress{}, f.drains...),
+		LastPlan: slotstore.BalancePlan{Actions: []slotstore.BalanceAction{}}}, nil
+}
+
+func (f *Fake) BalancerPlan(context.Context) (slotstore.BalancePlan, error) {
+	f.Record("BalancerPlan")
+	return f.Plan, nil
+}
+
+func (f *Fake) SetBalancerPaused(_ context.Context, paused bool) error {
+	f.Record("SetBalancerPaused")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.paused = paused
+	return nil
+}
