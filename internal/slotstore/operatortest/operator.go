@@ -43,12 +43,7 @@ func (f *Fake) Groups(context.Context) ([]slotstore.GroupView, error) {
 	f.Record("Groups")
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	out := make([]slotstore.GroupView, 0, len(f.groups))
-	for _, v := range f.groups {
-		out = append(out, v)
-	}
-	slices.SortFunc(out, func(a, b slotstore.GroupView) int { return int(a.ID) - int(b.ID) })
-	return out, nil
+	return sortedValues(f.groups, func(a, b slotstore.GroupView) int { return int(a.ID) - int(b.ID) }), nil
 }
 
 func (f *Fake) Group(_ context.Context, g slotstore.GroupID) (slotstore.GroupView, error) {
@@ -178,12 +173,7 @@ func (f *Fake) Tasks() []slotstore.Task {
 	f.Record("Tasks")
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	out := make([]slotstore.Task, 0, len(f.tasks))
-	for _, t := range f.tasks {
-		out = append(out, t)
-	}
-	slices.SortFunc(out, func(a, b slotstore.Task) int { return int(b.ID) - int(a.ID) })
-	return out
+	return sortedValues(f.tasks, func(a, b slotstore.Task) int { return int(b.ID) - int(a.ID) }) // newest first
 }
 
 func (f *Fake) Task(id uint64) (slotstore.Task, error) {
@@ -251,4 +241,14 @@ func (f *Fake) SetBalancerPaused(_ context.Context, paused bool) error {
 	defer f.mu.Unlock()
 	f.paused = paused
 	return nil
+}
+
+// sortedValues lists m's values in cmp's order.
+func sortedValues[K comparable, V any](m map[K]V, cmp func(a, b V) int) []V {
+	out := make([]V, 0, len(m))
+	for _, v := range m {
+		out = append(out, v)
+	}
+	slices.SortFunc(out, cmp)
+	return out
 }
