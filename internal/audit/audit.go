@@ -83,9 +83,9 @@ func (r *Recorder) Record(ctx context.Context, id auth.Identity, rec slotstore.A
 	if r == nil || r.sink == nil {
 		return
 	}
-	rec.Who, rec.Role, rec.Via = id.Name, id.Role.String(), id.Via
+	rec.Who, rec.Role, rec.Via = id.Name, id.Role.String(), string(id.Via)
 	if rec.Outcome == "" {
-		rec.Outcome = slotstore.AuditOutcome(rec.Status)
+		rec.Outcome = slotstore.OutcomeOf(rec.Status)
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.timeout)
 	defer cancel()

@@ -33,17 +33,20 @@ type Credentials struct {
 }
 
 // Via says how a request authenticated.
+type Via string
+
+// Ways a request authenticates.
 const (
-	ViaToken       = "token"
-	ViaCertificate = "certificate"
-	ViaOpen        = "open" // access control is off
+	ViaToken       Via = "token"
+	ViaCertificate Via = "certificate"
+	ViaOpen        Via = "open" // access control is off
 )
 
 // Identity is who made a request.
 type Identity struct {
 	Name string `json:"name"`
 	Role Role   `json:"-"`
-	Via  string `json:"via"`
+	Via  Via    `json:"via"`
 }
 
 type entry struct {

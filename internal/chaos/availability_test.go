@@ -295,7 +295,7 @@ func runEpisode(t *testing.T, hc *hostCluster, kind string, n int, faultFor, aft
 			}
 		case "skip":
 			if d.PreferredLeader == ep.target && faulted {
-				ep.skipsForTarget = append(ep.skipsForTarget, d.Reason)
+				ep.skipsForTarget = append(ep.skipsForTarget, string(d.Reason))
 			}
 		}
 	}

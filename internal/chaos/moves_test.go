@@ -255,7 +255,7 @@ func taskTrail(st *controller.State, t slotstore.Task) string {
 	var out []string
 	for _, d := range st.Decisions {
 		if d.Group == t.Group && d.Kind == "task" {
-			out = append(out, d.Reason+": "+d.Detail)
+			out = append(out, string(d.Reason)+": "+d.Detail)
 		}
 	}
 	if len(out) > 4 {

@@ -129,7 +129,7 @@ func (c *console) dropCookie(w http.ResponseWriter, r *http.Request) {
 
 // record writes an action to the audit trail: the console's route
 // pattern names it, the flash message is its detail.
-func (c *console) record(r *http.Request, id auth.Identity, status int, outcome, detail string) {
+func (c *console) record(r *http.Request, id auth.Identity, status int, outcome slotstore.AuditOutcome, detail string) {
 	c.audit.Record(r.Context(), id, slotstore.AuditRecord{Source: auth.Source(r), Action: "console " + r.Pattern,
 		Target: r.URL.Path, Status: status, Outcome: outcome, Detail: detail})
 }

@@ -139,7 +139,7 @@ func (c groupPages) transfer(w http.ResponseWriter, r *http.Request) (string, Fl
 		msg := fmt.Sprintf("Leader transfer of group %d to node %d failed: %s", id, target, errMessage(err))
 		if len(pf.Blockers) > 0 && slotstore.AsError(err) == nil {
 			for _, b := range pf.Blockers {
-				msg += "; " + b.Reason + ": " + b.Detail
+				msg += "; " + string(b.Reason) + ": " + b.Detail
 			}
 		}
 		return groupURL(id), Flash{Message: msg}

@@ -347,11 +347,15 @@ func legendClass(g slotstore.GroupID) string { return "swatch g" + strconv.Itoa(
 
 func groupHref(g slotstore.GroupID) string { return "/console/groups/" + gid(g) }
 
-func joinRoles(r []string) string {
+func joinRoles(r []slotstore.NodeRole) string {
 	if len(r) == 0 {
 		return "—"
 	}
-	return strings.Join(r, ", ")
+	names := make([]string, len(r))
+	for i, role := range r {
+		names[i] = string(role)
+	}
+	return strings.Join(names, ", ")
 }
 
 // moveFrom and moveTo preselect a replica move: from a desired peer (not

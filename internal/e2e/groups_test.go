@@ -61,7 +61,7 @@ func TestGroupsAndLeaderTransferAPI(t *testing.T) {
 	target := leader%3 + 1
 	var pf client.Preflight
 	s.must(200, "GET", fmt.Sprintf("/v1/cluster/groups/1/leader-transfer/preflight?target_node=%d", leader), "").json(&pf)
-	if pf.Ok || len(pf.Blockers) == 0 || pf.Blockers[0].Reason != policy.ReasonAlreadyLeader {
+	if pf.Ok || len(pf.Blockers) == 0 || pf.Blockers[0].Reason != string(policy.ReasonAlreadyLeader) {
 		t.Fatalf("preflight to the leader itself: %+v", pf)
 	}
 	// A transfer the reconciler made at start-up stays "in flight" until the
@@ -69,7 +69,7 @@ func TestGroupsAndLeaderTransferAPI(t *testing.T) {
 	testutil.WaitFor(t, 10*time.Second, 50*time.Millisecond, func() (bool, string) {
 		pf = client.Preflight{}
 		s.must(200, "GET", fmt.Sprintf("/v1/cluster/groups/1/leader-transfer/preflight?target_node=%d", target), "").json(&pf)
-		inFlight := !pf.Ok && len(pf.Blockers) == 1 && pf.Blockers[0].Reason == policy.ReasonTransferInFlight
+		inFlight := !pf.Ok && len(pf.Blockers) == 1 && pf.Blockers[0].Reason == string(policy.ReasonTransferInFlight)
 		if !inFlight && (!pf.Ok || pf.Leader != leader) {
 			t.Fatalf("preflight to a caught-up voter: %+v", pf)
 		}
@@ -82,7 +82,7 @@ func TestGroupsAndLeaderTransferAPI(t *testing.T) {
 		t.Fatalf("transfer result: %+v", res)
 	}
 	if r := s.do("POST", "/v1/cluster/groups/1/leader-transfer", `{"target_node":7}`); r.code != 409 || r.errCode() != "conflict" ||
-		!strings.Contains(string(r.body), policy.ReasonTargetNotPeer) {
+		!strings.Contains(string(r.body), string(policy.ReasonTargetNotPeer)) {
 		t.Fatalf("transfer to a stranger: %d %s", r.code, r.body)
 	}
 	s.must(400, "POST", "/v1/cluster/groups/1/leader-transfer", `{"target_node":0}`)

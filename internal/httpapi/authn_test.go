@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"slotmeta/internal/auth"
+	"slotmeta/internal/slotstore"
 )
 
 // TestAccessControl: every rule of the token check, through the real router.
@@ -110,7 +111,10 @@ func TestAuditAndFailureLimit(t *testing.T) {
 	if len(trail) != 3 {
 		t.Fatalf("audit trail: %+v", trail)
 	}
-	for i, want := range []struct{ who, outcome string }{{"ops-alice", "ok"}, {"ops-alice", "refused"}, {"app", "denied"}} {
+	for i, want := range []struct {
+		who     string
+		outcome slotstore.AuditOutcome
+	}{{"ops-alice", "ok"}, {"ops-alice", "refused"}, {"app", "denied"}} {
 		rec := trail[i]
 		if rec.Who != want.who || rec.Outcome != want.outcome || rec.Source != ip || rec.Target != "/v1/cluster/groups/1/preferred-leader" {
 			t.Errorf("record %d: %+v, want %s %s", i, rec, want.who, want.outcome)

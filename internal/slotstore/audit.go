@@ -1,11 +1,14 @@
 package slotstore
 
-// Audit outcomes: what became of an admin action.
+// AuditOutcome is what became of an admin action.
+type AuditOutcome string
+
+// Audit outcomes.
 const (
-	AuditOK      = "ok"      // done or started (a task was created)
-	AuditRefused = "refused" // the cluster said no (conflict, precondition, bad input)
-	AuditDenied  = "denied"  // the credentials lacked the role
-	AuditFailed  = "failed"  // it could not be carried out (unavailable, timeout)
+	AuditOK      AuditOutcome = "ok"      // done or started (a task was created)
+	AuditRefused AuditOutcome = "refused" // the cluster said no (conflict, precondition, bad input)
+	AuditDenied  AuditOutcome = "denied"  // the credentials lacked the role
+	AuditFailed  AuditOutcome = "failed"  // it could not be carried out (unavailable, timeout)
 )
 
 // Bounds of an audit record's fields (longer values are cut).
@@ -28,26 +31,27 @@ type AuditRecord struct {
 	Node   NodeID `json:"node"`   // the node that served it
 	// Action names the operation: the API route ("POST
 	// /v1/cluster/groups/{id}/split") or the console's action.
-	Action  string `json:"action"`
-	Target  string `json:"target"` // the request path, or what the console acted on
-	Outcome string `json:"outcome"`
-	Status  int    `json:"status"`
-	Code    Code   `json:"code,omitempty"`
-	Detail  string `json:"detail,omitempty"`
+	Action  string       `json:"action"`
+	Target  string       `json:"target"` // the request path, or what the console acted on
+	Outcome AuditOutcome `json:"outcome"`
+	Status  int          `json:"status"`
+	Code    Code         `json:"code,omitempty"`
+	Detail  string       `json:"detail,omitempty"`
 }
 
 // Bounded returns r with every field cut to its bound.
 func (r AuditRecord) Bounded() AuditRecord {
-	for _, f := range []*string{&r.Who, &r.Role, &r.Via, &r.Source, &r.Action, &r.Target, &r.Outcome} {
+	for _, f := range []*string{&r.Who, &r.Role, &r.Via, &r.Source, &r.Action, &r.Target} {
 		*f = cut(*f, AuditMaxField)
 	}
+	r.Outcome = AuditOutcome(cut(string(r.Outcome), AuditMaxField))
 	r.Code = Code(cut(string(r.Code), AuditMaxField))
 	r.Detail = cut(r.Detail, AuditMaxDetail)
 	return r
 }
 
-// AuditOutcome classifies an answer's status.
-func AuditOutcome(status int) string {
+// OutcomeOf classifies an answer's status.
+func OutcomeOf(status int) AuditOutcome {
 	switch {
 	case status < 400:
 		return AuditOK

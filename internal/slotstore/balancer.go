@@ -18,7 +18,7 @@ const (
 // numbers behind it.
 type BalanceAction struct {
 	Kind     BalanceKind `json:"kind"`
-	Reason   string      `json:"reason"` // drain, replica_count, leader_count, slot_load, slot_count, scale_out, scale_in
+	Reason   Reason      `json:"reason"` // drain, replica_count, leader_count, slot_load, slot_count, scale_out, scale_in
 	Group    GroupID     `json:"group"`
 	ToGroup  GroupID     `json:"to_group,omitempty"`
 	From     NodeID      `json:"from_node,omitempty"`

@@ -2,13 +2,13 @@ package slotstore
 
 // NodeInfo is a member of the cluster as the controller records it.
 type NodeInfo struct {
-	ID         NodeID    `json:"id"`
-	RaftAddr   string    `json:"raft_addr"`
-	APIAddr    string    `json:"api_addr,omitempty"`
-	PeerAddr   string    `json:"peer_addr,omitempty"`
-	Roles      []string  `json:"roles,omitempty"`
-	State      NodeState `json:"state,omitempty"`
-	JoinedAtMs int64     `json:"joined_at_ms,omitempty"`
+	ID         NodeID     `json:"id"`
+	RaftAddr   string     `json:"raft_addr"`
+	APIAddr    string     `json:"api_addr,omitempty"`
+	PeerAddr   string     `json:"peer_addr,omitempty"`
+	Roles      []NodeRole `json:"roles,omitempty"`
+	State      NodeState  `json:"state,omitempty"`
+	JoinedAtMs int64      `json:"joined_at_ms,omitempty"`
 	// A drain's start and the replicas the node held then (its progress).
 	DrainStartedAtMs int64 `json:"drain_started_at_ms,omitempty"`
 	DrainReplicas    int   `json:"drain_replicas,omitempty"`
@@ -25,10 +25,13 @@ const (
 	NodeRemoved  NodeState = "removed"
 )
 
+// NodeRole is a role a node plays in the cluster.
+type NodeRole string
+
 // Node roles.
 const (
-	RoleController = "controller" // a voter of the controller group
-	RoleData       = "data"       // may hold slot group replicas
+	RoleController NodeRole = "controller" // a voter of the controller group
+	RoleData       NodeRole = "data"       // may hold slot group replicas
 )
 
 // ClusterSummary is one node's view of the cluster.

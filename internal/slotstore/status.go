@@ -44,8 +44,8 @@ type ReplicaStatus struct {
 	// (from its own Raft state), lost_leadership (stopped leading without a
 	// transfer away having been asked), no_leader (knew no leader for longer
 	// than an election should take); and how long ago it ended.
-	Disruption     string `json:"disruption,omitempty"`
-	DisruptedAgoMs int64  `json:"disrupted_ago_ms,omitempty"`
+	Disruption     Disruption `json:"disruption,omitempty"`
+	DisruptedAgoMs int64      `json:"disrupted_ago_ms,omitempty"`
 }
 
 // NodeStatus is one node's report.
@@ -86,16 +86,24 @@ type ReplicaView struct {
 	Live bool `json:"live"`
 	// The replica's last disruption as its node reported it (see
 	// ReplicaStatus); "" when none.
-	Disruption     string `json:"disruption,omitempty"`
-	DisruptedAgoMs int64  `json:"disrupted_ago_ms,omitempty"`
+	Disruption     Disruption `json:"disruption,omitempty"`
+	DisruptedAgoMs int64      `json:"disrupted_ago_ms,omitempty"`
 }
 
-// Disruption kinds a node reports about its own replicas.
+// Disruption is a kind of disruption a node reports about its own replicas.
+type Disruption string
+
+// Disruption kinds.
 const (
-	DisruptionRestarted      = "restarted"       // started again from its own Raft state
-	DisruptionLostLeadership = "lost_leadership" // stopped leading without a transfer away having been asked
-	DisruptionNoLeader       = "no_leader"       // knew no leader for longer than an election takes
+	DisruptionRestarted      Disruption = "restarted"       // started again from its own Raft state
+	DisruptionLostLeadership Disruption = "lost_leadership" // stopped leading without a transfer away having been asked
+	DisruptionNoLeader       Disruption = "no_leader"       // knew no leader for longer than an election takes
 )
+
+// Reason is a machine-readable reason: why a transfer is blocked, why the
+// reconciler decided as it did, why the balancer acts. The API, the decision
+// log and the console show it as it is.
+type Reason string
 
 // GroupHealth is a group's health as observed.
 type GroupHealth string
@@ -163,7 +171,7 @@ type GroupView struct {
 
 // Blocker is one reason a leader transfer must not happen now.
 type Blocker struct {
-	Reason string `json:"reason"` // machine-readable, e.g. target_lagging
+	Reason Reason `json:"reason"` // machine-readable, e.g. target_lagging
 	Detail string `json:"detail"`
 }
 
@@ -213,7 +221,7 @@ type Decision struct {
 	AtMs   int64        `json:"at_ms"`
 	Group  GroupID      `json:"group"`
 	Kind   DecisionKind `json:"kind"`
-	Reason string       `json:"reason"` // machine-readable: stale_intent, voter_mismatch, …
+	Reason Reason       `json:"reason"` // machine-readable: stale_intent, voter_mismatch, …
 	Detail string       `json:"detail,omitempty"`
 	// The inputs the decision was made from.
 	Leader          NodeID `json:"leader"`
@@ -224,8 +232,6 @@ type Decision struct {
 	Observer        NodeID `json:"observer"`
 }
 
-// PhaseRecord is what a task observed when it finished a phase: the Raft
-// membership of the group at that moment.
 // TaskKind names what a task does (controller: TaskReplicaMove, …).
 type TaskKind string
 
@@ -235,6 +241,8 @@ type TaskPhase string
 // TaskStatus is where a task stands (controller: TaskRunning, …).
 type TaskStatus string
 
+// PhaseRecord is what a task observed when it finished a phase: the Raft
+// membership of the group at that moment.
 type PhaseRecord struct {
 	Phase          TaskPhase `json:"phase"`
 	AtMs           int64     `json:"at_ms"`

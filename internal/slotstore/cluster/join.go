@@ -30,13 +30,18 @@ type controllerReplica struct{ n *Node }
 // founds or joins the cluster, and kept in a small file: dragonboat needs to
 // know whether to start the controller replica as non-voting on every
 // restart, before the controller state is readable.
+const roleFile = "controller-role"
+
+// ctrlRole is the node's role in the controller group.
+type ctrlRole string
+
+// The roles in the controller group.
 const (
-	roleFile      = "controller-role"
-	roleVoter     = "voter"
-	roleNonVoting = "non-voting"
+	roleVoter     ctrlRole = "voter"
+	roleNonVoting ctrlRole = "non-voting"
 )
 
-func (r controllerReplica) controllerRole() (string, error) {
+func (r controllerReplica) controllerRole() (ctrlRole, error) {
 	b, err := os.ReadFile(filepath.Join(r.n.cfg.DataDir, roleFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return roleVoter, nil
@@ -44,7 +49,7 @@ func (r controllerReplica) controllerRole() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("cluster: read controller role: %w", err)
 	}
-	switch r := strings.TrimSpace(string(b)); r {
+	switch r := ctrlRole(strings.TrimSpace(string(b))); r {
 	case roleVoter, roleNonVoting:
 		return r, nil
 	default:
@@ -52,10 +57,10 @@ func (r controllerReplica) controllerRole() (string, error) {
 	}
 }
 
-func (r controllerReplica) setControllerRole(role string) error {
+func (r controllerReplica) setControllerRole(role ctrlRole) error {
 	p := filepath.Join(r.n.cfg.DataDir, roleFile)
 	tmp := p + ".tmp"
-	if err := os.WriteFile(tmp, []byte(role+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(tmp, []byte(string(role)+"\n"), 0o644); err != nil {
 		return err
 	}
 	return os.Rename(tmp, p)

@@ -36,21 +36,24 @@ import (
 // The origin is a claim as good as the cluster secret (any holder may name
 // any node); an origin that is no registered node is counted as "unknown".
 
-// Kinds of peer writes (the kind label).
+// peerWriteKind is a kind of peer write (the kind label).
+type peerWriteKind string
+
+// Kinds of peer writes.
 const (
-	peerWriteData        = "data"
-	peerWriteSlotMove    = "slot_move"
-	peerWriteChannelTask = "channel_task"
-	peerWriteTransfer    = "transfer"
-	peerWriteMembership  = "membership"
+	peerWriteData        peerWriteKind = "data"
+	peerWriteSlotMove    peerWriteKind = "slot_move"
+	peerWriteChannelTask peerWriteKind = "channel_task"
+	peerWriteTransfer    peerWriteKind = "transfer"
+	peerWriteMembership  peerWriteKind = "membership"
 )
 
 // peerAuditTimeout bounds the wait for one audit record of a peer write
 // (as audit.DefaultTimeout does for the API's).
 const peerAuditTimeout = 5 * time.Second
 
-// peerWriteKind classifies a proposed command.
-func peerWriteKind(cmd meta.Command) string {
+// peerWriteKindOf classifies a proposed command.
+func peerWriteKindOf(cmd meta.Command) peerWriteKind {
 	switch cmd.(type) {
 	case *meta.CreateChannelTask, *meta.AdvanceChannelTask, *meta.AbortChannelTask:
 		return peerWriteChannelTask
@@ -81,15 +84,15 @@ func (p *peerWrites) origin(from slotstore.NodeID) string {
 }
 
 // wrote attributes one peer write of kind to the node it came from.
-func (p *peerWrites) wrote(ctx context.Context, kind string) {
-	p.counted.WithLabelValues(p.origin(peer.OriginOf(ctx)), kind).Inc()
+func (p *peerWrites) wrote(ctx context.Context, kind peerWriteKind) {
+	p.counted.WithLabelValues(p.origin(peer.OriginOf(ctx)), string(kind)).Inc()
 }
 
 // proposed attributes a command proposed through the peer port and
 // records it in the audit trail when it is an admin action; res and err
 // are what proposing it gave (dispatch.Config.ServedWrite).
 func (p *peerWrites) proposed(ctx context.Context, r *http.Request, cmd meta.Command, res *meta.Result, err error) {
-	kind := peerWriteKind(cmd)
+	kind := peerWriteKindOf(cmd)
 	p.wrote(ctx, kind)
 	if kind != peerWriteChannelTask || notHere(err) {
 		return
@@ -109,7 +112,7 @@ func (p *peerWrites) proposed(ctx context.Context, r *http.Request, cmd meta.Com
 		status = peer.StatusOf(err)
 		rec.Code, rec.Detail = slotstore.ErrorCode(err), err.Error()
 	}
-	rec.Status, rec.Outcome = status, slotstore.AuditOutcome(status)
+	rec.Status, rec.Outcome = status, slotstore.OutcomeOf(status)
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), peerAuditTimeout)
 	defer cancel()
 	if _, aerr := p.audit(actx, rec.Bounded()); aerr != nil {

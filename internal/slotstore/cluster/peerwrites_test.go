@@ -68,8 +68,9 @@ func TestPeerWritesAreAttributedToTheirNode(t *testing.T) {
 		t.Fatalf("audit records after the peer writes: %+v, want the two migration steps only", recs)
 	}
 	for i, want := range []struct {
-		who, action, outcome string
-		code                 slotstore.Code
+		who, action string
+		outcome     slotstore.AuditOutcome
+		code        slotstore.Code
 	}{{"node 1", "peer propose create_channel_task", slotstore.AuditOK, ""},
 		{"node 2", "peer propose advance_channel_task", slotstore.AuditRefused, slotstore.CodeConflict}} {
 		r := recs[i]

@@ -79,7 +79,7 @@ func (x transferer) TransferLeader(ctx context.Context, g slotstore.GroupID, tar
 				detail = fmt.Sprintf("node %d (replica %d) has left the leader's requests unanswered for %v (limit %v)", target, replica,
 					wait.Round(time.Millisecond), within)
 			}
-			e.Details = []slotstore.FieldError{{Field: policy.ReasonTargetUnreachable, Reason: detail}}
+			e.Details = []slotstore.FieldError{{Field: string(policy.ReasonTargetUnreachable), Reason: detail}}
 			return e
 		}
 	}

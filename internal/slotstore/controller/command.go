@@ -228,7 +228,7 @@ func applyBootstrap(s *State, b *Bootstrap, timeMs int64) Result {
 		n.State = NodeActive
 		n.JoinedAtMs = timeMs
 		if len(n.Roles) == 0 {
-			n.Roles = []string{slotstore.RoleController, slotstore.RoleData}
+			n.Roles = []slotstore.NodeRole{slotstore.RoleController, slotstore.RoleData}
 		}
 		s.Nodes[n.ID] = &n
 		maxID = max(maxID, n.ID)
@@ -284,7 +284,7 @@ func applyRegisterNode(s *State, r *RegisterNode, timeMs int64) Result {
 	}
 	n.State = NodeJoining
 	n.JoinedAtMs = timeMs
-	n.Roles = []string{slotstore.RoleData}
+	n.Roles = []slotstore.NodeRole{slotstore.RoleData}
 	s.Nodes[n.ID] = &n
 	return Result{OK: true}
 }

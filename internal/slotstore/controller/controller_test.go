@@ -181,7 +181,7 @@ func TestRegisterAndActivateNode(t *testing.T) {
 		t.Fatalf("register: %+v", r)
 	}
 	st := s.Snapshot()
-	if got := st.Nodes[4]; got == nil || got.State != NodeJoining || got.JoinedAtMs != 50 || !reflect.DeepEqual(got.Roles, []string{slotstore.RoleData}) {
+	if got := st.Nodes[4]; got == nil || got.State != NodeJoining || got.JoinedAtMs != 50 || !reflect.DeepEqual(got.Roles, []slotstore.NodeRole{slotstore.RoleData}) {
 		t.Fatalf("registered node %+v", got)
 	}
 	if r := update(t, s, 4, encode(t, Command{RegisterNode: &RegisterNode{Node: n4}})); !r.OK {

@@ -158,7 +158,7 @@ func (s *State) Clone() *State {
 	c.Nodes = make(map[slotstore.NodeID]*Node, len(s.Nodes))
 	for id, n := range s.Nodes {
 		nn := *n
-		nn.Roles = append([]string(nil), n.Roles...)
+		nn.Roles = append([]slotstore.NodeRole(nil), n.Roles...)
 		c.Nodes[id] = &nn
 	}
 	c.HashToGroup = append([]slotstore.GroupID(nil), s.HashToGroup...)

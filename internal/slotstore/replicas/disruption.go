@@ -33,11 +33,11 @@ type disruptions struct {
 type replicaTrack struct {
 	replica         uint64
 	leading         bool
-	sawLeader       bool          // a leader was known since the start
-	leaderlessSince time.Duration // -1: a leader is known
-	transferAt      time.Duration // last transfer away asked (-1: none)
-	at              time.Duration // when the last disruption ended
-	kind            string        // "": none yet
+	sawLeader       bool                 // a leader was known since the start
+	leaderlessSince time.Duration        // -1: a leader is known
+	transferAt      time.Duration        // last transfer away asked (-1: none)
+	at              time.Duration        // when the last disruption ended
+	kind            slotstore.Disruption // "": none yet
 }
 
 func newDisruptions(settle, awayGrace time.Duration) *disruptions {
@@ -107,7 +107,7 @@ func (d *disruptions) leaderUpdated(shard, leader uint64) {
 
 // last returns the replica's last disruption and how long ago it ended (a
 // spell without a leader that lasts now ends now); kind "" when none.
-func (d *disruptions) last(shard uint64) (kind string, ago time.Duration) {
+func (d *disruptions) last(shard uint64) (kind slotstore.Disruption, ago time.Duration) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	t := d.m[shard]

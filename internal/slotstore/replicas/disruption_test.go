@@ -22,7 +22,7 @@ func TestDisruptions(t *testing.T) {
 	const shard, me, other = 1001, 1, 2
 	type step struct {
 		do       func(d *disruptions, c *fakeMono)
-		wantKind string
+		wantKind slotstore.Disruption
 		wantAgo  time.Duration
 	}
 	leader := func(l uint64) func(*disruptions, *fakeMono) {

@@ -472,4 +472,6 @@ func (s *Set) TransferAway(shard uint64) {
 
 // Disruption is the last disruption of the replica of shard on this node
 // and how long ago it ended (kind "" when none).
-func (s *Set) Disruption(shard uint64) (kind string, ago time.Duration) { return s.disrupt.last(shard) }
+func (s *Set) Disruption(shard uint64) (kind slotstore.Disruption, ago time.Duration) {
+	return s.disrupt.last(shard)
+}

@@ -121,18 +121,18 @@ func (c Config) Defaults() Config {
 
 // Action kinds and reasons (the domain's, see slotstore.BalanceAction).
 const (
-	MoveReplica  = slotstore.BalanceMoveReplica
-	SetLeader    = slotstore.BalanceSetLeader
-	MoveSlot     = slotstore.BalanceMoveSlot
-	SplitGroup   = slotstore.BalanceSplitGroup
-	MergeGroup   = slotstore.BalanceMergeGroup
-	ReasonDrain  = "drain"
-	ReasonCount  = "replica_count"
-	ReasonLeader = "leader_count"
-	ReasonLoad   = "slot_load"
-	ReasonSlots  = "slot_count"
-	ReasonGrow   = "scale_out"
-	ReasonShrink = "scale_in"
+	MoveReplica                   = slotstore.BalanceMoveReplica
+	SetLeader                     = slotstore.BalanceSetLeader
+	MoveSlot                      = slotstore.BalanceMoveSlot
+	SplitGroup                    = slotstore.BalanceSplitGroup
+	MergeGroup                    = slotstore.BalanceMergeGroup
+	ReasonDrain  slotstore.Reason = "drain"
+	ReasonCount  slotstore.Reason = "replica_count"
+	ReasonLeader slotstore.Reason = "leader_count"
+	ReasonLoad   slotstore.Reason = "slot_load"
+	ReasonSlots  slotstore.Reason = "slot_count"
+	ReasonGrow   slotstore.Reason = "scale_out"
+	ReasonShrink slotstore.Reason = "scale_in"
 )
 
 // Action is one step the planner proposes; Plan is a whole plan.

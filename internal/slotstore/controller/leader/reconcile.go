@@ -31,7 +31,7 @@ func (l *Leader) ReconcileOnce(now time.Time) []slotstore.Decision {
 			continue
 		}
 		out = append(out, *d)
-		key := string(d.Kind) + "/" + d.Reason
+		key := string(d.Kind) + "/" + string(d.Reason)
 		if prev, ok := l.decided.Load(v.ID); !ok || prev.(string) != key || d.Kind == slotstore.DecisionTransfer {
 			l.record(*d)
 			l.decided.Store(v.ID, key)
@@ -44,7 +44,7 @@ func (l *Leader) ReconcileOnce(now time.Time) []slotstore.Decision {
 		cancel()
 		outcome := *d
 		if err != nil {
-			outcome.Kind, outcome.Reason, outcome.Detail = slotstore.DecisionTransferFailed, string(slotstore.ErrorCode(err)), err.Error()
+			outcome.Kind, outcome.Reason, outcome.Detail = slotstore.DecisionTransferFailed, slotstore.Reason(slotstore.ErrorCode(err)), err.Error()
 			if b := l.backoff.State(v.ID); b.Failures > 0 {
 				outcome.Detail += fmt.Sprintf("; failure %d in a row, next attempt not before %v", b.Failures, b.Until.Sub(now).Round(time.Millisecond))
 			}

@@ -94,7 +94,7 @@ func TestEveryRefusalReasonReachesTheDecisionLog(t *testing.T) {
 	host := newFakeHost(1, clock)
 	cases := map[slotstore.GroupID]struct {
 		edit   func(*slotstore.GroupView)
-		reason string
+		reason slotstore.Reason
 	}{
 		11: {func(v *slotstore.GroupView) { v.PreferredSetAtMs = now.Add(-48 * time.Hour).UnixMilli() }, policy.ReasonStaleIntent},
 		12: {func(v *slotstore.GroupView) { v.Voters = []slotstore.NodeID{1, 2, 4} }, policy.ReasonVoterMismatch},

@@ -80,7 +80,7 @@ func (l *Leader) Transfer(ctx context.Context, g slotstore.GroupID, target slots
 func refusal(pf slotstore.Preflight) error {
 	e := &slotstore.Error{Code: slotstore.CodeConflict, Message: "leader transfer refused: it is not safe now"}
 	for _, b := range pf.Blockers {
-		e.Details = append(e.Details, slotstore.FieldError{Field: b.Reason, Reason: b.Detail})
+		e.Details = append(e.Details, slotstore.FieldError{Field: string(b.Reason), Reason: b.Detail})
 	}
 	return e
 }

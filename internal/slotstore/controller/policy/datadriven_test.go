@@ -72,7 +72,7 @@ func TestDecideDataDriven(t *testing.T) {
 					case "lag":
 						r.Lag = uint64(num(k))
 					case "disruption":
-						r.Disruption = kv[k]
+						r.Disruption = slotstore.Disruption(kv[k])
 					case "disrupted":
 						r.DisruptedAgoMs = num(k)
 					case "role":

@@ -8,7 +8,7 @@ import (
 )
 
 // blockerOrder ranks blockers: the first present one is the reason recorded.
-var blockerOrder = []string{ReasonNoObservation, ReasonNoLeader, ReasonTargetNotPeer, ReasonVoterMismatch,
+var blockerOrder = []slotstore.Reason{ReasonNoObservation, ReasonNoLeader, ReasonTargetNotPeer, ReasonVoterMismatch,
 	ReasonConfigChangePending, ReasonTargetNotVoter, ReasonTargetInactive, ReasonTargetUnreachable, ReasonTargetHeldDown,
 	ReasonTargetLagging, ReasonTransferInFlight, ReasonTransferBackoff}
 

@@ -36,7 +36,7 @@ func TestDecidePreferred(t *testing.T) {
 		edit   func(*slotstore.GroupView)
 		fact   func(*Facts)
 		kind   slotstore.DecisionKind
-		reason string
+		reason slotstore.Reason
 	}{
 		{"all checks pass", nil, nil, slotstore.DecisionTransfer, "preferred_leader"},
 		{"stale intent", func(v *slotstore.GroupView) { v.PreferredSetAtMs = now.Add(-25 * time.Hour).UnixMilli() }, nil, slotstore.DecisionSkip, ReasonStaleIntent},
@@ -128,7 +128,7 @@ func TestCheckTransferListsEveryBlocker(t *testing.T) {
 	f := facts(now)
 	f.InFlight, f.Backoff = true, BackoffState{Failures: 1, Until: now.Add(time.Minute)}
 	pf := CheckTransfer(v, 3, p, f)
-	for _, r := range []string{ReasonTargetLagging, ReasonTargetInactive, ReasonConfigChangePending, ReasonTransferInFlight,
+	for _, r := range []slotstore.Reason{ReasonTargetLagging, ReasonTargetInactive, ReasonConfigChangePending, ReasonTransferInFlight,
 		ReasonTargetUnreachable, ReasonTargetHeldDown, ReasonTransferBackoff} {
 		if !HasBlocker(pf, r) {
 			t.Fatalf("missing blocker %s in %+v", r, pf.Blockers)

@@ -11,20 +11,20 @@ import (
 // They are machine-readable: the API, the decision log and the console show
 // them as they are.
 const (
-	ReasonStaleIntent         = "stale_intent"
-	ReasonVoterMismatch       = "voter_mismatch"
-	ReasonConfigChangePending = "config_change_pending"
-	ReasonTargetInactive      = "target_inactive"
-	ReasonTargetLagging       = "target_lagging"
-	ReasonTransferInFlight    = "transfer_in_flight"
-	ReasonTargetNotPeer       = "target_not_desired_peer"
-	ReasonTargetNotVoter      = "target_not_voter"
-	ReasonNoLeader            = "no_live_leader"
-	ReasonAlreadyLeader       = "already_leader"
-	ReasonNoObservation       = "no_observation"
-	ReasonTargetUnreachable   = "target_unreachable"
-	ReasonTargetHeldDown      = "target_held_down"
-	ReasonTransferBackoff     = "transfer_backoff"
+	ReasonStaleIntent         slotstore.Reason = "stale_intent"
+	ReasonVoterMismatch       slotstore.Reason = "voter_mismatch"
+	ReasonConfigChangePending slotstore.Reason = "config_change_pending"
+	ReasonTargetInactive      slotstore.Reason = "target_inactive"
+	ReasonTargetLagging       slotstore.Reason = "target_lagging"
+	ReasonTransferInFlight    slotstore.Reason = "transfer_in_flight"
+	ReasonTargetNotPeer       slotstore.Reason = "target_not_desired_peer"
+	ReasonTargetNotVoter      slotstore.Reason = "target_not_voter"
+	ReasonNoLeader            slotstore.Reason = "no_live_leader"
+	ReasonAlreadyLeader       slotstore.Reason = "already_leader"
+	ReasonNoObservation       slotstore.Reason = "no_observation"
+	ReasonTargetUnreachable   slotstore.Reason = "target_unreachable"
+	ReasonTargetHeldDown      slotstore.Reason = "target_held_down"
+	ReasonTransferBackoff     slotstore.Reason = "transfer_backoff"
 )
 
 // Leadership holds the thresholds of the leader-transfer checks.
@@ -105,7 +105,7 @@ type (
 func CheckTransfer(v slotstore.GroupView, target slotstore.NodeID, p Leadership, f Facts) Preflight {
 	pf := Preflight{Group: v.ID, Target: target, Leader: v.Leader, Term: v.Term, TargetReportAge: -1,
 		ObservedBy: v.ObservedBy, ObservationAge: v.ObservationAgeMs, Blockers: []Blocker{}}
-	block := func(reason, format string, args ...any) {
+	block := func(reason slotstore.Reason, format string, args ...any) {
 		pf.Blockers = append(pf.Blockers, Blocker{Reason: reason, Detail: fmt.Sprintf(format, args...)})
 	}
 	desired := map[slotstore.NodeID]bool{}
@@ -191,7 +191,7 @@ func CheckTransfer(v slotstore.GroupView, target slotstore.NodeID, p Leadership,
 }
 
 // HasBlocker reports whether pf lists a blocker with reason.
-func HasBlocker(pf Preflight, reason string) bool {
+func HasBlocker(pf Preflight, reason slotstore.Reason) bool {
 	for _, b := range pf.Blockers {
 		if b.Reason == reason {
 			return true

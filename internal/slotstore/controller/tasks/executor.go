@@ -125,7 +125,7 @@ func (e *Executor) advanceTask(ctx context.Context, t slotstore.Task, a controll
 		} else if t.Kind == controller.TaskGroupSplit || t.Kind == controller.TaskGroupMerge {
 			what = fmt.Sprintf("%s, group %d→%d", t.Kind, t.Group, t.ToGroup)
 		}
-		e.cfg.Node.Record(slotstore.Decision{Group: t.Group, Kind: slotstore.DecisionTask, Reason: string(t.Kind) + ":" + string(t.Phase) + "→" + firstNonEmpty(string(phase), string(status)),
+		e.cfg.Node.Record(slotstore.Decision{Group: t.Group, Kind: slotstore.DecisionTask, Reason: slotstore.Reason(string(t.Kind) + ":" + string(t.Phase) + "→" + firstNonEmpty(string(phase), string(status))),
 			Detail: fmt.Sprintf("task %d (%s) %s", t.ID, what, firstNonEmpty(errMsg, "ok"))})
 	}
 	return err

@@ -10,17 +10,20 @@ import (
 // replica of the group (this one, else the leader or another desired peer
 // over peer RPC). Each is idempotent: an operation whose effect is already
 // in the membership does nothing, so a task step can always be retried.
+type MembershipOp string
+
+// The membership operations.
 const (
-	OpGet        = "get"
-	OpAddLearner = "add_learner"
-	OpPromote    = "promote"
-	OpRemove     = "remove"
+	OpGet        MembershipOp = "get"
+	OpAddLearner MembershipOp = "add_learner"
+	OpPromote    MembershipOp = "promote"
+	OpRemove     MembershipOp = "remove"
 )
 
 // MembershipRequest is one membership operation on group Group.
 type MembershipRequest struct {
 	Group     slotstore.GroupID `json:"group"`
-	Op        string            `json:"op"`
+	Op        MembershipOp      `json:"op"`
 	ReplicaID uint64            `json:"replica_id,omitempty"`
 	Addr      string            `json:"addr,omitempty"`
 }
