@@ -47,7 +47,7 @@ func injectMove(f *faultEnv) (string, func()) {
 	var task slotstore.Task
 	var what string
 	if t, ok := moveTask(st, controller.TaskRunning, controller.TaskCancelling); ok {
-		task, what = t, fmt.Sprintf("move g%d n%d→n%d running (task %d, %s)", t.Group, t.From, t.To, t.ID, t.Phase)
+		task, what = t.API(), fmt.Sprintf("move g%d n%d→n%d running (task %d, %s)", t.Group, t.From, t.To, t.ID, t.Phase)
 	} else {
 		var g slotstore.GroupID
 		var from, to slotstore.NodeID
@@ -123,7 +123,7 @@ func loseControllerLeader(f *faultEnv, task slotstore.Task, what string) (string
 }
 
 // moveTask returns the oldest replica move with one of the statuses.
-func moveTask(st *controller.State, statuses ...slotstore.TaskStatus) (slotstore.Task, bool) {
+func moveTask(st *controller.State, statuses ...slotstore.TaskStatus) (controller.Task, bool) {
 	ids := slices.Sorted(maps.Keys(st.Tasks))
 	for _, id := range ids {
 		t := st.Tasks[id]
@@ -131,7 +131,7 @@ func moveTask(st *controller.State, statuses ...slotstore.TaskStatus) (slotstore
 			return *t, true
 		}
 	}
-	return slotstore.Task{}, false
+	return controller.Task{}, false
 }
 
 // settleMoves runs once every fault is healed: it resumes failed moves
@@ -251,7 +251,7 @@ func membershipMismatches(tc *testCluster, rf int) []string {
 
 // taskTrail is the last few decisions recorded about t's group, for a
 // violation's report.
-func taskTrail(st *controller.State, t slotstore.Task) string {
+func taskTrail(st *controller.State, t controller.Task) string {
 	var out []string
 	for _, d := range st.Decisions {
 		if d.Group == t.Group && d.Kind == "task" {

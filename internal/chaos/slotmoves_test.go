@@ -33,14 +33,14 @@ type slotMoveLog struct {
 }
 
 // slotMoveTask returns the oldest hash-slot moving task with one of the statuses.
-func slotMoveTask(st *controller.State, statuses ...slotstore.TaskStatus) (slotstore.Task, bool) {
+func slotMoveTask(st *controller.State, statuses ...slotstore.TaskStatus) (controller.Task, bool) {
 	for _, id := range slices.Sorted(maps.Keys(st.Tasks)) {
 		t := st.Tasks[id]
 		if controller.MovesSlots(t.Kind) && slices.Contains(statuses, t.Status) {
 			return *t, true
 		}
 	}
-	return slotstore.Task{}, false
+	return controller.Task{}, false
 }
 
 // injectSlotMove starts a hash-slot move of a slot the clients write to.
@@ -48,7 +48,7 @@ func injectSlotMove(f *faultEnv) (string, func()) {
 	st := f.tc.ctrlState()
 	sl := &f.moves.slots
 	if t, ok := slotMoveTask(st, controller.TaskRunning, controller.TaskCancelling); ok {
-		return loseControllerLeader(f, t, fmt.Sprintf("%s g%d→g%d running (task %d, %s)", t.Kind, t.Group, t.ToGroup, t.ID, t.Phase))
+		return loseControllerLeader(f, t.API(), fmt.Sprintf("%s g%d→g%d running (task %d, %s)", t.Kind, t.Group, t.ToGroup, t.ID, t.Phase))
 	}
 	keys := append(append([]string(nil), kvKeys...), subChannels...)
 	hs := slotstore.HashSlotOfString(keys[f.rng.Intn(len(keys))])

@@ -12,7 +12,8 @@ import (
 // sequence number. The serving node is filled in.
 func (n *Node) Audit(ctx context.Context, rec slotstore.AuditRecord) (uint64, error) {
 	rec.Node = n.cfg.NodeID
-	r, err := n.ctl.proposeControllerResult(ctx, controller.Command{Audit: &rec})
+	a := controller.AuditOf(rec)
+	r, err := n.ctl.proposeControllerResult(ctx, controller.Command{Audit: &a})
 	if err != nil {
 		return 0, err
 	}

@@ -130,7 +130,7 @@ func (n *Node) RegisterNode(ctx context.Context, info slotstore.NodeInfo) (slots
 	if info.ID == 0 || info.RaftAddr == "" {
 		return info, slotstore.Errorf(slotstore.CodeInvalidArgument, "a node needs an id and a raft address")
 	}
-	if err := n.ctl.proposeController(ctx, controller.Command{RegisterNode: &controller.RegisterNode{Node: info}}); err != nil {
+	if err := n.ctl.proposeController(ctx, controller.Command{RegisterNode: &controller.RegisterNode{Node: controller.NodeOf(info)}}); err != nil {
 		return info, err
 	}
 	if err := n.ctl.addControllerNonVoting(ctx, info); err != nil {
@@ -140,7 +140,7 @@ func (n *Node) RegisterNode(ctx context.Context, info slotstore.NodeInfo) (slots
 		return info, err
 	}
 	if got, ok := n.ctrl.Load().Nodes[info.ID]; ok {
-		return *got, nil
+		return got.Info(), nil
 	}
 	return info, nil
 }
@@ -236,7 +236,7 @@ func (o operator) Nodes() []slotstore.NodeInfo {
 	st := o.n.ctrl.Load()
 	out := make([]slotstore.NodeInfo, 0, len(st.Nodes))
 	for _, id := range st.NodeIDs() {
-		out = append(out, *st.Nodes[id])
+		out = append(out, st.Nodes[id].Info())
 	}
 	return out
 }

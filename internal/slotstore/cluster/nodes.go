@@ -32,7 +32,7 @@ func (o operator) DrainNode(ctx context.Context, id slotstore.NodeID) (slotstore
 	if err := o.n.ctl.proposeController(ctx, controller.Command{DrainNode: &controller.DrainNode{ID: id}}); err != nil {
 		return slotstore.NodeInfo{}, err
 	}
-	return *o.n.ctrl.Load().Nodes[id], nil
+	return o.n.ctrl.Load().Nodes[id].Info(), nil
 }
 
 // RemoveNode removes a drained node: refused while it holds a replica, a

@@ -52,12 +52,11 @@ func (o operator) SetPreferredLeader(ctx context.Context, g slotstore.GroupID, n
 }
 
 // Decisions returns the controller's decision log, newest last.
-func (o operator) Decisions() []slotstore.Decision { return o.n.ctrl.Load().Decisions }
+func (o operator) Decisions() []slotstore.Decision { return o.n.ctrl.Load().DecisionsAPI() }
 
 // AuditTrail returns the audit trail as this node's controller replica has
-// applied it, oldest first. Records are never changed once recorded, so
-// the slice may be shared; callers must not modify it.
-func (o operator) AuditTrail() []slotstore.AuditRecord { return o.n.ctrl.Load().Audit }
+// applied it, oldest first (a copy in the API's types).
+func (o operator) AuditTrail() []slotstore.AuditRecord { return o.n.ctrl.Load().AuditAPI() }
 
 func (o operator) Balancer(ctx context.Context) (slotstore.BalancerStatus, error) {
 	return o.n.leader.Balancer(ctx)

@@ -19,13 +19,20 @@ func (o operator) CreateReplicaMove(ctx context.Context, g slotstore.GroupID, fr
 // Task returns one task as this node last applied the controller state.
 func (o operator) Task(id uint64) (slotstore.Task, error) {
 	if t, ok := o.n.ctrl.Load().Tasks[id]; ok {
-		return *t, nil
+		return t.API(), nil
 	}
 	return slotstore.Task{}, slotstore.Errorf(slotstore.CodeNotFound, "task %d does not exist", id)
 }
 
 // Tasks lists every kept task, newest first.
-func (o operator) Tasks() []slotstore.Task { return o.n.ctrl.Load().TasksNewestFirst() }
+func (o operator) Tasks() []slotstore.Task {
+	tasks := o.n.ctrl.Load().TasksNewestFirst()
+	out := make([]slotstore.Task, len(tasks))
+	for i := range tasks {
+		out[i] = tasks[i].API()
+	}
+	return out
+}
 
 // CancelTask asks to cancel a task before its commit.
 func (o operator) CancelTask(ctx context.Context, id uint64) (slotstore.Task, error) {

@@ -43,14 +43,8 @@ type SetPreferred struct {
 	Node  slotstore.NodeID  `json:"node"`
 }
 
-// Decision is one reconciliation decision (the domain type).
-type Decision = slotstore.Decision
-
 // MaxDecisions bounds the decision log; the oldest entries go first.
 const MaxDecisions = 500
-
-// AuditRecord is one admin action of the audit trail (the domain type).
-type AuditRecord = slotstore.AuditRecord
 
 // MaxAudit bounds the audit trail; the oldest records go first.
 const MaxAudit = 1000
@@ -187,7 +181,7 @@ func apply(s *State, c Command) Result {
 	case c.SetPreferred != nil:
 		return applySetPreferred(s, c.SetPreferred, c.TimeMs)
 	case c.Audit != nil:
-		a := c.Audit.Bounded()
+		a := AuditOf(c.Audit.API().Bounded())
 		s.AuditSeq++
 		a.Seq, a.AtMs = s.AuditSeq, c.TimeMs
 		s.Audit = append(s.Audit, a)

@@ -43,7 +43,7 @@ func richState(t *testing.T) *StateMachine {
 	apply(Command{Decision: &Decision{Group: 1, Kind: "transfer", Reason: "preferred", Leader: 2, Term: 7, PreferredLeader: 1}})
 	apply(Command{CreateMove: &CreateMove{Group: 1, From: 3, To: 4}})
 	apply(Command{AdvanceTask: &AdvanceTask{ID: 1, ExpectedPhase: PhaseAddLearner, Phase: PhaseCatchUp,
-		Observed: &slotstore.PhaseRecord{Phase: PhaseAddLearner, Voters: []uint64{1, 2, 3}, Learners: []uint64{5}, ConfigChangeID: 9}}})
+		Observed: &PhaseRecord{Phase: PhaseAddLearner, Voters: []uint64{1, 2, 3}, Learners: []uint64{5}, ConfigChangeID: 9}}})
 	apply(Command{CreateGroup: &CreateGroup{Peers: []slotstore.NodeID{1, 2, 4}}})
 	apply(Command{Audit: &AuditRecord{Who: "ops-alice", Role: "admin", Via: "token", Action: "POST /v1/cluster/groups", Target: "/v1/cluster/groups",
 		Node: 1, Source: "10.0.0.9", Status: 202, Outcome: slotstore.AuditOK}})

@@ -47,9 +47,6 @@ func GroupOfShard(shard uint64) (slotstore.GroupID, bool) {
 	return slotstore.GroupID(shard - slotShardBase), true
 }
 
-// Node is a member of the cluster (the domain type, shared with the API).
-type Node = slotstore.NodeInfo
-
 // Node join states, as in slotstore.
 const (
 	NodeJoining  = slotstore.NodeJoining
@@ -170,7 +167,7 @@ func (s *State) Clone() *State {
 	c.Tasks = make(map[uint64]*Task, len(s.Tasks))
 	for id, t := range s.Tasks {
 		tt := *t
-		tt.History = append([]slotstore.PhaseRecord(nil), t.History...)
+		tt.History = append([]PhaseRecord(nil), t.History...)
 		c.Tasks[id] = &tt
 	}
 	if s.Timing != nil {

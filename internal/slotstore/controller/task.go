@@ -30,9 +30,6 @@ const (
 // movePhases is the order of a replica move's phases.
 var movePhases = []slotstore.TaskPhase{PhaseAddLearner, PhaseCatchUp, PhasePromote, PhaseRemoveOld, PhaseCommit, PhaseDone}
 
-// Task is a controller task, replicated with its history.
-type Task = slotstore.Task
-
 // CreateMove starts a replica move of Group from From to To. A move of the
 // same group, from and to that failed earlier is resumed instead (same task,
 // same new replica id, next attempt).
@@ -45,17 +42,17 @@ type CreateMove struct {
 // AdvanceTask moves a task from ExpectedPhase to Phase (compare-and-set) and
 // records what was observed; Status/Error end it.
 type AdvanceTask struct {
-	ID            uint64                 `json:"id"`
-	ExpectedPhase slotstore.TaskPhase    `json:"expected_phase"`
-	Phase         slotstore.TaskPhase    `json:"phase"`
-	Status        slotstore.TaskStatus   `json:"status,omitempty"`
-	Error         string                 `json:"error,omitempty"`
-	Observed      *slotstore.PhaseRecord `json:"observed,omitempty"`
+	ID            uint64               `json:"id"`
+	ExpectedPhase slotstore.TaskPhase  `json:"expected_phase"`
+	Phase         slotstore.TaskPhase  `json:"phase"`
+	Status        slotstore.TaskStatus `json:"status,omitempty"`
+	Error         string               `json:"error,omitempty"`
+	Observed      *PhaseRecord         `json:"observed,omitempty"`
 	// HashSlot, when set, must be the slot the task moves now (splits and
 	// merges move several, one after another).
 	HashSlot *slotstore.HashSlot `json:"hash_slot,omitempty"`
 	// Cursor, when set, is how far the slot's change log was applied.
-	Cursor *slotstore.ChangeCursor `json:"cursor,omitempty"`
+	Cursor *ChangeCursor `json:"cursor,omitempty"`
 }
 
 // CancelTask asks to cancel a task; only possible before its commit phase.

@@ -172,7 +172,8 @@ func (l *Leader) TasksOnce(ctx context.Context) {
 func (l *Leader) record(d slotstore.Decision) {
 	ctx, cancel := context.WithTimeout(l.cfg.Life, l.cfg.RequestTimeout)
 	defer cancel()
-	if _, err := l.cfg.Host.Propose(ctx, controller.Command{Decision: &d}); err != nil {
+	rec := controller.DecisionOf(d)
+	if _, err := l.cfg.Host.Propose(ctx, controller.Command{Decision: &rec}); err != nil {
 		l.cfg.Logger.Warn("could not record a decision", "group", d.Group, "kind", d.Kind, "reason", d.Reason, "err", err)
 	}
 }

@@ -124,7 +124,7 @@ func TestEveryRefusalReasonReachesTheDecisionLog(t *testing.T) {
 	if len(decisions) != len(cases) {
 		t.Fatalf("%d decisions for %d groups: %+v", len(decisions), len(cases), decisions)
 	}
-	logged := map[slotstore.GroupID]slotstore.Decision{}
+	logged := map[slotstore.GroupID]controller.Decision{}
 	for _, d := range host.Controller().Decisions {
 		logged[d.Group] = d
 	}

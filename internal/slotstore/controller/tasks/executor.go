@@ -57,7 +57,7 @@ type Executor struct{ cfg Config }
 func New(cfg Config) *Executor { return &Executor{cfg: cfg} }
 
 // Once runs one step of every running task of st.
-func (e *Executor) Once(ctx context.Context, tasks []slotstore.Task) {
+func (e *Executor) Once(ctx context.Context, tasks []controller.Task) {
 	for _, t := range tasks {
 		if t.Status != controller.TaskRunning && t.Status != controller.TaskCancelling {
 			continue
@@ -95,7 +95,7 @@ func (e *Executor) Drive(ctx context.Context, maxSteps int) {
 }
 
 // progress is what a step that did something changes.
-func progress(t *slotstore.Task) string {
+func progress(t *controller.Task) string {
 	slot := -1
 	if t.HashSlot != nil {
 		slot = int(*t.HashSlot)
@@ -105,14 +105,14 @@ func progress(t *slotstore.Task) string {
 
 // advance replicates a step of task t (to phase, or ending it with status)
 // and records the decision that says so.
-func (e *Executor) advance(ctx context.Context, t slotstore.Task, phase slotstore.TaskPhase, status slotstore.TaskStatus, errMsg string, obs *slotstore.PhaseRecord) error {
+func (e *Executor) advance(ctx context.Context, t controller.Task, phase slotstore.TaskPhase, status slotstore.TaskStatus, errMsg string, obs *controller.PhaseRecord) error {
 	return e.advanceTask(ctx, t, controller.AdvanceTask{
 		ID: t.ID, ExpectedPhase: t.Phase, Phase: phase, Status: status, Error: errMsg, Observed: obs, HashSlot: t.HashSlot})
 }
 
 // advanceTask replicates step a of task t and records the decision that
 // says so.
-func (e *Executor) advanceTask(ctx context.Context, t slotstore.Task, a controller.AdvanceTask) error {
+func (e *Executor) advanceTask(ctx context.Context, t controller.Task, a controller.AdvanceTask) error {
 	phase, status, errMsg := a.Phase, a.Status, a.Error
 	err := e.cfg.Node.Advance(ctx, a)
 	if err == nil {
@@ -142,7 +142,7 @@ func firstNonEmpty(s ...string) string {
 
 // step does one step of t and advances it, or fails it after the phase has
 // been stuck for PhaseTimeout.
-func (e *Executor) step(ctx context.Context, t slotstore.Task) error {
+func (e *Executor) step(ctx context.Context, t controller.Task) error {
 	var err error
 	switch t.Kind {
 	case controller.TaskSlotMigration, controller.TaskGroupSplit, controller.TaskGroupMerge:
@@ -198,7 +198,7 @@ func (e *Executor) step(ctx context.Context, t slotstore.Task) error {
 
 // handingOver reports a slot-moving task in its slot's handover — acquire,
 // release or switch — which, once begun, only goes forward.
-func handingOver(t slotstore.Task) bool {
+func handingOver(t controller.Task) bool {
 	if !controller.MovesSlots(t.Kind) || t.HashSlot == nil || t.Status != controller.TaskRunning {
 		return false
 	}

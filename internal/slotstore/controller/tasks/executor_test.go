@@ -56,19 +56,19 @@ func (n *commitNode) Record(slotstore.Decision) {}
 // phase stuck as long fails its task as before.
 func TestMoveAtCommitIsNeverFailed(t *testing.T) {
 	now := time.UnixMilli(1_000_000)
-	task := &slotstore.Task{ID: 7, Kind: controller.TaskReplicaMove, Group: 1, From: 3, To: 4, OldReplicaID: 3, NewReplicaID: 4,
+	task := &controller.Task{ID: 7, Kind: controller.TaskReplicaMove, Group: 1, From: 3, To: 4, OldReplicaID: 3, NewReplicaID: 4,
 		Phase: controller.PhaseCommit, Status: controller.TaskRunning, UpdatedAtMs: now.Add(-time.Hour).UnixMilli()}
-	n := &commitNode{st: &controller.State{Tasks: map[uint64]*slotstore.Task{7: task}},
+	n := &commitNode{st: &controller.State{Tasks: map[uint64]*controller.Task{7: task}},
 		membership: errors.New("route_not_ready: group 1 has no live leader")}
 	e := New(Config{Node: n, PhaseTimeout: time.Minute, Now: func() time.Time { return now },
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 
-	e.Once(context.Background(), []slotstore.Task{*task})
+	e.Once(context.Background(), []controller.Task{*task})
 	if len(n.advances) != 0 || task.Status != controller.TaskRunning {
 		t.Fatalf("a commit stuck for an hour: advances %+v, status %s", n.advances, task.Status)
 	}
 	n.membership = nil
-	e.Once(context.Background(), []slotstore.Task{*task})
+	e.Once(context.Background(), []controller.Task{*task})
 	if task.Phase != controller.PhaseDone || task.Status != controller.TaskRunning || len(n.advances) != 1 {
 		t.Fatalf("after the membership answered: phase %s status %s, advances %+v", task.Phase, task.Status, n.advances)
 	}
@@ -76,7 +76,7 @@ func TestMoveAtCommitIsNeverFailed(t *testing.T) {
 	// Before the point of no return, a phase stuck as long fails the task.
 	task.Phase, task.Status, n.advances = controller.PhasePromote, controller.TaskRunning, nil
 	n.membership = errors.New("route_not_ready: group 1 has no live leader")
-	e.Once(context.Background(), []slotstore.Task{*task})
+	e.Once(context.Background(), []controller.Task{*task})
 	if task.Status != controller.TaskFailed {
 		t.Fatalf("a promotion stuck for an hour: status %s, advances %+v", task.Status, n.advances)
 	}
@@ -117,23 +117,23 @@ func (n *slotNode) Read(context.Context, meta.Query, meta.Consistency) (any, met
 func TestSlotHandoverIsNeverFailed(t *testing.T) {
 	now := time.UnixMilli(1_000_000)
 	hs := slotstore.HashSlot(166)
-	task := &slotstore.Task{ID: 9, Kind: controller.TaskSlotMigration, Group: 2, ToGroup: 3, HashSlot: &hs, Live: true,
+	task := &controller.Task{ID: 9, Kind: controller.TaskSlotMigration, Group: 2, ToGroup: 3, HashSlot: &hs, Live: true,
 		Status: controller.TaskRunning, UpdatedAtMs: now.Add(-time.Hour).UnixMilli()}
 	unreachable := errors.New("route_not_ready: group 2 has no live leader")
-	n := &slotNode{commitNode: commitNode{st: &controller.State{Tasks: map[uint64]*slotstore.Task{9: task}}},
+	n := &slotNode{commitNode: commitNode{st: &controller.State{Tasks: map[uint64]*controller.Task{9: task}}},
 		groupErr: unreachable, readErr: unreachable}
 	e := New(Config{Node: n, PhaseTimeout: time.Minute, Now: func() time.Time { return now },
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 
 	for _, phase := range []slotstore.TaskPhase{controller.PhaseAcquire, controller.PhaseRelease} {
 		task.Phase, task.Status = phase, controller.TaskRunning
-		e.Once(context.Background(), []slotstore.Task{*task})
+		e.Once(context.Background(), []controller.Task{*task})
 		if len(n.advances) != 0 || task.Status != controller.TaskRunning {
 			t.Fatalf("%s stuck for an hour: advances %+v, status %s", phase, n.advances, task.Status)
 		}
 	}
 	n.groupErr, n.readErr = nil, nil
-	e.Once(context.Background(), []slotstore.Task{*task})
+	e.Once(context.Background(), []controller.Task{*task})
 	if task.Phase != controller.PhaseSwitch || task.Status != controller.TaskRunning || len(n.advances) != 1 ||
 		fmt.Sprint(n.proposed) != "[g2 *meta.ReleaseSlot]" {
 		t.Fatalf("after the source answered: phase %s status %s, advances %+v, proposed %v", task.Phase, task.Status, n.advances, n.proposed)
@@ -141,7 +141,7 @@ func TestSlotHandoverIsNeverFailed(t *testing.T) {
 
 	// Before the acquire, a phase stuck as long aborts the move.
 	task.Phase, n.advances, n.proposed, n.readErr = controller.PhaseCopy, nil, nil, unreachable
-	e.Once(context.Background(), []slotstore.Task{*task})
+	e.Once(context.Background(), []controller.Task{*task})
 	if task.Status != controller.TaskFailed ||
 		fmt.Sprint(n.proposed) != "[g2 *meta.UnfenceSlot g2 *meta.UntrackSlot g3 *meta.DropImported]" {
 		t.Fatalf("a copy stuck for an hour: status %s, proposed %v", task.Status, n.proposed)

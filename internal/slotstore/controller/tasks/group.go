@@ -10,13 +10,13 @@ import (
 
 // groupStep does one step of a group creation: wait until the new group has
 // a leader and every desired peer as a voter; cancelled, retire the group.
-func (e *Executor) groupStep(ctx context.Context, t slotstore.Task) error {
+func (e *Executor) groupStep(ctx context.Context, t controller.Task) error {
 	if t.Status == controller.TaskCancelling {
 		if err := e.cfg.Node.RetireGroup(ctx, t.Group); err != nil {
 			return err
 		}
 		return e.advance(ctx, t, "", controller.TaskCancelled, "cancelled",
-			&slotstore.PhaseRecord{Phase: t.Phase, Note: fmt.Sprintf("group %d retired", t.Group), Voters: []uint64{}, Learners: []uint64{}})
+			&controller.PhaseRecord{Phase: t.Phase, Note: fmt.Sprintf("group %d retired", t.Group), Voters: []uint64{}, Learners: []uint64{}})
 	}
 	if t.Phase != controller.PhaseStart {
 		return nil
@@ -30,7 +30,7 @@ func (e *Executor) groupStep(ctx context.Context, t slotstore.Task) error {
 
 // running checks that group g has a leader and every desired peer as a
 // voter, and returns the membership it saw as phase's record.
-func (e *Executor) running(ctx context.Context, g slotstore.GroupID, phase slotstore.TaskPhase) (*slotstore.PhaseRecord, error) {
+func (e *Executor) running(ctx context.Context, g slotstore.GroupID, phase slotstore.TaskPhase) (*controller.PhaseRecord, error) {
 	grp, ok := e.cfg.Node.Controller().Groups[g]
 	if !ok {
 		return nil, fmt.Errorf("group %d is not in the controller state", g)

@@ -4,6 +4,7 @@ import (
 	"sort"
 
 	"slotmeta/internal/slotstore"
+	"slotmeta/internal/slotstore/controller"
 )
 
 // Membership operations on a group's Raft. They run on a node that holds a
@@ -36,8 +37,8 @@ type Membership struct {
 }
 
 // Record is m as the history of a task's phase records it.
-func (m Membership) Record(phase slotstore.TaskPhase, note string) *slotstore.PhaseRecord {
-	r := &slotstore.PhaseRecord{Phase: phase, ConfigChangeID: m.ConfigChangeID, Note: note,
+func (m Membership) Record(phase slotstore.TaskPhase, note string) *controller.PhaseRecord {
+	r := &controller.PhaseRecord{Phase: phase, ConfigChangeID: m.ConfigChangeID, Note: note,
 		Voters: []uint64{}, Learners: []uint64{}}
 	for id := range m.Voters {
 		r.Voters = append(r.Voters, id)

@@ -5,12 +5,11 @@ import (
 	"fmt"
 	"time"
 
-	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/controller"
 )
 
 // moveStep does one step of a replica move.
-func (e *Executor) moveStep(ctx context.Context, t slotstore.Task) error {
+func (e *Executor) moveStep(ctx context.Context, t controller.Task) error {
 	toAddr := ""
 	if node, ok := e.cfg.Node.Controller().Nodes[t.To]; ok {
 		toAddr = node.RaftAddr

@@ -16,7 +16,7 @@ const exportChunkBytes = 256 << 10
 // slotStep does one step of a hash-slot migration, or of a split or merge
 // (the same phases for each of their slots, after a split's start and
 // before a merge's retirement).
-func (e *Executor) slotStep(ctx context.Context, t slotstore.Task) error {
+func (e *Executor) slotStep(ctx context.Context, t controller.Task) error {
 	if handled, err := e.splitMergeStep(ctx, t); handled {
 		return err
 	}
@@ -101,7 +101,7 @@ func (e *Executor) slotStep(ctx context.Context, t slotstore.Task) error {
 }
 
 // nextPhase is the phase after t's in its order.
-func nextPhase(t slotstore.Task) slotstore.TaskPhase {
+func nextPhase(t controller.Task) slotstore.TaskPhase {
 	phases := controller.Phases(&t)
 	if i := controller.PhaseIndex(&t, t.Phase); i >= 0 && i+1 < len(phases) {
 		return phases[i+1]
@@ -112,12 +112,12 @@ func nextPhase(t slotstore.Task) slotstore.TaskPhase {
 // slotMove is the step of one hash slot's move under way.
 type slotMove struct {
 	e   *Executor
-	t   slotstore.Task
+	t   controller.Task
 	hdr meta.Header
 }
 
-func (m slotMove) note(format string, args ...any) *slotstore.PhaseRecord {
-	return &slotstore.PhaseRecord{Phase: m.t.Phase, Note: fmt.Sprintf(format, args...), Voters: []uint64{}, Learners: []uint64{}}
+func (m slotMove) note(format string, args ...any) *controller.PhaseRecord {
+	return &controller.PhaseRecord{Phase: m.t.Phase, Note: fmt.Sprintf(format, args...), Voters: []uint64{}, Learners: []uint64{}}
 }
 
 // cmd replicates c through group g; a refused command is an error.
@@ -185,7 +185,7 @@ const (
 // catchUp applies the slot's logged changes after the task's cursor to the
 // target, in rounds of bounded chunks: until a round covers few changes,
 // or with toEnd until the log has nothing more.
-func (m slotMove) catchUp(ctx context.Context, toEnd bool) (cur slotstore.ChangeCursor, records, rounds int, err error) {
+func (m slotMove) catchUp(ctx context.Context, toEnd bool) (cur controller.ChangeCursor, records, rounds int, err error) {
 	if m.t.Cursor != nil {
 		cur = *m.t.Cursor
 	}
@@ -204,7 +204,7 @@ func (m slotMove) catchUp(ctx context.Context, toEnd bool) (cur slotstore.Change
 				return cur, records, rounds, err
 			}
 		}
-		cur = slotstore.ChangeCursor{Index: ch.NextIndex, Seq: ch.NextSeq}
+		cur = controller.ChangeCursor{Index: ch.NextIndex, Seq: ch.NextSeq}
 		records += ch.Records
 		if ch.Done && (toEnd || ch.Records <= catchUpFew) {
 			return cur, records, rounds, nil
@@ -219,7 +219,7 @@ var errBehind = errors.New("changes keep coming")
 // afterPhase is the phase after t's: the next of its order, but after a
 // slot's last phase the next slot's first for a split or merge, or after the
 // last slot done (split) or retire (merge).
-func afterPhase(t slotstore.Task) slotstore.TaskPhase {
+func afterPhase(t controller.Task) slotstore.TaskPhase {
 	switch {
 	case t.Phase != controller.LastSlotPhase(&t):
 		return nextPhase(t)
@@ -237,9 +237,9 @@ func afterPhase(t slotstore.Task) slotstore.TaskPhase {
 // a split's start (or its cancellation then: retire the new group) and a
 // merge's retirement. handled reports that the step was one of these (or
 // that there is nothing to do); otherwise it is a slot's.
-func (e *Executor) splitMergeStep(ctx context.Context, t slotstore.Task) (handled bool, err error) {
-	note := func(format string, args ...any) *slotstore.PhaseRecord {
-		return &slotstore.PhaseRecord{Phase: t.Phase, Note: fmt.Sprintf(format, args...), Voters: []uint64{}, Learners: []uint64{}}
+func (e *Executor) splitMergeStep(ctx context.Context, t controller.Task) (handled bool, err error) {
+	note := func(format string, args ...any) *controller.PhaseRecord {
+		return &controller.PhaseRecord{Phase: t.Phase, Note: fmt.Sprintf(format, args...), Voters: []uint64{}, Learners: []uint64{}}
 	}
 	switch {
 	case t.Kind == controller.TaskGroupSplit && t.Phase == controller.PhaseStart && t.Status == controller.TaskCancelling:
