@@ -72,12 +72,9 @@ func (a channelListRoutes) changeMembers(l meta.ChannelList, add bool) handlerFu
 		if err != nil {
 			return err
 		}
-		idemKey, f, err := writeHeaders(r)
-		if err != nil {
-			return err
-		}
 		var req membersRequest
-		if err := a.decode(w, r, &req); err != nil {
+		idemKey, f, err := a.writeBody(w, r, &req)
+		if err != nil {
 			return err
 		}
 		body := meta.ChannelMembers{List: l, ChannelType: channelType, ChannelID: id, UIDs: req.UIDs}
@@ -114,16 +111,8 @@ func (a channelListRoutes) deleteMember(l meta.ChannelList) handlerFunc {
 		if err != nil {
 			return err
 		}
-		idemKey, f, err := writeHeaders(r)
-		if err != nil {
-			return err
-		}
 		cmd := &meta.DeleteChannelMember{List: l, ChannelType: channelType, ChannelID: id, UID: uid}
-		if _, err := a.propose(w, r, target{id, f}, idemKey, cmd); err != nil {
-			return err
-		}
-		w.WriteHeader(http.StatusNoContent)
-		return nil
+		return a.remove(w, r, id, cmd)
 	}
 }
 

@@ -87,12 +87,9 @@ func channelNotFound(channelType uint8, id string) error {
 
 // createChannel is POST /v1/channels: 201, or 409 conflict if it exists.
 func (a channelRoutes) createChannel(w http.ResponseWriter, r *http.Request) error {
-	idemKey, f, err := writeHeaders(r)
-	if err != nil {
-		return err
-	}
 	var req channelRequest
-	if err := a.decode(w, r, &req); err != nil {
+	idemKey, f, err := a.writeBody(w, r, &req)
+	if err != nil {
 		return err
 	}
 	info := meta.ChannelInfo{
@@ -120,12 +117,9 @@ func (a channelRoutes) putChannel(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	idemKey, f, err := writeHeaders(r)
-	if err != nil {
-		return err
-	}
 	var req channelPutRequest
-	if err := a.decode(w, r, &req); err != nil {
+	idemKey, f, err := a.writeBody(w, r, &req)
+	if err != nil {
 		return err
 	}
 	if req.ChannelID != "" && req.ChannelID != id {
@@ -181,13 +175,5 @@ func (a channelRoutes) deleteChannel(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return err
 	}
-	idemKey, f, err := writeHeaders(r)
-	if err != nil {
-		return err
-	}
-	if _, err := a.propose(w, r, target{id, f}, idemKey, &meta.DeleteChannel{ChannelType: channelType, ChannelID: id}); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return a.remove(w, r, id, &meta.DeleteChannel{ChannelType: channelType, ChannelID: id})
 }

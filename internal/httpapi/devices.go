@@ -74,12 +74,9 @@ func (a deviceRoutes) putDevice(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	idemKey, f, err := writeHeaders(r)
-	if err != nil {
-		return err
-	}
 	var req deviceRequest
-	if err := a.decode(w, r, &req); err != nil {
+	idemKey, f, err := a.writeBody(w, r, &req)
+	if err != nil {
 		return err
 	}
 	res, err := a.propose(w, r, target{uid, f}, idemKey,
@@ -122,15 +119,7 @@ func (a deviceRoutes) deleteDevice(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	idemKey, f, err := writeHeaders(r)
-	if err != nil {
-		return err
-	}
-	if _, err := a.propose(w, r, target{uid, f}, idemKey, &meta.DeleteDevice{UID: uid, Flag: flag}); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return a.remove(w, r, uid, &meta.DeleteDevice{UID: uid, Flag: flag})
 }
 
 // listDevices is GET /v1/users/{uid}/devices?cursor=&limit=: the user's

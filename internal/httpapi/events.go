@@ -75,12 +75,9 @@ func (a eventRoutes) appendEvent(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	idemKey, f, err := writeHeaders(r)
-	if err != nil {
-		return err
-	}
 	var req eventRequest
-	if err := a.decode(w, r, &req); err != nil {
+	idemKey, f, err := a.writeBody(w, r, &req)
+	if err != nil {
 		return err
 	}
 	payload := []byte(req.Payload)

@@ -48,12 +48,9 @@ func (a kvRoutes) putKV(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	idemKey, f, err := writeHeaders(r)
-	if err != nil {
-		return err
-	}
 	var req kvRequest
-	if err := a.decode(w, r, &req); err != nil {
+	idemKey, f, err := a.writeBody(w, r, &req)
+	if err != nil {
 		return err
 	}
 	res, err := a.propose(w, r, target{key, f}, idemKey, &meta.PutKV{Key: key, Value: []byte(req.Value), Cond: cond})
@@ -102,13 +99,5 @@ func (a kvRoutes) deleteKV(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	idemKey, f, err := writeHeaders(r)
-	if err != nil {
-		return err
-	}
-	if _, err := a.propose(w, r, target{key, f}, idemKey, &meta.DeleteKV{Key: key, Cond: cond}); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return a.remove(w, r, key, &meta.DeleteKV{Key: key, Cond: cond})
 }

@@ -102,12 +102,9 @@ func (a migrationRoutes) createMigration(w http.ResponseWriter, r *http.Request)
 	if err != nil {
 		return err
 	}
-	idemKey, f, err := writeHeaders(r)
-	if err != nil {
-		return err
-	}
 	var req migrationCreate
-	if err := a.decode(w, r, &req); err != nil {
+	idemKey, f, err := a.writeBody(w, r, &req)
+	if err != nil {
 		return err
 	}
 	kind, ok := meta.ParseChannelTaskKind(req.Kind)
@@ -138,12 +135,9 @@ func (a migrationRoutes) advanceMigration(w http.ResponseWriter, r *http.Request
 	if err != nil {
 		return err
 	}
-	idemKey, f, err := writeHeaders(r)
-	if err != nil {
-		return err
-	}
 	var req migrationAdvance
-	if err := a.decode(w, r, &req); err != nil {
+	idemKey, f, err := a.writeBody(w, r, &req)
+	if err != nil {
 		return err
 	}
 	const phases = "created, copying, catching_up, switching, done"

@@ -154,15 +154,7 @@ func (a pluginRoutes) deletePlugin(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	idemKey, f, err := writeHeaders(r)
-	if err != nil {
-		return err
-	}
-	if _, err := a.propose(w, r, target{uid, f}, idemKey, &meta.DeletePlugin{UID: uid, PluginNo: plugin}); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return a.remove(w, r, uid, &meta.DeletePlugin{UID: uid, PluginNo: plugin})
 }
 
 // listUserPlugins is GET /v1/users/{uid}/plugins?cursor=&limit=: the user's

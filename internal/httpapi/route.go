@@ -107,6 +107,29 @@ func (a *api) propose(w http.ResponseWriter, r *http.Request, t target, idemKey 
 	return res, res.Err()
 }
 
+// writeBody reads what a write with a body starts with: the write
+// headers, then the body into dst.
+func (a *api) writeBody(w http.ResponseWriter, r *http.Request, dst any) (idemKey string, f fence, err error) {
+	if idemKey, f, err = writeHeaders(r); err != nil {
+		return "", fence{}, err
+	}
+	return idemKey, f, a.decode(w, r, dst)
+}
+
+// remove answers a delete: the write headers read, cmd proposed for key,
+// 204 No Content.
+func (a *api) remove(w http.ResponseWriter, r *http.Request, key string, cmd meta.Command) error {
+	idemKey, f, err := writeHeaders(r)
+	if err != nil {
+		return err
+	}
+	if _, err := a.propose(w, r, target{key, f}, idemKey, cmd); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
 // read answers q for t as the type q declares and says who served it at
 // which applied index. A "none" answer is A's zero (a nil pointer).
 func read[A any](a *api, w http.ResponseWriter, r *http.Request, t target, c meta.Consistency, q meta.For[A]) (A, error) {

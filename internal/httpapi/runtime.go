@@ -145,12 +145,9 @@ func (a runtimeRoutes) runtimeWrite(w http.ResponseWriter, r *http.Request, stat
 	if err != nil {
 		return err
 	}
-	idemKey, f, err := writeHeaders(r)
-	if err != nil {
-		return err
-	}
 	var req runtimeRequest
-	if err := a.decode(w, r, &req); err != nil {
+	idemKey, f, err := a.writeBody(w, r, &req)
+	if err != nil {
 		return err
 	}
 	rt, err := req.runtime(t, id)
@@ -189,12 +186,9 @@ func (a runtimeRoutes) advanceRetention(w http.ResponseWriter, r *http.Request) 
 	if err != nil {
 		return err
 	}
-	idemKey, f, err := writeHeaders(r)
-	if err != nil {
-		return err
-	}
 	var req retentionRequest
-	if err := a.decode(w, r, &req); err != nil {
+	idemKey, f, err := a.writeBody(w, r, &req)
+	if err != nil {
 		return err
 	}
 	cmd := &meta.AdvanceRetention{ChanRef: meta.ChanRef{ChannelType: t, ChannelID: id},
@@ -212,16 +206,8 @@ func (a runtimeRoutes) deleteRuntime(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return err
 	}
-	idemKey, f, err := writeHeaders(r)
-	if err != nil {
-		return err
-	}
 	cmd := &meta.DeleteRuntime{ChanRef: meta.ChanRef{ChannelType: t, ChannelID: id}}
-	if _, err := a.propose(w, r, target{id, f}, idemKey, cmd); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return a.remove(w, r, id, cmd)
 }
 
 // getRuntime is GET …/runtime.

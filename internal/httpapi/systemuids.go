@@ -60,15 +60,7 @@ func (a systemUIDRoutes) deleteSystemUID(w http.ResponseWriter, r *http.Request)
 	if err != nil {
 		return err
 	}
-	idemKey, f, err := writeHeaders(r)
-	if err != nil {
-		return err
-	}
-	if _, err := a.propose(w, r, target{meta.SystemUIDsRouteKey, f}, idemKey, &meta.RemoveSystemUID{UID: uid}); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return a.remove(w, r, meta.SystemUIDsRouteKey, &meta.RemoveSystemUID{UID: uid})
 }
 
 // listSystemUIDs is GET /v1/system-uids?cursor=&limit=: the set in uid order.

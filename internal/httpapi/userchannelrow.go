@@ -55,15 +55,7 @@ func (row userChannelRow[E, J]) remove(a *api, w http.ResponseWriter, r *http.Re
 	if err != nil {
 		return err
 	}
-	idemKey, f, err := writeHeaders(r)
-	if err != nil {
-		return err
-	}
-	if _, err := a.propose(w, r, target{uc.UID, f}, idemKey, row.del(uc)); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return a.remove(w, r, uc.UID, row.del(uc))
 }
 
 // fetch is GET …: the row, or 404.

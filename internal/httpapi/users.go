@@ -74,12 +74,9 @@ func resultUser(res meta.Result) (*meta.User, error) {
 
 // createUser is POST /v1/users: 201, or 409 conflict if the uid exists.
 func (a userRoutes) createUser(w http.ResponseWriter, r *http.Request) error {
-	idemKey, f, err := writeHeaders(r)
-	if err != nil {
-		return err
-	}
 	var req userRequest
-	if err := a.decode(w, r, &req); err != nil {
+	idemKey, f, err := a.writeBody(w, r, &req)
+	if err != nil {
 		return err
 	}
 	res, err := a.propose(w, r, target{req.UID, f}, idemKey, &meta.CreateUser{User: req.user()})
@@ -153,13 +150,5 @@ func (a userRoutes) deleteUser(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	idemKey, f, err := writeHeaders(r)
-	if err != nil {
-		return err
-	}
-	if _, err := a.propose(w, r, target{uid, f}, idemKey, &meta.DeleteUser{UID: uid}); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return a.remove(w, r, uid, &meta.DeleteUser{UID: uid})
 }
