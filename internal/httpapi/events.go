@@ -105,15 +105,7 @@ func (a eventRoutes) appendEvent(w http.ResponseWriter, r *http.Request) error {
 
 // listEvents is GET …/events: newest first. The cursor is the last event's seq.
 func (a eventRoutes) listEvents(w http.ResponseWriter, r *http.Request) error {
-	t, id, err := channelFromPath(r)
-	if err != nil {
-		return err
-	}
-	lq, err := parseListQuery(r)
-	if err != nil {
-		return err
-	}
-	before, err := parseSeqCursor(lq.cursor, tagEvents)
+	t, id, lq, before, err := channelSeqList(r, tagEvents)
 	if err != nil {
 		return err
 	}

@@ -68,6 +68,16 @@ func migrationOut(t *meta.ChannelTask) migrationJSON {
 }
 
 // taskIDFromPath parses {task_id}: a decimal integer of at least 1.
+// migrationFromPath parses the channel and the task id of a migration's
+// path, in that order.
+func migrationFromPath(r *http.Request) (channelType uint8, channelID string, taskID uint64, err error) {
+	if channelType, channelID, err = channelFromPath(r); err != nil {
+		return 0, "", 0, err
+	}
+	taskID, err = taskIDFromPath(r)
+	return channelType, channelID, taskID, err
+}
+
 func taskIDFromPath(r *http.Request) (uint64, error) {
 	raw, err := pathParam(r, "task_id", func(string) string { return "" })
 	if err != nil {
@@ -127,11 +137,7 @@ func (a migrationRoutes) createMigration(w http.ResponseWriter, r *http.Request)
 // 200; 409 conflict when the task is not in expected_phase; 400 when phase
 // does not come after expected_phase.
 func (a migrationRoutes) advanceMigration(w http.ResponseWriter, r *http.Request) error {
-	t, id, err := channelFromPath(r)
-	if err != nil {
-		return err
-	}
-	taskID, err := taskIDFromPath(r)
+	t, id, taskID, err := migrationFromPath(r)
 	if err != nil {
 		return err
 	}
@@ -164,11 +170,7 @@ func (a migrationRoutes) advanceMigration(w http.ResponseWriter, r *http.Request
 // abortMigration is POST …/{task_id}/abort with an optional {note}: 200;
 // 409 conflict if the task is done; an aborted task answers 200 unchanged.
 func (a migrationRoutes) abortMigration(w http.ResponseWriter, r *http.Request) error {
-	t, id, err := channelFromPath(r)
-	if err != nil {
-		return err
-	}
-	taskID, err := taskIDFromPath(r)
+	t, id, taskID, err := migrationFromPath(r)
 	if err != nil {
 		return err
 	}
@@ -192,11 +194,7 @@ func (a migrationRoutes) abortMigration(w http.ResponseWriter, r *http.Request) 
 
 // getMigration is GET …/migrations/{task_id}.
 func (a migrationRoutes) getMigration(w http.ResponseWriter, r *http.Request) error {
-	t, id, err := channelFromPath(r)
-	if err != nil {
-		return err
-	}
-	taskID, err := taskIDFromPath(r)
+	t, id, taskID, err := migrationFromPath(r)
 	if err != nil {
 		return err
 	}
@@ -219,15 +217,7 @@ func (a migrationRoutes) getMigration(w http.ResponseWriter, r *http.Request) er
 // listMigrations is GET …/migrations: newest task first. The cursor is the
 // last task's id.
 func (a migrationRoutes) listMigrations(w http.ResponseWriter, r *http.Request) error {
-	t, id, err := channelFromPath(r)
-	if err != nil {
-		return err
-	}
-	lq, err := parseListQuery(r)
-	if err != nil {
-		return err
-	}
-	before, err := parseSeqCursor(lq.cursor, tagMigrations)
+	t, id, lq, before, err := channelSeqList(r, tagMigrations)
 	if err != nil {
 		return err
 	}
@@ -243,6 +233,20 @@ func (a migrationRoutes) listMigrations(w http.ResponseWriter, r *http.Request) 
 	a.writeJSON(w, r, http.StatusOK, pageOf(p.Items, p.More, migrationOut,
 		func(last *meta.ChannelTask) string { return seqCursor(tagMigrations, last.TaskID) }))
 	return nil
+}
+
+// channelSeqList parses a newest-first listing of a channel's numbered
+// rows: the channel of the path, the list query, and the number its cursor
+// continues below (0: from the newest).
+func channelSeqList(r *http.Request, tag byte) (channelType uint8, channelID string, lq listQuery, before uint64, err error) {
+	if channelType, channelID, err = channelFromPath(r); err != nil {
+		return
+	}
+	if lq, err = parseListQuery(r); err != nil {
+		return
+	}
+	before, err = parseSeqCursor(lq.cursor, tag)
+	return
 }
 
 // seqCursor / parseSeqCursor carry "continue below number n" for the
