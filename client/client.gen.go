@@ -1964,6 +1964,9 @@ type ReplicaView struct {
 	ReportAgeMs int64           `json:"report_age_ms"`
 	Role        ReplicaViewRole `json:"role"`
 
+	// Term The Raft term this replica was in when its node last reported (0 when it never did); after a leader change it lags the group's term until the node reports again.
+	Term *int64 `json:"term,omitempty"`
+
 	// UnansweredMs How long the oldest Raft request (heartbeat or replicate) the group leader's node sent to this replica has waited for an answer, as of now; 0 when none waits (the leader, a replica that answers, every replica of a quiesced group), -1 when no leader report says.
 	UnansweredMs int64 `json:"unanswered_ms"`
 }

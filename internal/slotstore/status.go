@@ -69,7 +69,10 @@ type ReplicaView struct {
 	LogFirst     uint64      `json:"log_first"`
 	LogLast      uint64      `json:"log_last"`
 	Lag          uint64      `json:"lag"` // leader's applied index minus this one's (0 for the leader)
-	ReportAgeMs  int64       `json:"report_age_ms"`
+	// Term is the Raft term the replica was in when its node last
+	// reported; after a leader change it lags the group's until then.
+	Term        uint64 `json:"term,omitempty"`
+	ReportAgeMs int64  `json:"report_age_ms"`
 	// HeardAgoMs is how long ago the group leader's node last received a
 	// Raft message from this replica, as of now (the leader's report plus
 	// its age); 0 for the leader itself, -1 when the leader's report does

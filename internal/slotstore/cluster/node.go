@@ -174,7 +174,7 @@ func Start(cfg Config) (*Node, error) {
 		stop: make(chan struct{}), done: make(chan struct{}),
 		secret: secrets.secret, secrets: secrets,
 		heard: raftnet.NewHeard(), heat: &heat.Counters{}}
-	n.ctl, n.follow, n.peerSide, n.xfer = controllerReplica{n}, follower{n}, peerAPI{n}, transferer{n}
+	n.ctl, n.follow, n.peerSide = controllerReplica{n}, follower{n}, peerAPI{n}
 	n.secret.Accept(cfg.AcceptedSecrets)
 	n.peers = peer.NewClient(n.secret, cfg.MaxPeerInFlight)
 	n.peerTLS = peerTLS
@@ -249,6 +249,8 @@ func Start(cfg Config) (*Node, error) {
 				_, _ = n.nh.ReadIndex(controller.ShardOf(g), wakeTimeout)
 			}
 		}})
+	n.xfer = transferer{cfg: &n.cfg, nh: nh, ctrl: n.ctrl.Load, peerAddr: func(id slotstore.NodeID) string { return n.dispatch.PeerAddrOf(id) },
+		peers: n.peers, replicas: n.replicas, router: n.router, heard: n.heard, wakes: n.wakes, attempt: n.metrics.transferAttempt}
 	n.peerWrites = &peerWrites{nodes: n.ctrl.Load, counted: n.metrics.peerWrites, lost: n.metrics.peerAuditLost, audit: n.Audit, log: cfg.Logger}
 	n.dispatch = dispatch.New(dispatch.Config{NodeID: cfg.NodeID, Router: n.router, Local: localReplicas{n}, Peers: n.peers,
 		Controller: n.ctrl.Load, MaxForwardHops: cfg.MaxForwardHops, ForwardHopTimeout: cfg.ForwardHopTimeout,

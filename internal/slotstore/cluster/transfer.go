@@ -11,13 +11,27 @@ import (
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/controller"
 	"slotmeta/internal/slotstore/controller/policy"
+	"slotmeta/internal/slotstore/peer"
 	"slotmeta/internal/slotstore/propose"
+	"slotmeta/internal/slotstore/raftnet"
 	"slotmeta/internal/slotstore/replicas"
+	"slotmeta/internal/slotstore/routing"
 )
 
 // transferer carries out leader transfers of the groups this node leads:
 // drained first, waited for, refused when the target does not answer.
-type transferer struct{ n *Node }
+type transferer struct {
+	cfg      *Config
+	nh       *dragonboat.NodeHost
+	ctrl     func() *controller.State
+	peerAddr func(slotstore.NodeID) string
+	peers    *peer.Client
+	replicas *replicas.Set
+	router   *routing.Router
+	heard    *raftnet.Heard
+	wakes    *waker
+	attempt  func(landed bool) // counts one attempt
+}
 
 // TransferLeader moves group g's leadership from this node (its leader) to
 // target's replica (transferer.TransferLeader; the checked transfer an
@@ -35,26 +49,26 @@ func (n *Node) TransferLeader(ctx context.Context, g slotstore.GroupID, target s
 // leader's requests unanswered for longer than ReachableWithin is refused
 // (target_unreachable) before it starts and before each repeat. (Safety checks and the operator API build on this.)
 func (x transferer) TransferLeader(ctx context.Context, g slotstore.GroupID, target slotstore.NodeID) error {
-	grp, ok := x.n.ctrl.Load().Groups[g]
+	grp, ok := x.ctrl().Groups[g]
 	if !ok {
 		return slotstore.Errorf(slotstore.CodeNotFound, "group %d does not exist", g)
 	}
 	replica, ok := grp.Peers[target]
 	if !ok {
-		replica, ok = movingIn(x.n.ctrl.Load(), g, target)
+		replica, ok = movingIn(x.ctrl(), g, target)
 	}
 	if !ok {
 		return slotstore.Errorf(slotstore.CodeConflict, "node %d is not a desired peer of group %d", target, g)
 	}
-	lg := x.n.replicas.All()[g]
+	lg := x.replicas.All()[g]
 	if lg == nil {
-		return slotstore.Errorf(slotstore.CodeNotLeader, "node %d holds no replica of group %d", x.n.cfg.NodeID, g)
+		return slotstore.Errorf(slotstore.CodeNotLeader, "node %d holds no replica of group %d", x.cfg.NodeID, g)
 	}
 	shard := controller.ShardOf(g)
-	if leader, _, valid, err := x.n.nh.GetLeaderID(shard); err != nil || !valid || leader != lg.ReplicaID {
-		st, _ := x.n.router.Load().Group(g)
+	if leader, _, valid, err := x.nh.GetLeaderID(shard); err != nil || !valid || leader != lg.ReplicaID {
+		st, _ := x.router.Load().Group(g)
 		return &slotstore.Error{Code: slotstore.CodeNotLeader, LeaderHint: st.Leader, LeaderTerm: st.Term,
-			RetryAfter: 200 * time.Millisecond, Message: fmt.Sprintf("node %d does not lead group %d: the leader transfers", x.n.cfg.NodeID, g)}
+			RetryAfter: 200 * time.Millisecond, Message: fmt.Sprintf("node %d does not lead group %d: the leader transfers", x.cfg.NodeID, g)}
 	}
 	reachable := func() error {
 		// A target that leaves the leader's requests unanswered is given
@@ -62,11 +76,11 @@ func (x transferer) TransferLeader(ctx context.Context, g slotstore.GroupID, tar
 		// comes late; nothing is held meanwhile) before the transfer is
 		// refused. Silence alone is no refusal: a quiesced group sends
 		// nothing, and the transfer wakes it.
-		within := x.n.cfg.Leadership.ReachableWithin
-		giveUp := time.Now().Add(x.n.cfg.electionTimeout())
+		within := x.cfg.Leadership.ReachableWithin
+		giveUp := time.Now().Add(x.cfg.electionTimeout())
 		for {
-			_, heard := x.n.heard.Ago(shard, replica)
-			wait := x.n.heard.Unanswered(shard, replica)
+			_, heard := x.heard.Ago(shard, replica)
+			wait := x.heard.Unanswered(shard, replica)
 			if heard && wait <= within {
 				return nil
 			}
@@ -87,7 +101,7 @@ func (x transferer) TransferLeader(ctx context.Context, g slotstore.GroupID, tar
 	if err != nil {
 		return err
 	}
-	x.n.router.SetLeader(g, target, term)
+	x.router.SetLeader(g, target, term)
 	return nil
 }
 
@@ -104,7 +118,7 @@ func (x transferer) TransferLeader(ctx context.Context, g slotstore.GroupID, tar
 // attempt ends. check runs before every attempt.
 func (x transferer) drainedTransfer(ctx context.Context, g slotstore.GroupID, lg *replicas.Replica, shard uint64, target slotstore.NodeID,
 	replica uint64, check func() error) (uint64, error) {
-	et := x.n.cfg.electionTimeout()
+	et := x.cfg.electionTimeout()
 	for attempt := 1; ; attempt++ {
 		if err := check(); err != nil {
 			return 0, err
@@ -120,12 +134,12 @@ func (x transferer) drainedTransfer(ctx context.Context, g slotstore.GroupID, lg
 		// The lease ends before Raft is asked, and only if this replica
 		// still leads: asked on a follower, dragonboat would pass the
 		// transfer on to the new leader, whose lease nothing revoked.
-		x.n.replicas.TransferAway(shard)
-		if leader, _, valid, err := x.n.nh.GetLeaderID(shard); err != nil || !valid || leader != lg.ReplicaID {
+		x.replicas.TransferAway(shard)
+		if leader, _, valid, err := x.nh.GetLeaderID(shard); err != nil || !valid || leader != lg.ReplicaID {
 			release()
 			cancel()
 			return 0, &slotstore.Error{Code: slotstore.CodeNotLeader, RetryAfter: 200 * time.Millisecond,
-				Message: fmt.Sprintf("node %d stopped leading group %d before the transfer was asked", x.n.cfg.NodeID, g)}
+				Message: fmt.Sprintf("node %d stopped leading group %d before the transfer was asked", x.cfg.NodeID, g)}
 		}
 		// A quiesced leader is woken first. dragonboat gives up a transfer
 		// only in a leader's tick, which a quiesced replica does not run,
@@ -135,8 +149,8 @@ func (x transferer) drainedTransfer(ctx context.Context, g slotstore.GroupID, lg
 		// something else woke it (scripts' tests: a restarted node's group
 		// without a leader for a minute, the preferred leader never
 		// reached).
-		x.n.wakes.local(g)
-		if err := x.n.nh.RequestLeaderTransfer(shard, replica); err != nil && !dragonboat.IsTempError(err) {
+		x.wakes.local(g)
+		if err := x.nh.RequestLeaderTransfer(shard, replica); err != nil && !dragonboat.IsTempError(err) {
 			release()
 			cancel()
 			return 0, propose.RaftError(err, g, false)
@@ -144,16 +158,16 @@ func (x transferer) drainedTransfer(ctx context.Context, g slotstore.GroupID, lg
 		term, ok := x.waitLeaderIs(actx, shard, replica, et)
 		release()
 		cancel()
-		x.n.metrics.transferAttempt(ok)
+		x.attempt(ok)
 		if ok {
-			x.n.cfg.Logger.Debug("leader transfer", "group", g, "target", target, "attempt", attempt, "applied", applied,
+			x.cfg.Logger.Debug("leader transfer", "group", g, "target", target, "attempt", attempt, "applied", applied,
 				"took", time.Since(start))
 			return term, nil
 		}
 		if ctx.Err() != nil {
 			return 0, &slotstore.Error{Code: slotstore.CodeTimeout, Message: "the new leader was not observed in time", Err: ctx.Err()}
 		}
-		x.n.cfg.Logger.Warn("leader transfer attempt did not land; again", "group", g, "target", target, "attempt", attempt)
+		x.cfg.Logger.Warn("leader transfer attempt did not land; again", "group", g, "target", target, "attempt", attempt)
 	}
 }
 
@@ -163,20 +177,20 @@ func (x transferer) drainedTransfer(ctx context.Context, g slotstore.GroupID, lg
 // not get there in time is transferred to anyway.
 func (x transferer) waitDrained(ctx context.Context, g slotstore.GroupID, lg *replicas.Replica, shard uint64, target slotstore.NodeID) uint64 {
 	sm := lg.SM()
-	lr, err := x.n.nh.GetLogReader(shard)
+	lr, err := x.nh.GetLogReader(shard)
 	if sm == nil || err != nil {
 		return 0
 	}
-	bound := time.Now().Add(4*time.Duration(x.n.cfg.HeartbeatRTT)*x.n.cfg.RTT + 100*time.Millisecond)
+	bound := time.Now().Add(4*time.Duration(x.cfg.HeartbeatRTT)*x.cfg.RTT + 100*time.Millisecond)
 	_, last := lr.GetRange()
 	pending := func() bool { return unappliedUpdates(sm.AppliedIndex(), last, lr.Entries) }
 	for pending() && time.Now().Before(bound) && propose.Sleep(ctx, context.Background(), time.Millisecond) {
 	}
 	want := sm.AppliedIndex()
-	addr := x.n.dispatch.PeerAddrOf(target)
+	addr := x.peerAddr(target)
 	for addr != "" && time.Now().Before(bound) {
 		cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
-		got, err := x.n.peers.Applied(cctx, addr, g)
+		got, err := x.peers.Applied(cctx, addr, g)
 		cancel()
 		if err == nil && got >= want {
 			break
@@ -218,7 +232,7 @@ func unappliedUpdates(applied, last uint64, entries func(lo, hi, maxSize uint64)
 func (x transferer) waitLeaderIs(ctx context.Context, shard, replica uint64, d time.Duration) (uint64, bool) {
 	until := time.Now().Add(d)
 	for {
-		if leader, term, valid, err := x.n.nh.GetLeaderID(shard); err == nil && valid && leader == replica {
+		if leader, term, valid, err := x.nh.GetLeaderID(shard); err == nil && valid && leader == replica {
 			return term, true
 		}
 		if time.Now().After(until) || !propose.Sleep(ctx, context.Background(), time.Millisecond) {
@@ -247,12 +261,12 @@ func movingIn(st *controller.State, g slotstore.GroupID, target slotstore.NodeID
 // is repeated once per election timeout until it lands or ctx ends; before
 // each request check (if not nil) must pass.
 func (x transferer) awaitTransfer(ctx context.Context, shard, replica uint64, check func() error) (uint64, error) {
-	retry := time.Duration(x.n.cfg.ElectionRTT) * x.n.cfg.RTT
+	retry := time.Duration(x.cfg.ElectionRTT) * x.cfg.RTT
 	var last time.Time
 	t := time.NewTicker(5 * time.Millisecond)
 	defer t.Stop()
 	for {
-		leader, term, valid, err := x.n.nh.GetLeaderID(shard)
+		leader, term, valid, err := x.nh.GetLeaderID(shard)
 		if err == nil && valid && leader == replica {
 			return term, nil
 		}
@@ -262,8 +276,8 @@ func (x transferer) awaitTransfer(ctx context.Context, shard, replica uint64, ch
 					return 0, err
 				}
 			}
-			x.n.replicas.TransferAway(shard)
-			if err := x.n.nh.RequestLeaderTransfer(shard, replica); err != nil && !dragonboat.IsTempError(err) {
+			x.replicas.TransferAway(shard)
+			if err := x.nh.RequestLeaderTransfer(shard, replica); err != nil && !dragonboat.IsTempError(err) {
 				return 0, propose.RaftError(err, 0, false)
 			}
 			last = time.Now()

@@ -71,6 +71,8 @@ func TestDecideDataDriven(t *testing.T) {
 						r.UnansweredMs = num(k)
 					case "lag":
 						r.Lag = uint64(num(k))
+					case "term":
+						r.Term = uint64(num(k))
 					case "disruption":
 						r.Disruption = slotstore.Disruption(kv[k])
 					case "disrupted":

@@ -268,7 +268,7 @@ func (o *Observations) Aggregate(st *controller.State, now time.Time, self slots
 		reported := map[slotstore.NodeID]bool{}
 		for _, s := range reps {
 			rv := slotstore.ReplicaView{Node: s.rs.Node, ReplicaID: s.rs.ReplicaID, AppliedIndex: s.rs.AppliedIndex,
-				LogFirst: s.rs.LogFirst, LogLast: s.rs.LogLast, ReportAgeMs: now.Sub(s.at).Milliseconds()}
+				LogFirst: s.rs.LogFirst, LogLast: s.rs.LogLast, Term: s.rs.Term, ReportAgeMs: now.Sub(s.at).Milliseconds()}
 			_, rv.Desired = grp.Peers[s.rs.Node]
 			switch {
 			case voters != nil && voters[s.rs.ReplicaID] != "":

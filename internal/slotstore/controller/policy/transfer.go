@@ -144,6 +144,15 @@ func CheckTransfer(v slotstore.GroupView, target slotstore.NodeID, p Leadership,
 		if r.ReportAgeMs < 0 || time.Duration(r.ReportAgeMs)*time.Millisecond > p.ActiveWithin {
 			block(ReasonTargetInactive, "node %d last reported %dms ago (limit %v)", target, r.ReportAgeMs, p.ActiveWithin)
 		}
+		if v.Term != 0 && r.Term != 0 && r.Term != v.Term {
+			// The target has not reported since the leadership changed:
+			// what its report says (fresh, caught up, heard) is about the
+			// old term — it may be the old leader, killed or cut off, and
+			// the new leader has not had time to find it silent (chaos:
+			// a transfer toward a killed leader 0.9 s after the kill).
+			block(ReasonTargetInactive, "node %d last reported term %d, the group is at term %d: no report since the leader changed",
+				target, r.Term, v.Term)
+		}
 		if r.Lag > p.MaxLag {
 			block(ReasonTargetLagging, "node %d is %d entries behind the leader (limit %d)", target, r.Lag, p.MaxLag)
 		}
