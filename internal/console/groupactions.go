@@ -53,7 +53,7 @@ func (c groupPages) createGroup(w http.ResponseWriter, r *http.Request) (string,
 	if err != nil {
 		return "/console/groups", Flash{Message: "Creating a group refused: " + errMessage(err)}
 	}
-	return groupURL(t.Group), Flash{OK: true, Message: fmt.Sprintf("Task %d started: create group %d.", t.ID, t.Group)}
+	return groupHref(t.Group), Flash{OK: true, Message: fmt.Sprintf("Task %d started: create group %d.", t.ID, t.Group)}
 }
 
 func (c groupPages) splitGroup(w http.ResponseWriter, r *http.Request) (string, Flash) {
@@ -63,11 +63,11 @@ func (c groupPages) splitGroup(w http.ResponseWriter, r *http.Request) (string, 
 	}
 	list, err := formList(r, "slots", slotstore.HashSlotCount)
 	if err != nil {
-		return groupURL(id), Flash{Message: err.Error()}
+		return groupHref(id), Flash{Message: err.Error()}
 	}
 	peers, err := formPeers(r)
 	if err != nil {
-		return groupURL(id), Flash{Message: err.Error()}
+		return groupHref(id), Flash{Message: err.Error()}
 	}
 	slots := make([]slotstore.HashSlot, len(list))
 	for i, v := range list {
@@ -75,9 +75,9 @@ func (c groupPages) splitGroup(w http.ResponseWriter, r *http.Request) (string, 
 	}
 	t, err := c.src.CreateSplit(r.Context(), id, slots, peers)
 	if err != nil {
-		return groupURL(id), Flash{Message: fmt.Sprintf("Splitting group %d refused: %s", id, errMessage(err))}
+		return groupHref(id), Flash{Message: fmt.Sprintf("Splitting group %d refused: %s", id, errMessage(err))}
 	}
-	return groupURL(id), Flash{OK: true, Message: fmt.Sprintf("Task %d started: move %d hash slots of group %d into new group %d.",
+	return groupHref(id), Flash{OK: true, Message: fmt.Sprintf("Task %d started: move %d hash slots of group %d into new group %d.",
 		t.ID, len(t.HashSlots), id, t.ToGroup)}
 }
 
@@ -88,13 +88,13 @@ func (c groupPages) mergeGroup(w http.ResponseWriter, r *http.Request) (string, 
 	}
 	into, err := strconv.ParseUint(strings.TrimSpace(r.PostForm.Get("into")), 10, 32)
 	if err != nil || into == 0 {
-		return groupURL(id), Flash{Message: "into: want a group id"}
+		return groupHref(id), Flash{Message: "into: want a group id"}
 	}
 	t, err := c.src.CreateMerge(r.Context(), id, slotstore.GroupID(into))
 	if err != nil {
-		return groupURL(id), Flash{Message: fmt.Sprintf("Merging group %d into group %d refused: %s", id, into, errMessage(err))}
+		return groupHref(id), Flash{Message: fmt.Sprintf("Merging group %d into group %d refused: %s", id, into, errMessage(err))}
 	}
-	return groupURL(slotstore.GroupID(into)), Flash{OK: true, Message: fmt.Sprintf("Task %d started: move the %d hash slots of group %d into group %d, then retire group %d.",
+	return groupHref(slotstore.GroupID(into)), Flash{OK: true, Message: fmt.Sprintf("Task %d started: move the %d hash slots of group %d into group %d, then retire group %d.",
 		t.ID, len(t.HashSlots), id, into, id)}
 }
 
@@ -106,7 +106,7 @@ func (c groupPages) retireGroup(w http.ResponseWriter, r *http.Request) (string,
 	ctx, cancel := context.WithTimeout(r.Context(), 15*time.Second)
 	defer cancel()
 	if err := c.src.RetireGroup(ctx, id); err != nil {
-		return groupURL(id), Flash{Message: fmt.Sprintf("Retiring group %d refused: %s", id, errMessage(err))}
+		return groupHref(id), Flash{Message: fmt.Sprintf("Retiring group %d refused: %s", id, errMessage(err))}
 	}
 	return "/console/groups", Flash{OK: true, Message: fmt.Sprintf("Group %d retired: every node stops its replica and deletes its data.", id)}
 }

@@ -121,8 +121,6 @@ func formNode(r *http.Request, name string) (slotstore.NodeID, error) {
 	return slotstore.NodeID(v), nil
 }
 
-func groupURL(id slotstore.GroupID) string { return fmt.Sprintf("/console/groups/%d", id) }
-
 func (c groupPages) transfer(w http.ResponseWriter, r *http.Request) (string, Flash) {
 	id, ok := groupID(r)
 	if !ok {
@@ -130,7 +128,7 @@ func (c groupPages) transfer(w http.ResponseWriter, r *http.Request) (string, Fl
 	}
 	target, err := formNode(r, "target")
 	if err != nil {
-		return groupURL(id), Flash{Message: err.Error()}
+		return groupHref(id), Flash{Message: err.Error()}
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 15*time.Second)
 	defer cancel()
@@ -142,9 +140,9 @@ func (c groupPages) transfer(w http.ResponseWriter, r *http.Request) (string, Fl
 				msg += "; " + string(b.Reason) + ": " + b.Detail
 			}
 		}
-		return groupURL(id), Flash{Message: msg}
+		return groupHref(id), Flash{Message: msg}
 	}
-	return groupURL(id), Flash{OK: true, Message: fmt.Sprintf("Group %d: leadership moved from node %d to node %d (term %d) in %d ms.",
+	return groupHref(id), Flash{OK: true, Message: fmt.Sprintf("Group %d: leadership moved from node %d to node %d (term %d) in %d ms.",
 		id, res.PreviousLeader, res.Leader, res.Term, res.TookMs)}
 }
 
@@ -155,12 +153,12 @@ func (c groupPages) setPreferred(w http.ResponseWriter, r *http.Request) (string
 	}
 	node, err := formNode(r, "node")
 	if err != nil {
-		return groupURL(id), Flash{Message: err.Error()}
+		return groupHref(id), Flash{Message: err.Error()}
 	}
 	if err := c.src.SetPreferredLeader(r.Context(), id, node); err != nil {
-		return groupURL(id), Flash{Message: fmt.Sprintf("Setting the preferred leader of group %d failed: %s", id, errMessage(err))}
+		return groupHref(id), Flash{Message: fmt.Sprintf("Setting the preferred leader of group %d failed: %s", id, errMessage(err))}
 	}
-	return groupURL(id), Flash{OK: true, Message: fmt.Sprintf("Group %d: preferred leader is now node %d (the reconciler moves leadership when it is safe).", id, node)}
+	return groupHref(id), Flash{OK: true, Message: fmt.Sprintf("Group %d: preferred leader is now node %d (the reconciler moves leadership when it is safe).", id, node)}
 }
 
 func (c groupPages) replicaMove(w http.ResponseWriter, r *http.Request) (string, Flash) {
@@ -170,15 +168,15 @@ func (c groupPages) replicaMove(w http.ResponseWriter, r *http.Request) (string,
 	}
 	from, err := formNode(r, "from")
 	if err != nil {
-		return groupURL(id), Flash{Message: err.Error()}
+		return groupHref(id), Flash{Message: err.Error()}
 	}
 	to, err := formNode(r, "to")
 	if err != nil {
-		return groupURL(id), Flash{Message: err.Error()}
+		return groupHref(id), Flash{Message: err.Error()}
 	}
 	t, err := c.src.CreateReplicaMove(r.Context(), id, from, to)
 	if err != nil {
-		return groupURL(id), Flash{Message: fmt.Sprintf("Replica move of group %d from node %d to node %d refused: %s", id, from, to, errMessage(err))}
+		return groupHref(id), Flash{Message: fmt.Sprintf("Replica move of group %d from node %d to node %d refused: %s", id, from, to, errMessage(err))}
 	}
-	return groupURL(id), Flash{OK: true, Message: fmt.Sprintf("Task %d started: move group %d's replica from node %d to node %d.", t.ID, id, from, to)}
+	return groupHref(id), Flash{OK: true, Message: fmt.Sprintf("Task %d started: move group %d's replica from node %d to node %d.", t.ID, id, from, to)}
 }

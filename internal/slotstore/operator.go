@@ -6,8 +6,9 @@ import "context"
 // the console — need of a node: its view of the cluster (observed status
 // beside intent), safe leader transfers, preferred leaders, tasks, the
 // balancer, the decision log and the audit trail. It is declared once, here
-// in the domain layer; the cluster package's Node implements it, and a new
-// operation is added here, to the node, and to the tools that show it.
+// in the domain layer; the cluster package's Node offers it (Node.Operator),
+// operatortest.Fake stands in for it in the tools' tests, and a new
+// operation is added here, to both, and to the tools that show it.
 type Operator interface {
 	// NodeID is this node's id.
 	NodeID() NodeID

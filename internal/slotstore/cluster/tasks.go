@@ -25,14 +25,7 @@ func (o operator) Task(id uint64) (slotstore.Task, error) {
 }
 
 // Tasks lists every kept task, newest first.
-func (o operator) Tasks() []slotstore.Task {
-	tasks := o.n.ctrl.Load().TasksNewestFirst()
-	out := make([]slotstore.Task, len(tasks))
-	for i := range tasks {
-		out[i] = tasks[i].API()
-	}
-	return out
-}
+func (o operator) Tasks() []slotstore.Task { return o.n.ctrl.Load().TasksAPI() }
 
 // CancelTask asks to cancel a task before its commit.
 func (o operator) CancelTask(ctx context.Context, id uint64) (slotstore.Task, error) {

@@ -40,7 +40,17 @@ func (a AuditRecord) API() slotstore.AuditRecord { return slotstore.AuditRecord(
 // AuditOf is the record of an admin action.
 func AuditOf(a slotstore.AuditRecord) AuditRecord { return AuditRecord(a) }
 
-// Decisions is the decision log as the API shows it, oldest first.
+// TasksAPI is every kept task as the API shows it, newest first.
+func (s *State) TasksAPI() []slotstore.Task {
+	tasks := s.TasksNewestFirst()
+	out := make([]slotstore.Task, len(tasks))
+	for i := range tasks {
+		out[i] = tasks[i].API()
+	}
+	return out
+}
+
+// DecisionsAPI is the decision log as the API shows it, oldest first.
 func (s *State) DecisionsAPI() []slotstore.Decision {
 	out := make([]slotstore.Decision, len(s.Decisions))
 	for i, d := range s.Decisions {

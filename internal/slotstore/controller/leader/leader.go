@@ -118,14 +118,15 @@ func New(cfg Config) *Leader {
 // Leads reports whether this node leads the controller group.
 func (l *Leader) Leads() bool { return l.cfg.Host.ControllerLeader() == l.cfg.NodeID }
 
-// Run drives the rounds until stop closes: while this
-// node leads the controller, observe, reconcile, step the tasks and, every
+// Run drives the rounds until stop closes: while this node leads the
+// controller, observe, reconcile, step the tasks and, every
 // BalanceInterval, balance; while it does not, forget the observations.
+// Each round's work is bounded by Config.Life and its own timeout.
 func (l *Leader) Run(stop <-chan struct{}) {
-	life := l.cfg.Life
 	if l.cfg.ObserveInterval < 0 {
 		return // driven by tests
 	}
+	life := l.cfg.Life
 	t := time.NewTicker(l.cfg.ObserveInterval)
 	defer t.Stop()
 	// The first balancer round after taking the lead comes a full interval
