@@ -199,6 +199,49 @@ func (r controllerReplica) syncProposeController(ctx context.Context, cmd []byte
 	}
 }
 
+// membership is the controller group's membership as this node's replica knows it.
+func (r controllerReplica) membership(ctx context.Context) (*dragonboat.Membership, error) {
+	m, err := r.n.nh.SyncGetShardMembership(ctx, controller.ShardID)
+	if err != nil {
+		return nil, propose.RaftError(err, 0, false)
+	}
+	return m, nil
+}
+
+// leader is the controller's leader as last seen (0: unknown).
+func (r controllerReplica) leader() slotstore.NodeID { return slotstore.NodeID(r.n.ctrlLeader.Load()) }
+
+// transferLeadership asks the controller's leader to hand its leadership to
+// target; whether it moved is seen in leader.
+func (r controllerReplica) transferLeadership(target uint64) {
+	_ = r.n.nh.RequestLeaderTransfer(controller.ShardID, target)
+}
+
+// removeMember takes node id out of the controller group's membership
+// (voter or not), unless it is out already. A stale config change id is
+// retried a few times.
+func (r controllerReplica) removeMember(ctx context.Context, id slotstore.NodeID) error {
+	for attempt := 0; attempt < 5; attempt++ {
+		m, err := r.membership(ctx)
+		if err != nil {
+			return err
+		}
+		_, voter := m.Nodes[uint64(id)]
+		_, learner := m.NonVotings[uint64(id)]
+		if !voter && !learner {
+			return nil
+		}
+		err = r.n.nh.SyncRequestDeleteReplica(ctx, controller.ShardID, uint64(id), m.ConfigChangeID)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, dragonboat.ErrRejected) && !dragonboat.IsTempError(err) {
+			return propose.RaftError(err, 0, true)
+		}
+	}
+	return slotstore.Errorf(slotstore.CodeBusy, "controller membership kept changing while removing node %d; retry", id)
+}
+
 // addControllerNonVoting adds the node to the controller group unless it is
 // already a member. A stale config change id is retried a few times.
 func (r controllerReplica) addControllerNonVoting(ctx context.Context, info slotstore.NodeInfo) error {
@@ -233,7 +276,7 @@ func (r controllerReplica) addControllerNonVoting(ctx context.Context, info slot
 
 // Nodes lists the registered nodes.
 func (o operator) Nodes() []slotstore.NodeInfo {
-	st := o.n.ctrl.Load()
+	st := o.ctrl.Load()
 	out := make([]slotstore.NodeInfo, 0, len(st.Nodes))
 	for _, id := range st.NodeIDs() {
 		out = append(out, st.Nodes[id].Info())
@@ -243,16 +286,16 @@ func (o operator) Nodes() []slotstore.NodeInfo {
 
 // Summary is this node's view of the cluster.
 func (o operator) Summary() slotstore.ClusterSummary {
-	st := o.n.ctrl.Load()
-	snap := o.n.router.Load()
-	s := slotstore.ClusterSummary{ClusterID: st.ClusterID, NodeID: o.n.cfg.NodeID, RouteRevision: snap.Revision(),
-		ControllerLeader: o.n.ControllerLeader(), Nodes: len(st.Nodes), Groups: len(st.Groups)}
+	st := o.ctrl.Load()
+	snap := o.router.Load()
+	s := slotstore.ClusterSummary{ClusterID: st.ClusterID, NodeID: o.id, RouteRevision: snap.Revision(),
+		ControllerLeader: o.ctl.leader(), Nodes: len(st.Nodes), Groups: len(st.Groups)}
 	for _, id := range st.GroupIDs() {
 		if g, ok := snap.Group(id); ok && g.Leader != 0 {
 			s.GroupsWithLeader++
 		}
 	}
-	if err := o.n.Ready(); err != nil {
+	if err := o.ready(); err != nil {
 		s.NotReadyReason = err.Error()
 	} else {
 		s.Ready = true

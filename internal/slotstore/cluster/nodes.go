@@ -29,10 +29,10 @@ var ErrRemoved = errors.New("cluster: this node was removed from the cluster")
 // DrainNode starts draining node id: it takes no new replicas, and the
 // balancer moves its replicas and leaders off it (progress in Balancer).
 func (o operator) DrainNode(ctx context.Context, id slotstore.NodeID) (slotstore.NodeInfo, error) {
-	if err := o.n.ctl.proposeController(ctx, controller.Command{DrainNode: &controller.DrainNode{ID: id}}); err != nil {
+	if err := o.ctl.proposeController(ctx, controller.Command{DrainNode: &controller.DrainNode{ID: id}}); err != nil {
 		return slotstore.NodeInfo{}, err
 	}
-	return o.n.ctrl.Load().Nodes[id].Info(), nil
+	return o.ctrl.Load().Nodes[id].Info(), nil
 }
 
 // RemoveNode removes a drained node: refused while it holds a replica, a
@@ -41,14 +41,14 @@ func (o operator) DrainNode(ctx context.Context, id slotstore.NodeID) (slotstore
 // drops its Raft messages from then on), then it leaves the controller
 // group's membership.
 func (o operator) RemoveNode(ctx context.Context, id slotstore.NodeID) error {
-	if id == o.n.cfg.NodeID {
+	if id == o.id {
 		// Once removed, its own Raft messages and peer requests are
 		// refused: it could not finish taking itself out.
 		return slotstore.Errorf(slotstore.CodeFailedPrecondition, "node %d cannot remove itself: ask another node's API", id)
 	}
-	m, err := o.n.nh.SyncGetShardMembership(ctx, controller.ShardID)
+	m, err := o.ctl.membership(ctx)
 	if err != nil {
-		return propose.RaftError(err, 0, false)
+		return err
 	}
 	if _, voter := m.Nodes[uint64(id)]; voter && len(m.Nodes)-1 < minControllerVoters {
 		return slotstore.Errorf(slotstore.CodeFailedPrecondition,
@@ -56,34 +56,16 @@ func (o operator) RemoveNode(ctx context.Context, id slotstore.NodeID) error {
 	}
 	// What the controller would refuse, refused before the controller's
 	// leadership is moved for nothing.
-	if held := o.n.ctrl.Load().ReplicasOn(id); held > 0 {
+	if held := o.ctrl.Load().ReplicasOn(id); held > 0 {
 		return slotstore.Errorf(slotstore.CodeFailedPrecondition, "node %d still holds %d replicas; drain it first", id, held)
 	}
 	if err := o.moveControllerLeadershipOff(ctx, id, m); err != nil {
 		return err
 	}
-	if err := o.n.ctl.proposeController(ctx, controller.Command{RemoveNode: &controller.RemoveNode{ID: id}}); err != nil {
+	if err := o.ctl.proposeController(ctx, controller.Command{RemoveNode: &controller.RemoveNode{ID: id}}); err != nil {
 		return err
 	}
-	for attempt := 0; attempt < 5; attempt++ {
-		m, err := o.n.nh.SyncGetShardMembership(ctx, controller.ShardID)
-		if err != nil {
-			return propose.RaftError(err, 0, false)
-		}
-		_, voter := m.Nodes[uint64(id)]
-		_, learner := m.NonVotings[uint64(id)]
-		if !voter && !learner {
-			return nil
-		}
-		err = o.n.nh.SyncRequestDeleteReplica(ctx, controller.ShardID, uint64(id), m.ConfigChangeID)
-		if err == nil {
-			return nil
-		}
-		if !errors.Is(err, dragonboat.ErrRejected) && !dragonboat.IsTempError(err) {
-			return propose.RaftError(err, 0, true)
-		}
-	}
-	return slotstore.Errorf(slotstore.CodeBusy, "controller membership kept changing while removing node %d; retry", id)
+	return o.ctl.removeMember(ctx, id)
 }
 
 // moveControllerLeadershipOff hands the controller's leadership from node id
@@ -91,16 +73,16 @@ func (o operator) RemoveNode(ctx context.Context, id slotstore.NodeID) error {
 // to the removal), waiting at most four election timeouts within ctx; a
 // leadership that did not move is a retryable busy.
 func (o operator) moveControllerLeadershipOff(ctx context.Context, id slotstore.NodeID, m *dragonboat.Membership) error {
-	if slotstore.NodeID(o.n.ctrlLeader.Load()) != id {
+	if o.ctl.leader() != id {
 		return nil
 	}
 	// To this node if it votes (it is up: it serves this request), else to
 	// another active voter.
 	target := uint64(0)
-	if _, ok := m.Nodes[uint64(o.n.cfg.NodeID)]; ok {
-		target = uint64(o.n.cfg.NodeID)
+	if _, ok := m.Nodes[uint64(o.id)]; ok {
+		target = uint64(o.id)
 	} else {
-		st := o.n.ctrl.Load()
+		st := o.ctrl.Load()
 		for voter := range m.Nodes {
 			if node, ok := st.Nodes[slotstore.NodeID(voter)]; ok && slotstore.NodeID(voter) != id && node.State == controller.NodeActive {
 				target = voter
@@ -109,13 +91,13 @@ func (o operator) moveControllerLeadershipOff(ctx context.Context, id slotstore.
 		}
 	}
 	if target != 0 {
-		_ = o.n.nh.RequestLeaderTransfer(controller.ShardID, target)
+		o.ctl.transferLeadership(target)
 	}
-	deadline := time.Now().Add(4 * o.n.cfg.electionTimeout())
+	deadline := time.Now().Add(4 * o.electionTimeout)
 	t := time.NewTicker(20 * time.Millisecond)
 	defer t.Stop()
 	for time.Now().Before(deadline) {
-		if l := slotstore.NodeID(o.n.ctrlLeader.Load()); l != id && l != 0 {
+		if l := o.ctl.leader(); l != id && l != 0 {
 			return nil
 		}
 		select {

@@ -2,71 +2,91 @@ package cluster
 
 import (
 	"context"
+	"sync/atomic"
+	"time"
 
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/controller"
+	"slotmeta/internal/slotstore/controller/leader"
+	"slotmeta/internal/slotstore/routing"
 )
 
 // operator is the node's operations on the cluster as the API and the
 // console see them (slotstore.Operator): views the controller leader holds
 // come from package leader, intent goes into the controller as commands, and
 // reads come from the node's copy of the controller state.
-type operator struct{ n *Node }
+//
+// It holds what it uses, not the node: the node builds it once its parts
+// exist (after New).
+type operator struct {
+	id          slotstore.NodeID
+	noSlotMoves bool // Config.DisableHashSlotMoves
+	router      *routing.Router
+	leader      *leader.Leader                    // views, transfers, the balancer
+	ctl         controllerReplica                 // proposals to the controller
+	ctrl        *atomic.Pointer[controller.State] // this node's copy of the controller state
+	ready       func() error                      // Node.Ready
+	// electionTimeout bounds the wait for the controller's leadership to move.
+	electionTimeout time.Duration
+}
 
 var _ slotstore.Operator = operator{}
 
 // Operator is the node's operations on the cluster, for the API and the
 // console.
-func (n *Node) Operator() slotstore.Operator { return operator{n} }
+func (n *Node) Operator() slotstore.Operator {
+	return operator{id: n.cfg.NodeID, noSlotMoves: n.cfg.DisableHashSlotMoves, router: n.router,
+		leader: n.leader, ctl: n.ctl, ctrl: &n.ctrl, ready: n.Ready, electionTimeout: n.cfg.electionTimeout()}
+}
 
-func (o operator) NodeID() slotstore.NodeID { return o.n.cfg.NodeID }
+func (o operator) NodeID() slotstore.NodeID { return o.id }
 
 // SlotMap is the group of every hash slot in the current routing table
 // (zeros before the table is known).
 func (o operator) SlotMap() (m [slotstore.HashSlotCount]slotstore.GroupID) {
-	if t := o.n.router.Load().Table(); t != nil {
+	if t := o.router.Load().Table(); t != nil {
 		m = t.Groups()
 	}
 	return m
 }
 
 func (o operator) Groups(ctx context.Context) ([]slotstore.GroupView, error) {
-	return o.n.leader.Groups(ctx)
+	return o.leader.Groups(ctx)
 }
 
 func (o operator) Group(ctx context.Context, g slotstore.GroupID) (slotstore.GroupView, error) {
-	return o.n.leader.Group(ctx, g)
+	return o.leader.Group(ctx, g)
 }
 
 func (o operator) NodeHealth(ctx context.Context) ([]slotstore.NodeHealth, error) {
-	return o.n.leader.NodeHealth(ctx)
+	return o.leader.NodeHealth(ctx)
 }
 
 func (o operator) LeaderTransfer(ctx context.Context, g slotstore.GroupID, target slotstore.NodeID, dryRun bool) (slotstore.Preflight, slotstore.TransferResult, error) {
-	return o.n.leader.Transfer(ctx, g, target, dryRun, true)
+	return o.leader.Transfer(ctx, g, target, dryRun, true)
 }
 
 // SetPreferredLeader records the intent that node should lead group g.
 func (o operator) SetPreferredLeader(ctx context.Context, g slotstore.GroupID, node slotstore.NodeID) error {
-	return o.n.ctl.proposeController(ctx, controller.Command{SetPreferred: &controller.SetPreferred{Group: g, Node: node}})
+	return o.ctl.proposeController(ctx, controller.Command{SetPreferred: &controller.SetPreferred{Group: g, Node: node}})
 }
 
 // Decisions returns the controller's decision log, newest last.
-func (o operator) Decisions() []slotstore.Decision { return o.n.ctrl.Load().DecisionsAPI() }
+func (o operator) Decisions() []slotstore.Decision { return o.ctrl.Load().DecisionsAPI() }
 
 // AuditTrail returns the audit trail as this node's controller replica has
 // applied it, oldest first (a copy in the API's types).
-func (o operator) AuditTrail() []slotstore.AuditRecord { return o.n.ctrl.Load().AuditAPI() }
+func (o operator) AuditTrail() []slotstore.AuditRecord { return o.ctrl.Load().AuditAPI() }
 
 func (o operator) Balancer(ctx context.Context) (slotstore.BalancerStatus, error) {
-	return o.n.leader.Balancer(ctx)
+	return o.leader.Balancer(ctx)
 }
 
 func (o operator) BalancerPlan(ctx context.Context) (slotstore.BalancePlan, error) {
-	return o.n.leader.BalancerPlan(ctx)
+	return o.leader.BalancerPlan(ctx)
 }
 
 // SetBalancerPaused pauses or resumes the balancer (replicated).
 func (o operator) SetBalancerPaused(ctx context.Context, paused bool) error {
-	return o.n.ctl.proposeController(ctx, controller.Command{SetBalancer: &controller.SetBalancer{Paused: paused}})
+	return o.ctl.proposeController(ctx, controller.Command{SetBalancer: &controller.SetBalancer{Paused: paused}})
 }

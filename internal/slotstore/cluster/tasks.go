@@ -18,18 +18,18 @@ func (o operator) CreateReplicaMove(ctx context.Context, g slotstore.GroupID, fr
 
 // Task returns one task as this node last applied the controller state.
 func (o operator) Task(id uint64) (slotstore.Task, error) {
-	if t, ok := o.n.ctrl.Load().Tasks[id]; ok {
+	if t, ok := o.ctrl.Load().Tasks[id]; ok {
 		return t.API(), nil
 	}
 	return slotstore.Task{}, slotstore.Errorf(slotstore.CodeNotFound, "task %d does not exist", id)
 }
 
 // Tasks lists every kept task, newest first.
-func (o operator) Tasks() []slotstore.Task { return o.n.ctrl.Load().TasksAPI() }
+func (o operator) Tasks() []slotstore.Task { return o.ctrl.Load().TasksAPI() }
 
 // CancelTask asks to cancel a task before its commit.
 func (o operator) CancelTask(ctx context.Context, id uint64) (slotstore.Task, error) {
-	if _, err := o.n.ctl.proposeControllerResult(ctx, controller.Command{CancelTask: &controller.CancelTask{ID: id}}); err != nil {
+	if _, err := o.ctl.proposeControllerResult(ctx, controller.Command{CancelTask: &controller.CancelTask{ID: id}}); err != nil {
 		return slotstore.Task{}, err
 	}
 	return o.Task(id)
@@ -64,7 +64,7 @@ func (o operator) CreateGroup(ctx context.Context, peers []slotstore.NodeID) (sl
 // RetireGroup removes an empty group: every node stops its replica and
 // deletes its data.
 func (o operator) RetireGroup(ctx context.Context, g slotstore.GroupID) error {
-	_, err := o.n.ctl.proposeControllerResult(ctx, controller.Command{RetireGroup: &controller.RetireGroup{Group: g}})
+	_, err := o.ctl.proposeControllerResult(ctx, controller.Command{RetireGroup: &controller.RetireGroup{Group: g}})
 	return err
 }
 
@@ -73,10 +73,10 @@ func (o operator) RetireGroup(ctx context.Context, g slotstore.GroupID) error {
 // already in the state Task reads. A task that moves hash slots is refused
 // unless the node enables them.
 func (o operator) createTask(ctx context.Context, c controller.Command, movesSlots bool) (slotstore.Task, error) {
-	if movesSlots && o.n.cfg.DisableHashSlotMoves {
+	if movesSlots && o.noSlotMoves {
 		return slotstore.Task{}, controller.SlotMovesOff()
 	}
-	r, err := o.n.ctl.proposeControllerResult(ctx, c)
+	r, err := o.ctl.proposeControllerResult(ctx, c)
 	if err != nil {
 		return slotstore.Task{}, err
 	}
