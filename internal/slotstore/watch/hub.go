@@ -1,0 +1,193 @@
+package watch
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"slotmeta/internal/slotstore"
+)
+
+// Config bounds a node's watchers.
+type Config struct {
+	// MaxSubscribers bounds the subscribers of one Hub (one node): the one
+	// over it is refused with ErrTooManyWatchers. Default 10 000.
+	MaxSubscribers int
+	// Buffer bounds the records queued for one subscriber and not yet
+	// read: the subscriber whose queue would grow past it is cut
+	// (ErrSlowConsumer). Default 4 096.
+	Buffer int
+}
+
+func (c Config) withDefaults() Config {
+	if c.MaxSubscribers == 0 {
+		c.MaxSubscribers = 10_000
+	}
+	if c.Buffer == 0 {
+		c.Buffer = 4096
+	}
+	return c
+}
+
+// Validate reports a bound out of its range.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	if c.MaxSubscribers < 1 || c.MaxSubscribers > 1_000_000 {
+		return fmt.Errorf("watch: MaxSubscribers %d out of range [1, 1000000]", c.MaxSubscribers)
+	}
+	if c.Buffer < 1 || c.Buffer > 1<<20 {
+		return fmt.Errorf("watch: Buffer %d out of range [1, 1048576]", c.Buffer)
+	}
+	return nil
+}
+
+var (
+	// ErrTooManyWatchers refuses a subscriber over Config.MaxSubscribers.
+	ErrTooManyWatchers = errors.New("watch: too many watchers on this node")
+	// ErrSlowConsumer cuts a subscriber that fell Config.Buffer records
+	// behind what was published for it.
+	ErrSlowConsumer = errors.New("watch: the watcher fell too far behind")
+	// ErrClosed is what a closed subscriber reads.
+	ErrClosed = errors.New("watch: closed")
+)
+
+// Hub hands the records a node's replicas publish to the subscribers of
+// their hash slots.
+type Hub struct {
+	cfg    Config
+	mu     sync.RWMutex
+	bySlot [slotstore.HashSlotCount]map[*Sub]struct{}
+	count  int
+}
+
+// NewHub returns a hub with cfg's bounds (zero values take the defaults).
+func NewHub(cfg Config) (*Hub, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Hub{cfg: cfg.withDefaults()}, nil
+}
+
+// Subscribe registers a subscriber for the records of slots published from
+// now on.
+func (h *Hub) Subscribe(slots []slotstore.HashSlot) (*Sub, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.count >= h.cfg.MaxSubscribers {
+		return nil, ErrTooManyWatchers
+	}
+	s := &Sub{hub: h, slots: slots, limit: h.cfg.Buffer, ready: make(chan struct{}, 1)}
+	for _, slot := range slots {
+		if !slot.Valid() {
+			continue
+		}
+		if h.bySlot[slot] == nil {
+			h.bySlot[slot] = make(map[*Sub]struct{})
+		}
+		h.bySlot[slot][s] = struct{}{}
+	}
+	h.count++
+	return s, nil
+}
+
+// Subscribers is how many subscribers the hub holds.
+func (h *Hub) Subscribers() int {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return h.count
+}
+
+// Publish hands recs — the records of one committed batch, in sequence
+// order within each slot — to the subscribers of their slots. It never
+// blocks on a subscriber: one whose queue is full is cut.
+func (h *Hub) Publish(recs []Record) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	for i := 0; i < len(recs); {
+		n := 1
+		for i+n < len(recs) && recs[i+n].Slot == recs[i].Slot {
+			n++
+		}
+		if slot := recs[i].Slot; slot.Valid() {
+			for s := range h.bySlot[slot] {
+				s.push(recs[i : i+n])
+			}
+		}
+		i += n
+	}
+}
+
+func (h *Hub) remove(s *Sub) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, slot := range s.slots {
+		if slot.Valid() {
+			delete(h.bySlot[slot], s)
+		}
+	}
+	h.count--
+}
+
+// Sub is one subscriber's queue of published records.
+type Sub struct {
+	hub   *Hub
+	slots []slotstore.HashSlot
+	limit int
+	ready chan struct{} // a signal: records or an end are waiting
+
+	mu      sync.Mutex
+	pending []Record
+	err     error // ErrSlowConsumer or ErrClosed: the end
+	once    sync.Once
+}
+
+func (s *Sub) push(recs []Record) {
+	s.mu.Lock()
+	switch {
+	case s.err != nil:
+	case len(s.pending)+len(recs) > s.limit:
+		s.err, s.pending = ErrSlowConsumer, nil
+	default:
+		s.pending = append(s.pending, recs...)
+	}
+	s.mu.Unlock()
+	select {
+	case s.ready <- struct{}{}:
+	default:
+	}
+}
+
+// Ready is signalled when Take has something to return.
+func (s *Sub) Ready() <-chan struct{} { return s.ready }
+
+// Take returns the records queued so far (nil if none), or the error that
+// ended the subscriber. Records queued before a cut are not returned: the
+// reader resumes from its own position.
+func (s *Sub) Take() ([]Record, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return nil, s.err
+	}
+	recs := s.pending
+	s.pending = nil
+	return recs, nil
+}
+
+// Close ends the subscriber and removes it from the hub; safe to call more
+// than once, from any goroutine.
+func (s *Sub) Close() {
+	s.once.Do(func() {
+		s.mu.Lock()
+		if s.err == nil {
+			s.err = ErrClosed
+		}
+		s.pending = nil
+		s.mu.Unlock()
+		s.hub.remove(s)
+		select {
+		case s.ready <- struct{}{}:
+		default:
+		}
+	})
+}

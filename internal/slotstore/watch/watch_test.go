@@ -1,0 +1,317 @@
+package watch
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"slotmeta/internal/slotstore"
+)
+
+// memLog is a store's change log in memory: records are committed here
+// before they are published, as a replica's batch is.
+type memLog struct {
+	mu    sync.Mutex
+	slots map[slotstore.HashSlot][]Record // kept records, in order
+	index uint64
+}
+
+func newMemLog() *memLog { return &memLog{slots: map[slotstore.HashSlot][]Record{}} }
+
+// commit numbers n changes of slot s as one entry, keeps them, and returns them.
+func (l *memLog) commit(s slotstore.HashSlot, n int) []Record {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.index++
+	kept := l.slots[s]
+	next := uint64(1)
+	if len(kept) > 0 {
+		next = kept[len(kept)-1].Seq + 1
+	}
+	out := make([]Record, n)
+	for i := range out {
+		out[i] = Record{Slot: s, Seq: next + uint64(i), Index: l.index, Key: []byte{byte(i)}}
+	}
+	l.slots[s] = append(kept, out...)
+	return out
+}
+
+// trim keeps only the records of s after seq.
+func (l *memLog) trim(s slotstore.HashSlot, seq uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	kept := l.slots[s]
+	for len(kept) > 0 && kept[0].Seq <= seq {
+		kept = kept[1:]
+	}
+	l.slots[s] = kept
+}
+
+func (l *memLog) Read(_ context.Context, s slotstore.HashSlot, after uint64, limit int) ([]Record, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	kept := l.slots[s]
+	if len(kept) == 0 || kept[len(kept)-1].Seq <= after {
+		return nil, nil
+	}
+	if kept[0].Seq > after+1 {
+		return nil, ErrCompacted
+	}
+	i := int(after + 1 - kept[0].Seq)
+	return append([]Record(nil), kept[i:min(len(kept), i+limit)]...), nil
+}
+
+// collect polls st until it has nothing to deliver and appends what it got.
+func collect(t *testing.T, st *Stream, got map[slotstore.HashSlot][]Record) {
+	t.Helper()
+	for {
+		recs, err := st.Poll(context.Background())
+		if err != nil {
+			t.Fatalf("poll: %v", err)
+		}
+		if recs == nil {
+			return
+		}
+		checkGroup(t, recs)
+		got[recs[0].Slot] = append(got[recs[0].Slot], recs...)
+	}
+}
+
+func checkGroup(t *testing.T, recs []Record) {
+	t.Helper()
+	for _, r := range recs[1:] {
+		if r.Slot != recs[0].Slot || r.Index != recs[0].Index {
+			t.Fatalf("one delivery mixes entries: %+v", recs)
+		}
+	}
+}
+
+// checkExactlyOnce: got[s] is every record of s after from's position, once, in order.
+func checkExactlyOnce(t *testing.T, l *memLog, from Cursor, got map[slotstore.HashSlot][]Record) {
+	t.Helper()
+	for _, s := range from.Slots() {
+		kept := l.slots[s]
+		var want []Record
+		for _, r := range kept {
+			if r.Seq > from.Seq(s) {
+				want = append(want, r)
+			}
+		}
+		if len(got[s]) != len(want) {
+			t.Fatalf("slot %v: got %d records, want %d", s, len(got[s]), len(want))
+		}
+		for i := range want {
+			if got[s][i].Seq != want[i].Seq || got[s][i].Index != want[i].Index {
+				t.Fatalf("slot %v record %d: got seq %d (entry %d), want %d (entry %d)", s, i, got[s][i].Seq, got[s][i].Index, want[i].Seq, want[i].Index)
+			}
+		}
+	}
+}
+
+// TestStreamDeliversEveryRecordOnce races a writer that commits and
+// publishes against a watcher that subscribes in the middle of it and reads
+// at its own pace: whatever the interleaving, each slot's records after the
+// cursor arrive once, in order, each entry's together.
+func TestStreamDeliversEveryRecordOnce(t *testing.T) {
+	for seed := uint64(1); seed <= 30; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		l := newMemLog()
+		h, err := NewHub(Config{Buffer: 1 << 16})
+		if err != nil {
+			t.Fatal(err)
+		}
+		slots := []slotstore.HashSlot{3, 9, 200}
+		commitSome := func(n int) {
+			for i := 0; i < n; i++ {
+				h.Publish(l.commit(slots[rng.IntN(len(slots))], 1+rng.IntN(3)))
+			}
+		}
+		commitSome(rng.IntN(700)) // some before the watcher: read from the log
+		from := NewCursor(slots...)
+		from.Set(9, uint64(rng.IntN(3)))
+		st, err := Open(h, l, from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		wrng := rand.New(rand.NewPCG(seed, 8))
+		go func() {
+			defer close(done)
+			for i := 0; i < 400; i++ {
+				h.Publish(l.commit(slots[wrng.IntN(len(slots))], 1+wrng.IntN(3)))
+				if wrng.IntN(50) == 0 {
+					time.Sleep(time.Millisecond) // let the reader in between
+				}
+			}
+		}()
+		got := map[slotstore.HashSlot][]Record{}
+		for i := 0; i < 50; i++ {
+			collect(t, st, got)
+		}
+		<-done
+		collect(t, st, got)
+		if !st.CaughtUp() {
+			t.Fatalf("seed %d: not caught up after the writer stopped", seed)
+		}
+		checkExactlyOnce(t, l, from, got)
+		st.Close()
+		if h.Subscribers() != 0 {
+			t.Fatalf("a closed stream stays subscribed")
+		}
+	}
+}
+
+// TestStreamFillsAGapFromTheLog: records committed but published to no one
+// (the slot came from another node, or the stream subscribed while they
+// were being committed) are read from the log when a later one shows the gap.
+func TestStreamFillsAGapFromTheLog(t *testing.T) {
+	l := newMemLog()
+	h, _ := NewHub(Config{})
+	st, err := Open(h, l, NewCursor(5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[slotstore.HashSlot][]Record{}
+	collect(t, st, got)
+	l.commit(5, 2) // never published
+	h.Publish(l.commit(5, 1))
+	collect(t, st, got)
+	if seqs := len(got[5]); seqs != 3 || got[5][0].Seq != 1 || got[5][2].Seq != 3 {
+		t.Fatalf("got %+v, want seqs 1..3", got[5])
+	}
+	if cur := st.Cursor(); cur.Seq(5) != 3 {
+		t.Fatalf("cursor at %d, want 3", cur.Seq(5))
+	}
+}
+
+// TestSlowConsumerIsCutWithItsPosition: a watcher that does not read while
+// more than Buffer records are published for it is cut; its cursor is where
+// it stopped, and a new stream from there gets the rest.
+func TestSlowConsumerIsCutWithItsPosition(t *testing.T) {
+	l := newMemLog()
+	h, _ := NewHub(Config{Buffer: 8})
+	st, err := Open(h, l, NewCursor(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Publish(l.commit(1, 2))
+	got := map[slotstore.HashSlot][]Record{}
+	collect(t, st, got)
+	for i := 0; i < 5; i++ {
+		h.Publish(l.commit(1, 2)) // 10 records unread: past the bound
+	}
+	if _, err := st.Poll(context.Background()); !errors.Is(err, ErrSlowConsumer) {
+		t.Fatalf("poll after overflow: %v, want ErrSlowConsumer", err)
+	}
+	from := st.Cursor()
+	st.Close()
+	if from.Seq(1) != 2 {
+		t.Fatalf("cut at %d, want 2 (what was delivered)", from.Seq(1))
+	}
+	again, err := Open(h, l, from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	rest := map[slotstore.HashSlot][]Record{}
+	collect(t, again, rest)
+	checkExactlyOnce(t, l, from, rest)
+}
+
+// TestCompactedPosition: a cursor behind what the log keeps ends the stream
+// with ErrCompacted (the API's 410), not with a silent jump.
+func TestCompactedPosition(t *testing.T) {
+	l := newMemLog()
+	h, _ := NewHub(Config{})
+	l.commit(4, 5)
+	l.trim(4, 3)
+	st, err := Open(h, l, NewCursor(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := st.Poll(context.Background()); !errors.Is(err, ErrCompacted) {
+		t.Fatalf("poll: %v, want ErrCompacted", err)
+	}
+	from := NewCursor(4)
+	from.Set(4, 3)
+	ok, _ := Open(h, l, from)
+	defer ok.Close()
+	got := map[slotstore.HashSlot][]Record{}
+	collect(t, ok, got)
+	checkExactlyOnce(t, l, from, got)
+}
+
+// TestLargeLogIsPagedWithoutSplittingEntries: a backlog longer than a page
+// arrives whole, each entry in one delivery, also where a page ends inside one.
+func TestLargeLogIsPagedWithoutSplittingEntries(t *testing.T) {
+	l := newMemLog()
+	h, _ := NewHub(Config{})
+	for l.index < 3*pageLimit/2 { // 512 is not a multiple of 3
+		l.commit(7, 3)
+	}
+	st, _ := Open(h, l, NewCursor(7))
+	defer st.Close()
+	got := map[slotstore.HashSlot][]Record{}
+	for {
+		recs, err := st.Poll(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if recs == nil {
+			break
+		}
+		if len(recs) != 3 || recs[0].Index != recs[2].Index {
+			t.Fatalf("a delivery of %d records from entries %d..%d, want one whole entry of 3", len(recs), recs[0].Index, recs[len(recs)-1].Index)
+		}
+		got[7] = append(got[7], recs...)
+	}
+	checkExactlyOnce(t, l, NewCursor(7), got)
+}
+
+// TestStreamDropsRepeats: a record read from the log before its batch was
+// published (commit, then publish, with the reader in between) is not
+// delivered again when the publish arrives.
+func TestStreamDropsRepeats(t *testing.T) {
+	l := newMemLog()
+	h, _ := NewHub(Config{})
+	st, _ := Open(h, l, NewCursor(2))
+	defer st.Close()
+	got := map[slotstore.HashSlot][]Record{}
+	recs := l.commit(2, 2)
+	collect(t, st, got) // read from the log
+	h.Publish(recs)     // the same batch, published late
+	h.Publish(l.commit(2, 1))
+	collect(t, st, got)
+	checkExactlyOnce(t, l, NewCursor(2), got)
+}
+
+func TestHubBoundsSubscribers(t *testing.T) {
+	h, _ := NewHub(Config{MaxSubscribers: 2})
+	a, _ := h.Subscribe([]slotstore.HashSlot{1})
+	if _, err := h.Subscribe([]slotstore.HashSlot{1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Subscribe(nil); !errors.Is(err, ErrTooManyWatchers) {
+		t.Fatalf("third subscriber: %v, want ErrTooManyWatchers", err)
+	}
+	a.Close()
+	a.Close() // twice is fine
+	if _, err := h.Subscribe(nil); err != nil {
+		t.Fatalf("after a close: %v", err)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	if err := (Config{}).Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []Config{{MaxSubscribers: -1}, {Buffer: 1 << 21}} {
+		if err := c.Validate(); err == nil {
+			t.Fatalf("%+v: no error", c)
+		}
+	}
+}
