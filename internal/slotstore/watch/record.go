@@ -14,11 +14,37 @@ type Record struct {
 	// the records of one entry in one slot are delivered together.
 	Index  uint64
 	TimeMs int64 // the leader's time of the command
-	Delete bool
+	Kind   Kind
 	Table  meta.Table
-	Key    []byte // the row's primary key within its table
-	Value  []byte // the stored value after a put
-	Prev   []byte // the stored value before (nil: none)
+	// Key is the row's primary key within its table; for a Clear, the
+	// prefix of the rows cleared (a channel, for its subscriber list).
+	Key   []byte
+	Value []byte // the stored value after a put
+	Prev  []byte // the stored value before a put or delete (nil: none)
+}
+
+// Kind is what a record did to its row.
+type Kind uint8
+
+const (
+	Put    Kind = 1
+	Delete Kind = 2
+	// Clear deleted every row of the table under Key at once (a deleted
+	// channel's lists, a deleted user's devices): one record, however
+	// many rows — a watcher reads it as a delete of each it holds.
+	Clear Kind = 3
+)
+
+func (k Kind) String() string {
+	switch k {
+	case Put:
+		return "put"
+	case Delete:
+		return "delete"
+	case Clear:
+		return "clear"
+	}
+	return "unknown"
 }
 
 // group returns the leading run of recs that share recs[0]'s slot and
