@@ -82,8 +82,11 @@ func filled[T any](p *T) *T {
 // goldenEncodeCommand encodes c, or reports false when c is not a command
 // a replica would accept (the zero values of some commands are not).
 func goldenEncodeCommand(c Command) ([]byte, bool) {
-	b := EncodeCommand(c)
-	_, err := DecodeCommand(b)
+	b, err := EncodeCommand(c)
+	if err != nil {
+		return nil, false
+	}
+	_, err = DecodeCommand(b)
 	return b, err == nil
 }
 

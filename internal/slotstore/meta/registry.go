@@ -26,97 +26,142 @@ var (
 	answerType = map[reflect.Type]answerCodec{}
 )
 
+// answerCodec walks answers of one type: it encodes v, or, decoding (v is
+// nil), returns the answer it decoded.
 type answerCodec struct {
-	tag uint8
-	enc func(*encoder, any)
-	dec func(*decoder) (any, error)
+	tag  uint8
+	code func(c *coder, v any) any
 }
 
-// registerCommand makes op decodable; f returns an empty command of op. It
-// panics on a repeated op (a programming error caught at start).
-func registerCommand(op Op, f func() Command) {
+// registerCommand makes the op of command type T decodable. It panics on a
+// repeated op (a programming error caught at start).
+func registerCommand[T any, P interface {
+	*T
+	Command
+}]() {
+	op := P(new(T)).Op()
 	if _, dup := commands[op]; dup || op == 0 {
 		panic(fmt.Sprintf("meta: op %d registered twice or zero", op))
 	}
-	if got := f().Op(); got != op {
-		panic(fmt.Sprintf("meta: op %d registered for a command of op %d", op, got))
-	}
-	commands[op] = f
+	commands[op] = func() Command { return P(new(T)) }
 }
 
-// registerQuery makes query kind k decodable.
-func registerQuery(k QueryKind, f func() Query) {
+// registerQuery makes the kind of query type T decodable.
+func registerQuery[T any, P interface {
+	*T
+	Query
+}]() {
+	k := P(new(T)).Kind()
 	if _, dup := queries[k]; dup || k == 0 {
 		panic(fmt.Sprintf("meta: query kind %d registered twice or zero", k))
 	}
-	if got := f().Kind(); got != k {
-		panic(fmt.Sprintf("meta: query kind %d registered for a query of kind %d", k, got))
-	}
-	queries[k] = f
+	queries[k] = func() Query { return P(new(T)) }
 }
 
-// registerAnswer makes answers of sample's (pointer) type travel between
-// nodes under tag. A nil pointer of that type travels as "no answer".
-func registerAnswer(tag uint8, sample any, enc func(*encoder, any), dec func(*decoder) (any, error)) {
-	t := reflect.TypeOf(sample)
+// registerAnswer makes answers of type P travel between nodes under tag,
+// walked by code. A nil P travels as "no answer".
+func registerAnswer[P any](tag uint8, code func(c *coder, v any) any) {
+	t := reflect.TypeFor[P]()
 	if _, dup := answerTags[tag]; dup || tag == answerNil {
 		panic(fmt.Sprintf("meta: answer tag %d registered twice or zero", tag))
 	}
 	if _, dup := answerType[t]; dup {
 		panic(fmt.Sprintf("meta: answer type %v registered twice", t))
 	}
-	c := answerCodec{tag: tag, enc: enc, dec: dec}
+	c := answerCodec{tag: tag, code: code}
 	answerTags[tag], answerType[t] = c, c
 }
 
-// EncodeAnswer encodes a query's answer (a registered type, or nil).
+// registerEntityAnswer makes a stored entity an answer: it travels as its
+// stored value, length-prefixed, so fields a newer node appended are skipped.
+func registerEntityAnswer[T any, P interface {
+	*T
+	walker
+}](tag uint8) {
+	registerAnswer[P](tag, func(c *coder, v any) any {
+		p, _ := v.(P)
+		stored(c, &p)
+		return p
+	})
+}
+
+// registerPageAnswer makes a list answer travel, walked in place.
+func registerPageAnswer[T any, P interface {
+	*T
+	walker
+}](tag uint8) {
+	registerAnswer[P](tag, func(c *coder, v any) any {
+		p, _ := v.(P)
+		if p == nil {
+			p = new(T)
+		}
+		p.code(c)
+		return p
+	})
+}
+
+// registerAnswers registers an entity and its page as answers.
+func registerAnswers[E, Page any, PE interface {
+	*E
+	walker
+}, PPage interface {
+	*Page
+	walker
+}](entityTag, pageTag uint8) {
+	registerEntityAnswer[E, PE](entityTag)
+	registerPageAnswer[Page, PPage](pageTag)
+}
+
+// EncodeAnswer encodes a query's answer (a registered type, or nil). It
+// fails on an unregistered type, and on a field over a codec limit (a page
+// longer than a node decodes, say).
 func EncodeAnswer(v any) ([]byte, error) {
-	e := encoder{b: make([]byte, 0, 64)}
-	e.u8(wireVersion)
+	c := encoding(64)
+	c.b = append(c.b, wireVersion)
 	if v == nil {
-		e.u8(answerNil)
-		return e.b, nil
+		return append(c.b, answerNil), nil
 	}
-	c, ok := answerType[reflect.TypeOf(v)]
+	ac, ok := answerType[reflect.TypeOf(v)]
 	if !ok {
 		return nil, fmt.Errorf("meta: cannot encode answer %T", v)
 	}
 	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer && rv.IsNil() {
-		e.u8(answerNil)
-		return e.b, nil
+		return append(c.b, answerNil), nil
 	}
-	e.u8(c.tag)
-	c.enc(&e, v)
-	return e.b, nil
+	c.b = append(c.b, ac.tag)
+	ac.code(&c, v)
+	if c.err != nil {
+		return nil, fmt.Errorf("answer %T: %w", v, c.err)
+	}
+	return c.b, nil
 }
 
 // DecodeAnswer decodes EncodeAnswer's output.
 func DecodeAnswer(b []byte) (any, error) {
-	d := decoder{b: b}
-	if v := d.u8(); d.err() == nil && v != wireVersion {
-		return nil, fmt.Errorf("%w: unknown answer version %d", ErrMalformed, v)
+	if len(b) > 0 && b[0] != wireVersion {
+		return nil, fmt.Errorf("%w: unknown answer version %d", ErrMalformed, b[0])
 	}
-	tag := d.u8()
-	if d.err() != nil {
-		return nil, d.err()
+	if len(b) < 2 {
+		return nil, fmt.Errorf("%w: %d bytes, no answer tag", ErrMalformed, len(b))
 	}
-	var out any
-	if tag != answerNil {
-		c, ok := answerTags[tag]
-		if !ok {
-			return nil, fmt.Errorf("%w: unknown answer tag %d", ErrMalformed, tag)
+	if b[1] == answerNil {
+		if len(b) > 2 {
+			return nil, fmt.Errorf("%w: %d trailing bytes after answer", ErrMalformed, len(b)-2)
 		}
-		v, err := c.dec(&d)
-		if err != nil {
-			return nil, err
-		}
-		out = v
+		return nil, nil
 	}
-	if d.err() != nil {
-		return nil, d.err()
+	ac, ok := answerTags[b[1]]
+	if !ok {
+		return nil, fmt.Errorf("%w: unknown answer tag %d", ErrMalformed, b[1])
 	}
-	if len(d.b) != 0 {
-		return nil, fmt.Errorf("%w: %d trailing bytes after answer", ErrMalformed, len(d.b))
+	c := decoding(b[2:])
+	c.off = 2
+	out := ac.code(&c, nil)
+	if c.err != nil {
+		return nil, c.err
+	}
+	if len(c.b) != 0 {
+		return nil, fmt.Errorf("%w: %d trailing bytes after answer", ErrMalformed, len(c.b))
 	}
 	return out, nil
 }
