@@ -37,28 +37,34 @@ const (
 // The first failure sticks and err reports it. Decoding stops there (later
 // reads leave their fields alone); encoding goes on writing, so the bytes
 // of a value are the same whether or not the caller heeds the error.
+//
+// A command's coder escapes to the heap (its walk is an interface method),
+// so it is kept as small as a decoder without a direction flag: off < 0
+// means encoding.
 type coder struct {
 	b   []byte // encoding: the output so far; decoding: the input not yet read
 	err error
-	off int  // decoding: bytes read so far, for error messages
-	dec bool // the direction
+	off int // decoding: bytes read so far, for error messages; encoding: -1
 }
 
-func encoding(capacity int) coder { return coder{b: make([]byte, 0, capacity)} }
-func decoding(b []byte) coder     { return coder{b: b, dec: true} }
+func encoding(capacity int) coder { return coder{b: make([]byte, 0, capacity), off: -1} }
+func decoding(b []byte) coder     { return coder{b: b} }
+
+// dec reports the direction: true decodes.
+func (c *coder) dec() bool { return c.off >= 0 }
 
 // walker is a type with a walk: entities, pages, and the parts they share.
 type walker interface{ code(*coder) }
 
 func (c *coder) fail(format string, args ...any) {
 	if c.err == nil {
-		if c.dec {
+		if c.dec() {
 			c.err = fmt.Errorf("%w: at byte %d: %s", ErrMalformed, c.off, fmt.Sprintf(format, args...))
 		} else {
 			c.err = fmt.Errorf("%w: %s", ErrLimit, fmt.Sprintf(format, args...))
 		}
 	}
-	if c.dec {
+	if c.dec() {
 		c.b = nil
 	}
 }
@@ -66,7 +72,7 @@ func (c *coder) fail(format string, args ...any) {
 // more reports whether a field appended to a layout later is there: always
 // when encoding, when bytes are left when decoding (rows written before the
 // field existed end before it).
-func (c *coder) more() bool { return !c.dec || (c.err == nil && len(c.b) > 0) }
+func (c *coder) more() bool { return !c.dec() || (c.err == nil && len(c.b) > 0) }
 
 func (c *coder) take(n int) []byte {
 	if c.err != nil {
@@ -82,8 +88,11 @@ func (c *coder) take(n int) []byte {
 	return v
 }
 
+// The primitives keep the encoding side small enough to inline into every
+// walk (it is all an encoder does) and decode out of line.
+
 func (c *coder) u8(p *uint8) {
-	if !c.dec {
+	if c.off < 0 {
 		c.b = append(c.b, *p)
 	} else if v := c.take(1); v != nil {
 		*p = v[0]
@@ -91,7 +100,7 @@ func (c *coder) u8(p *uint8) {
 }
 
 func (c *coder) u16(p *uint16) {
-	if !c.dec {
+	if c.off < 0 {
 		c.b = binary.BigEndian.AppendUint16(c.b, *p)
 	} else if v := c.take(2); v != nil {
 		*p = binary.BigEndian.Uint16(v)
@@ -99,10 +108,14 @@ func (c *coder) u16(p *uint16) {
 }
 
 func (c *coder) uvarint(p *uint64) {
-	if !c.dec {
+	if c.off < 0 {
 		c.b = binary.AppendUvarint(c.b, *p)
-		return
+	} else {
+		c.readUvarint(p)
 	}
+}
+
+func (c *coder) readUvarint(p *uint64) {
 	if c.err != nil {
 		return
 	}
@@ -116,33 +129,35 @@ func (c *coder) uvarint(p *uint64) {
 	*p = v
 }
 
+// varint codes a signed integer zigzag-encoded as a uvarint, which is what
+// binary.AppendVarint writes and binary.Varint reads.
 func (c *coder) varint(p *int64) {
-	if !c.dec {
+	if c.off < 0 {
 		c.b = binary.AppendVarint(c.b, *p)
 		return
 	}
-	if c.err != nil {
-		return
+	var ux uint64
+	c.readUvarint(&ux)
+	if c.err == nil {
+		x := int64(ux >> 1)
+		if ux&1 != 0 {
+			x = ^x
+		}
+		*p = x
 	}
-	v, n := binary.Varint(c.b)
-	if n <= 0 {
-		c.fail("bad varint")
-		return
-	}
-	c.b = c.b[n:]
-	c.off += n
-	*p = v
 }
 
 func (c *coder) bool(p *bool) {
-	if !c.dec {
-		if *p {
-			c.b = append(c.b, 1)
-		} else {
-			c.b = append(c.b, 0)
-		}
-		return
+	if c.off >= 0 {
+		c.readBool(p)
+	} else if *p {
+		c.b = append(c.b, 1)
+	} else {
+		c.b = append(c.b, 0)
 	}
+}
+
+func (c *coder) readBool(p *bool) {
 	switch v := c.take(1); {
 	case v == nil:
 	case v[0] <= 1:
@@ -152,18 +167,11 @@ func (c *coder) bool(p *bool) {
 	}
 }
 
-// length codes a length prefix of n bytes (encoding) or reads one (decoding,
-// n unused), checking it against max and, decoding, the bytes left.
-func (c *coder) length(n int, max int, what string) int {
-	if !c.dec {
-		if n > max {
-			c.fail("%s: length %d over limit %d", what, n, max)
-		}
-		c.b = binary.AppendUvarint(c.b, uint64(n))
-		return n
-	}
+// readLength reads a length prefix and checks it against max and the bytes
+// left.
+func (c *coder) readLength(max int, what string) int {
 	var l uint64
-	c.uvarint(&l)
+	c.readUvarint(&l)
 	if c.err != nil {
 		return 0
 	}
@@ -181,23 +189,39 @@ func (c *coder) length(n int, max int, what string) int {
 // bytes codes a length-prefixed byte string of at most max bytes. A decoded
 // one owns its memory; an empty one decodes as nil.
 func (c *coder) bytes(p *[]byte, max int, what string) {
-	n := c.length(len(*p), max, what)
-	if !c.dec {
-		c.b = append(c.b, *p...)
-	} else if v := c.take(n); v != nil {
-		*p = append([]byte(nil), v...)
+	if c.off >= 0 {
+		if v := c.take(c.readLength(max, what)); v != nil {
+			*p = append([]byte(nil), v...)
+		}
+		return
 	}
+	if len(*p) > max {
+		c.over(len(*p), max, what)
+	}
+	c.b = append(binary.AppendUvarint(c.b, uint64(len(*p))), *p...)
 }
 
 // str codes a length-prefixed string of at most max bytes.
 func (c *coder) str(p *string, max int, what string) {
-	n := c.length(len(*p), max, what)
-	if !c.dec {
-		c.b = append(c.b, *p...)
-	} else if v := c.take(n); v != nil {
+	if c.off >= 0 {
+		c.readStr(p, max, what)
+		return
+	}
+	if len(*p) > max {
+		c.over(len(*p), max, what)
+	}
+	c.b = append(binary.AppendUvarint(c.b, uint64(len(*p))), *p...)
+}
+
+func (c *coder) readStr(p *string, max int, what string) {
+	if v := c.take(c.readLength(max, what)); v != nil {
 		*p = string(v)
 	}
 }
+
+// over fails an encoding for a field of n bytes over its limit, as the
+// decoder would fail it.
+func (c *coder) over(n, max int, what string) { c.fail("%s: length %d over limit %d", what, n, max) }
 
 // slot codes a hash slot (two bytes; its range is checked by the caller,
 // which knows which slot routes).
@@ -207,7 +231,7 @@ func (c *coder) slot(p *slotstore.HashSlot) { c.u16((*uint16)(p)) }
 // one over max fails.
 func (c *coder) limit(p *int, max uint64, what string) {
 	v := uint64(0)
-	if !c.dec {
+	if !c.dec() {
 		v = uint64(*p)
 		if *p < 0 {
 			v = 0
@@ -218,7 +242,7 @@ func (c *coder) limit(p *int, max uint64, what string) {
 		c.fail("%s %d over limit %d", what, v, max)
 		return
 	}
-	if c.dec {
+	if c.dec() {
 		*p = int(v)
 	}
 }
@@ -229,7 +253,7 @@ func (c *coder) uvarint32(p *uint32, what string) {
 	c.uvarint(&v)
 	if v > math.MaxUint32 {
 		c.fail("%s %d past 32 bits", what, v)
-	} else if c.dec {
+	} else if c.dec() {
 		*p = uint32(v)
 	}
 }
@@ -239,7 +263,7 @@ func (c *coder) uvarint32(p *uint32, what string) {
 func (c *coder) count(p *int) {
 	v := uint64(*p)
 	c.uvarint(&v)
-	if c.dec {
+	if c.dec() {
 		*p = int(v)
 	}
 }
@@ -257,7 +281,7 @@ func (c *coder) version(want uint8, what string) {
 // how a stored entity travels inside an answer: decoding walks w over
 // exactly those bytes, so bytes a newer writer appended to it are skipped.
 func (c *coder) nested(w walker, max int, what string) {
-	if !c.dec {
+	if !c.dec() {
 		sub := encoding(64)
 		w.code(&sub)
 		if sub.err != nil && c.err == nil {
@@ -266,7 +290,7 @@ func (c *coder) nested(w walker, max int, what string) {
 		c.bytes(&sub.b, max, what)
 		return
 	}
-	sub := decoding(c.take(c.length(0, max, what)))
+	sub := decoding(c.take(c.readLength(max, what)))
 	if c.err != nil {
 		return
 	}
@@ -306,4 +330,30 @@ func (c *coder) stamps(createdAtMs, updatedAtMs *int64, revision *uint64) {
 	c.varint(createdAtMs)
 	c.varint(updatedAtMs)
 	c.uvarint(revision)
+}
+
+// decodeFrame decodes version | kind | body, the frame of a command, query
+// or answer: walk decodes the body of kind (false: kind is unknown). The
+// frame is the whole message, so trailing bytes are an error.
+func decodeFrame[V any](b []byte, version uint8, what string, walk func(kind uint8, c *coder) (V, bool)) (V, error) {
+	var zero V
+	if len(b) > 0 && b[0] != version {
+		return zero, fmt.Errorf("%w: unknown %s version %d", ErrMalformed, what, b[0])
+	}
+	if len(b) < 2 {
+		return zero, fmt.Errorf("%w: %d bytes, no %s kind", ErrMalformed, len(b), what)
+	}
+	c := decoding(b[2:])
+	c.off = 2
+	v, ok := walk(b[1], &c)
+	if !ok {
+		return zero, fmt.Errorf("%w: unknown %s kind %d", ErrMalformed, what, b[1])
+	}
+	if c.err != nil {
+		return zero, c.err
+	}
+	if len(c.b) != 0 {
+		return zero, fmt.Errorf("%w: %d trailing bytes after %s", ErrMalformed, len(c.b), what)
+	}
+	return v, nil
 }

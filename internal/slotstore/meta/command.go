@@ -208,27 +208,15 @@ func StampTime(enc []byte, ms int64) ([]byte, error) {
 // DecodeCommand decodes one command. Trailing bytes are an error: a command
 // is framed by its entry, so anything left over means corruption.
 func DecodeCommand(b []byte) (Command, error) {
-	if len(b) > 0 && b[0] != commandVersion {
-		return nil, fmt.Errorf("%w: unknown command version %d", ErrMalformed, b[0])
-	}
-	if len(b) < 2 {
-		return nil, fmt.Errorf("%w: %d bytes, no op", ErrMalformed, len(b))
-	}
-	f := commands[Op(b[1])]
-	if f == nil {
-		return nil, fmt.Errorf("%w: unknown op %d", ErrMalformed, b[1])
-	}
-	c := f()
-	k := decoding(b[2:])
-	k.off = 2
-	codeCommand(&k, c)
-	if k.err != nil {
-		return nil, k.err
-	}
-	if len(k.b) != 0 {
-		return nil, fmt.Errorf("%w: %d trailing bytes", ErrMalformed, len(k.b))
-	}
-	return c, nil
+	return decodeFrame(b, commandVersion, "command", func(op uint8, k *coder) (Command, bool) {
+		f := commands[Op(op)]
+		if f == nil {
+			return nil, false
+		}
+		c := f()
+		codeCommand(k, c)
+		return c, true
+	})
 }
 
 // Fingerprint identifies what a command asks for, leaving out the parts a

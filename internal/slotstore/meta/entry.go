@@ -46,7 +46,7 @@ func DecodeEntry(data []byte) ([][]byte, error) {
 	}
 	out := make([][]byte, 0, n)
 	for i := uint64(0); i < n; i++ {
-		out = append(out, c.take(c.length(0, MaxEntryBytes, "command")))
+		out = append(out, c.take(c.readLength(MaxEntryBytes, "command")))
 	}
 	if c.err != nil {
 		return nil, c.err

@@ -11,7 +11,7 @@ func list[T any](c *coder, p *[]T, max int, what string, elem func(*coder, *T)) 
 		c.fail("%d %s (limit %d)", n, what, max)
 	}
 	c.uvarint(&n)
-	if c.dec {
+	if c.dec() {
 		if c.err != nil {
 			return
 		}
@@ -25,7 +25,7 @@ func list[T any](c *coder, p *[]T, max int, what string, elem func(*coder, *T)) 
 		}
 	}
 	for i := range *p {
-		if c.dec && c.err != nil {
+		if c.dec() && c.err != nil {
 			return
 		}
 		elem(c, &(*p)[i])
@@ -46,7 +46,7 @@ func stored[T any, P interface {
 	*T
 	walker
 }](c *coder, p *P) {
-	if c.dec {
+	if c.dec() {
 		*p = new(T)
 	}
 	c.nested(*p, MaxEntryBytes, "entity")

@@ -39,11 +39,7 @@ func registerCommand[T any, P interface {
 	*T
 	Command
 }]() {
-	op := P(new(T)).Op()
-	if _, dup := commands[op]; dup || op == 0 {
-		panic(fmt.Sprintf("meta: op %d registered twice or zero", op))
-	}
-	commands[op] = func() Command { return P(new(T)) }
+	register(commands, P(new(T)).Op(), func() Command { return P(new(T)) })
 }
 
 // registerQuery makes the kind of query type T decodable.
@@ -51,11 +47,14 @@ func registerQuery[T any, P interface {
 	*T
 	Query
 }]() {
-	k := P(new(T)).Kind()
-	if _, dup := queries[k]; dup || k == 0 {
-		panic(fmt.Sprintf("meta: query kind %d registered twice or zero", k))
+	register(queries, P(new(T)).Kind(), func() Query { return P(new(T)) })
+}
+
+func register[K ~uint8, V any](m map[K]func() V, k K, f func() V) {
+	if _, dup := m[k]; dup || k == 0 {
+		panic(fmt.Sprintf("meta: %T %d registered twice or zero", k, k))
 	}
-	queries[k] = func() Query { return P(new(T)) }
+	m[k] = f
 }
 
 // registerAnswer makes answers of type P travel between nodes under tag,
@@ -138,32 +137,16 @@ func EncodeAnswer(v any) ([]byte, error) {
 
 // DecodeAnswer decodes EncodeAnswer's output.
 func DecodeAnswer(b []byte) (any, error) {
-	if len(b) > 0 && b[0] != wireVersion {
-		return nil, fmt.Errorf("%w: unknown answer version %d", ErrMalformed, b[0])
-	}
-	if len(b) < 2 {
-		return nil, fmt.Errorf("%w: %d bytes, no answer tag", ErrMalformed, len(b))
-	}
-	if b[1] == answerNil {
-		if len(b) > 2 {
-			return nil, fmt.Errorf("%w: %d trailing bytes after answer", ErrMalformed, len(b)-2)
+	return decodeFrame(b, wireVersion, "answer", func(tag uint8, c *coder) (any, bool) {
+		if tag == answerNil {
+			return nil, true
 		}
-		return nil, nil
-	}
-	ac, ok := answerTags[b[1]]
-	if !ok {
-		return nil, fmt.Errorf("%w: unknown answer tag %d", ErrMalformed, b[1])
-	}
-	c := decoding(b[2:])
-	c.off = 2
-	out := ac.code(&c, nil)
-	if c.err != nil {
-		return nil, c.err
-	}
-	if len(c.b) != 0 {
-		return nil, fmt.Errorf("%w: %d trailing bytes after answer", ErrMalformed, len(c.b))
-	}
-	return out, nil
+		ac, ok := answerTags[tag]
+		if !ok {
+			return nil, false
+		}
+		return ac.code(c, nil), true
+	})
 }
 
 // Ops lists every registered command op, in order (for completeness checks:

@@ -1,7 +1,5 @@
 package meta
 
-import "fmt"
-
 // QueryKind identifies a query type on the wire. Values are never reused.
 type QueryKind uint8
 
@@ -48,30 +46,18 @@ func EncodeQuery(q Query) []byte {
 
 // DecodeQuery decodes EncodeQuery's output; trailing bytes are an error.
 func DecodeQuery(b []byte) (Query, error) {
-	if len(b) > 0 && b[0] != wireVersion {
-		return nil, fmt.Errorf("%w: unknown query version %d", ErrMalformed, b[0])
-	}
-	if len(b) < 2 {
-		return nil, fmt.Errorf("%w: %d bytes, no query kind", ErrMalformed, len(b))
-	}
-	f := queries[QueryKind(b[1])]
-	if f == nil {
-		return nil, fmt.Errorf("%w: unknown query kind %d", ErrMalformed, b[1])
-	}
-	q := f()
-	c := decoding(b[2:])
-	c.off = 2
-	q.codeQuery(&c)
-	if c.err != nil {
-		return nil, c.err
-	}
-	if len(c.b) != 0 {
-		return nil, fmt.Errorf("%w: %d trailing bytes after query", ErrMalformed, len(c.b))
-	}
-	if !q.RouteSlot().Valid() {
-		return nil, fmt.Errorf("%w: hash slot out of range", ErrMalformed)
-	}
-	return q, nil
+	return decodeFrame(b, wireVersion, "query", func(kind uint8, c *coder) (Query, bool) {
+		f := queries[QueryKind(kind)]
+		if f == nil {
+			return nil, false
+		}
+		q := f()
+		q.codeQuery(c)
+		if !q.RouteSlot().Valid() {
+			c.fail("hash slot %d out of range", q.RouteSlot())
+		}
+		return q, true
+	})
 }
 
 // Answer tags on the wire (the registry in registry.go maps types to tags).
