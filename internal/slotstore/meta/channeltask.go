@@ -173,10 +173,6 @@ func (*CreateChannelTask) Op() Op  { return OpCreateChannelTask }
 func (*AdvanceChannelTask) Op() Op { return OpAdvanceChannelTask }
 func (*AbortChannelTask) Op() Op   { return OpAbortChannelTask }
 
-func (c *CreateChannelTask) RouteKey() string  { return c.ChannelID }
-func (c *AdvanceChannelTask) RouteKey() string { return c.ChannelID }
-func (c *AbortChannelTask) RouteKey() string   { return c.ChannelID }
-
 func (c *CreateChannelTask) codeBody(k *coder) {
 	c.ChanRef.code(k)
 	k.u8((*uint8)(&c.Kind))

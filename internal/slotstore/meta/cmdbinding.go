@@ -65,10 +65,6 @@ func (*PutCmdBinding) Op() Op    { return OpPutCmdBinding }
 func (*DeleteCmdBinding) Op() Op { return OpDeleteCmdBinding }
 func (*AckCmdBinding) Op() Op    { return OpAckCmdBinding }
 
-func (c *PutCmdBinding) RouteKey() string    { return c.UID }
-func (c *DeleteCmdBinding) RouteKey() string { return c.UID }
-func (c *AckCmdBinding) RouteKey() string    { return c.UID }
-
 func (c *PutCmdBinding) codeBody(k *coder)    { c.UserChannel.code(k); k.uvarint(&c.StartSeq) }
 func (c *DeleteCmdBinding) codeBody(k *coder) { c.UserChannel.code(k) }
 func (c *AckCmdBinding) codeBody(k *coder)    { c.UserChannel.code(k); k.uvarint(&c.AckSeq) }

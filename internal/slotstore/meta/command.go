@@ -208,15 +208,7 @@ func StampTime(enc []byte, ms int64) ([]byte, error) {
 // DecodeCommand decodes one command. Trailing bytes are an error: a command
 // is framed by its entry, so anything left over means corruption.
 func DecodeCommand(b []byte) (Command, error) {
-	return decodeFrame(b, commandVersion, "command", func(op uint8, k *coder) (Command, bool) {
-		f := commands[Op(op)]
-		if f == nil {
-			return nil, false
-		}
-		c := f()
-		codeCommand(k, c)
-		return c, true
-	})
+	return decodeRegistered(b, commandVersion, "command", commands, codeCommand)
 }
 
 // Fingerprint identifies what a command asks for, leaving out the parts a

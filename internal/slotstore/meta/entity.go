@@ -3,6 +3,38 @@ package meta
 // entityVersion is the version byte every encoded entity starts with.
 const entityVersion = 1
 
+// encodeEntity encodes a stored value. It cannot fail in practice: every
+// field of a stored value came from a command, whose limits were checked
+// when it was encoded (EncodeCommand), or is a counter, which has none; the
+// decoders check them again.
+func encodeEntity(w walker) []byte {
+	c := encoding(64)
+	w.code(&c)
+	return c.b
+}
+
+// decodeEntity decodes a stored value. Bytes after the fields it knows
+// (appended by a newer writer) are ignored.
+func decodeEntity[T any, P interface {
+	*T
+	walker
+}](b []byte) (P, error) {
+	c := decoding(b)
+	v := P(new(T))
+	v.code(&c)
+	if c.err != nil {
+		return nil, c.err
+	}
+	return v, nil
+}
+
+// stamps codes the tail most entities end with.
+func (c *coder) stamps(createdAtMs, updatedAtMs *int64, revision *uint64) {
+	c.varint(createdAtMs)
+	c.varint(updatedAtMs)
+	c.uvarint(revision)
+}
+
 // User is an IM user account. Its route key is UID.
 type User struct {
 	UID         string

@@ -67,6 +67,10 @@ type UserChannel struct {
 	ChannelID   string
 }
 
+// RouteKey is the user's: every command about a user's row about a channel
+// routes by it.
+func (u *UserChannel) RouteKey() string { return u.UID }
+
 func (u *UserChannel) code(c *coder) {
 	c.str(&u.UID, MaxKeyBytes, "uid")
 	c.channelRef(&u.ChannelType, &u.ChannelID)
@@ -121,12 +125,6 @@ func (*DeleteMembership) Op() Op   { return OpDeleteMembership }
 func (*ReadMembership) Op() Op     { return OpReadMembership }
 func (*HideMembership) Op() Op     { return OpHideMembership }
 func (*ActivateMembership) Op() Op { return OpActivateMembership }
-
-func (c *PutMembership) RouteKey() string      { return c.UID }
-func (c *DeleteMembership) RouteKey() string   { return c.UID }
-func (c *ReadMembership) RouteKey() string     { return c.UID }
-func (c *HideMembership) RouteKey() string     { return c.UID }
-func (c *ActivateMembership) RouteKey() string { return c.UID }
 
 func (c *PutMembership) codeBody(k *coder) {
 	c.UserChannel.code(k)

@@ -67,10 +67,9 @@ type AckOutbox struct {
 	Seq         uint64
 }
 
-func (*ProjectMembership) Op() Op             { return OpProjectMembership }
-func (*AckOutbox) Op() Op                     { return OpAckOutbox }
-func (c *ProjectMembership) RouteKey() string { return c.UID }
-func (c *AckOutbox) RouteKey() string         { return c.ChannelID }
+func (*ProjectMembership) Op() Op     { return OpProjectMembership }
+func (*AckOutbox) Op() Op             { return OpAckOutbox }
+func (c *AckOutbox) RouteKey() string { return c.ChannelID }
 
 func (c *ProjectMembership) codeBody(k *coder) {
 	c.UserChannel.code(k)

@@ -2,6 +2,7 @@ package meta
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 )
@@ -151,14 +152,7 @@ func DecodeAnswer(b []byte) (any, error) {
 
 // Ops lists every registered command op, in order (for completeness checks:
 // every op needs an applier in package fsm).
-func Ops() []Op {
-	out := make([]Op, 0, len(commands))
-	for op := range commands {
-		out = append(out, op)
-	}
-	slices.Sort(out)
-	return out
-}
+func Ops() []Op { return slices.Sorted(maps.Keys(commands)) }
 
 // NewCommand returns an empty command of op (false: op is unknown).
 func NewCommand(op Op) (Command, bool) {
@@ -171,11 +165,4 @@ func NewCommand(op Op) (Command, bool) {
 
 // QueryKinds lists every registered query kind, in order (every kind needs
 // a lookup in package fsm).
-func QueryKinds() []QueryKind {
-	out := make([]QueryKind, 0, len(queries))
-	for k := range queries {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
-}
+func QueryKinds() []QueryKind { return slices.Sorted(maps.Keys(queries)) }

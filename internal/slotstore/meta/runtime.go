@@ -198,6 +198,10 @@ type ChanRef struct {
 	ChannelID   string
 }
 
+// RouteKey is the channel id: every command about a channel's own rows
+// routes by it.
+func (r *ChanRef) RouteKey() string { return r.ChannelID }
+
 func (r *ChanRef) code(c *coder) { c.channelRef(&r.ChannelType, &r.ChannelID) }
 
 // CreateRuntime creates runtime meta; conflict if it exists.
@@ -234,10 +238,8 @@ func (*PutRuntime) Op() Op       { return OpPutRuntime }
 func (*DeleteRuntime) Op() Op    { return OpDeleteRuntime }
 func (*AdvanceRetention) Op() Op { return OpAdvanceRetention }
 
-func (c *CreateRuntime) RouteKey() string    { return c.Runtime.ChannelID }
-func (c *PutRuntime) RouteKey() string       { return c.Runtime.ChannelID }
-func (c *DeleteRuntime) RouteKey() string    { return c.ChannelID }
-func (c *AdvanceRetention) RouteKey() string { return c.ChannelID }
+func (c *CreateRuntime) RouteKey() string { return c.Runtime.ChannelID }
+func (c *PutRuntime) RouteKey() string    { return c.Runtime.ChannelID }
 
 func (c *CreateRuntime) codeBody(k *coder) { c.Runtime.codeClient(k) }
 func (c *PutRuntime) codeBody(k *coder)    { c.Runtime.codeClient(k) }

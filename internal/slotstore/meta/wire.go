@@ -46,17 +46,11 @@ func EncodeQuery(q Query) []byte {
 
 // DecodeQuery decodes EncodeQuery's output; trailing bytes are an error.
 func DecodeQuery(b []byte) (Query, error) {
-	return decodeFrame(b, wireVersion, "query", func(kind uint8, c *coder) (Query, bool) {
-		f := queries[QueryKind(kind)]
-		if f == nil {
-			return nil, false
-		}
-		q := f()
+	return decodeRegistered(b, wireVersion, "query", queries, func(c *coder, q Query) {
 		q.codeQuery(c)
 		if !q.RouteSlot().Valid() {
 			c.fail("hash slot %d out of range", q.RouteSlot())
 		}
-		return q, true
 	})
 }
 
