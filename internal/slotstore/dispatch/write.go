@@ -45,13 +45,11 @@ func (d *Dispatcher) Propose(ctx context.Context, cmd meta.Command) (meta.Result
 		d.cfg.Proposal(route.GroupID, slotstore.ErrorCode(err))
 		return meta.Result{}, route, err
 	}
-	// What every replica will decode must decode here first: a field over a
-	// codec limit is the caller's mistake, not a poisoned log entry.
-	enc := meta.EncodeCommand(cmd)
-	if _, derr := meta.DecodeCommand(enc); derr != nil {
-		err := slotstore.Wrap(slotstore.CodeInvalidArgument, derr, "command exceeds a codec limit")
-		d.cfg.Proposal(route.GroupID, err.Code)
-		return meta.Result{}, route, err
+	// Encoded once here, checked against the codec limits (encodeCommand).
+	enc, eerr := encodeCommand(cmd)
+	if eerr != nil {
+		d.cfg.Proposal(route.GroupID, slotstore.ErrorCode(eerr))
+		return meta.Result{}, route, eerr
 	}
 	idem := h.IdempotencyKey != ""
 	waitUntil := time.Now().Add(d.cfg.LeaderWait)
@@ -194,7 +192,9 @@ func (d *Dispatcher) proposeLocal(ctx context.Context, cmd meta.Command, enc []b
 	now := d.cfg.Now().UnixMilli()
 	cmd.Head().TimeMs = now
 	if enc == nil {
-		enc = meta.EncodeCommand(cmd)
+		if enc, err = encodeCommand(cmd); err != nil {
+			return meta.Result{}, route, err
+		}
 	} else if enc, err = meta.StampTime(enc, now); err != nil {
 		return meta.Result{}, route, slotstore.Wrap(slotstore.CodeInvalidArgument, err, "undecodable command")
 	}
@@ -222,6 +222,21 @@ func (d *Dispatcher) ProposeToGroup(ctx context.Context, g slotstore.GroupID, cm
 	if addr == "" {
 		return meta.Result{}, slotstore.Errorf(slotstore.CodeRouteNotReady, "the peer address of node %d is unknown", st.Leader)
 	}
-	res, _, _, err := d.cfg.Peers.Propose(ctx, addr, meta.EncodeCommand(cmd), g)
+	enc, err := encodeCommand(cmd)
+	if err != nil {
+		return meta.Result{}, err
+	}
+	res, _, _, err := d.cfg.Peers.Propose(ctx, addr, enc, g)
 	return res, err
+}
+
+// encodeCommand encodes cmd. The encoder checks every limit the replicas'
+// decoder does, so a field over one is the caller's mistake
+// (invalid_argument), not a poisoned log entry.
+func encodeCommand(cmd meta.Command) ([]byte, error) {
+	enc, err := meta.EncodeCommand(cmd)
+	if err != nil {
+		return nil, slotstore.Wrap(slotstore.CodeInvalidArgument, err, "command exceeds a codec limit")
+	}
+	return enc, nil
 }

@@ -344,7 +344,7 @@ func TestMalformedInput(t *testing.T) {
 	var idx uint64
 	next := func() uint64 { idx++; return idx }
 
-	good1, good2 := meta.EncodeCommand(putKV("a", "1")), meta.EncodeCommand(putKV("b", "2"))
+	good1, good2 := mustEncode(putKV("a", "1")), mustEncode(putKV("b", "2"))
 	// A garbage command between two good ones: only it fails.
 	rs := applyRaw(t, s, next(), meta.EncodeEntry([][]byte{good1, []byte("garbage!"), good2}))
 	if len(rs) != 3 {

@@ -39,7 +39,7 @@ func BenchmarkUpdate(b *testing.B) {
 				for j := range raw {
 					key := fmt.Sprintf("bench-key-%05d", k%keys)
 					k++
-					raw[j] = meta.EncodeCommand(&meta.PutKV{
+					raw[j] = mustEncode(&meta.PutKV{
 						Header: meta.Header{HashSlot: slotstore.HashSlotOfString(key), TimeMs: 1},
 						Key:    key, Value: value,
 					})

@@ -37,7 +37,7 @@ func FuzzChannelRowApply(f *testing.F) {
 		&meta.AppendEvent{Header: hdr("g1", "", 9), Event: meta.ChannelEvent{ChannelType: 2, ChannelID: "g1",
 			ClientMsgNo: "m", EventKey: "k", EventID: "e", EventType: "t"}},
 	} {
-		f.Add(meta.EncodeCommand(c))
+		f.Add(mustEncode(c))
 	}
 	db := openStore(f, f.TempDir())
 	s := newSM(f, db, 1, allSlots(), func(c *fsm.Config) { c.EventCapacity = 3 })

@@ -133,7 +133,7 @@ func withIdem[C meta.Command](c C, idem string, timeMs int64) C {
 func encodeCmds(cmds ...meta.Command) []byte {
 	raw := make([][]byte, len(cmds))
 	for i, c := range cmds {
-		raw[i] = meta.EncodeCommand(c)
+		raw[i] = mustEncode(c)
 	}
 	return meta.EncodeEntry(raw)
 }
@@ -307,4 +307,13 @@ func snapshot(tb testing.TB, s *fsm.StateMachine) []byte {
 func isCode(err error, code slotstore.Code) bool {
 	var e *slotstore.Error
 	return errors.As(err, &e) && e.Code == code
+}
+
+// mustEncode encodes a command the test knows is within every codec limit.
+func mustEncode(c meta.Command) []byte {
+	b, err := meta.EncodeCommand(c)
+	if err != nil {
+		panic(err)
+	}
+	return b
 }

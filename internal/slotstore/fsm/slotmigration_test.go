@@ -24,7 +24,7 @@ func openGroup(t *testing.T, db *store.DB, g slotstore.GroupID, genesis []slotst
 func apply1(t *testing.T, s *fsm.StateMachine, index *uint64, c meta.Command) meta.Result {
 	t.Helper()
 	*index++
-	out, err := s.Update([]sm.Entry{{Index: *index, Cmd: meta.EncodeEntry([][]byte{meta.EncodeCommand(c)})}})
+	out, err := s.Update([]sm.Entry{{Index: *index, Cmd: meta.EncodeEntry([][]byte{mustEncode(c)})}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,15 +17,15 @@ func benchPutKV() *meta.PutKV {
 
 func BenchmarkEncodeCommand(b *testing.B) {
 	c := benchPutKV()
-	b.SetBytes(int64(len(meta.EncodeCommand(c))))
+	b.SetBytes(int64(len(mustEncode(c))))
 	b.ReportAllocs()
 	for b.Loop() {
-		_ = meta.EncodeCommand(c)
+		_ = mustEncode(c)
 	}
 }
 
 func BenchmarkDecodeCommand(b *testing.B) {
-	enc := meta.EncodeCommand(benchPutKV())
+	enc := mustEncode(benchPutKV())
 	b.SetBytes(int64(len(enc)))
 	b.ReportAllocs()
 	for b.Loop() {
@@ -40,7 +40,7 @@ func benchEntryCommands() [][]byte {
 	for i := range cmds {
 		c := benchPutKV()
 		c.Key = fmt.Sprintf("channel:%d", i)
-		cmds[i] = meta.EncodeCommand(routed(c))
+		cmds[i] = mustEncode(routed(c))
 	}
 	return cmds
 }

@@ -35,53 +35,23 @@ type Channel struct {
 	Revision    uint64
 }
 
-// EncodeChannel encodes c as a stored value.
-func EncodeChannel(c *Channel) []byte {
-	e := encoder{b: make([]byte, 0, 48+len(c.ID)+len(c.Extra))}
-	e.u8(entityVersion)
-	e.u8(c.Type)
-	e.str(c.ID)
-	e.bool(c.Ban)
-	e.bool(c.Disband)
-	e.bool(c.SendBan)
-	e.bool(c.AllowStranger)
-	e.bool(c.Large)
-	e.str(c.Extra)
-	e.uvarint(c.SubscriberCount)
-	e.uvarint(c.DenylistCount)
-	e.uvarint(c.AllowlistCount)
-	e.uvarint(c.SubscriberVersion)
-	e.uvarint(c.PendingProjection)
-	e.varint(c.CreatedAtMs)
-	e.varint(c.UpdatedAtMs)
-	e.uvarint(c.Revision)
-	return e.b
+func (ch *Channel) code(c *coder) {
+	c.version(entityVersion, "channel")
+	c.channelRef(&ch.Type, &ch.ID)
+	c.channelFlags(&ch.Ban, &ch.Disband, &ch.SendBan, &ch.AllowStranger, &ch.Large, &ch.Extra)
+	c.uvarint(&ch.SubscriberCount)
+	c.uvarint(&ch.DenylistCount)
+	c.uvarint(&ch.AllowlistCount)
+	c.uvarint(&ch.SubscriberVersion)
+	c.uvarint(&ch.PendingProjection)
+	c.stamps(&ch.CreatedAtMs, &ch.UpdatedAtMs, &ch.Revision)
 }
 
+// EncodeChannel encodes c as a stored value.
+func EncodeChannel(c *Channel) []byte { return encodeEntity(c) }
+
 // DecodeChannel decodes a stored channel.
-func DecodeChannel(b []byte) (*Channel, error) {
-	d := decoder{b: b}
-	decodeVersion(&d, "channel")
-	c := &Channel{Type: d.u8(), ID: d.str(MaxKeyBytes)}
-	c.Ban = d.bool()
-	c.Disband = d.bool()
-	c.SendBan = d.bool()
-	c.AllowStranger = d.bool()
-	c.Large = d.bool()
-	c.Extra = d.str(MaxStringBytes)
-	c.SubscriberCount = d.uvarint()
-	c.DenylistCount = d.uvarint()
-	c.AllowlistCount = d.uvarint()
-	c.SubscriberVersion = d.uvarint()
-	c.PendingProjection = d.uvarint()
-	c.CreatedAtMs = d.varint()
-	c.UpdatedAtMs = d.varint()
-	c.Revision = d.uvarint()
-	if err := d.err(); err != nil {
-		return nil, err
-	}
-	return c, nil
-}
+func DecodeChannel(b []byte) (*Channel, error) { return decodeEntity[Channel](b) }
 
 // ChannelInfo is what a client sets on a channel: identity, flags, extra.
 type ChannelInfo struct {
@@ -95,26 +65,20 @@ type ChannelInfo struct {
 	Extra         string
 }
 
-func encodeChannelInfo(e *encoder, c *ChannelInfo) {
-	e.u8(c.Type)
-	e.str(c.ID)
-	e.bool(c.Ban)
-	e.bool(c.Disband)
-	e.bool(c.SendBan)
-	e.bool(c.AllowStranger)
-	e.bool(c.Large)
-	e.str(c.Extra)
+// channelFlags codes what a client sets on a channel after its identity;
+// a channel row and ChannelInfo share it.
+func (c *coder) channelFlags(ban, disband, sendBan, allowStranger, large *bool, extra *string) {
+	c.bool(ban)
+	c.bool(disband)
+	c.bool(sendBan)
+	c.bool(allowStranger)
+	c.bool(large)
+	c.str(extra, MaxStringBytes, "extra")
 }
 
-func decodeChannelInfo(d *decoder, c *ChannelInfo) {
-	c.Type = d.u8()
-	c.ID = d.str(MaxKeyBytes)
-	c.Ban = d.bool()
-	c.Disband = d.bool()
-	c.SendBan = d.bool()
-	c.AllowStranger = d.bool()
-	c.Large = d.bool()
-	c.Extra = d.str(MaxStringBytes)
+func (ci *ChannelInfo) code(c *coder) {
+	c.channelRef(&ci.Type, &ci.ID)
+	c.channelFlags(&ci.Ban, &ci.Disband, &ci.SendBan, &ci.AllowStranger, &ci.Large, &ci.Extra)
 }
 
 const (
@@ -144,21 +108,15 @@ type DeleteChannel struct {
 	ChannelID   string
 }
 
-func (*CreateChannel) Op() Op                  { return OpCreateChannel }
-func (*PutChannel) Op() Op                     { return OpPutChannel }
-func (*DeleteChannel) Op() Op                  { return OpDeleteChannel }
-func (c *CreateChannel) RouteKey() string      { return c.Channel.ID }
-func (c *PutChannel) RouteKey() string         { return c.Channel.ID }
-func (c *DeleteChannel) RouteKey() string      { return c.ChannelID }
-func (c *CreateChannel) encodeBody(e *encoder) { encodeChannelInfo(e, &c.Channel) }
-func (c *CreateChannel) decodeBody(d *decoder) { decodeChannelInfo(d, &c.Channel) }
-func (c *PutChannel) encodeBody(e *encoder)    { encodeChannelInfo(e, &c.Channel) }
-func (c *PutChannel) decodeBody(d *decoder)    { decodeChannelInfo(d, &c.Channel) }
-func (c *DeleteChannel) encodeBody(e *encoder) { e.u8(c.ChannelType); e.str(c.ChannelID) }
-func (c *DeleteChannel) decodeBody(d *decoder) {
-	c.ChannelType = d.u8()
-	c.ChannelID = d.str(MaxKeyBytes)
-}
+func (*CreateChannel) Op() Op              { return OpCreateChannel }
+func (*PutChannel) Op() Op                 { return OpPutChannel }
+func (*DeleteChannel) Op() Op              { return OpDeleteChannel }
+func (c *CreateChannel) RouteKey() string  { return c.Channel.ID }
+func (c *PutChannel) RouteKey() string     { return c.Channel.ID }
+func (c *DeleteChannel) RouteKey() string  { return c.ChannelID }
+func (c *CreateChannel) codeBody(k *coder) { c.Channel.code(k) }
+func (c *PutChannel) codeBody(k *coder)    { c.Channel.code(k) }
+func (c *DeleteChannel) codeBody(k *coder) { k.channelRef(&c.ChannelType, &c.ChannelID) }
 
 // QueryGetChannel reads a channel.
 const QueryGetChannel QueryKind = 20
@@ -172,25 +130,17 @@ type GetChannel struct {
 
 func (*GetChannel) Kind() QueryKind                 { return QueryGetChannel }
 func (q *GetChannel) RouteSlot() slotstore.HashSlot { return q.HashSlot }
-func (q *GetChannel) encodeQuery(e *encoder) {
-	e.u16(uint16(q.HashSlot))
-	e.u8(q.ChannelType)
-	e.str(q.ChannelID)
-}
-func (q *GetChannel) decodeQuery(d *decoder) {
-	q.HashSlot = slotstore.HashSlot(d.u16())
-	q.ChannelType = d.u8()
-	q.ChannelID = d.str(MaxKeyBytes)
+func (q *GetChannel) codeQuery(c *coder) {
+	c.slot(&q.HashSlot)
+	c.channelRef(&q.ChannelType, &q.ChannelID)
 }
 
 const answerChannel = 20
 
 func init() {
-	registerCommand(OpCreateChannel, func() Command { return &CreateChannel{} })
-	registerCommand(OpPutChannel, func() Command { return &PutChannel{} })
-	registerCommand(OpDeleteChannel, func() Command { return &DeleteChannel{} })
-	registerQuery(QueryGetChannel, func() Query { return &GetChannel{} })
-	registerAnswer(answerChannel, (*Channel)(nil),
-		func(e *encoder, v any) { e.bytes(EncodeChannel(v.(*Channel))) },
-		func(d *decoder) (any, error) { return DecodeChannel(d.bytes(MaxEntryBytes)) })
+	registerCommand[CreateChannel]()
+	registerCommand[PutChannel]()
+	registerCommand[DeleteChannel]()
+	registerQuery[GetChannel]()
+	registerEntityAnswer[Channel](answerChannel)
 }

@@ -68,26 +68,17 @@ type ChannelMember struct {
 	AddedAtMs int64
 }
 
-// EncodeChannelMember encodes m as a stored value.
-func EncodeChannelMember(m *ChannelMember) []byte {
-	e := encoder{b: make([]byte, 0, 12+len(m.UID))}
-	e.u8(entityVersion)
-	e.str(m.UID)
-	e.varint(m.AddedAtMs)
-	return e.b
+func (m *ChannelMember) code(c *coder) {
+	c.version(entityVersion, "channel member")
+	c.str(&m.UID, MaxKeyBytes, "uid")
+	c.varint(&m.AddedAtMs)
 }
 
+// EncodeChannelMember encodes m as a stored value.
+func EncodeChannelMember(m *ChannelMember) []byte { return encodeEntity(m) }
+
 // DecodeChannelMember decodes a stored member row.
-func DecodeChannelMember(b []byte) (*ChannelMember, error) {
-	d := decoder{b: b}
-	decodeVersion(&d, "channel member")
-	m := &ChannelMember{UID: d.str(MaxKeyBytes)}
-	m.AddedAtMs = d.varint()
-	if err := d.err(); err != nil {
-		return nil, err
-	}
-	return m, nil
-}
+func DecodeChannelMember(b []byte) (*ChannelMember, error) { return decodeEntity[ChannelMember](b) }
 
 // ListChange is the result value of a list command: how many uids it
 // actually added or removed, and the list's count after it.
@@ -96,25 +87,17 @@ type ListChange struct {
 	Count   uint64
 }
 
-// EncodeListChange encodes a list command's result value.
-func EncodeListChange(c *ListChange) []byte {
-	e := encoder{b: make([]byte, 0, 12)}
-	e.u8(entityVersion)
-	e.uvarint(c.Changed)
-	e.uvarint(c.Count)
-	return e.b
+func (l *ListChange) code(c *coder) {
+	c.version(entityVersion, "list change")
+	c.uvarint(&l.Changed)
+	c.uvarint(&l.Count)
 }
 
+// EncodeListChange encodes a list command's result value.
+func EncodeListChange(c *ListChange) []byte { return encodeEntity(c) }
+
 // DecodeListChange decodes EncodeListChange's output.
-func DecodeListChange(b []byte) (*ListChange, error) {
-	d := decoder{b: b}
-	decodeVersion(&d, "list change")
-	c := &ListChange{Changed: d.uvarint(), Count: d.uvarint()}
-	if err := d.err(); err != nil {
-		return nil, err
-	}
-	return c, nil
-}
+func DecodeListChange(b []byte) (*ListChange, error) { return decodeEntity[ListChange](b) }
 
 const (
 	OpAddChannelMembers    Op = 23
@@ -162,58 +145,29 @@ func (c *AddChannelMembers) RouteKey() string    { return c.ChannelID }
 func (c *RemoveChannelMembers) RouteKey() string { return c.ChannelID }
 func (c *DeleteChannelMember) RouteKey() string  { return c.ChannelID }
 
-func decodeListKind(d *decoder) ChannelList {
-	l := ChannelList(d.u8())
-	if d.err() == nil && !l.Valid() {
-		d.fail("unknown channel list %d", l)
+// listRef codes which list of which channel: list, type, id.
+func (c *coder) listRef(l *ChannelList, channelType *uint8, channelID *string) {
+	c.u8((*uint8)(l))
+	if !l.Valid() {
+		c.fail("unknown channel list %d", *l)
 	}
-	return l
+	c.channelRef(channelType, channelID)
 }
 
-func (m *ChannelMembers) encode(e *encoder) {
-	e.u8(uint8(m.List))
-	e.u8(m.ChannelType)
-	e.str(m.ChannelID)
-	e.uvarint(uint64(len(m.UIDs)))
-	for _, u := range m.UIDs {
-		e.str(u)
-	}
+func (m *ChannelMembers) code(c *coder) {
+	c.listRef(&m.List, &m.ChannelType, &m.ChannelID)
+	list(c, &m.UIDs, MaxListUIDs, "uids in one list command", codeUID)
 }
 
-func (m *ChannelMembers) decode(d *decoder) {
-	m.List = decodeListKind(d)
-	m.ChannelType = d.u8()
-	m.ChannelID = d.str(MaxKeyBytes)
-	n := d.uvarint()
-	if n > MaxListUIDs {
-		d.fail("%d uids in one list command", n)
-		return
-	}
-	if n == 0 {
-		m.UIDs = nil
-		return
-	}
-	m.UIDs = make([]string, 0, min(n, uint64(len(d.b))))
-	for i := uint64(0); i < n && d.err() == nil; i++ {
-		m.UIDs = append(m.UIDs, d.str(MaxKeyBytes))
-	}
-}
+// codeUID codes one uid of a list.
+func codeUID(c *coder, uid *string) { c.str(uid, MaxKeyBytes, "uid") }
 
-func (c *AddChannelMembers) encodeBody(e *encoder)    { c.ChannelMembers.encode(e) }
-func (c *AddChannelMembers) decodeBody(d *decoder)    { c.ChannelMembers.decode(d) }
-func (c *RemoveChannelMembers) encodeBody(e *encoder) { c.ChannelMembers.encode(e) }
-func (c *RemoveChannelMembers) decodeBody(d *decoder) { c.ChannelMembers.decode(d) }
-func (c *DeleteChannelMember) encodeBody(e *encoder) {
-	e.u8(uint8(c.List))
-	e.u8(c.ChannelType)
-	e.str(c.ChannelID)
-	e.str(c.UID)
-}
-func (c *DeleteChannelMember) decodeBody(d *decoder) {
-	c.List = decodeListKind(d)
-	c.ChannelType = d.u8()
-	c.ChannelID = d.str(MaxKeyBytes)
-	c.UID = d.str(MaxKeyBytes)
+func (c *AddChannelMembers) codeBody(k *coder)    { c.ChannelMembers.code(k) }
+func (c *RemoveChannelMembers) codeBody(k *coder) { c.ChannelMembers.code(k) }
+
+func (c *DeleteChannelMember) codeBody(k *coder) {
+	k.listRef(&c.List, &c.ChannelType, &c.ChannelID)
+	k.str(&c.UID, MaxKeyBytes, "uid")
 }
 
 const (
@@ -255,39 +209,20 @@ func (*GetChannelMember) Kind() QueryKind                 { return QueryGetChann
 func (q *ScanChannelList) RouteSlot() slotstore.HashSlot  { return q.HashSlot }
 func (q *GetChannelMember) RouteSlot() slotstore.HashSlot { return q.HashSlot }
 
-func (q *ScanChannelList) encodeQuery(e *encoder) {
-	e.u16(uint16(q.HashSlot))
-	e.u8(uint8(q.List))
-	e.u8(q.ChannelType)
-	e.str(q.ChannelID)
-	e.str(q.AfterUID)
-	encodeLimit(e, q.Limit)
+func (q *ScanChannelList) codeQuery(c *coder) {
+	c.slot(&q.HashSlot)
+	c.listRef(&q.List, &q.ChannelType, &q.ChannelID)
+	c.str(&q.AfterUID, MaxKeyBytes, "after uid")
+	c.pageLimit(&q.Limit)
 }
 
-func (q *ScanChannelList) decodeQuery(d *decoder) {
-	q.HashSlot = slotstore.HashSlot(d.u16())
-	q.List = decodeListKind(d)
-	q.ChannelType = d.u8()
-	q.ChannelID = d.str(MaxKeyBytes)
-	q.AfterUID = d.str(MaxKeyBytes)
-	q.Limit = decodeLimit(d)
+func (q *GetChannelMember) codeQuery(c *coder) {
+	c.slot(&q.HashSlot)
+	c.listRef(&q.List, &q.ChannelType, &q.ChannelID)
+	c.str(&q.UID, MaxKeyBytes, "uid")
 }
 
-func (q *GetChannelMember) encodeQuery(e *encoder) {
-	e.u16(uint16(q.HashSlot))
-	e.u8(uint8(q.List))
-	e.u8(q.ChannelType)
-	e.str(q.ChannelID)
-	e.str(q.UID)
-}
-
-func (q *GetChannelMember) decodeQuery(d *decoder) {
-	q.HashSlot = slotstore.HashSlot(d.u16())
-	q.List = decodeListKind(d)
-	q.ChannelType = d.u8()
-	q.ChannelID = d.str(MaxKeyBytes)
-	q.UID = d.str(MaxKeyBytes)
-}
+func (p *ChannelMemberPage) code(c *coder) { page(c, &p.Members, &p.More) }
 
 const (
 	answerChannelMemberPage = 21
@@ -295,23 +230,10 @@ const (
 )
 
 func init() {
-	registerCommand(OpAddChannelMembers, func() Command { return &AddChannelMembers{} })
-	registerCommand(OpRemoveChannelMembers, func() Command { return &RemoveChannelMembers{} })
-	registerCommand(OpDeleteChannelMember, func() Command { return &DeleteChannelMember{} })
-	registerQuery(QueryScanChannelList, func() Query { return &ScanChannelList{} })
-	registerQuery(QueryGetChannelMember, func() Query { return &GetChannelMember{} })
-	registerAnswer(answerChannelMemberPage, (*ChannelMemberPage)(nil),
-		func(e *encoder, v any) {
-			p := v.(*ChannelMemberPage)
-			encodeItems(e, p.Members, EncodeChannelMember)
-			e.bool(p.More)
-		},
-		func(d *decoder) (any, error) {
-			p := &ChannelMemberPage{Members: decodeItems(d, DecodeChannelMember)}
-			p.More = d.bool()
-			return p, d.err()
-		})
-	registerAnswer(answerChannelMember, (*ChannelMember)(nil),
-		func(e *encoder, v any) { e.bytes(EncodeChannelMember(v.(*ChannelMember))) },
-		func(d *decoder) (any, error) { return DecodeChannelMember(d.bytes(MaxEntryBytes)) })
+	registerCommand[AddChannelMembers]()
+	registerCommand[RemoveChannelMembers]()
+	registerCommand[DeleteChannelMember]()
+	registerQuery[ScanChannelList]()
+	registerQuery[GetChannelMember]()
+	registerAnswers[ChannelMember, ChannelMemberPage](answerChannelMember, answerChannelMemberPage)
 }

@@ -111,47 +111,26 @@ type ChannelTask struct {
 	Revision     uint64
 }
 
-// EncodeChannelTask encodes t as a stored value.
-func EncodeChannelTask(t *ChannelTask) []byte {
-	e := encoder{b: make([]byte, 0, 48+len(t.ChannelID)+len(t.Note))}
-	e.u8(entityVersion)
-	encChannelRef(&e, t.ChannelType, t.ChannelID)
-	e.uvarint(t.TaskID)
-	e.u8(uint8(t.Kind))
-	e.uvarint(t.SourceNode)
-	e.uvarint(t.TargetNode)
-	e.u8(uint8(t.Phase))
-	e.str(t.Note)
-	e.varint(t.CreatedAtMs)
-	e.varint(t.UpdatedAtMs)
-	e.varint(t.FinishedAtMs)
-	e.uvarint(t.Revision)
-	return e.b
+func (t *ChannelTask) code(c *coder) {
+	c.version(entityVersion, "channel task")
+	c.channelRef(&t.ChannelType, &t.ChannelID)
+	c.uvarint(&t.TaskID)
+	c.u8((*uint8)(&t.Kind))
+	c.uvarint(&t.SourceNode)
+	c.uvarint(&t.TargetNode)
+	c.u8((*uint8)(&t.Phase))
+	c.str(&t.Note, MaxStringBytes, "note")
+	c.varint(&t.CreatedAtMs)
+	c.varint(&t.UpdatedAtMs)
+	c.varint(&t.FinishedAtMs)
+	c.uvarint(&t.Revision)
 }
 
+// EncodeChannelTask encodes t as a stored value.
+func EncodeChannelTask(t *ChannelTask) []byte { return encodeEntity(t) }
+
 // DecodeChannelTask decodes a stored task (appended fields ignored).
-func DecodeChannelTask(b []byte) (*ChannelTask, error) {
-	d := decoder{b: b}
-	if v := d.u8(); v != entityVersion && d.err() == nil {
-		d.fail("unknown channel task version %d", v)
-	}
-	t := &ChannelTask{}
-	t.ChannelType, t.ChannelID = decChannelRef(&d)
-	t.TaskID = d.uvarint()
-	t.Kind = ChannelTaskKind(d.u8())
-	t.SourceNode = d.uvarint()
-	t.TargetNode = d.uvarint()
-	t.Phase = TaskPhase(d.u8())
-	t.Note = d.str(MaxStringBytes)
-	t.CreatedAtMs = d.varint()
-	t.UpdatedAtMs = d.varint()
-	t.FinishedAtMs = d.varint()
-	t.Revision = d.uvarint()
-	if err := d.err(); err != nil {
-		return nil, err
-	}
-	return t, nil
-}
+func DecodeChannelTask(b []byte) (*ChannelTask, error) { return decodeEntity[ChannelTask](b) }
 
 // Migration task commands (ops 70–79).
 const (
@@ -194,45 +173,25 @@ func (*CreateChannelTask) Op() Op  { return OpCreateChannelTask }
 func (*AdvanceChannelTask) Op() Op { return OpAdvanceChannelTask }
 func (*AbortChannelTask) Op() Op   { return OpAbortChannelTask }
 
-func (c *CreateChannelTask) RouteKey() string  { return c.ChannelID }
-func (c *AdvanceChannelTask) RouteKey() string { return c.ChannelID }
-func (c *AbortChannelTask) RouteKey() string   { return c.ChannelID }
-
-func (c *CreateChannelTask) encodeBody(e *encoder) {
-	c.encodeRef(e)
-	e.u8(uint8(c.Kind))
-	e.uvarint(c.SourceNode)
-	e.uvarint(c.TargetNode)
+func (c *CreateChannelTask) codeBody(k *coder) {
+	c.ChanRef.code(k)
+	k.u8((*uint8)(&c.Kind))
+	k.uvarint(&c.SourceNode)
+	k.uvarint(&c.TargetNode)
 }
 
-func (c *CreateChannelTask) decodeBody(d *decoder) {
-	c.decodeRef(d)
-	c.Kind = ChannelTaskKind(d.u8())
-	c.SourceNode = d.uvarint()
-	c.TargetNode = d.uvarint()
+func (c *AdvanceChannelTask) codeBody(k *coder) {
+	c.ChanRef.code(k)
+	k.uvarint(&c.TaskID)
+	k.u8((*uint8)(&c.ExpectedPhase))
+	k.u8((*uint8)(&c.Phase))
+	k.str(&c.Note, MaxStringBytes, "note")
 }
 
-func (c *AdvanceChannelTask) encodeBody(e *encoder) {
-	c.encodeRef(e)
-	e.uvarint(c.TaskID)
-	e.u8(uint8(c.ExpectedPhase))
-	e.u8(uint8(c.Phase))
-	e.str(c.Note)
-}
-
-func (c *AdvanceChannelTask) decodeBody(d *decoder) {
-	c.decodeRef(d)
-	c.TaskID = d.uvarint()
-	c.ExpectedPhase = TaskPhase(d.u8())
-	c.Phase = TaskPhase(d.u8())
-	c.Note = d.str(MaxStringBytes)
-}
-
-func (c *AbortChannelTask) encodeBody(e *encoder) { c.encodeRef(e); e.uvarint(c.TaskID); e.str(c.Note) }
-func (c *AbortChannelTask) decodeBody(d *decoder) {
-	c.decodeRef(d)
-	c.TaskID = d.uvarint()
-	c.Note = d.str(MaxStringBytes)
+func (c *AbortChannelTask) codeBody(k *coder) {
+	c.ChanRef.code(k)
+	k.uvarint(&c.TaskID)
+	k.str(&c.Note, MaxStringBytes, "note")
 }
 
 // Migration task queries and answers.
@@ -272,59 +231,23 @@ func (*ListChannelTasks) Kind() QueryKind { return QueryListChannelTasks }
 func (q *GetChannelTask) RouteSlot() slotstore.HashSlot   { return q.HashSlot }
 func (q *ListChannelTasks) RouteSlot() slotstore.HashSlot { return q.HashSlot }
 
-func (q *GetChannelTask) encodeQuery(e *encoder) {
-	e.u16(uint16(q.HashSlot))
-	q.encodeRef(e)
-	e.uvarint(q.TaskID)
+func (q *GetChannelTask) codeQuery(c *coder) {
+	c.slot(&q.HashSlot)
+	q.ChanRef.code(c)
+	c.uvarint(&q.TaskID)
 }
 
-func (q *GetChannelTask) decodeQuery(d *decoder) {
-	q.HashSlot = slotstore.HashSlot(d.u16())
-	q.decodeRef(d)
-	q.TaskID = d.uvarint()
+func (q *ListChannelTasks) codeQuery(c *coder) {
+	c.channelScan(&q.HashSlot, &q.ChanRef, &q.BeforeID, &q.Limit)
 }
 
-func (q *ListChannelTasks) encodeQuery(e *encoder) {
-	e.u16(uint16(q.HashSlot))
-	q.encodeRef(e)
-	e.uvarint(q.BeforeID)
-	encLimit(e, q.Limit)
-}
-
-func (q *ListChannelTasks) decodeQuery(d *decoder) {
-	q.HashSlot = slotstore.HashSlot(d.u16())
-	q.decodeRef(d)
-	q.BeforeID = d.uvarint()
-	q.Limit = decLimit(d)
-}
-
-func encodeChannelTaskPage(e *encoder, v any) {
-	p := v.(*ChannelTaskPage)
-	e.uvarint(uint64(len(p.Items)))
-	for _, t := range p.Items {
-		e.bytes(EncodeChannelTask(t))
-	}
-	e.bool(p.More)
-}
-
-func decodeChannelTaskPage(d *decoder) (any, error) {
-	p := &ChannelTaskPage{}
-	var err error
-	if p.Items, err = decPageItems(d, DecodeChannelTask); err != nil {
-		return nil, err
-	}
-	p.More = d.bool()
-	return p, d.err()
-}
+func (p *ChannelTaskPage) code(c *coder) { page(c, &p.Items, &p.More) }
 
 func init() {
-	registerCommand(OpCreateChannelTask, func() Command { return &CreateChannelTask{} })
-	registerCommand(OpAdvanceChannelTask, func() Command { return &AdvanceChannelTask{} })
-	registerCommand(OpAbortChannelTask, func() Command { return &AbortChannelTask{} })
-	registerQuery(QueryGetChannelTask, func() Query { return &GetChannelTask{} })
-	registerQuery(QueryListChannelTasks, func() Query { return &ListChannelTasks{} })
-	registerAnswer(answerChannelTask, (*ChannelTask)(nil),
-		func(e *encoder, v any) { e.bytes(EncodeChannelTask(v.(*ChannelTask))) },
-		func(d *decoder) (any, error) { return DecodeChannelTask(d.bytes(MaxEntryBytes)) })
-	registerAnswer(answerChannelTaskPage, (*ChannelTaskPage)(nil), encodeChannelTaskPage, decodeChannelTaskPage)
+	registerCommand[CreateChannelTask]()
+	registerCommand[AdvanceChannelTask]()
+	registerCommand[AbortChannelTask]()
+	registerQuery[GetChannelTask]()
+	registerQuery[ListChannelTasks]()
+	registerAnswers[ChannelTask, ChannelTaskPage](answerChannelTask, answerChannelTaskPage)
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"unicode"
 	"unicode/utf8"
+
+	"slotmeta/internal/slotstore"
 )
 
 // Channel identity, shared by every row about a channel (memberships, CMD
@@ -35,86 +37,30 @@ func ChannelRefProblem(channelType uint8, channelID string) string {
 	return ""
 }
 
-func encChannelRef(e *encoder, channelType uint8, channelID string) {
-	e.u8(channelType)
-	e.str(channelID)
-}
-
-func decChannelRef(d *decoder) (uint8, string) {
-	t := d.u8()
-	return t, d.str(MaxKeyBytes)
+// channelRef codes a channel identity: type, then id.
+func (c *coder) channelRef(channelType *uint8, channelID *string) {
+	c.u8(channelType)
+	c.str(channelID, MaxKeyBytes, "channel id")
 }
 
 // maxQueryLimit bounds a decoded query's page size.
 const maxQueryLimit = 100000
 
-func encLimit(e *encoder, limit int) { e.uvarint(uint64(max(limit, 0))) }
+// pageLimit codes a list query's page size.
+func (c *coder) pageLimit(p *int) { c.limit(p, maxQueryLimit, "page limit") }
 
-func decLimit(d *decoder) int {
-	n := d.uvarint()
-	if n > maxQueryLimit {
-		d.fail("page limit %d", n)
-		return 0
-	}
-	return int(n)
+// channelScan codes a query that lists a channel's numbered rows (tasks,
+// events) newest first: hash slot, channel, before which number, limit.
+func (c *coder) channelScan(slot *slotstore.HashSlot, ref *ChanRef, before *uint64, limit *int) {
+	c.slot(slot)
+	ref.code(c)
+	c.uvarint(before)
+	c.pageLimit(limit)
 }
 
-// encU64s / decU64s encode a short list of unsigned integers (node ids).
-func encU64s(e *encoder, vs []uint64) {
-	e.uvarint(uint64(len(vs)))
-	for _, v := range vs {
-		e.uvarint(v)
-	}
-}
-
-func decU64s(d *decoder, maxItems int) []uint64 {
-	n := d.uvarint()
-	if d.err() != nil {
-		return nil
-	}
-	if n > uint64(maxItems) || n > uint64(len(d.b)) { // each item takes at least one byte
-		d.fail("list of %d items (limit %d, %d bytes left)", n, maxItems, len(d.b))
-		return nil
-	}
-	if n == 0 {
-		return nil
-	}
-	out := make([]uint64, 0, n)
-	for i := uint64(0); i < n && d.err() == nil; i++ {
-		out = append(out, d.uvarint())
-	}
-	if d.err() != nil {
-		return nil
-	}
-	return out
-}
-
-// decPageItems decodes count | count × (length | entity) of a page answer.
-// An empty page decodes as a nil slice.
-func decPageItems[T any](d *decoder, dec func([]byte) (*T, error)) ([]*T, error) {
-	n := d.uvarint()
-	if d.err() == nil && (n > maxPageItems || n > uint64(len(d.b))) {
-		d.fail("page of %d items", n)
-	}
-	if d.err() != nil {
-		return nil, d.err()
-	}
-	if n == 0 {
-		return nil, nil
-	}
-	out := make([]*T, 0, n)
-	for i := uint64(0); i < n; i++ {
-		raw := d.bytes(MaxEntryBytes)
-		if d.err() != nil {
-			return nil, d.err()
-		}
-		v, err := dec(raw)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, nil
+// u64s codes a short list of unsigned integers (node ids).
+func (c *coder) u64s(p *[]uint64, maxItems int, what string) {
+	list(c, p, maxItems, what, (*coder).uvarint)
 }
 
 // SeqWindow is the per-channel counter record of a bounded, numbered
@@ -135,21 +81,20 @@ func (w SeqWindow) Count() uint64 {
 	return w.Last - w.Oldest + 1
 }
 
-// EncodeSeqWindow encodes w as a stored value.
-func EncodeSeqWindow(w SeqWindow) []byte {
-	e := encoder{b: make([]byte, 0, 12)}
-	e.u8(entityVersion)
-	e.uvarint(w.Last)
-	e.uvarint(w.Oldest)
-	return e.b
+func (w *SeqWindow) code(c *coder) {
+	c.version(entityVersion, "sequence window")
+	c.uvarint(&w.Last)
+	c.uvarint(&w.Oldest)
 }
+
+// EncodeSeqWindow encodes w as a stored value.
+func EncodeSeqWindow(w SeqWindow) []byte { return encodeEntity(&w) }
 
 // DecodeSeqWindow decodes a stored window.
 func DecodeSeqWindow(b []byte) (SeqWindow, error) {
-	d := decoder{b: b}
-	if v := d.u8(); v != entityVersion && d.err() == nil {
-		d.fail("unknown sequence window version %d", v)
+	w, err := decodeEntity[SeqWindow](b)
+	if err != nil {
+		return SeqWindow{}, err
 	}
-	w := SeqWindow{Last: d.uvarint(), Oldest: d.uvarint()}
-	return w, d.err()
+	return *w, nil
 }

@@ -17,38 +17,20 @@ type CmdBinding struct {
 	Revision    uint64
 }
 
-// EncodeCmdBinding encodes b as a stored value.
-func EncodeCmdBinding(b *CmdBinding) []byte {
-	e := encoder{b: make([]byte, 0, 40+len(b.UID)+len(b.ChannelID))}
-	e.u8(entityVersion)
-	e.str(b.UID)
-	encChannelRef(&e, b.ChannelType, b.ChannelID)
-	e.uvarint(b.StartSeq)
-	e.uvarint(b.AckSeq)
-	e.varint(b.CreatedAtMs)
-	e.varint(b.UpdatedAtMs)
-	e.uvarint(b.Revision)
-	return e.b
+func (b *CmdBinding) code(c *coder) {
+	c.version(entityVersion, "cmd binding")
+	c.str(&b.UID, MaxKeyBytes, "uid")
+	c.channelRef(&b.ChannelType, &b.ChannelID)
+	c.uvarint(&b.StartSeq)
+	c.uvarint(&b.AckSeq)
+	c.stamps(&b.CreatedAtMs, &b.UpdatedAtMs, &b.Revision)
 }
 
+// EncodeCmdBinding encodes b as a stored value.
+func EncodeCmdBinding(b *CmdBinding) []byte { return encodeEntity(b) }
+
 // DecodeCmdBinding decodes a stored CMD binding (appended fields ignored).
-func DecodeCmdBinding(raw []byte) (*CmdBinding, error) {
-	d := decoder{b: raw}
-	if v := d.u8(); v != entityVersion && d.err() == nil {
-		d.fail("unknown cmd binding version %d", v)
-	}
-	b := &CmdBinding{UID: d.str(MaxKeyBytes)}
-	b.ChannelType, b.ChannelID = decChannelRef(&d)
-	b.StartSeq = d.uvarint()
-	b.AckSeq = d.uvarint()
-	b.CreatedAtMs = d.varint()
-	b.UpdatedAtMs = d.varint()
-	b.Revision = d.uvarint()
-	if err := d.err(); err != nil {
-		return nil, err
-	}
-	return b, nil
-}
+func DecodeCmdBinding(raw []byte) (*CmdBinding, error) { return decodeEntity[CmdBinding](raw) }
 
 // CMD binding commands (ops 47–51).
 const (
@@ -83,16 +65,9 @@ func (*PutCmdBinding) Op() Op    { return OpPutCmdBinding }
 func (*DeleteCmdBinding) Op() Op { return OpDeleteCmdBinding }
 func (*AckCmdBinding) Op() Op    { return OpAckCmdBinding }
 
-func (c *PutCmdBinding) RouteKey() string    { return c.UID }
-func (c *DeleteCmdBinding) RouteKey() string { return c.UID }
-func (c *AckCmdBinding) RouteKey() string    { return c.UID }
-
-func (c *PutCmdBinding) encodeBody(e *encoder)    { c.encodeRef(e); e.uvarint(c.StartSeq) }
-func (c *PutCmdBinding) decodeBody(d *decoder)    { c.decodeRef(d); c.StartSeq = d.uvarint() }
-func (c *DeleteCmdBinding) encodeBody(e *encoder) { c.encodeRef(e) }
-func (c *DeleteCmdBinding) decodeBody(d *decoder) { c.decodeRef(d) }
-func (c *AckCmdBinding) encodeBody(e *encoder)    { c.encodeRef(e); e.uvarint(c.AckSeq) }
-func (c *AckCmdBinding) decodeBody(d *decoder)    { c.decodeRef(d); c.AckSeq = d.uvarint() }
+func (c *PutCmdBinding) codeBody(k *coder)    { c.UserChannel.code(k); k.uvarint(&c.StartSeq) }
+func (c *DeleteCmdBinding) codeBody(k *coder) { c.UserChannel.code(k) }
+func (c *AckCmdBinding) codeBody(k *coder)    { c.UserChannel.code(k); k.uvarint(&c.AckSeq) }
 
 // CMD binding queries and answers.
 const (
@@ -132,55 +107,23 @@ func (*ListCmdBindings) Kind() QueryKind { return QueryListCmdBindings }
 func (q *GetCmdBinding) RouteSlot() slotstore.HashSlot   { return q.HashSlot }
 func (q *ListCmdBindings) RouteSlot() slotstore.HashSlot { return q.HashSlot }
 
-func (q *GetCmdBinding) encodeQuery(e *encoder) { e.u16(uint16(q.HashSlot)); q.encodeRef(e) }
-func (q *GetCmdBinding) decodeQuery(d *decoder) {
-	q.HashSlot = slotstore.HashSlot(d.u16())
-	q.decodeRef(d)
+func (q *GetCmdBinding) codeQuery(c *coder) { c.slot(&q.HashSlot); q.UserChannel.code(c) }
+
+func (q *ListCmdBindings) codeQuery(c *coder) {
+	c.slot(&q.HashSlot)
+	c.str(&q.UID, MaxKeyBytes, "uid")
+	c.bool(&q.HasAfter)
+	c.channelRef(&q.AfterType, &q.AfterID)
+	c.pageLimit(&q.Limit)
 }
 
-func (q *ListCmdBindings) encodeQuery(e *encoder) {
-	e.u16(uint16(q.HashSlot))
-	e.str(q.UID)
-	e.bool(q.HasAfter)
-	encChannelRef(e, q.AfterType, q.AfterID)
-	encLimit(e, q.Limit)
-}
-
-func (q *ListCmdBindings) decodeQuery(d *decoder) {
-	q.HashSlot = slotstore.HashSlot(d.u16())
-	q.UID = d.str(MaxKeyBytes)
-	q.HasAfter = d.bool()
-	q.AfterType, q.AfterID = decChannelRef(d)
-	q.Limit = decLimit(d)
-}
-
-func encodeCmdBindingPage(e *encoder, v any) {
-	p := v.(*CmdBindingPage)
-	e.uvarint(uint64(len(p.Items)))
-	for _, b := range p.Items {
-		e.bytes(EncodeCmdBinding(b))
-	}
-	e.bool(p.More)
-}
-
-func decodeCmdBindingPage(d *decoder) (any, error) {
-	p := &CmdBindingPage{}
-	var err error
-	if p.Items, err = decPageItems(d, DecodeCmdBinding); err != nil {
-		return nil, err
-	}
-	p.More = d.bool()
-	return p, d.err()
-}
+func (p *CmdBindingPage) code(c *coder) { page(c, &p.Items, &p.More) }
 
 func init() {
-	registerCommand(OpPutCmdBinding, func() Command { return &PutCmdBinding{} })
-	registerCommand(OpDeleteCmdBinding, func() Command { return &DeleteCmdBinding{} })
-	registerCommand(OpAckCmdBinding, func() Command { return &AckCmdBinding{} })
-	registerQuery(QueryGetCmdBinding, func() Query { return &GetCmdBinding{} })
-	registerQuery(QueryListCmdBindings, func() Query { return &ListCmdBindings{} })
-	registerAnswer(answerCmdBinding, (*CmdBinding)(nil),
-		func(e *encoder, v any) { e.bytes(EncodeCmdBinding(v.(*CmdBinding))) },
-		func(d *decoder) (any, error) { return DecodeCmdBinding(d.bytes(MaxEntryBytes)) })
-	registerAnswer(answerCmdBindingPage, (*CmdBindingPage)(nil), encodeCmdBindingPage, decodeCmdBindingPage)
+	registerCommand[PutCmdBinding]()
+	registerCommand[DeleteCmdBinding]()
+	registerCommand[AckCmdBinding]()
+	registerQuery[GetCmdBinding]()
+	registerQuery[ListCmdBindings]()
+	registerAnswers[CmdBinding, CmdBindingPage](answerCmdBinding, answerCmdBindingPage)
 }

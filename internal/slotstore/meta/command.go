@@ -42,8 +42,8 @@ type Command interface {
 	// RouteKey is the key whose hash slot the command touches.
 	RouteKey() string
 	Head() *Header
-	encodeBody(*encoder)
-	decodeBody(*decoder)
+	// codeBody walks the fields after the header (coder).
+	codeBody(*coder)
 }
 
 // CreateUser creates a user; conflict if it exists.
@@ -114,68 +114,73 @@ func (c *PutKV) RouteKey() string      { return c.Key }
 func (c *DeleteKV) RouteKey() string   { return c.Key }
 func (c *Noop) RouteKey() string       { return "" }
 
-func encodeUserBody(e *encoder, u *User) {
-	e.str(u.UID)
-	e.str(u.Name)
-	e.str(u.Avatar)
-	e.str(u.Extra)
+// codeClient walks the fields of a user a client sets.
+func (u *User) codeClient(c *coder) {
+	c.str(&u.UID, MaxKeyBytes, "uid")
+	c.str(&u.Name, MaxStringBytes, "name")
+	c.str(&u.Avatar, MaxStringBytes, "avatar")
+	c.str(&u.Extra, MaxStringBytes, "extra")
 }
 
-func decodeUserBody(d *decoder, u *User) {
-	u.UID = d.str(MaxKeyBytes)
-	u.Name = d.str(MaxStringBytes)
-	u.Avatar = d.str(MaxStringBytes)
-	u.Extra = d.str(MaxStringBytes)
-}
+func (c *CreateUser) codeBody(k *coder) { c.User.codeClient(k) }
+func (c *PutUser) codeBody(k *coder)    { c.User.codeClient(k) }
+func (c *DeleteUser) codeBody(k *coder) { k.str(&c.UID, MaxKeyBytes, "uid") }
+func (*Noop) codeBody(*coder)           {}
 
-func (c *CreateUser) encodeBody(e *encoder) { encodeUserBody(e, &c.User) }
-func (c *CreateUser) decodeBody(d *decoder) { decodeUserBody(d, &c.User) }
-func (c *PutUser) encodeBody(e *encoder)    { encodeUserBody(e, &c.User) }
-func (c *PutUser) decodeBody(d *decoder)    { decodeUserBody(d, &c.User) }
-func (c *DeleteUser) encodeBody(e *encoder) { e.str(c.UID) }
-func (c *DeleteUser) decodeBody(d *decoder) { c.UID = d.str(MaxKeyBytes) }
-func (c *Noop) encodeBody(*encoder)         {}
-func (c *Noop) decodeBody(*decoder)         {}
-
-func encodeCond(e *encoder, c Cond) { e.u8(uint8(c.Kind)); e.uvarint(c.Revision) }
-
-func decodeCond(d *decoder) Cond {
-	c := Cond{Kind: CondKind(d.u8()), Revision: d.uvarint()}
+func (c *Cond) code(k *coder) {
+	k.u8((*uint8)(&c.Kind))
+	k.uvarint(&c.Revision)
 	if c.Kind > CondIfExists {
-		d.fail("unknown condition %d", c.Kind)
+		k.fail("unknown condition %d", c.Kind)
 	}
-	return c
 }
 
-func (c *PutKV) encodeBody(e *encoder) { e.str(c.Key); e.bytes(c.Value); encodeCond(e, c.Cond) }
-func (c *PutKV) decodeBody(d *decoder) {
-	c.Key = d.str(MaxKeyBytes)
-	c.Value = d.bytes(MaxValueBytes)
-	c.Cond = decodeCond(d)
+func (c *PutKV) codeBody(k *coder) {
+	k.str(&c.Key, MaxKeyBytes, "key")
+	k.bytes(&c.Value, MaxValueBytes, "value")
+	c.Cond.code(k)
 }
-func (c *DeleteKV) encodeBody(e *encoder) { e.str(c.Key); encodeCond(e, c.Cond) }
-func (c *DeleteKV) decodeBody(d *decoder) { c.Key = d.str(MaxKeyBytes); c.Cond = decodeCond(d) }
+
+func (c *DeleteKV) codeBody(k *coder) { k.str(&c.Key, MaxKeyBytes, "key"); c.Cond.code(k) }
 
 func init() {
-	registerCommand(OpCreateUser, func() Command { return &CreateUser{} })
-	registerCommand(OpPutUser, func() Command { return &PutUser{} })
-	registerCommand(OpDeleteUser, func() Command { return &DeleteUser{} })
-	registerCommand(OpPutKV, func() Command { return &PutKV{} })
-	registerCommand(OpDeleteKV, func() Command { return &DeleteKV{} })
-	registerCommand(OpNoop, func() Command { return &Noop{} })
+	registerCommand[CreateUser]()
+	registerCommand[PutUser]()
+	registerCommand[DeleteUser]()
+	registerCommand[PutKV]()
+	registerCommand[DeleteKV]()
+	registerCommand[Noop]()
 }
 
-// EncodeCommand encodes c: version | op | hash slot | time | idempotency key | body.
-func EncodeCommand(c Command) []byte {
+// EncodeCommand encodes c: version | op | hash slot | time | idempotency key
+// | body. It fails, with an error wrapping ErrLimit that names the field,
+// when a field is over a codec limit or is a value DecodeCommand refuses (a
+// hash slot out of range, say): every command it encodes decodes.
+func EncodeCommand(c Command) ([]byte, error) {
+	k := encoding(64)
+	k.b = append(k.b, commandVersion, uint8(c.Op()))
+	codeCommand(&k, c)
+	if k.err != nil {
+		return nil, fmt.Errorf("%T: %w", c, k.err)
+	}
+	return k.b, nil
+}
+
+// Header.code walks the header: hash slot, time, idempotency key.
+func (h *Header) code(c *coder) {
+	c.slot(&h.HashSlot)
+	c.varint(&h.TimeMs)
+	c.str(&h.IdempotencyKey, MaxIdempotencyKeyBytes, "idempotency key")
+}
+
+// codeCommand walks a command after its version and op bytes.
+func codeCommand(k *coder, c Command) {
 	h := c.Head()
-	e := encoder{b: make([]byte, 0, 64)}
-	e.u8(commandVersion)
-	e.u8(uint8(c.Op()))
-	e.u16(uint16(h.HashSlot))
-	e.varint(h.TimeMs)
-	e.str(h.IdempotencyKey)
-	c.encodeBody(&e)
-	return e.b
+	h.code(k)
+	c.codeBody(k)
+	if !h.HashSlot.Valid() {
+		k.fail("hash slot %d out of range", h.HashSlot)
+	}
 }
 
 // timeAt is where an encoded command's time begins: after its version,
@@ -203,45 +208,18 @@ func StampTime(enc []byte, ms int64) ([]byte, error) {
 // DecodeCommand decodes one command. Trailing bytes are an error: a command
 // is framed by its entry, so anything left over means corruption.
 func DecodeCommand(b []byte) (Command, error) {
-	d := decoder{b: b}
-	if v := d.u8(); d.err() == nil && v != commandVersion {
-		return nil, fmt.Errorf("%w: unknown command version %d", ErrMalformed, v)
-	}
-	op := Op(d.u8())
-	if d.err() != nil {
-		return nil, d.err()
-	}
-	f := commands[op]
-	if f == nil {
-		return nil, fmt.Errorf("%w: unknown op %d", ErrMalformed, op)
-	}
-	c := f()
-	h := c.Head()
-	h.HashSlot = slotstore.HashSlot(d.u16())
-	h.TimeMs = d.varint()
-	h.IdempotencyKey = d.str(MaxIdempotencyKeyBytes)
-	c.decodeBody(&d)
-	if d.err() != nil {
-		return nil, d.err()
-	}
-	if len(d.b) != 0 {
-		return nil, fmt.Errorf("%w: %d trailing bytes", ErrMalformed, len(d.b))
-	}
-	if !h.HashSlot.Valid() {
-		return nil, fmt.Errorf("%w: hash slot %d out of range", ErrMalformed, h.HashSlot)
-	}
-	return c, nil
+	return decodeRegistered(b, commandVersion, "command", commands, codeCommand)
 }
 
 // Fingerprint identifies what a command asks for, leaving out the parts a
 // retry changes (time) or that name the request (the idempotency key): a
 // retry with the same Idempotency-Key must have the same fingerprint.
 func Fingerprint(c Command) [16]byte {
-	e := encoder{b: make([]byte, 0, 64)}
-	e.u8(uint8(c.Op()))
-	e.u16(uint16(c.Head().HashSlot))
-	c.encodeBody(&e)
-	sum := sha256.Sum256(e.b)
+	k := encoding(64)
+	k.b = append(k.b, uint8(c.Op()))
+	k.slot(&c.Head().HashSlot)
+	c.codeBody(&k)
+	sum := sha256.Sum256(k.b)
 	var fp [16]byte
 	copy(fp[:], sum[:16])
 	return fp

@@ -20,33 +20,25 @@ type Device struct {
 	Revision    uint64
 }
 
-// EncodeDevice encodes d as a stored value.
-func EncodeDevice(d *Device) []byte {
-	e := encoder{b: make([]byte, 0, 24+len(d.UID)+len(d.Token))}
-	e.u8(entityVersion)
-	e.str(d.UID)
-	e.u8(d.Flag)
-	e.str(d.Token)
-	e.u8(d.Level)
-	e.varint(d.CreatedAtMs)
-	e.varint(d.UpdatedAtMs)
-	e.uvarint(d.Revision)
-	return e.b
+func (d *Device) code(c *coder) {
+	c.version(entityVersion, "device")
+	c.device(&d.UID, &d.Flag, &d.Token, &d.Level)
+	c.stamps(&d.CreatedAtMs, &d.UpdatedAtMs, &d.Revision)
 }
 
-// DecodeDevice decodes a stored device.
-func DecodeDevice(b []byte) (*Device, error) {
-	d := decoder{b: b}
-	decodeVersion(&d, "device")
-	v := &Device{UID: d.str(MaxKeyBytes), Flag: d.u8(), Token: d.str(MaxDeviceTokenBytes), Level: d.u8()}
-	v.CreatedAtMs = d.varint()
-	v.UpdatedAtMs = d.varint()
-	v.Revision = d.uvarint()
-	if err := d.err(); err != nil {
-		return nil, err
-	}
-	return v, nil
+// device codes what a client sets on a device: a row and PutDevice share it.
+func (c *coder) device(uid *string, flag *uint8, token *string, level *uint8) {
+	c.str(uid, MaxKeyBytes, "uid")
+	c.u8(flag)
+	c.str(token, MaxDeviceTokenBytes, "token")
+	c.u8(level)
 }
+
+// EncodeDevice encodes d as a stored value.
+func EncodeDevice(d *Device) []byte { return encodeEntity(d) }
+
+// DecodeDevice decodes a stored device.
+func DecodeDevice(b []byte) (*Device, error) { return decodeEntity[Device](b) }
 
 const (
 	OpPutDevice    Op = 10
@@ -75,22 +67,8 @@ func (*DeleteDevice) Op() Op             { return OpDeleteDevice }
 func (c *PutDevice) RouteKey() string    { return c.UID }
 func (c *DeleteDevice) RouteKey() string { return c.UID }
 
-func (c *PutDevice) encodeBody(e *encoder) {
-	e.str(c.UID)
-	e.u8(c.Flag)
-	e.str(c.Token)
-	e.u8(c.Level)
-}
-
-func (c *PutDevice) decodeBody(d *decoder) {
-	c.UID = d.str(MaxKeyBytes)
-	c.Flag = d.u8()
-	c.Token = d.str(MaxDeviceTokenBytes)
-	c.Level = d.u8()
-}
-
-func (c *DeleteDevice) encodeBody(e *encoder) { e.str(c.UID); e.u8(c.Flag) }
-func (c *DeleteDevice) decodeBody(d *decoder) { c.UID = d.str(MaxKeyBytes); c.Flag = d.u8() }
+func (c *PutDevice) codeBody(k *coder)    { k.device(&c.UID, &c.Flag, &c.Token, &c.Level) }
+func (c *DeleteDevice) codeBody(k *coder) { k.str(&c.UID, MaxKeyBytes, "uid"); k.u8(&c.Flag) }
 
 const (
 	QueryGetDevice   QueryKind = 10
@@ -124,29 +102,23 @@ func (*ListDevices) Kind() QueryKind                 { return QueryListDevices }
 func (q *GetDevice) RouteSlot() slotstore.HashSlot   { return q.HashSlot }
 func (q *ListDevices) RouteSlot() slotstore.HashSlot { return q.HashSlot }
 
-func (q *GetDevice) encodeQuery(e *encoder) { e.u16(uint16(q.HashSlot)); e.str(q.UID); e.u8(q.Flag) }
-func (q *GetDevice) decodeQuery(d *decoder) {
-	q.HashSlot = slotstore.HashSlot(d.u16())
-	q.UID = d.str(MaxKeyBytes)
-	q.Flag = d.u8()
+func (q *GetDevice) codeQuery(c *coder) {
+	c.slot(&q.HashSlot)
+	c.str(&q.UID, MaxKeyBytes, "uid")
+	c.u8(&q.Flag)
 }
 
-func (q *ListDevices) encodeQuery(e *encoder) {
-	e.u16(uint16(q.HashSlot))
-	e.str(q.UID)
-	e.u16(q.From)
-	encodeLimit(e, q.Limit)
-}
-
-func (q *ListDevices) decodeQuery(d *decoder) {
-	q.HashSlot = slotstore.HashSlot(d.u16())
-	q.UID = d.str(MaxKeyBytes)
-	q.From = d.u16()
+func (q *ListDevices) codeQuery(c *coder) {
+	c.slot(&q.HashSlot)
+	c.str(&q.UID, MaxKeyBytes, "uid")
+	c.u16(&q.From)
 	if q.From > 256 {
-		d.fail("device flag %d past 256", q.From)
+		c.fail("device flag %d past 256", q.From)
 	}
-	q.Limit = decodeLimit(d)
+	c.pageLimit(&q.Limit)
 }
+
+func (p *DevicePage) code(c *coder) { page(c, &p.Devices, &p.More) }
 
 const (
 	answerDevice     = 10
@@ -154,22 +126,9 @@ const (
 )
 
 func init() {
-	registerCommand(OpPutDevice, func() Command { return &PutDevice{} })
-	registerCommand(OpDeleteDevice, func() Command { return &DeleteDevice{} })
-	registerQuery(QueryGetDevice, func() Query { return &GetDevice{} })
-	registerQuery(QueryListDevices, func() Query { return &ListDevices{} })
-	registerAnswer(answerDevice, (*Device)(nil),
-		func(e *encoder, v any) { e.bytes(EncodeDevice(v.(*Device))) },
-		func(d *decoder) (any, error) { return DecodeDevice(d.bytes(MaxEntryBytes)) })
-	registerAnswer(answerDevicePage, (*DevicePage)(nil),
-		func(e *encoder, v any) {
-			p := v.(*DevicePage)
-			encodeItems(e, p.Devices, EncodeDevice)
-			e.bool(p.More)
-		},
-		func(d *decoder) (any, error) {
-			p := &DevicePage{Devices: decodeItems(d, DecodeDevice)}
-			p.More = d.bool()
-			return p, d.err()
-		})
+	registerCommand[PutDevice]()
+	registerCommand[DeleteDevice]()
+	registerQuery[GetDevice]()
+	registerQuery[ListDevices]()
+	registerAnswers[Device, DevicePage](answerDevice, answerDevicePage)
 }

@@ -15,6 +15,18 @@
 // other's rows; the version byte changes only for an incompatible layout,
 // which needs a migration (package slotmeta/migrations).
 //
+// Every type has one walk of its fields, a code method over a coder
+// (codec.go), which serves both directions: encoding appends each field,
+// decoding reads it back into the field. The two directions of a type
+// cannot disagree on order, and every limit and check in a walk holds for
+// both, so EncodeCommand refuses (ErrLimit) exactly the commands every
+// replica's DecodeCommand would refuse (ErrMalformed): dispatch checks a
+// command by encoding it once. A field appended to a layout later is
+// walked under coder.more, so rows written before it still decode. The
+// generic helpers turn walks into the public codecs: one per entity
+// (encodeEntity, decodeEntity), page (page, stored) and answer registration
+// (registerAnswers); the golden files in testdata/golden pin the bytes.
+//
 // Every query declares the type of its answer (For): meta.Read answers it as
 // that type, and the state machine registers each lookup with the query's own
 // type and answer type, so the two cannot disagree; the answer is untyped only

@@ -3,6 +3,38 @@ package meta
 // entityVersion is the version byte every encoded entity starts with.
 const entityVersion = 1
 
+// encodeEntity encodes a stored value. It cannot fail in practice: every
+// field of a stored value came from a command, whose limits were checked
+// when it was encoded (EncodeCommand), or is a counter, which has none; the
+// decoders check them again.
+func encodeEntity(w walker) []byte {
+	c := encoding(64)
+	w.code(&c)
+	return c.b
+}
+
+// decodeEntity decodes a stored value. Bytes after the fields it knows
+// (appended by a newer writer) are ignored.
+func decodeEntity[T any, P interface {
+	*T
+	walker
+}](b []byte) (P, error) {
+	c := decoding(b)
+	v := P(new(T))
+	v.code(&c)
+	if c.err != nil {
+		return nil, c.err
+	}
+	return v, nil
+}
+
+// stamps codes the tail most entities end with.
+func (c *coder) stamps(createdAtMs, updatedAtMs *int64, revision *uint64) {
+	c.varint(createdAtMs)
+	c.varint(updatedAtMs)
+	c.uvarint(revision)
+}
+
 // User is an IM user account. Its route key is UID.
 type User struct {
 	UID         string
@@ -14,40 +46,17 @@ type User struct {
 	Revision    uint64 // the group revision of the last change
 }
 
-// EncodeUser encodes u as a stored value.
-func EncodeUser(u *User) []byte {
-	e := encoder{b: make([]byte, 0, 32+len(u.UID)+len(u.Name)+len(u.Avatar)+len(u.Extra))}
-	e.u8(entityVersion)
-	e.str(u.UID)
-	e.str(u.Name)
-	e.str(u.Avatar)
-	e.str(u.Extra)
-	e.varint(u.CreatedAtMs)
-	e.varint(u.UpdatedAtMs)
-	e.uvarint(u.Revision)
-	return e.b
+func (u *User) code(c *coder) {
+	c.version(entityVersion, "user")
+	u.codeClient(c)
+	c.stamps(&u.CreatedAtMs, &u.UpdatedAtMs, &u.Revision)
 }
 
+// EncodeUser encodes u as a stored value.
+func EncodeUser(u *User) []byte { return encodeEntity(u) }
+
 // DecodeUser decodes a stored user.
-func DecodeUser(b []byte) (*User, error) {
-	d := decoder{b: b}
-	if v := d.u8(); v != entityVersion && d.err() == nil {
-		d.fail("unknown user version %d", v)
-	}
-	u := &User{
-		UID:    d.str(MaxKeyBytes),
-		Name:   d.str(MaxStringBytes),
-		Avatar: d.str(MaxStringBytes),
-		Extra:  d.str(MaxStringBytes),
-	}
-	u.CreatedAtMs = d.varint()
-	u.UpdatedAtMs = d.varint()
-	u.Revision = d.uvarint()
-	if err := d.err(); err != nil {
-		return nil, err
-	}
-	return u, nil
-}
+func DecodeUser(b []byte) (*User, error) { return decodeEntity[User](b) }
 
 // KV is a business metadata key. Its route key is Key.
 type KV struct {
@@ -58,30 +67,17 @@ type KV struct {
 	UpdatedAtMs    int64
 }
 
-// EncodeKV encodes kv as a stored value.
-func EncodeKV(kv *KV) []byte {
-	e := encoder{b: make([]byte, 0, 24+len(kv.Key)+len(kv.Value))}
-	e.u8(entityVersion)
-	e.str(kv.Key)
-	e.bytes(kv.Value)
-	e.uvarint(kv.Revision)
-	e.uvarint(kv.CreateRevision)
-	e.varint(kv.UpdatedAtMs)
-	return e.b
+func (kv *KV) code(c *coder) {
+	c.version(entityVersion, "kv")
+	c.str(&kv.Key, MaxKeyBytes, "key")
+	c.bytes(&kv.Value, MaxValueBytes, "value")
+	c.uvarint(&kv.Revision)
+	c.uvarint(&kv.CreateRevision)
+	c.varint(&kv.UpdatedAtMs)
 }
 
+// EncodeKV encodes kv as a stored value.
+func EncodeKV(kv *KV) []byte { return encodeEntity(kv) }
+
 // DecodeKV decodes a stored business key.
-func DecodeKV(b []byte) (*KV, error) {
-	d := decoder{b: b}
-	if v := d.u8(); v != entityVersion && d.err() == nil {
-		d.fail("unknown kv version %d", v)
-	}
-	kv := &KV{Key: d.str(MaxKeyBytes), Value: d.bytes(MaxValueBytes)}
-	kv.Revision = d.uvarint()
-	kv.CreateRevision = d.uvarint()
-	kv.UpdatedAtMs = d.varint()
-	if err := d.err(); err != nil {
-		return nil, err
-	}
-	return kv, nil
-}
+func DecodeKV(b []byte) (*KV, error) { return decodeEntity[KV](b) }

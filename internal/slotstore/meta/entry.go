@@ -1,6 +1,7 @@
 package meta
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"slotmeta/internal/slotstore"
@@ -10,44 +11,48 @@ import (
 const entryVersion = 1
 
 // EncodeEntry frames already-encoded commands into one Raft entry payload:
-// version | count | count × (length | command).
+// version | count | count × (length | command). Framing is not a walk:
+// the commands are bytes already, and DecodeEntry hands them back without
+// copying them.
 func EncodeEntry(cmds [][]byte) []byte {
 	n := 1 + 5
 	for _, c := range cmds {
 		n += 5 + len(c)
 	}
-	e := encoder{b: make([]byte, 0, n)}
-	e.u8(entryVersion)
-	e.uvarint(uint64(len(cmds)))
-	for _, c := range cmds {
-		e.bytes(c)
+	c := encoding(n)
+	c.b = append(c.b, entryVersion)
+	c.b = binary.AppendUvarint(c.b, uint64(len(cmds)))
+	for _, cmd := range cmds {
+		c.b = append(binary.AppendUvarint(c.b, uint64(len(cmd))), cmd...)
 	}
-	return e.b
+	return c.b
 }
 
 // DecodeEntry splits an entry payload into its encoded commands. The returned
 // slices alias data.
 func DecodeEntry(data []byte) ([][]byte, error) {
-	d := decoder{b: data}
-	if v := d.u8(); d.err() == nil && v != entryVersion {
-		return nil, fmt.Errorf("%w: unknown entry version %d", ErrMalformed, v)
+	if len(data) > 0 && data[0] != entryVersion {
+		return nil, fmt.Errorf("%w: unknown entry version %d", ErrMalformed, data[0])
 	}
-	n := d.uvarint()
-	if d.err() == nil && (n == 0 || n > MaxCommandsPerEntry) {
-		d.fail("entry holds %d commands", n)
+	c := decoding(data)
+	c.take(1)
+	var n uint64
+	c.uvarint(&n)
+	if c.err == nil && (n == 0 || n > MaxCommandsPerEntry) {
+		c.fail("entry holds %d commands", n)
 	}
-	if d.err() != nil {
-		return nil, d.err()
+	if c.err != nil {
+		return nil, c.err
 	}
 	out := make([][]byte, 0, n)
 	for i := uint64(0); i < n; i++ {
-		out = append(out, d.take(d.length(MaxEntryBytes)))
+		out = append(out, c.take(c.readLength(MaxEntryBytes, "command")))
 	}
-	if d.err() != nil {
-		return nil, d.err()
+	if c.err != nil {
+		return nil, c.err
 	}
-	if len(d.b) != 0 {
-		return nil, fmt.Errorf("%w: %d trailing bytes after entry", ErrMalformed, len(d.b))
+	if len(c.b) != 0 {
+		return nil, fmt.Errorf("%w: %d trailing bytes after entry", ErrMalformed, len(c.b))
 	}
 	return out, nil
 }
@@ -74,69 +79,60 @@ func (r *Result) Err() error {
 
 const resultVersion = 1
 
-func encodeResult(e *encoder, r *Result) {
-	e.str(string(r.Code))
-	e.str(r.Message)
-	e.uvarint(r.Revision)
-	e.bytes(r.Value)
-	e.bool(r.Replayed)
+func (r *Result) code(c *coder) {
+	c.str((*string)(&r.Code), 64, "code")
+	c.str(&r.Message, MaxStringBytes, "message")
+	c.uvarint(&r.Revision)
+	c.bytes(&r.Value, MaxEntryBytes, "value")
+	c.bool(&r.Replayed)
 }
 
-func decodeResult(d *decoder) Result {
-	return Result{
-		Code:     slotstore.Code(d.str(64)),
-		Message:  d.str(MaxStringBytes),
-		Revision: d.uvarint(),
-		Value:    d.bytes(MaxEntryBytes),
-		Replayed: d.bool(),
+// decodeResultsVersion checks the version byte of EncodeResult(s)'s output.
+func decodeResultsVersion(b []byte) error {
+	if len(b) > 0 && b[0] != resultVersion {
+		return fmt.Errorf("%w: unknown result version %d", ErrMalformed, b[0])
 	}
+	return nil
 }
 
-// EncodeResult encodes one result (for idempotency records).
+// EncodeResult encodes one result (for idempotency records). Like the
+// entities, it cannot fail in practice: codes are short, messages are
+// written by the state machine.
 func EncodeResult(r *Result) []byte {
-	e := encoder{}
-	e.u8(resultVersion)
-	encodeResult(&e, r)
-	return e.b
+	c := encoding(32 + len(r.Message) + len(r.Value))
+	c.version(resultVersion, "result")
+	r.code(&c)
+	return c.b
 }
 
 // DecodeResult decodes EncodeResult's output.
 func DecodeResult(b []byte) (Result, error) {
-	d := decoder{b: b}
-	if v := d.u8(); d.err() == nil && v != resultVersion {
-		return Result{}, fmt.Errorf("%w: unknown result version %d", ErrMalformed, v)
+	if err := decodeResultsVersion(b); err != nil {
+		return Result{}, err
 	}
-	r := decodeResult(&d)
-	return r, d.err()
+	c := decoding(b)
+	c.version(resultVersion, "result")
+	var r Result
+	r.code(&c)
+	return r, c.err
 }
 
 // EncodeResults encodes the results of one entry, in command order.
 func EncodeResults(rs []Result) []byte {
-	e := encoder{}
-	e.u8(resultVersion)
-	e.uvarint(uint64(len(rs)))
-	for i := range rs {
-		encodeResult(&e, &rs[i])
-	}
-	return e.b
+	c := encoding(64)
+	c.version(resultVersion, "result")
+	list(&c, &rs, MaxCommandsPerEntry, "results", walk[Result])
+	return c.b
 }
 
 // DecodeResults decodes EncodeResults's output.
 func DecodeResults(b []byte) ([]Result, error) {
-	d := decoder{b: b}
-	if v := d.u8(); d.err() == nil && v != resultVersion {
-		return nil, fmt.Errorf("%w: unknown result version %d", ErrMalformed, v)
+	if err := decodeResultsVersion(b); err != nil {
+		return nil, err
 	}
-	n := d.uvarint()
-	if d.err() == nil && n > MaxCommandsPerEntry {
-		d.fail("%d results", n)
-	}
-	if d.err() != nil {
-		return nil, d.err()
-	}
-	out := make([]Result, 0, min(n, uint64(len(d.b))/5)) // a result takes at least 5 bytes
-	for i := uint64(0); i < n && d.err() == nil; i++ {
-		out = append(out, decodeResult(&d))
-	}
-	return out, d.err()
+	c := decoding(b)
+	c.version(resultVersion, "result")
+	var out []Result
+	list(&c, &out, MaxCommandsPerEntry, "results", walk[Result])
+	return out, c.err
 }

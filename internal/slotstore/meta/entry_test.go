@@ -16,7 +16,7 @@ import (
 func encodedSamples() [][]byte {
 	var out [][]byte
 	for _, c := range sampleCommands() {
-		out = append(out, meta.EncodeCommand(c))
+		out = append(out, mustEncode(c))
 	}
 	return out
 }
@@ -24,7 +24,7 @@ func encodedSamples() [][]byte {
 func entryOf(n int) [][]byte {
 	cmds := make([][]byte, n)
 	for i := range cmds {
-		cmds[i] = meta.EncodeCommand(routed(&meta.PutKV{
+		cmds[i] = mustEncode(routed(&meta.PutKV{
 			Header: meta.Header{TimeMs: int64(i)},
 			Key:    fmt.Sprintf("key-%d", i), Value: binaryValue(i % 50),
 		}))

@@ -33,53 +33,30 @@ type ChannelEvent struct {
 	Revision    uint64
 }
 
-func encodeEventFields(e *encoder, ev *ChannelEvent) {
-	encChannelRef(e, ev.ChannelType, ev.ChannelID)
-	e.str(ev.ClientMsgNo)
-	e.str(ev.EventKey)
-	e.str(ev.EventID)
-	e.str(ev.EventType)
-	e.str(ev.Status)
-	e.bytes(ev.Payload)
+// codeClient walks the fields a client sets.
+func (ev *ChannelEvent) codeClient(c *coder) {
+	c.channelRef(&ev.ChannelType, &ev.ChannelID)
+	c.str(&ev.ClientMsgNo, MaxKeyBytes, "client msg no")
+	c.str(&ev.EventKey, MaxKeyBytes, "event key")
+	c.str(&ev.EventID, MaxKeyBytes, "event id")
+	c.str(&ev.EventType, MaxKeyBytes, "event type")
+	c.str(&ev.Status, MaxKeyBytes, "status")
+	c.bytes(&ev.Payload, MaxEventPayloadBytes, "payload")
 }
 
-func decodeEventFields(d *decoder, ev *ChannelEvent) {
-	ev.ChannelType, ev.ChannelID = decChannelRef(d)
-	ev.ClientMsgNo = d.str(MaxKeyBytes)
-	ev.EventKey = d.str(MaxKeyBytes)
-	ev.EventID = d.str(MaxKeyBytes)
-	ev.EventType = d.str(MaxKeyBytes)
-	ev.Status = d.str(MaxKeyBytes)
-	ev.Payload = d.bytes(MaxEventPayloadBytes)
+func (ev *ChannelEvent) code(c *coder) {
+	c.version(entityVersion, "event")
+	ev.codeClient(c)
+	c.uvarint(&ev.Seq)
+	c.varint(&ev.CreatedAtMs)
+	c.uvarint(&ev.Revision)
 }
 
 // EncodeChannelEvent encodes ev as a stored value.
-func EncodeChannelEvent(ev *ChannelEvent) []byte {
-	e := encoder{b: make([]byte, 0, 48+len(ev.ChannelID)+len(ev.ClientMsgNo)+len(ev.EventKey)+len(ev.EventID)+len(ev.Payload))}
-	e.u8(entityVersion)
-	encodeEventFields(&e, ev)
-	e.uvarint(ev.Seq)
-	e.varint(ev.CreatedAtMs)
-	e.uvarint(ev.Revision)
-	return e.b
-}
+func EncodeChannelEvent(ev *ChannelEvent) []byte { return encodeEntity(ev) }
 
 // DecodeChannelEvent decodes a stored event (appended fields ignored).
-func DecodeChannelEvent(b []byte) (*ChannelEvent, error) {
-	d := decoder{b: b}
-	if v := d.u8(); v != entityVersion && d.err() == nil {
-		d.fail("unknown event version %d", v)
-	}
-	ev := &ChannelEvent{}
-	decodeEventFields(&d, ev)
-	ev.Seq = d.uvarint()
-	ev.CreatedAtMs = d.varint()
-	ev.Revision = d.uvarint()
-	if err := d.err(); err != nil {
-		return nil, err
-	}
-	return ev, nil
-}
+func DecodeChannelEvent(b []byte) (*ChannelEvent, error) { return decodeEntity[ChannelEvent](b) }
 
 // Event commands (ops 80–99).
 const OpAppendEvent Op = 80
@@ -92,10 +69,9 @@ type AppendEvent struct {
 	Event ChannelEvent
 }
 
-func (*AppendEvent) Op() Op                  { return OpAppendEvent }
-func (c *AppendEvent) RouteKey() string      { return c.Event.ChannelID }
-func (c *AppendEvent) encodeBody(e *encoder) { encodeEventFields(e, &c.Event) }
-func (c *AppendEvent) decodeBody(d *decoder) { decodeEventFields(d, &c.Event) }
+func (*AppendEvent) Op() Op              { return OpAppendEvent }
+func (c *AppendEvent) RouteKey() string  { return c.Event.ChannelID }
+func (c *AppendEvent) codeBody(k *coder) { c.Event.codeClient(k) }
 
 // Event queries and answers.
 const (
@@ -124,45 +100,18 @@ type EventPage struct {
 func (*ListEvents) Kind() QueryKind                 { return QueryListEvents }
 func (q *ListEvents) RouteSlot() slotstore.HashSlot { return q.HashSlot }
 
-func (q *ListEvents) encodeQuery(e *encoder) {
-	e.u16(uint16(q.HashSlot))
-	q.encodeRef(e)
-	e.uvarint(q.BeforeSeq)
-	encLimit(e, q.Limit)
+func (q *ListEvents) codeQuery(c *coder) {
+	c.channelScan(&q.HashSlot, &q.ChanRef, &q.BeforeSeq, &q.Limit)
 }
 
-func (q *ListEvents) decodeQuery(d *decoder) {
-	q.HashSlot = slotstore.HashSlot(d.u16())
-	q.decodeRef(d)
-	q.BeforeSeq = d.uvarint()
-	q.Limit = decLimit(d)
-}
-
-func encodeEventPage(e *encoder, v any) {
-	p := v.(*EventPage)
-	e.uvarint(uint64(len(p.Items)))
-	for _, ev := range p.Items {
-		e.bytes(EncodeChannelEvent(ev))
-	}
-	e.bool(p.More)
-	e.uvarint(p.Count)
-	e.uvarint(p.LastSeq)
-}
-
-func decodeEventPage(d *decoder) (any, error) {
-	p := &EventPage{}
-	var err error
-	if p.Items, err = decPageItems(d, DecodeChannelEvent); err != nil {
-		return nil, err
-	}
-	p.More = d.bool()
-	p.Count = d.uvarint()
-	p.LastSeq = d.uvarint()
-	return p, d.err()
+func (p *EventPage) code(c *coder) {
+	page(c, &p.Items, &p.More)
+	c.uvarint(&p.Count)
+	c.uvarint(&p.LastSeq)
 }
 
 func init() {
-	registerCommand(OpAppendEvent, func() Command { return &AppendEvent{} })
-	registerQuery(QueryListEvents, func() Query { return &ListEvents{} })
-	registerAnswer(answerEventPage, (*EventPage)(nil), encodeEventPage, decodeEventPage)
+	registerCommand[AppendEvent]()
+	registerQuery[ListEvents]()
+	registerPageAnswer[EventPage](answerEventPage)
 }

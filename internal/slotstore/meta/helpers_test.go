@@ -3,6 +3,7 @@ package meta_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -66,7 +67,7 @@ func sampleCommands() []meta.Command {
 func smallCommands() []meta.Command {
 	var out []meta.Command
 	for _, c := range sampleCommands() {
-		if len(meta.EncodeCommand(c)) < 4096 {
+		if len(mustEncode(c)) < 4096 {
 			out = append(out, c)
 		}
 	}
@@ -126,3 +127,24 @@ func wantMalformed(t testing.TB, what string, err error) {
 
 // cat concatenates byte slices into a new one.
 func cat(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
+
+// mustEncode encodes a command the test knows is within every codec limit.
+func mustEncode(c meta.Command) []byte {
+	b, err := meta.EncodeCommand(c)
+	if err != nil {
+		panic(fmt.Sprintf("EncodeCommand(%T): %v", c, err))
+	}
+	return b
+}
+
+// wantRefused fails unless both directions refuse c: EncodeCommand with an
+// error wrapping ErrLimit, and DecodeCommand, given the bytes an encoder
+// that did not check would write, with ErrMalformed.
+func wantRefused(t testing.TB, what string, c meta.Command) {
+	t.Helper()
+	if b, err := meta.EncodeCommand(c); err == nil || b != nil || !errors.Is(err, meta.ErrLimit) {
+		t.Fatalf("%s: EncodeCommand gave %d bytes, %v; want ErrLimit", what, len(b), err)
+	}
+	_, err := meta.DecodeCommand(meta.EncodeCommandUnchecked(c))
+	wantMalformed(t, what, err)
+}

@@ -28,49 +28,27 @@ type Membership struct {
 	ProjectedVersion uint64
 }
 
-// EncodeMembership encodes m as a stored value.
-func EncodeMembership(m *Membership) []byte {
-	e := encoder{b: make([]byte, 0, 48+len(m.UID)+len(m.ChannelID))}
-	e.u8(entityVersion)
-	e.str(m.UID)
-	encChannelRef(&e, m.ChannelType, m.ChannelID)
-	e.uvarint(m.JoinSeq)
-	e.uvarint(m.ReadSeq)
-	e.uvarint(m.DeletedToSeq)
-	e.varint(m.ActivatedAtMs)
-	e.bool(m.Tombstone)
-	e.varint(m.CreatedAtMs)
-	e.varint(m.UpdatedAtMs)
-	e.uvarint(m.Revision)
-	e.uvarint(m.ProjectedVersion)
-	return e.b
+func (m *Membership) code(c *coder) {
+	c.version(entityVersion, "membership")
+	c.str(&m.UID, MaxKeyBytes, "uid")
+	c.channelRef(&m.ChannelType, &m.ChannelID)
+	c.uvarint(&m.JoinSeq)
+	c.uvarint(&m.ReadSeq)
+	c.uvarint(&m.DeletedToSeq)
+	c.varint(&m.ActivatedAtMs)
+	c.bool(&m.Tombstone)
+	c.stamps(&m.CreatedAtMs, &m.UpdatedAtMs, &m.Revision)
+	if c.more() { // appended later: absent in rows written before
+		c.uvarint(&m.ProjectedVersion)
+	}
 }
+
+// EncodeMembership encodes m as a stored value.
+func EncodeMembership(m *Membership) []byte { return encodeEntity(m) }
 
 // DecodeMembership decodes a stored membership. Bytes after the known
 // fields (appended by a newer writer) are ignored.
-func DecodeMembership(b []byte) (*Membership, error) {
-	d := decoder{b: b}
-	if v := d.u8(); v != entityVersion && d.err() == nil {
-		d.fail("unknown membership version %d", v)
-	}
-	m := &Membership{UID: d.str(MaxKeyBytes)}
-	m.ChannelType, m.ChannelID = decChannelRef(&d)
-	m.JoinSeq = d.uvarint()
-	m.ReadSeq = d.uvarint()
-	m.DeletedToSeq = d.uvarint()
-	m.ActivatedAtMs = d.varint()
-	m.Tombstone = d.bool()
-	m.CreatedAtMs = d.varint()
-	m.UpdatedAtMs = d.varint()
-	m.Revision = d.uvarint()
-	if !d.done() { // appended later: absent in rows written before
-		m.ProjectedVersion = d.uvarint()
-	}
-	if err := d.err(); err != nil {
-		return nil, err
-	}
-	return m, nil
-}
+func DecodeMembership(b []byte) (*Membership, error) { return decodeEntity[Membership](b) }
 
 // Membership commands (ops 40–46; 47–51 are CMD bindings, 52–59 are left
 // for the channel → membership outbox).
@@ -89,14 +67,13 @@ type UserChannel struct {
 	ChannelID   string
 }
 
-func (u *UserChannel) encodeRef(e *encoder) {
-	e.str(u.UID)
-	encChannelRef(e, u.ChannelType, u.ChannelID)
-}
+// RouteKey is the user's: every command about a user's row about a channel
+// routes by it.
+func (u *UserChannel) RouteKey() string { return u.UID }
 
-func (u *UserChannel) decodeRef(d *decoder) {
-	u.UID = d.str(MaxKeyBytes)
-	u.ChannelType, u.ChannelID = decChannelRef(d)
+func (u *UserChannel) code(c *coder) {
+	c.str(&u.UID, MaxKeyBytes, "uid")
+	c.channelRef(&u.ChannelType, &u.ChannelID)
 }
 
 // PutMembership creates or updates a membership. JoinSeq and Tombstone are
@@ -149,40 +126,20 @@ func (*ReadMembership) Op() Op     { return OpReadMembership }
 func (*HideMembership) Op() Op     { return OpHideMembership }
 func (*ActivateMembership) Op() Op { return OpActivateMembership }
 
-func (c *PutMembership) RouteKey() string      { return c.UID }
-func (c *DeleteMembership) RouteKey() string   { return c.UID }
-func (c *ReadMembership) RouteKey() string     { return c.UID }
-func (c *HideMembership) RouteKey() string     { return c.UID }
-func (c *ActivateMembership) RouteKey() string { return c.UID }
-
-func (c *PutMembership) encodeBody(e *encoder) {
-	c.encodeRef(e)
-	e.uvarint(c.JoinSeq)
-	e.uvarint(c.ReadSeq)
-	e.uvarint(c.DeletedToSeq)
-	e.bool(c.HasActivatedAt)
-	e.varint(c.ActivatedAtMs)
-	e.bool(c.Tombstone)
+func (c *PutMembership) codeBody(k *coder) {
+	c.UserChannel.code(k)
+	k.uvarint(&c.JoinSeq)
+	k.uvarint(&c.ReadSeq)
+	k.uvarint(&c.DeletedToSeq)
+	k.bool(&c.HasActivatedAt)
+	k.varint(&c.ActivatedAtMs)
+	k.bool(&c.Tombstone)
 }
 
-func (c *PutMembership) decodeBody(d *decoder) {
-	c.decodeRef(d)
-	c.JoinSeq = d.uvarint()
-	c.ReadSeq = d.uvarint()
-	c.DeletedToSeq = d.uvarint()
-	c.HasActivatedAt = d.bool()
-	c.ActivatedAtMs = d.varint()
-	c.Tombstone = d.bool()
-}
-
-func (c *DeleteMembership) encodeBody(e *encoder)   { c.encodeRef(e) }
-func (c *DeleteMembership) decodeBody(d *decoder)   { c.decodeRef(d) }
-func (c *ActivateMembership) encodeBody(e *encoder) { c.encodeRef(e) }
-func (c *ActivateMembership) decodeBody(d *decoder) { c.decodeRef(d) }
-func (c *ReadMembership) encodeBody(e *encoder)     { c.encodeRef(e); e.uvarint(c.ReadSeq) }
-func (c *ReadMembership) decodeBody(d *decoder)     { c.decodeRef(d); c.ReadSeq = d.uvarint() }
-func (c *HideMembership) encodeBody(e *encoder)     { c.encodeRef(e); e.uvarint(c.ToSeq) }
-func (c *HideMembership) decodeBody(d *decoder)     { c.decodeRef(d); c.ToSeq = d.uvarint() }
+func (c *DeleteMembership) codeBody(k *coder)   { c.UserChannel.code(k) }
+func (c *ActivateMembership) codeBody(k *coder) { c.UserChannel.code(k) }
+func (c *ReadMembership) codeBody(k *coder)     { c.UserChannel.code(k); k.uvarint(&c.ReadSeq) }
+func (c *HideMembership) codeBody(k *coder)     { c.UserChannel.code(k); k.uvarint(&c.ToSeq) }
 
 // Membership queries and answers.
 const (
@@ -231,64 +188,32 @@ func (*ListMemberships) Kind() QueryKind { return QueryListMemberships }
 func (q *GetMembership) RouteSlot() slotstore.HashSlot   { return q.HashSlot }
 func (q *ListMemberships) RouteSlot() slotstore.HashSlot { return q.HashSlot }
 
-func (q *GetMembership) encodeQuery(e *encoder) { e.u16(uint16(q.HashSlot)); q.encodeRef(e) }
-func (q *GetMembership) decodeQuery(d *decoder) {
-	q.HashSlot = slotstore.HashSlot(d.u16())
-	q.decodeRef(d)
+func (q *GetMembership) codeQuery(c *coder) { c.slot(&q.HashSlot); q.UserChannel.code(c) }
+
+func (q *ListMemberships) codeQuery(c *coder) {
+	c.slot(&q.HashSlot)
+	c.str(&q.UID, MaxKeyBytes, "uid")
+	has := q.After != nil
+	c.bool(&has)
+	if has {
+		if q.After == nil {
+			q.After = &ActivityPos{}
+		}
+		c.varint(&q.After.AtMs)
+		c.channelRef(&q.After.ChannelType, &q.After.ChannelID)
+	}
+	c.limit(&q.Limit, maxQueryLimit, "page limit")
 }
 
-func (q *ListMemberships) encodeQuery(e *encoder) {
-	e.u16(uint16(q.HashSlot))
-	e.str(q.UID)
-	e.bool(q.After != nil)
-	if q.After != nil {
-		e.varint(q.After.AtMs)
-		encChannelRef(e, q.After.ChannelType, q.After.ChannelID)
-	}
-	encLimit(e, q.Limit)
-}
-
-func (q *ListMemberships) decodeQuery(d *decoder) {
-	q.HashSlot = slotstore.HashSlot(d.u16())
-	q.UID = d.str(MaxKeyBytes)
-	if d.bool() {
-		p := &ActivityPos{AtMs: d.varint()}
-		p.ChannelType, p.ChannelID = decChannelRef(d)
-		q.After = p
-	}
-	q.Limit = decLimit(d)
-}
-
-func encodeMembershipPage(e *encoder, v any) {
-	p := v.(*MembershipPage)
-	e.uvarint(uint64(len(p.Items)))
-	for _, m := range p.Items {
-		e.bytes(EncodeMembership(m))
-	}
-	e.bool(p.More)
-}
-
-func decodeMembershipPage(d *decoder) (any, error) {
-	p := &MembershipPage{}
-	var err error
-	p.Items, err = decPageItems(d, DecodeMembership)
-	if err != nil {
-		return nil, err
-	}
-	p.More = d.bool()
-	return p, d.err()
-}
+func (p *MembershipPage) code(c *coder) { page(c, &p.Items, &p.More) }
 
 func init() {
-	registerCommand(OpPutMembership, func() Command { return &PutMembership{} })
-	registerCommand(OpDeleteMembership, func() Command { return &DeleteMembership{} })
-	registerCommand(OpReadMembership, func() Command { return &ReadMembership{} })
-	registerCommand(OpHideMembership, func() Command { return &HideMembership{} })
-	registerCommand(OpActivateMembership, func() Command { return &ActivateMembership{} })
-	registerQuery(QueryGetMembership, func() Query { return &GetMembership{} })
-	registerQuery(QueryListMemberships, func() Query { return &ListMemberships{} })
-	registerAnswer(answerMembership, (*Membership)(nil),
-		func(e *encoder, v any) { e.bytes(EncodeMembership(v.(*Membership))) },
-		func(d *decoder) (any, error) { return DecodeMembership(d.bytes(MaxEntryBytes)) })
-	registerAnswer(answerMembershipPage, (*MembershipPage)(nil), encodeMembershipPage, decodeMembershipPage)
+	registerCommand[PutMembership]()
+	registerCommand[DeleteMembership]()
+	registerCommand[ReadMembership]()
+	registerCommand[HideMembership]()
+	registerCommand[ActivateMembership]()
+	registerQuery[GetMembership]()
+	registerQuery[ListMemberships]()
+	registerAnswers[Membership, MembershipPage](answerMembership, answerMembershipPage)
 }

@@ -22,45 +22,22 @@ type OutboxRecord struct {
 	UIDs        []string
 }
 
-// EncodeOutboxRecord encodes r as a stored value.
-func EncodeOutboxRecord(r *OutboxRecord) []byte {
-	e := encoder{b: make([]byte, 0, 32+len(r.ChannelID)+16*len(r.UIDs))}
-	e.u8(entityVersion)
-	encChannelRef(&e, r.ChannelType, r.ChannelID)
-	e.uvarint(r.Version)
-	e.bool(r.Add)
-	e.uvarint(uint64(len(r.UIDs)))
-	for _, u := range r.UIDs {
-		e.str(u)
-	}
-	return e.b
+func (r *OutboxRecord) code(c *coder) {
+	c.version(entityVersion, "outbox")
+	c.channelRef(&r.ChannelType, &r.ChannelID)
+	c.uvarint(&r.Version)
+	c.bool(&r.Add)
+	list(c, &r.UIDs, maxOutboxUIDs, "uids in one outbox record", codeUID)
 }
+
+// EncodeOutboxRecord encodes r as a stored value.
+func EncodeOutboxRecord(r *OutboxRecord) []byte { return encodeEntity(r) }
 
 // maxOutboxUIDs bounds one record (a list change takes at most 1000 uids).
 const maxOutboxUIDs = 1000
 
 // DecodeOutboxRecord decodes a stored outbox record.
-func DecodeOutboxRecord(b []byte) (*OutboxRecord, error) {
-	d := decoder{b: b}
-	if v := d.u8(); v != entityVersion && d.err() == nil {
-		d.fail("unknown outbox version %d", v)
-	}
-	r := &OutboxRecord{}
-	r.ChannelType, r.ChannelID = decChannelRef(&d)
-	r.Version = d.uvarint()
-	r.Add = d.bool()
-	n := d.uvarint()
-	if n > maxOutboxUIDs {
-		d.fail("%d uids in one outbox record", n)
-	}
-	for i := uint64(0); i < n && d.err() == nil; i++ {
-		r.UIDs = append(r.UIDs, d.str(MaxKeyBytes))
-	}
-	if err := d.err(); err != nil {
-		return nil, err
-	}
-	return r, nil
-}
+func DecodeOutboxRecord(b []byte) (*OutboxRecord, error) { return decodeEntity[OutboxRecord](b) }
 
 // Outbox commands and query (ops/kinds/tags 52–55).
 const (
@@ -90,31 +67,19 @@ type AckOutbox struct {
 	Seq         uint64
 }
 
-func (*ProjectMembership) Op() Op             { return OpProjectMembership }
-func (*AckOutbox) Op() Op                     { return OpAckOutbox }
-func (c *ProjectMembership) RouteKey() string { return c.UID }
-func (c *AckOutbox) RouteKey() string         { return c.ChannelID }
+func (*ProjectMembership) Op() Op     { return OpProjectMembership }
+func (*AckOutbox) Op() Op             { return OpAckOutbox }
+func (c *AckOutbox) RouteKey() string { return c.ChannelID }
 
-func (c *ProjectMembership) encodeBody(e *encoder) {
-	c.UserChannel.encodeRef(e)
-	e.uvarint(c.Version)
-	e.bool(c.Add)
+func (c *ProjectMembership) codeBody(k *coder) {
+	c.UserChannel.code(k)
+	k.uvarint(&c.Version)
+	k.bool(&c.Add)
 }
 
-func (c *ProjectMembership) decodeBody(d *decoder) {
-	c.UserChannel.decodeRef(d)
-	c.Version = d.uvarint()
-	c.Add = d.bool()
-}
-
-func (c *AckOutbox) encodeBody(e *encoder) {
-	encChannelRef(e, c.ChannelType, c.ChannelID)
-	e.uvarint(c.Seq)
-}
-
-func (c *AckOutbox) decodeBody(d *decoder) {
-	c.ChannelType, c.ChannelID = decChannelRef(d)
-	c.Seq = d.uvarint()
+func (c *AckOutbox) codeBody(k *coder) {
+	k.channelRef(&c.ChannelType, &c.ChannelID)
+	k.uvarint(&c.Seq)
 }
 
 // ScanOutbox lists pending records of the hash slots [FromSlot, ToSlot]
@@ -139,52 +104,29 @@ type OutboxPage struct {
 
 func (q *ScanOutbox) RouteSlot() slotstore.HashSlot { return q.FromSlot }
 func (*ScanOutbox) Kind() QueryKind                 { return QueryScanOutbox }
-func (q *ScanOutbox) encodeQuery(e *encoder) {
-	e.u16(uint16(q.FromSlot))
-	e.u16(uint16(q.ToSlot))
-	e.uvarint(uint64(max(q.Limit, 0)))
+
+// maxOutboxScan bounds a scan of the outbox and its answer.
+const maxOutboxScan = 1000
+
+func (q *ScanOutbox) codeQuery(c *coder) {
+	c.slot(&q.FromSlot)
+	c.slot(&q.ToSlot)
+	c.limit(&q.Limit, maxOutboxScan, "outbox scan limit")
 }
-func (q *ScanOutbox) decodeQuery(d *decoder) {
-	q.FromSlot = slotstore.HashSlot(d.u16())
-	q.ToSlot = slotstore.HashSlot(d.u16())
-	n := d.uvarint()
-	if n > 1000 {
-		d.fail("outbox scan limit %d", n)
-	}
-	q.Limit = int(n)
+
+func (en *OutboxEntry) code(c *coder) {
+	c.slot(&en.HashSlot)
+	c.uvarint(&en.Seq)
+	stored(c, &en.Record)
+}
+
+func (p *OutboxPage) code(c *coder) {
+	list(c, &p.Entries, maxOutboxScan, "outbox entries", walk[OutboxEntry])
 }
 
 func init() {
-	registerCommand(OpProjectMembership, func() Command { return &ProjectMembership{} })
-	registerCommand(OpAckOutbox, func() Command { return &AckOutbox{} })
-	registerQuery(QueryScanOutbox, func() Query { return &ScanOutbox{} })
-	registerAnswer(answerOutboxPage, (*OutboxPage)(nil), func(e *encoder, v any) {
-		p := v.(*OutboxPage)
-		e.uvarint(uint64(len(p.Entries)))
-		for _, en := range p.Entries {
-			e.u16(uint16(en.HashSlot))
-			e.uvarint(en.Seq)
-			e.bytes(EncodeOutboxRecord(en.Record))
-		}
-	}, func(d *decoder) (any, error) {
-		n := d.uvarint()
-		if n > 1000 {
-			d.fail("%d outbox entries", n)
-		}
-		p := &OutboxPage{}
-		for i := uint64(0); i < n && d.err() == nil; i++ {
-			en := OutboxEntry{HashSlot: slotstore.HashSlot(d.u16()), Seq: d.uvarint()}
-			raw := d.bytes(MaxEntryBytes)
-			if d.err() != nil {
-				break
-			}
-			r, err := DecodeOutboxRecord(raw)
-			if err != nil {
-				return nil, err
-			}
-			en.Record = r
-			p.Entries = append(p.Entries, en)
-		}
-		return p, d.err()
-	})
+	registerCommand[ProjectMembership]()
+	registerCommand[AckOutbox]()
+	registerQuery[ScanOutbox]()
+	registerPageAnswer[OutboxPage](answerOutboxPage)
 }

@@ -1,53 +1,65 @@
 package meta
 
-// Helpers shared by the list answers and scan queries of the device, system
-// UID, plugin and channel-list families.
+// Lists, and the pages of stored entities that list answers are made of.
 
-// encodeItems writes a count, then each item as a length-prefixed entity.
-func encodeItems[T any](e *encoder, items []T, enc func(T) []byte) {
-	e.uvarint(uint64(len(items)))
-	for _, it := range items {
-		e.bytes(enc(it))
+// list codes a count, then each element with elem. Decoding refuses more
+// than max elements, or more than bytes are left (every element takes one
+// at least); an empty list decodes as nil.
+func list[T any](c *coder, p *[]T, max int, what string, elem func(*coder, *T)) {
+	n := uint64(len(*p))
+	if n > uint64(max) {
+		c.fail("%d %s (limit %d)", n, what, max)
 	}
-}
-
-// decodeItems reads encodeItems's output, at most maxPageItems items.
-func decodeItems[T any](d *decoder, dec func([]byte) (T, error)) []T {
-	n := d.uvarint()
-	if n > maxPageItems {
-		d.fail("page of %d items", n)
-	}
-	out := make([]T, 0, min(n, uint64(len(d.b))))
-	for i := uint64(0); i < n && d.err() == nil; i++ {
-		raw := d.bytes(MaxEntryBytes)
-		if d.err() != nil {
-			break
+	c.uvarint(&n)
+	if c.dec() {
+		if c.err != nil {
+			return
 		}
-		it, err := dec(raw)
-		if err != nil {
-			d.fail("item %d: %v", i, err)
-			break
+		if n > uint64(max) || n > uint64(len(c.b)) {
+			c.fail("%d %s (limit %d, %d bytes left)", n, what, max, len(c.b))
+			return
 		}
-		out = append(out, it)
+		*p = nil
+		if n > 0 {
+			*p = make([]T, n)
+		}
 	}
-	return out
+	for i := range *p {
+		if c.dec() && c.err != nil {
+			return
+		}
+		elem(c, &(*p)[i])
+	}
 }
 
-// encodeLimit and decodeLimit carry a scan's page size.
-func encodeLimit(e *encoder, limit int) { e.uvarint(uint64(max(limit, 0))) }
-
-func decodeLimit(d *decoder) int {
-	n := d.uvarint()
-	if n > maxPageItems {
-		d.fail("scan limit %d", n)
-		return 0
-	}
-	return int(n)
+// walk codes one element of a list that has a walk of its own.
+func walk[T any, P interface {
+	*T
+	walker
+}](c *coder, p *T) {
+	P(p).code(c)
 }
 
-// decodeVersion reads an entity's version byte and fails on an unknown one.
-func decodeVersion(d *decoder, what string) {
-	if v := d.u8(); v != entityVersion && d.err() == nil {
-		d.fail("unknown %s version %d", what, v)
+// stored codes *p as a stored entity, length-prefixed (nested); decoding
+// allocates it.
+func stored[T any, P interface {
+	*T
+	walker
+}](c *coder, p *P) {
+	if c.dec() {
+		*p = new(T)
 	}
+	c.nested(*p, MaxEntryBytes, "entity")
+}
+
+// maxPageItems bounds a decoded page.
+const maxPageItems = 100000
+
+// page codes the items and More flag every list answer starts with.
+func page[T any, P interface {
+	*T
+	walker
+}](c *coder, items *[]P, more *bool) {
+	list(c, items, maxPageItems, "page items", stored[T, P])
+	c.bool(more)
 }

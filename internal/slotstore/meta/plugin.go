@@ -27,32 +27,24 @@ type PluginBinding struct {
 	Revision    uint64
 }
 
-// EncodePluginBinding encodes b as a stored value.
-func EncodePluginBinding(b *PluginBinding) []byte {
-	e := encoder{b: make([]byte, 0, 24+len(b.UID)+len(b.PluginNo)+len(b.Config))}
-	e.u8(entityVersion)
-	e.str(b.UID)
-	e.str(b.PluginNo)
-	e.str(b.Config)
-	e.varint(b.CreatedAtMs)
-	e.varint(b.UpdatedAtMs)
-	e.uvarint(b.Revision)
-	return e.b
+func (b *PluginBinding) code(c *coder) {
+	c.version(entityVersion, "plugin binding")
+	c.plugin(&b.UID, &b.PluginNo)
+	c.str(&b.Config, MaxPluginConfigBytes, "config")
+	c.stamps(&b.CreatedAtMs, &b.UpdatedAtMs, &b.Revision)
 }
 
-// DecodePluginBinding decodes a stored plugin binding.
-func DecodePluginBinding(raw []byte) (*PluginBinding, error) {
-	d := decoder{b: raw}
-	decodeVersion(&d, "plugin binding")
-	b := &PluginBinding{UID: d.str(MaxKeyBytes), PluginNo: d.str(MaxPluginNoBytes), Config: d.str(MaxPluginConfigBytes)}
-	b.CreatedAtMs = d.varint()
-	b.UpdatedAtMs = d.varint()
-	b.Revision = d.uvarint()
-	if err := d.err(); err != nil {
-		return nil, err
-	}
-	return b, nil
+// plugin codes the identity of a binding: uid, then plugin.
+func (c *coder) plugin(uid, pluginNo *string) {
+	c.str(uid, MaxKeyBytes, "uid")
+	c.str(pluginNo, MaxPluginNoBytes, "plugin no")
 }
+
+// EncodePluginBinding encodes b as a stored value.
+func EncodePluginBinding(b *PluginBinding) []byte { return encodeEntity(b) }
+
+// DecodePluginBinding decodes a stored plugin binding.
+func DecodePluginBinding(raw []byte) (*PluginBinding, error) { return decodeEntity[PluginBinding](raw) }
 
 const (
 	OpPutPlugin    Op = 14
@@ -81,17 +73,12 @@ func (*DeletePlugin) Op() Op             { return OpDeletePlugin }
 func (c *PutPlugin) RouteKey() string    { return c.UID }
 func (c *DeletePlugin) RouteKey() string { return c.UID }
 
-func (c *PutPlugin) encodeBody(e *encoder) { e.str(c.UID); e.str(c.PluginNo); e.str(c.Config) }
-func (c *PutPlugin) decodeBody(d *decoder) {
-	c.UID = d.str(MaxKeyBytes)
-	c.PluginNo = d.str(MaxPluginNoBytes)
-	c.Config = d.str(MaxPluginConfigBytes)
+func (c *PutPlugin) codeBody(k *coder) {
+	k.plugin(&c.UID, &c.PluginNo)
+	k.str(&c.Config, MaxPluginConfigBytes, "config")
 }
-func (c *DeletePlugin) encodeBody(e *encoder) { e.str(c.UID); e.str(c.PluginNo) }
-func (c *DeletePlugin) decodeBody(d *decoder) {
-	c.UID = d.str(MaxKeyBytes)
-	c.PluginNo = d.str(MaxPluginNoBytes)
-}
+
+func (c *DeletePlugin) codeBody(k *coder) { k.plugin(&c.UID, &c.PluginNo) }
 
 const (
 	QueryListUserPlugins QueryKind = 13
@@ -131,52 +118,28 @@ func (*ScanPluginUsers) Kind() QueryKind                 { return QueryScanPlugi
 func (q *ListUserPlugins) RouteSlot() slotstore.HashSlot { return q.HashSlot }
 func (q *ScanPluginUsers) RouteSlot() slotstore.HashSlot { return q.FromSlot }
 
-func (q *ListUserPlugins) encodeQuery(e *encoder) {
-	e.u16(uint16(q.HashSlot))
-	e.str(q.UID)
-	e.str(q.AfterPlugin)
-	encodeLimit(e, q.Limit)
+func (q *ListUserPlugins) codeQuery(c *coder) {
+	c.slot(&q.HashSlot)
+	c.plugin(&q.UID, &q.AfterPlugin)
+	c.pageLimit(&q.Limit)
 }
 
-func (q *ListUserPlugins) decodeQuery(d *decoder) {
-	q.HashSlot = slotstore.HashSlot(d.u16())
-	q.UID = d.str(MaxKeyBytes)
-	q.AfterPlugin = d.str(MaxPluginNoBytes)
-	q.Limit = decodeLimit(d)
+func (q *ScanPluginUsers) codeQuery(c *coder) {
+	c.str(&q.PluginNo, MaxPluginNoBytes, "plugin no")
+	c.slot(&q.FromSlot)
+	c.slot(&q.ToSlot)
+	c.str(&q.AfterUID, MaxKeyBytes, "after uid")
+	c.pageLimit(&q.Limit)
 }
 
-func (q *ScanPluginUsers) encodeQuery(e *encoder) {
-	e.str(q.PluginNo)
-	e.u16(uint16(q.FromSlot))
-	e.u16(uint16(q.ToSlot))
-	e.str(q.AfterUID)
-	encodeLimit(e, q.Limit)
-}
-
-func (q *ScanPluginUsers) decodeQuery(d *decoder) {
-	q.PluginNo = d.str(MaxPluginNoBytes)
-	q.FromSlot = slotstore.HashSlot(d.u16())
-	q.ToSlot = slotstore.HashSlot(d.u16())
-	q.AfterUID = d.str(MaxKeyBytes)
-	q.Limit = decodeLimit(d)
-}
+func (p *PluginPage) code(c *coder) { page(c, &p.Bindings, &p.More) }
 
 const answerPluginPage = 13
 
 func init() {
-	registerCommand(OpPutPlugin, func() Command { return &PutPlugin{} })
-	registerCommand(OpDeletePlugin, func() Command { return &DeletePlugin{} })
-	registerQuery(QueryListUserPlugins, func() Query { return &ListUserPlugins{} })
-	registerQuery(QueryScanPluginUsers, func() Query { return &ScanPluginUsers{} })
-	registerAnswer(answerPluginPage, (*PluginPage)(nil),
-		func(e *encoder, v any) {
-			p := v.(*PluginPage)
-			encodeItems(e, p.Bindings, EncodePluginBinding)
-			e.bool(p.More)
-		},
-		func(d *decoder) (any, error) {
-			p := &PluginPage{Bindings: decodeItems(d, DecodePluginBinding)}
-			p.More = d.bool()
-			return p, d.err()
-		})
+	registerCommand[PutPlugin]()
+	registerCommand[DeletePlugin]()
+	registerQuery[ListUserPlugins]()
+	registerQuery[ScanPluginUsers]()
+	registerPageAnswer[PluginPage](answerPluginPage)
 }

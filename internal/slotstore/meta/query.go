@@ -25,8 +25,8 @@ type Query interface {
 	RouteSlot() slotstore.HashSlot
 	// Kind identifies the query type on the wire (and to the state machine).
 	Kind() QueryKind
-	encodeQuery(*encoder)
-	decodeQuery(*decoder)
+	// codeQuery walks the query's fields (coder).
+	codeQuery(*coder)
 }
 
 // For is a query whose answer has type A: every query declares its answer

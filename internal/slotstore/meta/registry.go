@@ -2,6 +2,7 @@ package meta
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 )
@@ -26,111 +27,132 @@ var (
 	answerType = map[reflect.Type]answerCodec{}
 )
 
+// answerCodec walks answers of one type: it encodes v, or, decoding (v is
+// nil), returns the answer it decoded.
 type answerCodec struct {
-	tag uint8
-	enc func(*encoder, any)
-	dec func(*decoder) (any, error)
+	tag  uint8
+	code func(c *coder, v any) any
 }
 
-// registerCommand makes op decodable; f returns an empty command of op. It
-// panics on a repeated op (a programming error caught at start).
-func registerCommand(op Op, f func() Command) {
-	if _, dup := commands[op]; dup || op == 0 {
-		panic(fmt.Sprintf("meta: op %d registered twice or zero", op))
-	}
-	if got := f().Op(); got != op {
-		panic(fmt.Sprintf("meta: op %d registered for a command of op %d", op, got))
-	}
-	commands[op] = f
+// registerCommand makes the op of command type T decodable. It panics on a
+// repeated op (a programming error caught at start).
+func registerCommand[T any, P interface {
+	*T
+	Command
+}]() {
+	register(commands, P(new(T)).Op(), func() Command { return P(new(T)) })
 }
 
-// registerQuery makes query kind k decodable.
-func registerQuery(k QueryKind, f func() Query) {
-	if _, dup := queries[k]; dup || k == 0 {
-		panic(fmt.Sprintf("meta: query kind %d registered twice or zero", k))
-	}
-	if got := f().Kind(); got != k {
-		panic(fmt.Sprintf("meta: query kind %d registered for a query of kind %d", k, got))
-	}
-	queries[k] = f
+// registerQuery makes the kind of query type T decodable.
+func registerQuery[T any, P interface {
+	*T
+	Query
+}]() {
+	register(queries, P(new(T)).Kind(), func() Query { return P(new(T)) })
 }
 
-// registerAnswer makes answers of sample's (pointer) type travel between
-// nodes under tag. A nil pointer of that type travels as "no answer".
-func registerAnswer(tag uint8, sample any, enc func(*encoder, any), dec func(*decoder) (any, error)) {
-	t := reflect.TypeOf(sample)
+func register[K ~uint8, V any](m map[K]func() V, k K, f func() V) {
+	if _, dup := m[k]; dup || k == 0 {
+		panic(fmt.Sprintf("meta: %T %d registered twice or zero", k, k))
+	}
+	m[k] = f
+}
+
+// registerAnswer makes answers of type P travel between nodes under tag,
+// walked by code. A nil P travels as "no answer".
+func registerAnswer[P any](tag uint8, code func(c *coder, v any) any) {
+	t := reflect.TypeFor[P]()
 	if _, dup := answerTags[tag]; dup || tag == answerNil {
 		panic(fmt.Sprintf("meta: answer tag %d registered twice or zero", tag))
 	}
 	if _, dup := answerType[t]; dup {
 		panic(fmt.Sprintf("meta: answer type %v registered twice", t))
 	}
-	c := answerCodec{tag: tag, enc: enc, dec: dec}
+	c := answerCodec{tag: tag, code: code}
 	answerTags[tag], answerType[t] = c, c
 }
 
-// EncodeAnswer encodes a query's answer (a registered type, or nil).
+// registerEntityAnswer makes a stored entity an answer: it travels as its
+// stored value, length-prefixed, so fields a newer node appended are skipped.
+func registerEntityAnswer[T any, P interface {
+	*T
+	walker
+}](tag uint8) {
+	registerAnswer[P](tag, func(c *coder, v any) any {
+		p, _ := v.(P)
+		stored(c, &p)
+		return p
+	})
+}
+
+// registerPageAnswer makes a list answer travel, walked in place.
+func registerPageAnswer[T any, P interface {
+	*T
+	walker
+}](tag uint8) {
+	registerAnswer[P](tag, func(c *coder, v any) any {
+		p, _ := v.(P)
+		if p == nil {
+			p = new(T)
+		}
+		p.code(c)
+		return p
+	})
+}
+
+// registerAnswers registers an entity and its page as answers.
+func registerAnswers[E, Page any, PE interface {
+	*E
+	walker
+}, PPage interface {
+	*Page
+	walker
+}](entityTag, pageTag uint8) {
+	registerEntityAnswer[E, PE](entityTag)
+	registerPageAnswer[Page, PPage](pageTag)
+}
+
+// EncodeAnswer encodes a query's answer (a registered type, or nil). It
+// fails on an unregistered type, and on a field over a codec limit (a page
+// longer than a node decodes, say).
 func EncodeAnswer(v any) ([]byte, error) {
-	e := encoder{b: make([]byte, 0, 64)}
-	e.u8(wireVersion)
+	c := encoding(64)
+	c.b = append(c.b, wireVersion)
 	if v == nil {
-		e.u8(answerNil)
-		return e.b, nil
+		return append(c.b, answerNil), nil
 	}
-	c, ok := answerType[reflect.TypeOf(v)]
+	ac, ok := answerType[reflect.TypeOf(v)]
 	if !ok {
 		return nil, fmt.Errorf("meta: cannot encode answer %T", v)
 	}
 	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer && rv.IsNil() {
-		e.u8(answerNil)
-		return e.b, nil
+		return append(c.b, answerNil), nil
 	}
-	e.u8(c.tag)
-	c.enc(&e, v)
-	return e.b, nil
+	c.b = append(c.b, ac.tag)
+	ac.code(&c, v)
+	if c.err != nil {
+		return nil, fmt.Errorf("answer %T: %w", v, c.err)
+	}
+	return c.b, nil
 }
 
 // DecodeAnswer decodes EncodeAnswer's output.
 func DecodeAnswer(b []byte) (any, error) {
-	d := decoder{b: b}
-	if v := d.u8(); d.err() == nil && v != wireVersion {
-		return nil, fmt.Errorf("%w: unknown answer version %d", ErrMalformed, v)
-	}
-	tag := d.u8()
-	if d.err() != nil {
-		return nil, d.err()
-	}
-	var out any
-	if tag != answerNil {
-		c, ok := answerTags[tag]
+	return decodeFrame(b, wireVersion, "answer", func(tag uint8, c *coder) (any, bool) {
+		if tag == answerNil {
+			return nil, true
+		}
+		ac, ok := answerTags[tag]
 		if !ok {
-			return nil, fmt.Errorf("%w: unknown answer tag %d", ErrMalformed, tag)
+			return nil, false
 		}
-		v, err := c.dec(&d)
-		if err != nil {
-			return nil, err
-		}
-		out = v
-	}
-	if d.err() != nil {
-		return nil, d.err()
-	}
-	if len(d.b) != 0 {
-		return nil, fmt.Errorf("%w: %d trailing bytes after answer", ErrMalformed, len(d.b))
-	}
-	return out, nil
+		return ac.code(c, nil), true
+	})
 }
 
 // Ops lists every registered command op, in order (for completeness checks:
 // every op needs an applier in package fsm).
-func Ops() []Op {
-	out := make([]Op, 0, len(commands))
-	for op := range commands {
-		out = append(out, op)
-	}
-	slices.Sort(out)
-	return out
-}
+func Ops() []Op { return slices.Sorted(maps.Keys(commands)) }
 
 // NewCommand returns an empty command of op (false: op is unknown).
 func NewCommand(op Op) (Command, bool) {
@@ -143,11 +165,4 @@ func NewCommand(op Op) (Command, bool) {
 
 // QueryKinds lists every registered query kind, in order (every kind needs
 // a lookup in package fsm).
-func QueryKinds() []QueryKind {
-	out := make([]QueryKind, 0, len(queries))
-	for k := range queries {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
-}
+func QueryKinds() []QueryKind { return slices.Sorted(maps.Keys(queries)) }

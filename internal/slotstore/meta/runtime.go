@@ -87,68 +87,35 @@ type ChannelRuntime struct {
 	Revision            uint64
 }
 
-// encodeRuntimeFields encodes the fields a client sets.
-func encodeRuntimeFields(e *encoder, r *ChannelRuntime) {
-	encChannelRef(e, r.ChannelType, r.ChannelID)
-	e.uvarint(r.ChannelEpoch)
-	e.uvarint(r.LeaderEpoch)
-	e.uvarint(r.Leader)
-	encU64s(e, r.Replicas)
-	encU64s(e, r.ISR)
-	e.uvarint(r.MinISR)
-	e.u8(uint8(r.Status))
-	e.varint(r.LeaseUntilMs)
-	e.uvarint(r.RetentionThroughSeq)
-	e.str(r.WriteFence.Token)
-	e.uvarint(r.WriteFence.Version)
-	e.str(r.WriteFence.Reason)
-	e.varint(r.WriteFence.UntilMs)
+// codeClient walks the fields a client sets.
+func (r *ChannelRuntime) codeClient(c *coder) {
+	c.channelRef(&r.ChannelType, &r.ChannelID)
+	c.uvarint(&r.ChannelEpoch)
+	c.uvarint(&r.LeaderEpoch)
+	c.uvarint(&r.Leader)
+	c.u64s(&r.Replicas, MaxReplicas, "replicas")
+	c.u64s(&r.ISR, MaxReplicas, "isr")
+	c.uvarint(&r.MinISR)
+	c.u8((*uint8)(&r.Status))
+	c.varint(&r.LeaseUntilMs)
+	c.uvarint(&r.RetentionThroughSeq)
+	c.str(&r.WriteFence.Token, maxRuntimeFieldBytes, "write fence token")
+	c.uvarint(&r.WriteFence.Version)
+	c.str(&r.WriteFence.Reason, maxRuntimeFieldBytes, "write fence reason")
+	c.varint(&r.WriteFence.UntilMs)
 }
 
-func decodeRuntimeFields(d *decoder, r *ChannelRuntime) {
-	r.ChannelType, r.ChannelID = decChannelRef(d)
-	r.ChannelEpoch = d.uvarint()
-	r.LeaderEpoch = d.uvarint()
-	r.Leader = d.uvarint()
-	r.Replicas = decU64s(d, MaxReplicas)
-	r.ISR = decU64s(d, MaxReplicas)
-	r.MinISR = d.uvarint()
-	r.Status = RuntimeStatus(d.u8())
-	r.LeaseUntilMs = d.varint()
-	r.RetentionThroughSeq = d.uvarint()
-	r.WriteFence.Token = d.str(maxRuntimeFieldBytes)
-	r.WriteFence.Version = d.uvarint()
-	r.WriteFence.Reason = d.str(maxRuntimeFieldBytes)
-	r.WriteFence.UntilMs = d.varint()
+func (r *ChannelRuntime) code(c *coder) {
+	c.version(entityVersion, "runtime")
+	r.codeClient(c)
+	c.stamps(&r.CreatedAtMs, &r.UpdatedAtMs, &r.Revision)
 }
 
 // EncodeChannelRuntime encodes r as a stored value.
-func EncodeChannelRuntime(r *ChannelRuntime) []byte {
-	e := encoder{b: make([]byte, 0, 64+len(r.ChannelID)+len(r.WriteFence.Token)+len(r.WriteFence.Reason)+4*len(r.Replicas))}
-	e.u8(entityVersion)
-	encodeRuntimeFields(&e, r)
-	e.varint(r.CreatedAtMs)
-	e.varint(r.UpdatedAtMs)
-	e.uvarint(r.Revision)
-	return e.b
-}
+func EncodeChannelRuntime(r *ChannelRuntime) []byte { return encodeEntity(r) }
 
 // DecodeChannelRuntime decodes stored runtime meta (appended fields ignored).
-func DecodeChannelRuntime(b []byte) (*ChannelRuntime, error) {
-	d := decoder{b: b}
-	if v := d.u8(); v != entityVersion && d.err() == nil {
-		d.fail("unknown runtime version %d", v)
-	}
-	r := &ChannelRuntime{}
-	decodeRuntimeFields(&d, r)
-	r.CreatedAtMs = d.varint()
-	r.UpdatedAtMs = d.varint()
-	r.Revision = d.uvarint()
-	if err := d.err(); err != nil {
-		return nil, err
-	}
-	return r, nil
-}
+func DecodeChannelRuntime(b []byte) (*ChannelRuntime, error) { return decodeEntity[ChannelRuntime](b) }
 
 // RuntimeProblems lists what is wrong with the client fields of r, under
 // their API names; nil if nothing. Both the API and the applier check it.
@@ -231,8 +198,11 @@ type ChanRef struct {
 	ChannelID   string
 }
 
-func (c *ChanRef) encodeRef(e *encoder) { encChannelRef(e, c.ChannelType, c.ChannelID) }
-func (c *ChanRef) decodeRef(d *decoder) { c.ChannelType, c.ChannelID = decChannelRef(d) }
+// RouteKey is the channel id: every command about a channel's own rows
+// routes by it.
+func (r *ChanRef) RouteKey() string { return r.ChannelID }
+
+func (r *ChanRef) code(c *coder) { c.channelRef(&r.ChannelType, &r.ChannelID) }
 
 // CreateRuntime creates runtime meta; conflict if it exists.
 type CreateRuntime struct {
@@ -268,30 +238,18 @@ func (*PutRuntime) Op() Op       { return OpPutRuntime }
 func (*DeleteRuntime) Op() Op    { return OpDeleteRuntime }
 func (*AdvanceRetention) Op() Op { return OpAdvanceRetention }
 
-func (c *CreateRuntime) RouteKey() string    { return c.Runtime.ChannelID }
-func (c *PutRuntime) RouteKey() string       { return c.Runtime.ChannelID }
-func (c *DeleteRuntime) RouteKey() string    { return c.ChannelID }
-func (c *AdvanceRetention) RouteKey() string { return c.ChannelID }
+func (c *CreateRuntime) RouteKey() string { return c.Runtime.ChannelID }
+func (c *PutRuntime) RouteKey() string    { return c.Runtime.ChannelID }
 
-func (c *CreateRuntime) encodeBody(e *encoder) { encodeRuntimeFields(e, &c.Runtime) }
-func (c *CreateRuntime) decodeBody(d *decoder) { decodeRuntimeFields(d, &c.Runtime) }
-func (c *PutRuntime) encodeBody(e *encoder)    { encodeRuntimeFields(e, &c.Runtime) }
-func (c *PutRuntime) decodeBody(d *decoder)    { decodeRuntimeFields(d, &c.Runtime) }
-func (c *DeleteRuntime) encodeBody(e *encoder) { c.encodeRef(e) }
-func (c *DeleteRuntime) decodeBody(d *decoder) { c.decodeRef(d) }
+func (c *CreateRuntime) codeBody(k *coder) { c.Runtime.codeClient(k) }
+func (c *PutRuntime) codeBody(k *coder)    { c.Runtime.codeClient(k) }
+func (c *DeleteRuntime) codeBody(k *coder) { c.ChanRef.code(k) }
 
-func (c *AdvanceRetention) encodeBody(e *encoder) {
-	c.encodeRef(e)
-	e.uvarint(c.ExpectedChannelEpoch)
-	e.uvarint(c.ExpectedLeader)
-	e.uvarint(c.ThroughSeq)
-}
-
-func (c *AdvanceRetention) decodeBody(d *decoder) {
-	c.decodeRef(d)
-	c.ExpectedChannelEpoch = d.uvarint()
-	c.ExpectedLeader = d.uvarint()
-	c.ThroughSeq = d.uvarint()
+func (c *AdvanceRetention) codeBody(k *coder) {
+	c.ChanRef.code(k)
+	k.uvarint(&c.ExpectedChannelEpoch)
+	k.uvarint(&c.ExpectedLeader)
+	k.uvarint(&c.ThroughSeq)
 }
 
 // Runtime queries and answers.
@@ -308,19 +266,13 @@ type GetRuntime struct {
 
 func (*GetRuntime) Kind() QueryKind                 { return QueryGetRuntime }
 func (q *GetRuntime) RouteSlot() slotstore.HashSlot { return q.HashSlot }
-func (q *GetRuntime) encodeQuery(e *encoder)        { e.u16(uint16(q.HashSlot)); q.encodeRef(e) }
-func (q *GetRuntime) decodeQuery(d *decoder) {
-	q.HashSlot = slotstore.HashSlot(d.u16())
-	q.decodeRef(d)
-}
+func (q *GetRuntime) codeQuery(c *coder)            { c.slot(&q.HashSlot); q.ChanRef.code(c) }
 
 func init() {
-	registerCommand(OpCreateRuntime, func() Command { return &CreateRuntime{} })
-	registerCommand(OpPutRuntime, func() Command { return &PutRuntime{} })
-	registerCommand(OpDeleteRuntime, func() Command { return &DeleteRuntime{} })
-	registerCommand(OpAdvanceRetention, func() Command { return &AdvanceRetention{} })
-	registerQuery(QueryGetRuntime, func() Query { return &GetRuntime{} })
-	registerAnswer(answerRuntime, (*ChannelRuntime)(nil),
-		func(e *encoder, v any) { e.bytes(EncodeChannelRuntime(v.(*ChannelRuntime))) },
-		func(d *decoder) (any, error) { return DecodeChannelRuntime(d.bytes(MaxEntryBytes)) })
+	registerCommand[CreateRuntime]()
+	registerCommand[PutRuntime]()
+	registerCommand[DeleteRuntime]()
+	registerCommand[AdvanceRetention]()
+	registerQuery[GetRuntime]()
+	registerEntityAnswer[ChannelRuntime](answerRuntime)
 }

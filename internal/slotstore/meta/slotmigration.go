@@ -77,23 +77,39 @@ func (*AcquireSlot) slotCommand()  {}
 func (*ReleaseSlot) slotCommand()  {}
 func (*DropImported) slotCommand() {}
 
-func (*FenceSlot) encodeBody(*encoder)    {}
-func (*FenceSlot) decodeBody(*decoder)    {}
-func (*UnfenceSlot) encodeBody(*encoder)  {}
-func (*UnfenceSlot) decodeBody(*decoder)  {}
-func (*ReleaseSlot) encodeBody(*encoder)  {}
-func (*ReleaseSlot) decodeBody(*decoder)  {}
-func (*DropImported) encodeBody(*encoder) {}
-func (*DropImported) decodeBody(*decoder) {}
+func (*FenceSlot) codeBody(*coder)    {}
+func (*UnfenceSlot) codeBody(*coder)  {}
+func (*ReleaseSlot) codeBody(*coder)  {}
+func (*DropImported) codeBody(*coder) {}
 
-func (c *AcquireSlot) encodeBody(e *encoder) { e.uvarint(c.MinRevision) }
-func (c *AcquireSlot) decodeBody(d *decoder) { c.MinRevision = d.uvarint() }
+func (c *AcquireSlot) codeBody(k *coder) { k.uvarint(&c.MinRevision) }
 
-// maxImportRows bounds one ImportRows command.
+// maxImportRows bounds one ImportRows or ImportChanges command; a chunk
+// answered to an export may hold four times as many.
 const maxImportRows = 4096
 
-func (c *ImportRows) encodeBody(e *encoder) { encodeRows(e, c.Rows) }
-func (c *ImportRows) decodeBody(d *decoder) { c.Rows = decodeRows(d, maxImportRows) }
+// maxRowKeyBytes bounds a row key (after the group|slot prefix).
+const maxRowKeyBytes = MaxKeyBytes + 64
+
+func (c *ImportRows) codeBody(k *coder) { codeRows(k, &c.Rows, maxImportRows) }
+
+// codeRows codes at most limit rows.
+func codeRows(c *coder, rows *[]Row, limit int) {
+	list(c, rows, limit, "rows in one message", walk[Row])
+}
+
+func (r *Row) code(c *coder) {
+	codeRowKey(c, &r.Key)
+	c.bytes(&r.Value, MaxEntryBytes, "row value")
+}
+
+// codeRowKey codes a row key, at least 2 bytes: a table, then a key.
+func codeRowKey(c *coder, k *[]byte) {
+	c.bytes(k, maxRowKeyBytes, "row key")
+	if len(*k) < 2 {
+		c.fail("row key of %d bytes", len(*k))
+	}
+}
 
 // QueryExportSlot is ExportSlot's kind.
 const QueryExportSlot QueryKind = 100
@@ -116,40 +132,27 @@ type SlotChunk struct {
 
 func (q *ExportSlot) RouteSlot() slotstore.HashSlot { return q.HashSlot }
 func (*ExportSlot) Kind() QueryKind                 { return QueryExportSlot }
-func (q *ExportSlot) encodeQuery(e *encoder) {
-	e.u16(uint16(q.HashSlot))
-	e.bytes(q.After)
-	e.uvarint(uint64(max(q.MaxBytes, 0)))
+func (q *ExportSlot) codeQuery(c *coder) {
+	c.slot(&q.HashSlot)
+	c.bytes(&q.After, maxRowKeyBytes, "after")
+	c.limit(&q.MaxBytes, MaxEntryBytes, "export chunk bytes")
 }
-func (q *ExportSlot) decodeQuery(d *decoder) {
-	q.HashSlot = slotstore.HashSlot(d.u16())
-	q.After = d.bytes(MaxKeyBytes + 64)
-	n := d.uvarint()
-	if n > MaxEntryBytes {
-		d.fail("export chunk of %d bytes", n)
-	}
-	q.MaxBytes = int(n)
+
+func (k *SlotChunk) code(c *coder) {
+	codeRows(c, &k.Rows, maxImportRows*4)
+	c.bool(&k.Done)
+	c.uvarint(&k.Revision)
 }
 
 const answerSlotChunk = 100
 
 func init() {
-	registerCommand(OpFenceSlot, func() Command { return &FenceSlot{} })
-	registerCommand(OpUnfenceSlot, func() Command { return &UnfenceSlot{} })
-	registerCommand(OpImportRows, func() Command { return &ImportRows{} })
-	registerCommand(OpAcquireSlot, func() Command { return &AcquireSlot{} })
-	registerCommand(OpReleaseSlot, func() Command { return &ReleaseSlot{} })
-	registerCommand(OpDropImported, func() Command { return &DropImported{} })
-	registerQuery(QueryExportSlot, func() Query { return &ExportSlot{} })
-	registerAnswer(answerSlotChunk, (*SlotChunk)(nil), func(e *encoder, v any) {
-		c := v.(*SlotChunk)
-		encodeRows(e, c.Rows)
-		e.bool(c.Done)
-		e.uvarint(c.Revision)
-	}, func(d *decoder) (any, error) {
-		c := &SlotChunk{Rows: decodeRows(d, maxImportRows*4)}
-		c.Done = d.bool()
-		c.Revision = d.uvarint()
-		return c, d.err()
-	})
+	registerCommand[FenceSlot]()
+	registerCommand[UnfenceSlot]()
+	registerCommand[ImportRows]()
+	registerCommand[AcquireSlot]()
+	registerCommand[ReleaseSlot]()
+	registerCommand[DropImported]()
+	registerQuery[ExportSlot]()
+	registerPageAnswer[SlotChunk](answerSlotChunk)
 }

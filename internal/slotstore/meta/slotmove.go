@@ -36,43 +36,21 @@ type ImportChanges struct {
 	Deleted [][]byte // row keys (after the group|slot prefix) that are gone at the source
 }
 
-func (*TrackSlot) Op() Op                { return OpTrackSlot }
-func (*UntrackSlot) Op() Op              { return OpUntrackSlot }
-func (*ImportChanges) Op() Op            { return OpImportChanges }
-func (*TrackSlot) RouteKey() string      { return "" }
-func (*UntrackSlot) RouteKey() string    { return "" }
-func (*ImportChanges) RouteKey() string  { return "" }
-func (*TrackSlot) slotCommand()          {}
-func (*UntrackSlot) slotCommand()        {}
-func (*ImportChanges) slotCommand()      {}
-func (*TrackSlot) encodeBody(*encoder)   {}
-func (*TrackSlot) decodeBody(*decoder)   {}
-func (*UntrackSlot) encodeBody(*encoder) {}
-func (*UntrackSlot) decodeBody(*decoder) {}
+func (*TrackSlot) Op() Op               { return OpTrackSlot }
+func (*UntrackSlot) Op() Op             { return OpUntrackSlot }
+func (*ImportChanges) Op() Op           { return OpImportChanges }
+func (*TrackSlot) RouteKey() string     { return "" }
+func (*UntrackSlot) RouteKey() string   { return "" }
+func (*ImportChanges) RouteKey() string { return "" }
+func (*TrackSlot) slotCommand()         {}
+func (*UntrackSlot) slotCommand()       {}
+func (*ImportChanges) slotCommand()     {}
+func (*TrackSlot) codeBody(*coder)      {}
+func (*UntrackSlot) codeBody(*coder)    {}
 
-func (c *ImportChanges) encodeBody(e *encoder) {
-	encodeRows(e, c.Rows)
-	e.uvarint(uint64(len(c.Deleted)))
-	for _, k := range c.Deleted {
-		e.bytes(k)
-	}
-}
-
-func (c *ImportChanges) decodeBody(d *decoder) {
-	c.Rows = decodeRows(d, maxImportRows)
-	n := d.uvarint()
-	if n > maxImportRows {
-		d.fail("%d deletions in one import", n)
-		return
-	}
-	c.Deleted = make([][]byte, 0, min(n, uint64(len(d.b))))
-	for i := uint64(0); i < n && d.err() == nil; i++ {
-		k := d.bytes(MaxKeyBytes + 64)
-		if d.err() == nil && len(k) < 2 {
-			d.fail("row key of %d bytes", len(k))
-		}
-		c.Deleted = append(c.Deleted, k)
-	}
+func (c *ImportChanges) codeBody(k *coder) {
+	codeRows(k, &c.Rows, maxImportRows)
+	list(k, &c.Deleted, maxImportRows, "deletions in one import", codeRowKey)
 }
 
 // QueryExportChanges is ExportChanges' kind.
@@ -104,86 +82,29 @@ type ChangeChunk struct {
 
 func (q *ExportChanges) RouteSlot() slotstore.HashSlot { return q.HashSlot }
 func (*ExportChanges) Kind() QueryKind                 { return QueryExportChanges }
-func (q *ExportChanges) encodeQuery(e *encoder) {
-	e.u16(uint16(q.HashSlot))
-	e.uvarint(q.AfterIndex)
-	e.uvarint(uint64(q.AfterSeq))
-	e.uvarint(uint64(max(q.MaxBytes, 0)))
-}
-func (q *ExportChanges) decodeQuery(d *decoder) {
-	q.HashSlot = slotstore.HashSlot(d.u16())
-	q.AfterIndex = d.uvarint()
-	seq := d.uvarint()
-	if seq > 1<<32-1 {
-		d.fail("change sequence %d", seq)
-	}
-	q.AfterSeq = uint32(seq)
-	n := d.uvarint()
-	if n > MaxEntryBytes {
-		d.fail("export chunk of %d bytes", n)
-	}
-	q.MaxBytes = int(n)
+func (q *ExportChanges) codeQuery(c *coder) {
+	c.slot(&q.HashSlot)
+	c.uvarint(&q.AfterIndex)
+	c.uvarint32(&q.AfterSeq, "change sequence")
+	c.limit(&q.MaxBytes, MaxEntryBytes, "export chunk bytes")
 }
 
-func encodeRows(e *encoder, rows []Row) {
-	e.uvarint(uint64(len(rows)))
-	for _, r := range rows {
-		e.bytes(r.Key)
-		e.bytes(r.Value)
-	}
-}
-
-// decodeRows reads at most limit rows, each key at least 2 bytes.
-func decodeRows(d *decoder, limit uint64) []Row {
-	n := d.uvarint()
-	if n > limit {
-		d.fail("%d rows in one message", n)
-		return nil
-	}
-	rows := make([]Row, 0, min(n, uint64(len(d.b))/2))
-	for i := uint64(0); i < n && d.err() == nil; i++ {
-		k := d.bytes(MaxKeyBytes + 64)
-		if d.err() == nil && len(k) < 2 {
-			d.fail("row key of %d bytes", len(k))
-		}
-		rows = append(rows, Row{Key: k, Value: d.bytes(MaxEntryBytes)})
-	}
-	return rows
+func (k *ChangeChunk) code(c *coder) {
+	codeRows(c, &k.Rows, maxImportRows*4)
+	list(c, &k.Deleted, maxImportRows*4, "deletions in one chunk", codeRowKey)
+	c.uvarint(&k.NextIndex)
+	c.uvarint32(&k.NextSeq, "change sequence")
+	c.count(&k.Records)
+	c.bool(&k.Done)
+	c.uvarint(&k.Revision)
 }
 
 const answerChangeChunk = 101
 
 func init() {
-	registerCommand(OpTrackSlot, func() Command { return &TrackSlot{} })
-	registerCommand(OpUntrackSlot, func() Command { return &UntrackSlot{} })
-	registerCommand(OpImportChanges, func() Command { return &ImportChanges{} })
-	registerQuery(QueryExportChanges, func() Query { return &ExportChanges{} })
-	registerAnswer(answerChangeChunk, (*ChangeChunk)(nil), func(e *encoder, v any) {
-		c := v.(*ChangeChunk)
-		encodeRows(e, c.Rows)
-		e.uvarint(uint64(len(c.Deleted)))
-		for _, k := range c.Deleted {
-			e.bytes(k)
-		}
-		e.uvarint(c.NextIndex)
-		e.uvarint(uint64(c.NextSeq))
-		e.uvarint(uint64(c.Records))
-		e.bool(c.Done)
-		e.uvarint(c.Revision)
-	}, func(d *decoder) (any, error) {
-		c := &ChangeChunk{Rows: decodeRows(d, maxImportRows*4)}
-		n := d.uvarint()
-		if n > maxImportRows*4 {
-			d.fail("%d deletions in one chunk", n)
-		}
-		for i := uint64(0); i < n && d.err() == nil; i++ {
-			c.Deleted = append(c.Deleted, d.bytes(MaxKeyBytes+64))
-		}
-		c.NextIndex = d.uvarint()
-		c.NextSeq = uint32(d.uvarint())
-		c.Records = int(d.uvarint())
-		c.Done = d.bool()
-		c.Revision = d.uvarint()
-		return c, d.err()
-	})
+	registerCommand[TrackSlot]()
+	registerCommand[UntrackSlot]()
+	registerCommand[ImportChanges]()
+	registerQuery[ExportChanges]()
+	registerPageAnswer[ChangeChunk](answerChangeChunk)
 }

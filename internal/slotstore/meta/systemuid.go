@@ -13,28 +13,18 @@ type SystemUID struct {
 	Revision    uint64 // the group revision that added it
 }
 
-// EncodeSystemUID encodes s as a stored value.
-func EncodeSystemUID(s *SystemUID) []byte {
-	e := encoder{b: make([]byte, 0, 16+len(s.UID))}
-	e.u8(entityVersion)
-	e.str(s.UID)
-	e.varint(s.CreatedAtMs)
-	e.uvarint(s.Revision)
-	return e.b
+func (s *SystemUID) code(c *coder) {
+	c.version(entityVersion, "system uid")
+	c.str(&s.UID, MaxKeyBytes, "uid")
+	c.varint(&s.CreatedAtMs)
+	c.uvarint(&s.Revision)
 }
 
+// EncodeSystemUID encodes s as a stored value.
+func EncodeSystemUID(s *SystemUID) []byte { return encodeEntity(s) }
+
 // DecodeSystemUID decodes a stored system UID.
-func DecodeSystemUID(b []byte) (*SystemUID, error) {
-	d := decoder{b: b}
-	decodeVersion(&d, "system uid")
-	s := &SystemUID{UID: d.str(MaxKeyBytes)}
-	s.CreatedAtMs = d.varint()
-	s.Revision = d.uvarint()
-	if err := d.err(); err != nil {
-		return nil, err
-	}
-	return s, nil
-}
+func DecodeSystemUID(b []byte) (*SystemUID, error) { return decodeEntity[SystemUID](b) }
 
 const (
 	OpAddSystemUID    Op = 12
@@ -54,14 +44,12 @@ type RemoveSystemUID struct {
 	UID string
 }
 
-func (*AddSystemUID) Op() Op                     { return OpAddSystemUID }
-func (*RemoveSystemUID) Op() Op                  { return OpRemoveSystemUID }
-func (*AddSystemUID) RouteKey() string           { return SystemUIDsRouteKey }
-func (*RemoveSystemUID) RouteKey() string        { return SystemUIDsRouteKey }
-func (c *AddSystemUID) encodeBody(e *encoder)    { e.str(c.UID) }
-func (c *AddSystemUID) decodeBody(d *decoder)    { c.UID = d.str(MaxKeyBytes) }
-func (c *RemoveSystemUID) encodeBody(e *encoder) { e.str(c.UID) }
-func (c *RemoveSystemUID) decodeBody(d *decoder) { c.UID = d.str(MaxKeyBytes) }
+func (*AddSystemUID) Op() Op                 { return OpAddSystemUID }
+func (*RemoveSystemUID) Op() Op              { return OpRemoveSystemUID }
+func (*AddSystemUID) RouteKey() string       { return SystemUIDsRouteKey }
+func (*RemoveSystemUID) RouteKey() string    { return SystemUIDsRouteKey }
+func (c *AddSystemUID) codeBody(k *coder)    { k.str(&c.UID, MaxKeyBytes, "uid") }
+func (c *RemoveSystemUID) codeBody(k *coder) { k.str(&c.UID, MaxKeyBytes, "uid") }
 
 // QueryScanSystemUIDs lists the system-UID set.
 const QueryScanSystemUIDs QueryKind = 12
@@ -83,33 +71,19 @@ type SystemUIDPage struct {
 func (*ScanSystemUIDs) Kind() QueryKind                 { return QueryScanSystemUIDs }
 func (q *ScanSystemUIDs) RouteSlot() slotstore.HashSlot { return q.HashSlot }
 
-func (q *ScanSystemUIDs) encodeQuery(e *encoder) {
-	e.u16(uint16(q.HashSlot))
-	e.str(q.AfterUID)
-	encodeLimit(e, q.Limit)
+func (q *ScanSystemUIDs) codeQuery(c *coder) {
+	c.slot(&q.HashSlot)
+	c.str(&q.AfterUID, MaxKeyBytes, "after uid")
+	c.pageLimit(&q.Limit)
 }
 
-func (q *ScanSystemUIDs) decodeQuery(d *decoder) {
-	q.HashSlot = slotstore.HashSlot(d.u16())
-	q.AfterUID = d.str(MaxKeyBytes)
-	q.Limit = decodeLimit(d)
-}
+func (p *SystemUIDPage) code(c *coder) { page(c, &p.UIDs, &p.More) }
 
 const answerSystemUIDPage = 12
 
 func init() {
-	registerCommand(OpAddSystemUID, func() Command { return &AddSystemUID{} })
-	registerCommand(OpRemoveSystemUID, func() Command { return &RemoveSystemUID{} })
-	registerQuery(QueryScanSystemUIDs, func() Query { return &ScanSystemUIDs{} })
-	registerAnswer(answerSystemUIDPage, (*SystemUIDPage)(nil),
-		func(e *encoder, v any) {
-			p := v.(*SystemUIDPage)
-			encodeItems(e, p.UIDs, EncodeSystemUID)
-			e.bool(p.More)
-		},
-		func(d *decoder) (any, error) {
-			p := &SystemUIDPage{UIDs: decodeItems(d, DecodeSystemUID)}
-			p.More = d.bool()
-			return p, d.err()
-		})
+	registerCommand[AddSystemUID]()
+	registerCommand[RemoveSystemUID]()
+	registerQuery[ScanSystemUIDs]()
+	registerPageAnswer[SystemUIDPage](answerSystemUIDPage)
 }

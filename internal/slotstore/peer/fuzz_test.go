@@ -17,7 +17,7 @@ import (
 // and in testdata/fuzz.
 
 func FuzzDecodeBatchCommands(f *testing.F) {
-	f.Add(appendBatch(nil, [][]byte{meta.EncodeCommand(&meta.PutKV{Key: "k", Value: []byte("v")})}))
+	f.Add(appendBatch(nil, [][]byte{mustEncode(&meta.PutKV{Key: "k", Value: []byte("v")})}))
 	f.Add(appendBatch(nil, [][]byte{{}, {1, 2, 3}}))
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0x0f})
 	f.Fuzz(func(t *testing.T, b []byte) {
