@@ -3,8 +3,6 @@ package httpapi
 import (
 	"net/http"
 
-	"github.com/go-chi/chi/v5"
-
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/meta"
 )
@@ -21,13 +19,16 @@ import (
 // A list is a set stored with the channel; the channel must exist (404).
 type channelListRoutes struct{ *api }
 
-func (a channelListRoutes) mount(r chi.Router, l meta.ChannelList) {
+// routes are the rows of list l in the route table (router.go).
+func (a channelListRoutes) routes(l meta.ChannelList) []route {
 	base := "/{channel_type}/{channel_id}/" + l.String()
-	r.Post(base, a.handle(a.changeMembers(l, true)))
-	r.Post(base+"/remove", a.handle(a.changeMembers(l, false)))
-	r.Get(base, a.handle(a.listMembers(l)))
-	r.Get(base+"/{uid}", a.handle(a.getMember(l)))
-	r.Delete(base+"/{uid}", a.handle(a.deleteMember(l)))
+	return []route{
+		{http.MethodPost, base, a.changeMembers(l, true)},
+		{http.MethodPost, base + "/remove", a.changeMembers(l, false)},
+		{http.MethodGet, base, a.listMembers(l)},
+		{http.MethodGet, base + "/{uid}", a.getMember(l)},
+		{http.MethodDelete, base + "/{uid}", a.deleteMember(l)},
+	}
 }
 
 // membersRequest is the body of the add and remove calls. A uid may repeat

@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"net/http"
 
-	"github.com/go-chi/chi/v5"
-
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/meta"
 )
@@ -14,16 +12,6 @@ import (
 // subscriber, deny and allow lists (channellists.go). A channel is
 // identified by (channel_type, channel_id); its route key is channel_id.
 type channelRoutes struct{ *api }
-
-func (a channelRoutes) mount(r chi.Router) {
-	r.Post("/", a.handle(a.createChannel))
-	r.Get("/{channel_type}/{channel_id}", a.handle(a.getChannel))
-	r.Put("/{channel_type}/{channel_id}", a.handle(a.putChannel))
-	r.Delete("/{channel_type}/{channel_id}", a.handle(a.deleteChannel))
-	for _, l := range []meta.ChannelList{meta.ListSubscribers, meta.ListDenylist, meta.ListAllowlist} {
-		channelListRoutes(a).mount(r, l)
-	}
-}
 
 // channelRequest is the body of POST /v1/channels.
 type channelRequest struct {

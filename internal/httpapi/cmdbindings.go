@@ -3,22 +3,12 @@ package httpapi
 import (
 	"net/http"
 
-	"github.com/go-chi/chi/v5"
-
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/meta"
 )
 
 // cmdBindingRoutes serves /v1/users/{uid}/cmd-bindings.
 type cmdBindingRoutes struct{ *api }
-
-func (a cmdBindingRoutes) mount(r chi.Router) {
-	r.Get("/", a.handle(a.listCmdBindings))
-	r.Get("/{channel_type}/{channel_id}", a.handle(a.getCmdBinding))
-	r.Put("/{channel_type}/{channel_id}", a.handle(a.putCmdBinding))
-	r.Delete("/{channel_type}/{channel_id}", a.handle(a.deleteCmdBinding))
-	r.Post("/{channel_type}/{channel_id}/ack", a.handle(a.ackCmdBinding))
-}
 
 // cmdBindingPut is the body of PUT …/cmd-bindings/{channel_type}/{channel_id}.
 type cmdBindingPut struct {

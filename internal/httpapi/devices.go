@@ -4,8 +4,6 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/go-chi/chi/v5"
-
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/meta"
 )
@@ -13,13 +11,6 @@ import (
 // deviceRoutes serves /v1/users/{uid}/devices. A device belongs to an
 // existing user (404 otherwise) and is deleted with it.
 type deviceRoutes struct{ *api }
-
-func (a deviceRoutes) mount(r chi.Router) {
-	r.Get("/", a.handle(a.listDevices))
-	r.Get("/{device_flag}", a.handle(a.getDevice))
-	r.Put("/{device_flag}", a.handle(a.putDevice))
-	r.Delete("/{device_flag}", a.handle(a.deleteDevice))
-}
 
 // deviceRequest is the body of PUT /v1/users/{uid}/devices/{device_flag}.
 type deviceRequest struct {

@@ -10,9 +10,10 @@
 // The handlers of each resource family are methods of a small type of its
 // own that holds the shared *api (userRoutes, kvRoutes, channelRoutes, …;
 // under /v1/cluster, clusterRoutes with balancerRoutes, groupRoutes and
-// taskRoutes), whose mount method registers them on the family's
-// sub-router; api itself keeps what every handler shares: decoding,
-// routing, proposing, rendering, errors and the middleware.
+// taskRoutes). One route table (router.go, mountV1) mounts them, a
+// sub-router per family, so the whole API can be read in one place; api
+// itself keeps what every handler shares: decoding, routing, proposing,
+// rendering, errors and the middleware.
 //
 // # Model
 //

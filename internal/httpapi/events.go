@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 
-	"github.com/go-chi/chi/v5"
-
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/meta"
 )
@@ -14,11 +12,6 @@ import (
 // eventRoutes serves /v1/channels/{channel_type}/{channel_id}/events, the
 // channel's bounded message-event projection.
 type eventRoutes struct{ *api }
-
-func (a eventRoutes) mount(r chi.Router) {
-	r.Get("/", a.handle(a.listEvents))
-	r.Post("/", a.handle(a.appendEvent))
-}
 
 // eventRequest is the body of POST …/events. payload is any JSON value.
 type eventRequest struct {

@@ -3,8 +3,6 @@ package httpapi
 import (
 	"net/http"
 
-	"github.com/go-chi/chi/v5"
-
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/meta"
 )
@@ -12,12 +10,6 @@ import (
 // kvRoutes serves /v1/kv. A key is one URL-escaped path segment: a '/'
 // inside it travels as %2F.
 type kvRoutes struct{ *api }
-
-func (a kvRoutes) mount(r chi.Router) {
-	r.Get("/{key}", a.handle(a.getKV))
-	r.Put("/{key}", a.handle(a.putKV))
-	r.Delete("/{key}", a.handle(a.deleteKV))
-}
 
 // kvRequest is the body of PUT /v1/kv/{key}.
 type kvRequest struct {

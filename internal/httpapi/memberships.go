@@ -4,24 +4,12 @@ import (
 	"encoding/binary"
 	"net/http"
 
-	"github.com/go-chi/chi/v5"
-
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/meta"
 )
 
 // membershipRoutes serves /v1/users/{uid}/memberships.
 type membershipRoutes struct{ *api }
-
-func (a membershipRoutes) mount(r chi.Router) {
-	r.Get("/", a.handle(a.listMemberships))
-	r.Get("/{channel_type}/{channel_id}", a.handle(a.getMembership))
-	r.Put("/{channel_type}/{channel_id}", a.handle(a.putMembership))
-	r.Delete("/{channel_type}/{channel_id}", a.handle(a.deleteMembership))
-	r.Post("/{channel_type}/{channel_id}/read", a.handle(a.readMembership))
-	r.Post("/{channel_type}/{channel_id}/hide", a.handle(a.hideMembership))
-	r.Post("/{channel_type}/{channel_id}/activate", a.handle(a.activateMembership))
-}
 
 // membershipPut is the body of PUT …/memberships/{channel_type}/{channel_id}.
 // read_seq and deleted_to_seq are floors: a value below the stored one keeps

@@ -5,8 +5,6 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/go-chi/chi/v5"
-
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/meta"
 )
@@ -14,14 +12,6 @@ import (
 // migrationRoutes serves /v1/channels/{channel_type}/{channel_id}/migrations
 // (channel migration tasks).
 type migrationRoutes struct{ *api }
-
-func (a migrationRoutes) mount(r chi.Router) {
-	r.Get("/", a.handle(a.listMigrations))
-	r.Post("/", a.handle(a.createMigration))
-	r.Get("/{task_id}", a.handle(a.getMigration))
-	r.Post("/{task_id}/advance", a.handle(a.advanceMigration))
-	r.Post("/{task_id}/abort", a.handle(a.abortMigration))
-}
 
 // migrationCreate is the body of POST …/migrations.
 type migrationCreate struct {

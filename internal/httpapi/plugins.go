@@ -9,29 +9,14 @@ import (
 	"io"
 	"net/http"
 
-	"github.com/go-chi/chi/v5"
-
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/meta"
 )
 
-// pluginRoutes serves a user's plugin bindings and the users bound to a
-// plugin.
+// pluginRoutes serves a user's plugin bindings (/v1/users/{uid}/plugins)
+// and the users bound to a plugin (/v1/plugins). A binding belongs to an
+// existing user (404 otherwise) and is deleted with it.
 type pluginRoutes struct{ *api }
-
-// mountUser registers /v1/users/{uid}/plugins: a user's plugin bindings. A
-// binding belongs to an existing user (404 otherwise) and is deleted with
-// it.
-func (a pluginRoutes) mountUser(r chi.Router) {
-	r.Get("/", a.handle(a.listUserPlugins))
-	r.Put("/{plugin_no}", a.handle(a.putPlugin))
-	r.Delete("/{plugin_no}", a.handle(a.deletePlugin))
-}
-
-// mount registers /v1/plugins: the users bound to a plugin.
-func (a pluginRoutes) mount(r chi.Router) {
-	r.Get("/{plugin_no}/users", a.handle(a.listPluginUsers))
-}
 
 // pluginRequest is the optional body of PUT /v1/users/{uid}/plugins/{plugin_no}.
 type pluginRequest struct {

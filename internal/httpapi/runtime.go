@@ -3,22 +3,12 @@ package httpapi
 import (
 	"net/http"
 
-	"github.com/go-chi/chi/v5"
-
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/meta"
 )
 
 // runtimeRoutes serves /v1/channels/{channel_type}/{channel_id}/runtime.
 type runtimeRoutes struct{ *api }
-
-func (a runtimeRoutes) mount(r chi.Router) {
-	r.Get("/", a.handle(a.getRuntime))
-	r.Post("/", a.handle(a.createRuntime))
-	r.Put("/", a.handle(a.putRuntime))
-	r.Delete("/", a.handle(a.deleteRuntime))
-	r.Post("/retention", a.handle(a.advanceRetention))
-}
 
 // runtimeRequest is the body of POST and PUT …/runtime. Cross-field rules
 // (leader ∈ replicas, isr ⊆ replicas and holds the leader, min_isr ≤

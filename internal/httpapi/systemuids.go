@@ -3,8 +3,6 @@ package httpapi
 import (
 	"net/http"
 
-	"github.com/go-chi/chi/v5"
-
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/meta"
 )
@@ -13,12 +11,6 @@ import (
 // reserved route key (meta.SystemUIDsRouteKey): its route headers are that
 // key's.
 type systemUIDRoutes struct{ *api }
-
-func (a systemUIDRoutes) mount(r chi.Router) {
-	r.Get("/", a.handle(a.listSystemUIDs))
-	r.Put("/{uid}", a.handle(a.putSystemUID))
-	r.Delete("/{uid}", a.handle(a.deleteSystemUID))
-}
 
 // systemUIDJSON is a system UID as the API shows it.
 type systemUIDJSON struct {

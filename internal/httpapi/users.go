@@ -5,22 +5,12 @@ import (
 	"net/http"
 	"net/url"
 
-	"github.com/go-chi/chi/v5"
-
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/meta"
 )
 
 // userRoutes serves /v1/users.
 type userRoutes struct{ *api }
-
-func (a userRoutes) mount(r chi.Router) {
-	r.Get("/", a.handle(a.listUsers))
-	r.Post("/", a.handle(a.createUser))
-	r.Get("/{uid}", a.handle(a.getUser))
-	r.Put("/{uid}", a.handle(a.putUser))
-	r.Delete("/{uid}", a.handle(a.deleteUser))
-}
 
 // userRequest is the body of POST /v1/users and PUT /v1/users/{uid}. Extra
 // is any JSON value, kept verbatim.
