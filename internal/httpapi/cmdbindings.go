@@ -38,12 +38,17 @@ func cmdBindingOut(b *meta.CmdBinding) cmdBindingJSON {
 	}
 }
 
-// cmdBindings are the rows of /v1/users/{uid}/cmd-bindings/{channel_type}/{channel_id}.
-var cmdBindings = userChannelRow[meta.CmdBinding, cmdBindingJSON]{
-	noun: "CMD binding", of: "to", decode: meta.DecodeCmdBinding,
-	out: cmdBindingOut,
+// cmdBindingRow is a CMD binding,
+// /v1/users/{uid}/cmd-bindings/{channel_type}/{channel_id}: GET answers it;
+// DELETE: 204, or 404.
+var cmdBindingRow = row[meta.UserChannel, meta.CmdBinding, cmdBindingJSON]{
+	noun: "CMD binding", path: userChannelFromPath, key: userOfChannel,
+	decode: meta.DecodeCmdBinding, out: cmdBindingOut,
 	get: func(uc meta.UserChannel) meta.For[*meta.CmdBinding] {
 		return &meta.GetCmdBinding{HashSlot: slotstore.HashSlotOfString(uc.UID), UserChannel: uc}
+	},
+	missing: func(uc meta.UserChannel) error {
+		return notFound("user %q has no CMD binding to channel %d/%q", uc.UID, uc.ChannelType, uc.ChannelID)
 	},
 	del: func(uc meta.UserChannel) meta.Command { return &meta.DeleteCmdBinding{UserChannel: uc} },
 }
@@ -51,8 +56,8 @@ var cmdBindings = userChannelRow[meta.CmdBinding, cmdBindingJSON]{
 // putCmdBinding is PUT …: upsert {start_seq}; a stored ack_seq is kept. 200.
 func (a cmdBindingRoutes) putCmdBinding(w http.ResponseWriter, r *http.Request) error {
 	var req cmdBindingPut
-	return cmdBindings.write(a.api, w, r, &req, func(uc meta.UserChannel) meta.Command {
-		return &meta.PutCmdBinding{UserChannel: uc, StartSeq: *req.StartSeq}
+	return cmdBindingRow.write(a.api, w, r, http.StatusOK, &req, func(uc meta.UserChannel) (meta.Command, error) {
+		return &meta.PutCmdBinding{UserChannel: uc, StartSeq: *req.StartSeq}, nil
 	})
 }
 
@@ -60,19 +65,9 @@ func (a cmdBindingRoutes) putCmdBinding(w http.ResponseWriter, r *http.Request) 
 // stored one answers 200 with the row unchanged.
 func (a cmdBindingRoutes) ackCmdBinding(w http.ResponseWriter, r *http.Request) error {
 	var req cmdBindingAck
-	return cmdBindings.write(a.api, w, r, &req, func(uc meta.UserChannel) meta.Command {
-		return &meta.AckCmdBinding{UserChannel: uc, AckSeq: *req.AckSeq}
+	return cmdBindingRow.write(a.api, w, r, http.StatusOK, &req, func(uc meta.UserChannel) (meta.Command, error) {
+		return &meta.AckCmdBinding{UserChannel: uc, AckSeq: *req.AckSeq}, nil
 	})
-}
-
-// deleteCmdBinding is DELETE …: 204, or 404.
-func (a cmdBindingRoutes) deleteCmdBinding(w http.ResponseWriter, r *http.Request) error {
-	return cmdBindings.remove(a.api, w, r)
-}
-
-// getCmdBinding is GET ….
-func (a cmdBindingRoutes) getCmdBinding(w http.ResponseWriter, r *http.Request) error {
-	return cmdBindings.fetch(a.api, w, r)
 }
 
 // listCmdBindings is GET /v1/users/{uid}/cmd-bindings, in (channel_type,

@@ -70,12 +70,20 @@ func userChannelFromPath(r *http.Request) (meta.UserChannel, error) {
 	return meta.UserChannel{UID: uid, ChannelType: t, ChannelID: id}, nil
 }
 
-// memberships are the rows of /v1/users/{uid}/memberships/{channel_type}/{channel_id}.
-var memberships = userChannelRow[meta.Membership, membershipJSON]{
-	noun: "membership", of: "of", decode: meta.DecodeMembership,
-	out: membershipOut,
+// userOfChannel is the route key of a user's row about a channel: the user.
+func userOfChannel(uc meta.UserChannel) string { return uc.UID }
+
+// membershipRow is a membership,
+// /v1/users/{uid}/memberships/{channel_type}/{channel_id}: GET answers it,
+// tombstones included; DELETE: 204, or 404.
+var membershipRow = row[meta.UserChannel, meta.Membership, membershipJSON]{
+	noun: "membership", path: userChannelFromPath, key: userOfChannel,
+	decode: meta.DecodeMembership, out: membershipOut,
 	get: func(uc meta.UserChannel) meta.For[*meta.Membership] {
 		return &meta.GetMembership{HashSlot: slotstore.HashSlotOfString(uc.UID), UserChannel: uc}
+	},
+	missing: func(uc meta.UserChannel) error {
+		return notFound("user %q has no membership of channel %d/%q", uc.UID, uc.ChannelType, uc.ChannelID)
 	},
 	del: func(uc meta.UserChannel) meta.Command { return &meta.DeleteMembership{UserChannel: uc} },
 }
@@ -83,13 +91,13 @@ var memberships = userChannelRow[meta.Membership, membershipJSON]{
 // putMembership is PUT /v1/users/{uid}/memberships/{channel_type}/{channel_id}: upsert, 200.
 func (a membershipRoutes) putMembership(w http.ResponseWriter, r *http.Request) error {
 	var req membershipPut
-	return memberships.write(a.api, w, r, &req, func(uc meta.UserChannel) meta.Command {
+	return membershipRow.write(a.api, w, r, http.StatusOK, &req, func(uc meta.UserChannel) (meta.Command, error) {
 		c := &meta.PutMembership{UserChannel: uc, JoinSeq: req.JoinSeq, ReadSeq: req.ReadSeq,
 			DeletedToSeq: req.DeletedToSeq, Tombstone: req.Tombstone}
 		if req.ActivatedAtMs != nil {
 			c.HasActivatedAt, c.ActivatedAtMs = true, *req.ActivatedAtMs
 		}
-		return c
+		return c, nil
 	})
 }
 
@@ -97,35 +105,25 @@ func (a membershipRoutes) putMembership(w http.ResponseWriter, r *http.Request) 
 // below the stored one answers 200 with the row unchanged.
 func (a membershipRoutes) readMembership(w http.ResponseWriter, r *http.Request) error {
 	var req membershipRead
-	return memberships.write(a.api, w, r, &req, func(uc meta.UserChannel) meta.Command {
-		return &meta.ReadMembership{UserChannel: uc, ReadSeq: *req.ReadSeq}
+	return membershipRow.write(a.api, w, r, http.StatusOK, &req, func(uc meta.UserChannel) (meta.Command, error) {
+		return &meta.ReadMembership{UserChannel: uc, ReadSeq: *req.ReadSeq}, nil
 	})
 }
 
 // hideMembership is POST …/hide: raise deleted_to_seq (same rule as read).
 func (a membershipRoutes) hideMembership(w http.ResponseWriter, r *http.Request) error {
 	var req membershipHide
-	return memberships.write(a.api, w, r, &req, func(uc meta.UserChannel) meta.Command {
-		return &meta.HideMembership{UserChannel: uc, ToSeq: *req.ToSeq}
+	return membershipRow.write(a.api, w, r, http.StatusOK, &req, func(uc meta.UserChannel) (meta.Command, error) {
+		return &meta.HideMembership{UserChannel: uc, ToSeq: *req.ToSeq}, nil
 	})
 }
 
 // activateMembership is POST …/activate (no body): activated_at_ms becomes
 // the time the leader applied the command.
 func (a membershipRoutes) activateMembership(w http.ResponseWriter, r *http.Request) error {
-	return memberships.write(a.api, w, r, nil, func(uc meta.UserChannel) meta.Command {
-		return &meta.ActivateMembership{UserChannel: uc}
+	return membershipRow.write(a.api, w, r, http.StatusOK, nil, func(uc meta.UserChannel) (meta.Command, error) {
+		return &meta.ActivateMembership{UserChannel: uc}, nil
 	})
-}
-
-// deleteMembership is DELETE …: 204, or 404.
-func (a membershipRoutes) deleteMembership(w http.ResponseWriter, r *http.Request) error {
-	return memberships.remove(a.api, w, r)
-}
-
-// getMembership is GET …: the row, tombstones included.
-func (a membershipRoutes) getMembership(w http.ResponseWriter, r *http.Request) error {
-	return memberships.fetch(a.api, w, r)
 }
 
 // membershipCursor is the activity position after a membership:

@@ -94,52 +94,36 @@ func pluginNoProblem(s string) string {
 	return ""
 }
 
+// pluginKey names a plugin binding: its user and plugin.
+type pluginKey struct{ uid, plugin string }
+
+// pluginFromPath parses {uid} and {plugin_no}.
+func pluginFromPath(r *http.Request) (pluginKey, error) {
+	uid, err := pathParam(r, "uid", uidProblem)
+	if err != nil {
+		return pluginKey{}, err
+	}
+	plugin, err := pathParam(r, "plugin_no", pluginNoProblem)
+	return pluginKey{uid, plugin}, err
+}
+
+// pluginRow is a plugin binding: DELETE
+// /v1/users/{uid}/plugins/{plugin_no}: 204, or 404.
+var pluginRow = row[pluginKey, meta.PluginBinding, pluginJSON]{
+	noun: "plugin binding", path: pluginFromPath, key: func(k pluginKey) string { return k.uid },
+	decode: meta.DecodePluginBinding, out: pluginOut,
+	del: func(k pluginKey) meta.Command { return &meta.DeletePlugin{UID: k.uid, PluginNo: k.plugin} },
+}
+
 // putPlugin is PUT /v1/users/{uid}/plugins/{plugin_no} with an optional
 // body {"config": <any JSON>}: bind, or replace the binding's config (200).
 // 404 when the user does not exist; 409 when the user already has
 // meta.MaxPluginsPerUser bindings.
 func (a pluginRoutes) putPlugin(w http.ResponseWriter, r *http.Request) error {
-	uid, err := pathParam(r, "uid", uidProblem)
-	if err != nil {
-		return err
-	}
-	plugin, err := pathParam(r, "plugin_no", pluginNoProblem)
-	if err != nil {
-		return err
-	}
-	idemKey, f, err := writeHeaders(r)
-	if err != nil {
-		return err
-	}
 	var req pluginRequest
-	if hasBody(r) { // the body is optional
-		if err := a.decode(w, r, &req); err != nil {
-			return err
-		}
-	}
-	res, err := a.propose(w, r, target{uid, f}, idemKey, &meta.PutPlugin{UID: uid, PluginNo: plugin, Config: rawJSONIn(req.Config)})
-	if err != nil {
-		return err
-	}
-	b, err := resultEntity(res, "plugin binding", meta.DecodePluginBinding)
-	if err != nil {
-		return err
-	}
-	a.writeJSON(w, r, http.StatusOK, pluginOut(b))
-	return nil
-}
-
-// deletePlugin is DELETE /v1/users/{uid}/plugins/{plugin_no}: 204, or 404.
-func (a pluginRoutes) deletePlugin(w http.ResponseWriter, r *http.Request) error {
-	uid, err := pathParam(r, "uid", uidProblem)
-	if err != nil {
-		return err
-	}
-	plugin, err := pathParam(r, "plugin_no", pluginNoProblem)
-	if err != nil {
-		return err
-	}
-	return a.remove(w, r, uid, &meta.DeletePlugin{UID: uid, PluginNo: plugin})
+	return pluginRow.write(a.api, w, r, http.StatusOK, optionalBody{&req, hasBody}, func(k pluginKey) (meta.Command, error) {
+		return &meta.PutPlugin{UID: k.uid, PluginNo: k.plugin, Config: rawJSONIn(req.Config)}, nil
+	})
 }
 
 // listUserPlugins is GET /v1/users/{uid}/plugins?cursor=&limit=: the user's

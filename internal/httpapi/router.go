@@ -101,54 +101,54 @@ func (a *api) mountV1(r chi.Router) {
 	r.Route("/users", a.family([]route{
 		{get, "/", users.listUsers},
 		{post, "/", users.createUser},
-		{get, "/{uid}", users.getUser},
+		{get, "/{uid}", userRow.fetch(a)},
 		{put, "/{uid}", users.putUser},
-		{del, "/{uid}", users.deleteUser},
+		{del, "/{uid}", userRow.remove(a)},
 	}))
 	r.Route("/kv", a.family([]route{
-		{get, "/{key}", kv.getKV},
+		{get, "/{key}", kvRow.fetch(a)},
 		{put, "/{key}", kv.putKV},
 		{del, "/{key}", kv.deleteKV},
 	}))
 	r.Route("/users/{uid}/devices", a.family([]route{
 		{get, "/", devices.listDevices},
-		{get, "/{device_flag}", devices.getDevice},
+		{get, "/{device_flag}", deviceRow.fetch(a)},
 		{put, "/{device_flag}", devices.putDevice},
-		{del, "/{device_flag}", devices.deleteDevice},
+		{del, "/{device_flag}", deviceRow.remove(a)},
 	}))
 	r.Route("/users/{uid}/plugins", a.family([]route{
 		{get, "/", plugins.listUserPlugins},
 		{put, "/{plugin_no}", plugins.putPlugin},
-		{del, "/{plugin_no}", plugins.deletePlugin},
+		{del, "/{plugin_no}", pluginRow.remove(a)},
 	}))
 	r.Route("/system-uids", a.family([]route{
 		{get, "/", sys.listSystemUIDs},
 		{put, "/{uid}", sys.putSystemUID},
-		{del, "/{uid}", sys.deleteSystemUID},
+		{del, "/{uid}", systemUIDRow.remove(a)},
 	}))
 	r.Route("/plugins", a.family([]route{
 		{get, "/{plugin_no}/users", plugins.listPluginUsers},
 	}))
 	r.Route("/channels", a.family(slices.Concat([]route{
 		{post, "/", channels.createChannel},
-		{get, chanPath, channels.getChannel},
+		{get, chanPath, channelRow.fetch(a)},
 		{put, chanPath, channels.putChannel},
-		{del, chanPath, channels.deleteChannel},
+		{del, chanPath, channelRow.remove(a)},
 	}, lists.routes(meta.ListSubscribers), lists.routes(meta.ListDenylist), lists.routes(meta.ListAllowlist))))
 	r.Route("/users/{uid}/memberships", a.family([]route{
 		{get, "/", members.listMemberships},
-		{get, chanPath, members.getMembership},
+		{get, chanPath, membershipRow.fetch(a)},
 		{put, chanPath, members.putMembership},
-		{del, chanPath, members.deleteMembership},
+		{del, chanPath, membershipRow.remove(a)},
 		{post, chanPath + "/read", members.readMembership},
 		{post, chanPath + "/hide", members.hideMembership},
 		{post, chanPath + "/activate", members.activateMembership},
 	}))
 	r.Route("/users/{uid}/cmd-bindings", a.family([]route{
 		{get, "/", bindings.listCmdBindings},
-		{get, chanPath, bindings.getCmdBinding},
+		{get, chanPath, cmdBindingRow.fetch(a)},
 		{put, chanPath, bindings.putCmdBinding},
-		{del, chanPath, bindings.deleteCmdBinding},
+		{del, chanPath, cmdBindingRow.remove(a)},
 		{post, chanPath + "/ack", bindings.ackCmdBinding},
 	}))
 	r.Route("/channels/{channel_type}/{channel_id}/runtime", a.family([]route{
