@@ -110,11 +110,6 @@ func (a clusterRoutes) getCluster(w http.ResponseWriter, r *http.Request) error 
 	return nil
 }
 
-type nodesJSON struct {
-	Items      []nodeJSON `json:"items"`
-	NextCursor string     `json:"next_cursor"`
-}
-
 // nodeJSON is a registered node with its health as the controller leader
 // observes it.
 type nodeJSON struct {
@@ -134,7 +129,7 @@ func (a clusterRoutes) listNodes(w http.ResponseWriter, r *http.Request) error {
 			health[h.Node] = h
 		}
 	}
-	items := []nodeJSON{}
+	var items []nodeJSON
 	for _, n := range a.op.Nodes() {
 		item := nodeJSON{NodeInfo: n, Health: slotstore.NodeUnknown, ReportAgeMs: -1, HealthyForMs: -1}
 		if h, ok := health[n.ID]; ok {
@@ -142,7 +137,7 @@ func (a clusterRoutes) listNodes(w http.ResponseWriter, r *http.Request) error {
 		}
 		items = append(items, item)
 	}
-	a.writeJSON(w, r, http.StatusOK, nodesJSON{Items: items})
+	a.writeJSON(w, r, http.StatusOK, whole(items))
 	return nil
 }
 
@@ -160,11 +155,28 @@ func (a clusterRoutes) registerNode(w http.ResponseWriter, r *http.Request) erro
 	if err := a.decode(w, r, &req); err != nil {
 		return err
 	}
-	n, err := a.be.RegisterNode(r.Context(), slotstore.NodeInfo{ID: slotstore.NodeID(req.ID), RaftAddr: req.RaftAddr,
-		APIAddr: req.APIAddr, PeerAddr: req.PeerAddr})
+	return a.reply(w, r, http.StatusOK)(a.be.RegisterNode(r.Context(), slotstore.NodeInfo{ID: slotstore.NodeID(req.ID),
+		RaftAddr: req.RaftAddr, APIAddr: req.APIAddr, PeerAddr: req.PeerAddr}))
+}
+
+// reply returns the end of a handler that shows what an operator call
+// returned: status with it as JSON, or the call's error.
+func (a *api) reply(w http.ResponseWriter, r *http.Request, status int) func(v any, err error) error {
+	return func(v any, err error) error {
+		if err != nil {
+			return err
+		}
+		a.writeJSON(w, r, status, v)
+		return nil
+	}
+}
+
+// done ends a handler whose operator call answers nothing: 204, or the
+// call's error.
+func done(w http.ResponseWriter, err error) error {
 	if err != nil {
 		return err
 	}
-	a.writeJSON(w, r, http.StatusOK, n)
+	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

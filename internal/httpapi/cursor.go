@@ -202,6 +202,22 @@ type listPage[T any] struct {
 	NextCursor string `json:"next_cursor,omitempty"`
 }
 
+// wholeList is the answer of a short listing that is always returned whole
+// (nodes, groups, tasks, decisions): next_cursor is always there, and
+// always empty.
+type wholeList[T any] struct {
+	Items      []T    `json:"items"`
+	NextCursor string `json:"next_cursor"`
+}
+
+// whole is items as a wholeList, never rendered as null.
+func whole[T any](items []T) wholeList[T] {
+	if items == nil {
+		items = []T{}
+	}
+	return wholeList[T]{Items: items}
+}
+
 // pageOf is the one way a listing renders its rows: each shown by out, and
 // when more follow, a next_cursor after the last (after). items is never
 // rendered as null.

@@ -16,11 +16,6 @@ import (
 // them).
 type groupRoutes struct{ *api }
 
-type groupsJSON struct {
-	Items      []slotstore.GroupView `json:"items"`
-	NextCursor string                `json:"next_cursor"`
-}
-
 // listGroups is GET /v1/cluster/groups: intent and observed fact of every
 // group (a short list, returned whole).
 func (a groupRoutes) listGroups(w http.ResponseWriter, r *http.Request) error {
@@ -28,10 +23,7 @@ func (a groupRoutes) listGroups(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if views == nil {
-		views = []slotstore.GroupView{}
-	}
-	a.writeJSON(w, r, http.StatusOK, groupsJSON{Items: views})
+	a.writeJSON(w, r, http.StatusOK, whole(views))
 	return nil
 }
 
@@ -53,17 +45,23 @@ func nodeValue(field, v string) (slotstore.NodeID, error) {
 	return slotstore.NodeID(id), nil
 }
 
+// getGroup is GET /v1/cluster/groups/{id}.
 func (a groupRoutes) getGroup(w http.ResponseWriter, r *http.Request) error {
 	g, err := groupParam(r)
 	if err != nil {
 		return err
 	}
-	v, err := a.op.Group(r.Context(), g)
+	return a.reply(w, r, http.StatusOK)(a.op.Group(r.Context(), g))
+}
+
+// groupBody parses what a request to change group {id} starts with: the
+// group, then the body into req.
+func (a *api) groupBody(w http.ResponseWriter, r *http.Request, req any) (slotstore.GroupID, error) {
+	g, err := groupParam(r)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	a.writeJSON(w, r, http.StatusOK, v)
-	return nil
+	return g, a.decode(w, r, req)
 }
 
 type transferRequest struct {
@@ -72,12 +70,9 @@ type transferRequest struct {
 
 // transferLeader is POST /v1/cluster/groups/{id}/leader-transfer.
 func (a groupRoutes) transferLeader(w http.ResponseWriter, r *http.Request) error {
-	g, err := groupParam(r)
-	if err != nil {
-		return err
-	}
 	var req transferRequest
-	if err := a.decode(w, r, &req); err != nil {
+	g, err := a.groupBody(w, r, &req)
+	if err != nil {
 		return err
 	}
 	_, res, err := a.op.LeaderTransfer(r.Context(), g, slotstore.NodeID(req.TargetNode), false)
@@ -113,12 +108,9 @@ type preferredRequest struct {
 
 // setPreferredLeader is PUT /v1/cluster/groups/{id}/preferred-leader.
 func (a groupRoutes) setPreferredLeader(w http.ResponseWriter, r *http.Request) error {
-	g, err := groupParam(r)
-	if err != nil {
-		return err
-	}
 	var req preferredRequest
-	if err := a.decode(w, r, &req); err != nil {
+	g, err := a.groupBody(w, r, &req)
+	if err != nil {
 		return err
 	}
 	if err := a.op.SetPreferredLeader(r.Context(), g, slotstore.NodeID(req.Node)); err != nil {
@@ -143,11 +135,6 @@ func (a groupRoutes) setPreferredLeader(w http.ResponseWriter, r *http.Request) 
 	}
 }
 
-type decisionsJSON struct {
-	Items      []slotstore.Decision `json:"items"`
-	NextCursor string               `json:"next_cursor"`
-}
-
 // listDecisions is GET /v1/cluster/decisions: the bounded decision log,
 // newest first (the log holds at most a few hundred entries).
 // maxDecisionsPage is the most decisions one answer holds: the log's own
@@ -170,6 +157,6 @@ func (a groupRoutes) listDecisions(w http.ResponseWriter, r *http.Request) error
 	for i := len(ds) - 1; i >= 0 && len(out) < limit; i-- {
 		out = append(out, ds[i])
 	}
-	a.writeJSON(w, r, http.StatusOK, decisionsJSON{Items: out})
+	a.writeJSON(w, r, http.StatusOK, whole(out))
 	return nil
 }

@@ -152,16 +152,16 @@ func (a *api) mountV1(r chi.Router) {
 		{post, chanPath + "/ack", bindings.ackCmdBinding},
 	}))
 	r.Route("/channels/{channel_type}/{channel_id}/runtime", a.family([]route{
-		{get, "/", runtime.getRuntime},
+		{get, "/", runtimeRow.fetch(a)},
 		{post, "/", runtime.createRuntime},
 		{put, "/", runtime.putRuntime},
-		{del, "/", runtime.deleteRuntime},
+		{del, "/", runtimeRow.remove(a)},
 		{post, "/retention", runtime.advanceRetention},
 	}))
 	r.Route("/channels/{channel_type}/{channel_id}/migrations", a.family([]route{
 		{get, "/", migrations.listMigrations},
 		{post, "/", migrations.createMigration},
-		{get, "/{task_id}", migrations.getMigration},
+		{get, "/{task_id}", migrationRow.fetch(a)},
 		{post, "/{task_id}/advance", migrations.advanceMigration},
 		{post, "/{task_id}/abort", migrations.abortMigration},
 	}))

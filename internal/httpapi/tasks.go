@@ -23,12 +23,9 @@ type replicaMoveRequest struct {
 // the task and answers 202 with it; the task then runs on the controller
 // leader (GET /v1/cluster/tasks/{id} follows it).
 func (a taskRoutes) createReplicaMove(w http.ResponseWriter, r *http.Request) error {
-	g, err := groupParam(r)
-	if err != nil {
-		return err
-	}
 	var req replicaMoveRequest
-	if err := a.decode(w, r, &req); err != nil {
+	g, err := a.groupBody(w, r, &req)
+	if err != nil {
 		return err
 	}
 	return a.taskStarted(w, r)(a.op.CreateReplicaMove(r.Context(), g, slotstore.NodeID(req.FromNode), slotstore.NodeID(req.ToNode)))
@@ -72,12 +69,9 @@ type splitRequest struct {
 
 // splitGroup is POST /v1/cluster/groups/{id}/split: the group_split task.
 func (a taskRoutes) splitGroup(w http.ResponseWriter, r *http.Request) error {
-	g, err := groupParam(r)
-	if err != nil {
-		return err
-	}
 	var req splitRequest
-	if err := a.decode(w, r, &req); err != nil {
+	g, err := a.groupBody(w, r, &req)
+	if err != nil {
 		return err
 	}
 	slots := make([]slotstore.HashSlot, len(req.HashSlots))
@@ -97,12 +91,9 @@ type mergeRequest struct {
 
 // mergeGroup is POST /v1/cluster/groups/{id}/merge: the group_merge task.
 func (a taskRoutes) mergeGroup(w http.ResponseWriter, r *http.Request) error {
-	g, err := groupParam(r)
-	if err != nil {
-		return err
-	}
 	var req mergeRequest
-	if err := a.decode(w, r, &req); err != nil {
+	g, err := a.groupBody(w, r, &req)
+	if err != nil {
 		return err
 	}
 	return a.taskStarted(w, r)(a.op.CreateMerge(r.Context(), g, slotstore.GroupID(req.Into)))
@@ -114,25 +105,12 @@ func (a taskRoutes) retireGroup(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := a.op.RetireGroup(r.Context(), g); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
-}
-
-type tasksJSON struct {
-	Items      []slotstore.Task `json:"items"`
-	NextCursor string           `json:"next_cursor"`
+	return done(w, a.op.RetireGroup(r.Context(), g))
 }
 
 // listTasks is GET /v1/cluster/tasks (a bounded list, newest first, whole).
 func (a taskRoutes) listTasks(w http.ResponseWriter, r *http.Request) error {
-	ts := a.op.Tasks()
-	if ts == nil {
-		ts = []slotstore.Task{}
-	}
-	a.writeJSON(w, r, http.StatusOK, tasksJSON{Items: ts})
+	a.writeJSON(w, r, http.StatusOK, whole(a.op.Tasks()))
 	return nil
 }
 
@@ -144,17 +122,13 @@ func taskParam(r *http.Request) (uint64, error) {
 	return id, nil
 }
 
+// getTask is GET /v1/cluster/tasks/{id}.
 func (a taskRoutes) getTask(w http.ResponseWriter, r *http.Request) error {
 	id, err := taskParam(r)
 	if err != nil {
 		return err
 	}
-	t, err := a.op.Task(id)
-	if err != nil {
-		return err
-	}
-	a.writeJSON(w, r, http.StatusOK, t)
-	return nil
+	return a.reply(w, r, http.StatusOK)(a.op.Task(id))
 }
 
 // cancelTask is POST /v1/cluster/tasks/{id}/cancel.
@@ -163,12 +137,7 @@ func (a taskRoutes) cancelTask(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	t, err := a.op.CancelTask(r.Context(), id)
-	if err != nil {
-		return err
-	}
-	a.writeJSON(w, r, http.StatusOK, t)
-	return nil
+	return a.reply(w, r, http.StatusOK)(a.op.CancelTask(r.Context(), id))
 }
 
 type slotMigrationRequest struct {
