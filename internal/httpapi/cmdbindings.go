@@ -38,36 +38,22 @@ func cmdBindingOut(b *meta.CmdBinding) cmdBindingJSON {
 	}
 }
 
-// cmdBindingRow is a CMD binding,
-// /v1/users/{uid}/cmd-bindings/{channel_type}/{channel_id}: GET answers it;
-// DELETE: 204, or 404.
-var cmdBindingRow = row[meta.UserChannel, meta.CmdBinding, cmdBindingJSON]{
-	noun: "CMD binding", path: userChannelFromPath, key: userOfChannel,
-	decode: meta.DecodeCmdBinding, out: cmdBindingOut,
-	get: func(uc meta.UserChannel) meta.For[*meta.CmdBinding] {
+// cmdBindingRow is a CMD binding: GET answers it; DELETE: 204, or 404.
+var cmdBindingRow = userChannelRow("CMD binding", "to", meta.DecodeCmdBinding, cmdBindingOut,
+	func(uc meta.UserChannel) meta.For[*meta.CmdBinding] {
 		return &meta.GetCmdBinding{HashSlot: slotstore.HashSlotOfString(uc.UID), UserChannel: uc}
 	},
-	missing: func(uc meta.UserChannel) error {
-		return notFound("user %q has no CMD binding to channel %d/%q", uc.UID, uc.ChannelType, uc.ChannelID)
-	},
-	del: func(uc meta.UserChannel) meta.Command { return &meta.DeleteCmdBinding{UserChannel: uc} },
-}
+	func(uc meta.UserChannel) meta.Command { return &meta.DeleteCmdBinding{UserChannel: uc} })
 
 // putCmdBinding is PUT …: upsert {start_seq}; a stored ack_seq is kept. 200.
-func (a cmdBindingRoutes) putCmdBinding(w http.ResponseWriter, r *http.Request) error {
-	var req cmdBindingPut
-	return cmdBindingRow.write(a.api, w, r, http.StatusOK, &req, func(uc meta.UserChannel) (meta.Command, error) {
-		return &meta.PutCmdBinding{UserChannel: uc, StartSeq: *req.StartSeq}, nil
-	})
+func putCmdBinding(uc meta.UserChannel, req *cmdBindingPut) meta.Command {
+	return &meta.PutCmdBinding{UserChannel: uc, StartSeq: *req.StartSeq}
 }
 
 // ackCmdBinding is POST …/ack: raise ack_seq; a value at or below the
 // stored one answers 200 with the row unchanged.
-func (a cmdBindingRoutes) ackCmdBinding(w http.ResponseWriter, r *http.Request) error {
-	var req cmdBindingAck
-	return cmdBindingRow.write(a.api, w, r, http.StatusOK, &req, func(uc meta.UserChannel) (meta.Command, error) {
-		return &meta.AckCmdBinding{UserChannel: uc, AckSeq: *req.AckSeq}, nil
-	})
+func ackCmdBinding(uc meta.UserChannel, req *cmdBindingAck) meta.Command {
+	return &meta.AckCmdBinding{UserChannel: uc, AckSeq: *req.AckSeq}
 }
 
 // listCmdBindings is GET /v1/users/{uid}/cmd-bindings, in (channel_type,

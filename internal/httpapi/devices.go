@@ -78,11 +78,8 @@ var deviceRow = row[deviceKey, meta.Device, deviceJSON]{
 
 // putDevice is PUT /v1/users/{uid}/devices/{device_flag}: create or replace
 // the device (200); 404 when the user does not exist.
-func (a deviceRoutes) putDevice(w http.ResponseWriter, r *http.Request) error {
-	var req deviceRequest
-	return deviceRow.write(a.api, w, r, http.StatusOK, &req, func(d deviceKey) (meta.Command, error) {
-		return &meta.PutDevice{UID: d.uid, Flag: d.flag, Token: req.Token, Level: uint8(req.DeviceLevel)}, nil
-	})
+func putDevice(d deviceKey, req *deviceRequest) meta.Command {
+	return &meta.PutDevice{UID: d.uid, Flag: d.flag, Token: req.Token, Level: uint8(req.DeviceLevel)}
 }
 
 // listDevices is GET /v1/users/{uid}/devices?cursor=&limit=: the user's

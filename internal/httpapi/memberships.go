@@ -70,52 +70,48 @@ func userChannelFromPath(r *http.Request) (meta.UserChannel, error) {
 	return meta.UserChannel{UID: uid, ChannelType: t, ChannelID: id}, nil
 }
 
-// userOfChannel is the route key of a user's row about a channel: the user.
-func userOfChannel(uc meta.UserChannel) string { return uc.UID }
-
-// membershipRow is a membership,
-// /v1/users/{uid}/memberships/{channel_type}/{channel_id}: GET answers it,
-// tombstones included; DELETE: 204, or 404.
-var membershipRow = row[meta.UserChannel, meta.Membership, membershipJSON]{
-	noun: "membership", path: userChannelFromPath, key: userOfChannel,
-	decode: meta.DecodeMembership, out: membershipOut,
-	get: func(uc meta.UserChannel) meta.For[*meta.Membership] {
-		return &meta.GetMembership{HashSlot: slotstore.HashSlotOfString(uc.UID), UserChannel: uc}
-	},
-	missing: func(uc meta.UserChannel) error {
-		return notFound("user %q has no membership of channel %d/%q", uc.UID, uc.ChannelType, uc.ChannelID)
-	},
-	del: func(uc meta.UserChannel) meta.Command { return &meta.DeleteMembership{UserChannel: uc} },
+// userChannelRow is a row a user keeps about a channel — a membership, a
+// CMD binding — under /v1/users/{uid}/<resource>/{channel_type}/{channel_id},
+// stored in the user's group; of joins noun to the channel in its 404
+// ("user u has no membership of channel …").
+func userChannelRow[E, J any](noun, of string, decode func([]byte) (*E, error), out func(*E) J,
+	get func(meta.UserChannel) meta.For[*E], del func(meta.UserChannel) meta.Command) row[meta.UserChannel, E, J] {
+	return row[meta.UserChannel, E, J]{
+		noun: noun, path: userChannelFromPath, key: func(uc meta.UserChannel) string { return uc.UID },
+		decode: decode, out: out, get: get, del: del,
+		missing: func(uc meta.UserChannel) error {
+			return notFound("user %q has no %s %s channel %d/%q", uc.UID, noun, of, uc.ChannelType, uc.ChannelID)
+		},
+	}
 }
 
+// membershipRow is a membership: GET answers it, tombstones included;
+// DELETE: 204, or 404.
+var membershipRow = userChannelRow("membership", "of", meta.DecodeMembership, membershipOut,
+	func(uc meta.UserChannel) meta.For[*meta.Membership] {
+		return &meta.GetMembership{HashSlot: slotstore.HashSlotOfString(uc.UID), UserChannel: uc}
+	},
+	func(uc meta.UserChannel) meta.Command { return &meta.DeleteMembership{UserChannel: uc} })
+
 // putMembership is PUT /v1/users/{uid}/memberships/{channel_type}/{channel_id}: upsert, 200.
-func (a membershipRoutes) putMembership(w http.ResponseWriter, r *http.Request) error {
-	var req membershipPut
-	return membershipRow.write(a.api, w, r, http.StatusOK, &req, func(uc meta.UserChannel) (meta.Command, error) {
-		c := &meta.PutMembership{UserChannel: uc, JoinSeq: req.JoinSeq, ReadSeq: req.ReadSeq,
-			DeletedToSeq: req.DeletedToSeq, Tombstone: req.Tombstone}
-		if req.ActivatedAtMs != nil {
-			c.HasActivatedAt, c.ActivatedAtMs = true, *req.ActivatedAtMs
-		}
-		return c, nil
-	})
+func putMembership(uc meta.UserChannel, req *membershipPut) meta.Command {
+	c := &meta.PutMembership{UserChannel: uc, JoinSeq: req.JoinSeq, ReadSeq: req.ReadSeq,
+		DeletedToSeq: req.DeletedToSeq, Tombstone: req.Tombstone}
+	if req.ActivatedAtMs != nil {
+		c.HasActivatedAt, c.ActivatedAtMs = true, *req.ActivatedAtMs
+	}
+	return c
 }
 
 // readMembership is POST …/read: raise the badge floor. A read_seq at or
 // below the stored one answers 200 with the row unchanged.
-func (a membershipRoutes) readMembership(w http.ResponseWriter, r *http.Request) error {
-	var req membershipRead
-	return membershipRow.write(a.api, w, r, http.StatusOK, &req, func(uc meta.UserChannel) (meta.Command, error) {
-		return &meta.ReadMembership{UserChannel: uc, ReadSeq: *req.ReadSeq}, nil
-	})
+func readMembership(uc meta.UserChannel, req *membershipRead) meta.Command {
+	return &meta.ReadMembership{UserChannel: uc, ReadSeq: *req.ReadSeq}
 }
 
 // hideMembership is POST …/hide: raise deleted_to_seq (same rule as read).
-func (a membershipRoutes) hideMembership(w http.ResponseWriter, r *http.Request) error {
-	var req membershipHide
-	return membershipRow.write(a.api, w, r, http.StatusOK, &req, func(uc meta.UserChannel) (meta.Command, error) {
-		return &meta.HideMembership{UserChannel: uc, ToSeq: *req.ToSeq}, nil
-	})
+func hideMembership(uc meta.UserChannel, req *membershipHide) meta.Command {
+	return &meta.HideMembership{UserChannel: uc, ToSeq: *req.ToSeq}
 }
 
 // activateMembership is POST …/activate (no body): activated_at_ms becomes

@@ -113,7 +113,7 @@ func (a *api) mountV1(r chi.Router) {
 	r.Route("/users/{uid}/devices", a.family([]route{
 		{get, "/", devices.listDevices},
 		{get, "/{device_flag}", deviceRow.fetch(a)},
-		{put, "/{device_flag}", devices.putDevice},
+		{put, "/{device_flag}", writeWith(a, deviceRow, putDevice)},
 		{del, "/{device_flag}", deviceRow.remove(a)},
 	}))
 	r.Route("/users/{uid}/plugins", a.family([]route{
@@ -138,25 +138,25 @@ func (a *api) mountV1(r chi.Router) {
 	r.Route("/users/{uid}/memberships", a.family([]route{
 		{get, "/", members.listMemberships},
 		{get, chanPath, membershipRow.fetch(a)},
-		{put, chanPath, members.putMembership},
+		{put, chanPath, writeWith(a, membershipRow, putMembership)},
 		{del, chanPath, membershipRow.remove(a)},
-		{post, chanPath + "/read", members.readMembership},
-		{post, chanPath + "/hide", members.hideMembership},
+		{post, chanPath + "/read", writeWith(a, membershipRow, readMembership)},
+		{post, chanPath + "/hide", writeWith(a, membershipRow, hideMembership)},
 		{post, chanPath + "/activate", members.activateMembership},
 	}))
 	r.Route("/users/{uid}/cmd-bindings", a.family([]route{
 		{get, "/", bindings.listCmdBindings},
 		{get, chanPath, cmdBindingRow.fetch(a)},
-		{put, chanPath, bindings.putCmdBinding},
+		{put, chanPath, writeWith(a, cmdBindingRow, putCmdBinding)},
 		{del, chanPath, cmdBindingRow.remove(a)},
-		{post, chanPath + "/ack", bindings.ackCmdBinding},
+		{post, chanPath + "/ack", writeWith(a, cmdBindingRow, ackCmdBinding)},
 	}))
 	r.Route("/channels/{channel_type}/{channel_id}/runtime", a.family([]route{
 		{get, "/", runtimeRow.fetch(a)},
 		{post, "/", runtime.createRuntime},
 		{put, "/", runtime.putRuntime},
 		{del, "/", runtimeRow.remove(a)},
-		{post, "/retention", runtime.advanceRetention},
+		{post, "/retention", writeWith(a, runtimeRow, advanceRetention)},
 	}))
 	r.Route("/channels/{channel_type}/{channel_id}/migrations", a.family([]route{
 		{get, "/", migrations.listMigrations},
@@ -183,15 +183,15 @@ func (a *api) mountV1(r chi.Router) {
 		{post, "/groups", tasks.createGroup},
 		{get, "/groups/{id}", groups.getGroup},
 		{del, "/groups/{id}", tasks.retireGroup},
-		{post, "/groups/{id}/split", tasks.splitGroup},
-		{post, "/groups/{id}/merge", tasks.mergeGroup},
+		{post, "/groups/{id}/split", startOnGroup(tasks, tasks.splitGroup)},
+		{post, "/groups/{id}/merge", startOnGroup(tasks, tasks.mergeGroup)},
 		{post, "/groups/{id}/leader-transfer", groups.transferLeader},
 		{get, "/groups/{id}/leader-transfer/preflight", groups.preflightTransfer},
 		{put, "/groups/{id}/preferred-leader", groups.setPreferredLeader},
 		{get, "/decisions", groups.listDecisions},
 		{get, "/audit", cluster.listAudit},
 		{get, "/security", cluster.getSecurity},
-		{post, "/groups/{id}/replica-moves", tasks.createReplicaMove},
+		{post, "/groups/{id}/replica-moves", startOnGroup(tasks, tasks.createReplicaMove)},
 		{get, "/tasks", tasks.listTasks},
 		{get, "/tasks/{id}", tasks.getTask},
 		{post, "/tasks/{id}/cancel", tasks.cancelTask},

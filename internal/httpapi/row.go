@@ -77,6 +77,15 @@ func (rw row[K, E, J]) write(a *api, w http.ResponseWriter, r *http.Request, sta
 	return rw.answer(a, w, r, status, res)
 }
 
+// writeWith serves a write of the row in the path whose command is built
+// from the path and a body B alone: 200 with the row it wrote or found.
+func writeWith[B, K, E, J any](a *api, rw row[K, E, J], build func(K, *B) meta.Command) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		var req B
+		return rw.write(a, w, r, http.StatusOK, &req, func(k K) (meta.Command, error) { return build(k, &req), nil })
+	}
+}
+
 // create is a POST that creates a row named in its body: the write
 // headers, body, the command build makes (with its route key) proposed, 201
 // with the row.

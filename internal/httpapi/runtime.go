@@ -160,10 +160,7 @@ func (a runtimeRoutes) putRuntime(w http.ResponseWriter, r *http.Request) error 
 // advanceRetention is POST …/runtime/retention: 200; 409 conflict when the
 // stored channel epoch or leader is not the expected one; a through_seq at
 // or below the stored boundary answers 200 with the row unchanged.
-func (a runtimeRoutes) advanceRetention(w http.ResponseWriter, r *http.Request) error {
-	var req retentionRequest
-	return runtimeRow.write(a.api, w, r, http.StatusOK, &req, func(c meta.ChanRef) (meta.Command, error) {
-		return &meta.AdvanceRetention{ChanRef: c,
-			ExpectedChannelEpoch: *req.ExpectedChannelEpoch, ExpectedLeader: req.ExpectedLeader, ThroughSeq: *req.ThroughSeq}, nil
-	})
+func advanceRetention(c meta.ChanRef, req *retentionRequest) meta.Command {
+	return &meta.AdvanceRetention{ChanRef: c,
+		ExpectedChannelEpoch: *req.ExpectedChannelEpoch, ExpectedLeader: req.ExpectedLeader, ThroughSeq: *req.ThroughSeq}
 }

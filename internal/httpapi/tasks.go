@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 
@@ -22,13 +23,21 @@ type replicaMoveRequest struct {
 // createReplicaMove is POST /v1/cluster/groups/{id}/replica-moves: it starts
 // the task and answers 202 with it; the task then runs on the controller
 // leader (GET /v1/cluster/tasks/{id} follows it).
-func (a taskRoutes) createReplicaMove(w http.ResponseWriter, r *http.Request) error {
-	var req replicaMoveRequest
-	g, err := a.groupBody(w, r, &req)
-	if err != nil {
-		return err
+func (a taskRoutes) createReplicaMove(ctx context.Context, g slotstore.GroupID, req *replicaMoveRequest) (slotstore.Task, error) {
+	return a.op.CreateReplicaMove(ctx, g, slotstore.NodeID(req.FromNode), slotstore.NodeID(req.ToNode))
+}
+
+// startOnGroup serves a POST that starts a task on group {id} as its body
+// B asks: start asks the controller; the answer is taskStarted's.
+func startOnGroup[B any](a taskRoutes, start func(ctx context.Context, g slotstore.GroupID, req *B) (slotstore.Task, error)) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		var req B
+		g, err := a.groupBody(w, r, &req)
+		if err != nil {
+			return err
+		}
+		return a.taskStarted(w, r)(start(r.Context(), g, &req))
 	}
-	return a.taskStarted(w, r)(a.op.CreateReplicaMove(r.Context(), g, slotstore.NodeID(req.FromNode), slotstore.NodeID(req.ToNode)))
 }
 
 type createGroupRequest struct {
@@ -42,11 +51,7 @@ func (a taskRoutes) createGroup(w http.ResponseWriter, r *http.Request) error {
 	if err := a.decode(w, r, &req); err != nil {
 		return err
 	}
-	peers := make([]slotstore.NodeID, len(req.Peers))
-	for i, p := range req.Peers {
-		peers[i] = slotstore.NodeID(p)
-	}
-	return a.taskStarted(w, r)(a.op.CreateGroup(r.Context(), peers))
+	return a.taskStarted(w, r)(a.op.CreateGroup(r.Context(), nodeIDs(req.Peers)))
 }
 
 // taskStarted answers a request that started task t: 202 with the task and
@@ -68,21 +73,21 @@ type splitRequest struct {
 }
 
 // splitGroup is POST /v1/cluster/groups/{id}/split: the group_split task.
-func (a taskRoutes) splitGroup(w http.ResponseWriter, r *http.Request) error {
-	var req splitRequest
-	g, err := a.groupBody(w, r, &req)
-	if err != nil {
-		return err
-	}
+func (a taskRoutes) splitGroup(ctx context.Context, g slotstore.GroupID, req *splitRequest) (slotstore.Task, error) {
 	slots := make([]slotstore.HashSlot, len(req.HashSlots))
 	for i, hs := range req.HashSlots {
 		slots[i] = slotstore.HashSlot(hs)
 	}
-	peers := make([]slotstore.NodeID, len(req.Peers))
-	for i, p := range req.Peers {
-		peers[i] = slotstore.NodeID(p)
+	return a.op.CreateSplit(ctx, g, slots, nodeIDs(req.Peers))
+}
+
+// nodeIDs is the node ids of a request.
+func nodeIDs(ids []uint64) []slotstore.NodeID {
+	out := make([]slotstore.NodeID, len(ids))
+	for i, id := range ids {
+		out[i] = slotstore.NodeID(id)
 	}
-	return a.taskStarted(w, r)(a.op.CreateSplit(r.Context(), g, slots, peers))
+	return out
 }
 
 type mergeRequest struct {
@@ -90,13 +95,8 @@ type mergeRequest struct {
 }
 
 // mergeGroup is POST /v1/cluster/groups/{id}/merge: the group_merge task.
-func (a taskRoutes) mergeGroup(w http.ResponseWriter, r *http.Request) error {
-	var req mergeRequest
-	g, err := a.groupBody(w, r, &req)
-	if err != nil {
-		return err
-	}
-	return a.taskStarted(w, r)(a.op.CreateMerge(r.Context(), g, slotstore.GroupID(req.Into)))
+func (a taskRoutes) mergeGroup(ctx context.Context, g slotstore.GroupID, req *mergeRequest) (slotstore.Task, error) {
+	return a.op.CreateMerge(ctx, g, slotstore.GroupID(req.Into))
 }
 
 // retireGroup is DELETE /v1/cluster/groups/{id}.
