@@ -40,14 +40,21 @@ var kvRow = row[string, meta.KV, kvJSON]{
 	etag:    func(kv *meta.KV) uint64 { return kv.Revision },
 }
 
+// kvWrite parses what a write of a business key names: the key, then its
+// precondition (kvCond).
+func kvWrite(r *http.Request, allowAbsent bool) (string, meta.Cond, error) {
+	key, err := keyFromPath(r)
+	if err != nil {
+		return "", meta.Cond{}, err
+	}
+	cond, err := kvCond(r, allowAbsent)
+	return key, cond, err
+}
+
 // putKV is PUT /v1/kv/{key}, a compare-and-set under If-Match or
 // If-None-Match: *; a failed precondition answers 412.
 func (a kvRoutes) putKV(w http.ResponseWriter, r *http.Request) error {
-	key, err := keyFromPath(r)
-	if err != nil {
-		return err
-	}
-	cond, err := kvCond(r, true)
+	key, cond, err := kvWrite(r, true)
 	if err != nil {
 		return err
 	}
@@ -65,11 +72,7 @@ func (a kvRoutes) putKV(w http.ResponseWriter, r *http.Request) error {
 
 // deleteKV is DELETE /v1/kv/{key}: 204, 404, or 412 under If-Match.
 func (a kvRoutes) deleteKV(w http.ResponseWriter, r *http.Request) error {
-	key, err := keyFromPath(r)
-	if err != nil {
-		return err
-	}
-	cond, err := kvCond(r, false)
+	key, cond, err := kvWrite(r, false)
 	if err != nil {
 		return err
 	}

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -159,23 +158,8 @@ func (a pluginRoutes) listPluginUsers(w http.ResponseWriter, r *http.Request) er
 	if err != nil {
 		return err
 	}
-	bindings, next, err := walkSlots(a.api, w, r, func(b *meta.PluginBinding) string { return b.UID },
-		func(ctx context.Context, run slotRun) ([]*meta.PluginBinding, bool, error) {
-			p, _, err := meta.Read(ctx, a.be, &meta.ScanPluginUsers{PluginNo: plugin, FromSlot: run.from, ToSlot: run.to,
-				AfterUID: run.afterUID, Limit: run.want}, run.consistency)
-			if err != nil {
-				return nil, false, err
-			}
-			if p == nil {
-				return nil, false, internalf("ScanPluginUsers answered nothing")
-			}
-			return p.Bindings, p.More, nil
-		})
-	if err != nil {
-		return err
-	}
-	page := pageOf(bindings, false, pluginOut, nil)
-	page.NextCursor = next
-	a.writeJSON(w, r, http.StatusOK, page)
-	return nil
+	return walkSlots(a.api, w, r, "ScanPluginUsers", pluginOut, func(b *meta.PluginBinding) string { return b.UID },
+		func(run slotRun) meta.For[*meta.PluginPage] {
+			return &meta.ScanPluginUsers{PluginNo: plugin, FromSlot: run.from, ToSlot: run.to, AfterUID: run.afterUID, Limit: run.want}
+		}, func(p *meta.PluginPage) ([]*meta.PluginBinding, bool) { return p.Bindings, p.More })
 }
