@@ -69,21 +69,14 @@ func listTag(l meta.ChannelList) byte {
 // changeMembers is POST …/<list> (add) and POST …/<list>/remove.
 func (a channelListRoutes) changeMembers(l meta.ChannelList, add bool) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		channelType, id, err := channelFromPath(r)
-		if err != nil {
-			return err
-		}
 		var req membersRequest
-		idemKey, f, err := a.writeBody(w, r, &req)
-		if err != nil {
-			return err
-		}
-		body := meta.ChannelMembers{List: l, ChannelType: channelType, ChannelID: id, UIDs: req.UIDs}
-		var cmd meta.Command = &meta.RemoveChannelMembers{ChannelMembers: body}
-		if add {
-			cmd = &meta.AddChannelMembers{ChannelMembers: body}
-		}
-		res, err := a.propose(w, r, target{id, f}, idemKey, cmd)
+		res, err := proposeAt(a.api, w, r, chanRefFromPath, channelKey, &req, func(c meta.ChanRef) (meta.Command, error) {
+			body := meta.ChannelMembers{List: l, ChannelType: c.ChannelType, ChannelID: c.ChannelID, UIDs: req.UIDs}
+			if add {
+				return &meta.AddChannelMembers{ChannelMembers: body}, nil
+			}
+			return &meta.RemoveChannelMembers{ChannelMembers: body}, nil
+		})
 		if err != nil {
 			return err
 		}

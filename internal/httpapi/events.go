@@ -64,24 +64,17 @@ type eventPage struct {
 // events beyond the projection's capacity (1000) are dropped in the same
 // write.
 func (a eventRoutes) appendEvent(w http.ResponseWriter, r *http.Request) error {
-	t, id, err := channelFromPath(r)
-	if err != nil {
-		return err
-	}
 	var req eventRequest
-	idemKey, f, err := a.writeBody(w, r, &req)
-	if err != nil {
-		return err
-	}
-	payload := []byte(req.Payload)
-	if bytes.Equal(payload, []byte("null")) {
-		payload = nil
-	}
-	cmd := &meta.AppendEvent{Event: meta.ChannelEvent{
-		ChannelType: t, ChannelID: id, ClientMsgNo: req.ClientMsgNo, EventKey: req.EventKey,
-		EventID: req.EventID, EventType: req.EventType, Status: req.Status, Payload: payload,
-	}}
-	res, err := a.propose(w, r, target{id, f}, idemKey, cmd)
+	res, err := proposeAt(a.api, w, r, chanRefFromPath, channelKey, &req, func(c meta.ChanRef) (meta.Command, error) {
+		payload := []byte(req.Payload)
+		if bytes.Equal(payload, []byte("null")) {
+			payload = nil
+		}
+		return &meta.AppendEvent{Event: meta.ChannelEvent{
+			ChannelType: c.ChannelType, ChannelID: c.ChannelID, ClientMsgNo: req.ClientMsgNo, EventKey: req.EventKey,
+			EventID: req.EventID, EventType: req.EventType, Status: req.Status, Payload: payload,
+		}}, nil
+	})
 	if err != nil {
 		return err
 	}

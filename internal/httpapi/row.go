@@ -43,17 +43,29 @@ type optionalBody struct {
 	present func(*http.Request) bool
 }
 
-// write parses the path and write headers, decodes body (nil: there is
-// none; an optionalBody: maybe), proposes the command build makes and
-// answers status with the row it wrote or found.
+// write is proposeAt for the row in the path; it answers status with the
+// row the command wrote or found.
 func (rw row[K, E, J]) write(a *api, w http.ResponseWriter, r *http.Request, status int, body any, build func(K) (meta.Command, error)) error {
-	k, err := rw.path(r)
+	res, err := proposeAt(a, w, r, rw.path, rw.key, body, build)
 	if err != nil {
 		return err
 	}
+	return rw.answer(a, w, r, status, res)
+}
+
+// proposeAt is the flow of a write to what a path names: it parses the
+// path and the write headers, decodes body (nil: there is none; an
+// optionalBody: maybe), and proposes the command build makes for the route
+// key of what the path names.
+func proposeAt[K any](a *api, w http.ResponseWriter, r *http.Request, path func(*http.Request) (K, error), key func(K) string,
+	body any, build func(K) (meta.Command, error)) (meta.Result, error) {
+	k, err := path(r)
+	if err != nil {
+		return meta.Result{}, err
+	}
 	idemKey, f, err := writeHeaders(r)
 	if err != nil {
-		return err
+		return meta.Result{}, err
 	}
 	if opt, ok := body.(optionalBody); ok {
 		body = nil
@@ -63,18 +75,14 @@ func (rw row[K, E, J]) write(a *api, w http.ResponseWriter, r *http.Request, sta
 	}
 	if body != nil {
 		if err := a.decode(w, r, body); err != nil {
-			return err
+			return meta.Result{}, err
 		}
 	}
 	cmd, err := build(k)
 	if err != nil {
-		return err
+		return meta.Result{}, err
 	}
-	res, err := a.propose(w, r, target{rw.key(k), f}, idemKey, cmd)
-	if err != nil {
-		return err
-	}
-	return rw.answer(a, w, r, status, res)
+	return a.propose(w, r, target{key(k), f}, idemKey, cmd)
 }
 
 // writeWith serves a write of the row in the path whose command is built
