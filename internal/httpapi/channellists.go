@@ -105,7 +105,7 @@ func memberFromPath(r *http.Request) (memberKey, error) {
 	if err != nil {
 		return memberKey{}, err
 	}
-	uid, err := pathParam(r, "uid", uidProblem)
+	uid, err := userFromPath(r)
 	return memberKey{c, uid}, err
 }
 
@@ -147,12 +147,9 @@ func (a channelListRoutes) listMembers(l meta.ChannelList) handlerFunc {
 		}
 		q := &meta.ScanChannelList{HashSlot: slotstore.HashSlotOfString(id), List: l, ChannelType: channelType, ChannelID: id,
 			AfterUID: after, Limit: lq.limit}
-		p, err := read(a.api, w, r, target{id, lq.fence}, lq.c, q)
+		p, err := readPage(a.api, w, r, id, lq, q, func() error { return channelNotFound(channelType, id) })
 		if err != nil {
 			return err
-		}
-		if p == nil {
-			return channelNotFound(channelType, id)
 		}
 		a.writeJSON(w, r, http.StatusOK, pageOf(p.Members, p.More, memberOut,
 			func(last *meta.ChannelMember) string { return packCursor(tag, []byte(last.UID)) }))

@@ -59,7 +59,7 @@ func ackCmdBinding(uc meta.UserChannel, req *cmdBindingAck) meta.Command {
 // listCmdBindings is GET /v1/users/{uid}/cmd-bindings, in (channel_type,
 // channel_id) order. The cursor is the last binding's channel type | id.
 func (a cmdBindingRoutes) listCmdBindings(w http.ResponseWriter, r *http.Request) error {
-	uid, err := pathParam(r, "uid", uidProblem)
+	uid, err := userFromPath(r)
 	if err != nil {
 		return err
 	}
@@ -78,12 +78,9 @@ func (a cmdBindingRoutes) listCmdBindings(w http.ResponseWriter, r *http.Request
 		}
 		q.HasAfter, q.AfterType, q.AfterID = true, pos[0], string(pos[1:])
 	}
-	p, err := read(a.api, w, r, target{uid, lq.fence}, lq.c, q)
+	p, err := readPage(a.api, w, r, uid, lq, q, noAnswer("ListCmdBindings"))
 	if err != nil {
 		return err
-	}
-	if p == nil {
-		return internalf("ListCmdBindings answered nothing")
 	}
 	a.writeJSON(w, r, http.StatusOK, pageOf(p.Items, p.More, cmdBindingOut, func(last *meta.CmdBinding) string {
 		return packCursor(tagCmdBindings, append([]byte{last.ChannelType}, last.ChannelID...))

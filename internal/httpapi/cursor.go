@@ -186,6 +186,34 @@ func keyedListQuery(r *http.Request, tag byte, valid func(string) string) (listQ
 	return lq, string(pos), nil
 }
 
+// userKeyedList parses a keyed listing of a user's rows (devices, plugin
+// bindings): {uid}, then keyedListQuery's query and key.
+func userKeyedList(r *http.Request, tag byte, valid func(string) string) (uid string, lq listQuery, after string, err error) {
+	if uid, err = userFromPath(r); err != nil {
+		return "", listQuery{}, "", err
+	}
+	lq, after, err = keyedListQuery(r, tag, valid)
+	return uid, lq, after, err
+}
+
+// readPage reads one page of a keyed listing: q for key under the list
+// query's consistency and fence. An answer of none is missing's error:
+// what the listing is under does not exist, or (noAnswer) the Backend
+// broke its contract.
+func readPage[P any](a *api, w http.ResponseWriter, r *http.Request, key string, lq listQuery, q meta.For[*P], missing func() error) (*P, error) {
+	p, err := read(a, w, r, target{key, lq.fence}, lq.c, q)
+	if err == nil && p == nil {
+		err = missing()
+	}
+	return p, err
+}
+
+// noAnswer is the error of query name answering none where it always
+// answers.
+func noAnswer(name string) func() error {
+	return func() error { return internalf("%s answered nothing", name) }
+}
+
 // listPage is the answer of every listing: next_cursor is absent when the
 // listing is done.
 type listPage[T any] struct {

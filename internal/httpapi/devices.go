@@ -52,7 +52,7 @@ type deviceKey struct {
 
 // deviceFromPath parses the uid and device flag of a device path.
 func deviceFromPath(r *http.Request) (deviceKey, error) {
-	uid, err := pathParam(r, "uid", uidProblem)
+	uid, err := userFromPath(r)
 	if err != nil {
 		return deviceKey{}, err
 	}
@@ -85,11 +85,7 @@ func putDevice(d deviceKey, req *deviceRequest) meta.Command {
 // listDevices is GET /v1/users/{uid}/devices?cursor=&limit=: the user's
 // devices in flag order; 404 when the user does not exist.
 func (a deviceRoutes) listDevices(w http.ResponseWriter, r *http.Request) error {
-	uid, err := pathParam(r, "uid", uidProblem)
-	if err != nil {
-		return err
-	}
-	lq, after, err := keyedListQuery(r, tagDevices, deviceFlagProblem)
+	uid, lq, after, err := userKeyedList(r, tagDevices, deviceFlagProblem)
 	if err != nil {
 		return err
 	}
@@ -98,12 +94,10 @@ func (a deviceRoutes) listDevices(w http.ResponseWriter, r *http.Request) error 
 		n, _ := strconv.Atoi(after)
 		from = uint16(n) + 1
 	}
-	p, err := read(a.api, w, r, target{uid, lq.fence}, lq.c, &meta.ListDevices{HashSlot: slotstore.HashSlotOfString(uid), UID: uid, From: from, Limit: lq.limit})
+	q := &meta.ListDevices{HashSlot: slotstore.HashSlotOfString(uid), UID: uid, From: from, Limit: lq.limit}
+	p, err := readPage(a.api, w, r, uid, lq, q, func() error { return userRow.missing(uid) })
 	if err != nil {
 		return err
-	}
-	if p == nil {
-		return slotstore.Errorf(slotstore.CodeNotFound, "user %q not found", uid)
 	}
 	a.writeJSON(w, r, http.StatusOK, pageOf(p.Devices, p.More, deviceOut,
 		func(last *meta.Device) string { return packCursor(tagDevices, []byte(strconv.Itoa(int(last.Flag)))) }))

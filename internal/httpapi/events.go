@@ -97,12 +97,9 @@ func (a eventRoutes) listEvents(w http.ResponseWriter, r *http.Request) error {
 	}
 	q := &meta.ListEvents{HashSlot: slotstore.HashSlotOfString(id), ChanRef: meta.ChanRef{ChannelType: t, ChannelID: id},
 		BeforeSeq: before, Limit: lq.limit}
-	p, err := read(a.api, w, r, target{id, lq.fence}, lq.c, q)
+	p, err := readPage(a.api, w, r, id, lq, q, noAnswer("ListEvents"))
 	if err != nil {
 		return err
-	}
-	if p == nil {
-		return internalf("ListEvents answered nothing")
 	}
 	a.writeJSON(w, r, http.StatusOK, eventPage{
 		listPage: pageOf(p.Items, p.More, eventOut, func(last *meta.ChannelEvent) string { return seqCursor(tagEvents, last.Seq) }),

@@ -59,7 +59,7 @@ func membershipOut(m *meta.Membership) membershipJSON {
 
 // userChannelFromPath returns {uid}, {channel_type} and {channel_id}.
 func userChannelFromPath(r *http.Request) (meta.UserChannel, error) {
-	uid, err := pathParam(r, "uid", uidProblem)
+	uid, err := userFromPath(r)
 	if err != nil {
 		return meta.UserChannel{}, err
 	}
@@ -152,7 +152,7 @@ func parseMembershipCursor(s string) (*meta.ActivityPos, error) {
 // listMemberships is GET /v1/users/{uid}/memberships: the user's
 // memberships that are not tombstones, newest activation first.
 func (a membershipRoutes) listMemberships(w http.ResponseWriter, r *http.Request) error {
-	uid, err := pathParam(r, "uid", uidProblem)
+	uid, err := userFromPath(r)
 	if err != nil {
 		return err
 	}
@@ -165,12 +165,9 @@ func (a membershipRoutes) listMemberships(w http.ResponseWriter, r *http.Request
 		return err
 	}
 	q := &meta.ListMemberships{HashSlot: slotstore.HashSlotOfString(uid), UID: uid, After: after, Limit: lq.limit}
-	p, err := read(a.api, w, r, target{uid, lq.fence}, lq.c, q)
+	p, err := readPage(a.api, w, r, uid, lq, q, noAnswer("ListMemberships"))
 	if err != nil {
 		return err
-	}
-	if p == nil {
-		return internalf("ListMemberships answered nothing")
 	}
 	a.writeJSON(w, r, http.StatusOK, pageOf(p.Items, p.More, membershipOut, membershipCursor))
 	return nil

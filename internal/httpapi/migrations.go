@@ -166,12 +166,9 @@ func (a migrationRoutes) listMigrations(w http.ResponseWriter, r *http.Request) 
 	}
 	q := &meta.ListChannelTasks{HashSlot: slotstore.HashSlotOfString(id), ChanRef: meta.ChanRef{ChannelType: t, ChannelID: id},
 		BeforeID: before, Limit: lq.limit}
-	p, err := read(a.api, w, r, target{id, lq.fence}, lq.c, q)
+	p, err := readPage(a.api, w, r, id, lq, q, noAnswer("ListChannelTasks"))
 	if err != nil {
 		return err
-	}
-	if p == nil {
-		return internalf("ListChannelTasks answered nothing")
 	}
 	a.writeJSON(w, r, http.StatusOK, pageOf(p.Items, p.More, migrationOut,
 		func(last *meta.ChannelTask) string { return seqCursor(tagMigrations, last.TaskID) }))

@@ -98,7 +98,7 @@ type pluginKey struct{ uid, plugin string }
 
 // pluginFromPath parses {uid} and {plugin_no}.
 func pluginFromPath(r *http.Request) (pluginKey, error) {
-	uid, err := pathParam(r, "uid", uidProblem)
+	uid, err := userFromPath(r)
 	if err != nil {
 		return pluginKey{}, err
 	}
@@ -128,21 +128,14 @@ func (a pluginRoutes) putPlugin(w http.ResponseWriter, r *http.Request) error {
 // listUserPlugins is GET /v1/users/{uid}/plugins?cursor=&limit=: the user's
 // bindings in plugin order; 404 when the user does not exist.
 func (a pluginRoutes) listUserPlugins(w http.ResponseWriter, r *http.Request) error {
-	uid, err := pathParam(r, "uid", uidProblem)
+	uid, lq, after, err := userKeyedList(r, tagUserPlugins, pluginNoProblem)
 	if err != nil {
 		return err
 	}
-	lq, after, err := keyedListQuery(r, tagUserPlugins, pluginNoProblem)
+	q := &meta.ListUserPlugins{HashSlot: slotstore.HashSlotOfString(uid), UID: uid, AfterPlugin: after, Limit: lq.limit}
+	p, err := readPage(a.api, w, r, uid, lq, q, func() error { return userRow.missing(uid) })
 	if err != nil {
 		return err
-	}
-	p, err := read(a.api, w, r, target{uid, lq.fence}, lq.c,
-		&meta.ListUserPlugins{HashSlot: slotstore.HashSlotOfString(uid), UID: uid, AfterPlugin: after, Limit: lq.limit})
-	if err != nil {
-		return err
-	}
-	if p == nil {
-		return slotstore.Errorf(slotstore.CodeNotFound, "user %q not found", uid)
 	}
 	a.writeJSON(w, r, http.StatusOK, pageOf(p.Bindings, p.More, pluginOut,
 		func(last *meta.PluginBinding) string { return packCursor(tagUserPlugins, []byte(last.PluginNo)) }))

@@ -45,13 +45,10 @@ func (a systemUIDRoutes) listSystemUIDs(w http.ResponseWriter, r *http.Request) 
 	if err != nil {
 		return err
 	}
-	hs := slotstore.HashSlotOfString(meta.SystemUIDsRouteKey)
-	p, err := read(a.api, w, r, target{meta.SystemUIDsRouteKey, lq.fence}, lq.c, &meta.ScanSystemUIDs{HashSlot: hs, AfterUID: after, Limit: lq.limit})
+	q := &meta.ScanSystemUIDs{HashSlot: slotstore.HashSlotOfString(meta.SystemUIDsRouteKey), AfterUID: after, Limit: lq.limit}
+	p, err := readPage(a.api, w, r, meta.SystemUIDsRouteKey, lq, q, noAnswer("ScanSystemUIDs"))
 	if err != nil {
 		return err
-	}
-	if p == nil {
-		return internalf("ScanSystemUIDs answered nothing")
 	}
 	a.writeJSON(w, r, http.StatusOK, pageOf(p.UIDs, p.More, systemUIDOut,
 		func(last *meta.SystemUID) string { return packCursor(tagSystemUIDs, []byte(last.UID)) }))
