@@ -13,7 +13,10 @@
 // taskRoutes). One route table (router.go, mountV1) mounts them, a
 // sub-router per family, so the whole API can be read in one place; api
 // itself keeps what every handler shares: decoding, routing, proposing,
-// rendering, errors and the middleware.
+// rendering, errors and the middleware. A resource stored under one route
+// key and named by its path (a user, a device, a channel, a membership, …)
+// is a row (row.go): its GET and DELETE are the row's, and a write names
+// only its body and the command it makes; the same flow serves them all.
 //
 // # Model
 //

@@ -94,7 +94,7 @@ func (a *api) mountV1(r chi.Router) {
 		chanPath            = "/{channel_type}/{channel_id}"
 	)
 	users, kv, devices, plugins, sys := userRoutes{a}, kvRoutes{a}, deviceRoutes{a}, pluginRoutes{a}, systemUIDRoutes{a}
-	channels, lists, members, bindings := channelRoutes{a}, channelListRoutes{a}, membershipRoutes{a}, cmdBindingRoutes{a}
+	channels, lists, memberships, bindings := channelRoutes{a}, channelListRoutes{a}, membershipRoutes{a}, cmdBindingRoutes{a}
 	runtime, migrations, events := runtimeRoutes{a}, migrationRoutes{a}, eventRoutes{a}
 	cluster, balancer, groups, tasks := clusterRoutes{a}, balancerRoutes{a}, groupRoutes{a}, taskRoutes{a}
 
@@ -136,13 +136,13 @@ func (a *api) mountV1(r chi.Router) {
 		{del, chanPath, channelRow.remove(a)},
 	}, lists.routes(meta.ListSubscribers), lists.routes(meta.ListDenylist), lists.routes(meta.ListAllowlist))))
 	r.Route("/users/{uid}/memberships", a.family([]route{
-		{get, "/", members.listMemberships},
+		{get, "/", memberships.listMemberships},
 		{get, chanPath, membershipRow.fetch(a)},
 		{put, chanPath, writeWith(a, membershipRow, putMembership)},
 		{del, chanPath, membershipRow.remove(a)},
 		{post, chanPath + "/read", writeWith(a, membershipRow, readMembership)},
 		{post, chanPath + "/hide", writeWith(a, membershipRow, hideMembership)},
-		{post, chanPath + "/activate", members.activateMembership},
+		{post, chanPath + "/activate", memberships.activateMembership},
 	}))
 	r.Route("/users/{uid}/cmd-bindings", a.family([]route{
 		{get, "/", bindings.listCmdBindings},
