@@ -38,17 +38,10 @@ type eventJSON struct {
 }
 
 func eventOut(ev *meta.ChannelEvent) eventJSON {
-	payload := json.RawMessage(ev.Payload)
-	switch {
-	case len(payload) == 0:
-		payload = json.RawMessage("null")
-	case !json.Valid(payload): // not written through this API: show it as a string
-		payload, _ = json.Marshal(string(ev.Payload))
-	}
 	return eventJSON{
 		ChannelType: ev.ChannelType, ChannelID: ev.ChannelID, Seq: ev.Seq,
 		ClientMsgNo: ev.ClientMsgNo, EventKey: ev.EventKey, EventID: ev.EventID, EventType: ev.EventType,
-		Status: ev.Status, Payload: payload, CreatedAtMs: ev.CreatedAtMs, Revision: ev.Revision,
+		Status: ev.Status, Payload: rawJSONOut(string(ev.Payload)), CreatedAtMs: ev.CreatedAtMs, Revision: ev.Revision,
 	}
 }
 
