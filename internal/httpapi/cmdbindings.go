@@ -59,11 +59,7 @@ func ackCmdBinding(uc meta.UserChannel, req *cmdBindingAck) meta.Command {
 // listCmdBindings is GET /v1/users/{uid}/cmd-bindings, in (channel_type,
 // channel_id) order. The cursor is the last binding's channel type | id.
 func (a cmdBindingRoutes) listCmdBindings(w http.ResponseWriter, r *http.Request) error {
-	uid, err := userFromPath(r)
-	if err != nil {
-		return err
-	}
-	lq, err := parseListQuery(r)
+	uid, lq, err := userListQuery(r)
 	if err != nil {
 		return err
 	}

@@ -173,26 +173,48 @@ const (
 // must pass valid (a problem function such as uidProblem).
 func keyedListQuery(r *http.Request, tag byte, valid func(string) string) (listQuery, string, error) {
 	lq, err := parseListQuery(r)
-	if err != nil || lq.cursor == "" {
-		return lq, "", err
-	}
-	pos, err := unpackCursor(lq.cursor, tag)
 	if err != nil {
 		return listQuery{}, "", err
 	}
-	if valid(string(pos)) != "" {
-		return listQuery{}, "", invalidField("cursor", "is not a cursor this listing issued")
+	after, err := lq.keyAfter(tag, valid)
+	return lq, after, err
+}
+
+// keyAfter is the key a keyed listing's cursor continues after ("" from
+// the start), which must pass valid.
+func (lq listQuery) keyAfter(tag byte, valid func(string) string) (string, error) {
+	if lq.cursor == "" {
+		return "", nil
 	}
-	return lq, string(pos), nil
+	pos, err := unpackCursor(lq.cursor, tag)
+	if err != nil {
+		return "", err
+	}
+	if valid(string(pos)) != "" {
+		return "", invalidField("cursor", "is not a cursor this listing issued")
+	}
+	return string(pos), nil
+}
+
+// userListQuery parses a listing of a user's rows: {uid}, then the list
+// query.
+func userListQuery(r *http.Request) (string, listQuery, error) {
+	uid, err := userFromPath(r)
+	if err != nil {
+		return "", listQuery{}, err
+	}
+	lq, err := parseListQuery(r)
+	return uid, lq, err
 }
 
 // userKeyedList parses a keyed listing of a user's rows (devices, plugin
-// bindings): {uid}, then keyedListQuery's query and key.
+// bindings): userListQuery's uid and query, and the key its cursor
+// continues after.
 func userKeyedList(r *http.Request, tag byte, valid func(string) string) (uid string, lq listQuery, after string, err error) {
-	if uid, err = userFromPath(r); err != nil {
+	if uid, lq, err = userListQuery(r); err != nil {
 		return "", listQuery{}, "", err
 	}
-	lq, after, err = keyedListQuery(r, tag, valid)
+	after, err = lq.keyAfter(tag, valid)
 	return uid, lq, after, err
 }
 

@@ -152,11 +152,7 @@ func parseMembershipCursor(s string) (*meta.ActivityPos, error) {
 // listMemberships is GET /v1/users/{uid}/memberships: the user's
 // memberships that are not tombstones, newest activation first.
 func (a membershipRoutes) listMemberships(w http.ResponseWriter, r *http.Request) error {
-	uid, err := userFromPath(r)
-	if err != nil {
-		return err
-	}
-	lq, err := parseListQuery(r)
+	uid, lq, err := userListQuery(r)
 	if err != nil {
 		return err
 	}
