@@ -8,8 +8,7 @@ import (
 	"slotmeta/internal/slotstore"
 )
 
-// balancerRoutes serves the balancer and node removal under /v1/cluster
-// (clusterRoutes mounts them).
+// balancerRoutes serves the balancer and node removal under /v1/cluster.
 type balancerRoutes struct{ *api }
 
 // getBalancer is GET /v1/cluster/balancer: whether it runs, its latest

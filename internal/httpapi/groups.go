@@ -12,8 +12,7 @@ import (
 )
 
 // groupRoutes serves the groups under /v1/cluster: their views, leader
-// transfers, preferred leaders and the decision log (clusterRoutes mounts
-// them).
+// transfers, preferred leaders and the decision log.
 type groupRoutes struct{ *api }
 
 // listGroups is GET /v1/cluster/groups: intent and observed fact of every

@@ -124,6 +124,8 @@ func (rw row[K, E, J]) answer(a *api, w http.ResponseWriter, r *http.Request, st
 	return nil
 }
 
+// show answers v with status: with its ETag, and a created row's Location,
+// where the row has them.
 func (rw row[K, E, J]) show(a *api, w http.ResponseWriter, r *http.Request, status int, v *E) {
 	if rw.etag != nil {
 		w.Header().Set("ETag", etag(rw.etag(v)))

@@ -12,7 +12,7 @@ import (
 
 // taskRoutes serves the controller's tasks under /v1/cluster: starting
 // replica moves, group creation, splits, merges, retirements and hash-slot
-// migrations, and following or cancelling them (clusterRoutes mounts them).
+// migrations, and following or cancelling them.
 type taskRoutes struct{ *api }
 
 type replicaMoveRequest struct {
