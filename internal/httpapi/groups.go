@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -53,14 +54,27 @@ func (a groupRoutes) getGroup(w http.ResponseWriter, r *http.Request) error {
 	return a.reply(w, r, http.StatusOK)(a.op.Group(r.Context(), g))
 }
 
-// groupBody parses what a request to change group {id} starts with: the
-// group, then the body into req.
-func (a *api) groupBody(w http.ResponseWriter, r *http.Request, req any) (slotstore.GroupID, error) {
+// onGroup serves the start of a request that changes group {id} as its
+// body B asks: it parses the group, then the body, and calls change.
+func onGroup[B, T any](a *api, w http.ResponseWriter, r *http.Request, change func(ctx context.Context, g slotstore.GroupID, req *B) (T, error)) (T, error) {
+	var req B
 	g, err := groupParam(r)
-	if err != nil {
-		return 0, err
+	if err == nil {
+		err = a.decode(w, r, &req)
 	}
-	return g, a.decode(w, r, req)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return change(r.Context(), g, &req)
+}
+
+// changeGroup serves a request that changes group {id} as its body asks:
+// 200 with what change returns.
+func changeGroup[B, T any](a *api, change func(ctx context.Context, g slotstore.GroupID, req *B) (T, error)) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		return a.reply(w, r, http.StatusOK)(onGroup(a, w, r, change))
+	}
 }
 
 type transferRequest struct {
@@ -68,18 +82,9 @@ type transferRequest struct {
 }
 
 // transferLeader is POST /v1/cluster/groups/{id}/leader-transfer.
-func (a groupRoutes) transferLeader(w http.ResponseWriter, r *http.Request) error {
-	var req transferRequest
-	g, err := a.groupBody(w, r, &req)
-	if err != nil {
-		return err
-	}
-	_, res, err := a.op.LeaderTransfer(r.Context(), g, slotstore.NodeID(req.TargetNode), false)
-	if err != nil {
-		return err
-	}
-	a.writeJSON(w, r, http.StatusOK, res)
-	return nil
+func (a groupRoutes) transferLeader(ctx context.Context, g slotstore.GroupID, req *transferRequest) (slotstore.TransferResult, error) {
+	_, res, err := a.op.LeaderTransfer(ctx, g, slotstore.NodeID(req.TargetNode), false)
+	return res, err
 }
 
 // preflightTransfer is GET …/leader-transfer/preflight?target_node=: the
@@ -106,29 +111,23 @@ type preferredRequest struct {
 }
 
 // setPreferredLeader is PUT /v1/cluster/groups/{id}/preferred-leader.
-func (a groupRoutes) setPreferredLeader(w http.ResponseWriter, r *http.Request) error {
-	var req preferredRequest
-	g, err := a.groupBody(w, r, &req)
-	if err != nil {
-		return err
-	}
-	if err := a.op.SetPreferredLeader(r.Context(), g, slotstore.NodeID(req.Node)); err != nil {
-		return err
+func (a groupRoutes) setPreferredLeader(ctx context.Context, g slotstore.GroupID, req *preferredRequest) (slotstore.GroupView, error) {
+	if err := a.op.SetPreferredLeader(ctx, g, slotstore.NodeID(req.Node)); err != nil {
+		return slotstore.GroupView{}, err
 	}
 	// The view comes from the controller leader, which may apply the new
 	// intent a moment after this node did: answer once it shows it.
 	for {
-		v, err := a.op.Group(r.Context(), g)
+		v, err := a.op.Group(ctx, g)
 		if err != nil {
-			return err
+			return slotstore.GroupView{}, err
 		}
 		if v.PreferredLeader == slotstore.NodeID(req.Node) {
-			a.writeJSON(w, r, http.StatusOK, v)
-			return nil
+			return v, nil
 		}
 		select {
-		case <-r.Context().Done():
-			return r.Context().Err()
+		case <-ctx.Done():
+			return slotstore.GroupView{}, ctx.Err()
 		case <-time.After(10 * time.Millisecond):
 		}
 	}

@@ -31,12 +31,7 @@ func (a taskRoutes) createReplicaMove(ctx context.Context, g slotstore.GroupID, 
 // B asks: start asks the controller; the answer is taskStarted's.
 func startOnGroup[B any](a taskRoutes, start func(ctx context.Context, g slotstore.GroupID, req *B) (slotstore.Task, error)) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		var req B
-		g, err := a.groupBody(w, r, &req)
-		if err != nil {
-			return err
-		}
-		return a.taskStarted(w, r)(start(r.Context(), g, &req))
+		return a.taskStarted(w, r)(onGroup(a.api, w, r, start))
 	}
 }
 
