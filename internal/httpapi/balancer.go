@@ -8,19 +8,13 @@ import (
 	"slotmeta/internal/slotstore"
 )
 
-// balancerRoutes serves the balancer and node removal under /v1/cluster
-// (clusterRoutes mounts them).
+// balancerRoutes serves the balancer and node removal under /v1/cluster.
 type balancerRoutes struct{ *api }
 
 // getBalancer is GET /v1/cluster/balancer: whether it runs, its latest
 // round and plan, the load per node and every drain's progress.
 func (a balancerRoutes) getBalancer(w http.ResponseWriter, r *http.Request) error {
-	st, err := a.op.Balancer(r.Context())
-	if err != nil {
-		return err
-	}
-	a.writeJSON(w, r, http.StatusOK, st)
-	return nil
+	return a.reply(w, r, http.StatusOK)(a.op.Balancer(r.Context()))
 }
 
 type balancerRequest struct {
@@ -65,12 +59,7 @@ func (a balancerRoutes) drainNode(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	n, err := a.op.DrainNode(r.Context(), id)
-	if err != nil {
-		return err
-	}
-	a.writeJSON(w, r, http.StatusAccepted, n)
-	return nil
+	return a.reply(w, r, http.StatusAccepted)(a.op.DrainNode(r.Context(), id))
 }
 
 // removeNode is DELETE /v1/cluster/nodes/{id}: a drained node leaves the
@@ -80,9 +69,5 @@ func (a balancerRoutes) removeNode(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	if err := a.op.RemoveNode(r.Context(), id); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return done(w, a.op.RemoveNode(r.Context(), id))
 }

@@ -3,8 +3,6 @@ package httpapi
 import (
 	"net/http"
 
-	"github.com/go-chi/chi/v5"
-
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/meta"
 )
@@ -21,13 +19,16 @@ import (
 // A list is a set stored with the channel; the channel must exist (404).
 type channelListRoutes struct{ *api }
 
-func (a channelListRoutes) mount(r chi.Router, l meta.ChannelList) {
+// routes are the rows of list l in the route table (router.go).
+func (a channelListRoutes) routes(l meta.ChannelList) []route {
 	base := "/{channel_type}/{channel_id}/" + l.String()
-	r.Post(base, a.handle(a.changeMembers(l, true)))
-	r.Post(base+"/remove", a.handle(a.changeMembers(l, false)))
-	r.Get(base, a.handle(a.listMembers(l)))
-	r.Get(base+"/{uid}", a.handle(a.getMember(l)))
-	r.Delete(base+"/{uid}", a.handle(a.deleteMember(l)))
+	return []route{
+		{http.MethodPost, base, a.changeMembers(l, true)},
+		{http.MethodPost, base + "/remove", a.changeMembers(l, false)},
+		{http.MethodGet, base, a.listMembers(l)},
+		{http.MethodGet, base + "/{uid}", memberRow(l).fetch(a.api)},
+		{http.MethodDelete, base + "/{uid}", memberRow(l).remove(a.api)},
+	}
 }
 
 // membersRequest is the body of the add and remove calls. A uid may repeat
@@ -68,21 +69,14 @@ func listTag(l meta.ChannelList) byte {
 // changeMembers is POST …/<list> (add) and POST …/<list>/remove.
 func (a channelListRoutes) changeMembers(l meta.ChannelList, add bool) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		channelType, id, err := channelFromPath(r)
-		if err != nil {
-			return err
-		}
 		var req membersRequest
-		idemKey, f, err := a.writeBody(w, r, &req)
-		if err != nil {
-			return err
-		}
-		body := meta.ChannelMembers{List: l, ChannelType: channelType, ChannelID: id, UIDs: req.UIDs}
-		var cmd meta.Command = &meta.RemoveChannelMembers{ChannelMembers: body}
-		if add {
-			cmd = &meta.AddChannelMembers{ChannelMembers: body}
-		}
-		res, err := a.propose(w, r, target{id, f}, idemKey, cmd)
+		res, err := proposeAt(a.api, w, r, chanRefFromPath, channelKey, &req, func(c meta.ChanRef) (meta.Command, error) {
+			body := meta.ChannelMembers{List: l, ChannelType: c.ChannelType, ChannelID: c.ChannelID, UIDs: req.UIDs}
+			if add {
+				return &meta.AddChannelMembers{ChannelMembers: body}, nil
+			}
+			return &meta.RemoveChannelMembers{ChannelMembers: body}, nil
+		})
 		if err != nil {
 			return err
 		}
@@ -99,49 +93,42 @@ func (a channelListRoutes) changeMembers(l meta.ChannelList, add bool) handlerFu
 	}
 }
 
-// deleteMember is DELETE …/<list>/{uid}: 204, or 404 when the uid is not
-// in the list (or the channel does not exist).
-func (a channelListRoutes) deleteMember(l meta.ChannelList) handlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) error {
-		channelType, id, err := channelFromPath(r)
-		if err != nil {
-			return err
-		}
-		uid, err := pathParam(r, "uid", uidProblem)
-		if err != nil {
-			return err
-		}
-		cmd := &meta.DeleteChannelMember{List: l, ChannelType: channelType, ChannelID: id, UID: uid}
-		return a.remove(w, r, id, cmd)
-	}
+// memberKey names a uid in a list of a channel.
+type memberKey struct {
+	meta.ChanRef
+	uid string
 }
 
-// getMember is GET …/<list>/{uid}: 200 {"uid",…} when uid is in the list,
-// else 404.
-func (a channelListRoutes) getMember(l meta.ChannelList) handlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) error {
-		channelType, id, err := channelFromPath(r)
-		if err != nil {
-			return err
-		}
-		uid, err := pathParam(r, "uid", uidProblem)
-		if err != nil {
-			return err
-		}
-		c, f, err := readParams(r)
-		if err != nil {
-			return err
-		}
-		q := &meta.GetChannelMember{HashSlot: slotstore.HashSlotOfString(id), List: l, ChannelType: channelType, ChannelID: id, UID: uid}
-		m, err := read(a.api, w, r, target{id, f}, c, q)
-		if err != nil {
-			return err
-		}
-		if m == nil {
-			return slotstore.Errorf(slotstore.CodeNotFound, "%q is not in the %s of channel %d/%q", uid, l, channelType, id)
-		}
-		a.writeJSON(w, r, http.StatusOK, memberJSON{UID: m.UID, AddedAtMs: m.AddedAtMs})
-		return nil
+// memberFromPath parses the channel and {uid} of a list member's path.
+func memberFromPath(r *http.Request) (memberKey, error) {
+	c, err := chanRefFromPath(r)
+	if err != nil {
+		return memberKey{}, err
+	}
+	uid, err := userFromPath(r)
+	return memberKey{c, uid}, err
+}
+
+func memberOut(m *meta.ChannelMember) memberJSON {
+	return memberJSON{UID: m.UID, AddedAtMs: m.AddedAtMs}
+}
+
+// memberRow is a uid in list l: GET …/<list>/{uid} answers 200
+// {"uid",…} when uid is in the list, else 404; DELETE: 204, or 404 when
+// the uid is not in the list (or the channel does not exist).
+func memberRow(l meta.ChannelList) row[memberKey, meta.ChannelMember, memberJSON] {
+	return row[memberKey, meta.ChannelMember, memberJSON]{
+		noun: "member", path: memberFromPath, key: func(k memberKey) string { return k.ChannelID }, out: memberOut,
+		get: func(k memberKey) meta.For[*meta.ChannelMember] {
+			return &meta.GetChannelMember{HashSlot: slotstore.HashSlotOfString(k.ChannelID), List: l,
+				ChannelType: k.ChannelType, ChannelID: k.ChannelID, UID: k.uid}
+		},
+		missing: func(k memberKey) error {
+			return notFound("%q is not in the %s of channel %d/%q", k.uid, l, k.ChannelType, k.ChannelID)
+		},
+		del: func(k memberKey) meta.Command {
+			return &meta.DeleteChannelMember{List: l, ChannelType: k.ChannelType, ChannelID: k.ChannelID, UID: k.uid}
+		},
 	}
 }
 
@@ -160,15 +147,11 @@ func (a channelListRoutes) listMembers(l meta.ChannelList) handlerFunc {
 		}
 		q := &meta.ScanChannelList{HashSlot: slotstore.HashSlotOfString(id), List: l, ChannelType: channelType, ChannelID: id,
 			AfterUID: after, Limit: lq.limit}
-		p, err := read(a.api, w, r, target{id, lq.fence}, lq.c, q)
+		p, err := readPage(a.api, w, r, id, lq, q, func() error { return channelNotFound(channelType, id) })
 		if err != nil {
 			return err
 		}
-		if p == nil {
-			return channelNotFound(channelType, id)
-		}
-		a.writeJSON(w, r, http.StatusOK, pageOf(p.Members, p.More,
-			func(m *meta.ChannelMember) memberJSON { return memberJSON{UID: m.UID, AddedAtMs: m.AddedAtMs} },
+		a.writeJSON(w, r, http.StatusOK, pageOf(p.Members, p.More, memberOut,
 			func(last *meta.ChannelMember) string { return packCursor(tag, []byte(last.UID)) }))
 		return nil
 	}

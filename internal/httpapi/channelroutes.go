@@ -57,6 +57,15 @@ func channelFromPath(r *http.Request) (uint8, string, error) {
 	return t, id, nil
 }
 
+// chanRefFromPath returns the channel of the path.
+func chanRefFromPath(r *http.Request) (meta.ChanRef, error) {
+	t, id, err := channelFromPath(r)
+	return meta.ChanRef{ChannelType: t, ChannelID: id}, err
+}
+
+// channelKey is the route key of a channel's rows: the channel id.
+func channelKey(c meta.ChanRef) string { return c.ChannelID }
+
 // channelPath is the path of a channel's sub-resource.
 func channelPath(channelType uint8, channelID, sub string) string {
 	return "/v1/channels/" + strconv.Itoa(int(channelType)) + "/" + url.PathEscape(channelID) + sub

@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"net/http"
 
-	"github.com/go-chi/chi/v5"
-
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/meta"
 )
@@ -14,16 +12,6 @@ import (
 // subscriber, deny and allow lists (channellists.go). A channel is
 // identified by (channel_type, channel_id); its route key is channel_id.
 type channelRoutes struct{ *api }
-
-func (a channelRoutes) mount(r chi.Router) {
-	r.Post("/", a.handle(a.createChannel))
-	r.Get("/{channel_type}/{channel_id}", a.handle(a.getChannel))
-	r.Put("/{channel_type}/{channel_id}", a.handle(a.putChannel))
-	r.Delete("/{channel_type}/{channel_id}", a.handle(a.deleteChannel))
-	for _, l := range []meta.ChannelList{meta.ListSubscribers, meta.ListDenylist, meta.ListAllowlist} {
-		channelListRoutes(a).mount(r, l)
-	}
-}
 
 // channelRequest is the body of POST /v1/channels.
 type channelRequest struct {
@@ -37,9 +25,19 @@ type channelRequest struct {
 	Extra         json.RawMessage `json:"extra" validate:"maxbytes=65536"`
 }
 
+// info is the channel a request describes.
+func (q *channelRequest) info() meta.ChannelInfo {
+	return meta.ChannelInfo{
+		Type: uint8(q.ChannelType), ID: q.ChannelID,
+		Ban: q.Ban, Disband: q.Disband, SendBan: q.SendBan, AllowStranger: q.AllowStranger, Large: q.Large,
+		Extra: rawJSONIn(q.Extra),
+	}
+}
+
 // channelPutRequest is the body of PUT /v1/channels/{channel_type}/{channel_id}:
 // the flags and extra, which replace the channel's. An identity in the body
-// must equal the path's.
+// must equal the path's. It is channelRequest with the identity optional
+// (the same fields, so one converts to the other).
 type channelPutRequest struct {
 	ChannelID     string          `json:"channel_id" validate:"omitempty,uid"`
 	ChannelType   int             `json:"channel_type" validate:"omitempty,min=1,max=255"`
@@ -81,99 +79,46 @@ func channelOut(c *meta.Channel) channelJSON {
 	}
 }
 
+// channelRow is a channel: GET /v1/channels/{channel_type}/{channel_id},
+// with the counts of its lists; DELETE: 204 (the channel and its three
+// lists are gone), or 404.
+var channelRow = row[meta.ChanRef, meta.Channel, channelJSON]{
+	noun: "channel", path: chanRefFromPath, key: channelKey, decode: meta.DecodeChannel, out: channelOut,
+	get: func(c meta.ChanRef) meta.For[*meta.Channel] {
+		return &meta.GetChannel{HashSlot: slotstore.HashSlotOfString(c.ChannelID), ChannelType: c.ChannelType, ChannelID: c.ChannelID}
+	},
+	missing: func(c meta.ChanRef) error { return channelNotFound(c.ChannelType, c.ChannelID) },
+	del: func(c meta.ChanRef) meta.Command {
+		return &meta.DeleteChannel{ChannelType: c.ChannelType, ChannelID: c.ChannelID}
+	},
+	location: func(c *meta.Channel) string { return channelPath(c.Type, c.ID, "") },
+}
+
 func channelNotFound(channelType uint8, id string) error {
-	return slotstore.Errorf(slotstore.CodeNotFound, "channel %d/%q not found", channelType, id)
+	return notFound("channel %d/%q not found", channelType, id)
 }
 
 // createChannel is POST /v1/channels: 201, or 409 conflict if it exists.
 func (a channelRoutes) createChannel(w http.ResponseWriter, r *http.Request) error {
 	var req channelRequest
-	idemKey, f, err := a.writeBody(w, r, &req)
-	if err != nil {
-		return err
-	}
-	info := meta.ChannelInfo{
-		Type: uint8(req.ChannelType), ID: req.ChannelID,
-		Ban: req.Ban, Disband: req.Disband, SendBan: req.SendBan, AllowStranger: req.AllowStranger, Large: req.Large,
-		Extra: rawJSONIn(req.Extra),
-	}
-	res, err := a.propose(w, r, target{req.ChannelID, f}, idemKey, &meta.CreateChannel{Channel: info})
-	if err != nil {
-		return err
-	}
-	c, err := resultEntity(res, "channel", meta.DecodeChannel)
-	if err != nil {
-		return err
-	}
-	w.Header().Set("Location", channelPath(c.Type, c.ID, ""))
-	a.writeJSON(w, r, http.StatusCreated, channelOut(c))
-	return nil
+	return channelRow.create(a.api, w, r, &req, func() (string, meta.Command, error) {
+		return req.ChannelID, &meta.CreateChannel{Channel: req.info()}, nil
+	})
 }
 
 // putChannel is PUT /v1/channels/{channel_type}/{channel_id}: create the
 // channel or replace its flags and extra (200); its lists and counts stay.
 func (a channelRoutes) putChannel(w http.ResponseWriter, r *http.Request) error {
-	channelType, id, err := channelFromPath(r)
-	if err != nil {
-		return err
-	}
 	var req channelPutRequest
-	idemKey, f, err := a.writeBody(w, r, &req)
-	if err != nil {
-		return err
-	}
-	if req.ChannelID != "" && req.ChannelID != id {
-		return invalidField("channel_id", "must equal the channel_id in the path")
-	}
-	if req.ChannelType != 0 && req.ChannelType != int(channelType) {
-		return invalidField("channel_type", "must equal the channel_type in the path")
-	}
-	info := meta.ChannelInfo{
-		Type: channelType, ID: id,
-		Ban: req.Ban, Disband: req.Disband, SendBan: req.SendBan, AllowStranger: req.AllowStranger, Large: req.Large,
-		Extra: rawJSONIn(req.Extra),
-	}
-	res, err := a.propose(w, r, target{id, f}, idemKey, &meta.PutChannel{Channel: info})
-	if err != nil {
-		return err
-	}
-	c, err := resultEntity(res, "channel", meta.DecodeChannel)
-	if err != nil {
-		return err
-	}
-	a.writeJSON(w, r, http.StatusOK, channelOut(c))
-	return nil
-}
-
-// getChannel is GET /v1/channels/{channel_type}/{channel_id}, with the
-// counts of its lists.
-func (a channelRoutes) getChannel(w http.ResponseWriter, r *http.Request) error {
-	channelType, id, err := channelFromPath(r)
-	if err != nil {
-		return err
-	}
-	c, f, err := readParams(r)
-	if err != nil {
-		return err
-	}
-	ch, err := read(a.api, w, r, target{id, f}, c,
-		&meta.GetChannel{HashSlot: slotstore.HashSlotOfString(id), ChannelType: channelType, ChannelID: id})
-	if err != nil {
-		return err
-	}
-	if ch == nil {
-		return channelNotFound(channelType, id)
-	}
-	a.writeJSON(w, r, http.StatusOK, channelOut(ch))
-	return nil
-}
-
-// deleteChannel is DELETE /v1/channels/{channel_type}/{channel_id}: 204
-// (the channel and its three lists are gone), or 404.
-func (a channelRoutes) deleteChannel(w http.ResponseWriter, r *http.Request) error {
-	channelType, id, err := channelFromPath(r)
-	if err != nil {
-		return err
-	}
-	return a.remove(w, r, id, &meta.DeleteChannel{ChannelType: channelType, ChannelID: id})
+	return channelRow.write(a.api, w, r, http.StatusOK, &req, func(c meta.ChanRef) (meta.Command, error) {
+		if req.ChannelID != "" && req.ChannelID != c.ChannelID {
+			return nil, invalidField("channel_id", "must equal the channel_id in the path")
+		}
+		if req.ChannelType != 0 && req.ChannelType != int(c.ChannelType) {
+			return nil, invalidField("channel_type", "must equal the channel_type in the path")
+		}
+		info := (*channelRequest)(&req).info()
+		info.Type, info.ID = c.ChannelType, c.ChannelID
+		return &meta.PutChannel{Channel: info}, nil
+	})
 }

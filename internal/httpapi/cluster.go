@@ -3,46 +3,12 @@ package httpapi
 import (
 	"net/http"
 
-	"github.com/go-chi/chi/v5"
-
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/routing"
 )
 
 // clusterRoutes serves /v1/cluster.
 type clusterRoutes struct{ *api }
-
-func (a clusterRoutes) mount(r chi.Router) {
-	// One table for the whole tree; the handlers live with their resource.
-	b, g, t := balancerRoutes(a), groupRoutes(a), taskRoutes(a)
-	r.Get("/", a.handle(a.getCluster))
-	r.Get("/nodes", a.handle(a.listNodes))
-	r.Post("/nodes", a.handle(a.registerNode))
-	r.Delete("/nodes/{id}", a.handle(b.removeNode))
-	r.Post("/nodes/{id}/drain", a.handle(b.drainNode))
-	r.Get("/balancer", a.handle(b.getBalancer))
-	r.Put("/balancer", a.handle(b.putBalancer))
-	r.Get("/balancer/plan", a.handle(b.getBalancerPlan))
-	r.Get("/routes", a.handle(a.getRoutes))
-	r.Get("/groups", a.handle(g.listGroups))
-	r.Post("/groups", a.handle(t.createGroup))
-	r.Get("/groups/{id}", a.handle(g.getGroup))
-	r.Delete("/groups/{id}", a.handle(t.retireGroup))
-	r.Post("/groups/{id}/split", a.handle(t.splitGroup))
-	r.Post("/groups/{id}/merge", a.handle(t.mergeGroup))
-	r.Post("/groups/{id}/leader-transfer", a.handle(g.transferLeader))
-	r.Get("/groups/{id}/leader-transfer/preflight", a.handle(g.preflightTransfer))
-	r.Put("/groups/{id}/preferred-leader", a.handle(g.setPreferredLeader))
-	r.Get("/decisions", a.handle(g.listDecisions))
-	r.Get("/audit", a.handle(a.listAudit))
-	r.Get("/security", a.handle(a.getSecurity))
-	r.Post("/groups/{id}/replica-moves", a.handle(t.createReplicaMove))
-	r.Get("/tasks", a.handle(t.listTasks))
-	r.Get("/tasks/{id}", a.handle(t.getTask))
-	r.Post("/tasks/{id}/cancel", a.handle(t.cancelTask))
-	r.Post("/hash-slots/{slot}/migrations", a.handle(t.createSlotMigration))
-	r.Post("/routes/resolve", a.handle(a.resolveRoutes))
-}
 
 // slotRouteJSON is one hash slot's row of GET /v1/cluster/routes. The leader
 // fields are left out while no live leader is known.
@@ -144,11 +110,6 @@ func (a clusterRoutes) getCluster(w http.ResponseWriter, r *http.Request) error 
 	return nil
 }
 
-type nodesJSON struct {
-	Items      []nodeJSON `json:"items"`
-	NextCursor string     `json:"next_cursor"`
-}
-
 // nodeJSON is a registered node with its health as the controller leader
 // observes it.
 type nodeJSON struct {
@@ -168,7 +129,7 @@ func (a clusterRoutes) listNodes(w http.ResponseWriter, r *http.Request) error {
 			health[h.Node] = h
 		}
 	}
-	items := []nodeJSON{}
+	var items []nodeJSON
 	for _, n := range a.op.Nodes() {
 		item := nodeJSON{NodeInfo: n, Health: slotstore.NodeUnknown, ReportAgeMs: -1, HealthyForMs: -1}
 		if h, ok := health[n.ID]; ok {
@@ -176,7 +137,7 @@ func (a clusterRoutes) listNodes(w http.ResponseWriter, r *http.Request) error {
 		}
 		items = append(items, item)
 	}
-	a.writeJSON(w, r, http.StatusOK, nodesJSON{Items: items})
+	a.writeJSON(w, r, http.StatusOK, whole(items))
 	return nil
 }
 
@@ -194,11 +155,28 @@ func (a clusterRoutes) registerNode(w http.ResponseWriter, r *http.Request) erro
 	if err := a.decode(w, r, &req); err != nil {
 		return err
 	}
-	n, err := a.be.RegisterNode(r.Context(), slotstore.NodeInfo{ID: slotstore.NodeID(req.ID), RaftAddr: req.RaftAddr,
-		APIAddr: req.APIAddr, PeerAddr: req.PeerAddr})
+	return a.reply(w, r, http.StatusOK)(a.be.RegisterNode(r.Context(), slotstore.NodeInfo{ID: slotstore.NodeID(req.ID),
+		RaftAddr: req.RaftAddr, APIAddr: req.APIAddr, PeerAddr: req.PeerAddr}))
+}
+
+// reply returns the end of a handler that shows what an operator call
+// returned: status with it as JSON, or the call's error.
+func (a *api) reply(w http.ResponseWriter, r *http.Request, status int) func(v any, err error) error {
+	return func(v any, err error) error {
+		if err != nil {
+			return err
+		}
+		a.writeJSON(w, r, status, v)
+		return nil
+	}
+}
+
+// done ends a handler whose operator call answers nothing: 204, or the
+// call's error.
+func done(w http.ResponseWriter, err error) error {
 	if err != nil {
 		return err
 	}
-	a.writeJSON(w, r, http.StatusOK, n)
+	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

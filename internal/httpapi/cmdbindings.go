@@ -3,22 +3,12 @@ package httpapi
 import (
 	"net/http"
 
-	"github.com/go-chi/chi/v5"
-
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/meta"
 )
 
 // cmdBindingRoutes serves /v1/users/{uid}/cmd-bindings.
 type cmdBindingRoutes struct{ *api }
-
-func (a cmdBindingRoutes) mount(r chi.Router) {
-	r.Get("/", a.handle(a.listCmdBindings))
-	r.Get("/{channel_type}/{channel_id}", a.handle(a.getCmdBinding))
-	r.Put("/{channel_type}/{channel_id}", a.handle(a.putCmdBinding))
-	r.Delete("/{channel_type}/{channel_id}", a.handle(a.deleteCmdBinding))
-	r.Post("/{channel_type}/{channel_id}/ack", a.handle(a.ackCmdBinding))
-}
 
 // cmdBindingPut is the body of PUT …/cmd-bindings/{channel_type}/{channel_id}.
 type cmdBindingPut struct {
@@ -48,51 +38,28 @@ func cmdBindingOut(b *meta.CmdBinding) cmdBindingJSON {
 	}
 }
 
-// cmdBindings are the rows of /v1/users/{uid}/cmd-bindings/{channel_type}/{channel_id}.
-var cmdBindings = userChannelRow[meta.CmdBinding, cmdBindingJSON]{
-	noun: "CMD binding", of: "to", decode: meta.DecodeCmdBinding,
-	out: cmdBindingOut,
-	get: func(uc meta.UserChannel) meta.For[*meta.CmdBinding] {
+// cmdBindingRow is a CMD binding: GET answers it; DELETE: 204, or 404.
+var cmdBindingRow = userChannelRow("CMD binding", "to", meta.DecodeCmdBinding, cmdBindingOut,
+	func(uc meta.UserChannel) meta.For[*meta.CmdBinding] {
 		return &meta.GetCmdBinding{HashSlot: slotstore.HashSlotOfString(uc.UID), UserChannel: uc}
 	},
-	del: func(uc meta.UserChannel) meta.Command { return &meta.DeleteCmdBinding{UserChannel: uc} },
-}
+	func(uc meta.UserChannel) meta.Command { return &meta.DeleteCmdBinding{UserChannel: uc} })
 
 // putCmdBinding is PUT …: upsert {start_seq}; a stored ack_seq is kept. 200.
-func (a cmdBindingRoutes) putCmdBinding(w http.ResponseWriter, r *http.Request) error {
-	var req cmdBindingPut
-	return cmdBindings.write(a.api, w, r, &req, func(uc meta.UserChannel) meta.Command {
-		return &meta.PutCmdBinding{UserChannel: uc, StartSeq: *req.StartSeq}
-	})
+func putCmdBinding(uc meta.UserChannel, req *cmdBindingPut) meta.Command {
+	return &meta.PutCmdBinding{UserChannel: uc, StartSeq: *req.StartSeq}
 }
 
 // ackCmdBinding is POST …/ack: raise ack_seq; a value at or below the
 // stored one answers 200 with the row unchanged.
-func (a cmdBindingRoutes) ackCmdBinding(w http.ResponseWriter, r *http.Request) error {
-	var req cmdBindingAck
-	return cmdBindings.write(a.api, w, r, &req, func(uc meta.UserChannel) meta.Command {
-		return &meta.AckCmdBinding{UserChannel: uc, AckSeq: *req.AckSeq}
-	})
-}
-
-// deleteCmdBinding is DELETE …: 204, or 404.
-func (a cmdBindingRoutes) deleteCmdBinding(w http.ResponseWriter, r *http.Request) error {
-	return cmdBindings.remove(a.api, w, r)
-}
-
-// getCmdBinding is GET ….
-func (a cmdBindingRoutes) getCmdBinding(w http.ResponseWriter, r *http.Request) error {
-	return cmdBindings.fetch(a.api, w, r)
+func ackCmdBinding(uc meta.UserChannel, req *cmdBindingAck) meta.Command {
+	return &meta.AckCmdBinding{UserChannel: uc, AckSeq: *req.AckSeq}
 }
 
 // listCmdBindings is GET /v1/users/{uid}/cmd-bindings, in (channel_type,
 // channel_id) order. The cursor is the last binding's channel type | id.
 func (a cmdBindingRoutes) listCmdBindings(w http.ResponseWriter, r *http.Request) error {
-	uid, err := pathParam(r, "uid", uidProblem)
-	if err != nil {
-		return err
-	}
-	lq, err := parseListQuery(r)
+	uid, lq, err := userListQuery(r)
 	if err != nil {
 		return err
 	}
@@ -107,12 +74,9 @@ func (a cmdBindingRoutes) listCmdBindings(w http.ResponseWriter, r *http.Request
 		}
 		q.HasAfter, q.AfterType, q.AfterID = true, pos[0], string(pos[1:])
 	}
-	p, err := read(a.api, w, r, target{uid, lq.fence}, lq.c, q)
+	p, err := readPage(a.api, w, r, uid, lq, q, noAnswer("ListCmdBindings"))
 	if err != nil {
 		return err
-	}
-	if p == nil {
-		return internalf("ListCmdBindings answered nothing")
 	}
 	a.writeJSON(w, r, http.StatusOK, pageOf(p.Items, p.More, cmdBindingOut, func(last *meta.CmdBinding) string {
 		return packCursor(tagCmdBindings, append([]byte{last.ChannelType}, last.ChannelID...))

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"encoding/base64"
 	"encoding/binary"
 	"net/http"
@@ -58,112 +57,104 @@ func decodeCursor(s string) (position, error) {
 // (hash slot, uid) order, walked by walkSlots with one ScanUsers query per
 // run of hash slots owned by one group.
 func (a userRoutes) listUsers(w http.ResponseWriter, r *http.Request) error {
-	users, next, err := walkSlots(a.api, w, r, func(u *meta.User) string { return u.UID },
-		func(ctx context.Context, run slotRun) ([]*meta.User, bool, error) {
-			scan, _, err := meta.Read(ctx, a.be, &meta.ScanUsers{FromSlot: run.from, ToSlot: run.to, AfterUID: run.afterUID, Limit: run.want}, run.consistency)
-			if err != nil {
-				return nil, false, err
-			}
-			if scan == nil {
-				return nil, false, internalf("ScanUsers answered nothing")
-			}
-			return scan.Users, scan.More, nil
-		})
-	if err != nil {
-		return err
-	}
-	page := pageOf(users, false, userOut, nil)
-	page.NextCursor = next
-	a.writeJSON(w, r, http.StatusOK, page)
-	return nil
+	return walkSlots(a.api, w, r, "ScanUsers", userOut, func(u *meta.User) string { return u.UID },
+		func(run slotRun) meta.For[*meta.UserPage] {
+			return &meta.ScanUsers{FromSlot: run.from, ToSlot: run.to, AfterUID: run.afterUID, Limit: run.want}
+		}, func(p *meta.UserPage) ([]*meta.User, bool) { return p.Users, p.More })
 }
 
 // slotRun is one query of a cross-slot listing: the hash slots [from, to],
 // all owned by one group under the routing table of the request, starting
 // after afterUID in from ("" from its start), at most want items.
 type slotRun struct {
-	from, to    slotstore.HashSlot
-	afterUID    string
-	want        int
-	consistency meta.Consistency
+	from, to slotstore.HashSlot
+	afterUID string
+	want     int
 }
 
 // walkSlots serves a listing of rows that live in the hash slot of their
 // uid, across every hash slot in (hash slot, uid) order: GET /v1/users, GET
 // /v1/plugins/{plugin_no}/users. It parses ?limit=, ?consistency= and
-// ?cursor=, sets X-Route-Revision, and calls scan once per run of
-// consecutive hash slots owned by one group, until the page is full or hash
-// slot 255 is done. keyOf is an item's uid (whose hash slot must be the
-// item's). A page may come back short, even empty, with a cursor; the
-// cursor is "" when the listing is done. The cursor names a position (hash
-// slot, last uid), never a node or a group, so a listing survives leader
-// changes and routing changes.
-func walkSlots[T any](a *api, w http.ResponseWriter, r *http.Request, keyOf func(T) string,
-	scan func(ctx context.Context, run slotRun) (items []T, more bool, err error)) ([]T, string, error) {
+// ?cursor=, sets X-Route-Revision, and reads query (whose name says which
+// answered nothing, should one) once per run of consecutive hash slots
+// owned by one group, until the page is full or hash slot 255 is done;
+// rows are an answer's items and whether more follow, each shown by out.
+// keyOf is an item's uid (whose hash slot must be the item's). A page may
+// come back short, even empty, with a cursor; the cursor is left out when
+// the listing is done. The cursor names a position (hash slot, last uid),
+// never a node or a group, so a listing survives leader changes and
+// routing changes.
+func walkSlots[P, T, J any](a *api, w http.ResponseWriter, r *http.Request, name string, out func(T) J, keyOf func(T) string,
+	query func(run slotRun) meta.For[*P], rows func(*P) (items []T, more bool)) error {
 	q, err := queryParams(r)
 	if err != nil {
-		return nil, "", err
+		return err
 	}
 	limit, err := limitParam(q)
 	if err != nil {
-		return nil, "", err
+		return err
 	}
 	c, err := consistencyParam(q)
 	if err != nil {
-		return nil, "", err
+		return err
 	}
 	cur, _, err := single(q, "cursor")
 	if err != nil {
-		return nil, "", err
+		return err
 	}
 	pos, err := decodeCursor(cur)
 	if err != nil {
-		return nil, "", err
+		return err
 	}
 	snap, err := a.snapshot()
 	if err != nil {
-		return nil, "", err
+		return err
 	}
 	table := snap.Table()
 	if table == nil {
-		return nil, "", slotstore.Errorf(slotstore.CodeRouteNotReady, "no routing table yet")
+		return slotstore.Errorf(slotstore.CodeRouteNotReady, "no routing table yet")
 	}
 	w.Header().Set(hdrRouteRevision, strconv.FormatUint(table.Revision(), 10))
 
-	out := make([]T, 0, min(limit, defaultPageSize))
-	for pos.slot < slotstore.HashSlotCount && len(out) < limit {
+	got := make([]T, 0, min(limit, defaultPageSize))
+	for pos.slot < slotstore.HashSlotCount && len(got) < limit {
 		end := pos.slot // the last hash slot of the run owned by pos.slot's group
 		for end+1 < slotstore.HashSlotCount && table.Group(end+1) == table.Group(pos.slot) {
 			end++
 		}
-		want := limit - len(out)
-		items, more, err := scan(r.Context(), slotRun{from: pos.slot, to: end, afterUID: pos.afterUID, want: want, consistency: c})
+		want := limit - len(got)
+		p, _, err := meta.Read(r.Context(), a.be, query(slotRun{from: pos.slot, to: end, afterUID: pos.afterUID, want: want}), c)
 		if err != nil {
-			return nil, "", err
+			return err
 		}
+		if p == nil {
+			return internalf("%s answered nothing", name)
+		}
+		items, more := rows(p)
 		if len(items) > want {
 			items, more = items[:want], true
 		}
-		out = append(out, items...)
+		got = append(got, items...)
 		if !more {
 			pos = position{slot: end + 1}
 			continue
 		}
 		if len(items) == 0 {
-			return nil, "", internalf("the scan of hash slots %d-%d stopped early without an item", pos.slot, end)
+			return internalf("the scan of hash slots %d-%d stopped early without an item", pos.slot, end)
 		}
 		last := keyOf(items[len(items)-1])
 		next := position{slot: slotstore.HashSlotOfString(last), afterUID: last}
 		if next.slot < pos.slot || next.slot > end || (next.slot == pos.slot && last <= pos.afterUID) {
-			return nil, "", internalf("the scan of hash slots %d-%d went backwards to %q", pos.slot, end, last)
+			return internalf("the scan of hash slots %d-%d went backwards to %q", pos.slot, end, last)
 		}
 		pos = next
 	}
-	next := ""
+	page := pageOf(got, false, out, nil)
 	if pos.slot < slotstore.HashSlotCount {
-		next = encodeCursor(pos)
+		page.NextCursor = encodeCursor(pos)
 	}
-	return out, next, nil
+	a.writeJSON(w, r, http.StatusOK, page)
+	return nil
 }
 
 // Cursor tags of the keyed listings of devices, plugin bindings, system
@@ -182,17 +173,67 @@ const (
 // must pass valid (a problem function such as uidProblem).
 func keyedListQuery(r *http.Request, tag byte, valid func(string) string) (listQuery, string, error) {
 	lq, err := parseListQuery(r)
-	if err != nil || lq.cursor == "" {
-		return lq, "", err
-	}
-	pos, err := unpackCursor(lq.cursor, tag)
 	if err != nil {
 		return listQuery{}, "", err
 	}
-	if valid(string(pos)) != "" {
-		return listQuery{}, "", invalidField("cursor", "is not a cursor this listing issued")
+	after, err := lq.keyAfter(tag, valid)
+	return lq, after, err
+}
+
+// keyAfter is the key a keyed listing's cursor continues after ("" from
+// the start), which must pass valid.
+func (lq listQuery) keyAfter(tag byte, valid func(string) string) (string, error) {
+	if lq.cursor == "" {
+		return "", nil
 	}
-	return lq, string(pos), nil
+	pos, err := unpackCursor(lq.cursor, tag)
+	if err != nil {
+		return "", err
+	}
+	if valid(string(pos)) != "" {
+		return "", invalidField("cursor", "is not a cursor this listing issued")
+	}
+	return string(pos), nil
+}
+
+// userListQuery parses a listing of a user's rows: {uid}, then the list
+// query.
+func userListQuery(r *http.Request) (string, listQuery, error) {
+	uid, err := userFromPath(r)
+	if err != nil {
+		return "", listQuery{}, err
+	}
+	lq, err := parseListQuery(r)
+	return uid, lq, err
+}
+
+// userKeyedList parses a keyed listing of a user's rows (devices, plugin
+// bindings): userListQuery's uid and query, and the key its cursor
+// continues after.
+func userKeyedList(r *http.Request, tag byte, valid func(string) string) (uid string, lq listQuery, after string, err error) {
+	if uid, lq, err = userListQuery(r); err != nil {
+		return "", listQuery{}, "", err
+	}
+	after, err = lq.keyAfter(tag, valid)
+	return uid, lq, after, err
+}
+
+// readPage reads one page of a keyed listing: q for key under the list
+// query's consistency and fence. An answer of none is missing's error:
+// what the listing is under does not exist, or (noAnswer) the Backend
+// broke its contract.
+func readPage[P any](a *api, w http.ResponseWriter, r *http.Request, key string, lq listQuery, q meta.For[*P], missing func() error) (*P, error) {
+	p, err := read(a, w, r, target{key, lq.fence}, lq.c, q)
+	if err == nil && p == nil {
+		err = missing()
+	}
+	return p, err
+}
+
+// noAnswer is the error of query name answering none where it always
+// answers.
+func noAnswer(name string) func() error {
+	return func() error { return internalf("%s answered nothing", name) }
 }
 
 // listPage is the answer of every listing: next_cursor is absent when the
@@ -200,6 +241,22 @@ func keyedListQuery(r *http.Request, tag byte, valid func(string) string) (listQ
 type listPage[T any] struct {
 	Items      []T    `json:"items"`
 	NextCursor string `json:"next_cursor,omitempty"`
+}
+
+// wholeList is the answer of a short listing that is always returned whole
+// (nodes, groups, tasks, decisions): next_cursor is always there, and
+// always empty.
+type wholeList[T any] struct {
+	Items      []T    `json:"items"`
+	NextCursor string `json:"next_cursor"`
+}
+
+// whole is items as a wholeList, never rendered as null.
+func whole[T any](items []T) wholeList[T] {
+	if items == nil {
+		items = []T{}
+	}
+	return wholeList[T]{Items: items}
 }
 
 // pageOf is the one way a listing renders its rows: each shown by out, and

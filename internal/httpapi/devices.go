@@ -4,8 +4,6 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/go-chi/chi/v5"
-
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/meta"
 )
@@ -13,13 +11,6 @@ import (
 // deviceRoutes serves /v1/users/{uid}/devices. A device belongs to an
 // existing user (404 otherwise) and is deleted with it.
 type deviceRoutes struct{ *api }
-
-func (a deviceRoutes) mount(r chi.Router) {
-	r.Get("/", a.handle(a.listDevices))
-	r.Get("/{device_flag}", a.handle(a.getDevice))
-	r.Put("/{device_flag}", a.handle(a.putDevice))
-	r.Delete("/{device_flag}", a.handle(a.deleteDevice))
-}
 
 // deviceRequest is the body of PUT /v1/users/{uid}/devices/{device_flag}.
 type deviceRequest struct {
@@ -53,83 +44,48 @@ func deviceFlagProblem(s string) string {
 	return ""
 }
 
-// deviceTarget parses the uid and device flag of a device path.
-func deviceTarget(r *http.Request) (string, uint8, error) {
-	uid, err := pathParam(r, "uid", uidProblem)
+// deviceKey names a device: its user and flag.
+type deviceKey struct {
+	uid  string
+	flag uint8
+}
+
+// deviceFromPath parses the uid and device flag of a device path.
+func deviceFromPath(r *http.Request) (deviceKey, error) {
+	uid, err := userFromPath(r)
 	if err != nil {
-		return "", 0, err
+		return deviceKey{}, err
 	}
 	f, err := pathParam(r, "device_flag", deviceFlagProblem)
 	if err != nil {
-		return "", 0, err
+		return deviceKey{}, err
 	}
 	n, _ := strconv.Atoi(f)
-	return uid, uint8(n), nil
+	return deviceKey{uid, uint8(n)}, nil
+}
+
+// deviceRow is a device: GET /v1/users/{uid}/devices/{device_flag};
+// DELETE: 204, or 404.
+var deviceRow = row[deviceKey, meta.Device, deviceJSON]{
+	noun: "device", path: deviceFromPath, key: func(d deviceKey) string { return d.uid },
+	decode: meta.DecodeDevice, out: deviceOut,
+	get: func(d deviceKey) meta.For[*meta.Device] {
+		return &meta.GetDevice{HashSlot: slotstore.HashSlotOfString(d.uid), UID: d.uid, Flag: d.flag}
+	},
+	missing: func(d deviceKey) error { return notFound("device %d of user %q not found", d.flag, d.uid) },
+	del:     func(d deviceKey) meta.Command { return &meta.DeleteDevice{UID: d.uid, Flag: d.flag} },
 }
 
 // putDevice is PUT /v1/users/{uid}/devices/{device_flag}: create or replace
 // the device (200); 404 when the user does not exist.
-func (a deviceRoutes) putDevice(w http.ResponseWriter, r *http.Request) error {
-	uid, flag, err := deviceTarget(r)
-	if err != nil {
-		return err
-	}
-	var req deviceRequest
-	idemKey, f, err := a.writeBody(w, r, &req)
-	if err != nil {
-		return err
-	}
-	res, err := a.propose(w, r, target{uid, f}, idemKey,
-		&meta.PutDevice{UID: uid, Flag: flag, Token: req.Token, Level: uint8(req.DeviceLevel)})
-	if err != nil {
-		return err
-	}
-	d, err := resultEntity(res, "device", meta.DecodeDevice)
-	if err != nil {
-		return err
-	}
-	a.writeJSON(w, r, http.StatusOK, deviceOut(d))
-	return nil
-}
-
-// getDevice is GET /v1/users/{uid}/devices/{device_flag}.
-func (a deviceRoutes) getDevice(w http.ResponseWriter, r *http.Request) error {
-	uid, flag, err := deviceTarget(r)
-	if err != nil {
-		return err
-	}
-	c, f, err := readParams(r)
-	if err != nil {
-		return err
-	}
-	d, err := read(a.api, w, r, target{uid, f}, c, &meta.GetDevice{HashSlot: slotstore.HashSlotOfString(uid), UID: uid, Flag: flag})
-	if err != nil {
-		return err
-	}
-	if d == nil {
-		return slotstore.Errorf(slotstore.CodeNotFound, "device %d of user %q not found", flag, uid)
-	}
-	a.writeJSON(w, r, http.StatusOK, deviceOut(d))
-	return nil
-}
-
-// deleteDevice is DELETE /v1/users/{uid}/devices/{device_flag}: 204, or 404.
-func (a deviceRoutes) deleteDevice(w http.ResponseWriter, r *http.Request) error {
-	uid, flag, err := deviceTarget(r)
-	if err != nil {
-		return err
-	}
-	return a.remove(w, r, uid, &meta.DeleteDevice{UID: uid, Flag: flag})
+func putDevice(d deviceKey, req *deviceRequest) meta.Command {
+	return &meta.PutDevice{UID: d.uid, Flag: d.flag, Token: req.Token, Level: uint8(req.DeviceLevel)}
 }
 
 // listDevices is GET /v1/users/{uid}/devices?cursor=&limit=: the user's
 // devices in flag order; 404 when the user does not exist.
 func (a deviceRoutes) listDevices(w http.ResponseWriter, r *http.Request) error {
-	uid, err := pathParam(r, "uid", uidProblem)
-	if err != nil {
-		return err
-	}
-	lq, after, err := keyedListQuery(r, tagDevices, deviceFlagProblem)
+	uid, lq, after, err := userKeyedList(r, tagDevices, deviceFlagProblem)
 	if err != nil {
 		return err
 	}
@@ -138,27 +94,12 @@ func (a deviceRoutes) listDevices(w http.ResponseWriter, r *http.Request) error 
 		n, _ := strconv.Atoi(after)
 		from = uint16(n) + 1
 	}
-	p, err := read(a.api, w, r, target{uid, lq.fence}, lq.c, &meta.ListDevices{HashSlot: slotstore.HashSlotOfString(uid), UID: uid, From: from, Limit: lq.limit})
+	q := &meta.ListDevices{HashSlot: slotstore.HashSlotOfString(uid), UID: uid, From: from, Limit: lq.limit}
+	p, err := readPage(a.api, w, r, uid, lq, q, func() error { return userRow.missing(uid) })
 	if err != nil {
 		return err
-	}
-	if p == nil {
-		return slotstore.Errorf(slotstore.CodeNotFound, "user %q not found", uid)
 	}
 	a.writeJSON(w, r, http.StatusOK, pageOf(p.Devices, p.More, deviceOut,
 		func(last *meta.Device) string { return packCursor(tagDevices, []byte(strconv.Itoa(int(last.Flag)))) }))
 	return nil
-}
-
-// resultEntity decodes the entity a successful command wrote.
-func resultEntity[T any](res meta.Result, what string, decode func([]byte) (T, error)) (T, error) {
-	var zero T
-	if len(res.Value) == 0 {
-		return zero, internalf("the write succeeded but its result carries no %s", what)
-	}
-	v, err := decode(res.Value)
-	if err != nil {
-		return zero, slotstore.Wrap(slotstore.CodeInternal, err, "decoding the written "+what)
-	}
-	return v, nil
 }

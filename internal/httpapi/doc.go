@@ -10,9 +10,13 @@
 // The handlers of each resource family are methods of a small type of its
 // own that holds the shared *api (userRoutes, kvRoutes, channelRoutes, …;
 // under /v1/cluster, clusterRoutes with balancerRoutes, groupRoutes and
-// taskRoutes), whose mount method registers them on the family's
-// sub-router; api itself keeps what every handler shares: decoding,
-// routing, proposing, rendering, errors and the middleware.
+// taskRoutes). One route table (router.go, mountV1) mounts them, a
+// sub-router per family, so the whole API can be read in one place; api
+// itself keeps what every handler shares: decoding, routing, proposing,
+// rendering, errors and the middleware. A resource stored under one route
+// key and named by its path (a user, a device, a channel, a membership, …)
+// is a row (row.go): its GET and DELETE are the row's, and a write names
+// only its body and the command it makes; the same flow serves them all.
 //
 // # Model
 //

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 
-	"github.com/go-chi/chi/v5"
-
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/meta"
 )
@@ -14,11 +12,6 @@ import (
 // eventRoutes serves /v1/channels/{channel_type}/{channel_id}/events, the
 // channel's bounded message-event projection.
 type eventRoutes struct{ *api }
-
-func (a eventRoutes) mount(r chi.Router) {
-	r.Get("/", a.handle(a.listEvents))
-	r.Post("/", a.handle(a.appendEvent))
-}
 
 // eventRequest is the body of POST …/events. payload is any JSON value.
 type eventRequest struct {
@@ -45,17 +38,10 @@ type eventJSON struct {
 }
 
 func eventOut(ev *meta.ChannelEvent) eventJSON {
-	payload := json.RawMessage(ev.Payload)
-	switch {
-	case len(payload) == 0:
-		payload = json.RawMessage("null")
-	case !json.Valid(payload): // not written through this API: show it as a string
-		payload, _ = json.Marshal(string(ev.Payload))
-	}
 	return eventJSON{
 		ChannelType: ev.ChannelType, ChannelID: ev.ChannelID, Seq: ev.Seq,
 		ClientMsgNo: ev.ClientMsgNo, EventKey: ev.EventKey, EventID: ev.EventID, EventType: ev.EventType,
-		Status: ev.Status, Payload: payload, CreatedAtMs: ev.CreatedAtMs, Revision: ev.Revision,
+		Status: ev.Status, Payload: rawJSONOut(string(ev.Payload)), CreatedAtMs: ev.CreatedAtMs, Revision: ev.Revision,
 	}
 }
 
@@ -71,24 +57,17 @@ type eventPage struct {
 // events beyond the projection's capacity (1000) are dropped in the same
 // write.
 func (a eventRoutes) appendEvent(w http.ResponseWriter, r *http.Request) error {
-	t, id, err := channelFromPath(r)
-	if err != nil {
-		return err
-	}
 	var req eventRequest
-	idemKey, f, err := a.writeBody(w, r, &req)
-	if err != nil {
-		return err
-	}
-	payload := []byte(req.Payload)
-	if bytes.Equal(payload, []byte("null")) {
-		payload = nil
-	}
-	cmd := &meta.AppendEvent{Event: meta.ChannelEvent{
-		ChannelType: t, ChannelID: id, ClientMsgNo: req.ClientMsgNo, EventKey: req.EventKey,
-		EventID: req.EventID, EventType: req.EventType, Status: req.Status, Payload: payload,
-	}}
-	res, err := a.propose(w, r, target{id, f}, idemKey, cmd)
+	res, err := proposeAt(a.api, w, r, chanRefFromPath, channelKey, &req, func(c meta.ChanRef) (meta.Command, error) {
+		payload := []byte(req.Payload)
+		if bytes.Equal(payload, []byte("null")) {
+			payload = nil
+		}
+		return &meta.AppendEvent{Event: meta.ChannelEvent{
+			ChannelType: c.ChannelType, ChannelID: c.ChannelID, ClientMsgNo: req.ClientMsgNo, EventKey: req.EventKey,
+			EventID: req.EventID, EventType: req.EventType, Status: req.Status, Payload: payload,
+		}}, nil
+	})
 	if err != nil {
 		return err
 	}
@@ -111,12 +90,9 @@ func (a eventRoutes) listEvents(w http.ResponseWriter, r *http.Request) error {
 	}
 	q := &meta.ListEvents{HashSlot: slotstore.HashSlotOfString(id), ChanRef: meta.ChanRef{ChannelType: t, ChannelID: id},
 		BeforeSeq: before, Limit: lq.limit}
-	p, err := read(a.api, w, r, target{id, lq.fence}, lq.c, q)
+	p, err := readPage(a.api, w, r, id, lq, q, noAnswer("ListEvents"))
 	if err != nil {
 		return err
-	}
-	if p == nil {
-		return internalf("ListEvents answered nothing")
 	}
 	a.writeJSON(w, r, http.StatusOK, eventPage{
 		listPage: pageOf(p.Items, p.More, eventOut, func(last *meta.ChannelEvent) string { return seqCursor(tagEvents, last.Seq) }),

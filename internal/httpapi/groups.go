@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -12,14 +13,8 @@ import (
 )
 
 // groupRoutes serves the groups under /v1/cluster: their views, leader
-// transfers, preferred leaders and the decision log (clusterRoutes mounts
-// them).
+// transfers, preferred leaders and the decision log.
 type groupRoutes struct{ *api }
-
-type groupsJSON struct {
-	Items      []slotstore.GroupView `json:"items"`
-	NextCursor string                `json:"next_cursor"`
-}
 
 // listGroups is GET /v1/cluster/groups: intent and observed fact of every
 // group (a short list, returned whole).
@@ -28,10 +23,7 @@ func (a groupRoutes) listGroups(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if views == nil {
-		views = []slotstore.GroupView{}
-	}
-	a.writeJSON(w, r, http.StatusOK, groupsJSON{Items: views})
+	a.writeJSON(w, r, http.StatusOK, whole(views))
 	return nil
 }
 
@@ -53,17 +45,36 @@ func nodeValue(field, v string) (slotstore.NodeID, error) {
 	return slotstore.NodeID(id), nil
 }
 
+// getGroup is GET /v1/cluster/groups/{id}.
 func (a groupRoutes) getGroup(w http.ResponseWriter, r *http.Request) error {
 	g, err := groupParam(r)
 	if err != nil {
 		return err
 	}
-	v, err := a.op.Group(r.Context(), g)
-	if err != nil {
-		return err
+	return a.reply(w, r, http.StatusOK)(a.op.Group(r.Context(), g))
+}
+
+// onGroup serves the start of a request that changes group {id} as its
+// body B asks: it parses the group, then the body, and calls change.
+func onGroup[B, T any](a *api, w http.ResponseWriter, r *http.Request, change func(ctx context.Context, g slotstore.GroupID, req *B) (T, error)) (T, error) {
+	var req B
+	g, err := groupParam(r)
+	if err == nil {
+		err = a.decode(w, r, &req)
 	}
-	a.writeJSON(w, r, http.StatusOK, v)
-	return nil
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return change(r.Context(), g, &req)
+}
+
+// changeGroup serves a request that changes group {id} as its body asks:
+// 200 with what change returns.
+func changeGroup[B, T any](a *api, change func(ctx context.Context, g slotstore.GroupID, req *B) (T, error)) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		return a.reply(w, r, http.StatusOK)(onGroup(a, w, r, change))
+	}
 }
 
 type transferRequest struct {
@@ -71,21 +82,9 @@ type transferRequest struct {
 }
 
 // transferLeader is POST /v1/cluster/groups/{id}/leader-transfer.
-func (a groupRoutes) transferLeader(w http.ResponseWriter, r *http.Request) error {
-	g, err := groupParam(r)
-	if err != nil {
-		return err
-	}
-	var req transferRequest
-	if err := a.decode(w, r, &req); err != nil {
-		return err
-	}
-	_, res, err := a.op.LeaderTransfer(r.Context(), g, slotstore.NodeID(req.TargetNode), false)
-	if err != nil {
-		return err
-	}
-	a.writeJSON(w, r, http.StatusOK, res)
-	return nil
+func (a groupRoutes) transferLeader(ctx context.Context, g slotstore.GroupID, req *transferRequest) (slotstore.TransferResult, error) {
+	_, res, err := a.op.LeaderTransfer(ctx, g, slotstore.NodeID(req.TargetNode), false)
+	return res, err
 }
 
 // preflightTransfer is GET …/leader-transfer/preflight?target_node=: the
@@ -112,40 +111,26 @@ type preferredRequest struct {
 }
 
 // setPreferredLeader is PUT /v1/cluster/groups/{id}/preferred-leader.
-func (a groupRoutes) setPreferredLeader(w http.ResponseWriter, r *http.Request) error {
-	g, err := groupParam(r)
-	if err != nil {
-		return err
-	}
-	var req preferredRequest
-	if err := a.decode(w, r, &req); err != nil {
-		return err
-	}
-	if err := a.op.SetPreferredLeader(r.Context(), g, slotstore.NodeID(req.Node)); err != nil {
-		return err
+func (a groupRoutes) setPreferredLeader(ctx context.Context, g slotstore.GroupID, req *preferredRequest) (slotstore.GroupView, error) {
+	if err := a.op.SetPreferredLeader(ctx, g, slotstore.NodeID(req.Node)); err != nil {
+		return slotstore.GroupView{}, err
 	}
 	// The view comes from the controller leader, which may apply the new
 	// intent a moment after this node did: answer once it shows it.
 	for {
-		v, err := a.op.Group(r.Context(), g)
+		v, err := a.op.Group(ctx, g)
 		if err != nil {
-			return err
+			return slotstore.GroupView{}, err
 		}
 		if v.PreferredLeader == slotstore.NodeID(req.Node) {
-			a.writeJSON(w, r, http.StatusOK, v)
-			return nil
+			return v, nil
 		}
 		select {
-		case <-r.Context().Done():
-			return r.Context().Err()
+		case <-ctx.Done():
+			return slotstore.GroupView{}, ctx.Err()
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
-}
-
-type decisionsJSON struct {
-	Items      []slotstore.Decision `json:"items"`
-	NextCursor string               `json:"next_cursor"`
 }
 
 // listDecisions is GET /v1/cluster/decisions: the bounded decision log,
@@ -170,6 +155,6 @@ func (a groupRoutes) listDecisions(w http.ResponseWriter, r *http.Request) error
 	for i := len(ds) - 1; i >= 0 && len(out) < limit; i-- {
 		out = append(out, ds[i])
 	}
-	a.writeJSON(w, r, http.StatusOK, decisionsJSON{Items: out})
+	a.writeJSON(w, r, http.StatusOK, whole(out))
 	return nil
 }

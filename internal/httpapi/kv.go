@@ -3,8 +3,6 @@ package httpapi
 import (
 	"net/http"
 
-	"github.com/go-chi/chi/v5"
-
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/meta"
 )
@@ -12,12 +10,6 @@ import (
 // kvRoutes serves /v1/kv. A key is one URL-escaped path segment: a '/'
 // inside it travels as %2F.
 type kvRoutes struct{ *api }
-
-func (a kvRoutes) mount(r chi.Router) {
-	r.Get("/{key}", a.handle(a.getKV))
-	r.Put("/{key}", a.handle(a.putKV))
-	r.Delete("/{key}", a.handle(a.deleteKV))
-}
 
 // kvRequest is the body of PUT /v1/kv/{key}.
 type kvRequest struct {
@@ -31,20 +23,38 @@ type kvJSON struct {
 	Revision uint64 `json:"revision"`
 }
 
-// writeKV answers a business key with its ETag.
-func (a kvRoutes) writeKV(w http.ResponseWriter, r *http.Request, kv *meta.KV) {
-	w.Header().Set("ETag", etag(kv.Revision))
-	a.writeJSON(w, r, http.StatusOK, kvJSON{Key: kv.Key, Value: string(kv.Value), Revision: kv.Revision})
+func kvOut(kv *meta.KV) kvJSON {
+	return kvJSON{Key: kv.Key, Value: string(kv.Value), Revision: kv.Revision}
+}
+
+// keyFromPath returns {key}.
+func keyFromPath(r *http.Request) (string, error) { return pathParam(r, "key", keyProblem) }
+
+// kvRow is a business key, answered with its ETag: GET /v1/kv/{key}.
+var kvRow = row[string, meta.KV, kvJSON]{
+	noun: "key", path: keyFromPath, key: sameKey, decode: meta.DecodeKV, out: kvOut,
+	get: func(key string) meta.For[*meta.KV] {
+		return &meta.GetKV{HashSlot: slotstore.HashSlotOfString(key), Key: key}
+	},
+	missing: func(key string) error { return notFound("key %q not found", key) },
+	etag:    func(kv *meta.KV) uint64 { return kv.Revision },
+}
+
+// kvWrite parses what a write of a business key names: the key, then its
+// precondition (kvCond).
+func kvWrite(r *http.Request, allowAbsent bool) (string, meta.Cond, error) {
+	key, err := keyFromPath(r)
+	if err != nil {
+		return "", meta.Cond{}, err
+	}
+	cond, err := kvCond(r, allowAbsent)
+	return key, cond, err
 }
 
 // putKV is PUT /v1/kv/{key}, a compare-and-set under If-Match or
 // If-None-Match: *; a failed precondition answers 412.
 func (a kvRoutes) putKV(w http.ResponseWriter, r *http.Request) error {
-	key, err := pathParam(r, "key", keyProblem)
-	if err != nil {
-		return err
-	}
-	cond, err := kvCond(r, true)
+	key, cond, err := kvWrite(r, true)
 	if err != nil {
 		return err
 	}
@@ -57,45 +67,12 @@ func (a kvRoutes) putKV(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if len(res.Value) == 0 {
-		return internalf("the write succeeded but its result carries no key")
-	}
-	kv, err := meta.DecodeKV(res.Value)
-	if err != nil {
-		return slotstore.Wrap(slotstore.CodeInternal, err, "decoding the written key")
-	}
-	a.writeKV(w, r, kv)
-	return nil
-}
-
-// getKV is GET /v1/kv/{key}.
-func (a kvRoutes) getKV(w http.ResponseWriter, r *http.Request) error {
-	key, err := pathParam(r, "key", keyProblem)
-	if err != nil {
-		return err
-	}
-	c, f, err := readParams(r)
-	if err != nil {
-		return err
-	}
-	kv, err := read(a.api, w, r, target{key, f}, c, &meta.GetKV{HashSlot: slotstore.HashSlotOfString(key), Key: key})
-	if err != nil {
-		return err
-	}
-	if kv == nil {
-		return slotstore.Errorf(slotstore.CodeNotFound, "key %q not found", key)
-	}
-	a.writeKV(w, r, kv)
-	return nil
+	return kvRow.answer(a.api, w, r, http.StatusOK, res)
 }
 
 // deleteKV is DELETE /v1/kv/{key}: 204, 404, or 412 under If-Match.
 func (a kvRoutes) deleteKV(w http.ResponseWriter, r *http.Request) error {
-	key, err := pathParam(r, "key", keyProblem)
-	if err != nil {
-		return err
-	}
-	cond, err := kvCond(r, false)
+	key, cond, err := kvWrite(r, false)
 	if err != nil {
 		return err
 	}

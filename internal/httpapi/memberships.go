@@ -4,24 +4,12 @@ import (
 	"encoding/binary"
 	"net/http"
 
-	"github.com/go-chi/chi/v5"
-
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/meta"
 )
 
 // membershipRoutes serves /v1/users/{uid}/memberships.
 type membershipRoutes struct{ *api }
-
-func (a membershipRoutes) mount(r chi.Router) {
-	r.Get("/", a.handle(a.listMemberships))
-	r.Get("/{channel_type}/{channel_id}", a.handle(a.getMembership))
-	r.Put("/{channel_type}/{channel_id}", a.handle(a.putMembership))
-	r.Delete("/{channel_type}/{channel_id}", a.handle(a.deleteMembership))
-	r.Post("/{channel_type}/{channel_id}/read", a.handle(a.readMembership))
-	r.Post("/{channel_type}/{channel_id}/hide", a.handle(a.hideMembership))
-	r.Post("/{channel_type}/{channel_id}/activate", a.handle(a.activateMembership))
-}
 
 // membershipPut is the body of PUT …/memberships/{channel_type}/{channel_id}.
 // read_seq and deleted_to_seq are floors: a value below the stored one keeps
@@ -71,7 +59,7 @@ func membershipOut(m *meta.Membership) membershipJSON {
 
 // userChannelFromPath returns {uid}, {channel_type} and {channel_id}.
 func userChannelFromPath(r *http.Request) (meta.UserChannel, error) {
-	uid, err := pathParam(r, "uid", uidProblem)
+	uid, err := userFromPath(r)
 	if err != nil {
 		return meta.UserChannel{}, err
 	}
@@ -82,62 +70,56 @@ func userChannelFromPath(r *http.Request) (meta.UserChannel, error) {
 	return meta.UserChannel{UID: uid, ChannelType: t, ChannelID: id}, nil
 }
 
-// memberships are the rows of /v1/users/{uid}/memberships/{channel_type}/{channel_id}.
-var memberships = userChannelRow[meta.Membership, membershipJSON]{
-	noun: "membership", of: "of", decode: meta.DecodeMembership,
-	out: membershipOut,
-	get: func(uc meta.UserChannel) meta.For[*meta.Membership] {
-		return &meta.GetMembership{HashSlot: slotstore.HashSlotOfString(uc.UID), UserChannel: uc}
-	},
-	del: func(uc meta.UserChannel) meta.Command { return &meta.DeleteMembership{UserChannel: uc} },
+// userChannelRow is a row a user keeps about a channel — a membership, a
+// CMD binding — under /v1/users/{uid}/<resource>/{channel_type}/{channel_id},
+// stored in the user's group; of joins noun to the channel in its 404
+// ("user u has no membership of channel …").
+func userChannelRow[E, J any](noun, of string, decode func([]byte) (*E, error), out func(*E) J,
+	get func(meta.UserChannel) meta.For[*E], del func(meta.UserChannel) meta.Command) row[meta.UserChannel, E, J] {
+	return row[meta.UserChannel, E, J]{
+		noun: noun, path: userChannelFromPath, key: func(uc meta.UserChannel) string { return uc.UID },
+		decode: decode, out: out, get: get, del: del,
+		missing: func(uc meta.UserChannel) error {
+			return notFound("user %q has no %s %s channel %d/%q", uc.UID, noun, of, uc.ChannelType, uc.ChannelID)
+		},
+	}
 }
 
+// membershipRow is a membership: GET answers it, tombstones included;
+// DELETE: 204, or 404.
+var membershipRow = userChannelRow("membership", "of", meta.DecodeMembership, membershipOut,
+	func(uc meta.UserChannel) meta.For[*meta.Membership] {
+		return &meta.GetMembership{HashSlot: slotstore.HashSlotOfString(uc.UID), UserChannel: uc}
+	},
+	func(uc meta.UserChannel) meta.Command { return &meta.DeleteMembership{UserChannel: uc} })
+
 // putMembership is PUT /v1/users/{uid}/memberships/{channel_type}/{channel_id}: upsert, 200.
-func (a membershipRoutes) putMembership(w http.ResponseWriter, r *http.Request) error {
-	var req membershipPut
-	return memberships.write(a.api, w, r, &req, func(uc meta.UserChannel) meta.Command {
-		c := &meta.PutMembership{UserChannel: uc, JoinSeq: req.JoinSeq, ReadSeq: req.ReadSeq,
-			DeletedToSeq: req.DeletedToSeq, Tombstone: req.Tombstone}
-		if req.ActivatedAtMs != nil {
-			c.HasActivatedAt, c.ActivatedAtMs = true, *req.ActivatedAtMs
-		}
-		return c
-	})
+func putMembership(uc meta.UserChannel, req *membershipPut) meta.Command {
+	c := &meta.PutMembership{UserChannel: uc, JoinSeq: req.JoinSeq, ReadSeq: req.ReadSeq,
+		DeletedToSeq: req.DeletedToSeq, Tombstone: req.Tombstone}
+	if req.ActivatedAtMs != nil {
+		c.HasActivatedAt, c.ActivatedAtMs = true, *req.ActivatedAtMs
+	}
+	return c
 }
 
 // readMembership is POST …/read: raise the badge floor. A read_seq at or
 // below the stored one answers 200 with the row unchanged.
-func (a membershipRoutes) readMembership(w http.ResponseWriter, r *http.Request) error {
-	var req membershipRead
-	return memberships.write(a.api, w, r, &req, func(uc meta.UserChannel) meta.Command {
-		return &meta.ReadMembership{UserChannel: uc, ReadSeq: *req.ReadSeq}
-	})
+func readMembership(uc meta.UserChannel, req *membershipRead) meta.Command {
+	return &meta.ReadMembership{UserChannel: uc, ReadSeq: *req.ReadSeq}
 }
 
 // hideMembership is POST …/hide: raise deleted_to_seq (same rule as read).
-func (a membershipRoutes) hideMembership(w http.ResponseWriter, r *http.Request) error {
-	var req membershipHide
-	return memberships.write(a.api, w, r, &req, func(uc meta.UserChannel) meta.Command {
-		return &meta.HideMembership{UserChannel: uc, ToSeq: *req.ToSeq}
-	})
+func hideMembership(uc meta.UserChannel, req *membershipHide) meta.Command {
+	return &meta.HideMembership{UserChannel: uc, ToSeq: *req.ToSeq}
 }
 
 // activateMembership is POST …/activate (no body): activated_at_ms becomes
 // the time the leader applied the command.
 func (a membershipRoutes) activateMembership(w http.ResponseWriter, r *http.Request) error {
-	return memberships.write(a.api, w, r, nil, func(uc meta.UserChannel) meta.Command {
-		return &meta.ActivateMembership{UserChannel: uc}
+	return membershipRow.write(a.api, w, r, http.StatusOK, nil, func(uc meta.UserChannel) (meta.Command, error) {
+		return &meta.ActivateMembership{UserChannel: uc}, nil
 	})
-}
-
-// deleteMembership is DELETE …: 204, or 404.
-func (a membershipRoutes) deleteMembership(w http.ResponseWriter, r *http.Request) error {
-	return memberships.remove(a.api, w, r)
-}
-
-// getMembership is GET …: the row, tombstones included.
-func (a membershipRoutes) getMembership(w http.ResponseWriter, r *http.Request) error {
-	return memberships.fetch(a.api, w, r)
 }
 
 // membershipCursor is the activity position after a membership:
@@ -170,11 +152,7 @@ func parseMembershipCursor(s string) (*meta.ActivityPos, error) {
 // listMemberships is GET /v1/users/{uid}/memberships: the user's
 // memberships that are not tombstones, newest activation first.
 func (a membershipRoutes) listMemberships(w http.ResponseWriter, r *http.Request) error {
-	uid, err := pathParam(r, "uid", uidProblem)
-	if err != nil {
-		return err
-	}
-	lq, err := parseListQuery(r)
+	uid, lq, err := userListQuery(r)
 	if err != nil {
 		return err
 	}
@@ -183,12 +161,9 @@ func (a membershipRoutes) listMemberships(w http.ResponseWriter, r *http.Request
 		return err
 	}
 	q := &meta.ListMemberships{HashSlot: slotstore.HashSlotOfString(uid), UID: uid, After: after, Limit: lq.limit}
-	p, err := read(a.api, w, r, target{uid, lq.fence}, lq.c, q)
+	p, err := readPage(a.api, w, r, uid, lq, q, noAnswer("ListMemberships"))
 	if err != nil {
 		return err
-	}
-	if p == nil {
-		return internalf("ListMemberships answered nothing")
 	}
 	a.writeJSON(w, r, http.StatusOK, pageOf(p.Items, p.More, membershipOut, membershipCursor))
 	return nil

@@ -5,8 +5,6 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/go-chi/chi/v5"
-
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/meta"
 )
@@ -14,14 +12,6 @@ import (
 // migrationRoutes serves /v1/channels/{channel_type}/{channel_id}/migrations
 // (channel migration tasks).
 type migrationRoutes struct{ *api }
-
-func (a migrationRoutes) mount(r chi.Router) {
-	r.Get("/", a.handle(a.listMigrations))
-	r.Post("/", a.handle(a.createMigration))
-	r.Get("/{task_id}", a.handle(a.getMigration))
-	r.Post("/{task_id}/advance", a.handle(a.advanceMigration))
-	r.Post("/{task_id}/abort", a.handle(a.abortMigration))
-}
 
 // migrationCreate is the body of POST …/migrations.
 type migrationCreate struct {
@@ -67,17 +57,24 @@ func migrationOut(t *meta.ChannelTask) migrationJSON {
 	}
 }
 
-// taskIDFromPath parses {task_id}: a decimal integer of at least 1.
-// migrationFromPath parses the channel and the task id of a migration's
-// path, in that order.
-func migrationFromPath(r *http.Request) (channelType uint8, channelID string, taskID uint64, err error) {
-	if channelType, channelID, err = channelFromPath(r); err != nil {
-		return 0, "", 0, err
-	}
-	taskID, err = taskIDFromPath(r)
-	return channelType, channelID, taskID, err
+// migrationKey names a migration: its channel and task id.
+type migrationKey struct {
+	meta.ChanRef
+	taskID uint64
 }
 
+// migrationFromPath parses the channel and the task id of a migration's
+// path, in that order.
+func migrationFromPath(r *http.Request) (migrationKey, error) {
+	c, err := chanRefFromPath(r)
+	if err != nil {
+		return migrationKey{}, err
+	}
+	taskID, err := taskIDFromPath(r)
+	return migrationKey{c, taskID}, err
+}
+
+// taskIDFromPath parses {task_id}: a decimal integer of at least 1.
 func taskIDFromPath(r *http.Request) (uint64, error) {
 	raw, err := pathParam(r, "task_id", func(string) string { return "" })
 	if err != nil {
@@ -90,128 +87,74 @@ func taskIDFromPath(r *http.Request) (uint64, error) {
 	return n, nil
 }
 
-func (a migrationRoutes) writeMigrationResult(w http.ResponseWriter, r *http.Request, status int, res meta.Result) error {
-	if len(res.Value) == 0 {
-		return internalf("the write succeeded but its result carries no task")
-	}
-	t, err := meta.DecodeChannelTask(res.Value)
-	if err != nil {
-		return slotstore.Wrap(slotstore.CodeInternal, err, "decoding the written task")
-	}
-	if status == http.StatusCreated {
-		w.Header().Set("Location", channelPath(t.ChannelType, t.ChannelID, "/migrations/"+strconv.FormatUint(t.TaskID, 10)))
-	}
-	a.writeJSON(w, r, status, migrationOut(t))
-	return nil
+// migrationRow is a channel's migration task: GET
+// …/migrations/{task_id}.
+var migrationRow = row[migrationKey, meta.ChannelTask, migrationJSON]{
+	noun: "task", path: migrationFromPath, key: func(k migrationKey) string { return k.ChannelID },
+	decode: meta.DecodeChannelTask, out: migrationOut,
+	get: func(k migrationKey) meta.For[*meta.ChannelTask] {
+		return &meta.GetChannelTask{HashSlot: slotstore.HashSlotOfString(k.ChannelID), ChanRef: k.ChanRef, TaskID: k.taskID}
+	},
+	missing: func(k migrationKey) error {
+		return notFound("channel %d/%q has no task %d", k.ChannelType, k.ChannelID, k.taskID)
+	},
+	location: func(t *meta.ChannelTask) string {
+		return channelPath(t.ChannelType, t.ChannelID, "/migrations/"+strconv.FormatUint(t.TaskID, 10))
+	},
 }
 
 // createMigration is POST …/migrations: 201 with the channel's next task id,
 // or 409 conflict while another task of the channel is active.
 func (a migrationRoutes) createMigration(w http.ResponseWriter, r *http.Request) error {
-	t, id, err := channelFromPath(r)
+	c, err := chanRefFromPath(r)
 	if err != nil {
 		return err
 	}
 	var req migrationCreate
-	idemKey, f, err := a.writeBody(w, r, &req)
-	if err != nil {
-		return err
-	}
-	kind, ok := meta.ParseChannelTaskKind(req.Kind)
-	if !ok {
-		return invalidField("kind", "must be replica_move or leader_transfer")
-	}
-	if req.SourceNode == req.TargetNode {
-		return invalidField("target_node", "must differ from source_node")
-	}
-	cmd := &meta.CreateChannelTask{ChanRef: meta.ChanRef{ChannelType: t, ChannelID: id},
-		Kind: kind, SourceNode: req.SourceNode, TargetNode: req.TargetNode}
-	res, err := a.propose(w, r, target{id, f}, idemKey, cmd)
-	if err != nil {
-		return err
-	}
-	return a.writeMigrationResult(w, r, http.StatusCreated, res)
+	return migrationRow.create(a.api, w, r, &req, func() (string, meta.Command, error) {
+		kind, ok := meta.ParseChannelTaskKind(req.Kind)
+		if !ok {
+			return "", nil, invalidField("kind", "must be replica_move or leader_transfer")
+		}
+		if req.SourceNode == req.TargetNode {
+			return "", nil, invalidField("target_node", "must differ from source_node")
+		}
+		return c.ChannelID, &meta.CreateChannelTask{ChanRef: c, Kind: kind, SourceNode: req.SourceNode, TargetNode: req.TargetNode}, nil
+	})
 }
 
 // advanceMigration is POST …/{task_id}/advance, a compare-and-set step:
 // 200; 409 conflict when the task is not in expected_phase; 400 when phase
 // does not come after expected_phase.
 func (a migrationRoutes) advanceMigration(w http.ResponseWriter, r *http.Request) error {
-	t, id, taskID, err := migrationFromPath(r)
-	if err != nil {
-		return err
-	}
 	var req migrationAdvance
-	idemKey, f, err := a.writeBody(w, r, &req)
-	if err != nil {
-		return err
-	}
-	const phases = "created, copying, catching_up, switching, done"
-	from, ok := meta.ParseTaskPhase(req.ExpectedPhase)
-	if !ok || from == meta.PhaseAborted {
-		return invalidField("expected_phase", "must be one of "+phases)
-	}
-	to, ok := meta.ParseTaskPhase(req.Phase)
-	if !ok || to == meta.PhaseAborted {
-		return invalidField("phase", "must be one of "+phases+" (abort a task with …/abort)")
-	}
-	if !meta.PhaseStepOK(from, to) {
-		return invalidField("phase", "must come after expected_phase (created → copying → catching_up → switching → done)")
-	}
-	cmd := &meta.AdvanceChannelTask{ChanRef: meta.ChanRef{ChannelType: t, ChannelID: id},
-		TaskID: taskID, ExpectedPhase: from, Phase: to, Note: req.Note}
-	res, err := a.propose(w, r, target{id, f}, idemKey, cmd)
-	if err != nil {
-		return err
-	}
-	return a.writeMigrationResult(w, r, http.StatusOK, res)
+	return migrationRow.write(a.api, w, r, http.StatusOK, &req, func(k migrationKey) (meta.Command, error) {
+		const phases = "created, copying, catching_up, switching, done"
+		from, ok := meta.ParseTaskPhase(req.ExpectedPhase)
+		if !ok || from == meta.PhaseAborted {
+			return nil, invalidField("expected_phase", "must be one of "+phases)
+		}
+		to, ok := meta.ParseTaskPhase(req.Phase)
+		if !ok || to == meta.PhaseAborted {
+			return nil, invalidField("phase", "must be one of "+phases+" (abort a task with …/abort)")
+		}
+		if !meta.PhaseStepOK(from, to) {
+			return nil, invalidField("phase", "must come after expected_phase (created → copying → catching_up → switching → done)")
+		}
+		return &meta.AdvanceChannelTask{ChanRef: k.ChanRef, TaskID: k.taskID, ExpectedPhase: from, Phase: to, Note: req.Note}, nil
+	})
 }
 
 // abortMigration is POST …/{task_id}/abort with an optional {note}: 200;
 // 409 conflict if the task is done; an aborted task answers 200 unchanged.
+// A body is read whenever the request announces one (a Content-Length
+// other than 0, or chunked).
 func (a migrationRoutes) abortMigration(w http.ResponseWriter, r *http.Request) error {
-	t, id, taskID, err := migrationFromPath(r)
-	if err != nil {
-		return err
-	}
-	idemKey, f, err := writeHeaders(r)
-	if err != nil {
-		return err
-	}
 	var req migrationAbort
-	if r.ContentLength != 0 {
-		if err := a.decode(w, r, &req); err != nil {
-			return err
-		}
-	}
-	cmd := &meta.AbortChannelTask{ChanRef: meta.ChanRef{ChannelType: t, ChannelID: id}, TaskID: taskID, Note: req.Note}
-	res, err := a.propose(w, r, target{id, f}, idemKey, cmd)
-	if err != nil {
-		return err
-	}
-	return a.writeMigrationResult(w, r, http.StatusOK, res)
-}
-
-// getMigration is GET …/migrations/{task_id}.
-func (a migrationRoutes) getMigration(w http.ResponseWriter, r *http.Request) error {
-	t, id, taskID, err := migrationFromPath(r)
-	if err != nil {
-		return err
-	}
-	c, f, err := readParams(r)
-	if err != nil {
-		return err
-	}
-	q := &meta.GetChannelTask{HashSlot: slotstore.HashSlotOfString(id), ChanRef: meta.ChanRef{ChannelType: t, ChannelID: id}, TaskID: taskID}
-	task, err := read(a.api, w, r, target{id, f}, c, q)
-	if err != nil {
-		return err
-	}
-	if task == nil {
-		return slotstore.Errorf(slotstore.CodeNotFound, "channel %d/%q has no task %d", t, id, taskID)
-	}
-	a.writeJSON(w, r, http.StatusOK, migrationOut(task))
-	return nil
+	announced := func(r *http.Request) bool { return r.ContentLength != 0 }
+	return migrationRow.write(a.api, w, r, http.StatusOK, optionalBody{&req, announced}, func(k migrationKey) (meta.Command, error) {
+		return &meta.AbortChannelTask{ChanRef: k.ChanRef, TaskID: k.taskID, Note: req.Note}, nil
+	})
 }
 
 // listMigrations is GET …/migrations: newest task first. The cursor is the
@@ -223,12 +166,9 @@ func (a migrationRoutes) listMigrations(w http.ResponseWriter, r *http.Request) 
 	}
 	q := &meta.ListChannelTasks{HashSlot: slotstore.HashSlotOfString(id), ChanRef: meta.ChanRef{ChannelType: t, ChannelID: id},
 		BeforeID: before, Limit: lq.limit}
-	p, err := read(a.api, w, r, target{id, lq.fence}, lq.c, q)
+	p, err := readPage(a.api, w, r, id, lq, q, noAnswer("ListChannelTasks"))
 	if err != nil {
 		return err
-	}
-	if p == nil {
-		return internalf("ListChannelTasks answered nothing")
 	}
 	a.writeJSON(w, r, http.StatusOK, pageOf(p.Items, p.More, migrationOut,
 		func(last *meta.ChannelTask) string { return seqCursor(tagMigrations, last.TaskID) }))

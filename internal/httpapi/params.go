@@ -27,39 +27,33 @@ const (
 // 1–128 bytes of UTF-8 without control characters, whitespace or '/', and
 // not "." or ".." (a uid is a path segment).
 func uidProblem(uid string) string {
-	if len(uid) == 0 || len(uid) > maxUIDBytes {
-		return fmt.Sprintf("must be 1 to %d bytes", maxUIDBytes)
-	}
-	if !utf8.ValidString(uid) {
-		return "must be valid UTF-8"
-	}
-	if uid == "." || uid == ".." {
-		return `must not be "." or ".."`
-	}
-	for _, c := range uid {
-		if unicode.IsControl(c) || unicode.IsSpace(c) || c == '/' {
-			return "must not contain control characters, whitespace or '/'"
-		}
-	}
-	return ""
+	return segmentProblem(uid, maxUIDBytes, "control characters, whitespace or '/'",
+		func(c rune) bool { return unicode.IsControl(c) || unicode.IsSpace(c) || c == '/' })
 }
 
 // keyProblem says what is wrong with key as a business key (or route key),
 // or "" if nothing: 1–512 bytes of UTF-8 without control characters, and
 // not "." or "..".
 func keyProblem(key string) string {
-	if len(key) == 0 || len(key) > maxKeyBytes {
-		return fmt.Sprintf("must be 1 to %d bytes", maxKeyBytes)
+	return segmentProblem(key, maxKeyBytes, "control characters", unicode.IsControl)
+}
+
+// segmentProblem says what is wrong with s as a name that may stand as a
+// path segment, or "" if nothing: 1 to max bytes of UTF-8, not "." or "..",
+// and no rune that bad refuses (the runes it names).
+func segmentProblem(s string, max int, names string, bad func(rune) bool) string {
+	if len(s) == 0 || len(s) > max {
+		return fmt.Sprintf("must be 1 to %d bytes", max)
 	}
-	if !utf8.ValidString(key) {
+	if !utf8.ValidString(s) {
 		return "must be valid UTF-8"
 	}
-	if key == "." || key == ".." {
+	if s == "." || s == ".." {
 		return `must not be "." or ".."`
 	}
-	for _, c := range key {
-		if unicode.IsControl(c) {
-			return "must not contain control characters"
+	for _, c := range s {
+		if bad(c) {
+			return "must not contain " + names
 		}
 	}
 	return ""

@@ -3,35 +3,19 @@ package httpapi
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 
-	"github.com/go-chi/chi/v5"
-
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/meta"
 )
 
-// pluginRoutes serves a user's plugin bindings and the users bound to a
-// plugin.
+// pluginRoutes serves a user's plugin bindings (/v1/users/{uid}/plugins)
+// and the users bound to a plugin (/v1/plugins). A binding belongs to an
+// existing user (404 otherwise) and is deleted with it.
 type pluginRoutes struct{ *api }
-
-// mountUser registers /v1/users/{uid}/plugins: a user's plugin bindings. A
-// binding belongs to an existing user (404 otherwise) and is deleted with
-// it.
-func (a pluginRoutes) mountUser(r chi.Router) {
-	r.Get("/", a.handle(a.listUserPlugins))
-	r.Put("/{plugin_no}", a.handle(a.putPlugin))
-	r.Delete("/{plugin_no}", a.handle(a.deletePlugin))
-}
-
-// mount registers /v1/plugins: the users bound to a plugin.
-func (a pluginRoutes) mount(r chi.Router) {
-	r.Get("/{plugin_no}/users", a.handle(a.listPluginUsers))
-}
 
 // pluginRequest is the optional body of PUT /v1/users/{uid}/plugins/{plugin_no}.
 type pluginRequest struct {
@@ -109,72 +93,49 @@ func pluginNoProblem(s string) string {
 	return ""
 }
 
+// pluginKey names a plugin binding: its user and plugin.
+type pluginKey struct{ uid, plugin string }
+
+// pluginFromPath parses {uid} and {plugin_no}.
+func pluginFromPath(r *http.Request) (pluginKey, error) {
+	uid, err := userFromPath(r)
+	if err != nil {
+		return pluginKey{}, err
+	}
+	plugin, err := pathParam(r, "plugin_no", pluginNoProblem)
+	return pluginKey{uid, plugin}, err
+}
+
+// pluginRow is a plugin binding: DELETE
+// /v1/users/{uid}/plugins/{plugin_no}: 204, or 404.
+var pluginRow = row[pluginKey, meta.PluginBinding, pluginJSON]{
+	noun: "plugin binding", path: pluginFromPath, key: func(k pluginKey) string { return k.uid },
+	decode: meta.DecodePluginBinding, out: pluginOut,
+	del: func(k pluginKey) meta.Command { return &meta.DeletePlugin{UID: k.uid, PluginNo: k.plugin} },
+}
+
 // putPlugin is PUT /v1/users/{uid}/plugins/{plugin_no} with an optional
 // body {"config": <any JSON>}: bind, or replace the binding's config (200).
 // 404 when the user does not exist; 409 when the user already has
 // meta.MaxPluginsPerUser bindings.
 func (a pluginRoutes) putPlugin(w http.ResponseWriter, r *http.Request) error {
-	uid, err := pathParam(r, "uid", uidProblem)
-	if err != nil {
-		return err
-	}
-	plugin, err := pathParam(r, "plugin_no", pluginNoProblem)
-	if err != nil {
-		return err
-	}
-	idemKey, f, err := writeHeaders(r)
-	if err != nil {
-		return err
-	}
 	var req pluginRequest
-	if hasBody(r) { // the body is optional
-		if err := a.decode(w, r, &req); err != nil {
-			return err
-		}
-	}
-	res, err := a.propose(w, r, target{uid, f}, idemKey, &meta.PutPlugin{UID: uid, PluginNo: plugin, Config: rawJSONIn(req.Config)})
-	if err != nil {
-		return err
-	}
-	b, err := resultEntity(res, "plugin binding", meta.DecodePluginBinding)
-	if err != nil {
-		return err
-	}
-	a.writeJSON(w, r, http.StatusOK, pluginOut(b))
-	return nil
-}
-
-// deletePlugin is DELETE /v1/users/{uid}/plugins/{plugin_no}: 204, or 404.
-func (a pluginRoutes) deletePlugin(w http.ResponseWriter, r *http.Request) error {
-	uid, err := pathParam(r, "uid", uidProblem)
-	if err != nil {
-		return err
-	}
-	plugin, err := pathParam(r, "plugin_no", pluginNoProblem)
-	if err != nil {
-		return err
-	}
-	return a.remove(w, r, uid, &meta.DeletePlugin{UID: uid, PluginNo: plugin})
+	return pluginRow.write(a.api, w, r, http.StatusOK, optionalBody{&req, hasBody}, func(k pluginKey) (meta.Command, error) {
+		return &meta.PutPlugin{UID: k.uid, PluginNo: k.plugin, Config: rawJSONIn(req.Config)}, nil
+	})
 }
 
 // listUserPlugins is GET /v1/users/{uid}/plugins?cursor=&limit=: the user's
 // bindings in plugin order; 404 when the user does not exist.
 func (a pluginRoutes) listUserPlugins(w http.ResponseWriter, r *http.Request) error {
-	uid, err := pathParam(r, "uid", uidProblem)
+	uid, lq, after, err := userKeyedList(r, tagUserPlugins, pluginNoProblem)
 	if err != nil {
 		return err
 	}
-	lq, after, err := keyedListQuery(r, tagUserPlugins, pluginNoProblem)
+	q := &meta.ListUserPlugins{HashSlot: slotstore.HashSlotOfString(uid), UID: uid, AfterPlugin: after, Limit: lq.limit}
+	p, err := readPage(a.api, w, r, uid, lq, q, func() error { return userRow.missing(uid) })
 	if err != nil {
 		return err
-	}
-	p, err := read(a.api, w, r, target{uid, lq.fence}, lq.c,
-		&meta.ListUserPlugins{HashSlot: slotstore.HashSlotOfString(uid), UID: uid, AfterPlugin: after, Limit: lq.limit})
-	if err != nil {
-		return err
-	}
-	if p == nil {
-		return slotstore.Errorf(slotstore.CodeNotFound, "user %q not found", uid)
 	}
 	a.writeJSON(w, r, http.StatusOK, pageOf(p.Bindings, p.More, pluginOut,
 		func(last *meta.PluginBinding) string { return packCursor(tagUserPlugins, []byte(last.PluginNo)) }))
@@ -190,23 +151,8 @@ func (a pluginRoutes) listPluginUsers(w http.ResponseWriter, r *http.Request) er
 	if err != nil {
 		return err
 	}
-	bindings, next, err := walkSlots(a.api, w, r, func(b *meta.PluginBinding) string { return b.UID },
-		func(ctx context.Context, run slotRun) ([]*meta.PluginBinding, bool, error) {
-			p, _, err := meta.Read(ctx, a.be, &meta.ScanPluginUsers{PluginNo: plugin, FromSlot: run.from, ToSlot: run.to,
-				AfterUID: run.afterUID, Limit: run.want}, run.consistency)
-			if err != nil {
-				return nil, false, err
-			}
-			if p == nil {
-				return nil, false, internalf("ScanPluginUsers answered nothing")
-			}
-			return p.Bindings, p.More, nil
-		})
-	if err != nil {
-		return err
-	}
-	page := pageOf(bindings, false, pluginOut, nil)
-	page.NextCursor = next
-	a.writeJSON(w, r, http.StatusOK, page)
-	return nil
+	return walkSlots(a.api, w, r, "ScanPluginUsers", pluginOut, func(b *meta.PluginBinding) string { return b.UID },
+		func(run slotRun) meta.For[*meta.PluginPage] {
+			return &meta.ScanPluginUsers{PluginNo: plugin, FromSlot: run.from, ToSlot: run.to, AfterUID: run.afterUID, Limit: run.want}
+		}, func(p *meta.PluginPage) ([]*meta.PluginBinding, bool) { return p.Bindings, p.More })
 }

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"log/slog"
 	"net/http"
+	"slices"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
@@ -10,6 +11,7 @@ import (
 	"slotmeta/internal/audit"
 	"slotmeta/internal/auth"
 	"slotmeta/internal/slotstore"
+	"slotmeta/internal/slotstore/meta"
 )
 
 // api holds what the handlers share. It is immutable after New.
@@ -61,23 +63,139 @@ func New(cfg Config) (http.Handler, error) {
 		r.Method(http.MethodGet, "/docs", a.jsonErrors(cfg.Docs))
 		r.Method(http.MethodGet, "/docs/*", a.jsonErrors(cfg.Docs))
 	}
-	r.Route("/v1", func(r chi.Router) {
-		r.Route("/users", userRoutes{a}.mount)
-		r.Route("/kv", kvRoutes{a}.mount)
-		r.Route("/users/{uid}/devices", deviceRoutes{a}.mount)
-		r.Route("/users/{uid}/plugins", pluginRoutes{a}.mountUser)
-		r.Route("/system-uids", systemUIDRoutes{a}.mount)
-		r.Route("/plugins", pluginRoutes{a}.mount)
-		r.Route("/channels", channelRoutes{a}.mount)
-		r.Route("/users/{uid}/memberships", membershipRoutes{a}.mount)
-		r.Route("/users/{uid}/cmd-bindings", cmdBindingRoutes{a}.mount)
-		r.Route("/channels/{channel_type}/{channel_id}/runtime", runtimeRoutes{a}.mount)
-		r.Route("/channels/{channel_type}/{channel_id}/migrations", migrationRoutes{a}.mount)
-		r.Route("/channels/{channel_type}/{channel_id}/events", eventRoutes{a}.mount)
-		r.Route("/cluster", clusterRoutes{a}.mount)
-	})
+	r.Route("/v1", a.mountV1)
 	if flat, err = flatRoutes(r); err != nil {
 		return nil, err
 	}
 	return r, nil
+}
+
+// route is one row of the route table: a method and pattern on its family's
+// sub-router, and the handler that serves them.
+type route struct {
+	method, pattern string
+	h               handlerFunc
+}
+
+// family returns the mount function of a sub-router that serves routes.
+func (a *api) family(routes []route) func(chi.Router) {
+	return func(r chi.Router) {
+		for _, rt := range routes {
+			r.Method(rt.method, rt.pattern, a.handle(rt.h))
+		}
+	}
+}
+
+// mountV1 registers /v1: the route table of the whole API, one sub-router
+// per resource family. The handlers live with their resource.
+func (a *api) mountV1(r chi.Router) {
+	const (
+		get, put, post, del = http.MethodGet, http.MethodPut, http.MethodPost, http.MethodDelete
+		chanPath            = "/{channel_type}/{channel_id}"
+	)
+	users, kv, devices, plugins, sys := userRoutes{a}, kvRoutes{a}, deviceRoutes{a}, pluginRoutes{a}, systemUIDRoutes{a}
+	channels, lists, memberships, bindings := channelRoutes{a}, channelListRoutes{a}, membershipRoutes{a}, cmdBindingRoutes{a}
+	runtime, migrations, events := runtimeRoutes{a}, migrationRoutes{a}, eventRoutes{a}
+	cluster, balancer, groups, tasks := clusterRoutes{a}, balancerRoutes{a}, groupRoutes{a}, taskRoutes{a}
+
+	r.Route("/users", a.family([]route{
+		{get, "/", users.listUsers},
+		{post, "/", users.createUser},
+		{get, "/{uid}", userRow.fetch(a)},
+		{put, "/{uid}", users.putUser},
+		{del, "/{uid}", userRow.remove(a)},
+	}))
+	r.Route("/kv", a.family([]route{
+		{get, "/{key}", kvRow.fetch(a)},
+		{put, "/{key}", kv.putKV},
+		{del, "/{key}", kv.deleteKV},
+	}))
+	r.Route("/users/{uid}/devices", a.family([]route{
+		{get, "/", devices.listDevices},
+		{get, "/{device_flag}", deviceRow.fetch(a)},
+		{put, "/{device_flag}", writeWith(a, deviceRow, putDevice)},
+		{del, "/{device_flag}", deviceRow.remove(a)},
+	}))
+	r.Route("/users/{uid}/plugins", a.family([]route{
+		{get, "/", plugins.listUserPlugins},
+		{put, "/{plugin_no}", plugins.putPlugin},
+		{del, "/{plugin_no}", pluginRow.remove(a)},
+	}))
+	r.Route("/system-uids", a.family([]route{
+		{get, "/", sys.listSystemUIDs},
+		{put, "/{uid}", sys.putSystemUID},
+		{del, "/{uid}", systemUIDRow.remove(a)},
+	}))
+	r.Route("/plugins", a.family([]route{
+		{get, "/{plugin_no}/users", plugins.listPluginUsers},
+	}))
+	r.Route("/channels", a.family(slices.Concat([]route{
+		{post, "/", channels.createChannel},
+		{get, chanPath, channelRow.fetch(a)},
+		{put, chanPath, channels.putChannel},
+		{del, chanPath, channelRow.remove(a)},
+	}, lists.routes(meta.ListSubscribers), lists.routes(meta.ListDenylist), lists.routes(meta.ListAllowlist))))
+	r.Route("/users/{uid}/memberships", a.family([]route{
+		{get, "/", memberships.listMemberships},
+		{get, chanPath, membershipRow.fetch(a)},
+		{put, chanPath, writeWith(a, membershipRow, putMembership)},
+		{del, chanPath, membershipRow.remove(a)},
+		{post, chanPath + "/read", writeWith(a, membershipRow, readMembership)},
+		{post, chanPath + "/hide", writeWith(a, membershipRow, hideMembership)},
+		{post, chanPath + "/activate", memberships.activateMembership},
+	}))
+	r.Route("/users/{uid}/cmd-bindings", a.family([]route{
+		{get, "/", bindings.listCmdBindings},
+		{get, chanPath, cmdBindingRow.fetch(a)},
+		{put, chanPath, writeWith(a, cmdBindingRow, putCmdBinding)},
+		{del, chanPath, cmdBindingRow.remove(a)},
+		{post, chanPath + "/ack", writeWith(a, cmdBindingRow, ackCmdBinding)},
+	}))
+	r.Route("/channels/{channel_type}/{channel_id}/runtime", a.family([]route{
+		{get, "/", runtimeRow.fetch(a)},
+		{post, "/", runtime.createRuntime},
+		{put, "/", runtime.putRuntime},
+		{del, "/", runtimeRow.remove(a)},
+		{post, "/retention", writeWith(a, runtimeRow, advanceRetention)},
+	}))
+	r.Route("/channels/{channel_type}/{channel_id}/migrations", a.family([]route{
+		{get, "/", migrations.listMigrations},
+		{post, "/", migrations.createMigration},
+		{get, "/{task_id}", migrationRow.fetch(a)},
+		{post, "/{task_id}/advance", migrations.advanceMigration},
+		{post, "/{task_id}/abort", migrations.abortMigration},
+	}))
+	r.Route("/channels/{channel_type}/{channel_id}/events", a.family([]route{
+		{get, "/", events.listEvents},
+		{post, "/", events.appendEvent},
+	}))
+	r.Route("/cluster", a.family([]route{
+		{get, "/", cluster.getCluster},
+		{get, "/nodes", cluster.listNodes},
+		{post, "/nodes", cluster.registerNode},
+		{del, "/nodes/{id}", balancer.removeNode},
+		{post, "/nodes/{id}/drain", balancer.drainNode},
+		{get, "/balancer", balancer.getBalancer},
+		{put, "/balancer", balancer.putBalancer},
+		{get, "/balancer/plan", balancer.getBalancerPlan},
+		{get, "/routes", cluster.getRoutes},
+		{get, "/groups", groups.listGroups},
+		{post, "/groups", tasks.createGroup},
+		{get, "/groups/{id}", groups.getGroup},
+		{del, "/groups/{id}", tasks.retireGroup},
+		{post, "/groups/{id}/split", startOnGroup(tasks, tasks.splitGroup)},
+		{post, "/groups/{id}/merge", startOnGroup(tasks, tasks.mergeGroup)},
+		{post, "/groups/{id}/leader-transfer", changeGroup(a, groups.transferLeader)},
+		{get, "/groups/{id}/leader-transfer/preflight", groups.preflightTransfer},
+		{put, "/groups/{id}/preferred-leader", changeGroup(a, groups.setPreferredLeader)},
+		{get, "/decisions", groups.listDecisions},
+		{get, "/audit", cluster.listAudit},
+		{get, "/security", cluster.getSecurity},
+		{post, "/groups/{id}/replica-moves", startOnGroup(tasks, tasks.createReplicaMove)},
+		{get, "/tasks", tasks.listTasks},
+		{get, "/tasks/{id}", tasks.getTask},
+		{post, "/tasks/{id}/cancel", tasks.cancelTask},
+		{post, "/hash-slots/{slot}/migrations", tasks.createSlotMigration},
+		{post, "/routes/resolve", cluster.resolveRoutes},
+	}))
 }

@@ -3,22 +3,12 @@ package httpapi
 import (
 	"net/http"
 
-	"github.com/go-chi/chi/v5"
-
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/meta"
 )
 
 // runtimeRoutes serves /v1/channels/{channel_type}/{channel_id}/runtime.
 type runtimeRoutes struct{ *api }
-
-func (a runtimeRoutes) mount(r chi.Router) {
-	r.Get("/", a.handle(a.getRuntime))
-	r.Post("/", a.handle(a.createRuntime))
-	r.Put("/", a.handle(a.putRuntime))
-	r.Delete("/", a.handle(a.deleteRuntime))
-	r.Post("/retention", a.handle(a.advanceRetention))
-}
 
 // runtimeRequest is the body of POST and PUT …/runtime. Cross-field rules
 // (leader ∈ replicas, isr ⊆ replicas and holds the leader, min_isr ≤
@@ -122,43 +112,32 @@ func nonNil(vs []uint64) []uint64 {
 	return vs
 }
 
-// writeRuntimeResult answers the runtime meta a command wrote or found.
-func (a runtimeRoutes) writeRuntimeResult(w http.ResponseWriter, r *http.Request, status int, res meta.Result) error {
-	if len(res.Value) == 0 {
-		return internalf("the write succeeded but its result carries no runtime meta")
-	}
-	rt, err := meta.DecodeChannelRuntime(res.Value)
-	if err != nil {
-		return slotstore.Wrap(slotstore.CodeInternal, err, "decoding the written runtime meta")
-	}
-	if status == http.StatusCreated {
-		w.Header().Set("Location", channelPath(rt.ChannelType, rt.ChannelID, "/runtime"))
-	}
-	a.writeJSON(w, r, status, runtimeOut(rt))
-	return nil
+// runtimeRow is a channel's runtime meta,
+// /v1/channels/{channel_type}/{channel_id}/runtime: GET answers it; DELETE:
+// 204, or 404.
+var runtimeRow = row[meta.ChanRef, meta.ChannelRuntime, runtimeJSON]{
+	noun: "runtime meta", path: chanRefFromPath, key: channelKey, decode: meta.DecodeChannelRuntime, out: runtimeOut,
+	get: func(c meta.ChanRef) meta.For[*meta.ChannelRuntime] {
+		return &meta.GetRuntime{HashSlot: slotstore.HashSlotOfString(c.ChannelID), ChanRef: c}
+	},
+	missing: func(c meta.ChanRef) error {
+		return notFound("channel %d/%q has no runtime meta", c.ChannelType, c.ChannelID)
+	},
+	del:      func(c meta.ChanRef) meta.Command { return &meta.DeleteRuntime{ChanRef: c} },
+	location: func(rt *meta.ChannelRuntime) string { return channelPath(rt.ChannelType, rt.ChannelID, "/runtime") },
 }
 
 // runtimeWrite decodes a runtime request for the path's channel and proposes
 // the command build makes of it.
 func (a runtimeRoutes) runtimeWrite(w http.ResponseWriter, r *http.Request, status int, build func(meta.ChannelRuntime) meta.Command) error {
-	t, id, err := channelFromPath(r)
-	if err != nil {
-		return err
-	}
 	var req runtimeRequest
-	idemKey, f, err := a.writeBody(w, r, &req)
-	if err != nil {
-		return err
-	}
-	rt, err := req.runtime(t, id)
-	if err != nil {
-		return err
-	}
-	res, err := a.propose(w, r, target{id, f}, idemKey, build(rt))
-	if err != nil {
-		return err
-	}
-	return a.writeRuntimeResult(w, r, status, res)
+	return runtimeRow.write(a.api, w, r, status, &req, func(c meta.ChanRef) (meta.Command, error) {
+		rt, err := req.runtime(c.ChannelType, c.ChannelID)
+		if err != nil {
+			return nil, err
+		}
+		return build(rt), nil
+	})
 }
 
 // createRuntime is POST …/runtime: 201, or 409 conflict if it exists.
@@ -181,53 +160,7 @@ func (a runtimeRoutes) putRuntime(w http.ResponseWriter, r *http.Request) error 
 // advanceRetention is POST …/runtime/retention: 200; 409 conflict when the
 // stored channel epoch or leader is not the expected one; a through_seq at
 // or below the stored boundary answers 200 with the row unchanged.
-func (a runtimeRoutes) advanceRetention(w http.ResponseWriter, r *http.Request) error {
-	t, id, err := channelFromPath(r)
-	if err != nil {
-		return err
-	}
-	var req retentionRequest
-	idemKey, f, err := a.writeBody(w, r, &req)
-	if err != nil {
-		return err
-	}
-	cmd := &meta.AdvanceRetention{ChanRef: meta.ChanRef{ChannelType: t, ChannelID: id},
+func advanceRetention(c meta.ChanRef, req *retentionRequest) meta.Command {
+	return &meta.AdvanceRetention{ChanRef: c,
 		ExpectedChannelEpoch: *req.ExpectedChannelEpoch, ExpectedLeader: req.ExpectedLeader, ThroughSeq: *req.ThroughSeq}
-	res, err := a.propose(w, r, target{id, f}, idemKey, cmd)
-	if err != nil {
-		return err
-	}
-	return a.writeRuntimeResult(w, r, http.StatusOK, res)
-}
-
-// deleteRuntime is DELETE …/runtime: 204, or 404.
-func (a runtimeRoutes) deleteRuntime(w http.ResponseWriter, r *http.Request) error {
-	t, id, err := channelFromPath(r)
-	if err != nil {
-		return err
-	}
-	cmd := &meta.DeleteRuntime{ChanRef: meta.ChanRef{ChannelType: t, ChannelID: id}}
-	return a.remove(w, r, id, cmd)
-}
-
-// getRuntime is GET …/runtime.
-func (a runtimeRoutes) getRuntime(w http.ResponseWriter, r *http.Request) error {
-	t, id, err := channelFromPath(r)
-	if err != nil {
-		return err
-	}
-	c, f, err := readParams(r)
-	if err != nil {
-		return err
-	}
-	q := &meta.GetRuntime{HashSlot: slotstore.HashSlotOfString(id), ChanRef: meta.ChanRef{ChannelType: t, ChannelID: id}}
-	rt, err := read(a.api, w, r, target{id, f}, c, q)
-	if err != nil {
-		return err
-	}
-	if rt == nil {
-		return slotstore.Errorf(slotstore.CodeNotFound, "channel %d/%q has no runtime meta", t, id)
-	}
-	a.writeJSON(w, r, http.StatusOK, runtimeOut(rt))
-	return nil
 }

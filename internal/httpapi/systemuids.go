@@ -3,8 +3,6 @@ package httpapi
 import (
 	"net/http"
 
-	"github.com/go-chi/chi/v5"
-
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/meta"
 )
@@ -13,12 +11,6 @@ import (
 // reserved route key (meta.SystemUIDsRouteKey): its route headers are that
 // key's.
 type systemUIDRoutes struct{ *api }
-
-func (a systemUIDRoutes) mount(r chi.Router) {
-	r.Get("/", a.handle(a.listSystemUIDs))
-	r.Put("/{uid}", a.handle(a.putSystemUID))
-	r.Delete("/{uid}", a.handle(a.deleteSystemUID))
-}
 
 // systemUIDJSON is a system UID as the API shows it.
 type systemUIDJSON struct {
@@ -31,36 +23,20 @@ func systemUIDOut(s *meta.SystemUID) systemUIDJSON {
 	return systemUIDJSON{UID: s.UID, CreatedAtMs: s.CreatedAtMs, Revision: s.Revision}
 }
 
+// systemUIDRow is a member of the set: DELETE /v1/system-uids/{uid}: 204,
+// or 404.
+var systemUIDRow = row[string, meta.SystemUID, systemUIDJSON]{
+	noun: "system uid", path: userFromPath, key: func(string) string { return meta.SystemUIDsRouteKey },
+	decode: meta.DecodeSystemUID, out: systemUIDOut,
+	del: func(uid string) meta.Command { return &meta.RemoveSystemUID{UID: uid} },
+}
+
 // putSystemUID is PUT /v1/system-uids/{uid}: add to the set (200). Adding a
 // member again changes nothing and answers it as it is.
 func (a systemUIDRoutes) putSystemUID(w http.ResponseWriter, r *http.Request) error {
-	uid, err := pathParam(r, "uid", uidProblem)
-	if err != nil {
-		return err
-	}
-	idemKey, f, err := writeHeaders(r)
-	if err != nil {
-		return err
-	}
-	res, err := a.propose(w, r, target{meta.SystemUIDsRouteKey, f}, idemKey, &meta.AddSystemUID{UID: uid})
-	if err != nil {
-		return err
-	}
-	s, err := resultEntity(res, "system uid", meta.DecodeSystemUID)
-	if err != nil {
-		return err
-	}
-	a.writeJSON(w, r, http.StatusOK, systemUIDOut(s))
-	return nil
-}
-
-// deleteSystemUID is DELETE /v1/system-uids/{uid}: 204, or 404.
-func (a systemUIDRoutes) deleteSystemUID(w http.ResponseWriter, r *http.Request) error {
-	uid, err := pathParam(r, "uid", uidProblem)
-	if err != nil {
-		return err
-	}
-	return a.remove(w, r, meta.SystemUIDsRouteKey, &meta.RemoveSystemUID{UID: uid})
+	return systemUIDRow.write(a.api, w, r, http.StatusOK, nil, func(uid string) (meta.Command, error) {
+		return &meta.AddSystemUID{UID: uid}, nil
+	})
 }
 
 // listSystemUIDs is GET /v1/system-uids?cursor=&limit=: the set in uid order.
@@ -69,13 +45,10 @@ func (a systemUIDRoutes) listSystemUIDs(w http.ResponseWriter, r *http.Request) 
 	if err != nil {
 		return err
 	}
-	hs := slotstore.HashSlotOfString(meta.SystemUIDsRouteKey)
-	p, err := read(a.api, w, r, target{meta.SystemUIDsRouteKey, lq.fence}, lq.c, &meta.ScanSystemUIDs{HashSlot: hs, AfterUID: after, Limit: lq.limit})
+	q := &meta.ScanSystemUIDs{HashSlot: slotstore.HashSlotOfString(meta.SystemUIDsRouteKey), AfterUID: after, Limit: lq.limit}
+	p, err := readPage(a.api, w, r, meta.SystemUIDsRouteKey, lq, q, noAnswer("ScanSystemUIDs"))
 	if err != nil {
 		return err
-	}
-	if p == nil {
-		return internalf("ScanSystemUIDs answered nothing")
 	}
 	a.writeJSON(w, r, http.StatusOK, pageOf(p.UIDs, p.More, systemUIDOut,
 		func(last *meta.SystemUID) string { return packCursor(tagSystemUIDs, []byte(last.UID)) }))

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 
@@ -11,7 +12,7 @@ import (
 
 // taskRoutes serves the controller's tasks under /v1/cluster: starting
 // replica moves, group creation, splits, merges, retirements and hash-slot
-// migrations, and following or cancelling them (clusterRoutes mounts them).
+// migrations, and following or cancelling them.
 type taskRoutes struct{ *api }
 
 type replicaMoveRequest struct {
@@ -22,16 +23,16 @@ type replicaMoveRequest struct {
 // createReplicaMove is POST /v1/cluster/groups/{id}/replica-moves: it starts
 // the task and answers 202 with it; the task then runs on the controller
 // leader (GET /v1/cluster/tasks/{id} follows it).
-func (a taskRoutes) createReplicaMove(w http.ResponseWriter, r *http.Request) error {
-	g, err := groupParam(r)
-	if err != nil {
-		return err
+func (a taskRoutes) createReplicaMove(ctx context.Context, g slotstore.GroupID, req *replicaMoveRequest) (slotstore.Task, error) {
+	return a.op.CreateReplicaMove(ctx, g, slotstore.NodeID(req.FromNode), slotstore.NodeID(req.ToNode))
+}
+
+// startOnGroup serves a POST that starts a task on group {id} as its body
+// B asks: start asks the controller; the answer is taskStarted's.
+func startOnGroup[B any](a taskRoutes, start func(ctx context.Context, g slotstore.GroupID, req *B) (slotstore.Task, error)) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		return a.taskStarted(w, r)(onGroup(a.api, w, r, start))
 	}
-	var req replicaMoveRequest
-	if err := a.decode(w, r, &req); err != nil {
-		return err
-	}
-	return a.taskStarted(w, r)(a.op.CreateReplicaMove(r.Context(), g, slotstore.NodeID(req.FromNode), slotstore.NodeID(req.ToNode)))
 }
 
 type createGroupRequest struct {
@@ -45,11 +46,7 @@ func (a taskRoutes) createGroup(w http.ResponseWriter, r *http.Request) error {
 	if err := a.decode(w, r, &req); err != nil {
 		return err
 	}
-	peers := make([]slotstore.NodeID, len(req.Peers))
-	for i, p := range req.Peers {
-		peers[i] = slotstore.NodeID(p)
-	}
-	return a.taskStarted(w, r)(a.op.CreateGroup(r.Context(), peers))
+	return a.taskStarted(w, r)(a.op.CreateGroup(r.Context(), nodeIDs(req.Peers)))
 }
 
 // taskStarted answers a request that started task t: 202 with the task and
@@ -71,24 +68,21 @@ type splitRequest struct {
 }
 
 // splitGroup is POST /v1/cluster/groups/{id}/split: the group_split task.
-func (a taskRoutes) splitGroup(w http.ResponseWriter, r *http.Request) error {
-	g, err := groupParam(r)
-	if err != nil {
-		return err
-	}
-	var req splitRequest
-	if err := a.decode(w, r, &req); err != nil {
-		return err
-	}
+func (a taskRoutes) splitGroup(ctx context.Context, g slotstore.GroupID, req *splitRequest) (slotstore.Task, error) {
 	slots := make([]slotstore.HashSlot, len(req.HashSlots))
 	for i, hs := range req.HashSlots {
 		slots[i] = slotstore.HashSlot(hs)
 	}
-	peers := make([]slotstore.NodeID, len(req.Peers))
-	for i, p := range req.Peers {
-		peers[i] = slotstore.NodeID(p)
+	return a.op.CreateSplit(ctx, g, slots, nodeIDs(req.Peers))
+}
+
+// nodeIDs is the node ids of a request.
+func nodeIDs(ids []uint64) []slotstore.NodeID {
+	out := make([]slotstore.NodeID, len(ids))
+	for i, id := range ids {
+		out[i] = slotstore.NodeID(id)
 	}
-	return a.taskStarted(w, r)(a.op.CreateSplit(r.Context(), g, slots, peers))
+	return out
 }
 
 type mergeRequest struct {
@@ -96,16 +90,8 @@ type mergeRequest struct {
 }
 
 // mergeGroup is POST /v1/cluster/groups/{id}/merge: the group_merge task.
-func (a taskRoutes) mergeGroup(w http.ResponseWriter, r *http.Request) error {
-	g, err := groupParam(r)
-	if err != nil {
-		return err
-	}
-	var req mergeRequest
-	if err := a.decode(w, r, &req); err != nil {
-		return err
-	}
-	return a.taskStarted(w, r)(a.op.CreateMerge(r.Context(), g, slotstore.GroupID(req.Into)))
+func (a taskRoutes) mergeGroup(ctx context.Context, g slotstore.GroupID, req *mergeRequest) (slotstore.Task, error) {
+	return a.op.CreateMerge(ctx, g, slotstore.GroupID(req.Into))
 }
 
 // retireGroup is DELETE /v1/cluster/groups/{id}.
@@ -114,25 +100,12 @@ func (a taskRoutes) retireGroup(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := a.op.RetireGroup(r.Context(), g); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
-}
-
-type tasksJSON struct {
-	Items      []slotstore.Task `json:"items"`
-	NextCursor string           `json:"next_cursor"`
+	return done(w, a.op.RetireGroup(r.Context(), g))
 }
 
 // listTasks is GET /v1/cluster/tasks (a bounded list, newest first, whole).
 func (a taskRoutes) listTasks(w http.ResponseWriter, r *http.Request) error {
-	ts := a.op.Tasks()
-	if ts == nil {
-		ts = []slotstore.Task{}
-	}
-	a.writeJSON(w, r, http.StatusOK, tasksJSON{Items: ts})
+	a.writeJSON(w, r, http.StatusOK, whole(a.op.Tasks()))
 	return nil
 }
 
@@ -144,17 +117,13 @@ func taskParam(r *http.Request) (uint64, error) {
 	return id, nil
 }
 
+// getTask is GET /v1/cluster/tasks/{id}.
 func (a taskRoutes) getTask(w http.ResponseWriter, r *http.Request) error {
 	id, err := taskParam(r)
 	if err != nil {
 		return err
 	}
-	t, err := a.op.Task(id)
-	if err != nil {
-		return err
-	}
-	a.writeJSON(w, r, http.StatusOK, t)
-	return nil
+	return a.reply(w, r, http.StatusOK)(a.op.Task(id))
 }
 
 // cancelTask is POST /v1/cluster/tasks/{id}/cancel.
@@ -163,12 +132,7 @@ func (a taskRoutes) cancelTask(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	t, err := a.op.CancelTask(r.Context(), id)
-	if err != nil {
-		return err
-	}
-	a.writeJSON(w, r, http.StatusOK, t)
-	return nil
+	return a.reply(w, r, http.StatusOK)(a.op.CancelTask(r.Context(), id))
 }
 
 type slotMigrationRequest struct {

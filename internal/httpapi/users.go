@@ -5,22 +5,12 @@ import (
 	"net/http"
 	"net/url"
 
-	"github.com/go-chi/chi/v5"
-
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/meta"
 )
 
 // userRoutes serves /v1/users.
 type userRoutes struct{ *api }
-
-func (a userRoutes) mount(r chi.Router) {
-	r.Get("/", a.handle(a.listUsers))
-	r.Post("/", a.handle(a.createUser))
-	r.Get("/{uid}", a.handle(a.getUser))
-	r.Put("/{uid}", a.handle(a.putUser))
-	r.Delete("/{uid}", a.handle(a.deleteUser))
-}
 
 // userRequest is the body of POST /v1/users and PUT /v1/users/{uid}. Extra
 // is any JSON value, kept verbatim.
@@ -47,55 +37,38 @@ type userJSON struct {
 }
 
 func userOut(u *meta.User) userJSON {
-	extra := json.RawMessage(u.Extra)
-	switch {
-	case len(extra) == 0:
-		extra = json.RawMessage("null")
-	case !json.Valid(extra): // not written through this API: show it as a string
-		extra, _ = json.Marshal(u.Extra)
-	}
 	return userJSON{
-		UID: u.UID, Name: u.Name, Avatar: u.Avatar, Extra: extra,
+		UID: u.UID, Name: u.Name, Avatar: u.Avatar, Extra: rawJSONOut(u.Extra),
 		CreatedAtMs: u.CreatedAtMs, UpdatedAtMs: u.UpdatedAtMs, Revision: u.Revision,
 	}
 }
 
-// resultUser decodes the user a successful command wrote.
-func resultUser(res meta.Result) (*meta.User, error) {
-	if len(res.Value) == 0 {
-		return nil, internalf("the write succeeded but its result carries no user")
-	}
-	u, err := meta.DecodeUser(res.Value)
-	if err != nil {
-		return nil, slotstore.Wrap(slotstore.CodeInternal, err, "decoding the written user")
-	}
-	return u, nil
+// userFromPath returns {uid}.
+func userFromPath(r *http.Request) (string, error) { return pathParam(r, "uid", uidProblem) }
+
+// userRow is a user: GET /v1/users/{uid}; DELETE: 204, or 404.
+var userRow = row[string, meta.User, userJSON]{
+	noun: "user", path: userFromPath, key: sameKey, decode: meta.DecodeUser, out: userOut,
+	get: func(uid string) meta.For[*meta.User] {
+		return &meta.GetUser{HashSlot: slotstore.HashSlotOfString(uid), UID: uid}
+	},
+	missing:  func(uid string) error { return notFound("user %q not found", uid) },
+	del:      func(uid string) meta.Command { return &meta.DeleteUser{UID: uid} },
+	location: func(u *meta.User) string { return "/v1/users/" + url.PathEscape(u.UID) },
 }
 
 // createUser is POST /v1/users: 201, or 409 conflict if the uid exists.
 func (a userRoutes) createUser(w http.ResponseWriter, r *http.Request) error {
 	var req userRequest
-	idemKey, f, err := a.writeBody(w, r, &req)
-	if err != nil {
-		return err
-	}
-	res, err := a.propose(w, r, target{req.UID, f}, idemKey, &meta.CreateUser{User: req.user()})
-	if err != nil {
-		return err
-	}
-	u, err := resultUser(res)
-	if err != nil {
-		return err
-	}
-	w.Header().Set("Location", "/v1/users/"+url.PathEscape(u.UID))
-	a.writeJSON(w, r, http.StatusCreated, userOut(u))
-	return nil
+	return userRow.create(a.api, w, r, &req, func() (string, meta.Command, error) {
+		return req.UID, &meta.CreateUser{User: req.user()}, nil
+	})
 }
 
 // putUser is PUT /v1/users/{uid}: create or replace. A uid in the body must
 // equal the path's.
 func (a userRoutes) putUser(w http.ResponseWriter, r *http.Request) error {
-	uid, err := pathParam(r, "uid", uidProblem)
+	uid, err := userFromPath(r)
 	if err != nil {
 		return err
 	}
@@ -103,8 +76,7 @@ func (a userRoutes) putUser(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var req userRequest
-	req.UID = uid
+	req := userRequest{UID: uid} // a body may leave the uid out
 	if err := a.decode(w, r, &req); err != nil {
 		return err
 	}
@@ -115,40 +87,5 @@ func (a userRoutes) putUser(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	u, err := resultUser(res)
-	if err != nil {
-		return err
-	}
-	a.writeJSON(w, r, http.StatusOK, userOut(u))
-	return nil
-}
-
-// getUser is GET /v1/users/{uid}.
-func (a userRoutes) getUser(w http.ResponseWriter, r *http.Request) error {
-	uid, err := pathParam(r, "uid", uidProblem)
-	if err != nil {
-		return err
-	}
-	c, f, err := readParams(r)
-	if err != nil {
-		return err
-	}
-	u, err := read(a.api, w, r, target{uid, f}, c, &meta.GetUser{HashSlot: slotstore.HashSlotOfString(uid), UID: uid})
-	if err != nil {
-		return err
-	}
-	if u == nil {
-		return slotstore.Errorf(slotstore.CodeNotFound, "user %q not found", uid)
-	}
-	a.writeJSON(w, r, http.StatusOK, userOut(u))
-	return nil
-}
-
-// deleteUser is DELETE /v1/users/{uid}: 204, or 404.
-func (a userRoutes) deleteUser(w http.ResponseWriter, r *http.Request) error {
-	uid, err := pathParam(r, "uid", uidProblem)
-	if err != nil {
-		return err
-	}
-	return a.remove(w, r, uid, &meta.DeleteUser{UID: uid})
+	return userRow.answer(a.api, w, r, http.StatusOK, res)
 }
