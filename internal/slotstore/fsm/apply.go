@@ -2,7 +2,6 @@ package fsm
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -10,6 +9,7 @@ import (
 
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/meta"
+	"slotmeta/internal/slotstore/store"
 )
 
 // applier applies the commands of one Update into one batch. It carries the
@@ -132,16 +132,11 @@ func (a *applier) nextRevision() uint64 {
 
 // get reads a key through the batch (seeing this Update's earlier writes).
 func (a *applier) get(key []byte) ([]byte, bool) {
-	v, closer, err := a.b.Get(key)
-	if errors.Is(err, pebble.ErrNotFound) {
-		return nil, false
-	}
+	v, found, err := store.Get(a.b, key)
 	if err != nil {
 		a.fail(err)
-		return nil, false
 	}
-	defer closer.Close()
-	return append([]byte(nil), v...), true
+	return v, found
 }
 
 func (a *applier) set(key, value []byte) {

@@ -25,7 +25,7 @@ func (a membershipApplier) projectMembership(c *meta.ProjectMembership) meta.Res
 		return invalidResult("%s", p)
 	}
 	key := a.membershipKey(c.HashSlot, &c.UserChannel)
-	old, _, found := a.readMembership(key)
+	old, found := readRow(a.applier, key, meta.DecodeMembership)
 	if found && old.ProjectedVersion >= c.Version {
 		return meta.Result{Revision: old.Revision, Message: "already projected"}
 	}
