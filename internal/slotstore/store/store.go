@@ -11,6 +11,7 @@
 package store
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -45,12 +46,8 @@ type Options struct {
 
 // EnsureDefaults fills in zero fields.
 func (o *Options) EnsureDefaults() {
-	if o.CacheSize == 0 {
-		o.CacheSize = 32 << 20
-	}
-	if o.MemTableSize == 0 {
-		o.MemTableSize = 16 << 20
-	}
+	o.CacheSize = cmp.Or(o.CacheSize, 32<<20)
+	o.MemTableSize = cmp.Or(o.MemTableSize, 16<<20)
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
