@@ -135,36 +135,27 @@ func (c *Client) Forward(ctx context.Context, addr string, cmd []byte, moved <-c
 // send sends batches until the queue is empty.
 func (f *forwarder) send() {
 	for {
-		f.mu.Lock()
-		var batch []*fwdReq
 		bytes := 0
-		rest := f.queue[:0]
-		for i, r := range f.queue {
+		batch, ok := f.nextBatch(func(r *fwdReq, batch []*fwdReq) pick {
 			if r.ctx.Err() != nil || r.state.Load() != reqQueued {
 				if r.state.CompareAndSwap(reqQueued, reqAbandoned) {
 					r.done <- fwdOutcome{err: &slotstore.Error{Code: slotstore.CodeTimeout, Err: r.ctx.Err(),
 						Message: "deadline passed before the write was forwarded; not sent"}}
 				}
-				continue
+				return pickDrop
 			}
 			if len(batch) == forwardBatchMax || (len(batch) > 0 && bytes+len(r.cmd) > forwardBatchBytes) {
-				rest = append(rest, f.queue[i:]...)
-				break
+				return pickStop
 			}
 			if !r.state.CompareAndSwap(reqQueued, reqTaken) {
-				continue // its caller gave up this moment
+				return pickDrop // its caller gave up this moment
 			}
-			batch = append(batch, r)
 			bytes += len(r.cmd)
-		}
-		clear(f.queue[len(rest):])
-		f.queue = rest
-		if len(batch) == 0 {
-			f.running--
-			f.mu.Unlock()
+			return pickTake
+		})
+		if !ok {
 			return
 		}
-		f.mu.Unlock()
 		if len(batch) == 1 {
 			r := batch[0]
 			f.c.singles.Add(1)

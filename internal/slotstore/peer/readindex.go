@@ -86,28 +86,19 @@ func (c *Client) ReadIndex(ctx context.Context, addr string, g slotstore.GroupID
 // send sends requests until the queue is empty.
 func (b *riBatcher) send() {
 	for {
-		b.mu.Lock()
-		var batch []*riReq
-		rest := b.queue[:0]
-		for i, r := range b.queue {
+		batch, ok := b.nextBatch(func(r *riReq, batch []*riReq) pick {
 			if r.ctx.Err() != nil {
 				r.done <- riOutcome{err: r.ctx.Err()}
-				continue
+				return pickDrop
 			}
 			if len(batch) == readIndexBatchMax {
-				rest = append(rest, b.queue[i:]...)
-				break
+				return pickStop
 			}
-			batch = append(batch, r)
-		}
-		clear(b.queue[len(rest):])
-		b.queue = rest
-		if len(batch) == 0 {
-			b.running--
-			b.mu.Unlock()
+			return pickTake
+		})
+		if !ok {
 			return
 		}
-		b.mu.Unlock()
 		b.ask(batch)
 	}
 }

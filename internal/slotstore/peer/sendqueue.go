@@ -32,6 +32,42 @@ func (q *sendQueue[R]) pushLocked(r R, limit, inFlight int, send func()) bool {
 	return true
 }
 
+// A sender's verdict on a queued request, in nextBatch.
+type pick int
+
+const (
+	pickTake pick = iota // the request joins the batch
+	pickDrop             // the request leaves the queue, not in the batch (its caller is answered, or gave up)
+	pickStop             // the batch is full: this request and the ones after it stay queued
+)
+
+// nextBatch takes the next batch off the queue: choose, called under q.mu
+// for each queued request in order with the batch so far, decides. An
+// empty batch stops the sender: it is no longer counted as running, and
+// ok is false.
+func (q *sendQueue[R]) nextBatch(choose func(r R, batch []R) pick) (batch []R, ok bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	rest := q.queue[:0]
+	for i, r := range q.queue {
+		p := choose(r, batch)
+		if p == pickStop {
+			rest = append(rest, q.queue[i:]...)
+			break
+		}
+		if p == pickTake {
+			batch = append(batch, r)
+		}
+	}
+	clear(q.queue[len(rest):])
+	q.queue = rest
+	if len(batch) == 0 {
+		q.running--
+		return nil, false
+	}
+	return batch, true
+}
+
 // queueFor returns the batcher of addr in m (guarded by mu), made by mk the
 // first time.
 func queueFor[B any](mu *sync.Mutex, m map[string]*B, addr string, mk func() *B) *B {
