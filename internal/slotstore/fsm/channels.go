@@ -8,24 +8,6 @@ import (
 	"slotmeta/internal/slotstore/store"
 )
 
-func init() {
-	registerApplyMethod(meta.OpCreateChannel, channelApplier.createChannel)
-	registerApplyMethod(meta.OpPutChannel, channelApplier.putChannel)
-	registerApplyMethod(meta.OpDeleteChannel, channelApplier.deleteChannel)
-	registerApplier(meta.OpAddChannelMembers, func(a *applier, c meta.Command) meta.Result {
-		cmd := c.(*meta.AddChannelMembers)
-		return channelApplier{a}.changeMembers(&cmd.Header, &cmd.ChannelMembers, true)
-	})
-	registerApplier(meta.OpRemoveChannelMembers, func(a *applier, c meta.Command) meta.Result {
-		cmd := c.(*meta.RemoveChannelMembers)
-		return channelApplier{a}.changeMembers(&cmd.Header, &cmd.ChannelMembers, false)
-	})
-	registerApplyMethod(meta.OpDeleteChannelMember, channelApplier.deleteChannelMember)
-	registerLookup(meta.QueryGetChannel, reader.getChannel)
-	registerLookup(meta.QueryScanChannelList, reader.scanChannelList)
-	registerLookup(meta.QueryGetChannelMember, reader.getChannelMember)
-}
-
 // channelApplier applies the channel commands: the channel rows and their lists.
 type channelApplier struct{ *applier }
 
@@ -122,6 +104,14 @@ func (a channelApplier) deleteChannel(c *meta.DeleteChannel) meta.Result {
 		a.delPrefixIfAny(meta.ChannelListPrefix(a.sm.cfg.Group, c.HashSlot, l.Table(), c.ChannelType, c.ChannelID))
 	}
 	return meta.Result{Revision: rev}
+}
+
+func (a channelApplier) addChannelMembers(c *meta.AddChannelMembers) meta.Result {
+	return a.changeMembers(&c.Header, &c.ChannelMembers, true)
+}
+
+func (a channelApplier) removeChannelMembers(c *meta.RemoveChannelMembers) meta.Result {
+	return a.changeMembers(&c.Header, &c.ChannelMembers, false)
 }
 
 // changeMembers adds (add) or removes uids of one list of a channel and

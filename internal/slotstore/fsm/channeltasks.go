@@ -5,14 +5,6 @@ import (
 	"slotmeta/internal/slotstore/meta"
 )
 
-func init() {
-	registerApplyMethod(meta.OpCreateChannelTask, channelTaskApplier.createChannelTask)
-	registerApplyMethod(meta.OpAdvanceChannelTask, channelTaskApplier.advanceChannelTask)
-	registerApplyMethod(meta.OpAbortChannelTask, channelTaskApplier.abortChannelTask)
-	registerLookup(meta.QueryGetChannelTask, reader.getChannelTask)
-	registerLookup(meta.QueryListChannelTasks, reader.listChannelTasks)
-}
-
 // channelTaskApplier applies the channel migration task commands.
 type channelTaskApplier struct{ *applier }
 

@@ -5,14 +5,6 @@ import (
 	"slotmeta/internal/slotstore/meta"
 )
 
-func init() {
-	registerApplyMethod(meta.OpPutCmdBinding, cmdBindingApplier.putCmdBinding)
-	registerApplyMethod(meta.OpDeleteCmdBinding, cmdBindingApplier.deleteCmdBinding)
-	registerApplyMethod(meta.OpAckCmdBinding, cmdBindingApplier.ackCmdBinding)
-	registerLookup(meta.QueryGetCmdBinding, reader.getCmdBinding)
-	registerLookup(meta.QueryListCmdBindings, reader.listCmdBindings)
-}
-
 // cmdBindingApplier applies the CMD binding commands.
 type cmdBindingApplier struct{ *applier }
 

@@ -7,13 +7,6 @@ import (
 	"slotmeta/internal/slotstore/meta"
 )
 
-func init() {
-	registerApplyMethod(meta.OpPutDevice, deviceApplier.putDevice)
-	registerApplyMethod(meta.OpDeleteDevice, deviceApplier.deleteDevice)
-	registerLookup(meta.QueryGetDevice, reader.getDevice)
-	registerLookup(meta.QueryListDevices, reader.listDevices)
-}
-
 // userExists reports whether uid is a user (through the batch).
 func (a *applier) userExists(hs slotstore.HashSlot, uid string) bool {
 	_, found := a.get(meta.UserKey(a.sm.cfg.Group, hs, uid))

@@ -4,11 +4,6 @@ import (
 	"slotmeta/internal/slotstore/meta"
 )
 
-func init() {
-	registerApplyMethod(meta.OpAppendEvent, eventApplier.appendEvent)
-	registerLookup(meta.QueryListEvents, reader.listEvents)
-}
-
 // eventApplier applies a channel's message events.
 type eventApplier struct{ *applier }
 

@@ -7,12 +7,6 @@ import (
 	"slotmeta/internal/slotstore/meta"
 )
 
-func init() {
-	registerApplyMethod(meta.OpPutKV, kvApplier.putKV)
-	registerApplyMethod(meta.OpDeleteKV, kvApplier.deleteKV)
-	registerLookup(meta.QueryGetKV, reader.getKV)
-}
-
 // kvApplier applies the business-key commands.
 type kvApplier struct{ *applier }
 

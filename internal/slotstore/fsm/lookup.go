@@ -20,27 +20,6 @@ type OwnedQuery struct{}
 // machine's atomics, never the fields that only Update touches.
 type reader struct{ *StateMachine }
 
-// lookups maps each query kind to the function that answers it; resource
-// families register theirs from init functions, like appliers.
-var lookups = map[meta.QueryKind]func(reader, meta.Query) (any, error){}
-
-// registerLookup installs the answer function of query kind k. f takes the
-// query's own type and returns the answer type the query declares
-// (meta.For), so a lookup answering another type does not compile; the
-// answer becomes untyped only here, where dragonboat's Lookup needs it.
-func registerLookup[A any, Q meta.For[A]](k meta.QueryKind, f func(reader, Q) (A, error)) {
-	if _, dup := lookups[k]; dup {
-		panic(fmt.Sprintf("fsm: lookup for query kind %d registered twice", k))
-	}
-	lookups[k] = func(s reader, q meta.Query) (any, error) {
-		typed, ok := q.(Q)
-		if !ok {
-			return nil, fmt.Errorf("fsm: query kind %d is a %T, not a %T", k, q, typed)
-		}
-		return f(s, typed)
-	}
-}
-
 // Lookup answers a query from committed state. It runs concurrently with
 // Update and so reads only Pebble and atomics.
 func (s *StateMachine) Lookup(q any) (any, error) {

@@ -7,16 +7,6 @@ import (
 	"slotmeta/internal/slotstore/meta"
 )
 
-func init() {
-	registerApplyMethod(meta.OpPutMembership, membershipApplier.putMembership)
-	registerApplyMethod(meta.OpDeleteMembership, membershipApplier.deleteMembership)
-	registerApplyMethod(meta.OpReadMembership, membershipApplier.readMembershipTo)
-	registerApplyMethod(meta.OpHideMembership, membershipApplier.hideMembership)
-	registerApplyMethod(meta.OpActivateMembership, membershipApplier.activateMembership)
-	registerLookup(meta.QueryGetMembership, reader.getMembership)
-	registerLookup(meta.QueryListMemberships, reader.listMemberships)
-}
-
 // membershipApplier applies the membership commands.
 type membershipApplier struct{ *applier }
 

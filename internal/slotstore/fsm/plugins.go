@@ -8,13 +8,6 @@ import (
 	"slotmeta/internal/slotstore/store"
 )
 
-func init() {
-	registerApplyMethod(meta.OpPutPlugin, pluginApplier.putPlugin)
-	registerApplyMethod(meta.OpDeletePlugin, pluginApplier.deletePlugin)
-	registerLookup(meta.QueryListUserPlugins, reader.listUserPlugins)
-	registerLookup(meta.QueryScanPluginUsers, reader.scanPluginUsers)
-}
-
 // pluginApplier applies a user's plugin bindings.
 type pluginApplier struct{ *applier }
 

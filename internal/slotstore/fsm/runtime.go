@@ -8,14 +8,6 @@ import (
 	"slotmeta/internal/slotstore/meta"
 )
 
-func init() {
-	registerApplyMethod(meta.OpCreateRuntime, runtimeApplier.createRuntime)
-	registerApplyMethod(meta.OpPutRuntime, runtimeApplier.putRuntime)
-	registerApplyMethod(meta.OpDeleteRuntime, runtimeApplier.deleteRuntime)
-	registerApplyMethod(meta.OpAdvanceRetention, runtimeApplier.advanceRetention)
-	registerLookup(meta.QueryGetRuntime, reader.getRuntime)
-}
-
 // runtimeApplier applies the channel runtime metadata commands.
 type runtimeApplier struct{ *applier }
 

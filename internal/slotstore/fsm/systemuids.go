@@ -7,12 +7,6 @@ import (
 	"slotmeta/internal/slotstore/meta"
 )
 
-func init() {
-	registerApplyMethod(meta.OpAddSystemUID, systemUIDApplier.addSystemUID)
-	registerApplyMethod(meta.OpRemoveSystemUID, systemUIDApplier.removeSystemUID)
-	registerLookup(meta.QueryScanSystemUIDs, reader.scanSystemUIDs)
-}
-
 // systemUIDApplier applies the system uid commands.
 type systemUIDApplier struct{ *applier }
 

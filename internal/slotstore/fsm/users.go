@@ -5,14 +5,6 @@ import (
 	"slotmeta/internal/slotstore/meta"
 )
 
-func init() {
-	registerApplyMethod(meta.OpCreateUser, userApplier.createUser)
-	registerApplyMethod(meta.OpPutUser, userApplier.putUser)
-	registerApplyMethod(meta.OpDeleteUser, userApplier.deleteUser)
-	registerLookup(meta.QueryGetUser, reader.getUser)
-	registerLookup(meta.QueryScanUsers, reader.scanUsers)
-}
-
 // userApplier applies the user commands.
 type userApplier struct{ *applier }
 
