@@ -31,11 +31,7 @@ func (a cmdBindingApplier) existingCmdBinding(hs slotstore.HashSlot, u *meta.Use
 
 func (a cmdBindingApplier) deleteCmdBinding(c *meta.DeleteCmdBinding) meta.Result {
 	_, _, key, res := a.existingCmdBinding(c.HashSlot, &c.UserChannel)
-	if res != nil {
-		return *res
-	}
-	a.del(key)
-	return meta.Result{Revision: a.nextRevision()}
+	return a.deleteExisting(key, res)
 }
 
 func (a cmdBindingApplier) ackCmdBinding(c *meta.AckCmdBinding) meta.Result {

@@ -46,6 +46,16 @@ func writeRow[T any](a *applier, key []byte, row T, rev *uint64, encode func(T) 
 	return meta.Result{Revision: *rev, Value: v}
 }
 
+// deleteExisting deletes the row at key that a command found, or answers
+// res, why it found none, when res is not nil.
+func (a *applier) deleteExisting(key []byte, res *meta.Result) meta.Result {
+	if res != nil {
+		return *res
+	}
+	a.del(key)
+	return meta.Result{Revision: a.nextRevision()}
+}
+
 // rowNotFound answers a command whose row is missing.
 func rowNotFound(format string, args ...any) *meta.Result {
 	return &meta.Result{Code: slotstore.CodeNotFound, Message: fmt.Sprintf(format, args...)}

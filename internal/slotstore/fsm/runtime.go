@@ -121,11 +121,7 @@ func (a runtimeApplier) existingRuntime(hs slotstore.HashSlot, ref *meta.ChanRef
 
 func (a runtimeApplier) deleteRuntime(c *meta.DeleteRuntime) meta.Result {
 	_, _, key, res := a.existingRuntime(c.HashSlot, &c.ChanRef)
-	if res != nil {
-		return *res
-	}
-	a.del(key)
-	return meta.Result{Revision: a.nextRevision()}
+	return a.deleteExisting(key, res)
 }
 
 // advanceRetention raises the retention boundary, guarded by the channel
