@@ -58,28 +58,31 @@ func (t *transport) refused(target string) error {
 
 // GetConnection refuses a cut target as an unreachable host would.
 func (t *transport) GetConnection(ctx context.Context, target string) (raftio.IConnection, error) {
-	to := t.net.NodeOf(target)
-	if t.net.Cut(t.self, to) {
-		return nil, t.refused(target)
-	}
-	c, err := t.inner.GetConnection(ctx, target)
-	if err != nil {
-		return nil, err
-	}
-	return &connection{inner: c, t: t, to: to}, nil
+	return connect(ctx, t, target, t.inner.GetConnection, func(c raftio.IConnection, to slotstore.NodeID) raftio.IConnection {
+		return &connection{inner: c, t: t, to: to}
+	})
 }
 
 // GetSnapshotConnection refuses a cut target as an unreachable host would.
 func (t *transport) GetSnapshotConnection(ctx context.Context, target string) (raftio.ISnapshotConnection, error) {
+	return connect(ctx, t, target, t.inner.GetSnapshotConnection, func(c raftio.ISnapshotConnection, to slotstore.NodeID) raftio.ISnapshotConnection {
+		return &snapshotConnection{inner: c, t: t, to: to}
+	})
+}
+
+// connect refuses a cut target as an unreachable host would; otherwise it
+// opens a connection to it with the inner transport's open and wraps it.
+func connect[C any](ctx context.Context, t *transport, target string, open func(context.Context, string) (C, error), wrap func(C, slotstore.NodeID) C) (C, error) {
+	var none C
 	to := t.net.NodeOf(target)
 	if t.net.Cut(t.self, to) {
-		return nil, t.refused(target)
+		return none, t.refused(target)
 	}
-	c, err := t.inner.GetSnapshotConnection(ctx, target)
+	c, err := open(ctx, target)
 	if err != nil {
-		return nil, err
+		return none, err
 	}
-	return &snapshotConnection{inner: c, t: t, to: to}, nil
+	return wrap(c, to), nil
 }
 
 // connection swallows the batches the network does not deliver: the sender
