@@ -23,9 +23,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 COMPARE_WORKLOADS=${COMPARE_WORKLOADS:-kv-put get-linearizable get-local mixed}
 COMPARE_MODE=${COMPARE_MODE:-interleaved}
 ETCD_QUOTA=${ETCD_QUOTA:-268435456} # 256 MiB
-export LOAD_START # read by machine_md
-LOAD_START=$(load_now)
-OUT=$ROOT/bench/results/$STAMP-$COMMIT$DIRTY-etcd.md
+begin_results etcd
 JSONL=$RUN/compare.jsonl
 case $COMPARE_MODE in interleaved | sequential) ;; *) die "COMPARE_MODE=$COMPARE_MODE: want interleaved or sequential" ;; esac
 

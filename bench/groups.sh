@@ -23,15 +23,12 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 GROUPS_LIST=${GROUPS_LIST:-1 8 64 256}
 IDLE_S=${BENCH_GROUPS_IDLE:-10}
 REST_S=${BENCH_GROUPS_REST:-10}
-export LOAD_START
-LOAD_START=$(load_now)
-OUT=$ROOT/bench/results/$STAMP-$COMMIT$DIRTY-groups.md
+begin_results groups
 COMMAND="${USER_ENV}bench/groups.sh"
 BASE_ARGS=${BENCH_NODE_ARGS:-}
 command -v jq >/dev/null || die "jq is needed (apt-get install jq)"
 
-trap slotmeta_cleanup EXIT
-trap 'exit 130' INT TERM
+cleanup_on_exit
 
 # rss_mib PIDS: the largest resident set of the processes, MiB.
 rss_mib() {

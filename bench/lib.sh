@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# bench/lib.sh — shared by bench/run.sh and bench/compare-etcd.sh (sourced, not run).
+# bench/lib.sh — shared by the bench/*.sh scripts (sourced, not run).
 #
 # Sets ROOT, GO, RUN (this run's directory under bench/.run), SRC (the tree that
 # is built: the work tree, or a snapshot of HEAD with BENCH_SOURCE=head), COMMIT,
@@ -7,6 +7,7 @@
 #   machine_md              markdown lines about the machine, commit and load
 #   slotmeta_up / slotmeta_down / slotmeta_pids / slotmeta_endpoints
 #   load_now                uptime's load averages
+#   begin_results / cleanup_on_exit  a run's results file, and its EXIT trap
 # Everything listens on 127.0.0.1 only; only processes started here are stopped.
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
@@ -24,6 +25,24 @@ note() { printf '%s: %s\n' "${0##*/}" "$*" >&2; }
 die() { note "$*"; exit 1; }
 
 load_now() { cut -d' ' -f1-3 /proc/loadavg; }
+
+# begin_results [NAME]: a run's record starts: the load average now
+# (LOAD_START, read by machine_md) and OUT, its results file
+# (bench/results/STAMP-COMMIT[-NAME].md).
+# shellcheck disable=SC2120 # run.sh's file has no NAME
+begin_results() {
+  export LOAD_START
+  LOAD_START=$(load_now)
+  # shellcheck disable=SC2034 # the calling script writes it
+  OUT=$ROOT/bench/results/$STAMP-$COMMIT$DIRTY${1:+-$1}.md
+}
+
+# cleanup_on_exit: slotmeta_cleanup runs however the script ends (an
+# interrupt exits 130).
+cleanup_on_exit() {
+  trap slotmeta_cleanup EXIT
+  trap 'exit 130' INT TERM
+}
 
 COMMIT=$(git -C "$ROOT" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 DIRTY=""
@@ -89,7 +108,7 @@ tidy_run() {
   rm -rf "$RUN/slotmeta/bin"
 }
 
-# slotmeta_cleanup: the EXIT trap of run.sh and soak.sh — stop the cluster,
+# slotmeta_cleanup: the EXIT trap of the scripts that start a cluster — stop it,
 # tidy the run directory, keep the exit status.
 slotmeta_cleanup() {
   local rc=$?

@@ -26,14 +26,11 @@ BENCH_WORKLOADS=${BENCH_WORKLOADS:-kv-put user-create get-linearizable get-local
 BENCH_MICRO=${BENCH_MICRO:-1}
 BENCH_MICRO_TIME=${BENCH_MICRO_TIME:-1s}
 BENCH_PROFILE=${BENCH_PROFILE:-0}
-export LOAD_START # read by machine_md
-LOAD_START=$(load_now)
-OUT=$ROOT/bench/results/$STAMP-$COMMIT$DIRTY.md
+begin_results
 JSONL=$RUN/slotbench.jsonl
 COMMAND="${USER_ENV}make bench"
 
-trap slotmeta_cleanup EXIT
-trap 'exit 130' INT TERM
+cleanup_on_exit
 
 echo "bench/run.sh: run directory $RUN (source: $SRC)"
 

@@ -22,15 +22,12 @@ STORE_MB=${SLOTMOVE_STORE_MB:-1024}
 SLOT=${SLOTMOVE_SLOT:-7}
 WRITERS=${SLOTMOVE_WRITERS:-16}
 RUNS=${SLOTMOVE_RUNS:-3}
-export LOAD_START
-LOAD_START=$(load_now)
-OUT=$ROOT/bench/results/$STAMP-$COMMIT$DIRTY-slotmove.md
+begin_results slotmove
 COMMAND="${USER_ENV}bench/slotmove.sh"
 # The balancer is off: it would even out the slot counts these moves skew.
 export BENCH_NODE_ARGS="${BENCH_NODE_ARGS:-} --groups 2 --balancer=false"
 
-trap slotmeta_cleanup EXIT
-trap 'exit 130' INT TERM
+cleanup_on_exit
 
 slotmeta_up
 EPS=$(slotmeta_endpoints)

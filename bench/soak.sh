@@ -37,9 +37,7 @@ SOAK_WORKLOADS=${SOAK_WORKLOADS:-mixed kv-put subscribers-add user-create}
 SOAK_MAX_GROWTH=${SOAK_MAX_GROWTH:-10}
 SOAK_MAX_RSS=${SOAK_MAX_RSS:-300}
 SOAK_MAX_GOROUTINE_GROWTH=${SOAK_MAX_GOROUTINE_GROWTH:-100}
-export LOAD_START
-LOAD_START=$(load_now)
-OUT=$ROOT/bench/results/$STAMP-$COMMIT$DIRTY-soak.md
+begin_results soak
 SAMPLES=$RUN/soak-samples.tsv
 JSONL=$RUN/slotbench.jsonl
 
@@ -47,8 +45,7 @@ seconds() { # 10m, 30s, 90 → seconds
   case $1 in *m) echo $((${1%m} * 60)) ;; *s) echo "${1%s}" ;; *) echo "$1" ;; esac
 }
 
-trap slotmeta_cleanup EXIT
-trap 'exit 130' INT TERM
+cleanup_on_exit
 
 metric_of() { # metric_of METRICS_TEXT NAME: the sum of NAME's samples
   awk -v n="$2" '$1 == n || index($1, n "{") == 1 { s += $2 } END { printf "%.0f", s }' <<<"$1"

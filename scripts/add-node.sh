@@ -28,20 +28,8 @@ EOF2
 # shellcheck source-path=SCRIPTDIR source=ops-lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/ops-lib.sh"
 
-timeout=900 pos=()
-while [ $# -gt 0 ]; do
-  case $1 in
-  --timeout)
-    [ $# -ge 2 ] || usage_error "$1 needs a value"
-    timeout=$2
-    shift
-    ;;
-  -h | --help) usage && exit 0 ;;
-  -*) usage_error "unknown option $1" ;;
-  *) pos+=("$1") ;;
-  esac
-  shift
-done
+timeout=900
+parse_args 'timeout=' "$@"
 [ "${#pos[@]}" -eq 1 ] || usage_error "want NODE"
 node=${pos[0]}
 positive_int NODE "$node"

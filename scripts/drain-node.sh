@@ -29,29 +29,15 @@ EOF2
 # shellcheck source-path=SCRIPTDIR source=ops-lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/ops-lib.sh"
 
-timeout=900 remove=0 pos=()
-while [ $# -gt 0 ]; do
-  case $1 in
-  --timeout)
-    [ $# -ge 2 ] || usage_error "$1 needs a value"
-    timeout=$2
-    shift
-    ;;
-  --remove) remove=1 ;;
-  -h | --help) usage && exit 0 ;;
-  -*) usage_error "unknown option $1" ;;
-  *) pos+=("$1") ;;
-  esac
-  shift
-done
+timeout=900 remove=0
+parse_args 'timeout= remove' "$@"
 [ "${#pos[@]}" -eq 1 ] || usage_error "want NODE"
 node=${pos[0]}
 positive_int NODE "$node"
 positive_int --timeout "$timeout"
 
 echo "drain-node.sh: drain node $node (via $OPS_API)"
-call POST "/v1/cluster/nodes/$node/drain"
-[ "$OPS_CODE" = 202 ] || die "draining node $node was refused: $(describe)"
+post_accepted "/v1/cluster/nodes/$node/drain" "" "draining node $node"
 echo "node $node is draining: $(json 'print("%d replicas to move" % d.get("drain_replicas", 0))')"
 
 # The drain's line: "DONE PERCENT LEFT AT_START LEADERS ETA_MS" ("- …" while

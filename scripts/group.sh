@@ -44,24 +44,15 @@ id_list() {
   printf '[%s]' "$2"
 }
 
+# --peers and --slots are read as JSON lists (parse_args).
+value_peers() { id_list --peers "$1"; }
+value_slots() { id_list --slots "$1"; }
+
 [ $# -ge 1 ] || usage_error "want a command: create, split, merge or retire"
 cmd=$1
 shift
 timeout=600 peers="" slots=""
-pos=()
-while [ $# -gt 0 ]; do
-  case $1 in
-  --timeout | --peers | --slots)
-    [ $# -ge 2 ] || usage_error "$1 needs a value"
-    case $1 in --timeout) timeout=$2 ;; --peers) peers=$(id_list --peers "$2") ;; --slots) slots=$(id_list --slots "$2") ;; esac
-    shift
-    ;;
-  -h | --help) usage && exit 0 ;;
-  -*) usage_error "unknown option $1" ;;
-  *) pos+=("$1") ;;
-  esac
-  shift
-done
+parse_args 'timeout= peers= slots=' "$@"
 positive_int --timeout "$timeout"
 
 # body: the JSON object of the given members that are set.
@@ -96,8 +87,7 @@ create)
   [ "${#pos[@]}" -eq 0 ] || usage_error "create takes no GROUP"
   [ -z "$slots" ] || usage_error "--slots is for split"
   echo "group.sh: create a group (via $OPS_API)"
-  call POST /v1/cluster/groups "$(body "peers=$peers")"
-  [ "$OPS_CODE" = 202 ] || die "creating a group was refused: $(describe)"
+  post_accepted /v1/cluster/groups "$(body "peers=$peers")" "creating a group"
   new=$(json 'print(d["group"])')
   follow_task "$timeout"
   finish "group $new runs" "$new"
@@ -107,8 +97,7 @@ split)
   group=${pos[0]}
   positive_int GROUP "$group"
   echo "group.sh: split group $group (via $OPS_API)"
-  call POST "/v1/cluster/groups/$group/split" "$(body "hash_slots=$slots" "peers=$peers")"
-  [ "$OPS_CODE" = 202 ] || die "splitting group $group was refused: $(describe)"
+  post_accepted "/v1/cluster/groups/$group/split" "$(body "hash_slots=$slots" "peers=$peers")" "splitting group $group"
   read -r new n <<<"$(json 'print(d["to_group"], len(d.get("hash_slots") or []))')"
   echo "moving $n hash slots of group $group into new group $new"
   follow_task "$timeout"
@@ -121,8 +110,7 @@ merge)
   positive_int INTO "$into"
   [ -z "$slots$peers" ] || usage_error "--slots and --peers are for split and create"
   echo "group.sh: merge group $group into group $into (via $OPS_API)"
-  call POST "/v1/cluster/groups/$group/merge" "{\"into\":$into}"
-  [ "$OPS_CODE" = 202 ] || die "merging group $group into group $into was refused: $(describe)"
+  post_accepted "/v1/cluster/groups/$group/merge" "{\"into\":$into}" "merging group $group into group $into"
   follow_task "$timeout"
   finish "group $group merged into group $into and retired" "$into"
   ;;

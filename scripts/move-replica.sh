@@ -32,21 +32,7 @@ EOF
 . "$(dirname "${BASH_SOURCE[0]}")/ops-lib.sh"
 
 timeout=300
-pos=()
-while [ $# -gt 0 ]; do
-  case $1 in
-  --timeout)
-    [ $# -ge 2 ] || usage_error "--timeout needs a number of seconds"
-    timeout=$2
-    shift
-    ;;
-  --timeout=*) timeout=${1#*=} ;;
-  -h | --help) usage && exit 0 ;;
-  -*) usage_error "unknown option $1" ;;
-  *) pos+=("$1") ;;
-  esac
-  shift
-done
+parse_args -e -m "a number of seconds" 'timeout=' "$@"
 [ "${#pos[@]}" -eq 3 ] || usage_error "want GROUP, FROM and TO"
 group=${pos[0]} from=${pos[1]} to=${pos[2]}
 positive_int GROUP "$group"
@@ -57,8 +43,7 @@ positive_int --timeout "$timeout"
 
 echo "move-replica: group $group, node $from -> node $to (via $OPS_API)"
 
-call POST "/v1/cluster/groups/$group/replica-moves" "{\"from_node\":$from,\"to_node\":$to}"
-[ "$OPS_CODE" = 202 ] || die "the move of group $group's replica from node $from to node $to was refused: $(describe)"
+post_accepted "/v1/cluster/groups/$group/replica-moves" "{\"from_node\":$from,\"to_node\":$to}" "the move of group $group's replica from node $from to node $to"
 follow_task "$timeout"
 
 case $TASK_STATUS in

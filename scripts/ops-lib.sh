@@ -59,6 +59,64 @@ if [ -n "${SLOTMETA_CERT:-}" ]; then
   OPS_TLS+=(--cert "$SLOTMETA_CERT" --key "$SLOTMETA_KEY")
 fi
 
+# parse_args [-e] [-n] [-m WHAT] 'SPEC…' ARG…: reads a command line the way
+# every script here does. SPEC names the options the script takes: `name` is
+# a flag (--name sets $name to 1), `name=` takes a value (--name VALUE sets
+# $name; a dash in a name is an underscore in its variable), which a
+# function value_NAME, where the script has one, checks and converts as it
+# is read. -h or --help prints the usage and exits 0; the other words go to
+# the array pos, in order. Usage errors (exit 2): an unknown option, and an
+# option without its value ("--name needs WHAT"; WHAT is "a value" unless -m
+# says otherwise). -e also takes --name=VALUE; -n refuses every word that is
+# not an option ("unexpected argument").
+parse_args() {
+  local equals=0 nopos=0 what="a value" spec name var val took
+  while :; do
+    case $1 in
+    -e) equals=1 ;;
+    -n) nopos=1 ;;
+    -m)
+      what=$2
+      shift
+      ;;
+    *) break ;;
+    esac
+    shift
+  done
+  spec=" $1 "
+  shift
+  pos=()
+  while [ $# -gt 0 ]; do
+    name=${1#--}
+    var=${name//-/_} took=0
+    if [ "$1" = -h ] || [ "$1" = --help ]; then
+      usage
+      exit 0
+    elif [[ $1 == --?* && $name != *=* && $spec == *" $name "* ]]; then
+      printf -v "$var" 1
+    elif [[ $1 == --?* && $name != *=* && $spec == *" $name= "* ]]; then
+      [ $# -ge 2 ] || usage_error "$1 needs $what"
+      val=$2 took=1
+      shift
+    elif ((equals)) && [[ $1 == --?*=* && $spec == *" ${name%%=*}= "* ]]; then
+      var=${var%%=*} val=${1#*=} took=1
+    elif ((nopos)); then
+      usage_error "unexpected argument $1"
+    elif [[ $1 == -* ]]; then
+      usage_error "unknown option $1"
+    else
+      pos+=("$1")
+    fi
+    if ((took)); then
+      if declare -F "value_$var" >/dev/null; then
+        val=$("value_$var" "$val")
+      fi
+      printf -v "$var" '%s' "$val"
+    fi
+    shift
+  done
+}
+
 # positive_int NAME VALUE: VALUE is an integer from 1, or a usage error.
 positive_int() {
   [[ $2 =~ ^[1-9][0-9]{0,9}$ ]] || usage_error "$1 must be a whole number from 1, got '$2'"
@@ -86,6 +144,14 @@ call() {
   : >"$OPS_TMP/body"
   OPS_CODE=$(curl "${args[@]}" "$OPS_API$path" 2>"$OPS_TMP/curl.err") || OPS_CODE=000
   [[ $OPS_CODE =~ ^[0-9]{3}$ ]] || OPS_CODE=000
+}
+
+# post_accepted PATH BODY WHAT: POST (once) a request that starts something
+# that goes on — a task, a drain — and exit 1 unless it was accepted (202):
+# "WHAT was refused: …".
+post_accepted() {
+  call POST "$1" "$2"
+  [ "$OPS_CODE" = 202 ] || die "$3 was refused: $(describe)"
 }
 
 # jq_py CODE [ARG…]: run python CODE with the last response body parsed as

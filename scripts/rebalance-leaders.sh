@@ -34,20 +34,7 @@ EOF
 . "$(dirname "${BASH_SOURCE[0]}")/ops-lib.sh"
 
 timeout=60 dry_run=0
-while [ $# -gt 0 ]; do
-  case $1 in
-  --timeout)
-    [ $# -ge 2 ] || usage_error "--timeout needs a number of seconds"
-    timeout=$2
-    shift
-    ;;
-  --timeout=*) timeout=${1#*=} ;;
-  --dry-run) dry_run=1 ;;
-  -h | --help) usage && exit 0 ;;
-  *) usage_error "unexpected argument $1" ;;
-  esac
-  shift
-done
+parse_args -e -n -m "a number of seconds" 'timeout= dry-run' "$@"
 positive_int --timeout "$timeout"
 
 echo "rebalance-leaders: spreading preferred leaders (via $OPS_API)"

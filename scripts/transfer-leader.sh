@@ -37,22 +37,7 @@ EOF
 . "$(dirname "${BASH_SOURCE[0]}")/ops-lib.sh"
 
 prefer=0 timeout=10
-pos=()
-while [ $# -gt 0 ]; do
-  case $1 in
-  --prefer) prefer=1 ;;
-  --timeout)
-    [ $# -ge 2 ] || usage_error "--timeout needs a number of seconds"
-    timeout=$2
-    shift
-    ;;
-  --timeout=*) timeout=${1#*=} ;;
-  -h | --help) usage && exit 0 ;;
-  -*) usage_error "unknown option $1" ;;
-  *) pos+=("$1") ;;
-  esac
-  shift
-done
+parse_args -e -m "a number of seconds" 'prefer timeout=' "$@"
 [ "${#pos[@]}" -eq 2 ] || usage_error "want GROUP and NODE"
 group=${pos[0]} node=${pos[1]}
 positive_int GROUP "$group"

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"cmp"
 	"hash/fnv"
 	"log/slog"
 	"math"
@@ -32,15 +33,9 @@ type LimiterConfig struct {
 }
 
 func (c LimiterConfig) withDefaults() LimiterConfig {
-	if c.Rate == 0 {
-		c.Rate = 1
-	}
-	if c.Burst == 0 {
-		c.Burst = 10
-	}
-	if c.MaxSources == 0 {
-		c.MaxSources = 10_000
-	}
+	c.Rate = cmp.Or(c.Rate, 1)
+	c.Burst = cmp.Or(c.Burst, 10)
+	c.MaxSources = cmp.Or(c.MaxSources, 10_000)
 	if c.Now == nil {
 		c.Now = time.Now
 	}

@@ -118,14 +118,14 @@ func Handler(cfg Config) http.Handler {
 	mux.HandleFunc("POST /console/login", li.login)
 	mux.HandleFunc("POST /console/logout", li.logout)
 
-	mux.HandleFunc("POST /console/groups/{id}/transfer", c.action(gr.transfer))
-	mux.HandleFunc("POST /console/groups/{id}/preferred", c.action(gr.setPreferred))
-	mux.HandleFunc("POST /console/groups/{id}/moves", c.action(gr.replicaMove))
+	mux.HandleFunc("POST /console/groups/{id}/transfer", c.action(groupAction(gr.transfer)))
+	mux.HandleFunc("POST /console/groups/{id}/preferred", c.action(groupAction(gr.setPreferred)))
+	mux.HandleFunc("POST /console/groups/{id}/moves", c.action(groupAction(gr.replicaMove)))
 	mux.HandleFunc("POST /console/tasks/{id}/cancel", c.action(ts.cancelTask))
 	mux.HandleFunc("POST /console/groups", c.action(gr.createGroup))
-	mux.HandleFunc("POST /console/groups/{id}/split", c.action(gr.splitGroup))
-	mux.HandleFunc("POST /console/groups/{id}/merge", c.action(gr.mergeGroup))
-	mux.HandleFunc("POST /console/groups/{id}/retire", c.action(gr.retireGroup))
+	mux.HandleFunc("POST /console/groups/{id}/split", c.action(groupAction(gr.splitGroup)))
+	mux.HandleFunc("POST /console/groups/{id}/merge", c.action(groupAction(gr.mergeGroup)))
+	mux.HandleFunc("POST /console/groups/{id}/retire", c.action(groupAction(gr.retireGroup)))
 
 	// Cross-origin POSTs (CSRF) are refused: Sec-Fetch-Site, else Origin
 	// against Host (net/http's CrossOriginProtection).

@@ -56,11 +56,7 @@ func (c groupPages) createGroup(w http.ResponseWriter, r *http.Request) (string,
 	return groupHref(t.Group), Flash{OK: true, Message: fmt.Sprintf("Task %d started: create group %d.", t.ID, t.Group)}
 }
 
-func (c groupPages) splitGroup(w http.ResponseWriter, r *http.Request) (string, Flash) {
-	id, ok := groupID(r)
-	if !ok {
-		return "/console/groups", Flash{Message: "bad group id"}
-	}
+func (c groupPages) splitGroup(r *http.Request, id slotstore.GroupID) (string, Flash) {
 	list, err := formList(r, "slots", slotstore.HashSlotCount)
 	if err != nil {
 		return groupHref(id), Flash{Message: err.Error()}
@@ -81,11 +77,7 @@ func (c groupPages) splitGroup(w http.ResponseWriter, r *http.Request) (string, 
 		t.ID, len(t.HashSlots), id, t.ToGroup)}
 }
 
-func (c groupPages) mergeGroup(w http.ResponseWriter, r *http.Request) (string, Flash) {
-	id, ok := groupID(r)
-	if !ok {
-		return "/console/groups", Flash{Message: "bad group id"}
-	}
+func (c groupPages) mergeGroup(r *http.Request, id slotstore.GroupID) (string, Flash) {
 	into, err := strconv.ParseUint(strings.TrimSpace(r.PostForm.Get("into")), 10, 32)
 	if err != nil || into == 0 {
 		return groupHref(id), Flash{Message: "into: want a group id"}
@@ -98,11 +90,7 @@ func (c groupPages) mergeGroup(w http.ResponseWriter, r *http.Request) (string, 
 		t.ID, len(t.HashSlots), id, into, id)}
 }
 
-func (c groupPages) retireGroup(w http.ResponseWriter, r *http.Request) (string, Flash) {
-	id, ok := groupID(r)
-	if !ok {
-		return "/console/groups", Flash{Message: "bad group id"}
-	}
+func (c groupPages) retireGroup(r *http.Request, id slotstore.GroupID) (string, Flash) {
 	ctx, cancel := context.WithTimeout(r.Context(), 15*time.Second)
 	defer cancel()
 	if err := c.src.RetireGroup(ctx, id); err != nil {

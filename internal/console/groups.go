@@ -113,6 +113,18 @@ func (c groupPages) groupFragment(w http.ResponseWriter, r *http.Request) {
 	c.render(w, r, http.StatusOK, GroupLive(c.group(r.Context(), id, c.session(r).CanAct)))
 }
 
+// groupAction adapts an action on the group its path names ({id}) to
+// console.action; a bad id goes back to the group list.
+func groupAction(h func(r *http.Request, id slotstore.GroupID) (string, Flash)) func(http.ResponseWriter, *http.Request) (string, Flash) {
+	return func(_ http.ResponseWriter, r *http.Request) (string, Flash) {
+		id, ok := groupID(r)
+		if !ok {
+			return "/console/groups", Flash{Message: "bad group id"}
+		}
+		return h(r, id)
+	}
+}
+
 func formNode(r *http.Request, name string) (slotstore.NodeID, error) {
 	v, err := strconv.ParseUint(strings.TrimSpace(r.PostForm.Get(name)), 10, 64)
 	if err != nil || v == 0 {
@@ -121,11 +133,7 @@ func formNode(r *http.Request, name string) (slotstore.NodeID, error) {
 	return slotstore.NodeID(v), nil
 }
 
-func (c groupPages) transfer(w http.ResponseWriter, r *http.Request) (string, Flash) {
-	id, ok := groupID(r)
-	if !ok {
-		return "/console/groups", Flash{Message: "bad group id"}
-	}
+func (c groupPages) transfer(r *http.Request, id slotstore.GroupID) (string, Flash) {
 	target, err := formNode(r, "target")
 	if err != nil {
 		return groupHref(id), Flash{Message: err.Error()}
@@ -146,11 +154,7 @@ func (c groupPages) transfer(w http.ResponseWriter, r *http.Request) (string, Fl
 		id, res.PreviousLeader, res.Leader, res.Term, res.TookMs)}
 }
 
-func (c groupPages) setPreferred(w http.ResponseWriter, r *http.Request) (string, Flash) {
-	id, ok := groupID(r)
-	if !ok {
-		return "/console/groups", Flash{Message: "bad group id"}
-	}
+func (c groupPages) setPreferred(r *http.Request, id slotstore.GroupID) (string, Flash) {
 	node, err := formNode(r, "node")
 	if err != nil {
 		return groupHref(id), Flash{Message: err.Error()}
@@ -161,11 +165,7 @@ func (c groupPages) setPreferred(w http.ResponseWriter, r *http.Request) (string
 	return groupHref(id), Flash{OK: true, Message: fmt.Sprintf("Group %d: preferred leader is now node %d (the reconciler moves leadership when it is safe).", id, node)}
 }
 
-func (c groupPages) replicaMove(w http.ResponseWriter, r *http.Request) (string, Flash) {
-	id, ok := groupID(r)
-	if !ok {
-		return "/console/groups", Flash{Message: "bad group id"}
-	}
+func (c groupPages) replicaMove(r *http.Request, id slotstore.GroupID) (string, Flash) {
 	from, err := formNode(r, "from")
 	if err != nil {
 		return groupHref(id), Flash{Message: err.Error()}

@@ -149,37 +149,27 @@ func nodeName(n slotstore.NodeID) string {
 	return "node " + nid(n)
 }
 
-func nodeList(ns []slotstore.NodeID) string {
-	if len(ns) == 0 {
+// listOf shows each of xs as name makes it, comma-separated, or "—" for
+// none.
+func listOf[T any](xs []T, name func(T) string) string {
+	if len(xs) == 0 {
 		return "—"
 	}
-	s := make([]string, len(ns))
-	for i, n := range ns {
-		s[i] = nid(n)
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = name(x)
 	}
 	return strings.Join(s, ", ")
 }
 
+func nodeList(ns []slotstore.NodeID) string { return listOf(ns, nid) }
+
 func replicaList(ns []uint64) string {
-	if len(ns) == 0 {
-		return "—"
-	}
-	s := make([]string, len(ns))
-	for i, n := range ns {
-		s[i] = "r" + u64(n)
-	}
-	return strings.Join(s, ", ")
+	return listOf(ns, func(n uint64) string { return "r" + u64(n) })
 }
 
 func desiredList(ps []slotstore.DesiredPeer) string {
-	if len(ps) == 0 {
-		return "—"
-	}
-	s := make([]string, len(ps))
-	for i, p := range ps {
-		s[i] = fmt.Sprintf("%d (r%d)", p.Node, p.ReplicaID)
-	}
-	return strings.Join(s, ", ")
+	return listOf(ps, func(p slotstore.DesiredPeer) string { return fmt.Sprintf("%d (r%d)", p.Node, p.ReplicaID) })
 }
 
 // dur is a compact duration: 850ms, 4.2s, 3m10s, 2h5m, 3d4h.
@@ -348,14 +338,7 @@ func legendClass(g slotstore.GroupID) string { return "swatch g" + strconv.Itoa(
 func groupHref(g slotstore.GroupID) string { return "/console/groups/" + gid(g) }
 
 func joinRoles(r []slotstore.NodeRole) string {
-	if len(r) == 0 {
-		return "—"
-	}
-	names := make([]string, len(r))
-	for i, role := range r {
-		names[i] = string(role)
-	}
-	return strings.Join(names, ", ")
+	return listOf(r, func(role slotstore.NodeRole) string { return string(role) })
 }
 
 // moveFrom and moveTo preselect a replica move: from a desired peer (not

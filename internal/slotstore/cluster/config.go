@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -174,57 +175,23 @@ func DefaultGroupCount(members, replicationFactor int) int {
 
 // EnsureDefaults fills zero fields.
 func (c *Config) EnsureDefaults() {
-	if c.ClusterID == "" {
-		c.ClusterID = "slotmeta"
-	}
-	if c.ReplicationFactor == 0 {
-		c.ReplicationFactor = 3
-	}
-	if c.GroupCount == 0 {
-		c.GroupCount = DefaultGroupCount(len(c.InitialMembers), c.ReplicationFactor)
-	}
-	if c.DeploymentID == 0 {
-		c.DeploymentID = 1
-	}
-	if c.RTT == 0 {
-		c.RTT = 50 * time.Millisecond
-	}
-	if c.ElectionRTT == 0 {
-		c.ElectionRTT = 10
-	}
-	if c.HeartbeatRTT == 0 {
-		c.HeartbeatRTT = 1
-	}
-	if c.SnapshotEntries == 0 {
-		c.SnapshotEntries = 10000
-	}
-	if c.CompactionOverhead == 0 {
-		c.CompactionOverhead = 5000
-	}
-	if c.MaxInMemLogSize == 0 {
-		c.MaxInMemLogSize = 64 << 20
-	}
-	if c.MaxPeerInFlight == 0 {
-		c.MaxPeerInFlight = 256
-	}
-	if c.MaxForwardHops == 0 {
-		c.MaxForwardHops = 3
-	}
-	if c.ForwardHopTimeout == 0 {
-		c.ForwardHopTimeout = max(2*c.electionTimeout(), time.Second)
-	}
-	if c.ForwardMoveGrace == 0 {
-		c.ForwardMoveGrace = max(4*c.RTT, 100*time.Millisecond)
-	}
-	if c.LeaderWait == 0 {
-		c.LeaderWait = max(4*c.electionTimeout(), 2*time.Second)
-	}
-	if c.ObserveInterval == 0 {
-		c.ObserveInterval = time.Second
-	}
-	if c.Leadership.ReachableWithin == 0 {
-		c.Leadership.ReachableWithin = c.electionTimeout()
-	}
+	c.ClusterID = cmp.Or(c.ClusterID, "slotmeta")
+	c.ReplicationFactor = cmp.Or(c.ReplicationFactor, 3)
+	c.GroupCount = cmp.Or(c.GroupCount, DefaultGroupCount(len(c.InitialMembers), c.ReplicationFactor))
+	c.DeploymentID = cmp.Or(c.DeploymentID, 1)
+	c.RTT = cmp.Or(c.RTT, 50*time.Millisecond)
+	c.ElectionRTT = cmp.Or(c.ElectionRTT, 10)
+	c.HeartbeatRTT = cmp.Or(c.HeartbeatRTT, 1)
+	c.SnapshotEntries = cmp.Or(c.SnapshotEntries, 10000)
+	c.CompactionOverhead = cmp.Or(c.CompactionOverhead, 5000)
+	c.MaxInMemLogSize = cmp.Or(c.MaxInMemLogSize, 64<<20)
+	c.MaxPeerInFlight = cmp.Or(c.MaxPeerInFlight, 256)
+	c.MaxForwardHops = cmp.Or(c.MaxForwardHops, 3)
+	c.ForwardHopTimeout = cmp.Or(c.ForwardHopTimeout, max(2*c.electionTimeout(), time.Second))
+	c.ForwardMoveGrace = cmp.Or(c.ForwardMoveGrace, max(4*c.RTT, 100*time.Millisecond))
+	c.LeaderWait = cmp.Or(c.LeaderWait, max(4*c.electionTimeout(), 2*time.Second))
+	c.ObserveInterval = cmp.Or(c.ObserveInterval, time.Second)
+	c.Leadership.ReachableWithin = cmp.Or(c.Leadership.ReachableWithin, c.electionTimeout())
 	if c.UnreachableAfter == 0 {
 		c.UnreachableAfter = 3 * c.ObserveInterval
 		if c.ObserveInterval < 0 {
@@ -232,18 +199,10 @@ func (c *Config) EnsureDefaults() {
 		}
 	}
 	c.Leadership.EnsureDefaults()
-	if c.ProjectInterval == 0 {
-		c.ProjectInterval = 200 * time.Millisecond
-	}
-	if c.BalanceInterval == 0 {
-		c.BalanceInterval = 5 * time.Second
-	}
-	if c.TaskPhaseTimeout == 0 {
-		c.TaskPhaseTimeout = 2 * time.Minute
-	}
-	if c.RequestTimeout == 0 {
-		c.RequestTimeout = 3 * time.Second
-	}
+	c.ProjectInterval = cmp.Or(c.ProjectInterval, 200*time.Millisecond)
+	c.BalanceInterval = cmp.Or(c.BalanceInterval, 5*time.Second)
+	c.TaskPhaseTimeout = cmp.Or(c.TaskPhaseTimeout, 2*time.Minute)
+	c.RequestTimeout = cmp.Or(c.RequestTimeout, 3*time.Second)
 	if c.Registerer == nil {
 		c.Registerer = prometheus.NewRegistry()
 	}

@@ -44,9 +44,7 @@ type metrics struct {
 
 func newMetrics(reg prometheus.Registerer, n *Node) (*metrics, error) {
 	m := &metrics{reg: reg}
-	m.proposals = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "slotmeta_proposals_total", Help: "Commands proposed, by group and outcome (ok or an error code).",
-	}, []string{"group", "outcome"})
+	m.proposals = counterVec("slotmeta_proposals_total", "Commands proposed, by group and outcome (ok or an error code).", "group", "outcome")
 	m.batchCmds = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name: "slotmeta_proposal_batch_commands", Help: "Commands coalesced into one Raft entry.",
 		Buckets: prometheus.ExponentialBuckets(1, 2, 13),
@@ -55,36 +53,24 @@ func newMetrics(reg prometheus.Registerer, n *Node) (*metrics, error) {
 		Name: "slotmeta_proposal_batch_bytes", Help: "Encoded bytes of one Raft entry.",
 		Buckets: prometheus.ExponentialBuckets(64, 4, 10),
 	})
-	m.appliedIdx = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "slotmeta_group_applied_index", Help: "Last Raft index applied by this node's replica of a group.",
-	}, []string{"group"})
-	m.backlogs = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "slotmeta_projection_backlog",
-		Help: "Subscriber changes waiting for their membership projection, as the last scan of a group this node leads saw them (capped at one scan page).",
-	}, []string{"group"})
-	m.dropped = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "slotmeta_proposals_dropped_total",
-		Help: "Raft entries dragonboat dropped before appending them (a leader transfer or an election under way), proposed again.",
-	})
-	m.peerAuth = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "slotmeta", Name: "peer_auth_failures_total",
-		Help: "Peer RPC requests refused for their cluster secret: wrong_secret, or rate_limited (the source sent too many wrong ones)."}, []string{"reason"})
-	m.peerWrites = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "slotmeta", Name: "peer_writes_total",
-		Help: "Writes other nodes asked of this node through the peer port, by the node they said they came from (unknown: no registered node) and kind: data, slot_move, channel_task (also in the audit trail), transfer, membership."},
-		[]string{"from", "kind"})
-	m.peerAuditLost = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "slotmeta", Name: "peer_audit_lost_total",
-		Help: "Audit records of admin actions asked through the peer port that could not be written (each also logged at error level)."})
-	m.moves = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "slotmeta_forward_leader_moves_total",
-		Help: "Forwarded writes cut short because another node was learnt to lead the group, by what became of them: redirected (not sent, or re-sent under an Idempotency-Key) or unknown (answered timeout).",
-	}, []string{"outcome"})
-	m.attempts = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "slotmeta_leader_transfer_attempts_total",
-		Help: "Leader transfer attempts this node made as the leader, by outcome: landed (the target leads) or missed (it did not within an election timeout).",
-	}, []string{"outcome"})
-	m.reads = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "slotmeta_linearizable_reads_total",
-		Help: "Linearizable reads of slot groups on this node by how they were answered: lease_now (by a leader under its lease at once, per read), and per read round (a round serves every read waiting for it): lease_log (a leader under its lease, after a local log query), leader (a follower, by the leader's node), read_index (a ReadIndex round).",
-	}, []string{"path"})
+	m.appliedIdx = gaugeVec("slotmeta_group_applied_index", "Last Raft index applied by this node's replica of a group.", "group")
+	m.backlogs = gaugeVec("slotmeta_projection_backlog",
+		"Subscriber changes waiting for their membership projection, as the last scan of a group this node leads saw them (capped at one scan page).", "group")
+	m.dropped = counter("slotmeta_proposals_dropped_total",
+		"Raft entries dragonboat dropped before appending them (a leader transfer or an election under way), proposed again.")
+	m.peerAuth = counterVec("slotmeta_peer_auth_failures_total",
+		"Peer RPC requests refused for their cluster secret: wrong_secret, or rate_limited (the source sent too many wrong ones).", "reason")
+	m.peerWrites = counterVec("slotmeta_peer_writes_total",
+		"Writes other nodes asked of this node through the peer port, by the node they said they came from (unknown: no registered node) and kind: data, slot_move, channel_task (also in the audit trail), transfer, membership.",
+		"from", "kind")
+	m.peerAuditLost = counter("slotmeta_peer_audit_lost_total",
+		"Audit records of admin actions asked through the peer port that could not be written (each also logged at error level).")
+	m.moves = counterVec("slotmeta_forward_leader_moves_total",
+		"Forwarded writes cut short because another node was learnt to lead the group, by what became of them: redirected (not sent, or re-sent under an Idempotency-Key) or unknown (answered timeout).", "outcome")
+	m.attempts = counterVec("slotmeta_leader_transfer_attempts_total",
+		"Leader transfer attempts this node made as the leader, by outcome: landed (the target leads) or missed (it did not within an election timeout).", "outcome")
+	m.reads = counterVec("slotmeta_linearizable_reads_total",
+		"Linearizable reads of slot groups on this node by how they were answered: lease_now (by a leader under its lease at once, per read), and per read round (a round serves every read waiting for it): lease_log (a leader under its lease, after a local log query), leader (a follower, by the leader's node), read_index (a ReadIndex round).", "path")
 	for _, p := range propose.ReadPaths() {
 		m.readPaths = append(m.readPaths, m.reads.WithLabelValues(p.String()))
 	}
@@ -106,6 +92,20 @@ func newMetrics(reg prometheus.Registerer, n *Node) (*metrics, error) {
 		m.cs = append(m.cs, c)
 	}
 	return m, nil
+}
+
+// counter, counterVec and gaugeVec make the node's instruments: a name, its
+// help and, for a vector, the label names.
+func counter(name, help string) prometheus.Counter {
+	return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+}
+
+func counterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+}
+
+func gaugeVec(name, help string, labels ...string) *prometheus.GaugeVec {
+	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
 }
 
 func (m *metrics) unregister() {

@@ -78,14 +78,8 @@ func (p peerAPI) servePeerLeaders(_ context.Context, w http.ResponseWriter, _ *h
 // groups this node leads (peer/readindex.go): per group the index plus one,
 // or 0.
 func (p peerAPI) servePeerReadIndex(ctx context.Context, w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, 64<<10))
-	if err != nil {
-		peer.WriteError(w, http.StatusRequestEntityTooLarge, slotstore.Wrap(slotstore.CodePayloadTooLarge, err, "peer request body"))
-		return
-	}
-	groups, err := peer.DecodeReadIndexGroups(body)
-	if err != nil {
-		peer.WriteError(w, http.StatusBadRequest, slotstore.Wrap(slotstore.CodeInvalidArgument, err, "undecodable read-index request"))
+	groups, _, ok := peer.ReadRequest(w, io.LimitReader(r.Body, 64<<10), "read-index request", peer.DecodeReadIndexGroups)
+	if !ok {
 		return
 	}
 	// Each group's round gets half of what the asker allows: a slow group

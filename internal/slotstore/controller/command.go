@@ -184,18 +184,12 @@ func apply(s *State, c Command) Result {
 		a := AuditOf(c.Audit.API().Bounded())
 		s.AuditSeq++
 		a.Seq, a.AtMs = s.AuditSeq, c.TimeMs
-		s.Audit = append(s.Audit, a)
-		if over := len(s.Audit) - MaxAudit; over > 0 {
-			s.Audit = append([]AuditRecord(nil), s.Audit[over:]...)
-		}
+		s.Audit = appendBounded(s.Audit, a, MaxAudit)
 		return Result{OK: true, TaskID: a.Seq}
 	case c.Decision != nil:
 		d := *c.Decision
 		d.AtMs = c.TimeMs
-		s.Decisions = append(s.Decisions, d)
-		if over := len(s.Decisions) - MaxDecisions; over > 0 {
-			s.Decisions = append([]Decision(nil), s.Decisions[over:]...)
-		}
+		s.Decisions = appendBounded(s.Decisions, d, MaxDecisions)
 		s.DecisionSeq++
 		return Result{OK: true}
 	}

@@ -183,10 +183,7 @@ func createdBy(t *Task, g slotstore.GroupID) bool {
 
 // retire remembers g as retired (bounded) and never to be used again.
 func retire(s *State, g slotstore.GroupID) {
-	s.Retired = append(s.Retired, g)
-	if over := len(s.Retired) - maxRetired; over > 0 {
-		s.Retired = append([]slotstore.GroupID(nil), s.Retired[over:]...)
-	}
+	s.Retired = appendBounded(s.Retired, g, maxRetired)
 	s.NextGroupID = max(s.NextGroupID, uint64(g)+1)
 }
 

@@ -21,8 +21,9 @@
 package controller
 
 import (
+	"cmp"
 	"fmt"
-	"sort"
+	"slices"
 
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/routing"
@@ -68,12 +69,7 @@ type Group struct {
 
 // PeerNodes lists the desired member nodes in ascending order.
 func (g *Group) PeerNodes() []slotstore.NodeID {
-	out := make([]slotstore.NodeID, 0, len(g.Peers))
-	for n := range g.Peers {
-		out = append(out, n)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-	return out
+	return sortedKeys(g.Peers)
 }
 
 // NodeOfReplica returns the desired peer that holds replica id r, if any.
@@ -212,22 +208,12 @@ func (s *State) GenesisSlots(g slotstore.GroupID) []slotstore.HashSlot {
 
 // GroupIDs lists the groups in ascending order.
 func (s *State) GroupIDs() []slotstore.GroupID {
-	out := make([]slotstore.GroupID, 0, len(s.Groups))
-	for id := range s.Groups {
-		out = append(out, id)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-	return out
+	return sortedKeys(s.Groups)
 }
 
 // TaskIDs lists the kept tasks in ascending order.
 func (s *State) TaskIDs() []uint64 {
-	out := make([]uint64, 0, len(s.Tasks))
-	for id := range s.Tasks {
-		out = append(out, id)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-	return out
+	return sortedKeys(s.Tasks)
 }
 
 // TasksNewestFirst lists copies of the kept tasks, newest first.
@@ -242,10 +228,26 @@ func (s *State) TasksNewestFirst() []Task {
 
 // NodeIDs lists the nodes in ascending order.
 func (s *State) NodeIDs() []slotstore.NodeID {
-	out := make([]slotstore.NodeID, 0, len(s.Nodes))
-	for id := range s.Nodes {
-		out = append(out, id)
+	return sortedKeys(s.Nodes)
+}
+
+// sortedKeys lists m's keys in ascending order (empty, not nil, for an
+// empty m).
+func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K {
+	out := make([]K, 0, len(m))
+	for k := range m {
+		out = append(out, k)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	slices.Sort(out)
 	return out
+}
+
+// appendBounded appends x to list and keeps the newest limit entries;
+// trimmed, the list is copied, so its array does not hold the dropped ones.
+func appendBounded[T any](list []T, x T, limit int) []T {
+	list = append(list, x)
+	if over := len(list) - limit; over > 0 {
+		list = append([]T(nil), list[over:]...)
+	}
+	return list
 }

@@ -2,7 +2,6 @@ package dispatch
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"strconv"
 
@@ -24,14 +23,8 @@ func (d *Dispatcher) Register(s *peer.Server) {
 }
 
 func (d *Dispatcher) servePropose(ctx context.Context, w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		peer.WriteError(w, http.StatusRequestEntityTooLarge, slotstore.Wrap(slotstore.CodePayloadTooLarge, err, "peer request body"))
-		return
-	}
-	cmd, err := meta.DecodeCommand(body)
-	if err != nil {
-		peer.WriteError(w, http.StatusBadRequest, slotstore.Wrap(slotstore.CodeInvalidArgument, err, "undecodable command"))
+	cmd, body, ok := peer.ReadRequest(w, r.Body, "command", meta.DecodeCommand)
+	if !ok {
 		return
 	}
 	g, _ := strconv.ParseUint(r.Header.Get(peer.HdrGroup), 10, 32)
@@ -66,14 +59,8 @@ func (d *Dispatcher) servedWrite(ctx context.Context, r *http.Request, cmd meta.
 }
 
 func (d *Dispatcher) serveRead(ctx context.Context, w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		peer.WriteError(w, http.StatusRequestEntityTooLarge, slotstore.Wrap(slotstore.CodePayloadTooLarge, err, "peer request body"))
-		return
-	}
-	q, err := meta.DecodeQuery(body)
-	if err != nil {
-		peer.WriteError(w, http.StatusBadRequest, slotstore.Wrap(slotstore.CodeInvalidArgument, err, "undecodable query"))
+	q, _, ok := peer.ReadRequest(w, r.Body, "query", meta.DecodeQuery)
+	if !ok {
 		return
 	}
 	c := meta.Linearizable

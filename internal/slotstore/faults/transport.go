@@ -58,63 +58,70 @@ func (t *transport) refused(target string) error {
 
 // GetConnection refuses a cut target as an unreachable host would.
 func (t *transport) GetConnection(ctx context.Context, target string) (raftio.IConnection, error) {
-	to := t.net.NodeOf(target)
-	if t.net.Cut(t.self, to) {
-		return nil, t.refused(target)
-	}
-	c, err := t.inner.GetConnection(ctx, target)
-	if err != nil {
-		return nil, err
-	}
-	return &connection{inner: c, t: t, to: to}, nil
+	return connect(ctx, t, target, t.inner.GetConnection, func(c raftio.IConnection, to slotstore.NodeID) raftio.IConnection {
+		return &connection{IConnection: c, link: link{t, to}}
+	})
 }
 
 // GetSnapshotConnection refuses a cut target as an unreachable host would.
 func (t *transport) GetSnapshotConnection(ctx context.Context, target string) (raftio.ISnapshotConnection, error) {
+	return connect(ctx, t, target, t.inner.GetSnapshotConnection, func(c raftio.ISnapshotConnection, to slotstore.NodeID) raftio.ISnapshotConnection {
+		return &snapshotConnection{ISnapshotConnection: c, link: link{t, to}}
+	})
+}
+
+// connect refuses a cut target as an unreachable host would; otherwise it
+// opens a connection to it with the inner transport's open and wraps it.
+func connect[C any](ctx context.Context, t *transport, target string, open func(context.Context, string) (C, error), wrap func(C, slotstore.NodeID) C) (C, error) {
+	var none C
 	to := t.net.NodeOf(target)
 	if t.net.Cut(t.self, to) {
-		return nil, t.refused(target)
+		return none, t.refused(target)
 	}
-	c, err := t.inner.GetSnapshotConnection(ctx, target)
+	c, err := open(ctx, target)
 	if err != nil {
-		return nil, err
+		return none, err
 	}
-	return &snapshotConnection{inner: c, t: t, to: to}, nil
+	return wrap(c, to), nil
 }
+
+// link is where a wrapped connection leads: from the transport's node to
+// node to.
+type link struct {
+	t  *transport
+	to slotstore.NodeID
+}
+
+// delivered reports whether the network delivers what is sent now.
+func (l link) delivered() bool { return l.t.net.Deliver(l.t.self, l.to) }
 
 // connection swallows the batches the network does not deliver: the sender
 // sees success, the receiver nothing (a black hole, not a reset).
 type connection struct {
-	inner raftio.IConnection
-	t     *transport
-	to    slotstore.NodeID
+	raftio.IConnection
+	link
 }
 
-func (c *connection) Close() { c.inner.Close() }
-
 func (c *connection) SendMessageBatch(b pb.MessageBatch) error {
-	if !c.t.net.Deliver(c.t.self, c.to) {
+	if !c.delivered() {
 		return nil
 	}
-	return c.inner.SendMessageBatch(b)
+	return c.IConnection.SendMessageBatch(b)
 }
 
 // snapshotConnection fails the chunks the network does not deliver: a lost
 // chunk breaks the stream (dragonboat aborts and retries the snapshot later)
 // rather than stalling it until the chunk timeout.
 type snapshotConnection struct {
-	inner raftio.ISnapshotConnection
-	t     *transport
-	to    slotstore.NodeID
+	raftio.ISnapshotConnection
+	link
 }
 
-func (c *snapshotConnection) Close() { c.inner.Close() }
-
 func (c *snapshotConnection) SendChunk(ch pb.Chunk) error {
-	if !c.t.net.Deliver(c.t.self, c.to) {
+	if !c.delivered() {
 		return fmt.Errorf("faults: snapshot chunk from node %d to %d: %w", c.t.self, c.to, ErrBlocked)
 	}
-	return c.inner.SendChunk(ch)
+	return c.ISnapshotConnection.SendChunk(ch)
 }
 
 // addrOf is a net.Addr for an address string, for error messages.

@@ -2,7 +2,6 @@ package fsm
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -10,6 +9,7 @@ import (
 
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/meta"
+	"slotmeta/internal/slotstore/store"
 )
 
 // applier applies the commands of one Update into one batch. It carries the
@@ -93,30 +93,6 @@ func (a *applier) applyCommand(raw []byte) meta.Result {
 	return r
 }
 
-// appliers maps each op to the function that applies it. Each resource
-// family registers its own from an init function in its own file.
-var appliers = map[meta.Op]func(*applier, meta.Command) meta.Result{}
-
-// registerApplier installs the apply function of op (at init; panics on a repeat).
-func registerApplier(op meta.Op, f func(*applier, meta.Command) meta.Result) {
-	if _, dup := appliers[op]; dup {
-		panic(fmt.Sprintf("fsm: applier for op %d registered twice", op))
-	}
-	appliers[op] = f
-}
-
-// registerApplyMethod installs m, an apply method of a resource family's
-// type (a small type holding the applier), as the apply function of op; m
-// takes op's own command type (meta.DecodeCommand decodes a command by its
-// op).
-func registerApplyMethod[F ~struct{ *applier }, C meta.Command](op meta.Op, m func(F, C) meta.Result) {
-	registerApplier(op, func(a *applier, c meta.Command) meta.Result { return m(F{a}, c.(C)) })
-}
-
-func init() {
-	registerApplier(meta.OpNoop, func(a *applier, _ meta.Command) meta.Result { return meta.Result{Revision: a.revision} })
-}
-
 func (a *applier) dispatch(c meta.Command) meta.Result {
 	if f, ok := appliers[c.Op()]; ok {
 		return f(a, c)
@@ -132,16 +108,11 @@ func (a *applier) nextRevision() uint64 {
 
 // get reads a key through the batch (seeing this Update's earlier writes).
 func (a *applier) get(key []byte) ([]byte, bool) {
-	v, closer, err := a.b.Get(key)
-	if errors.Is(err, pebble.ErrNotFound) {
-		return nil, false
-	}
+	v, found, err := store.Get(a.b, key)
 	if err != nil {
 		a.fail(err)
-		return nil, false
 	}
-	defer closer.Close()
-	return append([]byte(nil), v...), true
+	return v, found
 }
 
 func (a *applier) set(key, value []byte) {

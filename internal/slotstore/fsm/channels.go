@@ -1,32 +1,12 @@
 package fsm
 
 import (
-	"errors"
 	"fmt"
-
-	"github.com/cockroachdb/pebble/v2"
 
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/meta"
+	"slotmeta/internal/slotstore/store"
 )
-
-func init() {
-	registerApplyMethod(meta.OpCreateChannel, channelApplier.createChannel)
-	registerApplyMethod(meta.OpPutChannel, channelApplier.putChannel)
-	registerApplyMethod(meta.OpDeleteChannel, channelApplier.deleteChannel)
-	registerApplier(meta.OpAddChannelMembers, func(a *applier, c meta.Command) meta.Result {
-		cmd := c.(*meta.AddChannelMembers)
-		return channelApplier{a}.changeMembers(&cmd.Header, &cmd.ChannelMembers, true)
-	})
-	registerApplier(meta.OpRemoveChannelMembers, func(a *applier, c meta.Command) meta.Result {
-		cmd := c.(*meta.RemoveChannelMembers)
-		return channelApplier{a}.changeMembers(&cmd.Header, &cmd.ChannelMembers, false)
-	})
-	registerApplyMethod(meta.OpDeleteChannelMember, channelApplier.deleteChannelMember)
-	registerLookup(meta.QueryGetChannel, reader.getChannel)
-	registerLookup(meta.QueryScanChannelList, reader.scanChannelList)
-	registerLookup(meta.QueryGetChannelMember, reader.getChannelMember)
-}
 
 // channelApplier applies the channel commands: the channel rows and their lists.
 type channelApplier struct{ *applier }
@@ -52,10 +32,7 @@ func (a channelApplier) channelKey(hs slotstore.HashSlot, channelType uint8, cha
 }
 
 func (a channelApplier) writeChannel(key []byte, ch *meta.Channel) meta.Result {
-	ch.Revision = a.nextRevision()
-	v := meta.EncodeChannel(ch)
-	a.set(key, v)
-	return meta.Result{Revision: ch.Revision, Value: v}
+	return writeRow(a.applier, key, ch, &ch.Revision, meta.EncodeChannel)
 }
 
 // setInfo copies what a client sets onto the channel row.
@@ -129,6 +106,14 @@ func (a channelApplier) deleteChannel(c *meta.DeleteChannel) meta.Result {
 	return meta.Result{Revision: rev}
 }
 
+func (a channelApplier) addChannelMembers(c *meta.AddChannelMembers) meta.Result {
+	return a.changeMembers(&c.Header, &c.ChannelMembers, true)
+}
+
+func (a channelApplier) removeChannelMembers(c *meta.RemoveChannelMembers) meta.Result {
+	return a.changeMembers(&c.Header, &c.ChannelMembers, false)
+}
+
 // changeMembers adds (add) or removes uids of one list of a channel and
 // keeps the list's count on the channel row in step, in the same batch.
 // Every uid is looked up through the batch, so a uid repeated in one
@@ -144,12 +129,9 @@ func (a channelApplier) changeMembers(h *meta.Header, m *meta.ChannelMembers, ad
 		}
 	}
 	key := a.channelKey(h.HashSlot, m.ChannelType, m.ChannelID)
-	ch, found := readRow(a.applier, key, meta.DecodeChannel)
-	if !found {
-		return channelNotFound(m.ChannelType, m.ChannelID)
-	}
-	if m.List == meta.ListSubscribers && ch.PendingProjection >= MaxPendingProjection {
-		return projectionBacklog(ch)
+	ch, res := a.channelForList(key, m.ChannelType, m.ChannelID, m.List)
+	if res != nil {
+		return *res
 	}
 	g := a.sm.cfg.Group
 	var changed uint64
@@ -193,9 +175,21 @@ func (a channelApplier) changeMembers(h *meta.Header, m *meta.ChannelMembers, ad
 // owes, bounded per channel.
 const MaxPendingProjection = 4096
 
-func projectionBacklog(ch *meta.Channel) meta.Result {
-	return meta.Result{Code: slotstore.CodeBusy, Revision: ch.Revision,
-		Message: fmt.Sprintf("channel %d/%q has %d subscriber changes waiting for their membership projection; retry later", ch.Type, ch.ID, ch.PendingProjection)}
+// channelForList reads the channel at key whose list l a command changes,
+// or answers why it cannot: there is no such channel, or l is the
+// subscribers and the channel's projection backlog is full.
+func (a channelApplier) channelForList(key []byte, channelType uint8, channelID string, l meta.ChannelList) (*meta.Channel, *meta.Result) {
+	ch, found := readRow(a.applier, key, meta.DecodeChannel)
+	if !found {
+		r := channelNotFound(channelType, channelID)
+		return nil, &r
+	}
+	if l == meta.ListSubscribers && ch.PendingProjection >= MaxPendingProjection {
+		r := meta.Result{Code: slotstore.CodeBusy, Revision: ch.Revision,
+			Message: fmt.Sprintf("channel %d/%q has %d subscriber changes waiting for their membership projection; retry later", ch.Type, ch.ID, ch.PendingProjection)}
+		return nil, &r
+	}
+	return ch, nil
 }
 
 // appendOutbox records, in the same batch as the subscriber change, the
@@ -227,12 +221,9 @@ func (a channelApplier) deleteChannelMember(c *meta.DeleteChannelMember) meta.Re
 		return r
 	}
 	key := a.channelKey(c.HashSlot, c.ChannelType, c.ChannelID)
-	ch, found := readRow(a.applier, key, meta.DecodeChannel)
-	if !found {
-		return channelNotFound(c.ChannelType, c.ChannelID)
-	}
-	if c.List == meta.ListSubscribers && ch.PendingProjection >= MaxPendingProjection {
-		return projectionBacklog(ch)
+	ch, res := a.channelForList(key, c.ChannelType, c.ChannelID, c.List)
+	if res != nil {
+		return *res
 	}
 	mk := meta.ChannelMemberKey(a.sm.cfg.Group, c.HashSlot, c.List.Table(), c.ChannelType, c.ChannelID, c.UID)
 	if _, exists := a.get(mk); !exists {
@@ -257,11 +248,7 @@ func (s reader) getChannel(q *meta.GetChannel) (*meta.Channel, error) {
 	if err := s.checkOwned(q.HashSlot); err != nil {
 		return nil, err
 	}
-	raw, found, err := s.get(meta.ChannelKey(s.cfg.Group, q.HashSlot, meta.TableChannel, q.ChannelType, q.ChannelID))
-	if err != nil || !found {
-		return nil, err
-	}
-	return meta.DecodeChannel(raw)
+	return getRow(s, meta.ChannelKey(s.cfg.Group, q.HashSlot, meta.TableChannel, q.ChannelType, q.ChannelID), meta.DecodeChannel)
 }
 
 // scanChannelList answers meta.ScanChannelList: *meta.ChannelMemberPage, nil
@@ -277,33 +264,17 @@ func (s reader) scanChannelList(q *meta.ScanChannelList) (*meta.ChannelMemberPag
 	g := s.cfg.Group
 	snap := s.db.NewSnapshot()
 	defer snap.Close()
-	_, closer, err := snap.Get(meta.ChannelKey(g, q.HashSlot, meta.TableChannel, q.ChannelType, q.ChannelID))
-	if errors.Is(err, pebble.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
+	if _, found, err := store.Get(snap, meta.ChannelKey(g, q.HashSlot, meta.TableChannel, q.ChannelType, q.ChannelID)); err != nil || !found {
 		return nil, err
 	}
-	_ = closer.Close()
 	var lower []byte
 	if q.AfterUID != "" {
 		lower = after(meta.ChannelMemberKey(g, q.HashSlot, q.List.Table(), q.ChannelType, q.ChannelID, q.AfterUID))
 	}
-	limit := scanLimit(q.Limit)
 	page := &meta.ChannelMemberPage{}
-	err = scanReader(snap, meta.ChannelListPrefix(g, q.HashSlot, q.List.Table(), q.ChannelType, q.ChannelID), lower,
-		func(_, v []byte) (bool, error) {
-			if len(page.Members) == limit {
-				page.More = true
-				return false, nil
-			}
-			m, err := meta.DecodeChannelMember(v)
-			if err != nil {
-				return false, err
-			}
-			page.Members = append(page.Members, m)
-			return true, nil
-		})
+	var err error
+	page.Members, page.More, err = appendPage(snap, meta.ChannelListPrefix(g, q.HashSlot, q.List.Table(), q.ChannelType, q.ChannelID), lower,
+		scanLimit(q.Limit), page.Members, meta.DecodeChannelMember)
 	if err != nil {
 		return nil, err
 	}
@@ -319,9 +290,5 @@ func (s reader) getChannelMember(q *meta.GetChannelMember) (*meta.ChannelMember,
 	if err := s.checkOwned(q.HashSlot); err != nil {
 		return nil, err
 	}
-	raw, found, err := s.get(meta.ChannelMemberKey(s.cfg.Group, q.HashSlot, q.List.Table(), q.ChannelType, q.ChannelID, q.UID))
-	if err != nil || !found {
-		return nil, err
-	}
-	return meta.DecodeChannelMember(raw)
+	return getRow(s, meta.ChannelMemberKey(s.cfg.Group, q.HashSlot, q.List.Table(), q.ChannelType, q.ChannelID, q.UID), meta.DecodeChannelMember)
 }

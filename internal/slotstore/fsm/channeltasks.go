@@ -1,19 +1,9 @@
 package fsm
 
 import (
-	"fmt"
-
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/meta"
 )
-
-func init() {
-	registerApplyMethod(meta.OpCreateChannelTask, channelTaskApplier.createChannelTask)
-	registerApplyMethod(meta.OpAdvanceChannelTask, channelTaskApplier.advanceChannelTask)
-	registerApplyMethod(meta.OpAbortChannelTask, channelTaskApplier.abortChannelTask)
-	registerLookup(meta.QueryGetChannelTask, reader.getChannelTask)
-	registerLookup(meta.QueryListChannelTasks, reader.listChannelTasks)
-}
 
 // channelTaskApplier applies the channel migration task commands.
 type channelTaskApplier struct{ *applier }
@@ -23,23 +13,11 @@ func (a channelTaskApplier) taskPrefix(hs slotstore.HashSlot, ref *meta.ChanRef)
 }
 
 func (a channelTaskApplier) readChannelTask(key []byte) (*meta.ChannelTask, []byte, bool) {
-	raw, found := a.get(key)
-	if !found {
-		return nil, nil, false
-	}
-	t, err := meta.DecodeChannelTask(raw)
-	if err != nil {
-		a.fail(err)
-		return nil, nil, false
-	}
-	return t, raw, true
+	return readRowRaw(a.applier, key, meta.DecodeChannelTask)
 }
 
 func (a channelTaskApplier) writeChannelTask(key []byte, t *meta.ChannelTask) meta.Result {
-	t.Revision = a.nextRevision()
-	v := meta.EncodeChannelTask(t)
-	a.set(key, v)
-	return meta.Result{Revision: t.Revision, Value: v}
+	return writeRow(a.applier, key, t, &t.Revision, meta.EncodeChannelTask)
 }
 
 // createChannelTask assigns the channel's next task id. The newest task is
@@ -87,9 +65,7 @@ func (a channelTaskApplier) existingChannelTask(hs slotstore.HashSlot, ref *meta
 	key := seqKey(a.taskPrefix(hs, ref), id)
 	t, raw, found := a.readChannelTask(key)
 	if !found {
-		r := meta.Result{Code: slotstore.CodeNotFound,
-			Message: fmt.Sprintf("channel %d/%q has no task %d", ref.ChannelType, ref.ChannelID, id)}
-		return nil, nil, nil, &r
+		return nil, nil, nil, rowNotFound("channel %d/%q has no task %d", ref.ChannelType, ref.ChannelID, id)
 	}
 	return t, raw, key, nil
 }
@@ -150,11 +126,7 @@ func (s reader) getChannelTask(q *meta.GetChannelTask) (*meta.ChannelTask, error
 	if q.TaskID == 0 { // number 0 is the window record, not a task
 		return nil, nil
 	}
-	raw, found, err := s.get(meta.ChannelTaskKey(s.cfg.Group, q.HashSlot, q.ChannelType, q.ChannelID, q.TaskID))
-	if err != nil || !found {
-		return nil, err
-	}
-	return meta.DecodeChannelTask(raw)
+	return getRow(s, meta.ChannelTaskKey(s.cfg.Group, q.HashSlot, q.ChannelType, q.ChannelID, q.TaskID), meta.DecodeChannelTask)
 }
 
 // listChannelTasks lists a channel's tasks newest first.
@@ -164,16 +136,10 @@ func (s reader) listChannelTasks(q *meta.ListChannelTasks) (*meta.ChannelTaskPag
 	}
 	prefix := meta.ChannelListPrefix(s.cfg.Group, q.HashSlot, meta.TableChannelTask, q.ChannelType, q.ChannelID)
 	page := &meta.ChannelTaskPage{}
-	_, more, err := s.seqPage(prefix, q.BeforeID, pageLimit(q.Limit), func(v []byte) error {
-		t, err := meta.DecodeChannelTask(v)
-		if err == nil {
-			page.Items = append(page.Items, t)
-		}
-		return err
-	})
+	var err error
+	_, page.Items, page.More, err = seqPage(s, prefix, q.BeforeID, scanLimit(q.Limit), meta.DecodeChannelTask)
 	if err != nil {
 		return nil, err
 	}
-	page.More = more
 	return page, nil
 }

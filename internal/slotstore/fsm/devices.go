@@ -7,29 +7,6 @@ import (
 	"slotmeta/internal/slotstore/meta"
 )
 
-func init() {
-	registerApplyMethod(meta.OpPutDevice, deviceApplier.putDevice)
-	registerApplyMethod(meta.OpDeleteDevice, deviceApplier.deleteDevice)
-	registerLookup(meta.QueryGetDevice, reader.getDevice)
-	registerLookup(meta.QueryListDevices, reader.listDevices)
-}
-
-// readRow reads and decodes one row through the batch. A row that does not
-// decode is a storage fault: the Update fails rather than diverge.
-func readRow[T any](a *applier, key []byte, decode func([]byte) (T, error)) (T, bool) {
-	var zero T
-	raw, found := a.get(key)
-	if !found {
-		return zero, false
-	}
-	v, err := decode(raw)
-	if err != nil {
-		a.fail(fmt.Errorf("decoding row %x: %w", key, err))
-		return zero, false
-	}
-	return v, true
-}
-
 // userExists reports whether uid is a user (through the batch).
 func (a *applier) userExists(hs slotstore.HashSlot, uid string) bool {
 	_, found := a.get(meta.UserKey(a.sm.cfg.Group, hs, uid))
@@ -52,10 +29,7 @@ func (a deviceApplier) putDevice(c *meta.PutDevice) meta.Result {
 	if old, found := readRow(a.applier, key, meta.DecodeDevice); found {
 		d.CreatedAtMs = old.CreatedAtMs
 	}
-	d.Revision = a.nextRevision()
-	v := meta.EncodeDevice(d)
-	a.set(key, v)
-	return meta.Result{Revision: d.Revision, Value: v}
+	return writeRow(a.applier, key, d, &d.Revision, meta.EncodeDevice)
 }
 
 func (a deviceApplier) deleteDevice(c *meta.DeleteDevice) meta.Result {
@@ -79,11 +53,7 @@ func (s reader) getDevice(q *meta.GetDevice) (*meta.Device, error) {
 	if err := s.checkOwned(q.HashSlot); err != nil {
 		return nil, err
 	}
-	raw, found, err := s.get(meta.DeviceKey(s.cfg.Group, q.HashSlot, q.UID, q.Flag))
-	if err != nil || !found {
-		return nil, err
-	}
-	return meta.DecodeDevice(raw)
+	return getRow(s, meta.DeviceKey(s.cfg.Group, q.HashSlot, q.UID, q.Flag), meta.DecodeDevice)
 }
 
 // listDevices answers meta.ListDevices: *meta.DevicePage, nil when the user
@@ -99,20 +69,9 @@ func (s reader) listDevices(q *meta.ListDevices) (*meta.DevicePage, error) {
 	if q.From > 255 {
 		return page, nil
 	}
-	limit := scanLimit(q.Limit)
-	prefix := meta.DevicePrefix(s.cfg.Group, q.HashSlot, q.UID)
-	err := s.scanCommitted(prefix, meta.DeviceKey(s.cfg.Group, q.HashSlot, q.UID, uint8(q.From)), func(_, v []byte) (bool, error) {
-		if len(page.Devices) == limit {
-			page.More = true
-			return false, nil
-		}
-		d, err := meta.DecodeDevice(v)
-		if err != nil {
-			return false, err
-		}
-		page.Devices = append(page.Devices, d)
-		return true, nil
-	})
+	var err error
+	page.Devices, page.More, err = appendPage(s.db, meta.DevicePrefix(s.cfg.Group, q.HashSlot, q.UID),
+		meta.DeviceKey(s.cfg.Group, q.HashSlot, q.UID, uint8(q.From)), scanLimit(q.Limit), page.Devices, meta.DecodeDevice)
 	if err != nil {
 		return nil, err
 	}

@@ -4,11 +4,6 @@ import (
 	"slotmeta/internal/slotstore/meta"
 )
 
-func init() {
-	registerApplyMethod(meta.OpAppendEvent, eventApplier.appendEvent)
-	registerLookup(meta.QueryListEvents, reader.listEvents)
-}
-
 // eventApplier applies a channel's message events.
 type eventApplier struct{ *applier }
 
@@ -45,10 +40,8 @@ func (a eventApplier) appendEvent(c *meta.AppendEvent) meta.Result {
 	prefix := meta.ChannelListPrefix(a.sm.cfg.Group, c.HashSlot, meta.TableEvent, c.Event.ChannelType, c.Event.ChannelID)
 	seq := a.pushWindow(prefix, a.readWindow(prefix), uint64(a.sm.cfg.EventCapacity))
 	ev := c.Event
-	ev.Seq, ev.CreatedAtMs, ev.Revision = seq, c.TimeMs, a.nextRevision()
-	v := meta.EncodeChannelEvent(&ev)
-	a.set(seqKey(prefix, seq), v)
-	return meta.Result{Revision: ev.Revision, Value: v}
+	ev.Seq, ev.CreatedAtMs = seq, c.TimeMs
+	return writeRow(a.applier, seqKey(prefix, seq), &ev, &ev.Revision, meta.EncodeChannelEvent)
 }
 
 // listEvents lists a channel's events newest first.
@@ -58,16 +51,10 @@ func (s reader) listEvents(q *meta.ListEvents) (*meta.EventPage, error) {
 	}
 	prefix := meta.ChannelListPrefix(s.cfg.Group, q.HashSlot, meta.TableEvent, q.ChannelType, q.ChannelID)
 	page := &meta.EventPage{}
-	w, more, err := s.seqPage(prefix, q.BeforeSeq, pageLimit(q.Limit), func(v []byte) error {
-		ev, err := meta.DecodeChannelEvent(v)
-		if err == nil {
-			page.Items = append(page.Items, ev)
-		}
-		return err
-	})
+	w, items, more, err := seqPage(s, prefix, q.BeforeSeq, scanLimit(q.Limit), meta.DecodeChannelEvent)
 	if err != nil {
 		return nil, err
 	}
-	page.More, page.Count, page.LastSeq = more, w.Count(), w.Last
+	page.Items, page.More, page.Count, page.LastSeq = items, more, w.Count(), w.Last
 	return page, nil
 }

@@ -7,27 +7,8 @@ import (
 	"slotmeta/internal/slotstore/meta"
 )
 
-func init() {
-	registerApplyMethod(meta.OpPutKV, kvApplier.putKV)
-	registerApplyMethod(meta.OpDeleteKV, kvApplier.deleteKV)
-	registerLookup(meta.QueryGetKV, reader.getKV)
-}
-
 // kvApplier applies the business-key commands.
 type kvApplier struct{ *applier }
-
-func (a kvApplier) readKV(key []byte) (*meta.KV, bool) {
-	raw, found := a.get(key)
-	if !found {
-		return nil, false
-	}
-	kv, err := meta.DecodeKV(raw)
-	if err != nil {
-		a.fail(err)
-		return nil, false
-	}
-	return kv, true
-}
 
 // checkCond evaluates a compare-and-set precondition against the current row.
 func checkCond(c meta.Cond, cur *meta.KV) (ok bool, why string) {
@@ -63,7 +44,7 @@ func failedPrecondition(why string, cur *meta.KV) meta.Result {
 
 func (a kvApplier) putKV(c *meta.PutKV) meta.Result {
 	key := meta.KVKey(a.sm.cfg.Group, c.HashSlot, c.Key)
-	cur, _ := a.readKV(key)
+	cur, _ := readRow(a.applier, key, meta.DecodeKV)
 	if ok, why := checkCond(c.Cond, cur); !ok {
 		return failedPrecondition(why, cur)
 	}
@@ -79,7 +60,7 @@ func (a kvApplier) putKV(c *meta.PutKV) meta.Result {
 
 func (a kvApplier) deleteKV(c *meta.DeleteKV) meta.Result {
 	key := meta.KVKey(a.sm.cfg.Group, c.HashSlot, c.Key)
-	cur, _ := a.readKV(key)
+	cur, _ := readRow(a.applier, key, meta.DecodeKV)
 	if ok, why := checkCond(c.Cond, cur); !ok {
 		return failedPrecondition(why, cur)
 	}

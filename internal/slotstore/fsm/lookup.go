@@ -1,13 +1,11 @@
 package fsm
 
 import (
-	"errors"
 	"fmt"
-
-	"github.com/cockroachdb/pebble/v2"
 
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/meta"
+	"slotmeta/internal/slotstore/store"
 )
 
 // AppliedQuery asks a replica for its applied index. Answer: uint64.
@@ -21,27 +19,6 @@ type OwnedQuery struct{}
 // with Update, so it reads only Pebble (committed batches) and the state
 // machine's atomics, never the fields that only Update touches.
 type reader struct{ *StateMachine }
-
-// lookups maps each query kind to the function that answers it; resource
-// families register theirs from init functions, like appliers.
-var lookups = map[meta.QueryKind]func(reader, meta.Query) (any, error){}
-
-// registerLookup installs the answer function of query kind k. f takes the
-// query's own type and returns the answer type the query declares
-// (meta.For), so a lookup answering another type does not compile; the
-// answer becomes untyped only here, where dragonboat's Lookup needs it.
-func registerLookup[A any, Q meta.For[A]](k meta.QueryKind, f func(reader, Q) (A, error)) {
-	if _, dup := lookups[k]; dup {
-		panic(fmt.Sprintf("fsm: lookup for query kind %d registered twice", k))
-	}
-	lookups[k] = func(s reader, q meta.Query) (any, error) {
-		typed, ok := q.(Q)
-		if !ok {
-			return nil, fmt.Errorf("fsm: query kind %d is a %T, not a %T", k, q, typed)
-		}
-		return f(s, typed)
-	}
-}
 
 // Lookup answers a query from committed state. It runs concurrently with
 // Update and so reads only Pebble and atomics.
@@ -64,11 +41,7 @@ func (s reader) getUser(q *meta.GetUser) (*meta.User, error) {
 	if err := s.checkOwned(q.HashSlot); err != nil {
 		return nil, err
 	}
-	raw, found, err := s.get(meta.UserKey(s.cfg.Group, q.HashSlot, q.UID))
-	if err != nil || !found {
-		return nil, err
-	}
-	return meta.DecodeUser(raw)
+	return getRow(s, meta.UserKey(s.cfg.Group, q.HashSlot, q.UID), meta.DecodeUser)
 }
 
 // getKV answers meta.GetKV: *meta.KV or a nil one.
@@ -76,11 +49,7 @@ func (s reader) getKV(q *meta.GetKV) (*meta.KV, error) {
 	if err := s.checkOwned(q.HashSlot); err != nil {
 		return nil, err
 	}
-	raw, found, err := s.get(meta.KVKey(s.cfg.Group, q.HashSlot, q.Key))
-	if err != nil || !found {
-		return nil, err
-	}
-	return meta.DecodeKV(raw)
+	return getRow(s, meta.KVKey(s.cfg.Group, q.HashSlot, q.Key), meta.DecodeKV)
 }
 
 func (s reader) checkOwned(hs slotstore.HashSlot) error {
@@ -91,64 +60,55 @@ func (s reader) checkOwned(hs slotstore.HashSlot) error {
 	return nil
 }
 
-func (s reader) get(key []byte) ([]byte, bool, error) {
-	v, closer, err := s.db.Get(key)
-	if errors.Is(err, pebble.ErrNotFound) {
-		return nil, false, nil
+// checkRouted checks that a query's hash slot is its route key's and that
+// this group owns it.
+func (s reader) checkRouted(hs slotstore.HashSlot, routeKey string) error {
+	if got := slotstore.HashSlotOfString(routeKey); got != hs {
+		return slotstore.Errorf(slotstore.CodeInvalidArgument, "route key hashes to slot %d, query names %d", got, hs)
 	}
-	if err != nil {
-		return nil, false, err
-	}
-	defer closer.Close()
-	return append([]byte(nil), v...), true, nil
+	return s.checkOwned(hs)
 }
+
+// checkOwnedRange checks a query's run of hash slots [from, to]: a valid
+// range, all of it owned here.
+func (s reader) checkOwnedRange(from, to slotstore.HashSlot) error {
+	if from > to || !to.Valid() {
+		return slotstore.Errorf(slotstore.CodeInvalidArgument, "bad slot range [%d,%d]", from, to)
+	}
+	for hs := from; hs <= to; hs++ {
+		if err := s.checkOwned(hs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s reader) get(key []byte) ([]byte, bool, error) { return store.Get(s.db, key) }
 
 // maxScanLimit bounds one scan regardless of what the caller asks.
 const maxScanLimit = 1000
 
+// scanUsers answers meta.ScanUsers: the users of a run of hash slots, in
+// (slot, uid) order.
 func (s reader) scanUsers(q *meta.ScanUsers) (*meta.UserPage, error) {
-	limit := q.Limit
-	if limit <= 0 || limit > maxScanLimit {
-		limit = maxScanLimit
+	if err := s.checkOwnedRange(q.FromSlot, q.ToSlot); err != nil {
+		return nil, err
 	}
-	if q.FromSlot > q.ToSlot || !q.ToSlot.Valid() {
-		return nil, slotstore.Errorf(slotstore.CodeInvalidArgument, "bad slot range [%d,%d]", q.FromSlot, q.ToSlot)
-	}
-	for hs := q.FromSlot; hs <= q.ToSlot; hs++ {
-		if err := s.checkOwned(hs); err != nil {
-			return nil, err
-		}
-	}
+	limit := scanLimit(q.Limit)
 	page := &meta.UserPage{}
-	for hs := q.FromSlot; hs <= q.ToSlot; hs++ {
-		prefix := meta.TablePrefix(s.cfg.Group, hs, meta.TableUser)
-		lower := prefix
+	for hs := q.FromSlot; hs <= q.ToSlot && !page.More; hs++ {
+		var lower []byte
 		if hs == q.FromSlot && q.AfterUID != "" {
-			// The smallest key after AfterUID: AfterUID followed by 0x00.
-			lower = append(meta.UserKey(s.cfg.Group, hs, q.AfterUID), 0)
+			lower = after(meta.UserKey(s.cfg.Group, hs, q.AfterUID))
 		}
-		it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: meta.PrefixEnd(prefix)})
+		n := len(page.Users)
+		var err error
+		page.Users, page.More, err = appendPage(s.db, meta.TablePrefix(s.cfg.Group, hs, meta.TableUser), lower, limit, page.Users, meta.DecodeUser)
 		if err != nil {
 			return nil, err
 		}
-		for it.First(); it.Valid(); it.Next() {
-			if len(page.Users) == limit {
-				page.More = true
-				break
-			}
-			u, err := meta.DecodeUser(it.Value())
-			if err != nil {
-				_ = it.Close()
-				return nil, err
-			}
-			page.Users = append(page.Users, u)
-			page.LastSlot, page.LastUID = hs, u.UID
-		}
-		if err := it.Close(); err != nil {
-			return nil, err
-		}
-		if page.More {
-			break
+		if len(page.Users) > n {
+			page.LastSlot, page.LastUID = hs, page.Users[len(page.Users)-1].UID
 		}
 	}
 	return page, nil

@@ -8,12 +8,6 @@ import (
 	"slotmeta/internal/slotstore/meta"
 )
 
-func init() {
-	registerApplyMethod(meta.OpProjectMembership, membershipApplier.projectMembership)
-	registerApplyMethod(meta.OpAckOutbox, channelApplier.ackOutbox)
-	registerLookup(meta.QueryScanOutbox, reader.scanOutbox)
-}
-
 // projectMembership applies one projected subscriber change to a user's
 // membership, fenced by the channel's subscriber version: a row that already
 // carries this version or a newer one is left alone, so a projection
@@ -25,7 +19,7 @@ func (a membershipApplier) projectMembership(c *meta.ProjectMembership) meta.Res
 		return invalidResult("%s", p)
 	}
 	key := a.membershipKey(c.HashSlot, &c.UserChannel)
-	old, _, found := a.readMembership(key)
+	old, found := readRow(a.applier, key, meta.DecodeMembership)
 	if found && old.ProjectedVersion >= c.Version {
 		return meta.Result{Revision: old.Revision, Message: "already projected"}
 	}

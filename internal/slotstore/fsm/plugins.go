@@ -1,21 +1,12 @@
 package fsm
 
 import (
-	"errors"
 	"fmt"
-
-	"github.com/cockroachdb/pebble/v2"
 
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/meta"
+	"slotmeta/internal/slotstore/store"
 )
-
-func init() {
-	registerApplyMethod(meta.OpPutPlugin, pluginApplier.putPlugin)
-	registerApplyMethod(meta.OpDeletePlugin, pluginApplier.deletePlugin)
-	registerLookup(meta.QueryListUserPlugins, reader.listUserPlugins)
-	registerLookup(meta.QueryScanPluginUsers, reader.scanPluginUsers)
-}
 
 // pluginApplier applies a user's plugin bindings.
 type pluginApplier struct{ *applier }
@@ -46,11 +37,9 @@ func (a pluginApplier) putPlugin(c *meta.PutPlugin) meta.Result {
 				Message: fmt.Sprintf("user %q already has %d plugin bindings, the most allowed", c.UID, meta.MaxPluginsPerUser)}
 		}
 	}
-	b.Revision = a.nextRevision()
-	v := meta.EncodePluginBinding(b)
-	a.set(key, v)
+	r := writeRow(a.applier, key, b, &b.Revision, meta.EncodePluginBinding)
 	a.set(meta.PluginIndexKey(g, c.HashSlot, c.PluginNo, c.UID), pluginIndexValue)
-	return meta.Result{Revision: b.Revision, Value: v}
+	return r
 }
 
 func (a pluginApplier) deletePlugin(c *meta.DeletePlugin) meta.Result {
@@ -92,20 +81,9 @@ func (s reader) listUserPlugins(q *meta.ListUserPlugins) (*meta.PluginPage, erro
 	if q.AfterPlugin != "" {
 		lower = after(meta.PluginKey(g, q.HashSlot, q.UID, q.AfterPlugin))
 	}
-	limit := scanLimit(q.Limit)
 	page := &meta.PluginPage{}
-	err := s.scanCommitted(meta.PluginPrefix(g, q.HashSlot, q.UID), lower, func(_, v []byte) (bool, error) {
-		if len(page.Bindings) == limit {
-			page.More = true
-			return false, nil
-		}
-		b, err := meta.DecodePluginBinding(v)
-		if err != nil {
-			return false, err
-		}
-		page.Bindings = append(page.Bindings, b)
-		return true, nil
-	})
+	var err error
+	page.Bindings, page.More, err = appendPage(s.db, meta.PluginPrefix(g, q.HashSlot, q.UID), lower, scanLimit(q.Limit), page.Bindings, meta.DecodePluginBinding)
 	if err != nil {
 		return nil, err
 	}
@@ -118,13 +96,8 @@ func (s reader) scanPluginUsers(q *meta.ScanPluginUsers) (*meta.PluginPage, erro
 	if q.PluginNo == "" {
 		return nil, slotstore.Errorf(slotstore.CodeInvalidArgument, "empty plugin number")
 	}
-	if q.FromSlot > q.ToSlot || !q.ToSlot.Valid() {
-		return nil, slotstore.Errorf(slotstore.CodeInvalidArgument, "bad slot range [%d,%d]", q.FromSlot, q.ToSlot)
-	}
-	for hs := q.FromSlot; hs <= q.ToSlot; hs++ {
-		if err := s.checkOwned(hs); err != nil {
-			return nil, err
-		}
+	if err := s.checkOwnedRange(q.FromSlot, q.ToSlot); err != nil {
+		return nil, err
 	}
 	g := s.cfg.Group
 	limit := scanLimit(q.Limit)
@@ -145,16 +118,14 @@ func (s reader) scanPluginUsers(q *meta.ScanPluginUsers) (*meta.PluginPage, erro
 			}
 			uid := string(k[len(prefix):])
 			b := &meta.PluginBinding{UID: uid, PluginNo: q.PluginNo}
-			raw, closer, err := snap.Get(meta.PluginKey(g, hs, uid, q.PluginNo))
-			switch {
-			case err == nil: // always, unless the index and the bindings disagree
-				b, err = meta.DecodePluginBinding(raw)
-				_ = closer.Close()
-				if err != nil {
+			raw, found, err := store.Get(snap, meta.PluginKey(g, hs, uid, q.PluginNo))
+			if err != nil {
+				return false, err
+			}
+			if found { // always, unless the index and the bindings disagree
+				if b, err = meta.DecodePluginBinding(raw); err != nil {
 					return false, err
 				}
-			case !errors.Is(err, pebble.ErrNotFound):
-				return false, err
 			}
 			page.Bindings = append(page.Bindings, b)
 			return true, nil

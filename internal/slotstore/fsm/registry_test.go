@@ -7,7 +7,8 @@ import (
 )
 
 // TestEveryCommandHasAnApplierAndEveryQueryALookup: the registries are
-// filled by init functions, one per resource family, in two packages; a
+// filled in two packages (meta's, per resource family, and registry.go's
+// table here); a
 // command that decodes but has no applier would be answered "cannot be
 // applied" on every replica, and a query without a lookup would fail every
 // read of it.

@@ -8,14 +8,6 @@ import (
 	"slotmeta/internal/slotstore/meta"
 )
 
-func init() {
-	registerApplyMethod(meta.OpCreateRuntime, runtimeApplier.createRuntime)
-	registerApplyMethod(meta.OpPutRuntime, runtimeApplier.putRuntime)
-	registerApplyMethod(meta.OpDeleteRuntime, runtimeApplier.deleteRuntime)
-	registerApplyMethod(meta.OpAdvanceRetention, runtimeApplier.advanceRetention)
-	registerLookup(meta.QueryGetRuntime, reader.getRuntime)
-}
-
 // runtimeApplier applies the channel runtime metadata commands.
 type runtimeApplier struct{ *applier }
 
@@ -24,23 +16,11 @@ func (a runtimeApplier) runtimeKey(hs slotstore.HashSlot, channelType uint8, cha
 }
 
 func (a runtimeApplier) readRuntime(key []byte) (*meta.ChannelRuntime, []byte, bool) {
-	raw, found := a.get(key)
-	if !found {
-		return nil, nil, false
-	}
-	r, err := meta.DecodeChannelRuntime(raw)
-	if err != nil {
-		a.fail(err)
-		return nil, nil, false
-	}
-	return r, raw, true
+	return readRowRaw(a.applier, key, meta.DecodeChannelRuntime)
 }
 
 func (a runtimeApplier) writeRuntime(key []byte, r *meta.ChannelRuntime) meta.Result {
-	r.Revision = a.nextRevision()
-	v := meta.EncodeChannelRuntime(r)
-	a.set(key, v)
-	return meta.Result{Revision: r.Revision, Value: v}
+	return writeRow(a.applier, key, r, &r.Revision, meta.EncodeChannelRuntime)
 }
 
 // runtimeInvalid answers client fields that RuntimeProblems rejects.
@@ -134,20 +114,14 @@ func (a runtimeApplier) existingRuntime(hs slotstore.HashSlot, ref *meta.ChanRef
 	key := a.runtimeKey(hs, ref.ChannelType, ref.ChannelID)
 	r, raw, found := a.readRuntime(key)
 	if !found {
-		res := meta.Result{Code: slotstore.CodeNotFound,
-			Message: fmt.Sprintf("channel %d/%q has no runtime meta", ref.ChannelType, ref.ChannelID)}
-		return nil, nil, nil, &res
+		return nil, nil, nil, rowNotFound("channel %d/%q has no runtime meta", ref.ChannelType, ref.ChannelID)
 	}
 	return r, raw, key, nil
 }
 
 func (a runtimeApplier) deleteRuntime(c *meta.DeleteRuntime) meta.Result {
 	_, _, key, res := a.existingRuntime(c.HashSlot, &c.ChanRef)
-	if res != nil {
-		return *res
-	}
-	a.del(key)
-	return meta.Result{Revision: a.nextRevision()}
+	return a.deleteExisting(key, res)
 }
 
 // advanceRetention raises the retention boundary, guarded by the channel
@@ -173,9 +147,5 @@ func (s reader) getRuntime(q *meta.GetRuntime) (*meta.ChannelRuntime, error) {
 	if err := s.checkRouted(q.HashSlot, q.ChannelID); err != nil {
 		return nil, err
 	}
-	raw, found, err := s.get(meta.ChannelKey(s.cfg.Group, q.HashSlot, meta.TableRuntime, q.ChannelType, q.ChannelID))
-	if err != nil || !found {
-		return nil, err
-	}
-	return meta.DecodeChannelRuntime(raw)
+	return getRow(s, meta.ChannelKey(s.cfg.Group, q.HashSlot, meta.TableRuntime, q.ChannelType, q.ChannelID), meta.DecodeChannelRuntime)
 }

@@ -50,15 +50,10 @@ func (a *applier) eachInBatch(p []byte, f func(k, v []byte) bool) {
 	}
 }
 
-// scanCommitted calls f with every committed key/value in [lower, end of
-// prefix p), in key order, until f returns false or an error. lower must
-// have p as a prefix; nil means p itself. The slices are valid only during
-// the call.
-func (s reader) scanCommitted(p, lower []byte, f func(k, v []byte) (bool, error)) error {
-	return scanReader(s.db, p, lower, f)
-}
-
-// scanReader is scanCommitted over any reader (the store or a snapshot of it).
+// scanReader calls f with every key/value of r (the committed store or a
+// snapshot of it) in [lower, end of prefix p), in key order, until f
+// returns false or an error. lower must have p as a prefix; nil means p
+// itself. The slices are valid only during the call.
 func scanReader(r pebble.Reader, p, lower []byte, f func(k, v []byte) (bool, error)) error {
 	if lower == nil {
 		lower = p

@@ -20,14 +20,7 @@ func seqKey(prefix []byte, n uint64) []byte {
 
 // readWindow reads the window record at prefix | 0 (zero if absent).
 func (a *applier) readWindow(prefix []byte) meta.SeqWindow {
-	raw, found := a.get(seqKey(prefix, 0))
-	if !found {
-		return meta.SeqWindow{}
-	}
-	w, err := meta.DecodeSeqWindow(raw)
-	if err != nil {
-		a.fail(err)
-	}
+	w, _ := readRow(a, seqKey(prefix, 0), meta.DecodeSeqWindow)
 	return w
 }
 
@@ -48,12 +41,12 @@ func (a *applier) pushWindow(prefix []byte, w meta.SeqWindow, keep uint64) uint6
 }
 
 // seqPage reads the rows under prefix newest first — those numbered below
-// before when it is not 0 — at most limit of them, through one iterator,
-// so the window and the rows are one consistent view.
-func (s reader) seqPage(prefix []byte, before uint64, limit int, each func([]byte) error) (w meta.SeqWindow, more bool, err error) {
+// before when it is not 0 — at most limit of them, decoded, through one
+// iterator, so the window and the rows are one consistent view.
+func seqPage[T any](s reader, prefix []byte, before uint64, limit int, decode func([]byte) (T, error)) (w meta.SeqWindow, items []T, more bool, err error) {
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: meta.PrefixEnd(prefix)})
 	if err != nil {
-		return w, false, err
+		return w, nil, false, err
 	}
 	defer func() {
 		if cerr := it.Close(); err == nil {
@@ -63,7 +56,7 @@ func (s reader) seqPage(prefix []byte, before uint64, limit int, each func([]byt
 	zero := seqKey(prefix, 0)
 	if it.SeekGE(zero) && bytes.Equal(it.Key(), zero) {
 		if w, err = meta.DecodeSeqWindow(it.Value()); err != nil {
-			return w, false, err
+			return w, nil, false, err
 		}
 	}
 	var ok bool
@@ -72,20 +65,20 @@ func (s reader) seqPage(prefix []byte, before uint64, limit int, each func([]byt
 	} else {
 		ok = it.SeekLT(seqKey(prefix, before))
 	}
-	n := 0
 	for ; ok; ok = it.Prev() {
 		k := it.Key()
 		if len(k) != len(prefix)+8 || binary.BigEndian.Uint64(k[len(prefix):]) == 0 {
 			break
 		}
-		if n == limit {
+		if len(items) == limit {
 			more = true
 			break
 		}
-		if err = each(it.Value()); err != nil {
-			return w, false, err
+		x, err := decode(it.Value())
+		if err != nil {
+			return w, nil, false, err
 		}
-		n++
+		items = append(items, x)
 	}
-	return w, more, nil
+	return w, items, more, nil
 }

@@ -103,10 +103,6 @@ func (a slotApplier) deleteSlotRows(g slotstore.GroupID, hs slotstore.HashSlot) 
 	a.delPrefix(meta.SlotPrefix(g, hs))
 }
 
-func init() {
-	registerLookup(meta.QueryExportSlot, reader.exportSlot)
-}
-
 // exportSlot reads one bounded chunk of a slot's rows.
 func (s reader) exportSlot(q *meta.ExportSlot) (*meta.SlotChunk, error) {
 	if err := s.checkOwned(q.HashSlot); err != nil {

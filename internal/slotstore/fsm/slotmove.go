@@ -72,10 +72,6 @@ func (a slotApplier) untrack(g slotstore.GroupID, hs slotstore.HashSlot) {
 	a.delPrefix(meta.ChangeLogPrefix(g, hs))
 }
 
-func init() {
-	registerLookup(meta.QueryExportChanges, reader.exportChanges)
-}
-
 // exportChanges reads one bounded chunk of a tracked slot's change log after
 // the cursor, answering each changed row with its value now (a row listed
 // twice is sent once).

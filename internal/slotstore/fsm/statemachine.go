@@ -27,7 +27,6 @@ package fsm
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -193,15 +192,7 @@ func (s *StateMachine) load() error {
 }
 
 func (s *StateMachine) getSys(kind meta.SysKind) ([]byte, bool, error) {
-	v, closer, err := s.db.Get(meta.SysKey(s.cfg.Group, kind))
-	if errors.Is(err, pebble.ErrNotFound) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, err
-	}
-	defer closer.Close()
-	return append([]byte(nil), v...), true, nil
+	return store.Get(s.db, meta.SysKey(s.cfg.Group, kind))
 }
 
 func (s *StateMachine) getSysU64(kind meta.SysKind) (uint64, error) {

@@ -7,12 +7,6 @@ import (
 	"slotmeta/internal/slotstore/meta"
 )
 
-func init() {
-	registerApplyMethod(meta.OpAddSystemUID, systemUIDApplier.addSystemUID)
-	registerApplyMethod(meta.OpRemoveSystemUID, systemUIDApplier.removeSystemUID)
-	registerLookup(meta.QueryScanSystemUIDs, reader.scanSystemUIDs)
-}
-
 // systemUIDApplier applies the system uid commands.
 type systemUIDApplier struct{ *applier }
 
@@ -26,10 +20,8 @@ func (a systemUIDApplier) addSystemUID(c *meta.AddSystemUID) meta.Result {
 	if old, found := readRow(a.applier, key, meta.DecodeSystemUID); found {
 		return meta.Result{Revision: old.Revision, Value: meta.EncodeSystemUID(old)}
 	}
-	su := &meta.SystemUID{UID: c.UID, CreatedAtMs: c.TimeMs, Revision: a.nextRevision()}
-	v := meta.EncodeSystemUID(su)
-	a.set(key, v)
-	return meta.Result{Revision: su.Revision, Value: v}
+	su := &meta.SystemUID{UID: c.UID, CreatedAtMs: c.TimeMs}
+	return writeRow(a.applier, key, su, &su.Revision, meta.EncodeSystemUID)
 }
 
 func (a systemUIDApplier) removeSystemUID(c *meta.RemoveSystemUID) meta.Result {
@@ -46,25 +38,14 @@ func (s reader) scanSystemUIDs(q *meta.ScanSystemUIDs) (*meta.SystemUIDPage, err
 	if err := s.checkOwned(q.HashSlot); err != nil {
 		return nil, err
 	}
-	limit := scanLimit(q.Limit)
 	prefix := meta.TablePrefix(s.cfg.Group, q.HashSlot, meta.TableSystemUID)
 	var lower []byte
 	if q.AfterUID != "" {
 		lower = after(meta.SystemUIDKey(s.cfg.Group, q.HashSlot, q.AfterUID))
 	}
 	page := &meta.SystemUIDPage{}
-	err := s.scanCommitted(prefix, lower, func(_, v []byte) (bool, error) {
-		if len(page.UIDs) == limit {
-			page.More = true
-			return false, nil
-		}
-		su, err := meta.DecodeSystemUID(v)
-		if err != nil {
-			return false, err
-		}
-		page.UIDs = append(page.UIDs, su)
-		return true, nil
-	})
+	var err error
+	page.UIDs, page.More, err = appendPage(s.db, prefix, lower, scanLimit(q.Limit), page.UIDs, meta.DecodeSystemUID)
 	if err != nil {
 		return nil, err
 	}

@@ -5,61 +5,33 @@ import (
 	"slotmeta/internal/slotstore/meta"
 )
 
-func init() {
-	registerApplyMethod(meta.OpCreateUser, userApplier.createUser)
-	registerApplyMethod(meta.OpPutUser, userApplier.putUser)
-	registerApplyMethod(meta.OpDeleteUser, userApplier.deleteUser)
-	registerLookup(meta.QueryGetUser, reader.getUser)
-	registerLookup(meta.QueryScanUsers, reader.scanUsers)
-}
-
 // userApplier applies the user commands.
 type userApplier struct{ *applier }
 
-func (a userApplier) readUser(key []byte) (*meta.User, bool) {
-	raw, found := a.get(key)
-	if !found {
-		return nil, false
-	}
-	u, err := meta.DecodeUser(raw)
-	if err != nil {
-		a.fail(err)
-		return nil, false
-	}
-	return u, true
-}
-
-func (a userApplier) writeUser(key []byte, u *meta.User) meta.Result {
-	u.Revision = a.nextRevision()
-	v := meta.EncodeUser(u)
-	a.set(key, v)
-	return meta.Result{Revision: u.Revision, Value: v}
-}
-
 func (a userApplier) createUser(c *meta.CreateUser) meta.Result {
 	key := meta.UserKey(a.sm.cfg.Group, c.HashSlot, c.User.UID)
-	if old, found := a.readUser(key); found {
+	if old, found := readRow(a.applier, key, meta.DecodeUser); found {
 		return meta.Result{Code: slotstore.CodeConflict, Message: "user " + c.User.UID + " exists",
 			Revision: old.Revision, Value: meta.EncodeUser(old)}
 	}
 	u := c.User
 	u.CreatedAtMs, u.UpdatedAtMs = c.TimeMs, c.TimeMs
-	return a.writeUser(key, &u)
+	return writeRow(a.applier, key, &u, &u.Revision, meta.EncodeUser)
 }
 
 func (a userApplier) putUser(c *meta.PutUser) meta.Result {
 	key := meta.UserKey(a.sm.cfg.Group, c.HashSlot, c.User.UID)
 	u := c.User
 	u.CreatedAtMs, u.UpdatedAtMs = c.TimeMs, c.TimeMs
-	if old, found := a.readUser(key); found {
+	if old, found := readRow(a.applier, key, meta.DecodeUser); found {
 		u.CreatedAtMs = old.CreatedAtMs
 	}
-	return a.writeUser(key, &u)
+	return writeRow(a.applier, key, &u, &u.Revision, meta.EncodeUser)
 }
 
 func (a userApplier) deleteUser(c *meta.DeleteUser) meta.Result {
 	key := meta.UserKey(a.sm.cfg.Group, c.HashSlot, c.UID)
-	if _, found := a.readUser(key); !found {
+	if _, found := readRow(a.applier, key, meta.DecodeUser); !found {
 		return meta.Result{Code: slotstore.CodeNotFound, Message: "user " + c.UID + " not found"}
 	}
 	a.del(key)

@@ -19,53 +19,37 @@ func (f *Fake) Summary() slotstore.ClusterSummary {
 }
 
 func (f *Fake) Nodes() []slotstore.NodeInfo {
-	f.Record("Nodes")
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	defer f.lockFor("Nodes")()
 	return slices.Clone(f.nodes)
 }
 
 func (f *Fake) SlotMap() [slotstore.HashSlotCount]slotstore.GroupID {
-	f.Record("SlotMap")
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	defer f.lockFor("SlotMap")()
 	return f.slots
 }
 
 func (f *Fake) NodeHealth(context.Context) ([]slotstore.NodeHealth, error) {
-	f.Record("NodeHealth")
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	defer f.lockFor("NodeHealth")()
 	return slices.Clone(f.health), nil
 }
 
 func (f *Fake) Groups(context.Context) ([]slotstore.GroupView, error) {
-	f.Record("Groups")
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	defer f.lockFor("Groups")()
 	return sortedValues(f.groups, func(a, b slotstore.GroupView) int { return int(a.ID) - int(b.ID) }), nil
 }
 
 func (f *Fake) Group(_ context.Context, g slotstore.GroupID) (slotstore.GroupView, error) {
-	f.Record("Group")
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	v, ok := f.groups[g]
-	if !ok {
-		return v, slotstore.Errorf(slotstore.CodeNotFound, "group %d does not exist", g)
-	}
-	return v, nil
+	defer f.lockFor("Group")()
+	return existing(f.groups, g, "group")
 }
 
 // LeaderTransfer passes every check; carried out, it moves the leader and
 // bumps the term.
 func (f *Fake) LeaderTransfer(_ context.Context, g slotstore.GroupID, target slotstore.NodeID, dryRun bool) (slotstore.Preflight, slotstore.TransferResult, error) {
-	f.Record("LeaderTransfer")
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	v, ok := f.groups[g]
-	if !ok {
-		return slotstore.Preflight{}, slotstore.TransferResult{}, slotstore.Errorf(slotstore.CodeNotFound, "group %d does not exist", g)
+	defer f.lockFor("LeaderTransfer")()
+	v, err := existing(f.groups, g, "group")
+	if err != nil {
+		return slotstore.Preflight{}, slotstore.TransferResult{}, err
 	}
 	pf := slotstore.Preflight{Group: g, Target: target, OK: true, Blockers: []slotstore.Blocker{}}
 	if dryRun {
@@ -79,12 +63,10 @@ func (f *Fake) LeaderTransfer(_ context.Context, g slotstore.GroupID, target slo
 }
 
 func (f *Fake) SetPreferredLeader(_ context.Context, g slotstore.GroupID, node slotstore.NodeID) error {
-	f.Record("SetPreferredLeader")
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	v, ok := f.groups[g]
-	if !ok {
-		return slotstore.Errorf(slotstore.CodeNotFound, "group %d does not exist", g)
+	defer f.lockFor("SetPreferredLeader")()
+	v, err := existing(f.groups, g, "group")
+	if err != nil {
+		return err
 	}
 	v.PreferredLeader = node
 	f.groups[g] = v
@@ -92,9 +74,7 @@ func (f *Fake) SetPreferredLeader(_ context.Context, g slotstore.GroupID, node s
 }
 
 func (f *Fake) Decisions() []slotstore.Decision {
-	f.Record("Decisions")
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	defer f.lockFor("Decisions")()
 	return slices.Clone(f.decisions)
 }
 
@@ -159,41 +139,29 @@ func (f *Fake) CreateSlotMigration(_ context.Context, hs slotstore.HashSlot, to 
 }
 
 func (f *Fake) RetireGroup(_ context.Context, g slotstore.GroupID) error {
-	f.Record("RetireGroup")
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if _, ok := f.groups[g]; !ok {
-		return slotstore.Errorf(slotstore.CodeNotFound, "group %d does not exist", g)
+	defer f.lockFor("RetireGroup")()
+	if _, err := existing(f.groups, g, "group"); err != nil {
+		return err
 	}
 	delete(f.groups, g)
 	return nil
 }
 
 func (f *Fake) Tasks() []slotstore.Task {
-	f.Record("Tasks")
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	defer f.lockFor("Tasks")()
 	return sortedValues(f.tasks, func(a, b slotstore.Task) int { return int(b.ID) - int(a.ID) }) // newest first
 }
 
 func (f *Fake) Task(id uint64) (slotstore.Task, error) {
-	f.Record("Task")
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	t, ok := f.tasks[id]
-	if !ok {
-		return t, slotstore.Errorf(slotstore.CodeNotFound, "task %d does not exist", id)
-	}
-	return t, nil
+	defer f.lockFor("Task")()
+	return existing(f.tasks, id, "task")
 }
 
 func (f *Fake) CancelTask(_ context.Context, id uint64) (slotstore.Task, error) {
-	f.Record("CancelTask")
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	t, ok := f.tasks[id]
-	if !ok {
-		return t, slotstore.Errorf(slotstore.CodeNotFound, "task %d does not exist", id)
+	defer f.lockFor("CancelTask")()
+	t, err := existing(f.tasks, id, "task")
+	if err != nil {
+		return t, err
 	}
 	t.Status = controller.TaskCancelling
 	f.tasks[id] = t
@@ -203,9 +171,7 @@ func (f *Fake) CancelTask(_ context.Context, id uint64) (slotstore.Task, error) 
 // DrainNode marks the node draining, half way (two replicas at the start,
 // one left).
 func (f *Fake) DrainNode(_ context.Context, id slotstore.NodeID) (slotstore.NodeInfo, error) {
-	f.Record("DrainNode")
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	defer f.lockFor("DrainNode")()
 	for i := range f.nodes {
 		if f.nodes[i].ID == id {
 			f.nodes[i].State, f.nodes[i].DrainReplicas = slotstore.NodeDraining, 2
@@ -222,9 +188,7 @@ func (f *Fake) RemoveNode(context.Context, slotstore.NodeID) error {
 }
 
 func (f *Fake) Balancer(context.Context) (slotstore.BalancerStatus, error) {
-	f.Record("Balancer")
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	defer f.lockFor("Balancer")()
 	return slotstore.BalancerStatus{Enabled: true, Paused: f.paused, IntervalMs: 5000, Aggregator: f.Self,
 		Load: append([]slotstore.NodeLoad{}, f.Load...), Drains: append([]slotstore.DrainProgress{}, f.drains...),
 		LastPlan: slotstore.BalancePlan{Actions: []slotstore.BalanceAction{}}}, nil
@@ -236,11 +200,26 @@ func (f *Fake) BalancerPlan(context.Context) (slotstore.BalancePlan, error) {
 }
 
 func (f *Fake) SetBalancerPaused(_ context.Context, paused bool) error {
-	f.Record("SetBalancerPaused")
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	defer f.lockFor("SetBalancerPaused")()
 	f.paused = paused
 	return nil
+}
+
+// lockFor records call and locks f; it returns the unlock, for the caller
+// to defer.
+func (f *Fake) lockFor(call string) (unlock func()) {
+	f.Record(call)
+	f.mu.Lock()
+	return f.mu.Unlock
+}
+
+// existing returns m[id], or not_found: "<what> <id> does not exist".
+func existing[K ~uint32 | ~uint64, V any](m map[K]V, id K, what string) (V, error) {
+	v, ok := m[id]
+	if !ok {
+		return v, slotstore.Errorf(slotstore.CodeNotFound, "%s %d does not exist", what, id)
+	}
+	return v, nil
 }
 
 // sortedValues lists m's values in cmp's order.

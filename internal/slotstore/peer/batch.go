@@ -93,14 +93,8 @@ func decodeBatchAnswers(b []byte, want int) ([]fwdOutcome, error) {
 // own.
 func ServeProposeBatch(ctx context.Context, w http.ResponseWriter, r *http.Request,
 	propose func(ctx context.Context, cmd meta.Command, enc []byte) (meta.Result, slotstore.Route, error)) {
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		WriteError(w, http.StatusRequestEntityTooLarge, slotstore.Wrap(slotstore.CodePayloadTooLarge, err, "peer request body"))
-		return
-	}
-	cmds, err := decodeBatchCommands(body)
-	if err != nil {
-		WriteError(w, http.StatusBadRequest, slotstore.Wrap(slotstore.CodeInvalidArgument, err, "undecodable batch"))
+	cmds, _, ok := ReadRequest(w, r.Body, "batch", decodeBatchCommands)
+	if !ok {
 		return
 	}
 	outs := make([]fwdOutcome, len(cmds))

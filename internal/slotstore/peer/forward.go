@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -60,14 +59,13 @@ type fwdReq struct {
 	done  chan fwdOutcome // buffered(1): a sender never blocks on a caller
 }
 
+func (r *fwdReq) context() context.Context { return r.ctx }
+
 // forwarder batches the forwarded commands to one peer address.
 type forwarder struct {
 	c    *Client
 	addr string
-
-	mu      sync.Mutex
-	queue   []*fwdReq
-	running int
+	sendQueue[*fwdReq]
 }
 
 // ForwardStats are the forwarding counters: batch requests sent and the
@@ -88,13 +86,7 @@ func (c *Client) ForwardStats() ForwardStats {
 // moved closes, while its command is still queued takes it out: it is never
 // sent. (moved may be nil.)
 func (c *Client) Forward(ctx context.Context, addr string, cmd []byte, moved <-chan struct{}) (meta.Result, slotstore.Route, bool, error) {
-	c.mu.Lock()
-	f := c.forwarders[addr]
-	if f == nil {
-		f = &forwarder{c: c, addr: addr}
-		c.forwarders[addr] = f
-	}
-	c.mu.Unlock()
+	f := queueFor(&c.mu, c.forwarders, addr, func() *forwarder { return &forwarder{c: c, addr: addr} })
 	f.mu.Lock()
 	if len(f.queue) == 0 && f.running == 0 {
 		// Nothing waits and nothing is out: this one goes alone, from the
@@ -113,17 +105,12 @@ func (c *Client) Forward(ctx context.Context, addr string, cmd []byte, moved <-c
 		return res, route, sent, err
 	}
 	r := &fwdReq{ctx: ctx, cmd: cmd, done: make(chan fwdOutcome, 1)}
-	if len(f.queue) >= forwardQueue {
-		f.mu.Unlock()
+	queued := f.pushLocked(r, forwardQueue, forwardInFlight, f.send)
+	f.mu.Unlock()
+	if !queued {
 		return meta.Result{}, slotstore.Route{}, false, &slotstore.Error{Code: slotstore.CodeBusy, RetryAfter: 100 * time.Millisecond,
 			Message: fmt.Sprintf("%d writes already wait to be forwarded to %s", forwardQueue, addr)}
 	}
-	f.queue = append(f.queue, r)
-	if f.running < forwardInFlight {
-		f.running++
-		go f.send()
-	}
-	f.mu.Unlock()
 	for {
 		select {
 		case o := <-r.done:
@@ -148,36 +135,27 @@ func (c *Client) Forward(ctx context.Context, addr string, cmd []byte, moved <-c
 // send sends batches until the queue is empty.
 func (f *forwarder) send() {
 	for {
-		f.mu.Lock()
-		var batch []*fwdReq
 		bytes := 0
-		rest := f.queue[:0]
-		for i, r := range f.queue {
+		batch, ok := f.nextBatch(func(r *fwdReq, batch []*fwdReq) pick {
 			if r.ctx.Err() != nil || r.state.Load() != reqQueued {
 				if r.state.CompareAndSwap(reqQueued, reqAbandoned) {
 					r.done <- fwdOutcome{err: &slotstore.Error{Code: slotstore.CodeTimeout, Err: r.ctx.Err(),
 						Message: "deadline passed before the write was forwarded; not sent"}}
 				}
-				continue
+				return pickDrop
 			}
 			if len(batch) == forwardBatchMax || (len(batch) > 0 && bytes+len(r.cmd) > forwardBatchBytes) {
-				rest = append(rest, f.queue[i:]...)
-				break
+				return pickStop
 			}
 			if !r.state.CompareAndSwap(reqQueued, reqTaken) {
-				continue // its caller gave up this moment
+				return pickDrop // its caller gave up this moment
 			}
-			batch = append(batch, r)
 			bytes += len(r.cmd)
-		}
-		clear(f.queue[len(rest):])
-		f.queue = rest
-		if len(batch) == 0 {
-			f.running--
-			f.mu.Unlock()
+			return pickTake
+		})
+		if !ok {
 			return
 		}
-		f.mu.Unlock()
 		if len(batch) == 1 {
 			r := batch[0]
 			f.c.singles.Add(1)
@@ -191,19 +169,12 @@ func (f *forwarder) send() {
 
 // sendBatch sends one propose-batch request and answers its commands.
 func (f *forwarder) sendBatch(batch []*fwdReq) {
-	latest := time.Time{}
 	cmds := make([][]byte, len(batch))
 	for i, r := range batch {
-		if d, ok := r.ctx.Deadline(); ok && d.After(latest) {
-			latest = d
-		}
 		cmds[i] = r.cmd
 	}
 	body := appendBatch(nil, cmds)
-	if latest.IsZero() {
-		latest = time.Now().Add(5 * time.Second)
-	}
-	ctx, cancel := context.WithDeadline(context.Background(), latest)
+	ctx, cancel := context.WithDeadline(context.Background(), batchDeadline(batch, (*fwdReq).context, 5*time.Second))
 	defer cancel()
 	answer := func(o fwdOutcome) {
 		for _, r := range batch {

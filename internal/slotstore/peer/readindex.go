@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"sync"
 	"time"
 
 	"slotmeta/internal/slotstore"
@@ -45,6 +44,8 @@ type riReq struct {
 	done chan riOutcome // buffered(1)
 }
 
+func (r *riReq) context() context.Context { return r.ctx }
+
 type riOutcome struct {
 	index uint64
 	err   error
@@ -54,10 +55,7 @@ type riOutcome struct {
 type riBatcher struct {
 	c    *Client
 	addr string
-
-	mu      sync.Mutex
-	queue   []*riReq
-	running int
+	sendQueue[*riReq]
 }
 
 // ErrReadIndexRefused: the leader's node did not answer for the group (it
@@ -68,26 +66,15 @@ var ErrReadIndexRefused = errors.New("the leader's node gave no read index")
 // replica of g must have applied to answer a read that arrived before the
 // call, batched with the questions to addr of other groups.
 func (c *Client) ReadIndex(ctx context.Context, addr string, g slotstore.GroupID) (uint64, error) {
-	c.mu.Lock()
-	b := c.readIndexes[addr]
-	if b == nil {
-		b = &riBatcher{c: c, addr: addr}
-		c.readIndexes[addr] = b
-	}
-	c.mu.Unlock()
+	b := queueFor(&c.mu, c.readIndexes, addr, func() *riBatcher { return &riBatcher{c: c, addr: addr} })
 	r := &riReq{ctx: ctx, g: g, done: make(chan riOutcome, 1)}
 	b.mu.Lock()
-	if len(b.queue) >= readIndexQueue {
-		b.mu.Unlock()
+	queued := b.pushLocked(r, readIndexQueue, readIndexInFlight, b.send)
+	b.mu.Unlock()
+	if !queued {
 		return 0, &slotstore.Error{Code: slotstore.CodeBusy, RetryAfter: 100 * time.Millisecond,
 			Message: fmt.Sprintf("%d read-index questions already wait for %s", readIndexQueue, addr)}
 	}
-	b.queue = append(b.queue, r)
-	if b.running < readIndexInFlight {
-		b.running++
-		go b.send()
-	}
-	b.mu.Unlock()
 	select {
 	case o := <-r.done:
 		return o.index, o.err
@@ -99,46 +86,30 @@ func (c *Client) ReadIndex(ctx context.Context, addr string, g slotstore.GroupID
 // send sends requests until the queue is empty.
 func (b *riBatcher) send() {
 	for {
-		b.mu.Lock()
-		var batch []*riReq
-		rest := b.queue[:0]
-		for i, r := range b.queue {
+		batch, ok := b.nextBatch(func(r *riReq, batch []*riReq) pick {
 			if r.ctx.Err() != nil {
 				r.done <- riOutcome{err: r.ctx.Err()}
-				continue
+				return pickDrop
 			}
 			if len(batch) == readIndexBatchMax {
-				rest = append(rest, b.queue[i:]...)
-				break
+				return pickStop
 			}
-			batch = append(batch, r)
-		}
-		clear(b.queue[len(rest):])
-		b.queue = rest
-		if len(batch) == 0 {
-			b.running--
-			b.mu.Unlock()
+			return pickTake
+		})
+		if !ok {
 			return
 		}
-		b.mu.Unlock()
 		b.ask(batch)
 	}
 }
 
 // ask sends one request and answers its questions.
 func (b *riBatcher) ask(batch []*riReq) {
-	latest := time.Time{}
 	groups := make([]slotstore.GroupID, len(batch))
 	for i, r := range batch {
-		if d, ok := r.ctx.Deadline(); ok && d.After(latest) {
-			latest = d
-		}
 		groups[i] = r.g
 	}
-	if latest.IsZero() {
-		latest = time.Now().Add(time.Second)
-	}
-	ctx, cancel := context.WithDeadline(context.Background(), latest)
+	ctx, cancel := context.WithDeadline(context.Background(), batchDeadline(batch, (*riReq).context, time.Second))
 	defer cancel()
 	answer := func(err error) {
 		for _, r := range batch {

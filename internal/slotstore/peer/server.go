@@ -3,6 +3,7 @@ package peer
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strconv"
 	"sync"
@@ -202,6 +203,22 @@ func WriteError(w http.ResponseWriter, status int, err error) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(toEnvelope(err))
+}
+
+// ReadRequest reads a request's body from body (r.Body, which the server
+// bounds, or a tighter io.LimitReader of it) and decodes it. On a failure it
+// answers the request — 413, or 400 "undecodable <what>" — and ok is false.
+func ReadRequest[T any](w http.ResponseWriter, body io.Reader, what string, decode func([]byte) (T, error)) (v T, raw []byte, ok bool) {
+	raw, err := io.ReadAll(body)
+	if err != nil {
+		WriteError(w, http.StatusRequestEntityTooLarge, slotstore.Wrap(slotstore.CodePayloadTooLarge, err, "peer request body"))
+		return v, nil, false
+	}
+	if v, err = decode(raw); err != nil {
+		WriteError(w, http.StatusBadRequest, slotstore.Wrap(slotstore.CodeInvalidArgument, err, "undecodable "+what))
+		return v, nil, false
+	}
+	return v, raw, true
 }
 
 // StatusOf is the status a handler answers err with: 503 when retrying may

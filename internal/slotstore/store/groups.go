@@ -1,8 +1,6 @@
 package store
 
 import (
-	"errors"
-
 	"github.com/cockroachdb/pebble/v2"
 
 	"slotmeta/internal/slotstore"
@@ -17,14 +15,8 @@ import (
 // HasGroup reports whether the store holds anything of group g: its state
 // machine writes its system records first, when it opens.
 func (d *DB) HasGroup(g slotstore.GroupID) (bool, error) {
-	_, closer, err := d.db.Get(meta.SysKey(g, meta.SysOwned))
-	if errors.Is(err, pebble.ErrNotFound) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	return true, closer.Close()
+	_, found, err := Get(d.db, meta.SysKey(g, meta.SysOwned))
+	return found, err
 }
 
 // DeleteGroup removes group g's whole key span, durably (one range

@@ -11,8 +11,8 @@
 package store
 
 import (
+	"cmp"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -46,12 +46,8 @@ type Options struct {
 
 // EnsureDefaults fills in zero fields.
 func (o *Options) EnsureDefaults() {
-	if o.CacheSize == 0 {
-		o.CacheSize = 32 << 20
-	}
-	if o.MemTableSize == 0 {
-		o.MemTableSize = 16 << 20
-	}
+	o.CacheSize = cmp.Or(o.CacheSize, 32<<20)
+	o.MemTableSize = cmp.Or(o.MemTableSize, 16<<20)
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -191,14 +187,10 @@ func (d *DB) migrate(list []migrations.Migration) error {
 }
 
 func getUint32(r pebble.Reader, key []byte) (uint32, error) {
-	v, closer, err := r.Get(key)
-	if errors.Is(err, pebble.ErrNotFound) {
-		return 0, nil
-	}
-	if err != nil {
+	v, found, err := Get(r, key)
+	if err != nil || !found {
 		return 0, err
 	}
-	defer closer.Close()
 	if len(v) != 4 {
 		return 0, fmt.Errorf("format version record has %d bytes", len(v))
 	}
@@ -208,17 +200,7 @@ func getUint32(r pebble.Reader, key []byte) (uint32, error) {
 // batchKV adapts an indexed batch to migrations.KV.
 type batchKV struct{ b *pebble.Batch }
 
-func (k batchKV) Get(key []byte) ([]byte, bool, error) {
-	v, closer, err := k.b.Get(key)
-	if errors.Is(err, pebble.ErrNotFound) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, err
-	}
-	defer closer.Close()
-	return append([]byte(nil), v...), true, nil
-}
+func (k batchKV) Get(key []byte) ([]byte, bool, error) { return Get(k.b, key) }
 
 func (k batchKV) Set(key, value []byte) error { return k.b.Set(key, value, nil) }
 func (k batchKV) Delete(key []byte) error     { return k.b.Delete(key, nil) }

@@ -81,41 +81,32 @@ type Config struct {
 	SlotCooldown  time.Duration // a slot does not move back within it (default 10 min)
 }
 
+// positiveOr is v when it is above zero, else def: a zero or negative
+// setting takes its default.
+func positiveOr[T int | float64 | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
 // Defaults returns c with every zero field set to its default.
 func (c Config) Defaults() Config {
-	if c.MaxTasks <= 0 {
-		c.MaxTasks = 2
-	}
-	if c.MaxSlotTasks <= 0 {
-		c.MaxSlotTasks = 4
-	}
-	if c.ReplicaSkew <= 0 {
-		c.ReplicaSkew = 1
-	}
-	if c.LeaderSkew <= 0 {
-		c.LeaderSkew = 1
-	}
-	if c.LeaderSettle <= 0 {
-		c.LeaderSettle = 30 * time.Second
-	}
-	if c.SlotSkew <= 0 {
-		c.SlotSkew = 2
-	}
+	c.MaxTasks = positiveOr(c.MaxTasks, 2)
+	c.MaxSlotTasks = positiveOr(c.MaxSlotTasks, 4)
+	c.ReplicaSkew = positiveOr(c.ReplicaSkew, 1)
+	c.LeaderSkew = positiveOr(c.LeaderSkew, 1)
+	c.LeaderSettle = positiveOr(c.LeaderSettle, 30*time.Second)
+	c.SlotSkew = positiveOr(c.SlotSkew, 2)
 	if c.LoadSkew <= 1 {
 		c.LoadSkew = 1.25
 	}
-	if c.MinLoad <= 0 {
-		c.MinLoad = 50
-	}
+	c.MinLoad = positiveOr(c.MinLoad, 50)
 	if c.GroupsPerNode == 0 { // < 0: leave the group count alone
 		c.GroupsPerNode = 1
 	}
-	if c.MaxGroups <= 0 {
-		c.MaxGroups = 64
-	}
-	if c.SlotCooldown <= 0 {
-		c.SlotCooldown = 10 * time.Minute
-	}
+	c.MaxGroups = positiveOr(c.MaxGroups, 64)
+	c.SlotCooldown = positiveOr(c.SlotCooldown, 10*time.Minute)
 	return c
 }
 

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 
@@ -49,27 +50,13 @@ type Leadership struct {
 
 // EnsureDefaults fills zero fields.
 func (p *Leadership) EnsureDefaults() {
-	if p.PreferredTTL == 0 {
-		p.PreferredTTL = 24 * time.Hour
-	}
-	if p.ActiveWithin == 0 {
-		p.ActiveWithin = 3 * time.Second
-	}
-	if p.MaxLag == 0 {
-		p.MaxLag = 64
-	}
-	if p.TransferCooldown == 0 {
-		p.TransferCooldown = 5 * time.Second
-	}
-	if p.ReachableWithin == 0 {
-		p.ReachableWithin = 500 * time.Millisecond
-	}
-	if p.HoldDown == 0 {
-		p.HoldDown = 30 * time.Second
-	}
-	if p.BackoffBase == 0 {
-		p.BackoffBase = 5 * time.Second
-	}
+	p.PreferredTTL = cmp.Or(p.PreferredTTL, 24*time.Hour)
+	p.ActiveWithin = cmp.Or(p.ActiveWithin, 3*time.Second)
+	p.MaxLag = cmp.Or(p.MaxLag, 64)
+	p.TransferCooldown = cmp.Or(p.TransferCooldown, 5*time.Second)
+	p.ReachableWithin = cmp.Or(p.ReachableWithin, 500*time.Millisecond)
+	p.HoldDown = cmp.Or(p.HoldDown, 30*time.Second)
+	p.BackoffBase = cmp.Or(p.BackoffBase, 5*time.Second)
 	if p.BackoffMax == 0 {
 		p.BackoffMax = 5 * time.Minute
 	}
