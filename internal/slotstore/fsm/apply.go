@@ -10,6 +10,7 @@ import (
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/meta"
 	"slotmeta/internal/slotstore/store"
+	"slotmeta/internal/slotstore/watch"
 )
 
 // applier applies the commands of one Update into one batch. It carries the
@@ -23,11 +24,15 @@ type applier struct {
 	b                    *pebble.Batch
 	revision             uint64
 	dedupHead, dedupTail uint64
-	owned, fenced        meta.SlotSet // this Update's view; persisted and published at commit
-	tracked              meta.SlotSet // slots whose changes go to their change log (slotmove.go)
-	tracking             bool         // any slot tracked: set and del look at the key
-	index                uint64       // the Raft index of the entry being applied
-	seq                  uint32       // changes logged for that entry so far
+	owned, fenced        meta.SlotSet                           // this Update's view; persisted and published at commit
+	tracked              meta.SlotSet                           // slots whose changes go to their change log (slotmove.go)
+	tracking             bool                                   // any slot tracked: set and del look at the key
+	index                uint64                                 // the Raft index of the entry being applied
+	seq                  uint32                                 // changes logged for that entry so far
+	timeMs               int64                                  // the time of the command being applied (its header's)
+	batch                uint64                                 // the sequence of its first numbered change (0: none yet)
+	heads                map[slotstore.HashSlot]*meta.WatchHead // change-log heads read or moved by this Update (watchlog.go)
+	changes              []watch.Record                         // numbered changes, published after commit
 	slotsChanged         bool
 	err                  error // first storage error; Update fails with it
 }
@@ -52,6 +57,7 @@ func (a *applier) applyCommand(raw []byte) meta.Result {
 		return meta.Result{Code: slotstore.CodeInvalidArgument, Message: "malformed command: " + err.Error()}
 	}
 	h := c.Head()
+	a.timeMs, a.batch = h.TimeMs, 0
 	if sc, ok := c.(meta.SlotCommand); ok {
 		return slotApplier{a}.applySlotCommand(sc)
 	}
@@ -115,7 +121,36 @@ func (a *applier) get(key []byte) ([]byte, bool) {
 	return v, found
 }
 
+// set writes a row; a watched one is numbered (watchlog.go), with the value
+// it replaces.
 func (a *applier) set(key, value []byte) {
+	hs, t, pk, watched := a.watched(key)
+	if !watched {
+		a.put(key, value)
+		return
+	}
+	prev, _ := a.get(key)
+	a.put(key, value)
+	a.record(hs, meta.Change{Kind: meta.ChangePut, Table: t, Key: pk, Value: value, Prev: prev})
+}
+
+// del deletes a row; a watched one that existed is numbered.
+func (a *applier) del(key []byte) {
+	hs, t, pk, watched := a.watched(key)
+	if !watched {
+		a.drop(key)
+		return
+	}
+	prev, found := a.get(key)
+	a.drop(key)
+	if found {
+		a.record(hs, meta.Change{Kind: meta.ChangeDelete, Table: t, Key: pk, Prev: prev})
+	}
+}
+
+// put writes key as it is (not numbered): imported rows, the change log's
+// own rows, and set's write. A tracked slot's change log still lists it.
+func (a *applier) put(key, value []byte) {
 	if err := a.b.Set(key, value, nil); err != nil {
 		a.fail(err)
 	}
@@ -124,7 +159,8 @@ func (a *applier) set(key, value []byte) {
 	}
 }
 
-func (a *applier) del(key []byte) {
+// drop is put's delete.
+func (a *applier) drop(key []byte) {
 	if err := a.b.Delete(key, nil); err != nil {
 		a.fail(err)
 	}

@@ -101,7 +101,7 @@ func (a channelApplier) deleteChannel(c *meta.DeleteChannel) meta.Result {
 	})
 	flush()
 	for _, l := range channelLists {
-		a.delPrefixIfAny(meta.ChannelListPrefix(a.sm.cfg.Group, c.HashSlot, l.Table(), c.ChannelType, c.ChannelID))
+		a.clearRows(meta.ChannelListPrefix(a.sm.cfg.Group, c.HashSlot, l.Table(), c.ChannelType, c.ChannelID))
 	}
 	return meta.Result{Revision: rev}
 }

@@ -45,7 +45,7 @@ func (a deviceApplier) deleteDevice(c *meta.DeleteDevice) meta.Result {
 // A user has at most 256 devices, all under one prefix: one range deletion
 // (none when the user has no device).
 func (a deviceApplier) deleteUserDevices(hs slotstore.HashSlot, uid string) {
-	a.delPrefixIfAny(meta.DevicePrefix(a.sm.cfg.Group, hs, uid))
+	a.clearRows(meta.DevicePrefix(a.sm.cfg.Group, hs, uid))
 }
 
 // getDevice answers meta.GetDevice: *meta.Device or a nil one.

@@ -13,21 +13,15 @@ import (
 // delPrefix deletes every key with prefix p in the batch with one range
 // deletion. Pebble's indexed batch honours its own range deletions on reads
 // (Get and iterators of the batch), so later commands of the same Update see
-// the rows gone.
+// the rows gone. It numbers nothing (clearRows does); in a tracked slot it
+// lists every key it deletes in the slot's change log, so that a live move's
+// target deletes them too.
 func (a *applier) delPrefix(p []byte) {
+	if _, tracked := a.trackedSlotOf(p); a.tracking && tracked {
+		a.eachInBatch(p, func(k, _ []byte) bool { a.logChange(k); return true })
+	}
 	if err := a.b.DeleteRange(p, meta.PrefixEnd(p), nil); err != nil {
 		a.fail(err)
-	}
-}
-
-// delPrefixIfAny is delPrefix when the batch sees a row under p: it keeps
-// range tombstones (which every later read of the range must skip) out of
-// the store when there is nothing to delete.
-func (a *applier) delPrefixIfAny(p []byte) {
-	found := false
-	a.eachInBatch(p, func(_, _ []byte) bool { found = true; return false })
-	if found {
-		a.delPrefix(p)
 	}
 }
 

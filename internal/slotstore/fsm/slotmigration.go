@@ -55,7 +55,7 @@ func (a slotApplier) applySlotCommand(c meta.SlotCommand) meta.Result {
 			if len(r.Key) < 2 || r.Key[0] == 0xFF && r.Key[1] == 0xFF {
 				return refuse("import of a malformed row key")
 			}
-			a.set(append(append(make([]byte, 0, len(prefix)+len(r.Key)), prefix...), r.Key...), r.Value)
+			a.put(append(append(make([]byte, 0, len(prefix)+len(r.Key)), prefix...), r.Key...), r.Value)
 		}
 		return meta.Result{Revision: a.revision, Message: fmt.Sprintf("%d rows imported", len(c.Rows))}
 	case *meta.AcquireSlot:
@@ -72,10 +72,10 @@ func (a slotApplier) applySlotCommand(c meta.SlotCommand) meta.Result {
 		}
 		a.setSlot(&a.owned, hs, false)
 		a.setSlot(&a.fenced, hs, false)
-		a.deleteSlotRows(g, hs)
 		if a.tracked.Has(hs) {
-			a.untrack(g, hs)
+			a.untrack(g, hs) // first: the rows' deletion need not be logged
 		}
+		a.deleteSlotRows(g, hs)
 	case *meta.DropImported:
 		if a.owned.Has(hs) {
 			return refuse("cannot drop the rows of a slot the group owns")
@@ -91,6 +91,7 @@ func (a *applier) setSlot(set *meta.SlotSet, hs slotstore.HashSlot, on bool) {
 	if set.Has(hs) == on {
 		return
 	}
+	a.forgetHead(hs)
 	if on {
 		set[hs/8] |= 1 << (hs % 8)
 	} else {

@@ -21,17 +21,24 @@ import (
 // Keys outside the group's hash slots (system records, the log itself) are
 // never logged.
 func (a *applier) logChange(key []byte) {
-	if len(key) < 6 || binary.BigEndian.Uint32(key) != uint32(a.sm.cfg.Group) {
-		return
-	}
-	hs := slotstore.HashSlot(binary.BigEndian.Uint16(key[4:6]))
-	if !hs.Valid() || !a.tracked.Has(hs) {
+	hs, ok := a.trackedSlotOf(key)
+	if !ok {
 		return
 	}
 	if err := a.b.Set(meta.ChangeLogKey(a.sm.cfg.Group, hs, a.index, a.seq), key[6:], nil); err != nil {
 		a.fail(err)
 	}
 	a.seq++
+}
+
+// trackedSlotOf returns the tracked slot of the group that key (or a
+// prefix) lies in.
+func (a *applier) trackedSlotOf(key []byte) (slotstore.HashSlot, bool) {
+	if len(key) < 6 || binary.BigEndian.Uint32(key) != uint32(a.sm.cfg.Group) {
+		return 0, false
+	}
+	hs := slotstore.HashSlot(binary.BigEndian.Uint16(key[4:6]))
+	return hs, hs.Valid() && a.tracked.Has(hs)
 }
 
 // applyTracking applies the live-move commands; ok is false for the others.
@@ -53,10 +60,10 @@ func (a slotApplier) applyTracking(c meta.SlotCommand, refuse func(string, ...an
 		prefix := meta.SlotPrefix(g, hs)
 		row := func(k []byte) []byte { return append(append(make([]byte, 0, len(prefix)+len(k)), prefix...), k...) }
 		for _, r := range c.Rows {
-			a.set(row(r.Key), r.Value)
+			a.put(row(r.Key), r.Value)
 		}
 		for _, k := range c.Deleted {
-			a.del(row(k))
+			a.drop(row(k))
 		}
 		return meta.Result{Revision: a.revision}, true
 	default:

@@ -37,6 +37,7 @@ import (
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/meta"
 	"slotmeta/internal/slotstore/store"
+	"slotmeta/internal/slotstore/watch"
 )
 
 // Config describes one replica's state machine.
@@ -63,7 +64,23 @@ type Config struct {
 	// OnApplied, if set, is called after each committed Update with the new
 	// applied index (for metrics). It must not block.
 	OnApplied func(g slotstore.GroupID, index uint64)
+	// OnChanges, if set, is called after each committed Update with the
+	// changes it numbered (watchlog.go), in sequence order per slot. It
+	// must not block; it may keep the records.
+	OnChanges func(g slotstore.GroupID, recs []watch.Record)
+	// WatchRecords and WatchAge bound the change log each hash slot keeps
+	// (defaults DefaultWatchRecords, DefaultWatchAge). Like DedupCapacity
+	// they decide which rows exist: every replica of a group must use the
+	// same values.
+	WatchRecords int
+	WatchAge     time.Duration
 }
+
+// The change log's default retention per hash slot.
+const (
+	DefaultWatchRecords = 10000
+	DefaultWatchAge     = 24 * time.Hour
+)
 
 // StateMachine implements sm.IOnDiskStateMachine for one slot group replica.
 type StateMachine struct {
@@ -96,6 +113,12 @@ func New(cfg Config) *StateMachine {
 	}
 	if cfg.EventCapacity <= 0 {
 		cfg.EventCapacity = meta.DefaultEventCapacity
+	}
+	if cfg.WatchRecords <= 0 {
+		cfg.WatchRecords = DefaultWatchRecords
+	}
+	if cfg.WatchAge <= 0 {
+		cfg.WatchAge = DefaultWatchAge
 	}
 	return &StateMachine{cfg: cfg, db: cfg.DB.Pebble()}
 }
@@ -256,6 +279,9 @@ func (s *StateMachine) Update(entries []sm.Entry) ([]sm.Entry, error) {
 	s.waiters.advanced()
 	if s.cfg.OnApplied != nil {
 		s.cfg.OnApplied(g, last)
+	}
+	if len(a.changes) > 0 {
+		s.cfg.OnChanges(g, a.changes)
 	}
 	return entries, nil
 }

@@ -230,8 +230,9 @@ func TestOneBatchPerUpdate(t *testing.T) {
 		} else {
 			_ = c.Close()
 		}
-		// One Set per command, plus the applied index and the revision counter.
-		if got, want := b.Count(), uint32(nEntries*perEntry+2); got != want {
+		// Three Sets per command (the row, its change record, its slot's
+		// change-log head), plus the applied index and the revision counter.
+		if got, want := b.Count(), uint32(3*nEntries*perEntry+2); got != want {
 			t.Errorf("batch holds %d operations, want %d", got, want)
 		}
 	})

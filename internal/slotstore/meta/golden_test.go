@@ -257,6 +257,8 @@ func TestGoldenEntities(t *testing.T) {
 	goldenEntity(g, "ChannelRuntime", EncodeChannelRuntime, DecodeChannelRuntime)
 	goldenEntity(g, "ChannelTask", EncodeChannelTask, DecodeChannelTask)
 	goldenEntity(g, "ChannelEvent", EncodeChannelEvent, DecodeChannelEvent)
+	goldenEntity(g, "Change", EncodeChange, DecodeChange)
+	goldenEntity(g, "WatchHead", EncodeWatchHead, DecodeWatchHead)
 
 	w := *filled(&SeqWindow{})
 	g.add("SeqWindow/zero", EncodeSeqWindow(SeqWindow{}))

@@ -44,6 +44,9 @@ const (
 	TableChannelTask Table = 61 // channel | task id
 
 	TableEvent Table = 80 // channel | seq
+
+	TableWatch     Table = 90 // seq: the slot's change log (change.go)
+	TableWatchHead Table = 91 // the change log's last and first sequence
 )
 
 // SystemUIDsRouteKey is the reserved route key under which every system UID

@@ -10,9 +10,10 @@ import (
 type Record struct {
 	Slot slotstore.HashSlot
 	Seq  uint64 // the slot's sequence: 1, 2, 3, … with no gap
-	// Index is the Raft index of the entry whose command made the change:
-	// the records of one entry in one slot are delivered together.
-	Index  uint64
+	// Batch is the sequence of the first record of the command that made
+	// the change: the records of one command share it (they are
+	// consecutive, a command writes one slot) and are delivered together.
+	Batch  uint64
 	TimeMs int64 // the leader's time of the command
 	Kind   Kind
 	Table  meta.Table
@@ -23,35 +24,24 @@ type Record struct {
 	Prev  []byte // the stored value before a put or delete (nil: none)
 }
 
-// Kind is what a record did to its row.
-type Kind uint8
+// Kind is what a record did to its row (meta.ChangeKind: the stored
+// change log's own kinds).
+type Kind = meta.ChangeKind
 
 const (
-	Put    Kind = 1
-	Delete Kind = 2
+	Put    = meta.ChangePut
+	Delete = meta.ChangeDelete
 	// Clear deleted every row of the table under Key at once (a deleted
 	// channel's lists, a deleted user's devices): one record, however
 	// many rows — a watcher reads it as a delete of each it holds.
-	Clear Kind = 3
+	Clear = meta.ChangeClear
 )
 
-func (k Kind) String() string {
-	switch k {
-	case Put:
-		return "put"
-	case Delete:
-		return "delete"
-	case Clear:
-		return "clear"
-	}
-	return "unknown"
-}
-
 // group returns the leading run of recs that share recs[0]'s slot and
-// Raft index: what is delivered at once.
+// batch: what is delivered at once.
 func group(recs []Record) int {
 	n := 1
-	for n < len(recs) && recs[n].Slot == recs[0].Slot && recs[n].Index == recs[0].Index {
+	for n < len(recs) && recs[n].Slot == recs[0].Slot && recs[n].Batch == recs[0].Batch {
 		n++
 	}
 	return n

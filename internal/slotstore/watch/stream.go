@@ -15,10 +15,34 @@ type Log interface {
 	// (none when after is the head). ErrCompacted when the record after
 	// after is no longer kept.
 	Read(ctx context.Context, s slotstore.HashSlot, after uint64, limit int) ([]Record, error)
+	// Head returns the sequence of slot s's last record committed here
+	// (0: none yet).
+	Head(ctx context.Context, s slotstore.HashSlot) (uint64, error)
 }
 
-// ErrCompacted is the answer for a position older than what is kept.
-var ErrCompacted = errors.New("watch: position no longer retained")
+var (
+	// ErrCompacted is the answer for a position older than what is kept.
+	ErrCompacted = errors.New("watch: position no longer retained")
+	// ErrUnavailable is a Log's answer for a slot no replica on this node
+	// serves now (the slot is between groups, or its group runs
+	// elsewhere): the watcher resumes from its cursor, here later or on
+	// another node.
+	ErrUnavailable = errors.New("watch: hash slot not served on this node now")
+)
+
+// Now returns a cursor at the heads of slots: a watch from it sees the
+// changes committed here after this call.
+func Now(ctx context.Context, log Log, slots ...slotstore.HashSlot) (Cursor, error) {
+	c := NewCursor(slots...)
+	for _, s := range c.Slots() {
+		h, err := log.Head(ctx, s)
+		if err != nil {
+			return Cursor{}, err
+		}
+		c.Set(s, h)
+	}
+	return c, nil
+}
 
 // pageLimit is how many records one Log read returns at most.
 const pageLimit = 512
@@ -128,7 +152,7 @@ func (st *Stream) fromQueue() []Record {
 			st.queue = st.queue[1:]
 		default:
 			n := 1
-			for n < len(st.queue) && st.queue[n].Slot == r.Slot && st.queue[n].Index == r.Index && st.queue[n].Seq == st.queue[n-1].Seq+1 {
+			for n < len(st.queue) && st.queue[n].Slot == r.Slot && st.queue[n].Batch == r.Batch && st.queue[n].Seq == st.queue[n-1].Seq+1 {
 				n++
 			}
 			out := st.queue[:n:n]
@@ -183,7 +207,7 @@ func (st *Stream) read(ctx context.Context, s slotstore.HashSlot) error {
 	}
 	if len(recs) == pageLimit {
 		last := len(recs) - 1
-		for last > 0 && recs[last-1].Index == recs[len(recs)-1].Index {
+		for last > 0 && recs[last-1].Batch == recs[len(recs)-1].Batch {
 			last--
 		}
 		if last > 0 {

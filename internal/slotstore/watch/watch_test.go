@@ -33,7 +33,7 @@ func (l *memLog) commit(s slotstore.HashSlot, n int) []Record {
 	}
 	out := make([]Record, n)
 	for i := range out {
-		out[i] = Record{Slot: s, Seq: next + uint64(i), Index: l.index, Key: []byte{byte(i)}}
+		out[i] = Record{Slot: s, Seq: next + uint64(i), Batch: next, Key: []byte{byte(i)}}
 	}
 	l.slots[s] = append(kept, out...)
 	return out
@@ -64,6 +64,15 @@ func (l *memLog) Read(_ context.Context, s slotstore.HashSlot, after uint64, lim
 	return append([]Record(nil), kept[i:min(len(kept), i+limit)]...), nil
 }
 
+func (l *memLog) Head(_ context.Context, s slotstore.HashSlot) (uint64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if kept := l.slots[s]; len(kept) > 0 {
+		return kept[len(kept)-1].Seq, nil
+	}
+	return 0, nil
+}
+
 // collect polls st until it has nothing to deliver and appends what it got.
 func collect(t *testing.T, st *Stream, got map[slotstore.HashSlot][]Record) {
 	t.Helper()
@@ -83,7 +92,7 @@ func collect(t *testing.T, st *Stream, got map[slotstore.HashSlot][]Record) {
 func checkGroup(t *testing.T, recs []Record) {
 	t.Helper()
 	for _, r := range recs[1:] {
-		if r.Slot != recs[0].Slot || r.Index != recs[0].Index {
+		if r.Slot != recs[0].Slot || r.Batch != recs[0].Batch {
 			t.Fatalf("one delivery mixes entries: %+v", recs)
 		}
 	}
@@ -104,8 +113,8 @@ func checkExactlyOnce(t *testing.T, l *memLog, from Cursor, got map[slotstore.Ha
 			t.Fatalf("slot %v: got %d records, want %d", s, len(got[s]), len(want))
 		}
 		for i := range want {
-			if got[s][i].Seq != want[i].Seq || got[s][i].Index != want[i].Index {
-				t.Fatalf("slot %v record %d: got seq %d (entry %d), want %d (entry %d)", s, i, got[s][i].Seq, got[s][i].Index, want[i].Seq, want[i].Index)
+			if got[s][i].Seq != want[i].Seq || got[s][i].Batch != want[i].Batch {
+				t.Fatalf("slot %v record %d: got seq %d (entry %d), want %d (entry %d)", s, i, got[s][i].Seq, got[s][i].Batch, want[i].Seq, want[i].Batch)
 			}
 		}
 	}
@@ -264,8 +273,8 @@ func TestLargeLogIsPagedWithoutSplittingEntries(t *testing.T) {
 		if recs == nil {
 			break
 		}
-		if len(recs) != 3 || recs[0].Index != recs[2].Index {
-			t.Fatalf("a delivery of %d records from entries %d..%d, want one whole entry of 3", len(recs), recs[0].Index, recs[len(recs)-1].Index)
+		if len(recs) != 3 || recs[0].Batch != recs[2].Batch {
+			t.Fatalf("a delivery of %d records from entries %d..%d, want one whole entry of 3", len(recs), recs[0].Batch, recs[len(recs)-1].Batch)
 		}
 		got[7] = append(got[7], recs...)
 	}
