@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 
@@ -33,6 +34,8 @@ type applier struct {
 	batch                uint64                                 // the sequence of its first numbered change (0: none yet)
 	heads                map[slotstore.HashSlot]*meta.WatchHead // change-log heads read or moved by this Update (watchlog.go)
 	changes              []watch.Record                         // numbered changes, published after commit
+	last                 lastRow                                // the last row read or written (get)
+	forgotHeads          []slotstore.HashSlot                   // slots whose kept heads are stale (forgetHead)
 	slotsChanged         bool
 	err                  error // first storage error; Update fails with it
 }
@@ -113,23 +116,43 @@ func (a *applier) nextRevision() uint64 {
 }
 
 // get reads a key through the batch (seeing this Update's earlier writes).
+// The last key read or written is remembered: a command reads the row it
+// is about to write, and set reads it again for the change log (a batch
+// Get costs an iterator over the whole store).
 func (a *applier) get(key []byte) ([]byte, bool) {
+	if a.last.key != nil && bytes.Equal(key, a.last.key) {
+		return a.last.value, a.last.found
+	}
 	v, found, err := store.Get(a.b, key)
 	if err != nil {
 		a.fail(err)
 	}
+	a.remember1(key, v, found)
 	return v, found
 }
 
+// lastRow is the one row the applier remembers (get).
+type lastRow struct {
+	key, value []byte
+	found      bool
+}
+
+func (a *applier) remember1(key, value []byte, found bool) {
+	a.last = lastRow{key: append(a.last.key[:0], key...), value: value, found: found}
+}
+
 // set writes a row; a watched one is numbered (watchlog.go), with the value
-// it replaces.
+// it replaces where its table keeps it.
 func (a *applier) set(key, value []byte) {
 	hs, t, pk, watched := a.watched(key)
 	if !watched {
 		a.put(key, value)
 		return
 	}
-	prev, _ := a.get(key)
+	var prev []byte
+	if t.KeepsPrev() {
+		prev, _ = a.get(key)
+	}
 	a.put(key, value)
 	a.record(hs, meta.Change{Kind: meta.ChangePut, Table: t, Key: pk, Value: value, Prev: prev})
 }
@@ -143,6 +166,9 @@ func (a *applier) del(key []byte) {
 	}
 	prev, found := a.get(key)
 	a.drop(key)
+	if !t.KeepsPrev() {
+		prev = nil
+	}
 	if found {
 		a.record(hs, meta.Change{Kind: meta.ChangeDelete, Table: t, Key: pk, Prev: prev})
 	}
@@ -154,6 +180,7 @@ func (a *applier) put(key, value []byte) {
 	if err := a.b.Set(key, value, nil); err != nil {
 		a.fail(err)
 	}
+	a.remember1(key, value, true)
 	if a.tracking {
 		a.logChange(key)
 	}
@@ -164,6 +191,7 @@ func (a *applier) drop(key []byte) {
 	if err := a.b.Delete(key, nil); err != nil {
 		a.fail(err)
 	}
+	a.remember1(key, nil, false)
 	if a.tracking {
 		a.logChange(key)
 	}

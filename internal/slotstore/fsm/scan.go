@@ -23,6 +23,7 @@ func (a *applier) delPrefix(p []byte) {
 	if err := a.b.DeleteRange(p, meta.PrefixEnd(p), nil); err != nil {
 		a.fail(err)
 	}
+	a.last = lastRow{} // it may lie under p
 }
 
 // eachInBatch calls f with every key/value under prefix p, in key order, as

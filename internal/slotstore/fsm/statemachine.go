@@ -97,6 +97,10 @@ type StateMachine struct {
 	revision             uint64
 	dedupHead, dedupTail uint64
 
+	// heads is the change-log head of every slot an Update has written
+	// since the state was last loaded (watchlog.go): committed values only.
+	heads map[slotstore.HashSlot]meta.WatchHead
+
 	// beforeCommit is a test seam: it sees each Update's batch before commit.
 	beforeCommit func(*pebble.Batch)
 }
@@ -205,6 +209,7 @@ func (s *StateMachine) load() error {
 		}
 	}
 	s.revision = rev
+	s.heads = map[slotstore.HashSlot]meta.WatchHead{}
 	s.rev.Store(rev)
 	s.owned.Store(&owned)
 	s.fenced.Store(&fenced)
@@ -243,6 +248,7 @@ func (s *StateMachine) Update(entries []sm.Entry) ([]sm.Entry, error) {
 		a.index, a.seq = entries[i].Index, 0
 		entries[i].Result = a.applyEntry(entries[i].Cmd)
 	}
+	a.flushHeads()
 	if a.err != nil {
 		// A storage error is not a command's fault: stop rather than diverge.
 		return nil, a.err
@@ -268,6 +274,7 @@ func (s *StateMachine) Update(entries []sm.Entry) ([]sm.Entry, error) {
 		return nil, fmt.Errorf("fsm: commit group %d at %d: %w", g, last, err)
 	}
 	s.revision, s.dedupHead, s.dedupTail = a.revision, a.dedupHead, a.dedupTail
+	a.keepHeads()
 	s.rev.Store(a.revision)
 	if a.slotsChanged {
 		owned, fenced, tracked := a.owned, a.fenced, a.tracked

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -38,13 +40,16 @@ func (a *applier) watched(key []byte) (slotstore.HashSlot, meta.Table, []byte, b
 	return hs, t, pk, true
 }
 
-// head returns slot hs's change-log head as this Update sees it.
+// head returns slot hs's change-log head as this Update sees it; the
+// Update writes it back at its end (flushHeads).
 func (a *applier) head(hs slotstore.HashSlot) *meta.WatchHead {
 	if h := a.heads[hs]; h != nil {
 		return h
 	}
 	h := &meta.WatchHead{First: 1}
-	if raw, found := a.get(meta.WatchHeadKey(a.sm.cfg.Group, hs)); found {
+	if kept, ok := a.sm.heads[hs]; ok {
+		*h = kept
+	} else if raw, found := a.get(meta.WatchHeadKey(a.sm.cfg.Group, hs)); found {
 		stored, err := meta.DecodeWatchHead(raw)
 		if err != nil {
 			a.fail(fmt.Errorf("decoding the change-log head of slot %d: %w", hs, err))
@@ -61,7 +66,31 @@ func (a *applier) head(hs slotstore.HashSlot) *meta.WatchHead {
 
 // forgetHead drops what the Update cached of hs's head: the slot's rows
 // were deleted or are no longer the group's to number.
-func (a *applier) forgetHead(hs slotstore.HashSlot) { delete(a.heads, hs) }
+func (a *applier) forgetHead(hs slotstore.HashSlot) {
+	delete(a.heads, hs)
+	a.forgotHeads = append(a.forgotHeads, hs)
+}
+
+// keepHeads hands what a committed Update did to the heads on to the
+// state machine's copy, which spares the next Updates reading them.
+func (a *applier) keepHeads() {
+	for _, hs := range a.forgotHeads {
+		delete(a.sm.heads, hs)
+	}
+	for hs, h := range a.heads {
+		a.sm.heads[hs] = *h
+	}
+}
+
+// flushHeads writes the heads the Update moved, once each, in slot order
+// (a tracked slot's change log lists them: the same order on every
+// replica).
+func (a *applier) flushHeads() {
+	slots := slices.Sorted(maps.Keys(a.heads))
+	for _, hs := range slots {
+		a.put(meta.WatchHeadKey(a.sm.cfg.Group, hs), meta.EncodeWatchHead(a.heads[hs]))
+	}
+}
 
 // record numbers one change of slot hs and stores it.
 func (a *applier) record(hs slotstore.HashSlot, ch meta.Change) {
@@ -77,7 +106,6 @@ func (a *applier) record(hs slotstore.HashSlot, ch meta.Change) {
 	ch.Batch, ch.TimeMs = a.batch, a.timeMs
 	a.put(meta.WatchKey(g, hs, h.Last), meta.EncodeChange(&ch))
 	a.trimChanges(hs, h)
-	a.put(meta.WatchHeadKey(g, hs), meta.EncodeWatchHead(h))
 	if a.sm.cfg.OnChanges != nil {
 		a.changes = append(a.changes, watch.Record{Slot: hs, Seq: h.Last, Batch: ch.Batch, TimeMs: ch.TimeMs,
 			Kind: ch.Kind, Table: ch.Table, Key: ch.Key, Value: ch.Value, Prev: ch.Prev})

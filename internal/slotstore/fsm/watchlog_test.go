@@ -87,7 +87,7 @@ func checkRecs(t *testing.T, what string, got []watch.Record, want []wantRec) {
 }
 
 // TestChangesAreNumberedPerSlot: every change of a watched row gets its
-// slot's next sequence, with the value it replaced; a command's changes
+// slot's next sequence, a channel's with the value it replaced; a command's changes
 // share a batch; a failed or empty change, index rows and idempotency
 // records are not numbered; what is published was committed first, and
 // reads back the same.
@@ -103,15 +103,12 @@ func TestChangesAreNumberedPerSlot(t *testing.T) {
 	mustOK(t, apply(t, s, 4, delKV(k, meta.Cond{})))
 	want := []wantRec{
 		{seq: 1, batch: 1, kind: watch.Put, table: meta.TableKV, value: true},
-		{seq: 2, batch: 2, kind: watch.Put, table: meta.TableKV, value: true, prev: true},
-		{seq: 3, batch: 3, kind: watch.Delete, table: meta.TableKV, prev: true},
+		{seq: 2, batch: 2, kind: watch.Put, table: meta.TableKV, value: true}, // a business key keeps no previous value
+		{seq: 3, batch: 3, kind: watch.Delete, table: meta.TableKV},
 	}
 	checkRecs(t, "published", pub.take(t), want)
 	got := readAll(t, s, hs, 0)
 	checkRecs(t, "stored", got, want)
-	if kv, err := meta.DecodeKV(got[1].Prev); err != nil || string(kv.Value) != "v1" {
-		t.Fatalf("the second put's previous value: %+v, %v", kv, err)
-	}
 	if string(got[0].Key) != k {
 		t.Fatalf("record key %q, want the primary key %q", got[0].Key, k)
 	}
@@ -144,6 +141,13 @@ func TestChangesAreNumberedPerSlot(t *testing.T) {
 		{seq: base + 7, batch: base + 6, kind: watch.Put, table: meta.TableChannel, value: true, prev: true},
 	})
 	pub.take(t)
+	if recs := readAll(t, s, cs, base+6); len(recs) != 1 {
+		t.Fatalf("the channel's last record: %+v", recs)
+	} else if prev, err := meta.DecodeChannel(recs[0].Prev); err != nil || prev.Revision == 0 {
+		t.Fatalf("the channel's previous value: %+v, %v", prev, err)
+	} else if cur, err := meta.DecodeChannel(recs[0].Value); err != nil || cur.Revision <= prev.Revision {
+		t.Fatalf("the channel's value %+v does not follow its previous one %+v (%v)", cur, prev, err)
+	}
 
 	// A deleted channel: its row, and one clear per list that had rows.
 	mustOK(t, apply(t, s, 6, &meta.DeleteChannel{Header: hdr(ch, "", 103), ChannelType: 1, ChannelID: ch}))

@@ -56,6 +56,13 @@ func (t Table) Watched() bool {
 	return false
 }
 
+// KeepsPrev reports whether a change of table t stores the row's previous
+// value: for a channel and its runtime metadata, whose followers act on
+// transitions (leader, epoch, ISR, fence); the others' followers keep
+// their own copy (list, then watch), and the previous value would double
+// what every write stores.
+func (t Table) KeepsPrev() bool { return t == TableChannel || t == TableRuntime }
+
 // Change is one record of a slot's change log; its slot and sequence are
 // in its key.
 type Change struct {
@@ -71,7 +78,7 @@ type Change struct {
 	// table); for a clear, the prefix of the rows cleared.
 	Key   []byte
 	Value []byte // the row as stored after a put
-	Prev  []byte // the row as stored before the change (nil: none)
+	Prev  []byte // the row as stored before the change (nil: none, or its table does not keep it)
 }
 
 func (ch *Change) code(c *coder) {
