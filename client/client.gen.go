@@ -198,6 +198,7 @@ func (e DecisionKind) Valid() bool {
 // Defines values for ErrorCode.
 const (
 	ErrorCodeBusy                  ErrorCode = "busy"
+	ErrorCodeCompacted             ErrorCode = "compacted"
 	ErrorCodeConflict              ErrorCode = "conflict"
 	ErrorCodeEpochStale            ErrorCode = "epoch_stale"
 	ErrorCodeFailedPrecondition    ErrorCode = "failed_precondition"
@@ -212,6 +213,7 @@ const (
 	ErrorCodeRouteNotReady         ErrorCode = "route_not_ready"
 	ErrorCodeRouteRevisionMismatch ErrorCode = "route_revision_mismatch"
 	ErrorCodeSlotMigrating         ErrorCode = "slot_migrating"
+	ErrorCodeSlowConsumer          ErrorCode = "slow_consumer"
 	ErrorCodeTimeout               ErrorCode = "timeout"
 	ErrorCodeUnauthenticated       ErrorCode = "unauthenticated"
 	ErrorCodeWrongGroup            ErrorCode = "wrong_group"
@@ -221,6 +223,8 @@ const (
 func (e ErrorCode) Valid() bool {
 	switch e {
 	case ErrorCodeBusy:
+		return true
+	case ErrorCodeCompacted:
 		return true
 	case ErrorCodeConflict:
 		return true
@@ -249,6 +253,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeRouteRevisionMismatch:
 		return true
 	case ErrorCodeSlotMigrating:
+		return true
+	case ErrorCodeSlowConsumer:
 		return true
 	case ErrorCodeTimeout:
 		return true
@@ -1108,8 +1114,9 @@ type AuditRecord struct {
 	// Code The machine-readable kind of the error, and its status:
 	// invalid_argument 400, unauthenticated 401, permission_denied 403, not_found 404,
 	// conflict / epoch_stale / route_revision_mismatch 409, failed_precondition 412,
-	// payload_too_large 413, queue_full / rate_limited 429, internal 500, route_not_ready / not_leader / busy /
-	// slot_migrating / timeout / wrong_group 503. A 405 says invalid_argument.
+	// compacted 410, payload_too_large 413, queue_full / rate_limited 429, internal 500, route_not_ready /
+	// not_leader / busy / slot_migrating / timeout / wrong_group 503. A 405 says invalid_argument.
+	// slow_consumer only ends a watch stream (its `error` event).
 	Code   *ErrorCode `json:"code,omitempty"`
 	Detail *string    `json:"detail,omitempty"`
 
@@ -1606,8 +1613,9 @@ type Error struct {
 	// Code The machine-readable kind of the error, and its status:
 	// invalid_argument 400, unauthenticated 401, permission_denied 403, not_found 404,
 	// conflict / epoch_stale / route_revision_mismatch 409, failed_precondition 412,
-	// payload_too_large 413, queue_full / rate_limited 429, internal 500, route_not_ready / not_leader / busy /
-	// slot_migrating / timeout / wrong_group 503. A 405 says invalid_argument.
+	// compacted 410, payload_too_large 413, queue_full / rate_limited 429, internal 500, route_not_ready /
+	// not_leader / busy / slot_migrating / timeout / wrong_group 503. A 405 says invalid_argument.
+	// slow_consumer only ends a watch stream (its `error` event).
 	Code    ErrorCode     `json:"code"`
 	Details *[]FieldError `json:"details,omitempty"`
 
@@ -1630,8 +1638,9 @@ type ErrorBody struct {
 // ErrorCode The machine-readable kind of the error, and its status:
 // invalid_argument 400, unauthenticated 401, permission_denied 403, not_found 404,
 // conflict / epoch_stale / route_revision_mismatch 409, failed_precondition 412,
-// payload_too_large 413, queue_full / rate_limited 429, internal 500, route_not_ready / not_leader / busy /
-// slot_migrating / timeout / wrong_group 503. A 405 says invalid_argument.
+// compacted 410, payload_too_large 413, queue_full / rate_limited 429, internal 500, route_not_ready /
+// not_leader / busy / slot_migrating / timeout / wrong_group 503. A 405 says invalid_argument.
+// slow_consumer only ends a watch stream (its `error` event).
 type ErrorCode string
 
 // EventPayload Any JSON value, at most 16 KiB, stored verbatim; null when unset.
@@ -3023,6 +3032,27 @@ type PutUserPluginParams struct {
 
 	// XRouteRevision The route revision the client routed by; older than the node's answers 409 route_revision_mismatch.
 	XRouteRevision *RouteRevisionFence `json:"X-Route-Revision,omitempty"`
+}
+
+// WatchParams defines parameters for Watch.
+type WatchParams struct {
+	// Resource Comma-separated; users, devices, plugins, memberships, cmd_bindings, system_uids, kv, channels, runtime, subscribers, denylist, allowlist.
+	Resource    string  `form:"resource" json:"resource"`
+	Uid         *string `form:"uid,omitempty" json:"uid,omitempty"`
+	ChannelType *int    `form:"channel_type,omitempty" json:"channel_type,omitempty"`
+	ChannelId   *string `form:"channel_id,omitempty" json:"channel_id,omitempty"`
+	Key         *string `form:"key,omitempty" json:"key,omitempty"`
+	Prefix      *string `form:"prefix,omitempty" json:"prefix,omitempty"`
+
+	// Prev Include the previous value of channels and runtime metadata.
+	Prev               *bool `form:"prev,omitempty" json:"prev,omitempty"`
+	ProgressIntervalMs *int  `form:"progress_interval_ms,omitempty" json:"progress_interval_ms,omitempty"`
+
+	// Cursor Where to resume (an event's id); the Last-Event-ID header wins over it.
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// LastEventID Where to resume (an event's id), as EventSource sends it on reconnect.
+	LastEventID *string `json:"Last-Event-ID,omitempty"`
 }
 
 // CreateChannelJSONRequestBody defines body for CreateChannel for application/json ContentType.
@@ -4445,6 +4475,41 @@ type ClientInterface interface {
 	//
 	// Corresponds with PUT /v1/users/{uid}/plugins/{plugin_no} (the `PutUserPlugin` operationId).
 	PutUserPlugin(ctx context.Context, uid UIDParameter, pluginNo PluginNoPath, params *PutUserPluginParams, body PutUserPluginJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// Watch Follow changes as Server-Sent Events
+	//
+	// A stream (`text/event-stream`) of the changes of one or more resources, optionally narrowed to
+	// one user (`uid`: users, devices, plugins, memberships, cmd_bindings), one channel
+	// (`channel_type` and `channel_id`: channels, runtime, subscribers, denylist, allowlist), one
+	// business key (`key`) or a key prefix (`prefix`, kv only). A watch with a user, channel or key
+	// covers that one hash slot; any other covers all 256.
+	//
+	// Positions are per hash slot: every change of a watched row is numbered by its slot, in the same
+	// batch as the change, and the numbering travels with the slot through migrations, live moves,
+	// splits and merges. Every event's `id` is the cursor after it (opaque, at most 6 KiB), so an
+	// EventSource that reconnects with `Last-Event-ID` resumes where it was, on any node, after any
+	// leader change, restart or slot move: no change repeated, none missed, in order per slot (no
+	// order across slots). Without a cursor the stream starts at this node's applied state.
+	//
+	// Events:
+	// - `progress` — at the start and every `progress_interval_ms` while the stream has delivered
+	//   everything this node has applied of its slots; data `{"time_ms": …}`, its `id` the cursor.
+	// - `change` — the changes one command made in one hash slot, together:
+	//   `{"hash_slot", "seq", "time_ms", "changes": [{"kind": "put|delete|clear", "resource",
+	//   "key": {uid, key, channel_type, channel_id, device_flag, plugin_no}, "value", "prev"}]}`;
+	//   `value` is the row as its GET shows it (puts), `prev` the row before (with `prev=true`, for
+	//   channels and runtime only). A `clear` removed every row of its resource under `key` (the
+	//   lists of a deleted channel, the devices of a deleted user).
+	// - `error` — the stream ends: the error JSON, its `id` the cursor to resume from.
+	//   `slow_consumer` (the watcher fell more than the node's buffer behind), `compacted` (a
+	//   position left retention while it was read), `route_not_ready` (a hash slot is between
+	//   groups or no longer on this node: resume here later or on another node).
+	//
+	// A node serves its watches from its own applied state: a follower is at most its apply lag
+	// behind the leader, and a watch never goes back (a restart replays the same numbers).
+	//
+	// Corresponds with GET /v1/watch (the `Watch` operationId).
+	Watch(ctx context.Context, params *WatchParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // Docs This contract, rendered for people
@@ -6971,6 +7036,51 @@ func (c *Client) PutUserPluginWithBody(ctx context.Context, uid UIDParameter, pl
 // Corresponds with PUT /v1/users/{uid}/plugins/{plugin_no} (the `PutUserPlugin` operationId).
 func (c *Client) PutUserPlugin(ctx context.Context, uid UIDParameter, pluginNo PluginNoPath, params *PutUserPluginParams, body PutUserPluginJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewPutUserPluginRequest(c.Server, uid, pluginNo, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// Watch Follow changes as Server-Sent Events
+//
+// A stream (`text/event-stream`) of the changes of one or more resources, optionally narrowed to
+// one user (`uid`: users, devices, plugins, memberships, cmd_bindings), one channel
+// (`channel_type` and `channel_id`: channels, runtime, subscribers, denylist, allowlist), one
+// business key (`key`) or a key prefix (`prefix`, kv only). A watch with a user, channel or key
+// covers that one hash slot; any other covers all 256.
+//
+// Positions are per hash slot: every change of a watched row is numbered by its slot, in the same
+// batch as the change, and the numbering travels with the slot through migrations, live moves,
+// splits and merges. Every event's `id` is the cursor after it (opaque, at most 6 KiB), so an
+// EventSource that reconnects with `Last-Event-ID` resumes where it was, on any node, after any
+// leader change, restart or slot move: no change repeated, none missed, in order per slot (no
+// order across slots). Without a cursor the stream starts at this node's applied state.
+//
+// Events:
+//   - `progress` — at the start and every `progress_interval_ms` while the stream has delivered
+//     everything this node has applied of its slots; data `{"time_ms": …}`, its `id` the cursor.
+//   - `change` — the changes one command made in one hash slot, together:
+//     `{"hash_slot", "seq", "time_ms", "changes": [{"kind": "put|delete|clear", "resource",
+//     "key": {uid, key, channel_type, channel_id, device_flag, plugin_no}, "value", "prev"}]}`;
+//     `value` is the row as its GET shows it (puts), `prev` the row before (with `prev=true`, for
+//     channels and runtime only). A `clear` removed every row of its resource under `key` (the
+//     lists of a deleted channel, the devices of a deleted user).
+//   - `error` — the stream ends: the error JSON, its `id` the cursor to resume from.
+//     `slow_consumer` (the watcher fell more than the node's buffer behind), `compacted` (a
+//     position left retention while it was read), `route_not_ready` (a hash slot is between
+//     groups or no longer on this node: resume here later or on another node).
+//
+// A node serves its watches from its own applied state: a follower is at most its apply lag
+// behind the leader, and a watch never goes back (a restart replays the same numbers).
+//
+// Corresponds with GET /v1/watch (the `Watch` operationId).
+func (c *Client) Watch(ctx context.Context, params *WatchParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWatchRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -13279,6 +13389,167 @@ func NewPutUserPluginRequestWithBody(server string, uid UIDParameter, pluginNo P
 	return req, nil
 }
 
+// NewWatchRequest constructs an http.Request for the Watch method
+func NewWatchRequest(server string, params *WatchParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/watch")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "resource", params.Resource, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if params.Uid != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "uid", *params.Uid, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ChannelType != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "channel_type", *params.ChannelType, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ChannelId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "channel_id", *params.ChannelId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Key != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "key", *params.Key, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Prefix != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "prefix", *params.Prefix, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Prev != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "prev", *params.Prev, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ProgressIntervalMs != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "progress_interval_ms", *params.ProgressIntervalMs, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.LastEventID != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Last-Event-ID", *params.LastEventID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Last-Event-ID", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 func (c *Client) applyEditors(ctx context.Context, req *http.Request, additionalEditors []RequestEditorFn) error {
 	for _, r := range c.RequestEditors {
 		if err := r(ctx, req); err != nil {
@@ -14682,6 +14953,43 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with PUT /v1/users/{uid}/plugins/{plugin_no} (the `PutUserPlugin` operationId).
 	PutUserPluginWithResponse(ctx context.Context, uid UIDParameter, pluginNo PluginNoPath, params *PutUserPluginParams, body PutUserPluginJSONRequestBody, reqEditors ...RequestEditorFn) (*PutUserPluginResponse, error)
+
+	// WatchWithResponse Follow changes as Server-Sent Events
+	//
+	// A stream (`text/event-stream`) of the changes of one or more resources, optionally narrowed to
+	// one user (`uid`: users, devices, plugins, memberships, cmd_bindings), one channel
+	// (`channel_type` and `channel_id`: channels, runtime, subscribers, denylist, allowlist), one
+	// business key (`key`) or a key prefix (`prefix`, kv only). A watch with a user, channel or key
+	// covers that one hash slot; any other covers all 256.
+	//
+	// Positions are per hash slot: every change of a watched row is numbered by its slot, in the same
+	// batch as the change, and the numbering travels with the slot through migrations, live moves,
+	// splits and merges. Every event's `id` is the cursor after it (opaque, at most 6 KiB), so an
+	// EventSource that reconnects with `Last-Event-ID` resumes where it was, on any node, after any
+	// leader change, restart or slot move: no change repeated, none missed, in order per slot (no
+	// order across slots). Without a cursor the stream starts at this node's applied state.
+	//
+	// Events:
+	// - `progress` — at the start and every `progress_interval_ms` while the stream has delivered
+	//   everything this node has applied of its slots; data `{"time_ms": …}`, its `id` the cursor.
+	// - `change` — the changes one command made in one hash slot, together:
+	//   `{"hash_slot", "seq", "time_ms", "changes": [{"kind": "put|delete|clear", "resource",
+	//   "key": {uid, key, channel_type, channel_id, device_flag, plugin_no}, "value", "prev"}]}`;
+	//   `value` is the row as its GET shows it (puts), `prev` the row before (with `prev=true`, for
+	//   channels and runtime only). A `clear` removed every row of its resource under `key` (the
+	//   lists of a deleted channel, the devices of a deleted user).
+	// - `error` — the stream ends: the error JSON, its `id` the cursor to resume from.
+	//   `slow_consumer` (the watcher fell more than the node's buffer behind), `compacted` (a
+	//   position left retention while it was read), `route_not_ready` (a hash slot is between
+	//   groups or no longer on this node: resume here later or on another node).
+	//
+	// A node serves its watches from its own applied state: a follower is at most its apply lag
+	// behind the leader, and a watch never goes back (a restart replays the same numbers).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/watch (the `Watch` operationId).
+	WatchWithResponse(ctx context.Context, params *WatchParams, reqEditors ...RequestEditorFn) (*WatchResponse, error)
 }
 
 // DocsResponseDefaultHeaders the declared response headers of an HTTP default response for Docs
@@ -29443,6 +29751,132 @@ func (r PutUserPluginResponse) ContentType() string {
 	return ""
 }
 
+// WatchResponse200Headers the declared response headers of an HTTP 200 response for Watch
+type WatchResponse200Headers struct {
+	CacheControl    *string
+	XAccelBuffering *string
+}
+
+// WatchResponse401Headers the declared response headers of an HTTP 401 response for Watch
+type WatchResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// WatchResponse429Headers the declared response headers of an HTTP 429 response for Watch
+type WatchResponse429Headers struct {
+	RetryAfter int
+}
+
+// WatchResponse503Headers the declared response headers of an HTTP 503 response for Watch
+type WatchResponse503Headers struct {
+	RetryAfter int
+}
+
+// WatchResponseDefaultHeaders the declared response headers of an HTTP default response for Watch
+type WatchResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
+type WatchResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON410 the response for an HTTP 410 `application/json` response
+	JSON410 *ErrorBody
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorResponse
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *WatchResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *WatchResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *WatchResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *WatchResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *WatchResponseDefaultHeaders
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r WatchResponse) GetJSON400() *InvalidArgument {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r WatchResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r WatchResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON410 returns the response for an HTTP 410 `application/json` response
+func (r WatchResponse) GetJSON410() *ErrorBody {
+	return r.JSON410
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r WatchResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r WatchResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r WatchResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r WatchResponse) GetJSONDefault() *ErrorResponse {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r WatchResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r WatchResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r WatchResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r WatchResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // DocsWithResponse This contract, rendered for people
 //
 // Swagger UI reading /openapi.yaml. Served when the node is configured with it, as cmd/server does.
@@ -31577,6 +32011,49 @@ func (c *ClientWithResponses) PutUserPluginWithResponse(ctx context.Context, uid
 		return nil, err
 	}
 	return ParsePutUserPluginResponse(rsp)
+}
+
+// WatchWithResponse Follow changes as Server-Sent Events
+//
+// A stream (`text/event-stream`) of the changes of one or more resources, optionally narrowed to
+// one user (`uid`: users, devices, plugins, memberships, cmd_bindings), one channel
+// (`channel_type` and `channel_id`: channels, runtime, subscribers, denylist, allowlist), one
+// business key (`key`) or a key prefix (`prefix`, kv only). A watch with a user, channel or key
+// covers that one hash slot; any other covers all 256.
+//
+// Positions are per hash slot: every change of a watched row is numbered by its slot, in the same
+// batch as the change, and the numbering travels with the slot through migrations, live moves,
+// splits and merges. Every event's `id` is the cursor after it (opaque, at most 6 KiB), so an
+// EventSource that reconnects with `Last-Event-ID` resumes where it was, on any node, after any
+// leader change, restart or slot move: no change repeated, none missed, in order per slot (no
+// order across slots). Without a cursor the stream starts at this node's applied state.
+//
+// Events:
+//   - `progress` — at the start and every `progress_interval_ms` while the stream has delivered
+//     everything this node has applied of its slots; data `{"time_ms": …}`, its `id` the cursor.
+//   - `change` — the changes one command made in one hash slot, together:
+//     `{"hash_slot", "seq", "time_ms", "changes": [{"kind": "put|delete|clear", "resource",
+//     "key": {uid, key, channel_type, channel_id, device_flag, plugin_no}, "value", "prev"}]}`;
+//     `value` is the row as its GET shows it (puts), `prev` the row before (with `prev=true`, for
+//     channels and runtime only). A `clear` removed every row of its resource under `key` (the
+//     lists of a deleted channel, the devices of a deleted user).
+//   - `error` — the stream ends: the error JSON, its `id` the cursor to resume from.
+//     `slow_consumer` (the watcher fell more than the node's buffer behind), `compacted` (a
+//     position left retention while it was read), `route_not_ready` (a hash slot is between
+//     groups or no longer on this node: resume here later or on another node).
+//
+// A node serves its watches from its own applied state: a follower is at most its apply lag
+// behind the leader, and a watch never goes back (a restart replays the same numbers).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/watch (the `Watch` operationId).
+func (c *ClientWithResponses) WatchWithResponse(ctx context.Context, params *WatchParams, reqEditors ...RequestEditorFn) (*WatchResponse, error) {
+	rsp, err := c.Watch(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseWatchResponse(rsp)
 }
 
 // ParseDocsResponse parses an HTTP response from a DocsWithResponse call
@@ -57785,6 +58262,141 @@ func ParsePutUserPluginResponse(rsp *http.Response) (*PutUserPluginResponse, err
 		response.Headers503 = &headers
 	case true:
 		var headers PutUserPluginResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseWatchResponse parses an HTTP response from a WatchWithResponse call
+func ParseWatchResponse(rsp *http.Response) (*WatchResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &WatchResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest InvalidArgument
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON410 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers WatchResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		if values := rsp.Header.Values("X-Accel-Buffering"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Accel-Buffering", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XAccelBuffering = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers WatchResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers WatchResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers WatchResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	case true:
+		var headers WatchResponseDefaultHeaders
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

@@ -119,6 +119,9 @@ func (n *node) send(t *testing.T, refusedBySpec bool, method, target, body strin
 		t.Fatalf("%s %s: %v", method, target, err)
 	}
 	defer resp.Body.Close()
+	if resp.Header.Get("Content-Type") == "text/event-stream" {
+		return reply{code: resp.StatusCode, header: resp.Header} // a watch: it started; closing ends it
+	}
 	b, _ := io.ReadAll(resp.Body)
 	return reply{code: resp.StatusCode, header: resp.Header, body: b}
 }
@@ -334,6 +337,9 @@ func (g *generator) str(s *openapi3.Schema) string {
 		if v := b.String(); g.fits(s, v) {
 			return v
 		}
+	}
+	if ex, ok := s.Example.(string); ok && g.fits(s, ex) {
+		return ex // a pattern random strings do not meet (a list of names)
 	}
 	for _, v := range []string{"a", "1", strings.Repeat("a", lo), `"1"`, "*"} {
 		if g.fits(s, v) {

@@ -6,6 +6,7 @@ import (
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/meta"
 	"slotmeta/internal/slotstore/routing"
+	"slotmeta/internal/slotstore/watch"
 )
 
 // Backend is what the API needs from the node: replicate a command, answer a
@@ -40,4 +41,8 @@ type Backend interface {
 	// Operator is the node's operations on the cluster, shared with the
 	// console (slotstore.Operator is declared once, in the domain).
 	Operator() slotstore.Operator
+
+	// Watches is what GET /v1/watch serves from: the node's hub and the
+	// change logs of its replicas (package watch).
+	Watches() watch.Source
 }

@@ -118,7 +118,8 @@ func memberOut(m *meta.ChannelMember) memberJSON {
 // the uid is not in the list (or the channel does not exist).
 func memberRow(l meta.ChannelList) row[memberKey, meta.ChannelMember, memberJSON] {
 	return row[memberKey, meta.ChannelMember, memberJSON]{
-		noun: "member", path: memberFromPath, key: func(k memberKey) string { return k.ChannelID }, out: memberOut,
+		noun: "member", path: memberFromPath, key: func(k memberKey) string { return k.ChannelID },
+		decode: meta.DecodeChannelMember, out: memberOut,
 		get: func(k memberKey) meta.For[*meta.ChannelMember] {
 			return &meta.GetChannelMember{HashSlot: slotstore.HashSlotOfString(k.ChannelID), List: l,
 				ChannelType: k.ChannelType, ChannelID: k.ChannelID, UID: k.uid}

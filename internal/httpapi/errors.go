@@ -33,6 +33,8 @@ var statusOf = map[slotstore.Code]int{
 	slotstore.CodeTimeout:               http.StatusServiceUnavailable,
 	slotstore.CodeWrongGroup:            http.StatusServiceUnavailable,
 	slotstore.CodeInternal:              http.StatusInternalServerError,
+	slotstore.CodeCompacted:             http.StatusGone,
+	slotstore.CodeSlowConsumer:          http.StatusTooManyRequests, // only ever in a stream's error event
 }
 
 // httpStatus returns the status of code.

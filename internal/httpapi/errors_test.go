@@ -59,6 +59,8 @@ var allCodes = []struct {
 	{slotstore.CodeTimeout, 503},
 	{slotstore.CodeWrongGroup, 503},
 	{slotstore.CodeInternal, 500},
+	{slotstore.CodeCompacted, 410},
+	{slotstore.CodeSlowConsumer, 429},
 }
 
 func TestErrorTableMapsEveryCode(t *testing.T) {

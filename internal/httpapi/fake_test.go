@@ -19,6 +19,7 @@ import (
 	"slotmeta/internal/slotstore/meta"
 	"slotmeta/internal/slotstore/operatortest"
 	"slotmeta/internal/slotstore/routing"
+	"slotmeta/internal/slotstore/watch"
 )
 
 // fakeBackend is an in-memory Backend: one map per entity, one revision
@@ -40,6 +41,8 @@ type fakeBackend struct {
 	idem     map[string]meta.Result
 	proposed []meta.Command
 	scans    []meta.ScanUsers
+
+	changes *fakeChangeLog // the change feed (Watches), made on first use
 
 	// Failure injection.
 	proposeErr error
@@ -78,6 +81,16 @@ func (f *fakeBackend) Routes() *routing.Snapshot { f.record("Routes"); return f.
 
 // Operator is the shared fake.
 func (f *fakeBackend) Operator() slotstore.Operator { return f.Fake }
+
+// Watches serves from a real hub over the fake's change log (watch_test.go).
+func (f *fakeBackend) Watches() watch.Source {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.changes == nil {
+		f.changes = newFakeChangeLog(f.t, watch.Config{MaxSubscribers: 4, Buffer: 64})
+	}
+	return watch.Source{Hub: f.changes.hub, Log: f.changes}
+}
 
 // record notes a call of the data path beside the operator's.
 func (f *fakeBackend) record(call string) { f.Record(call) }

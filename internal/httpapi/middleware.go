@@ -39,10 +39,15 @@ func (a *api) recoverPanics(next http.Handler) http.Handler {
 	})
 }
 
-// withDeadline gives every request's context a deadline.
+// withDeadline gives every request's context a deadline but a watch
+// stream's, which lasts as long as its client.
 func withDeadline(d time.Duration) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == watchPath {
+				next.ServeHTTP(w, r) // a stream: it ends when the client or the node goes (watch.go)
+				return
+			}
 			ctx, cancel := context.WithTimeout(r.Context(), d)
 			defer cancel()
 			next.ServeHTTP(w, r.WithContext(ctx))

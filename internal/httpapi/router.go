@@ -98,6 +98,7 @@ func (a *api) mountV1(r chi.Router) {
 	runtime, migrations, events := runtimeRoutes{a}, migrationRoutes{a}, eventRoutes{a}
 	cluster, balancer, groups, tasks := clusterRoutes{a}, balancerRoutes{a}, groupRoutes{a}, taskRoutes{a}
 
+	r.Get("/watch", a.handle(a.watchStream))
 	r.Route("/users", a.family([]route{
 		{get, "/", users.listUsers},
 		{post, "/", users.createUser},

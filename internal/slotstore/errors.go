@@ -30,12 +30,17 @@ const (
 	CodeTimeout               Code = "timeout"
 	CodeWrongGroup            Code = "wrong_group"
 	CodeInternal              Code = "internal"
+	// The change feed's (GET /v1/watch): a position older than what the
+	// change log keeps, and a watcher cut for falling too far behind (it
+	// resumes from its cursor).
+	CodeCompacted    Code = "compacted"
+	CodeSlowConsumer Code = "slow_consumer"
 )
 
 // Retryable reports whether a client may retry the same request unchanged.
 func (c Code) Retryable() bool {
 	switch c {
-	case CodeQueueFull, CodeRateLimited, CodeRouteNotReady, CodeNotLeader, CodeBusy, CodeSlotMigrating, CodeTimeout, CodeWrongGroup:
+	case CodeQueueFull, CodeRateLimited, CodeRouteNotReady, CodeNotLeader, CodeBusy, CodeSlotMigrating, CodeTimeout, CodeWrongGroup, CodeSlowConsumer:
 		return true
 	}
 	return false

@@ -4,7 +4,7 @@
 // hope).
 //
 // Concurrency contract: every function is safe for concurrent use; none
-// owns a goroutine.
+// owns a goroutine but SSEEvents', which ends with the stream it reads.
 package testutil
 
 import (

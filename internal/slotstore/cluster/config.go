@@ -19,6 +19,7 @@ import (
 	"slotmeta/internal/slotstore/propose"
 	"slotmeta/internal/slotstore/raftlog"
 	"slotmeta/internal/slotstore/store"
+	"slotmeta/internal/slotstore/watch"
 )
 
 // Config describes one node. Start fills defaults (EnsureDefaults) and
@@ -140,6 +141,15 @@ type Config struct {
 	Proposer propose.Config
 	Store    store.Options
 
+	// Watch bounds the node's watchers (package watch: how many, how far
+	// one may fall behind). WatchRecords and WatchAge bound the change log
+	// each hash slot keeps (defaults fsm.DefaultWatchRecords,
+	// fsm.DefaultWatchAge); they decide which rows exist, so every node of
+	// a cluster must use the same values.
+	Watch        watch.Config
+	WatchRecords int
+	WatchAge     time.Duration
+
 	// RequestTimeout bounds the node's own background Raft calls (default 3s).
 	RequestTimeout time.Duration
 
@@ -235,6 +245,12 @@ func (c *Config) Validate() error {
 	}
 	if c.RaftAddr == "" {
 		return fmt.Errorf("cluster: raft address is required")
+	}
+	if err := c.Watch.Validate(); err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	if c.WatchRecords < 0 || c.WatchAge < 0 {
+		return fmt.Errorf("cluster: negative change-log retention (%d records, %v)", c.WatchRecords, c.WatchAge)
 	}
 	if c.GroupCount < 1 || c.GroupCount > slotstore.HashSlotCount {
 		return fmt.Errorf("cluster: group count %d outside 1..%d", c.GroupCount, slotstore.HashSlotCount)

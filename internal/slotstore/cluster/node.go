@@ -74,6 +74,7 @@ import (
 	"slotmeta/internal/slotstore/replicas"
 	"slotmeta/internal/slotstore/routing"
 	"slotmeta/internal/slotstore/store"
+	"slotmeta/internal/slotstore/watch"
 )
 
 // Node is a running slotmeta node.
@@ -90,6 +91,7 @@ type Node struct {
 	ctrlSM     *controller.StateMachine
 
 	replicas *replicas.Set // the slot-group replicas on this node
+	hub      *watch.Hub    // the change feed's subscribers (Watches)
 
 	secret  *peer.Secret  // peer RPC's cluster secret, rotatable (RotateSecret)
 	secrets *secretKeeper // the given or generated secret (secret.go)
@@ -225,6 +227,10 @@ func Start(cfg Config) (*Node, error) {
 	if cfg.RaftFS != nil {
 		nhc.Expert.FS = cfg.RaftFS
 	}
+	if n.hub, err = watch.NewHub(cfg.Watch); err != nil { // validated: cannot fail
+		_ = db.Close()
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
 	nh, err := dragonboat.NewNodeHost(nhc)
 	if err != nil {
 		_ = db.Close()
@@ -235,6 +241,7 @@ func Start(cfg Config) (*Node, error) {
 	// The leaf packages, over the NodeHost (package doc).
 	n.replicas = replicas.New(replicas.Config{NodeID: cfg.NodeID, NH: nh, DB: db, Router: n.router, ShardConfig: n.shardConfig,
 		Proposer: cfg.Proposer, RequestTimeout: cfg.RequestTimeout, Controller: n.ctrl.Load,
+		Changes: func(_ slotstore.GroupID, recs []watch.Record) { n.hub.Publish(recs) }, WatchRecords: cfg.WatchRecords, WatchAge: cfg.WatchAge,
 		Applied: n.metrics.applied, Batches: n.metrics.batchObserver, DroppedProposal: n.metrics.droppedProposal,
 		Logger: cfg.Logger, Settle: 4 * cfg.electionTimeout(), AwayGrace: 2 * cfg.electionTimeout(),
 		LeaseDuration: leaseReads, LeaseHold: 10 * cfg.electionTimeout(),
@@ -406,6 +413,7 @@ func (n *Node) Close() error {
 	var err error
 	n.once.Do(func() {
 		n.endLife()
+		n.hub.Close()
 		close(n.stop)
 		<-n.done
 		n.bg.Wait()

@@ -151,6 +151,12 @@ func (a *applier) clearRows(p []byte) {
 	}
 }
 
+// Owns reports whether the group owns hash slot hs as far as this replica
+// has applied, and whether it holds it fenced (handing it over).
+func (s *StateMachine) Owns(hs slotstore.HashSlot) (owned, fenced bool) {
+	return s.owned.Load().Has(hs), s.fenced.Load().Has(hs)
+}
+
 // ChangeHead answers the sequence of hash slot hs's last change here (0:
 // none yet); watch.ErrUnavailable when the group does not own hs.
 func (s *StateMachine) ChangeHead(hs slotstore.HashSlot) (uint64, error) {

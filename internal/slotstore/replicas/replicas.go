@@ -47,6 +47,7 @@ import (
 	"slotmeta/internal/slotstore/raftlog"
 	"slotmeta/internal/slotstore/routing"
 	"slotmeta/internal/slotstore/store"
+	"slotmeta/internal/slotstore/watch"
 )
 
 // Replica is one slot-group replica running on this node.
@@ -79,6 +80,13 @@ type Config struct {
 	RequestTimeout time.Duration
 	// Controller is the node's copy of the controller state.
 	Controller func() *controller.State
+	// Changes receives the changes each replica numbered, once committed
+	// (fsm.Config.OnChanges: it must not block).
+	Changes func(g slotstore.GroupID, recs []watch.Record)
+	// WatchRecords and WatchAge bound each hash slot's change log
+	// (fsm.Config; the same on every node).
+	WatchRecords int
+	WatchAge     time.Duration
 	// Metrics hooks.
 	Applied           func(g slotstore.GroupID, index uint64)
 	Batches           func(g slotstore.GroupID) propose.BatchObserver
@@ -238,7 +246,8 @@ func (s *Set) Start(st *controller.State, grp *controller.Group, replica uint64,
 	r := &Replica{Group: g, ReplicaID: replica}
 	genesis := st.GenesisSlots(g)
 	create := func(uint64, uint64) sm.IOnDiskStateMachine {
-		m := fsm.New(fsm.Config{Group: g, DB: s.cfg.DB, Genesis: genesis, OnApplied: s.cfg.Applied})
+		m := fsm.New(fsm.Config{Group: g, DB: s.cfg.DB, Genesis: genesis, OnApplied: s.cfg.Applied,
+			OnChanges: s.cfg.Changes, WatchRecords: s.cfg.WatchRecords, WatchAge: s.cfg.WatchAge})
 		r.sm.Store(m)
 		return m
 	}

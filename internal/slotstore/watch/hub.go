@@ -57,7 +57,14 @@ type Hub struct {
 	cfg    Config
 	mu     sync.RWMutex
 	bySlot [slotstore.HashSlotCount]map[*Sub]struct{}
-	count  int
+	all    map[*Sub]struct{}
+	closed bool
+}
+
+// Source is what a node serves watches from: its hub and its change log.
+type Source struct {
+	Hub *Hub
+	Log Log
 }
 
 // NewHub returns a hub with cfg's bounds (zero values take the defaults).
@@ -65,7 +72,7 @@ func NewHub(cfg Config) (*Hub, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Hub{cfg: cfg.withDefaults()}, nil
+	return &Hub{cfg: cfg.withDefaults(), all: map[*Sub]struct{}{}}, nil
 }
 
 // Subscribe registers a subscriber for the records of slots published from
@@ -73,7 +80,10 @@ func NewHub(cfg Config) (*Hub, error) {
 func (h *Hub) Subscribe(slots []slotstore.HashSlot) (*Sub, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.count >= h.cfg.MaxSubscribers {
+	if h.closed {
+		return nil, ErrClosed
+	}
+	if len(h.all) >= h.cfg.MaxSubscribers {
 		return nil, ErrTooManyWatchers
 	}
 	s := &Sub{hub: h, slots: slots, limit: h.cfg.Buffer, ready: make(chan struct{}, 1)}
@@ -86,7 +96,7 @@ func (h *Hub) Subscribe(slots []slotstore.HashSlot) (*Sub, error) {
 		}
 		h.bySlot[slot][s] = struct{}{}
 	}
-	h.count++
+	h.all[s] = struct{}{}
 	return s, nil
 }
 
@@ -94,7 +104,22 @@ func (h *Hub) Subscribe(slots []slotstore.HashSlot) (*Sub, error) {
 func (h *Hub) Subscribers() int {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	return h.count
+	return len(h.all)
+}
+
+// Close ends every subscriber (they read ErrClosed) and refuses new ones:
+// the node is stopping.
+func (h *Hub) Close() {
+	h.mu.Lock()
+	h.closed = true
+	subs := make([]*Sub, 0, len(h.all))
+	for s := range h.all {
+		subs = append(subs, s)
+	}
+	h.mu.Unlock()
+	for _, s := range subs {
+		s.end(ErrClosed)
+	}
 }
 
 // Publish hands recs — the records of one committed batch, in sequence
@@ -125,7 +150,7 @@ func (h *Hub) remove(s *Sub) {
 			delete(h.bySlot[slot], s)
 		}
 	}
-	h.count--
+	delete(h.all, s)
 }
 
 // Sub is one subscriber's queue of published records.
@@ -178,16 +203,21 @@ func (s *Sub) Take() ([]Record, error) {
 // than once, from any goroutine.
 func (s *Sub) Close() {
 	s.once.Do(func() {
-		s.mu.Lock()
-		if s.err == nil {
-			s.err = ErrClosed
-		}
-		s.pending = nil
-		s.mu.Unlock()
+		s.end(ErrClosed)
 		s.hub.remove(s)
-		select {
-		case s.ready <- struct{}{}:
-		default:
-		}
 	})
+}
+
+// end ends the subscriber with err unless it has ended already.
+func (s *Sub) end(err error) {
+	s.mu.Lock()
+	if s.err == nil {
+		s.err = err
+	}
+	s.pending = nil
+	s.mu.Unlock()
+	select {
+	case s.ready <- struct{}{}:
+	default:
+	}
 }

@@ -324,3 +324,32 @@ func TestConfigValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestHubClose: closing the hub ends every subscriber (each reads
+// ErrClosed, its Ready fires) and refuses new ones.
+func TestHubClose(t *testing.T) {
+	h, err := NewHub(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := h.Subscribe([]slotstore.HashSlot{1})
+	b, _ := h.Subscribe(nil)
+	h.Close()
+	for _, s := range []*Sub{a, b} {
+		select {
+		case <-s.Ready():
+		default:
+			t.Fatal("a subscriber was not woken by the close")
+		}
+		if _, err := s.Take(); !errors.Is(err, ErrClosed) {
+			t.Fatalf("take after close: %v", err)
+		}
+		s.Close()
+	}
+	if _, err := h.Subscribe([]slotstore.HashSlot{1}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("subscribe after close: %v", err)
+	}
+	if n := h.Subscribers(); n != 0 {
+		t.Fatalf("%d subscribers left", n)
+	}
+}

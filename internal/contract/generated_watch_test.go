@@ -1,0 +1,148 @@
+package contract
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"slotmeta/client"
+	"slotmeta/internal/testutil"
+)
+
+// genWatchOpen opens GET /v1/watch through the generated client and
+// returns its events as they come; the stream ends with the test.
+func genWatchOpen(t *testing.T, c *client.ClientWithResponses, p *client.WatchParams, lastID string) <-chan testutil.SSEEvent {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	var edit []client.RequestEditorFn
+	if lastID != "" {
+		edit = append(edit, func(_ context.Context, r *http.Request) error { r.Header.Set("Last-Event-ID", lastID); return nil })
+	}
+	resp, err := c.Watch(ctx, p, edit...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("watch: %d %q", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	t.Cleanup(func() { _ = resp.Body.Close() })
+	return testutil.SSEEvents(resp.Body)
+}
+
+// genWatchChange is a change event's data, as the spec describes it.
+type genWatchChange struct {
+	HashSlot int   `json:"hash_slot"`
+	Seq      int64 `json:"seq"`
+	Changes  []struct {
+		Kind     string          `json:"kind"`
+		Resource string          `json:"resource"`
+		Key      map[string]any  `json:"key"`
+		Value    json.RawMessage `json:"value"`
+		Prev     json.RawMessage `json:"prev"`
+	} `json:"changes"`
+}
+
+// genNextChange skips progress events and returns the next change.
+func genNextChange(t *testing.T, events <-chan testutil.SSEEvent) (testutil.SSEEvent, genWatchChange) {
+	t.Helper()
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				t.Fatal("the stream ended")
+			}
+			if ev.Event == "progress" {
+				continue
+			}
+			if ev.Event != "change" {
+				t.Fatalf("event %q: %s", ev.Event, ev.Data)
+			}
+			var ch genWatchChange
+			if err := json.Unmarshal([]byte(ev.Data), &ch); err != nil {
+				t.Fatalf("change %s: %v", ev.Data, err)
+			}
+			return ev, ch
+		case <-deadline:
+			t.Fatal("no change event")
+		}
+	}
+}
+
+// kinds lists a change's kind/resource pairs.
+func (ch genWatchChange) kinds() string {
+	var out []string
+	for _, c := range ch.Changes {
+		out = append(out, c.Kind+" "+c.Resource)
+	}
+	return strings.Join(out, ", ")
+}
+
+// genWatch follows one channel through the generated client on a real
+// node: its creation, a subscriber list change (with the channel's
+// counters, in the same event: one command), its deletion (the row and a
+// clear of its list, together); then resumes from the first event's id and
+// gets the same events after it again, nothing repeated or missed.
+func genWatch(t *testing.T, c *client.ClientWithResponses) {
+	ctx := genCtx(t)
+	const id = "watched-channel"
+	params := &client.WatchParams{Resource: "channels,subscribers", ChannelType: ptr(3), ChannelId: ptr(id), Prev: ptr(true),
+		ProgressIntervalMs: ptr(100)}
+	events := genWatchOpen(t, c, params, "")
+	select {
+	case ev := <-events:
+		if ev.Event != "progress" || ev.ID == "" {
+			t.Fatalf("the first event: %+v, want progress with the starting cursor", ev)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no first event")
+	}
+	created, err := c.CreateChannelWithResponse(ctx, nil, client.ChannelCreate{ChannelId: id, ChannelType: 3})
+	genCheck(t, "create watched channel", created, err, http.StatusCreated)
+	added, err := c.AddChannelSubscribersWithResponse(ctx, 3, id, nil, client.ChannelMembersRequest{Uids: []client.UID{"w1", "w2"}})
+	genCheck(t, "add watched subscribers", added, err, http.StatusOK)
+	gone, err := c.DeleteChannelWithResponse(ctx, 3, id, nil)
+	genCheck(t, "delete watched channel", gone, err, http.StatusNoContent)
+
+	want := []string{"put channels", "put subscribers, put subscribers, put channels", "delete channels, clear subscribers"}
+	var ids []string
+	var seqs []int64
+	for i, w := range want {
+		ev, ch := genNextChange(t, events)
+		if got := ch.kinds(); got != w {
+			t.Fatalf("event %d: %s, want %s (%s)", i, got, w, ev.Data)
+		}
+		if ch.HashSlot != genHashSlot(id) {
+			t.Fatalf("event %d in hash slot %d, want %d", i, ch.HashSlot, genHashSlot(id))
+		}
+		for _, x := range ch.Changes {
+			if x.Key["channel_id"] != id || x.Key["channel_type"] != float64(3) {
+				t.Fatalf("event %d: key %v", i, x.Key)
+			}
+		}
+		ids, seqs = append(ids, ev.ID), append(seqs, ch.Seq)
+		if i == 1 {
+			if !strings.Contains(string(ch.Changes[2].Value), `"subscriber_count":2`) || !strings.Contains(string(ch.Changes[2].Prev), `"subscriber_count":0`) {
+				t.Fatalf("the channel's counters: value %s, prev %s", ch.Changes[2].Value, ch.Changes[2].Prev)
+			}
+			if !strings.Contains(string(ch.Changes[0].Value), `"uid":"w1"`) {
+				t.Fatalf("the subscriber's value: %s", ch.Changes[0].Value)
+			}
+		}
+	}
+	if !(seqs[0] < seqs[1] && seqs[1] < seqs[2]) {
+		t.Fatalf("sequences %v do not rise", seqs)
+	}
+	// Resume after the first event: the other two again, the same.
+	again := genWatchOpen(t, c, params, ids[0])
+	for i := 1; i < len(want); i++ {
+		ev, ch := genNextChange(t, again)
+		if ch.kinds() != want[i] || ev.ID != ids[i] || ch.Seq != seqs[i] {
+			t.Fatalf("resumed event %d: %s id %s seq %d, want %s id %s seq %d", i, ch.kinds(), ev.ID, ch.Seq, want[i], ids[i], seqs[i])
+		}
+	}
+}

@@ -1,0 +1,10 @@
+package cluster
+
+import "slotmeta/internal/slotstore/watch"
+
+// Watches is what the node serves the change feed from (issue 27, package
+// watch): the hub its replicas publish their committed changes to, and
+// their change logs, read from the local replica that owns each slot.
+func (n *Node) Watches() watch.Source {
+	return watch.Source{Hub: n.hub, Log: n.replicas.ChangeLog()}
+}

@@ -1,0 +1,52 @@
+package replicas
+
+import (
+	"context"
+
+	"slotmeta/internal/slotstore"
+	"slotmeta/internal/slotstore/fsm"
+	"slotmeta/internal/slotstore/watch"
+)
+
+// ChangeLog is the node's watch.Log: a hash slot's change records, read
+// from the local replica whose group owns the slot now (one that is not
+// fenced first: a slot being handed over is owned by two groups for a
+// moment, and the fenced source takes no more changes). A slot no local
+// replica owns is watch.ErrUnavailable.
+func (s *Set) ChangeLog() watch.Log { return changeLog{s} }
+
+type changeLog struct{ set *Set }
+
+func (l changeLog) Read(ctx context.Context, hs slotstore.HashSlot, after uint64, limit int) ([]watch.Record, error) {
+	m := l.owner(hs)
+	if m == nil {
+		return nil, watch.ErrUnavailable
+	}
+	return m.ReadChanges(ctx, hs, after, limit)
+}
+
+func (l changeLog) Head(_ context.Context, hs slotstore.HashSlot) (uint64, error) {
+	m := l.owner(hs)
+	if m == nil {
+		return 0, watch.ErrUnavailable
+	}
+	return m.ChangeHead(hs)
+}
+
+// owner returns the state machine here that serves hs's changes, or nil.
+func (l changeLog) owner(hs slotstore.HashSlot) *fsm.StateMachine {
+	var fenced *fsm.StateMachine
+	for _, r := range l.set.All() {
+		m := r.SM()
+		if m == nil {
+			continue
+		}
+		switch owned, isFenced := m.Owns(hs); {
+		case owned && !isFenced:
+			return m
+		case owned:
+			fenced = m
+		}
+	}
+	return fenced
+}
