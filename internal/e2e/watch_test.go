@@ -1,0 +1,194 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"testing"
+	"time"
+
+	"slotmeta/client"
+	"slotmeta/internal/slotstore"
+	"slotmeta/internal/slotstore/cluster"
+	"slotmeta/internal/slotstore/controller"
+	"slotmeta/internal/slotstore/slotstoretest"
+	"slotmeta/internal/testutil"
+)
+
+// watcher follows one watch across reconnects, the way a client does: it
+// keeps the last id it was given and resumes from it, and checks what it
+// is given on the way — every slot's sequence only rises, no change twice.
+type watcher struct {
+	t      *testing.T
+	query  string
+	lastID string
+	seq    map[int]int64       // hash slot → last sequence seen
+	values map[string][]string // key → values, in the order seen
+	events <-chan testutil.SSEEvent
+	cancel context.CancelFunc
+}
+
+func newWatcher(t *testing.T, query string) *watcher {
+	return &watcher{t: t, query: query, seq: map[int]int64{}, values: map[string][]string{}}
+}
+
+// connect opens the watch on s from the last id.
+func (w *watcher) connect(s *server) {
+	w.t.Helper()
+	if w.cancel != nil {
+		w.cancel()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	w.cancel = cancel
+	w.t.Cleanup(cancel)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.url+"/v1/watch?"+w.query, nil)
+	if w.lastID != "" {
+		req.Header.Set("Last-Event-ID", w.lastID)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		w.t.Fatalf("watch on node %d: %d", s.node.NodeID(), resp.StatusCode)
+	}
+	w.events = testutil.SSEEvents(resp.Body)
+	select { // the progress event that starts every stream
+	case ev := <-w.events:
+		if ev.Event != "progress" || ev.ID == "" {
+			w.t.Fatalf("the stream starts with %+v", ev)
+		}
+		w.lastID = ev.ID
+	case <-time.After(30 * time.Second):
+		w.t.Fatal("the stream did not start")
+	}
+}
+
+// take reads until n change events have come (progress events move the
+// id too) and checks them.
+func (w *watcher) take(n int) {
+	w.t.Helper()
+	deadline := time.After(30 * time.Second)
+	for got := 0; got < n; {
+		select {
+		case ev, ok := <-w.events:
+			if !ok {
+				w.t.Fatalf("the stream ended after %d of %d changes", got, n)
+			}
+			if ev.Event == "error" {
+				w.t.Fatalf("the stream failed: %s", ev.Data)
+			}
+			w.lastID = ev.ID
+			if ev.Event == "progress" {
+				continue
+			}
+			var data struct {
+				HashSlot int   `json:"hash_slot"`
+				Seq      int64 `json:"seq"`
+				Changes  []struct {
+					Key   struct{ Key string } `json:"key"`
+					Value struct{ Value string } `json:"value"`
+				} `json:"changes"`
+			}
+			if err := json.Unmarshal([]byte(ev.Data), &data); err != nil {
+				w.t.Fatal(err)
+			}
+			if data.Seq <= w.seq[data.HashSlot] {
+				w.t.Fatalf("slot %d: sequence %d after %d (a repeat, or out of order)", data.HashSlot, data.Seq, w.seq[data.HashSlot])
+			}
+			w.seq[data.HashSlot] = data.Seq
+			for _, c := range data.Changes {
+				w.values[c.Key.Key] = append(w.values[c.Key.Key], c.Value.Value)
+			}
+			got++
+		case <-deadline:
+			w.t.Fatalf("%d of %d changes came", got, n)
+		}
+	}
+}
+
+// TestWatchSurvivesNodeLossAndSlotMove: a watch of business keys over all
+// hash slots resumes from its last id on another node after the node it
+// watched on is stopped, and keeps its place while the hash slot it
+// follows migrates live to another group; every acknowledged write is seen
+// once, in the order it was written.
+func TestWatchSurvivesNodeLossAndSlotMove(t *testing.T) {
+	c := slotstoretest.Start(t, slotstoretest.Options{Nodes: 3, Groups: 2, Tune: func(cfg *cluster.Config) {
+		cfg.ObserveInterval = -1 // the test steps the migration
+	}})
+	servers := make([]*server, 3)
+	for i, n := range c.Nodes {
+		servers[i] = serve(t, n)
+	}
+	const hs = slotstore.HashSlot(9) // group 1's
+	keys := append(keysInSlot("watched", hs, 3), "watched-elsewhere")
+	written := map[string][]string{}
+	write := func(s *server, n int) {
+		t.Helper()
+		for i := range n {
+			k := keys[i%len(keys)]
+			v := fmt.Sprintf("v%d", len(written[k]))
+			s.eventually(200, "PUT", "/v1/kv/"+url.PathEscape(k), fmt.Sprintf(`{"value":%q}`, v))
+			written[k] = append(written[k], v)
+		}
+	}
+	w := newWatcher(t, "resource=kv&prefix=watched")
+	w.connect(servers[0])
+	write(servers[1], 12)
+	w.take(12)
+
+	// The node watched on goes; the writes go on; the watch resumes on another node.
+	w.cancel()
+	c.StopNode(0)
+	write(servers[1], 8)
+	w.connect(servers[2])
+	w.take(8)
+	c.StartNode(0)
+	servers[0] = serve(t, c.Nodes[0])
+
+	// The slot moves to group 2 live, written before, during and after.
+	var task client.Task
+	servers[1].must(202, "POST", fmt.Sprintf("/v1/cluster/hash-slots/%d/migrations", hs), `{"to_group":2}`).json(&task)
+	ctl := controllerLeader(t, c)
+	for i := 0; ; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctl.Testing().Leader().TasksOnce(ctx)
+		cancel()
+		cur, err := ctl.Operator().Task(uint64(task.Id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cur.Status == controller.TaskSucceeded {
+			break
+		}
+		if cur.Status != controller.TaskRunning || i > 20 {
+			t.Fatalf("migration: %+v", cur)
+		}
+		if cur.Phase == controller.PhaseCopy || cur.Phase == controller.PhaseCatchUp {
+			write(servers[2], 2)
+		}
+	}
+	write(servers[1], 6)
+	total := 0
+	for _, vs := range written {
+		total += len(vs)
+	}
+	seen := 0
+	for _, vs := range w.values {
+		seen += len(vs)
+	}
+	w.take(total - seen)
+	for _, k := range keys {
+		if fmt.Sprint(w.values[k]) != fmt.Sprint(written[k]) {
+			t.Fatalf("%s: the watch saw %v, the writes were %v", k, w.values[k], written[k])
+		}
+	}
+	// A resume from the last id on any node now gives nothing old again.
+	for _, s := range servers {
+		w.connect(s)
+		write(servers[1], 1)
+		w.take(1)
+	}
+}
