@@ -88,7 +88,7 @@ func (w *watcher) take(n int) {
 				HashSlot int   `json:"hash_slot"`
 				Seq      int64 `json:"seq"`
 				Changes  []struct {
-					Key   struct{ Key string } `json:"key"`
+					Key   struct{ Key string }   `json:"key"`
 					Value struct{ Value string } `json:"value"`
 				} `json:"changes"`
 			}
