@@ -47,6 +47,9 @@ type options struct {
 	BalancerMaxTasks    int
 	GroupsPerNode       int
 	ProjectInterval     time.Duration
+	WatchRecords        int
+	WatchAge            time.Duration
+	MaxWatchers         int
 	LeaderHoldDown      time.Duration
 	TokensFile          string
 	TLSCA               string
@@ -89,6 +92,9 @@ func parseOptions(args []string, getenv func(string) string) (*options, error) {
 	fs.IntVar(&o.BalancerMaxTasks, "balancer-max-tasks", 2, "tasks (replica moves, slot moves, splits, merges) running at once that the balancer waits for")
 	fs.IntVar(&o.GroupsPerNode, "balancer-groups-per-node", 1, "slot groups the balancer keeps per active node once there are more nodes than replicas per group (-1: it never splits or merges)")
 	fs.DurationVar(&o.ProjectInterval, "project-interval", 200*time.Millisecond, "how often subscriber changes are projected into memberships (negative: never; for tests)")
+	fs.IntVar(&o.WatchRecords, "watch-retention-records", 10000, "changes each hash slot keeps for watchers to resume from (the same on every node)")
+	fs.DurationVar(&o.WatchAge, "watch-retention-age", 24*time.Hour, "how long a hash slot keeps a change for watchers to resume from, counted as it is written (the same on every node)")
+	fs.IntVar(&o.MaxWatchers, "max-watchers", 10000, "watch streams this node serves at once (429 above)")
 	fs.DurationVar(&o.LeaderHoldDown, "leader-hold-down", 30*time.Second, "how long a node that was disrupted (unreachable, restarted, lost its leadership or its leader) must be healthy before leadership is moved to it")
 	fs.StringVar(&o.TokensFile, "tokens-file", "", `API tokens, one "role token" line each (roles: read, write, admin); or SLOTMETA_TOKENS="role:token,…"`)
 	fs.StringVar(&o.TLSCA, "tls-ca", "", "CA certificate (PEM) of mutual TLS between nodes, Raft and peer RPC; with --tls-cert and --tls-key, or none")

@@ -13,6 +13,7 @@ import (
 	"slotmeta/internal/slotstore/controller"
 	"slotmeta/internal/slotstore/controller/balance"
 	"slotmeta/internal/slotstore/controller/policy"
+	"slotmeta/internal/slotstore/watch"
 )
 
 // plan is everything the flags decide before anything listens: who may
@@ -88,6 +89,9 @@ func (o *options) plan(getenv func(string) string) (*plan, error) {
 		BalanceInterval:      o.BalanceInterval,
 		Balancer:             balance.Config{MaxTasks: o.BalancerMaxTasks, GroupsPerNode: o.GroupsPerNode},
 		ProjectInterval:      o.ProjectInterval,
+		WatchRecords:         o.WatchRecords,
+		WatchAge:             o.WatchAge,
+		Watch:                watch.Config{MaxSubscribers: o.MaxWatchers},
 		Leadership:           policy.Leadership{HoldDown: o.LeaderHoldDown},
 		ClusterID:            o.ClusterID,
 		GroupCount:           o.Groups,

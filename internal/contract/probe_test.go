@@ -53,6 +53,9 @@ func (n *node) get(path string) reply {
 		n.t.Fatalf("GET %s: %v", path, err)
 	}
 	defer resp.Body.Close()
+	if resp.Header.Get("Content-Type") == "text/event-stream" {
+		return reply{code: resp.StatusCode, header: resp.Header} // a watch started; closing ends it
+	}
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
 		n.t.Fatal(err)
