@@ -16019,6 +16019,7 @@ type ListChannelAllowlistResponse200Headers struct {
 	XRouteRevision *int64
 	XServedBy      *int64
 	XSlotGroup     *int64
+	XWatchCursor   *string
 }
 
 // ListChannelAllowlistResponse401Headers the declared response headers of an HTTP 401 response for ListChannelAllowlist
@@ -16951,6 +16952,7 @@ type ListChannelDenylistResponse200Headers struct {
 	XRouteRevision *int64
 	XServedBy      *int64
 	XSlotGroup     *int64
+	XWatchCursor   *string
 }
 
 // ListChannelDenylistResponse401Headers the declared response headers of an HTTP 401 response for ListChannelDenylist
@@ -20019,6 +20021,7 @@ type ListChannelSubscribersResponse200Headers struct {
 	XRouteRevision *int64
 	XServedBy      *int64
 	XSlotGroup     *int64
+	XWatchCursor   *string
 }
 
 // ListChannelSubscribersResponse401Headers the declared response headers of an HTTP 401 response for ListChannelSubscribers
@@ -24818,6 +24821,7 @@ func (r PutKVResponse) ContentType() string {
 // ListPluginUsersResponse200Headers the declared response headers of an HTTP 200 response for ListPluginUsers
 type ListPluginUsersResponse200Headers struct {
 	XRouteRevision *int64
+	XWatchCursor   *string
 }
 
 // ListPluginUsersResponse401Headers the declared response headers of an HTTP 401 response for ListPluginUsers
@@ -24951,6 +24955,7 @@ type ListSystemUIDsResponse200Headers struct {
 	XRouteRevision *int64
 	XServedBy      *int64
 	XSlotGroup     *int64
+	XWatchCursor   *string
 }
 
 // ListSystemUIDsResponse401Headers the declared response headers of an HTTP 401 response for ListSystemUIDs
@@ -25471,6 +25476,7 @@ func (r PutSystemUIDResponse) ContentType() string {
 // ListUsersResponse200Headers the declared response headers of an HTTP 200 response for ListUsers
 type ListUsersResponse200Headers struct {
 	XRouteRevision *int64
+	XWatchCursor   *string
 }
 
 // ListUsersResponse401Headers the declared response headers of an HTTP 401 response for ListUsers
@@ -26310,6 +26316,7 @@ type ListCmdBindingsResponse200Headers struct {
 	XRouteRevision *int64
 	XServedBy      *int64
 	XSlotGroup     *int64
+	XWatchCursor   *string
 }
 
 // ListCmdBindingsResponse401Headers the declared response headers of an HTTP 401 response for ListCmdBindings
@@ -27198,6 +27205,7 @@ type ListDevicesResponse200Headers struct {
 	XRouteRevision *int64
 	XServedBy      *int64
 	XSlotGroup     *int64
+	XWatchCursor   *string
 }
 
 // ListDevicesResponse401Headers the declared response headers of an HTTP 401 response for ListDevices
@@ -27936,6 +27944,7 @@ type ListMembershipsResponse200Headers struct {
 	XRouteRevision *int64
 	XServedBy      *int64
 	XSlotGroup     *int64
+	XWatchCursor   *string
 }
 
 // ListMembershipsResponse401Headers the declared response headers of an HTTP 401 response for ListMemberships
@@ -29205,6 +29214,7 @@ type ListUserPluginsResponse200Headers struct {
 	XRouteRevision *int64
 	XServedBy      *int64
 	XSlotGroup     *int64
+	XWatchCursor   *string
 }
 
 // ListUserPluginsResponse401Headers the declared response headers of an HTTP 401 response for ListUserPlugins
@@ -33911,6 +33921,13 @@ func ParseListChannelAllowlistResponse(rsp *http.Response) (*ListChannelAllowlis
 			}
 			headers.XSlotGroup = &value
 		}
+		if values := rsp.Header.Values("X-Watch-Cursor"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Watch-Cursor", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XWatchCursor = &value
+		}
 		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
 		var headers ListChannelAllowlistResponse401Headers
@@ -35850,6 +35867,13 @@ func ParseListChannelDenylistResponse(rsp *http.Response) (*ListChannelDenylistR
 				return nil, err
 			}
 			headers.XSlotGroup = &value
+		}
+		if values := rsp.Header.Values("X-Watch-Cursor"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Watch-Cursor", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XWatchCursor = &value
 		}
 		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
@@ -42071,6 +42095,13 @@ func ParseListChannelSubscribersResponse(rsp *http.Response) (*ListChannelSubscr
 				return nil, err
 			}
 			headers.XSlotGroup = &value
+		}
+		if values := rsp.Header.Values("X-Watch-Cursor"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Watch-Cursor", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XWatchCursor = &value
 		}
 		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
@@ -48474,6 +48505,13 @@ func ParseListPluginUsersResponse(rsp *http.Response) (*ListPluginUsersResponse,
 			}
 			headers.XRouteRevision = &value
 		}
+		if values := rsp.Header.Values("X-Watch-Cursor"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Watch-Cursor", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XWatchCursor = &value
+		}
 		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
 		var headers ListPluginUsersResponse401Headers
@@ -48671,6 +48709,13 @@ func ParseListSystemUIDsResponse(rsp *http.Response) (*ListSystemUIDsResponse, e
 				return nil, err
 			}
 			headers.XSlotGroup = &value
+		}
+		if values := rsp.Header.Values("X-Watch-Cursor"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Watch-Cursor", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XWatchCursor = &value
 		}
 		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
@@ -49696,6 +49741,13 @@ func ParseListUsersResponse(rsp *http.Response) (*ListUsersResponse, error) {
 				return nil, err
 			}
 			headers.XRouteRevision = &value
+		}
+		if values := rsp.Header.Values("X-Watch-Cursor"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Watch-Cursor", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XWatchCursor = &value
 		}
 		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
@@ -51316,6 +51368,13 @@ func ParseListCmdBindingsResponse(rsp *http.Response) (*ListCmdBindingsResponse,
 				return nil, err
 			}
 			headers.XSlotGroup = &value
+		}
+		if values := rsp.Header.Values("X-Watch-Cursor"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Watch-Cursor", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XWatchCursor = &value
 		}
 		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
@@ -53118,6 +53177,13 @@ func ParseListDevicesResponse(rsp *http.Response) (*ListDevicesResponse, error) 
 			}
 			headers.XSlotGroup = &value
 		}
+		if values := rsp.Header.Values("X-Watch-Cursor"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Watch-Cursor", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XWatchCursor = &value
+		}
 		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
 		var headers ListDevicesResponse401Headers
@@ -54643,6 +54709,13 @@ func ParseListMembershipsResponse(rsp *http.Response) (*ListMembershipsResponse,
 				return nil, err
 			}
 			headers.XSlotGroup = &value
+		}
+		if values := rsp.Header.Values("X-Watch-Cursor"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Watch-Cursor", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XWatchCursor = &value
 		}
 		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
@@ -57251,6 +57324,13 @@ func ParseListUserPluginsResponse(rsp *http.Response) (*ListUserPluginsResponse,
 				return nil, err
 			}
 			headers.XSlotGroup = &value
+		}
+		if values := rsp.Header.Values("X-Watch-Cursor"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Watch-Cursor", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XWatchCursor = &value
 		}
 		response.Headers200 = &headers
 	case rsp.StatusCode == 401:

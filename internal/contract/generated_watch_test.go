@@ -145,4 +145,23 @@ func genWatch(t *testing.T, c *client.ClientWithResponses) {
 			t.Fatalf("resumed event %d: %s id %s seq %d, want %s id %s seq %d", i, ch.kinds(), ev.ID, ch.Seq, want[i], ids[i], seqs[i])
 		}
 	}
+
+	// List, then watch: the listing's position (X-Watch-Cursor) misses
+	// nothing that came after the listing.
+	created, err = c.CreateChannelWithResponse(ctx, nil, client.ChannelCreate{ChannelId: id, ChannelType: 3})
+	genCheck(t, "create the watched channel again", created, err, http.StatusCreated)
+	added, err = c.AddChannelSubscribersWithResponse(ctx, 3, id, nil, client.ChannelMembersRequest{Uids: []client.UID{"w1"}})
+	genCheck(t, "add w1", added, err, http.StatusOK)
+	list, err := c.ListChannelSubscribersWithResponse(ctx, 3, id, nil)
+	genCheck(t, "list the watched subscribers", list, err, http.StatusOK)
+	from := list.HTTPResponse.Header.Get("X-Watch-Cursor")
+	if from == "" || len(list.JSON200.Items) != 1 {
+		t.Fatalf("the listing: %+v, watch cursor %q", list.JSON200, from)
+	}
+	added, err = c.AddChannelSubscribersWithResponse(ctx, 3, id, nil, client.ChannelMembersRequest{Uids: []client.UID{"w3"}})
+	genCheck(t, "add w3", added, err, http.StatusOK)
+	after := genWatchOpen(t, c, &client.WatchParams{Resource: "subscribers", ChannelType: ptr(3), ChannelId: ptr(id)}, from)
+	if _, ch := genNextChange(t, after); ch.kinds() != "put subscribers" || !strings.Contains(string(ch.Changes[0].Value), `"uid":"w3"`) {
+		t.Fatalf("the first change after the listing: %+v", ch)
+	}
 }

@@ -148,7 +148,7 @@ func (a channelListRoutes) listMembers(l meta.ChannelList) handlerFunc {
 		}
 		q := &meta.ScanChannelList{HashSlot: slotstore.HashSlotOfString(id), List: l, ChannelType: channelType, ChannelID: id,
 			AfterUID: after, Limit: lq.limit}
-		p, err := readPage(a.api, w, r, id, lq, q, func() error { return channelNotFound(channelType, id) })
+		p, err := readWatchedPage(a.api, w, r, id, lq, q, func() error { return channelNotFound(channelType, id) })
 		if err != nil {
 			return err
 		}

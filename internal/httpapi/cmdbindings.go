@@ -74,7 +74,7 @@ func (a cmdBindingRoutes) listCmdBindings(w http.ResponseWriter, r *http.Request
 		}
 		q.HasAfter, q.AfterType, q.AfterID = true, pos[0], string(pos[1:])
 	}
-	p, err := readPage(a.api, w, r, uid, lq, q, noAnswer("ListCmdBindings"))
+	p, err := readWatchedPage(a.api, w, r, uid, lq, q, noAnswer("ListCmdBindings"))
 	if err != nil {
 		return err
 	}

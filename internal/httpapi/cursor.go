@@ -115,6 +115,7 @@ func walkSlots[P, T, J any](a *api, w http.ResponseWriter, r *http.Request, name
 		return slotstore.Errorf(slotstore.CodeRouteNotReady, "no routing table yet")
 	}
 	w.Header().Set(hdrRouteRevision, strconv.FormatUint(table.Revision(), 10))
+	watchPos := a.watchFrom(r, allSlots()...)
 
 	got := make([]T, 0, min(limit, defaultPageSize))
 	for pos.slot < slotstore.HashSlotCount && len(got) < limit {
@@ -153,6 +154,7 @@ func walkSlots[P, T, J any](a *api, w http.ResponseWriter, r *http.Request, name
 	if pos.slot < slotstore.HashSlotCount {
 		page.NextCursor = encodeCursor(pos)
 	}
+	setWatchCursor(w, watchPos)
 	a.writeJSON(w, r, http.StatusOK, page)
 	return nil
 }
@@ -226,6 +228,17 @@ func readPage[P any](a *api, w http.ResponseWriter, r *http.Request, key string,
 	p, err := read(a, w, r, target{key, lq.fence}, lq.c, q)
 	if err == nil && p == nil {
 		err = missing()
+	}
+	return p, err
+}
+
+// readWatchedPage is readPage of a listing a watch can follow: the answer
+// carries the position to watch it from (watchFrom).
+func readWatchedPage[P any](a *api, w http.ResponseWriter, r *http.Request, key string, lq listQuery, q meta.For[*P], missing func() error) (*P, error) {
+	pos := a.watchFrom(r, slotstore.HashSlotOfString(key))
+	p, err := readPage(a, w, r, key, lq, q, missing)
+	if err == nil {
+		setWatchCursor(w, pos)
 	}
 	return p, err
 }

@@ -95,7 +95,7 @@ func (a deviceRoutes) listDevices(w http.ResponseWriter, r *http.Request) error 
 		from = uint16(n) + 1
 	}
 	q := &meta.ListDevices{HashSlot: slotstore.HashSlotOfString(uid), UID: uid, From: from, Limit: lq.limit}
-	p, err := readPage(a.api, w, r, uid, lq, q, func() error { return userRow.missing(uid) })
+	p, err := readWatchedPage(a.api, w, r, uid, lq, q, func() error { return userRow.missing(uid) })
 	if err != nil {
 		return err
 	}

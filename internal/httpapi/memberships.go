@@ -161,7 +161,7 @@ func (a membershipRoutes) listMemberships(w http.ResponseWriter, r *http.Request
 		return err
 	}
 	q := &meta.ListMemberships{HashSlot: slotstore.HashSlotOfString(uid), UID: uid, After: after, Limit: lq.limit}
-	p, err := readPage(a.api, w, r, uid, lq, q, noAnswer("ListMemberships"))
+	p, err := readWatchedPage(a.api, w, r, uid, lq, q, noAnswer("ListMemberships"))
 	if err != nil {
 		return err
 	}

@@ -133,7 +133,7 @@ func (a pluginRoutes) listUserPlugins(w http.ResponseWriter, r *http.Request) er
 		return err
 	}
 	q := &meta.ListUserPlugins{HashSlot: slotstore.HashSlotOfString(uid), UID: uid, AfterPlugin: after, Limit: lq.limit}
-	p, err := readPage(a.api, w, r, uid, lq, q, func() error { return userRow.missing(uid) })
+	p, err := readWatchedPage(a.api, w, r, uid, lq, q, func() error { return userRow.missing(uid) })
 	if err != nil {
 		return err
 	}

@@ -46,7 +46,7 @@ func (a systemUIDRoutes) listSystemUIDs(w http.ResponseWriter, r *http.Request) 
 		return err
 	}
 	q := &meta.ScanSystemUIDs{HashSlot: slotstore.HashSlotOfString(meta.SystemUIDsRouteKey), AfterUID: after, Limit: lq.limit}
-	p, err := readPage(a.api, w, r, meta.SystemUIDsRouteKey, lq, q, noAnswer("ScanSystemUIDs"))
+	p, err := readWatchedPage(a.api, w, r, meta.SystemUIDsRouteKey, lq, q, noAnswer("ScanSystemUIDs"))
 	if err != nil {
 		return err
 	}

@@ -214,11 +214,7 @@ func (sp *watchSpec) coveredSlots(routes map[watchRoute]bool) []slotstore.HashSl
 	case len(routes) == 1 && routes[bySystem]:
 		key = meta.SystemUIDsRouteKey
 	default:
-		all := make([]slotstore.HashSlot, slotstore.HashSlotCount)
-		for i := range all {
-			all[i] = slotstore.HashSlot(i)
-		}
-		return all
+		return allSlots()
 	}
 	return []slotstore.HashSlot{slotstore.HashSlotOfString(key)}
 }
@@ -324,6 +320,39 @@ func watchError(err error) *slotstore.Error {
 			Message: "a hash slot of the watch is not served on this node now: resume from the cursor, here later or on another node"}
 	}
 	return toError(err)
+}
+
+// hdrWatchCursor carries a listing's position to watch from (list, then
+// watch): the heads of the hash slots it read.
+const hdrWatchCursor = "X-Watch-Cursor"
+
+// watchFrom is the position a listing of slots is watched from: their
+// heads on this node, taken before the listing reads, so that a watch from
+// it misses nothing the listing does not show (it may repeat what it
+// shows). "" when a slot has no local replica now. The listing sets it as
+// its hdrWatchCursor once it answers.
+func (a *api) watchFrom(r *http.Request, slots ...slotstore.HashSlot) string {
+	c, err := watch.Now(r.Context(), a.be.Watches().Log, slots...)
+	if err != nil {
+		return ""
+	}
+	return c.String()
+}
+
+// setWatchCursor sets a listing's hdrWatchCursor (none when pos is "").
+func setWatchCursor(w http.ResponseWriter, pos string) {
+	if pos != "" {
+		w.Header().Set(hdrWatchCursor, pos)
+	}
+}
+
+// allSlots is every hash slot, in order.
+func allSlots() []slotstore.HashSlot {
+	all := make([]slotstore.HashSlot, slotstore.HashSlotCount)
+	for i := range all {
+		all[i] = slotstore.HashSlot(i)
+	}
+	return all
 }
 
 // watchStream is GET /v1/watch.
