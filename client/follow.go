@@ -1,0 +1,214 @@
+package client
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// Following a watch (GET /v1/watch) the way the server means it to be
+// followed: resume from the last event's id after every disconnect, on
+// the same node or another, until the caller stops.
+
+// WatchEvent is one change event: the changes one command made in one hash
+// slot, and the position after them.
+type WatchEvent struct {
+	Cursor   string        `json:"-"` // where to resume after this event
+	HashSlot int           `json:"hash_slot"`
+	Seq      uint64        `json:"seq"`
+	TimeMs   int64         `json:"time_ms"`
+	Changes  []WatchChange `json:"changes"`
+}
+
+// WatchChange is one change of a row; Value and Prev are the row as its
+// resource's GET shows it.
+type WatchChange struct {
+	Kind     string          `json:"kind"` // put, delete, clear
+	Resource string          `json:"resource"`
+	Key      WatchKey        `json:"key"`
+	Value    json.RawMessage `json:"value,omitempty"`
+	Prev     json.RawMessage `json:"prev,omitempty"`
+}
+
+// WatchKey names the row of a change (a clear: its parent).
+type WatchKey struct {
+	UID         string `json:"uid,omitempty"`
+	Key         string `json:"key,omitempty"`
+	ChannelType int    `json:"channel_type,omitempty"`
+	ChannelID   string `json:"channel_id,omitempty"`
+	DeviceFlag  *int   `json:"device_flag,omitempty"`
+	PluginNo    string `json:"plugin_no,omitempty"`
+}
+
+// FollowOptions tune Follow.
+type FollowOptions struct {
+	// From is the position to start after (an event's Cursor, a listing's
+	// X-Watch-Cursor); "" starts at what the serving node has applied.
+	From string
+	// Servers are other nodes' base URLs, tried in turn after this
+	// client's own when a node cannot serve.
+	Servers []string
+	// MaxBackoff bounds the wait between attempts (default 5 s; the first
+	// wait is 100 ms, doubling, back to it after an event).
+	MaxBackoff time.Duration
+	// Progress, if set, is called with the cursor of every progress event.
+	Progress func(cursor string)
+}
+
+// WatchError ends Follow when resuming cannot mend what went wrong: the
+// position left retention (compacted: list again and follow from the
+// listing's X-Watch-Cursor), or the request is refused (invalid_argument,
+// permission_denied, …). Cursor is the last position given.
+type WatchError struct {
+	Status  int
+	Code    ErrorCode
+	Message string
+	Cursor  string
+}
+
+func (e *WatchError) Error() string {
+	return fmt.Sprintf("client: watch: %d %s: %s", e.Status, e.Code, e.Message)
+}
+
+// Follow watches params, calling handle with every change event in order,
+// and resumes from the last position after a disconnect, a node that stops,
+// a slow_consumer or route_not_ready cut and retryable refusals (429,
+// 503), on this client's server or the next of opts.Servers, waiting a
+// bounded back-off between attempts. It returns ctx's error when ctx ends,
+// handle's error, or a *WatchError. Every change is handed to handle once:
+// the server never repeats one after a position.
+func (c *Client) Follow(ctx context.Context, params *WatchParams, opts FollowOptions, handle func(WatchEvent) error) error {
+	servers := append([]string{c.Server}, opts.Servers...)
+	maxWait := opts.MaxBackoff
+	if maxWait <= 0 {
+		maxWait = 5 * time.Second
+	}
+	hc := streamingDoer(c.Client)
+	cursor, wait := opts.From, 100*time.Millisecond
+	for attempt := 0; ; attempt++ {
+		delivered, err := c.followOnce(ctx, hc, servers[attempt%len(servers)], params, &cursor, opts.Progress, handle)
+		var we *WatchError
+		switch {
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case errors.As(err, &we) && !retryableWatch(we):
+			we.Cursor = cursor
+			return we
+		}
+		var he handlerError
+		if errors.As(err, &he) {
+			return he.err
+		}
+		if delivered {
+			wait = 100 * time.Millisecond
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, maxWait)
+	}
+}
+
+// handlerError carries handle's error out of followOnce: Follow returns it
+// as it is.
+type handlerError struct{ err error }
+
+func (e handlerError) Error() string { return e.err.Error() }
+
+func retryableWatch(e *WatchError) bool {
+	switch e.Status {
+	case http.StatusTooManyRequests, http.StatusServiceUnavailable, http.StatusBadGateway, http.StatusGatewayTimeout:
+		return true
+	}
+	return e.Code == ErrorCodeSlowConsumer || e.Code == ErrorCodeRouteNotReady
+}
+
+// streamingDoer is hc without a whole-request timeout (WithTLS sets one,
+// which would cut every stream).
+func streamingDoer(hc HttpRequestDoer) HttpRequestDoer {
+	if h, ok := hc.(*http.Client); ok && h.Timeout > 0 {
+		cp := *h
+		cp.Timeout = 0
+		return &cp
+	}
+	return hc
+}
+
+// followOnce runs one connection; it reports whether it delivered a change.
+func (c *Client) followOnce(ctx context.Context, hc HttpRequestDoer, server string, params *WatchParams, cursor *string,
+	progress func(string), handle func(WatchEvent) error) (delivered bool, _ error) {
+	req, err := NewWatchRequest(server, params)
+	if err != nil {
+		return false, &WatchError{Code: ErrorCodeInvalidArgument, Message: err.Error()}
+	}
+	req = req.WithContext(ctx)
+	if *cursor != "" {
+		req.Header.Set("Last-Event-ID", *cursor)
+	}
+	if err := c.applyEditors(ctx, req, nil); err != nil {
+		return false, &WatchError{Code: ErrorCodeInvalidArgument, Message: err.Error()}
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return false, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		return false, watchErrorOf(resp.StatusCode, body)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	var event, id, data string
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "event: "):
+			event = line[len("event: "):]
+		case strings.HasPrefix(line, "id: "):
+			id = line[len("id: "):]
+		case strings.HasPrefix(line, "data: "):
+			data = line[len("data: "):]
+		case line == "":
+			switch event {
+			case "change":
+				var ev WatchEvent
+				if err := json.Unmarshal([]byte(data), &ev); err != nil {
+					return delivered, fmt.Errorf("client: watch: event %q: %w", data, err)
+				}
+				ev.Cursor = id
+				if err := handle(ev); err != nil {
+					return delivered, handlerError{err}
+				}
+				*cursor, delivered = id, true
+			case "progress":
+				*cursor = id
+				if progress != nil {
+					progress(id)
+				}
+			case "error":
+				*cursor = id
+				return delivered, watchErrorOf(0, []byte(data))
+			}
+			event, id, data = "", "", ""
+		}
+	}
+	return delivered, sc.Err() // the stream ended: resume
+}
+
+// watchErrorOf reads the error JSON of a refusal or an error event.
+func watchErrorOf(status int, body []byte) *WatchError {
+	var e ErrorBody
+	if err := json.Unmarshal(body, &e); err != nil || e.Error.Code == "" {
+		return &WatchError{Status: status, Code: ErrorCodeInternal, Message: strings.TrimSpace(string(body))}
+	}
+	return &WatchError{Status: status, Code: e.Error.Code, Message: e.Error.Message}
+}
