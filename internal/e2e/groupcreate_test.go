@@ -178,6 +178,36 @@ func TestGroupSplitAndMerge(t *testing.T) {
 	for _, k := range keys {
 		s.eventually(200, "PUT", "/v1/kv/"+k, `{"value":"`+k+`"}`)
 	}
+	// A watch of the moving keys, on another node, keeps its place through
+	// the split and the merge: every write made from its start on — before,
+	// while the slots move (some refused slot_migrating and retried), after —
+	// is seen once, in order.
+	w := newWatcher(t, "resource=kv&prefix=sm")
+	w.connect(servers[1])
+	written := map[string][]string{}
+	n := 0
+	writeOne := func() {
+		k := keys[n%len(keys)]
+		n++
+		v := fmt.Sprintf("w%d", len(written[k]))
+		s.eventually(200, "PUT", "/v1/kv/"+k, `{"value":"`+v+`"}`)
+		written[k] = append(written[k], v)
+	}
+	writing := func(id int64) client.Task { // writes while task id runs
+		for start := time.Now(); time.Since(start) < 60*time.Second; {
+			writeOne()
+			var x client.Task
+			s.must(200, "GET", fmt.Sprintf("/v1/cluster/tasks/%d", id), "").json(&x)
+			if x.Status != client.TaskStatusRunning {
+				return x
+			}
+		}
+		t.Fatalf("task %d still running after a minute", id)
+		return client.Task{}
+	}
+	for range 5 {
+		writeOne()
+	}
 	for _, bad := range []string{`{"hash_slots":[300]}`, `{"peers":[1]}`, `{"into":2}`} {
 		if r := s.do("POST", "/v1/cluster/groups/1/split", bad); r.code != 400 {
 			t.Fatalf("split %s: %d %s", bad, r.code, r.body)
@@ -190,23 +220,71 @@ func TestGroupSplitAndMerge(t *testing.T) {
 		deref(task.HashSlot) != 3 || len(deref(task.HashSlots)) != 3 {
 		t.Fatalf("split task: %s", tr.body)
 	}
-	task = waitTask(t, s, task.Id, func(x client.Task) bool { return x.Status != client.TaskStatusRunning }, 60*time.Second)
+	task = writing(task.Id)
 	if task.Status != client.TaskStatusSucceeded || deref(task.Moved) != 3 || len(deref(task.HashSlots)) != 0 {
 		t.Fatalf("split ended %s", js(task))
 	}
-	slotsAt(t, s, slots, 2, keys, "the split")
+	slotsAtWritten(t, s, slots, 2, written, "the split")
 	task = client.Task{}
 	s.must(202, "POST", "/v1/cluster/groups/2/merge", `{"into":1}`).json(&task)
 	if task.Kind != client.TaskKindGroupMerge || task.Group != 2 || deref(task.ToGroup) != 1 || task.Phase != client.TaskPhaseTrack {
 		t.Fatalf("merge task: %s", js(task))
 	}
-	task = waitTask(t, s, task.Id, func(x client.Task) bool { return x.Status != client.TaskStatusRunning }, 60*time.Second)
+	task = writing(task.Id)
 	if task.Status != client.TaskStatusSucceeded || deref(task.Moved) != 3 {
 		t.Fatalf("merge ended %s", js(task))
 	}
 	s.eventually(404, "GET", "/v1/cluster/groups/2", "")
-	slotsAt(t, s, slots, 1, keys, "the merge")
+	slotsAtWritten(t, s, slots, 1, written, "the merge")
 	waitNoKeys(t, c, 2)
+	for range 5 {
+		writeOne()
+	}
+	// A watch from now starts at what its node has applied: one that lags
+	// may show a write made just before it (a key's first value, its name).
+	since := func(k string) []string {
+		if vs := w.values[k]; len(vs) > 0 && vs[0] == k {
+			return vs[1:]
+		}
+		return w.values[k]
+	}
+	total := 0
+	for _, vs := range written {
+		total += len(vs)
+	}
+	for {
+		seen := 0
+		for _, k := range keys {
+			seen += len(since(k))
+		}
+		if seen >= total {
+			break
+		}
+		w.take(total - seen)
+	}
+	for _, k := range keys {
+		if fmt.Sprint(since(k)) != fmt.Sprint(written[k]) {
+			t.Fatalf("%s: the watch saw %v, the writes were %v", k, since(k), written[k])
+		}
+	}
+}
+
+// slotsAtWritten is slotsAt for keys whose last written value is in written
+// (a key never written keeps its own name as its value).
+func slotsAtWritten(t *testing.T, s *server, slots []slotstore.HashSlot, g int, written map[string][]string, after string) {
+	t.Helper()
+	for _, hs := range slots {
+		if got := routeOf(t, s, hs); got != g {
+			t.Fatalf("after %s hash slot %d routes to group %d, not %d", after, hs, got, g)
+		}
+	}
+	for k, vs := range written {
+		var kv client.KV
+		s.eventually(200, "GET", "/v1/kv/"+k, "").json(&kv)
+		if kv.Value != vs[len(vs)-1] {
+			t.Fatalf("%s after %s: %s, want %s", k, after, js(kv), vs[len(vs)-1])
+		}
+	}
 }
 
 // slotsAt checks that every slot routes to group g and that every key

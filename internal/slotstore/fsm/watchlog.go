@@ -64,9 +64,17 @@ func (a *applier) head(hs slotstore.HashSlot) *meta.WatchHead {
 	return h
 }
 
-// forgetHead drops what the Update cached of hs's head: the slot's rows
-// were deleted or are no longer the group's to number.
+// forgetHead writes hs's head if this Update moved it and drops it from the
+// caches: the slot is being fenced, released, imported or acquired, and the
+// next Update must read what is stored. (Dropped unwritten, a fence in the
+// same Update as the slot's last change left the stored head one behind;
+// the target of the move imported it and numbered its first change with a
+// sequence the source had given already — found by TestGroupSplitAndMerge's
+// watch.)
 func (a *applier) forgetHead(hs slotstore.HashSlot) {
+	if h := a.heads[hs]; h != nil {
+		a.put(meta.WatchHeadKey(a.sm.cfg.Group, hs), meta.EncodeWatchHead(h))
+	}
 	delete(a.heads, hs)
 	a.forgotHeads = append(a.forgotHeads, hs)
 }

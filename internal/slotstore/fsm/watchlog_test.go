@@ -285,3 +285,24 @@ func TestChangesTravelWithTheSlot(t *testing.T) {
 		t.Fatalf("the target's first change: %+v, want seq 8 (the subscriber, then the channel's counters)", recs)
 	}
 }
+
+// TestFenceKeepsTheHead: a slot fenced in the same Update as its last
+// change stores the head that change moved (the target of the move numbers
+// on from it: a head left one behind made it give a sequence twice).
+func TestFenceKeepsTheHead(t *testing.T) {
+	t.Parallel()
+	db := openStore(t, t.TempDir())
+	k := "fenced-key"
+	hs := slotstore.HashSlotOfString(k)
+	s, _ := watchedSM(t, db, 1, []slotstore.HashSlot{hs})
+	mustOK(t, apply(t, s, 1, putKV(k, "a")))
+	mustOK(t, apply(t, s, 2, putKV(k, "b"), &meta.FenceSlot{Header: meta.Header{HashSlot: hs}}))
+	if head, err := s.ChangeHead(hs); err != nil || head != 2 {
+		t.Fatalf("the stored head after a change and a fence in one Update: %d, %v; want 2", head, err)
+	}
+	mustOK(t, apply(t, s, 3, &meta.UnfenceSlot{Header: meta.Header{HashSlot: hs}}))
+	mustOK(t, apply(t, s, 4, putKV(k, "c")))
+	if recs := readAll(t, s, hs, 0); len(recs) != 3 || recs[2].Seq != 3 {
+		t.Fatalf("after unfencing: %+v, want seqs 1..3", recs)
+	}
+}
