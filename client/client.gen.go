@@ -3045,7 +3045,13 @@ type WatchParams struct {
 	Prefix      *string `form:"prefix,omitempty" json:"prefix,omitempty"`
 
 	// Prev Include the previous value of channels and runtime metadata.
-	Prev               *bool `form:"prev,omitempty" json:"prev,omitempty"`
+	Prev *bool `form:"prev,omitempty" json:"prev,omitempty"`
+
+	// Linearizable Without a cursor, start at what the watched slots' groups had committed when the request
+	// began (a read round per group) instead of at this node's applied state, which on a
+	// lagging follower may be a little older: then no write acknowledged before the request is
+	// shown, and every one after it is.
+	Linearizable       *bool `form:"linearizable,omitempty" json:"linearizable,omitempty"`
 	ProgressIntervalMs *int  `form:"progress_interval_ms,omitempty" json:"progress_interval_ms,omitempty"`
 
 	// Cursor Where to resume (an event's id); the Last-Event-ID header wins over it.
@@ -4506,7 +4512,9 @@ type ClientInterface interface {
 	//   groups or no longer on this node: resume here later or on another node).
 	//
 	// A node serves its watches from its own applied state: a follower is at most its apply lag
-	// behind the leader, and a watch never goes back (a restart replays the same numbers).
+	// behind the leader, and a watch never goes back (a restart replays the same numbers). A watch
+	// without a cursor starts at that state, or with `linearizable=true` at what was committed
+	// when the request began.
 	//
 	// Corresponds with GET /v1/watch (the `Watch` operationId).
 	Watch(ctx context.Context, params *WatchParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -7076,7 +7084,9 @@ func (c *Client) PutUserPlugin(ctx context.Context, uid UIDParameter, pluginNo P
 //     groups or no longer on this node: resume here later or on another node).
 //
 // A node serves its watches from its own applied state: a follower is at most its apply lag
-// behind the leader, and a watch never goes back (a restart replays the same numbers).
+// behind the leader, and a watch never goes back (a restart replays the same numbers). A watch
+// without a cursor starts at that state, or with `linearizable=true` at what was committed
+// when the request began.
 //
 // Corresponds with GET /v1/watch (the `Watch` operationId).
 func (c *Client) Watch(ctx context.Context, params *WatchParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -13497,6 +13507,18 @@ func NewWatchRequest(server string, params *WatchParams) (*http.Request, error) 
 
 		}
 
+		if params.Linearizable != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "linearizable", *params.Linearizable, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if params.ProgressIntervalMs != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "progress_interval_ms", *params.ProgressIntervalMs, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
@@ -14984,7 +15006,9 @@ type ClientWithResponsesInterface interface {
 	//   groups or no longer on this node: resume here later or on another node).
 	//
 	// A node serves its watches from its own applied state: a follower is at most its apply lag
-	// behind the leader, and a watch never goes back (a restart replays the same numbers).
+	// behind the leader, and a watch never goes back (a restart replays the same numbers). A watch
+	// without a cursor starts at that state, or with `linearizable=true` at what was committed
+	// when the request began.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -32053,7 +32077,9 @@ func (c *ClientWithResponses) PutUserPluginWithResponse(ctx context.Context, uid
 //     groups or no longer on this node: resume here later or on another node).
 //
 // A node serves its watches from its own applied state: a follower is at most its apply lag
-// behind the leader, and a watch never goes back (a restart replays the same numbers).
+// behind the leader, and a watch never goes back (a restart replays the same numbers). A watch
+// without a cursor starts at that state, or with `linearizable=true` at what was committed
+// when the request began.
 //
 // Returns a wrapper object for the known response body format(s).
 //

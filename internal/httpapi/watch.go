@@ -95,16 +95,19 @@ const (
 
 // watchSpec is what a watch request asks for.
 type watchSpec struct {
-	tables    map[meta.Table]watchResource
-	uid       string
-	channel   *meta.ChanRef
-	key       string
-	prefix    *string
-	prev      bool
-	progress  time.Duration
-	slots     []slotstore.HashSlot
-	cursor    *watch.Cursor // nil: from now
-	resources []string
+	tables  map[meta.Table]watchResource
+	uid     string
+	channel *meta.ChanRef
+	key     string
+	prefix  *string
+	prev    bool
+	// linearizable starts a watch without a cursor at what the slots'
+	// groups had committed when it began, not at this node's applied state.
+	linearizable bool
+	progress     time.Duration
+	slots        []slotstore.HashSlot
+	cursor       *watch.Cursor // nil: from now
+	resources    []string
 }
 
 // parseWatch reads and checks a watch request.
@@ -163,6 +166,13 @@ func parseWatch(r *http.Request) (*watchSpec, error) {
 			return nil, invalid("prev must be true or false")
 		}
 		sp.prev = b
+	}
+	if v := q.Get("linearizable"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return nil, invalid("linearizable must be true or false")
+		}
+		sp.linearizable = b
 	}
 	if v := q.Get("progress_interval_ms"); v != "" {
 		ms, err := strconv.ParseInt(v, 10, 64)
@@ -315,6 +325,9 @@ func watchError(err error) *slotstore.Error {
 	case errors.Is(err, watch.ErrTooManyWatchers):
 		return &slotstore.Error{Code: slotstore.CodeRateLimited, Err: err, RetryAfter: time.Second,
 			Message: "this node serves as many watchers as it may: retry later or on another node"}
+	case errors.Is(err, watch.ErrNotLinearizable):
+		return &slotstore.Error{Code: slotstore.CodeFailedPrecondition, Err: err,
+			Message: "this node cannot start a watch linearizably: start without linearizable=true"}
 	case errors.Is(err, watch.ErrUnavailable), errors.Is(err, watch.ErrClosed):
 		return &slotstore.Error{Code: slotstore.CodeRouteNotReady, Err: err, RetryAfter: time.Second,
 			Message: "a hash slot of the watch is not served on this node now: resume from the cursor, here later or on another node"}
@@ -365,7 +378,11 @@ func (a *api) watchStream(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	from := sp.cursor
 	if from == nil {
-		c, err := watch.Now(ctx, src.Log, sp.slots...)
+		now := watch.Now
+		if sp.linearizable {
+			now = watch.NowLinearizable
+		}
+		c, err := now(ctx, src.Log, sp.slots...)
 		if err != nil {
 			return watchError(err)
 		}

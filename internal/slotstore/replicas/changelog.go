@@ -33,9 +33,39 @@ func (l changeLog) Head(_ context.Context, hs slotstore.HashSlot) (uint64, error
 	return m.ChangeHead(hs)
 }
 
+// Await waits until the local replica that serves each of slots has
+// applied every change committed before the call (one linearizable read
+// round per group, shared with the reads beside it): heads read after it
+// include every write acknowledged before it.
+func (l changeLog) Await(ctx context.Context, slots []slotstore.HashSlot) error {
+	done := map[*Replica]bool{}
+	for _, hs := range slots {
+		r := l.replica(hs)
+		if r == nil {
+			return watch.ErrUnavailable
+		}
+		if done[r] {
+			continue
+		}
+		if err := r.AwaitRead(ctx); err != nil {
+			return err
+		}
+		done[r] = true
+	}
+	return nil
+}
+
 // owner returns the state machine here that serves hs's changes, or nil.
 func (l changeLog) owner(hs slotstore.HashSlot) *fsm.StateMachine {
-	var fenced *fsm.StateMachine
+	if r := l.replica(hs); r != nil {
+		return r.SM()
+	}
+	return nil
+}
+
+// replica returns the replica here that serves hs's changes, or nil.
+func (l changeLog) replica(hs slotstore.HashSlot) *Replica {
+	var fenced *Replica
 	for _, r := range l.set.All() {
 		m := r.SM()
 		if m == nil {
@@ -43,9 +73,9 @@ func (l changeLog) owner(hs slotstore.HashSlot) *fsm.StateMachine {
 		}
 		switch owned, isFenced := m.Owns(hs); {
 		case owned && !isFenced:
-			return m
+			return r
 		case owned:
-			fenced = m
+			fenced = r
 		}
 	}
 	return fenced

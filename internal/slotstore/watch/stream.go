@@ -30,8 +30,34 @@ var (
 	ErrUnavailable = errors.New("watch: hash slot not served on this node now")
 )
 
+// Awaiter is a Log that can first catch up with what its slots' groups
+// have committed (a linearizable read round per group).
+type Awaiter interface {
+	Await(ctx context.Context, slots []slotstore.HashSlot) error
+}
+
+// ErrNotLinearizable answers a linearizable start on a Log that cannot
+// catch up (it is not an Awaiter).
+var ErrNotLinearizable = errors.New("watch: this log cannot start linearizably")
+
+// NowLinearizable is Now after log caught up with every change committed
+// before the call: a watch from it sees every write acknowledged after
+// the call began, and none acknowledged before.
+func NowLinearizable(ctx context.Context, log Log, slots ...slotstore.HashSlot) (Cursor, error) {
+	a, ok := log.(Awaiter)
+	if !ok {
+		return Cursor{}, ErrNotLinearizable
+	}
+	if err := a.Await(ctx, slots); err != nil {
+		return Cursor{}, err
+	}
+	return Now(ctx, log, slots...)
+}
+
 // Now returns a cursor at the heads of slots: a watch from it sees the
-// changes committed here after this call.
+// changes committed here after this call. On a replica that lags its
+// leader that may include writes acknowledged just before the call
+// (NowLinearizable excludes them).
 func Now(ctx context.Context, log Log, slots ...slotstore.HashSlot) (Cursor, error) {
 	c := NewCursor(slots...)
 	for _, s := range c.Slots() {

@@ -353,3 +353,43 @@ func TestHubClose(t *testing.T) {
 		t.Fatalf("%d subscribers left", n)
 	}
 }
+
+// awaitingLog is a memLog whose Await commits what "the leader" had
+// committed before the call: a log that lags until it is asked to catch up.
+type awaitingLog struct {
+	*memLog
+	pending func()
+	asked   []slotstore.HashSlot
+}
+
+func (l *awaitingLog) Await(_ context.Context, slots []slotstore.HashSlot) error {
+	l.asked = append(l.asked, slots...)
+	if l.pending != nil {
+		l.pending()
+		l.pending = nil
+	}
+	return nil
+}
+
+// TestNowLinearizable: a linearizable start catches the log up first, so
+// its cursor is past a change committed before the call that the lagging
+// log had not applied; Now's is not; a log that cannot catch up refuses.
+func TestNowLinearizable(t *testing.T) {
+	l := &awaitingLog{memLog: newMemLog()}
+	l.commit(3, 2)
+	l.pending = func() { l.commit(3, 1) } // committed at the leader, not applied here yet
+	lazy, err := Now(context.Background(), l, 3)
+	if err != nil || lazy.Seq(3) != 2 {
+		t.Fatalf("Now: %v at %d", err, lazy.Seq(3))
+	}
+	c, err := NowLinearizable(context.Background(), l, 3)
+	if err != nil || c.Seq(3) != 3 {
+		t.Fatalf("NowLinearizable: %v at %d, want 3", err, c.Seq(3))
+	}
+	if len(l.asked) != 1 || l.asked[0] != 3 {
+		t.Fatalf("Await asked for %v", l.asked)
+	}
+	if _, err := NowLinearizable(context.Background(), newMemLog(), 3); !errors.Is(err, ErrNotLinearizable) {
+		t.Fatalf("a log that cannot catch up: %v", err)
+	}
+}
