@@ -95,8 +95,13 @@ func (ch *Change) code(c *coder) {
 	c.bytes(&ch.Prev, MaxEntryBytes, "change previous value")
 }
 
-// EncodeChange encodes ch as a stored value.
-func EncodeChange(ch *Change) []byte { return encodeEntity(ch) }
+// EncodeChange encodes ch as a stored value (sized once: it is written for
+// every watched change).
+func EncodeChange(ch *Change) []byte {
+	c := encoding(32 + len(ch.Key) + len(ch.Value) + len(ch.Prev))
+	ch.code(&c)
+	return c.b
+}
 
 // DecodeChange decodes a stored change.
 func DecodeChange(b []byte) (*Change, error) { return decodeEntity[Change](b) }
