@@ -2,12 +2,14 @@ package cluster_test
 
 import (
 	"context"
+	"net/http"
 	"testing"
 	"time"
 
 	"slotmeta/internal/slotstore"
 	"slotmeta/internal/slotstore/cluster"
 	"slotmeta/internal/slotstore/slotstoretest"
+	"slotmeta/internal/testutil"
 )
 
 // TestQuiescedGroupWakesWhenItsLeaderIsCutOff: with quiesce (the default), an idle
@@ -182,4 +184,46 @@ func TestRestartedReplicaOfAQuiescedGroupFindsItsLeader(t *testing.T) {
 	t.Logf("node %d knew group %d's leader %v after the heal", follower, faultGroup, time.Since(start).Round(time.Millisecond))
 	w.mustPut(fn, 5*time.Second)
 	w.verify(c, 15*time.Second)
+}
+
+// TestWatchProgressLeavesAQuiescedGroupAsleep: a watch over every hash
+// slot, served by a follower, gives progress marks every 100 ms from the
+// node's own state: the quiesced group exchanges no Raft message for them
+// (its leader hears nothing more from that follower). A linearizable start
+// is a read round, and wakes it.
+func TestWatchProgressLeavesAQuiescedGroupAsleep(t *testing.T) {
+	c, _, leader, follower := quiescedGroup(t)
+	srv := slotstoretest.ServeAPI(t, c.Nodes[follower-1])
+	watchProgress := func(query string, marks int) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/v1/watch?resource=kv&progress_interval_ms=100"+query, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("watch: %v %v", resp, err)
+		}
+		defer resp.Body.Close()
+		events := testutil.SSEEvents(resp.Body)
+		for got := 0; got < marks; {
+			select {
+			case ev := <-events:
+				if ev.Event != "progress" || ev.ID == "" {
+					t.Fatalf("event %+v, want progress marks", ev)
+				}
+				got++
+			case <-ctx.Done():
+				t.Fatalf("%d progress marks of %d", got, marks)
+			}
+		}
+	}
+	before := c.Nodes[leader-1].HeardAgoMs(faultGroup, follower)
+	watchProgress("", 10) // the first at once, then one every 100 ms
+	if after := c.Nodes[leader-1].HeardAgoMs(faultGroup, follower); after < before+800 {
+		t.Fatalf("the leader heard from the follower %d ms ago, %d ms before a second of progress marks: the watch woke the group", after, before)
+	}
+	watchProgress("&linearizable=true", 1)
+	waitUntil(t, 5*time.Second, "the linearizable start's read round reaches the leader", func() bool {
+		return c.Nodes[leader-1].HeardAgoMs(faultGroup, follower) < 1000
+	})
 }
