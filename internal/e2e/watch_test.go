@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -190,5 +191,71 @@ func TestWatchSurvivesNodeLossAndSlotMove(t *testing.T) {
 		w.connect(s)
 		write(servers[1], 1)
 		w.take(1)
+	}
+}
+
+// TestWatchCutAndCompactedOnARealNode: on a node whose watchers may fall
+// 8 records behind and whose slots keep 30 changes, a watch that is sent
+// one command of 21 changes is cut with slow_consumer and the cursor it
+// had, from which it resumes and gets the command whole; once the slot
+// has taken 40 more, that cursor is 410 compacted.
+func TestWatchCutAndCompactedOnARealNode(t *testing.T) {
+	c := slotstoretest.Start(t, slotstoretest.Options{Nodes: 1, Groups: 2, Tune: func(cfg *cluster.Config) {
+		cfg.Watch.Buffer = 8
+		cfg.WatchRecords = 30
+	}})
+	s := serve(t, c.Nodes[0])
+	const ch = "cut-channel"
+	s.eventually(201, "POST", "/v1/channels", `{"channel_id":"`+ch+`","channel_type":1}`)
+	query := "resource=subscribers&channel_type=1&channel_id=" + ch
+	w := newWatcher(t, query)
+	w.connect(s)
+	start := w.lastID
+	add := func(from int) { // 20 new subscribers: one command of 21 changes (the channel's counters too)
+		uids := make([]string, 20)
+		for i := range uids {
+			uids[i] = fmt.Sprintf("%q", fmt.Sprint("u", from+i))
+		}
+		s.must(200, "POST", "/v1/channels/1/"+ch+"/subscribers", `{"uids":[`+strings.Join(uids, ",")+`]}`)
+	}
+	add(0)
+	select {
+	case ev := <-w.events:
+		if ev.Event != "error" || !strings.Contains(ev.Data, `"code":"slow_consumer"`) || ev.ID != start {
+			t.Fatalf("after a command of 21 changes on a watch that may fall 8 behind: %+v", ev)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the slow watch was not cut")
+	}
+	// Resumed from the cursor the cut carried: the command, whole, in one event.
+	w.connect(s)
+	var got struct {
+		Changes []struct{ Kind, Resource string } `json:"changes"`
+	}
+	select {
+	case ev := <-w.events:
+		if ev.Event != "change" {
+			t.Fatalf("after resuming: %+v", ev)
+		}
+		if err := json.Unmarshal([]byte(ev.Data), &got); err != nil || len(got.Changes) != 20 {
+			t.Fatalf("the resumed command: %d changes (%v), want its 20 subscribers in one event", len(got.Changes), err)
+		}
+		w.lastID = ev.ID
+	case <-time.After(30 * time.Second):
+		t.Fatal("nothing after resuming")
+	}
+	// 42 changes later the slot keeps none from before the start.
+	w.cancel()
+	add(20)
+	add(40)
+	req, _ := http.NewRequest(http.MethodGet, s.url+"/v1/watch?"+query, nil)
+	req.Header.Set("Last-Event-ID", start)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusGone {
+		t.Fatalf("a cursor out of retention: %d, want 410", resp.StatusCode)
 	}
 }
