@@ -3036,7 +3036,7 @@ type PutUserPluginParams struct {
 
 // WatchParams defines parameters for Watch.
 type WatchParams struct {
-	// Resource Comma-separated; users, devices, plugins, memberships, cmd_bindings, system_uids, kv, channels, runtime, subscribers, denylist, allowlist.
+	// Resource Comma-separated; users, devices, plugins, memberships, cmd_bindings, system_uids, kv, channels, runtime, subscribers, denylist, allowlist; or routes, alone.
 	Resource    string  `form:"resource" json:"resource"`
 	Uid         *string `form:"uid,omitempty" json:"uid,omitempty"`
 	ChannelType *int    `form:"channel_type,omitempty" json:"channel_type,omitempty"`
@@ -4506,6 +4506,10 @@ type ClientInterface interface {
 	//   `value` is the row as its GET shows it (puts), `prev` the row before (with `prev=true`, for
 	//   channels and runtime only). A `clear` removed every row of its resource under `key` (the
 	//   lists of a deleted channel, the devices of a deleted user).
+	// - `routes` — only with `resource=routes` (alone, no filter): the route table with each
+	//   group's live leader, as `GET /v1/cluster/routes` answers it, at the start and again at
+	//   every change of the node's routing (a table revision, a leader or term), coalesced to the
+	//   latest; no `id` (a reconnect starts with the whole table again).
 	// - `error` — the stream ends: the error JSON, its `id` the cursor to resume from.
 	//   `slow_consumer` (the watcher fell more than the node's buffer behind), `compacted` (a
 	//   position left retention while it was read), `route_not_ready` (a hash slot is between
@@ -7078,6 +7082,10 @@ func (c *Client) PutUserPlugin(ctx context.Context, uid UIDParameter, pluginNo P
 //     `value` is the row as its GET shows it (puts), `prev` the row before (with `prev=true`, for
 //     channels and runtime only). A `clear` removed every row of its resource under `key` (the
 //     lists of a deleted channel, the devices of a deleted user).
+//   - `routes` — only with `resource=routes` (alone, no filter): the route table with each
+//     group's live leader, as `GET /v1/cluster/routes` answers it, at the start and again at
+//     every change of the node's routing (a table revision, a leader or term), coalesced to the
+//     latest; no `id` (a reconnect starts with the whole table again).
 //   - `error` — the stream ends: the error JSON, its `id` the cursor to resume from.
 //     `slow_consumer` (the watcher fell more than the node's buffer behind), `compacted` (a
 //     position left retention while it was read), `route_not_ready` (a hash slot is between
@@ -15000,6 +15008,10 @@ type ClientWithResponsesInterface interface {
 	//   `value` is the row as its GET shows it (puts), `prev` the row before (with `prev=true`, for
 	//   channels and runtime only). A `clear` removed every row of its resource under `key` (the
 	//   lists of a deleted channel, the devices of a deleted user).
+	// - `routes` — only with `resource=routes` (alone, no filter): the route table with each
+	//   group's live leader, as `GET /v1/cluster/routes` answers it, at the start and again at
+	//   every change of the node's routing (a table revision, a leader or term), coalesced to the
+	//   latest; no `id` (a reconnect starts with the whole table again).
 	// - `error` — the stream ends: the error JSON, its `id` the cursor to resume from.
 	//   `slow_consumer` (the watcher fell more than the node's buffer behind), `compacted` (a
 	//   position left retention while it was read), `route_not_ready` (a hash slot is between
@@ -32071,6 +32083,10 @@ func (c *ClientWithResponses) PutUserPluginWithResponse(ctx context.Context, uid
 //     `value` is the row as its GET shows it (puts), `prev` the row before (with `prev=true`, for
 //     channels and runtime only). A `clear` removed every row of its resource under `key` (the
 //     lists of a deleted channel, the devices of a deleted user).
+//   - `routes` — only with `resource=routes` (alone, no filter): the route table with each
+//     group's live leader, as `GET /v1/cluster/routes` answers it, at the start and again at
+//     every change of the node's routing (a table revision, a leader or term), coalesced to the
+//     latest; no `id` (a reconnect starts with the whole table again).
 //   - `error` — the stream ends: the error JSON, its `id` the cursor to resume from.
 //     `slow_consumer` (the watcher fell more than the node's buffer behind), `compacted` (a
 //     position left retention while it was read), `route_not_ready` (a hash slot is between

@@ -149,6 +149,26 @@ func TestWatchSurvivesNodeLossAndSlotMove(t *testing.T) {
 	c.StartNode(0)
 	servers[0] = serve(t, c.Nodes[0])
 
+	// A watch of the route table sees the move: the table it starts with,
+	// then one whose revision moved and whose slot is group 2's.
+	rctx, rcancel := context.WithCancel(context.Background())
+	t.Cleanup(rcancel)
+	rreq, _ := http.NewRequestWithContext(rctx, http.MethodGet, servers[2].url+"/v1/watch?resource=routes", nil)
+	rresp, err := http.DefaultClient.Do(rreq)
+	if err != nil || rresp.StatusCode != http.StatusOK {
+		t.Fatalf("watch routes: %v %v", rresp, err)
+	}
+	routeEvents := testutil.SSEEvents(rresp.Body)
+	routesOf := func(ev testutil.SSEEvent) client.Routes {
+		t.Helper()
+		var r client.Routes
+		if ev.Event != "routes" || json.Unmarshal([]byte(ev.Data), &r) != nil {
+			t.Fatalf("a routes event: %+v", ev)
+		}
+		return r
+	}
+	before := routesOf(<-routeEvents)
+
 	// The slot moves to group 2 live, written before, during and after.
 	var task client.Task
 	servers[1].must(202, "POST", fmt.Sprintf("/v1/cluster/hash-slots/%d/migrations", hs), `{"to_group":2}`).json(&task)
@@ -169,6 +189,20 @@ func TestWatchSurvivesNodeLossAndSlotMove(t *testing.T) {
 		}
 		if cur.Phase == controller.PhaseCopy || cur.Phase == controller.PhaseCatchUp {
 			write(servers[2], 2)
+		}
+	}
+	for deadline := time.After(30 * time.Second); ; {
+		var ev testutil.SSEEvent
+		select {
+		case ev = <-routeEvents:
+		case <-deadline:
+			t.Fatal("the route watch never showed the move")
+		}
+		if ev.Event == "progress" {
+			continue
+		}
+		if r := routesOf(ev); r.Revision > before.Revision && r.HashSlots[hs].Group == 2 {
+			break
 		}
 	}
 	write(servers[1], 6)

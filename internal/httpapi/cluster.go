@@ -48,12 +48,18 @@ func (a clusterRoutes) getRoutes(w http.ResponseWriter, r *http.Request) error {
 	if snap.Table() == nil {
 		return slotstore.Errorf(slotstore.CodeRouteNotReady, "no routing table yet")
 	}
+	a.writeJSON(w, r, http.StatusOK, routesOf(snap))
+	return nil
+}
+
+// routesOf is the table of snap, all 256 hash slots with their groups'
+// live leaders (snap has a table).
+func routesOf(snap *routing.Snapshot) routesJSON {
 	out := routesJSON{Revision: snap.Revision(), HashSlots: make([]slotRouteJSON, slotstore.HashSlotCount)}
 	for hs := range out.HashSlots {
 		out.HashSlots[hs] = slotRoute(snap, slotstore.HashSlot(hs))
 	}
-	a.writeJSON(w, r, http.StatusOK, out)
-	return nil
+	return out
 }
 
 // resolveRequest is the body of POST /v1/cluster/routes/resolve.

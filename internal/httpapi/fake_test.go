@@ -89,7 +89,7 @@ func (f *fakeBackend) Watches() watch.Source {
 	if f.changes == nil {
 		f.changes = newFakeChangeLog(f.t, watch.Config{MaxSubscribers: 4, Buffer: 64})
 	}
-	return watch.Source{Hub: f.changes.hub, Log: f.changes}
+	return watch.Source{Hub: f.changes.hub, Log: f.changes, RoutesChanged: f.router.Changed}
 }
 
 // record notes a call of the data path beside the operator's.

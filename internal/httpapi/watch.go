@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -51,6 +52,7 @@ const (
 	byChannel
 	byKey
 	bySystem // the system uids: all in one slot
+	byRoutes // the route table and leaders: not slot data (routesStream)
 )
 
 // shown turns a row's decoder and its API shape into show.
@@ -77,6 +79,7 @@ var watchResources = []watchResource{
 	{"subscribers", meta.TableSubscriber, byChannel, shown(memberRow(meta.ListSubscribers))},
 	{"denylist", meta.TableDenylist, byChannel, shown(memberRow(meta.ListDenylist))},
 	{"allowlist", meta.TableAllowlist, byChannel, shown(memberRow(meta.ListAllowlist))},
+	{"routes", 0, byRoutes, nil},
 }
 
 // watchPath is the stream's path (withDeadline leaves it alone).
@@ -108,6 +111,7 @@ type watchSpec struct {
 	slots        []slotstore.HashSlot
 	cursor       *watch.Cursor // nil: from now
 	resources    []string
+	routes       bool // the route stream (routesStream), not slot data
 }
 
 // parseWatch reads and checks a watch request.
@@ -127,6 +131,12 @@ func parseWatch(r *http.Request) (*watchSpec, error) {
 		sp.tables[watchResources[i].table] = watchResources[i]
 		routes[watchResources[i].by] = true
 		sp.resources = append(sp.resources, name)
+	}
+	if routes[byRoutes] {
+		if len(names) != 1 || len(q) > 2 || len(q) == 2 && q.Get("progress_interval_ms") == "" {
+			return nil, invalid("resource=routes is watched alone, with no filter but progress_interval_ms")
+		}
+		sp.routes = true
 	}
 	sp.uid = q.Get("uid")
 	_, hasKey := q["key"]
@@ -181,6 +191,9 @@ func parseWatch(r *http.Request) (*watchSpec, error) {
 			return nil, invalid("progress_interval_ms must be %d..%d", minProgressInterval.Milliseconds(), maxProgressInterval.Milliseconds())
 		}
 		sp.progress = d
+	}
+	if sp.routes {
+		return sp, nil // it starts with the whole table: no cursor to resume from
 	}
 	text := r.Header.Get("Last-Event-ID")
 	if text == "" {
@@ -374,6 +387,9 @@ func (a *api) watchStream(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if sp.routes {
+		return a.routesStream(w, r, sp)
+	}
 	src := a.be.Watches()
 	ctx := r.Context()
 	from := sp.cursor
@@ -473,4 +489,74 @@ func (s *sse) send(event string, cur watch.Cursor, data any) error {
 // fail ends a stream with an error event.
 func (s *sse) fail(cur watch.Cursor, e *slotstore.Error) {
 	_ = s.send("error", cur, errorBody{Error: errorJSON{Code: e.Code, Message: e.Message, Retryable: e.Code.Retryable()}})
+}
+
+// routesStream is GET /v1/watch?resource=routes: the route table with each
+// group's live leader (GET /v1/cluster/routes' answer) as a `routes` event
+// at the start and again at every change of the node's routing snapshot
+// (a table revision, a leader or term), coalesced: a watcher always gets
+// the latest. Progress events keep an idle stream open. Nothing to resume
+// from: a reconnect starts with the whole table again.
+func (a *api) routesStream(w http.ResponseWriter, r *http.Request, sp *watchSpec) error {
+	changed := a.be.Watches().RoutesChanged
+	if changed == nil {
+		return slotstore.Errorf(slotstore.CodeFailedPrecondition, "this node does not stream its routes")
+	}
+	ctx := r.Context()
+	next := changed()
+	first, err := a.snapshot()
+	if err != nil {
+		return err
+	}
+	if first.Table() == nil {
+		return slotstore.Errorf(slotstore.CodeRouteNotReady, "no routing table yet")
+	}
+	s := &sse{w: w, rc: http.NewResponseController(w)}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	tick := time.NewTicker(sp.progress)
+	defer tick.Stop()
+	var last []byte
+	for snap := first; ; {
+		if snap.Table() != nil {
+			b, err := json.Marshal(routesOf(snap))
+			if err != nil {
+				return nil
+			}
+			if !bytes.Equal(b, last) {
+				if s.sendRaw("routes", b) != nil {
+					return nil
+				}
+				last = b
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-next:
+		case <-tick.C:
+			if s.sendRaw("progress", mustJSON(progressJSON{TimeMs: time.Now().UnixMilli()})) != nil {
+				return nil
+			}
+		}
+		next = changed()
+		snap = a.be.Routes()
+	}
+}
+
+func mustJSON(v any) []byte {
+	b, _ := json.Marshal(v)
+	return b
+}
+
+// sendRaw writes an event without an id (the route stream has no position).
+func (s *sse) sendRaw(event string, data []byte) error {
+	_ = s.rc.SetWriteDeadline(time.Now().Add(watchWriteTimeout))
+	if _, err := fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", event, data); err != nil {
+		return err
+	}
+	return s.rc.Flush()
 }

@@ -234,6 +234,9 @@ func TestWatchResourcesShowTheirRows(t *testing.T) {
 		meta.TableCmdBinding: meta.EncodeCmdBinding(&meta.CmdBinding{}), meta.TableRuntime: meta.EncodeChannelRuntime(&meta.ChannelRuntime{}),
 	}
 	for _, r := range watchResources {
+		if r.by == byRoutes {
+			continue
+		}
 		raw, ok := rows[r.table]
 		if !ok || !r.table.Watched() {
 			t.Errorf("%s: table %d has no test row or is not watched", r.name, r.table)
@@ -242,5 +245,33 @@ func TestWatchResourcesShowTheirRows(t *testing.T) {
 		if v, err := r.show(raw); err != nil || v == nil {
 			t.Errorf("%s: %v, %v", r.name, v, err)
 		}
+	}
+}
+
+// TestWatchRoutes: resource=routes starts with the whole table and sends
+// it again at a leader change (coalesced to the latest), without an id;
+// filters and other resources beside it are refused.
+func TestWatchRoutes(t *testing.T) {
+	be := newFake(t, 4)
+	srv := httptest.NewServer(newHandler(t, be))
+	t.Cleanup(srv.Close)
+	for _, q := range []string{"resource=routes,users", "resource=routes&uid=u", "resource=routes&cursor=x"} {
+		if resp, _ := openWatch(t, srv, q, ""); resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("%q: %d, want 400", q, resp.StatusCode)
+		}
+	}
+	_, events := openWatch(t, srv, "resource=routes", "")
+	var tbl routesJSON
+	ev := next(t, events, "routes")
+	if err := json.Unmarshal([]byte(ev.Data), &tbl); err != nil || tbl.Revision != 1 || len(tbl.HashSlots) != 256 || ev.ID != "" {
+		t.Fatalf("the first routes event: %+v %v", ev, err)
+	}
+	if tbl.HashSlots[0].LeaderNode != 1 {
+		t.Fatalf("slot 0's leader %d, want 1", tbl.HashSlots[0].LeaderNode)
+	}
+	be.router.SetLeader(tbl.HashSlots[0].Group, 3, 9)
+	ev = next(t, events, "routes")
+	if err := json.Unmarshal([]byte(ev.Data), &tbl); err != nil || tbl.HashSlots[0].LeaderNode != 3 {
+		t.Fatalf("after the leader change: slot 0 led by %d (%v)", tbl.HashSlots[0].LeaderNode, err)
 	}
 }

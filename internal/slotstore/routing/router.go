@@ -123,6 +123,7 @@ type Router struct {
 	mu      sync.Mutex // serialises writers and guards changes; readers never take it
 	cur     atomic.Pointer[Snapshot]
 	changes map[slotstore.GroupID]change
+	next    chan struct{} // closed when the next snapshot is published (Changed)
 }
 
 type change struct {
@@ -133,7 +134,7 @@ type change struct {
 // NewRouter returns a router whose snapshot has no table yet: every resolve
 // answers route_not_ready until SetTable.
 func NewRouter() *Router {
-	r := &Router{changes: map[slotstore.GroupID]change{}}
+	r := &Router{changes: map[slotstore.GroupID]change{}, next: make(chan struct{})}
 	r.cur.Store(&Snapshot{groups: map[slotstore.GroupID]GroupState{}})
 	return r
 }
@@ -160,6 +161,18 @@ func (r *Router) update(unchanged func(cur *Snapshot) bool, fn func(table **Tabl
 	table := old.table
 	fn(&table, groups)
 	r.cur.Store(&Snapshot{table: table, groups: groups})
+	close(r.next)
+	r.next = make(chan struct{})
+}
+
+// Changed returns a channel closed once a snapshot newer than the one Load
+// returns after this call is published (the route stream of GET /v1/watch
+// waits on it). Take it before loading: a change after the load then
+// always closes it.
+func (r *Router) Changed() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.next
 }
 
 // SetTable publishes t unless the router already holds a newer revision.

@@ -485,3 +485,38 @@ func TestLeaderChangeIsCancelledByTheNextChangeOnly(t *testing.T) {
 		t.Fatal("forgetting the group is a change")
 	}
 }
+
+// TestRouterChanged: the channel Changed hands out is closed by the next
+// published snapshot, and only by one that changes something.
+func TestRouterChanged(t *testing.T) {
+	r := routing.NewRouter()
+	closed := func(ch <-chan struct{}) bool {
+		select {
+		case <-ch:
+			return true
+		default:
+			return false
+		}
+	}
+	tbl, err := routing.InitialTable(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := r.Changed()
+	r.SetTable(tbl)
+	if !closed(ch) {
+		t.Fatal("a new table did not close Changed")
+	}
+	ch = r.Changed()
+	r.SetTable(tbl) // the same table: nothing published
+	if closed(ch) {
+		t.Fatal("an unchanged table closed Changed")
+	}
+	r.SetLeader(1, 2, 5)
+	if !closed(ch) {
+		t.Fatal("a new leader did not close Changed")
+	}
+	if st, _ := r.Load().Group(1); st.Leader != 2 {
+		t.Fatal("the change is not in the snapshot")
+	}
+}

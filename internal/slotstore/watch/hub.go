@@ -61,10 +61,13 @@ type Hub struct {
 	closed bool
 }
 
-// Source is what a node serves watches from: its hub and its change log.
+// Source is what a node serves watches from: its hub, its change log, and
+// for the route stream a channel closed at the next change of the node's
+// routing snapshot (table or leaders; routing.Router.Changed).
 type Source struct {
-	Hub *Hub
-	Log Log
+	Hub           *Hub
+	Log           Log
+	RoutesChanged func() <-chan struct{}
 }
 
 // NewHub returns a hub with cfg's bounds (zero values take the defaults).
