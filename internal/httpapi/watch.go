@@ -415,12 +415,7 @@ func (a *api) watchStream(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return watchError(err)
 	}
-	s := &sse{w: w, rc: http.NewResponseController(w)}
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
+	s := startSSE(w)
 	if err := s.send("progress", st.Cursor(), progressJSON{TimeMs: time.Now().UnixMilli()}); err != nil {
 		return nil // the client is gone
 	}
@@ -474,6 +469,16 @@ type sse struct {
 	rc *http.ResponseController
 }
 
+// startSSE answers 200 with a stream's headers.
+func startSSE(w http.ResponseWriter) *sse {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	return &sse{w: w, rc: http.NewResponseController(w)}
+}
+
 func (s *sse) send(event string, cur watch.Cursor, data any) error {
 	b, err := json.Marshal(data)
 	if err != nil {
@@ -511,12 +516,7 @@ func (a *api) routesStream(w http.ResponseWriter, r *http.Request, sp *watchSpec
 	if first.Table() == nil {
 		return slotstore.Errorf(slotstore.CodeRouteNotReady, "no routing table yet")
 	}
-	s := &sse{w: w, rc: http.NewResponseController(w)}
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
+	s := startSSE(w)
 	tick := time.NewTicker(sp.progress)
 	defer tick.Stop()
 	var last []byte
