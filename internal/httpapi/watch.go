@@ -469,14 +469,17 @@ type sse struct {
 	rc *http.ResponseController
 }
 
-// startSSE answers 200 with a stream's headers.
+// startSSE answers 200 with a stream's headers. (The server's ReadTimeout
+// does not end it: net/http clears the read deadline of the background
+// read it runs while a handler serves; TestWatchOutlivesTheServersTimeouts.)
 func startSSE(w http.ResponseWriter) *sse {
+	rc := http.NewResponseController(w)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	return &sse{w: w, rc: http.NewResponseController(w)}
+	return &sse{w: w, rc: rc}
 }
 
 func (s *sse) send(event string, cur watch.Cursor, data any) error {

@@ -275,3 +275,22 @@ func TestWatchRoutes(t *testing.T) {
 		t.Fatalf("after the leader change: slot 0 led by %d (%v)", tbl.HashSlots[0].LeaderNode, err)
 	}
 }
+
+// TestWatchOutlivesTheServersTimeouts: a stream goes on past the server's
+// ReadTimeout and WriteTimeout (cmd/server sets 30 s each): net/http clears
+// the read deadline of the background read that watches for the client
+// going away, and every event moves the write deadline on.
+func TestWatchOutlivesTheServersTimeouts(t *testing.T) {
+	be := newFake(t, 4)
+	srv := httptest.NewUnstartedServer(newHandler(t, be))
+	srv.Config.ReadTimeout = 200 * time.Millisecond
+	srv.Config.WriteTimeout = 200 * time.Millisecond
+	srv.Start()
+	t.Cleanup(srv.Close)
+	_, events := openWatch(t, srv, "resource=users&progress_interval_ms=100", "")
+	for i := range 10 { // a second: five of each timeout
+		if ev := next(t, events, "progress"); ev.ID == "" {
+			t.Fatalf("progress %d without an id", i)
+		}
+	}
+}
