@@ -22,7 +22,7 @@ import (
 )
 
 // Workloads slotbench knows.
-var workloads = []string{"kv-put", "user-create", "subscribers-add", "get-linearizable", "get-local", "mixed", "preload"}
+var workloads = []string{"kv-put", "kv-put-watched", "user-create", "subscribers-add", "get-linearizable", "get-local", "mixed", "preload"}
 
 // Config is one run.
 type Config struct {
@@ -56,6 +56,9 @@ type Config struct {
 	// say (writes to the leader, reads to a replica); nil spreads requests
 	// evenly over Endpoints.
 	Routes *Routes
+	// Watchers is how many watch streams run beside the load
+	// (watchers.go; slotmeta only).
+	Watchers int
 }
 
 // Result is what one run measured; one JSON line of -json.
@@ -87,6 +90,7 @@ type Result struct {
 	LoadEnd     []float64          `json:"loadavg_end"`
 	NumCPU      int                `json:"nproc"`
 	Extra       map[string]any     `json:"extra,omitempty"`
+	Watch       *watchStats        `json:"watch,omitempty"`
 	kinds       map[string]*hist   // merged, for callers in-process
 }
 
@@ -212,6 +216,9 @@ func (w *worker) next(k int) call {
 	case "kv-put":
 		key := fmt.Sprintf("sb.%s.%d.%d", cfg.RunID, w.id, k)
 		return w.be.put(w.routed(k, key, true), key, w.value)
+	case "kv-put-watched":
+		key := watchKey(cfg.RunID, (w.id+k*cfg.Concurrency)%cfg.Keys)
+		return w.be.put(w.routed(k, key, true), key, w.value)
 	case "preload":
 		return w.be.put(ep, readKey(cfg.KeyPrefix, (w.id+k*cfg.Concurrency)%cfg.Keys), w.value)
 	case "user-create":
@@ -275,6 +282,9 @@ func validate(cfg *Config, be backend) error {
 	}
 	if cfg.ReadPercent < 0 || cfg.ReadPercent > 100 {
 		return errors.New("-read-percent: 0..100")
+	}
+	if cfg.Watchers < 0 || cfg.Watchers > 100000 || cfg.Watchers > 0 && (cfg.Target != "slotmeta" || cfg.Watchers > cfg.Keys) {
+		return errors.New("-watchers: 0..100000, at most -keys, slotmeta only")
 	}
 	switch cfg.Workload {
 	case "user-create":
@@ -486,6 +496,17 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Result, error) {
 		t := time.AfterFunc(cfg.Warmup, snap)
 		defer t.Stop()
 	}
+	var watching *watchers
+	if cfg.Watchers > 0 {
+		wctx, wcancel := context.WithCancel(ctx)
+		defer wcancel()
+		t0 := time.Now()
+		var err error
+		if watching, err = startWatchers(wctx, &cfg, cfg.Watchers, measureFrom); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(progress, "%d watchers started in %.1fs\n", cfg.Watchers, time.Since(t0).Seconds())
+	}
 	var wg sync.WaitGroup
 	for _, w := range ws {
 		// The label marks the load generator's samples in an in-process
@@ -555,6 +576,10 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Result, error) {
 	}
 	res.ClientCPU = readProc(os.Getpid()).CPU - clientBefore.CPU
 	res.LoadEnd = loadAvg()
+	if watching != nil {
+		time.Sleep(200 * time.Millisecond) // the last writes' deliveries (a bound, not a wait for a condition)
+		res.Watch = watching.stats(cfg.Watchers)
+	}
 	return res, nil
 }
 
@@ -571,6 +596,11 @@ func printResult(out io.Writer, r *Result) {
 	for _, k := range kinds {
 		b := r.ByKind[k]
 		fmt.Fprintf(out, "  %-5s %d ops p50 %.2f ms p99 %.2f ms p999 %.2f ms\n", k, b.N, b.P50, b.P99, b.P999)
+	}
+	if wa := r.Watch; wa != nil {
+		d := wa.Delay
+		fmt.Fprintf(out, "  watchers %d: %d changes delivered, delay p50 %.2f ms p99 %.2f ms p999 %.2f ms max %.2f ms; streams ended early: %v\n",
+			wa.Watchers, wa.Delivered, d.P50, d.P99, d.P999, d.Max, wa.Ended)
 	}
 	if len(r.ErrorsBy) > 0 {
 		keys := make([]string, 0, len(r.ErrorsBy))

@@ -81,6 +81,7 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&cfg.Channels, "channels", 64, "subscribers-add: channels to create and add to")
 	fs.IntVar(&cfg.UIDsPerCall, "uids", 10, "subscribers-add: new uids per call")
 	fs.IntVar(&cfg.ReadPercent, "read-percent", 90, "mixed: percent of requests that are linearizable reads")
+	fs.IntVar(&cfg.Watchers, "watchers", 0, "watch streams beside the load, one key each (sbw.RUN.0…; kv-put-watched writes those keys, over -keys of them)")
 	fs.StringVar(&pids, "pids", "", "comma-separated server PIDs: CPU seconds in the run and peak RSS (VmHWM)")
 	fs.DurationVar(&cfg.Idle, "idle", 0, "with -pids: first measure for this long how many cores the servers use with no load from slotbench")
 	fs.DurationVar(&cfg.Settle, "settle", 0, "with -pids: first wait up to this long until the servers use fewer than -settle-cores")

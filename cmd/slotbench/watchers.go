@@ -1,0 +1,131 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Watchers beside the load (issue 27's target: 1 000 watchers must not
+// slow writes by more than a tenth): with -watchers N, N watches of one
+// business key each — sbw.RUN.0 … sbw.RUN.(N-1), spread over the
+// endpoints — run through the whole run, and the kv-put-watched workload
+// writes those keys (over -keys of them), so every write with a watcher is
+// delivered to exactly one. Each delivery's delay is the watcher's clock
+// minus the change's time_ms (the proposing leader's clock: one machine).
+
+// watchKey is the i-th key of the watched workload.
+func watchKey(run string, i int) string { return fmt.Sprintf("sbw.%s.%d", run, i) }
+
+// watchers holds the streams and what they measured.
+type watchers struct {
+	measureFrom time.Time
+	mu          sync.Mutex
+	delays      *hist
+	delivered   uint64
+	ended       map[string]uint64 // why streams ended early (error events, EOF)
+	wg          sync.WaitGroup
+}
+
+// startWatchers opens n streams and waits until each has started; they
+// run until ctx ends.
+func startWatchers(ctx context.Context, cfg *Config, n int, measureFrom time.Time) (*watchers, error) {
+	ws := &watchers{measureFrom: measureFrom, delays: newHist(), ended: map[string]uint64{}}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 0, DisableCompression: true}}
+	started := make(chan error, n)
+	for i := range n {
+		ep := cfg.Endpoints[i%len(cfg.Endpoints)]
+		q := url.Values{"resource": {"kv"}, "key": {watchKey(cfg.RunID, i)}}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, ep+"/v1/watch?"+q.Encode(), nil)
+		if err != nil {
+			return nil, err
+		}
+		if cfg.Token != "" {
+			req.Header.Set("Authorization", "Bearer "+cfg.Token)
+		}
+		ws.wg.Go(func() { ws.follow(client, req, started) })
+	}
+	for range n {
+		select {
+		case err := <-started:
+			if err != nil {
+				return nil, err
+			}
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return ws, nil
+}
+
+// follow reads one stream; it reports on started once (nil when the
+// stream began).
+func (ws *watchers) follow(client *http.Client, req *http.Request, started chan<- error) {
+	resp, err := client.Do(req)
+	if err != nil {
+		started <- fmt.Errorf("watch: %w", err)
+		return
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		started <- fmt.Errorf("watch: %s", resp.Status)
+		return
+	}
+	started <- nil
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	var event string
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "event: "):
+			event = line[len("event: "):]
+		case strings.HasPrefix(line, "data: ") && event == "change":
+			now := time.Now()
+			var ev struct {
+				TimeMs int64 `json:"time_ms"`
+			}
+			if json.Unmarshal([]byte(line[len("data: "):]), &ev) == nil && now.After(ws.measureFrom) {
+				ws.mu.Lock()
+				ws.delays.record(now.Sub(time.UnixMilli(ev.TimeMs)))
+				ws.delivered++
+				ws.mu.Unlock()
+			}
+		case strings.HasPrefix(line, "data: ") && event == "error":
+			ws.end(line[len("data: "):])
+			return
+		}
+	}
+	if req.Context().Err() == nil {
+		ws.end("EOF")
+	}
+}
+
+func (ws *watchers) end(why string) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if len(why) > 80 {
+		why = why[:80]
+	}
+	ws.ended[why]++
+}
+
+// watchStats is what the watchers measured, in a Result.
+type watchStats struct {
+	Watchers  int               `json:"watchers"`
+	Delivered uint64            `json:"delivered"`
+	Delay     latency           `json:"delivery_delay"`
+	Ended     map[string]uint64 `json:"ended,omitempty"`
+}
+
+func (ws *watchers) stats(n int) *watchStats {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	return &watchStats{Watchers: n, Delivered: ws.delivered, Delay: ws.delays.summary(), Ended: ws.ended}
+}

@@ -1,0 +1,36 @@
+package main
+
+import (
+	"context"
+	"io"
+	"testing"
+	"time"
+
+	"slotmeta/internal/slotstore/slotstoretest"
+)
+
+// TestWatchersSeeTheWatchedWrites: beside kv-put-watched, -watchers
+// streams are delivered the writes (one each: every key has its watcher)
+// and report their delay; none ends early.
+func TestWatchersSeeTheWatchedWrites(t *testing.T) {
+	c := slotstoretest.Start(t, slotstoretest.Options{Nodes: 1, Groups: 2})
+	url := slotstoretest.ServeAPI(t, c.Nodes[0]).URL
+	res, err := Run(context.Background(), Config{Target: "slotmeta", Endpoints: []string{url}, Workload: "kv-put-watched",
+		Concurrency: 2, Duration: time.Second, Warmup: 200 * time.Millisecond, Timeout: 5 * time.Second, ValueSize: 10,
+		Keys: 8, Watchers: 8, PreloadConc: 1, Channels: 1, UIDsPerCall: 1}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := res.Watch
+	if w == nil || w.Watchers != 8 || len(w.Ended) != 0 {
+		t.Fatalf("watch stats %+v", w)
+	}
+	// Deliveries and writes are counted from the same instant; a few at
+	// the window's edges may fall on either side.
+	if res.OK == 0 || w.Delivered+10 < res.OK || w.Delivered > res.OK+10 {
+		t.Fatalf("%d writes, %d delivered", res.OK, w.Delivered)
+	}
+	if w.Delay.P50 <= 0 || w.Delay.Max < w.Delay.P50 {
+		t.Fatalf("delay %+v", w.Delay)
+	}
+}
