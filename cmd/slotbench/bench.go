@@ -577,7 +577,10 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Result, error) {
 	res.ClientCPU = readProc(os.Getpid()).CPU - clientBefore.CPU
 	res.LoadEnd = loadAvg()
 	if watching != nil {
-		time.Sleep(200 * time.Millisecond) // the last writes' deliveries (a bound, not a wait for a condition)
+		// The last writes' deliveries: until the watchers have seen their
+		// share of the measured writes (all, when every key is watched), at
+		// most two seconds.
+		watching.await(res.OK*uint64(cfg.Watchers)/uint64(cfg.Keys), 2*time.Second)
 		res.Watch = watching.stats(cfg.Watchers)
 	}
 	return res, nil

@@ -116,6 +116,20 @@ func (ws *watchers) end(why string) {
 	ws.ended[why]++
 }
 
+// await returns once n changes were delivered, or after limit.
+func (ws *watchers) await(n uint64, limit time.Duration) {
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for deadline := time.Now().Add(limit); time.Now().Before(deadline); <-tick.C {
+		ws.mu.Lock()
+		done := ws.delivered >= n
+		ws.mu.Unlock()
+		if done {
+			return
+		}
+	}
+}
+
 // watchStats is what the watchers measured, in a Result.
 type watchStats struct {
 	Watchers  int               `json:"watchers"`

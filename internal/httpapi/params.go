@@ -109,6 +109,20 @@ func consistencyParam(q url.Values) (meta.Consistency, error) {
 	return 0, invalidField("consistency", `must be "linearizable" or "local"`)
 }
 
+// boolParam parses ?name=true|false (strconv.ParseBool's spellings;
+// default false).
+func boolParam(q url.Values, name string) (bool, error) {
+	v, ok, err := single(q, name)
+	if err != nil || !ok {
+		return false, err
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, invalidField(name, "must be true or false")
+	}
+	return b, nil
+}
+
 // limitParam parses ?limit= (1–maxPageSize, default defaultPageSize).
 func limitParam(q url.Values) (int, error) {
 	v, ok, err := single(q, "limit")

@@ -110,13 +110,15 @@ type watchSpec struct {
 	progress     time.Duration
 	slots        []slotstore.HashSlot
 	cursor       *watch.Cursor // nil: from now
-	resources    []string
-	routes       bool // the route stream (routesStream), not slot data
+	routes       bool          // the route stream (routesStream), not slot data
 }
 
 // parseWatch reads and checks a watch request.
 func parseWatch(r *http.Request) (*watchSpec, error) {
-	q := r.URL.Query()
+	q, err := queryParams(r)
+	if err != nil {
+		return nil, err
+	}
 	sp := &watchSpec{tables: map[meta.Table]watchResource{}, progress: defaultProgressInterval}
 	names := strings.Split(q.Get("resource"), ",")
 	if q.Get("resource") == "" {
@@ -130,7 +132,6 @@ func parseWatch(r *http.Request) (*watchSpec, error) {
 		}
 		sp.tables[watchResources[i].table] = watchResources[i]
 		routes[watchResources[i].by] = true
-		sp.resources = append(sp.resources, name)
 	}
 	if routes[byRoutes] {
 		if len(names) != 1 || len(q) > 2 || len(q) == 2 && q.Get("progress_interval_ms") == "" {
@@ -170,19 +171,11 @@ func parseWatch(r *http.Request) (*watchSpec, error) {
 		return nil, invalid("key must be 1..%d bytes", meta.MaxKeyBytes)
 	}
 	sp.slots = sp.coveredSlots(routes)
-	if v := q.Get("prev"); v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return nil, invalid("prev must be true or false")
-		}
-		sp.prev = b
+	if sp.prev, err = boolParam(q, "prev"); err != nil {
+		return nil, err
 	}
-	if v := q.Get("linearizable"); v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return nil, invalid("linearizable must be true or false")
-		}
-		sp.linearizable = b
+	if sp.linearizable, err = boolParam(q, "linearizable"); err != nil {
+		return nil, err
 	}
 	if v := q.Get("progress_interval_ms"); v != "" {
 		ms, err := strconv.ParseInt(v, 10, 64)

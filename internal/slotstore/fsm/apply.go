@@ -117,8 +117,9 @@ func (a *applier) nextRevision() uint64 {
 
 // get reads a key through the batch (seeing this Update's earlier writes).
 // The last key read or written is remembered: a command reads the row it
-// is about to write, and set reads it again for the change log (a batch
-// Get costs an iterator over the whole store).
+// is about to change, and del (set, for tables that keep the previous
+// value) reads it again for the change log — a batch Get costs an iterator
+// over the whole store. Callers never modify what get returns.
 func (a *applier) get(key []byte) ([]byte, bool) {
 	if a.last.key != nil && bytes.Equal(key, a.last.key) {
 		return a.last.value, a.last.found

@@ -47,7 +47,10 @@ func (a *applier) head(hs slotstore.HashSlot) *meta.WatchHead {
 		return h
 	}
 	h := &meta.WatchHead{First: 1}
-	if kept, ok := a.sm.heads[hs]; ok {
+	// The state machine's copy holds committed heads; one this Update
+	// forgot (its slot's rows were released, imported or acquired here)
+	// may no longer be what the batch holds.
+	if kept, ok := a.sm.heads[hs]; ok && !slices.Contains(a.forgotHeads, hs) {
 		*h = kept
 	} else if raw, found := a.get(meta.WatchHeadKey(a.sm.cfg.Group, hs)); found {
 		stored, err := meta.DecodeWatchHead(raw)

@@ -306,3 +306,30 @@ func TestFenceKeepsTheHead(t *testing.T) {
 		t.Fatalf("after unfencing: %+v, want seqs 1..3", recs)
 	}
 }
+
+// TestHeadCacheYieldsToRowsReplacedInTheSameUpdate: a slot released and
+// taken back with another group's rows within one Update numbers on from
+// the imported head, not from the head it kept from before.
+func TestHeadCacheYieldsToRowsReplacedInTheSameUpdate(t *testing.T) {
+	t.Parallel()
+	db := openStore(t, t.TempDir())
+	k := "cached-key"
+	hs := slotstore.HashSlotOfString(k)
+	h := meta.Header{HashSlot: hs}
+	s, _ := watchedSM(t, db, 1, []slotstore.HashSlot{hs})
+	other, _ := watchedSM(t, db, 2, []slotstore.HashSlot{hs})
+	mustOK(t, apply(t, s, 1, putKV(k, "mine"))) // group 1 keeps head 1
+	for i := range 5 {
+		mustOK(t, apply(t, other, uint64(i+1), putKV(k, fmt.Sprint("theirs", i))))
+	}
+	v, err := other.Lookup(&meta.ExportSlot{HashSlot: hs, MaxBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustOK(t, apply(t, s, 2, &meta.FenceSlot{Header: h}, &meta.ReleaseSlot{Header: h},
+		&meta.ImportRows{Header: h, Rows: v.(*meta.SlotChunk).Rows}, &meta.AcquireSlot{Header: h}, putKV(k, "after")))
+	recs := readAll(t, s, hs, 0)
+	if len(recs) != 6 || recs[5].Seq != 6 {
+		t.Fatalf("after taking the slot back with 5 imported changes: %d records, last %+v; want seq 6", len(recs), recs[len(recs)-1])
+	}
+}
