@@ -91,8 +91,11 @@ clean:
 # chaos/results/<UTC time>.txt: per schedule the lines "seed=<seed> faults:",
 # "ops:", "idempotency:", "cluster:" (snapshots, moves, dropped messages,
 # delayed fsyncs) and "checks:" (violations, lost writes, duplicate applies,
-# hash-slot checks, snapshot installs, moves done), then a TOTAL line summed
-# over the "checks:" lines and a FAULTS line (faults injected by kind). No
+# hash-slot checks, watch-history checks, snapshot installs, moves done) and
+# "watch:" (the change feed followed through the schedule: streams, resumes
+# on another node, changes, acknowledged puts found once), then a TOTAL line
+# summed over the "checks:" lines, a WATCH line summed over the "watch:"
+# lines and a FAULTS line (faults injected by kind). No
 # snapshot installed in the whole run fails it. A linearizability
 # violation's porcupine visualization is written next to it (violation-*.html).
 # Then availability on separate hosts (TestAvailability: three processes on
@@ -126,10 +129,13 @@ chaos:
 	awk '/ seed=[0-9]+ checks: /{ n++; lq = 0; lv = 0; for (i = 1; i <= NF; i++) { sub(/;$$/, "", $$i); split($$i, kv, "="); \
 		if (kv[1] == "violations") { v += kv[2]; lv = kv[2] } if (kv[1] == "lost") l += kv[2]; if (kv[1] == "duplicate_applies") d += kv[2]; \
 		if (kv[1] == "snapshot_installs") s += kv[2]; if (kv[1] == "moves_done") m += kv[2]; if (kv[1] == "move_violations") mv += kv[2]; \
-		if (kv[1] == "quiesce" && kv[2] == "true") lq = 1 } if (lq) { q++; qv += lv } } \
+		if (kv[1] == "quiesce" && kv[2] == "true") lq = 1; if (kv[1] == "watch_violations") wv += kv[2] } if (lq) { q++; qv += lv } } \
+		/ seed=[0-9]+ watch: /{ ws++; for (i = 1; i <= NF; i++) { split($$i, kv, "="); if (kv[1] == "streams") wst += kv[2]; if (kv[1] == "resumed_elsewhere") wel += kv[2]; \
+			if (kv[1] == "cut_by_restart") wcut += kv[2]; if (kv[1] == "changes") wch += kv[2]; if (kv[1] == "acked_puts_checked") wap += kv[2] } } \
 		/ seed=[0-9]+ faults: / { if (match($$0, /faults: [0-9]+ \([^)]*\)/)) { f = substr($$0, RSTART, RLENGTH); sub(/^faults: [0-9]+ \(/, "", f); sub(/\)$$/, "", f); \
 			k = split(f, parts, ", "); for (i = 1; i <= k; i++) { split(parts[i], kn, " "); byKind[kn[1]] += kn[2]; nf += kn[2] } } } \
 		END { printf "TOTAL schedules=%d violations=%d lost=%d duplicate_applies=%d snapshot_installs=%d moves_done=%d move_violations=%d quiesce_schedules=%d quiesce_violations=%d\n", n, v, l, d, s, m, mv, q, qv; \
+			printf "WATCH schedules=%d streams=%d resumed_elsewhere=%d cut_by_restart=%d changes=%d acked_puts_checked=%d watch_violations=%d\n", ws, wst, wel, wcut, wch, wap, wv; \
 			printf "FAULTS total=%d", nf; for (k in byKind) printf " %s=%d", k, byKind[k]; printf "\n"; \
 			if (n > 0 && s == 0) { print "FAIL: no snapshot was installed in any schedule"; exit 1 } }' $$out | tee -a $$out; \
 	summary=$${PIPESTATUS[0]}; \

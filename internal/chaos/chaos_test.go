@@ -15,7 +15,12 @@
 //   - every hash slot is owned by exactly one group, and routed to it
 //     (ownership_test.go), after every fault and at the end;
 //   - every replica move ends, and then every group's Raft membership is
-//     exactly the controller's desired peers (moves_test.go).
+//     exactly the controller's desired peers (moves_test.go);
+//   - the change feed, followed through the whole schedule and resumed on
+//     random nodes, is ordered, never repeated, without a gap, its ids
+//     never ahead of what was delivered, and holds every acknowledged
+//     write once and nothing no client wrote (watchfollow_test.go,
+//     watchcheck_test.go).
 //
 // `make test` runs a few fixed seeds (TestShortChaos); CHAOS_SEEDS=N runs N
 // random schedules of CHAOS_DURATION each (make chaos), whose summaries
@@ -105,6 +110,17 @@ func runSchedule(t *testing.T, seed int64, dur time.Duration) uint64 {
 	}
 	rep := &scheduleReport{seed: seed, quiesce: quiesce, rec: rec, verdicts: map[string]string{}, moves: &moveLog{}}
 	rep.own.check(tc.c.Nodes)
+	// The watch follows the feed from before the first write to the end.
+	wf := newWatchFollower(tc, seed)
+	rep.watch = wf.rep
+	wf.start(t)
+	watchCtx, stopWatch := context.WithCancel(context.Background())
+	defer stopWatch()
+	watching := make(chan struct{})
+	go func() {
+		defer close(watching)
+		wf.run(watchCtx)
+	}()
 
 	started := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), dur)
@@ -136,6 +152,9 @@ func runSchedule(t *testing.T, seed int64, dur time.Duration) uint64 {
 	settleSlotMoves(tc, rep.moves)
 	finalKV, finalSubs := finalReads(t, tc, rec, kvKeys, subChannels)
 	rep.own.check(tc.c.Nodes)
+	wf.catchUp(t)
+	stopWatch()
+	<-watching
 	rep.run = time.Since(started)
 	rep.snaps, rep.dropped = tc.snapshots(), tc.c.Net.Dropped()
 	for i := range tc.c.Nodes {
@@ -148,6 +167,7 @@ func runSchedule(t *testing.T, seed int64, dur time.Duration) uint64 {
 	checkLostKV(rec.kv, finalKV, &rep.lost)
 	checkLostSubs(rec.subs, finalSubs, &rep.lost)
 	rep.dups = append(append([]string(nil), rec.dups...), checkDuplicatesKV(rec.kv)...)
+	rep.watch.checkFeed(rec.kv, rec.subs, finalKV, finalSubs)
 	rep.check = time.Since(checkStart)
 	rep.log(t)
 

@@ -43,7 +43,11 @@ type testCluster struct {
 
 	// retired sums the snapshot counters of nodes closed by restart.
 	retired cluster.SnapshotStats
-	fillSeq int // fill's last key number (fault goroutine only)
+	// cutStreams, if set, ends the watch streams node i serves; restart
+	// calls it first, as a process's death would (the server's Close
+	// waits for the requests it serves, and a stream does not end alone).
+	cutStreams func(i int)
+	fillSeq    int // fill's last key number (fault goroutine only)
 }
 
 func startCluster(t *testing.T, o slotstoretest.Options) *testCluster {
@@ -85,6 +89,9 @@ func (tc *testCluster) restart(i int) {
 	tc.mu.RLock()
 	old := tc.servers[i]
 	tc.mu.RUnlock()
+	if tc.cutStreams != nil {
+		tc.cutStreams(i)
+	}
 	old.Close()
 	node := tc.c.Nodes[i]
 	tc.c.Restart(i)

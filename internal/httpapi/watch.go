@@ -403,13 +403,16 @@ func (a *api) watchStream(w http.ResponseWriter, r *http.Request) error {
 	}
 	defer st.Close()
 	// The first poll before the answer starts: a compacted position is a
-	// plain 410.
+	// plain 410. The first mark is the position before what that poll
+	// returned (Poll moves the cursor past it): a mark is never ahead of
+	// what was delivered.
+	start := st.Cursor()
 	first, err := st.Poll(ctx)
 	if err != nil {
 		return watchError(err)
 	}
 	s := startSSE(w)
-	if err := s.send("progress", st.Cursor(), progressJSON{TimeMs: time.Now().UnixMilli()}); err != nil {
+	if err := s.send("progress", start, progressJSON{TimeMs: time.Now().UnixMilli()}); err != nil {
 		return nil // the client is gone
 	}
 	tick := time.NewTicker(sp.progress)

@@ -333,3 +333,19 @@ func TestHeadCacheYieldsToRowsReplacedInTheSameUpdate(t *testing.T) {
 		t.Fatalf("after taking the slot back with 5 imported changes: %d records, last %+v; want seq 6", len(recs), recs[len(recs)-1])
 	}
 }
+
+// TestChangeLogBeforeOpen: the change feed's log asks every local replica
+// whether it owns a slot, a starting one too (the chaos watch found a 500:
+// Owns of a state machine not yet opened dereferenced its nil slot set).
+func TestChangeLogBeforeOpen(t *testing.T) {
+	s := fsm.New(fsm.Config{Group: 1, DB: openStore(t, t.TempDir()), Genesis: []slotstore.HashSlot{3}})
+	if owned, fenced := s.Owns(3); owned || fenced {
+		t.Fatalf("Owns(3) before Open = %v, %v; want false, false", owned, fenced)
+	}
+	if _, err := s.ChangeHead(3); !errors.Is(err, watch.ErrUnavailable) {
+		t.Fatalf("ChangeHead before Open: %v, want ErrUnavailable", err)
+	}
+	if _, err := s.ReadChanges(context.Background(), 3, 0, 10); !errors.Is(err, watch.ErrUnavailable) {
+		t.Fatalf("ReadChanges before Open: %v, want ErrUnavailable", err)
+	}
+}

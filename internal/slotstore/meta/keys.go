@@ -278,15 +278,18 @@ func EncodeSlotSet(slots []slotstore.HashSlot) []byte {
 	return b
 }
 
-// SlotSet is a set of hash slots.
+// SlotSet is a set of hash slots. A nil *SlotSet is the empty set: a
+// state machine publishes its sets as pointers, nil until Open loads them,
+// and readers on other goroutines (the change feed's log, the projector)
+// may ask a replica that is starting.
 type SlotSet [slotstore.HashSlotCount / 8]byte
 
 // Empty reports whether the set holds no slot.
-func (ss *SlotSet) Empty() bool { return *ss == SlotSet{} }
+func (ss *SlotSet) Empty() bool { return ss == nil || *ss == SlotSet{} }
 
 // Has reports whether s is in the set.
 func (ss *SlotSet) Has(s slotstore.HashSlot) bool {
-	return s.Valid() && ss[s/8]&(1<<(s%8)) != 0
+	return ss != nil && s.Valid() && ss[s/8]&(1<<(s%8)) != 0
 }
 
 // Slots lists the set in ascending order.

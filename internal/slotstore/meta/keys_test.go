@@ -253,6 +253,11 @@ func TestSlotSet(t *testing.T) {
 			t.Errorf("DecodeSlotSet accepted %d bytes", n)
 		}
 	}
+	// A nil set (a state machine's before Open) is empty, not a panic.
+	var none *meta.SlotSet
+	if none.Has(0) || !none.Empty() || none.Slots() != nil {
+		t.Fatal("a nil SlotSet is not the empty set")
+	}
 }
 
 func TestCompositeKeysKeepOrderAndNeverCollide(t *testing.T) {
