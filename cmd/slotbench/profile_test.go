@@ -117,6 +117,14 @@ func TestProfileInProcess(t *testing.T) {
 	cfg := Config{Target: "slotmeta", Endpoints: eps, Workload: workload, Concurrency: conc,
 		Duration: dur, Timeout: 5 * time.Second, ValueSize: 200, Keys: 2000, KeyPrefix: "sbpre", Preload: true,
 		PreloadConc: 32, Channels: 64, UIDsPerCall: 10, ReadPercent: 90}
+	// SLOTBENCH_PROFILE_WATCHERS=N: N one-key watch streams beside the
+	// load (with the workload kv-put-watched, SLOTBENCH_PROFILE_KEYS=N).
+	if v, err := strconv.Atoi(os.Getenv("SLOTBENCH_PROFILE_WATCHERS")); err == nil {
+		cfg.Watchers = v
+	}
+	if v, err := strconv.Atoi(os.Getenv("SLOTBENCH_PROFILE_KEYS")); err == nil {
+		cfg.Keys = v
+	}
 	// Warm up (and preload) without the profiler until a warm-up run sees
 	// no errors: right after the start the preferred-leader reconciler
 	// still moves group leaders (route_not_ready while it does).

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"time"
@@ -49,7 +50,11 @@ func startWatchers(ctx context.Context, cfg *Config, n int, measureFrom time.Tim
 		if cfg.Token != "" {
 			req.Header.Set("Authorization", "Bearer "+cfg.Token)
 		}
-		ws.wg.Go(func() { ws.follow(client, req, started) })
+		// Labelled as the load generator's (bench/profile.sh tells the
+		// servers' samples from the client's by it).
+		ws.wg.Go(func() {
+			pprof.Do(ctx, pprof.Labels("slotbench", "client"), func(context.Context) { ws.follow(client, req, started) })
+		})
 	}
 	for range n {
 		select {
@@ -79,7 +84,7 @@ func (ws *watchers) follow(client *http.Client, req *http.Request, started chan<
 	}
 	started <- nil
 	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	sc.Buffer(make([]byte, 4<<10), 1<<20) // grows as needed: 1 000 watchers need not hold 64 MiB
 	var event string
 	for sc.Scan() {
 		line := sc.Text()

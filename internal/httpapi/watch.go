@@ -90,9 +90,10 @@ const (
 	defaultProgressInterval = 5 * time.Second
 	minProgressInterval     = 100 * time.Millisecond
 	maxProgressInterval     = time.Minute
-	// watchWriteTimeout bounds one write to the client: a client that
-	// stops reading is cut, not waited for (the server's WriteTimeout is
-	// for one whole answer, which a stream is not).
+	// watchWriteTimeout bounds the writes to the client: a client that
+	// stops reading is cut within it (at least half of it: the deadline
+	// moves every half, sse.setDeadline), not waited for (the server's
+	// WriteTimeout is for one whole answer, which a stream is not).
 	watchWriteTimeout = 30 * time.Second
 )
 
@@ -281,6 +282,21 @@ type watchKeyJSON struct {
 	PluginNo    string `json:"plugin_no,omitempty"`
 }
 
+// filter is the watch's filter for the hub (watch.Filter): it runs on a
+// replica's apply goroutine for each record of the covered slots, so it
+// only parses the key. A key that does not parse is wanted: the stream
+// reports it (event).
+func (sp *watchSpec) filter() watch.Filter {
+	keyed := sp.uid != "" || sp.channel != nil || sp.key != "" || sp.prefix != nil
+	return func(r watch.Record) bool {
+		if _, ok := sp.tables[r.Table]; !ok || !keyed {
+			return ok
+		}
+		k, err := meta.ParseKey(r.Table, r.Key, r.Kind == watch.Clear)
+		return err != nil || sp.wants(r.Table, k)
+	}
+}
+
 // event turns one delivered group into the event to send (nil: nothing in
 // it is wanted).
 func (sp *watchSpec) event(recs []watch.Record) (*watchEvent, error) {
@@ -397,7 +413,7 @@ func (a *api) watchStream(w http.ResponseWriter, r *http.Request) error {
 		}
 		from = &c
 	}
-	st, err := watch.Open(src.Hub, src.Log, *from)
+	st, err := watch.Open(src.Hub, src.Log, *from, sp.filter())
 	if err != nil {
 		return watchError(err)
 	}
@@ -436,20 +452,25 @@ func (a *api) watchStream(w http.ResponseWriter, r *http.Request) error {
 				return nil
 			}
 		}
+		mark := false
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-st.Ready():
 		case <-tick.C:
-			if st.CaughtUp() {
-				if s.send("progress", st.Cursor(), progressJSON{TimeMs: time.Now().UnixMilli()}) != nil {
-					return nil
-				}
-			}
+			mark = true
 		}
+		// A mark polls first: the hub moves a position past what the
+		// filter does not want without waking the stream, so the poll
+		// brings the cursor up to date.
 		if recs, err = st.Poll(ctx); err != nil {
 			s.fail(st.Cursor(), watchError(err))
 			return nil
+		}
+		if mark && recs == nil && st.CaughtUp() {
+			if s.send("progress", st.Cursor(), progressJSON{TimeMs: time.Now().UnixMilli()}) != nil {
+				return nil
+			}
 		}
 	}
 }
@@ -461,8 +482,10 @@ type progressJSON struct {
 
 // sse writes Server-Sent Events.
 type sse struct {
-	w  http.ResponseWriter
-	rc *http.ResponseController
+	w        http.ResponseWriter
+	rc       *http.ResponseController
+	deadline time.Time // of the connection's writes (setDeadline)
+	buf      []byte
 }
 
 // startSSE answers 200 with a stream's headers. (The server's ReadTimeout
@@ -483,11 +506,28 @@ func (s *sse) send(event string, cur watch.Cursor, data any) error {
 	if err != nil {
 		return err
 	}
-	_ = s.rc.SetWriteDeadline(time.Now().Add(watchWriteTimeout))
-	if _, err := fmt.Fprintf(s.w, "event: %s\nid: %s\ndata: %s\n\n", event, cur.String(), b); err != nil {
+	s.buf = append(append(append(s.buf[:0], "event: "...), event...), "\nid: "...)
+	s.buf = append(append(append(append(s.buf, cur.String()...), "\ndata: "...), b...), "\n\n"...)
+	return s.write()
+}
+
+// write sends s.buf and flushes it.
+func (s *sse) write() error {
+	s.setDeadline()
+	if _, err := s.w.Write(s.buf); err != nil {
 		return err
 	}
 	return s.rc.Flush()
+}
+
+// setDeadline keeps the connection's write deadline watchWriteTimeout
+// ahead, moving it only once half of it has passed (a deadline set per
+// event costs a timer update on every write).
+func (s *sse) setDeadline() {
+	if now := time.Now(); s.deadline.Sub(now) < watchWriteTimeout/2 {
+		s.deadline = now.Add(watchWriteTimeout)
+		_ = s.rc.SetWriteDeadline(s.deadline)
+	}
 }
 
 // fail ends a stream with an error event.
@@ -553,9 +593,7 @@ func mustJSON(v any) []byte {
 
 // sendRaw writes an event without an id (the route stream has no position).
 func (s *sse) sendRaw(event string, data []byte) error {
-	_ = s.rc.SetWriteDeadline(time.Now().Add(watchWriteTimeout))
-	if _, err := fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", event, data); err != nil {
-		return err
-	}
-	return s.rc.Flush()
+	s.buf = append(append(append(s.buf[:0], "event: "...), event...), "\ndata: "...)
+	s.buf = append(append(s.buf, data...), "\n\n"...)
+	return s.write()
 }

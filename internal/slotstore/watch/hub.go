@@ -3,6 +3,7 @@ package watch
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"slotmeta/internal/slotstore"
@@ -79,8 +80,9 @@ func NewHub(cfg Config) (*Hub, error) {
 }
 
 // Subscribe registers a subscriber for the records of slots published from
-// now on.
-func (h *Hub) Subscribe(slots []slotstore.HashSlot) (*Sub, error) {
+// now on; want (nil: every record) keeps it asleep for what it does not
+// want.
+func (h *Hub) Subscribe(slots []slotstore.HashSlot, want Filter) (*Sub, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
@@ -89,7 +91,7 @@ func (h *Hub) Subscribe(slots []slotstore.HashSlot) (*Sub, error) {
 	if len(h.all) >= h.cfg.MaxSubscribers {
 		return nil, ErrTooManyWatchers
 	}
-	s := &Sub{hub: h, slots: slots, limit: h.cfg.Buffer, ready: make(chan struct{}, 1)}
+	s := &Sub{hub: h, slots: slots, want: want, limit: h.cfg.Buffer, ready: make(chan struct{}, 1)}
 	for _, slot := range slots {
 		if !slot.Valid() {
 			continue
@@ -127,7 +129,9 @@ func (h *Hub) Close() {
 
 // Publish hands recs — the records of one committed batch, in sequence
 // order within each slot — to the subscribers of their slots. It never
-// blocks on a subscriber: one whose queue is full is cut.
+// blocks on a subscriber: one whose queue is full is cut. A batch holds
+// whole commands, so a subscriber's Filter decides for each slot's run of
+// records at once: all of it, or a marker that skips it.
 func (h *Hub) Publish(recs []Record) {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
@@ -160,6 +164,7 @@ func (h *Hub) remove(s *Sub) {
 type Sub struct {
 	hub   *Hub
 	slots []slotstore.HashSlot
+	want  Filter // nil: everything
 	limit int
 	ready chan struct{} // a signal: records or an end are waiting
 
@@ -170,6 +175,10 @@ type Sub struct {
 }
 
 func (s *Sub) push(recs []Record) {
+	if s.want != nil && !slices.ContainsFunc(recs, s.want) {
+		s.skip(recs[0].Slot, recs[0].Seq, recs[len(recs)-1].Seq)
+		return
+	}
 	s.mu.Lock()
 	switch {
 	case s.err != nil:
@@ -182,6 +191,32 @@ func (s *Sub) push(recs []Record) {
 	select {
 	case s.ready <- struct{}{}:
 	default:
+	}
+}
+
+// skip queues a marker that slot's records from to to were not wanted,
+// extending the last one when it ends just before. It wakes the reader
+// only when its queue is half full of them (an idle watcher of a busy
+// slot is not a slow consumer), or to tell it that it was cut.
+func (s *Sub) skip(slot slotstore.HashSlot, from, to uint64) {
+	s.mu.Lock()
+	wake := false
+	switch n := len(s.pending); {
+	case s.err != nil:
+	case n > 0 && s.pending[n-1].skipTo != 0 && s.pending[n-1].Slot == slot && s.pending[n-1].skipTo+1 == from:
+		s.pending[n-1].skipTo = to
+	case n+1 > s.limit:
+		s.err, s.pending, wake = ErrSlowConsumer, nil, true
+	default:
+		s.pending = append(s.pending, Record{Slot: slot, Seq: from, Batch: from, skipTo: to})
+		wake = len(s.pending) >= max(1, s.limit/2)
+	}
+	s.mu.Unlock()
+	if wake {
+		select {
+		case s.ready <- struct{}{}:
+		default:
+		}
 	}
 }
 

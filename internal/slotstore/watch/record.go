@@ -22,7 +22,23 @@ type Record struct {
 	Key   []byte
 	Value []byte // the stored value after a put
 	Prev  []byte // the stored value before a put or delete (nil: none)
+
+	// skipTo, on a Sub's marker only, says that the slot's records Seq to
+	// skipTo were published and its Filter wanted none of them: the
+	// stream moves its position past them without a change to deliver
+	// (and without reading them from the Log).
+	skipTo uint64
 }
+
+// last is the sequence of the last record r stands for.
+func (r *Record) last() uint64 { return max(r.Seq, r.skipTo) }
+
+// Filter reports whether a watcher wants a record. The hub calls it on the
+// publishing goroutine — a replica's apply — for every record of the slots
+// a subscriber covers, so it must be quick and must not block. A
+// subscriber is woken only for the records of an entry one of which it
+// wants; for the others its position moves on quietly.
+type Filter func(Record) bool
 
 // Kind is what a record did to its row (meta.ChangeKind: the stored
 // change log's own kinds).

@@ -87,10 +87,15 @@ type Stream struct {
 }
 
 // Open subscribes to h and returns a stream from the positions of from.
+// want (nil: everything) is the watch's filter: the hub wakes the stream
+// only for entries with a record it wants, and moves its position past the
+// others (see Filter); what it delivers may still hold records the filter
+// does not want (the rest of a wanted entry, records read from the Log),
+// for the caller to drop.
 // Every covered slot is first read from the Log: the store may hold
 // records past the position.
-func Open(h *Hub, log Log, from Cursor) (*Stream, error) {
-	sub, err := h.Subscribe(from.Slots())
+func Open(h *Hub, log Log, from Cursor, want Filter) (*Stream, error) {
+	sub, err := h.Subscribe(from.Slots(), want)
 	if err != nil {
 		return nil, err
 	}
@@ -171,10 +176,13 @@ func (st *Stream) fromQueue() []Record {
 		r := st.queue[0]
 		pos := st.cur.Seq(r.Slot)
 		switch {
-		case st.behind[r.Slot] || r.Seq <= pos:
+		case st.behind[r.Slot] || r.last() <= pos:
 			st.queue = st.queue[1:]
 		case r.Seq > pos+1:
 			st.behind[r.Slot] = true
+			st.queue = st.queue[1:]
+		case r.skipTo != 0: // records not wanted: past them, nothing to deliver
+			st.cur.Set(r.Slot, r.skipTo)
 			st.queue = st.queue[1:]
 		default:
 			n := 1

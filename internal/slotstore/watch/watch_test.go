@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ type memLog struct {
 	mu    sync.Mutex
 	slots map[slotstore.HashSlot][]Record // kept records, in order
 	index uint64
+	reads int // Read calls that returned records
 }
 
 func newMemLog() *memLog { return &memLog{slots: map[slotstore.HashSlot][]Record{}} }
@@ -61,6 +63,7 @@ func (l *memLog) Read(_ context.Context, s slotstore.HashSlot, after uint64, lim
 		return nil, ErrCompacted
 	}
 	i := int(after + 1 - kept[0].Seq)
+	l.reads++
 	return append([]Record(nil), kept[i:min(len(kept), i+limit)]...), nil
 }
 
@@ -141,7 +144,7 @@ func TestStreamDeliversEveryRecordOnce(t *testing.T) {
 		commitSome(rng.IntN(700)) // some before the watcher: read from the log
 		from := NewCursor(slots...)
 		from.Set(9, uint64(rng.IntN(3)))
-		st, err := Open(h, l, from)
+		st, err := Open(h, l, from, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -179,7 +182,7 @@ func TestStreamDeliversEveryRecordOnce(t *testing.T) {
 func TestStreamFillsAGapFromTheLog(t *testing.T) {
 	l := newMemLog()
 	h, _ := NewHub(Config{})
-	st, err := Open(h, l, NewCursor(5))
+	st, err := Open(h, l, NewCursor(5), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +205,7 @@ func TestStreamFillsAGapFromTheLog(t *testing.T) {
 func TestSlowConsumerIsCutWithItsPosition(t *testing.T) {
 	l := newMemLog()
 	h, _ := NewHub(Config{Buffer: 8})
-	st, err := Open(h, l, NewCursor(1))
+	st, err := Open(h, l, NewCursor(1), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +223,7 @@ func TestSlowConsumerIsCutWithItsPosition(t *testing.T) {
 	if from.Seq(1) != 2 {
 		t.Fatalf("cut at %d, want 2 (what was delivered)", from.Seq(1))
 	}
-	again, err := Open(h, l, from)
+	again, err := Open(h, l, from, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +240,7 @@ func TestCompactedPosition(t *testing.T) {
 	h, _ := NewHub(Config{})
 	l.commit(4, 5)
 	l.trim(4, 3)
-	st, err := Open(h, l, NewCursor(4))
+	st, err := Open(h, l, NewCursor(4), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +250,7 @@ func TestCompactedPosition(t *testing.T) {
 	}
 	from := NewCursor(4)
 	from.Set(4, 3)
-	ok, _ := Open(h, l, from)
+	ok, _ := Open(h, l, from, nil)
 	defer ok.Close()
 	got := map[slotstore.HashSlot][]Record{}
 	collect(t, ok, got)
@@ -262,7 +265,7 @@ func TestLargeLogIsPagedWithoutSplittingEntries(t *testing.T) {
 	for l.index < 3*pageLimit/2 { // 512 is not a multiple of 3
 		l.commit(7, 3)
 	}
-	st, _ := Open(h, l, NewCursor(7))
+	st, _ := Open(h, l, NewCursor(7), nil)
 	defer st.Close()
 	got := map[slotstore.HashSlot][]Record{}
 	for {
@@ -287,7 +290,7 @@ func TestLargeLogIsPagedWithoutSplittingEntries(t *testing.T) {
 func TestStreamDropsRepeats(t *testing.T) {
 	l := newMemLog()
 	h, _ := NewHub(Config{})
-	st, _ := Open(h, l, NewCursor(2))
+	st, _ := Open(h, l, NewCursor(2), nil)
 	defer st.Close()
 	got := map[slotstore.HashSlot][]Record{}
 	recs := l.commit(2, 2)
@@ -300,16 +303,16 @@ func TestStreamDropsRepeats(t *testing.T) {
 
 func TestHubBoundsSubscribers(t *testing.T) {
 	h, _ := NewHub(Config{MaxSubscribers: 2})
-	a, _ := h.Subscribe([]slotstore.HashSlot{1})
-	if _, err := h.Subscribe([]slotstore.HashSlot{1}); err != nil {
+	a, _ := h.Subscribe([]slotstore.HashSlot{1}, nil)
+	if _, err := h.Subscribe([]slotstore.HashSlot{1}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.Subscribe(nil); !errors.Is(err, ErrTooManyWatchers) {
+	if _, err := h.Subscribe(nil, nil); !errors.Is(err, ErrTooManyWatchers) {
 		t.Fatalf("third subscriber: %v, want ErrTooManyWatchers", err)
 	}
 	a.Close()
 	a.Close() // twice is fine
-	if _, err := h.Subscribe(nil); err != nil {
+	if _, err := h.Subscribe(nil, nil); err != nil {
 		t.Fatalf("after a close: %v", err)
 	}
 }
@@ -332,8 +335,8 @@ func TestHubClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, _ := h.Subscribe([]slotstore.HashSlot{1})
-	b, _ := h.Subscribe(nil)
+	a, _ := h.Subscribe([]slotstore.HashSlot{1}, nil)
+	b, _ := h.Subscribe(nil, nil)
 	h.Close()
 	for _, s := range []*Sub{a, b} {
 		select {
@@ -346,7 +349,7 @@ func TestHubClose(t *testing.T) {
 		}
 		s.Close()
 	}
-	if _, err := h.Subscribe([]slotstore.HashSlot{1}); !errors.Is(err, ErrClosed) {
+	if _, err := h.Subscribe([]slotstore.HashSlot{1}, nil); !errors.Is(err, ErrClosed) {
 		t.Fatalf("subscribe after close: %v", err)
 	}
 	if n := h.Subscribers(); n != 0 {
@@ -391,5 +394,115 @@ func TestNowLinearizable(t *testing.T) {
 	}
 	if _, err := NowLinearizable(context.Background(), newMemLog(), 3); !errors.Is(err, ErrNotLinearizable) {
 		t.Fatalf("a log that cannot catch up: %v", err)
+	}
+}
+
+// TestFilteredStreamDeliversWhatItWantsOnce: with a filter, whatever the
+// interleaving, every wanted record after the cursor arrives once, in
+// order, with the rest of its entry; entries it does not want may be
+// skipped; the cursor ends at every slot's head.
+func TestFilteredStreamDeliversWhatItWantsOnce(t *testing.T) {
+	want := func(r Record) bool { return r.Seq%5 == 0 }
+	for seed := uint64(1); seed <= 30; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 9))
+		l := newMemLog()
+		h, err := NewHub(Config{Buffer: 1 << 16})
+		if err != nil {
+			t.Fatal(err)
+		}
+		slots := []slotstore.HashSlot{3, 9, 200}
+		commit := func(r *rand.Rand) { h.Publish(l.commit(slots[r.IntN(len(slots))], 1+r.IntN(3))) }
+		for range rng.IntN(300) {
+			commit(rng)
+		}
+		from := NewCursor(slots...)
+		from.Set(9, uint64(rng.IntN(3)))
+		st, err := Open(h, l, from, want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		wrng := rand.New(rand.NewPCG(seed, 10))
+		go func() {
+			defer close(done)
+			for i := 0; i < 400; i++ {
+				commit(wrng)
+				if wrng.IntN(50) == 0 {
+					time.Sleep(time.Millisecond)
+				}
+			}
+		}()
+		got := map[slotstore.HashSlot][]Record{}
+		for i := 0; i < 50; i++ {
+			collect(t, st, got)
+		}
+		<-done
+		collect(t, st, got)
+		for _, s := range slots {
+			var wanted, seen []uint64
+			for _, r := range l.slots[s] {
+				if r.Seq > from.Seq(s) && want(r) {
+					wanted = append(wanted, r.Seq)
+				}
+			}
+			last := from.Seq(s)
+			for _, r := range got[s] {
+				if r.Seq <= last {
+					t.Fatalf("seed %d slot %v: seq %d after %d (repeated or out of order)", seed, s, r.Seq, last)
+				}
+				last = r.Seq
+				if want(r) {
+					seen = append(seen, r.Seq)
+				}
+			}
+			if !slices.Equal(seen, wanted) {
+				t.Fatalf("seed %d slot %v: wanted records delivered %v, want %v", seed, s, seen, wanted)
+			}
+			if head, _ := l.Head(context.Background(), s); st.cur.Seq(s) != head {
+				t.Fatalf("seed %d slot %v: cursor at %d, head %d", seed, s, st.cur.Seq(s), head)
+			}
+		}
+		st.Close()
+	}
+}
+
+// TestFilteredStreamSleepsThroughWhatItDoesNotWant: a caught-up stream is
+// not woken, and reads nothing from the log, for entries its filter does
+// not want, however many; its position still moves past them, and a
+// wanted one is delivered at once.
+func TestFilteredStreamSleepsThroughWhatItDoesNotWant(t *testing.T) {
+	l := newMemLog()
+	h, err := NewHub(Config{Buffer: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantKey := func(r Record) bool { return r.Key[0] == 2 } // the third change of an entry
+	st, err := Open(h, l, NewCursor(4), wantKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if recs, err := st.Poll(context.Background()); recs != nil || err != nil {
+		t.Fatalf("first poll: %v, %v", recs, err)
+	}
+	reads := l.reads
+	for range 100 { // 100 entries of two changes: none wanted
+		h.Publish(l.commit(4, 2))
+	}
+	select {
+	case <-st.Ready():
+		t.Fatal("woken for records it does not want")
+	default:
+	}
+	if recs, err := st.Poll(context.Background()); recs != nil || err != nil {
+		t.Fatalf("poll: %v, %v", recs, err)
+	}
+	if st.cur.Seq(4) != 200 || l.reads != reads {
+		t.Fatalf("position %d (want 200), %d log reads", st.cur.Seq(4), l.reads-reads)
+	}
+	h.Publish(l.commit(4, 3))
+	<-st.Ready()
+	recs, err := st.Poll(context.Background())
+	if err != nil || len(recs) != 3 || recs[0].Seq != 201 || l.reads != reads {
+		t.Fatalf("the wanted entry: %+v, %v (%d log reads)", recs, err, l.reads-reads)
 	}
 }
