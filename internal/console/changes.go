@@ -140,8 +140,7 @@ func valueJSON(t meta.Table, b []byte) string {
 	}
 	rv := reflect.Indirect(reflect.ValueOf(v))
 	if rv.Kind() != reflect.Struct {
-		j, _ := json.Marshal(v)
-		return string(j)
+		return plainJSON(v)
 	}
 	var out strings.Builder
 	out.WriteByte('{')
@@ -150,17 +149,25 @@ func valueJSON(t meta.Table, b []byte) string {
 		if !sf.IsExported() || f.IsZero() {
 			continue
 		}
-		j, err := json.Marshal(f.Interface())
-		if err != nil {
-			j = []byte(strconv.Quote(err.Error()))
-		}
 		if out.Len() > 1 {
 			out.WriteByte(',')
 		}
-		fmt.Fprintf(&out, "%q:%s", sf.Name, j)
+		fmt.Fprintf(&out, "%q:%s", sf.Name, plainJSON(f.Interface()))
 	}
 	out.WriteByte('}')
 	return out.String()
+}
+
+// plainJSON is v as JSON with <, > and & as they are (the page escapes
+// them; \u003c would only be harder to read).
+func plainJSON(v any) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return strconv.Quote(err.Error())
+	}
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // readable is s as it is when it prints plainly, else quoted.
@@ -223,6 +230,9 @@ func (c changePages) channel(r *http.Request, typ, id string) ChannelProps {
 	p.Changes = c.tail(r.Context(), []slotstore.HashSlot{p.Slot}, func(rec watch.Record, k meta.KeyParts) bool {
 		return slices.Contains(channelTables, rec.Table) && k.ChannelType == ref.ChannelType && k.ChannelID == ref.ChannelID
 	})
+	for i := range p.Changes.Rows {
+		p.Changes.Rows[i].Channel = nil // every row is of this page's channel: no link to it
+	}
 	return p
 }
 
