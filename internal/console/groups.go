@@ -102,7 +102,7 @@ func (c groupPages) groupPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.full(w, r, fmt.Sprintf("Group %d", id), "groups", GroupBody(c.group(r.Context(), id, c.session(r).CanAct),
-		changePages{c.console}.groupChanges(r.Context(), id)))
+		changePages(c).groupChanges(r.Context(), id)))
 }
 
 func (c groupPages) groupFragment(w http.ResponseWriter, r *http.Request) {
