@@ -147,7 +147,7 @@ func run(args []string, getenv func(string) string, stdout io.Writer) error {
 		Logger:       log,
 		MaxBodyBytes: o.MaxBodyBytes,
 		Console: console.Handler(console.Config{Source: node.Operator(), Auth: p.authn, Limiter: limiter, Audit: recorder,
-			Security: rl.status}),
+			Security: rl.status, Changes: node.Watches().Log}),
 		OpenAPI:  slotmeta.OpenAPI,
 		Auth:     p.authn,
 		Limiter:  limiter,

@@ -6,15 +6,24 @@
 // action is recorded in the audit trail with the signed-in identity; a node
 // running --insecure shows a banner on every page.
 //
+// The change tails (issue 27) show what the data did, beside what the
+// cluster did: a group's page lists the newest changes of its hash slots,
+// and a channel's page those of the channel's rows — read from the node's
+// stored change log (Config.Changes, the log GET /v1/watch reads), not
+// from a watch: a page shows the newest rows kept, a watch would start
+// from now. Every read is bounded (tail.go: rows shown, records read,
+// values cut), because its fragment is re-fetched every 2 s; a slot whose
+// log is not on this node is named, not an error.
+//
 // Pages are rendered on the server with templ (the *.templ files; the
 // generated *_templ.go files are committed). The parts that change are
 // fragments that htmx (vendored in web/static) re-fetches every 2 s; the full
 // pages render the same fragments, so everything reads without JavaScript.
 // The handlers of each page family are methods of a small type of its own
 // that holds the shared *console (overviewPages, slotPages, groupPages,
-// taskPages, decisionPages, auditPages, balancerPages, loginPages), all
-// registered in the one table of Handler; console keeps access control
-// (access.go) and rendering.
+// taskPages, decisionPages, auditPages, balancerPages, changePages,
+// loginPages), all registered in the one table of Handler; console keeps
+// access control (access.go) and rendering.
 //
 // Reads need the read role and actions the admin role when access control
 // is on (auth.Authenticator); the token lives in an HttpOnly, SameSite=Strict
@@ -35,6 +44,7 @@ import (
 	"slotmeta/internal/audit"
 	"slotmeta/internal/auth"
 	"slotmeta/internal/slotstore"
+	"slotmeta/internal/slotstore/watch"
 	"slotmeta/web"
 )
 
@@ -59,6 +69,10 @@ type Config struct {
 	// Sessions keeps the signed-in browsers (default: a set of the
 	// console's own).
 	Sessions *auth.Sessions
+	// Changes is the node's stored change log (watch.Source.Log, what
+	// GET /v1/watch reads), for the change tails; nil: they say there is
+	// none.
+	Changes watch.Log
 }
 
 // flashCookie carries the outcome of an action to the page the action
@@ -75,13 +89,14 @@ type console struct {
 	audit    *audit.Recorder
 	security func() slotstore.SecurityStatus
 	sessions *auth.Sessions
+	changes  watch.Log
 	now      func() time.Time
 }
 
 // Handler serves the console; mount it at /console (it sees full paths).
 func Handler(cfg Config) http.Handler {
 	c := &console{src: cfg.Source, authn: cfg.Auth, limiter: cfg.Limiter, audit: cfg.Audit, security: cfg.Security, now: time.Now,
-		sessions: cfg.Sessions}
+		sessions: cfg.Sessions, changes: cfg.Changes}
 	if c.sessions == nil {
 		c.sessions = auth.NewSessions(auth.SessionsConfig{})
 	}
@@ -91,7 +106,7 @@ func Handler(cfg Config) http.Handler {
 
 	// One table for the whole console; the handlers live with their page family.
 	ov, sl, gr, ts := overviewPages{c}, slotPages{c}, groupPages{c}, taskPages{c}
-	dc, au, ba, li := decisionPages{c}, auditPages{c}, balancerPages{c}, loginPages{c}
+	dc, au, ba, li, ch := decisionPages{c}, auditPages{c}, balancerPages{c}, loginPages{c}, changePages{c}
 	mux.HandleFunc("GET /console", c.read(ov.overviewPage))
 	mux.HandleFunc("GET /console/{$}", c.read(ov.overviewPage))
 	mux.HandleFunc("GET /console/slots", c.read(sl.slotsPage))
@@ -113,6 +128,10 @@ func Handler(cfg Config) http.Handler {
 	mux.HandleFunc("GET /console/fragments/groups/{id}", c.read(gr.groupFragment))
 	mux.HandleFunc("GET /console/fragments/tasks", c.read(ts.tasksFragment))
 	mux.HandleFunc("GET /console/fragments/decisions", c.read(dc.decisionsFragment))
+	mux.HandleFunc("GET /console/fragments/groups/{id}/changes", c.read(ch.groupFragment))
+	mux.HandleFunc("GET /console/channels", c.read(ch.openChannel))
+	mux.HandleFunc("GET /console/channels/{type}/{id}/changes", c.read(ch.channelPage))
+	mux.HandleFunc("GET /console/fragments/channels/{type}/{id}/changes", c.read(ch.channelFragment))
 
 	mux.HandleFunc("GET /console/login", li.loginPage)
 	mux.HandleFunc("POST /console/login", li.login)

@@ -410,7 +410,8 @@ func TestPagesRenderWithoutAuthAndServeAssets(t *testing.T) {
 	defer ts.Close()
 	for _, p := range []string{"/console", "/console/slots", "/console/groups", "/console/groups/1", "/console/tasks", "/console/decisions",
 		"/console/fragments/overview", "/console/fragments/slots", "/console/fragments/groups", "/console/fragments/groups/1",
-		"/console/fragments/tasks", "/console/fragments/decisions", "/console/login", "/console/static/console.css", "/console/static/htmx.min.js"} {
+		"/console/fragments/tasks", "/console/fragments/decisions", "/console/login", "/console/static/console.css", "/console/static/htmx.min.js",
+		"/console/fragments/groups/1/changes", "/console/channels", "/console/channels/2/room-1/changes", "/console/fragments/channels/2/room-1/changes"} {
 		resp, err := http.Get(ts.URL + p)
 		if err != nil {
 			t.Fatal(err)

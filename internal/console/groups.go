@@ -101,7 +101,8 @@ func (c groupPages) groupPage(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	c.full(w, r, fmt.Sprintf("Group %d", id), "groups", GroupBody(c.group(r.Context(), id, c.session(r).CanAct)))
+	c.full(w, r, fmt.Sprintf("Group %d", id), "groups", GroupBody(c.group(r.Context(), id, c.session(r).CanAct),
+		changePages(c).groupChanges(r.Context(), id)))
 }
 
 func (c groupPages) groupFragment(w http.ResponseWriter, r *http.Request) {

@@ -66,7 +66,7 @@ func serveConsole(t *testing.T, n *cluster.Node) string {
 	rec := audit.New(n, nil)
 	return slotstoretest.ServeAPI(t, n, func(cfg *httpapi.Config) {
 		cfg.OpenAPI, cfg.Auth, cfg.Audit, cfg.Docs = slotmeta.OpenAPI, authn, rec, console.Docs()
-		cfg.Console = console.Handler(console.Config{Source: n.Operator(), Auth: authn, Audit: rec})
+		cfg.Console = console.Handler(console.Config{Source: n.Operator(), Auth: authn, Audit: rec, Changes: n.Watches().Log})
 	}).URL
 }
 

@@ -36,12 +36,19 @@ import (
 // Before the stream starts the same are plain answers: 410 compacted, 429
 // rate_limited above the node's watcher bound, 503 route_not_ready.
 
-// watchResource is one resource a watch can name.
+// watchResource is one resource a watch can name: a watched table, called
+// what meta calls its rows (meta.Table.Resource), or the route table.
 type watchResource struct {
-	name  string
 	table meta.Table
 	by    watchRoute
 	show  func([]byte) (any, error) // the stored row as the API shows it
+}
+
+func (w watchResource) name() string {
+	if w.by == byRoutes {
+		return "routes"
+	}
+	return w.table.Resource()
 }
 
 // watchRoute is what routes a resource's rows: which filter it takes.
@@ -67,19 +74,19 @@ func shown[K, E, J any](rw row[K, E, J]) func([]byte) (any, error) {
 }
 
 var watchResources = []watchResource{
-	{"users", meta.TableUser, byUID, shown(userRow)},
-	{"devices", meta.TableDevice, byUID, shown(deviceRow)},
-	{"plugins", meta.TablePlugin, byUID, shown(pluginRow)},
-	{"memberships", meta.TableMembership, byUID, shown(membershipRow)},
-	{"cmd_bindings", meta.TableCmdBinding, byUID, shown(cmdBindingRow)},
-	{"system_uids", meta.TableSystemUID, bySystem, shown(systemUIDRow)},
-	{"kv", meta.TableKV, byKey, shown(kvRow)},
-	{"channels", meta.TableChannel, byChannel, shown(channelRow)},
-	{"runtime", meta.TableRuntime, byChannel, shown(runtimeRow)},
-	{"subscribers", meta.TableSubscriber, byChannel, shown(memberRow(meta.ListSubscribers))},
-	{"denylist", meta.TableDenylist, byChannel, shown(memberRow(meta.ListDenylist))},
-	{"allowlist", meta.TableAllowlist, byChannel, shown(memberRow(meta.ListAllowlist))},
-	{"routes", 0, byRoutes, nil},
+	{meta.TableUser, byUID, shown(userRow)},
+	{meta.TableDevice, byUID, shown(deviceRow)},
+	{meta.TablePlugin, byUID, shown(pluginRow)},
+	{meta.TableMembership, byUID, shown(membershipRow)},
+	{meta.TableCmdBinding, byUID, shown(cmdBindingRow)},
+	{meta.TableSystemUID, bySystem, shown(systemUIDRow)},
+	{meta.TableKV, byKey, shown(kvRow)},
+	{meta.TableChannel, byChannel, shown(channelRow)},
+	{meta.TableRuntime, byChannel, shown(runtimeRow)},
+	{meta.TableSubscriber, byChannel, shown(memberRow(meta.ListSubscribers))},
+	{meta.TableDenylist, byChannel, shown(memberRow(meta.ListDenylist))},
+	{meta.TableAllowlist, byChannel, shown(memberRow(meta.ListAllowlist))},
+	{0, byRoutes, nil},
 }
 
 // watchPath is the stream's path (withDeadline leaves it alone).
@@ -127,7 +134,7 @@ func parseWatch(r *http.Request) (*watchSpec, error) {
 	}
 	routes := map[watchRoute]bool{}
 	for _, name := range names {
-		i := slices.IndexFunc(watchResources, func(w watchResource) bool { return w.name == name })
+		i := slices.IndexFunc(watchResources, func(w watchResource) bool { return w.name() == name })
 		if i < 0 {
 			return nil, invalid("unknown resource %q: one of %s", name, watchResourceNames())
 		}
@@ -213,7 +220,7 @@ func onlyRoute(routes map[watchRoute]bool, want watchRoute) bool {
 func watchResourceNames() string {
 	names := make([]string, len(watchResources))
 	for i, w := range watchResources {
-		names[i] = w.name
+		names[i] = w.name()
 	}
 	return strings.Join(names, ", ")
 }
@@ -311,7 +318,7 @@ func (sp *watchSpec) event(recs []watch.Record) (*watchEvent, error) {
 			continue
 		}
 		res := sp.tables[r.Table]
-		ch := watchChange{Kind: r.Kind.String(), Resource: res.name,
+		ch := watchChange{Kind: r.Kind.String(), Resource: res.name(),
 			Key: watchKeyJSON{UID: k.UID, Key: k.Key, ChannelType: k.ChannelType, ChannelID: k.ChannelID, PluginNo: k.Plugin}}
 		if r.Table == meta.TableDevice && r.Kind != watch.Clear {
 			flag := k.DeviceFlag

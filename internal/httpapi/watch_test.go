@@ -244,11 +244,11 @@ func TestWatchResourcesShowTheirRows(t *testing.T) {
 		}
 		raw, ok := rows[r.table]
 		if !ok || !r.table.Watched() {
-			t.Errorf("%s: table %d has no test row or is not watched", r.name, r.table)
+			t.Errorf("%s: table %d has no test row or is not watched", r.name(), r.table)
 			continue
 		}
 		if v, err := r.show(raw); err != nil || v == nil {
-			t.Errorf("%s: %v, %v", r.name, v, err)
+			t.Errorf("%s: %v, %v", r.name(), v, err)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package meta
 
 import (
 	"encoding/binary"
+	"fmt"
 
 	"slotmeta/internal/slotstore"
 )
@@ -62,6 +63,75 @@ func (t Table) Watched() bool {
 // their own copy (list, then watch), and the previous value would double
 // what every write stores.
 func (t Table) KeepsPrev() bool { return t == TableChannel || t == TableRuntime }
+
+// Resource is what the rows of watched table t are called where a change
+// is shown — the watch's resource parameter and its events, the console's
+// change tail — ("" for a table that is not watched).
+func (t Table) Resource() string {
+	switch t {
+	case TableUser:
+		return "users"
+	case TableDevice:
+		return "devices"
+	case TablePlugin:
+		return "plugins"
+	case TableMembership:
+		return "memberships"
+	case TableCmdBinding:
+		return "cmd_bindings"
+	case TableSystemUID:
+		return "system_uids"
+	case TableKV:
+		return "kv"
+	case TableChannel:
+		return "channels"
+	case TableRuntime:
+		return "runtime"
+	case TableSubscriber:
+		return "subscribers"
+	case TableDenylist:
+		return "denylist"
+	case TableAllowlist:
+		return "allowlist"
+	}
+	return ""
+}
+
+// DecodeRow decodes a stored row of watched table t — a change's value or
+// previous value — into its entity (*User, *KV, *ChannelMember, …).
+func DecodeRow(t Table, b []byte) (any, error) {
+	switch t {
+	case TableUser:
+		return decodedRow(DecodeUser(b))
+	case TableDevice:
+		return decodedRow(DecodeDevice(b))
+	case TablePlugin:
+		return decodedRow(DecodePluginBinding(b))
+	case TableMembership:
+		return decodedRow(DecodeMembership(b))
+	case TableCmdBinding:
+		return decodedRow(DecodeCmdBinding(b))
+	case TableSystemUID:
+		return decodedRow(DecodeSystemUID(b))
+	case TableKV:
+		return decodedRow(DecodeKV(b))
+	case TableChannel:
+		return decodedRow(DecodeChannel(b))
+	case TableRuntime:
+		return decodedRow(DecodeChannelRuntime(b))
+	case TableSubscriber, TableDenylist, TableAllowlist:
+		return decodedRow(DecodeChannelMember(b))
+	}
+	return nil, fmt.Errorf("%w: table %d is not watched", ErrMalformed, t)
+}
+
+// decodedRow is a decoder's answer as DecodeRow's: no typed nil in an any.
+func decodedRow[E any](e *E, err error) (any, error) {
+	if err != nil {
+		return nil, err
+	}
+	return e, nil
+}
 
 // Change is one record of a slot's change log; its slot and sequence are
 // in its key.

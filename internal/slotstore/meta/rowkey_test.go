@@ -73,3 +73,43 @@ func FuzzParseKey(f *testing.F) {
 		}
 	})
 }
+
+// TestWatchedTablesAreNamedAndDecode: every watched table, and no other,
+// has a resource name (each its own), and DecodeRow gives back the entity
+// its row was encoded from.
+func TestWatchedTablesAreNamedAndDecode(t *testing.T) {
+	rows := map[Table][]byte{
+		TableUser: EncodeUser(&User{UID: "u"}), TableKV: EncodeKV(&KV{Key: "k"}), TableDevice: EncodeDevice(&Device{UID: "u"}),
+		TableSystemUID: EncodeSystemUID(&SystemUID{UID: "u"}), TablePlugin: EncodePluginBinding(&PluginBinding{UID: "u"}),
+		TableChannel: EncodeChannel(&Channel{ID: "c"}), TableSubscriber: EncodeChannelMember(&ChannelMember{UID: "u"}),
+		TableDenylist: EncodeChannelMember(&ChannelMember{UID: "u"}), TableAllowlist: EncodeChannelMember(&ChannelMember{UID: "u"}),
+		TableMembership: EncodeMembership(&Membership{UID: "u"}), TableCmdBinding: EncodeCmdBinding(&CmdBinding{UID: "u"}),
+		TableRuntime: EncodeChannelRuntime(&ChannelRuntime{ChannelID: "c"}),
+	}
+	names := map[string]Table{}
+	for t16 := range 1 << 8 {
+		tb := Table(t16)
+		name := tb.Resource()
+		if (name != "") != tb.Watched() {
+			t.Errorf("table %d: watched %v, resource %q", tb, tb.Watched(), name)
+		}
+		if name == "" {
+			if _, err := DecodeRow(tb, []byte{1}); !errors.Is(err, ErrMalformed) {
+				t.Errorf("table %d is not watched: DecodeRow %v, want malformed", tb, err)
+			}
+			continue
+		}
+		if other, dup := names[name]; dup {
+			t.Errorf("tables %d and %d are both %q", other, tb, name)
+		}
+		names[name] = tb
+		v, err := DecodeRow(tb, rows[tb])
+		w, ok := v.(walker)
+		if err != nil || !ok || string(encodeEntity(w)) != string(rows[tb]) {
+			t.Errorf("%s: DecodeRow %#v, %v", name, v, err)
+		}
+	}
+	if len(names) != len(rows) {
+		t.Errorf("%d resources named, %d watched tables with a row here", len(names), len(rows))
+	}
+}

@@ -9,7 +9,8 @@
 // pauses. It records the name of every operation called (Calls), so a test
 // can assert that a refused request never reached the node. What it cannot
 // know (a plan, node load, a removal's refusal) tests set in its fields
-// before use.
+// before use. ChangeLog beside it is the node's stored change log, for the
+// console's change tails.
 //
 // Concurrency: every method is safe for concurrent use; set the exported
 // fields before the fake is shared, and read state through the methods.
