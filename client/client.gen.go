@@ -633,6 +633,75 @@ func (e TaskStatus) Valid() bool {
 	}
 }
 
+// Defines values for WatchChangeKind.
+const (
+	WatchChangeKindClear  WatchChangeKind = "clear"
+	WatchChangeKindDelete WatchChangeKind = "delete"
+	WatchChangeKindPut    WatchChangeKind = "put"
+)
+
+// Valid indicates whether the value is a known member of the WatchChangeKind enum.
+func (e WatchChangeKind) Valid() bool {
+	switch e {
+	case WatchChangeKindClear:
+		return true
+	case WatchChangeKindDelete:
+		return true
+	case WatchChangeKindPut:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WatchChangeResource.
+const (
+	WatchChangeResourceAllowlist   WatchChangeResource = "allowlist"
+	WatchChangeResourceChannels    WatchChangeResource = "channels"
+	WatchChangeResourceCmdBindings WatchChangeResource = "cmd_bindings"
+	WatchChangeResourceDenylist    WatchChangeResource = "denylist"
+	WatchChangeResourceDevices     WatchChangeResource = "devices"
+	WatchChangeResourceKv          WatchChangeResource = "kv"
+	WatchChangeResourceMemberships WatchChangeResource = "memberships"
+	WatchChangeResourcePlugins     WatchChangeResource = "plugins"
+	WatchChangeResourceRuntime     WatchChangeResource = "runtime"
+	WatchChangeResourceSubscribers WatchChangeResource = "subscribers"
+	WatchChangeResourceSystemUids  WatchChangeResource = "system_uids"
+	WatchChangeResourceUsers       WatchChangeResource = "users"
+)
+
+// Valid indicates whether the value is a known member of the WatchChangeResource enum.
+func (e WatchChangeResource) Valid() bool {
+	switch e {
+	case WatchChangeResourceAllowlist:
+		return true
+	case WatchChangeResourceChannels:
+		return true
+	case WatchChangeResourceCmdBindings:
+		return true
+	case WatchChangeResourceDenylist:
+		return true
+	case WatchChangeResourceDevices:
+		return true
+	case WatchChangeResourceKv:
+		return true
+	case WatchChangeResourceMemberships:
+		return true
+	case WatchChangeResourcePlugins:
+		return true
+	case WatchChangeResourceRuntime:
+		return true
+	case WatchChangeResourceSubscribers:
+		return true
+	case WatchChangeResourceSystemUids:
+		return true
+	case WatchChangeResourceUsers:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for Consistency.
 const (
 	ConsistencyLinearizable Consistency = "linearizable"
@@ -2205,6 +2274,55 @@ type UserUpsert struct {
 
 	// Uid 1–128 bytes of UTF-8 without control characters, whitespace or `/`, and not `.` or `..`.
 	Uid *UID `json:"uid,omitempty"`
+}
+
+// WatchChange One row put or deleted, or (clear) every row of a resource under a key at once.
+type WatchChange struct {
+	// Key The parts of the changed row's key its resource has (a clear names only the parent — the channel of a list, the user of devices).
+	Key  WatchKey        `json:"key"`
+	Kind WatchChangeKind `json:"kind"`
+
+	// Prev The row before the change (with prev=true; channels and runtime only).
+	Prev     json.RawMessage     `json:"prev,omitempty"`
+	Resource WatchChangeResource `json:"resource"`
+
+	// Value The row after a put, as its resource's GET shows it.
+	Value json.RawMessage `json:"value,omitempty"`
+}
+
+// WatchChangeKind defines model for WatchChange.Kind.
+type WatchChangeKind string
+
+// WatchChangeResource defines model for WatchChange.Resource.
+type WatchChangeResource string
+
+// WatchEvent The data of a `change` event of GET /v1/watch: the changes one command made in one hash slot,
+// together. The event's `id` is the cursor after them.
+type WatchEvent struct {
+	Changes  []WatchChange `json:"changes"`
+	HashSlot int           `json:"hash_slot"`
+
+	// Seq The slot's sequence of the event's last change (a slot's changes are numbered 1, 2, 3, … without a gap).
+	Seq uint64 `json:"seq"`
+
+	// TimeMs When the group's leader proposed the command, in Unix milliseconds.
+	TimeMs int64 `json:"time_ms"`
+}
+
+// WatchKey The parts of the changed row's key its resource has (a clear names only the parent — the channel of a list, the user of devices).
+type WatchKey struct {
+	ChannelId   string `json:"channel_id,omitempty"`
+	ChannelType int    `json:"channel_type,omitempty"`
+	DeviceFlag  *int   `json:"device_flag,omitempty"`
+	Key         string `json:"key,omitempty"`
+	PluginNo    string `json:"plugin_no,omitempty"`
+	Uid         string `json:"uid,omitempty"`
+}
+
+// WatchProgress The data of a `progress` event; its `id` is the cursor (never ahead of what was delivered).
+type WatchProgress struct {
+	// TimeMs The serving node's clock, in Unix milliseconds.
+	TimeMs int64 `json:"time_ms"`
 }
 
 // WriteFence Blocks writes to the channel's log (for example while a migration switches leaders).
@@ -4497,7 +4615,8 @@ type ClientInterface interface {
 	// leader change, restart or slot move: no change repeated, none missed, in order per slot (no
 	// order across slots). Without a cursor the stream starts at this node's applied state.
 	//
-	// Events:
+	// Events (the data of each is described by the schema the 200 answer's `x-events` names:
+	// `WatchProgress`, `WatchEvent`, `Routes`, `ErrorBody`):
 	// - `progress` — at the start and every `progress_interval_ms` while the stream has delivered
 	//   everything this node has applied of its slots; data `{"time_ms": …}`, its `id` the cursor.
 	// - `change` — the changes one command made in one hash slot, together:
@@ -7073,7 +7192,8 @@ func (c *Client) PutUserPlugin(ctx context.Context, uid UIDParameter, pluginNo P
 // leader change, restart or slot move: no change repeated, none missed, in order per slot (no
 // order across slots). Without a cursor the stream starts at this node's applied state.
 //
-// Events:
+// Events (the data of each is described by the schema the 200 answer's `x-events` names:
+// `WatchProgress`, `WatchEvent`, `Routes`, `ErrorBody`):
 //   - `progress` — at the start and every `progress_interval_ms` while the stream has delivered
 //     everything this node has applied of its slots; data `{"time_ms": …}`, its `id` the cursor.
 //   - `change` — the changes one command made in one hash slot, together:
@@ -14999,7 +15119,8 @@ type ClientWithResponsesInterface interface {
 	// leader change, restart or slot move: no change repeated, none missed, in order per slot (no
 	// order across slots). Without a cursor the stream starts at this node's applied state.
 	//
-	// Events:
+	// Events (the data of each is described by the schema the 200 answer's `x-events` names:
+	// `WatchProgress`, `WatchEvent`, `Routes`, `ErrorBody`):
 	// - `progress` — at the start and every `progress_interval_ms` while the stream has delivered
 	//   everything this node has applied of its slots; data `{"time_ms": …}`, its `id` the cursor.
 	// - `change` — the changes one command made in one hash slot, together:
@@ -32074,7 +32195,8 @@ func (c *ClientWithResponses) PutUserPluginWithResponse(ctx context.Context, uid
 // leader change, restart or slot move: no change repeated, none missed, in order per slot (no
 // order across slots). Without a cursor the stream starts at this node's applied state.
 //
-// Events:
+// Events (the data of each is described by the schema the 200 answer's `x-events` names:
+// `WatchProgress`, `WatchEvent`, `Routes`, `ErrorBody`):
 //   - `progress` — at the start and every `progress_interval_ms` while the stream has delivered
 //     everything this node has applied of its slots; data `{"time_ms": …}`, its `id` the cursor.
 //   - `change` — the changes one command made in one hash slot, together:

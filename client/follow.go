@@ -16,34 +16,12 @@ import (
 // followed: resume from the last event's id after every disconnect, on
 // the same node or another, until the caller stops.
 
-// WatchEvent is one change event: the changes one command made in one hash
-// slot, and the position after them.
-type WatchEvent struct {
-	Cursor   string        `json:"-"` // where to resume after this event
-	HashSlot int           `json:"hash_slot"`
-	Seq      uint64        `json:"seq"`
-	TimeMs   int64         `json:"time_ms"`
-	Changes  []WatchChange `json:"changes"`
-}
-
-// WatchChange is one change of a row; Value and Prev are the row as its
-// resource's GET shows it.
-type WatchChange struct {
-	Kind     string          `json:"kind"` // put, delete, clear
-	Resource string          `json:"resource"`
-	Key      WatchKey        `json:"key"`
-	Value    json.RawMessage `json:"value,omitempty"`
-	Prev     json.RawMessage `json:"prev,omitempty"`
-}
-
-// WatchKey names the row of a change (a clear: its parent).
-type WatchKey struct {
-	UID         string `json:"uid,omitempty"`
-	Key         string `json:"key,omitempty"`
-	ChannelType int    `json:"channel_type,omitempty"`
-	ChannelID   string `json:"channel_id,omitempty"`
-	DeviceFlag  *int   `json:"device_flag,omitempty"`
-	PluginNo    string `json:"plugin_no,omitempty"`
+// FollowEvent is one change event as Follow hands it on: the changes one
+// command made in one hash slot (WatchEvent, generated from the spec's
+// schema of the event's data) and the position after them.
+type FollowEvent struct {
+	WatchEvent
+	Cursor string // where to resume after this event
 }
 
 // FollowOptions tune Follow.
@@ -83,7 +61,7 @@ func (e *WatchError) Error() string {
 // bounded back-off between attempts. It returns ctx's error when ctx ends,
 // handle's error, or a *WatchError. Every change is handed to handle once:
 // the server never repeats one after a position.
-func (c *Client) Follow(ctx context.Context, params *WatchParams, opts FollowOptions, handle func(WatchEvent) error) error {
+func (c *Client) Follow(ctx context.Context, params *WatchParams, opts FollowOptions, handle func(FollowEvent) error) error {
 	servers := append([]string{c.Server}, opts.Servers...)
 	maxWait := opts.MaxBackoff
 	if maxWait <= 0 {
@@ -144,7 +122,7 @@ func streamingDoer(hc HttpRequestDoer) HttpRequestDoer {
 
 // followOnce runs one connection; it reports whether it delivered a change.
 func (c *Client) followOnce(ctx context.Context, hc HttpRequestDoer, server string, params *WatchParams, cursor *string,
-	progress func(string), handle func(WatchEvent) error) (delivered bool, _ error) {
+	progress func(string), handle func(FollowEvent) error) (delivered bool, _ error) {
 	req, err := NewWatchRequest(server, params)
 	if err != nil {
 		return false, &WatchError{Code: ErrorCodeInvalidArgument, Message: err.Error()}
@@ -180,11 +158,10 @@ func (c *Client) followOnce(ctx context.Context, hc HttpRequestDoer, server stri
 		case line == "":
 			switch event {
 			case "change":
-				var ev WatchEvent
-				if err := json.Unmarshal([]byte(data), &ev); err != nil {
+				ev := FollowEvent{Cursor: id}
+				if err := json.Unmarshal([]byte(data), &ev.WatchEvent); err != nil {
 					return delivered, fmt.Errorf("client: watch: event %q: %w", data, err)
 				}
-				ev.Cursor = id
 				if err := handle(ev); err != nil {
 					return delivered, handlerError{err}
 				}

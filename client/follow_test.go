@@ -23,7 +23,7 @@ type seen struct {
 	last   string
 }
 
-func (s *seen) handle(ev client.WatchEvent) error {
+func (s *seen) handle(ev client.FollowEvent) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, c := range ev.Changes {
@@ -116,7 +116,7 @@ func TestFollowResumesOnAnotherNode(t *testing.T) {
 	var we *client.WatchError
 	fresh, _ := client.NewClient(urls[1])
 	err = fresh.Follow(context.Background(), &client.WatchParams{Resource: "kv", Prefix: ptr("f-")},
-		client.FollowOptions{From: old}, func(client.WatchEvent) error { return nil })
+		client.FollowOptions{From: old}, func(client.FollowEvent) error { return nil })
 	if !errors.As(err, &we) || we.Code != client.ErrorCodeCompacted || we.Status != http.StatusGone {
 		t.Fatalf("following a compacted position: %v", err)
 	}
@@ -132,7 +132,7 @@ func TestFollowResumesOnAnotherNode(t *testing.T) {
 				default:
 					close(began)
 				}
-			}}, func(client.WatchEvent) error { return stop })
+			}}, func(client.FollowEvent) error { return stop })
 	}()
 	<-began
 	write(1)

@@ -3,10 +3,14 @@ package contract
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
 
 	"slotmeta/client"
 	"slotmeta/internal/testutil"
@@ -33,21 +37,57 @@ func genWatchOpen(t *testing.T, c *client.ClientWithResponses, p *client.WatchPa
 	return testutil.SSEEvents(resp.Body)
 }
 
-// genWatchChange is a change event's data, as the spec describes it.
-type genWatchChange struct {
-	HashSlot int   `json:"hash_slot"`
-	Seq      int64 `json:"seq"`
-	Changes  []struct {
-		Kind     string          `json:"kind"`
-		Resource string          `json:"resource"`
-		Key      map[string]any  `json:"key"`
-		Value    json.RawMessage `json:"value"`
-		Prev     json.RawMessage `json:"prev"`
-	} `json:"changes"`
+// genWatchEventSchemas are the schemas of the stream's event data by event
+// name: the operation's x-events, resolved in the loaded spec.
+var genWatchEventSchemas = sync.OnceValues(func() (map[string]*openapi3.Schema, error) {
+	raw, err := loadRawSpec()
+	if err != nil {
+		return nil, err
+	}
+	s, err := newSpec(raw)
+	if err != nil {
+		return nil, err
+	}
+	mt := s.doc.Paths.Find("/v1/watch").Get.Responses.Status(http.StatusOK).Value.Content.Get("text/event-stream")
+	events, _ := mt.Extensions["x-events"].(map[string]any)
+	out := map[string]*openapi3.Schema{}
+	for name, v := range events {
+		ref, _ := v.(map[string]any)["$ref"].(string)
+		sr := s.doc.Components.Schemas[strings.TrimPrefix(ref, "#/components/schemas/")]
+		if sr == nil {
+			return nil, fmt.Errorf("x-events %s: no schema %q", name, ref)
+		}
+		out[name] = sr.Value
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("the watch's 200 text/event-stream has no x-events")
+	}
+	return out, nil
+})
+
+// genCheckEventData checks an event's data against its schema in the spec.
+func genCheckEventData(t *testing.T, ev testutil.SSEEvent) {
+	t.Helper()
+	schemas, err := genWatchEventSchemas()
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := schemas[ev.Event]
+	if schema == nil {
+		t.Fatalf("event %q: the spec's x-events does not name it", ev.Event)
+	}
+	var v any
+	if err := json.Unmarshal([]byte(ev.Data), &v); err != nil {
+		t.Fatalf("event %s data %q: %v", ev.Event, ev.Data, err)
+	}
+	if err := schema.VisitJSON(v); err != nil {
+		t.Fatalf("event %s data %s does not match the spec: %v", ev.Event, ev.Data, err)
+	}
 }
 
-// genNextChange skips progress events and returns the next change.
-func genNextChange(t *testing.T, events <-chan testutil.SSEEvent) (testutil.SSEEvent, genWatchChange) {
+// genNextChange skips progress events and returns the next change, each
+// event's data checked against the spec.
+func genNextChange(t *testing.T, events <-chan testutil.SSEEvent) (testutil.SSEEvent, client.WatchEvent) {
 	t.Helper()
 	deadline := time.After(30 * time.Second)
 	for {
@@ -56,13 +96,14 @@ func genNextChange(t *testing.T, events <-chan testutil.SSEEvent) (testutil.SSEE
 			if !ok {
 				t.Fatal("the stream ended")
 			}
+			genCheckEventData(t, ev)
 			if ev.Event == "progress" {
 				continue
 			}
 			if ev.Event != "change" {
 				t.Fatalf("event %q: %s", ev.Event, ev.Data)
 			}
-			var ch genWatchChange
+			var ch client.WatchEvent
 			if err := json.Unmarshal([]byte(ev.Data), &ch); err != nil {
 				t.Fatalf("change %s: %v", ev.Data, err)
 			}
@@ -73,11 +114,11 @@ func genNextChange(t *testing.T, events <-chan testutil.SSEEvent) (testutil.SSEE
 	}
 }
 
-// kinds lists a change's kind/resource pairs.
-func (ch genWatchChange) kinds() string {
+// genKinds lists a change event's kind/resource pairs.
+func genKinds(ch client.WatchEvent) string {
 	var out []string
 	for _, c := range ch.Changes {
-		out = append(out, c.Kind+" "+c.Resource)
+		out = append(out, string(c.Kind)+" "+string(c.Resource))
 	}
 	return strings.Join(out, ", ")
 }
@@ -98,6 +139,7 @@ func genWatch(t *testing.T, c *client.ClientWithResponses) {
 		if ev.Event != "progress" || ev.ID == "" {
 			t.Fatalf("the first event: %+v, want progress with the starting cursor", ev)
 		}
+		genCheckEventData(t, ev)
 	case <-time.After(30 * time.Second):
 		t.Fatal("no first event")
 	}
@@ -110,17 +152,17 @@ func genWatch(t *testing.T, c *client.ClientWithResponses) {
 
 	want := []string{"put channels", "put subscribers, put subscribers, put channels", "delete channels, clear subscribers"}
 	var ids []string
-	var seqs []int64
+	var seqs []uint64
 	for i, w := range want {
 		ev, ch := genNextChange(t, events)
-		if got := ch.kinds(); got != w {
+		if got := genKinds(ch); got != w {
 			t.Fatalf("event %d: %s, want %s (%s)", i, got, w, ev.Data)
 		}
 		if ch.HashSlot != genHashSlot(id) {
 			t.Fatalf("event %d in hash slot %d, want %d", i, ch.HashSlot, genHashSlot(id))
 		}
 		for _, x := range ch.Changes {
-			if x.Key["channel_id"] != id || x.Key["channel_type"] != float64(3) {
+			if x.Key.ChannelId != id || x.Key.ChannelType != 3 {
 				t.Fatalf("event %d: key %v", i, x.Key)
 			}
 		}
@@ -141,8 +183,8 @@ func genWatch(t *testing.T, c *client.ClientWithResponses) {
 	again := genWatchOpen(t, c, params, ids[0])
 	for i := 1; i < len(want); i++ {
 		ev, ch := genNextChange(t, again)
-		if ch.kinds() != want[i] || ev.ID != ids[i] || ch.Seq != seqs[i] {
-			t.Fatalf("resumed event %d: %s id %s seq %d, want %s id %s seq %d", i, ch.kinds(), ev.ID, ch.Seq, want[i], ids[i], seqs[i])
+		if genKinds(ch) != want[i] || ev.ID != ids[i] || ch.Seq != seqs[i] {
+			t.Fatalf("resumed event %d: %s id %s seq %d, want %s id %s seq %d", i, genKinds(ch), ev.ID, ch.Seq, want[i], ids[i], seqs[i])
 		}
 	}
 
@@ -161,7 +203,7 @@ func genWatch(t *testing.T, c *client.ClientWithResponses) {
 	added, err = c.AddChannelSubscribersWithResponse(ctx, 3, id, nil, client.ChannelMembersRequest{Uids: []client.UID{"w3"}})
 	genCheck(t, "add w3", added, err, http.StatusOK)
 	after := genWatchOpen(t, c, &client.WatchParams{Resource: "subscribers", ChannelType: ptr(3), ChannelId: ptr(id)}, from)
-	if _, ch := genNextChange(t, after); ch.kinds() != "put subscribers" || !strings.Contains(string(ch.Changes[0].Value), `"uid":"w3"`) {
+	if _, ch := genNextChange(t, after); genKinds(ch) != "put subscribers" || !strings.Contains(string(ch.Changes[0].Value), `"uid":"w3"`) {
 		t.Fatalf("the first change after the listing: %+v", ch)
 	}
 }
