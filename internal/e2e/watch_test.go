@@ -110,9 +110,41 @@ func (w *watcher) take(n int) {
 	}
 }
 
+// ended reads until the stream ends and requires that it ended with an
+// error event of code whose id is the last position given (resuming from
+// it misses nothing and repeats nothing).
+func (w *watcher) ended(code string) {
+	w.t.Helper()
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case ev, ok := <-w.events:
+			switch {
+			case !ok:
+				w.t.Fatalf("the stream ended without an error event")
+			case ev.Event == "progress":
+				w.lastID = ev.ID
+				continue
+			case ev.Event != "error":
+				w.t.Fatalf("before the end: %s %s", ev.Event, ev.Data)
+			}
+			var body struct{ Error struct{ Code string } }
+			if err := json.Unmarshal([]byte(ev.Data), &body); err != nil || body.Error.Code != code {
+				w.t.Fatalf("the stream ended with %s, want %s", ev.Data, code)
+			}
+			if ev.ID != w.lastID {
+				w.t.Fatalf("the error event's id %s is not the last position given, %s", ev.ID, w.lastID)
+			}
+			return
+		case <-deadline:
+			w.t.Fatalf("the stream did not end")
+		}
+	}
+}
+
 // TestWatchSurvivesNodeLossAndSlotMove: a watch of business keys over all
-// hash slots resumes from its last id on another node after the node it
-// watched on is stopped, and keeps its place while the hash slot it
+// hash slots is ended with route_not_ready and its position when the node
+// it watched on stops, resumes from that on another node, and keeps its place while the hash slot it
 // follows migrates live to another group; every acknowledged write is seen
 // once, in the order it was written.
 func TestWatchSurvivesNodeLossAndSlotMove(t *testing.T) {
@@ -140,9 +172,12 @@ func TestWatchSurvivesNodeLossAndSlotMove(t *testing.T) {
 	write(servers[1], 12)
 	w.take(12)
 
-	// The node watched on goes; the writes go on; the watch resumes on another node.
-	w.cancel()
+	// The node watched on goes: its stream ends with route_not_ready and
+	// the position to resume from, not silently; the writes go on; the
+	// watch resumes on another node.
 	c.StopNode(0)
+	w.ended("route_not_ready")
+	w.cancel()
 	write(servers[1], 8)
 	w.connect(servers[2])
 	w.take(8)
