@@ -16,6 +16,13 @@ type metrics struct {
 	duration *prometheus.HistogramVec
 	inFlight prometheus.Gauge
 	authFail prometheus.Counter
+	// The watch streams (GET /v1/watch): how many are open, the events
+	// they sent by name, and the error events that ended them by code
+	// (slow_consumer, compacted, route_not_ready, …): an operator sees a
+	// watcher cut, not only the watcher.
+	watchStreams prometheus.Gauge
+	watchEvents  *prometheus.CounterVec
+	watchEnds    *prometheus.CounterVec
 }
 
 // newMetrics registers the API's collectors on reg. Collectors that an
@@ -40,8 +47,29 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		Name:      "auth_failures_total",
 		Help:      "Requests refused for missing or unknown credentials (401).",
 	})
+	watchStreams := prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: "slotmeta", Subsystem: "watch", Name: "streams",
+		Help: "Watch streams (GET /v1/watch) being served.",
+	})
+	watchEvents := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "slotmeta", Subsystem: "watch", Name: "events_total",
+		Help: "Events the watch streams sent, by event: change, progress, routes, error.",
+	}, []string{"event"})
+	watchEnds := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "slotmeta", Subsystem: "watch", Name: "ended_total",
+		Help: "Watch streams ended by an error event, by its code (slow_consumer, compacted, route_not_ready, …).",
+	}, []string{"code"})
 	m := &metrics{}
 	var err error
+	if m.watchStreams, err = register(reg, watchStreams); err != nil {
+		return nil, err
+	}
+	if m.watchEvents, err = register(reg, watchEvents); err != nil {
+		return nil, err
+	}
+	if m.watchEnds, err = register(reg, watchEnds); err != nil {
+		return nil, err
+	}
 	if m.authFail, err = register(reg, authFail); err != nil {
 		return nil, err
 	}

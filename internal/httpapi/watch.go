@@ -403,6 +403,8 @@ func (a *api) watchStream(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	a.metrics.watchStreams.Inc()
+	defer a.metrics.watchStreams.Dec()
 	if sp.routes {
 		return a.routesStream(w, r, sp)
 	}
@@ -434,7 +436,7 @@ func (a *api) watchStream(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return watchError(err)
 	}
-	s := startSSE(w)
+	s := startSSE(w, a.metrics)
 	if err := s.send("progress", start, progressJSON{TimeMs: time.Now().UnixMilli()}); err != nil {
 		return nil // the client is gone
 	}
@@ -491,6 +493,7 @@ type progressJSON struct {
 type sse struct {
 	w        http.ResponseWriter
 	rc       *http.ResponseController
+	m        *metrics
 	deadline time.Time // of the connection's writes (setDeadline)
 	buf      []byte
 }
@@ -498,14 +501,14 @@ type sse struct {
 // startSSE answers 200 with a stream's headers. (The server's ReadTimeout
 // does not end it: net/http clears the read deadline of the background
 // read it runs while a handler serves; TestWatchOutlivesTheServersTimeouts.)
-func startSSE(w http.ResponseWriter) *sse {
+func startSSE(w http.ResponseWriter, m *metrics) *sse {
 	rc := http.NewResponseController(w)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	return &sse{w: w, rc: rc}
+	return &sse{w: w, rc: rc, m: m}
 }
 
 func (s *sse) send(event string, cur watch.Cursor, data any) error {
@@ -515,6 +518,7 @@ func (s *sse) send(event string, cur watch.Cursor, data any) error {
 	}
 	s.buf = append(append(append(s.buf[:0], "event: "...), event...), "\nid: "...)
 	s.buf = append(append(append(append(s.buf, cur.String()...), "\ndata: "...), b...), "\n\n"...)
+	s.m.watchEvents.WithLabelValues(event).Inc()
 	return s.write()
 }
 
@@ -539,6 +543,7 @@ func (s *sse) setDeadline() {
 
 // fail ends a stream with an error event.
 func (s *sse) fail(cur watch.Cursor, e *slotstore.Error) {
+	s.m.watchEnds.WithLabelValues(string(e.Code)).Inc()
 	_ = s.send("error", cur, errorBody{Error: errorJSON{Code: e.Code, Message: e.Message, Retryable: e.Code.Retryable()}})
 }
 
@@ -562,7 +567,7 @@ func (a *api) routesStream(w http.ResponseWriter, r *http.Request, sp *watchSpec
 	if first.Table() == nil {
 		return slotstore.Errorf(slotstore.CodeRouteNotReady, "no routing table yet")
 	}
-	s := startSSE(w)
+	s := startSSE(w, a.metrics)
 	tick := time.NewTicker(sp.progress)
 	defer tick.Stop()
 	var last []byte
@@ -602,5 +607,6 @@ func mustJSON(v any) []byte {
 func (s *sse) sendRaw(event string, data []byte) error {
 	s.buf = append(append(append(s.buf[:0], "event: "...), event...), "\ndata: "...)
 	s.buf = append(append(s.buf, data...), "\n\n"...)
+	s.m.watchEvents.WithLabelValues(event).Inc()
 	return s.write()
 }

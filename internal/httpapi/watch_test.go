@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -224,6 +225,11 @@ func TestWatchRefusals(t *testing.T) {
 	if _, err := watch.ParseCursor(ev.ID); err != nil {
 		t.Fatalf("the cut's cursor: %v", err)
 	}
+	// The cuts show in the metrics, the streams leave the gauge.
+	testutil.WaitUntil(t, 10*time.Second, 10*time.Millisecond, "the cut streams end", func() bool {
+		m := scrape(t, srv.URL)
+		return strings.Contains(m, `slotmeta_watch_ended_total{code="slow_consumer"} 4`) && strings.Contains(m, "slotmeta_watch_streams 0")
+	})
 }
 
 // TestWatchResourcesShowTheirRows: every resource a watch names shows a
@@ -298,4 +304,19 @@ func TestWatchOutlivesTheServersTimeouts(t *testing.T) {
 			t.Fatalf("progress %d without an id", i)
 		}
 	}
+}
+
+// scrape reads the API's /metrics.
+func scrape(t *testing.T, base string) string {
+	t.Helper()
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
