@@ -4,3 +4,7 @@ import "github.com/cockroachdb/pebble/v2"
 
 // SetBeforeCommit installs the test seam that sees each Update's batch.
 func (s *StateMachine) SetBeforeCommit(fn func(*pebble.Batch)) { s.beforeCommit = fn }
+
+// SetAfterCommit installs the test seam between an Update's commit and its
+// publish.
+func (s *StateMachine) SetAfterCommit(fn func()) { s.afterCommit = fn }

@@ -72,6 +72,7 @@ func init() {
 	registerApplyMethod(meta.OpPutKV, kvApplier.putKV)
 	registerApplyMethod(meta.OpDeleteKV, kvApplier.deleteKV)
 	registerLookup(meta.QueryGetKV, reader.getKV)
+	registerLookup(meta.QueryGetKVs, reader.getKVs)
 	registerApplyMethod(meta.OpAddSystemUID, systemUIDApplier.addSystemUID)
 	registerApplyMethod(meta.OpRemoveSystemUID, systemUIDApplier.removeSystemUID)
 	registerLookup(meta.QueryScanSystemUIDs, reader.scanSystemUIDs)

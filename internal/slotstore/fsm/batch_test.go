@@ -1,0 +1,105 @@
+package fsm_test
+
+import (
+	"fmt"
+	"testing"
+
+	"slotmeta/internal/slotstore"
+	"slotmeta/internal/slotstore/meta"
+	"slotmeta/internal/slotstore/store"
+)
+
+// TestGetKVs: one query answers every key of the group, in order — the
+// row, missing, or wrong group for a key whose slot another group owns —
+// and its answer travels between nodes as it is.
+func TestGetKVs(t *testing.T) {
+	db, err := store.Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var mine, other []string
+	for i := 0; len(mine) < 3 || len(other) < 1; i++ {
+		k := fmt.Sprintf("batch-%d", i)
+		if slotstore.HashSlotOfString(k) < 128 {
+			mine = append(mine, k)
+		} else {
+			other = append(other, k)
+		}
+	}
+	s := openGroup(t, db, 1, slotRange(0, 128))
+	var idx uint64
+	for _, k := range mine[:2] {
+		if r := apply1(t, s, &idx, &meta.PutKV{Header: meta.Header{HashSlot: slotstore.HashSlotOfString(k)}, Key: k, Value: []byte("v-" + k)}); !r.OK() {
+			t.Fatal(r)
+		}
+	}
+	keys := []string{mine[1], other[0], mine[2], mine[0]}
+	v, err := s.Lookup(&meta.GetKVs{HashSlot: slotstore.HashSlotOfString(mine[0]), Keys: keys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := meta.EncodeAnswer(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := meta.DecodeAnswer(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := back.(*meta.KVBatch).Items
+	want := []meta.BatchState{meta.BatchFound, meta.BatchWrongGroup, meta.BatchMissing, meta.BatchFound}
+	if len(items) != len(keys) {
+		t.Fatalf("%d items for %d keys", len(items), len(keys))
+	}
+	for i, it := range items {
+		if it.State != want[i] || (it.KV != nil) != (want[i] == meta.BatchFound) {
+			t.Fatalf("key %s: %+v, want state %d", keys[i], it, want[i])
+		}
+		if it.KV != nil && (it.KV.Key != keys[i] || string(it.KV.Value) != "v-"+keys[i] || it.KV.Revision == 0) {
+			t.Fatalf("key %s: row %+v", keys[i], it.KV)
+		}
+	}
+}
+
+// TestReleaseNeverShowsASlotEmpty: between the commit of a release (the
+// slot's rows deleted) and its publish, a read of the slot answers
+// wrong_group — asked again where the slot went — never "no such row"
+// for a row that exists in the slot's new group.
+func TestReleaseNeverShowsASlotEmpty(t *testing.T) {
+	db, err := store.Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	key := "released-key"
+	hs := slotstore.HashSlotOfString(key)
+	src := openGroup(t, db, 1, []slotstore.HashSlot{hs})
+	var idx uint64
+	h := meta.Header{HashSlot: hs}
+	for _, c := range []meta.Command{&meta.PutKV{Header: h, Key: key, Value: []byte("x")}, &meta.FenceSlot{Header: h}} {
+		if r := apply1(t, src, &idx, c); !r.OK() {
+			t.Fatal(r)
+		}
+	}
+	checked := false
+	src.SetAfterCommit(func() {
+		if checked {
+			return
+		}
+		checked = true
+		if v, err := src.Lookup(&meta.GetKV{HashSlot: hs, Key: key}); slotstore.ErrorCode(err) != slotstore.CodeWrongGroup {
+			t.Errorf("a single read between the release's commit and publish: %v, %v (want wrong_group)", v, err)
+		}
+		v, err := src.Lookup(&meta.GetKVs{HashSlot: hs, Keys: []string{key}})
+		if err != nil || v.(*meta.KVBatch).Items[0].State != meta.BatchWrongGroup {
+			t.Errorf("a batch read between the release's commit and publish: %+v, %v (want wrong group)", v, err)
+		}
+	})
+	if r := apply1(t, src, &idx, &meta.ReleaseSlot{Header: h}); !r.OK() {
+		t.Fatal(r)
+	}
+	if !checked {
+		t.Fatal("the seam did not run")
+	}
+}
