@@ -735,6 +735,24 @@ func (e IfNoneMatch) Valid() bool {
 	}
 }
 
+// Defines values for BatchGetKVParamsConsistency.
+const (
+	BatchGetKVParamsConsistencyLinearizable BatchGetKVParamsConsistency = "linearizable"
+	BatchGetKVParamsConsistencyLocal        BatchGetKVParamsConsistency = "local"
+)
+
+// Valid indicates whether the value is a known member of the BatchGetKVParamsConsistency enum.
+func (e BatchGetKVParamsConsistency) Valid() bool {
+	switch e {
+	case BatchGetKVParamsConsistencyLinearizable:
+		return true
+	case BatchGetKVParamsConsistencyLocal:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for GetChannelParamsConsistency.
 const (
 	GetChannelParamsConsistencyLinearizable GetChannelParamsConsistency = "linearizable"
@@ -1274,6 +1292,12 @@ type BalancerStatus struct {
 	Paused        bool        `json:"paused"`
 }
 
+// BatchKeys defines model for BatchKeys.
+type BatchKeys struct {
+	// Keys At most 1 000 (413 above). A key that is not a valid key gets an error item; the others are read.
+	Keys []string `json:"keys"`
+}
+
 // Blocker defines model for Blocker.
 type Blocker struct {
 	Detail string `json:"detail"`
@@ -1782,6 +1806,25 @@ type KV struct {
 	// Revision The group revision of the last change; also the ETag.
 	Revision int64  `json:"revision"`
 	Value    string `json:"value"`
+}
+
+// KVBatchItem defines model for KVBatchItem.
+type KVBatchItem struct {
+	Error *Error `json:"error,omitempty"`
+
+	// Found The key exists: value and revision are set.
+	Found    bool    `json:"found"`
+	Key      string  `json:"key"`
+	Revision *int64  `json:"revision,omitempty"`
+	Value    *string `json:"value,omitempty"`
+}
+
+// KVBatchResult defines model for KVBatchResult.
+type KVBatchResult struct {
+	Items []KVBatchItem `json:"items"`
+
+	// RouteRevision The revision of the routing snapshot the keys were split under.
+	RouteRevision int64 `json:"route_revision"`
 }
 
 // KVWrite defines model for KVWrite.
@@ -2428,6 +2471,16 @@ type Unauthenticated = ErrorBody
 
 // Unavailable defines model for Unavailable.
 type Unavailable = ErrorBody
+
+// BatchGetKVParams defines parameters for BatchGetKV.
+type BatchGetKVParams struct {
+	// Consistency `linearizable` reads through Raft ReadIndex and sees every write acknowledged before it;
+	// `local` reads the serving replica's applied state, possibly stale (see `X-Applied-Index`).
+	Consistency *BatchGetKVParamsConsistency `form:"consistency,omitempty" json:"consistency,omitempty"`
+}
+
+// BatchGetKVParamsConsistency defines parameters for BatchGetKV.
+type BatchGetKVParamsConsistency string
 
 // CreateChannelParams defines parameters for CreateChannel.
 type CreateChannelParams struct {
@@ -3179,6 +3232,9 @@ type WatchParams struct {
 	LastEventID *string `json:"Last-Event-ID,omitempty"`
 }
 
+// BatchGetKVJSONRequestBody defines body for BatchGetKV for application/json ContentType.
+type BatchGetKVJSONRequestBody = BatchKeys
+
 // CreateChannelJSONRequestBody defines body for CreateChannel for application/json ContentType.
 type CreateChannelJSONRequestBody = ChannelCreate
 
@@ -3386,6 +3442,36 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /readyz (the `Readyz` operationId).
 	Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// BatchGetKVWithBody Read many business keys at once
+	//
+	// Reads up to 1 000 keys, across hash slots and groups, in one request: the keys are split by
+	// group under one routing snapshot (`route_revision`) and each group is read once, all groups
+	// at the same time — a read round per group, not per key. Every key gets an answer of its own,
+	// in request order: `found` with its value and revision, not found, or an `error` (a key that
+	// is not a valid key, a group that cannot be read now: retry those keys when `retryable`). A
+	// key whose hash slot moved while the batch was read is asked once more where it went. A group
+	// answers all its keys from one snapshot of its state. More than 1 000 keys is 413.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/batch/kv/get (the `BatchGetKV` operationId).
+	BatchGetKVWithBody(ctx context.Context, params *BatchGetKVParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// BatchGetKV Read many business keys at once
+	//
+	// Reads up to 1 000 keys, across hash slots and groups, in one request: the keys are split by
+	// group under one routing snapshot (`route_revision`) and each group is read once, all groups
+	// at the same time — a read round per group, not per key. Every key gets an answer of its own,
+	// in request order: `found` with its value and revision, not found, or an `error` (a key that
+	// is not a valid key, a group that cannot be read now: retry those keys when `retryable`). A
+	// key whose hash slot moved while the batch was read is asked once more where it went. A group
+	// answers all its keys from one snapshot of its state. More than 1 000 keys is 413.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/batch/kv/get (the `BatchGetKV` operationId).
+	BatchGetKV(ctx context.Context, params *BatchGetKVParams, body BatchGetKVJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateChannelWithBody Create a channel
 	//
@@ -4712,6 +4798,56 @@ func (c *Client) Openapi(ctx context.Context, reqEditors ...RequestEditorFn) (*h
 // Corresponds with GET /readyz (the `Readyz` operationId).
 func (c *Client) Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewReadyzRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// BatchGetKVWithBody Read many business keys at once
+//
+// Reads up to 1 000 keys, across hash slots and groups, in one request: the keys are split by
+// group under one routing snapshot (`route_revision`) and each group is read once, all groups
+// at the same time — a read round per group, not per key. Every key gets an answer of its own,
+// in request order: `found` with its value and revision, not found, or an `error` (a key that
+// is not a valid key, a group that cannot be read now: retry those keys when `retryable`). A
+// key whose hash slot moved while the batch was read is asked once more where it went. A group
+// answers all its keys from one snapshot of its state. More than 1 000 keys is 413.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/batch/kv/get (the `BatchGetKV` operationId).
+func (c *Client) BatchGetKVWithBody(ctx context.Context, params *BatchGetKVParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewBatchGetKVRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// BatchGetKV Read many business keys at once
+//
+// Reads up to 1 000 keys, across hash slots and groups, in one request: the keys are split by
+// group under one routing snapshot (`route_revision`) and each group is read once, all groups
+// at the same time — a read round per group, not per key. Every key gets an answer of its own,
+// in request order: `found` with its value and revision, not found, or an `error` (a key that
+// is not a valid key, a group that cannot be read now: retry those keys when `retryable`). A
+// key whose hash slot moved while the batch was read is asked once more where it went. A group
+// answers all its keys from one snapshot of its state. More than 1 000 keys is 413.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/batch/kv/get (the `BatchGetKV` operationId).
+func (c *Client) BatchGetKV(ctx context.Context, params *BatchGetKVParams, body BatchGetKVJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewBatchGetKVRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -7360,6 +7496,73 @@ func NewReadyzRequest(server string) (*http.Request, error) {
 	if err != nil {
 		return nil, err
 	}
+
+	return req, nil
+}
+
+// NewBatchGetKVRequest calls the generic BatchGetKV builder with application/json body
+func NewBatchGetKVRequest(server string, params *BatchGetKVParams, body BatchGetKVJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewBatchGetKVRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewBatchGetKVRequestWithBody constructs an http.Request for the BatchGetKV method, with any body, and a specified content type
+func NewBatchGetKVRequestWithBody(server string, params *BatchGetKVParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/batch/kv/get")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Consistency != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "consistency", *params.Consistency, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -13783,6 +13986,36 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /readyz (the `Readyz` operationId).
 	ReadyzWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ReadyzResponse, error)
 
+	// BatchGetKVWithBodyWithResponse Read many business keys at once
+	//
+	// Reads up to 1 000 keys, across hash slots and groups, in one request: the keys are split by
+	// group under one routing snapshot (`route_revision`) and each group is read once, all groups
+	// at the same time — a read round per group, not per key. Every key gets an answer of its own,
+	// in request order: `found` with its value and revision, not found, or an `error` (a key that
+	// is not a valid key, a group that cannot be read now: retry those keys when `retryable`). A
+	// key whose hash slot moved while the batch was read is asked once more where it went. A group
+	// answers all its keys from one snapshot of its state. More than 1 000 keys is 413.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/batch/kv/get (the `BatchGetKV` operationId).
+	BatchGetKVWithBodyWithResponse(ctx context.Context, params *BatchGetKVParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BatchGetKVResponse, error)
+
+	// BatchGetKVWithResponse Read many business keys at once
+	//
+	// Reads up to 1 000 keys, across hash slots and groups, in one request: the keys are split by
+	// group under one routing snapshot (`route_revision`) and each group is read once, all groups
+	// at the same time — a read round per group, not per key. Every key gets an answer of its own,
+	// in request order: `found` with its value and revision, not found, or an `error` (a key that
+	// is not a valid key, a group that cannot be read now: retry those keys when `retryable`). A
+	// key whose hash slot moved while the batch was read is asked once more where it went. A group
+	// answers all its keys from one snapshot of its state. More than 1 000 keys is 413.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/batch/kv/get (the `BatchGetKV` operationId).
+	BatchGetKVWithResponse(ctx context.Context, params *BatchGetKVParams, body BatchGetKVJSONRequestBody, reqEditors ...RequestEditorFn) (*BatchGetKVResponse, error)
+
 	// CreateChannelWithBodyWithResponse Create a channel
 	//
 	// The route key is `channel_id`: channels of every type with one id share a hash slot. 409
@@ -15453,6 +15686,131 @@ func (r ReadyzResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ReadyzResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// BatchGetKVResponse401Headers the declared response headers of an HTTP 401 response for BatchGetKV
+type BatchGetKVResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// BatchGetKVResponse429Headers the declared response headers of an HTTP 429 response for BatchGetKV
+type BatchGetKVResponse429Headers struct {
+	RetryAfter int
+}
+
+// BatchGetKVResponse503Headers the declared response headers of an HTTP 503 response for BatchGetKV
+type BatchGetKVResponse503Headers struct {
+	RetryAfter int
+}
+
+// BatchGetKVResponseDefaultHeaders the declared response headers of an HTTP default response for BatchGetKV
+type BatchGetKVResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
+type BatchGetKVResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *KVBatchResult
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorResponse
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *BatchGetKVResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *BatchGetKVResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *BatchGetKVResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *BatchGetKVResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r BatchGetKVResponse) GetJSON200() *KVBatchResult {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r BatchGetKVResponse) GetJSON400() *InvalidArgument {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r BatchGetKVResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r BatchGetKVResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r BatchGetKVResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r BatchGetKVResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r BatchGetKVResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r BatchGetKVResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r BatchGetKVResponse) GetJSONDefault() *ErrorResponse {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r BatchGetKVResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r BatchGetKVResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r BatchGetKVResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r BatchGetKVResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -30113,6 +30471,48 @@ func (c *ClientWithResponses) ReadyzWithResponse(ctx context.Context, reqEditors
 	return ParseReadyzResponse(rsp)
 }
 
+// BatchGetKVWithBodyWithResponse Read many business keys at once
+//
+// Reads up to 1 000 keys, across hash slots and groups, in one request: the keys are split by
+// group under one routing snapshot (`route_revision`) and each group is read once, all groups
+// at the same time — a read round per group, not per key. Every key gets an answer of its own,
+// in request order: `found` with its value and revision, not found, or an `error` (a key that
+// is not a valid key, a group that cannot be read now: retry those keys when `retryable`). A
+// key whose hash slot moved while the batch was read is asked once more where it went. A group
+// answers all its keys from one snapshot of its state. More than 1 000 keys is 413.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/batch/kv/get (the `BatchGetKV` operationId).
+func (c *ClientWithResponses) BatchGetKVWithBodyWithResponse(ctx context.Context, params *BatchGetKVParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BatchGetKVResponse, error) {
+	rsp, err := c.BatchGetKVWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseBatchGetKVResponse(rsp)
+}
+
+// BatchGetKVWithResponse Read many business keys at once
+//
+// Reads up to 1 000 keys, across hash slots and groups, in one request: the keys are split by
+// group under one routing snapshot (`route_revision`) and each group is read once, all groups
+// at the same time — a read round per group, not per key. Every key gets an answer of its own,
+// in request order: `found` with its value and revision, not found, or an `error` (a key that
+// is not a valid key, a group that cannot be read now: retry those keys when `retryable`). A
+// key whose hash slot moved while the batch was read is asked once more where it went. A group
+// answers all its keys from one snapshot of its state. More than 1 000 keys is 413.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/batch/kv/get (the `BatchGetKV` operationId).
+func (c *ClientWithResponses) BatchGetKVWithResponse(ctx context.Context, params *BatchGetKVParams, body BatchGetKVJSONRequestBody, reqEditors ...RequestEditorFn) (*BatchGetKVResponse, error) {
+	rsp, err := c.BatchGetKV(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseBatchGetKVResponse(rsp)
+}
+
 // CreateChannelWithBodyWithResponse Create a channel
 //
 // The route key is `channel_id`: channels of every type with one id share a hash slot. 409
@@ -32491,6 +32891,131 @@ func ParseReadyzResponse(rsp *http.Response) (*ReadyzResponse, error) {
 		response.Headers503 = &headers
 	case true:
 		var headers ReadyzResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseBatchGetKVResponse parses an HTTP response from a BatchGetKVWithResponse call
+func ParseBatchGetKVResponse(rsp *http.Response) (*BatchGetKVResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &BatchGetKVResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest KVBatchResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest InvalidArgument
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers BatchGetKVResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers BatchGetKVResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers BatchGetKVResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	case true:
+		var headers BatchGetKVResponseDefaultHeaders
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

@@ -23,6 +23,7 @@ func TestIsAdminAction(t *testing.T) {
 		{"DELETE", "/v1/cluster/nodes/3", true},
 		{"GET", "/v1/cluster/groups", false},
 		{"POST", "/v1/cluster/routes/resolve", false},
+		{"POST", "/v1/batch/kv/get", false},
 		{"POST", "/v1/channels/1/c1/migrations", true},
 		{"GET", "/v1/channels/1/c1/migrations", false},
 		{"POST", "/v1/channels/1/c1/migrations/7/advance", true},

@@ -93,6 +93,8 @@ func RequiredRole(r *http.Request) Role {
 		return RoleAdmin // who did what, from where: for administrators (the console checks its page itself)
 	case r.Method == http.MethodGet || r.Method == http.MethodHead || r.Method == http.MethodOptions:
 		return RoleRead
+	case strings.HasPrefix(p, "/v1/batch/") && strings.HasSuffix(p, "/get"):
+		return RoleRead // batch reads take their keys in a body
 	case strings.HasPrefix(p, "/v1/cluster"):
 		if p == "/v1/cluster/routes/resolve" {
 			return RoleRead // a read that takes a body

@@ -54,6 +54,8 @@ func TestRequire(t *testing.T) {
 		{"POST", "/v1/cluster/groups/1/leader-transfer", "Bearer admin-token-0123456789", ""},
 		{"GET", "/v1/cluster/groups", "Bearer read-token-0123456789", ""},
 		{"POST", "/v1/cluster/routes/resolve", "Bearer read-token-0123456789", ""},
+		{"POST", "/v1/batch/kv/get", "Bearer read-token-0123456789", ""},
+		{"POST", "/v1/batch/kv/get", "", slotstore.CodeUnauthenticated},
 		{"GET", "/healthz", "", ""},
 		{"GET", "/readyz", "", ""},
 		{"GET", "/openapi.yaml", "", ""},

@@ -3,6 +3,7 @@ package contract
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -135,6 +136,61 @@ func TestGeneratedClient(t *testing.T) {
 	if read.JSON200.Value != "v2" || read.Headers200 == nil || read.Headers200.ETag == nil || *read.Headers200.ETag != *v2.Headers200.ETag {
 		t.Fatalf("get kv %+v %+v", read.JSON200, read.Headers200)
 	}
+	// A batch read across the node's four groups: every key answered in
+	// order — found, not found, a bad key's own error — and over the bound
+	// 413.
+	batch := []string{key, "never-written", ""}
+	for i := range 20 {
+		k := fmt.Sprintf("batch/%d", i)
+		w, err := c.PutKVWithResponse(ctx, k, nil, client.KVWrite{Value: "b" + k})
+		must(t, err)
+		status("put a batch key", w.StatusCode(), http.StatusOK, w.Body)
+		batch = append(batch, k)
+	}
+	bg, err := c.BatchGetKVWithResponse(ctx, nil, client.BatchKeys{Keys: batch})
+	must(t, err)
+	status("batch get", bg.StatusCode(), http.StatusOK, bg.Body)
+	if bg.JSON200 == nil || len(bg.JSON200.Items) != len(batch) || bg.JSON200.RouteRevision == 0 {
+		t.Fatalf("batch get %s", bg.Body)
+	}
+	routes, err := c.GetRoutesWithResponse(ctx)
+	must(t, err)
+	status("routes", routes.StatusCode(), http.StatusOK, routes.Body)
+	groups := map[int64]bool{}
+	for i, it := range bg.JSON200.Items {
+		switch {
+		case it.Key != batch[i]:
+			t.Fatalf("item %d is %q, want %q", i, it.Key, batch[i])
+		case i == 0:
+			if !it.Found || it.Value == nil || *it.Value != "v2" || it.Revision == nil || *it.Revision != v2.JSON200.Revision {
+				t.Fatalf("item %s: %+v", it.Key, it)
+			}
+		case i == 1:
+			if it.Found || it.Error != nil || it.Value != nil {
+				t.Fatalf("a key never written: %+v", it)
+			}
+		case i == 2:
+			if it.Found || it.Error == nil || it.Error.Code != client.ErrorCode("invalid_argument") || it.Error.Retryable {
+				t.Fatalf("an empty key: %+v", it)
+			}
+		default:
+			if !it.Found || it.Value == nil || *it.Value != "b"+it.Key || it.Error != nil {
+				t.Fatalf("item %s: %+v", it.Key, it)
+			}
+			groups[routes.JSON200.HashSlots[genHashSlot(it.Key)].Group] = true
+		}
+	}
+	if len(groups) < 2 {
+		t.Fatalf("the batch's keys fell in %d group(s): the test wants several", len(groups))
+	}
+	tooMany := make([]string, 1001)
+	for i := range tooMany {
+		tooMany[i] = fmt.Sprintf("k%d", i)
+	}
+	over, err := c.BatchGetKVWithResponse(ctx, nil, client.BatchKeys{Keys: tooMany})
+	must(t, err)
+	status("batch get over the bound", over.StatusCode(), http.StatusRequestEntityTooLarge, over.Body)
+
 	delKV, err := c.DeleteKVWithResponse(ctx, key, &client.DeleteKVParams{IfMatch: v2.Headers200.ETag})
 	must(t, err)
 	status("delete kv", delKV.StatusCode(), http.StatusNoContent, delKV.Body)

@@ -41,6 +41,12 @@ type fakeBackend struct {
 	idem     map[string]meta.Result
 	proposed []meta.Command
 	scans    []meta.ScanUsers
+	batches  []meta.GetKVs // the batch reads asked, in order
+
+	// Batch reads: keys answered "wrong group" (their slot moved) once, or
+	// every time; groups whose reads fail.
+	movedOnce, movedAlways map[string]bool
+	groupErr               map[slotstore.GroupID]error
 
 	changes *fakeChangeLog // the change feed (Watches), made on first use
 
@@ -247,6 +253,25 @@ func (f *fakeBackend) Read(ctx context.Context, q meta.Query, c meta.Consistency
 	case *meta.ScanUsers:
 		f.scans = append(f.scans, *q)
 		return f.scan(snap.Table(), q), info, nil
+	case *meta.GetKVs:
+		f.batches = append(f.batches, *q)
+		if err := f.groupErr[rt.GroupID]; err != nil {
+			return nil, info, err
+		}
+		out := &meta.KVBatch{Items: make([]meta.KVBatchItem, len(q.Keys))}
+		for i, k := range q.Keys {
+			switch {
+			case snap.Table().Group(slotstore.HashSlotOfString(k)) != rt.GroupID:
+				f.t.Errorf("GetKVs to group %d has key %q of group %d", rt.GroupID, k, snap.Table().Group(slotstore.HashSlotOfString(k)))
+			case f.movedAlways[k] || f.movedOnce[k]:
+				delete(f.movedOnce, k)
+				out.Items[i].State = meta.BatchWrongGroup
+			case f.kvs[k] != nil:
+				cp := *f.kvs[k]
+				out.Items[i] = meta.KVBatchItem{State: meta.BatchFound, KV: &cp}
+			}
+		}
+		return out, info, nil
 	}
 	return nil, info, slotstore.Errorf(slotstore.CodeNotFound, "fake does not model %T", q)
 }

@@ -99,6 +99,7 @@ func (a *api) mountV1(r chi.Router) {
 	cluster, balancer, groups, tasks := clusterRoutes{a}, balancerRoutes{a}, groupRoutes{a}, taskRoutes{a}
 
 	r.Get("/watch", a.handle(a.watchStream))
+	r.Post("/batch/kv/get", a.handle(kv.batchGetKV))
 	r.Route("/users", a.family([]route{
 		{get, "/", users.listUsers},
 		{post, "/", users.createUser},
