@@ -22,7 +22,7 @@ import (
 )
 
 // Workloads slotbench knows.
-var workloads = []string{"kv-put", "kv-put-watched", "user-create", "subscribers-add", "get-linearizable", "get-local", "mixed", "preload"}
+var workloads = []string{"kv-put", "kv-put-watched", "user-create", "subscribers-add", "get-linearizable", "get-local", "mixed", "batch-get", "preload"}
 
 // Config is one run.
 type Config struct {
@@ -59,6 +59,8 @@ type Config struct {
 	// Watchers is how many watch streams run beside the load
 	// (watchers.go; slotmeta only).
 	Watchers int
+	// Batch is how many preloaded keys one batch-get request reads.
+	Batch int
 }
 
 // Result is what one run measured; one JSON line of -json.
@@ -91,6 +93,7 @@ type Result struct {
 	NumCPU      int                `json:"nproc"`
 	Extra       map[string]any     `json:"extra,omitempty"`
 	Watch       *watchStats        `json:"watch,omitempty"`
+	KeysPerSec  float64            `json:"keys_per_sec,omitempty"` // batch-get: keys read a second
 	kinds       map[string]*hist   // merged, for callers in-process
 }
 
@@ -235,6 +238,13 @@ func (w *worker) next(k int) call {
 	case "get-linearizable", "get-local":
 		key := readKey(cfg.KeyPrefix, (w.id+k*cfg.Concurrency)%cfg.Keys)
 		return w.be.get(w.routed(k, key, false), key, cfg.Workload == "get-linearizable")
+	case "batch-get":
+		keys := make([]string, cfg.Batch)
+		for j := range keys {
+			keys[j] = readKey(cfg.KeyPrefix, w.rng.IntN(cfg.Keys))
+		}
+		c, _ := w.be.batchGet(ep, keys)
+		return c
 	case "mixed":
 		if w.rng.IntN(100) < cfg.ReadPercent {
 			key := readKey(cfg.KeyPrefix, w.rng.IntN(cfg.Keys))
@@ -294,6 +304,13 @@ func validate(cfg *Config, be backend) error {
 	case "subscribers-add":
 		if _, ok := be.addSubscribers("", 0, "", nil); !ok {
 			return fmt.Errorf("-target %s has no %s workload", be.name(), cfg.Workload)
+		}
+	case "batch-get":
+		if _, ok := be.batchGet("", nil); !ok {
+			return fmt.Errorf("-target %s has no %s workload", be.name(), cfg.Workload)
+		}
+		if cfg.Batch < 1 || cfg.Batch > 1000 {
+			return errors.New("-batch: 1..1000")
 		}
 	}
 	return nil
@@ -403,7 +420,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Result, error) {
 		}
 	}
 	switch cfg.Workload {
-	case "get-linearizable", "get-local", "mixed":
+	case "get-linearizable", "get-local", "mixed", "batch-get":
 		if cfg.Preload {
 			t0 := time.Now()
 			ws := make([]*worker, cfg.PreloadConc)
@@ -551,6 +568,9 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Result, error) {
 	res.DurationS = elapsed.Seconds()
 	if elapsed > 0 {
 		res.OpsPerSec = float64(res.OK) / elapsed.Seconds()
+		if cfg.Workload == "batch-get" {
+			res.KeysPerSec = res.OpsPerSec * float64(cfg.Batch)
+		}
 	}
 	res.Latency = all.summary()
 	res.kinds = kinds
@@ -591,6 +611,9 @@ func printResult(out io.Writer, r *Result) {
 	l := r.Latency
 	fmt.Fprintf(out, "%s %s c=%d: %.0f ops/s (%d ok, %d errors in %.2fs) latency p50 %.2f ms p99 %.2f ms p999 %.2f ms max %.2f ms mean %.2f ms\n",
 		r.Target, r.Workload, r.Concurrency, r.OpsPerSec, r.OK, r.Errors, r.DurationS, l.P50, l.P99, l.P999, l.Max, l.Mean)
+	if r.KeysPerSec > 0 {
+		fmt.Fprintf(out, "  keys: %.0f keys/s\n", r.KeysPerSec)
+	}
 	kinds := make([]string, 0, len(r.ByKind))
 	for k := range r.ByKind {
 		kinds = append(kinds, k)

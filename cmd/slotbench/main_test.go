@@ -39,6 +39,15 @@ func TestRequestsOfBothTargets(t *testing.T) {
 	if string(e.body) != `{"key":"aw==","serializable":true}` || e.check([]byte(`{"header":{}}`)) || !e.check([]byte(`{"kvs":[{}],"count":"1"}`)) {
 		t.Errorf("etcd serializable range: %s", e.body)
 	}
+	c, _ = slotmetaBackend{}.batchGet("http://h:1", []string{"a", "b"})
+	if c.url() != "http://h:1/v1/batch/kv/get" || string(c.body) != `{"keys":["a","b"]}` || c.check([]byte(`{"items":[{"found":true},{"found":false}]}`)) ||
+		!c.check([]byte(`{"items":[{"found":true},{"found":true}]}`)) {
+		t.Errorf("slotmeta batch get: %s %s", c.url(), c.body)
+	}
+	e, _ = etcdBackend{}.batchGet("http://h:1", []string{"k"})
+	if e.url() != "http://h:1/v3/kv/txn" || string(e.body) != `{"success":[{"requestRange":{"key":"aw=="}}]}` || !e.check([]byte(`{"responses":[{"response_range":{"kvs":[{}]}}]}`)) {
+		t.Errorf("etcd batch get: %s %s", e.url(), e.body)
+	}
 	if got := (slotmetaBackend{}).errorCode([]byte(`{"error":{"code":"timeout","message":"m"}}`)); got != "timeout" {
 		t.Errorf("slotmeta error code %q", got)
 	}

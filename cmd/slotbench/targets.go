@@ -31,6 +31,9 @@ type backend interface {
 	createUser(ep, uid string, name []byte) (call, bool)
 	createChannel(ep string, typ int, id string) (call, bool)
 	addSubscribers(ep string, typ int, id string, uids []string) (call, bool)
+	// batchGet reads keys in one request, linearizably; false: the system
+	// has no such call.
+	batchGet(ep string, keys []string) (call, bool)
 	// errorCode names the error in a failed answer's body ("" if none).
 	errorCode(body []byte) string
 }
@@ -100,6 +103,24 @@ func (slotmetaBackend) addSubscribers(ep string, typ int, id string, uids []stri
 	return call{kind: "write", method: "POST", host: hostOf(ep), path: p, body: b, expect: 200}, true
 }
 
+// batchGet is POST /v1/batch/kv/get; it succeeds when every key was
+// found (the preloaded keys all exist: an item without found is an error
+// of its own).
+func (slotmetaBackend) batchGet(ep string, keys []string) (call, bool) {
+	b := make([]byte, 0, 16+len(keys)*24)
+	b = append(b, `{"keys":[`...)
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendQuote(b, k)
+	}
+	b = append(b, "]}"...)
+	n := len(keys)
+	return call{kind: "read", method: "POST", host: hostOf(ep), path: "/v1/batch/kv/get", body: b, expect: 200,
+		check: func(body []byte) bool { return bytes.Count(body, []byte(`"found":true`)) == n }}, true
+}
+
 func (slotmetaBackend) errorCode(body []byte) string {
 	var e struct {
 		Error struct {
@@ -153,6 +174,25 @@ func (etcdBackend) createUser(string, string, []byte) (call, bool) { return call
 func (etcdBackend) createChannel(string, int, string) (call, bool) { return call{}, false }
 func (etcdBackend) addSubscribers(string, int, string, []string) (call, bool) {
 	return call{}, false
+}
+
+// batchGet is one transaction of a range per key (etcd's way to read many
+// keys at once; its --max-txn-ops defaults to 128).
+func (etcdBackend) batchGet(ep string, keys []string) (call, bool) {
+	b := make([]byte, 0, 16+len(keys)*48)
+	b = append(b, `{"success":[`...)
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"requestRange":{"key":"`...)
+		b = b64.AppendEncode(b, []byte(k))
+		b = append(b, `"}}`...)
+	}
+	b = append(b, "]}"...)
+	n := len(keys)
+	return call{kind: "read", method: "POST", host: hostOf(ep), path: "/v3/kv/txn", body: b, expect: 200,
+		check: func(body []byte) bool { return bytes.Count(body, []byte(`"kvs"`)) == n }}, true
 }
 
 func (etcdBackend) errorCode(body []byte) string {

@@ -47,9 +47,12 @@ const (
 	answerKVBatch           = 110
 )
 
-func (*GetKVs) Kind() QueryKind     { return QueryGetKVs }
-func (*GetKVs) answer() *KVBatch    { return nil }
-func (q *GetKVs) codeQuery(c *coder) { c.slot(&q.HashSlot); list(c, &q.Keys, MaxBatchKeys, "keys", codeKey) }
+func (*GetKVs) Kind() QueryKind  { return QueryGetKVs }
+func (*GetKVs) answer() *KVBatch { return nil }
+func (q *GetKVs) codeQuery(c *coder) {
+	c.slot(&q.HashSlot)
+	list(c, &q.Keys, MaxBatchKeys, "keys", codeKey)
+}
 
 func codeKey(c *coder, k *string) { c.str(k, MaxKeyBytes, "key") }
 
