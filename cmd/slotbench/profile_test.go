@@ -125,6 +125,10 @@ func TestProfileInProcess(t *testing.T) {
 	if v, err := strconv.Atoi(os.Getenv("SLOTBENCH_PROFILE_KEYS")); err == nil {
 		cfg.Keys = v
 	}
+	cfg.Batch = 100 // batch-get: keys a request (SLOTBENCH_PROFILE_BATCH)
+	if v, err := strconv.Atoi(os.Getenv("SLOTBENCH_PROFILE_BATCH")); err == nil {
+		cfg.Batch = v
+	}
 	// Warm up (and preload) without the profiler until a warm-up run sees
 	// no errors: right after the start the preferred-leader reconciler
 	// still moves group leaders (route_not_ready while it does).

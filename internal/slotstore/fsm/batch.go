@@ -12,10 +12,14 @@ import (
 
 // getKVs answers meta.GetKVs: each key's row, or missing, or — its hash
 // slot not owned here (moved since the caller routed it) — BatchWrongGroup.
+//
+// The ownership is loaded after the snapshot is taken: a release stops
+// owning its slot before its rows go, so a snapshot without the rows comes
+// with an ownership without the slot.
 func (s reader) getKVs(q *meta.GetKVs) (*meta.KVBatch, error) {
-	owned := s.owned.Load()
 	snap := s.db.NewSnapshot()
 	defer snap.Close()
+	owned := s.owned.Load()
 	out := &meta.KVBatch{Items: make([]meta.KVBatchItem, len(q.Keys))}
 	for i, k := range q.Keys {
 		hs := slotstore.HashSlotOfString(k)

@@ -83,6 +83,24 @@ func (s reader) checkOwnedRange(from, to slotstore.HashSlot) error {
 	return nil
 }
 
+// stillOwned checks, once a lookup has read the store, that the group
+// still owns what it read. An Update that releases a slot stops owning it
+// before the rows go (statemachine.go), so a lookup that checked the slot
+// before the release and read after it — and found nothing — learns here
+// that the slot left: wrong_group, asked again where it went, never "no
+// such row" for a row that exists elsewhere.
+func (s reader) stillOwned(q meta.Query) error {
+	switch q := q.(type) {
+	case *meta.ScanOutbox, *meta.GetKVs:
+		return nil // they check each slot against a view taken after their read
+	case *meta.ScanUsers:
+		return s.checkOwnedRange(q.FromSlot, q.ToSlot)
+	case *meta.ScanPluginUsers:
+		return s.checkOwnedRange(q.FromSlot, q.ToSlot)
+	}
+	return s.checkOwned(q.RouteSlot())
+}
+
 func (s reader) get(key []byte) ([]byte, bool, error) { return store.Get(s.db, key) }
 
 // maxScanLimit bounds one scan regardless of what the caller asks.

@@ -46,7 +46,14 @@ func registerLookup[A any, Q meta.For[A]](k meta.QueryKind, f func(reader, Q) (A
 		if !ok {
 			return nil, fmt.Errorf("fsm: query kind %d is a %T, not a %T", k, q, typed)
 		}
-		return f(s, typed)
+		v, err := f(s, typed)
+		if err == nil {
+			err = s.stillOwned(q)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return v, nil
 	}
 }
 
