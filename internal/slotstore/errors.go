@@ -35,6 +35,9 @@ const (
 	// resumes from its cursor).
 	CodeCompacted    Code = "compacted"
 	CodeSlowConsumer Code = "slow_consumer"
+	// An operation of an atomic batch that was not applied because another
+	// operation of the same batch failed (its own was fine).
+	CodeAborted Code = "aborted"
 )
 
 // Retryable reports whether a client may retry the same request unchanged.

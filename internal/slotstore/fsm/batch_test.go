@@ -103,3 +103,73 @@ func TestReleaseNeverShowsASlotEmpty(t *testing.T) {
 		t.Fatal("the seam did not run")
 	}
 }
+
+// TestWriteKVs: a batch of one hash slot's writes is applied whole at one
+// revision, each operation seeing the ones before it; one condition
+// failing, nothing is written — the failed operation says why, the others
+// that they were aborted.
+func TestWriteKVs(t *testing.T) {
+	db, err := store.Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	hs := slotstore.HashSlotOfString("w-a")
+	var keys []string
+	for i := 0; len(keys) < 4; i++ {
+		if k := fmt.Sprintf("w-%d", i); slotstore.HashSlotOfString(k) == hs {
+			keys = append(keys, k)
+		}
+	}
+	s := openGroup(t, db, 1, []slotstore.HashSlot{hs})
+	var idx uint64
+	h := meta.Header{HashSlot: hs}
+	write := func(ops ...meta.KVOp) (meta.Result, []meta.KVWriteResult) {
+		t.Helper()
+		r := apply1(t, s, &idx, &meta.WriteKVs{Header: h, Ops: ops})
+		if !r.OK() {
+			t.Fatalf("the command failed: %+v", r)
+		}
+		res, err := meta.DecodeKVWriteResults(r.Value)
+		if err != nil || len(res.Items) != len(ops) {
+			t.Fatalf("results %+v, %v", res, err)
+		}
+		return r, res.Items
+	}
+	get := func(k string) *meta.KV {
+		v, err := s.Lookup(&meta.GetKV{HashSlot: hs, Key: k})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v.(*meta.KV)
+	}
+	a, b, c, d := keys[0], keys[1], keys[2], keys[3]
+	r, items := write(meta.KVOp{Key: a, Value: []byte("1")}, meta.KVOp{Key: b, Value: []byte("2"), Cond: meta.Cond{Kind: meta.CondIfAbsent}},
+		meta.KVOp{Key: c, Delete: true}, meta.KVOp{Key: a, Value: []byte("1b"), Cond: meta.Cond{Kind: meta.CondIfExists}})
+	for i, it := range items {
+		if it.Code != "" || it.Revision != r.Revision {
+			t.Fatalf("operation %d: %+v (command revision %d)", i, it, r.Revision)
+		}
+	}
+	if items[2].Existed || !items[3].Existed {
+		t.Fatalf("existed: %+v", items)
+	}
+	if got := get(a); got == nil || string(got.Value) != "1b" || got.Revision != r.Revision {
+		t.Fatalf("a: %+v", got)
+	}
+	// b exists now: the batch fails whole, d is not written.
+	r2, items := write(meta.KVOp{Key: d, Value: []byte("4")}, meta.KVOp{Key: b, Value: []byte("x"), Cond: meta.Cond{Kind: meta.CondIfAbsent}},
+		meta.KVOp{Key: a, Delete: true})
+	if items[0].Code != slotstore.CodeAborted || items[1].Code != slotstore.CodeFailedPrecondition || items[1].Revision != r.Revision || items[2].Code != slotstore.CodeAborted {
+		t.Fatalf("the failed batch: %+v", items)
+	}
+	if get(d) != nil || get(a) == nil || r2.Revision != 0 {
+		t.Fatalf("a failed batch wrote something: d %+v, a %+v, revision %d", get(d), get(a), r2.Revision)
+	}
+	// A condition on the revision of a row written earlier in the batch
+	// fails: that revision is not known yet.
+	_, items = write(meta.KVOp{Key: d, Value: []byte("4")}, meta.KVOp{Key: d, Delete: true, Cond: meta.Cond{Kind: meta.CondIfRevision, Revision: r.Revision}})
+	if items[1].Code != slotstore.CodeFailedPrecondition || items[0].Code != slotstore.CodeAborted {
+		t.Fatalf("a revision condition on a row of the batch: %+v", items)
+	}
+}

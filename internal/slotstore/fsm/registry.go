@@ -78,6 +78,7 @@ func init() {
 	// Business keys (kv.go) and system uids (systemuids.go).
 	registerApplyMethod(meta.OpPutKV, kvApplier.putKV)
 	registerApplyMethod(meta.OpDeleteKV, kvApplier.deleteKV)
+	registerApplyMethod(meta.OpWriteKVs, kvApplier.writeKVs)
 	registerLookup(meta.QueryGetKV, reader.getKV)
 	registerLookup(meta.QueryGetKVs, reader.getKVs)
 	registerApplyMethod(meta.OpAddSystemUID, systemUIDApplier.addSystemUID)

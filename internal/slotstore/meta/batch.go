@@ -42,10 +42,9 @@ type KVBatchItem struct {
 	KV    *KV
 }
 
-const (
-	QueryGetKVs   QueryKind = 110
-	answerKVBatch           = 110
-)
+const QueryGetKVs QueryKind = 110
+
+const answerKVBatch = 110
 
 func (*GetKVs) Kind() QueryKind  { return QueryGetKVs }
 func (*GetKVs) answer() *KVBatch { return nil }

@@ -277,6 +277,7 @@ func TestGoldenEntities(t *testing.T) {
 	if err != nil || len(grs) != 3 || !reflect.DeepEqual(grs[0], r) {
 		t.Errorf("Results: %+v, %v", grs, err)
 	}
+	goldenEntity(g, "KVWriteResults", EncodeKVWriteResults, DecodeKVWriteResults)
 	g.check("entities.hex")
 }
 

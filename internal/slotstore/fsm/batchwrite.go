@@ -1,0 +1,84 @@
+package fsm
+
+import (
+	"fmt"
+
+	"slotmeta/internal/slotstore"
+	"slotmeta/internal/slotstore/meta"
+)
+
+// writeKVs applies meta.WriteKVs, all or none: first every operation's
+// condition is checked in order, each against the row as the operations
+// before it leave it (a row they wrote has no revision yet: a condition on
+// its revision fails); one failing, nothing is written — the failed ones
+// answer failed_precondition, the others aborted. Otherwise every
+// operation is applied at one revision. The result value holds an item
+// per operation; the command itself always succeeds (its refusals are the
+// items').
+func (a kvApplier) writeKVs(c *meta.WriteKVs) meta.Result {
+	out := &meta.KVWriteResults{Items: make([]meta.KVWriteResult, len(c.Ops))}
+	rows := map[string]*meta.KV{} // key → its row as the operations so far leave it (nil: absent)
+	row := func(k string) *meta.KV {
+		if r, ok := rows[k]; ok {
+			return r
+		}
+		r, _ := readRow(a.applier, meta.KVKey(a.sm.cfg.Group, c.HashSlot, k), meta.DecodeKV)
+		rows[k] = r
+		return r
+	}
+	failed := false
+	for i, op := range c.Ops {
+		cur := row(op.Key)
+		if hs := slotstore.HashSlotOfString(op.Key); hs != c.HashSlot {
+			out.Items[i] = meta.KVWriteResult{Code: slotstore.CodeInvalidArgument, Message: fmt.Sprintf("key %q is of hash slot %d, the batch of %d", op.Key, hs, c.HashSlot)}
+			failed = true
+			continue
+		}
+		if ok, why := checkCond(op.Cond, cur); !ok {
+			out.Items[i] = meta.KVWriteResult{Code: slotstore.CodeFailedPrecondition, Message: why, Revision: revisionOf(cur)}
+			failed = true
+			continue
+		}
+		if op.Delete {
+			rows[op.Key] = nil
+		} else {
+			rows[op.Key] = &meta.KV{Key: op.Key} // written: no revision yet
+		}
+	}
+	if failed {
+		for i := range out.Items {
+			if out.Items[i].Code == "" {
+				out.Items[i] = meta.KVWriteResult{Code: slotstore.CodeAborted, Message: "not applied: another operation of this hash slot's batch failed"}
+			}
+		}
+		return meta.Result{Value: meta.EncodeKVWriteResults(out)}
+	}
+	rev := a.nextRevision()
+	clear(rows)
+	for i, op := range c.Ops {
+		key := meta.KVKey(a.sm.cfg.Group, c.HashSlot, op.Key)
+		cur := row(op.Key)
+		out.Items[i] = meta.KVWriteResult{Revision: rev, Existed: cur != nil}
+		if op.Delete {
+			if cur != nil {
+				a.del(key)
+			}
+			rows[op.Key] = nil
+			continue
+		}
+		kv := &meta.KV{Key: op.Key, Value: op.Value, UpdatedAtMs: c.TimeMs, Revision: rev, CreateRevision: rev}
+		if cur != nil {
+			kv.CreateRevision = cur.CreateRevision
+		}
+		a.set(key, meta.EncodeKV(kv))
+		rows[op.Key] = kv
+	}
+	return meta.Result{Revision: rev, Value: meta.EncodeKVWriteResults(out)}
+}
+
+func revisionOf(kv *meta.KV) uint64 {
+	if kv == nil {
+		return 0
+	}
+	return kv.Revision
+}
