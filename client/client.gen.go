@@ -197,6 +197,7 @@ func (e DecisionKind) Valid() bool {
 
 // Defines values for ErrorCode.
 const (
+	ErrorCodeAborted               ErrorCode = "aborted"
 	ErrorCodeBusy                  ErrorCode = "busy"
 	ErrorCodeCompacted             ErrorCode = "compacted"
 	ErrorCodeConflict              ErrorCode = "conflict"
@@ -222,6 +223,8 @@ const (
 // Valid indicates whether the value is a known member of the ErrorCode enum.
 func (e ErrorCode) Valid() bool {
 	switch e {
+	case ErrorCodeAborted:
+		return true
 	case ErrorCodeBusy:
 		return true
 	case ErrorCodeCompacted:
@@ -1203,7 +1206,8 @@ type AuditRecord struct {
 	// conflict / epoch_stale / route_revision_mismatch 409, failed_precondition 412,
 	// compacted 410, payload_too_large 413, queue_full / rate_limited 429, internal 500, route_not_ready /
 	// not_leader / busy / slot_migrating / timeout / wrong_group 503. A 405 says invalid_argument.
-	// slow_consumer only ends a watch stream (its `error` event).
+	// slow_consumer only ends a watch stream (its `error` event); aborted (409) is only an item of a
+	// batch write's answer: that operation was fine, another of its hash slot failed.
 	Code   *ErrorCode `json:"code,omitempty"`
 	Detail *string    `json:"detail,omitempty"`
 
@@ -1290,6 +1294,12 @@ type BalancerStatus struct {
 	LastRoundAtMs *int64      `json:"last_round_at_ms,omitempty"`
 	Load          []NodeLoad  `json:"load"`
 	Paused        bool        `json:"paused"`
+}
+
+// BatchKVWrite defines model for BatchKVWrite.
+type BatchKVWrite struct {
+	// Ops At most 1 000 (413 above).
+	Ops []KVBatchOp `json:"ops"`
 }
 
 // BatchKeys defines model for BatchKeys.
@@ -1708,7 +1718,8 @@ type Error struct {
 	// conflict / epoch_stale / route_revision_mismatch 409, failed_precondition 412,
 	// compacted 410, payload_too_large 413, queue_full / rate_limited 429, internal 500, route_not_ready /
 	// not_leader / busy / slot_migrating / timeout / wrong_group 503. A 405 says invalid_argument.
-	// slow_consumer only ends a watch stream (its `error` event).
+	// slow_consumer only ends a watch stream (its `error` event); aborted (409) is only an item of a
+	// batch write's answer: that operation was fine, another of its hash slot failed.
 	Code    ErrorCode     `json:"code"`
 	Details *[]FieldError `json:"details,omitempty"`
 
@@ -1733,7 +1744,8 @@ type ErrorBody struct {
 // conflict / epoch_stale / route_revision_mismatch 409, failed_precondition 412,
 // compacted 410, payload_too_large 413, queue_full / rate_limited 429, internal 500, route_not_ready /
 // not_leader / busy / slot_migrating / timeout / wrong_group 503. A 405 says invalid_argument.
-// slow_consumer only ends a watch stream (its `error` event).
+// slow_consumer only ends a watch stream (its `error` event); aborted (409) is only an item of a
+// batch write's answer: that operation was fine, another of its hash slot failed.
 type ErrorCode string
 
 // EventPayload Any JSON value, at most 16 KiB, stored verbatim; null when unset.
@@ -1819,12 +1831,45 @@ type KVBatchItem struct {
 	Value    *string `json:"value,omitempty"`
 }
 
+// KVBatchOp `op` is `put` (with a `value`) or `delete` (without), under at most one condition: the key at
+// revision `if_match`, absent (`if_absent`) or present (`if_exists`). An operation that breaks
+// these rules answers invalid_argument in its item.
+type KVBatchOp struct {
+	IfAbsent *bool   `json:"if_absent,omitempty"`
+	IfExists *bool   `json:"if_exists,omitempty"`
+	IfMatch  *int64  `json:"if_match,omitempty"`
+	Key      *string `json:"key,omitempty"`
+	Op       *string `json:"op,omitempty"`
+	Value    *string `json:"value,omitempty"`
+}
+
 // KVBatchResult defines model for KVBatchResult.
 type KVBatchResult struct {
 	Items []KVBatchItem `json:"items"`
 
 	// RouteRevision The revision of the routing snapshot the keys were split under.
 	RouteRevision int64 `json:"route_revision"`
+}
+
+// KVBatchWriteItem defines model for KVBatchWriteItem.
+type KVBatchWriteItem struct {
+	Error *Error `json:"error,omitempty"`
+
+	// Existed A delete: whether the key existed.
+	Existed *bool  `json:"existed,omitempty"`
+	Key     string `json:"key"`
+
+	// Ok Applied, at revision.
+	Ok bool   `json:"ok"`
+	Op string `json:"op"`
+
+	// Revision The revision written; for a failed condition the key's.
+	Revision *int64 `json:"revision,omitempty"`
+}
+
+// KVBatchWriteResult defines model for KVBatchWriteResult.
+type KVBatchWriteResult struct {
+	Items []KVBatchWriteItem `json:"items"`
 }
 
 // KVWrite defines model for KVWrite.
@@ -2481,6 +2526,12 @@ type BatchGetKVParams struct {
 
 // BatchGetKVParamsConsistency defines parameters for BatchGetKV.
 type BatchGetKVParamsConsistency string
+
+// BatchWriteKVParams defines parameters for BatchWriteKV.
+type BatchWriteKVParams struct {
+	// IdempotencyKey Names a write so that a retry answers the first result again instead of applying twice.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
 
 // CreateChannelParams defines parameters for CreateChannel.
 type CreateChannelParams struct {
@@ -3235,6 +3286,9 @@ type WatchParams struct {
 // BatchGetKVJSONRequestBody defines body for BatchGetKV for application/json ContentType.
 type BatchGetKVJSONRequestBody = BatchKeys
 
+// BatchWriteKVJSONRequestBody defines body for BatchWriteKV for application/json ContentType.
+type BatchWriteKVJSONRequestBody = BatchKVWrite
+
 // CreateChannelJSONRequestBody defines body for CreateChannel for application/json ContentType.
 type CreateChannelJSONRequestBody = ChannelCreate
 
@@ -3472,6 +3526,46 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/batch/kv/get (the `BatchGetKV` operationId).
 	BatchGetKV(ctx context.Context, params *BatchGetKVParams, body BatchGetKVJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// BatchWriteKVWithBody Put and delete many business keys at once
+	//
+	// Up to 1 000 operations, split by hash slot; each slot's operations are one command, all slots
+	// proposed at the same time. A slot's operations are atomic: their conditions are checked in
+	// order (each sees the ones before it; a key written earlier in the batch has no revision yet,
+	// so `if_match` on it fails) and either all are applied at one revision or none — a failed
+	// condition answers `failed_precondition` (with the key's revision), the others of its slot
+	// `aborted`. Slots are independent: some may be applied while others fail. An operation that is
+	// not valid (its `op`, key or value) answers `invalid_argument` and its slot is not written.
+	// Every operation gets an answer of its own, in request order; a slot that could not be written
+	// now (`retryable` errors, a timeout) may or may not have been applied: send the same request
+	// with the same Idempotency-Key to learn which — each slot's command carries a key derived from
+	// it, so a retry applies nothing twice and answers what was applied (`Idempotent-Replayed` when
+	// every slot replayed). More than 1 000 operations is 413.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/batch/kv/write (the `BatchWriteKV` operationId).
+	BatchWriteKVWithBody(ctx context.Context, params *BatchWriteKVParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// BatchWriteKV Put and delete many business keys at once
+	//
+	// Up to 1 000 operations, split by hash slot; each slot's operations are one command, all slots
+	// proposed at the same time. A slot's operations are atomic: their conditions are checked in
+	// order (each sees the ones before it; a key written earlier in the batch has no revision yet,
+	// so `if_match` on it fails) and either all are applied at one revision or none — a failed
+	// condition answers `failed_precondition` (with the key's revision), the others of its slot
+	// `aborted`. Slots are independent: some may be applied while others fail. An operation that is
+	// not valid (its `op`, key or value) answers `invalid_argument` and its slot is not written.
+	// Every operation gets an answer of its own, in request order; a slot that could not be written
+	// now (`retryable` errors, a timeout) may or may not have been applied: send the same request
+	// with the same Idempotency-Key to learn which — each slot's command carries a key derived from
+	// it, so a retry applies nothing twice and answers what was applied (`Idempotent-Replayed` when
+	// every slot replayed). More than 1 000 operations is 413.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/batch/kv/write (the `BatchWriteKV` operationId).
+	BatchWriteKV(ctx context.Context, params *BatchWriteKVParams, body BatchWriteKVJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateChannelWithBody Create a channel
 	//
@@ -4848,6 +4942,66 @@ func (c *Client) BatchGetKVWithBody(ctx context.Context, params *BatchGetKVParam
 // Corresponds with POST /v1/batch/kv/get (the `BatchGetKV` operationId).
 func (c *Client) BatchGetKV(ctx context.Context, params *BatchGetKVParams, body BatchGetKVJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewBatchGetKVRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// BatchWriteKVWithBody Put and delete many business keys at once
+//
+// Up to 1 000 operations, split by hash slot; each slot's operations are one command, all slots
+// proposed at the same time. A slot's operations are atomic: their conditions are checked in
+// order (each sees the ones before it; a key written earlier in the batch has no revision yet,
+// so `if_match` on it fails) and either all are applied at one revision or none — a failed
+// condition answers `failed_precondition` (with the key's revision), the others of its slot
+// `aborted`. Slots are independent: some may be applied while others fail. An operation that is
+// not valid (its `op`, key or value) answers `invalid_argument` and its slot is not written.
+// Every operation gets an answer of its own, in request order; a slot that could not be written
+// now (`retryable` errors, a timeout) may or may not have been applied: send the same request
+// with the same Idempotency-Key to learn which — each slot's command carries a key derived from
+// it, so a retry applies nothing twice and answers what was applied (`Idempotent-Replayed` when
+// every slot replayed). More than 1 000 operations is 413.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/batch/kv/write (the `BatchWriteKV` operationId).
+func (c *Client) BatchWriteKVWithBody(ctx context.Context, params *BatchWriteKVParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewBatchWriteKVRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// BatchWriteKV Put and delete many business keys at once
+//
+// Up to 1 000 operations, split by hash slot; each slot's operations are one command, all slots
+// proposed at the same time. A slot's operations are atomic: their conditions are checked in
+// order (each sees the ones before it; a key written earlier in the batch has no revision yet,
+// so `if_match` on it fails) and either all are applied at one revision or none — a failed
+// condition answers `failed_precondition` (with the key's revision), the others of its slot
+// `aborted`. Slots are independent: some may be applied while others fail. An operation that is
+// not valid (its `op`, key or value) answers `invalid_argument` and its slot is not written.
+// Every operation gets an answer of its own, in request order; a slot that could not be written
+// now (`retryable` errors, a timeout) may or may not have been applied: send the same request
+// with the same Idempotency-Key to learn which — each slot's command carries a key derived from
+// it, so a retry applies nothing twice and answers what was applied (`Idempotent-Replayed` when
+// every slot replayed). More than 1 000 operations is 413.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/batch/kv/write (the `BatchWriteKV` operationId).
+func (c *Client) BatchWriteKV(ctx context.Context, params *BatchWriteKVParams, body BatchWriteKVJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewBatchWriteKVRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -7563,6 +7717,61 @@ func NewBatchGetKVRequestWithBody(server string, params *BatchGetKVParams, conte
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewBatchWriteKVRequest calls the generic BatchWriteKV builder with application/json body
+func NewBatchWriteKVRequest(server string, params *BatchWriteKVParams, body BatchWriteKVJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewBatchWriteKVRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewBatchWriteKVRequestWithBody constructs an http.Request for the BatchWriteKV method, with any body, and a specified content type
+func NewBatchWriteKVRequestWithBody(server string, params *BatchWriteKVParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/batch/kv/write")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -14016,6 +14225,46 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/batch/kv/get (the `BatchGetKV` operationId).
 	BatchGetKVWithResponse(ctx context.Context, params *BatchGetKVParams, body BatchGetKVJSONRequestBody, reqEditors ...RequestEditorFn) (*BatchGetKVResponse, error)
 
+	// BatchWriteKVWithBodyWithResponse Put and delete many business keys at once
+	//
+	// Up to 1 000 operations, split by hash slot; each slot's operations are one command, all slots
+	// proposed at the same time. A slot's operations are atomic: their conditions are checked in
+	// order (each sees the ones before it; a key written earlier in the batch has no revision yet,
+	// so `if_match` on it fails) and either all are applied at one revision or none — a failed
+	// condition answers `failed_precondition` (with the key's revision), the others of its slot
+	// `aborted`. Slots are independent: some may be applied while others fail. An operation that is
+	// not valid (its `op`, key or value) answers `invalid_argument` and its slot is not written.
+	// Every operation gets an answer of its own, in request order; a slot that could not be written
+	// now (`retryable` errors, a timeout) may or may not have been applied: send the same request
+	// with the same Idempotency-Key to learn which — each slot's command carries a key derived from
+	// it, so a retry applies nothing twice and answers what was applied (`Idempotent-Replayed` when
+	// every slot replayed). More than 1 000 operations is 413.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/batch/kv/write (the `BatchWriteKV` operationId).
+	BatchWriteKVWithBodyWithResponse(ctx context.Context, params *BatchWriteKVParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BatchWriteKVResponse, error)
+
+	// BatchWriteKVWithResponse Put and delete many business keys at once
+	//
+	// Up to 1 000 operations, split by hash slot; each slot's operations are one command, all slots
+	// proposed at the same time. A slot's operations are atomic: their conditions are checked in
+	// order (each sees the ones before it; a key written earlier in the batch has no revision yet,
+	// so `if_match` on it fails) and either all are applied at one revision or none — a failed
+	// condition answers `failed_precondition` (with the key's revision), the others of its slot
+	// `aborted`. Slots are independent: some may be applied while others fail. An operation that is
+	// not valid (its `op`, key or value) answers `invalid_argument` and its slot is not written.
+	// Every operation gets an answer of its own, in request order; a slot that could not be written
+	// now (`retryable` errors, a timeout) may or may not have been applied: send the same request
+	// with the same Idempotency-Key to learn which — each slot's command carries a key derived from
+	// it, so a retry applies nothing twice and answers what was applied (`Idempotent-Replayed` when
+	// every slot replayed). More than 1 000 operations is 413.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/batch/kv/write (the `BatchWriteKV` operationId).
+	BatchWriteKVWithResponse(ctx context.Context, params *BatchWriteKVParams, body BatchWriteKVJSONRequestBody, reqEditors ...RequestEditorFn) (*BatchWriteKVResponse, error)
+
 	// CreateChannelWithBodyWithResponse Create a channel
 	//
 	// The route key is `channel_id`: channels of every type with one id share a hash slot. 409
@@ -15811,6 +16060,138 @@ func (r BatchGetKVResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r BatchGetKVResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// BatchWriteKVResponse200Headers the declared response headers of an HTTP 200 response for BatchWriteKV
+type BatchWriteKVResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
+// BatchWriteKVResponse401Headers the declared response headers of an HTTP 401 response for BatchWriteKV
+type BatchWriteKVResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// BatchWriteKVResponse429Headers the declared response headers of an HTTP 429 response for BatchWriteKV
+type BatchWriteKVResponse429Headers struct {
+	RetryAfter int
+}
+
+// BatchWriteKVResponse503Headers the declared response headers of an HTTP 503 response for BatchWriteKV
+type BatchWriteKVResponse503Headers struct {
+	RetryAfter int
+}
+
+// BatchWriteKVResponseDefaultHeaders the declared response headers of an HTTP default response for BatchWriteKV
+type BatchWriteKVResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
+type BatchWriteKVResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *KVBatchWriteResult
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorResponse
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *BatchWriteKVResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *BatchWriteKVResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *BatchWriteKVResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *BatchWriteKVResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *BatchWriteKVResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r BatchWriteKVResponse) GetJSON200() *KVBatchWriteResult {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r BatchWriteKVResponse) GetJSON400() *InvalidArgument {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r BatchWriteKVResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r BatchWriteKVResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r BatchWriteKVResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r BatchWriteKVResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r BatchWriteKVResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r BatchWriteKVResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r BatchWriteKVResponse) GetJSONDefault() *ErrorResponse {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r BatchWriteKVResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r BatchWriteKVResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r BatchWriteKVResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r BatchWriteKVResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -30513,6 +30894,58 @@ func (c *ClientWithResponses) BatchGetKVWithResponse(ctx context.Context, params
 	return ParseBatchGetKVResponse(rsp)
 }
 
+// BatchWriteKVWithBodyWithResponse Put and delete many business keys at once
+//
+// Up to 1 000 operations, split by hash slot; each slot's operations are one command, all slots
+// proposed at the same time. A slot's operations are atomic: their conditions are checked in
+// order (each sees the ones before it; a key written earlier in the batch has no revision yet,
+// so `if_match` on it fails) and either all are applied at one revision or none — a failed
+// condition answers `failed_precondition` (with the key's revision), the others of its slot
+// `aborted`. Slots are independent: some may be applied while others fail. An operation that is
+// not valid (its `op`, key or value) answers `invalid_argument` and its slot is not written.
+// Every operation gets an answer of its own, in request order; a slot that could not be written
+// now (`retryable` errors, a timeout) may or may not have been applied: send the same request
+// with the same Idempotency-Key to learn which — each slot's command carries a key derived from
+// it, so a retry applies nothing twice and answers what was applied (`Idempotent-Replayed` when
+// every slot replayed). More than 1 000 operations is 413.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/batch/kv/write (the `BatchWriteKV` operationId).
+func (c *ClientWithResponses) BatchWriteKVWithBodyWithResponse(ctx context.Context, params *BatchWriteKVParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BatchWriteKVResponse, error) {
+	rsp, err := c.BatchWriteKVWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseBatchWriteKVResponse(rsp)
+}
+
+// BatchWriteKVWithResponse Put and delete many business keys at once
+//
+// Up to 1 000 operations, split by hash slot; each slot's operations are one command, all slots
+// proposed at the same time. A slot's operations are atomic: their conditions are checked in
+// order (each sees the ones before it; a key written earlier in the batch has no revision yet,
+// so `if_match` on it fails) and either all are applied at one revision or none — a failed
+// condition answers `failed_precondition` (with the key's revision), the others of its slot
+// `aborted`. Slots are independent: some may be applied while others fail. An operation that is
+// not valid (its `op`, key or value) answers `invalid_argument` and its slot is not written.
+// Every operation gets an answer of its own, in request order; a slot that could not be written
+// now (`retryable` errors, a timeout) may or may not have been applied: send the same request
+// with the same Idempotency-Key to learn which — each slot's command carries a key derived from
+// it, so a retry applies nothing twice and answers what was applied (`Idempotent-Replayed` when
+// every slot replayed). More than 1 000 operations is 413.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/batch/kv/write (the `BatchWriteKV` operationId).
+func (c *ClientWithResponses) BatchWriteKVWithResponse(ctx context.Context, params *BatchWriteKVParams, body BatchWriteKVJSONRequestBody, reqEditors ...RequestEditorFn) (*BatchWriteKVResponse, error) {
+	rsp, err := c.BatchWriteKV(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseBatchWriteKVResponse(rsp)
+}
+
 // CreateChannelWithBodyWithResponse Create a channel
 //
 // The route key is `channel_id`: channels of every type with one id share a hash slot. 409
@@ -33016,6 +33449,141 @@ func ParseBatchGetKVResponse(rsp *http.Response) (*BatchGetKVResponse, error) {
 		response.Headers503 = &headers
 	case true:
 		var headers BatchGetKVResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseBatchWriteKVResponse parses an HTTP response from a BatchWriteKVWithResponse call
+func ParseBatchWriteKVResponse(rsp *http.Response) (*BatchWriteKVResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &BatchWriteKVResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest KVBatchWriteResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest InvalidArgument
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers BatchWriteKVResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers BatchWriteKVResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers BatchWriteKVResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers BatchWriteKVResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	case true:
+		var headers BatchWriteKVResponseDefaultHeaders
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

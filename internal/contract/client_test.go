@@ -183,6 +183,55 @@ func TestGeneratedClient(t *testing.T) {
 	if len(groups) < 2 {
 		t.Fatalf("the batch's keys fell in %d group(s): the test wants several", len(groups))
 	}
+	// A batch write on a real node: a slot's operations atomic (one
+	// failing condition, none of its slot written), other slots applied;
+	// retried with its Idempotency-Key, the same answer as a replay.
+	var slotA []string
+	for i := 0; len(slotA) < 2; i++ {
+		if k := fmt.Sprintf("bw/%d", i); genHashSlot(k) == genHashSlot("bw/0") {
+			slotA = append(slotA, k)
+		}
+	}
+	elsewhere := "bw/elsewhere"
+	for genHashSlot(elsewhere) == genHashSlot(slotA[0]) {
+		elsewhere += "+"
+	}
+	putOp := func(k, v string) client.KVBatchOp {
+		return client.KVBatchOp{Op: ptr("put"), Key: ptr(k), Value: ptr(v)}
+	}
+	ops := client.BatchKVWrite{Ops: []client.KVBatchOp{putOp(slotA[0], "1"), putOp(elsewhere, "2"), putOp(slotA[1], "3")}}
+	idem := "contract-batch-write"
+	wr, err := c.BatchWriteKVWithResponse(ctx, &client.BatchWriteKVParams{IdempotencyKey: &idem}, ops)
+	must(t, err)
+	status("batch write", wr.StatusCode(), http.StatusOK, wr.Body)
+	items := wr.JSON200.Items
+	if len(items) != 3 || !items[0].Ok || !items[1].Ok || !items[2].Ok || *items[0].Revision != *items[2].Revision {
+		t.Fatalf("batch write %s", wr.Body)
+	}
+	again, err := c.BatchWriteKVWithResponse(ctx, &client.BatchWriteKVParams{IdempotencyKey: &idem}, ops)
+	must(t, err)
+	status("batch write again", again.StatusCode(), http.StatusOK, again.Body)
+	if string(again.Body) != string(wr.Body) || again.HTTPResponse.Header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("the retry answered %s (replayed %q), the first %s", again.Body, again.HTTPResponse.Header.Get("Idempotent-Replayed"), wr.Body)
+	}
+	failing := client.BatchKVWrite{Ops: []client.KVBatchOp{
+		{Op: ptr("put"), Key: &slotA[0], Value: ptr("x"), IfAbsent: ptr(true)}, putOp(slotA[1], "y"),
+		{Op: ptr("delete"), Key: &elsewhere, IfMatch: items[1].Revision}}}
+	fr, err := c.BatchWriteKVWithResponse(ctx, nil, failing)
+	must(t, err)
+	status("failing batch write", fr.StatusCode(), http.StatusOK, fr.Body)
+	fi := fr.JSON200.Items
+	if fi[0].Ok || fi[0].Error.Code != client.ErrorCode("failed_precondition") || fi[1].Ok || fi[1].Error.Code != client.ErrorCode("aborted") ||
+		!fi[2].Ok || fi[2].Existed == nil || !*fi[2].Existed {
+		t.Fatalf("failing batch write %s", fr.Body)
+	}
+	check, err := c.BatchGetKVWithResponse(ctx, nil, client.BatchKeys{Keys: []string{slotA[0], slotA[1], elsewhere}})
+	must(t, err)
+	ci := check.JSON200.Items
+	if *ci[0].Value != "1" || *ci[1].Value != "3" || ci[2].Found {
+		t.Fatalf("after the failing batch: %s", check.Body)
+	}
+
 	tooMany := make([]string, 1001)
 	for i := range tooMany {
 		tooMany[i] = fmt.Sprintf("k%d", i)

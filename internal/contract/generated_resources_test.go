@@ -46,7 +46,7 @@ func TestGeneratedClientResources(t *testing.T) {
 	// TestGeneratedClientCluster /v1/cluster.)
 	genRequireExercised(t, n, func(op string) bool {
 		path := op[strings.Index(op, " ")+1:]
-		return strings.HasPrefix(path, "/v1/") && !strings.HasPrefix(path, "/v1/cluster") && !strings.HasPrefix(path, "/v1/kv/") && path != "/v1/batch/kv/get" &&
+		return strings.HasPrefix(path, "/v1/") && !strings.HasPrefix(path, "/v1/cluster") && !strings.HasPrefix(path, "/v1/kv/") && path != "/v1/batch/kv/get" && path != "/v1/batch/kv/write" &&
 			path != "/v1/users" && path != "/v1/users/{uid}"
 	})
 }

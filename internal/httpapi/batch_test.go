@@ -107,3 +107,110 @@ func TestBatchGetKV(t *testing.T) {
 		t.Errorf("a bad consistency: %d", w.Code)
 	}
 }
+
+// TestBatchWriteKV: a batch write proposes one command per hash slot and
+// answers every operation in order: applied at its slot's revision (a
+// delete says whether the key existed), a failed condition with the rest
+// of its slot aborted and other slots applied, a bad operation keeping its
+// slot from being written; an Idempotency-Key gives each slot a key of its
+// own, and the retried request is answered as a replay.
+func TestBatchWriteKV(t *testing.T) {
+	f := newFake(t, 4)
+	h := newHandler(t, f)
+	// Three keys of one slot, one of another.
+	var same []string
+	for i := 0; len(same) < 3; i++ {
+		if k := fmt.Sprintf("bw-%d", i); slotstore.HashSlotOfString(k) == slotstore.HashSlotOfString("bw-0") {
+			same = append(same, k)
+		}
+	}
+	other := "bw-other"
+	for slotstore.HashSlotOfString(other) == slotstore.HashSlotOfString(same[0]) {
+		other += "x"
+	}
+	f.kvs[same[2]] = &meta.KV{Key: same[2], Value: []byte("old"), Revision: 3}
+	body := fmt.Sprintf(`{"ops":[{"op":"put","key":%q,"value":"a"},{"op":"put","key":%q,"value":"o"},{"op":"delete","key":%q,"if_match":3},{"op":"put","key":%q,"value":"b","if_absent":true}]}`,
+		same[0], other, same[2], same[1])
+	w := do(t, h, "POST", "/v1/batch/kv/write", body, "Idempotency-Key", "req-1")
+	if w.Code != http.StatusOK || w.Header().Get(hdrReplayed) != "" {
+		t.Fatalf("batch write: %d %s", w.Code, w.Body)
+	}
+	var got batchWriteJSON
+	if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	for i, it := range got.Items {
+		if !it.OK || it.Error != nil || it.Revision == 0 {
+			t.Fatalf("operation %d: %+v", i, it)
+		}
+	}
+	if got.Items[0].Revision != got.Items[2].Revision || got.Items[0].Revision == got.Items[1].Revision || got.Items[2].Existed == nil || !*got.Items[2].Existed {
+		t.Fatalf("revisions and existed: %+v", got.Items)
+	}
+	if len(f.proposed) != 2 {
+		t.Fatalf("%d commands proposed, want one per slot", len(f.proposed))
+	}
+	for _, c := range f.proposed {
+		hs := slotstore.HashSlotOfString(c.RouteKey())
+		if c.Head().IdempotencyKey != fmt.Sprintf("req-1#%d", hs) {
+			t.Fatalf("a slot's idempotency key %q", c.Head().IdempotencyKey)
+		}
+	}
+	if f.kvs[same[2]] != nil || string(f.kvs[same[1]].Value) != "b" {
+		t.Fatalf("the rows: %+v", f.kvs)
+	}
+	// The same request again: a replay, nothing proposed is applied twice.
+	rev := f.rev
+	w = do(t, h, "POST", "/v1/batch/kv/write", body, "Idempotency-Key", "req-1")
+	if w.Code != http.StatusOK || w.Header().Get(hdrReplayed) != "true" || f.rev != rev {
+		t.Fatalf("the retry: %d replayed %q, revision %d → %d", w.Code, w.Header().Get(hdrReplayed), rev, f.rev)
+	}
+
+	// A failed condition aborts its slot only; a bad operation keeps its
+	// slot from being written.
+	body = fmt.Sprintf(`{"ops":[{"op":"put","key":%q,"value":"x","if_absent":true},{"op":"put","key":%q,"value":"y"},{"op":"put","key":%q,"value":"z"}]}`,
+		same[0], same[1], other)
+	w = do(t, h, "POST", "/v1/batch/kv/write", body)
+	if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil || w.Code != http.StatusOK {
+		t.Fatalf("%d %s", w.Code, w.Body)
+	}
+	if e := got.Items[0].Error; e == nil || e.Code != slotstore.CodeFailedPrecondition || got.Items[0].OK {
+		t.Fatalf("the failed condition: %+v", got.Items[0])
+	}
+	if e := got.Items[1].Error; e == nil || e.Code != slotstore.CodeAborted || string(f.kvs[same[1]].Value) != "b" {
+		t.Fatalf("the aborted operation: %+v", got.Items[1])
+	}
+	if !got.Items[2].OK || string(f.kvs[other].Value) != "z" {
+		t.Fatalf("the other slot: %+v", got.Items[2])
+	}
+	proposed := len(f.proposed)
+	body = fmt.Sprintf(`{"ops":[{"op":"put","key":%q,"value":"x"},{"op":"upsert","key":%q,"value":"y"},{"op":"delete","key":%q,"value":"v"},{"op":"put","key":%q,"value":"z","if_absent":true,"if_exists":true}]}`,
+		same[0], same[1], other, "")
+	w = do(t, h, "POST", "/v1/batch/kv/write", body)
+	if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil || w.Code != http.StatusOK {
+		t.Fatalf("%d %s", w.Code, w.Body)
+	}
+	want := []slotstore.Code{slotstore.CodeAborted, slotstore.CodeInvalidArgument, slotstore.CodeInvalidArgument, slotstore.CodeInvalidArgument}
+	for i, it := range got.Items {
+		if it.OK || it.Error == nil || it.Error.Code != want[i] {
+			t.Errorf("operation %d: %+v, want %s", i, it, want[i])
+		}
+	}
+	if len(f.proposed) != proposed {
+		t.Fatalf("a batch of invalid operations proposed %d commands", len(f.proposed)-proposed)
+	}
+
+	tooMany := make([]string, meta.MaxBatchKeys+1)
+	for i := range tooMany {
+		tooMany[i] = fmt.Sprintf(`{"op":"delete","key":"k%d"}`, i)
+	}
+	if w := do(t, h, "POST", "/v1/batch/kv/write", `{"ops":[`+strings.Join(tooMany, ",")+`]}`); w.Code != http.StatusRequestEntityTooLarge {
+		t.Errorf("%d operations: %d %s", len(tooMany), w.Code, w.Body)
+	}
+	if w := do(t, h, "POST", "/v1/batch/kv/write", `{"ops":[]}`); w.Code != http.StatusBadRequest {
+		t.Errorf("no operations: %d", w.Code)
+	}
+	if k := slotIdempotencyKey(strings.Repeat("k", meta.MaxIdempotencyKeyBytes), 200); len(k) > meta.MaxIdempotencyKeyBytes || k == slotIdempotencyKey(strings.Repeat("k", meta.MaxIdempotencyKeyBytes), 201) {
+		t.Fatalf("a long key's slot keys: %q", k)
+	}
+}

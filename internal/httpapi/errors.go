@@ -35,6 +35,7 @@ var statusOf = map[slotstore.Code]int{
 	slotstore.CodeInternal:              http.StatusInternalServerError,
 	slotstore.CodeCompacted:             http.StatusGone,
 	slotstore.CodeSlowConsumer:          http.StatusTooManyRequests, // only ever in a stream's error event
+	slotstore.CodeAborted:               http.StatusConflict,        // only ever an item of a batch's answer
 }
 
 // httpStatus returns the status of code.

@@ -61,6 +61,7 @@ var allCodes = []struct {
 	{slotstore.CodeInternal, 500},
 	{slotstore.CodeCompacted, 410},
 	{slotstore.CodeSlowConsumer, 429},
+	{slotstore.CodeAborted, 409},
 }
 
 func TestErrorTableMapsEveryCode(t *testing.T) {

@@ -186,6 +186,36 @@ func (f *fakeBackend) apply(cmd meta.Command) meta.Result {
 		delete(f.kvs, c.Key)
 		f.rev++
 		return meta.Result{Revision: f.rev}
+	case *meta.WriteKVs:
+		// All or none, as a group applies it (its conditions checked
+		// against the rows before the batch: the fake does not chain them).
+		out := &meta.KVWriteResults{Items: make([]meta.KVWriteResult, len(c.Ops))}
+		failed := false
+		for i, op := range c.Ops {
+			if res, ok := f.checkCond(op.Key, op.Cond); !ok {
+				out.Items[i] = meta.KVWriteResult{Code: res.Code, Message: res.Message}
+				failed = true
+			}
+		}
+		if failed {
+			for i := range out.Items {
+				if out.Items[i].Code == "" {
+					out.Items[i].Code = slotstore.CodeAborted
+				}
+			}
+			return meta.Result{Value: meta.EncodeKVWriteResults(out)}
+		}
+		f.rev++
+		for i, op := range c.Ops {
+			_, existed := f.kvs[op.Key]
+			out.Items[i] = meta.KVWriteResult{Revision: f.rev, Existed: existed}
+			if op.Delete {
+				delete(f.kvs, op.Key)
+			} else {
+				f.kvs[op.Key] = &meta.KV{Key: op.Key, Value: op.Value, Revision: f.rev, CreateRevision: f.rev, UpdatedAtMs: f.now}
+			}
+		}
+		return meta.Result{Revision: f.rev, Value: meta.EncodeKVWriteResults(out)}
 	}
 	// Resources the fake does not model answer as if the row were absent:
 	// a valid client-visible outcome, so FuzzRequest's "no 5xx" holds for

@@ -100,6 +100,7 @@ func (a *api) mountV1(r chi.Router) {
 
 	r.Get("/watch", a.handle(a.watchStream))
 	r.Post("/batch/kv/get", a.handle(kv.batchGetKV))
+	r.Post("/batch/kv/write", a.handle(kv.batchWriteKV))
 	r.Route("/users", a.family([]route{
 		{get, "/", users.listUsers},
 		{post, "/", users.createUser},
