@@ -22,7 +22,7 @@ import (
 )
 
 // Workloads slotbench knows.
-var workloads = []string{"kv-put", "kv-put-watched", "user-create", "subscribers-add", "get-linearizable", "get-local", "mixed", "batch-get", "preload"}
+var workloads = []string{"kv-put", "kv-put-watched", "user-create", "subscribers-add", "get-linearizable", "get-local", "mixed", "batch-get", "batch-put", "preload"}
 
 // Config is one run.
 type Config struct {
@@ -59,7 +59,8 @@ type Config struct {
 	// Watchers is how many watch streams run beside the load
 	// (watchers.go; slotmeta only).
 	Watchers int
-	// Batch is how many preloaded keys one batch-get request reads.
+	// Batch is how many keys one batch-get (preloaded keys) or batch-put
+	// (new keys) request names.
 	Batch int
 }
 
@@ -93,7 +94,7 @@ type Result struct {
 	NumCPU      int                `json:"nproc"`
 	Extra       map[string]any     `json:"extra,omitempty"`
 	Watch       *watchStats        `json:"watch,omitempty"`
-	KeysPerSec  float64            `json:"keys_per_sec,omitempty"` // batch-get: keys read a second
+	KeysPerSec  float64            `json:"keys_per_sec,omitempty"` // batch-get, batch-put: keys a second
 	kinds       map[string]*hist   // merged, for callers in-process
 }
 
@@ -238,6 +239,13 @@ func (w *worker) next(k int) call {
 	case "get-linearizable", "get-local":
 		key := readKey(cfg.KeyPrefix, (w.id+k*cfg.Concurrency)%cfg.Keys)
 		return w.be.get(w.routed(k, key, false), key, cfg.Workload == "get-linearizable")
+	case "batch-put":
+		keys := make([]string, cfg.Batch)
+		for j := range keys {
+			keys[j] = fmt.Sprintf("sbb.%s.%d.%d.%d", cfg.RunID, w.id, k, j)
+		}
+		c, _ := w.be.batchPut(ep, keys, w.value)
+		return c
 	case "batch-get":
 		keys := make([]string, cfg.Batch)
 		for j := range keys {
@@ -304,6 +312,13 @@ func validate(cfg *Config, be backend) error {
 	case "subscribers-add":
 		if _, ok := be.addSubscribers("", 0, "", nil); !ok {
 			return fmt.Errorf("-target %s has no %s workload", be.name(), cfg.Workload)
+		}
+	case "batch-put":
+		if _, ok := be.batchPut("", nil, nil); !ok {
+			return fmt.Errorf("-target %s has no %s workload", be.name(), cfg.Workload)
+		}
+		if cfg.Batch < 1 || cfg.Batch > 1000 {
+			return errors.New("-batch: 1..1000")
 		}
 	case "batch-get":
 		if _, ok := be.batchGet("", nil); !ok {
@@ -568,7 +583,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Result, error) {
 	res.DurationS = elapsed.Seconds()
 	if elapsed > 0 {
 		res.OpsPerSec = float64(res.OK) / elapsed.Seconds()
-		if cfg.Workload == "batch-get" {
+		if cfg.Workload == "batch-get" || cfg.Workload == "batch-put" {
 			res.KeysPerSec = res.OpsPerSec * float64(cfg.Batch)
 		}
 	}

@@ -80,7 +80,7 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&cfg.PreloadConc, "preload-c", 32, "workers for preloading keys and creating channels")
 	fs.IntVar(&cfg.Channels, "channels", 64, "subscribers-add: channels to create and add to")
 	fs.IntVar(&cfg.UIDsPerCall, "uids", 10, "subscribers-add: new uids per call")
-	fs.IntVar(&cfg.Batch, "batch", 100, "batch-get: preloaded keys read per request")
+	fs.IntVar(&cfg.Batch, "batch", 100, "batch-get: preloaded keys read per request; batch-put: new keys written per request")
 	fs.IntVar(&cfg.ReadPercent, "read-percent", 90, "mixed: percent of requests that are linearizable reads")
 	fs.IntVar(&cfg.Watchers, "watchers", 0, "watch streams beside the load, one key each (sbw.RUN.0…; kv-put-watched writes those keys, over -keys of them)")
 	fs.StringVar(&pids, "pids", "", "comma-separated server PIDs: CPU seconds in the run and peak RSS (VmHWM)")

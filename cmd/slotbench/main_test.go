@@ -44,6 +44,14 @@ func TestRequestsOfBothTargets(t *testing.T) {
 		!c.check([]byte(`{"items":[{"found":true},{"found":true}]}`)) {
 		t.Errorf("slotmeta batch get: %s %s", c.url(), c.body)
 	}
+	c, _ = slotmetaBackend{}.batchPut("http://h:1", []string{"a"}, []byte("v"))
+	if c.url() != "http://h:1/v1/batch/kv/write" || string(c.body) != `{"ops":[{"op":"put","key":"a","value":"v"}]}` || !c.check([]byte(`{"items":[{"ok":true}]}`)) {
+		t.Errorf("slotmeta batch put: %s %s", c.url(), c.body)
+	}
+	e, _ = etcdBackend{}.batchPut("http://h:1", []string{"k"}, []byte("v"))
+	if e.url() != "http://h:1/v3/kv/txn" || string(e.body) != `{"success":[{"requestPut":{"key":"aw==","value":"dg=="}}]}` {
+		t.Errorf("etcd batch put: %s %s", e.url(), e.body)
+	}
 	e, _ = etcdBackend{}.batchGet("http://h:1", []string{"k"})
 	if e.url() != "http://h:1/v3/kv/txn" || string(e.body) != `{"success":[{"requestRange":{"key":"aw=="}}]}` || !e.check([]byte(`{"responses":[{"response_range":{"kvs":[{}]}}]}`)) {
 		t.Errorf("etcd batch get: %s %s", e.url(), e.body)

@@ -34,6 +34,9 @@ type backend interface {
 	// batchGet reads keys in one request, linearizably; false: the system
 	// has no such call.
 	batchGet(ep string, keys []string) (call, bool)
+	// batchPut writes value to every key in one request; false: the system
+	// has no such call.
+	batchPut(ep string, keys []string, value []byte) (call, bool)
 	// errorCode names the error in a failed answer's body ("" if none).
 	errorCode(body []byte) string
 }
@@ -121,6 +124,27 @@ func (slotmetaBackend) batchGet(ep string, keys []string) (call, bool) {
 		check: func(body []byte) bool { return bytes.Count(body, []byte(`"found":true`)) == n }}, true
 }
 
+// batchPut is POST /v1/batch/kv/write of puts; it succeeds when every
+// operation was applied.
+func (slotmetaBackend) batchPut(ep string, keys []string, value []byte) (call, bool) {
+	b := make([]byte, 0, 16+len(keys)*(48+len(value)))
+	b = append(b, `{"ops":[`...)
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"op":"put","key":`...)
+		b = strconv.AppendQuote(b, k)
+		b = append(b, `,"value":"`...)
+		b = append(b, value...) // alphanumeric: no escaping needed
+		b = append(b, `"}`...)
+	}
+	b = append(b, "]}"...)
+	n := len(keys)
+	return call{kind: "write", method: "POST", host: hostOf(ep), path: "/v1/batch/kv/write", body: b, expect: 200,
+		check: func(body []byte) bool { return bytes.Count(body, []byte(`"ok":true`)) == n }}, true
+}
+
 func (slotmetaBackend) errorCode(body []byte) string {
 	var e struct {
 		Error struct {
@@ -174,6 +198,25 @@ func (etcdBackend) createUser(string, string, []byte) (call, bool) { return call
 func (etcdBackend) createChannel(string, int, string) (call, bool) { return call{}, false }
 func (etcdBackend) addSubscribers(string, int, string, []string) (call, bool) {
 	return call{}, false
+}
+
+// batchPut is one transaction of a put per key.
+func (etcdBackend) batchPut(ep string, keys []string, value []byte) (call, bool) {
+	b := make([]byte, 0, 16+len(keys)*(64+len(value)*2))
+	b = append(b, `{"success":[`...)
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"requestPut":{"key":"`...)
+		b = b64.AppendEncode(b, []byte(k))
+		b = append(b, `","value":"`...)
+		b = b64.AppendEncode(b, value)
+		b = append(b, `"}}`...)
+	}
+	b = append(b, "]}"...)
+	return call{kind: "write", method: "POST", host: hostOf(ep), path: "/v3/kv/txn", body: b, expect: 200,
+		check: func(body []byte) bool { return bytes.Contains(body, []byte(`"succeeded":true`)) }}, true
 }
 
 // batchGet is one transaction of a range per key (etcd's way to read many

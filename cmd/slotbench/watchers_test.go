@@ -36,7 +36,8 @@ func TestWatchersSeeTheWatchedWrites(t *testing.T) {
 }
 
 // TestBatchGetReadsEveryKey: the batch-get workload reads preloaded keys
-// -batch at a time from a real node, every key found, and reports keys/s.
+// -batch at a time from a real node, every key found, and batch-put writes
+// new keys -batch at a time, every one applied; both report keys/s.
 func TestBatchGetReadsEveryKey(t *testing.T) {
 	c := slotstoretest.Start(t, slotstoretest.Options{Nodes: 1, Groups: 4})
 	url := slotstoretest.ServeAPI(t, c.Nodes[0]).URL
@@ -48,5 +49,14 @@ func TestBatchGetReadsEveryKey(t *testing.T) {
 	}
 	if res.OK == 0 || res.Errors != 0 || res.KeysPerSec != res.OpsPerSec*20 {
 		t.Fatalf("%d ok, %d errors %v, %.0f keys/s at %.0f requests/s", res.OK, res.Errors, res.ErrorsBy, res.KeysPerSec, res.OpsPerSec)
+	}
+	res, err = Run(context.Background(), Config{Target: "slotmeta", Endpoints: []string{url}, Workload: "batch-put",
+		Concurrency: 2, Duration: 500 * time.Millisecond, Timeout: 5 * time.Second, ValueSize: 10,
+		Keys: 1, PreloadConc: 1, Channels: 1, UIDsPerCall: 1, Batch: 20}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.OK == 0 || res.Errors != 0 || res.KeysPerSec != res.OpsPerSec*20 {
+		t.Fatalf("batch-put: %d ok, %d errors %v", res.OK, res.Errors, res.ErrorsBy)
 	}
 }
