@@ -33,4 +33,8 @@ step "CAS";            expect 200 PUT /v1/kv/smoke.key '{"value":"v2"}' "If-Matc
 step "stale CAS";      expect 412 PUT /v1/kv/smoke.key '{"value":"v3"}' "If-Match: $etag"
 step "delete user";    expect 204 DELETE "/v1/users/$user"
 step "routes";         expect 200 POST /v1/cluster/routes/resolve '{"keys":["'"$user"'","smoke.key"]}'
+step "batch write";    expect 200 POST /v1/batch/kv/write '{"ops":[{"op":"put","key":"smoke.a","value":"1"},{"op":"put","key":"smoke.b","value":"2"}]}'
+grep -q '"ok":true.*"ok":true' /tmp/smoke.$$ || { echo "smoke: the batch write did not apply both" >&2; exit 1; }
+step "batch read";     expect 200 POST /v1/batch/kv/get '{"keys":["smoke.a","smoke.b","smoke.key"]}'
+[ "$(grep -o '"found":true' /tmp/smoke.$$ | wc -l)" = 3 ] || { echo "smoke: the batch read did not find all three" >&2; exit 1; }
 echo; echo "smoke: ok"
