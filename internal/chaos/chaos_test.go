@@ -152,9 +152,12 @@ func runSchedule(t *testing.T, seed int64, dur time.Duration) uint64 {
 	settleSlotMoves(tc, rep.moves)
 	finalKV, finalSubs := finalReads(t, tc, rec, kvKeys, subChannels)
 	rep.own.check(tc.c.Nodes)
-	wf.catchUp(t)
+	behind := wf.catchUp(t)
 	stopWatch()
 	<-watching
+	if behind != "" {
+		wf.rep.violation("the watch did not catch up in 20 s: %s", behind)
+	}
 	rep.run = time.Since(started)
 	rep.snaps, rep.dropped = tc.snapshots(), tc.c.Net.Dropped()
 	for i := range tc.c.Nodes {

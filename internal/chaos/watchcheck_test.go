@@ -119,18 +119,19 @@ func firstMark(base string) (watch.Cursor, bool) {
 }
 
 // catchUp waits (at most 20 s) until f has delivered every change
-// committed when it is called; one that does not is a violation.
-func (f *watchFollower) catchUp(t testing.TB) {
+// committed when it is called, and returns "" or how far it is behind
+// (the caller records that once the follower has stopped: the report is
+// the follower's own until then).
+func (f *watchFollower) catchUp(t testing.TB) (behind string) {
 	target := feedHead(t, f.tc)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		ok, state := f.reached(target)
 		if ok {
-			return
+			return ""
 		}
 		if time.Now().After(deadline) {
-			f.rep.violation("the watch did not catch up in 20 s: %s", state)
-			return
+			return state
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -98,7 +98,7 @@ func (f *watchFollower) start(t testing.TB) {
 	testutil.WaitFor(t, 15*time.Second, 50*time.Millisecond, func() (bool, string) {
 		f.node = f.rng.Intn(f.tc.size())
 		ok := f.stream(context.Background(), "&linearizable=true", 0)
-		return ok, "no node started a linearizable watch"
+		return ok && f.started, "no node started a linearizable watch"
 	})
 }
 

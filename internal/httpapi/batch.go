@@ -72,13 +72,18 @@ func (a kvRoutes) batchGetKV(w http.ResponseWriter, r *http.Request) error {
 		}
 		pending = append(pending, i)
 	}
-	for round := 0; len(pending) > 0; round++ {
-		if round > 0 {
+	// A round reads every pending key; a key whose slot moved is asked once
+	// more under a newer snapshot, a key past a group's answer bound
+	// (BatchNotRead: every answer reads one key at least) until it is read.
+	for moves := 0; len(pending) > 0; {
+		moved, unread := a.readKVs(r.Context(), snap, c, req.Keys, pending, out.Items, moves == 1)
+		if len(moved) > 0 {
+			moves++
 			if snap, err = a.snapshot(); err != nil {
 				return err
 			}
 		}
-		pending = a.readKVs(r.Context(), snap, c, req.Keys, pending, out.Items, round == 1)
+		pending = append(moved, unread...)
 	}
 	a.writeJSON(w, r, http.StatusOK, out)
 	return nil
@@ -86,18 +91,17 @@ func (a kvRoutes) batchGetKV(w http.ResponseWriter, r *http.Request) error {
 
 // readKVs reads the keys at indexes idx, one query per group of snap, all
 // groups at once, into items. It returns the indexes of keys whose slot the
-// answering group did not own (moved since snap), or — last — answers them
-// route_not_ready and returns none.
-func (a kvRoutes) readKVs(ctx context.Context, snap *routing.Snapshot, c meta.Consistency, keys []string, idx []int, items []batchKVItemJSON, last bool) []int {
+// answering group did not own (moved since snap) — or, last, answers them
+// route_not_ready — and of keys its answer had no room for.
+func (a kvRoutes) readKVs(ctx context.Context, snap *routing.Snapshot, c meta.Consistency, keys []string, idx []int, items []batchKVItemJSON, last bool) (moved, unread []int) {
 	byGroup := map[slotstore.GroupID][]int{}
 	for _, i := range idx {
 		g := snap.Table().Group(slotstore.HashSlotOfString(keys[i]))
 		byGroup[g] = append(byGroup[g], i)
 	}
 	var (
-		mu    sync.Mutex
-		moved []int
-		wg    sync.WaitGroup
+		mu sync.Mutex
+		wg sync.WaitGroup
 	)
 	for _, in := range byGroup {
 		wg.Go(func() {
@@ -120,6 +124,10 @@ func (a kvRoutes) readKVs(ctx context.Context, snap *routing.Snapshot, c meta.Co
 					mu.Lock()
 					moved = append(moved, i)
 					mu.Unlock()
+				case res.Items[j].State == meta.BatchNotRead:
+					mu.Lock()
+					unread = append(unread, i)
+					mu.Unlock()
 				case res.Items[j].State == meta.BatchFound && res.Items[j].KV != nil:
 					kv := res.Items[j].KV
 					v := string(kv.Value)
@@ -129,7 +137,7 @@ func (a kvRoutes) readKVs(ctx context.Context, snap *routing.Snapshot, c meta.Co
 		})
 	}
 	wg.Wait()
-	return moved
+	return moved, unread
 }
 
 // itemError is the error JSON of one item of a batch.

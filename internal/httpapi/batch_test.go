@@ -90,6 +90,24 @@ func TestBatchGetKV(t *testing.T) {
 		}
 	}
 
+	// Answers with room for three keys each: the rest is asked again
+	// until every key is read.
+	f.groupErr, f.movedAlways, f.batchRoom, f.batches = nil, nil, 3, nil
+	body, _ = json.Marshal(map[string][]string{"keys": keys})
+	w = do(t, h, "POST", "/v1/batch/kv/get", string(body))
+	got = batchKVGetJSON{}
+	if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil || w.Code != http.StatusOK {
+		t.Fatalf("%d %s", w.Code, w.Body)
+	}
+	for i, it := range got.Items {
+		if it.Error != nil || it.Found != (f.kvs[keys[i]] != nil) {
+			t.Fatalf("%s with small answers: %+v", keys[i], it)
+		}
+	}
+	if len(f.batches) < len(keys)/3 {
+		t.Fatalf("%d queries for %d keys, three a query", len(f.batches), len(keys))
+	}
+
 	tooMany := make([]string, meta.MaxBatchKeys+1)
 	for i := range tooMany {
 		tooMany[i] = fmt.Sprint(i)
@@ -152,7 +170,7 @@ func TestBatchWriteKV(t *testing.T) {
 	}
 	for _, c := range f.proposed {
 		hs := slotstore.HashSlotOfString(c.RouteKey())
-		if c.Head().IdempotencyKey != fmt.Sprintf("req-1#%d", hs) {
+		if c.Head().IdempotencyKey != fmt.Sprintf("req-1\t%d", hs) {
 			t.Fatalf("a slot's idempotency key %q", c.Head().IdempotencyKey)
 		}
 	}
@@ -171,6 +189,7 @@ func TestBatchWriteKV(t *testing.T) {
 	body = fmt.Sprintf(`{"ops":[{"op":"put","key":%q,"value":"x","if_absent":true},{"op":"put","key":%q,"value":"y"},{"op":"put","key":%q,"value":"z"}]}`,
 		same[0], same[1], other)
 	w = do(t, h, "POST", "/v1/batch/kv/write", body)
+	got = batchWriteJSON{}
 	if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil || w.Code != http.StatusOK {
 		t.Fatalf("%d %s", w.Code, w.Body)
 	}
@@ -187,6 +206,7 @@ func TestBatchWriteKV(t *testing.T) {
 	body = fmt.Sprintf(`{"ops":[{"op":"put","key":%q,"value":"x"},{"op":"upsert","key":%q,"value":"y"},{"op":"delete","key":%q,"value":"v"},{"op":"put","key":%q,"value":"z","if_absent":true,"if_exists":true}]}`,
 		same[0], same[1], other, "")
 	w = do(t, h, "POST", "/v1/batch/kv/write", body)
+	got = batchWriteJSON{}
 	if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil || w.Code != http.StatusOK {
 		t.Fatalf("%d %s", w.Code, w.Body)
 	}

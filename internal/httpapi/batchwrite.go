@@ -85,9 +85,9 @@ func (a kvRoutes) batchWriteKV(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	var (
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		replayed = idemKey != ""
+		wg                 sync.WaitGroup
+		mu                 sync.Mutex
+		proposed, replayed int
 	)
 	for hs, idx := range slots {
 		if bad[hs] {
@@ -106,13 +106,16 @@ func (a kvRoutes) batchWriteKV(w http.ResponseWriter, r *http.Request) error {
 			cmd.IdempotencyKey = slotIdempotencyKey(idemKey, hs)
 			res, _, err := a.be.Propose(r.Context(), cmd)
 			mu.Lock()
-			replayed = replayed && err == nil && res.Replayed
+			proposed++
+			if err == nil && res.Replayed {
+				replayed++
+			}
 			mu.Unlock()
 			a.answerSlot(out.Items, idx, res, err)
 		})
 	}
 	wg.Wait()
-	if replayed {
+	if proposed > 0 && replayed == proposed {
 		w.Header().Set(hdrReplayed, "true")
 	}
 	a.writeJSON(w, r, http.StatusOK, out)
@@ -193,15 +196,16 @@ func kvOp(o batchKVOpJSON) (meta.KVOp, *slotstore.Error) {
 }
 
 // slotIdempotencyKey derives a slot's command key from the request's ("":
-// none): the key and the slot, or — too long for that — its hash and the
-// slot.
+// none): the key, a tab and the slot, or — too long for that — its hash,
+// a tab and the slot. A client's own key is printable ASCII
+// (idempotencyKey), so no key a client sends can be a derived one.
 func slotIdempotencyKey(key string, hs slotstore.HashSlot) string {
 	if key == "" {
 		return ""
 	}
-	if k := fmt.Sprintf("%s#%d", key, hs); len(k) <= meta.MaxIdempotencyKeyBytes {
+	if k := fmt.Sprintf("%s\t%d", key, hs); len(k) <= meta.MaxIdempotencyKeyBytes {
 		return k
 	}
 	sum := sha256.Sum256([]byte(key))
-	return fmt.Sprintf("%s#%d", hex.EncodeToString(sum[:]), hs)
+	return fmt.Sprintf("%s\t%d", hex.EncodeToString(sum[:]), hs)
 }

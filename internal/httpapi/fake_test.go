@@ -47,6 +47,7 @@ type fakeBackend struct {
 	// every time; groups whose reads fail.
 	movedOnce, movedAlways map[string]bool
 	groupErr               map[slotstore.GroupID]error
+	batchRoom              int // keys one batch answer reads at most (0: all)
 
 	changes *fakeChangeLog // the change feed (Watches), made on first use
 
@@ -291,6 +292,8 @@ func (f *fakeBackend) Read(ctx context.Context, q meta.Query, c meta.Consistency
 		out := &meta.KVBatch{Items: make([]meta.KVBatchItem, len(q.Keys))}
 		for i, k := range q.Keys {
 			switch {
+			case f.batchRoom > 0 && i >= f.batchRoom:
+				out.Items[i].State = meta.BatchNotRead
 			case snap.Table().Group(slotstore.HashSlotOfString(k)) != rt.GroupID:
 				f.t.Errorf("GetKVs to group %d has key %q of group %d", rt.GroupID, k, snap.Table().Group(slotstore.HashSlotOfString(k)))
 			case f.movedAlways[k] || f.movedOnce[k]:

@@ -13,15 +13,23 @@ import (
 // getKVs answers meta.GetKVs: each key's row, or missing, or — its hash
 // slot not owned here (moved since the caller routed it) — BatchWrongGroup.
 //
-// The ownership is loaded after the snapshot is taken: a release stops
-// owning its slot before its rows go, so a snapshot without the rows comes
-// with an ownership without the slot.
+// A slot counts as owned only if it is so both before and after the
+// snapshot is taken: a release stops owning its slot before its rows go
+// (the snapshot without them comes with an ownership without the slot), an
+// acquire owns it only after its rows were written (an ownership with the
+// slot from before the snapshot means the snapshot has them).
 func (s reader) getKVs(q *meta.GetKVs) (*meta.KVBatch, error) {
+	before := s.owned.Load()
 	snap := s.db.NewSnapshot()
 	defer snap.Close()
-	owned := s.owned.Load()
+	owned := both(before, s.owned.Load())
 	out := &meta.KVBatch{Items: make([]meta.KVBatchItem, len(q.Keys))}
+	size := 0
 	for i, k := range q.Keys {
+		if size >= meta.MaxBatchAnswerBytes {
+			out.Items[i].State = meta.BatchNotRead
+			continue
+		}
 		hs := slotstore.HashSlotOfString(k)
 		if !owned.Has(hs) {
 			out.Items[i].State = meta.BatchWrongGroup
@@ -38,7 +46,20 @@ func (s reader) getKVs(q *meta.GetKVs) (*meta.KVBatch, error) {
 		if err != nil {
 			return nil, err
 		}
+		size += len(raw)
 		out.Items[i] = meta.KVBatchItem{State: meta.BatchFound, KV: kv}
 	}
 	return out, nil
+}
+
+// both is the slots in a and in b (a nil set is empty).
+func both(a, b *meta.SlotSet) *meta.SlotSet {
+	var out meta.SlotSet
+	if a == nil || b == nil {
+		return &out
+	}
+	for i := range out {
+		out[i] = a[i] & b[i]
+	}
+	return &out
 }

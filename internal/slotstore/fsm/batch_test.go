@@ -1,6 +1,7 @@
 package fsm_test
 
 import (
+	"bytes"
 	"fmt"
 	"testing"
 
@@ -62,6 +63,50 @@ func TestGetKVs(t *testing.T) {
 	}
 }
 
+// TestGetKVsBoundsItsAnswer: an answer carries values up to
+// MaxBatchAnswerBytes; the keys past it are answered "not read" (asked
+// again by the caller), and the first key is read whatever its size.
+func TestGetKVsBoundsItsAnswer(t *testing.T) {
+	db, err := store.Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	s := openGroup(t, db, 1, slotRange(0, 256))
+	var idx uint64
+	var keys []string
+	big := make([]byte, meta.MaxValueBytes)
+	for i := 0; len(keys)*meta.MaxValueBytes < meta.MaxBatchAnswerBytes+4*meta.MaxValueBytes; i++ {
+		k := fmt.Sprintf("big-%d", i)
+		if r := apply1(t, s, &idx, &meta.PutKV{Header: meta.Header{HashSlot: slotstore.HashSlotOfString(k)}, Key: k, Value: big}); !r.OK() {
+			t.Fatal(r)
+		}
+		keys = append(keys, k)
+	}
+	v, err := s.Lookup(&meta.GetKVs{HashSlot: slotstore.HashSlotOfString(keys[0]), Keys: keys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := meta.EncodeAnswer(v)
+	if err != nil || len(b) > meta.MaxBatchAnswerBytes+meta.MaxValueBytes+64*len(keys) {
+		t.Fatalf("an answer of %d bytes: %v", len(b), err)
+	}
+	read, notRead := 0, 0
+	for i, it := range v.(*meta.KVBatch).Items {
+		switch {
+		case it.State == meta.BatchFound && notRead == 0:
+			read++
+		case it.State == meta.BatchNotRead:
+			notRead++
+		default:
+			t.Fatalf("item %d: state %d after %d read and %d not", i, it.State, read, notRead)
+		}
+	}
+	if read == 0 || notRead == 0 || read*meta.MaxValueBytes > meta.MaxBatchAnswerBytes+meta.MaxValueBytes {
+		t.Fatalf("%d read, %d not read", read, notRead)
+	}
+}
+
 // TestReleaseNeverShowsASlotEmpty: between the commit of a release (the
 // slot's rows deleted) and its publish, a read of the slot answers
 // wrong_group — asked again where the slot went — never "no such row"
@@ -101,6 +146,35 @@ func TestReleaseNeverShowsASlotEmpty(t *testing.T) {
 	}
 	if !checked {
 		t.Fatal("the seam did not run")
+	}
+}
+
+// TestReadAcrossAReleaseAnswersWrongGroup: a lookup that checked its slot
+// before a release and reads after it (the release's Update lands between
+// the check and the read) answers wrong_group, not "no such row".
+func TestReadAcrossAReleaseAnswersWrongGroup(t *testing.T) {
+	key := "read-across"
+	hs := slotstore.HashSlotOfString(key)
+	h := meta.Header{HashSlot: hs}
+	s := openGroup(t, openStore(t, t.TempDir()), 1, []slotstore.HashSlot{hs})
+	var idx uint64
+	for _, c := range []meta.Command{&meta.PutKV{Header: h, Key: key, Value: []byte("x")}, &meta.FenceSlot{Header: h}} {
+		if r := apply1(t, s, &idx, c); !r.OK() {
+			t.Fatal(r)
+		}
+	}
+	released := false
+	s.SetBeforeGet(func() {
+		if !released {
+			released = true
+			if r := apply1(t, s, &idx, &meta.ReleaseSlot{Header: h}); !r.OK() {
+				t.Error(r)
+			}
+		}
+	})
+	v, err := s.Lookup(&meta.GetKV{HashSlot: hs, Key: key})
+	if !released || slotstore.ErrorCode(err) != slotstore.CodeWrongGroup {
+		t.Fatalf("a read across the release: %v, %v (released %v; want wrong_group)", v, err, released)
 	}
 }
 
@@ -171,5 +245,57 @@ func TestWriteKVs(t *testing.T) {
 	_, items = write(meta.KVOp{Key: d, Value: []byte("4")}, meta.KVOp{Key: d, Delete: true, Cond: meta.Cond{Kind: meta.CondIfRevision, Revision: r.Revision}})
 	if items[1].Code != slotstore.CodeFailedPrecondition || items[0].Code != slotstore.CodeAborted {
 		t.Fatalf("a revision condition on a row of the batch: %+v", items)
+	}
+}
+
+// TestRecoveryNeverShowsASlotEmpty: while a replica recovers from an image
+// in which a slot it owns was released, a read of the slot answers
+// wrong_group — asked again — not the image's "no such row"; after the
+// recovery it does so too, the slot being gone.
+func TestRecoveryNeverShowsASlotEmpty(t *testing.T) {
+	key := "recovered-key"
+	hs := slotstore.HashSlotOfString(key)
+	h := meta.Header{HashSlot: hs}
+	// The image: the slot written, fenced and released.
+	src := openGroup(t, openStore(t, t.TempDir()), 1, []slotstore.HashSlot{hs})
+	var si uint64
+	for _, c := range []meta.Command{&meta.PutKV{Header: h, Key: key, Value: []byte("x")}, &meta.FenceSlot{Header: h}, &meta.ReleaseSlot{Header: h}} {
+		if r := apply1(t, src, &si, c); !r.OK() {
+			t.Fatal(r)
+		}
+	}
+	ctx, err := src.PrepareSnapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var img bytes.Buffer
+	if err := src.SaveSnapshot(ctx, &img, nil); err != nil {
+		t.Fatal(err)
+	}
+	// The replica: the slot still owned, the key there.
+	r := openGroup(t, openStore(t, t.TempDir()), 1, []slotstore.HashSlot{hs})
+	var ri uint64
+	if res := apply1(t, r, &ri, &meta.PutKV{Header: h, Key: key, Value: []byte("x")}); !res.OK() {
+		t.Fatal(res)
+	}
+	checked := false
+	r.SetAfterIngest(func() {
+		checked = true
+		if v, err := r.Lookup(&meta.GetKV{HashSlot: hs, Key: key}); slotstore.ErrorCode(err) != slotstore.CodeWrongGroup {
+			t.Errorf("a read during the recovery: %v, %v (want wrong_group)", v, err)
+		}
+		v, err := r.Lookup(&meta.GetKVs{HashSlot: hs, Keys: []string{key}})
+		if err != nil || v.(*meta.KVBatch).Items[0].State != meta.BatchWrongGroup {
+			t.Errorf("a batch read during the recovery: %+v, %v (want wrong group)", v, err)
+		}
+	})
+	if err := r.RecoverFromSnapshot(bytes.NewReader(img.Bytes()), nil); err != nil {
+		t.Fatal(err)
+	}
+	if !checked {
+		t.Fatal("the seam did not run")
+	}
+	if _, err := r.Lookup(&meta.GetKV{HashSlot: hs, Key: key}); slotstore.ErrorCode(err) != slotstore.CodeWrongGroup {
+		t.Fatalf("after the recovery: %v", err)
 	}
 }

@@ -101,7 +101,12 @@ func (s reader) stillOwned(q meta.Query) error {
 	return s.checkOwned(q.RouteSlot())
 }
 
-func (s reader) get(key []byte) ([]byte, bool, error) { return store.Get(s.db, key) }
+func (s reader) get(key []byte) ([]byte, bool, error) {
+	if s.beforeGet != nil {
+		s.beforeGet()
+	}
+	return store.Get(s.db, key)
+}
 
 // maxScanLimit bounds one scan regardless of what the caller asks.
 const maxScanLimit = 1000

@@ -122,9 +122,18 @@ func (s *StateMachine) RecoverFromSnapshot(r io.Reader, done <-chan struct{}) er
 		// Every group image holds at least its system records.
 		return fmt.Errorf("%w: no records", ErrCorruptSnapshot)
 	}
+	// Lookups run beside a recovery (dragonboat's statemachine/disk.go:
+	// RecoverFromSnapshot). While the image replaces the rows the replica
+	// owns nothing: a lookup answers wrong_group and is asked again, never
+	// the image's rows under the old ownership (a slot the image released
+	// read as empty). load publishes the image's sets.
+	s.owned.Store(&meta.SlotSet{})
 	span := pebble.KeyRange{Start: meta.GroupPrefix(s.cfg.Group), End: meta.PrefixEnd(meta.GroupPrefix(s.cfg.Group))}
 	if _, err := s.db.IngestAndExcise(context.Background(), []string{path}, nil, nil, span); err != nil {
 		return fmt.Errorf("fsm: ingest snapshot of group %d: %w", s.cfg.Group, err)
+	}
+	if s.afterIngest != nil {
+		s.afterIngest()
 	}
 	return s.load()
 }

@@ -106,6 +106,11 @@ type StateMachine struct {
 	// afterCommit is a test seam: it runs after each Update's commit, before
 	// what it changed is published.
 	afterCommit func()
+	// afterIngest is a test seam: it runs when a snapshot's image has
+	// replaced the rows, before it is loaded.
+	afterIngest func()
+	// beforeGet is a test seam: a lookup's point read calls it first.
+	beforeGet func()
 }
 
 var _ sm.IOnDiskStateMachine = (*StateMachine)(nil)

@@ -175,6 +175,9 @@ func (s *StateMachine) ChangeHead(hs slotstore.HashSlot) (uint64, error) {
 		return 0, watch.ErrUnavailable
 	}
 	h, err := s.readHead(s.db, hs)
+	if !s.owned.Load().Has(hs) { // released while read: the head may be gone (stillOwned)
+		return 0, watch.ErrUnavailable
+	}
 	return h.Last, err
 }
 
@@ -188,6 +191,9 @@ func (s *StateMachine) ReadChanges(ctx context.Context, hs slotstore.HashSlot, a
 	}
 	snap := s.db.NewSnapshot()
 	defer snap.Close()
+	if !s.owned.Load().Has(hs) { // released before the snapshot: its log may be gone (stillOwned)
+		return nil, watch.ErrUnavailable
+	}
 	h, err := s.readHead(snap, hs)
 	if err != nil || after >= h.Last {
 		return nil, err

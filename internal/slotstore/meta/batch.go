@@ -29,7 +29,15 @@ const (
 	BatchMissing    BatchState = 0 // no such row
 	BatchFound      BatchState = 1 // the row: the item's value
 	BatchWrongGroup BatchState = 2 // the group answering does not own the key's hash slot
+	BatchNotRead    BatchState = 3 // the answer reached MaxBatchAnswerBytes first: ask again
 )
+
+// MaxBatchAnswerBytes bounds the values one batch answer carries: well
+// under a peer answer's bound (MaxEntryBytes), so a batch read through
+// another node never fails for its size. The keys past it are answered
+// BatchNotRead; the first key is always read (a value is at most
+// MaxValueBytes).
+const MaxBatchAnswerBytes = 4 << 20
 
 // KVBatch is GetKVs' answer: Items[i] is Keys[i]'s.
 type KVBatch struct {
@@ -61,7 +69,7 @@ func (b *KVBatch) code(c *coder) { list(c, &b.Items, MaxBatchKeys, "batch items"
 // reader sets it exactly when the state is BatchFound).
 func codeKVBatchItem(c *coder, it *KVBatchItem) {
 	c.u8((*uint8)(&it.State))
-	if it.State > BatchWrongGroup {
+	if it.State > BatchNotRead {
 		c.fail("batch item state %d", it.State)
 	}
 	has := it.KV != nil
