@@ -110,17 +110,18 @@ func runSchedule(t *testing.T, seed int64, dur time.Duration) uint64 {
 	}
 	rep := &scheduleReport{seed: seed, quiesce: quiesce, rec: rec, verdicts: map[string]string{}, moves: &moveLog{}}
 	rep.own.check(tc.c.Nodes)
-	// The watch follows the feed from before the first write to the end.
-	wf := newWatchFollower(tc, seed)
-	rep.watch = wf.rep
+	// Two watches follow the feed from before the first write to the end:
+	// one of every slot, one of a single key (the hub's filter at work).
+	wf, wk := newWatchFollower(tc, seed, ""), newWatchFollower(tc, seed+1, kvKeys[0])
+	rep.watch, rep.watchKey = wf.rep, wk.rep
 	wf.start(t)
+	wk.start(t)
 	watchCtx, stopWatch := context.WithCancel(context.Background())
 	defer stopWatch()
-	watching := make(chan struct{})
-	go func() {
-		defer close(watching)
-		wf.run(watchCtx)
-	}()
+	var watching sync.WaitGroup
+	for _, f := range []*watchFollower{wf, wk} {
+		watching.Go(func() { f.run(watchCtx) })
+	}
 
 	started := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), dur)
@@ -152,11 +153,14 @@ func runSchedule(t *testing.T, seed int64, dur time.Duration) uint64 {
 	settleSlotMoves(tc, rep.moves)
 	finalKV, finalSubs := finalReads(t, tc, rec, kvKeys, subChannels)
 	rep.own.check(tc.c.Nodes)
-	behind := wf.catchUp(t)
+	behind, keyBehind := wf.catchUp(t), wk.catchUp(t)
 	stopWatch()
-	<-watching
+	watching.Wait()
 	if behind != "" {
 		wf.rep.violation("the watch did not catch up in 20 s: %s", behind)
+	}
+	if keyBehind != "" {
+		wk.rep.violation("the watch of %s did not catch up in 20 s: %s", wk.key, keyBehind)
 	}
 	rep.run = time.Since(started)
 	rep.snaps, rep.dropped = tc.snapshots(), tc.c.Net.Dropped()
@@ -171,6 +175,7 @@ func runSchedule(t *testing.T, seed int64, dur time.Duration) uint64 {
 	checkLostSubs(rec.subs, finalSubs, &rep.lost)
 	rep.dups = append(append([]string(nil), rec.dups...), checkDuplicatesKV(rec.kv)...)
 	rep.watch.checkFeed(rec.kv, rec.subs, finalKV, finalSubs)
+	rep.watchKey.checkSameAs(rep.watch, wk.key)
 	rep.check = time.Since(checkStart)
 	rep.log(t)
 

@@ -10,8 +10,10 @@ import (
 	"github.com/anishathalye/porcupine"
 )
 
-// kvKeys are the business keys the clients share.
-var kvKeys = []string{"alpha", "bravo", "charlie", "delta"}
+// kvKeys are the business keys the clients share. echo-121 shares alpha's
+// hash slot (106): the watch of alpha alone (chaos_test.go) then has
+// changes it does not want in its slot, between those it wants.
+var kvKeys = []string{"alpha", "bravo", "charlie", "delta", "echo-121"}
 
 // kvSeen is a value and revision one client read or wrote.
 type kvSeen struct {

@@ -25,6 +25,7 @@ type scheduleReport struct {
 	own          ownershipReport
 	moves        *moveLog
 	watch        *watchReport
+	watchKey     *watchReport          // the watch of one key
 	snaps        cluster.SnapshotStats // summed over every node the schedule ran
 	dropped      uint64                // messages the fault network refused
 	delayedSyncs uint64                // fsyncs the fault disks slowed
@@ -33,7 +34,7 @@ type scheduleReport struct {
 
 // violations counts everything that fails the schedule.
 func (s *scheduleReport) violations() int {
-	n := s.lost.lost + len(s.dups) + len(s.own.violations) + len(s.rec.failures) + len(s.moves.violations) + len(s.watch.violations)
+	n := s.lost.lost + len(s.dups) + len(s.own.violations) + len(s.rec.failures) + len(s.moves.violations) + len(s.watch.violations) + len(s.watchKey.violations)
 	for _, v := range s.verdicts {
 		if v != "ok" {
 			n++
@@ -62,6 +63,7 @@ func (s *scheduleReport) log(t *testing.T) {
 	t.Logf("seed=%d slot moves: migrations=%d splits=%d merges=%d refused=%d resumed=%d done=%d failed=%d retried=%d",
 		s.seed, sm.migrations, sm.splits, sm.merges, sm.refused, sm.resumed, sm.done, sm.failed, sm.aborted)
 	t.Logf("seed=%d watch: %s", s.seed, s.watch.line())
+	t.Logf("seed=%d watch_key: %s", s.seed, s.watchKey.line())
 	var models []string
 	for m, v := range s.verdicts {
 		models = append(models, m+"="+v)
@@ -69,12 +71,12 @@ func (s *scheduleReport) log(t *testing.T) {
 	sort.Strings(models)
 	t.Logf("seed=%d checks: violations=%d linearizable %s; acked=%d lost=%d; duplicate_applies=%d; slot_checks=%d slot_skipped=%d slot_violations=%d; watch_violations=%d; failures=%d; snapshot_installs=%d moves_done=%d move_violations=%d; quiesce=%v run=%v check=%v",
 		s.seed, s.violations(), strings.Join(models, " "), s.lost.acked, s.lost.lost, len(s.dups),
-		s.own.checks, s.own.skipped, len(s.own.violations), len(s.watch.violations), len(s.rec.failures), s.snaps.Received, m.done, len(m.violations),
+		s.own.checks, s.own.skipped, len(s.own.violations), len(s.watch.violations)+len(s.watchKey.violations), len(s.rec.failures), s.snaps.Received, m.done, len(m.violations),
 		s.quiesce, s.run.Round(time.Millisecond), s.check.Round(time.Millisecond))
 	for _, group := range []struct {
 		what  string
 		lines []string
-	}{{"lost", s.lost.details}, {"duplicate", s.dups}, {"slot", s.own.violations}, {"watch", s.watch.violations}, {"failure", s.rec.failures}, {"move", m.violations}} {
+	}{{"lost", s.lost.details}, {"duplicate", s.dups}, {"slot", s.own.violations}, {"watch", s.watch.violations}, {"watch_key", s.watchKey.violations}, {"failure", s.rec.failures}, {"move", m.violations}} {
 		for i, l := range group.lines {
 			if i == 10 {
 				t.Logf("seed=%d %s: … %d more", s.seed, group.what, len(group.lines)-i)

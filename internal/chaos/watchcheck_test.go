@@ -155,6 +155,23 @@ func (w *watchReport) checkFeed(kvOps, subOps []porcupine.Operation, finalKV map
 	w.checkSubs(subOps, finalSubs)
 }
 
+// checkSameAs: a watch narrowed to key saw exactly the key's changes the
+// whole feed (all) has, in the same order.
+func (w *watchReport) checkSameAs(all *watchReport, key string) {
+	got, want := w.kv[key], all.kv[key]
+	if len(got) != len(want) {
+		w.violation("the watch of %s saw %d changes, the whole feed has %d of it", key, len(got), len(want))
+		return
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			w.violation("the watch of %s: change %d is %+v, the whole feed's %+v", key, i, got[i], want[i])
+			return
+		}
+	}
+	w.checkedPuts = len(got)
+}
+
 // checkKVPuts: each put in the feed once at most, acknowledged ones once,
 // with their revision, in real-time order; none that no client wrote.
 func (w *watchReport) checkKVPuts(ops []porcupine.Operation) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -42,6 +43,12 @@ type watchFollower struct {
 	tc  *testCluster
 	rng *rand.Rand
 	rep *watchReport
+	// key, if set, narrows the watch to that business key (resource=kv):
+	// its slot only, the hub's filter skipping the slot's other changes,
+	// so positions move past changes never delivered — the checks are then
+	// that nothing repeats or rewinds, and (at the end) that it saw
+	// exactly the key's changes the whole feed has.
+	key string
 
 	pos     watch.Cursor // what was delivered: the last id, checked
 	started bool         // pos is set (the first stream answered)
@@ -75,10 +82,24 @@ type feedEvent struct {
 	} `json:"changes"`
 }
 
-func newWatchFollower(tc *testCluster, seed int64) *watchFollower {
-	f := &watchFollower{tc: tc, rng: rand.New(rand.NewSource(seed*7 + 1)), rep: newWatchReport(), cutOn: -1, node: -1, last: -1}
-	tc.cutStreams = f.cut
+func newWatchFollower(tc *testCluster, seed int64, key string) *watchFollower {
+	f := &watchFollower{tc: tc, rng: rand.New(rand.NewSource(seed*7 + 1)), rep: newWatchReport(), key: key, cutOn: -1, node: -1, last: -1}
+	prev := tc.cutStreams
+	tc.cutStreams = func(i int) {
+		if prev != nil {
+			prev(i)
+		}
+		f.cut(i)
+	}
 	return f
+}
+
+// query is the watch's resources and filter.
+func (f *watchFollower) query() string {
+	if f.key != "" {
+		return "resource=kv&key=" + url.QueryEscape(f.key)
+	}
+	return "resource=" + watchResourcesAll
 }
 
 // cut ends the stream open on node i, if any (tc.restart calls it).
@@ -126,8 +147,8 @@ func (f *watchFollower) stream(parent context.Context, extra string, life time.D
 		ctx, stop = context.WithTimeout(ctx, life)
 		defer stop()
 	}
-	url := f.tc.url(f.node)
-	req, err := http.NewRequestWithContext(ctx, "GET", url+"/v1/watch?resource="+watchResourcesAll+"&progress_interval_ms=100"+extra, nil)
+	base := f.tc.url(f.node)
+	req, err := http.NewRequestWithContext(ctx, "GET", base+"/v1/watch?"+f.query()+"&progress_interval_ms=100"+extra, nil)
 	if err != nil {
 		f.rep.violation("watch request: %v", err)
 		return false
@@ -210,6 +231,7 @@ func (f *watchFollower) event(ev testutil.SSEEvent) bool {
 	case "progress":
 		f.rep.progress++
 		f.sameAsDelivered(id, "progress mark")
+		f.publish()
 		return true
 	case "error":
 		var body struct{ Error struct{ Code string } }
@@ -236,6 +258,9 @@ func (f *watchFollower) event(ev testutil.SSEEvent) bool {
 	case !f.pos.Covers(s):
 		f.rep.violation("n%d: a change of slot %d the watch does not cover", f.node+1, s)
 		return false
+	case f.key != "" && fe.Seq <= pos:
+		f.rep.violation("n%d: slot %d repeated or rewound: a change at seq %d after position %d", f.node+1, s, fe.Seq, pos)
+	case f.key != "": // filtered: a later seq is the changes skipped
 	case fe.Seq < want:
 		f.rep.violation("n%d: slot %d repeated or rewound: %d changes ending at seq %d after position %d", f.node+1, s, len(fe.Changes), fe.Seq, pos)
 	case fe.Seq > want:
@@ -250,8 +275,19 @@ func (f *watchFollower) event(ev testutil.SSEEvent) bool {
 	return true
 }
 
-// sameAsDelivered checks an event's id against the positions delivered.
+// sameAsDelivered checks an event's id against the positions delivered
+// (filtered: that it never goes back, and takes it: a filtered watch's
+// position moves past what it does not want).
 func (f *watchFollower) sameAsDelivered(id watch.Cursor, what string) {
+	if f.key != "" {
+		for _, s := range f.pos.Slots() {
+			if id.Seq(s) < f.pos.Seq(s) {
+				f.rep.violation("n%d: %s: id at seq %d of slot %d, behind the %d delivered", f.node+1, what, id.Seq(s), s, f.pos.Seq(s))
+			}
+			f.pos.Set(s, max(id.Seq(s), f.pos.Seq(s)))
+		}
+		return
+	}
 	for _, s := range f.pos.Slots() {
 		if got, want := id.Seq(s), f.pos.Seq(s); got != want {
 			dir := "ahead of"
@@ -277,7 +313,7 @@ func (f *watchFollower) reached(target watch.Cursor) (bool, string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, s := range target.Slots() {
-		if f.caught.Seq(s) < target.Seq(s) {
+		if f.caught.Covers(s) && f.caught.Seq(s) < target.Seq(s) {
 			return false, fmt.Sprintf("slot %d delivered to seq %d of %d", s, f.caught.Seq(s), target.Seq(s))
 		}
 	}
