@@ -44,17 +44,28 @@ func (w *watcher) connect(s *server) {
 	ctx, cancel := context.WithCancel(context.Background())
 	w.cancel = cancel
 	w.t.Cleanup(cancel)
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.url+"/v1/watch?"+w.query, nil)
-	if w.lastID != "" {
-		req.Header.Set("Last-Event-ID", w.lastID)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		w.t.Fatalf("watch on node %d: %d", s.node.NodeID(), resp.StatusCode)
-	}
+	// A node whose replicas are still opening or catching up answers 503
+	// route_not_ready (retryable): asked again, as a client does.
+	var resp *http.Response
+	testutil.WaitFor(w.t, 30*time.Second, 50*time.Millisecond, func() (bool, string) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.url+"/v1/watch?"+w.query, nil)
+		if w.lastID != "" {
+			req.Header.Set("Last-Event-ID", w.lastID)
+		}
+		r, err := http.DefaultClient.Do(req)
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		if r.StatusCode == http.StatusServiceUnavailable {
+			r.Body.Close()
+			return false, fmt.Sprintf("watch on node %d: 503", s.node.NodeID())
+		}
+		if r.StatusCode != http.StatusOK {
+			w.t.Fatalf("watch on node %d: %d", s.node.NodeID(), r.StatusCode)
+		}
+		resp = r
+		return true, ""
+	})
 	w.events = testutil.SSEEvents(resp.Body)
 	select { // the progress event that starts every stream
 	case ev := <-w.events:
