@@ -142,6 +142,6 @@ func (a kvRoutes) readKVs(ctx context.Context, snap *routing.Snapshot, c meta.Co
 
 // itemError is the error JSON of one item of a batch.
 func itemError(e *slotstore.Error) *errorJSON {
-	return &errorJSON{Code: e.Code, Message: e.Message, Retryable: e.Code.Retryable(),
-		LeaderHint: e.LeaderHint, RouteRevision: e.RouteRevision}
+	j := errorJSONOf(e)
+	return &j
 }

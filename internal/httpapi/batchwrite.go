@@ -141,7 +141,7 @@ func (a kvRoutes) answerSlot(items []batchWriteItemJSON, idx []int, res meta.Res
 		}
 		it := results.Items[j]
 		if it.Code != "" {
-			items[i].Error = &errorJSON{Code: it.Code, Message: it.Message, Retryable: it.Code.Retryable()}
+			items[i].Error = itemError(&slotstore.Error{Code: it.Code, Message: it.Message})
 			items[i].Revision = it.Revision
 			continue
 		}

@@ -100,14 +100,14 @@ func (a *api) writeErrorStatus(w http.ResponseWriter, r *http.Request, status in
 	if retryable {
 		w.Header().Set("Retry-After", retryAfterSeconds(e))
 	}
-	a.writeJSON(w, r, status, errorBody{Error: errorJSON{
-		Code:          e.Code,
-		Message:       e.Message,
-		Retryable:     retryable,
-		LeaderHint:    e.LeaderHint,
-		RouteRevision: e.RouteRevision,
-		Details:       e.Details,
-	}})
+	a.writeJSON(w, r, status, errorBody{Error: errorJSONOf(e)})
+}
+
+// errorJSONOf is e as the API shows it: in an error answer, and in the
+// items of a batch answer.
+func errorJSONOf(e *slotstore.Error) errorJSON {
+	return errorJSON{Code: e.Code, Message: e.Message, Retryable: e.Code.Retryable(),
+		LeaderHint: e.LeaderHint, RouteRevision: e.RouteRevision, Details: e.Details}
 }
 
 // retryAfterSeconds is e.RetryAfter in whole seconds, rounded up, at least 1.

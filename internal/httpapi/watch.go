@@ -516,14 +516,17 @@ func (s *sse) send(event string, cur watch.Cursor, data any) error {
 	if err != nil {
 		return err
 	}
-	s.buf = append(append(append(s.buf[:0], "event: "...), event...), "\nid: "...)
-	s.buf = append(append(append(append(s.buf, cur.String()...), "\ndata: "...), b...), "\n\n"...)
-	s.m.watchEvents.WithLabelValues(event).Inc()
-	return s.write()
+	return s.frame(event, cur.String(), b)
 }
 
-// write sends s.buf and flushes it.
-func (s *sse) write() error {
+// frame writes one event (id "": none), counts it and flushes it.
+func (s *sse) frame(event, id string, data []byte) error {
+	s.buf = append(append(s.buf[:0], "event: "...), event...)
+	if id != "" {
+		s.buf = append(append(s.buf, "\nid: "...), id...)
+	}
+	s.buf = append(append(append(s.buf, "\ndata: "...), data...), "\n\n"...)
+	s.m.watchEvents.WithLabelValues(event).Inc()
 	s.setDeadline()
 	if _, err := s.w.Write(s.buf); err != nil {
 		return err
@@ -544,7 +547,7 @@ func (s *sse) setDeadline() {
 // fail ends a stream with an error event.
 func (s *sse) fail(cur watch.Cursor, e *slotstore.Error) {
 	s.m.watchEnds.WithLabelValues(string(e.Code)).Inc()
-	_ = s.send("error", cur, errorBody{Error: errorJSON{Code: e.Code, Message: e.Message, Retryable: e.Code.Retryable()}})
+	_ = s.send("error", cur, errorBody{Error: errorJSONOf(e)})
 }
 
 // routesStream is GET /v1/watch?resource=routes: the route table with each
@@ -604,9 +607,4 @@ func mustJSON(v any) []byte {
 }
 
 // sendRaw writes an event without an id (the route stream has no position).
-func (s *sse) sendRaw(event string, data []byte) error {
-	s.buf = append(append(append(s.buf[:0], "event: "...), event...), "\ndata: "...)
-	s.buf = append(append(s.buf, data...), "\n\n"...)
-	s.m.watchEvents.WithLabelValues(event).Inc()
-	return s.write()
-}
+func (s *sse) sendRaw(event string, data []byte) error { return s.frame(event, "", data) }

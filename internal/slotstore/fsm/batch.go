@@ -22,7 +22,7 @@ func (s reader) getKVs(q *meta.GetKVs) (*meta.KVBatch, error) {
 	before := s.owned.Load()
 	snap := s.db.NewSnapshot()
 	defer snap.Close()
-	owned := both(before, s.owned.Load())
+	owned := before.And(s.owned.Load())
 	out := &meta.KVBatch{Items: make([]meta.KVBatchItem, len(q.Keys))}
 	size := 0
 	for i, k := range q.Keys {
@@ -50,16 +50,4 @@ func (s reader) getKVs(q *meta.GetKVs) (*meta.KVBatch, error) {
 		out.Items[i] = meta.KVBatchItem{State: meta.BatchFound, KV: kv}
 	}
 	return out, nil
-}
-
-// both is the slots in a and in b (a nil set is empty).
-func both(a, b *meta.SlotSet) *meta.SlotSet {
-	var out meta.SlotSet
-	if a == nil || b == nil {
-		return &out
-	}
-	for i := range out {
-		out[i] = a[i] & b[i]
-	}
-	return &out
 }

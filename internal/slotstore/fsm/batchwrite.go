@@ -17,23 +17,30 @@ import (
 // items').
 func (a kvApplier) writeKVs(c *meta.WriteKVs) meta.Result {
 	out := &meta.KVWriteResults{Items: make([]meta.KVWriteResult, len(c.Ops))}
-	rows := map[string]*meta.KV{} // key → its row as the operations so far leave it (nil: absent)
+	// Each row is read from the store once: before holds the rows as the
+	// command found them, rows each pass's view as its operations so far
+	// leave them (nil: absent).
+	before := map[string]*meta.KV{}
+	rows := map[string]*meta.KV{}
 	row := func(k string) *meta.KV {
 		if r, ok := rows[k]; ok {
 			return r
 		}
-		r, _ := readRow(a.applier, meta.KVKey(a.sm.cfg.Group, c.HashSlot, k), meta.DecodeKV)
-		rows[k] = r
+		r, ok := before[k]
+		if !ok {
+			r, _ = readRow(a.applier, meta.KVKey(a.sm.cfg.Group, c.HashSlot, k), meta.DecodeKV)
+			before[k] = r
+		}
 		return r
 	}
 	failed := false
 	for i, op := range c.Ops {
-		cur := row(op.Key)
 		if hs := slotstore.HashSlotOfString(op.Key); hs != c.HashSlot {
 			out.Items[i] = meta.KVWriteResult{Code: slotstore.CodeInvalidArgument, Message: fmt.Sprintf("key %q is of hash slot %d, the batch of %d", op.Key, hs, c.HashSlot)}
 			failed = true
 			continue
 		}
+		cur := row(op.Key)
 		if ok, why := checkCond(op.Cond, cur); !ok {
 			out.Items[i] = meta.KVWriteResult{Code: slotstore.CodeFailedPrecondition, Message: why, Revision: revisionOf(cur)}
 			failed = true
@@ -54,7 +61,7 @@ func (a kvApplier) writeKVs(c *meta.WriteKVs) meta.Result {
 		return meta.Result{Value: meta.EncodeKVWriteResults(out)}
 	}
 	rev := a.nextRevision()
-	clear(rows)
+	clear(rows) // the apply pass starts again from before
 	for i, op := range c.Ops {
 		key := meta.KVKey(a.sm.cfg.Group, c.HashSlot, op.Key)
 		cur := row(op.Key)

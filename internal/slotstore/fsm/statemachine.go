@@ -284,10 +284,7 @@ func (s *StateMachine) Update(entries []sm.Entry) ([]sm.Entry, error) {
 		// publish below then answers wrong_group (asked again where the
 		// slot is), never a row missing that exists.
 		if old := s.owned.Load(); old != nil {
-			staying := *old
-			for i := range staying {
-				staying[i] &= a.owned[i]
-			}
+			staying := old.And(&a.owned)
 			s.owned.Store(&staying)
 		}
 	}

@@ -292,6 +292,18 @@ func (ss *SlotSet) Has(s slotstore.HashSlot) bool {
 	return ss != nil && s.Valid() && ss[s/8]&(1<<(s%8)) != 0
 }
 
+// And is the slots in both ss and o (a nil set is empty).
+func (ss *SlotSet) And(o *SlotSet) SlotSet {
+	var out SlotSet
+	if ss == nil || o == nil {
+		return out
+	}
+	for i := range out {
+		out[i] = ss[i] & o[i]
+	}
+	return out
+}
+
 // Slots lists the set in ascending order.
 func (ss *SlotSet) Slots() []slotstore.HashSlot {
 	var out []slotstore.HashSlot

@@ -258,6 +258,14 @@ func TestSlotSet(t *testing.T) {
 	if none.Has(0) || !none.Empty() || none.Slots() != nil {
 		t.Fatal("a nil SlotSet is not the empty set")
 	}
+	a, _ := meta.DecodeSlotSet(meta.EncodeSlotSet([]slotstore.HashSlot{1, 8, 200}))
+	b, _ := meta.DecodeSlotSet(meta.EncodeSlotSet([]slotstore.HashSlot{8, 9, 200}))
+	if got := a.And(&b); !slices.Equal(got.Slots(), []slotstore.HashSlot{8, 200}) {
+		t.Fatalf("And = %v", got.Slots())
+	}
+	if got := a.And(none); !got.Empty() {
+		t.Fatalf("And with a nil set = %v", got.Slots())
+	}
 }
 
 func TestCompositeKeysKeepOrderAndNeverCollide(t *testing.T) {
