@@ -75,7 +75,7 @@ func TestPackagesImportOnlyLowerLayers(t *testing.T) {
 	}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		fields := strings.Fields(line)
-		pkg := strings.TrimPrefix(fields[0], "slotmeta/")
+		pkg := strings.TrimPrefix(fields[0], "github.com/slotmeta/slotmeta/")
 		switch {
 		case strings.HasPrefix(pkg, "internal/chaos"), strings.HasPrefix(pkg, "internal/e2e"), strings.HasPrefix(pkg, "internal/contract"),
 			pkg == "internal/nethost", pkg == "internal/testutil", pkg == "internal/slotstore/faults", pkg == "internal/slotstore/slotstoretest", pkg == "internal/slotstore/operatortest":
@@ -87,7 +87,7 @@ func TestPackagesImportOnlyLowerLayers(t *testing.T) {
 			continue
 		}
 		for _, imp := range fields[1:] {
-			dep, ours := strings.CutPrefix(imp, "slotmeta/")
+			dep, ours := strings.CutPrefix(imp, "github.com/slotmeta/slotmeta/")
 			if !ours {
 				continue
 			}

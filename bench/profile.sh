@@ -56,7 +56,7 @@ awk '
     n = split(p, seg, "/"); last = seg[n]; sub(/\..*/, "", last)
     pkg = ""; for (i = 1; i < n; i++) pkg = pkg seg[i] "/"; pkg = pkg last
     area = pkg
-    if (pkg ~ /^slotmeta/) area = pkg
+    if (pkg ~ /^github.com\/slotmeta\/slotmeta/) area = pkg
     else if (pkg ~ /^syscall$|^internal\/poll|^internal\/runtime\/syscall/) area = "syscalls (fsync, net I/O: see below)"
     else if (pkg ~ /lni\/dragonboat/) area = "dragonboat"
     else if (pkg ~ /cockroachdb\/pebble\/v2/) area = "pebble/v2 (FSM store)"
@@ -73,7 +73,7 @@ echo "# servers: where syscalls and the runtime go (cumulative; overlapping)"
 "${PPROF[@]}" -top -cum -nodecount=100000 -tagignore=slotbench=client "$BIN" "$PROF" 2>/dev/null >"$OUTDIR/cum-servers.txt"
 for f in 'syscall.Fdatasync' 'internal/poll.\(\*FD\).Write$' 'internal/poll.\(\*FD\).Read$' 'runtime.gcBgMarkWorker$' 'runtime.mallocgc$' 'runtime.schedule$' 'runtime.findRunnable$' \
   'encoding/json.Marshal$' 'encoding/json.\(\*Decoder\).Decode$' 'encoding/json.Unmarshal$' 'net/http.\(\*conn\).serve$' \
-  'slotmeta/internal/slotstore/cluster.\(\*Node\).forward' 'slotmeta/internal/slotstore/cluster.\(\*peerClient\).callPath$' 'slotmeta/internal/slotstore/fsm.\(\*StateMachine\).Update$' \
+  'github.com/slotmeta/slotmeta/internal/slotstore/cluster.\(\*Node\).forward' 'github.com/slotmeta/slotmeta/internal/slotstore/cluster.\(\*peerClient\).callPath$' 'github.com/slotmeta/slotmeta/internal/slotstore/fsm.\(\*StateMachine\).Update$' \
   'dragonboat/v4.\(\*engine\).stepWorkerMain$' 'dragonboat/v4/internal/logdb.*SaveRaftState$' 'dragonboat/v4/internal/transport.*' 'go-playground/validator/v10.\(\*Validate\).Struct' 'prometheus.*'; do
   awk -v f="$f" '$6 ~ f { printf "%-72s %8s cum %7s\n", $6, $4, $5; exit }' "$OUTDIR/cum-servers.txt"
 done

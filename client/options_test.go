@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"slotmeta/internal/certs"
+	"github.com/slotmeta/slotmeta/internal/certs"
 )
 
 // TestWithTLS: the client verifies the server against the cluster's CA,

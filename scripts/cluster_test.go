@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"slotmeta/internal/testutil"
+	"github.com/slotmeta/slotmeta/internal/testutil"
 )
 
 const (

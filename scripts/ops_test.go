@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"slotmeta/internal/testutil"
+	"github.com/slotmeta/slotmeta/internal/testutil"
 )
 
 // The ops scripts' cluster: four nodes, replication factor 3, so that node 4

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"slotmeta/internal/certs"
+	"github.com/slotmeta/slotmeta/internal/certs"
 )
 
 // checkConfig is --check-config: every check a start would make before it

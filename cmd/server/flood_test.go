@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"slotmeta/internal/testutil"
+	"github.com/slotmeta/slotmeta/internal/testutil"
 )
 
 // flood holds connections to addrs from several loopback sources, half of

@@ -19,8 +19,8 @@ import (
 	"testing"
 	"time"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/testutil"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/testutil"
 )
 
 // lkSyncBuffer is a log sink that may be read while the process writes to it.

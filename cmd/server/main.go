@@ -26,14 +26,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
-	"slotmeta"
-	"slotmeta/internal/audit"
-	"slotmeta/internal/auth"
-	"slotmeta/internal/certs"
-	"slotmeta/internal/console"
-	"slotmeta/internal/httpapi"
-	"slotmeta/internal/netguard"
-	"slotmeta/internal/slotstore/cluster"
+	"github.com/slotmeta/slotmeta"
+	"github.com/slotmeta/slotmeta/internal/audit"
+	"github.com/slotmeta/slotmeta/internal/auth"
+	"github.com/slotmeta/slotmeta/internal/certs"
+	"github.com/slotmeta/slotmeta/internal/console"
+	"github.com/slotmeta/slotmeta/internal/httpapi"
+	"github.com/slotmeta/slotmeta/internal/netguard"
+	"github.com/slotmeta/slotmeta/internal/slotstore/cluster"
 )
 
 func main() {

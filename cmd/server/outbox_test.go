@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"slotmeta/internal/testutil"
+	"github.com/slotmeta/slotmeta/internal/testutil"
 )
 
 // TestOutboxSurvivesACrash: the channel-side commit (subscribers and their

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"slotmeta/internal/testutil"
+	"github.com/slotmeta/slotmeta/internal/testutil"
 )
 
 // peerCall sends one peer RPC request carrying secret and returns its status.

@@ -6,14 +6,14 @@ import (
 	"net"
 	"strings"
 
-	"slotmeta/internal/auth"
-	"slotmeta/internal/certs"
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/cluster"
-	"slotmeta/internal/slotstore/controller"
-	"slotmeta/internal/slotstore/controller/balance"
-	"slotmeta/internal/slotstore/controller/policy"
-	"slotmeta/internal/slotstore/watch"
+	"github.com/slotmeta/slotmeta/internal/auth"
+	"github.com/slotmeta/slotmeta/internal/certs"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/cluster"
+	"github.com/slotmeta/slotmeta/internal/slotstore/controller"
+	"github.com/slotmeta/slotmeta/internal/slotstore/controller/balance"
+	"github.com/slotmeta/slotmeta/internal/slotstore/controller/policy"
+	"github.com/slotmeta/slotmeta/internal/slotstore/watch"
 )
 
 // plan is everything the flags decide before anything listens: who may

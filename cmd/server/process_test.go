@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"slotmeta/internal/testutil"
+	"github.com/slotmeta/slotmeta/internal/testutil"
 )
 
 // serverBin is the real binary, built once per test run by TestMain.

@@ -7,10 +7,10 @@ import (
 	"sync"
 	"time"
 
-	"slotmeta/internal/auth"
-	"slotmeta/internal/certs"
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/cluster"
+	"github.com/slotmeta/slotmeta/internal/auth"
+	"github.com/slotmeta/slotmeta/internal/certs"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/cluster"
 )
 
 // reloader re-reads, on SIGHUP, what may change while the node runs: the

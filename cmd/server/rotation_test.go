@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"slotmeta/internal/certs"
-	"slotmeta/internal/testutil"
+	"github.com/slotmeta/slotmeta/internal/certs"
+	"github.com/slotmeta/slotmeta/internal/testutil"
 )
 
 // secureNode is one node of a secured process cluster: its own

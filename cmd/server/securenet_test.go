@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"slotmeta/internal/certs"
-	"slotmeta/internal/nethost"
+	"github.com/slotmeta/slotmeta/internal/certs"
+	"github.com/slotmeta/slotmeta/internal/nethost"
 )
 
 // rawRaft dials addr, writes what a peer without credentials would (the

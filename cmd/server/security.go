@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"strings"
 
-	"slotmeta/internal/auth"
-	"slotmeta/internal/slotstore/peer"
+	"github.com/slotmeta/slotmeta/internal/auth"
+	"github.com/slotmeta/slotmeta/internal/slotstore/peer"
 )
 
 // security is how the node's listeners are protected, decided from the

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"slotmeta/internal/certs"
+	"github.com/slotmeta/slotmeta/internal/certs"
 )
 
 // newCerts creates a CA and a node certificate for hosts in a fresh

@@ -35,10 +35,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"slotmeta"
-	"slotmeta/internal/httpapi"
-	"slotmeta/internal/slotstore/cluster"
-	"slotmeta/internal/slotstore/slotstoretest"
+	"github.com/slotmeta/slotmeta"
+	"github.com/slotmeta/slotmeta/internal/httpapi"
+	"github.com/slotmeta/slotmeta/internal/slotstore/cluster"
+	"github.com/slotmeta/slotmeta/internal/slotstore/slotstoretest"
 )
 
 func envOr(k, def string) string {

@@ -34,8 +34,8 @@ import (
 	"testing"
 	"time"
 
-	"slotmeta/internal/nethost"
-	"slotmeta/internal/testutil"
+	"github.com/slotmeta/slotmeta/internal/nethost"
+	"github.com/slotmeta/slotmeta/internal/testutil"
 )
 
 func scaleEnv(k, def string) string {

@@ -25,8 +25,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"slotmeta/internal/auth"
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/auth"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // Sink stores a record and returns its sequence number (cluster.Node).

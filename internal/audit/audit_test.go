@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"slotmeta/internal/auth"
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/auth"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 func TestIsAdminAction(t *testing.T) {

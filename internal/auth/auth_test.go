@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 func mustNew(t *testing.T) *Authenticator {

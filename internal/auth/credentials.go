@@ -10,8 +10,8 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"slotmeta/internal/netguard"
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/netguard"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // MinTokenLength is the shortest token accepted.

@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/time/rate"
 
-	"slotmeta/internal/netguard"
+	"github.com/slotmeta/slotmeta/internal/netguard"
 )
 
 // LimiterConfig bounds failed authentications per source address.

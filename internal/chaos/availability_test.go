@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"slotmeta/internal/nethost"
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/testutil"
+	"github.com/slotmeta/slotmeta/internal/nethost"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/testutil"
 )
 
 // Availability under faults, measured on separate hosts: three slotmeta

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"slotmeta/internal/slotstore/cluster"
-	"slotmeta/internal/slotstore/slotstoretest"
+	"github.com/slotmeta/slotmeta/internal/slotstore/cluster"
+	"github.com/slotmeta/slotmeta/internal/slotstore/slotstoretest"
 )
 
 // endpoints is what the workload clients need of a cluster: its nodes' API

@@ -18,8 +18,8 @@ import (
 	"testing"
 	"time"
 
-	"slotmeta/internal/nethost"
-	"slotmeta/internal/testutil"
+	"github.com/slotmeta/slotmeta/internal/nethost"
+	"github.com/slotmeta/slotmeta/internal/testutil"
 )
 
 // The same availability measurement against etcd (ETCD_AVAILABILITY_ROUNDS=N,

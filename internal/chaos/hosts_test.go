@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"slotmeta/internal/nethost"
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/testutil"
+	"github.com/slotmeta/slotmeta/internal/nethost"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/testutil"
 )
 
 // hostCluster is a cluster of slotmeta processes on network-namespace hosts
@@ -55,7 +55,7 @@ func slotmetaBin(t *testing.T) string {
 		if raceEnabled {
 			args = append(args, "-race")
 		}
-		out, err := exec.Command("go", append(args, "slotmeta/cmd/server")...).CombinedOutput()
+		out, err := exec.Command("go", append(args, "github.com/slotmeta/slotmeta/cmd/server")...).CombinedOutput()
 		if err != nil {
 			serverBin.err = fmt.Errorf("build the server: %v\n%s", err, out)
 		}

@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"slotmeta/internal/slotstore/cluster"
-	"slotmeta/internal/slotstore/propose"
-	"slotmeta/internal/slotstore/slotstoretest"
-	"slotmeta/internal/testutil"
+	"github.com/slotmeta/slotmeta/internal/slotstore/cluster"
+	"github.com/slotmeta/slotmeta/internal/slotstore/propose"
+	"github.com/slotmeta/slotmeta/internal/slotstore/slotstoretest"
+	"github.com/slotmeta/slotmeta/internal/testutil"
 )
 
 // Bounds of TestOverloadMemory. The heap is HeapInuse: during the storm it

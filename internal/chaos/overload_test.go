@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"slotmeta/internal/slotstore/propose"
-	"slotmeta/internal/slotstore/slotstoretest"
-	"slotmeta/internal/testutil"
+	"github.com/slotmeta/slotmeta/internal/slotstore/propose"
+	"github.com/slotmeta/slotmeta/internal/slotstore/slotstoretest"
+	"github.com/slotmeta/slotmeta/internal/testutil"
 )
 
 // TestOverloadSheds: far more concurrent writers than a small proposal

@@ -5,10 +5,10 @@ import (
 	"slices"
 	"time"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/cluster"
-	"slotmeta/internal/slotstore/controller"
-	"slotmeta/internal/testutil"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/cluster"
+	"github.com/slotmeta/slotmeta/internal/slotstore/controller"
+	"github.com/slotmeta/slotmeta/internal/testutil"
 )
 
 // Hash-slot ownership, read from every node's replicas (the owned set is

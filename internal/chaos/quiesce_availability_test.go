@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/testutil"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/testutil"
 )
 
 // TestQuiesceAvailability (make chaos, QUIESCE_ROUNDS rounds): three nodes

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"time"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // The fault schedule: a small table of fault kinds, drawn by weight from the

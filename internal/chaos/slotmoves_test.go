@@ -7,9 +7,9 @@ import (
 	"slices"
 	"time"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/controller"
-	"slotmeta/internal/testutil"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/controller"
+	"github.com/slotmeta/slotmeta/internal/testutil"
 )
 
 // Live hash-slot moves under the clients' writes. The slot-move fault moves

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"slotmeta/internal/slotstore/cluster"
+	"github.com/slotmeta/slotmeta/internal/slotstore/cluster"
 )
 
 // scheduleReport is what one schedule did and found. log writes it as a few

@@ -11,8 +11,8 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
-	"slotmeta/internal/slotstore/watch"
-	"slotmeta/internal/testutil"
+	"github.com/slotmeta/slotmeta/internal/slotstore/watch"
+	"github.com/slotmeta/slotmeta/internal/testutil"
 )
 
 // The watch-history checks (issue 27): what the watchFollower saw of the

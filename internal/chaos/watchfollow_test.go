@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/watch"
-	"slotmeta/internal/testutil"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/watch"
+	"github.com/slotmeta/slotmeta/internal/testutil"
 )
 
 // A watchFollower follows the change feed of every hash slot (GET

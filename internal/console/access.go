@@ -5,8 +5,8 @@ import (
 	"net/url"
 	"strings"
 
-	"slotmeta/internal/auth"
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/auth"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // Access control: who may read and act (auth.Authenticator's roles, checked

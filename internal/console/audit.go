@@ -3,7 +3,7 @@ package console
 import (
 	"net/http"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // auditPages serves the audit trail (admin only), newest first.

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // The console's balancer page: its state and plan, the load per node, the

@@ -9,7 +9,7 @@ package console
 import "github.com/a-h/templ"
 import templruntime "github.com/a-h/templ/runtime"
 
-import "slotmeta/internal/slotstore"
+import "github.com/slotmeta/slotmeta/internal/slotstore"
 
 // ChangeTable is a change tail: the fragment htmx re-fetches.
 func ChangeTable(p ChangesProps) templ.Component {

@@ -11,11 +11,11 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"slotmeta/internal/auth"
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/meta"
-	"slotmeta/internal/slotstore/operatortest"
-	"slotmeta/internal/slotstore/watch"
+	"github.com/slotmeta/slotmeta/internal/auth"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore/operatortest"
+	"github.com/slotmeta/slotmeta/internal/slotstore/watch"
 )
 
 // get fetches path from ts (with a session of token, if any) and returns

@@ -41,11 +41,11 @@ import (
 
 	"github.com/a-h/templ"
 
-	"slotmeta/internal/audit"
-	"slotmeta/internal/auth"
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/watch"
-	"slotmeta/web"
+	"github.com/slotmeta/slotmeta/internal/audit"
+	"github.com/slotmeta/slotmeta/internal/auth"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/watch"
+	"github.com/slotmeta/slotmeta/web"
 )
 
 // Source is what the console needs from the node: the operator's interface

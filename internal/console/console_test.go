@@ -13,10 +13,10 @@ import (
 
 	"golang.org/x/net/html"
 
-	"slotmeta/internal/audit"
-	"slotmeta/internal/auth"
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/operatortest"
+	"github.com/slotmeta/slotmeta/internal/audit"
+	"github.com/slotmeta/slotmeta/internal/auth"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/operatortest"
 )
 
 // ---- HTML helpers ----

@@ -3,7 +3,7 @@ package console
 import (
 	"net/http"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // decisionPages serves the decision log, newest first.

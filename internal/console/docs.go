@@ -4,7 +4,7 @@ import (
 	"io/fs"
 	"net/http"
 
-	"slotmeta/web"
+	"github.com/slotmeta/slotmeta/web"
 )
 
 // docsPage is the /docs page: Swagger UI rendering the contract the node

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // The console's group actions: create, split, merge and retire slot groups,

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // groupPages serves the groups and one group's detail, with the group's

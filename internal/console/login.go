@@ -5,8 +5,8 @@ import (
 	"strconv"
 	"strings"
 
-	"slotmeta/internal/auth"
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/auth"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // loginPages serves the sign-in form and signing out.

@@ -4,7 +4,7 @@ import (
 	"context"
 	"net/http"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // overviewPages serves the overview: the cluster summary and the nodes.

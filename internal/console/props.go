@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // Session is who looks at the page.

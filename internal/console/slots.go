@@ -4,7 +4,7 @@ import (
 	"context"
 	"net/http"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // slotPages serves the hash-slot map: each slot's group and leader, and the

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/watch"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/watch"
 )
 
 // The change tail reads the newest records of some hash slots from the

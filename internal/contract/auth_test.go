@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"slotmeta/internal/auth"
-	"slotmeta/internal/slotstore/slotstoretest"
+	"github.com/slotmeta/slotmeta/internal/auth"
+	"github.com/slotmeta/slotmeta/internal/slotstore/slotstoretest"
 )
 
 const (

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"slotmeta/client"
+	"github.com/slotmeta/slotmeta/client"
 )
 
 func ptr[T any](v T) *T { return &v }

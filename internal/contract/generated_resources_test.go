@@ -13,10 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"slotmeta/client"
-	"slotmeta/internal/slotstore/cluster"
-	"slotmeta/internal/slotstore/slotstoretest"
-	"slotmeta/internal/testutil"
+	"github.com/slotmeta/slotmeta/client"
+	"github.com/slotmeta/slotmeta/internal/slotstore/cluster"
+	"github.com/slotmeta/slotmeta/internal/slotstore/slotstoretest"
+	"github.com/slotmeta/slotmeta/internal/testutil"
 )
 
 // TestGeneratedClientResources drives every resource group that

@@ -12,8 +12,8 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
-	"slotmeta/client"
-	"slotmeta/internal/testutil"
+	"github.com/slotmeta/slotmeta/client"
+	"github.com/slotmeta/slotmeta/internal/testutil"
 )
 
 // genWatchOpen opens GET /v1/watch through the generated client and

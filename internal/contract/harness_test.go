@@ -15,12 +15,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"slotmeta"
-	"slotmeta/internal/audit"
-	"slotmeta/internal/console"
-	"slotmeta/internal/httpapi"
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/slotstoretest"
+	"github.com/slotmeta/slotmeta"
+	"github.com/slotmeta/slotmeta/internal/audit"
+	"github.com/slotmeta/slotmeta/internal/console"
+	"github.com/slotmeta/slotmeta/internal/httpapi"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/slotstoretest"
 )
 
 var (

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"testing"
 
-	"slotmeta/internal/httpapi"
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/httpapi"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // noBackend stands in for a node where only the router is looked at.

@@ -18,7 +18,7 @@ import (
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 	"go.yaml.in/yaml/v4"
 
-	"slotmeta"
+	"github.com/slotmeta/slotmeta"
 )
 
 func init() {

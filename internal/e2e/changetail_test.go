@@ -11,8 +11,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"slotmeta/internal/slotstore/slotstoretest"
-	"slotmeta/internal/testutil"
+	"github.com/slotmeta/slotmeta/internal/slotstore/slotstoretest"
+	"github.com/slotmeta/slotmeta/internal/testutil"
 )
 
 // TestConsoleChangeTail: on a real 3-node cluster, a business key written

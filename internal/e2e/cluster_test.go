@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"testing"
 
-	"slotmeta/client"
-	"slotmeta/internal/slotstore/slotstoretest"
+	"github.com/slotmeta/slotmeta/client"
+	"github.com/slotmeta/slotmeta/internal/slotstore/slotstoretest"
 )
 
 // TestThreeNodesWriteAnywhereReadEverywhere: a write through each node is

@@ -15,17 +15,17 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"slotmeta"
-	"slotmeta/client"
-	"slotmeta/internal/audit"
-	"slotmeta/internal/auth"
-	"slotmeta/internal/console"
-	"slotmeta/internal/httpapi"
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/cluster"
-	"slotmeta/internal/slotstore/controller/balance"
-	"slotmeta/internal/slotstore/slotstoretest"
-	"slotmeta/internal/testutil"
+	"github.com/slotmeta/slotmeta"
+	"github.com/slotmeta/slotmeta/client"
+	"github.com/slotmeta/slotmeta/internal/audit"
+	"github.com/slotmeta/slotmeta/internal/auth"
+	"github.com/slotmeta/slotmeta/internal/console"
+	"github.com/slotmeta/slotmeta/internal/httpapi"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/cluster"
+	"github.com/slotmeta/slotmeta/internal/slotstore/controller/balance"
+	"github.com/slotmeta/slotmeta/internal/slotstore/slotstoretest"
+	"github.com/slotmeta/slotmeta/internal/testutil"
 )
 
 const (

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"slotmeta/client"
+	"github.com/slotmeta/slotmeta/client"
 )
 
 func (s *server) channel(path string) client.Channel {

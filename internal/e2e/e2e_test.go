@@ -13,11 +13,11 @@ import (
 	"testing"
 	"time"
 
-	"slotmeta"
-	"slotmeta/client"
-	"slotmeta/internal/httpapi"
-	"slotmeta/internal/slotstore/cluster"
-	"slotmeta/internal/slotstore/slotstoretest"
+	"github.com/slotmeta/slotmeta"
+	"github.com/slotmeta/slotmeta/client"
+	"github.com/slotmeta/slotmeta/internal/httpapi"
+	"github.com/slotmeta/slotmeta/internal/slotstore/cluster"
+	"github.com/slotmeta/slotmeta/internal/slotstore/slotstoretest"
 )
 
 // server is one node behind the real HTTP API.

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"slotmeta/client"
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/client"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
 )
 
 // collectPaged walks a listing page by page with limit and returns each

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"slotmeta/client"
-	"slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/client"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
 )
 
 func eventBody(id string) string {

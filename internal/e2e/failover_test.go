@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/slotstoretest"
-	"slotmeta/internal/testutil"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/slotstoretest"
+	"github.com/slotmeta/slotmeta/internal/testutil"
 )
 
 // keysOfGroup returns n keys with the given prefix whose hash slots group g owns.

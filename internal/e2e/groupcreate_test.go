@@ -5,11 +5,11 @@ import (
 	"testing"
 	"time"
 
-	"slotmeta/client"
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/cluster"
-	"slotmeta/internal/slotstore/slotstoretest"
-	"slotmeta/internal/testutil"
+	"github.com/slotmeta/slotmeta/client"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/cluster"
+	"github.com/slotmeta/slotmeta/internal/slotstore/slotstoretest"
+	"github.com/slotmeta/slotmeta/internal/testutil"
 )
 
 // groupCluster: 3 nodes that start with one group, hash-slot migration on,

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 func hashSlot(key string) slotstore.HashSlot { return slotstore.HashSlotOfString(key) }

@@ -7,11 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"slotmeta/client"
-	"slotmeta/internal/auth"
-	"slotmeta/internal/httpapi"
-	"slotmeta/internal/slotstore/cluster"
-	"slotmeta/internal/slotstore/slotstoretest"
+	"github.com/slotmeta/slotmeta/client"
+	"github.com/slotmeta/slotmeta/internal/auth"
+	"github.com/slotmeta/slotmeta/internal/httpapi"
+	"github.com/slotmeta/slotmeta/internal/slotstore/cluster"
+	"github.com/slotmeta/slotmeta/internal/slotstore/slotstoretest"
 )
 
 // TestFourthNodeJoins: a node started with a join address registers through

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"slotmeta/client"
+	"github.com/slotmeta/slotmeta/client"
 )
 
 // routeHeaders fails unless a keyed answer carries the route headers.

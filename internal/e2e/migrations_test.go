@@ -5,7 +5,7 @@ import (
 	"reflect"
 	"testing"
 
-	"slotmeta/client"
+	"github.com/slotmeta/slotmeta/client"
 )
 
 func TestChannelMigrationsEndToEnd(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"slotmeta/client"
+	"github.com/slotmeta/slotmeta/client"
 )
 
 // runtimeBody is a runtime write with replicas 1, 2, 3.

@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"strconv"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 type auditJSON struct {

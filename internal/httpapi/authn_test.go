@@ -8,12 +8,12 @@ import (
 	"strings"
 	"testing"
 
-	"slotmeta/internal/audit"
+	"github.com/slotmeta/slotmeta/internal/audit"
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"slotmeta/internal/auth"
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/auth"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // TestAccessControl: every rule of the token check, through the real router.

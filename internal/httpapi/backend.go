@@ -3,10 +3,10 @@ package httpapi
 import (
 	"context"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/meta"
-	"slotmeta/internal/slotstore/routing"
-	"slotmeta/internal/slotstore/watch"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore/routing"
+	"github.com/slotmeta/slotmeta/internal/slotstore/watch"
 )
 
 // Backend is what the API needs from the node: replicate a command, answer a

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // TestBadInputIsRejectedBeforeTheBackend sends every kind of client mistake

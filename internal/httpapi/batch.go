@@ -5,9 +5,9 @@ import (
 	"net/http"
 	"sync"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/meta"
-	"slotmeta/internal/slotstore/routing"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore/routing"
 )
 
 // Batch reads (issue 28): POST /v1/batch/kv/get reads up to

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
 )
 
 // TestBatchGetKV: a batch read asks each group once for its keys and

@@ -7,8 +7,8 @@ import (
 	"net/http"
 	"sync"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
 )
 
 // Batch writes (issue 28): POST /v1/batch/kv/write puts and deletes up to

@@ -6,7 +6,7 @@ import (
 	"net/url"
 	"strconv"
 
-	"slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
 )
 
 // Shared by every resource addressed by a channel identity: the channel's

@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"net/http"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
 )
 
 // channelRoutes serves /v1/channels: the channels and, under each, its

@@ -3,8 +3,8 @@ package httpapi
 import (
 	"net/http"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/routing"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/routing"
 )
 
 // clusterRoutes serves /v1/cluster.

@@ -6,8 +6,8 @@ import (
 	"net/http"
 	"strconv"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
 )
 
 // cursorVersion is the first byte of every user-listing cursor.

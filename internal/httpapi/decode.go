@@ -15,7 +15,7 @@ import (
 
 	"github.com/go-playground/validator/v10"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // validate checks the `validate` tags of every request type. It is safe for

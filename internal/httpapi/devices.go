@@ -4,8 +4,8 @@ import (
 	"net/http"
 	"strconv"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
 )
 
 // deviceRoutes serves /v1/users/{uid}/devices. A device belongs to an

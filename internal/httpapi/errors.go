@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // statusOf is THE table from an error code to its HTTP status (docs/design.md §10).

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // decodeError parses an error response strictly: exactly the shape of docs/design.md §10.

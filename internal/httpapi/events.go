@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
 )
 
 // eventRoutes serves /v1/channels/{channel_type}/{channel_id}/events, the

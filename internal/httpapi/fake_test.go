@@ -15,11 +15,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/meta"
-	"slotmeta/internal/slotstore/operatortest"
-	"slotmeta/internal/slotstore/routing"
-	"slotmeta/internal/slotstore/watch"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore/operatortest"
+	"github.com/slotmeta/slotmeta/internal/slotstore/routing"
+	"github.com/slotmeta/slotmeta/internal/slotstore/watch"
 )
 
 // fakeBackend is an in-memory Backend: one map per entity, one revision

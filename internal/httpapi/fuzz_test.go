@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
 )
 
 // FuzzRequest throws arbitrary requests at the router: whatever the method,

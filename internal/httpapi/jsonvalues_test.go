@@ -9,7 +9,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // bodyRoutes is every operation of openapi.yaml that takes a JSON body,

@@ -3,8 +3,8 @@ package httpapi
 import (
 	"net/http"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
 )
 
 // kvRoutes serves /v1/kv. A key is one URL-escaped path segment: a '/'

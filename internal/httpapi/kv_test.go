@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/meta"
-	"slotmeta/internal/slotstore/routing"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore/routing"
 )
 
 func decodeKV(t testing.TB, w *httptest.ResponseRecorder) kvJSON {

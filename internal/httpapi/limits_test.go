@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
 )
 
 // TestBodyLimitsFitTheCodec keeps the validate tags within what the codec

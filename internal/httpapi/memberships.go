@@ -4,8 +4,8 @@ import (
 	"encoding/binary"
 	"net/http"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
 )
 
 // membershipRoutes serves /v1/users/{uid}/memberships.

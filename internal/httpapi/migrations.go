@@ -5,8 +5,8 @@ import (
 	"net/http"
 	"strconv"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
 )
 
 // migrationRoutes serves /v1/channels/{channel_type}/{channel_id}/migrations

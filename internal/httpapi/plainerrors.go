@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // Every answer in the contract: an error the server emits is the one error

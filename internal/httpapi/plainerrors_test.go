@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"slotmeta/internal/certs"
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/certs"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // TestMountedHandlersAnswerErrorJSON: the console's and the docs' unknown

@@ -8,8 +8,8 @@ import (
 	"io"
 	"net/http"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
 )
 
 // pluginRoutes serves a user's plugin bindings (/v1/users/{uid}/plugins)

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
 )
 
 // TestResourceBodyLimitsFitTheCodec keeps the validate tags of the device,

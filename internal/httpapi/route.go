@@ -5,9 +5,9 @@ import (
 	"net/http"
 	"strconv"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/meta"
-	"slotmeta/internal/slotstore/routing"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore/routing"
 )
 
 // Response headers of keyed requests (docs/design.md §3, §6). X-Route-Revision is

@@ -3,8 +3,8 @@ package httpapi
 import (
 	"net/http"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
 )
 
 // row is a resource stored under one route key and addressed by its path:

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // CannedErrorsTLS is CannedErrors for the API over TLS: it terminates TLS

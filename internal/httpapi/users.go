@@ -5,8 +5,8 @@ import (
 	"net/http"
 	"net/url"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
 )
 
 // userRoutes serves /v1/users.

@@ -5,8 +5,8 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
 )
 
 func decodeUser(t testing.TB, w *httptest.ResponseRecorder) map[string]json.RawMessage {

@@ -11,9 +11,9 @@ import (
 	"strings"
 	"time"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/meta"
-	"slotmeta/internal/slotstore/watch"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore/watch"
 )
 
 // GET /v1/watch: the change feed as Server-Sent Events (issue 27, ADR 0016).

@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/meta"
-	"slotmeta/internal/slotstore/watch"
-	"slotmeta/internal/testutil"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore/watch"
+	"github.com/slotmeta/slotmeta/internal/testutil"
 )
 
 // fakeChangeLog is a node's change logs in memory: commit keeps records

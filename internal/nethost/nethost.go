@@ -34,7 +34,7 @@ import (
 	"testing"
 	"time"
 
-	"slotmeta/internal/certs"
+	"github.com/slotmeta/slotmeta/internal/certs"
 )
 
 // Ports every node listens on, on its own address.

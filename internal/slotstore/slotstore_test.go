@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 func TestHashSlotOfStringMatchesBytes(t *testing.T) {

@@ -3,8 +3,8 @@ package cluster
 import (
 	"context"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/controller"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/controller"
 )
 
 // Audit records one admin action in the replicated audit trail (the

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
 )
 
 // BenchmarkProposer measures the whole write path of one real node — proposer,

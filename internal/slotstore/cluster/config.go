@@ -10,16 +10,16 @@ import (
 	"github.com/lni/dragonboat/v4/config"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"slotmeta/internal/netguard"
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/controller"
-	"slotmeta/internal/slotstore/controller/balance"
-	"slotmeta/internal/slotstore/controller/policy"
-	"slotmeta/internal/slotstore/peer"
-	"slotmeta/internal/slotstore/propose"
-	"slotmeta/internal/slotstore/raftlog"
-	"slotmeta/internal/slotstore/store"
-	"slotmeta/internal/slotstore/watch"
+	"github.com/slotmeta/slotmeta/internal/netguard"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/controller"
+	"github.com/slotmeta/slotmeta/internal/slotstore/controller/balance"
+	"github.com/slotmeta/slotmeta/internal/slotstore/controller/policy"
+	"github.com/slotmeta/slotmeta/internal/slotstore/peer"
+	"github.com/slotmeta/slotmeta/internal/slotstore/propose"
+	"github.com/slotmeta/slotmeta/internal/slotstore/raftlog"
+	"github.com/slotmeta/slotmeta/internal/slotstore/store"
+	"github.com/slotmeta/slotmeta/internal/slotstore/watch"
 )
 
 // Config describes one node. Start fills defaults (EnsureDefaults) and

@@ -3,8 +3,8 @@ package cluster_test
 import (
 	"testing"
 
-	"slotmeta/internal/slotstore/cluster"
-	"slotmeta/internal/slotstore/controller"
+	"github.com/slotmeta/slotmeta/internal/slotstore/cluster"
+	"github.com/slotmeta/slotmeta/internal/slotstore/controller"
 )
 
 func TestDefaultGroupCount(t *testing.T) {

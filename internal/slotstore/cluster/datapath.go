@@ -3,8 +3,8 @@ package cluster
 import (
 	"context"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
 )
 
 // The node's data path: every write and read of the API (and of the

@@ -1,8 +1,8 @@
 package cluster
 
 import (
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/controller"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/controller"
 )
 
 // RawLeaderTransfer asks dragonboat itself to move group g's leadership to

@@ -5,8 +5,8 @@ import (
 
 	"github.com/lni/dragonboat/v4"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/controller"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/controller"
 )
 
 // RequestSnapshot makes n's replica of group g take a snapshot now and

@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/cluster"
-	"slotmeta/internal/slotstore/meta"
-	"slotmeta/internal/slotstore/slotstoretest"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/cluster"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore/slotstoretest"
 )
 
 // TestForwardedWritesShareRequests: many concurrent writes through a node

@@ -3,13 +3,13 @@ package cluster
 import (
 	"context"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/controller"
-	"slotmeta/internal/slotstore/controller/leader"
-	"slotmeta/internal/slotstore/controller/tasks"
-	"slotmeta/internal/slotstore/heat"
-	"slotmeta/internal/slotstore/meta"
-	"slotmeta/internal/slotstore/projector"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/controller"
+	"github.com/slotmeta/slotmeta/internal/slotstore/controller/leader"
+	"github.com/slotmeta/slotmeta/internal/slotstore/controller/tasks"
+	"github.com/slotmeta/slotmeta/internal/slotstore/heat"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore/projector"
 )
 
 // The node as its leaf packages see it: small adapters that implement the

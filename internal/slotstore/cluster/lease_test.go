@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/cluster"
-	"slotmeta/internal/slotstore/meta"
-	"slotmeta/internal/slotstore/propose"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/cluster"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore/propose"
 )
 
 // TestFaultIsolatedLeaderLeaseEndsBeforeANewLeaderWrites: the leader answers

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"slotmeta/internal/slotstore/cluster"
-	"slotmeta/internal/slotstore/slotstoretest"
+	"github.com/slotmeta/slotmeta/internal/slotstore/cluster"
+	"github.com/slotmeta/slotmeta/internal/slotstore/slotstoretest"
 )
 
 // TestRaftLogSyncsOncePerWrite: one write at a time on 3 nodes costs each

@@ -9,11 +9,11 @@ import (
 
 	"github.com/lni/dragonboat/v4"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/controller"
-	"slotmeta/internal/slotstore/controller/tasks"
-	"slotmeta/internal/slotstore/peer"
-	"slotmeta/internal/slotstore/propose"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/controller"
+	"github.com/slotmeta/slotmeta/internal/slotstore/controller/tasks"
+	"github.com/slotmeta/slotmeta/internal/slotstore/peer"
+	"github.com/slotmeta/slotmeta/internal/slotstore/propose"
 )
 
 // membership performs req where a replica of the group lives.

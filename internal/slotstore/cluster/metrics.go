@@ -7,8 +7,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/propose"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/propose"
 )
 
 // metrics are the node's Prometheus instruments, registered on the node's

@@ -9,11 +9,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/cluster"
-	"slotmeta/internal/slotstore/meta"
-	"slotmeta/internal/slotstore/slotstoretest"
-	"slotmeta/internal/testutil"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/cluster"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore/slotstoretest"
+	"github.com/slotmeta/slotmeta/internal/testutil"
 )
 
 // TestStoreMetrics: a node exports its store's memory (block cache,

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/cluster"
-	"slotmeta/internal/slotstore/slotstoretest"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/cluster"
+	"github.com/slotmeta/slotmeta/internal/slotstore/slotstoretest"
 )
 
 // TestReplicaMoveOffTheLeader: moving the replica of the group's leader.

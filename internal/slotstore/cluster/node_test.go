@@ -5,10 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/controller"
-	"slotmeta/internal/slotstore/meta"
-	"slotmeta/internal/testutil"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/controller"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/testutil"
 )
 
 func freeAddr(t testing.TB) string { return testutil.FreeAddr(t) }

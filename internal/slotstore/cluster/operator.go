@@ -5,10 +5,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/controller"
-	"slotmeta/internal/slotstore/controller/leader"
-	"slotmeta/internal/slotstore/routing"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/controller"
+	"github.com/slotmeta/slotmeta/internal/slotstore/controller/leader"
+	"github.com/slotmeta/slotmeta/internal/slotstore/routing"
 )
 
 // operator is the node's operations on the cluster as the API and the

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // TestFaultPartitionIsolatedLeader: the majority elects a new leader and

@@ -9,9 +9,9 @@ import (
 	"sync"
 	"time"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/controller"
-	"slotmeta/internal/slotstore/peer"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/controller"
+	"github.com/slotmeta/slotmeta/internal/slotstore/peer"
 )
 
 // The node's peer RPC endpoints (the wire is package peer's): a forwarded

@@ -7,11 +7,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/cluster"
-	"slotmeta/internal/slotstore/meta"
-	"slotmeta/internal/slotstore/peer"
-	"slotmeta/internal/slotstore/slotstoretest"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/cluster"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore/peer"
+	"github.com/slotmeta/slotmeta/internal/slotstore/slotstoretest"
 )
 
 // TestPeerWritesAreAttributedToTheirNode: what a holder of the cluster

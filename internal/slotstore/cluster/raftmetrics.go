@@ -7,7 +7,7 @@ import (
 	"github.com/lni/dragonboat/v4"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"slotmeta/internal/slotstore/controller"
+	"github.com/slotmeta/slotmeta/internal/slotstore/controller"
 )
 
 // raftCollector reports, from every node about itself, each Raft replica it

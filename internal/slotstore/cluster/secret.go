@@ -12,8 +12,8 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"slotmeta/internal/slotstore/controller"
-	"slotmeta/internal/slotstore/peer"
+	"github.com/slotmeta/slotmeta/internal/slotstore/controller"
+	"github.com/slotmeta/slotmeta/internal/slotstore/peer"
 )
 
 // A node given no cluster secret (Config.GenerateSecret: every address on

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"time"
 
-	"slotmeta/internal/certs"
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/certs"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // RotateSecret makes next the cluster secret this node's peer calls carry;

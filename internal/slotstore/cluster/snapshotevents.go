@@ -5,7 +5,7 @@ import (
 
 	"github.com/lni/dragonboat/v4/raftio"
 
-	"slotmeta/internal/slotstore/controller"
+	"github.com/slotmeta/slotmeta/internal/slotstore/controller"
 )
 
 // SnapshotStats counts the Raft snapshots of slot groups (the controller's

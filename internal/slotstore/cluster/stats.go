@@ -1,8 +1,8 @@
 package cluster
 
 import (
-	"slotmeta/internal/slotstore/peer"
-	"slotmeta/internal/slotstore/raftlog"
+	"github.com/slotmeta/slotmeta/internal/slotstore/peer"
+	"github.com/slotmeta/slotmeta/internal/slotstore/raftlog"
 )
 
 // Stats are a node's counters since it started, as one value for

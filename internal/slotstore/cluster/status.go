@@ -8,9 +8,9 @@ import (
 
 	"github.com/lni/dragonboat/v4"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/controller"
-	"slotmeta/internal/slotstore/replicas"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/controller"
+	"github.com/slotmeta/slotmeta/internal/slotstore/replicas"
 )
 
 // LocalStatus reports every slot group replica on this node: applied index

@@ -3,8 +3,8 @@ package cluster
 import (
 	"context"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/controller"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/controller"
 )
 
 // The controller's tasks as the operator sees them: create, list, cancel.

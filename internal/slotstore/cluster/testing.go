@@ -4,10 +4,10 @@ import (
 	"context"
 	"time"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/controller"
-	"slotmeta/internal/slotstore/controller/leader"
-	"slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/controller"
+	"github.com/slotmeta/slotmeta/internal/slotstore/controller/leader"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
 )
 
 // Testing is the part of a node only tests use, kept off the facade: what

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"slotmeta/internal/slotstore/cluster"
-	"slotmeta/internal/slotstore/meta"
-	"slotmeta/internal/slotstore/slotstoretest"
+	"github.com/slotmeta/slotmeta/internal/slotstore/cluster"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore/slotstoretest"
 )
 
 // BenchmarkReplicatedWritesTLS: what mutual TLS between the nodes costs —

@@ -8,14 +8,14 @@ import (
 	"github.com/lni/dragonboat/v4"
 	pb "github.com/lni/dragonboat/v4/raftpb"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/controller"
-	"slotmeta/internal/slotstore/controller/policy"
-	"slotmeta/internal/slotstore/peer"
-	"slotmeta/internal/slotstore/propose"
-	"slotmeta/internal/slotstore/raftnet"
-	"slotmeta/internal/slotstore/replicas"
-	"slotmeta/internal/slotstore/routing"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/controller"
+	"github.com/slotmeta/slotmeta/internal/slotstore/controller/policy"
+	"github.com/slotmeta/slotmeta/internal/slotstore/peer"
+	"github.com/slotmeta/slotmeta/internal/slotstore/propose"
+	"github.com/slotmeta/slotmeta/internal/slotstore/raftnet"
+	"github.com/slotmeta/slotmeta/internal/slotstore/replicas"
+	"github.com/slotmeta/slotmeta/internal/slotstore/routing"
 )
 
 // transferer carries out leader transfers of the groups this node leads:

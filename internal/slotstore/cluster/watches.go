@@ -1,6 +1,6 @@
 package cluster
 
-import "slotmeta/internal/slotstore/watch"
+import "github.com/slotmeta/slotmeta/internal/slotstore/watch"
 
 // Watches is what the node serves the change feed from (issue 27, package
 // watch): the hub its replicas publish their committed changes to, and

@@ -1,6 +1,6 @@
 package controller
 
-import "slotmeta/internal/slotstore"
+import "github.com/slotmeta/slotmeta/internal/slotstore"
 
 // The one place where the controller's records (records.go) become the
 // API's types and back. Records with the same fields convert directly; a

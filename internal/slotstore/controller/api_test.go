@@ -4,7 +4,7 @@ import (
 	"reflect"
 	"testing"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // TestRecordsMapEveryFieldToTheAPI: a record with every field set maps to

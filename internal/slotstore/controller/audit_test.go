@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // TestAuditTrail: records get sequence numbers and the command's time, are

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"sort"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/routing"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/routing"
 )
 
 // commandVersion is the "v" of every controller command.

@@ -9,7 +9,7 @@ import (
 
 	sm "github.com/lni/dragonboat/v4/statemachine"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 func bootstrapCmd(t *testing.T, nodes, groups, rf int) []byte {

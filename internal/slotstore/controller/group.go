@@ -5,7 +5,7 @@ import (
 	"slices"
 	"sort"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // Slot groups created and retired at runtime.

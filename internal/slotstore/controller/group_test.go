@@ -3,7 +3,7 @@ package controller
 import (
 	"testing"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 func command(t *testing.T, c Command) []byte {

@@ -3,7 +3,7 @@ package controller
 import (
 	"fmt"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // DrainNode starts draining a node: it takes no new replicas and the

@@ -3,7 +3,7 @@ package controller
 import (
 	"testing"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // TestDrainAndRemoveNodes: a drain records its start and the replicas the

@@ -1,6 +1,6 @@
 package controller
 
-import "slotmeta/internal/slotstore"
+import "github.com/slotmeta/slotmeta/internal/slotstore"
 
 // The records of the controller's replicated state. They are the
 // controller's own types, not the API's: their JSON is what every node

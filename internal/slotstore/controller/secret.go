@@ -1,6 +1,6 @@
 package controller
 
-import "slotmeta/internal/slotstore"
+import "github.com/slotmeta/slotmeta/internal/slotstore"
 
 // A cluster whose nodes were given no secret (on loopback) authenticates
 // peer RPC with one generated at bootstrap: the founding node whose

@@ -1,7 +1,7 @@
 package controller
 
 import (
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // Hash-slot migration: a task that moves one hash slot from the group that

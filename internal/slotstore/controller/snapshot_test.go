@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // The controller's state is replicated: its snapshot JSON is what every

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"slices"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // Splits and merges: tasks that move a set of hash slots between groups one

@@ -25,8 +25,8 @@ import (
 	"fmt"
 	"slices"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/routing"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/routing"
 )
 
 // ShardID is the controller group's dragonboat shard id.

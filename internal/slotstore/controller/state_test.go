@@ -3,7 +3,7 @@ package controller
 import (
 	"testing"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // TestNodeOfReplicaKnowsAMovesNewReplica: a move's new replica is a Raft

@@ -8,7 +8,7 @@ import (
 
 	sm "github.com/lni/dragonboat/v4/statemachine"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // StateMachine is the controller's dragonboat IStateMachine.

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"sort"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // Task kinds, phases and statuses. A replica move walks its phases in order;

@@ -3,7 +3,7 @@ package controller
 import (
 	"time"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // RaftTiming is a node's Raft tick and election timeout, as it runs them.

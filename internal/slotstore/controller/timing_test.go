@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // TestRaftTiming: a registered node's timing is recorded, replaced by a

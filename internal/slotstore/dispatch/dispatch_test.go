@@ -10,8 +10,8 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
 )
 
 // TestDispatchDataDriven runs the cases of testdata/forward (writes) and

@@ -4,8 +4,8 @@ import (
 	"context"
 	"time"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
 )
 
 // What a dispatcher needs of its node, as small interfaces: package cluster

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"time"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/heat"
-	"slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/heat"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
 )
 
 // The read path: a query to a replica that holds its group.

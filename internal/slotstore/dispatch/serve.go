@@ -5,9 +5,9 @@ import (
 	"net/http"
 	"strconv"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/meta"
-	"slotmeta/internal/slotstore/peer"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore/peer"
 )
 
 // The serving half of forwarding: what another node's dispatcher sends

@@ -7,7 +7,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
-	"slotmeta/internal/testutil"
+	"github.com/slotmeta/slotmeta/internal/testutil"
 )
 
 func TestFaultDiskSlowsRaftSync(t *testing.T) {

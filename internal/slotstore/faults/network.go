@@ -48,7 +48,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // ErrBlocked is the cause of every message the Network refuses to deliver.

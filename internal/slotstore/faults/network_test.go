@@ -3,7 +3,7 @@ package faults
 import (
 	"testing"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 func TestFaultNetworkRules(t *testing.T) {

@@ -5,7 +5,7 @@ import (
 	"net"
 	"net/http"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // PeerTransport returns a wrapper for node self's peer RPC client transport

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"slotmeta/internal/testutil"
+	"github.com/slotmeta/slotmeta/internal/testutil"
 
 	"github.com/lni/dragonboat/v4/config"
 	pb "github.com/lni/dragonboat/v4/raftpb"

@@ -1,9 +1,9 @@
 package fsm
 
 import (
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/meta"
-	"slotmeta/internal/slotstore/store"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore/store"
 )
 
 // Batch reads (meta.GetKVs): the keys of one group read from one snapshot

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"testing"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/meta"
-	"slotmeta/internal/slotstore/store"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore/store"
 )
 
 // TestGetKVs: one query answers every key of the group, in order — the

@@ -3,8 +3,8 @@ package fsm
 import (
 	"fmt"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
 )
 
 // writeKVs applies meta.WriteKVs, all or none: first every operation's

@@ -9,9 +9,9 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/fsm"
-	"slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/fsm"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
 )
 
 // TestApplyDataDriven runs the apply path from testdata/apply/*: each file

@@ -3,8 +3,8 @@ package fsm
 import (
 	"fmt"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
 )
 
 // userExists reports whether uid is a user (through the batch).

@@ -1,7 +1,7 @@
 package fsm
 
 import (
-	"slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
 )
 
 // eventApplier applies a channel's message events.

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"testing"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/fsm"
-	"slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/fsm"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
 )
 
 func TestEventProjectionIsBounded(t *testing.T) {

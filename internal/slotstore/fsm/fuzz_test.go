@@ -8,8 +8,8 @@ import (
 	"hash/crc32"
 	"testing"
 
-	"slotmeta/internal/slotstore/fsm"
-	"slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore/fsm"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
 )
 
 // decodeImage is an independent reader of the image format: it reports

@@ -5,9 +5,9 @@ import (
 	"sort"
 	"testing"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/fsm"
-	"slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/fsm"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
 )
 
 type slotUID struct {

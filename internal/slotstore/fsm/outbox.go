@@ -5,7 +5,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
-	"slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
 )
 
 // projectMembership applies one projected subscriber change to a user's

@@ -1,6 +1,6 @@
 package fsm
 
-import "slotmeta/internal/slotstore"
+import "github.com/slotmeta/slotmeta/internal/slotstore"
 
 // Ownership returns the hash slots this replica's group owns and, of them,
 // the fenced ones (migrating out, refusing writes), as of the last committed

@@ -3,7 +3,7 @@ package fsm
 import (
 	"fmt"
 
-	"slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
 )
 
 // The registries: which function applies each command op and answers each

@@ -3,7 +3,7 @@ package fsm
 import (
 	"testing"
 
-	"slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
 )
 
 // TestEveryCommandHasAnApplierAndEveryQueryALookup: the registries are

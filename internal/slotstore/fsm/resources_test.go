@@ -6,9 +6,9 @@ import (
 	"slices"
 	"testing"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/fsm"
-	"slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/fsm"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
 )
 
 // Apply and lookup tests of devices, system UIDs, plugin bindings, channels

@@ -5,8 +5,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
 )
 
 // Reading, writing and listing one resource family's rows, given its codec

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strings"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
 )
 
 // runtimeApplier applies the channel runtime metadata commands.

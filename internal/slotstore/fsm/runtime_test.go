@@ -3,9 +3,9 @@ package fsm_test
 import (
 	"testing"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/fsm"
-	"slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/fsm"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
 )
 
 func runtimeOf(id string, ce, le, leader uint64, lease int64) meta.ChannelRuntime {

@@ -3,7 +3,7 @@ package fsm
 import (
 	"github.com/cockroachdb/pebble/v2"
 
-	"slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
 )
 
 // Prefix operations shared by the resource families: deleting and walking

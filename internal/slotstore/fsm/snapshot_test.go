@@ -15,10 +15,10 @@ import (
 
 	sm "github.com/lni/dragonboat/v4/statemachine"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/fsm"
-	"slotmeta/internal/slotstore/meta"
-	"slotmeta/internal/slotstore/store"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/fsm"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore/store"
 )
 
 // workload is a deterministic mix of every command type over pools of keys,

@@ -34,10 +34,10 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	sm "github.com/lni/dragonboat/v4/statemachine"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/meta"
-	"slotmeta/internal/slotstore/store"
-	"slotmeta/internal/slotstore/watch"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore/store"
+	"github.com/slotmeta/slotmeta/internal/slotstore/watch"
 )
 
 // Config describes one replica's state machine.

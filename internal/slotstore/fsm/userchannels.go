@@ -1,8 +1,8 @@
 package fsm
 
 import (
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
 )
 
 // Rows a user holds about a channel (memberships, CMD bindings): keyed by

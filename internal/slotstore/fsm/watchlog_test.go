@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/fsm"
-	"slotmeta/internal/slotstore/meta"
-	"slotmeta/internal/slotstore/store"
-	"slotmeta/internal/slotstore/watch"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/fsm"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore/store"
+	"github.com/slotmeta/slotmeta/internal/slotstore/watch"
 )
 
 // published collects what a state machine hands to OnChanges, and checks

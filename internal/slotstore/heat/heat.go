@@ -22,7 +22,7 @@ import (
 	"context"
 	"sync/atomic"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // Counters are one node's per-hash-slot operation counts since it started.

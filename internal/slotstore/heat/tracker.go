@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // Rate is a measured load in operations per second.

@@ -1,6 +1,6 @@
 package meta
 
-import "slotmeta/internal/slotstore"
+import "github.com/slotmeta/slotmeta/internal/slotstore"
 
 // Batch reads (issue 28): many keys of one group answered by one query,
 // so a batch of a thousand keys over a few groups costs a read round per

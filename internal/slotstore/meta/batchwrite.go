@@ -1,6 +1,6 @@
 package meta
 
-import "slotmeta/internal/slotstore"
+import "github.com/slotmeta/slotmeta/internal/slotstore"
 
 // Batch writes (issue 28): the API splits a batch of business-key writes
 // by hash slot and proposes one WriteKVs a slot, all at once. A WriteKVs is

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
 )
 
 func benchPutKV() *meta.PutKV {

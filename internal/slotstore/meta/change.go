@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // The change log of a hash slot (ADR 0016, issue 27): every change of a

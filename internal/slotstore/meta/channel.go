@@ -1,6 +1,6 @@
 package meta
 
-import "slotmeta/internal/slotstore"
+import "github.com/slotmeta/slotmeta/internal/slotstore"
 
 // Channels. A channel is identified by (type, id); its route key is the id,
 // so every channel with one id — whatever its type — and its subscriber,

@@ -1,6 +1,6 @@
 package meta
 
-import "slotmeta/internal/slotstore"
+import "github.com/slotmeta/slotmeta/internal/slotstore"
 
 // Channel lists: a channel's subscribers, denylist and allowlist. Each is a
 // set of uids stored with the channel (route key: the channel id), one row

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
 )
 
 // Codec tests of memberships, CMD bindings, channel runtime meta, channel

@@ -3,7 +3,7 @@ package meta
 import (
 	"fmt"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // ChannelTaskKind is what a channel migration task moves: the channel's own

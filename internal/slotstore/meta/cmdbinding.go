@@ -1,6 +1,6 @@
 package meta
 
-import "slotmeta/internal/slotstore"
+import "github.com/slotmeta/slotmeta/internal/slotstore"
 
 // CmdBinding binds a user to a channel's CMD (command message) stream,
 // independently of the user's normal membership. Its route key is UID; it

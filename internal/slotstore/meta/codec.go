@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"math"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // ErrMalformed is wrapped by every decoding failure.

@@ -5,7 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // Op identifies a command type on the wire. Values are never reused. Each

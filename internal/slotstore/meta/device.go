@@ -1,6 +1,6 @@
 package meta
 
-import "slotmeta/internal/slotstore"
+import "github.com/slotmeta/slotmeta/internal/slotstore"
 
 // Devices: the push/login devices of a user, at most one per device flag
 // (0–255). Route key: the uid. A device belongs to an existing user; deleting

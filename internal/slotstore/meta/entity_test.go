@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
 )
 
 func TestUserRoundTrip(t *testing.T) {

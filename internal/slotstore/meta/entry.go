@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // entryVersion is the first byte of a Raft entry's payload.

@@ -1,6 +1,6 @@
 package meta
 
-import "slotmeta/internal/slotstore"
+import "github.com/slotmeta/slotmeta/internal/slotstore"
 
 // DefaultEventCapacity is how many message events a channel's projection
 // keeps by default: an append beyond it trims the oldest in the same batch.

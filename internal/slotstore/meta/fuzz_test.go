@@ -7,7 +7,7 @@ import (
 	"reflect"
 	"testing"
 
-	"slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
 )
 
 // Every fuzzer checks: no panic; a failure is an ErrMalformed error and no

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
 )
 
 // routed sets the command's hash slot to its route key's, as httpapi does.

@@ -3,7 +3,7 @@ package meta
 import (
 	"encoding/binary"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // Storage keys. One Pebble DB per node holds every group of that node:

@@ -1,6 +1,6 @@
 package meta
 
-import "slotmeta/internal/slotstore"
+import "github.com/slotmeta/slotmeta/internal/slotstore"
 
 // Membership is a user's join state in one channel: the "conversation" row
 // of an IM client. Its route key is UID; it lives in the user's hash slot,

@@ -1,7 +1,7 @@
 package meta
 
 import (
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // The subscriber → membership projection. A change to a channel's

@@ -1,6 +1,6 @@
 package meta
 
-import "slotmeta/internal/slotstore"
+import "github.com/slotmeta/slotmeta/internal/slotstore"
 
 // Plugin bindings: which plugins a user is bound to, with a per-binding
 // config. Route key: the uid. Each binding has an index row

@@ -3,7 +3,7 @@ package meta
 import (
 	"context"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // Consistency selects how a read is served.

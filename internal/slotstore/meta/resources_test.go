@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
 )
 
 // Codec tests of the device, system UID, plugin, channel and channel-list

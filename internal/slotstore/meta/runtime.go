@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"slices"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // RuntimeStatus is the lifecycle state of a channel's runtime meta.

@@ -1,6 +1,6 @@
 package meta
 
-import "slotmeta/internal/slotstore"
+import "github.com/slotmeta/slotmeta/internal/slotstore"
 
 // Hash-slot migration commands (cluster-internal, ops 100–127). They name
 // their hash slot explicitly (Header.HashSlot) instead of deriving it from a

@@ -1,6 +1,6 @@
 package meta
 
-import "slotmeta/internal/slotstore"
+import "github.com/slotmeta/slotmeta/internal/slotstore"
 
 // Live hash-slot moves: the source keeps taking writes while the slot's rows
 // are copied, and records which rows each write changed; the target then

@@ -1,6 +1,6 @@
 package meta
 
-import "slotmeta/internal/slotstore"
+import "github.com/slotmeta/slotmeta/internal/slotstore"
 
 // System UIDs: the set of uids the IM system treats as its own (bots,
 // notification senders). The whole set lives under one reserved route key,

@@ -4,8 +4,8 @@ import (
 	"context"
 	"sync"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/watch"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/watch"
 )
 
 // ChangeLog is an in-memory watch.Log beside the fake: the change log a

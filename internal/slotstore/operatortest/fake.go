@@ -21,7 +21,7 @@ import (
 	"slices"
 	"sync"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // Fake is an in-memory slotstore.Operator (package doc).

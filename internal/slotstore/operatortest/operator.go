@@ -5,8 +5,8 @@ import (
 	"slices"
 	"time"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/controller"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/controller"
 )
 
 // The operations of slotstore.Operator, each recorded by name.

@@ -11,8 +11,8 @@ import (
 	"net/http"
 	"sync"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
 )
 
 // Batch answers: count, then per command its route (six uvarints), a kind

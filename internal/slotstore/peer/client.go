@@ -15,8 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
 )
 
 // Client calls other nodes' peer RPC. It bounds the requests in flight to

@@ -8,7 +8,7 @@ import (
 	"io"
 	"net/http"
 
-	"slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
 )
 
 // The frames of a peer stream (stream.go). Each is

@@ -10,7 +10,7 @@ import (
 	"net/http"
 	"time"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // Read indexes asked of a leader node, batched across groups.

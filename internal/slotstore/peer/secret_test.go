@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"slotmeta/internal/auth"
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/auth"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // TestSecretRotation: a rolling secret change fails no call. The server is

@@ -9,10 +9,10 @@ import (
 	"sync"
 	"time"
 
-	"slotmeta/internal/auth"
-	"slotmeta/internal/netguard"
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/auth"
+	"github.com/slotmeta/slotmeta/internal/netguard"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
 )
 
 // Headers of peer RPC.

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 func peerRequest(t *testing.T, h http.Handler, secret, timeout string) (int, envelope) {

@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/testutil"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/testutil"
 )
 
 // testPeer serves a peer.Server with an echoing "propose" (streamed) and

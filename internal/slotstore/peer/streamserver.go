@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // The server side of peer streams (stream.go): GET Prefix+"stream" checks

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"slotmeta/internal/certs"
+	"github.com/slotmeta/slotmeta/internal/certs"
 )
 
 // TLSConfig names the PEM files of mutual TLS between nodes. Set all three

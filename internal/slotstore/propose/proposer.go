@@ -7,8 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
 )
 
 // Replicator proposes one entry to a group and waits for its per-command

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/meta"
-	"slotmeta/internal/testutil"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/testutil"
 )
 
 // fakeReplicator answers each command with its own bytes as the message, so

@@ -6,7 +6,7 @@ import (
 
 	"github.com/lni/dragonboat/v4"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // TestRaftErrorSaysWhetherAWriteMayHaveApplied: the dispatcher resends a

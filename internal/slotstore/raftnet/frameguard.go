@@ -6,7 +6,7 @@ import (
 	"hash/crc32"
 	"net"
 
-	"slotmeta/internal/netguard"
+	"github.com/slotmeta/slotmeta/internal/netguard"
 )
 
 // frameGuard reads a Raft connection as dragonboat frames it

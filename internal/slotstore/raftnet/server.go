@@ -13,7 +13,7 @@ import (
 	"github.com/lni/dragonboat/v4/logger"
 	"github.com/lni/dragonboat/v4/raftio"
 
-	"slotmeta/internal/netguard"
+	"github.com/slotmeta/slotmeta/internal/netguard"
 )
 
 var plog = logger.GetLogger("raftnet")

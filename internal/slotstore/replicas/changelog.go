@@ -3,9 +3,9 @@ package replicas
 import (
 	"context"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/fsm"
-	"slotmeta/internal/slotstore/watch"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/fsm"
+	"github.com/slotmeta/slotmeta/internal/slotstore/watch"
 )
 
 // ChangeLog is the node's watch.Log: a hash slot's change records, read

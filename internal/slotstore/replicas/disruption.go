@@ -4,7 +4,7 @@ import (
 	"sync"
 	"time"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // disruptions remembers, per local replica, the last time something went

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // fakeMono is a monotonic clock a test moves by hand.

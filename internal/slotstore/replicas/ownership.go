@@ -4,7 +4,7 @@ import (
 	"cmp"
 	"slices"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // Ownership is what one slot-group replica on this node says its group

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/meta"
-	"slotmeta/internal/slotstore/propose"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore/propose"
 )
 
 // What the node's dispatcher asks of a running replica (dispatch.Replica).

@@ -40,14 +40,14 @@ import (
 	"github.com/lni/dragonboat/v4/config"
 	sm "github.com/lni/dragonboat/v4/statemachine"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/controller"
-	"slotmeta/internal/slotstore/fsm"
-	"slotmeta/internal/slotstore/propose"
-	"slotmeta/internal/slotstore/raftlog"
-	"slotmeta/internal/slotstore/routing"
-	"slotmeta/internal/slotstore/store"
-	"slotmeta/internal/slotstore/watch"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/controller"
+	"github.com/slotmeta/slotmeta/internal/slotstore/fsm"
+	"github.com/slotmeta/slotmeta/internal/slotstore/propose"
+	"github.com/slotmeta/slotmeta/internal/slotstore/raftlog"
+	"github.com/slotmeta/slotmeta/internal/slotstore/routing"
+	"github.com/slotmeta/slotmeta/internal/slotstore/store"
+	"github.com/slotmeta/slotmeta/internal/slotstore/watch"
 )
 
 // Replica is one slot-group replica running on this node.

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"testing"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/routing"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/routing"
 )
 
 func BenchmarkResolveBatch(b *testing.B) {

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"testing"
 
-	"slotmeta/internal/slotstore/routing"
+	"github.com/slotmeta/slotmeta/internal/slotstore/routing"
 )
 
 func FuzzUnmarshalTable(f *testing.F) {

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // bitwiseCRC32 is CRC-32/IEEE (reflected polynomial 0xEDB88320, init and

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // GroupState is the live view of one group: its intent (ConfigEpoch) and the

@@ -6,8 +6,8 @@ import (
 	"sync"
 	"testing"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/routing"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/routing"
 )
 
 func codeOf(err error) slotstore.Code { return slotstore.ErrorCode(err) }

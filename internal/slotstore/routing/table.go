@@ -18,7 +18,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // Table is the HashToGroup mapping at one RouteRevision. It is immutable.

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"testing"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/routing"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/routing"
 )
 
 // rotatedGroups maps hash slot s to group ((s+shift) % n) + 1.

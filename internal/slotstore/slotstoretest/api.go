@@ -6,8 +6,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"slotmeta/internal/httpapi"
-	"slotmeta/internal/slotstore/cluster"
+	"github.com/slotmeta/slotmeta/internal/httpapi"
+	"github.com/slotmeta/slotmeta/internal/slotstore/cluster"
 )
 
 // ServeAPI serves node n's REST API over plain HTTP on a loopback port, as

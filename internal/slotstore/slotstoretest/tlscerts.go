@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"slotmeta/internal/slotstore/peer"
+	"github.com/slotmeta/slotmeta/internal/slotstore/peer"
 )
 
 // CA is a throw-away certificate authority of one test: its certificate

@@ -3,8 +3,8 @@ package store
 import (
 	"github.com/cockroachdb/pebble/v2"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
 )
 
 // Operations on the key span of one group (meta/keys.go: every key of a

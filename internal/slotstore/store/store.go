@@ -23,8 +23,8 @@ import (
 	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
-	"slotmeta/internal/slotstore/meta"
-	"slotmeta/migrations"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/migrations"
 )
 
 // Options tune the store. The zero value is valid: EnsureDefaults fills it.

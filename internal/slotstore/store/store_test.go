@@ -14,9 +14,9 @@ import (
 	"github.com/cockroachdb/pebble/v2/sstable"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
-	"slotmeta/internal/slotstore/meta"
-	"slotmeta/internal/slotstore/store"
-	"slotmeta/migrations"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore/store"
+	"github.com/slotmeta/slotmeta/migrations"
 )
 
 var versionKey = meta.SysKey(0, meta.SysFormatVersion)

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // Cursor is a watcher's position: the hash slots it covers and, for each,

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 func TestCursorRoundTrip(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"sync"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // Config bounds a node's watchers.

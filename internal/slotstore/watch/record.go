@@ -1,8 +1,8 @@
 package watch
 
 import (
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
 )
 
 // Record is one numbered change of a hash slot: a row put or deleted by a

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // Log reads the records a node's store keeps of a hash slot.

@@ -3,7 +3,7 @@ package balance
 import (
 	"time"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // Node is a registered node as the planner sees it.

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"sort"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // Decide is the balancer's plan for in under c (see the package doc).

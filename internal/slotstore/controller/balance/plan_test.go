@@ -9,7 +9,7 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // TestPlanDataDriven runs the planner over the cluster states of

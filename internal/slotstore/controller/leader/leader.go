@@ -7,13 +7,13 @@ import (
 	"sync"
 	"time"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/controller"
-	"slotmeta/internal/slotstore/controller/balance"
-	"slotmeta/internal/slotstore/controller/policy"
-	"slotmeta/internal/slotstore/controller/tasks"
-	"slotmeta/internal/slotstore/heat"
-	"slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/controller"
+	"github.com/slotmeta/slotmeta/internal/slotstore/controller/balance"
+	"github.com/slotmeta/slotmeta/internal/slotstore/controller/policy"
+	"github.com/slotmeta/slotmeta/internal/slotstore/controller/tasks"
+	"github.com/slotmeta/slotmeta/internal/slotstore/heat"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
 )
 
 // tasksStepsPerRound bounds the steps of one task in one round.

@@ -6,8 +6,8 @@ import (
 	"io"
 	"net/http"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/peer"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/peer"
 )
 
 // Register puts the endpoints only the controller leader answers on the

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/controller/policy"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/controller/policy"
 )
 
 // ReconcileOnce runs one round of preferred-leader reconciliation at now,

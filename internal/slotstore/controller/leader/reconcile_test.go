@@ -10,11 +10,11 @@ import (
 
 	sm "github.com/lni/dragonboat/v4/statemachine"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/controller"
-	"slotmeta/internal/slotstore/controller/policy"
-	"slotmeta/internal/slotstore/controller/tasks"
-	"slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/controller"
+	"github.com/slotmeta/slotmeta/internal/slotstore/controller/policy"
+	"github.com/slotmeta/slotmeta/internal/slotstore/controller/tasks"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
 )
 
 // fakeHost is a node leading the controller, whose controller replica is a

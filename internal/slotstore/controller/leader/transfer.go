@@ -6,9 +6,9 @@ import (
 	"net/http"
 	"time"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/controller/policy"
-	"slotmeta/internal/slotstore/peer"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/controller/policy"
+	"github.com/slotmeta/slotmeta/internal/slotstore/peer"
 )
 
 // transferRequest is the peer endpoint "transfer"'s body: a raw transfer

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // Backoff spaces out the leader transfers of one group after

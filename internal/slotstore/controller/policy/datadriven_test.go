@@ -9,7 +9,7 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // TestDecideDataDriven runs the reconciler's decisions from

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // blockerOrder ranks blockers: the first present one is the reason recorded.

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // healthyView: group 1 on nodes 1–3, node 1 leads, node 2 is preferred and

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 func TestNodeHealthStreaks(t *testing.T) {

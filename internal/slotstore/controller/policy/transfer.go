@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // Reasons a leader transfer is unsafe, or a reconciliation step is skipped.

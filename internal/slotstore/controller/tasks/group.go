@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/controller"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/controller"
 )
 
 // groupStep does one step of a group creation: wait until the new group has

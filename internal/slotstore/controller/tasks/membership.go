@@ -3,8 +3,8 @@ package tasks
 import (
 	"sort"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/controller"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/controller"
 )
 
 // Membership operations on a group's Raft. They run on a node that holds a

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"slotmeta/internal/slotstore/controller"
+	"github.com/slotmeta/slotmeta/internal/slotstore/controller"
 )
 
 // moveStep does one step of a replica move.

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 
-	"slotmeta/internal/slotstore"
-	"slotmeta/internal/slotstore/controller"
-	"slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/controller"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
 )
 
 // exportChunkBytes bounds one chunk of a slot copy (one Raft entry on the target).
