@@ -97,3 +97,22 @@ func TestPackagesImportOnlyLowerLayers(t *testing.T) {
 		}
 	}
 }
+
+// The Go client is what other modules import: client and client/routed
+// depend on no package of the server (nothing internal, no engine), so an
+// app server that imports them builds only the client.
+func TestClientStandsAlone(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	out, err := exec.Command("go", "list", "-deps", "./client", "./client/routed").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		ours, found := strings.CutPrefix(dep, "github.com/slotmeta/slotmeta/")
+		if found && ours != "client" && ours != "client/routed" || strings.Contains(dep, "dragonboat") || strings.Contains(dep, "pebble") {
+			t.Errorf("the client depends on %s", dep)
+		}
+	}
+}

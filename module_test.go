@@ -16,7 +16,8 @@ import (
 	modzip "golang.org/x/mod/zip"
 )
 
-// TestClientIsGettable: another module fetches the Go client with `go get`,
+// TestClientIsGettable: another module fetches the Go clients (the generated
+// one and the route-aware one) with `go get`,
 // as a user's app server would — no replace directive, no copied go.sum.
 //
 // The module is published, at a pseudo-version, to a module proxy in a
@@ -72,11 +73,14 @@ import (
 	"fmt"
 
 	"`+path+`/client"
+	"`+path+`/client/routed"
 )
 
 func main() {
 	c, err := client.NewClientWithResponses("http://127.0.0.1:8080")
 	fmt.Println(c != nil, err)
+	r, err := routed.New(routed.Config{Endpoints: []string{"http://127.0.0.1:8080"}, NoRouteStream: true})
+	fmt.Println(r != nil, err)
 }
 `)
 	env := append(os.Environ(),
@@ -92,7 +96,8 @@ func main() {
 			t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 	}
-	run("get", path+"/client@"+version)
+	run("get", path+"@"+version)
+	run("mod", "tidy")
 	run("build", "-o", filepath.Join(root, "app.bin"), ".")
 	sum, err := os.ReadFile(filepath.Join(consumer, "go.sum"))
 	if err != nil || !bytes.Contains(sum, []byte(path+" "+version)) {

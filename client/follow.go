@@ -1,7 +1,6 @@
 package client
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -143,42 +142,29 @@ func (c *Client) followOnce(ctx context.Context, hc HttpRequestDoer, server stri
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		return false, watchErrorOf(resp.StatusCode, body)
 	}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	var event, id, data string
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case strings.HasPrefix(line, "event: "):
-			event = line[len("event: "):]
-		case strings.HasPrefix(line, "id: "):
-			id = line[len("id: "):]
-		case strings.HasPrefix(line, "data: "):
-			data = line[len("data: "):]
-		case line == "":
-			switch event {
-			case "change":
-				ev := FollowEvent{Cursor: id}
-				if err := json.Unmarshal([]byte(data), &ev.WatchEvent); err != nil {
-					return delivered, fmt.Errorf("client: watch: event %q: %w", data, err)
-				}
-				if err := handle(ev); err != nil {
-					return delivered, handlerError{err}
-				}
-				*cursor, delivered = id, true
-			case "progress":
-				*cursor = id
-				if progress != nil {
-					progress(id)
-				}
-			case "error":
-				*cursor = id
-				return delivered, watchErrorOf(0, []byte(data))
+	err = ReadSSE(resp.Body, func(ev SSEEvent) error {
+		switch ev.Event {
+		case "change":
+			fe := FollowEvent{Cursor: ev.ID}
+			if err := json.Unmarshal(ev.Data, &fe.WatchEvent); err != nil {
+				return fmt.Errorf("client: watch: event %q: %w", ev.Data, err)
 			}
-			event, id, data = "", "", ""
+			if err := handle(fe); err != nil {
+				return handlerError{err}
+			}
+			*cursor, delivered = ev.ID, true
+		case "progress":
+			*cursor = ev.ID
+			if progress != nil {
+				progress(ev.ID)
+			}
+		case "error":
+			*cursor = ev.ID
+			return watchErrorOf(0, ev.Data)
 		}
-	}
-	return delivered, sc.Err() // the stream ended: resume
+		return nil
+	})
+	return delivered, err // nil: the stream ended, resume
 }
 
 // watchErrorOf reads the error JSON of a refusal or an error event.

@@ -26,7 +26,7 @@ type TLSFiles struct {
 // given. It replaces the HTTP client (a 30 s timeout per request).
 func WithTLS(f TLSFiles) ClientOption {
 	return func(c *Client) error {
-		cfg, err := f.config()
+		cfg, err := f.TLSConfig()
 		if err != nil {
 			return err
 		}
@@ -36,7 +36,9 @@ func WithTLS(f TLSFiles) ClientOption {
 	}
 }
 
-func (f TLSFiles) config() (*tls.Config, error) {
+// TLSConfig is the client side of f: the CA as the only roots, f's
+// certificate presented when given.
+func (f TLSFiles) TLSConfig() (*tls.Config, error) {
 	pem, err := os.ReadFile(f.CA)
 	if err != nil {
 		return nil, fmt.Errorf("client: CA file: %w", err)

@@ -1,0 +1,277 @@
+package routed
+
+import (
+	"bytes"
+	"context"
+	crand "crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/slotmeta/slotmeta/client"
+)
+
+// Do sends req to the node that leads its key's group — or, for a request
+// without a route key or while the leader is unknown, to its own server or
+// another node, which forwards it — and retries it by the error contract:
+//
+//   - an answer with retryable: true (route_not_ready, not_leader, busy,
+//     slot_migrating, timeout, wrong_group, rate_limited, queue_full, …) is
+//     asked again after its Retry-After, jittered; a not_leader with a
+//     leader_hint is asked again of that node at once;
+//   - a node that cannot be reached is skipped for a second and the
+//     request goes to another — when it may have reached the node, only a
+//     request that is safe to send twice (a read, or a write with an
+//     Idempotency-Key, which Do adds to every data write without one);
+//   - at most Config.MaxAttempts sends, each bounded by
+//     Config.AttemptTimeout, all by req's context: a wait that would pass
+//     its deadline is not begun, and the last answer is returned as it is.
+//
+// Every answer teaches the view: a keyed answer's route headers name the
+// group's leader and term, a newer route revision or a slot error asks for
+// that slot's route again (one refresh at a time, at most one per
+// Config.RefreshEvery). Do implements client.HttpRequestDoer.
+func (c *Client) Do(req *http.Request) (*http.Response, error) {
+	ctx := req.Context()
+	c.stats.requests.Add(1)
+	if needsIdempotencyKey(req) {
+		req.Header.Set("Idempotency-Key", newIdempotencyKey())
+	}
+	rq := classify(req)
+	slot := -1
+	if rq.keyed {
+		slot = slotOf(rq.key)
+	}
+	pin := pinned(ctx)
+	avoid := ""
+	for attempt := 0; ; attempt++ {
+		u, direct := c.target(req, rq, slot, pin, attempt, avoid)
+		if direct {
+			c.stats.direct.Add(1)
+		}
+		resp, err := c.send(ctx, req, u, attempt)
+		last := attempt+1 >= c.cfg.MaxAttempts
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, errNoBody) {
+				return nil, err
+			}
+			c.markDown(u.Host)
+			if t := c.view.load(); rq.keyed {
+				if node, group := t.leaderOf(slot); node != 0 && t.nodes[node] != nil && t.nodes[node].Host == u.Host {
+					c.view.forgetLeader(group, node)
+				}
+			}
+			if last || !(rq.retrySafe || refused(err)) || !c.sleep(ctx, c.backoff(attempt)) {
+				return nil, err
+			}
+			avoid = u.Host
+			c.stats.retries.Add(1)
+			continue
+		}
+		if rq.keyed {
+			c.learn(resp.Header, slot, rq.key)
+		}
+		if !mayRetry(resp.StatusCode) {
+			return resp, nil
+		}
+		body, rerr := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		_ = resp.Body.Close()
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		var eb client.ErrorBody
+		if rerr != nil || json.Unmarshal(body, &eb) != nil || !eb.Error.Retryable || last {
+			return resp, nil
+		}
+		wait := c.backoff(attempt)
+		switch eb.Error.Code {
+		case client.ErrorCodeNotLeader:
+			if _, group := c.view.load().leaderOf(max(slot, 0)); rq.keyed && eb.Error.LeaderHint != nil {
+				c.view.learnLeader(group, uint64(*eb.Error.LeaderHint), 0, true)
+				wait = 0 // the hint is where to go now
+			}
+		case client.ErrorCodeRouteRevisionMismatch, client.ErrorCodeSlotMigrating, client.ErrorCodeWrongGroup, client.ErrorCodeRouteNotReady:
+			if rq.keyed {
+				c.staleSlot(slot, rq.key)
+			}
+		}
+		if wait > 0 {
+			wait = max(wait, retryAfter(resp.Header))
+		}
+		if !c.sleep(ctx, wait) {
+			return resp, nil // the deadline comes first: the answer is the answer
+		}
+		avoid = ""
+		c.stats.retries.Add(1)
+	}
+}
+
+// target is where attempt goes: a pinned node first (a batch's part), the
+// leader of the key's group when known and not failing, else the request's
+// own server on the first attempt and any other node after.
+func (c *Client) target(req *http.Request, rq request, slot int, pin *url.URL, attempt int, avoid string) (u *url.URL, direct bool) {
+	if pin != nil && attempt == 0 {
+		return pin, true
+	}
+	if rq.keyed {
+		t := c.view.load()
+		if node, _ := t.leaderOf(slot); node != 0 {
+			if u := t.nodes[node]; u != nil && u.Host != avoid && !c.isDown(u.Host) {
+				return u, true
+			}
+		}
+	}
+	if attempt == 0 && !c.isDown(req.URL.Host) {
+		return req.URL, false
+	}
+	return c.anyNode(avoid), false
+}
+
+// errNoBody: a request whose body cannot be read again is not retried.
+var errNoBody = errors.New("routed: the request's body cannot be sent again")
+
+// send makes one attempt at u, bounded by Config.AttemptTimeout: the
+// answer's body keeps the attempt's context until it is closed.
+func (c *Client) send(ctx context.Context, req *http.Request, u *url.URL, attempt int) (*http.Response, error) {
+	actx, cancel := ctx, context.CancelFunc(func() {})
+	if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > c.cfg.AttemptTimeout {
+		actx, cancel = context.WithTimeout(ctx, c.cfg.AttemptTimeout)
+	}
+	r := req.Clone(actx)
+	r.URL.Scheme, r.URL.Host, r.Host = u.Scheme, u.Host, ""
+	if attempt > 0 && req.Body != nil && req.Body != http.NoBody {
+		if req.GetBody == nil {
+			cancel()
+			return nil, errNoBody
+		}
+		b, err := req.GetBody()
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		r.Body = b
+	}
+	resp, err := c.hc.Do(r)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: cancel}
+	return resp, nil
+}
+
+// cancelBody ends its attempt's context when the body is closed.
+type cancelBody struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (b *cancelBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel()
+	return err
+}
+
+// learn takes what a keyed answer's route headers say into the view.
+func (c *Client) learn(h http.Header, slot int, key string) {
+	num := func(name string) uint64 {
+		v, _ := strconv.ParseUint(h.Get(name), 10, 64)
+		return v
+	}
+	group := uint32(num("X-Slot-Group"))
+	if group == 0 {
+		return
+	}
+	t := c.view.load()
+	if rev := num("X-Route-Revision"); rev > t.revision || t.groups[slot] != group && rev >= t.revision {
+		c.staleSlot(slot, key) // the slot's group changed: ask for it (the revision, if newer, follows)
+	}
+	if t.groups[slot] == group {
+		c.view.learnLeader(group, num("X-Leader-Node"), num("X-Leader-Term"), false)
+	}
+}
+
+// mayRetry: the statuses whose answer can be retryable.
+func mayRetry(status int) bool {
+	switch status {
+	case http.StatusConflict, http.StatusTooManyRequests, http.StatusServiceUnavailable, http.StatusGatewayTimeout, http.StatusInternalServerError:
+		return true
+	}
+	return false
+}
+
+// refused: the node was not reached at all, so nothing was applied.
+func refused(err error) bool { return errors.Is(err, syscall.ECONNREFUSED) }
+
+// retryAfter is the answer's Retry-After (whole seconds), or 0.
+func retryAfter(h http.Header) time.Duration {
+	s, err := strconv.Atoi(strings.TrimSpace(h.Get("Retry-After")))
+	if err != nil || s <= 0 {
+		return 0
+	}
+	return time.Duration(min(s, 60)) * time.Second
+}
+
+// backoff is the wait before attempt+1: full jitter over a doubling bound.
+func (c *Client) backoff(attempt int) time.Duration {
+	bound := min(c.cfg.Backoff<<min(attempt, 20), c.cfg.MaxBackoff)
+	if bound <= 0 {
+		return 0
+	}
+	return bound/2 + rand.N(bound/2+1)
+}
+
+// sleep waits d unless ctx ends first or would end within it (false).
+func (c *Client) sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d {
+		return false
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// needsIdempotencyKey: a data write without one (the cluster's operations
+// and the watch do not take it).
+func needsIdempotencyKey(req *http.Request) bool {
+	switch req.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return false
+	}
+	p := req.URL.Path
+	return strings.HasPrefix(p, "/v1/") && !strings.HasPrefix(p, "/v1/cluster/") && req.Header.Get("Idempotency-Key") == ""
+}
+
+// newIdempotencyKey is 128 random bits, printable.
+func newIdempotencyKey() string {
+	var b [16]byte
+	_, _ = crand.Read(b[:])
+	return "routed-" + hex.EncodeToString(b[:])
+}
+
+type pinKey struct{}
+
+// withPin sends the requests of ctx to u first (a batch's part, split by
+// its leader node).
+func withPin(ctx context.Context, u *url.URL) context.Context {
+	return context.WithValue(ctx, pinKey{}, u)
+}
+
+func pinned(ctx context.Context) *url.URL {
+	u, _ := ctx.Value(pinKey{}).(*url.URL)
+	return u
+}
