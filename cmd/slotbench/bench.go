@@ -19,6 +19,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/slotmeta/slotmeta/client/routed"
 )
 
 // Workloads slotbench knows.
@@ -62,6 +64,11 @@ type Config struct {
 	// Batch is how many keys one batch-get (preloaded keys) or batch-put
 	// (new keys) request names.
 	Batch int
+	// Client is who sends the requests: "raw" (slotbench's own
+	// connections, to the endpoints in turn) or "smart" (the route-aware
+	// Go client, smart.go; slotmeta only).
+	Client string
+	smart  *routed.Client
 }
 
 // Result is what one run measured; one JSON line of -json.
@@ -95,6 +102,7 @@ type Result struct {
 	Extra       map[string]any     `json:"extra,omitempty"`
 	Watch       *watchStats        `json:"watch,omitempty"`
 	KeysPerSec  float64            `json:"keys_per_sec,omitempty"` // batch-get, batch-put: keys a second
+	Client      string             `json:"client,omitempty"`       // "smart": through client/routed
 	kinds       map[string]*hist   // merged, for callers in-process
 }
 
@@ -150,7 +158,13 @@ type worker struct {
 
 // do sends c and returns "" on success or the error's name.
 func (w *worker) do(ctx context.Context, c call) string {
-	status, err := w.conns.roundTrip(ctx, c, &w.buf)
+	var status int
+	var err error
+	if w.cfg.smart != nil {
+		status, err = w.smartTrip(ctx, c, &w.buf)
+	} else {
+		status, err = w.conns.roundTrip(ctx, c, &w.buf)
+	}
 	w.msg = ""
 	if err != nil {
 		w.msg = err.Error()
@@ -304,6 +318,16 @@ func validate(cfg *Config, be backend) error {
 	if cfg.Watchers < 0 || cfg.Watchers > 100000 || cfg.Watchers > 0 && (cfg.Target != "slotmeta" || cfg.Watchers > cfg.Keys) {
 		return errors.New("-watchers: 0..100000, at most -keys, slotmeta only")
 	}
+	switch cfg.Client {
+	case "", "raw":
+		cfg.Client = "raw"
+	case "smart":
+		if cfg.Target != "slotmeta" || cfg.Routes != nil {
+			return errors.New("-client smart: slotmeta only, not with routes of slotbench's own")
+		}
+	default:
+		return fmt.Errorf("-client %q: raw or smart", cfg.Client)
+	}
 	switch cfg.Workload {
 	case "user-create":
 		if _, ok := be.createUser("", "", nil); !ok {
@@ -428,6 +452,12 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Result, error) {
 		return w
 	}
 
+	if cfg.Client == "smart" {
+		if cfg.smart, err = newSmart(ctx, &cfg); err != nil {
+			return nil, err
+		}
+		defer cfg.smart.Close()
+	}
 	// Every endpoint answers before anything is measured.
 	for _, ep := range cfg.Endpoints {
 		if err := setupCall(ctx, mk(0), be.ready(ep)); err != nil {
@@ -504,7 +534,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Result, error) {
 	for i := range ws {
 		ws[i] = mk(i)
 	}
-	res := &Result{IdleCores: idle, SettleWaitS: settled, Time: time.Now().UTC(), Label: cfg.Label, Target: cfg.Target, Workload: cfg.Workload,
+	res := &Result{Client: strings.TrimPrefix(cfg.Client, "raw"), IdleCores: idle, SettleWaitS: settled, Time: time.Now().UTC(), Label: cfg.Label, Target: cfg.Target, Workload: cfg.Workload,
 		Concurrency: cfg.Concurrency, Endpoints: cfg.Endpoints, WarmupS: cfg.Warmup.Seconds(),
 		ValueSize: cfg.ValueSize, NumCPU: runtime.NumCPU(), LoadStart: loadAvg()}
 

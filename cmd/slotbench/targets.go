@@ -20,6 +20,8 @@ type call struct {
 	expect int               // the status of success
 	alt    int               // another status that counts as success (0: none)
 	check  func([]byte) bool // nil: the status decides
+	keys   []string          // a batch's keys (-client smart sends them typed)
+	value  []byte            // a batch put's value
 }
 
 // backend turns the workloads' operations into HTTP requests of one system.
@@ -120,7 +122,7 @@ func (slotmetaBackend) batchGet(ep string, keys []string) (call, bool) {
 	}
 	b = append(b, "]}"...)
 	n := len(keys)
-	return call{kind: "read", method: "POST", host: hostOf(ep), path: "/v1/batch/kv/get", body: b, expect: 200,
+	return call{kind: "read", method: "POST", host: hostOf(ep), path: "/v1/batch/kv/get", body: b, expect: 200, keys: keys,
 		check: func(body []byte) bool { return bytes.Count(body, []byte(`"found":true`)) == n }}, true
 }
 
@@ -141,7 +143,7 @@ func (slotmetaBackend) batchPut(ep string, keys []string, value []byte) (call, b
 	}
 	b = append(b, "]}"...)
 	n := len(keys)
-	return call{kind: "write", method: "POST", host: hostOf(ep), path: "/v1/batch/kv/write", body: b, expect: 200,
+	return call{kind: "write", method: "POST", host: hostOf(ep), path: "/v1/batch/kv/write", body: b, expect: 200, keys: keys, value: value,
 		check: func(body []byte) bool { return bytes.Count(body, []byte(`"ok":true`)) == n }}, true
 }
 
