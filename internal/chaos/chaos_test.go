@@ -132,8 +132,9 @@ func runSchedule(t *testing.T, seed int64, dur time.Duration) uint64 {
 	defer stopClients()
 	var wg sync.WaitGroup
 	for id := 0; id < kvClients+subClients; id++ {
+		// Odd clients send through the route-aware client.
 		c := &client{id: id, tc: tc, rec: rec, rng: rand.New(rand.NewSource(seed*31 + int64(id))),
-			retryUntil: started.Add(dur + time.Second), quiet: quiet}
+			retryUntil: started.Add(dur + time.Second), quiet: quiet, smart: id%2 == 1}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -163,6 +164,7 @@ func runSchedule(t *testing.T, seed int64, dur time.Duration) uint64 {
 		wk.rep.violation("the watch of %s did not catch up in 20 s: %s", wk.key, keyBehind)
 	}
 	rep.run = time.Since(started)
+	rep.smart = tc.smart.Stats()
 	rep.snaps, rep.dropped = tc.snapshots(), tc.c.Net.Dropped()
 	for i := range tc.c.Nodes {
 		rep.delayedSyncs += tc.c.Disk(i).DelayedSyncs()
@@ -186,6 +188,9 @@ func runSchedule(t *testing.T, seed int64, dur time.Duration) uint64 {
 		if rec.total(kind, outOK) == 0 {
 			t.Fatalf("seed %d: the schedule did no work: no %s succeeded", seed, kind)
 		}
+	}
+	if rep.smart.Direct == 0 {
+		t.Fatalf("seed %d: the route-aware client sent nothing to a leader it knew: %+v", seed, rep.smart)
 	}
 	return rep.snaps.Received
 }

@@ -1,8 +1,10 @@
 package chaos
 
 import (
+	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"math/rand"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotmeta/slotmeta/client/routed"
 	"github.com/slotmeta/slotmeta/internal/slotstore/cluster"
 	"github.com/slotmeta/slotmeta/internal/slotstore/slotstoretest"
 )
@@ -28,14 +31,17 @@ type endpoints interface {
 }
 
 // testCluster is a real in-process cluster (slotstoretest) with one HTTP API
-// server per node. Clients pick a node's URL per request. A node restarts
-// like a process: its API server closes first (connections are refused
-// until the node is back, on a new server and URL).
+// server per node, on the address the node advertises. Clients pick a
+// node's URL per request, or let the route-aware client (smart) pick the
+// key's leader. A node restarts like a process: its API server closes
+// first (connections are refused until the node is back, on a new server
+// at the same address).
 type testCluster struct {
 	t      *testing.T
 	c      *slotstoretest.Cluster
 	groups int
 	client *http.Client
+	smart  *routed.Client // the route-aware client of every node
 
 	mu      sync.RWMutex
 	urls    []string
@@ -59,12 +65,20 @@ func startCluster(t *testing.T, o slotstoretest.Options) *testCluster {
 	for i := range tc.c.Nodes {
 		tc.serve(i)
 	}
+	var err error
+	tc.smart, err = routed.New(routed.Config{Endpoints: tc.urls, MaxAttempts: 3, AttemptTimeout: 3 * time.Second,
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tc.smart.Close() })
 	return tc
 }
 
-// serve starts an API server for node i (0-based) and publishes its URL.
+// serve starts an API server for node i (0-based) at its advertised
+// address and publishes its URL.
 func (tc *testCluster) serve(i int) {
-	ts := slotstoretest.ServeAPI(tc.t, tc.c.Nodes[i])
+	ts := slotstoretest.ServeAPIAt(tc.t, tc.c.Nodes[i], tc.c.APIAddr(i))
 	tc.mu.Lock()
 	tc.urls[i], tc.servers[i] = ts.URL, ts
 	tc.mu.Unlock()
@@ -132,15 +146,33 @@ func (tc *testCluster) do(base string, r request) answer {
 	return exchange(tc.t, tc.client, base, r, "")
 }
 
+// doSmart sends r through the route-aware client: to the leader of its
+// key's group, retried by the error contract within 6 s.
+func (tc *testCluster) doSmart(r request) answer {
+	return exchange(tc.t, tc.smart, tc.url(0), r, "")
+}
+
+// smartSender is a cluster whose clients may send through the route-aware
+// client (testCluster; not the namespace hosts).
+type smartSender interface{ doSmart(r request) answer }
+
+// doer sends one HTTP request: an *http.Client or a *routed.Client.
+type doer interface {
+	Do(*http.Request) (*http.Response, error)
+}
+
 // exchange sends r to base with client (token: a bearer token, or none)
 // and reads the whole answer; no answer (a connection error, a timeout, a
-// body cut short) is code 0.
-func exchange(t testing.TB, client *http.Client, base string, r request, token string) answer {
+// body cut short) is code 0. It gives up after 6 s (the route-aware
+// client's retries included).
+func exchange(t testing.TB, client doer, base string, r request, token string) answer {
 	var rd io.Reader
 	if r.body != "" {
 		rd = strings.NewReader(r.body)
 	}
-	req, err := http.NewRequest(r.method, base+r.path, rd)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, r.method, base+r.path, rd)
 	if err != nil {
 		t.Errorf("%s %s: %v", r.method, r.path, err)
 		return answer{}

@@ -35,6 +35,19 @@ type client struct {
 	idemPrefix string        // makes its keys unique across runs on one cluster (host episodes)
 	backoff    time.Duration // set by an answer without a definite outcome
 	quiet      *quietGate    // holds it while a quiesce schedule is quiet (nil: never)
+	// smart sends through the route-aware client (to the key's leader, its
+	// own retries inside one operation); every write then carries an
+	// Idempotency-Key, so each is re-sent and checked for a second apply.
+	smart bool
+}
+
+// do sends r to base, or through the route-aware client for a smart
+// client of a cluster that has one.
+func (c *client) do(base string, r request) answer {
+	if s, ok := c.tc.(smartSender); ok && c.smart {
+		return s.doSmart(r)
+	}
+	return c.tc.do(base, r)
 }
 
 // pause backs off after an answer without a definite outcome (a node
@@ -59,9 +72,9 @@ type written struct {
 const idemShare = 3 // in 10
 
 // maybeIdem gives r an Idempotency-Key, unique in the schedule, idemShare
-// times in 10.
+// times in 10 (always for a smart client).
 func (c *client) maybeIdem(r *request) {
-	if c.rng.Intn(10) < idemShare {
+	if c.rng.Intn(10) < idemShare || c.smart {
 		c.idemSeq++
 		r.idemKey = fmt.Sprintf("%sidem-c%d-%d", c.idemPrefix, c.id, c.idemSeq)
 	}
@@ -69,7 +82,7 @@ func (c *client) maybeIdem(r *request) {
 
 // send sends r once to a random node and classifies the answer.
 func (c *client) send(r request) (answer, outcome) {
-	a := c.tc.do(c.tc.anyURL(c.rng), r)
+	a := c.do(c.tc.anyURL(c.rng), r)
 	o, unexpected := classify(a.code)
 	if o == outUnknown {
 		c.backoff = a.retryAfter()

@@ -79,7 +79,7 @@ func (c *client) runKVClient(ctx context.Context) {
 // out of the history).
 func (c *client) kvGetAt(base, key, kind string) (kvOutput, bool) {
 	call := c.rec.now()
-	a := c.tc.do(base, request{method: "GET", path: kvPath(key)})
+	a := c.do(base, request{method: "GET", path: kvPath(key)})
 	ret := c.rec.now()
 	out, unexpected := classify(a.code)
 	if out == outUnknown {

@@ -100,7 +100,7 @@ func (c *client) subChange(in subInput) {
 // It reports whether the read had a definite answer.
 func (c *client) subList(base, ch, kind string) (subOutput, bool) {
 	call := c.rec.now()
-	a := c.tc.do(base, request{method: "GET", path: subPath(ch, "?limit=100")})
+	a := c.do(base, request{method: "GET", path: subPath(ch, "?limit=100")})
 	ret := c.rec.now()
 	out, unexpected := classify(a.code)
 	if out == outUnknown {
@@ -136,7 +136,7 @@ func (c *client) subList(base, ch, kind string) (subOutput, bool) {
 func (c *client) subHas(ch string, one uint8) {
 	path := subPath(ch, "/"+maskUIDs(one)[0])
 	call := c.rec.now()
-	a := c.tc.do(c.tc.anyURL(c.rng), request{method: "GET", path: path})
+	a := c.do(c.tc.anyURL(c.rng), request{method: "GET", path: path})
 	ret := c.rec.now()
 	out, unexpected := classify(a.code)
 	if out == outUnknown {

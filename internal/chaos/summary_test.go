@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotmeta/slotmeta/client/routed"
 	"github.com/slotmeta/slotmeta/internal/slotstore/cluster"
 )
 
@@ -26,6 +27,7 @@ type scheduleReport struct {
 	moves        *moveLog
 	watch        *watchReport
 	watchKey     *watchReport          // the watch of one key
+	smart        routed.Stats          // the route-aware client's counters
 	snaps        cluster.SnapshotStats // summed over every node the schedule ran
 	dropped      uint64                // messages the fault network refused
 	delayedSyncs uint64                // fsyncs the fault disks slowed
@@ -62,6 +64,8 @@ func (s *scheduleReport) log(t *testing.T) {
 	sm := m.slots
 	t.Logf("seed=%d slot moves: migrations=%d splits=%d merges=%d refused=%d resumed=%d done=%d failed=%d retried=%d",
 		s.seed, sm.migrations, sm.splits, sm.merges, sm.refused, sm.resumed, sm.done, sm.failed, sm.aborted)
+	t.Logf("seed=%d smart: requests=%d direct=%d retries=%d refreshes=%d stream_tables=%d",
+		s.seed, s.smart.Requests, s.smart.Direct, s.smart.Retries, s.smart.Refreshes, s.smart.StreamEvents)
 	t.Logf("seed=%d watch: %s", s.seed, s.watch.line())
 	t.Logf("seed=%d watch_key: %s", s.seed, s.watchKey.line())
 	var models []string

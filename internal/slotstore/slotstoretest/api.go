@@ -48,17 +48,26 @@ func (c *Cluster) ServeAPIs(tune ...func(*httpapi.Config)) []*httptest.Server {
 	c.t.Helper()
 	servers := make([]*httptest.Server, len(c.Nodes))
 	for i, n := range c.Nodes {
-		h := apiHandler(c.t, n, tune)
-		l, err := net.Listen("tcp", c.cfgs[i].APIAddr)
-		if err != nil {
-			c.t.Fatalf("node %d's API address: %v", i+1, err)
-		}
-		ts := httptest.NewUnstartedServer(h)
-		_ = ts.Listener.Close()
-		ts.Listener = l
-		ts.Start()
-		c.t.Cleanup(ts.Close)
-		servers[i] = ts
+		servers[i] = ServeAPIAt(c.t, n, c.APIAddr(i), tune...)
 	}
 	return servers
+}
+
+// APIAddr is the API address node i (0-based) advertises.
+func (c *Cluster) APIAddr(i int) string { return c.cfgs[i].APIAddr }
+
+// ServeAPIAt is ServeAPI on addr (a node's advertised address, again after
+// a restart: the same URL before and after).
+func ServeAPIAt(t testing.TB, n *cluster.Node, addr string, tune ...func(*httpapi.Config)) *httptest.Server {
+	t.Helper()
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("API address %s: %v", addr, err)
+	}
+	ts := httptest.NewUnstartedServer(apiHandler(t, n, tune))
+	_ = ts.Listener.Close()
+	ts.Listener = l
+	ts.Start()
+	t.Cleanup(ts.Close)
+	return ts
 }
