@@ -738,6 +738,24 @@ func (e IfNoneMatch) Valid() bool {
 	}
 }
 
+// Defines values for BatchGetChannelsParamsConsistency.
+const (
+	BatchGetChannelsParamsConsistencyLinearizable BatchGetChannelsParamsConsistency = "linearizable"
+	BatchGetChannelsParamsConsistencyLocal        BatchGetChannelsParamsConsistency = "local"
+)
+
+// Valid indicates whether the value is a known member of the BatchGetChannelsParamsConsistency enum.
+func (e BatchGetChannelsParamsConsistency) Valid() bool {
+	switch e {
+	case BatchGetChannelsParamsConsistencyLinearizable:
+		return true
+	case BatchGetChannelsParamsConsistencyLocal:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for BatchGetKVParamsConsistency.
 const (
 	BatchGetKVParamsConsistencyLinearizable BatchGetKVParamsConsistency = "linearizable"
@@ -750,6 +768,42 @@ func (e BatchGetKVParamsConsistency) Valid() bool {
 	case BatchGetKVParamsConsistencyLinearizable:
 		return true
 	case BatchGetKVParamsConsistencyLocal:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for BatchGetChannelRuntimeParamsConsistency.
+const (
+	BatchGetChannelRuntimeParamsConsistencyLinearizable BatchGetChannelRuntimeParamsConsistency = "linearizable"
+	BatchGetChannelRuntimeParamsConsistencyLocal        BatchGetChannelRuntimeParamsConsistency = "local"
+)
+
+// Valid indicates whether the value is a known member of the BatchGetChannelRuntimeParamsConsistency enum.
+func (e BatchGetChannelRuntimeParamsConsistency) Valid() bool {
+	switch e {
+	case BatchGetChannelRuntimeParamsConsistencyLinearizable:
+		return true
+	case BatchGetChannelRuntimeParamsConsistencyLocal:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for BatchGetUsersParamsConsistency.
+const (
+	BatchGetUsersParamsConsistencyLinearizable BatchGetUsersParamsConsistency = "linearizable"
+	BatchGetUsersParamsConsistencyLocal        BatchGetUsersParamsConsistency = "local"
+)
+
+// Valid indicates whether the value is a known member of the BatchGetUsersParamsConsistency enum.
+func (e BatchGetUsersParamsConsistency) Valid() bool {
+	switch e {
+	case BatchGetUsersParamsConsistencyLinearizable:
+		return true
+	case BatchGetUsersParamsConsistencyLocal:
 		return true
 	default:
 		return false
@@ -1296,6 +1350,12 @@ type BalancerStatus struct {
 	Paused        bool        `json:"paused"`
 }
 
+// BatchChannels defines model for BatchChannels.
+type BatchChannels struct {
+	// Channels At most 1 000 (413 above). A channel that is not valid gets an error item; the others are read.
+	Channels []ChannelRef `json:"channels"`
+}
+
 // BatchKVWrite defines model for BatchKVWrite.
 type BatchKVWrite struct {
 	// Ops At most 1 000 (413 above).
@@ -1306,6 +1366,12 @@ type BatchKVWrite struct {
 type BatchKeys struct {
 	// Keys At most 1 000 (413 above). A key that is not a valid key gets an error item; the others are read.
 	Keys []string `json:"keys"`
+}
+
+// BatchUIDs defines model for BatchUIDs.
+type BatchUIDs struct {
+	// Uids At most 1 000 (413 above). A uid that is not valid gets an error item; the others are read.
+	Uids []string `json:"uids"`
 }
 
 // Blocker defines model for Blocker.
@@ -1351,6 +1417,25 @@ type Channel struct {
 
 	// UpdatedAtMs The time of the last change of the row: flags or a list.
 	UpdatedAtMs int64 `json:"updated_at_ms"`
+}
+
+// ChannelBatchItem defines model for ChannelBatchItem.
+type ChannelBatchItem struct {
+	Channel     *Channel `json:"channel,omitempty"`
+	ChannelId   string   `json:"channel_id"`
+	ChannelType int      `json:"channel_type"`
+	Error       *Error   `json:"error,omitempty"`
+
+	// Found The channel exists: `channel` is set.
+	Found bool `json:"found"`
+}
+
+// ChannelBatchResult defines model for ChannelBatchResult.
+type ChannelBatchResult struct {
+	Items []ChannelBatchItem `json:"items"`
+
+	// RouteRevision The revision of the routing snapshot the channels were split under.
+	RouteRevision int64 `json:"route_revision"`
 }
 
 // ChannelCreate defines model for ChannelCreate.
@@ -1509,6 +1594,12 @@ type ChannelMigrationPage struct {
 
 	// NextCursor Absent when the listing is done.
 	NextCursor *string `json:"next_cursor,omitempty"`
+}
+
+// ChannelRef defines model for ChannelRef.
+type ChannelRef struct {
+	ChannelId   string `json:"channel_id"`
+	ChannelType int    `json:"channel_type"`
 }
 
 // ChannelRuntime defines model for ChannelRuntime.
@@ -2168,6 +2259,25 @@ type Routes struct {
 	Revision  int64           `json:"revision"`
 }
 
+// RuntimeBatchItem defines model for RuntimeBatchItem.
+type RuntimeBatchItem struct {
+	ChannelId   string `json:"channel_id"`
+	ChannelType int    `json:"channel_type"`
+	Error       *Error `json:"error,omitempty"`
+
+	// Found The channel has runtime meta: `runtime` is set.
+	Found   bool            `json:"found"`
+	Runtime *ChannelRuntime `json:"runtime,omitempty"`
+}
+
+// RuntimeBatchResult defines model for RuntimeBatchResult.
+type RuntimeBatchResult struct {
+	Items []RuntimeBatchItem `json:"items"`
+
+	// RouteRevision The revision of the routing snapshot the channels were split under.
+	RouteRevision int64 `json:"route_revision"`
+}
+
 // RuntimeStatus active — serving; migrating — a replica or leader move is in progress; deleting — the channel's log is being removed.
 type RuntimeStatus string
 
@@ -2327,6 +2437,24 @@ type User struct {
 	// Uid 1–128 bytes of UTF-8 without control characters, whitespace or `/`, and not `.` or `..`.
 	Uid         UID   `json:"uid"`
 	UpdatedAtMs int64 `json:"updated_at_ms"`
+}
+
+// UserBatchItem defines model for UserBatchItem.
+type UserBatchItem struct {
+	Error *Error `json:"error,omitempty"`
+
+	// Found The user exists: `user` is set.
+	Found bool   `json:"found"`
+	Uid   string `json:"uid"`
+	User  *User  `json:"user,omitempty"`
+}
+
+// UserBatchResult defines model for UserBatchResult.
+type UserBatchResult struct {
+	Items []UserBatchItem `json:"items"`
+
+	// RouteRevision The revision of the routing snapshot the uids were split under.
+	RouteRevision int64 `json:"route_revision"`
 }
 
 // UserCreate defines model for UserCreate.
@@ -2517,6 +2645,16 @@ type Unauthenticated = ErrorBody
 // Unavailable defines model for Unavailable.
 type Unavailable = ErrorBody
 
+// BatchGetChannelsParams defines parameters for BatchGetChannels.
+type BatchGetChannelsParams struct {
+	// Consistency `linearizable` reads through Raft ReadIndex and sees every write acknowledged before it;
+	// `local` reads the serving replica's applied state, possibly stale (see `X-Applied-Index`).
+	Consistency *BatchGetChannelsParamsConsistency `form:"consistency,omitempty" json:"consistency,omitempty"`
+}
+
+// BatchGetChannelsParamsConsistency defines parameters for BatchGetChannels.
+type BatchGetChannelsParamsConsistency string
+
 // BatchGetKVParams defines parameters for BatchGetKV.
 type BatchGetKVParams struct {
 	// Consistency `linearizable` reads through Raft ReadIndex and sees every write acknowledged before it;
@@ -2532,6 +2670,26 @@ type BatchWriteKVParams struct {
 	// IdempotencyKey Names a write so that a retry answers the first result again instead of applying twice.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
+
+// BatchGetChannelRuntimeParams defines parameters for BatchGetChannelRuntime.
+type BatchGetChannelRuntimeParams struct {
+	// Consistency `linearizable` reads through Raft ReadIndex and sees every write acknowledged before it;
+	// `local` reads the serving replica's applied state, possibly stale (see `X-Applied-Index`).
+	Consistency *BatchGetChannelRuntimeParamsConsistency `form:"consistency,omitempty" json:"consistency,omitempty"`
+}
+
+// BatchGetChannelRuntimeParamsConsistency defines parameters for BatchGetChannelRuntime.
+type BatchGetChannelRuntimeParamsConsistency string
+
+// BatchGetUsersParams defines parameters for BatchGetUsers.
+type BatchGetUsersParams struct {
+	// Consistency `linearizable` reads through Raft ReadIndex and sees every write acknowledged before it;
+	// `local` reads the serving replica's applied state, possibly stale (see `X-Applied-Index`).
+	Consistency *BatchGetUsersParamsConsistency `form:"consistency,omitempty" json:"consistency,omitempty"`
+}
+
+// BatchGetUsersParamsConsistency defines parameters for BatchGetUsers.
+type BatchGetUsersParamsConsistency string
 
 // CreateChannelParams defines parameters for CreateChannel.
 type CreateChannelParams struct {
@@ -3283,11 +3441,20 @@ type WatchParams struct {
 	LastEventID *string `json:"Last-Event-ID,omitempty"`
 }
 
+// BatchGetChannelsJSONRequestBody defines body for BatchGetChannels for application/json ContentType.
+type BatchGetChannelsJSONRequestBody = BatchChannels
+
 // BatchGetKVJSONRequestBody defines body for BatchGetKV for application/json ContentType.
 type BatchGetKVJSONRequestBody = BatchKeys
 
 // BatchWriteKVJSONRequestBody defines body for BatchWriteKV for application/json ContentType.
 type BatchWriteKVJSONRequestBody = BatchKVWrite
+
+// BatchGetChannelRuntimeJSONRequestBody defines body for BatchGetChannelRuntime for application/json ContentType.
+type BatchGetChannelRuntimeJSONRequestBody = BatchChannels
+
+// BatchGetUsersJSONRequestBody defines body for BatchGetUsers for application/json ContentType.
+type BatchGetUsersJSONRequestBody = BatchUIDs
 
 // CreateChannelJSONRequestBody defines body for CreateChannel for application/json ContentType.
 type CreateChannelJSONRequestBody = ChannelCreate
@@ -3497,6 +3664,32 @@ type ClientInterface interface {
 	// Corresponds with GET /readyz (the `Readyz` operationId).
 	Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// BatchGetChannelsWithBody Read many channels at once
+	//
+	// Reads up to 1 000 channels, across hash slots and groups, in one request. Split by group under one routing snapshot and read as `POST /v1/batch/kv/get` reads
+	// keys: one read per group, all groups at once, a group's items from one snapshot of its state;
+	// an answer per item in request order — `found` with the row as its GET shows it, not found,
+	// or an `error` of its own (an invalid item, a group that cannot be read now: retry those when
+	// `retryable`). More than 1 000 items is 413.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/batch/channels/get (the `BatchGetChannels` operationId).
+	BatchGetChannelsWithBody(ctx context.Context, params *BatchGetChannelsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// BatchGetChannels Read many channels at once
+	//
+	// Reads up to 1 000 channels, across hash slots and groups, in one request. Split by group under one routing snapshot and read as `POST /v1/batch/kv/get` reads
+	// keys: one read per group, all groups at once, a group's items from one snapshot of its state;
+	// an answer per item in request order — `found` with the row as its GET shows it, not found,
+	// or an `error` of its own (an invalid item, a group that cannot be read now: retry those when
+	// `retryable`). More than 1 000 items is 413.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/batch/channels/get (the `BatchGetChannels` operationId).
+	BatchGetChannels(ctx context.Context, params *BatchGetChannelsParams, body BatchGetChannelsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// BatchGetKVWithBody Read many business keys at once
 	//
 	// Reads up to 1 000 keys, across hash slots and groups, in one request: the keys are split by
@@ -3566,6 +3759,58 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/batch/kv/write (the `BatchWriteKV` operationId).
 	BatchWriteKV(ctx context.Context, params *BatchWriteKVParams, body BatchWriteKVJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// BatchGetChannelRuntimeWithBody Read the runtime meta of many channels at once
+	//
+	// Reads the runtime meta of up to 1 000 channels, across hash slots and groups, in one request. Split by group under one routing snapshot and read as `POST /v1/batch/kv/get` reads
+	// keys: one read per group, all groups at once, a group's items from one snapshot of its state;
+	// an answer per item in request order — `found` with the row as its GET shows it, not found,
+	// or an `error` of its own (an invalid item, a group that cannot be read now: retry those when
+	// `retryable`). More than 1 000 items is 413.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/batch/runtime/get (the `BatchGetChannelRuntime` operationId).
+	BatchGetChannelRuntimeWithBody(ctx context.Context, params *BatchGetChannelRuntimeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// BatchGetChannelRuntime Read the runtime meta of many channels at once
+	//
+	// Reads the runtime meta of up to 1 000 channels, across hash slots and groups, in one request. Split by group under one routing snapshot and read as `POST /v1/batch/kv/get` reads
+	// keys: one read per group, all groups at once, a group's items from one snapshot of its state;
+	// an answer per item in request order — `found` with the row as its GET shows it, not found,
+	// or an `error` of its own (an invalid item, a group that cannot be read now: retry those when
+	// `retryable`). More than 1 000 items is 413.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/batch/runtime/get (the `BatchGetChannelRuntime` operationId).
+	BatchGetChannelRuntime(ctx context.Context, params *BatchGetChannelRuntimeParams, body BatchGetChannelRuntimeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// BatchGetUsersWithBody Read many users at once
+	//
+	// Reads up to 1 000 users by uid, across hash slots and groups, in one request. Split by group under one routing snapshot and read as `POST /v1/batch/kv/get` reads
+	// keys: one read per group, all groups at once, a group's items from one snapshot of its state;
+	// an answer per item in request order — `found` with the row as its GET shows it, not found,
+	// or an `error` of its own (an invalid item, a group that cannot be read now: retry those when
+	// `retryable`). More than 1 000 items is 413.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/batch/users/get (the `BatchGetUsers` operationId).
+	BatchGetUsersWithBody(ctx context.Context, params *BatchGetUsersParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// BatchGetUsers Read many users at once
+	//
+	// Reads up to 1 000 users by uid, across hash slots and groups, in one request. Split by group under one routing snapshot and read as `POST /v1/batch/kv/get` reads
+	// keys: one read per group, all groups at once, a group's items from one snapshot of its state;
+	// an answer per item in request order — `found` with the row as its GET shows it, not found,
+	// or an `error` of its own (an invalid item, a group that cannot be read now: retry those when
+	// `retryable`). More than 1 000 items is 413.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/batch/users/get (the `BatchGetUsers` operationId).
+	BatchGetUsers(ctx context.Context, params *BatchGetUsersParams, body BatchGetUsersJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateChannelWithBody Create a channel
 	//
@@ -4902,6 +5147,52 @@ func (c *Client) Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*ht
 	return c.Client.Do(req)
 }
 
+// BatchGetChannelsWithBody Read many channels at once
+//
+// Reads up to 1 000 channels, across hash slots and groups, in one request. Split by group under one routing snapshot and read as `POST /v1/batch/kv/get` reads
+// keys: one read per group, all groups at once, a group's items from one snapshot of its state;
+// an answer per item in request order — `found` with the row as its GET shows it, not found,
+// or an `error` of its own (an invalid item, a group that cannot be read now: retry those when
+// `retryable`). More than 1 000 items is 413.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/batch/channels/get (the `BatchGetChannels` operationId).
+func (c *Client) BatchGetChannelsWithBody(ctx context.Context, params *BatchGetChannelsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewBatchGetChannelsRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// BatchGetChannels Read many channels at once
+//
+// Reads up to 1 000 channels, across hash slots and groups, in one request. Split by group under one routing snapshot and read as `POST /v1/batch/kv/get` reads
+// keys: one read per group, all groups at once, a group's items from one snapshot of its state;
+// an answer per item in request order — `found` with the row as its GET shows it, not found,
+// or an `error` of its own (an invalid item, a group that cannot be read now: retry those when
+// `retryable`). More than 1 000 items is 413.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/batch/channels/get (the `BatchGetChannels` operationId).
+func (c *Client) BatchGetChannels(ctx context.Context, params *BatchGetChannelsParams, body BatchGetChannelsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewBatchGetChannelsRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // BatchGetKVWithBody Read many business keys at once
 //
 // Reads up to 1 000 keys, across hash slots and groups, in one request: the keys are split by
@@ -5002,6 +5293,98 @@ func (c *Client) BatchWriteKVWithBody(ctx context.Context, params *BatchWriteKVP
 // Corresponds with POST /v1/batch/kv/write (the `BatchWriteKV` operationId).
 func (c *Client) BatchWriteKV(ctx context.Context, params *BatchWriteKVParams, body BatchWriteKVJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewBatchWriteKVRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// BatchGetChannelRuntimeWithBody Read the runtime meta of many channels at once
+//
+// Reads the runtime meta of up to 1 000 channels, across hash slots and groups, in one request. Split by group under one routing snapshot and read as `POST /v1/batch/kv/get` reads
+// keys: one read per group, all groups at once, a group's items from one snapshot of its state;
+// an answer per item in request order — `found` with the row as its GET shows it, not found,
+// or an `error` of its own (an invalid item, a group that cannot be read now: retry those when
+// `retryable`). More than 1 000 items is 413.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/batch/runtime/get (the `BatchGetChannelRuntime` operationId).
+func (c *Client) BatchGetChannelRuntimeWithBody(ctx context.Context, params *BatchGetChannelRuntimeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewBatchGetChannelRuntimeRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// BatchGetChannelRuntime Read the runtime meta of many channels at once
+//
+// Reads the runtime meta of up to 1 000 channels, across hash slots and groups, in one request. Split by group under one routing snapshot and read as `POST /v1/batch/kv/get` reads
+// keys: one read per group, all groups at once, a group's items from one snapshot of its state;
+// an answer per item in request order — `found` with the row as its GET shows it, not found,
+// or an `error` of its own (an invalid item, a group that cannot be read now: retry those when
+// `retryable`). More than 1 000 items is 413.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/batch/runtime/get (the `BatchGetChannelRuntime` operationId).
+func (c *Client) BatchGetChannelRuntime(ctx context.Context, params *BatchGetChannelRuntimeParams, body BatchGetChannelRuntimeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewBatchGetChannelRuntimeRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// BatchGetUsersWithBody Read many users at once
+//
+// Reads up to 1 000 users by uid, across hash slots and groups, in one request. Split by group under one routing snapshot and read as `POST /v1/batch/kv/get` reads
+// keys: one read per group, all groups at once, a group's items from one snapshot of its state;
+// an answer per item in request order — `found` with the row as its GET shows it, not found,
+// or an `error` of its own (an invalid item, a group that cannot be read now: retry those when
+// `retryable`). More than 1 000 items is 413.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/batch/users/get (the `BatchGetUsers` operationId).
+func (c *Client) BatchGetUsersWithBody(ctx context.Context, params *BatchGetUsersParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewBatchGetUsersRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// BatchGetUsers Read many users at once
+//
+// Reads up to 1 000 users by uid, across hash slots and groups, in one request. Split by group under one routing snapshot and read as `POST /v1/batch/kv/get` reads
+// keys: one read per group, all groups at once, a group's items from one snapshot of its state;
+// an answer per item in request order — `found` with the row as its GET shows it, not found,
+// or an `error` of its own (an invalid item, a group that cannot be read now: retry those when
+// `retryable`). More than 1 000 items is 413.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/batch/users/get (the `BatchGetUsers` operationId).
+func (c *Client) BatchGetUsers(ctx context.Context, params *BatchGetUsersParams, body BatchGetUsersJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewBatchGetUsersRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -7654,6 +8037,73 @@ func NewReadyzRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewBatchGetChannelsRequest calls the generic BatchGetChannels builder with application/json body
+func NewBatchGetChannelsRequest(server string, params *BatchGetChannelsParams, body BatchGetChannelsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewBatchGetChannelsRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewBatchGetChannelsRequestWithBody constructs an http.Request for the BatchGetChannels method, with any body, and a specified content type
+func NewBatchGetChannelsRequestWithBody(server string, params *BatchGetChannelsParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/batch/channels/get")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Consistency != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "consistency", *params.Consistency, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewBatchGetKVRequest calls the generic BatchGetKV builder with application/json body
 func NewBatchGetKVRequest(server string, params *BatchGetKVParams, body BatchGetKVJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -7772,6 +8222,140 @@ func NewBatchWriteKVRequestWithBody(server string, params *BatchWriteKVParams, c
 		}
 
 	}
+
+	return req, nil
+}
+
+// NewBatchGetChannelRuntimeRequest calls the generic BatchGetChannelRuntime builder with application/json body
+func NewBatchGetChannelRuntimeRequest(server string, params *BatchGetChannelRuntimeParams, body BatchGetChannelRuntimeJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewBatchGetChannelRuntimeRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewBatchGetChannelRuntimeRequestWithBody constructs an http.Request for the BatchGetChannelRuntime method, with any body, and a specified content type
+func NewBatchGetChannelRuntimeRequestWithBody(server string, params *BatchGetChannelRuntimeParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/batch/runtime/get")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Consistency != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "consistency", *params.Consistency, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewBatchGetUsersRequest calls the generic BatchGetUsers builder with application/json body
+func NewBatchGetUsersRequest(server string, params *BatchGetUsersParams, body BatchGetUsersJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewBatchGetUsersRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewBatchGetUsersRequestWithBody constructs an http.Request for the BatchGetUsers method, with any body, and a specified content type
+func NewBatchGetUsersRequestWithBody(server string, params *BatchGetUsersParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/batch/users/get")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Consistency != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "consistency", *params.Consistency, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -14195,6 +14779,32 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /readyz (the `Readyz` operationId).
 	ReadyzWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ReadyzResponse, error)
 
+	// BatchGetChannelsWithBodyWithResponse Read many channels at once
+	//
+	// Reads up to 1 000 channels, across hash slots and groups, in one request. Split by group under one routing snapshot and read as `POST /v1/batch/kv/get` reads
+	// keys: one read per group, all groups at once, a group's items from one snapshot of its state;
+	// an answer per item in request order — `found` with the row as its GET shows it, not found,
+	// or an `error` of its own (an invalid item, a group that cannot be read now: retry those when
+	// `retryable`). More than 1 000 items is 413.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/batch/channels/get (the `BatchGetChannels` operationId).
+	BatchGetChannelsWithBodyWithResponse(ctx context.Context, params *BatchGetChannelsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BatchGetChannelsResponse, error)
+
+	// BatchGetChannelsWithResponse Read many channels at once
+	//
+	// Reads up to 1 000 channels, across hash slots and groups, in one request. Split by group under one routing snapshot and read as `POST /v1/batch/kv/get` reads
+	// keys: one read per group, all groups at once, a group's items from one snapshot of its state;
+	// an answer per item in request order — `found` with the row as its GET shows it, not found,
+	// or an `error` of its own (an invalid item, a group that cannot be read now: retry those when
+	// `retryable`). More than 1 000 items is 413.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/batch/channels/get (the `BatchGetChannels` operationId).
+	BatchGetChannelsWithResponse(ctx context.Context, params *BatchGetChannelsParams, body BatchGetChannelsJSONRequestBody, reqEditors ...RequestEditorFn) (*BatchGetChannelsResponse, error)
+
 	// BatchGetKVWithBodyWithResponse Read many business keys at once
 	//
 	// Reads up to 1 000 keys, across hash slots and groups, in one request: the keys are split by
@@ -14264,6 +14874,58 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/batch/kv/write (the `BatchWriteKV` operationId).
 	BatchWriteKVWithResponse(ctx context.Context, params *BatchWriteKVParams, body BatchWriteKVJSONRequestBody, reqEditors ...RequestEditorFn) (*BatchWriteKVResponse, error)
+
+	// BatchGetChannelRuntimeWithBodyWithResponse Read the runtime meta of many channels at once
+	//
+	// Reads the runtime meta of up to 1 000 channels, across hash slots and groups, in one request. Split by group under one routing snapshot and read as `POST /v1/batch/kv/get` reads
+	// keys: one read per group, all groups at once, a group's items from one snapshot of its state;
+	// an answer per item in request order — `found` with the row as its GET shows it, not found,
+	// or an `error` of its own (an invalid item, a group that cannot be read now: retry those when
+	// `retryable`). More than 1 000 items is 413.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/batch/runtime/get (the `BatchGetChannelRuntime` operationId).
+	BatchGetChannelRuntimeWithBodyWithResponse(ctx context.Context, params *BatchGetChannelRuntimeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BatchGetChannelRuntimeResponse, error)
+
+	// BatchGetChannelRuntimeWithResponse Read the runtime meta of many channels at once
+	//
+	// Reads the runtime meta of up to 1 000 channels, across hash slots and groups, in one request. Split by group under one routing snapshot and read as `POST /v1/batch/kv/get` reads
+	// keys: one read per group, all groups at once, a group's items from one snapshot of its state;
+	// an answer per item in request order — `found` with the row as its GET shows it, not found,
+	// or an `error` of its own (an invalid item, a group that cannot be read now: retry those when
+	// `retryable`). More than 1 000 items is 413.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/batch/runtime/get (the `BatchGetChannelRuntime` operationId).
+	BatchGetChannelRuntimeWithResponse(ctx context.Context, params *BatchGetChannelRuntimeParams, body BatchGetChannelRuntimeJSONRequestBody, reqEditors ...RequestEditorFn) (*BatchGetChannelRuntimeResponse, error)
+
+	// BatchGetUsersWithBodyWithResponse Read many users at once
+	//
+	// Reads up to 1 000 users by uid, across hash slots and groups, in one request. Split by group under one routing snapshot and read as `POST /v1/batch/kv/get` reads
+	// keys: one read per group, all groups at once, a group's items from one snapshot of its state;
+	// an answer per item in request order — `found` with the row as its GET shows it, not found,
+	// or an `error` of its own (an invalid item, a group that cannot be read now: retry those when
+	// `retryable`). More than 1 000 items is 413.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/batch/users/get (the `BatchGetUsers` operationId).
+	BatchGetUsersWithBodyWithResponse(ctx context.Context, params *BatchGetUsersParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BatchGetUsersResponse, error)
+
+	// BatchGetUsersWithResponse Read many users at once
+	//
+	// Reads up to 1 000 users by uid, across hash slots and groups, in one request. Split by group under one routing snapshot and read as `POST /v1/batch/kv/get` reads
+	// keys: one read per group, all groups at once, a group's items from one snapshot of its state;
+	// an answer per item in request order — `found` with the row as its GET shows it, not found,
+	// or an `error` of its own (an invalid item, a group that cannot be read now: retry those when
+	// `retryable`). More than 1 000 items is 413.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/batch/users/get (the `BatchGetUsers` operationId).
+	BatchGetUsersWithResponse(ctx context.Context, params *BatchGetUsersParams, body BatchGetUsersJSONRequestBody, reqEditors ...RequestEditorFn) (*BatchGetUsersResponse, error)
 
 	// CreateChannelWithBodyWithResponse Create a channel
 	//
@@ -15941,6 +16603,131 @@ func (r ReadyzResponse) ContentType() string {
 	return ""
 }
 
+// BatchGetChannelsResponse401Headers the declared response headers of an HTTP 401 response for BatchGetChannels
+type BatchGetChannelsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// BatchGetChannelsResponse429Headers the declared response headers of an HTTP 429 response for BatchGetChannels
+type BatchGetChannelsResponse429Headers struct {
+	RetryAfter int
+}
+
+// BatchGetChannelsResponse503Headers the declared response headers of an HTTP 503 response for BatchGetChannels
+type BatchGetChannelsResponse503Headers struct {
+	RetryAfter int
+}
+
+// BatchGetChannelsResponseDefaultHeaders the declared response headers of an HTTP default response for BatchGetChannels
+type BatchGetChannelsResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
+type BatchGetChannelsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ChannelBatchResult
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorResponse
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *BatchGetChannelsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *BatchGetChannelsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *BatchGetChannelsResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *BatchGetChannelsResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r BatchGetChannelsResponse) GetJSON200() *ChannelBatchResult {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r BatchGetChannelsResponse) GetJSON400() *InvalidArgument {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r BatchGetChannelsResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r BatchGetChannelsResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r BatchGetChannelsResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r BatchGetChannelsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r BatchGetChannelsResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r BatchGetChannelsResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r BatchGetChannelsResponse) GetJSONDefault() *ErrorResponse {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r BatchGetChannelsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r BatchGetChannelsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r BatchGetChannelsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r BatchGetChannelsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // BatchGetKVResponse401Headers the declared response headers of an HTTP 401 response for BatchGetKV
 type BatchGetKVResponse401Headers struct {
 	WWWAuthenticate *string
@@ -16192,6 +16979,256 @@ func (r BatchWriteKVResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r BatchWriteKVResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// BatchGetChannelRuntimeResponse401Headers the declared response headers of an HTTP 401 response for BatchGetChannelRuntime
+type BatchGetChannelRuntimeResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// BatchGetChannelRuntimeResponse429Headers the declared response headers of an HTTP 429 response for BatchGetChannelRuntime
+type BatchGetChannelRuntimeResponse429Headers struct {
+	RetryAfter int
+}
+
+// BatchGetChannelRuntimeResponse503Headers the declared response headers of an HTTP 503 response for BatchGetChannelRuntime
+type BatchGetChannelRuntimeResponse503Headers struct {
+	RetryAfter int
+}
+
+// BatchGetChannelRuntimeResponseDefaultHeaders the declared response headers of an HTTP default response for BatchGetChannelRuntime
+type BatchGetChannelRuntimeResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
+type BatchGetChannelRuntimeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RuntimeBatchResult
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorResponse
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *BatchGetChannelRuntimeResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *BatchGetChannelRuntimeResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *BatchGetChannelRuntimeResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *BatchGetChannelRuntimeResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r BatchGetChannelRuntimeResponse) GetJSON200() *RuntimeBatchResult {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r BatchGetChannelRuntimeResponse) GetJSON400() *InvalidArgument {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r BatchGetChannelRuntimeResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r BatchGetChannelRuntimeResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r BatchGetChannelRuntimeResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r BatchGetChannelRuntimeResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r BatchGetChannelRuntimeResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r BatchGetChannelRuntimeResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r BatchGetChannelRuntimeResponse) GetJSONDefault() *ErrorResponse {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r BatchGetChannelRuntimeResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r BatchGetChannelRuntimeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r BatchGetChannelRuntimeResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r BatchGetChannelRuntimeResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// BatchGetUsersResponse401Headers the declared response headers of an HTTP 401 response for BatchGetUsers
+type BatchGetUsersResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// BatchGetUsersResponse429Headers the declared response headers of an HTTP 429 response for BatchGetUsers
+type BatchGetUsersResponse429Headers struct {
+	RetryAfter int
+}
+
+// BatchGetUsersResponse503Headers the declared response headers of an HTTP 503 response for BatchGetUsers
+type BatchGetUsersResponse503Headers struct {
+	RetryAfter int
+}
+
+// BatchGetUsersResponseDefaultHeaders the declared response headers of an HTTP default response for BatchGetUsers
+type BatchGetUsersResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
+type BatchGetUsersResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *UserBatchResult
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorResponse
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *BatchGetUsersResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *BatchGetUsersResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *BatchGetUsersResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *BatchGetUsersResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r BatchGetUsersResponse) GetJSON200() *UserBatchResult {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r BatchGetUsersResponse) GetJSON400() *InvalidArgument {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r BatchGetUsersResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r BatchGetUsersResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r BatchGetUsersResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r BatchGetUsersResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r BatchGetUsersResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r BatchGetUsersResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r BatchGetUsersResponse) GetJSONDefault() *ErrorResponse {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r BatchGetUsersResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r BatchGetUsersResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r BatchGetUsersResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r BatchGetUsersResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -30852,6 +31889,44 @@ func (c *ClientWithResponses) ReadyzWithResponse(ctx context.Context, reqEditors
 	return ParseReadyzResponse(rsp)
 }
 
+// BatchGetChannelsWithBodyWithResponse Read many channels at once
+//
+// Reads up to 1 000 channels, across hash slots and groups, in one request. Split by group under one routing snapshot and read as `POST /v1/batch/kv/get` reads
+// keys: one read per group, all groups at once, a group's items from one snapshot of its state;
+// an answer per item in request order — `found` with the row as its GET shows it, not found,
+// or an `error` of its own (an invalid item, a group that cannot be read now: retry those when
+// `retryable`). More than 1 000 items is 413.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/batch/channels/get (the `BatchGetChannels` operationId).
+func (c *ClientWithResponses) BatchGetChannelsWithBodyWithResponse(ctx context.Context, params *BatchGetChannelsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BatchGetChannelsResponse, error) {
+	rsp, err := c.BatchGetChannelsWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseBatchGetChannelsResponse(rsp)
+}
+
+// BatchGetChannelsWithResponse Read many channels at once
+//
+// Reads up to 1 000 channels, across hash slots and groups, in one request. Split by group under one routing snapshot and read as `POST /v1/batch/kv/get` reads
+// keys: one read per group, all groups at once, a group's items from one snapshot of its state;
+// an answer per item in request order — `found` with the row as its GET shows it, not found,
+// or an `error` of its own (an invalid item, a group that cannot be read now: retry those when
+// `retryable`). More than 1 000 items is 413.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/batch/channels/get (the `BatchGetChannels` operationId).
+func (c *ClientWithResponses) BatchGetChannelsWithResponse(ctx context.Context, params *BatchGetChannelsParams, body BatchGetChannelsJSONRequestBody, reqEditors ...RequestEditorFn) (*BatchGetChannelsResponse, error) {
+	rsp, err := c.BatchGetChannels(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseBatchGetChannelsResponse(rsp)
+}
+
 // BatchGetKVWithBodyWithResponse Read many business keys at once
 //
 // Reads up to 1 000 keys, across hash slots and groups, in one request: the keys are split by
@@ -30944,6 +32019,82 @@ func (c *ClientWithResponses) BatchWriteKVWithResponse(ctx context.Context, para
 		return nil, err
 	}
 	return ParseBatchWriteKVResponse(rsp)
+}
+
+// BatchGetChannelRuntimeWithBodyWithResponse Read the runtime meta of many channels at once
+//
+// Reads the runtime meta of up to 1 000 channels, across hash slots and groups, in one request. Split by group under one routing snapshot and read as `POST /v1/batch/kv/get` reads
+// keys: one read per group, all groups at once, a group's items from one snapshot of its state;
+// an answer per item in request order — `found` with the row as its GET shows it, not found,
+// or an `error` of its own (an invalid item, a group that cannot be read now: retry those when
+// `retryable`). More than 1 000 items is 413.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/batch/runtime/get (the `BatchGetChannelRuntime` operationId).
+func (c *ClientWithResponses) BatchGetChannelRuntimeWithBodyWithResponse(ctx context.Context, params *BatchGetChannelRuntimeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BatchGetChannelRuntimeResponse, error) {
+	rsp, err := c.BatchGetChannelRuntimeWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseBatchGetChannelRuntimeResponse(rsp)
+}
+
+// BatchGetChannelRuntimeWithResponse Read the runtime meta of many channels at once
+//
+// Reads the runtime meta of up to 1 000 channels, across hash slots and groups, in one request. Split by group under one routing snapshot and read as `POST /v1/batch/kv/get` reads
+// keys: one read per group, all groups at once, a group's items from one snapshot of its state;
+// an answer per item in request order — `found` with the row as its GET shows it, not found,
+// or an `error` of its own (an invalid item, a group that cannot be read now: retry those when
+// `retryable`). More than 1 000 items is 413.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/batch/runtime/get (the `BatchGetChannelRuntime` operationId).
+func (c *ClientWithResponses) BatchGetChannelRuntimeWithResponse(ctx context.Context, params *BatchGetChannelRuntimeParams, body BatchGetChannelRuntimeJSONRequestBody, reqEditors ...RequestEditorFn) (*BatchGetChannelRuntimeResponse, error) {
+	rsp, err := c.BatchGetChannelRuntime(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseBatchGetChannelRuntimeResponse(rsp)
+}
+
+// BatchGetUsersWithBodyWithResponse Read many users at once
+//
+// Reads up to 1 000 users by uid, across hash slots and groups, in one request. Split by group under one routing snapshot and read as `POST /v1/batch/kv/get` reads
+// keys: one read per group, all groups at once, a group's items from one snapshot of its state;
+// an answer per item in request order — `found` with the row as its GET shows it, not found,
+// or an `error` of its own (an invalid item, a group that cannot be read now: retry those when
+// `retryable`). More than 1 000 items is 413.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/batch/users/get (the `BatchGetUsers` operationId).
+func (c *ClientWithResponses) BatchGetUsersWithBodyWithResponse(ctx context.Context, params *BatchGetUsersParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BatchGetUsersResponse, error) {
+	rsp, err := c.BatchGetUsersWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseBatchGetUsersResponse(rsp)
+}
+
+// BatchGetUsersWithResponse Read many users at once
+//
+// Reads up to 1 000 users by uid, across hash slots and groups, in one request. Split by group under one routing snapshot and read as `POST /v1/batch/kv/get` reads
+// keys: one read per group, all groups at once, a group's items from one snapshot of its state;
+// an answer per item in request order — `found` with the row as its GET shows it, not found,
+// or an `error` of its own (an invalid item, a group that cannot be read now: retry those when
+// `retryable`). More than 1 000 items is 413.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/batch/users/get (the `BatchGetUsers` operationId).
+func (c *ClientWithResponses) BatchGetUsersWithResponse(ctx context.Context, params *BatchGetUsersParams, body BatchGetUsersJSONRequestBody, reqEditors ...RequestEditorFn) (*BatchGetUsersResponse, error) {
+	rsp, err := c.BatchGetUsers(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseBatchGetUsersResponse(rsp)
 }
 
 // CreateChannelWithBodyWithResponse Create a channel
@@ -33337,6 +34488,131 @@ func ParseReadyzResponse(rsp *http.Response) (*ReadyzResponse, error) {
 	return response, nil
 }
 
+// ParseBatchGetChannelsResponse parses an HTTP response from a BatchGetChannelsWithResponse call
+func ParseBatchGetChannelsResponse(rsp *http.Response) (*BatchGetChannelsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &BatchGetChannelsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ChannelBatchResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest InvalidArgument
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers BatchGetChannelsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers BatchGetChannelsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers BatchGetChannelsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	case true:
+		var headers BatchGetChannelsResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
 // ParseBatchGetKVResponse parses an HTTP response from a BatchGetKVWithResponse call
 func ParseBatchGetKVResponse(rsp *http.Response) (*BatchGetKVResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -33584,6 +34860,256 @@ func ParseBatchWriteKVResponse(rsp *http.Response) (*BatchWriteKVResponse, error
 		response.Headers503 = &headers
 	case true:
 		var headers BatchWriteKVResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseBatchGetChannelRuntimeResponse parses an HTTP response from a BatchGetChannelRuntimeWithResponse call
+func ParseBatchGetChannelRuntimeResponse(rsp *http.Response) (*BatchGetChannelRuntimeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &BatchGetChannelRuntimeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RuntimeBatchResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest InvalidArgument
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers BatchGetChannelRuntimeResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers BatchGetChannelRuntimeResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers BatchGetChannelRuntimeResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	case true:
+		var headers BatchGetChannelRuntimeResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseBatchGetUsersResponse parses an HTTP response from a BatchGetUsersWithResponse call
+func ParseBatchGetUsersResponse(rsp *http.Response) (*BatchGetUsersResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &BatchGetUsersResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest UserBatchResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest InvalidArgument
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers BatchGetUsersResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers BatchGetUsersResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers BatchGetUsersResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	case true:
+		var headers BatchGetUsersResponseDefaultHeaders
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

@@ -27,6 +27,8 @@ step ready;            expect 200 GET /readyz
 step "create user";    expect 201 POST /v1/users '{"uid":"'"$user"'","name":"Smoke"}' "Idempotency-Key: smoke-$run"
 step "replay";         expect 201 POST /v1/users '{"uid":"'"$user"'","name":"Smoke"}' "Idempotency-Key: smoke-$run"
 step "read user";      expect 200 GET "/v1/users/$user"
+step "batch users";    expect 200 POST /v1/batch/users/get '{"uids":["'"$user"'","smoke-nobody"]}'
+grep -q '"found":true.*"found":false' /tmp/smoke.$$ || { echo "smoke: the batch read of users did not find the user alone" >&2; exit 1; }
 step "put key";        expect 200 PUT /v1/kv/smoke.key '{"value":"v1"}'
 etag=$(tr -d '\r' </tmp/smoke.$$.h | sed -n 's/^[Ee][Tt][Aa][Gg]: //p')
 step "CAS";            expect 200 PUT /v1/kv/smoke.key '{"value":"v2"}' "If-Match: $etag"

@@ -59,12 +59,14 @@ func (c *Client) split(keys func(i int) string, n int) []part {
 // gather sends every part at once (at most one per node, so bounded by
 // the cluster's size), pinned to its node, and puts each part's items in
 // their places in out; a part answered with an error as a whole gives each
-// of its positions errItem with that error. It joins the errors of parts
-// no node could be asked for.
+// of its positions errItem with that error. It returns the lowest route
+// revision the parts answered (a read's; 0 for writes), and joins the
+// errors of parts no node could be asked for.
 func gather[I any](ctx context.Context, parts []part, out []I,
-	send func(ctx context.Context, at []int) (items []I, status int, body []byte, err error),
-	errItem func(i int, e *client.Error) I) error {
+	send func(ctx context.Context, at []int) (items []I, rev int64, status int, body []byte, err error),
+	errItem func(i int, e *client.Error) I) (int64, error) {
 	errs := make([]error, len(parts))
+	var rev revisions
 	var wg sync.WaitGroup
 	for n, p := range parts {
 		pctx := ctx
@@ -72,7 +74,7 @@ func gather[I any](ctx context.Context, parts []part, out []I,
 			pctx = withPin(ctx, p.node)
 		}
 		wg.Go(func() {
-			items, status, body, err := send(pctx, p.at)
+			items, r, status, body, err := send(pctx, p.at)
 			switch {
 			case err != nil:
 				errs[n] = err
@@ -82,6 +84,7 @@ func gather[I any](ctx context.Context, parts []part, out []I,
 					out[i] = errItem(i, e)
 				}
 			default:
+				rev.add(r)
 				for j, i := range p.at {
 					out[i] = items[j] // parts are disjoint: no two write one place
 				}
@@ -89,7 +92,7 @@ func gather[I any](ctx context.Context, parts []part, out []I,
 		})
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	return rev.lowest, errors.Join(errs...)
 }
 
 // partError is the error item of every key of a part whose request was
@@ -114,30 +117,21 @@ func (c *Client) BatchGetKV(ctx context.Context, keys []string, params *client.B
 		return nil, ErrBatchTooLarge
 	}
 	out := &client.KVBatchResult{Items: make([]client.KVBatchItem, len(keys))}
-	var mu sync.Mutex
-	parts := c.split(func(i int) string { return keys[i] }, len(keys))
-	err := gather(ctx, parts, out.Items, func(ctx context.Context, at []int) ([]client.KVBatchItem, int, []byte, error) {
-		req := client.BatchKeys{Keys: make([]string, len(at))}
-		for j, i := range at {
-			req.Keys[j] = keys[i]
-		}
-		r, err := c.api.BatchGetKVWithResponse(ctx, params, req)
-		if err != nil {
-			return nil, 0, nil, err
-		}
-		if r.JSON200 == nil {
-			return nil, r.StatusCode(), r.Body, nil
-		}
-		mu.Lock()
-		if out.RouteRevision == 0 || r.JSON200.RouteRevision < out.RouteRevision {
-			out.RouteRevision = r.JSON200.RouteRevision
-		}
-		mu.Unlock()
-		return r.JSON200.Items, 0, nil, nil
-	}, func(i int, e *client.Error) client.KVBatchItem { return client.KVBatchItem{Key: keys[i], Error: e} })
+	rev, err := gather(ctx, c.split(func(i int) string { return keys[i] }, len(keys)), out.Items,
+		func(ctx context.Context, at []int) ([]client.KVBatchItem, int64, int, []byte, error) {
+			r, err := c.api.BatchGetKVWithResponse(ctx, params, client.BatchKeys{Keys: pick(keys, at)})
+			if err != nil {
+				return nil, 0, 0, nil, err
+			}
+			if r.JSON200 == nil {
+				return nil, 0, r.StatusCode(), r.Body, nil
+			}
+			return r.JSON200.Items, r.JSON200.RouteRevision, 0, nil, nil
+		}, func(i int, e *client.Error) client.KVBatchItem { return client.KVBatchItem{Key: keys[i], Error: e} })
 	if err != nil {
 		return nil, err
 	}
+	out.RouteRevision = rev
 	return out, nil
 }
 
@@ -166,19 +160,15 @@ func (c *Client) BatchWriteKV(ctx context.Context, ops []client.KVBatchOp, idemp
 	out := &client.KVBatchWriteResult{Items: make([]client.KVBatchWriteItem, len(ops))}
 	parts := c.split(keyOf, len(ops))
 	params := &client.BatchWriteKVParams{IdempotencyKey: &idempotencyKey}
-	err := gather(ctx, parts, out.Items, func(ctx context.Context, at []int) ([]client.KVBatchWriteItem, int, []byte, error) {
-		req := client.BatchKVWrite{Ops: make([]client.KVBatchOp, len(at))}
-		for j, i := range at {
-			req.Ops[j] = ops[i]
-		}
-		r, err := c.api.BatchWriteKVWithResponse(ctx, params, req)
+	_, err := gather(ctx, parts, out.Items, func(ctx context.Context, at []int) ([]client.KVBatchWriteItem, int64, int, []byte, error) {
+		r, err := c.api.BatchWriteKVWithResponse(ctx, params, client.BatchKVWrite{Ops: pick(ops, at)})
 		if err != nil {
-			return nil, 0, nil, err
+			return nil, 0, 0, nil, err
 		}
 		if r.JSON200 == nil {
-			return nil, r.StatusCode(), r.Body, nil
+			return nil, 0, r.StatusCode(), r.Body, nil
 		}
-		return r.JSON200.Items, 0, nil, nil
+		return r.JSON200.Items, 0, 0, nil, nil
 	}, func(i int, e *client.Error) client.KVBatchWriteItem {
 		op := ""
 		if ops[i].Op != nil {
@@ -190,4 +180,106 @@ func (c *Client) BatchWriteKV(ctx context.Context, ops []client.KVBatchOp, idemp
 		return nil, err
 	}
 	return out, nil
+}
+
+// BatchGetUsers reads users by uid (at most MaxBatch) as BatchGetKV reads
+// keys: one request per leader node, all at once, items in uid order.
+func (c *Client) BatchGetUsers(ctx context.Context, uids []string, params *client.BatchGetUsersParams) (*client.UserBatchResult, error) {
+	if len(uids) > MaxBatch {
+		return nil, ErrBatchTooLarge
+	}
+	out := &client.UserBatchResult{Items: make([]client.UserBatchItem, len(uids))}
+	rev, err := gather(ctx, c.split(func(i int) string { return uids[i] }, len(uids)), out.Items,
+		func(ctx context.Context, at []int) ([]client.UserBatchItem, int64, int, []byte, error) {
+			r, err := c.api.BatchGetUsersWithResponse(ctx, params, client.BatchUIDs{Uids: pick(uids, at)})
+			if err != nil {
+				return nil, 0, 0, nil, err
+			}
+			if r.JSON200 == nil {
+				return nil, 0, r.StatusCode(), r.Body, nil
+			}
+			return r.JSON200.Items, r.JSON200.RouteRevision, 0, nil, nil
+		}, func(i int, e *client.Error) client.UserBatchItem { return client.UserBatchItem{Uid: uids[i], Error: e} })
+	if err != nil {
+		return nil, err
+	}
+	out.RouteRevision = rev
+	return out, nil
+}
+
+// BatchGetChannels reads channels (at most MaxBatch) as BatchGetKV reads
+// keys (a channel's route key is its id).
+func (c *Client) BatchGetChannels(ctx context.Context, refs []client.ChannelRef, params *client.BatchGetChannelsParams) (*client.ChannelBatchResult, error) {
+	if len(refs) > MaxBatch {
+		return nil, ErrBatchTooLarge
+	}
+	out := &client.ChannelBatchResult{Items: make([]client.ChannelBatchItem, len(refs))}
+	rev, err := gather(ctx, c.split(func(i int) string { return refs[i].ChannelId }, len(refs)), out.Items,
+		func(ctx context.Context, at []int) ([]client.ChannelBatchItem, int64, int, []byte, error) {
+			r, err := c.api.BatchGetChannelsWithResponse(ctx, params, client.BatchChannels{Channels: pick(refs, at)})
+			if err != nil {
+				return nil, 0, 0, nil, err
+			}
+			if r.JSON200 == nil {
+				return nil, 0, r.StatusCode(), r.Body, nil
+			}
+			return r.JSON200.Items, r.JSON200.RouteRevision, 0, nil, nil
+		}, func(i int, e *client.Error) client.ChannelBatchItem {
+			return client.ChannelBatchItem{ChannelType: refs[i].ChannelType, ChannelId: refs[i].ChannelId, Error: e}
+		})
+	if err != nil {
+		return nil, err
+	}
+	out.RouteRevision = rev
+	return out, nil
+}
+
+// BatchGetChannelRuntime reads channels' runtime meta (at most MaxBatch)
+// as BatchGetChannels reads channels.
+func (c *Client) BatchGetChannelRuntime(ctx context.Context, refs []client.ChannelRef, params *client.BatchGetChannelRuntimeParams) (*client.RuntimeBatchResult, error) {
+	if len(refs) > MaxBatch {
+		return nil, ErrBatchTooLarge
+	}
+	out := &client.RuntimeBatchResult{Items: make([]client.RuntimeBatchItem, len(refs))}
+	rev, err := gather(ctx, c.split(func(i int) string { return refs[i].ChannelId }, len(refs)), out.Items,
+		func(ctx context.Context, at []int) ([]client.RuntimeBatchItem, int64, int, []byte, error) {
+			r, err := c.api.BatchGetChannelRuntimeWithResponse(ctx, params, client.BatchChannels{Channels: pick(refs, at)})
+			if err != nil {
+				return nil, 0, 0, nil, err
+			}
+			if r.JSON200 == nil {
+				return nil, 0, r.StatusCode(), r.Body, nil
+			}
+			return r.JSON200.Items, r.JSON200.RouteRevision, 0, nil, nil
+		}, func(i int, e *client.Error) client.RuntimeBatchItem {
+			return client.RuntimeBatchItem{ChannelType: refs[i].ChannelType, ChannelId: refs[i].ChannelId, Error: e}
+		})
+	if err != nil {
+		return nil, err
+	}
+	out.RouteRevision = rev
+	return out, nil
+}
+
+// pick is the elements of s at positions at.
+func pick[T any](s []T, at []int) []T {
+	out := make([]T, len(at))
+	for j, i := range at {
+		out[j] = s[i]
+	}
+	return out
+}
+
+// revisions keeps the lowest route revision the parts of a batch answered.
+type revisions struct {
+	mu     sync.Mutex
+	lowest int64
+}
+
+func (r *revisions) add(rev int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.lowest == 0 || rev < r.lowest {
+		r.lowest = rev
+	}
 }

@@ -287,6 +287,29 @@ func TestBatchesAreSplitByLeader(t *testing.T) {
 	if it := g.Items[301]; it.Error == nil || it.Error.Code != client.ErrorCodeInvalidArgument {
 		t.Fatalf("empty key: %+v", it)
 	}
+	// Users and channels the same way: found in their places, the rest not.
+	name := "B"
+	for _, uid := range []string{"bu-1", "bu-2", "bu-3"} {
+		if r, err := rc.client.API().CreateUserWithResponse(ctx, nil, client.UserCreate{Uid: uid, Name: &name}); err != nil || r.StatusCode() != 201 {
+			t.Fatalf("create %s: %v %v", uid, err, r)
+		}
+		if r, err := rc.client.API().CreateChannelWithResponse(ctx, nil, client.ChannelCreate{ChannelType: 1, ChannelId: uid}); err != nil || r.StatusCode() != 201 {
+			t.Fatalf("create channel %s: %v %v", uid, err, r)
+		}
+	}
+	us, err := rc.client.BatchGetUsers(ctx, []string{"bu-3", "bu-none", "bu-1", "bu-2"}, nil)
+	if err != nil || !us.Items[0].Found || us.Items[1].Found || !us.Items[2].Found || us.Items[3].User == nil || us.Items[3].User.Uid != "bu-2" {
+		t.Fatalf("batch users: %v %+v", err, us)
+	}
+	refs := []client.ChannelRef{{ChannelType: 1, ChannelId: "bu-2"}, {ChannelType: 2, ChannelId: "bu-2"}, {ChannelType: 1, ChannelId: "bu-3"}}
+	cs, err := rc.client.BatchGetChannels(ctx, refs, nil)
+	if err != nil || !cs.Items[0].Found || cs.Items[1].Found || cs.Items[2].Channel == nil || cs.Items[2].Channel.ChannelId != "bu-3" {
+		t.Fatalf("batch channels: %v %+v", err, cs)
+	}
+	rts, err := rc.client.BatchGetChannelRuntime(ctx, refs, nil)
+	if err != nil || len(rts.Items) != 3 || rts.Items[0].Found || rts.Items[0].Error != nil {
+		t.Fatalf("batch runtime: %v %+v", err, rts)
+	}
 	if _, err := rc.client.BatchGetKV(ctx, make([]string, MaxBatch+1), nil); !errors.Is(err, ErrBatchTooLarge) {
 		t.Fatalf("a batch over the bound: %v", err)
 	}

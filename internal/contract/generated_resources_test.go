@@ -37,6 +37,7 @@ func TestGeneratedClientResources(t *testing.T) {
 	t.Run("memberships", func(t *testing.T) { genMemberships(t, c) })
 	t.Run("cmd-bindings", func(t *testing.T) { genCmdBindings(t, c) })
 	t.Run("channel-runtime", func(t *testing.T) { genChannelRuntime(t, c) })
+	t.Run("batch-reads", func(t *testing.T) { genBatchReads(t, c) })
 	t.Run("channel-migrations", func(t *testing.T) { genChannelMigrations(t, c) })
 	t.Run("message-events", func(t *testing.T) { genMessageEvents(t, c) })
 	t.Run("watch", func(t *testing.T) { genWatch(t, c) })
@@ -797,6 +798,54 @@ func genCmdBindings(t *testing.T, c *client.ClientWithResponses) {
 	genCheckErr(t, "get deleted cmd binding", nf.JSON404, client.ErrorCodeNotFound)
 	na, err := c.AckCmdBindingWithResponse(ctx, uid, 1, "c2", nil, client.CmdBindingAck{AckSeq: 1})
 	genCheck(t, "ack a deleted binding", na, err, http.StatusNotFound)
+}
+
+// --- batch reads of users, channels and runtime meta ----------------------
+
+// genBatchReads: each batch read answers every item in order — found with
+// the row as its GET shows it, not found, or an invalid item's own error —
+// and refuses more than 1 000 items with 413.
+func genBatchReads(t *testing.T, c *client.ClientWithResponses) {
+	ctx := genCtx(t)
+	u, err := c.CreateUserWithResponse(ctx, nil, client.UserCreate{Uid: "batch-u", Name: ptr("Batch")})
+	genCheck(t, "create user", u, err, http.StatusCreated)
+	users, err := c.BatchGetUsersWithResponse(ctx, nil, client.BatchUIDs{Uids: []string{"nobody", "batch-u", "bad uid"}})
+	genCheck(t, "batch users", users, err, http.StatusOK)
+	ui := users.JSON200.Items
+	if len(ui) != 3 || ui[0].Found || ui[0].Error != nil || !ui[1].Found || ui[1].User == nil || ui[1].User.Name != "Batch" ||
+		ui[1].User.Revision != u.JSON201.Revision || ui[2].Error == nil || ui[2].Error.Code != client.ErrorCodeInvalidArgument ||
+		ui[2].Uid != "bad uid" || users.JSON200.RouteRevision == 0 {
+		t.Fatalf("batch users: %s", users.Body)
+	}
+
+	ch, err := c.CreateChannelWithResponse(ctx, nil, client.ChannelCreate{ChannelType: 2, ChannelId: "batch-ch"})
+	genCheck(t, "create channel", ch, err, http.StatusCreated)
+	rt, err := c.CreateChannelRuntimeWithResponse(ctx, 2, "batch-ch", nil, client.ChannelRuntimeWrite{
+		ChannelEpoch: 1, LeaderEpoch: 1, Leader: 1, Replicas: client.NodeIDList{1}, Isr: client.NodeIDList{1}, MinIsr: 1})
+	genCheck(t, "create runtime", rt, err, http.StatusCreated)
+	refs := []client.ChannelRef{{ChannelType: 2, ChannelId: "batch-ch"}, {ChannelType: 3, ChannelId: "batch-ch"}, {ChannelType: 0, ChannelId: "x"}, {ChannelType: 2, ChannelId: "a/b"}}
+	chans, err := c.BatchGetChannelsWithResponse(ctx, nil, client.BatchChannels{Channels: refs})
+	genCheck(t, "batch channels", chans, err, http.StatusOK)
+	ci := chans.JSON200.Items
+	if len(ci) != 4 || !ci[0].Found || ci[0].Channel == nil || ci[0].Channel.ChannelId != "batch-ch" || ci[0].Channel.Revision != ch.JSON201.Revision ||
+		ci[1].Found || ci[1].Error != nil || ci[1].ChannelType != 3 || ci[2].Error == nil || ci[3].Error == nil || ci[3].Error.Code != client.ErrorCodeInvalidArgument {
+		t.Fatalf("batch channels: %s", chans.Body)
+	}
+	rts, err := c.BatchGetChannelRuntimeWithResponse(ctx, &client.BatchGetChannelRuntimeParams{Consistency: ptr(client.BatchGetChannelRuntimeParamsConsistency("local"))},
+		client.BatchChannels{Channels: refs[:2]})
+	genCheck(t, "batch runtime", rts, err, http.StatusOK)
+	ri := rts.JSON200.Items
+	if len(ri) != 2 || !ri[0].Found || ri[0].Runtime == nil || ri[0].Runtime.Leader != 1 || ri[0].Runtime.Revision != rt.JSON201.Revision || ri[1].Found {
+		t.Fatalf("batch runtime: %s", rts.Body)
+	}
+
+	over := make([]string, 1001)
+	for i := range over {
+		over[i] = fmt.Sprintf("u%d", i)
+	}
+	big, err := c.BatchGetUsersWithResponse(ctx, nil, client.BatchUIDs{Uids: over})
+	genCheck(t, "batch users over the bound", big, err, http.StatusRequestEntityTooLarge)
+	genCheckErr(t, "batch users over the bound", big.JSON413, client.ErrorCodePayloadTooLarge)
 }
 
 // --- channel runtime meta --------------------------------------------------

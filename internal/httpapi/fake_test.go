@@ -41,7 +41,7 @@ type fakeBackend struct {
 	idem     map[string]meta.Result
 	proposed []meta.Command
 	scans    []meta.ScanUsers
-	batches  []meta.GetKVs // the batch reads asked, in order
+	batches  []meta.GetRows // the batch reads asked, in order
 
 	// Batch reads: keys answered "wrong group" (their slot moved) once, or
 	// every time; groups whose reads fail.
@@ -284,24 +284,26 @@ func (f *fakeBackend) Read(ctx context.Context, q meta.Query, c meta.Consistency
 	case *meta.ScanUsers:
 		f.scans = append(f.scans, *q)
 		return f.scan(snap.Table(), q), info, nil
-	case *meta.GetKVs:
+	case *meta.GetRows:
 		f.batches = append(f.batches, *q)
 		if err := f.groupErr[rt.GroupID]; err != nil {
 			return nil, info, err
 		}
-		out := &meta.KVBatch{Items: make([]meta.KVBatchItem, len(q.Keys))}
-		for i, k := range q.Keys {
+		out := &meta.RowBatch{Items: make([]meta.RowBatchItem, len(q.Keys))}
+		for i, ref := range q.Keys {
+			k := ref.Key
 			switch {
 			case f.batchRoom > 0 && i >= f.batchRoom:
 				out.Items[i].State = meta.BatchNotRead
 			case snap.Table().Group(slotstore.HashSlotOfString(k)) != rt.GroupID:
-				f.t.Errorf("GetKVs to group %d has key %q of group %d", rt.GroupID, k, snap.Table().Group(slotstore.HashSlotOfString(k)))
+				f.t.Errorf("GetRows to group %d has key %q of group %d", rt.GroupID, k, snap.Table().Group(slotstore.HashSlotOfString(k)))
 			case f.movedAlways[k] || f.movedOnce[k]:
 				delete(f.movedOnce, k)
 				out.Items[i].State = meta.BatchWrongGroup
-			case f.kvs[k] != nil:
-				cp := *f.kvs[k]
-				out.Items[i] = meta.KVBatchItem{State: meta.BatchFound, KV: &cp}
+			case q.Table == meta.TableKV && f.kvs[k] != nil:
+				out.Items[i] = meta.RowBatchItem{State: meta.BatchFound, Row: meta.EncodeKV(f.kvs[k])}
+			case q.Table == meta.TableUser && f.users[k] != nil:
+				out.Items[i] = meta.RowBatchItem{State: meta.BatchFound, Row: meta.EncodeUser(f.users[k])}
 			}
 		}
 		return out, info, nil

@@ -101,6 +101,9 @@ func (a *api) mountV1(r chi.Router) {
 	r.Get("/watch", a.handle(a.watchStream))
 	r.Post("/batch/kv/get", a.handle(kv.batchGetKV))
 	r.Post("/batch/kv/write", a.handle(kv.batchWriteKV))
+	r.Post("/batch/users/get", a.handle(users.batchGetUsers))
+	r.Post("/batch/channels/get", a.handle(channels.batchGetChannels))
+	r.Post("/batch/runtime/get", a.handle(runtime.batchGetRuntime))
 	r.Route("/users", a.family([]route{
 		{get, "/", users.listUsers},
 		{post, "/", users.createUser},

@@ -10,10 +10,11 @@ import (
 	"github.com/slotmeta/slotmeta/internal/slotstore/store"
 )
 
-// TestGetKVs: one query answers every key of the group, in order — the
+// TestGetRows: one query answers every key of the group, in order — the
 // row, missing, or wrong group for a key whose slot another group owns —
-// and its answer travels between nodes as it is.
-func TestGetKVs(t *testing.T) {
+// and its answer travels between nodes as it is; a user and a channel's
+// runtime meta are read by the same query of their tables.
+func TestGetRows(t *testing.T) {
 	db, err := store.Open(t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -36,7 +37,7 @@ func TestGetKVs(t *testing.T) {
 		}
 	}
 	keys := []string{mine[1], other[0], mine[2], mine[0]}
-	v, err := s.Lookup(&meta.GetKVs{HashSlot: slotstore.HashSlotOfString(mine[0]), Keys: keys})
+	v, err := s.Lookup(&meta.GetRows{HashSlot: slotstore.HashSlotOfString(mine[0]), Table: meta.TableKV, Keys: refsOf(keys)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,25 +49,58 @@ func TestGetKVs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	items := back.(*meta.KVBatch).Items
+	items := back.(*meta.RowBatch).Items
 	want := []meta.BatchState{meta.BatchFound, meta.BatchWrongGroup, meta.BatchMissing, meta.BatchFound}
 	if len(items) != len(keys) {
 		t.Fatalf("%d items for %d keys", len(items), len(keys))
 	}
 	for i, it := range items {
-		if it.State != want[i] || (it.KV != nil) != (want[i] == meta.BatchFound) {
+		if it.State != want[i] || (it.Row != nil) != (want[i] == meta.BatchFound) {
 			t.Fatalf("key %s: %+v, want state %d", keys[i], it, want[i])
 		}
-		if it.KV != nil && (it.KV.Key != keys[i] || string(it.KV.Value) != "v-"+keys[i] || it.KV.Revision == 0) {
-			t.Fatalf("key %s: row %+v", keys[i], it.KV)
+		if it.Row == nil {
+			continue
 		}
+		kv, err := meta.DecodeKV(it.Row)
+		if err != nil || kv.Key != keys[i] || string(kv.Value) != "v-"+keys[i] || kv.Revision == 0 {
+			t.Fatalf("key %s: row %+v", keys[i], kv)
+		}
+	}
+	// A user and a channel, read by their tables' queries.
+	hs := slotstore.HashSlotOfString(mine[0])
+	if r := apply1(t, s, &idx, &meta.CreateUser{Header: meta.Header{HashSlot: hs}, User: meta.User{UID: mine[0], Name: "Ada"}}); !r.OK() {
+		t.Fatal(r)
+	}
+	if r := apply1(t, s, &idx, &meta.CreateChannel{Header: meta.Header{HashSlot: hs}, Channel: meta.ChannelInfo{Type: 2, ID: mine[0]}}); !r.OK() {
+		t.Fatal(r)
+	}
+	v, err = s.Lookup(&meta.GetRows{HashSlot: hs, Table: meta.TableUser, Keys: refsOf([]string{mine[0], mine[1]})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if it := v.(*meta.RowBatch).Items; it[1].State != meta.BatchMissing || it[0].State != meta.BatchFound {
+		t.Fatalf("users: %+v", it)
+	} else if u, err := meta.DecodeUser(it[0].Row); err != nil || u.UID != mine[0] || u.Name != "Ada" {
+		t.Fatalf("user: %+v %v", u, err)
+	}
+	v, err = s.Lookup(&meta.GetRows{HashSlot: hs, Table: meta.TableChannel, Keys: []meta.RowRef{{Key: mine[0], ChannelType: 2}, {Key: mine[0], ChannelType: 3}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if it := v.(*meta.RowBatch).Items; it[1].State != meta.BatchMissing || it[0].State != meta.BatchFound {
+		t.Fatalf("channels: %+v", it)
+	} else if c, err := meta.DecodeChannel(it[0].Row); err != nil || c.ID != mine[0] || c.Type != 2 {
+		t.Fatalf("channel: %+v %v", c, err)
+	}
+	if _, err := s.Lookup(&meta.GetRows{HashSlot: hs, Table: meta.TableDedup, Keys: refsOf(keys)}); slotstore.ErrorCode(err) != slotstore.CodeInvalidArgument {
+		t.Fatalf("a batch read of the idempotency records: %v", err)
 	}
 }
 
-// TestGetKVsBoundsItsAnswer: an answer carries values up to
+// TestGetRowsBoundsItsAnswer: an answer carries values up to
 // MaxBatchAnswerBytes; the keys past it are answered "not read" (asked
 // again by the caller), and the first key is read whatever its size.
-func TestGetKVsBoundsItsAnswer(t *testing.T) {
+func TestGetRowsBoundsItsAnswer(t *testing.T) {
 	db, err := store.Open(t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -83,7 +117,7 @@ func TestGetKVsBoundsItsAnswer(t *testing.T) {
 		}
 		keys = append(keys, k)
 	}
-	v, err := s.Lookup(&meta.GetKVs{HashSlot: slotstore.HashSlotOfString(keys[0]), Keys: keys})
+	v, err := s.Lookup(&meta.GetRows{HashSlot: slotstore.HashSlotOfString(keys[0]), Table: meta.TableKV, Keys: refsOf(keys)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +126,7 @@ func TestGetKVsBoundsItsAnswer(t *testing.T) {
 		t.Fatalf("an answer of %d bytes: %v", len(b), err)
 	}
 	read, notRead := 0, 0
-	for i, it := range v.(*meta.KVBatch).Items {
+	for i, it := range v.(*meta.RowBatch).Items {
 		switch {
 		case it.State == meta.BatchFound && notRead == 0:
 			read++
@@ -136,8 +170,8 @@ func TestReleaseNeverShowsASlotEmpty(t *testing.T) {
 		if v, err := src.Lookup(&meta.GetKV{HashSlot: hs, Key: key}); slotstore.ErrorCode(err) != slotstore.CodeWrongGroup {
 			t.Errorf("a single read between the release's commit and publish: %v, %v (want wrong_group)", v, err)
 		}
-		v, err := src.Lookup(&meta.GetKVs{HashSlot: hs, Keys: []string{key}})
-		if err != nil || v.(*meta.KVBatch).Items[0].State != meta.BatchWrongGroup {
+		v, err := src.Lookup(&meta.GetRows{HashSlot: hs, Table: meta.TableKV, Keys: refsOf([]string{key})})
+		if err != nil || v.(*meta.RowBatch).Items[0].State != meta.BatchWrongGroup {
 			t.Errorf("a batch read between the release's commit and publish: %+v, %v (want wrong group)", v, err)
 		}
 	})
@@ -284,8 +318,8 @@ func TestRecoveryNeverShowsASlotEmpty(t *testing.T) {
 		if v, err := r.Lookup(&meta.GetKV{HashSlot: hs, Key: key}); slotstore.ErrorCode(err) != slotstore.CodeWrongGroup {
 			t.Errorf("a read during the recovery: %v, %v (want wrong_group)", v, err)
 		}
-		v, err := r.Lookup(&meta.GetKVs{HashSlot: hs, Keys: []string{key}})
-		if err != nil || v.(*meta.KVBatch).Items[0].State != meta.BatchWrongGroup {
+		v, err := r.Lookup(&meta.GetRows{HashSlot: hs, Table: meta.TableKV, Keys: refsOf([]string{key})})
+		if err != nil || v.(*meta.RowBatch).Items[0].State != meta.BatchWrongGroup {
 			t.Errorf("a batch read during the recovery: %+v, %v (want wrong group)", v, err)
 		}
 	})
@@ -298,4 +332,12 @@ func TestRecoveryNeverShowsASlotEmpty(t *testing.T) {
 	if _, err := r.Lookup(&meta.GetKV{HashSlot: hs, Key: key}); slotstore.ErrorCode(err) != slotstore.CodeWrongGroup {
 		t.Fatalf("after the recovery: %v", err)
 	}
+}
+
+func refsOf(keys []string) []meta.RowRef {
+	refs := make([]meta.RowRef, len(keys))
+	for i, k := range keys {
+		refs[i] = meta.RowRef{Key: k}
+	}
+	return refs
 }

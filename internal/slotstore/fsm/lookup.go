@@ -91,7 +91,7 @@ func (s reader) checkOwnedRange(from, to slotstore.HashSlot) error {
 // such row" for a row that exists elsewhere.
 func (s reader) stillOwned(q meta.Query) error {
 	switch q := q.(type) {
-	case *meta.ScanOutbox, *meta.GetKVs:
+	case *meta.ScanOutbox, *meta.GetRows:
 		return nil // they check each slot against a view taken after their read
 	case *meta.ScanUsers:
 		return s.checkOwnedRange(q.FromSlot, q.ToSlot)

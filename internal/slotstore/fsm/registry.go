@@ -80,7 +80,7 @@ func init() {
 	registerApplyMethod(meta.OpDeleteKV, kvApplier.deleteKV)
 	registerApplyMethod(meta.OpWriteKVs, kvApplier.writeKVs)
 	registerLookup(meta.QueryGetKV, reader.getKV)
-	registerLookup(meta.QueryGetKVs, reader.getKVs)
+	registerLookup(meta.QueryGetRows, reader.getRows)
 	registerApplyMethod(meta.OpAddSystemUID, systemUIDApplier.addSystemUID)
 	registerApplyMethod(meta.OpRemoveSystemUID, systemUIDApplier.removeSystemUID)
 	registerLookup(meta.QueryScanSystemUIDs, reader.scanSystemUIDs)

@@ -13,14 +13,35 @@ import "github.com/slotmeta/slotmeta/internal/slotstore"
 // MaxBatchKeys bounds the keys of one batch query (and of one API batch).
 const MaxBatchKeys = 1000
 
-// GetKVs reads business keys whose hash slots the group that owns HashSlot
-// owns, under one read. Answer: *KVBatch, an item per key in order.
-type GetKVs struct {
+// GetRows reads rows of one table — business keys, users, channels or
+// channels' runtime meta — whose hash slots the group that owns HashSlot
+// owns, under one read. Answer: *RowBatch, an item per key in order.
+type GetRows struct {
 	HashSlot slotstore.HashSlot // the route slot: one of the keys' slots
-	Keys     []string
+	Table    Table              // TableKV, TableUser, TableChannel or TableRuntime
+	Keys     []RowRef
 }
 
-func (q *GetKVs) RouteSlot() slotstore.HashSlot { return q.HashSlot }
+// RowRef names one row of a GetRows: its route key (the business key, the
+// uid, the channel id) and, for channels and runtime meta, the channel's
+// type.
+type RowRef struct {
+	Key         string
+	ChannelType uint8
+}
+
+// BatchTables are the tables a GetRows reads.
+var BatchTables = []Table{TableKV, TableUser, TableChannel, TableRuntime}
+
+// StoreKey is the row's key in group g's hash slot s.
+func (r RowRef) StoreKey(g slotstore.GroupID, s slotstore.HashSlot, t Table) []byte {
+	if t == TableChannel || t == TableRuntime {
+		return ChannelKey(g, s, t, r.ChannelType, r.Key)
+	}
+	return RowKey(g, s, t, r.Key)
+}
+
+func (q *GetRows) RouteSlot() slotstore.HashSlot { return q.HashSlot }
 
 // BatchState is what a batch read found of one key.
 type BatchState uint8
@@ -32,54 +53,56 @@ const (
 	BatchNotRead    BatchState = 3 // the answer reached MaxBatchAnswerBytes first: ask again
 )
 
-// MaxBatchAnswerBytes bounds the values one batch answer carries: well
-// under a peer answer's bound (MaxEntryBytes), so a batch read through
-// another node never fails for its size. The keys past it are answered
-// BatchNotRead; the first key is always read (a value is at most
-// MaxValueBytes).
+// MaxBatchAnswerBytes bounds the rows one batch answer carries: well under
+// a peer answer's bound (MaxEntryBytes), so a batch read through another
+// node never fails for its size. The keys past it are answered
+// BatchNotRead; the first key is always read (a row is at most a value's
+// or an entity's bound).
 const MaxBatchAnswerBytes = 4 << 20
 
-// KVBatch is GetKVs' answer: Items[i] is Keys[i]'s.
-type KVBatch struct {
-	Items []KVBatchItem
+// RowBatch is GetRows' answer: Items[i] is Keys[i]'s.
+type RowBatch struct {
+	Items []RowBatchItem
 }
 
-// KVBatchItem is one key's: KV is set when State is BatchFound.
-type KVBatchItem struct {
+// RowBatchItem is one key's: Row is the row as stored (its table's
+// Encode…; the caller decodes it with the table's Decode…) when State is
+// BatchFound.
+type RowBatchItem struct {
 	State BatchState
-	KV    *KV
+	Row   []byte
 }
 
-const QueryGetKVs QueryKind = 110
+const QueryGetRows QueryKind = 111
 
-const answerKVBatch = 110
+const answerRowBatch = 111
 
-func (*GetKVs) Kind() QueryKind  { return QueryGetKVs }
-func (*GetKVs) answer() *KVBatch { return nil }
-func (q *GetKVs) codeQuery(c *coder) {
+func (*GetRows) Kind() QueryKind   { return QueryGetRows }
+func (*GetRows) answer() *RowBatch { return nil }
+func (q *GetRows) codeQuery(c *coder) {
 	c.slot(&q.HashSlot)
-	list(c, &q.Keys, MaxBatchKeys, "keys", codeKey)
+	t := uint16(q.Table)
+	c.u16(&t)
+	q.Table = Table(t) // the reader refuses a table not in BatchTables
+	list(c, &q.Keys, MaxBatchKeys, "keys", func(c *coder, r *RowRef) {
+		c.str(&r.Key, MaxKeyBytes, "key")
+		c.u8(&r.ChannelType)
+	})
 }
 
-func codeKey(c *coder, k *string) { c.str(k, MaxKeyBytes, "key") }
+func (b *RowBatch) code(c *coder) { list(c, &b.Items, MaxBatchKeys, "batch items", codeRowBatchItem) }
 
-func (b *KVBatch) code(c *coder) { list(c, &b.Items, MaxBatchKeys, "batch items", codeKVBatchItem) }
-
-// codeKVBatchItem codes the state, then the row if there is one (the
+// codeRowBatchItem codes the state, then the row if there is one (the
 // reader sets it exactly when the state is BatchFound).
-func codeKVBatchItem(c *coder, it *KVBatchItem) {
+func codeRowBatchItem(c *coder, it *RowBatchItem) {
 	c.u8((*uint8)(&it.State))
 	if it.State > BatchNotRead {
 		c.fail("batch item state %d", it.State)
 	}
-	has := it.KV != nil
-	c.bool(&has)
-	if has {
-		stored(c, &it.KV)
-	}
+	c.bytes(&it.Row, MaxBatchAnswerBytes, "row")
 }
 
 func init() {
-	registerQuery[GetKVs]()
-	registerPageAnswer[KVBatch](answerKVBatch)
+	registerQuery[GetRows]()
+	registerPageAnswer[RowBatch](answerRowBatch)
 }
