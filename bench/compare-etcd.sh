@@ -13,7 +13,9 @@
 #     bench/results/<date>-<commit>-etcd.md with the ratio per workload.
 #
 # Environment: COMPARE_WORKLOADS ["kv-put get-linearizable get-local mixed"],
-# COMPARE_MODE [interleaved], ETCD_QUOTA [268435456], and bench/run.sh's
+# COMPARE_MODE [interleaved], COMPARE_SMART [1: slotmeta is also run through
+# the route-aware Go client, slotbench -client smart, reported as
+# slotmeta+smart], ETCD_QUOTA [268435456], and bench/run.sh's
 # BENCH_DURATION, BENCH_WARMUP, BENCH_TIMEOUT, BENCH_CONCURRENCY, BENCH_KEYS,
 # BENCH_IDLE, BENCH_NODE_ARGS, BENCH_SOURCE.
 set -euo pipefail
@@ -22,6 +24,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 COMPARE_WORKLOADS=${COMPARE_WORKLOADS:-kv-put get-linearizable get-local mixed}
 COMPARE_MODE=${COMPARE_MODE:-interleaved}
+COMPARE_SMART=${COMPARE_SMART:-1}
 ETCD_QUOTA=${ETCD_QUOTA:-268435456} # 256 MiB
 begin_results etcd
 JSONL=$RUN/compare.jsonl
@@ -141,6 +144,9 @@ if [ "$COMPARE_MODE" = interleaved ]; then
         bench_one etcd "$E_EPS" "$E_PIDS" "$JSONL" "$w" "$c" false
         bench_one slotmeta "$S_EPS" "$S_PIDS" "$JSONL" "$w" "$c" false
       fi
+      if [ "$COMPARE_SMART" = 1 ]; then
+        bench_one slotmeta "$S_EPS" "$S_PIDS" "$JSONL" "$w" "$c" false smart
+      fi
     done
   done
 else
@@ -153,6 +159,13 @@ else
   S_PIDS=$(slotmeta_pids)
   echo "idle cores, 5 s: slotmeta $(idle_cores "$S_PIDS" 5)" | tee -a "$RUN/idle.txt"
   run_workloads slotmeta "$(slotmeta_endpoints)" "$S_PIDS" "$JSONL" $COMPARE_WORKLOADS
+  if [ "$COMPARE_SMART" = 1 ]; then
+    for w in $COMPARE_WORKLOADS; do
+      for c in $BENCH_CONCURRENCY; do
+        bench_one slotmeta "$(slotmeta_endpoints)" "$S_PIDS" "$JSONL" "$w" "$c" false smart
+      done
+    done
+  fi
 fi
 LOAD_END=$(load_now)
 etcd_down
@@ -176,6 +189,14 @@ slotmeta_down
     echo
   fi
   if [ -s "$JSONL" ]; then "$SLOTBENCH" report -a slotmeta -b etcd "$JSONL"; else echo "(no results)"; fi
+  if [ -s "$JSONL" ] && [ "$COMPARE_SMART" = 1 ]; then
+    echo
+    echo "Through the route-aware client (slotmeta+smart) against the same workload sent to the nodes in turn, and against etcd:"
+    echo
+    "$SLOTBENCH" report -a slotmeta+smart -b slotmeta "$JSONL" | sed -n '/^### .* vs /,/^### The issue/p' | sed '$d'
+    echo
+    "$SLOTBENCH" report -a slotmeta+smart -b etcd "$JSONL" | sed -n '/^### .* vs /,/^### The issue/p' | sed '$d'
+  fi
 } >"$OUT"
 echo
 sed -n '/^### slotmeta vs etcd/,$p' "$OUT"

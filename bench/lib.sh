@@ -164,15 +164,15 @@ wait_idle() {
 # bench_one TARGET ENDPOINTS PIDS JSONL WORKLOAD C PRELOAD: one slotbench run; a
 # failure is noted in $RUN/failures and does not stop the caller.
 bench_one() {
-  local target=$1 eps=$2 pids=$3 out=$4 w=$5 c=$6 preload=$7
-  echo "--- $target $w c=$c (load $(load_now))"
-  "$SLOTBENCH" -target "$target" -endpoints "$eps" -pids "$pids" -workload "$w" -c "$c" \
+  local target=$1 eps=$2 pids=$3 out=$4 w=$5 c=$6 preload=$7 client=${8:-raw}
+  echo "--- $target ($client client) $w c=$c (load $(load_now))"
+  "$SLOTBENCH" -target "$target" -client "$client" -endpoints "$eps" -pids "$pids" -workload "$w" -c "$c" \
     -duration "$BENCH_DURATION" -warmup "$BENCH_WARMUP" -timeout "$BENCH_TIMEOUT" -idle "$BENCH_IDLE" \
     -settle "$BENCH_SETTLE" -settle-cores "$BENCH_SETTLE_CORES" -keys "$BENCH_KEYS" -key-prefix sbpre -preload="$preload" -json "$out" 2>&1 ||
-    echo "FAILED: $target $w c=$c" | tee -a "$RUN/failures"
+    echo "FAILED: $target ($client client) $w c=$c" | tee -a "$RUN/failures"
 }
 
-is_read_workload() { case $1 in get-linearizable | get-local | mixed) return 0 ;; esac; return 1; }
+is_read_workload() { case $1 in get-linearizable | get-local | mixed | batch-get) return 0 ;; esac; return 1; }
 
 # run_workloads TARGET ENDPOINTS PIDS JSONL WORKLOAD…: every workload at every
 # concurrency; the read keys are preloaded by the first read run only.

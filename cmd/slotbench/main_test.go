@@ -86,4 +86,12 @@ func TestReportRatiosAndTargets(t *testing.T) {
 			t.Errorf("report lacks %q:\n%s", want, s)
 		}
 	}
+	// A run through the route-aware client is a target of its own.
+	smart := mk("slotmeta", "kv-put", 64, 7500, 8, 15)
+	smart.Client = "smart"
+	out.Reset()
+	report(&out, append(rs, smart), "slotmeta+smart", "slotmeta")
+	if s := out.String(); !strings.Contains(s, "### slotmeta+smart\n") || !strings.Contains(s, "| kv-put | 64 | 7500 | 5000 | 1.50× |") {
+		t.Errorf("the smart client's run is not reported apart:\n%s", s)
+	}
 }

@@ -74,9 +74,13 @@ func report(out io.Writer, rs []*Result, a, b string) {
 		if r.Workload == "preload" {
 			continue
 		}
-		last[rkey{r.Target, r.Workload, r.Concurrency}] = r
-		if !slices.Contains(targets, r.Target) {
-			targets = append(targets, r.Target)
+		t := r.Target
+		if r.Client != "" {
+			t += "+" + r.Client // slotmeta+smart: through the route-aware client
+		}
+		last[rkey{t, r.Workload, r.Concurrency}] = r
+		if !slices.Contains(targets, t) {
+			targets = append(targets, t)
 		}
 	}
 	keys := make([]rkey, 0, len(last))
