@@ -2,7 +2,9 @@ package ctl
 
 import (
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -247,6 +249,21 @@ func TestCommands(t *testing.T) {
 		}
 		n.ok("cluster", "status", "--endpoints", dead+","+ts.URL) // the flag wins over the env
 		n.fails(exitFailure, "cluster", "status", "--endpoints", dead)
+	})
+
+	t.Run("https", func(t *testing.T) {
+		// The same API over HTTPS: --cacert (or SLOTMETA_CACERT) verifies it.
+		tlsTS := httptest.NewTLSServer(ts.Config.Handler)
+		t.Cleanup(tlsTS.Close)
+		ca := writeFile(t, string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: tlsTS.Certificate().Raw})))
+		n := node{t, map[string]string{"SLOTMETA_ENDPOINTS": tlsTS.URL}}
+		var kv client.KV
+		if n.json(&kv, "kv", "put", "over-tls", "x", "--cacert", ca); kv.Value != "x" {
+			t.Fatalf("put over HTTPS: %+v", kv)
+		}
+		n.fails(exitFailure, "kv", "get", "over-tls") // the system's roots do not know the test CA
+		n.env["SLOTMETA_CACERT"] = ca
+		n.ok("kv", "get", "over-tls")
 	})
 
 	t.Run("table output", func(t *testing.T) {

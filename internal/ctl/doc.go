@@ -23,7 +23,10 @@
 // Output is a table (aligned columns, a header line, a row per item) or,
 // with -o json, the server's JSON body as it is (jq-ready); where a command
 // assembles an answer of several calls (subscriber list's pages, drain
-// status) it prints one JSON document of the generated types. Errors go to
+// status) it prints one JSON document of the generated types; a delete,
+// answered 204 without a body, prints {"key"|"uid"|…, "deleted": true}.
+// The tool's own error codes are unreachable, timeout, canceled and
+// invalid_answer (not the API's JSON). Errors go to
 // stderr as one line "error: <code>: <message>"; with -o json the server's
 // error JSON ({"error":{"code","message","retryable",…}}) as it is.
 //
@@ -45,7 +48,7 @@
 // One table (exitCodes) maps the error JSON's code to the exit code:
 //
 //	0  success
-//	1  any other error: no endpoint reachable, invalid_argument, payload_too_large, internal, an invalid answer
+//	1  any other error: no endpoint reachable, interrupted, invalid_argument, payload_too_large, internal, an invalid answer
 //	2  usage: a bad flag or argument, unreadable TLS files; nothing was sent
 //	3  not found (not_found)
 //	4  precondition or conflict: failed_precondition, conflict, aborted, epoch_stale

@@ -27,6 +27,7 @@ const (
 const (
 	codeUnreachable   client.ErrorCode = "unreachable"    // no endpoint could be connected to, or the connection failed
 	codeInvalidAnswer client.ErrorCode = "invalid_answer" // the answer was not what the API promises
+	codeCanceled      client.ErrorCode = "canceled"       // interrupted (^C) before an answer came
 )
 
 // exitCodes maps every error code of the API (client.ErrorCode) and of the
@@ -63,6 +64,7 @@ var exitCodes = map[client.ErrorCode]int{
 	client.ErrorCodeInternal:        exitFailure,
 	codeUnreachable:                 exitFailure,
 	codeInvalidAnswer:               exitFailure,
+	codeCanceled:                    exitFailure,
 }
 
 // exitCodeOf is the exit code of an error: by its code, else (a code this
@@ -118,6 +120,9 @@ func (c *cmd) netError(err error) int {
 	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
 		return c.fail(client.Error{Code: client.ErrorCodeTimeout, Retryable: true,
 			Message: fmt.Sprintf("no answer within %v: %v", c.s.cfg.Timeout, err)})
+	}
+	if errors.Is(err, context.Canceled) {
+		return c.fail(client.Error{Code: codeCanceled, Message: err.Error()})
 	}
 	return c.fail(client.Error{Code: codeUnreachable, Message: err.Error()})
 }
