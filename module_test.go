@@ -114,7 +114,12 @@ func publish(t *testing.T, proxy string, m module.Version, goMod []byte) {
 		t.Skipf("not a git checkout: %v", err)
 	}
 	var files []modzip.File
+	seen := map[string]bool{} // a file of an unfinished merge is listed once per stage
 	for _, name := range strings.Split(strings.TrimRight(string(out), "\x00"), "\x00") {
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
 		if info, err := os.Lstat(name); err == nil && info.Mode().IsRegular() {
 			files = append(files, diskFile{name: filepath.ToSlash(name), info: info})
 		}

@@ -37,6 +37,8 @@ type Client struct {
 
 	stats stats
 
+	first sync.Once // the first request asks for the first view
+
 	stop   context.CancelFunc
 	wg     sync.WaitGroup
 	closed atomic.Bool
@@ -49,10 +51,11 @@ type pendingRefresh struct {
 	slots  map[int]string // a stale slot → a key of it (resolve asks by key)
 }
 
-// New starts a client of the cluster cfg names. It does not wait for the
-// cluster: a request sent before the first refresh answers goes to an
-// endpoint, whose node forwards it. Call Refresh to wait for a view.
-// Close stops the client's background work.
+// New starts a client of the cluster cfg names. It sends nothing until its
+// first request (or Refresh), and does not wait for the cluster then: a
+// request sent before the first view arrives goes to an endpoint, whose
+// node forwards it. Call Refresh to wait for a view. The route stream, if
+// on, starts at once. Close stops the client's background work.
 func New(cfg Config) (*Client, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -89,7 +92,6 @@ func New(cfg Config) (*Client, error) {
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	c.stop = stop
-	c.want(func(p *pendingRefresh) { p.routes, p.nodes = true, true })
 	c.wg.Add(1)
 	go func() { defer c.wg.Done(); c.refreshLoop(ctx) }()
 	if !cfg.NoRouteStream {

@@ -42,6 +42,7 @@ import (
 func (c *Client) Do(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
 	c.stats.requests.Add(1)
+	c.first.Do(func() { c.want(func(p *pendingRefresh) { p.routes, p.nodes = true, true }) })
 	if needsIdempotencyKey(req) {
 		req.Header.Set("Idempotency-Key", newIdempotencyKey())
 	}

@@ -183,13 +183,40 @@ func TestAServeFailureIsAnError(t *testing.T) {
 // flag.ErrHelp); --version prints the version and runs nothing.
 func TestHelpAndVersion(t *testing.T) {
 	for _, arg := range []string{"-h", "--help"} {
-		_, err := parseOptions([]string{arg}, func(string) string { return "" })
+		var err error
+		usage := stderrOf(t, func() { _, err = parseOptions([]string{arg}, func(string) string { return "" }) })
 		if !errors.Is(err, flag.ErrHelp) {
 			t.Fatalf("%s: %v, want flag.ErrHelp", arg, err)
+		}
+		for _, sub := range []string{"slotmeta cert <command>", "slotmeta ctl <noun> <verb>", "-api-addr"} {
+			if !strings.Contains(usage, sub) {
+				t.Fatalf("%s: the usage does not list %q:\n%s", arg, sub, usage)
+			}
 		}
 	}
 	var out bytes.Buffer
 	if err := run([]string{"--version"}, func(string) string { return "" }, &out); err != nil || !strings.HasPrefix(out.String(), "slotmeta ") {
 		t.Fatalf("--version: %q %v", out.String(), err)
 	}
+}
+
+// stderrOf returns what f writes to os.Stderr (the flag package's usage
+// goes there).
+func stderrOf(t *testing.T, f func()) string {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := os.Stderr
+	os.Stderr = w
+	done := make(chan string)
+	go func() {
+		b, _ := io.ReadAll(r)
+		done <- string(b)
+	}()
+	f()
+	os.Stderr = saved
+	w.Close()
+	return <-done
 }

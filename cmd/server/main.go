@@ -1,7 +1,8 @@
 // Command server runs one slotmeta node: the Raft replicas, the store, the
 // REST API, /metrics and the console. Flags and SLOTMETA_* environment
 // variables configure it (see -h); `slotmeta cert …` creates and lists
-// certificates (package certs); `--check-config` checks a configuration and
+// certificates (package certs), `slotmeta ctl …` calls a cluster's API
+// (package ctl); `--check-config` checks a configuration and
 // prints what would run. SIGHUP reloads the tokens, the cluster secret file
 // and the certificates (reload.go); SIGINT/SIGTERM drain HTTP, then close
 // the NodeHost, then the store.
@@ -31,14 +32,15 @@ import (
 	"github.com/slotmeta/slotmeta/internal/auth"
 	"github.com/slotmeta/slotmeta/internal/certs"
 	"github.com/slotmeta/slotmeta/internal/console"
+	"github.com/slotmeta/slotmeta/internal/ctl"
 	"github.com/slotmeta/slotmeta/internal/httpapi"
 	"github.com/slotmeta/slotmeta/internal/netguard"
 	"github.com/slotmeta/slotmeta/internal/slotstore/cluster"
 )
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == "cert" {
-		os.Exit(certs.Run(os.Args[2:], os.Stdout, os.Stderr))
+	if code, ok := subcommand(os.Args[1:], os.Getenv, os.Stdout, os.Stderr); ok {
+		os.Exit(code)
 	}
 	if err := run(os.Args[1:], os.Getenv, os.Stdout); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -47,6 +49,24 @@ func main() {
 		fmt.Fprintln(os.Stderr, "slotmeta:", err)
 		os.Exit(1)
 	}
+}
+
+// subcommand runs `slotmeta cert …` and `slotmeta ctl …`, which are tools,
+// not a node: ok false when args name neither.
+func subcommand(args []string, getenv func(string) string, stdout, stderr io.Writer) (code int, ok bool) {
+	if len(args) == 0 {
+		return 0, false
+	}
+	switch args[0] {
+	case "cert":
+		return certs.Run(args[1:], stdout, stderr), true
+	case "ctl":
+		// ^C ends the command's calls (exit 1), not the process mid-write.
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		return ctl.Run(ctx, args[1:], getenv, stdout, stderr), true
+	}
+	return 0, false
 }
 
 // version is the release, set at build time (make build: -ldflags

@@ -1,0 +1,327 @@
+package ctl
+
+import (
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slotmeta/slotmeta/client"
+	"github.com/slotmeta/slotmeta/internal/audit"
+	"github.com/slotmeta/slotmeta/internal/auth"
+	"github.com/slotmeta/slotmeta/internal/httpapi"
+	"github.com/slotmeta/slotmeta/internal/slotstore/slotstoretest"
+	"github.com/slotmeta/slotmeta/internal/testutil"
+)
+
+// node is the API of a real one-node cluster (four slot groups, real
+// dragonboat and Pebble) that the subtests of TestCommands share; each
+// writes keys of its own.
+type node struct {
+	t   *testing.T
+	env map[string]string
+}
+
+// ok runs a command that must succeed and returns its stdout.
+func (n node) ok(args ...string) string {
+	n.t.Helper()
+	code, stdout, stderr := run(n.env, args...)
+	if code != exitOK {
+		n.t.Fatalf("%q: exit %d\n%s%s", args, code, stdout, stderr)
+	}
+	return stdout
+}
+
+// json runs a command with -o json that must succeed and decodes its output into v.
+func (n node) json(v any, args ...string) {
+	n.t.Helper()
+	out := n.ok(append(args, "-o", "json")...)
+	dec := json.NewDecoder(strings.NewReader(out))
+	dec.DisallowUnknownFields() // the generated types know every member the server sends
+	if err := dec.Decode(v); err != nil {
+		n.t.Fatalf("%q: %v\n%s", args, err, out)
+	}
+}
+
+// fails runs a command that must exit with code; it returns stderr.
+func (n node) fails(code int, args ...string) string {
+	n.t.Helper()
+	got, stdout, stderr := run(n.env, args...)
+	if got != code {
+		n.t.Fatalf("%q: exit %d, want %d\n%s%s", args, got, code, stdout, stderr)
+	}
+	return stderr
+}
+
+// TestCommands runs every command against a real cluster: the answers
+// decode into the generated types and say what was done; the exit codes
+// are those of the table.
+func TestCommands(t *testing.T) {
+	c := slotstoretest.Start(t, slotstoretest.Options{Nodes: 1, Groups: 4})
+	ts := slotstoretest.ServeAPI(t, c.Nodes[0], func(cfg *httpapi.Config) { cfg.Audit = audit.New(c.Nodes[0], nil) })
+	env := map[string]string{"SLOTMETA_ENDPOINTS": ts.URL}
+
+	t.Run("kv round trip", func(t *testing.T) {
+		n := node{t, env}
+		var put, got client.KV
+		n.json(&put, "kv", "put", "rt/key", "v1") // a / in a key travels as %2F
+		if put.Key != "rt/key" || put.Value != "v1" || put.Revision < 1 {
+			t.Fatalf("put: %+v", put)
+		}
+		n.json(&got, "kv", "get", "rt/key")
+		if got != put {
+			t.Fatalf("get %+v after put %+v", got, put)
+		}
+		n.json(&got, "kv", "get", "rt/key", "--consistency", "local")
+		if got != put {
+			t.Fatalf("local get %+v after put %+v", got, put)
+		}
+		var del map[string]any
+		n.json(&del, "kv", "delete", "rt/key")
+		if del["key"] != "rt/key" || del["deleted"] != true {
+			t.Fatalf("delete: %v", del)
+		}
+		n.fails(exitNotFound, "kv", "get", "rt/key")
+		n.fails(exitNotFound, "kv", "delete", "rt/key")
+	})
+
+	t.Run("compare and set", func(t *testing.T) {
+		n := node{t, env}
+		var first, second client.KV
+		n.json(&first, "kv", "put", "cas", "a", "--if-absent")
+		n.json(&second, "kv", "put", "cas", "b", "--if-match", fmt.Sprint(first.Revision))
+		// A stale revision: 4, and with -o json the server's error JSON on stderr.
+		stderr := n.fails(exitConflict, "kv", "put", "cas", "c", "--if-match", fmt.Sprint(first.Revision), "-o", "json")
+		var eb client.ErrorBody
+		if err := json.Unmarshal([]byte(stderr), &eb); err != nil || eb.Error.Code != client.ErrorCodeFailedPrecondition {
+			t.Fatalf("stale --if-match: %q", stderr)
+		}
+		n.fails(exitConflict, "kv", "put", "cas", "c", "--if-absent")
+		n.fails(exitConflict, "kv", "delete", "cas", "--if-match", fmt.Sprint(first.Revision))
+		var got client.KV
+		if n.json(&got, "kv", "get", "cas"); got.Value != "b" {
+			t.Fatalf("after the refused writes: %+v", got)
+		}
+	})
+
+	t.Run("missing key", func(t *testing.T) {
+		n := node{t, env}
+		if stderr := n.fails(exitNotFound, "kv", "get", "no-such-key"); !strings.HasPrefix(stderr, "error: not_found: ") {
+			t.Fatalf("stderr %q", stderr)
+		}
+	})
+
+	t.Run("idempotency key", func(t *testing.T) {
+		n := node{t, env}
+		var a, b, c client.KV
+		n.json(&a, "kv", "put", "idem", "1", "--idempotency-key", "idem-test-1")
+		n.json(&b, "kv", "put", "idem", "1", "--idempotency-key", "idem-test-1") // a retry: answered, not applied
+		n.json(&c, "kv", "put", "idem", "1")                                     // a new write: a random key of its own
+		if b != a || c.Revision <= a.Revision {
+			t.Fatalf("first %+v, retried %+v, new %+v", a, b, c)
+		}
+	})
+
+	t.Run("batch", func(t *testing.T) {
+		n := node{t, env}
+		var w client.KVBatchWriteResult
+		n.json(&w, "kv", "batch-write", "put", "b.a", "1", "put", "b.b", "2", "del", "b.c")
+		if len(w.Items) != 3 || !w.Items[0].Ok || !w.Items[1].Ok || !w.Items[2].Ok {
+			t.Fatalf("batch write: %+v", w)
+		}
+		ops := filepath.Join(t.TempDir(), "ops.json")
+		lines := `{"op":"put","key":"b.c","value":"3"}` + "\n" + `[{"op":"delete","key":"b.b"}]` + "\n"
+		if err := os.WriteFile(ops, []byte(lines), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		n.json(&w, "kv", "batch-write", "--file", ops)
+		if len(w.Items) != 2 || !w.Items[0].Ok || w.Items[1].Existed == nil || !*w.Items[1].Existed {
+			t.Fatalf("batch write from a file: %+v", w)
+		}
+		var r client.KVBatchResult
+		n.json(&r, "kv", "batch-get", "b.a", "b.b", "b.c")
+		if len(r.Items) != 3 || !r.Items[0].Found || *r.Items[0].Value != "1" || r.Items[1].Found || *r.Items[2].Value != "3" {
+			t.Fatalf("batch get: %+v", r)
+		}
+		// A failed condition: the batch is answered, its exit code is the item's.
+		if stderr := n.fails(exitConflict, "kv", "batch-write", "--file", writeFile(t, `{"op":"put","key":"b.a","value":"x","if_match":999999}`)); !strings.Contains(stderr, "failed_precondition") {
+			t.Fatalf("stderr %q", stderr)
+		}
+	})
+
+	t.Run("user channel subscriber", func(t *testing.T) {
+		n := node{t, env}
+		var u client.User
+		n.json(&u, "user", "put", "ada", "--name", "Ada", "--avatar", "https://x/a.png", "--extra", `{"team":7}`)
+		if u.Uid != "ada" || u.Name != "Ada" || u.Avatar != "https://x/a.png" || u.Extra == nil || u.Revision < 1 {
+			t.Fatalf("user put: %+v", u)
+		}
+		var got client.User
+		if n.json(&got, "user", "get", "ada"); got.Name != "Ada" || got.CreatedAtMs != u.CreatedAtMs {
+			t.Fatalf("user get: %+v", got)
+		}
+		var ch client.Channel
+		n.json(&ch, "channel", "put", "2", "room1", "--large", "--send-ban")
+		if ch.ChannelType != 2 || ch.ChannelId != "room1" || !ch.Large || !ch.SendBan || ch.Ban {
+			t.Fatalf("channel put: %+v", ch)
+		}
+		var added client.ChannelMembersAdded
+		if n.json(&added, "subscriber", "add", "2", "room1", "ada", "bob", "cy"); added.Added != 3 || added.Count != 3 {
+			t.Fatalf("subscriber add: %+v", added)
+		}
+		var removed client.ChannelMembersRemoved
+		if n.json(&removed, "subscriber", "remove", "2", "room1", "bob"); removed.Removed != 1 || removed.Count != 2 {
+			t.Fatalf("subscriber remove: %+v", removed)
+		}
+		var page client.ChannelMemberPage
+		n.json(&page, "subscriber", "list", "2", "room1", "--page-size", "1") // two pages, one answer
+		if len(page.Items) != 2 || page.Items[0].Uid != "ada" || page.Items[1].Uid != "cy" || page.NextCursor != nil {
+			t.Fatalf("subscriber list: %+v", page)
+		}
+		if n.json(&ch, "channel", "get", "2", "room1"); ch.SubscriberCount != 2 {
+			t.Fatalf("channel get: %+v", ch)
+		}
+		n.ok("channel", "delete", "2", "room1")
+		n.fails(exitNotFound, "channel", "get", "2", "room1")
+		n.fails(exitNotFound, "subscriber", "list", "2", "room1")
+		n.ok("user", "delete", "ada")
+		n.fails(exitNotFound, "user", "get", "ada")
+	})
+
+	t.Run("cluster views", func(t *testing.T) {
+		n := node{t, env}
+		var s client.ClusterSummary
+		if n.json(&s, "cluster", "status"); !s.Ready || s.Nodes != 1 || s.Groups != 4 {
+			t.Fatalf("cluster status: %+v", s)
+		}
+		var groups client.GroupList
+		if n.json(&groups, "group", "list"); len(groups.Items) != 4 {
+			t.Fatalf("group list: %+v", groups)
+		}
+		var g client.GroupView
+		if n.json(&g, "group", "get", fmt.Sprint(groups.Items[0].Id)); g.Id != groups.Items[0].Id || g.HashSlots != 64 {
+			t.Fatalf("group get: %+v", g)
+		}
+		var routes client.Routes
+		if n.json(&routes, "route", "list"); len(routes.HashSlots) != 256 {
+			t.Fatalf("route list: %d slots", len(routes.HashSlots))
+		}
+		var resolved client.ResolvedRoutes
+		if n.json(&resolved, "route", "resolve", "a", "b"); len(resolved.Routes) != 2 || !resolved.Routes[0].Ready {
+			t.Fatalf("route resolve: %+v", resolved)
+		}
+		var nodes client.NodeList
+		if n.json(&nodes, "node", "list"); len(nodes.Items) != 1 || nodes.Items[0].Id != 1 {
+			t.Fatalf("node list: %+v", nodes)
+		}
+		var tasks client.TaskList
+		n.json(&tasks, "task", "list")
+		// Admin actions the cluster refuses: the exit codes, and the audit trail.
+		n.fails(exitConflict, "node", "drain", "1") // the last node: 412
+		n.fails(exitNotFound, "node", "drain-status", "1")
+		if stderr := n.fails(exitConflict, "leader", "transfer", "1", "1"); !strings.Contains(stderr, "already_leader") {
+			t.Fatalf("leader transfer: %q", stderr) // the blockers are on the error line
+		}
+		n.fails(exitConflict, "replica", "move", "1", "--from", "1", "--to", "9")
+		n.fails(exitNotFound, "task", "get", "999")
+		n.fails(exitNotFound, "task", "cancel", "999")
+		var trail client.AuditList
+		_, ok := testutil.Eventually(10*time.Second, 50*time.Millisecond, func() (bool, string) {
+			n.json(&trail, "audit", "--limit", "10")
+			return len(trail.Items) >= 4, fmt.Sprint(trail)
+		})
+		if !ok || trail.Items[len(trail.Items)-1].Action != "POST /v1/cluster/nodes/{id}/drain" {
+			t.Fatalf("audit: %+v", trail)
+		}
+	})
+
+	t.Run("endpoints fail over", func(t *testing.T) {
+		dead := "http://" + testutil.FreeAddr(t)
+		n := node{t, map[string]string{"SLOTMETA_ENDPOINTS": dead + "," + ts.URL}}
+		var kv client.KV
+		if n.json(&kv, "kv", "put", "fail/over", "x"); kv.Value != "x" || kv.Key != "fail/over" { // the rebased URL keeps %2F
+			t.Fatalf("put through the second endpoint: %+v", kv)
+		}
+		n.ok("cluster", "status", "--endpoints", dead+","+ts.URL) // the flag wins over the env
+		n.fails(exitFailure, "cluster", "status", "--endpoints", dead)
+	})
+
+	t.Run("https", func(t *testing.T) {
+		// The same API over HTTPS: --cacert (or SLOTMETA_CACERT) verifies it.
+		tlsTS := httptest.NewTLSServer(ts.Config.Handler)
+		t.Cleanup(tlsTS.Close)
+		ca := writeFile(t, string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: tlsTS.Certificate().Raw})))
+		n := node{t, map[string]string{"SLOTMETA_ENDPOINTS": tlsTS.URL}}
+		var kv client.KV
+		if n.json(&kv, "kv", "put", "over-tls", "x", "--cacert", ca); kv.Value != "x" {
+			t.Fatalf("put over HTTPS: %+v", kv)
+		}
+		n.fails(exitFailure, "kv", "get", "over-tls") // the system's roots do not know the test CA
+		n.env["SLOTMETA_CACERT"] = ca
+		n.ok("kv", "get", "over-tls")
+	})
+
+	t.Run("table output", func(t *testing.T) {
+		n := node{t, env}
+		n.ok("kv", "batch-write", "put", "t.1", "one", "put", "t.2", "two words", "put", "t.3", "line\nbreak")
+		lines := strings.Split(strings.TrimSuffix(n.ok("kv", "batch-get", "t.1", "t.2", "t.3"), "\n"), "\n")
+		if len(lines) != 4 || !strings.HasPrefix(lines[0], "KEY ") || !strings.Contains(lines[0], "VALUE") ||
+			!strings.HasPrefix(lines[2], "t.2 ") || !strings.Contains(lines[2], "two words") || !strings.Contains(lines[3], `"line\nbreak"`) {
+			t.Fatalf("batch-get table:\n%s", strings.Join(lines, "\n"))
+		}
+		// Aligned: every row's VALUE starts in the header's column.
+		col := strings.Index(lines[0], "VALUE")
+		for _, l := range lines[1:] {
+			if l[col-1] != ' ' || l[col] == ' ' {
+				t.Fatalf("not aligned at %d:\n%s", col, strings.Join(lines, "\n"))
+			}
+		}
+		if got := strings.Count(n.ok("route", "list"), "\n"); got != 257 {
+			t.Fatalf("route list: %d lines, want a header and 256 rows", got)
+		}
+		if out := n.ok("node", "list"); !strings.HasPrefix(out, "ID ") || strings.Count(out, "\n") != 2 {
+			t.Fatalf("node list:\n%s", out)
+		}
+	})
+}
+
+func writeFile(t *testing.T, content string) string {
+	p := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestTokens: against an API that requires tokens, no token or a wrong one
+// exits 6, as does a read token that writes; the right one works, from
+// --token or SLOTMETA_TOKEN.
+func TestTokens(t *testing.T) {
+	const writer, reader = "ctl-test-write-token", "ctl-test-read-token"
+	c := slotstoretest.Start(t, slotstoretest.Options{Nodes: 1, Groups: 1})
+	authn, err := auth.New(map[string]auth.Role{writer: auth.RoleWrite, reader: auth.RoleRead})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := slotstoretest.ServeAPI(t, c.Nodes[0], func(cfg *httpapi.Config) { cfg.Auth = authn })
+	n := node{t, map[string]string{"SLOTMETA_ENDPOINTS": ts.URL}}
+	if stderr := n.fails(exitUnauthorized, "kv", "put", "k", "v"); !strings.HasPrefix(stderr, "error: unauthenticated: ") {
+		t.Fatalf("no token: %q", stderr)
+	}
+	n.fails(exitUnauthorized, "kv", "get", "k", "--token", "not-a-token")
+	n.ok("kv", "put", "k", "v", "--token", writer)
+	if stderr := n.fails(exitUnauthorized, "kv", "put", "k", "v", "--token", reader); !strings.Contains(stderr, "permission_denied") {
+		t.Fatalf("read token writes: %q", stderr)
+	}
+	n.env["SLOTMETA_TOKEN"] = reader
+	var kv client.KV
+	if n.json(&kv, "kv", "get", "k"); kv.Value != "v" {
+		t.Fatalf("get with SLOTMETA_TOKEN: %+v", kv)
+	}
+	n.ok("kv", "put", "k", "w", "--token", writer) // the flag wins over the env
+}

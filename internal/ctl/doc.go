@@ -1,0 +1,63 @@
+// Package ctl is `slotmeta ctl`, the command-line client of a slotmeta
+// cluster's API, in the manner of etcdctl and kubectl (Run).
+//
+// # Model
+//
+// A command is a noun and a verb, then its arguments and flags:
+//
+//	slotmeta ctl [global flags] <noun> <verb> [args] [flags]
+//	slotmeta ctl kv put feature.flags on --if-match 7 -o json
+//
+// Nouns: kv, user, channel, subscriber (the data), cluster, node, group,
+// route, leader, replica, task and audit (operations); `slotmeta ctl -h`
+// lists every command, `slotmeta ctl <noun> <verb> -h` its flags. Flags
+// and arguments may be mixed; after "--" everything is an argument.
+//
+// Every command is one or a few calls of the generated Go client (package
+// client), through one client that dial builds: the only place that knows
+// where requests go, so that a route-aware doer can replace its failover.
+// Every write carries an Idempotency-Key — a random one per invocation, or
+// --idempotency-key — so a write retried with the same key applies once
+// (a retryable failure prints the key to retry with).
+//
+// Output is a table (aligned columns, a header line, a row per item) or,
+// with -o json, the server's JSON body as it is (jq-ready); where a command
+// assembles an answer of several calls (subscriber list's pages, drain
+// status) it prints one JSON document of the generated types; a delete,
+// answered 204 without a body, prints {"key"|"uid"|…, "deleted": true}.
+// The tool's own error codes are unreachable, timeout, canceled and
+// invalid_answer (not the API's JSON). Errors go to
+// stderr as one line "error: <code>: <message>"; with -o json the server's
+// error JSON ({"error":{"code","message","retryable",…}}) as it is.
+//
+// # Global flags and the environment
+//
+// Each global flag falls back to an environment variable (the flag wins);
+// they may come before the noun or after the verb:
+//
+//	--endpoints  SLOTMETA_ENDPOINTS  comma-separated base URLs (default http://127.0.0.1:8080),
+//	                                 tried in order while one cannot be connected to
+//	--token      SLOTMETA_TOKEN      bearer token
+//	--cacert     SLOTMETA_CACERT     CA of the nodes' HTTPS certificates
+//	--cert/--key SLOTMETA_CERT/_KEY  client certificate and key (with --cacert)
+//	-o/--output  SLOTMETA_OUTPUT     table (default) or json
+//	--timeout    SLOTMETA_TIMEOUT    deadline of the whole command, every call included (default 10s)
+//
+// # Exit codes
+//
+// One table (exitCodes) maps the error JSON's code to the exit code:
+//
+//	0  success
+//	1  any other error: no endpoint reachable, interrupted, invalid_argument, payload_too_large, internal, an invalid answer
+//	2  usage: a bad flag or argument, unreadable TLS files; nothing was sent
+//	3  not found (not_found)
+//	4  precondition or conflict: failed_precondition, conflict, aborted, epoch_stale
+//	5  unavailable, retry: route_not_ready, not_leader, busy, slot_migrating, timeout, wrong_group,
+//	   queue_full, rate_limited, route_revision_mismatch, a 503/429, no answer within --timeout
+//	6  unauthenticated or permission_denied
+//
+// A batch (kv batch-get, kv batch-write) answers 200 with an item per key;
+// its exit code is that of the first failed item (a batch write's aborted
+// items, failed because another of their hash slot did, come last), 0 when
+// none failed. A key a batch-get does not find is an answer, not an error.
+package ctl

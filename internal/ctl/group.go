@@ -1,0 +1,130 @@
+package ctl
+
+import (
+	"math"
+
+	"github.com/slotmeta/slotmeta/client"
+)
+
+// Group ids are uint32 in the API (1 to 4294967295).
+const maxGroup = math.MaxUint32
+
+// group list: GET /v1/cluster/groups.
+func groupList(c *cmd) int {
+	if _, code, ok := c.parse(); !ok {
+		return code
+	}
+	r, err := c.api.ListGroupsWithResponse(c.ctx)
+	if err != nil {
+		return c.netError(err)
+	}
+	if r.JSON200 == nil {
+		return c.refused(r.HTTPResponse, r.Body)
+	}
+	return c.show(r.Body, func(t *table) {
+		groupHeader(t)
+		for i := range r.JSON200.Items {
+			groupRow(t, &r.JSON200.Items[i])
+		}
+	})
+}
+
+func groupHeader(t *table) {
+	t.header("ID", "HASH_SLOTS", "LEADER", "TERM", "PREFERRED", "VOTERS", "LEARNERS", "LIVE_VOTERS", "HEALTH", "CONFIG_EPOCH")
+}
+
+func groupRow(t *table, g *client.GroupView) {
+	t.row(g.Id, g.HashSlots, g.Leader, g.Term, g.PreferredLeader, ids(g.Voters), ids(g.Learners), g.LiveVoters, g.Health, g.ConfigEpoch)
+}
+
+// group get ID: GET /v1/cluster/groups/{id}; the table adds its replicas.
+func groupGet(c *cmd) int {
+	pos, code, ok := c.parse()
+	if !ok {
+		return code
+	}
+	id, code, ok := c.number("ID", pos[0], maxGroup)
+	if !ok {
+		return code
+	}
+	r, err := c.api.GetGroupWithResponse(c.ctx, id)
+	if err != nil {
+		return c.netError(err)
+	}
+	if r.JSON200 == nil {
+		return c.refused(r.HTTPResponse, r.Body)
+	}
+	g := r.JSON200
+	return c.show(r.Body, func(t *table) {
+		groupHeader(t)
+		groupRow(t, g)
+		if g.Replicas == nil || len(*g.Replicas) == 0 {
+			return
+		}
+		t.row()
+		t.header("NODE", "REPLICA", "ROLE", "DESIRED", "LIVE", "APPLIED", "LAG", "HEARD_AGO_MS", "DISRUPTION")
+		for _, rv := range *g.Replicas {
+			t.row(rv.Node, rv.ReplicaId, rv.Role, rv.Desired, rv.Live, rv.AppliedIndex, rv.Lag, rv.HeardAgoMs, rv.Disruption)
+		}
+	})
+}
+
+// leader transfer GROUP NODE: POST /v1/cluster/groups/{id}/leader-transfer.
+// The controller leader checks first; an unsafe transfer is refused (4)
+// with its blockers on the error line.
+func leaderTransfer(c *cmd) int {
+	pos, code, ok := c.parse()
+	if !ok {
+		return code
+	}
+	group, code, ok := c.number("GROUP", pos[0], maxGroup)
+	if !ok {
+		return code
+	}
+	node, code, ok := c.number("NODE", pos[1], math.MaxInt64)
+	if !ok {
+		return code
+	}
+	r, err := c.api.TransferLeaderWithResponse(c.ctx, group, client.LeaderTransferRequest{TargetNode: node}, c.idempotent)
+	if err != nil {
+		return c.netError(err)
+	}
+	if r.JSON200 == nil {
+		return c.refused(r.HTTPResponse, r.Body)
+	}
+	tr := r.JSON200
+	return c.show(r.Body, func(t *table) {
+		t.header("GROUP", "PREVIOUS_LEADER", "LEADER", "TERM", "TOOK_MS")
+		t.row(tr.Group, tr.PreviousLeader, tr.Leader, tr.Term, tr.TookMs)
+	})
+}
+
+// replica move GROUP --from N --to M: POST
+// /v1/cluster/groups/{id}/replica-moves; the task, started. Follow it with
+// task get.
+func replicaMove(c *cmd) int {
+	from := c.fs.Int64("from", 0, "the `NODE` whose replica moves (required)")
+	to := c.fs.Int64("to", 0, "the `NODE` it moves to (required)")
+	pos, code, ok := c.parse()
+	if !ok {
+		return code
+	}
+	group, code, ok := c.number("GROUP", pos[0], maxGroup)
+	if !ok {
+		return code
+	}
+	if *from < 1 || *to < 1 {
+		return c.usageError("--from and --to are required: node ids")
+	}
+	r, err := c.api.CreateReplicaMoveWithResponse(c.ctx, group, client.ReplicaMoveRequest{FromNode: *from, ToNode: *to}, c.idempotent)
+	if err != nil {
+		return c.netError(err)
+	}
+	if r.JSON202 == nil {
+		return c.refused(r.HTTPResponse, r.Body)
+	}
+	return c.show(r.Body, func(t *table) {
+		taskHeader(t)
+		taskRow(t, r.JSON202)
+	})
+}

@@ -1,0 +1,163 @@
+package ctl
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/slotmeta/slotmeta/client"
+)
+
+// kv get KEY: GET /v1/kv/{key}.
+func kvGet(c *cmd) int {
+	cons := c.consistency()
+	pos, code, ok := c.parse()
+	if !ok {
+		return code
+	}
+	r, err := c.api.GetKVWithResponse(c.ctx, pos[0], &client.GetKVParams{Consistency: (*client.GetKVParamsConsistency)(cons)})
+	if err != nil {
+		return c.netError(err)
+	}
+	if r.JSON200 == nil {
+		return c.refused(r.HTTPResponse, r.Body)
+	}
+	kv := r.JSON200
+	return c.show(r.Body, func(t *table) {
+		t.header("KEY", "VALUE", "REVISION")
+		t.row(kv.Key, kv.Value, kv.Revision)
+	})
+}
+
+// ifMatch is the --if-match flag: a revision, or * (the key exists).
+func (c *cmd) ifMatch() *string {
+	var v string
+	c.fs.Func("if-match", "write only at revision `REV` (or *: only if the key exists); else exit 4", func(s string) error {
+		if s != "*" {
+			n, err := strconv.ParseInt(s, 10, 64)
+			if err != nil || n < 1 {
+				return errors.New("want a revision (a positive number) or *")
+			}
+			s = strconv.Quote(strconv.FormatInt(n, 10)) // the entity tag "<revision>"
+		}
+		v = s
+		return nil
+	})
+	return &v
+}
+
+// kv put KEY VALUE: PUT /v1/kv/{key}, a compare-and-set under --if-match
+// or --if-absent.
+func kvPut(c *cmd) int {
+	ifMatch := c.ifMatch()
+	ifAbsent := c.fs.Bool("if-absent", false, "create only: exit 4 if the key exists")
+	pos, code, ok := c.parse()
+	if !ok {
+		return code
+	}
+	var params client.PutKVParams
+	if *ifMatch != "" {
+		params.IfMatch = ifMatch
+	}
+	if *ifAbsent {
+		if *ifMatch != "" {
+			return c.usageError("--if-match and --if-absent exclude each other")
+		}
+		star := client.PutKVParamsIfNoneMatch("*")
+		params.IfNoneMatch = &star
+	}
+	r, err := c.api.PutKVWithResponse(c.ctx, pos[0], &params, client.KVWrite{Value: pos[1]}, c.idempotent)
+	if err != nil {
+		return c.netError(err)
+	}
+	if r.JSON200 == nil {
+		return c.refused(r.HTTPResponse, r.Body)
+	}
+	kv := r.JSON200
+	return c.show(r.Body, func(t *table) {
+		t.header("KEY", "REVISION")
+		t.row(kv.Key, kv.Revision)
+	})
+}
+
+// kv delete KEY: DELETE /v1/kv/{key}. The API answers 204 without a
+// revision, so there is none to print: the JSON is {"key","deleted"}.
+func kvDelete(c *cmd) int {
+	ifMatch := c.ifMatch()
+	pos, code, ok := c.parse()
+	if !ok {
+		return code
+	}
+	var params client.DeleteKVParams
+	if *ifMatch != "" {
+		params.IfMatch = ifMatch
+	}
+	r, err := c.api.DeleteKVWithResponse(c.ctx, pos[0], &params, c.idempotent)
+	if err != nil {
+		return c.netError(err)
+	}
+	if r.StatusCode() != http.StatusNoContent {
+		return c.refused(r.HTTPResponse, r.Body)
+	}
+	return c.deleted(map[string]any{"key": pos[0]}, []string{"KEY"}, pos[0])
+}
+
+// deleted prints that something was deleted: what names it, and
+// "deleted": true.
+func (c *cmd) deleted(v map[string]any, headers []string, cells ...any) int {
+	v["deleted"] = true
+	return c.showValue(v, func(t *table) {
+		t.header(append(headers, "DELETED")...)
+		t.row(append(cells, true)...)
+	})
+}
+
+// kv batch-get KEY...: POST /v1/batch/kv/get. A key not found is an
+// answer, not an error; a key the server could not read makes the exit
+// code its error's.
+func kvBatchGet(c *cmd) int {
+	cons := c.consistency()
+	pos, code, ok := c.parse()
+	if !ok {
+		return code
+	}
+	r, err := c.api.BatchGetKVWithResponse(c.ctx, &client.BatchGetKVParams{Consistency: (*client.BatchGetKVParamsConsistency)(cons)},
+		client.BatchKeys{Keys: pos})
+	if err != nil {
+		return c.netError(err)
+	}
+	if r.JSON200 == nil {
+		return c.refused(r.HTTPResponse, r.Body)
+	}
+	items := r.JSON200.Items
+	code = c.show(r.Body, func(t *table) {
+		t.header("KEY", "FOUND", "VALUE", "REVISION", "ERROR")
+		for _, it := range items {
+			t.row(it.Key, it.Found, it.Value, it.Revision, itemError(it.Error))
+		}
+	})
+	for _, it := range items {
+		if it.Error != nil {
+			return c.itemFailed(*it.Error)
+		}
+	}
+	return code
+}
+
+// itemError is one item's error in a table cell.
+func itemError(e *client.Error) string {
+	if e == nil {
+		return ""
+	}
+	return string(e.Code) + ": " + e.Message
+}
+
+// itemFailed is the exit code of a batch whose answer (printed) holds a
+// failed item: that item's, told once on stderr.
+func (c *cmd) itemFailed(e client.Error) int {
+	code := exitCodeOf(e.Code, 0, e.Retryable)
+	if c.s.cfg.Output != "json" {
+		c.errorLine(client.Error{Code: e.Code, Message: "an item failed: " + e.Message}, code)
+	}
+	return code
+}
