@@ -73,6 +73,7 @@ func (c *Client) refreshLoop(ctx context.Context) {
 // waiting for the answer: a caller that wants a complete view before its
 // first request calls it once.
 func (c *Client) Refresh(ctx context.Context) error {
+	c.first.Do(func() {}) // this is the first view: the first request need not ask again
 	return c.refresh(ctx, pendingRefresh{routes: true, nodes: true})
 }
 

@@ -122,7 +122,7 @@ func (v *view) learnSlot(revision uint64, slot int, group uint32, l leader) {
 		}
 		changed := t.groups[slot] != group
 		t.groups[slot] = group
-		if l.node != 0 && l.term >= t.leaders[group].term && t.leaders[group] != l {
+		if l.node != 0 && newer(l, t.leaders[group]) && t.leaders[group] != l {
 			t.leaders[group] = l
 			changed = true
 		}
@@ -155,7 +155,7 @@ func (v *view) learnRoutes(r *client.Routes) {
 				if hs.LeaderTerm != nil {
 					l.term = uint64(*hs.LeaderTerm)
 				}
-				if l.term >= t.leaders[g].term {
+				if newer(l, t.leaders[g]) {
 					t.leaders[g] = l
 				}
 			}
@@ -175,3 +175,9 @@ func (v *view) learnNodes(nodes map[uint64]*url.URL) {
 		return true
 	})
 }
+
+// newer reports whether observation l replaces the known leader k: a
+// higher term, or the first term seen. Within one term Raft has one leader,
+// so a table of the known term never undoes what a not_leader's hint (which
+// keeps the known term) taught.
+func newer(l, k leader) bool { return k.node == 0 || l.term > k.term }
