@@ -223,10 +223,14 @@ func TestWatchSurvivesNodeLossAndSlotMove(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		ctl.Testing().Leader().TasksOnce(ctx)
 		cancel()
-		cur, err := ctl.Operator().Task(uint64(task.Id))
-		if err != nil {
-			t.Fatal(err)
-		}
+		// The controller leader found after the node's restart may be a
+		// new one whose replica has not applied the task's creation yet.
+		var cur slotstore.Task
+		testutil.WaitFor(t, 10*time.Second, 20*time.Millisecond, func() (bool, string) {
+			var err error
+			cur, err = ctl.Operator().Task(uint64(task.Id))
+			return err == nil, fmt.Sprint(err)
+		})
 		if cur.Status == controller.TaskSucceeded {
 			break
 		}
