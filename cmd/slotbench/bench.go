@@ -648,6 +648,13 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Result, error) {
 		watching.await(res.OK*uint64(cfg.Watchers)/uint64(cfg.Keys), 2*time.Second)
 		res.Watch = watching.stats(cfg.Watchers)
 	}
+	if cfg.smart != nil {
+		// What the route-aware client did over the whole run (setup and
+		// warm-up included): how much went straight to a leader.
+		st := cfg.smart.Stats()
+		res.Extra = map[string]any{"smart_requests": st.Requests, "smart_direct": st.Direct, "smart_retries": st.Retries,
+			"smart_refreshes": st.Refreshes, "smart_stream_tables": st.StreamEvents}
+	}
 	return res, nil
 }
 
@@ -667,6 +674,10 @@ func printResult(out io.Writer, r *Result) {
 	for _, k := range kinds {
 		b := r.ByKind[k]
 		fmt.Fprintf(out, "  %-5s %d ops p50 %.2f ms p99 %.2f ms p999 %.2f ms\n", k, b.N, b.P50, b.P99, b.P999)
+	}
+	if r.Extra["smart_requests"] != nil {
+		fmt.Fprintf(out, "  smart client: %v requests, %v attempts straight to a leader, %v retries, %v refreshes, %v route tables streamed\n",
+			r.Extra["smart_requests"], r.Extra["smart_direct"], r.Extra["smart_retries"], r.Extra["smart_refreshes"], r.Extra["smart_stream_tables"])
 	}
 	if wa := r.Watch; wa != nil {
 		d := wa.Delay

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"io"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -33,5 +34,19 @@ func TestSmartClientRunsEveryKeyedWorkload(t *testing.T) {
 	if _, err := Run(context.Background(), Config{Target: "etcd", Client: "smart", Endpoints: eps, Workload: "kv-put",
 		Concurrency: 1, Duration: time.Millisecond, Timeout: time.Second, ValueSize: 10, Keys: 1, PreloadConc: 1, Channels: 1, UIDsPerCall: 1}, io.Discard); err == nil {
 		t.Fatal("-client smart against etcd was accepted")
+	}
+}
+
+// TestNoopServerAnswersKVPut: the no-op yardstick answers kv-put as the
+// API would (200, the key and value back), so the workload runs on it
+// without an error.
+func TestNoopServerAnswersKVPut(t *testing.T) {
+	ts := httptest.NewServer(noopHandler())
+	defer ts.Close()
+	res, err := Run(context.Background(), Config{Target: "slotmeta", Endpoints: []string{ts.URL}, Workload: "kv-put",
+		Concurrency: 2, Duration: 200 * time.Millisecond, Timeout: 5 * time.Second, ValueSize: 10,
+		Keys: 1, PreloadConc: 1, Channels: 1, UIDsPerCall: 1}, io.Discard)
+	if err != nil || res.OK == 0 || res.Errors != 0 {
+		t.Fatalf("%v: %+v", err, res)
 	}
 }
