@@ -15,6 +15,11 @@ import (
 // server's bound; it answers 413 above it).
 const MaxBatch = 1000
 
+// ErrNoIdempotencyKey refuses a batch write without an Idempotency-Key:
+// without one the caller could not retry it after an error that left some
+// of its parts applied.
+var ErrNoIdempotencyKey = errors.New("routed: a batch write needs an Idempotency-Key (NewIdempotencyKey)")
+
 // ErrBatchTooLarge refuses a batch over MaxBatch before anything is sent.
 var ErrBatchTooLarge = fmt.Errorf("routed: a batch holds at most %d keys or operations", MaxBatch)
 
@@ -139,17 +144,17 @@ func (c *Client) BatchGetKV(ctx context.Context, keys []string, params *client.B
 // their groups, one request per leader node, all at once. As on the
 // server, a hash slot's operations are atomic (all or none) and slots are
 // independent; since a slot belongs to one group, splitting by node never
-// splits a slot. Every part carries the same Idempotency-Key —
-// idempotencyKey, or a new one when empty — and the server derives each
-// slot's key from it, so a retried part, or the whole call retried with
-// the same key after an error, applies every slot once however the slots
-// are split. Items are in the order of ops.
+// splits a slot. Every part carries idempotencyKey (NewIdempotencyKey
+// makes one; it is required), from which the server derives each slot's
+// key, so a retried part — or the whole call retried with the same key
+// after an error, when some parts may have applied — applies every slot
+// once however the slots are split. Items are in the order of ops.
 func (c *Client) BatchWriteKV(ctx context.Context, ops []client.KVBatchOp, idempotencyKey string) (*client.KVBatchWriteResult, error) {
 	if len(ops) > MaxBatch {
 		return nil, ErrBatchTooLarge
 	}
 	if idempotencyKey == "" {
-		idempotencyKey = newIdempotencyKey()
+		return nil, ErrNoIdempotencyKey
 	}
 	keyOf := func(i int) string {
 		if ops[i].Key == nil {

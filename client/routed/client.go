@@ -51,11 +51,11 @@ type pendingRefresh struct {
 	slots  map[int]string // a stale slot → a key of it (resolve asks by key)
 }
 
-// New starts a client of the cluster cfg names. It sends nothing until its
-// first request (or Refresh), and does not wait for the cluster then: a
-// request sent before the first view arrives goes to an endpoint, whose
-// node forwards it. Call Refresh to wait for a view. The route stream, if
-// on, starts at once. Close stops the client's background work.
+// New starts a client of the cluster cfg names. The route stream, if on,
+// is opened at once; otherwise nothing is sent before the first request
+// (or Refresh). It does not wait for the cluster: a request sent before the
+// first view arrives goes to an endpoint, whose node forwards it. Call
+// Refresh to wait for a view. Close stops the client's background work.
 func New(cfg Config) (*Client, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -26,14 +27,18 @@ import (
 //   - an answer with retryable: true (route_not_ready, not_leader, busy,
 //     slot_migrating, timeout, wrong_group, rate_limited, queue_full, …) is
 //     asked again after its Retry-After, jittered; a not_leader with a
-//     leader_hint is asked again of that node at once;
+//     leader_hint is asked again of that node at once. A request that is
+//     not safe to send twice (a cluster operation: it takes no
+//     Idempotency-Key) is asked again only after a refusal that proves it
+//     was not proposed — never after a timeout, which may still commit;
 //   - a node that cannot be reached is skipped for a second and the
 //     request goes to another — when it may have reached the node, only a
 //     request that is safe to send twice (a read, or a write with an
 //     Idempotency-Key, which Do adds to every data write without one);
-//   - at most Config.MaxAttempts sends, each bounded by
-//     Config.AttemptTimeout, all by req's context: a wait that would pass
-//     its deadline is not begun, and the last answer is returned as it is.
+//   - at most Config.MaxAttempts sends, each one's wait for the answer's
+//     head bounded by Config.AttemptTimeout, all by req's context: a wait
+//     that would pass its deadline is not begun, and the last answer is
+//     returned as it is.
 //
 // Every answer teaches the view: a keyed answer's route headers name the
 // group's leader and term, a newer route revision or a slot error asks for
@@ -44,7 +49,7 @@ func (c *Client) Do(req *http.Request) (*http.Response, error) {
 	c.stats.requests.Add(1)
 	c.first.Do(func() { c.want(func(p *pendingRefresh) { p.routes, p.nodes = true, true }) })
 	if needsIdempotencyKey(req) {
-		req.Header.Set("Idempotency-Key", newIdempotencyKey())
+		req.Header.Set("Idempotency-Key", NewIdempotencyKey())
 	}
 	rq := classify(req)
 	slot := -1
@@ -87,19 +92,24 @@ func (c *Client) Do(req *http.Request) (*http.Response, error) {
 		_ = resp.Body.Close()
 		resp.Body = io.NopCloser(bytes.NewReader(body))
 		var eb client.ErrorBody
-		if rerr != nil || json.Unmarshal(body, &eb) != nil || !eb.Error.Retryable || last {
+		if rerr != nil || json.Unmarshal(body, &eb) != nil {
+			return resp, nil
+		}
+		switch eb.Error.Code {
+		case client.ErrorCodeRouteRevisionMismatch, client.ErrorCodeSlotMigrating, client.ErrorCodeWrongGroup, client.ErrorCodeRouteNotReady:
+			if rq.keyed {
+				c.staleSlot(slot, rq.key) // retried or not, the slot's route is stale
+			}
+		}
+		if !eb.Error.Retryable || last || !rq.retrySafe && !refusedUnproposed(eb.Error.Code) {
 			return resp, nil
 		}
 		wait := c.backoff(attempt)
-		switch eb.Error.Code {
-		case client.ErrorCodeNotLeader:
-			if _, group := c.view.load().leaderOf(max(slot, 0)); rq.keyed && eb.Error.LeaderHint != nil {
-				c.view.learnLeader(group, uint64(*eb.Error.LeaderHint), 0, true)
+		if hint := eb.Error.LeaderHint; eb.Error.Code == client.ErrorCodeNotLeader && hint != nil && rq.keyed {
+			t := c.view.load()
+			if _, group := t.leaderOf(slot); group != 0 && t.nodes[uint64(*hint)] != nil {
+				c.view.learnLeader(group, uint64(*hint), 0, true)
 				wait = 0 // the hint is where to go now
-			}
-		case client.ErrorCodeRouteRevisionMismatch, client.ErrorCodeSlotMigrating, client.ErrorCodeWrongGroup, client.ErrorCodeRouteNotReady:
-			if rq.keyed {
-				c.staleSlot(slot, rq.key)
 			}
 		}
 		if wait > 0 {
@@ -137,28 +147,35 @@ func (c *Client) target(req *http.Request, rq request, slot int, pin *url.URL, a
 // errNoBody: a request whose body cannot be read again is not retried.
 var errNoBody = errors.New("routed: the request's body cannot be sent again")
 
-// send makes one attempt at u, bounded by Config.AttemptTimeout: the
-// answer's body keeps the attempt's context until it is closed.
+// send makes one attempt at u. Config.AttemptTimeout bounds the wait for
+// the answer's head only (a cut link hangs there); the body — a stream, a
+// long listing — is read under the caller's context, which the answer's
+// body keeps until it is closed.
 func (c *Client) send(ctx context.Context, req *http.Request, u *url.URL, attempt int) (*http.Response, error) {
-	actx, cancel := ctx, context.CancelFunc(func() {})
-	if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > c.cfg.AttemptTimeout {
-		actx, cancel = context.WithTimeout(ctx, c.cfg.AttemptTimeout)
-	}
+	actx, cancel := context.WithCancel(ctx)
+	timer := time.AfterFunc(c.cfg.AttemptTimeout, cancel)
 	r := req.Clone(actx)
 	r.URL.Scheme, r.URL.Host, r.Host = u.Scheme, u.Host, ""
 	if attempt > 0 && req.Body != nil && req.Body != http.NoBody {
 		if req.GetBody == nil {
+			timer.Stop()
 			cancel()
 			return nil, errNoBody
 		}
 		b, err := req.GetBody()
 		if err != nil {
+			timer.Stop()
 			cancel()
 			return nil, err
 		}
 		r.Body = b
 	}
 	resp, err := c.hc.Do(r)
+	if !timer.Stop() && err == nil {
+		// The head came just as the timer fired: its body may be cut.
+		_ = resp.Body.Close()
+		err = fmt.Errorf("routed: no answer within %v", c.cfg.AttemptTimeout)
+	}
 	if err != nil {
 		cancel()
 		return nil, err
@@ -202,6 +219,19 @@ func (c *Client) learn(h http.Header, slot int, key string) {
 func mayRetry(status int) bool {
 	switch status {
 	case http.StatusConflict, http.StatusTooManyRequests, http.StatusServiceUnavailable, http.StatusGatewayTimeout, http.StatusInternalServerError:
+		return true
+	}
+	return false
+}
+
+// refusedUnproposed: the server refused the request before proposing it,
+// so sending it again cannot apply it twice. A timeout is not among them:
+// a proposal that timed out may still commit (the server says so), and a
+// request without an Idempotency-Key is then answered, not re-sent.
+func refusedUnproposed(code client.ErrorCode) bool {
+	switch code {
+	case client.ErrorCodeNotLeader, client.ErrorCodeRouteNotReady, client.ErrorCodeQueueFull, client.ErrorCodeRateLimited,
+		client.ErrorCodeBusy, client.ErrorCodeWrongGroup, client.ErrorCodeSlotMigrating, client.ErrorCodeRouteRevisionMismatch:
 		return true
 	}
 	return false
@@ -258,7 +288,7 @@ func needsIdempotencyKey(req *http.Request) bool {
 }
 
 // newIdempotencyKey is 128 random bits, printable.
-func newIdempotencyKey() string {
+func NewIdempotencyKey() string {
 	var b [16]byte
 	_, _ = crand.Read(b[:])
 	return "routed-" + hex.EncodeToString(b[:])

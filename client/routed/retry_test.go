@@ -69,7 +69,7 @@ func (fc *fakeCluster) serve(fn *fakeNode, w http.ResponseWriter, r *http.Reques
 	case r.URL.Path == "/v1/cluster/routes/resolve":
 		fc.resolv.Add(1)
 		_ = json.NewEncoder(w).Encode(client.ResolvedRoutes{Revision: 1})
-	case strings.HasPrefix(r.URL.Path, "/v1/kv/"):
+	case strings.HasPrefix(r.URL.Path, "/v1/kv/") || r.URL.Path == "/v1/cluster/groups":
 		fn.hits.Add(1)
 		fn.data(w, r)
 	default:
@@ -267,5 +267,59 @@ func TestStaleSlotsRefreshOneAtATime(t *testing.T) {
 	took := time.Since(start)
 	if max := int64(took/(200*time.Millisecond)) + 2; fc.resolv.Load() > max || fc.resolv.Load() == 0 {
 		t.Fatalf("%d resolves in %v (at most %d allowed, at least one)", fc.resolv.Load(), took, max)
+	}
+}
+
+// TestATimedOutProposalIsNotResentWithoutAKey: a cluster operation (it
+// takes no Idempotency-Key) answered 504 timeout — retryable, but it may
+// still commit — is answered, not sent again; a data write answered the
+// same is sent again with the Idempotency-Key the client gave it, the same
+// key both times.
+func TestATimedOutProposalIsNotResentWithoutAKey(t *testing.T) {
+	fc := newFakeCluster(t, 1)
+	fc.leader.Store(1)
+	var keys []string
+	var mu sync.Mutex
+	fc.nodes[0].data = func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		keys = append(keys, r.Header.Get("Idempotency-Key"))
+		n := len(keys)
+		mu.Unlock()
+		if r.URL.Path == "/v1/cluster/groups" || n == 1 {
+			errorAnswer(w, http.StatusGatewayTimeout, client.ErrorCodeTimeout, true, nil)
+			return
+		}
+		okKV(w, r)
+	}
+	c := newTestClient(t, fc, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	put, err := c.API().PutKVWithResponse(ctx, "k", nil, client.KVWrite{Value: "v"})
+	if err != nil || put.StatusCode() != 200 || len(keys) != 2 || keys[0] == "" || keys[0] != keys[1] {
+		t.Fatalf("data write: %v %v, keys %q; want 200 after a resend under one key", err, put.StatusCode(), keys)
+	}
+	keys = nil
+	g, err := c.API().CreateGroupWithResponse(ctx, client.CreateGroupRequest{})
+	if err != nil || g.StatusCode() != http.StatusGatewayTimeout || len(keys) != 1 || keys[0] != "" {
+		t.Fatalf("cluster operation: %v %v, sent %d times (keys %q); want the 504 after one send without a key", err, g.StatusCode(), len(keys), keys)
+	}
+}
+
+// TestAttemptTimeoutBoundsTheHeadOnly: an answer whose head comes at once
+// and whose body takes longer than AttemptTimeout is read whole (a stream,
+// a long listing), not cut at the timeout.
+func TestAttemptTimeoutBoundsTheHeadOnly(t *testing.T) {
+	fc := newFakeCluster(t, 1)
+	fc.leader.Store(1)
+	fc.nodes[0].data = func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		time.Sleep(300 * time.Millisecond)
+		okKV(w, r)
+	}
+	c := newTestClient(t, fc, func(cfg *Config) { cfg.AttemptTimeout = 100 * time.Millisecond })
+	r, _ := getKV(t, c, 5*time.Second)
+	if r.StatusCode() != 200 || r.JSON200 == nil || r.JSON200.Value != "v" {
+		t.Fatalf("status %d, body %q", r.StatusCode(), r.Body)
 	}
 }

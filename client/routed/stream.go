@@ -61,6 +61,10 @@ func (c *Client) followRoutesOnce(ctx context.Context, u *url.URL) (got bool, _ 
 			return false, err
 		}
 	}
+	// A watchdog from the start: a node that never answers (a cut link),
+	// or a stream silent for three progress intervals, is left.
+	quiet := time.AfterFunc(3*routeStreamProgress, func() { cancel(errStreamQuiet) })
+	defer quiet.Stop()
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return false, err
@@ -70,29 +74,8 @@ func (c *Client) followRoutesOnce(ctx context.Context, u *url.URL) (got bool, _ 
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
 		return false, statusErr(resp.StatusCode, b)
 	}
-	// A watchdog: every event feeds it; silence for three intervals cuts
-	// the stream (a cut link would otherwise hold it open forever).
-	alive := make(chan struct{}, 1)
-	go func() {
-		t := time.NewTimer(3 * routeStreamProgress)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-alive:
-				t.Reset(3 * routeStreamProgress)
-			case <-t.C:
-				cancel(errStreamQuiet)
-				return
-			}
-		}
-	}()
 	err = client.ReadSSE(resp.Body, func(ev client.SSEEvent) error {
-		select {
-		case alive <- struct{}{}:
-		default:
-		}
+		quiet.Reset(3 * routeStreamProgress)
 		if ev.Event != "routes" {
 			return nil
 		}

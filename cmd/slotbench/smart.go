@@ -52,7 +52,7 @@ func (w *worker) smartTrip(ctx context.Context, c call, body *bytes.Buffer) (sta
 		for i := range c.keys {
 			ops[i] = client.KVBatchOp{Op: &put, Key: &c.keys[i], Value: &v}
 		}
-		r, err := w.cfg.smart.BatchWriteKV(ctx, ops, "")
+		r, err := w.cfg.smart.BatchWriteKV(ctx, ops, routed.NewIdempotencyKey())
 		if err != nil {
 			return 0, err
 		}

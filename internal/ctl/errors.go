@@ -158,11 +158,22 @@ func (c *cmd) errorLine(e client.Error, code int) {
 		msg += fmt.Sprintf(" (leader: node %d)", *e.LeaderHint)
 	}
 	fmt.Fprintf(c.s.stderr, "error: %s: %s\n", e.Code, msg)
-	if code == exitUnavailable && c.v.write && c.idemKey != "" {
+	if code == exitUnavailable && c.dataWrite() && c.idemKey != "" {
 		fmt.Fprintf(c.s.stderr, "retry with --idempotency-key %s to apply it at most once\n", c.idemKey)
 	}
 }
 
 func errorf(code client.ErrorCode, format string, a ...any) client.Error {
 	return client.Error{Code: code, Message: fmt.Sprintf(format, a...)}
+}
+
+// dataWrite: the command writes data (keys, users, channels, subscribers),
+// whose paths honour an Idempotency-Key; the cluster's operations take
+// none, so a retry of one is not made safe by the key.
+func (c *cmd) dataWrite() bool {
+	switch c.noun {
+	case "kv", "user", "channel", "subscriber":
+		return c.v.write
+	}
+	return false
 }
