@@ -229,6 +229,9 @@ func TestAStoppedLeaderIsRoutedAround(t *testing.T) {
 			key = k
 		}
 	}
+	// A stopped process: every connection cut (the client's route stream
+	// may be one of them; Close alone would wait for it), then the node.
+	rc.servers[2].CloseClientConnections()
 	rc.servers[2].Close()
 	rc.c.StopNode(2)
 	for i := range 5 {
