@@ -160,7 +160,9 @@ func run(args []string, getenv func(string) string, stdout io.Writer) error {
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "slotmeta", Subsystem: "auth", Name: "lockouts_total",
 			Help: "Failed authentications after which their source was out of budget (refused 429 until it refills)."},
 			func() float64 { return float64(limiter.Lockouts()) }))
+	stopping := make(chan struct{}) // closed when HTTP starts to drain: the watch streams end
 	handler, err := httpapi.New(httpapi.Config{
+		Stopping:     stopping,
 		Backend:      node,
 		Registerer:   reg,
 		Gatherer:     reg,
@@ -199,6 +201,7 @@ func run(args []string, getenv func(string) string, stdout io.Writer) error {
 		ConnContext:       netguard.ConnContext,
 		ConnState:         netguard.ConnState, // the grace holds while a request is served
 	}
+	srv.RegisterOnShutdown(func() { close(stopping) })
 	serveErr := make(chan error, 1)
 	// net/http's own answers to unparsable requests as the error JSON
 	// (over TLS: HTTP/1.1, TLS terminated by httpapi).

@@ -45,6 +45,13 @@ type Config struct {
 	// Default: DefaultRequestTimeout (10 s).
 	RequestTimeout time.Duration
 
+	// Stopping, if set, is closed when the server starts to shut down: the
+	// watch streams end then — a data watch with a route_not_ready error
+	// event carrying its cursor, to resume on another node — so that a
+	// graceful shutdown does not wait for them (a stream never ends by
+	// itself). cmd/server closes it from http.Server.RegisterOnShutdown.
+	Stopping <-chan struct{}
+
 	// Console, if non-nil, is mounted at /console. A chi router sees paths
 	// relative to /console; any other handler sees the full path.
 	Console http.Handler

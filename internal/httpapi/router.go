@@ -26,6 +26,8 @@ type api struct {
 	metrics *metrics
 	// security reports how the node is secured (GET /v1/cluster/security).
 	security func() slotstore.SecurityStatus
+	// stopping ends the watch streams (Config.Stopping; nil: never).
+	stopping <-chan struct{}
 }
 
 // New returns the HTTP handler of one node's API. It registers its metrics on
@@ -41,7 +43,7 @@ func New(cfg Config) (http.Handler, error) {
 		return nil, err
 	}
 	a := &api{be: cfg.Backend, op: cfg.Backend.Operator(), log: cfg.Logger, maxBody: cfg.MaxBodyBytes, auth: cfg.Auth, limiter: cfg.Limiter,
-		audit: cfg.Audit, metrics: m, security: cfg.Security}
+		audit: cfg.Audit, metrics: m, security: cfg.Security, stopping: cfg.Stopping}
 
 	r := chi.NewRouter()
 	r.Use(m.instrument, a.recoverPanics, a.validText, a.authenticate, withDeadline(cfg.RequestTimeout), routeOnEscapedPath, middleware.GetHead)

@@ -465,6 +465,9 @@ func (a *api) watchStream(w http.ResponseWriter, r *http.Request) error {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-a.stopping:
+			s.fail(st.Cursor(), slotstore.Errorf(slotstore.CodeRouteNotReady, "this node is shutting down: resume on another node"))
+			return nil
 		case <-st.Ready():
 		case <-tick.C:
 			mark = true
@@ -590,6 +593,8 @@ func (a *api) routesStream(w http.ResponseWriter, r *http.Request, sp *watchSpec
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-a.stopping:
+			return nil // the client opens the stream on another node
 		case <-next:
 		case <-tick.C:
 			if s.sendRaw("progress", mustJSON(progressJSON{TimeMs: time.Now().UnixMilli()})) != nil {

@@ -320,3 +320,33 @@ func scrape(t *testing.T, base string) string {
 	}
 	return string(b)
 }
+
+// TestWatchStreamsEndWhenTheServerStops: closing Config.Stopping (the
+// server starts to drain) ends a data watch with a route_not_ready error
+// event carrying its cursor, and a route stream plainly — a graceful
+// shutdown does not wait for them.
+func TestWatchStreamsEndWhenTheServerStops(t *testing.T) {
+	be := newFake(t, 4)
+	stopping := make(chan struct{})
+	srv := httptest.NewServer(newHandler(t, be, func(c *Config) { c.Stopping = stopping }))
+	t.Cleanup(srv.Close)
+	_, data := openWatch(t, srv, "resource=users", "")
+	mark := next(t, data, "progress")
+	_, routes := openWatch(t, srv, "resource=routes", "")
+	next(t, routes, "routes")
+	close(stopping)
+	ev := next(t, data, "error")
+	if !strings.Contains(ev.Data, `"route_not_ready"`) || ev.ID != mark.ID {
+		t.Fatalf("the data watch ended with %+v, want route_not_ready at %s", ev, mark.ID)
+	}
+	for _, events := range []<-chan testutil.SSEEvent{data, routes} {
+		select {
+		case ev, ok := <-events:
+			if ok {
+				t.Fatalf("after the stop: %+v", ev)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("a stream did not end when the server stopped")
+		}
+	}
+}
