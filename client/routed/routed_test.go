@@ -140,6 +140,40 @@ func TestRouteKeysMatchTheServer(t *testing.T) {
 				r.Request.Method, r.Request.URL.Path, rq.key, slotOf(rq.key), r.Header.Get("X-Hash-Slot"))
 		}
 	}
+	// Every other keyed family, answered or not (a 404 carries the route
+	// headers too): reads, a HEAD and a DELETE of what is not there.
+	for _, r := range []struct{ method, path string }{
+		{"GET", "/v1/users/rk-user.1/devices"}, {"GET", "/v1/users/rk-user.1/devices/1"},
+		{"GET", "/v1/users/rk-user.1/plugins"}, {"GET", "/v1/users/rk-user.1/memberships"},
+		{"GET", "/v1/users/rk-user.1/memberships/2/rk-chan"}, {"GET", "/v1/users/rk-user.1/cmd-bindings"},
+		{"GET", "/v1/system-uids"}, {"GET", "/v1/channels/2/rk-chan/runtime"}, {"GET", "/v1/channels/2/rk-chan/events"},
+		{"GET", "/v1/channels/2/rk-chan/migrations"}, {"GET", "/v1/channels/2/rk-chan/denylist"},
+		{"GET", "/v1/channels/2/rk-chan/allowlist"}, {"GET", "/v1/channels/2/rk-chan/subscribers/a"},
+		{"HEAD", "/v1/kv/rk%2Fkey%20with%20space"}, {"DELETE", "/v1/kv/rk-never-written"},
+	} {
+		req, err := http.NewRequestWithContext(ctx, r.method, rc.servers[0].URL+r.path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := rc.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		if resp.StatusCode == http.StatusBadRequest || resp.StatusCode >= 500 {
+			t.Fatalf("%s %s: %d", r.method, r.path, resp.StatusCode)
+		}
+		answers = append(answers, resp)
+	}
+	for _, r := range answers[7:] {
+		rq := classify(r.Request)
+		got, _ := strconv.Atoi(r.Header.Get("X-Hash-Slot"))
+		if !rq.keyed || r.Header.Get("X-Hash-Slot") == "" || slotOf(rq.key) != got {
+			t.Errorf("%s %s (%d): the client routes it by %q (slot %d), the server by slot %q",
+				r.Request.Method, r.Request.URL.Path, r.StatusCode, rq.key, slotOf(rq.key), r.Header.Get("X-Hash-Slot"))
+		}
+	}
 	for _, key := range []string{"", "a", "u1", "feature.flags", "ключ", systemUIDsRouteKey} {
 		if slotOf(key) != int(slotstore.HashSlotOfString(key)) {
 			t.Errorf("slot of %q: client %d, server %d", key, slotOf(key), slotstore.HashSlotOfString(key))
