@@ -66,12 +66,8 @@ func startCluster(t *testing.T, o slotstoretest.Options) *testCluster {
 		tc.serve(i)
 	}
 	var err error
-	// No route stream: restart closes a node's API server, which waits for
-	// the requests it serves, and a route stream does not end by itself
-	// (the client learns leaders from answers and refreshes here; the
-	// stream is tested in client/routed).
 	tc.smart, err = routed.New(routed.Config{Endpoints: tc.urls, MaxAttempts: 3, AttemptTimeout: 3 * time.Second,
-		NoRouteStream: true, Logger: slog.New(slog.DiscardHandler)})
+		Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,9 +96,9 @@ func (tc *testCluster) url(i int) string {
 // anyURL is a random node's API base URL.
 func (tc *testCluster) anyURL(rng *rand.Rand) string { return tc.url(rng.Intn(tc.size())) }
 
-// restart closes node i's API server (waiting for the requests it is
-// serving), restarts the node on its data (waiting until the cluster is
-// ready) and serves it again.
+// restart stops node i's API server as cmd/server does (its streams end,
+// the requests it is serving are answered), restarts the node on its data
+// (waiting until the cluster is ready) and serves it again.
 func (tc *testCluster) restart(i int) {
 	tc.mu.RLock()
 	old := tc.servers[i]
@@ -110,7 +106,7 @@ func (tc *testCluster) restart(i int) {
 	if tc.cutStreams != nil {
 		tc.cutStreams(i)
 	}
-	old.Close()
+	slotstoretest.StopAPI(old) // drained as cmd/server drains: its streams end (the route-aware client's too)
 	node := tc.c.Nodes[i]
 	tc.c.Restart(i)
 	tc.retired = addSnapshots(tc.retired, node.Stats().Snapshots)

@@ -64,8 +64,8 @@ func (s *scheduleReport) log(t *testing.T) {
 	sm := m.slots
 	t.Logf("seed=%d slot moves: migrations=%d splits=%d merges=%d refused=%d resumed=%d done=%d failed=%d retried=%d",
 		s.seed, sm.migrations, sm.splits, sm.merges, sm.refused, sm.resumed, sm.done, sm.failed, sm.aborted)
-	t.Logf("seed=%d smart: requests=%d direct=%d retries=%d refreshes=%d",
-		s.seed, s.smart.Requests, s.smart.Direct, s.smart.Retries, s.smart.Refreshes)
+	t.Logf("seed=%d smart: requests=%d direct=%d retries=%d refreshes=%d stream_tables=%d",
+		s.seed, s.smart.Requests, s.smart.Direct, s.smart.Retries, s.smart.Refreshes, s.smart.StreamEvents)
 	t.Logf("seed=%d watch: %s", s.seed, s.watch.line())
 	t.Logf("seed=%d watch_key: %s", s.seed, s.watchKey.line())
 	var models []string

@@ -1,10 +1,12 @@
 package slotstoretest
 
 import (
+	"context"
 	"net"
-	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -18,16 +20,21 @@ import (
 // the OpenAPI document, …).
 func ServeAPI(t testing.TB, n *cluster.Node, tune ...func(*httpapi.Config)) *httptest.Server {
 	t.Helper()
-	ts := httptest.NewServer(apiHandler(t, n, tune))
-	t.Cleanup(ts.Close)
+	ts := httptest.NewUnstartedServer(nil)
+	serve(t, ts, n, tune)
 	return ts
 }
 
-// apiHandler is node n's API as cmd/server wires it.
-func apiHandler(t testing.TB, n *cluster.Node, tune []func(*httpapi.Config)) http.Handler {
+// serve starts ts with node n's API as cmd/server wires it, its watch
+// streams ended by the server's Shutdown (StopAPI) as cmd/server's drain
+// ends them, until the test ends.
+func serve(t testing.TB, ts *httptest.Server, n *cluster.Node, tune []func(*httpapi.Config)) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	cfg := httpapi.Config{Backend: n, Registerer: reg, Gatherer: reg}
+	stopping := make(chan struct{})
+	var once sync.Once
+	ts.Config.RegisterOnShutdown(func() { once.Do(func() { close(stopping) }) })
+	cfg := httpapi.Config{Backend: n, Registerer: reg, Gatherer: reg, Stopping: stopping}
 	for _, f := range tune {
 		f(&cfg)
 	}
@@ -35,7 +42,19 @@ func apiHandler(t testing.TB, n *cluster.Node, tune []func(*httpapi.Config)) htt
 	if err != nil {
 		t.Fatal(err)
 	}
-	return h
+	ts.Config.Handler = h
+	ts.Start()
+	t.Cleanup(ts.Close)
+}
+
+// StopAPI stops an API server of ServeAPI or ServeAPIAt as cmd/server stops
+// its own: a drain first — the watch streams end (a stream never ends by
+// itself), requests in flight are answered — bounded by 5 s, then Close.
+func StopAPI(ts *httptest.Server) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = ts.Config.Shutdown(ctx)
+	ts.Close()
 }
 
 // ServeAPIs serves every node's REST API on the address the node
@@ -64,10 +83,9 @@ func ServeAPIAt(t testing.TB, n *cluster.Node, addr string, tune ...func(*httpap
 	if err != nil {
 		t.Fatalf("API address %s: %v", addr, err)
 	}
-	ts := httptest.NewUnstartedServer(apiHandler(t, n, tune))
+	ts := httptest.NewUnstartedServer(nil)
 	_ = ts.Listener.Close()
 	ts.Listener = l
-	ts.Start()
-	t.Cleanup(ts.Close)
+	serve(t, ts, n, tune)
 	return ts
 }
