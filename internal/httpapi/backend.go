@@ -27,6 +27,10 @@ type Backend interface {
 	// goes through meta.Read, so no handler sees an untyped answer.
 	meta.Reader
 
+	// RowsReader reads a batch's GetRows, one per group, in one call: the
+	// node reads the parts its replicas hold from one view of its store.
+	meta.RowsReader
+
 	// Routes returns the node's current routing snapshot.
 	Routes() *routing.Snapshot
 

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"net/http"
-	"sync"
 
 	"github.com/slotmeta/slotmeta/internal/slotstore"
 	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
@@ -13,8 +12,9 @@ import (
 // Batch reads (issue 28): POST /v1/batch/{kv,users,channels,runtime}/get
 // read up to meta.MaxBatchKeys rows of one kind in one request. The keys
 // are split by group under one routing snapshot and each group is asked
-// once (one meta.GetRows, one store snapshot), all groups at the same
-// time: a read round per group, not per key. Every key gets its own
+// once (one meta.GetRows), all groups in one call to the node, which reads
+// the parts its replicas hold together (their read rounds side by side,
+// then one view of its store): a read round per group, not per key. Every key gets its own
 // answer, in request order — its row, "not found", or an error of its own
 // (a key that is not valid, a group that cannot be read now) — and the
 // request succeeds whenever it could be read at all. A key whose hash slot
@@ -94,62 +94,67 @@ func (b batchGet[K, E, J]) read(a *api, r *http.Request, keys []K, problems []st
 }
 
 // readRound reads the keys at indexes idx, one query per group of snap,
-// all groups at once, into items. It returns the indexes of keys whose
-// slot the answering group did not own (moved since snap) — or, last,
-// answers them route_not_ready — and of keys its answer had no room for.
+// all in one call to the node (meta.RowsReader), into items. It returns
+// the indexes of keys whose slot the answering group did not own (moved
+// since snap) — or, last, answers them route_not_ready — and of keys its
+// answer had no room for.
 func (b batchGet[K, E, J]) readRound(ctx context.Context, a *api, snap *routing.Snapshot, c meta.Consistency, refs []meta.RowRef, idx []int,
 	items []batchItem[J], last bool) (moved, unread []int) {
 	byGroup := map[slotstore.GroupID][]int{}
+	var order []slotstore.GroupID
 	for _, i := range idx {
 		g := snap.Table().Group(slotstore.HashSlotOfString(refs[i].Key))
+		if _, ok := byGroup[g]; !ok {
+			order = append(order, g)
+		}
 		byGroup[g] = append(byGroup[g], i)
 	}
-	var (
-		mu sync.Mutex
-		wg sync.WaitGroup
-	)
-	for _, in := range byGroup {
-		wg.Go(func() {
-			q := &meta.GetRows{HashSlot: slotstore.HashSlotOfString(refs[in[0]].Key), Table: b.table, Keys: make([]meta.RowRef, len(in))}
-			for j, i := range in {
-				q.Keys[j] = refs[i]
+	qs := make([]*meta.GetRows, len(order))
+	for n, g := range order {
+		in := byGroup[g]
+		q := &meta.GetRows{HashSlot: slotstore.HashSlotOfString(refs[in[0]].Key), Table: b.table, Keys: make([]meta.RowRef, len(in))}
+		for j, i := range in {
+			q.Keys[j] = refs[i]
+		}
+		qs[n] = q
+	}
+	answers := a.be.ReadRows(ctx, qs, c)
+	for n, g := range order {
+		in := byGroup[g]
+		var res *meta.RowBatch
+		var err error
+		if n < len(answers) {
+			res, err = answers[n].Batch, answers[n].Err
+		}
+		if err == nil && (res == nil || len(res.Items) != len(in)) {
+			err = internalf("a batch read of %d keys answered %v", len(in), res)
+		}
+		for j, i := range in {
+			if err != nil {
+				items[i].err = itemError(toError(err))
+				continue
 			}
-			res, _, err := meta.Read(ctx, a.be, q, c)
-			if err == nil && (res == nil || len(res.Items) != len(in)) {
-				err = internalf("a batch read of %d keys answered %v", len(in), res)
-			}
-			for j, i := range in {
-				if err != nil {
-					items[i].err = itemError(toError(err))
+			switch it := res.Items[j]; it.State {
+			case meta.BatchWrongGroup:
+				if last {
+					items[i].err = itemError(slotstore.Errorf(slotstore.CodeRouteNotReady,
+						"the hash slot of key %q moved while the batch was read: ask again", refs[i].Key))
 					continue
 				}
-				switch it := res.Items[j]; it.State {
-				case meta.BatchWrongGroup:
-					if last {
-						items[i].err = itemError(slotstore.Errorf(slotstore.CodeRouteNotReady,
-							"the hash slot of key %q moved while the batch was read: ask again", refs[i].Key))
-						continue
-					}
-					mu.Lock()
-					moved = append(moved, i)
-					mu.Unlock()
-				case meta.BatchNotRead:
-					mu.Lock()
-					unread = append(unread, i)
-					mu.Unlock()
-				case meta.BatchFound:
-					e, derr := b.rw.decode(it.Row)
-					if derr != nil {
-						items[i].err = itemError(toError(internalf("a stored %s does not decode: %v", b.rw.noun, derr)))
-						continue
-					}
-					j := b.rw.out(e)
-					items[i].row = &j
+				moved = append(moved, i)
+			case meta.BatchNotRead:
+				unread = append(unread, i)
+			case meta.BatchFound:
+				e, derr := b.rw.decode(it.Row)
+				if derr != nil {
+					items[i].err = itemError(toError(internalf("a stored %s does not decode: %v", b.rw.noun, derr)))
+					continue
 				}
+				j := b.rw.out(e)
+				items[i].row = &j
 			}
-		})
+		}
 	}
-	wg.Wait()
 	return moved, unread
 }
 

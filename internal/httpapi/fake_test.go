@@ -311,6 +311,15 @@ func (f *fakeBackend) Read(ctx context.Context, q meta.Query, c meta.Consistency
 	return nil, info, slotstore.Errorf(slotstore.CodeNotFound, "fake does not model %T", q)
 }
 
+// ReadRows reads each query as Read does, one after another.
+func (f *fakeBackend) ReadRows(ctx context.Context, qs []*meta.GetRows, c meta.Consistency) []meta.RowsAnswer {
+	out := make([]meta.RowsAnswer, len(qs))
+	for i, q := range qs {
+		out[i].Batch, _, out[i].Err = meta.Read(ctx, f, q, c)
+	}
+	return out
+}
+
 // scan answers ScanUsers like a group would: only if every hash slot of the
 // range is owned by one group, in (slot, uid) order.
 func (f *fakeBackend) scan(tbl *routing.Table, q *meta.ScanUsers) *meta.UserPage {

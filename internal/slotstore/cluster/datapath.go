@@ -24,3 +24,10 @@ func (n *Node) Propose(ctx context.Context, cmd meta.Command) (meta.Result, slot
 func (n *Node) Read(ctx context.Context, q meta.Query, c meta.Consistency) (any, meta.ReadInfo, error) {
 	return n.dispatch.Read(ctx, q, c)
 }
+
+// ReadRows answers the GetRows of many groups (a batch read): the parts
+// whose group has a replica here from one view of the store after their
+// read rounds, the others as Read answers them (package dispatch).
+func (n *Node) ReadRows(ctx context.Context, qs []*meta.GetRows, c meta.Consistency) []meta.RowsAnswer {
+	return n.dispatch.ReadRows(ctx, qs, c)
+}

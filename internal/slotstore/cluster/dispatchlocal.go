@@ -6,6 +6,7 @@ import (
 	"github.com/slotmeta/slotmeta/internal/slotstore"
 	"github.com/slotmeta/slotmeta/internal/slotstore/controller"
 	"github.com/slotmeta/slotmeta/internal/slotstore/dispatch"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
 )
 
 // localReplicas is the node's replicas as its dispatcher sees them
@@ -28,4 +29,10 @@ func (l localReplicas) HeardAgo(g slotstore.GroupID, node slotstore.NodeID) (tim
 		return 0, false
 	}
 	return l.n.heard.Ago(controller.ShardOf(g), grp.Peers[node])
+}
+
+// GetRows reads each group's part from its replica here, all from one view
+// of the store (replicas.Set.GetRows).
+func (l localReplicas) GetRows(groups []slotstore.GroupID, qs []*meta.GetRows) ([]*meta.RowBatch, error) {
+	return l.n.replicas.GetRows(groups, qs)
 }

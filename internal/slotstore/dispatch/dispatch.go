@@ -16,13 +16,14 @@
 // LeaderWait (ADR 0007).
 //
 // Both halves of forwarding live here: sending (write.go, forward.go,
-// read.go) and serving what other nodes send (serve.go, registered on the
-// node's peer server). What the dispatcher needs of its node is three small
-// interfaces (local.go: this node's replicas, one replica, the other nodes),
-// so that its tests run it alone: testdata/forward and testdata/read script
-// what each call meets — hints, unreachable or silent leaders, leader
-// changes mid-hop, the Idempotency-Key resend — and show what the caller
-// is answered.
+// read.go; readrows.go reads a batch's parts of many groups together) and
+// serving what other nodes send (serve.go, registered on the node's peer
+// server). What the dispatcher needs of its node is three small interfaces
+// (local.go: this node's replicas, one replica, the other nodes), so that
+// its tests run it alone: testdata/forward, testdata/read and
+// testdata/readrows script what each call meets — hints, unreachable or
+// silent leaders, leader changes mid-hop, the Idempotency-Key resend, a
+// replica stopped under a read — and show what the caller is answered.
 //
 // Concurrency contract. A Dispatcher holds no state of its own beyond its
 // configuration: every method may be called from any goroutine, and each is

@@ -28,6 +28,7 @@ import (
 //	propose [idem] [key=<k>]        a write (with an Idempotency-Key)
 //	propose-to-group                a write addressed to group 1 itself
 //	read [local]                    a linearizable (or local) read
+//	read-rows [local]               a read of rows (ReadRows: one group's part)
 //
 // and, in any case, these lines before the steps:
 //
@@ -108,6 +109,21 @@ func TestDispatchDataDriven(t *testing.T) {
 					outcome = "read: " + describeErr(err)
 				} else {
 					outcome = fmt.Sprintf("read %q from node %d (applied %d)", v, info.ServedBy, info.AppliedIndex)
+				}
+			case "read-rows":
+				c := meta.Linearizable
+				if d.HasArg("local") {
+					c = meta.Local
+				}
+				q := &meta.GetRows{HashSlot: slotstore.HashSlotOfString("k"), Table: meta.TableKV, Keys: []meta.RowRef{{Key: "k"}}}
+				a := h.d.ReadRows(ctx, []*meta.GetRows{q}, c)
+				switch {
+				case len(a) != 1:
+					outcome = fmt.Sprintf("read rows: %d answers for 1 query", len(a))
+				case a[0].Err != nil:
+					outcome = "read rows: " + describeErr(a[0].Err)
+				default:
+					outcome = fmt.Sprintf("read rows: %q", a[0].Batch.Items[0].Row)
 				}
 			default:
 				t.Fatalf("%s: unknown directive %q", d.Pos, d.Cmd)

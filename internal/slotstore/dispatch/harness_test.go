@@ -225,7 +225,7 @@ func (p fakePeers) Propose(ctx context.Context, addr string, _ []byte, g slotsto
 	return p.answer(ctx, addr, fmt.Sprintf("propose to group %d", g), nil)
 }
 
-func (p fakePeers) Read(ctx context.Context, addr string, _ meta.Query, c meta.Consistency) (any, meta.ReadInfo, error) {
+func (p fakePeers) Read(ctx context.Context, addr string, q meta.Query, c meta.Consistency) (any, meta.ReadInfo, error) {
 	s, ok := p.h.next(addr, "read")
 	if !ok {
 		return nil, meta.ReadInfo{}, slotstore.Errorf(slotstore.CodeInternal, "unscripted call")
@@ -234,6 +234,9 @@ func (p fakePeers) Read(ctx context.Context, addr string, _ meta.Query, c meta.C
 	info := meta.ReadInfo{ServedBy: node, Route: slotstore.Route{GroupID: 1}}
 	switch s.action {
 	case "read":
+		if q, ok := q.(*meta.GetRows); ok { // a read of rows: every key found with the value
+			return rowsOf(q, strings.Join(s.args, " ")), info, nil
+		}
 		return strings.Join(s.args, " "), info, nil
 	case "refuse":
 		return nil, info, &slotstore.Error{Code: s.code, LeaderHint: s.hint, LeaderTerm: s.term, Message: "refused by " + addr}
@@ -265,6 +268,40 @@ func (l *fakeLocal) Replica(g slotstore.GroupID) Replica {
 func (l *fakeLocal) HeardAgo(g slotstore.GroupID, node slotstore.NodeID) (time.Duration, bool) {
 	ago, ok := l.heard[node]
 	return ago, ok && l.has && g == 1
+}
+
+// GetRows reads the parts of group 1 here: step "local rows ok" answers
+// every key found with the value "local rows", "local rows stopped" as a
+// replica that stopped meanwhile (not read), "local rows refuse <code>"
+// fails the read.
+func (l *fakeLocal) GetRows(groups []slotstore.GroupID, qs []*meta.GetRows) ([]*meta.RowBatch, error) {
+	s, ok := l.h.next("local", fmt.Sprintf("rows of groups %v", groups))
+	if !ok {
+		return nil, slotstore.Errorf(slotstore.CodeInternal, "unscripted call")
+	}
+	if s.action != "rows" || len(s.args) == 0 {
+		l.h.t.Fatalf("step %q: want local rows ok|stopped|refuse <code>", s.line)
+	}
+	out := make([]*meta.RowBatch, len(qs))
+	switch s.args[0] {
+	case "ok":
+		for i, q := range qs {
+			out[i] = rowsOf(q, "local rows")
+		}
+	case "stopped":
+	case "refuse":
+		return nil, &slotstore.Error{Code: slotstore.Code(s.args[1]), Message: "the store refused the read"}
+	}
+	return out, nil
+}
+
+// rowsOf is q's answer with every key found, its row value.
+func rowsOf(q *meta.GetRows, value string) *meta.RowBatch {
+	b := &meta.RowBatch{Items: make([]meta.RowBatchItem, len(q.Keys))}
+	for i := range b.Items {
+		b.Items[i] = meta.RowBatchItem{State: meta.BatchFound, Row: []byte(value)}
+	}
+	return b
 }
 
 type fakeReplica struct{ l *fakeLocal }

@@ -21,6 +21,10 @@ type Local interface {
 	// node's replica (false: it cannot tell — no replica here, or never
 	// heard).
 	HeardAgo(g slotstore.GroupID, node slotstore.NodeID) (time.Duration, bool)
+	// GetRows answers qs[i] from this node's replica of groups[i], every
+	// part from one view of the node's store: out[i] is nil for a part
+	// whose replica is not open here (any more) — not read.
+	GetRows(groups []slotstore.GroupID, qs []*meta.GetRows) ([]*meta.RowBatch, error)
 }
 
 // Replica is one running replica of a group on this node. Its errors are

@@ -25,10 +25,23 @@ func (d *Dispatcher) Read(ctx context.Context, q meta.Query, c meta.Consistency)
 	if heat.Counted(ctx) {
 		d.cfg.Heat.Read(q.RouteSlot())
 	}
+	return d.read(ctx, q, c, nil)
+}
+
+// read is Read, not counted. localErr, when set, is what the local replica
+// just answered (ReadRows asked it): the first attempt asks only peers.
+func (d *Dispatcher) read(ctx context.Context, q meta.Query, c meta.Consistency, localErr error) (any, meta.ReadInfo, error) {
 	waitUntil := time.Now().Add(d.cfg.LeaderWait)
 	for round := 1; ; round++ {
 		change, route, rerr := d.resolveWatching(q.RouteSlot())
-		v, info, err := d.readOnce(ctx, q, c, route, rerr)
+		var v any
+		var info meta.ReadInfo
+		var err error
+		if round == 1 && localErr != nil && route.GroupID != 0 {
+			v, info, err = d.readPeers(ctx, q, c, route, true, localErr)
+		} else {
+			v, info, err = d.readOnce(ctx, q, c, route, rerr)
+		}
 		if err == nil || c == meta.Local || route.GroupID == 0 || slotstore.ErrorCode(err) != slotstore.CodeRouteNotReady ||
 			round == maxReadRounds || !awaitLeaderChange(ctx, change, waitUntil) {
 			return v, info, err
@@ -60,6 +73,13 @@ func (d *Dispatcher) readOnce(ctx context.Context, q meta.Query, c meta.Consiste
 		}
 		local, rerr = true, err
 	}
+	return d.readPeers(ctx, q, c, route, local, rerr)
+}
+
+// readPeers asks the nodes that hold a replica of route's group, the
+// leader first (local: this node's replica was asked already; rerr: the
+// error to answer if none is asked).
+func (d *Dispatcher) readPeers(ctx context.Context, q meta.Query, c meta.Consistency, route slotstore.Route, local bool, rerr error) (any, meta.ReadInfo, error) {
 	var candidates []slotstore.NodeID
 	if route.LeaderNodeID != 0 {
 		candidates = append(candidates, route.LeaderNodeID)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/fsm"
 	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
 	"github.com/slotmeta/slotmeta/internal/slotstore/store"
 )
@@ -174,6 +175,10 @@ func TestReleaseNeverShowsASlotEmpty(t *testing.T) {
 		if err != nil || v.(*meta.RowBatch).Items[0].State != meta.BatchWrongGroup {
 			t.Errorf("a batch read between the release's commit and publish: %+v, %v (want wrong group)", v, err)
 		}
+		if out, err := fsm.GetRowsTogether([]fsm.RowsPart{{SM: src, Q: &meta.GetRows{HashSlot: hs, Table: meta.TableKV, Keys: refsOf([]string{key})}}}); err != nil ||
+			out[0].Items[0].State != meta.BatchWrongGroup {
+			t.Errorf("a node's read of many groups between the release's commit and publish: %+v, %v (want wrong group)", out, err)
+		}
 	})
 	if r := apply1(t, src, &idx, &meta.ReleaseSlot{Header: h}); !r.OK() {
 		t.Fatal(r)
@@ -340,4 +345,70 @@ func refsOf(keys []string) []meta.RowRef {
 		refs[i] = meta.RowRef{Key: k}
 	}
 	return refs
+}
+
+// TestGetRowsTogether: the parts of many groups on one store are read from
+// one view, each as its own group's Lookup answers it (a key of another
+// group's slot is wrong group, even when that group is in the same read);
+// parts of groups on different stores are refused, not read from two.
+func TestGetRowsTogether(t *testing.T) {
+	db := openStore(t, t.TempDir())
+	a, b := newSM(t, db, 1, slotRange(0, 128)), newSM(t, db, 2, slotRange(128, 256))
+	ka := keysIn("a", 3, slotRange(0, 128))
+	kb := keysIn("b", 2, slotRange(128, 256))
+	var ia, ib uint64
+	for _, k := range ka[:2] {
+		if r := apply1(t, a, &ia, putKV(k, "v-"+k)); !r.OK() {
+			t.Fatal(r)
+		}
+	}
+	if r := apply1(t, b, &ib, putKV(kb[0], "v-"+kb[0])); !r.OK() {
+		t.Fatal(r)
+	}
+	qa := &meta.GetRows{HashSlot: slotstore.HashSlotOfString(ka[0]), Table: meta.TableKV, Keys: refsOf([]string{ka[0], kb[0], ka[2], ka[1]})}
+	qb := &meta.GetRows{HashSlot: slotstore.HashSlotOfString(kb[0]), Table: meta.TableKV, Keys: refsOf([]string{kb[1], kb[0]})}
+	out, err := fsm.GetRowsTogether([]fsm.RowsPart{{SM: a, Q: qa}, {SM: b, Q: qb}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(name string, got *meta.RowBatch, keys []string, want []meta.BatchState) {
+		t.Helper()
+		if len(got.Items) != len(want) {
+			t.Fatalf("%s: %d items, want %d", name, len(got.Items), len(want))
+		}
+		for i, it := range got.Items {
+			if it.State != want[i] {
+				t.Fatalf("%s key %s: state %d, want %d", name, keys[i], it.State, want[i])
+			}
+			if it.State == meta.BatchFound {
+				if kv, err := meta.DecodeKV(it.Row); err != nil || kv.Key != keys[i] || string(kv.Value) != "v-"+keys[i] {
+					t.Fatalf("%s key %s: row %+v %v", name, keys[i], kv, err)
+				}
+			}
+		}
+	}
+	check("group 1", out[0], []string{ka[0], kb[0], ka[2], ka[1]}, []meta.BatchState{meta.BatchFound, meta.BatchWrongGroup, meta.BatchMissing, meta.BatchFound})
+	check("group 2", out[1], []string{kb[1], kb[0]}, []meta.BatchState{meta.BatchMissing, meta.BatchFound})
+	// Each part answers as its group's own Lookup does.
+	for i, p := range []fsm.RowsPart{{SM: a, Q: qa}, {SM: b, Q: qb}} {
+		v, err := p.SM.Lookup(p.Q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j, it := range v.(*meta.RowBatch).Items {
+			if it.State != out[i].Items[j].State || !bytes.Equal(it.Row, out[i].Items[j].Row) {
+				t.Fatalf("part %d key %d: together %+v, alone %+v", i, j, out[i].Items[j], it)
+			}
+		}
+	}
+	other := newSM(t, openStore(t, t.TempDir()), 3, slotRange(0, 128))
+	if _, err := fsm.GetRowsTogether([]fsm.RowsPart{{SM: a, Q: qa}, {SM: other, Q: qa}}); slotstore.ErrorCode(err) != slotstore.CodeInternal {
+		t.Fatalf("parts of two stores: %v (want internal)", err)
+	}
+	if _, err := fsm.GetRowsTogether([]fsm.RowsPart{{SM: a, Q: &meta.GetRows{HashSlot: qa.HashSlot, Table: meta.TableDedup, Keys: qa.Keys}}}); slotstore.ErrorCode(err) != slotstore.CodeInvalidArgument {
+		t.Fatalf("a part of the idempotency records: %v (want invalid_argument)", err)
+	}
+	if out, err := fsm.GetRowsTogether(nil); err != nil || out != nil {
+		t.Fatalf("no parts: %v %v", out, err)
+	}
 }

@@ -1,6 +1,10 @@
 package meta
 
-import "github.com/slotmeta/slotmeta/internal/slotstore"
+import (
+	"context"
+
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+)
 
 // Batch reads (issue 28): many keys of one group answered by one query,
 // so a batch of a thousand keys over a few groups costs a read round per
@@ -71,6 +75,22 @@ type RowBatch struct {
 type RowBatchItem struct {
 	State BatchState
 	Row   []byte
+}
+
+// RowsReader reads the GetRows of many groups in one call: a node reads
+// the parts its replicas hold together (one read round each, side by side,
+// then one view of its store) and asks other nodes for the rest.
+type RowsReader interface {
+	// ReadRows answers qs[i] in out[i], each with its own answer or error
+	// (typed, as Read's).
+	ReadRows(ctx context.Context, qs []*GetRows, c Consistency) []RowsAnswer
+}
+
+// RowsAnswer is one GetRows' answer in a RowsReader's read: the batch, or
+// why it could not be read.
+type RowsAnswer struct {
+	Batch *RowBatch
+	Err   error
 }
 
 const QueryGetRows QueryKind = 111
