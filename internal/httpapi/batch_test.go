@@ -166,7 +166,7 @@ func TestBatchWriteKV(t *testing.T) {
 		t.Fatalf("revisions and existed: %+v", got.Items)
 	}
 	if len(f.proposed) != 2 {
-		t.Fatalf("%d commands proposed, want one per slot", len(f.proposed))
+		t.Fatalf("%d commands proposed, want one per slot (the two slots are of different groups)", len(f.proposed))
 	}
 	for _, c := range f.proposed {
 		hs := slotstore.HashSlotOfString(c.RouteKey())
@@ -232,5 +232,59 @@ func TestBatchWriteKV(t *testing.T) {
 	}
 	if k := slotIdempotencyKey(strings.Repeat("k", meta.MaxIdempotencyKeyBytes), 200); len(k) > meta.MaxIdempotencyKeyBytes || k == slotIdempotencyKey(strings.Repeat("k", meta.MaxIdempotencyKeyBytes), 201) {
 		t.Fatalf("a long key's slot keys: %q", k)
+	}
+}
+
+// TestBatchWriteKVOneCommandAGroup: the slots of one group are proposed as
+// one SlotWrites, each slot a part under its own derived key; a part whose
+// slot left the group is proposed again alone; a retry of the request
+// replays every part.
+func TestBatchWriteKVOneCommandAGroup(t *testing.T) {
+	f := newFake(t, 1)
+	h := newHandler(t, f)
+	var keys []string
+	slots := map[slotstore.HashSlot]bool{}
+	for i := 0; len(keys) < 5; i++ {
+		k := fmt.Sprintf("g-%d", i)
+		if hs := slotstore.HashSlotOfString(k); !slots[hs] {
+			slots[hs] = true
+			keys = append(keys, k)
+		}
+	}
+	f.slotMovedOnce = map[slotstore.HashSlot]bool{slotstore.HashSlotOfString(keys[3]): true}
+	ops := make([]string, len(keys))
+	for i, k := range keys {
+		ops[i] = fmt.Sprintf(`{"op":"put","key":%q,"value":"v%d"}`, k, i)
+	}
+	body := `{"ops":[` + strings.Join(ops, ",") + `]}`
+	w := do(t, h, "POST", "/v1/batch/kv/write", body, "Idempotency-Key", "grp")
+	var got batchWriteJSON
+	if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil || w.Code != http.StatusOK {
+		t.Fatalf("%d %s", w.Code, w.Body)
+	}
+	for i, it := range got.Items {
+		if !it.OK || string(f.kvs[keys[i]].Value) != fmt.Sprintf("v%d", i) {
+			t.Fatalf("operation %d: %+v", i, it)
+		}
+	}
+	if len(f.proposed) != 2 {
+		t.Fatalf("%d commands proposed, want the group's and the moved slot's alone", len(f.proposed))
+	}
+	sw, ok := f.proposed[0].(*meta.SlotWrites)
+	if !ok || len(sw.Parts) != len(keys) {
+		t.Fatalf("the group's command: %T %+v", f.proposed[0], f.proposed[0])
+	}
+	for _, p := range sw.Parts {
+		if p.IdempotencyKey != fmt.Sprintf("grp\t%d", p.HashSlot) || len(p.Ops) != 1 {
+			t.Fatalf("a part: %+v", p)
+		}
+	}
+	if alone, ok := f.proposed[1].(*meta.WriteKVs); !ok || alone.Ops[0].Key != keys[3] {
+		t.Fatalf("the moved slot's command: %T %+v", f.proposed[1], f.proposed[1])
+	}
+	rev := f.rev
+	w = do(t, h, "POST", "/v1/batch/kv/write", body, "Idempotency-Key", "grp")
+	if w.Code != http.StatusOK || w.Header().Get(hdrReplayed) != "true" || f.rev != rev {
+		t.Fatalf("the retry: %d replayed %q, revision %d → %d: %s", w.Code, w.Header().Get(hdrReplayed), rev, f.rev, w.Body)
 	}
 }

@@ -5,16 +5,21 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 
 	"github.com/slotmeta/slotmeta/internal/slotstore"
 	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore/routing"
 )
 
 // Batch writes (issue 28): POST /v1/batch/kv/write puts and deletes up to
 // meta.MaxBatchKeys business keys in one request. The operations are split
-// by hash slot and each slot's are proposed as one meta.WriteKVs, all slots
-// at the same time; a slot's operations are atomic — all applied at one
+// by hash slot, each slot's made one meta.WriteKVs, and the slots of one
+// group (under the node's routing) proposed together as one
+// meta.SlotWrites, all groups at the same time — a command per group, not
+// per slot; a slot that left its group meanwhile is proposed again alone,
+// where it went. A slot's operations are atomic — all applied at one
 // revision, or none when one of their conditions fails — and slots are
 // independent of each other. Every operation gets its own answer, in
 // request order. An operation that is not valid (its op, key or value) is
@@ -84,11 +89,15 @@ func (a kvRoutes) batchWriteKV(w http.ResponseWriter, r *http.Request) error {
 			bad[hs] = true
 		}
 	}
-	var (
-		wg                 sync.WaitGroup
-		mu                 sync.Mutex
-		proposed, replayed int
-	)
+	// The valid slots, by group under the node's routing: one SlotWrites a
+	// group (in chunks of at most maxSlotWritesBytes), a slot alone as a
+	// WriteKVs.
+	var chunks [][]slotstore.HashSlot
+	byGroup := map[slotstore.GroupID][]slotstore.HashSlot{}
+	var tbl *routing.Table
+	if snap, err := a.snapshot(); err == nil {
+		tbl = snap.Table()
+	}
 	for hs, idx := range slots {
 		if bad[hs] {
 			for _, i := range idx {
@@ -98,20 +107,78 @@ func (a kvRoutes) batchWriteKV(w http.ResponseWriter, r *http.Request) error {
 			}
 			continue
 		}
+		if tbl == nil {
+			chunks = append(chunks, []slotstore.HashSlot{hs})
+			continue
+		}
+		g := tbl.Group(hs)
+		byGroup[g] = append(byGroup[g], hs)
+	}
+	for _, group := range byGroup {
+		slices.Sort(group)
+		size, from := 0, 0
+		for j, hs := range group {
+			n := opsBytes(ops, slots[hs])
+			if j > from && size+n > maxSlotWritesBytes {
+				chunks, size, from = append(chunks, group[from:j]), 0, j
+			}
+			size += n
+		}
+		chunks = append(chunks, group[from:])
+	}
+	var (
+		wg                 sync.WaitGroup
+		mu                 sync.Mutex
+		proposed, replayed int
+	)
+	count := func(res meta.Result, err error) {
+		mu.Lock()
+		proposed++
+		if err == nil && res.Replayed {
+			replayed++
+		}
+		mu.Unlock()
+	}
+	for _, chunk := range chunks {
 		wg.Go(func() {
-			cmd := &meta.WriteKVs{Ops: make([]meta.KVOp, len(idx))}
-			for j, i := range idx {
-				cmd.Ops[j] = ops[i]
+			if len(chunk) == 1 {
+				res, err := a.proposeSlot(r, idemKey, chunk[0], ops, slots[chunk[0]])
+				count(res, err)
+				a.answerSlot(out.Items, slots[chunk[0]], res, err)
+				return
 			}
-			cmd.IdempotencyKey = slotIdempotencyKey(idemKey, hs)
+			cmd := &meta.SlotWrites{Parts: make([]meta.WriteKVs, len(chunk))}
+			for j, hs := range chunk {
+				cmd.Parts[j] = slotWrite(idemKey, hs, ops, slots[hs])
+			}
 			res, _, err := a.be.Propose(r.Context(), cmd)
-			mu.Lock()
-			proposed++
-			if err == nil && res.Replayed {
-				replayed++
+			var parts []meta.Result
+			if err == nil {
+				if err = res.Err(); err == nil {
+					if parts, err = meta.DecodeResults(res.Value); err == nil && len(parts) != len(chunk) {
+						err = internalf("a write of %d slots answered %d", len(chunk), len(parts))
+					}
+				}
 			}
-			mu.Unlock()
-			a.answerSlot(out.Items, idx, res, err)
+			for j, hs := range chunk {
+				if err != nil {
+					count(meta.Result{}, err)
+					a.answerSlot(out.Items, slots[hs], meta.Result{}, err)
+					continue
+				}
+				pr := parts[j]
+				// A slot that left the group (or is being handed over) since
+				// the routing was read: asked alone, where it is now.
+				if pr.Code == slotstore.CodeWrongGroup || pr.Code == slotstore.CodeSlotMigrating {
+					var perr error
+					pr, perr = a.proposeSlot(r, idemKey, hs, ops, slots[hs])
+					count(pr, perr)
+					a.answerSlot(out.Items, slots[hs], pr, perr)
+					continue
+				}
+				count(pr, nil)
+				a.answerSlot(out.Items, slots[hs], pr, nil)
+			}
 		})
 	}
 	wg.Wait()
@@ -120,6 +187,38 @@ func (a kvRoutes) batchWriteKV(w http.ResponseWriter, r *http.Request) error {
 	}
 	a.writeJSON(w, r, http.StatusOK, out)
 	return nil
+}
+
+// maxSlotWritesBytes bounds what one SlotWrites carries (its operations'
+// keys and values): well under a Raft entry's bound, about one proposer
+// batch; a group's share past it is sent as several.
+const maxSlotWritesBytes = 1 << 20
+
+// opsBytes is about what ops at idx weigh encoded.
+func opsBytes(ops []meta.KVOp, idx []int) int {
+	n := 0
+	for _, i := range idx {
+		n += len(ops[i].Key) + len(ops[i].Value) + 16
+	}
+	return n
+}
+
+// slotWrite is the WriteKVs of slot hs: its operations at idx, under the
+// key derived from the request's.
+func slotWrite(idemKey string, hs slotstore.HashSlot, ops []meta.KVOp, idx []int) meta.WriteKVs {
+	w := meta.WriteKVs{Ops: make([]meta.KVOp, len(idx))}
+	for j, i := range idx {
+		w.Ops[j] = ops[i]
+	}
+	w.HashSlot, w.IdempotencyKey = hs, slotIdempotencyKey(idemKey, hs)
+	return w
+}
+
+// proposeSlot proposes slot hs's operations alone, as a WriteKVs.
+func (a kvRoutes) proposeSlot(r *http.Request, idemKey string, hs slotstore.HashSlot, ops []meta.KVOp, idx []int) (meta.Result, error) {
+	cmd := slotWrite(idemKey, hs, ops, idx)
+	res, _, err := a.be.Propose(r.Context(), &cmd)
+	return res, err
 }
 
 // answerSlot fills the items of one slot's operations from its command's

@@ -48,6 +48,9 @@ type fakeBackend struct {
 	movedOnce, movedAlways map[string]bool
 	groupErr               map[slotstore.GroupID]error
 	batchRoom              int // keys one batch answer reads at most (0: all)
+	// Batch writes: slots whose part of a SlotWrites answers wrong_group
+	// (their slot left the group) once.
+	slotMovedOnce map[slotstore.HashSlot]bool
 
 	changes *fakeChangeLog // the change feed (Watches), made on first use
 
@@ -129,6 +132,9 @@ func (f *fakeBackend) Propose(ctx context.Context, cmd meta.Command) (meta.Resul
 	h := cmd.Head()
 	h.HashSlot, h.TimeMs = rt.HashSlot, f.now
 	f.proposed = append(f.proposed, cmd)
+	if sw, ok := cmd.(*meta.SlotWrites); ok {
+		return f.applyParts(sw), rt, nil
+	}
 	if h.IdempotencyKey != "" {
 		if res, ok := f.idem[h.IdempotencyKey]; ok {
 			res.Replayed = true
@@ -140,6 +146,30 @@ func (f *fakeBackend) Propose(ctx context.Context, cmd meta.Command) (meta.Resul
 		f.idem[h.IdempotencyKey] = res
 	}
 	return res, rt, nil
+}
+
+// applyParts applies each part of a SlotWrites as a lone WriteKVs (its
+// own idempotency record), a slot of slotMovedOnce answering wrong_group.
+func (f *fakeBackend) applyParts(sw *meta.SlotWrites) meta.Result {
+	out := make([]meta.Result, len(sw.Parts))
+	for i := range sw.Parts {
+		p := &sw.Parts[i]
+		if f.slotMovedOnce[p.HashSlot] {
+			delete(f.slotMovedOnce, p.HashSlot)
+			out[i] = fail(slotstore.CodeWrongGroup, "hash slot %d moved", p.HashSlot)
+			continue
+		}
+		if res, ok := f.idem[p.IdempotencyKey]; ok && p.IdempotencyKey != "" {
+			res.Replayed = true
+			out[i] = res
+			continue
+		}
+		out[i] = f.apply(p)
+		if p.IdempotencyKey != "" {
+			f.idem[p.IdempotencyKey] = out[i]
+		}
+	}
+	return meta.Result{Value: meta.EncodeResults(out)}
 }
 
 func fail(code slotstore.Code, format string, args ...any) meta.Result {

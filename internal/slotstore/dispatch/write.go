@@ -38,7 +38,13 @@ func (d *Dispatcher) Propose(ctx context.Context, cmd meta.Command) (meta.Result
 	h := cmd.Head()
 	h.HashSlot = hs
 	if heat.Counted(ctx) {
-		d.cfg.Heat.Write(hs)
+		if sw, ok := cmd.(*meta.SlotWrites); ok {
+			for _, s := range sw.PartSlots() {
+				d.cfg.Heat.Write(s)
+			}
+		} else {
+			d.cfg.Heat.Write(hs)
+		}
 	}
 	change, route, err := d.resolveWatching(hs)
 	if route.GroupID == 0 {
@@ -51,7 +57,7 @@ func (d *Dispatcher) Propose(ctx context.Context, cmd meta.Command) (meta.Result
 		d.cfg.Proposal(route.GroupID, slotstore.ErrorCode(eerr))
 		return meta.Result{}, route, eerr
 	}
-	idem := h.IdempotencyKey != ""
+	idem := meta.Idempotent(cmd)
 	waitUntil := time.Now().Add(d.cfg.LeaderWait)
 	target := route.LeaderNodeID
 	var res meta.Result

@@ -61,9 +61,19 @@ func (a *applier) applyCommand(raw []byte) meta.Result {
 	}
 	h := c.Head()
 	a.timeMs, a.batch = h.TimeMs, 0
-	if sc, ok := c.(meta.SlotCommand); ok {
-		return slotApplier{a}.applySlotCommand(sc)
+	switch c := c.(type) {
+	case meta.SlotCommand:
+		return slotApplier{a}.applySlotCommand(c)
+	case *meta.SlotWrites:
+		return a.applySlotWrites(c)
 	}
+	return a.applyOne(c)
+}
+
+// applyOne applies a data command of one hash slot: its slot owned here
+// and not fenced, replayed from its idempotency record if it has one.
+func (a *applier) applyOne(c meta.Command) meta.Result {
+	h := c.Head()
 	if _, ok := c.(*meta.Noop); !ok && slotstore.HashSlotOfString(c.RouteKey()) != h.HashSlot {
 		return meta.Result{Code: slotstore.CodeInvalidArgument,
 			Message: fmt.Sprintf("route key hashes to slot %d, command names %d", slotstore.HashSlotOfString(c.RouteKey()), h.HashSlot)}

@@ -412,3 +412,102 @@ func TestGetRowsTogether(t *testing.T) {
 		t.Fatalf("no parts: %v %v", out, err)
 	}
 }
+
+// TestSlotWrites: the WriteKVs of many slots of a group in one command —
+// each part applied as if alone: its own revision, a failed condition
+// holding back only its slot, a fenced slot answering slot_migrating and a
+// slot the group does not own wrong_group; each part's idempotency record
+// is the one a lone WriteKVs of it writes (a replay answers from it, a
+// different request under its key conflicts), and the retryable parts are
+// not remembered: sent again once their slot is back, they are applied.
+func TestSlotWrites(t *testing.T) {
+	db := openStore(t, t.TempDir())
+	slots := []slotstore.HashSlot{1, 2, 3}
+	s := openGroup(t, db, 1, slots)
+	var idx uint64
+	k := func(hs slotstore.HashSlot, n int) string {
+		return keysIn(fmt.Sprintf("sw%d", hs), n+1, []slotstore.HashSlot{hs})[n]
+	}
+	if r := apply1(t, s, &idx, putKV(k(2, 0), "old")); !r.OK() {
+		t.Fatal(r)
+	}
+	if r := apply1(t, s, &idx, &meta.FenceSlot{Header: meta.Header{HashSlot: 3}}); !r.OK() {
+		t.Fatal(r)
+	}
+	part := func(hs slotstore.HashSlot, idem string, ops ...meta.KVOp) meta.WriteKVs {
+		return meta.WriteKVs{Header: meta.Header{HashSlot: hs, IdempotencyKey: idem}, Ops: ops}
+	}
+	cmd := &meta.SlotWrites{Header: meta.Header{HashSlot: 1, TimeMs: 5000}, Parts: []meta.WriteKVs{
+		part(1, "req\t1", meta.KVOp{Key: k(1, 0), Value: []byte("a")}, meta.KVOp{Key: k(1, 1), Value: []byte("b")}),
+		part(2, "req\t2", meta.KVOp{Key: k(2, 1), Value: []byte("c")}, meta.KVOp{Key: k(2, 0), Value: []byte("d"), Cond: meta.Cond{Kind: meta.CondIfAbsent}}),
+		part(3, "req\t3", meta.KVOp{Key: k(3, 0), Value: []byte("e")}),
+		part(4, "req\t4", meta.KVOp{Key: k(4, 0), Value: []byte("f")}),
+	}}
+	parts := func(r meta.Result) []meta.Result {
+		t.Helper()
+		if !r.OK() {
+			t.Fatalf("the command failed: %+v", r)
+		}
+		rs, err := meta.DecodeResults(r.Value)
+		if err != nil || len(rs) != len(cmd.Parts) {
+			t.Fatalf("part results %+v, %v", rs, err)
+		}
+		return rs
+	}
+	items := func(r meta.Result) []meta.KVWriteResult {
+		t.Helper()
+		res, err := meta.DecodeKVWriteResults(r.Value)
+		if err != nil {
+			t.Fatalf("part result %+v: %v", r, err)
+		}
+		return res.Items
+	}
+	first := parts(apply1(t, s, &idx, cmd))
+	if it := items(first[0]); first[0].Revision == 0 || it[0].Code != "" || it[1].Revision != first[0].Revision {
+		t.Fatalf("slot 1: %+v %+v", first[0], it)
+	}
+	if it := items(first[1]); it[0].Code != slotstore.CodeAborted || it[1].Code != slotstore.CodeFailedPrecondition {
+		t.Fatalf("slot 2 (a failed condition): %+v", it)
+	}
+	if first[2].Code != slotstore.CodeSlotMigrating || first[3].Code != slotstore.CodeWrongGroup {
+		t.Fatalf("slots 3 (fenced) and 4 (not here): %+v, %+v", first[2], first[3])
+	}
+	get := func(key string) *meta.KV {
+		v, err := s.Lookup(&meta.GetKV{HashSlot: slotstore.HashSlotOfString(key), Key: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v.(*meta.KV)
+	}
+	if got := get(k(1, 1)); got == nil || string(got.Value) != "b" || got.UpdatedAtMs != 5000 {
+		t.Fatalf("slot 1's row: %+v", got)
+	}
+	if got := get(k(2, 1)); got != nil {
+		t.Fatalf("slot 2's failed part wrote %+v", got)
+	}
+	// The same command again: slots 1 and 2 replay their first answers.
+	again := parts(apply1(t, s, &idx, cmd))
+	for i := range 2 {
+		if !again[i].Replayed || again[i].Revision != first[i].Revision || !bytes.Equal(again[i].Value, first[i].Value) {
+			t.Fatalf("part %d again: %+v, first %+v", i, again[i], first[i])
+		}
+	}
+	// A lone WriteKVs of slot 1's part under its key replays the same
+	// record; other operations under that key conflict.
+	lone := cmd.Parts[0]
+	if r := apply1(t, s, &idx, &lone); !r.Replayed || r.Revision != first[0].Revision {
+		t.Fatalf("slot 1's part alone: %+v", r)
+	}
+	other := part(1, "req\t1", meta.KVOp{Key: k(1, 0), Value: []byte("z")})
+	if r := apply1(t, s, &idx, &other); r.Code != slotstore.CodeConflict {
+		t.Fatalf("another request under slot 1's key: %+v", r)
+	}
+	// The fenced slot unfenced: its part, never remembered, is applied now.
+	if r := apply1(t, s, &idx, &meta.UnfenceSlot{Header: meta.Header{HashSlot: 3}}); !r.OK() {
+		t.Fatal(r)
+	}
+	third := parts(apply1(t, s, &idx, cmd))
+	if third[2].Code != "" || third[2].Replayed || get(k(3, 0)) == nil {
+		t.Fatalf("slot 3 unfenced: %+v", third[2])
+	}
+}

@@ -89,3 +89,18 @@ func revisionOf(kv *meta.KV) uint64 {
 	}
 	return kv.Revision
 }
+
+// applySlotWrites applies each part of meta.SlotWrites as applyOne applies
+// a lone WriteKVs — its slot's checks, its idempotency record, its own
+// revision and change batch — and answers an item per part. The command
+// itself always succeeds; its refusals are the parts'.
+func (a *applier) applySlotWrites(c *meta.SlotWrites) meta.Result {
+	results := make([]meta.Result, len(c.Parts))
+	for i := range c.Parts {
+		p := &c.Parts[i]
+		p.TimeMs = c.TimeMs
+		a.batch = 0 // each part's changes are numbered as its own command's
+		results[i] = a.applyOne(p)
+	}
+	return meta.Result{Value: meta.EncodeResults(results)}
+}

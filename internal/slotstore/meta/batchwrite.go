@@ -79,4 +79,82 @@ func EncodeKVWriteResults(r *KVWriteResults) []byte { return encodeEntity(r) }
 // DecodeKVWriteResults decodes EncodeKVWriteResults' output.
 func DecodeKVWriteResults(b []byte) (*KVWriteResults, error) { return decodeEntity[KVWriteResults](b) }
 
-func init() { registerCommand[WriteKVs]() }
+// SlotWrites is the WriteKVs of many hash slots of one group in one
+// command: a batch write's share of the group, so a batch of 100 keys over
+// 82 slots costs a command per group, not per slot. Each part is applied
+// exactly as it would be if proposed alone — its slot's ownership and
+// fence, its own idempotency record (the same record a lone WriteKVs of the
+// same operations and key writes or replays), its own revision — and
+// answered on its own: a part whose slot left the group answers
+// wrong_group, one being handed over slot_migrating, without touching the
+// others. The header's slot is the first part's (the route); the command
+// has no idempotency key of its own, and its parts take its time. Result
+// value: EncodeResults of an item per part.
+type SlotWrites struct {
+	Header
+	Parts []WriteKVs
+}
+
+// MaxSlotWritesParts bounds the parts of a SlotWrites (one a hash slot).
+const MaxSlotWritesParts = slotstore.HashSlotCount
+
+const OpSlotWrites Op = 111
+
+func (*SlotWrites) Op() Op { return OpSlotWrites }
+
+// RouteKey is the first part's.
+func (c *SlotWrites) RouteKey() string {
+	if len(c.Parts) == 0 {
+		return ""
+	}
+	return c.Parts[0].RouteKey()
+}
+
+// PartSlots lists the hash slots the command writes (heat counts each).
+func (c *SlotWrites) PartSlots() []slotstore.HashSlot {
+	out := make([]slotstore.HashSlot, len(c.Parts))
+	for i := range c.Parts {
+		out[i] = c.Parts[i].HashSlot
+	}
+	return out
+}
+
+// Idempotent reports whether c applied again answers from its first
+// application instead of applying twice: it carries an idempotency key,
+// or — a SlotWrites — every part does (a forward whose outcome is unknown
+// may then be sent again).
+func Idempotent(c Command) bool {
+	if c.Head().IdempotencyKey != "" {
+		return true
+	}
+	sw, ok := c.(*SlotWrites)
+	if !ok || len(sw.Parts) == 0 {
+		return false
+	}
+	for i := range sw.Parts {
+		if sw.Parts[i].IdempotencyKey == "" {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *SlotWrites) codeBody(k *coder) {
+	ops := 0
+	list(k, &c.Parts, MaxSlotWritesParts, "slot parts", func(k *coder, p *WriteKVs) {
+		k.slot(&p.HashSlot)
+		k.str(&p.IdempotencyKey, MaxIdempotencyKeyBytes, "idempotency key")
+		p.codeBody(k)
+		if !p.HashSlot.Valid() {
+			k.fail("hash slot %d out of range", p.HashSlot)
+		}
+		if ops += len(p.Ops); ops > MaxBatchKeys {
+			k.fail("%d operations in the slot parts (limit %d)", ops, MaxBatchKeys)
+		}
+	})
+}
+
+func init() {
+	registerCommand[WriteKVs]()
+	registerCommand[SlotWrites]()
+}
