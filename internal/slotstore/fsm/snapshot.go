@@ -57,6 +57,11 @@ func (s *StateMachine) SaveSnapshot(ctx any, w io.Writer, done <-chan struct{}) 
 		return fmt.Errorf("fsm: snapshot context is %T", ctx)
 	}
 	defer snap.Close()
+	return s.writeImage(snap, w, done)
+}
+
+// writeImage streams the group's key span in snap as an image.
+func (s *StateMachine) writeImage(snap *pebble.Snapshot, w io.Writer, done <-chan struct{}) error {
 	prefix := meta.GroupPrefix(s.cfg.Group)
 	it, err := snap.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: meta.PrefixEnd(prefix)})
 	if err != nil {
