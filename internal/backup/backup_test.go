@@ -239,3 +239,38 @@ func TestCreateAndFinishRefuse(t *testing.T) {
 		t.Fatalf("a manifest was written: %v", err)
 	}
 }
+
+// TestDiscard: a stream taken again is removed whole — its chunk files and
+// its place in the manifest — and the backup verifies without it.
+func TestDiscard(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "d")
+	w, err := Create(dir, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"first", "second"} {
+		sw, _ := w.Stream(name)
+		if _, err := sw.Write([]byte("0123456789")); err != nil {
+			t.Fatal(err)
+		}
+		if err := sw.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Discard("first"); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Discard("first"); err == nil {
+		t.Fatal("discarded twice")
+	}
+	if _, err := w.Finish(Manifest{ClusterID: "c", BackupID: "b"}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := Verify(dir, VerifyOptions{})
+	if err != nil || len(m.Streams) != 1 || m.Streams[0].Name != "second" {
+		t.Fatalf("after a discard: %+v %v", m, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "first.0000")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a discarded chunk is still there: %v", err)
+	}
+}

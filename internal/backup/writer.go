@@ -8,6 +8,7 @@ import (
 	"hash"
 	"os"
 	"path/filepath"
+	"slices"
 )
 
 // DefaultChunkBytes is the chunk size a Writer uses unless told otherwise;
@@ -142,10 +143,14 @@ func (sw *StreamWriter) Close() error {
 	if sw.f != nil {
 		_ = sw.f.Close()
 		sw.f = nil
+		sw.s.Chunks = append(sw.s.Chunks, sw.cur) // unfinished: Discard removes it
 	}
 	sw.w.open = false
 	if sw.err != nil {
-		sw.w.done = true // a backup with a lost stream is never finished
+		// Recorded as it stands, for Discard to remove; the backup cannot
+		// be finished while it is there (Finish checks every stream).
+		sw.s.SHA256 = "failed"
+		sw.w.m.Streams = append(sw.w.m.Streams, sw.s)
 		return sw.err
 	}
 	sw.s.SHA256 = hex.EncodeToString(sw.whole.Sum(nil))
@@ -153,6 +158,26 @@ func (sw *StreamWriter) Close() error {
 		sw.s.Chunks = []Chunk{}
 	}
 	sw.w.m.Streams = append(sw.w.m.Streams, sw.s)
+	return nil
+}
+
+// Discard removes a closed stream — its chunk files and its place in the
+// manifest — so that the backup goes on without it (an image taken
+// again, a source that failed midway).
+func (w *Writer) Discard(name string) error {
+	if w.open {
+		return errors.New("backup: a stream is still open")
+	}
+	i := slices.IndexFunc(w.m.Streams, func(s Stream) bool { return s.Name == name })
+	if i < 0 {
+		return fmt.Errorf("backup: no stream %q", name)
+	}
+	for _, c := range w.m.Streams[i].Chunks {
+		if err := os.Remove(filepath.Join(w.dir, c.File)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	w.m.Streams = slices.Delete(w.m.Streams, i, i+1)
 	return nil
 }
 

@@ -12,6 +12,8 @@ import "context"
 type Operator interface {
 	// NodeID is this node's id.
 	NodeID() NodeID
+	// Backups are the backups this node takes and keeps.
+	Backups() Backups
 	// Summary is the node's view of the cluster (GET /v1/cluster).
 	Summary() ClusterSummary
 	// Nodes lists the registered nodes in id order.

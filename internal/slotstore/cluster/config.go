@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"path/filepath"
 	"time"
 
 	"github.com/lni/dragonboat/v4/config"
@@ -25,11 +26,14 @@ import (
 // Config describes one node. Start fills defaults (EnsureDefaults) and
 // refuses what Validate rejects.
 type Config struct {
-	NodeID   slotstore.NodeID
-	DataDir  string // raft/ (dragonboat) and store/ (Pebble) live under it
-	RaftAddr string // host:port for Raft traffic; must stay the same across restarts
-	APIAddr  string // advertised HTTP API address
-	PeerAddr string // advertised peer RPC address
+	NodeID  slotstore.NodeID
+	DataDir string // raft/ (dragonboat) and store/ (Pebble) live under it
+	// BackupDir is where this node writes the backups it is asked for, one
+	// directory each (default DataDir/backups).
+	BackupDir string
+	RaftAddr  string // host:port for Raft traffic; must stay the same across restarts
+	APIAddr   string // advertised HTTP API address
+	PeerAddr  string // advertised peer RPC address
 
 	// ClusterSecret authenticates peer RPC: every request carries it and
 	// every node refuses requests without it. Required when PeerAddr is set.
@@ -186,6 +190,9 @@ func DefaultGroupCount(members, replicationFactor int) int {
 // EnsureDefaults fills zero fields.
 func (c *Config) EnsureDefaults() {
 	c.ClusterID = cmp.Or(c.ClusterID, "slotmeta")
+	if c.BackupDir == "" && c.DataDir != "" {
+		c.BackupDir = filepath.Join(c.DataDir, "backups")
+	}
 	c.ReplicationFactor = cmp.Or(c.ReplicationFactor, 3)
 	c.GroupCount = cmp.Or(c.GroupCount, DefaultGroupCount(len(c.InitialMembers), c.ReplicationFactor))
 	c.DeploymentID = cmp.Or(c.DeploymentID, 1)

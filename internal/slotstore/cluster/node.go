@@ -63,6 +63,7 @@ import (
 
 	"github.com/slotmeta/slotmeta/internal/netguard"
 	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/backups"
 	"github.com/slotmeta/slotmeta/internal/slotstore/controller"
 	"github.com/slotmeta/slotmeta/internal/slotstore/controller/leader"
 	"github.com/slotmeta/slotmeta/internal/slotstore/dispatch"
@@ -91,7 +92,8 @@ type Node struct {
 	ctrlSM     *controller.StateMachine
 
 	replicas *replicas.Set // the slot-group replicas on this node
-	hub      *watch.Hub    // the change feed's subscribers (Watches)
+	backups  *backups.Runner
+	hub      *watch.Hub // the change feed's subscribers (Watches)
 
 	secret  *peer.Secret  // peer RPC's cluster secret, rotatable (RotateSecret)
 	secrets *secretKeeper // the given or generated secret (secret.go)
@@ -271,6 +273,7 @@ func Start(cfg Config) (*Node, error) {
 		Balancer: cfg.Balancer, DisableBalancer: cfg.DisableBalancer, DisableQuiesce: cfg.DisableQuiesce,
 		DisableHashSlotMoves: cfg.DisableHashSlotMoves, BackoffSeed: uint64(cfg.NodeID)<<32 ^ uint64(time.Now().UnixNano()),
 		ServedTransfer: func(ctx context.Context) { n.peerWrites.wrote(ctx, peerWriteTransfer) }})
+	n.backups = n.newBackups()
 	if cfg.PeerAddr != "" {
 		// Bounded: a connection that has not shown the cluster secret within
 		// the grace is closed (peer.Server proves it on admission).
@@ -417,6 +420,7 @@ func (n *Node) Close() error {
 		close(n.stop)
 		<-n.done
 		n.bg.Wait()
+		n.backups.Close()
 		n.closePeer()
 		n.replicas.Close()
 		n.metrics.raft.stop() // no scrape reads the NodeHost from here on

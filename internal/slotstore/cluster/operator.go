@@ -26,6 +26,7 @@ type operator struct {
 	ctl         controllerReplica                 // proposals to the controller
 	ctrl        *atomic.Pointer[controller.State] // this node's copy of the controller state
 	ready       func() error                      // Node.Ready
+	backups     slotstore.Backups
 	// electionTimeout bounds the wait for the controller's leadership to move.
 	electionTimeout time.Duration
 }
@@ -36,8 +37,11 @@ var _ slotstore.Operator = operator{}
 // console.
 func (n *Node) Operator() slotstore.Operator {
 	return operator{id: n.cfg.NodeID, noSlotMoves: n.cfg.DisableHashSlotMoves, router: n.router,
-		leader: n.leader, ctl: n.ctl, ctrl: &n.ctrl, ready: n.Ready, electionTimeout: n.cfg.electionTimeout()}
+		leader: n.leader, ctl: n.ctl, ctrl: &n.ctrl, ready: n.Ready, electionTimeout: n.cfg.electionTimeout(), backups: n.backups}
 }
+
+// Backups are the backups this node takes (package backups).
+func (o operator) Backups() slotstore.Backups { return o.backups }
 
 func (o operator) NodeID() slotstore.NodeID { return o.id }
 

@@ -31,6 +31,7 @@ func (p peerAPI) peerHandler() *peer.Server {
 	s.OnAuthFailure(p.n.metrics.peerAuthFailed)
 	p.n.dispatch.Register(s) // propose, propose-batch, read
 	p.n.leader.Register(s)   // groups, health, balancer, balancer-plan, transfer
+	p.n.backups.Register(s)  // backup-image
 	s.Handle(http.MethodPost, "readindex", p.servePeerReadIndex)
 	s.Handle(http.MethodGet, "leaders", p.servePeerLeaders)
 	s.Handle(http.MethodGet, "applied", p.servePeerApplied)

@@ -51,6 +51,7 @@ type Fake struct {
 	drains    []slotstore.DrainProgress
 	transfers int
 	splits    [][]slotstore.HashSlot
+	backups   *Backups
 }
 
 var _ slotstore.Operator = (*Fake)(nil)

@@ -1,0 +1,61 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/backups"
+	"github.com/slotmeta/slotmeta/internal/slotstore/controller"
+	"github.com/slotmeta/slotmeta/internal/slotstore/fsm"
+	"github.com/slotmeta/slotmeta/internal/slotstore/propose"
+)
+
+// backupHost is the node as its backups see it (backups.Host).
+type backupHost struct{ n *Node }
+
+func (h backupHost) NodeID() slotstore.NodeID { return h.n.cfg.NodeID }
+
+// ControllerState reads the controller's state linearizably through this
+// node's replica of the controller (every node runs one).
+func (h backupHost) ControllerState(ctx context.Context) (*controller.State, error) {
+	v, err := h.n.nh.SyncRead(ctx, controller.ShardID, controller.StateQuery{})
+	if err != nil {
+		return nil, propose.RaftError(err, 0, false)
+	}
+	st, ok := v.(*controller.State)
+	if !ok {
+		return nil, fmt.Errorf("the controller state query answered %T", v)
+	}
+	return st, nil
+}
+
+func (h backupHost) HasReplica(g slotstore.GroupID) bool { return h.n.replicas.Get(g).Open() }
+
+// LocalImage writes the image of this node's replica of g once a read
+// round has made it current: every write acknowledged before the call is
+// in it.
+func (h backupHost) LocalImage(ctx context.Context, g slotstore.GroupID, w io.Writer) (fsm.ImageInfo, error) {
+	r := h.n.replicas.Get(g)
+	if !r.Open() {
+		return fsm.ImageInfo{}, slotstore.Errorf(slotstore.CodeRouteNotReady, "node %d holds no replica of group %d", h.n.cfg.NodeID, g)
+	}
+	if err := r.AwaitRead(ctx); err != nil {
+		return fsm.ImageInfo{}, err
+	}
+	return r.SM().WriteImage(w, ctx.Done())
+}
+
+func (h backupHost) Leader(g slotstore.GroupID) slotstore.NodeID {
+	st, _ := h.n.router.Load().Group(g)
+	return st.Leader
+}
+
+func (h backupHost) PeerAddr(id slotstore.NodeID) string { return h.n.dispatch.PeerAddrOf(id) }
+
+// newBackups returns the node's backup runner (started with the node,
+// closed before its peer server).
+func (n *Node) newBackups() *backups.Runner {
+	return backups.New(backups.Config{Host: backupHost{n}, Peers: n.peers, Root: n.cfg.BackupDir, Now: n.cfg.Now, Logger: n.cfg.Logger})
+}
