@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -66,6 +67,30 @@ func (e AuditRecordVia) Valid() bool {
 	case AuditRecordViaPeerTls:
 		return true
 	case AuditRecordViaToken:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for BackupState.
+const (
+	BackupStateDone    BackupState = "done"
+	BackupStateFailed  BackupState = "failed"
+	BackupStatePartial BackupState = "partial"
+	BackupStateRunning BackupState = "running"
+)
+
+// Valid indicates whether the value is a known member of the BackupState enum.
+func (e BackupState) Valid() bool {
+	switch e {
+	case BackupStateDone:
+		return true
+	case BackupStateFailed:
+		return true
+	case BackupStatePartial:
+		return true
+	case BackupStateRunning:
 		return true
 	default:
 		return false
@@ -1296,6 +1321,46 @@ type AuditRecordRole string
 
 // AuditRecordVia `peer`, `peer-tls`: through the peer port with the cluster secret (and, for `peer-tls`, a node certificate); the node named in `who` is the one the request said it came from.
 type AuditRecordVia string
+
+// Backup defines model for Backup.
+type Backup struct {
+	// Bytes Bytes written so far.
+	Bytes     int64   `json:"bytes"`
+	ClusterId *string `json:"cluster_id,omitempty"`
+
+	// Dir The backup's directory on the node that took it.
+	Dir      string     `json:"dir"`
+	Error    *string    `json:"error,omitempty"`
+	Finished *time.Time `json:"finished,omitempty"`
+
+	// Groups The groups it backs up.
+	Groups int `json:"groups"`
+
+	// GroupsDone Those whose image is written.
+	GroupsDone int    `json:"groups_done"`
+	Id         string `json:"id"`
+	Node       uint64 `json:"node"`
+
+	// Percent groups_done of groups (100 once done).
+	Percent float64 `json:"percent"`
+
+	// Retakes Group images taken again because a hash slot moved while the backup ran.
+	Retakes       *int      `json:"retakes,omitempty"`
+	RouteRevision *uint64   `json:"route_revision,omitempty"`
+	Started       time.Time `json:"started"`
+
+	// State done — whole, its manifest written; failed — stopped, no manifest; partial — found on disk without a manifest and not running here.
+	State BackupState `json:"state"`
+}
+
+// BackupState done — whole, its manifest written; failed — stopped, no manifest; partial — found on disk without a manifest and not running here.
+type BackupState string
+
+// BackupList defines model for BackupList.
+type BackupList struct {
+	Items      []Backup `json:"items"`
+	NextCursor string   `json:"next_cursor"`
+}
 
 // BalanceAction defines model for BalanceAction.
 type BalanceAction struct {
@@ -4271,6 +4336,36 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/cluster/audit (the `ListAudit` operationId).
 	ListAudit(ctx context.Context, params *ListAuditParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListBackups This node's backups, newest first
+	//
+	// The backups this node ran since it started, and every directory under its backup
+	// directory: one with a manifest is `done` (not verified here: a restore verifies every
+	// chunk), one without is `partial` unless it is the one running. Returned whole.
+	//
+	// Corresponds with GET /v1/cluster/backups (the `ListBackups` operationId).
+	ListBackups(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// StartBackup Start a backup of the whole cluster on this node
+	//
+	// Starts a backup on the node asked, into a directory of its own under the node's backup
+	// directory (`--backup-dir`, default `<data-dir>/backups`): every group's image — from the
+	// node's replica after a read round, so that every write acknowledged before the call is in
+	// it, or from the group's leader over peer RPC — the controller's state (nodes, routing
+	// table, groups, tasks, the audit trail; not the peer secret), idempotency records with
+	// their groups. Files of at most 4 MiB, each with its SHA-256, and a manifest written last.
+	// Consistent per hash slot: a slot that moves between groups while the backup runs makes
+	// the groups concerned be imaged again until every slot is in exactly one image. Reads of
+	// images are rate-limited (64 MiB/s a node) so that serving goes on; writers are never
+	// stopped. One backup at a time per node (409). Follow it with `GET /v1/cluster/backups/{id}`.
+	//
+	// Corresponds with POST /v1/cluster/backups (the `StartBackup` operationId).
+	StartBackup(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetBackup One backup and its progress
+	//
+	// Corresponds with GET /v1/cluster/backups/{id} (the `GetBackup` operationId).
+	GetBackup(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetBalancer The balancer, the load per node and the drains
 	//
 	// As the controller leader holds it: whether the balancer is enabled (node configuration)
@@ -6326,6 +6421,66 @@ func (c *Client) GetCluster(ctx context.Context, reqEditors ...RequestEditorFn) 
 // Corresponds with GET /v1/cluster/audit (the `ListAudit` operationId).
 func (c *Client) ListAudit(ctx context.Context, params *ListAuditParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListAuditRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListBackups This node's backups, newest first
+//
+// The backups this node ran since it started, and every directory under its backup
+// directory: one with a manifest is `done` (not verified here: a restore verifies every
+// chunk), one without is `partial` unless it is the one running. Returned whole.
+//
+// Corresponds with GET /v1/cluster/backups (the `ListBackups` operationId).
+func (c *Client) ListBackups(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListBackupsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// StartBackup Start a backup of the whole cluster on this node
+//
+// Starts a backup on the node asked, into a directory of its own under the node's backup
+// directory (`--backup-dir`, default `<data-dir>/backups`): every group's image — from the
+// node's replica after a read round, so that every write acknowledged before the call is in
+// it, or from the group's leader over peer RPC — the controller's state (nodes, routing
+// table, groups, tasks, the audit trail; not the peer secret), idempotency records with
+// their groups. Files of at most 4 MiB, each with its SHA-256, and a manifest written last.
+// Consistent per hash slot: a slot that moves between groups while the backup runs makes
+// the groups concerned be imaged again until every slot is in exactly one image. Reads of
+// images are rate-limited (64 MiB/s a node) so that serving goes on; writers are never
+// stopped. One backup at a time per node (409). Follow it with `GET /v1/cluster/backups/{id}`.
+//
+// Corresponds with POST /v1/cluster/backups (the `StartBackup` operationId).
+func (c *Client) StartBackup(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStartBackupRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetBackup One backup and its progress
+//
+// Corresponds with GET /v1/cluster/backups/{id} (the `GetBackup` operationId).
+func (c *Client) GetBackup(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetBackupRequest(c.Server, id)
 	if err != nil {
 		return nil, err
 	}
@@ -11070,6 +11225,94 @@ func NewListAuditRequest(server string, params *ListAuditParams) (*http.Request,
 	return req, nil
 }
 
+// NewListBackupsRequest constructs an http.Request for the ListBackups method
+func NewListBackupsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/cluster/backups")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewStartBackupRequest constructs an http.Request for the StartBackup method
+func NewStartBackupRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/cluster/backups")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetBackupRequest constructs an http.Request for the GetBackup method
+func NewGetBackupRequest(server string, id string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/cluster/backups/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewGetBalancerRequest constructs an http.Request for the GetBalancer method
 func NewGetBalancerRequest(server string) (*http.Request, error) {
 	var err error
@@ -15421,6 +15664,42 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/cluster/audit (the `ListAudit` operationId).
 	ListAuditWithResponse(ctx context.Context, params *ListAuditParams, reqEditors ...RequestEditorFn) (*ListAuditResponse, error)
+
+	// ListBackupsWithResponse This node's backups, newest first
+	//
+	// The backups this node ran since it started, and every directory under its backup
+	// directory: one with a manifest is `done` (not verified here: a restore verifies every
+	// chunk), one without is `partial` unless it is the one running. Returned whole.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/cluster/backups (the `ListBackups` operationId).
+	ListBackupsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListBackupsResponse, error)
+
+	// StartBackupWithResponse Start a backup of the whole cluster on this node
+	//
+	// Starts a backup on the node asked, into a directory of its own under the node's backup
+	// directory (`--backup-dir`, default `<data-dir>/backups`): every group's image — from the
+	// node's replica after a read round, so that every write acknowledged before the call is in
+	// it, or from the group's leader over peer RPC — the controller's state (nodes, routing
+	// table, groups, tasks, the audit trail; not the peer secret), idempotency records with
+	// their groups. Files of at most 4 MiB, each with its SHA-256, and a manifest written last.
+	// Consistent per hash slot: a slot that moves between groups while the backup runs makes
+	// the groups concerned be imaged again until every slot is in exactly one image. Reads of
+	// images are rate-limited (64 MiB/s a node) so that serving goes on; writers are never
+	// stopped. One backup at a time per node (409). Follow it with `GET /v1/cluster/backups/{id}`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/cluster/backups (the `StartBackup` operationId).
+	StartBackupWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*StartBackupResponse, error)
+
+	// GetBackupWithResponse One backup and its progress
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/cluster/backups/{id} (the `GetBackup` operationId).
+	GetBackupWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetBackupResponse, error)
 
 	// GetBalancerWithResponse The balancer, the load per node and the drains
 	//
@@ -23072,6 +23351,346 @@ func (r ListAuditResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ListAuditResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListBackupsResponse401Headers the declared response headers of an HTTP 401 response for ListBackups
+type ListBackupsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ListBackupsResponse429Headers the declared response headers of an HTTP 429 response for ListBackups
+type ListBackupsResponse429Headers struct {
+	RetryAfter int
+}
+
+// ListBackupsResponseDefaultHeaders the declared response headers of an HTTP default response for ListBackups
+type ListBackupsResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
+type ListBackupsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *BackupList
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorResponse
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListBackupsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListBackupsResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ListBackupsResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListBackupsResponse) GetJSON200() *BackupList {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListBackupsResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListBackupsResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListBackupsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListBackupsResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ListBackupsResponse) GetJSONDefault() *ErrorResponse {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListBackupsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListBackupsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListBackupsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListBackupsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// StartBackupResponse202Headers the declared response headers of an HTTP 202 response for StartBackup
+type StartBackupResponse202Headers struct {
+	Location *string
+}
+
+// StartBackupResponse401Headers the declared response headers of an HTTP 401 response for StartBackup
+type StartBackupResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// StartBackupResponse429Headers the declared response headers of an HTTP 429 response for StartBackup
+type StartBackupResponse429Headers struct {
+	RetryAfter int
+}
+
+// StartBackupResponse503Headers the declared response headers of an HTTP 503 response for StartBackup
+type StartBackupResponse503Headers struct {
+	RetryAfter int
+}
+
+// StartBackupResponseDefaultHeaders the declared response headers of an HTTP default response for StartBackup
+type StartBackupResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
+type StartBackupResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *Backup
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *ErrorBody
+	// JSON412 the response for an HTTP 412 `application/json` response
+	JSON412 *ErrorBody
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorResponse
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *StartBackupResponse202Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *StartBackupResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *StartBackupResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *StartBackupResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *StartBackupResponseDefaultHeaders
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r StartBackupResponse) GetJSON202() *Backup {
+	return r.JSON202
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r StartBackupResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r StartBackupResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r StartBackupResponse) GetJSON409() *ErrorBody {
+	return r.JSON409
+}
+
+// GetJSON412 returns the response for an HTTP 412 `application/json` response
+func (r StartBackupResponse) GetJSON412() *ErrorBody {
+	return r.JSON412
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r StartBackupResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r StartBackupResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r StartBackupResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r StartBackupResponse) GetJSONDefault() *ErrorResponse {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r StartBackupResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r StartBackupResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r StartBackupResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r StartBackupResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetBackupResponse401Headers the declared response headers of an HTTP 401 response for GetBackup
+type GetBackupResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// GetBackupResponse429Headers the declared response headers of an HTTP 429 response for GetBackup
+type GetBackupResponse429Headers struct {
+	RetryAfter int
+}
+
+// GetBackupResponseDefaultHeaders the declared response headers of an HTTP default response for GetBackup
+type GetBackupResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
+type GetBackupResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Backup
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ErrorBody
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorResponse
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetBackupResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetBackupResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetBackupResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetBackupResponse) GetJSON200() *Backup {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetBackupResponse) GetJSON400() *InvalidArgument {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetBackupResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetBackupResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetBackupResponse) GetJSON404() *ErrorBody {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetBackupResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetBackupResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetBackupResponse) GetJSONDefault() *ErrorResponse {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetBackupResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetBackupResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetBackupResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetBackupResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -32880,6 +33499,60 @@ func (c *ClientWithResponses) ListAuditWithResponse(ctx context.Context, params 
 		return nil, err
 	}
 	return ParseListAuditResponse(rsp)
+}
+
+// ListBackupsWithResponse This node's backups, newest first
+//
+// The backups this node ran since it started, and every directory under its backup
+// directory: one with a manifest is `done` (not verified here: a restore verifies every
+// chunk), one without is `partial` unless it is the one running. Returned whole.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/cluster/backups (the `ListBackups` operationId).
+func (c *ClientWithResponses) ListBackupsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListBackupsResponse, error) {
+	rsp, err := c.ListBackups(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListBackupsResponse(rsp)
+}
+
+// StartBackupWithResponse Start a backup of the whole cluster on this node
+//
+// Starts a backup on the node asked, into a directory of its own under the node's backup
+// directory (`--backup-dir`, default `<data-dir>/backups`): every group's image — from the
+// node's replica after a read round, so that every write acknowledged before the call is in
+// it, or from the group's leader over peer RPC — the controller's state (nodes, routing
+// table, groups, tasks, the audit trail; not the peer secret), idempotency records with
+// their groups. Files of at most 4 MiB, each with its SHA-256, and a manifest written last.
+// Consistent per hash slot: a slot that moves between groups while the backup runs makes
+// the groups concerned be imaged again until every slot is in exactly one image. Reads of
+// images are rate-limited (64 MiB/s a node) so that serving goes on; writers are never
+// stopped. One backup at a time per node (409). Follow it with `GET /v1/cluster/backups/{id}`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/cluster/backups (the `StartBackup` operationId).
+func (c *ClientWithResponses) StartBackupWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*StartBackupResponse, error) {
+	rsp, err := c.StartBackup(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStartBackupResponse(rsp)
+}
+
+// GetBackupWithResponse One backup and its progress
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/cluster/backups/{id} (the `GetBackup` operationId).
+func (c *ClientWithResponses) GetBackupWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetBackupResponse, error) {
+	rsp, err := c.GetBackup(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetBackupResponse(rsp)
 }
 
 // GetBalancerWithResponse The balancer, the load per node and the drains
@@ -46863,6 +47536,343 @@ func ParseListAuditResponse(rsp *http.Response) (*ListAuditResponse, error) {
 		response.Headers429 = &headers
 	case true:
 		var headers ListAuditResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListBackupsResponse parses an HTTP response from a ListBackupsWithResponse call
+func ParseListBackupsResponse(rsp *http.Response) (*ListBackupsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListBackupsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest BackupList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListBackupsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListBackupsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers ListBackupsResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseStartBackupResponse parses an HTTP response from a StartBackupWithResponse call
+func ParseStartBackupResponse(rsp *http.Response) (*StartBackupResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &StartBackupResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest Backup
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 202:
+		var headers StartBackupResponse202Headers
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		response.Headers202 = &headers
+	case rsp.StatusCode == 401:
+		var headers StartBackupResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers StartBackupResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers StartBackupResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	case true:
+		var headers StartBackupResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetBackupResponse parses an HTTP response from a GetBackupWithResponse call
+func ParseGetBackupResponse(rsp *http.Response) (*GetBackupResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetBackupResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Backup
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest InvalidArgument
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetBackupResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetBackupResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers GetBackupResponseDefaultHeaders
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

@@ -22,6 +22,7 @@ import (
 type options struct {
 	NodeID              uint64
 	DataDir             string
+	BackupDir           string
 	APIAddr             string
 	RaftAddr            string
 	PeerAddr            string
@@ -68,6 +69,7 @@ func parseOptions(args []string, getenv func(string) string) (*options, error) {
 	fs := flag.NewFlagSet("slotmeta", flag.ContinueOnError)
 	fs.Uint64Var(&o.NodeID, "node-id", 1, "this node's id (positive, unique in the cluster)")
 	fs.StringVar(&o.DataDir, "data-dir", "./data", "directory for Raft logs and the store")
+	fs.StringVar(&o.BackupDir, "backup-dir", "", "directory the backups this node is asked for are written under, one directory each (default <data-dir>/backups)")
 	fs.StringVar(&o.APIAddr, "api-addr", "127.0.0.1:8080", "HTTP API and console listen address")
 	fs.StringVar(&o.RaftAddr, "raft-addr", "127.0.0.1:9080", "Raft listen address (must not change across restarts)")
 	fs.StringVar(&o.PeerAddr, "peer-addr", "127.0.0.1:9180", "peer RPC address advertised to other nodes")

@@ -72,6 +72,7 @@ func (o *options) plan(getenv func(string) string) (*plan, error) {
 	p.cluster = cluster.Config{
 		NodeID:               slotstore.NodeID(o.NodeID),
 		DataDir:              o.DataDir,
+		BackupDir:            o.BackupDir,
 		RaftAddr:             o.RaftAddr,
 		APIAddr:              o.APIAddr,
 		PeerAddr:             o.PeerAddr,

@@ -1347,6 +1347,8 @@ func genCluster(t *testing.T, c *client.ClientWithResponses, cn *cluster.Node) {
 	drain, err := c.DrainNodeWithResponse(ctx, self)
 	genCheck(t, "drain the only node", drain, err, http.StatusPreconditionFailed)
 	genCheckErr(t, "drain the only node", drain.JSON412, client.ErrorCodeFailedPrecondition)
+	genBackups(t, c)
+
 	drain, err = c.DrainNodeWithResponse(ctx, 99)
 	genCheck(t, "drain an unknown node", drain, err, http.StatusNotFound)
 	rm, err := c.RemoveNodeWithResponse(ctx, self)
@@ -1373,7 +1375,7 @@ func genCluster(t *testing.T, c *client.ClientWithResponses, cn *cluster.Node) {
 	for _, r := range au.JSON200.Items {
 		actions = append(actions, r.Action)
 	}
-	for _, want := range []string{"POST /v1/cluster/hash-slots/{slot}/migrations", "POST /v1/cluster/groups", "PUT /v1/cluster/balancer",
+	for _, want := range []string{"POST /v1/cluster/backups", "POST /v1/cluster/hash-slots/{slot}/migrations", "POST /v1/cluster/groups", "PUT /v1/cluster/balancer",
 		"POST /v1/cluster/nodes/{id}/drain", "POST /v1/cluster/tasks/{id}/cancel"} {
 		if !slices.Contains(actions, want) {
 			t.Fatalf("the audit trail lacks %q: %v", want, actions)

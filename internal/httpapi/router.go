@@ -98,7 +98,7 @@ func (a *api) mountV1(r chi.Router) {
 	users, kv, devices, plugins, sys := userRoutes{a}, kvRoutes{a}, deviceRoutes{a}, pluginRoutes{a}, systemUIDRoutes{a}
 	channels, lists, memberships, bindings := channelRoutes{a}, channelListRoutes{a}, membershipRoutes{a}, cmdBindingRoutes{a}
 	runtime, migrations, events := runtimeRoutes{a}, migrationRoutes{a}, eventRoutes{a}
-	cluster, balancer, groups, tasks := clusterRoutes{a}, balancerRoutes{a}, groupRoutes{a}, taskRoutes{a}
+	cluster, balancer, groups, tasks, backups := clusterRoutes{a}, balancerRoutes{a}, groupRoutes{a}, taskRoutes{a}, backupRoutes{a}
 
 	r.Get("/watch", a.handle(a.watchStream))
 	r.Post("/batch/kv/get", a.handle(kv.batchGetKV))
@@ -205,5 +205,8 @@ func (a *api) mountV1(r chi.Router) {
 		{post, "/tasks/{id}/cancel", tasks.cancelTask},
 		{post, "/hash-slots/{slot}/migrations", tasks.createSlotMigration},
 		{post, "/routes/resolve", cluster.resolveRoutes},
+		{post, "/backups", backups.startBackup},
+		{get, "/backups", backups.listBackups},
+		{get, "/backups/{id}", backups.getBackup},
 	}))
 }

@@ -1,0 +1,41 @@
+package contract
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/slotmeta/slotmeta/client"
+	"github.com/slotmeta/slotmeta/internal/testutil"
+)
+
+// genBackups drives the backups of a node through the generated client: a
+// backup started (202 and its Location), followed until done, listed, read
+// alone; an unknown one is not found.
+func genBackups(t *testing.T, c *client.ClientWithResponses) {
+	ctx := genCtx(t)
+	start, err := c.StartBackupWithResponse(ctx)
+	genCheck(t, "start a backup", start, err, http.StatusAccepted)
+	b := start.JSON202
+	if b.Id == "" || b.Dir == "" || b.Node == 0 || start.HTTPResponse.Header.Get("Location") != "/v1/cluster/backups/"+b.Id {
+		t.Fatalf("the backup started: %+v, Location %q", b, start.HTTPResponse.Header.Get("Location"))
+	}
+	var done client.Backup
+	testutil.WaitUntil(t, 30*time.Second, 20*time.Millisecond, "the backup to end", func() bool {
+		got, err := c.GetBackupWithResponse(ctx, b.Id)
+		genCheck(t, "a backup", got, err, http.StatusOK)
+		done = *got.JSON200
+		return done.State != client.BackupStateRunning
+	})
+	if done.State != client.BackupStateDone || done.Percent != 100 || done.Groups != 4 || done.GroupsDone != 4 || done.Bytes == 0 ||
+		done.Finished == nil || done.ClusterId == nil || *done.ClusterId == "" {
+		t.Fatalf("the backup ended %+v", done)
+	}
+	list, err := c.ListBackupsWithResponse(ctx)
+	genCheck(t, "backups", list, err, http.StatusOK)
+	if l := list.JSON200; len(l.Items) != 1 || l.Items[0].Id != b.Id || l.Items[0].State != client.BackupStateDone || l.NextCursor != "" {
+		t.Fatalf("backups: %+v", l)
+	}
+	missing, err := c.GetBackupWithResponse(ctx, "20000101T000000Z-000000")
+	genCheck(t, "a missing backup", missing, err, http.StatusNotFound)
+}
