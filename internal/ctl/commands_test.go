@@ -240,6 +240,26 @@ func TestCommands(t *testing.T) {
 		}
 	})
 
+	t.Run("backup", func(t *testing.T) {
+		n := node{t, map[string]string{"SLOTMETA_ENDPOINTS": ts.URL}}
+		var b client.Backup
+		if n.json(&b, "backup", "start", "--wait"); b.State != client.BackupStateDone || b.Percent != 100 || b.Bytes == 0 {
+			t.Fatalf("backup start --wait: %+v", b)
+		}
+		var got client.Backup
+		if n.json(&got, "backup", "get", b.Id); got.Id != b.Id || got.State != client.BackupStateDone {
+			t.Fatalf("backup get: %+v", got)
+		}
+		var list client.BackupList
+		if n.json(&list, "backup", "list"); len(list.Items) == 0 || list.Items[0].Id != b.Id {
+			t.Fatalf("backup list: %+v", list)
+		}
+		if out := n.ok("backup", "list", "-o", "table"); !strings.Contains(out, b.Id) || !strings.Contains(out, "done") {
+			t.Fatalf("backup list as a table: %q", out)
+		}
+		n.fails(exitNotFound, "backup", "get", "20000101T000000Z-000000")
+	})
+
 	t.Run("endpoints fail over", func(t *testing.T) {
 		dead := "http://" + testutil.FreeAddr(t)
 		n := node{t, map[string]string{"SLOTMETA_ENDPOINTS": dead + "," + ts.URL}}

@@ -77,6 +77,11 @@ var nouns = []noun{
 		{"get", "ID", 1, 1, false, "one task, phase by phase", taskGet},
 		{"cancel", "ID", 1, 1, true, "cancel a task before its old voter is removed", taskCancel},
 	}},
+	{"backup", []verb{
+		{"start", "[--wait]", 0, 0, false, "back the whole cluster up on the first endpoint's node", backupStart},
+		{"list", "", 0, 0, false, "that node's backups, newest first", backupList},
+		{"get", "ID", 1, 1, false, "one backup and its progress", backupGet},
+	}},
 	{"audit", []verb{
 		{"list", "", 0, 0, false, "the audit trail of admin actions, newest first (also: audit [flags])", auditList},
 	}},
