@@ -229,6 +229,16 @@ func runEpisode(t *testing.T, hc *hostCluster, kind string, n int, faultFor, aft
 		}
 	}
 	time.Sleep(time.Second) // a hold, not a wait: a second of writes before the fault
+	if kind != faultFollowerCut && kind != faultControllerCut {
+		// The target must still lead: a reconciler transfer toward the
+		// preferred leader the group had before the episode set it (n1 at
+		// bootstrap) may have been in flight when the target was chosen and
+		// landed since; the reconciler then brings leadership back to the
+		// target, its preferred leader now. Cutting a follower instead made
+		// the episode measure the wrong fault (and count that transfer back
+		// as one toward the cut-off node).
+		hc.waitLeads(ep.target, 30*time.Second)
+	}
 
 	faultAt := time.Now()
 	switch kind {

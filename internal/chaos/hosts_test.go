@@ -127,6 +127,26 @@ func (hc *hostCluster) ctrlLeader(i int) slotstore.NodeID {
 
 // agreedLeader waits until every running node but skip names the same
 // leader of group g, and returns it.
+// waitLeads waits until every running node agrees that node leads group 1
+// and the controller leader has observed it so (its view of the group, on
+// which the reconciler acts).
+func (hc *hostCluster) waitLeads(node slotstore.NodeID, within time.Duration) {
+	hc.t.Helper()
+	testutil.WaitFor(hc.t, within, 50*time.Millisecond, func() (bool, string) {
+		if l := hc.agreedLeader(1, 0, within); l != node {
+			return false, fmt.Sprintf("group 1 is led by n%d, not n%d", l, node)
+		}
+		a := hc.do(hc.url(0), request{method: "GET", path: "/v1/cluster/groups/1"})
+		var v struct {
+			Leader slotstore.NodeID `json:"leader"`
+		}
+		if a.code != 200 || json.Unmarshal(a.body, &v) != nil || v.Leader != node {
+			return false, fmt.Sprintf("the controller leader observes group 1 led by n%d, not n%d (%d %s)", v.Leader, node, a.code, a.body)
+		}
+		return true, ""
+	})
+}
+
 func (hc *hostCluster) agreedLeader(g slotstore.GroupID, skip slotstore.NodeID, within time.Duration) slotstore.NodeID {
 	hc.t.Helper()
 	var seen slotstore.NodeID
