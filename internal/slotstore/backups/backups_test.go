@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -192,5 +193,29 @@ func TestARetiredGroup(t *testing.T) {
 	m, err := backup.Verify(b.Dir, backup.VerifyOptions{})
 	if err != nil || len(m.Groups) != 2 || h.images[3] != 1 {
 		t.Fatalf("groups %+v, %v; group 3 imaged %d times", m.Groups, err, h.images[3])
+	}
+}
+
+// TestListingIsBounded: a node with more backup directories than a listing
+// shows lists the newest, and still finds an older one by its id; an id
+// that is a path is not looked up.
+func TestListingIsBounded(t *testing.T) {
+	root := t.TempDir()
+	for i := range maxListed + 5 {
+		if err := os.Mkdir(filepath.Join(root, fmt.Sprintf("20260101T%06dZ-aaaaaa", i)), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := New(Config{Host: &fakeHost{}, Root: root})
+	defer r.Close()
+	list, _ := r.Backups(context.Background())
+	if len(list) != maxListed || list[0].ID != fmt.Sprintf("20260101T%06dZ-aaaaaa", maxListed+4) || list[0].State != slotstore.BackupPartial {
+		t.Fatalf("%d listed, the first %+v", len(list), list[0])
+	}
+	if b, err := r.Backup(context.Background(), "20260101T000000Z-aaaaaa"); err != nil || b.State != slotstore.BackupPartial {
+		t.Fatalf("the oldest by id: %+v %v", b, err)
+	}
+	if _, err := r.Backup(context.Background(), "../x"); slotstore.ErrorCode(err) != slotstore.CodeNotFound {
+		t.Fatalf("a path as an id: %v", err)
 	}
 }

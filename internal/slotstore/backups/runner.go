@@ -140,9 +140,20 @@ func (r *Runner) StartBackup(context.Context) (slotstore.Backup, error) {
 
 // Backup returns one backup of this node (not_found for an unknown id).
 func (r *Runner) Backup(_ context.Context, id string) (slotstore.Backup, error) {
-	for _, b := range r.list() {
-		if b.ID == id {
-			return b, nil
+	r.mu.Lock()
+	b, ok := r.jobs[id]
+	var out slotstore.Backup
+	if ok {
+		out = *b
+	}
+	r.mu.Unlock()
+	if ok {
+		return out, nil
+	}
+	if r.cfg.Root != "" && filepath.Base(id) == id && !strings.HasPrefix(id, ".") {
+		dir := filepath.Join(r.cfg.Root, id)
+		if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+			return onDisk(dir, id, r.cfg.Host.NodeID()), nil
 		}
 	}
 	return slotstore.Backup{}, slotstore.Errorf(slotstore.CodeNotFound, "no backup %q on node %d", id, r.cfg.Host.NodeID())
@@ -162,17 +173,26 @@ func (r *Runner) list() []slotstore.Backup {
 	}
 	r.mu.Unlock()
 	if r.cfg.Root != "" {
-		ents, _ := os.ReadDir(r.cfg.Root)
+		ents, _ := os.ReadDir(r.cfg.Root) // sorted by name: the ids sort by time
+		slices.Reverse(ents)
+		read := 0
 		for _, e := range ents {
 			if !e.IsDir() || known[e.Name()] || strings.HasPrefix(e.Name(), ".") {
 				continue
+			}
+			if read++; read > maxListed {
+				break
 			}
 			out = append(out, onDisk(filepath.Join(r.cfg.Root, e.Name()), e.Name(), r.cfg.Host.NodeID()))
 		}
 	}
 	slices.SortFunc(out, func(a, b slotstore.Backup) int { return strings.Compare(b.ID, a.ID) })
-	return out
+	return out[:min(len(out), maxListed)]
 }
+
+// maxListed bounds the backups a listing shows (and the manifests it reads):
+// the newest ones.
+const maxListed = 100
 
 // onDisk describes a backup directory this process did not run, from its
 // manifest (not verified: Verify reads every chunk).
