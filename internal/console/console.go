@@ -106,7 +106,7 @@ func Handler(cfg Config) http.Handler {
 
 	// One table for the whole console; the handlers live with their page family.
 	ov, sl, gr, ts := overviewPages{c}, slotPages{c}, groupPages{c}, taskPages{c}
-	dc, au, ba, li, ch := decisionPages{c}, auditPages{c}, balancerPages{c}, loginPages{c}, changePages{c}
+	dc, au, ba, li, ch, bk := decisionPages{c}, auditPages{c}, balancerPages{c}, loginPages{c}, changePages{c}, backupPages{c}
 	mux.HandleFunc("GET /console", c.read(ov.overviewPage))
 	mux.HandleFunc("GET /console/{$}", c.read(ov.overviewPage))
 	mux.HandleFunc("GET /console/slots", c.read(sl.slotsPage))
@@ -116,6 +116,9 @@ func Handler(cfg Config) http.Handler {
 	mux.HandleFunc("GET /console/decisions", c.read(dc.decisionsPage))
 	mux.HandleFunc("GET /console/audit", c.readAs(auth.RoleAdmin, au.auditPage))
 	mux.HandleFunc("GET /console/fragments/audit", c.readAs(auth.RoleAdmin, au.auditFragment))
+	mux.HandleFunc("GET /console/backups", c.readAs(auth.RoleAdmin, bk.backupsPage))
+	mux.HandleFunc("GET /console/fragments/backups", c.readAs(auth.RoleAdmin, bk.backupsFragment))
+	mux.HandleFunc("POST /console/backups", c.action(bk.startBackup))
 	mux.HandleFunc("GET /console/balancer", c.read(ba.balancerPage))
 	mux.HandleFunc("GET /console/fragments/balancer", c.read(ba.balancerFragment))
 	mux.HandleFunc("POST /console/balancer", c.action(ba.setBalancer))

@@ -1,0 +1,96 @@
+package console
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+)
+
+// backupPages serves this node's backups (admin only: a backup is the
+// whole cluster's data): each one with its progress, refreshed while one
+// runs, and the form that starts one.
+type backupPages struct{ *console }
+
+// BackupsProps is this node's backups, newest first.
+type BackupsProps struct {
+	Backups []slotstore.Backup
+	Err     string
+	CanAct  bool
+	Now     time.Time
+}
+
+func (c backupPages) backups(r *http.Request) BackupsProps {
+	p := BackupsProps{CanAct: c.session(r).CanAct, Now: c.now()}
+	list, err := c.src.Backups().Backups(r.Context())
+	if err != nil {
+		p.Err = errMessage(err)
+	}
+	p.Backups = list
+	return p
+}
+
+func (c backupPages) backupsPage(w http.ResponseWriter, r *http.Request) {
+	c.full(w, r, "Backups", "backups", BackupsBody(c.backups(r)))
+}
+
+func (c backupPages) backupsFragment(w http.ResponseWriter, r *http.Request) {
+	c.render(w, r, http.StatusOK, BackupsTable(c.backups(r)))
+}
+
+// startBackup starts a backup on this node.
+func (c backupPages) startBackup(w http.ResponseWriter, r *http.Request) (string, Flash) {
+	b, err := c.src.Backups().StartBackup(r.Context())
+	if err != nil {
+		return "/console/backups", Flash{Message: "Starting a backup refused: " + errMessage(err)}
+	}
+	return "/console/backups", Flash{OK: true, Message: fmt.Sprintf("Backup %s started, into %s.", b.ID, b.Dir)}
+}
+
+// backupState is a backup's state with its marker.
+func backupState(b slotstore.Backup) string {
+	switch b.State {
+	case slotstore.BackupDone:
+		return "✔ done"
+	case slotstore.BackupRunning:
+		return "⟳ running"
+	case slotstore.BackupFailed:
+		return "✖ failed"
+	}
+	return "⚠ " + string(b.State)
+}
+
+func backupClass(b slotstore.Backup) string {
+	switch b.State {
+	case slotstore.BackupDone:
+		return "ok"
+	case slotstore.BackupRunning:
+		return ""
+	}
+	return "bad"
+}
+
+// sizeOf is a byte count for people.
+func sizeOf(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return strconv.FormatInt(n, 10) + " B"
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+func percent(v float64) string { return fmt.Sprintf("%.0f %%", v) }
+
+func ms64(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
