@@ -17694,6 +17694,7 @@ type DeleteChannelResponse204Headers struct {
 	XHashSlot          *int
 	XLeaderNode        *int64
 	XLeaderTerm        *int64
+	XRevision          *int64
 	XRouteRevision     *int64
 	XSlotGroup         *int64
 }
@@ -18799,6 +18800,7 @@ type DeleteChannelAllowlistMemberResponse204Headers struct {
 	XHashSlot          *int
 	XLeaderNode        *int64
 	XLeaderTerm        *int64
+	XRevision          *int64
 	XRouteRevision     *int64
 	XSlotGroup         *int64
 }
@@ -19732,6 +19734,7 @@ type DeleteChannelDenylistMemberResponse204Headers struct {
 	XHashSlot          *int
 	XLeaderNode        *int64
 	XLeaderTerm        *int64
+	XRevision          *int64
 	XRouteRevision     *int64
 	XSlotGroup         *int64
 }
@@ -21329,6 +21332,7 @@ type DeleteChannelRuntimeResponse204Headers struct {
 	XHashSlot          *int
 	XLeaderNode        *int64
 	XLeaderTerm        *int64
+	XRevision          *int64
 	XRouteRevision     *int64
 	XSlotGroup         *int64
 }
@@ -22801,6 +22805,7 @@ type DeleteChannelSubscriberResponse204Headers struct {
 	XHashSlot          *int
 	XLeaderNode        *int64
 	XLeaderTerm        *int64
+	XRevision          *int64
 	XRouteRevision     *int64
 	XSlotGroup         *int64
 }
@@ -26801,6 +26806,7 @@ type DeleteKVResponse204Headers struct {
 	XHashSlot          *int
 	XLeaderNode        *int64
 	XLeaderTerm        *int64
+	XRevision          *int64
 	XRouteRevision     *int64
 	XSlotGroup         *int64
 }
@@ -27687,6 +27693,7 @@ type DeleteSystemUIDResponse204Headers struct {
 	XHashSlot          *int
 	XLeaderNode        *int64
 	XLeaderTerm        *int64
+	XRevision          *int64
 	XRouteRevision     *int64
 	XSlotGroup         *int64
 }
@@ -28331,6 +28338,7 @@ type DeleteUserResponse204Headers struct {
 	XHashSlot          *int
 	XLeaderNode        *int64
 	XLeaderTerm        *int64
+	XRevision          *int64
 	XRouteRevision     *int64
 	XSlotGroup         *int64
 }
@@ -29026,6 +29034,7 @@ type DeleteCmdBindingResponse204Headers struct {
 	XHashSlot          *int
 	XLeaderNode        *int64
 	XLeaderTerm        *int64
+	XRevision          *int64
 	XRouteRevision     *int64
 	XSlotGroup         *int64
 }
@@ -29937,6 +29946,7 @@ type DeleteDeviceResponse204Headers struct {
 	XHashSlot          *int
 	XLeaderNode        *int64
 	XLeaderTerm        *int64
+	XRevision          *int64
 	XRouteRevision     *int64
 	XSlotGroup         *int64
 }
@@ -30654,6 +30664,7 @@ type DeleteMembershipResponse204Headers struct {
 	XHashSlot          *int
 	XLeaderNode        *int64
 	XLeaderTerm        *int64
+	XRevision          *int64
 	XRouteRevision     *int64
 	XSlotGroup         *int64
 }
@@ -31946,6 +31957,7 @@ type DeleteUserPluginResponse204Headers struct {
 	XHashSlot          *int
 	XLeaderNode        *int64
 	XLeaderTerm        *int64
+	XRevision          *int64
 	XRouteRevision     *int64
 	XSlotGroup         *int64
 }
@@ -36257,6 +36269,13 @@ func ParseDeleteChannelResponse(rsp *http.Response) (*DeleteChannelResponse, err
 			}
 			headers.XLeaderTerm = &value
 		}
+		if values := rsp.Header.Values("X-Revision"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Revision", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRevision = &value
+		}
 		if values := rsp.Header.Values("X-Route-Revision"); len(values) > 0 {
 			var value int64
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Route-Revision", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
@@ -38538,6 +38557,13 @@ func ParseDeleteChannelAllowlistMemberResponse(rsp *http.Response) (*DeleteChann
 			}
 			headers.XLeaderTerm = &value
 		}
+		if values := rsp.Header.Values("X-Revision"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Revision", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRevision = &value
+		}
 		if values := rsp.Header.Values("X-Route-Revision"); len(values) > 0 {
 			var value int64
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Route-Revision", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
@@ -40484,6 +40510,13 @@ func ParseDeleteChannelDenylistMemberResponse(rsp *http.Response) (*DeleteChanne
 				return nil, err
 			}
 			headers.XLeaderTerm = &value
+		}
+		if values := rsp.Header.Values("X-Revision"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Revision", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRevision = &value
 		}
 		if values := rsp.Header.Values("X-Route-Revision"); len(values) > 0 {
 			var value int64
@@ -43684,6 +43717,13 @@ func ParseDeleteChannelRuntimeResponse(rsp *http.Response) (*DeleteChannelRuntim
 			}
 			headers.XLeaderTerm = &value
 		}
+		if values := rsp.Header.Values("X-Revision"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Revision", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRevision = &value
+		}
 		if values := rsp.Header.Values("X-Route-Revision"); len(values) > 0 {
 			var value int64
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Route-Revision", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
@@ -46712,6 +46752,13 @@ func ParseDeleteChannelSubscriberResponse(rsp *http.Response) (*DeleteChannelSub
 				return nil, err
 			}
 			headers.XLeaderTerm = &value
+		}
+		if values := rsp.Header.Values("X-Revision"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Revision", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRevision = &value
 		}
 		if values := rsp.Header.Values("X-Route-Revision"); len(values) > 0 {
 			var value int64
@@ -51116,6 +51163,13 @@ func ParseDeleteKVResponse(rsp *http.Response) (*DeleteKVResponse, error) {
 			}
 			headers.XLeaderTerm = &value
 		}
+		if values := rsp.Header.Values("X-Revision"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Revision", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRevision = &value
+		}
 		if values := rsp.Header.Values("X-Route-Revision"); len(values) > 0 {
 			var value int64
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Route-Revision", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
@@ -52850,6 +52904,13 @@ func ParseDeleteSystemUIDResponse(rsp *http.Response) (*DeleteSystemUIDResponse,
 			}
 			headers.XLeaderTerm = &value
 		}
+		if values := rsp.Header.Values("X-Revision"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Revision", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRevision = &value
+		}
 		if values := rsp.Header.Values("X-Route-Revision"); len(values) > 0 {
 			var value int64
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Route-Revision", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
@@ -54048,6 +54109,13 @@ func ParseDeleteUserResponse(rsp *http.Response) (*DeleteUserResponse, error) {
 				return nil, err
 			}
 			headers.XLeaderTerm = &value
+		}
+		if values := rsp.Header.Values("X-Revision"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Revision", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRevision = &value
 		}
 		if values := rsp.Header.Values("X-Route-Revision"); len(values) > 0 {
 			var value int64
@@ -55442,6 +55510,13 @@ func ParseDeleteCmdBindingResponse(rsp *http.Response) (*DeleteCmdBindingRespons
 				return nil, err
 			}
 			headers.XLeaderTerm = &value
+		}
+		if values := rsp.Header.Values("X-Revision"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Revision", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRevision = &value
 		}
 		if values := rsp.Header.Values("X-Route-Revision"); len(values) > 0 {
 			var value int64
@@ -57317,6 +57392,13 @@ func ParseDeleteDeviceResponse(rsp *http.Response) (*DeleteDeviceResponse, error
 			}
 			headers.XLeaderTerm = &value
 		}
+		if values := rsp.Header.Values("X-Revision"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Revision", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRevision = &value
+		}
 		if values := rsp.Header.Values("X-Route-Revision"); len(values) > 0 {
 			var value int64
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Route-Revision", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
@@ -58783,6 +58865,13 @@ func ParseDeleteMembershipResponse(rsp *http.Response) (*DeleteMembershipRespons
 				return nil, err
 			}
 			headers.XLeaderTerm = &value
+		}
+		if values := rsp.Header.Values("X-Revision"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Revision", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRevision = &value
 		}
 		if values := rsp.Header.Values("X-Route-Revision"); len(values) > 0 {
 			var value int64
@@ -61464,6 +61553,13 @@ func ParseDeleteUserPluginResponse(rsp *http.Response) (*DeleteUserPluginRespons
 				return nil, err
 			}
 			headers.XLeaderTerm = &value
+		}
+		if values := rsp.Header.Values("X-Revision"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Revision", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRevision = &value
 		}
 		if values := rsp.Header.Values("X-Route-Revision"); len(values) > 0 {
 			var value int64

@@ -83,8 +83,8 @@ func TestCommands(t *testing.T) {
 		}
 		var del map[string]any
 		n.json(&del, "kv", "delete", "rt/key")
-		if del["key"] != "rt/key" || del["deleted"] != true {
-			t.Fatalf("delete: %v", del)
+		if rev, _ := del["revision"].(float64); del["key"] != "rt/key" || del["deleted"] != true || int64(rev) <= put.Revision {
+			t.Fatalf("delete: %v (the put was at revision %d)", del, put.Revision)
 		}
 		n.fails(exitNotFound, "kv", "get", "rt/key")
 		n.fails(exitNotFound, "kv", "delete", "rt/key")

@@ -99,7 +99,12 @@ func kvDelete(c *cmd) int {
 	if r.StatusCode() != http.StatusNoContent {
 		return c.refused(r.HTTPResponse, r.Body)
 	}
-	return c.deleted(map[string]any{"key": pos[0]}, []string{"KEY"}, pos[0])
+	// The revision the delete was applied at, as a put prints its own.
+	rev, err := strconv.ParseUint(r.HTTPResponse.Header.Get("X-Revision"), 10, 64)
+	if err != nil {
+		return c.deleted(map[string]any{"key": pos[0]}, []string{"KEY"}, pos[0])
+	}
+	return c.deleted(map[string]any{"key": pos[0], "revision": rev}, []string{"KEY", "REVISION"}, pos[0], rev)
 }
 
 // deleted prints that something was deleted: what names it, and

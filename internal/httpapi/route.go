@@ -123,12 +123,19 @@ func (a *api) remove(w http.ResponseWriter, r *http.Request, key string, cmd met
 	if err != nil {
 		return err
 	}
-	if _, err := a.propose(w, r, target{key, f}, idemKey, cmd); err != nil {
+	res, err := a.propose(w, r, target{key, f}, idemKey, cmd)
+	if err != nil {
 		return err
+	}
+	if res.Revision != 0 {
+		w.Header().Set(hdrRevision, strconv.FormatUint(res.Revision, 10))
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
+
+// hdrRevision carries the revision a change without a body was applied at.
+const hdrRevision = "X-Revision"
 
 // read answers q for t as the type q declares and says who served it at
 // which applied index. A "none" answer is A's zero (a nil pointer).
