@@ -86,8 +86,6 @@ func sizeOf(n int64) string {
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
 
-func percent(v float64) string { return fmt.Sprintf("%.0f %%", v) }
-
 func ms64(t time.Time) int64 {
 	if t.IsZero() {
 		return 0
