@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/slotmeta/slotmeta/internal/certs"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/restore"
 )
 
 // checkConfig is --check-config: every check a start would make before it
@@ -28,6 +30,9 @@ func checkConfig(o *options, getenv func(string) string, w io.Writer) error {
 		}
 	}
 	if err := checkDataDir(o.DataDir); err != nil {
+		found = append(found, err.Error())
+	}
+	if err := checkRestored(o); err != nil {
 		found = append(found, err.Error())
 	}
 	for _, a := range []struct {
@@ -139,10 +144,33 @@ func writable(dir string) error {
 }
 
 func describeDataDir(dir string) string {
+	if seed, ok, _ := restore.ReadSeed(dir); ok {
+		if _, err := os.Stat(filepath.Join(dir, "raft")); err == nil {
+			return fmt.Sprintf("%s (restored from backup %s as cluster %s: it restarts on it)", dir, seed.Controller.BackupID, seed.ClusterID)
+		}
+		return fmt.Sprintf("%s (laid out from backup %s: the node founds cluster %s)", dir, seed.Controller.BackupID, seed.ClusterID)
+	}
 	if _, err := os.Stat(filepath.Join(dir, "raft")); err == nil {
 		return dir + " (holds this node's data: it restarts on it)"
 	}
 	return dir + " (new: the node starts empty)"
+}
+
+// checkRestored: a data directory laid out by a restore is for the node
+// and founding members the restore was given.
+func checkRestored(o *options) error {
+	seed, ok, err := restore.ReadSeed(o.DataDir)
+	if err != nil || !ok {
+		return err
+	}
+	if seed.NodeID != slotstore.NodeID(o.NodeID) {
+		return fmt.Errorf("data dir %s was restored for node %d, not %d", o.DataDir, seed.NodeID, o.NodeID)
+	}
+	members, err := o.members()
+	if err != nil {
+		return nil // reported by the plan
+	}
+	return seed.CheckMembers(members)
 }
 
 // checkBind reports whether addr can be listened on now; an advertised

@@ -115,6 +115,7 @@ func parseOptions(args []string, getenv func(string) string) (*options, error) {
   slotmeta [flags]             run a node (flags below; each also read from SLOTMETA_<FLAG>)
   slotmeta cert <command> …    certificates: create-ca, create-node, create-client, list (slotmeta cert -h)
   slotmeta ctl <noun> <verb> … call a cluster's API: kv, user, channel, cluster, node, group, task, … (slotmeta ctl -h)
+  slotmeta restore --from DIR … lay this node's data directory out from a backup (slotmeta restore -h)
   slotmeta --version           print the version
   slotmeta --check-config …    check a configuration and print what would run
 

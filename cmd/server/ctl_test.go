@@ -21,19 +21,7 @@ import (
 func TestCtlThroughTheBinary(t *testing.T) {
 	p := startProc(t, procConfig{dataDir: t.TempDir(), api: freePort(t), raft: freePort(t)})
 	ctl := func(args ...string) (code int, stdout, stderr string) {
-		cmd := exec.Command(serverBin, append([]string{"ctl"}, args...)...)
-		cmd.Env = append(os.Environ(), "SLOTMETA_ENDPOINTS="+p.api)
-		var out, errOut bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errOut
-		err := cmd.Run()
-		var exit *exec.ExitError
-		switch {
-		case errors.As(err, &exit):
-			code = exit.ExitCode()
-		case err != nil:
-			t.Fatal(err)
-		}
-		return code, out.String(), errOut.String()
+		return runBin(t, []string{"SLOTMETA_ENDPOINTS=" + p.api}, append([]string{"ctl"}, args...)...)
 	}
 	// Readiness does not wait for every group's leader: a put may answer
 	// the retryable 503 (exit 5) for a moment.
@@ -81,4 +69,23 @@ func TestSubcommandDispatch(t *testing.T) {
 			t.Fatalf("%q taken for a subcommand", args)
 		}
 	}
+}
+
+// runBin runs the real binary with args (and env added to the test's) to
+// its end: its exit code, stdout and stderr.
+func runBin(t *testing.T, env []string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	cmd := exec.Command(serverBin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		code = exit.ExitCode()
+	case err != nil:
+		t.Fatal(err)
+	}
+	return code, out.String(), errOut.String()
 }

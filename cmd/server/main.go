@@ -2,7 +2,8 @@
 // REST API, /metrics and the console. Flags and SLOTMETA_* environment
 // variables configure it (see -h); `slotmeta cert …` creates and lists
 // certificates (package certs), `slotmeta ctl …` calls a cluster's API
-// (package ctl); `--check-config` checks a configuration and
+// (package ctl), `slotmeta restore …` lays a data directory out from a
+// backup (package restore); `--check-config` checks a configuration and
 // prints what would run. SIGHUP reloads the tokens, the cluster secret file
 // and the certificates (reload.go); SIGINT/SIGTERM drain HTTP, then close
 // the NodeHost, then the store.
@@ -51,8 +52,8 @@ func main() {
 	}
 }
 
-// subcommand runs `slotmeta cert …` and `slotmeta ctl …`, which are tools,
-// not a node: ok false when args name neither.
+// subcommand runs `slotmeta cert …`, `slotmeta ctl …` and `slotmeta
+// restore …`, which are tools, not a node: ok false when args name none.
 func subcommand(args []string, getenv func(string) string, stdout, stderr io.Writer) (code int, ok bool) {
 	if len(args) == 0 {
 		return 0, false
@@ -60,6 +61,10 @@ func subcommand(args []string, getenv func(string) string, stdout, stderr io.Wri
 	switch args[0] {
 	case "cert":
 		return certs.Run(args[1:], stdout, stderr), true
+	case "restore":
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		return runRestore(ctx, args[1:], getenv, stdout, stderr), true
 	case "ctl":
 		// ^C ends the command's calls (exit 1), not the process mid-write.
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -43,21 +43,7 @@ func TestBackupOfACluster(t *testing.T) {
 		before = append(before, k)
 	}
 	// Writes go on through the backup.
-	stop := make(chan struct{})
-	var during atomic.Int64
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if put(i, fmt.Sprintf("during-%d", i)) {
-				during.Add(1)
-			}
-		}
-	})
+	stopWriting := keepWriting(func(i int) bool { return put(i, fmt.Sprintf("during-%d", i)) })
 	self := c.Nodes[0]
 	b, err := self.Operator().Backups().StartBackup(ctx)
 	if err != nil {
@@ -72,12 +58,11 @@ func TestBackupOfACluster(t *testing.T) {
 		}
 		return b.State != slotstore.BackupRunning
 	})
-	close(stop)
-	wg.Wait()
+	during := stopWriting()
 	if b.State != slotstore.BackupDone || b.Percent != 100 || b.Groups != 4 || b.Bytes == 0 {
 		t.Fatalf("backup %+v", b)
 	}
-	t.Logf("backup %s: %d bytes, %d writes meanwhile", b.ID, b.Bytes, during.Load())
+	t.Logf("backup %s: %d bytes, %d writes meanwhile", b.ID, b.Bytes, during)
 	st := self.Controller()
 	m, err := backup.Verify(b.Dir, backup.VerifyOptions{ClusterID: st.ClusterID})
 	if err != nil {
@@ -147,5 +132,31 @@ func TestBackupOfACluster(t *testing.T) {
 	list, err := self.Operator().Backups().Backups(ctx)
 	if err != nil || len(list) != 1 || list[0].ID != b.ID || list[0].State != slotstore.BackupDone {
 		t.Fatalf("the node's backups: %+v %v", list, err)
+	}
+}
+
+// keepWriting calls write(0), write(1), … on a goroutine of its own until
+// the function it returns is called, which waits for the last call and
+// returns how many calls wrote.
+func keepWriting(write func(i int) bool) func() int64 {
+	stop := make(chan struct{})
+	var wrote atomic.Int64
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if write(i) {
+				wrote.Add(1)
+			}
+		}
+	})
+	return func() int64 {
+		close(stop)
+		wg.Wait()
+		return wrote.Load()
 	}
 }

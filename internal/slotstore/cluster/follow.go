@@ -163,14 +163,8 @@ func (f follower) tryBootstrap(ctx context.Context) {
 		return
 	}
 	cmd, err := controller.EncodeCommand(controller.Command{
-		TimeMs: f.n.cfg.Now().UnixMilli(),
-		Bootstrap: &controller.Bootstrap{
-			ClusterID:         f.n.cfg.ClusterID,
-			GroupCount:        f.n.cfg.GroupCount,
-			ReplicationFactor: f.n.cfg.ReplicationFactor,
-			Nodes:             f.n.cfg.InitialMembers,
-			PeerSecret:        f.n.secrets.bootSecret(),
-		},
+		TimeMs:    f.n.cfg.Now().UnixMilli(),
+		Bootstrap: founding(&f.n.cfg, f.n.secrets.bootSecret(), f.n.seed),
 	})
 	if err != nil {
 		f.n.cfg.Logger.Error("encode bootstrap", "err", err)

@@ -143,6 +143,16 @@ func storeRows(t *testing.T, dataDir string, prefix []byte) [][2][]byte {
 		t.Fatal(err)
 	}
 	defer db.Close()
+	rows := liveRows(t, db, prefix)
+	if len(rows) == 0 {
+		t.Fatalf("no rows under %x in %s", prefix, dataDir)
+	}
+	return rows
+}
+
+// liveRows reads every row under prefix from db.
+func liveRows(t *testing.T, db *store.DB, prefix []byte) [][2][]byte {
+	t.Helper()
 	it, err := db.Pebble().NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: meta.PrefixEnd(prefix)})
 	if err != nil {
 		t.Fatal(err)
@@ -151,9 +161,6 @@ func storeRows(t *testing.T, dataDir string, prefix []byte) [][2][]byte {
 	var rows [][2][]byte
 	for it.First(); it.Valid(); it.Next() {
 		rows = append(rows, [2][]byte{slices.Clone(it.Key()), slices.Clone(it.Value())})
-	}
-	if len(rows) == 0 {
-		t.Fatalf("no rows under %x in %s", prefix, dataDir)
 	}
 	return rows
 }

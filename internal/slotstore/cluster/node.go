@@ -73,6 +73,7 @@ import (
 	"github.com/slotmeta/slotmeta/internal/slotstore/raftlog"
 	"github.com/slotmeta/slotmeta/internal/slotstore/raftnet"
 	"github.com/slotmeta/slotmeta/internal/slotstore/replicas"
+	"github.com/slotmeta/slotmeta/internal/slotstore/restore"
 	"github.com/slotmeta/slotmeta/internal/slotstore/routing"
 	"github.com/slotmeta/slotmeta/internal/slotstore/store"
 	"github.com/slotmeta/slotmeta/internal/slotstore/watch"
@@ -106,6 +107,7 @@ type Node struct {
 	heard      *raftnet.Heard                  // when each replica was last heard from over Raft
 	members    memberships                     // led groups' memberships by config change index (status reports)
 	heat       *heat.Counters                  // reads and writes this node's API served, per hash slot
+	seed       *restore.Seed                   // the restore this data directory was laid out by (nil: none)
 	removed    atomic.Pointer[map[string]bool] // Raft addresses of removed nodes (refused)
 	wakes      *waker                          // wakes quiesced groups (quiesce.go)
 	ctl        controllerReplica               // the node's controller replica: start, role, proposals (join.go)
@@ -165,6 +167,10 @@ func Start(cfg Config) (*Node, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("cluster: data directory: %w", err)
 	}
+	seed, err := readRestoreSeed(&cfg)
+	if err != nil {
+		return nil, err
+	}
 	db, err := store.Open(filepath.Join(cfg.DataDir, "store"), &cfg.Store)
 	if err != nil {
 		return nil, err
@@ -177,7 +183,7 @@ func Start(cfg Config) (*Node, error) {
 	n := &Node{cfg: cfg, db: db, logdb: &raftlog.Factory{}, router: routing.NewRouter(), kick: make(chan struct{}, 1),
 		stop: make(chan struct{}), done: make(chan struct{}),
 		secret: secrets.secret, secrets: secrets,
-		heard: raftnet.NewHeard(), heat: &heat.Counters{}}
+		heard: raftnet.NewHeard(), heat: &heat.Counters{}, seed: seed}
 	n.ctl, n.follow, n.peerSide = controllerReplica{n}, follower{n}, peerAPI{n}
 	n.secret.Accept(cfg.AcceptedSecrets)
 	n.peers = peer.NewClient(n.secret, cfg.MaxPeerInFlight)
@@ -290,6 +296,14 @@ func Start(cfg Config) (*Node, error) {
 		n.peerSrv = &http.Server{Handler: n.peerRPC, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 2 * time.Minute,
 			ErrorLog: peer.ErrorLog(cfg.Logger), ConnContext: netguard.ConnContext, ConnState: netguard.ConnState}
 		go func() { _ = n.peerSrv.Serve(n.peerLn) }()
+	}
+	if seed != nil {
+		if err := startRestoredLogs(nh, n.logdb, seed, cfg.Logger); err != nil {
+			n.closePeer()
+			nh.Close()
+			_ = db.Close()
+			return nil, err
+		}
 	}
 	restarted := nh.HasNodeInfo(controller.ShardID, uint64(cfg.NodeID))
 	if err := n.ctl.startController(); err != nil {

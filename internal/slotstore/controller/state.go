@@ -138,6 +138,9 @@ type State struct {
 	// (secret.go); empty when the operator gives one to every node.
 	// Never shown by the API.
 	PeerSecret string `json:"peer_secret,omitempty"`
+	// Restored says where a cluster restored from a backup came from (nil:
+	// founded new).
+	Restored *Restored `json:"restored,omitempty"`
 }
 
 // NewState is the empty, not yet bootstrapped state.
@@ -197,8 +200,14 @@ func (s *State) Table() (*routing.Table, error) {
 	return routing.NewTable(s.RouteRevision, m)
 }
 
-// GenesisSlots are the hash slots group g owns at Raft index 0.
+// GenesisSlots are the hash slots group g owns at Raft index 0. A restored
+// cluster has no genesis: its groups start from their images, at a log that
+// begins past them (a replica added later is sent a snapshot), and the
+// groups created later start empty.
 func (s *State) GenesisSlots(g slotstore.GroupID) []slotstore.HashSlot {
+	if s.Restored != nil {
+		return nil
+	}
 	t, err := routing.InitialTable(s.InitialGroupCount)
 	if err != nil {
 		return nil

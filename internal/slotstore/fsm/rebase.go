@@ -13,7 +13,8 @@ import (
 
 // Restore (issue 29): a group's state recovered from a backup's image
 // (RecoverFromSnapshot) becomes the first state of a replica of a restored
-// cluster — a new Raft group whose log starts empty, on other nodes.
+// cluster — a Raft group whose log begins just past the restored state, on
+// other nodes.
 
 // Rebase says how a restored group's state is rebased.
 type Rebase struct {
@@ -27,19 +28,26 @@ type Rebase struct {
 	// recorded, so that the replica, starting new, keeps them
 	// (replicas.Set clears what it finds of a group otherwise).
 	Replica uint64
+	// Index is the applied index the restored state stands at: where the
+	// restored replica's Raft log begins (raftlog.Start), at least 1.
+	Index uint64
 }
 
 // Rebase rewrites the group's system records as the first state of a
-// restored cluster's replica: applied index 0 (a new Raft group's log
-// starts empty; dragonboat refuses a new replica whose state machine says
-// it applied anything), revision and change-log positions bumped, every
+// restored cluster's replica: applied index o.Index, revision and
+// change-log positions bumped, every
 // slot's change log emptied (everything up to the new position counts as
 // compacted), no slot fenced or tracked (no migration survives a restore),
 // and the replica the rows are for recorded. Rows, idempotency records and
 // ownership are kept. It must run before the replica starts.
+//
+// The applied index is o.Index, the index the replica's log begins past,
+// not 0: a group started new at index 0 would send a replica added to it
+// later its log from the first entry, to replay over an empty state
+// (raftlog.Start says why).
 func (s *StateMachine) Rebase(o Rebase) error {
-	if o.Replica == 0 {
-		return fmt.Errorf("fsm: rebase of group %d: no replica", s.cfg.Group)
+	if o.Replica == 0 || o.Index == 0 {
+		return fmt.Errorf("fsm: rebase of group %d: replica %d at index %d", s.cfg.Group, o.Replica, o.Index)
 	}
 	g := s.cfg.Group
 	rev, err := s.getSysU64(meta.SysRevision)
@@ -58,7 +66,7 @@ func (s *StateMachine) Rebase(o Rebase) error {
 			err = b.DeleteRange(from, to, nil)
 		}
 	}
-	set(meta.SysKey(g, meta.SysApplied), u64(0))
+	set(meta.SysKey(g, meta.SysApplied), u64(o.Index))
 	set(meta.SysKey(g, meta.SysRevision), u64(rev+o.Bump))
 	set(meta.SysKey(g, meta.SysRestored), u64(o.Replica))
 	for _, kind := range []meta.SysKind{meta.SysFenced, meta.SysTracked} {

@@ -13,7 +13,7 @@ import (
 )
 
 // TestRebaseARestoredGroup: a group recovered from a backup's image and
-// rebased starts at applied index 0 with its rows and idempotency records,
+// rebased stands at the index its log will begin past, with its rows and idempotency records,
 // its revision and change-log positions moved past the old ones (a cursor
 // of the old cluster answers compacted; new changes follow the new
 // position), no slot fenced, and the replica it was laid out for recorded.
@@ -46,11 +46,11 @@ func TestRebaseARestoredGroup(t *testing.T) {
 		t.Fatal("a recovered group is marked restored before its rebase")
 	}
 	const bump = 1_000_000
-	if err := r.Rebase(fsm.Rebase{Bump: bump, Replica: 7}); err != nil {
+	if err := r.Rebase(fsm.Rebase{Bump: bump, Replica: 7, Index: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if r.AppliedIndex() != 0 {
-		t.Fatalf("applied index %d after the rebase", r.AppliedIndex())
+	if r.AppliedIndex() != 1 {
+		t.Fatalf("applied index %d after the rebase at 1", r.AppliedIndex())
 	}
 	if rep, ok, err := fsm.RestoredFor(db, 1); !ok || rep != 7 || err != nil {
 		t.Fatalf("restored for %d %v %v", rep, ok, err)
@@ -64,7 +64,7 @@ func TestRebaseARestoredGroup(t *testing.T) {
 	// The new cluster's first entries: the replay of the old request
 	// answers from its record; a new write gets a bumped revision and the
 	// next change number; the slot that was fenced takes writes.
-	var ni uint64
+	ni := uint64(1)
 	if again := apply1(t, r, &ni, put); !again.Replayed || again.Revision != first.Revision {
 		t.Fatalf("the old request again: %+v, first %+v", again, first)
 	}

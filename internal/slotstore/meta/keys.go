@@ -174,7 +174,7 @@ const (
 	SysFenced    SysKind = 6 // the fenced hash-slot set (EncodeSlotSet): writes refused, migrating out
 	SysTracked   SysKind = 7 // the tracked hash-slot set (EncodeSlotSet): changes logged, moving out live
 	SysChangeLog SysKind = 8 // | slot(u16) | index(u64) | seq(u32): the row key a command changed in a tracked slot
-	SysRestored  SysKind = 9 // u64: the replica a restore laid the group's rows out for (a new replica of that id keeps them)
+	SysRestored  SysKind = 9 // u64: the replica a restore laid the group's rows out for
 
 	SysFormatVersion SysKind = 0x100 // node-wide, under group 0: the store format
 )
