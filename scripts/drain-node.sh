@@ -61,7 +61,14 @@ for x in items[seen:]:
         print("    %s %s: %s" % (x["kind"], x["reason"], x.get("detail", "")))
 '
 call_retry GET /v1/cluster/decisions
-seen=$( [ "$OPS_CODE" = 200 ] && json "$DECISIONS_PY" "$node" 0 | head -n 1 || echo 0)
+# The count first, whole: `json … | head -n 1` let head close the pipe while
+# python still wrote, and under pipefail the SIGPIPE'd python made it
+# "67\n0" (CI, 2026-12-04).
+seen=0
+if [ "$OPS_CODE" = 200 ]; then
+  out=$(json "$DECISIONS_PY" "$node" 0)
+  seen=$(head -n 1 <<<"$out")
+fi
 start=$SECONDS deadline=$((SECONDS + timeout)) last=""
 while :; do
   get_ok /v1/cluster/balancer
