@@ -2242,6 +2242,68 @@ type Preflight struct {
 	Term              int64     `json:"term"`
 }
 
+// RecoverRequest defines model for RecoverRequest.
+type RecoverRequest struct {
+	// AcceptDataLoss Must be true — the recovery may lose acknowledged writes (the report says which).
+	AcceptDataLoss bool `json:"accept_data_loss"`
+}
+
+// RecoveryList defines model for RecoveryList.
+type RecoveryList struct {
+	Items      []RecoveryReport `json:"items"`
+	NextCursor string           `json:"next_cursor"`
+}
+
+// RecoveryReport defines model for RecoveryReport.
+type RecoveryReport struct {
+	Group     int32   `json:"group"`
+	HashSlots []int32 `json:"hash_slots"`
+
+	// HighestKnown The highest index any replica was known to have committed.
+	HighestKnown   int64  `json:"highest_known"`
+	HighestKnownBy *int64 `json:"highest_known_by,omitempty"`
+	LostFrom       *int64 `json:"lost_from,omitempty"`
+
+	// LostFromMs The time of the survivor's last applied command: lost writes were made after it.
+	LostFromMs *int64 `json:"lost_from_ms,omitempty"`
+	LostTo     *int64 `json:"lost_to,omitempty"`
+
+	// LostToMs The last report of a replica that had the lost entries.
+	LostToMs *int64 `json:"lost_to_ms,omitempty"`
+
+	// MayBeLost Entries after recovered_index up to highest_known were committed on replicas that are gone: they are lost.
+	MayBeLost bool   `json:"may_be_lost"`
+	Message   string `json:"message"`
+
+	// Node The node that holds the group now (the survivor's).
+	Node       int64 `json:"node"`
+	OldReplica int64 `json:"old_replica"`
+
+	// RecoveredIndex The Raft index the group stands at: everything the survivor logged, applied.
+	RecoveredIndex int64 `json:"recovered_index"`
+
+	// Replica The survivor's new replica id.
+	Replica         int64 `json:"replica"`
+	SurvivorApplied int64 `json:"survivor_applied"`
+
+	// SurvivorCommit The commit index the survivor knew.
+	SurvivorCommit int64 `json:"survivor_commit"`
+	SurvivorLast   int64 `json:"survivor_last"`
+
+	// Tombstoned The replicas that never run again.
+	Tombstoned []struct {
+		Node    int64 `json:"node"`
+		Replica int64 `json:"replica"`
+	} `json:"tombstoned"`
+
+	// Uncertain Entries the survivor logged without knowing them committed, applied by the recovery (their writes are there, though they may never have been acknowledged).
+	Uncertain *[]struct {
+		Index  int64    `json:"index"`
+		Keys   []string `json:"keys"`
+		TimeMs *int64   `json:"time_ms,omitempty"`
+	} `json:"uncertain,omitempty"`
+}
+
 // RegisterNodeRequest defines model for RegisterNodeRequest.
 type RegisterNodeRequest struct {
 	ApiAddr  *string `json:"api_addr,omitempty"`
@@ -3581,6 +3643,9 @@ type MergeGroupJSONRequestBody = MergeRequest
 // SetPreferredLeaderJSONRequestBody defines body for SetPreferredLeader for application/json ContentType.
 type SetPreferredLeaderJSONRequestBody = PreferredLeaderRequest
 
+// RecoverGroupJSONRequestBody defines body for RecoverGroup for application/json ContentType.
+type RecoverGroupJSONRequestBody = RecoverRequest
+
 // CreateReplicaMoveJSONRequestBody defines body for CreateReplicaMove for application/json ContentType.
 type CreateReplicaMoveJSONRequestBody = ReplicaMoveRequest
 
@@ -4569,6 +4634,46 @@ type ClientInterface interface {
 	// Corresponds with PUT /v1/cluster/groups/{id}/preferred-leader (the `SetPreferredLeader` operationId).
 	SetPreferredLeader(ctx context.Context, id GroupID, body SetPreferredLeaderJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// RecoverGroupWithBody Rebuild a group that lost its quorum from its most advanced surviving replica (unsafe)
+	//
+	// For a group that lost a majority of its replicas for good. The replica that reports the
+	// longest log among the group's reachable replicas is stopped, everything its log holds is
+	// applied (entries it logged without knowing them committed included, so that the
+	// acknowledged writes it holds are kept), its revisions and change-log positions move past
+	// the lost ones (watchers relist), and it becomes the group's only voter under a new replica
+	// id; every other replica of the group is tombstoned: a node that comes back with one does
+	// not start it, says so, and removes its data. Move replicas off the dead nodes afterwards to
+	// bring the group back to its replication factor. Refused while a majority of the group's
+	// replicas report (412), and unless the body accepts the data loss (400). The answer says
+	// exactly what may have been lost: the recovered index against the highest index any node
+	// was known to have committed, the hash slots and the time range affected, and the keys of
+	// the entries applied without being known committed. Audited.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/cluster/groups/{id}/recover (the `RecoverGroup` operationId).
+	RecoverGroupWithBody(ctx context.Context, id GroupID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RecoverGroup Rebuild a group that lost its quorum from its most advanced surviving replica (unsafe)
+	//
+	// For a group that lost a majority of its replicas for good. The replica that reports the
+	// longest log among the group's reachable replicas is stopped, everything its log holds is
+	// applied (entries it logged without knowing them committed included, so that the
+	// acknowledged writes it holds are kept), its revisions and change-log positions move past
+	// the lost ones (watchers relist), and it becomes the group's only voter under a new replica
+	// id; every other replica of the group is tombstoned: a node that comes back with one does
+	// not start it, says so, and removes its data. Move replicas off the dead nodes afterwards to
+	// bring the group back to its replication factor. Refused while a majority of the group's
+	// replicas report (412), and unless the body accepts the data loss (400). The answer says
+	// exactly what may have been lost: the recovered index against the highest index any node
+	// was known to have committed, the hash slots and the time range affected, and the keys of
+	// the entries applied without being known committed. Audited.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/cluster/groups/{id}/recover (the `RecoverGroup` operationId).
+	RecoverGroup(ctx context.Context, id GroupID, body RecoverGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// CreateReplicaMoveWithBody Start moving a group's replica from one node to another
 	//
 	// Starts a task, carried out by the controller leader: add the target as a learner → wait
@@ -4733,6 +4838,13 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/cluster/nodes/{id}/drain (the `DrainNode` operationId).
 	DrainNode(ctx context.Context, id NodeID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListRecoveries The reports of the lost-quorum recoveries made through this node, newest first
+	//
+	// At most 20 are kept, until the node restarts; the controller keeps every recovery's summary in its state. Returned whole.
+	//
+	// Corresponds with GET /v1/cluster/recoveries (the `ListRecoveries` operationId).
+	ListRecoveries(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetRoutes The HashToGroup table with its revision and each group's live leader
 	//
@@ -6864,6 +6976,66 @@ func (c *Client) SetPreferredLeader(ctx context.Context, id GroupID, body SetPre
 	return c.Client.Do(req)
 }
 
+// RecoverGroupWithBody Rebuild a group that lost its quorum from its most advanced surviving replica (unsafe)
+//
+// For a group that lost a majority of its replicas for good. The replica that reports the
+// longest log among the group's reachable replicas is stopped, everything its log holds is
+// applied (entries it logged without knowing them committed included, so that the
+// acknowledged writes it holds are kept), its revisions and change-log positions move past
+// the lost ones (watchers relist), and it becomes the group's only voter under a new replica
+// id; every other replica of the group is tombstoned: a node that comes back with one does
+// not start it, says so, and removes its data. Move replicas off the dead nodes afterwards to
+// bring the group back to its replication factor. Refused while a majority of the group's
+// replicas report (412), and unless the body accepts the data loss (400). The answer says
+// exactly what may have been lost: the recovered index against the highest index any node
+// was known to have committed, the hash slots and the time range affected, and the keys of
+// the entries applied without being known committed. Audited.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/cluster/groups/{id}/recover (the `RecoverGroup` operationId).
+func (c *Client) RecoverGroupWithBody(ctx context.Context, id GroupID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRecoverGroupRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RecoverGroup Rebuild a group that lost its quorum from its most advanced surviving replica (unsafe)
+//
+// For a group that lost a majority of its replicas for good. The replica that reports the
+// longest log among the group's reachable replicas is stopped, everything its log holds is
+// applied (entries it logged without knowing them committed included, so that the
+// acknowledged writes it holds are kept), its revisions and change-log positions move past
+// the lost ones (watchers relist), and it becomes the group's only voter under a new replica
+// id; every other replica of the group is tombstoned: a node that comes back with one does
+// not start it, says so, and removes its data. Move replicas off the dead nodes afterwards to
+// bring the group back to its replication factor. Refused while a majority of the group's
+// replicas report (412), and unless the body accepts the data loss (400). The answer says
+// exactly what may have been lost: the recovered index against the highest index any node
+// was known to have committed, the hash slots and the time range affected, and the keys of
+// the entries applied without being known committed. Audited.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/cluster/groups/{id}/recover (the `RecoverGroup` operationId).
+func (c *Client) RecoverGroup(ctx context.Context, id GroupID, body RecoverGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRecoverGroupRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // CreateReplicaMoveWithBody Start moving a group's replica from one node to another
 //
 // Starts a task, carried out by the controller leader: add the target as a learner → wait
@@ -7129,6 +7301,23 @@ func (c *Client) RemoveNode(ctx context.Context, id NodeID, reqEditors ...Reques
 // Corresponds with POST /v1/cluster/nodes/{id}/drain (the `DrainNode` operationId).
 func (c *Client) DrainNode(ctx context.Context, id NodeID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDrainNodeRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListRecoveries The reports of the lost-quorum recoveries made through this node, newest first
+//
+// At most 20 are kept, until the node restarts; the controller keeps every recovery's summary in its state. Returned whole.
+//
+// Corresponds with GET /v1/cluster/recoveries (the `ListRecoveries` operationId).
+func (c *Client) ListRecoveries(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListRecoveriesRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -11794,6 +11983,53 @@ func NewSetPreferredLeaderRequestWithBody(server string, id GroupID, contentType
 	return req, nil
 }
 
+// NewRecoverGroupRequest calls the generic RecoverGroup builder with application/json body
+func NewRecoverGroupRequest(server string, id GroupID, body RecoverGroupJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRecoverGroupRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewRecoverGroupRequestWithBody constructs an http.Request for the RecoverGroup method, with any body, and a specified content type
+func NewRecoverGroupRequestWithBody(server string, id GroupID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/cluster/groups/%s/recover", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewCreateReplicaMoveRequest calls the generic CreateReplicaMove builder with application/json body
 func NewCreateReplicaMoveRequest(server string, id GroupID, body CreateReplicaMoveJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -12063,6 +12299,33 @@ func NewDrainNodeRequest(server string, id NodeID) (*http.Request, error) {
 	}
 
 	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListRecoveriesRequest constructs an http.Request for the ListRecoveries method
+func NewListRecoveriesRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/cluster/recoveries")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -15918,6 +16181,46 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with PUT /v1/cluster/groups/{id}/preferred-leader (the `SetPreferredLeader` operationId).
 	SetPreferredLeaderWithResponse(ctx context.Context, id GroupID, body SetPreferredLeaderJSONRequestBody, reqEditors ...RequestEditorFn) (*SetPreferredLeaderResponse, error)
 
+	// RecoverGroupWithBodyWithResponse Rebuild a group that lost its quorum from its most advanced surviving replica (unsafe)
+	//
+	// For a group that lost a majority of its replicas for good. The replica that reports the
+	// longest log among the group's reachable replicas is stopped, everything its log holds is
+	// applied (entries it logged without knowing them committed included, so that the
+	// acknowledged writes it holds are kept), its revisions and change-log positions move past
+	// the lost ones (watchers relist), and it becomes the group's only voter under a new replica
+	// id; every other replica of the group is tombstoned: a node that comes back with one does
+	// not start it, says so, and removes its data. Move replicas off the dead nodes afterwards to
+	// bring the group back to its replication factor. Refused while a majority of the group's
+	// replicas report (412), and unless the body accepts the data loss (400). The answer says
+	// exactly what may have been lost: the recovered index against the highest index any node
+	// was known to have committed, the hash slots and the time range affected, and the keys of
+	// the entries applied without being known committed. Audited.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/cluster/groups/{id}/recover (the `RecoverGroup` operationId).
+	RecoverGroupWithBodyWithResponse(ctx context.Context, id GroupID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RecoverGroupResponse, error)
+
+	// RecoverGroupWithResponse Rebuild a group that lost its quorum from its most advanced surviving replica (unsafe)
+	//
+	// For a group that lost a majority of its replicas for good. The replica that reports the
+	// longest log among the group's reachable replicas is stopped, everything its log holds is
+	// applied (entries it logged without knowing them committed included, so that the
+	// acknowledged writes it holds are kept), its revisions and change-log positions move past
+	// the lost ones (watchers relist), and it becomes the group's only voter under a new replica
+	// id; every other replica of the group is tombstoned: a node that comes back with one does
+	// not start it, says so, and removes its data. Move replicas off the dead nodes afterwards to
+	// bring the group back to its replication factor. Refused while a majority of the group's
+	// replicas report (412), and unless the body accepts the data loss (400). The answer says
+	// exactly what may have been lost: the recovered index against the highest index any node
+	// was known to have committed, the hash slots and the time range affected, and the keys of
+	// the entries applied without being known committed. Audited.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/cluster/groups/{id}/recover (the `RecoverGroup` operationId).
+	RecoverGroupWithResponse(ctx context.Context, id GroupID, body RecoverGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*RecoverGroupResponse, error)
+
 	// CreateReplicaMoveWithBodyWithResponse Start moving a group's replica from one node to another
 	//
 	// Starts a task, carried out by the controller leader: add the target as a learner → wait
@@ -16088,6 +16391,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/cluster/nodes/{id}/drain (the `DrainNode` operationId).
 	DrainNodeWithResponse(ctx context.Context, id NodeID, reqEditors ...RequestEditorFn) (*DrainNodeResponse, error)
+
+	// ListRecoveriesWithResponse The reports of the lost-quorum recoveries made through this node, newest first
+	//
+	// At most 20 are kept, until the node restarts; the controller keeps every recovery's summary in its state. Returned whole.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/cluster/recoveries (the `ListRecoveries` operationId).
+	ListRecoveriesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListRecoveriesResponse, error)
 
 	// GetRoutesWithResponse The HashToGroup table with its revision and each group's live leader
 	//
@@ -25195,6 +25507,152 @@ func (r SetPreferredLeaderResponse) ContentType() string {
 	return ""
 }
 
+// RecoverGroupResponse401Headers the declared response headers of an HTTP 401 response for RecoverGroup
+type RecoverGroupResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// RecoverGroupResponse429Headers the declared response headers of an HTTP 429 response for RecoverGroup
+type RecoverGroupResponse429Headers struct {
+	RetryAfter int
+}
+
+// RecoverGroupResponse503Headers the declared response headers of an HTTP 503 response for RecoverGroup
+type RecoverGroupResponse503Headers struct {
+	RetryAfter int
+}
+
+// RecoverGroupResponseDefaultHeaders the declared response headers of an HTTP default response for RecoverGroup
+type RecoverGroupResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
+type RecoverGroupResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RecoveryReport
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ErrorBody
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *ErrorBody
+	// JSON412 the response for an HTTP 412 `application/json` response
+	JSON412 *ErrorBody
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorResponse
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RecoverGroupResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RecoverGroupResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RecoverGroupResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *RecoverGroupResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RecoverGroupResponse) GetJSON200() *RecoveryReport {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r RecoverGroupResponse) GetJSON400() *InvalidArgument {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r RecoverGroupResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r RecoverGroupResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r RecoverGroupResponse) GetJSON404() *ErrorBody {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r RecoverGroupResponse) GetJSON409() *ErrorBody {
+	return r.JSON409
+}
+
+// GetJSON412 returns the response for an HTTP 412 `application/json` response
+func (r RecoverGroupResponse) GetJSON412() *ErrorBody {
+	return r.JSON412
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r RecoverGroupResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r RecoverGroupResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r RecoverGroupResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r RecoverGroupResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r RecoverGroupResponse) GetJSONDefault() *ErrorResponse {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r RecoverGroupResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RecoverGroupResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RecoverGroupResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RecoverGroupResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // CreateReplicaMoveResponse202Headers the declared response headers of an HTTP 202 response for CreateReplicaMove
 type CreateReplicaMoveResponse202Headers struct {
 	Location *string
@@ -26120,6 +26578,117 @@ func (r DrainNodeResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r DrainNodeResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListRecoveriesResponse401Headers the declared response headers of an HTTP 401 response for ListRecoveries
+type ListRecoveriesResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ListRecoveriesResponse429Headers the declared response headers of an HTTP 429 response for ListRecoveries
+type ListRecoveriesResponse429Headers struct {
+	RetryAfter int
+}
+
+// ListRecoveriesResponse503Headers the declared response headers of an HTTP 503 response for ListRecoveries
+type ListRecoveriesResponse503Headers struct {
+	RetryAfter int
+}
+
+// ListRecoveriesResponseDefaultHeaders the declared response headers of an HTTP default response for ListRecoveries
+type ListRecoveriesResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
+type ListRecoveriesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RecoveryList
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorResponse
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListRecoveriesResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListRecoveriesResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListRecoveriesResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ListRecoveriesResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListRecoveriesResponse) GetJSON200() *RecoveryList {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListRecoveriesResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListRecoveriesResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListRecoveriesResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListRecoveriesResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListRecoveriesResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ListRecoveriesResponse) GetJSONDefault() *ErrorResponse {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListRecoveriesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListRecoveriesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListRecoveriesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListRecoveriesResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -33886,6 +34455,58 @@ func (c *ClientWithResponses) SetPreferredLeaderWithResponse(ctx context.Context
 	return ParseSetPreferredLeaderResponse(rsp)
 }
 
+// RecoverGroupWithBodyWithResponse Rebuild a group that lost its quorum from its most advanced surviving replica (unsafe)
+//
+// For a group that lost a majority of its replicas for good. The replica that reports the
+// longest log among the group's reachable replicas is stopped, everything its log holds is
+// applied (entries it logged without knowing them committed included, so that the
+// acknowledged writes it holds are kept), its revisions and change-log positions move past
+// the lost ones (watchers relist), and it becomes the group's only voter under a new replica
+// id; every other replica of the group is tombstoned: a node that comes back with one does
+// not start it, says so, and removes its data. Move replicas off the dead nodes afterwards to
+// bring the group back to its replication factor. Refused while a majority of the group's
+// replicas report (412), and unless the body accepts the data loss (400). The answer says
+// exactly what may have been lost: the recovered index against the highest index any node
+// was known to have committed, the hash slots and the time range affected, and the keys of
+// the entries applied without being known committed. Audited.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/cluster/groups/{id}/recover (the `RecoverGroup` operationId).
+func (c *ClientWithResponses) RecoverGroupWithBodyWithResponse(ctx context.Context, id GroupID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RecoverGroupResponse, error) {
+	rsp, err := c.RecoverGroupWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRecoverGroupResponse(rsp)
+}
+
+// RecoverGroupWithResponse Rebuild a group that lost its quorum from its most advanced surviving replica (unsafe)
+//
+// For a group that lost a majority of its replicas for good. The replica that reports the
+// longest log among the group's reachable replicas is stopped, everything its log holds is
+// applied (entries it logged without knowing them committed included, so that the
+// acknowledged writes it holds are kept), its revisions and change-log positions move past
+// the lost ones (watchers relist), and it becomes the group's only voter under a new replica
+// id; every other replica of the group is tombstoned: a node that comes back with one does
+// not start it, says so, and removes its data. Move replicas off the dead nodes afterwards to
+// bring the group back to its replication factor. Refused while a majority of the group's
+// replicas report (412), and unless the body accepts the data loss (400). The answer says
+// exactly what may have been lost: the recovered index against the highest index any node
+// was known to have committed, the hash slots and the time range affected, and the keys of
+// the entries applied without being known committed. Audited.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/cluster/groups/{id}/recover (the `RecoverGroup` operationId).
+func (c *ClientWithResponses) RecoverGroupWithResponse(ctx context.Context, id GroupID, body RecoverGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*RecoverGroupResponse, error) {
+	rsp, err := c.RecoverGroup(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRecoverGroupResponse(rsp)
+}
+
 // CreateReplicaMoveWithBodyWithResponse Start moving a group's replica from one node to another
 //
 // Starts a task, carried out by the controller leader: add the target as a learner → wait
@@ -34121,6 +34742,21 @@ func (c *ClientWithResponses) DrainNodeWithResponse(ctx context.Context, id Node
 		return nil, err
 	}
 	return ParseDrainNodeResponse(rsp)
+}
+
+// ListRecoveriesWithResponse The reports of the lost-quorum recoveries made through this node, newest first
+//
+// At most 20 are kept, until the node restarts; the controller keeps every recovery's summary in its state. Returned whole.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/cluster/recoveries (the `ListRecoveries` operationId).
+func (c *ClientWithResponses) ListRecoveriesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListRecoveriesResponse, error) {
+	rsp, err := c.ListRecoveries(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListRecoveriesResponse(rsp)
 }
 
 // GetRoutesWithResponse The HashToGroup table with its revision and each group's live leader
@@ -49432,6 +50068,152 @@ func ParseSetPreferredLeaderResponse(rsp *http.Response) (*SetPreferredLeaderRes
 	return response, nil
 }
 
+// ParseRecoverGroupResponse parses an HTTP response from a RecoverGroupWithResponse call
+func ParseRecoverGroupResponse(rsp *http.Response) (*RecoverGroupResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RecoverGroupResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RecoveryReport
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest InvalidArgument
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers RecoverGroupResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers RecoverGroupResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers RecoverGroupResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	case true:
+		var headers RecoverGroupResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
 // ParseCreateReplicaMoveResponse parses an HTTP response from a CreateReplicaMoveWithResponse call
 func ParseCreateReplicaMoveResponse(rsp *http.Response) (*CreateReplicaMoveResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -50359,6 +51141,117 @@ func ParseDrainNodeResponse(rsp *http.Response) (*DrainNodeResponse, error) {
 		response.Headers503 = &headers
 	case true:
 		var headers DrainNodeResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListRecoveriesResponse parses an HTTP response from a ListRecoveriesWithResponse call
+func ParseListRecoveriesResponse(rsp *http.Response) (*ListRecoveriesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListRecoveriesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RecoveryList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListRecoveriesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListRecoveriesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListRecoveriesResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	case true:
+		var headers ListRecoveriesResponseDefaultHeaders
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

@@ -93,6 +93,8 @@ func RequiredRole(r *http.Request) Role {
 		return RoleAdmin // who did what, from where: for administrators (the console checks its page itself)
 	case p == "/v1/cluster/backups" || strings.HasPrefix(p, "/v1/cluster/backups/"):
 		return RoleAdmin // the whole cluster's data, and where it lies
+	case p == "/v1/cluster/recoveries":
+		return RoleAdmin // recovery reports name keys
 	case r.Method == http.MethodGet || r.Method == http.MethodHead || r.Method == http.MethodOptions:
 		return RoleRead
 	case strings.HasPrefix(p, "/v1/batch/") && strings.HasSuffix(p, "/get"):

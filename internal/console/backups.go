@@ -14,16 +14,18 @@ import (
 // runs, and the form that starts one.
 type backupPages struct{ *console }
 
-// BackupsProps is this node's backups, newest first.
+// BackupsProps is this node's backups, newest first, and the reports of
+// the lost-quorum recoveries made through it.
 type BackupsProps struct {
-	Backups []slotstore.Backup
-	Err     string
-	CanAct  bool
-	Now     time.Time
+	Backups    []slotstore.Backup
+	Recoveries []slotstore.RecoveryReport
+	Err        string
+	CanAct     bool
+	Now        time.Time
 }
 
 func (c backupPages) backups(r *http.Request) BackupsProps {
-	p := BackupsProps{CanAct: c.session(r).CanAct, Now: c.now()}
+	p := BackupsProps{CanAct: c.session(r).CanAct, Now: c.now(), Recoveries: c.src.Recovery().Recoveries()}
 	list, err := c.src.Backups().Backups(r.Context())
 	if err != nil {
 		p.Err = errMessage(err)
@@ -91,4 +93,24 @@ func ms64(t time.Time) int64 {
 		return 0
 	}
 	return t.UnixMilli()
+}
+
+// lossOf says what a recovery may have lost, for people.
+func lossOf(r slotstore.RecoveryReport) string {
+	if !r.MayBeLost {
+		return "nothing known committed"
+	}
+	return fmt.Sprintf("entries %d–%d of %d hash slots (keys unknown)", r.LostFrom, r.LostTo, len(r.HashSlots))
+}
+
+// tombstonedOf lists a recovery's tombstoned replicas as node/replica.
+func tombstonedOf(r slotstore.RecoveryReport) string {
+	out := ""
+	for i, t := range r.Tombstoned {
+		if i > 0 {
+			out += ", "
+		}
+		out += fmt.Sprintf("n%d/r%d", t.Node, t.Replica)
+	}
+	return out
 }

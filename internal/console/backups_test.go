@@ -1,12 +1,14 @@
 package console
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/slotmeta/slotmeta/internal/auth"
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 	"github.com/slotmeta/slotmeta/internal/slotstore/operatortest"
 )
 
@@ -53,5 +55,19 @@ func TestBackupsPage(t *testing.T) {
 	}
 	if got := f.Count("StartBackup"); got != 2 {
 		t.Fatalf("StartBackup asked %d times", got)
+	}
+	// A lost-quorum recovery through the node: its report is on the page.
+	if !strings.Contains(body, `data-testid="no-recoveries"`) {
+		t.Fatal("no recoveries yet: not said")
+	}
+	f.SetGroup(slotstore.GroupView{ID: 3, HashSlots: 64, Voters: []slotstore.NodeID{1, 2, 3}})
+	if _, err := f.Recovery().RecoverGroup(context.Background(), 3, true); err != nil {
+		t.Fatal(err)
+	}
+	_, body = get(t, ts, sess, adminTok, "/console/backups")
+	doc = parse(t, body)
+	if row := text(one(t, doc, "recovery-row")); !strings.Contains(row, "node 1 (replica 9)") || !strings.Contains(row, "nothing known committed") ||
+		!strings.Contains(row, "n1/r1, n2/r2, n3/r3") {
+		t.Fatalf("the recovery: %q", row)
 	}
 }

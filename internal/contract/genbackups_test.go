@@ -39,3 +39,21 @@ func genBackups(t *testing.T, c *client.ClientWithResponses) {
 	missing, err := c.GetBackupWithResponse(ctx, "20000101T000000Z-000000")
 	genCheck(t, "a missing backup", missing, err, http.StatusNotFound)
 }
+
+// genRecovery asks a one-node cluster for a lost-quorum recovery through
+// the generated client: refused without the confirmation (400) and for a
+// group whose quorum stands (412); the node's reports list empty.
+func genRecovery(t *testing.T, c *client.ClientWithResponses) {
+	ctx := genCtx(t)
+	no, err := c.RecoverGroupWithResponse(ctx, 1, client.RecoverRequest{})
+	genCheck(t, "a recovery not confirmed", no, err, http.StatusBadRequest)
+	genCheckErr(t, "a recovery not confirmed", no.JSON400, client.ErrorCodeInvalidArgument)
+	held, err := c.RecoverGroupWithResponse(ctx, 1, client.RecoverRequest{AcceptDataLoss: true})
+	genCheck(t, "a recovery of a group with its quorum", held, err, http.StatusPreconditionFailed)
+	genCheckErr(t, "a recovery of a group with its quorum", held.JSON412, client.ErrorCodeFailedPrecondition)
+	list, err := c.ListRecoveriesWithResponse(ctx)
+	genCheck(t, "recoveries", list, err, http.StatusOK)
+	if l := list.JSON200; len(l.Items) != 0 || l.NextCursor != "" {
+		t.Fatalf("recoveries: %+v", l)
+	}
+}

@@ -1348,6 +1348,7 @@ func genCluster(t *testing.T, c *client.ClientWithResponses, cn *cluster.Node) {
 	genCheck(t, "drain the only node", drain, err, http.StatusPreconditionFailed)
 	genCheckErr(t, "drain the only node", drain.JSON412, client.ErrorCodeFailedPrecondition)
 	genBackups(t, c)
+	genRecovery(t, c)
 
 	drain, err = c.DrainNodeWithResponse(ctx, 99)
 	genCheck(t, "drain an unknown node", drain, err, http.StatusNotFound)

@@ -259,6 +259,12 @@ func TestCommands(t *testing.T) {
 		}
 		n.fails(exitNotFound, "backup", "get", "20000101T000000Z-000000")
 	})
+	t.Run("group recover", func(t *testing.T) {
+		n := node{t, env}
+		n.fails(exitUsage, "group", "recover", "1")                           // the confirmation is required
+		n.fails(exitConflict, "group", "recover", "1", "--accept-data-loss")  // its quorum stands: failed_precondition
+		n.fails(exitNotFound, "group", "recover", "99", "--accept-data-loss") // no such group
+	})
 
 	t.Run("endpoints fail over", func(t *testing.T) {
 		dead := "http://" + testutil.FreeAddr(t)

@@ -128,3 +128,38 @@ func replicaMove(c *cmd) int {
 		taskRow(t, r.JSON202)
 	})
 }
+
+// group recover ID --accept-data-loss: POST /v1/cluster/groups/{id}/recover,
+// the lost-quorum recovery (docs/runbook.md); the table is its report.
+func groupRecover(c *cmd) int {
+	accept := c.fs.Bool("accept-data-loss", false, "confirm that acknowledged writes may be lost (the report says which); required")
+	pos, code, ok := c.parse()
+	if !ok {
+		return code
+	}
+	id, code, ok := c.number("ID", pos[0], maxGroup)
+	if !ok {
+		return code
+	}
+	if !*accept {
+		return c.usageError("a lost-quorum recovery may lose acknowledged writes: --accept-data-loss is required")
+	}
+	r, err := c.api.RecoverGroupWithResponse(c.ctx, id, client.RecoverRequest{AcceptDataLoss: true})
+	if err != nil {
+		return c.netError(err)
+	}
+	if r.JSON200 == nil {
+		return c.refused(r.HTTPResponse, r.Body)
+	}
+	rep := r.JSON200
+	return c.show(r.Body, func(t *table) {
+		t.header("GROUP", "NODE", "REPLICA", "RECOVERED_INDEX", "HIGHEST_KNOWN", "MAY_BE_LOST", "LOST_FROM", "LOST_TO", "UNCERTAIN")
+		uncertain := 0
+		if rep.Uncertain != nil {
+			uncertain = len(*rep.Uncertain)
+		}
+		t.row(rep.Group, rep.Node, rep.Replica, rep.RecoveredIndex, rep.HighestKnown, rep.MayBeLost, rep.LostFrom, rep.LostTo, uncertain)
+		t.row()
+		t.row(rep.Message)
+	})
+}

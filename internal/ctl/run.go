@@ -61,6 +61,7 @@ var nouns = []noun{
 	{"group", []verb{
 		{"list", "", 0, 0, false, "the slot groups: leader, voters, health", groupList},
 		{"get", "ID", 1, 1, false, "one slot group with its replicas", groupGet},
+		{"recover", "ID --accept-data-loss", 1, 1, true, "rebuild a group that lost its quorum from its best survivor (unsafe; docs/runbook.md)", groupRecover},
 	}},
 	{"route", []verb{
 		{"list", "", 0, 0, false, "the 256 hash slots: group and leader of each", routeList},

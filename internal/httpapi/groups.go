@@ -158,3 +158,21 @@ func (a groupRoutes) listDecisions(w http.ResponseWriter, r *http.Request) error
 	a.writeJSON(w, r, http.StatusOK, whole(out))
 	return nil
 }
+
+type recoverRequest struct {
+	AcceptDataLoss bool `json:"accept_data_loss"`
+}
+
+// recoverGroup is POST /v1/cluster/groups/{id}/recover: the lost-quorum
+// recovery of issue 29 (admin, audited), refused unless the body accepts
+// the data loss; the answer is the report of what may have been lost.
+func (a groupRoutes) recoverGroup(ctx context.Context, g slotstore.GroupID, req *recoverRequest) (slotstore.RecoveryReport, error) {
+	return a.op.Recovery().RecoverGroup(ctx, g, req.AcceptDataLoss)
+}
+
+// listRecoveries is GET /v1/cluster/recoveries: the reports of the
+// recoveries made through this node, newest first (admin: they name keys).
+func (a groupRoutes) listRecoveries(w http.ResponseWriter, r *http.Request) error {
+	a.writeJSON(w, r, http.StatusOK, whole(a.op.Recovery().Recoveries()))
+	return nil
+}

@@ -18,7 +18,7 @@ import (
 var bodyRoutes = [][2]string{
 	{"POST", "/v1/users"}, {"PUT", "/v1/users/u1"}, {"PUT", "/v1/kv/k1"},
 	{"POST", "/v1/cluster/nodes"}, {"PUT", "/v1/cluster/balancer"}, {"POST", "/v1/cluster/routes/resolve"}, {"POST", "/v1/batch/kv/get"}, {"POST", "/v1/batch/kv/write"}, {"POST", "/v1/batch/users/get"}, {"POST", "/v1/batch/channels/get"}, {"POST", "/v1/batch/runtime/get"},
-	{"POST", "/v1/cluster/groups"}, {"POST", "/v1/cluster/groups/1/leader-transfer"}, {"PUT", "/v1/cluster/groups/1/preferred-leader"},
+	{"POST", "/v1/cluster/groups"}, {"POST", "/v1/cluster/groups/1/leader-transfer"}, {"PUT", "/v1/cluster/groups/1/preferred-leader"}, {"POST", "/v1/cluster/groups/1/recover"},
 	{"POST", "/v1/cluster/groups/1/split"}, {"POST", "/v1/cluster/groups/1/merge"}, {"POST", "/v1/cluster/groups/1/replica-moves"},
 	{"POST", "/v1/cluster/hash-slots/3/migrations"},
 	{"PUT", "/v1/users/u1/memberships/2/c1"}, {"POST", "/v1/users/u1/memberships/2/c1/read"}, {"POST", "/v1/users/u1/memberships/2/c1/hide"},

@@ -196,6 +196,8 @@ func (a *api) mountV1(r chi.Router) {
 		{post, "/groups/{id}/leader-transfer", changeGroup(a, groups.transferLeader)},
 		{get, "/groups/{id}/leader-transfer/preflight", groups.preflightTransfer},
 		{put, "/groups/{id}/preferred-leader", changeGroup(a, groups.setPreferredLeader)},
+		{post, "/groups/{id}/recover", changeGroup(a, groups.recoverGroup)},
+		{get, "/recoveries", groups.listRecoveries},
 		{get, "/decisions", groups.listDecisions},
 		{get, "/audit", cluster.listAudit},
 		{get, "/security", cluster.getSecurity},

@@ -14,6 +14,8 @@ type Operator interface {
 	NodeID() NodeID
 	// Backups are the backups this node takes and keeps.
 	Backups() Backups
+	// Recovery rebuilds groups that lost their quorum (issue 29).
+	Recovery() Recovery
 	// Summary is the node's view of the cluster (GET /v1/cluster).
 	Summary() ClusterSummary
 	// Nodes lists the registered nodes in id order.

@@ -108,6 +108,7 @@ type Node struct {
 	members    memberships                     // led groups' memberships by config change index (status reports)
 	heat       *heat.Counters                  // reads and writes this node's API served, per hash slot
 	seed       *restore.Seed                   // the restore this data directory was laid out by (nil: none)
+	recovery   *recoverer                      // lost-quorum recoveries through this node (recovery.go)
 	removed    atomic.Pointer[map[string]bool] // Raft addresses of removed nodes (refused)
 	wakes      *waker                          // wakes quiesced groups (quiesce.go)
 	ctl        controllerReplica               // the node's controller replica: start, role, proposals (join.go)
@@ -280,6 +281,7 @@ func Start(cfg Config) (*Node, error) {
 		DisableHashSlotMoves: cfg.DisableHashSlotMoves, BackoffSeed: uint64(cfg.NodeID)<<32 ^ uint64(time.Now().UnixNano()),
 		ServedTransfer: func(ctx context.Context) { n.peerWrites.wrote(ctx, peerWriteTransfer) }})
 	n.backups = n.newBackups()
+	n.recovery = &recoverer{n: n}
 	if cfg.PeerAddr != "" {
 		// Bounded: a connection that has not shown the cluster secret within
 		// the grace is closed (peer.Server proves it on admission).
@@ -471,8 +473,10 @@ func (n *Node) Ready() error {
 		return slotstore.Errorf(slotstore.CodeRouteNotReady, "group %d has no live leader", g)
 	}
 	for _, id := range st.GroupIDs() {
-		if _, want := st.Groups[id].Peers[n.cfg.NodeID]; !want {
+		if r, want := st.Groups[id].Peers[n.cfg.NodeID]; !want {
 			continue
+		} else if _, dead := st.Tombstoned(id, r); dead {
+			continue // a recovery tombstoned it: it never runs here again
 		}
 		if !n.replicas.Get(id).Open() {
 			return slotstore.Errorf(slotstore.CodeRouteNotReady, "replica of group %d is not running here yet", id)

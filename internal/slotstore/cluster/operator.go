@@ -27,6 +27,7 @@ type operator struct {
 	ctrl        *atomic.Pointer[controller.State] // this node's copy of the controller state
 	ready       func() error                      // Node.Ready
 	backups     slotstore.Backups
+	recovery    slotstore.Recovery
 	// electionTimeout bounds the wait for the controller's leadership to move.
 	electionTimeout time.Duration
 }
@@ -37,11 +38,14 @@ var _ slotstore.Operator = operator{}
 // console.
 func (n *Node) Operator() slotstore.Operator {
 	return operator{id: n.cfg.NodeID, noSlotMoves: n.cfg.DisableHashSlotMoves, router: n.router,
-		leader: n.leader, ctl: n.ctl, ctrl: &n.ctrl, ready: n.Ready, electionTimeout: n.cfg.electionTimeout(), backups: n.backups}
+		leader: n.leader, ctl: n.ctl, ctrl: &n.ctrl, ready: n.Ready, electionTimeout: n.cfg.electionTimeout(), backups: n.backups, recovery: n.recovery}
 }
 
 // Backups are the backups this node takes (package backups).
 func (o operator) Backups() slotstore.Backups { return o.backups }
+
+// Recovery rebuilds groups that lost their quorum (recovery.go).
+func (o operator) Recovery() slotstore.Recovery { return o.recovery }
 
 func (o operator) NodeID() slotstore.NodeID { return o.id }
 

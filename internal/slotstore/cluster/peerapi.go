@@ -39,6 +39,7 @@ func (p peerAPI) peerHandler() *peer.Server {
 	s.Handle(http.MethodGet, "nodes", p.servePeerNodes)
 	s.Handle(http.MethodPost, "wake", p.n.wakes.serve)
 	s.Handle(http.MethodPost, "membership", p.servePeerMembership)
+	s.Handle(http.MethodPost, "recover-prepare", p.n.recovery.servePrepare)
 	return s
 }
 

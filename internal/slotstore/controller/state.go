@@ -141,6 +141,11 @@ type State struct {
 	// Restored says where a cluster restored from a backup came from (nil:
 	// founded new).
 	Restored *Restored `json:"restored,omitempty"`
+	// Tombstones are replicas that must never run again (recover.go), and
+	// Recoveries the lost-quorum recoveries made (both bounded, oldest
+	// first).
+	Tombstones []Tombstone `json:"tombstones,omitempty"`
+	Recoveries []Recovery  `json:"recoveries,omitempty"`
 }
 
 // NewState is the empty, not yet bootstrapped state.
@@ -163,6 +168,8 @@ func (s *State) Clone() *State {
 	// Audit records are never changed once recorded: the copy shares them,
 	// capped so that an append to either side cannot write into the other.
 	c.Audit = s.Audit[:len(s.Audit):len(s.Audit)]
+	c.Tombstones = s.Tombstones[:len(s.Tombstones):len(s.Tombstones)]
+	c.Recoveries = s.Recoveries[:len(s.Recoveries):len(s.Recoveries)]
 	c.Tasks = make(map[uint64]*Task, len(s.Tasks))
 	for id, t := range s.Tasks {
 		tt := *t

@@ -107,3 +107,22 @@ func RestoredFor(db *store.DB, g slotstore.GroupID) (replica uint64, ok bool, er
 	}
 	return binary.BigEndian.Uint64(v), true, nil
 }
+
+// ClearRestored drops the record of the replica group g's rows were laid
+// out for: a replica starting on them takes them as its own first, so
+// that no later image of the group carries the record to another replica.
+func ClearRestored(db *store.DB, g slotstore.GroupID) error {
+	return db.Pebble().Delete(meta.SysKey(g, meta.SysRestored), pebble.Sync)
+}
+
+// AppliedIn reads the applied index of group g's rows in db.
+func AppliedIn(db *store.DB, g slotstore.GroupID) (uint64, error) {
+	v, found, err := store.Get(db.Pebble(), meta.SysKey(g, meta.SysApplied))
+	if err != nil || !found {
+		return 0, err
+	}
+	if len(v) != 8 {
+		return 0, fmt.Errorf("fsm: group %d: applied index of %d bytes", g, len(v))
+	}
+	return binary.BigEndian.Uint64(v), nil
+}

@@ -78,7 +78,13 @@ func (s *StateMachine) writeImage(snap *pebble.Snapshot, w io.Writer, done <-cha
 	}
 	var count uint64
 	var lenBuf [binary.MaxVarintLen64]byte
+	// The mark of the replica a restore or recovery laid the rows out for
+	// is that node's own (rebase.go): no image carries it to another.
+	laid := meta.SysKey(s.cfg.Group, meta.SysRestored)
 	for it.First(); it.Valid(); it.Next() {
+		if bytes.Equal(it.Key(), laid) {
+			continue
+		}
 		if count%snapStopCheck == 0 {
 			select {
 			case <-done:

@@ -28,6 +28,7 @@ package fsm
 import (
 	"encoding/binary"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -111,6 +112,9 @@ type StateMachine struct {
 	afterIngest func()
 	// beforeGet is a test seam: a lookup's point read calls it first.
 	beforeGet func()
+
+	closed    chan struct{} // closed by Close
+	closeOnce sync.Once
 }
 
 var _ sm.IOnDiskStateMachine = (*StateMachine)(nil)
@@ -132,7 +136,7 @@ func New(cfg Config) *StateMachine {
 	if cfg.WatchAge <= 0 {
 		cfg.WatchAge = DefaultWatchAge
 	}
-	return &StateMachine{cfg: cfg, db: cfg.DB.Pebble()}
+	return &StateMachine{cfg: cfg, db: cfg.DB.Pebble(), closed: make(chan struct{})}
 }
 
 // Factory adapts a per-group config builder to dragonboat's create function.
@@ -317,8 +321,16 @@ func (s *StateMachine) Update(entries []sm.Entry) ([]sm.Entry, error) {
 // Sync makes everything applied so far durable.
 func (s *StateMachine) Sync() error { return s.db.LogData(nil, pebble.Sync) }
 
-// Close releases nothing: the store is shared and closed by its owner after
-// the NodeHost.
-func (s *StateMachine) Close() error { return nil }
+// Close releases nothing (the store is shared and closed by its owner after
+// the NodeHost); it marks the state machine closed (Closed).
+func (s *StateMachine) Close() error {
+	s.closeOnce.Do(func() { close(s.closed) })
+	return nil
+}
+
+// Closed is closed once dragonboat has closed the state machine: its
+// replica stopped, nothing of it applies any more (it closes it last,
+// when the replica is offloaded from every worker).
+func (s *StateMachine) Closed() <-chan struct{} { return s.closed }
 
 func u64(v uint64) []byte { return binary.BigEndian.AppendUint64(make([]byte, 0, 8), v) }

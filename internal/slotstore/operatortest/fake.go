@@ -52,6 +52,7 @@ type Fake struct {
 	transfers int
 	splits    [][]slotstore.HashSlot
 	backups   *Backups
+	recovery  *Recovery
 }
 
 var _ slotstore.Operator = (*Fake)(nil)

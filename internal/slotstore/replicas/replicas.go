@@ -11,7 +11,13 @@
 // linearizable read of the controller's state confirms that no other replica
 // of the group belongs here (a restarted node's own copy of that state may
 // be older than what it acted on; ADR 0002). dragonboat refuses a new
-// replica over a non-empty state machine by panicking.
+// replica over a non-empty state machine by panicking. For the same reason
+// no replica restarts from its own Raft state before one linearizable read
+// of the controller's state in this process: a lost-quorum recovery may
+// have tombstoned it meanwhile (recovery.go), and a tombstoned replica
+// never runs again. Rows a restore or a recovery laid out for a replica
+// (fsm.RestoredFor) are that replica's: it starts with a log that begins
+// past them, and no other replica restarts over them.
 //
 // Each running replica is a Replica: its state machine, its proposer, its
 // ReadIndex batcher and its leader lease (ended by TransferAway; a
@@ -133,6 +139,11 @@ type Set struct {
 	// notBefore: New's time plus StartWait.
 	stopped   map[slotstore.GroupID]time.Time
 	notBefore time.Time
+	// confirmed: a linearizable read of the controller's state succeeded
+	// since the process started (only Follow touches it). Until then no
+	// replica restarts from its own Raft state: the node's copy of the
+	// controller's state may predate a recovery that tombstoned it.
+	confirmed bool
 }
 
 // New returns an empty set.
@@ -160,6 +171,9 @@ func (s *Set) Want(st *controller.State, g slotstore.GroupID) (bool, uint64, boo
 		return false, 0, false // retired, or not created yet
 	}
 	if r, ok := grp.Peers[s.cfg.NodeID]; ok {
+		if _, dead := st.Tombstoned(g, r); dead {
+			return false, 0, false // a recovery rebuilt the group without it (recovery.go)
+		}
 		return true, r, false
 	}
 	for _, t := range st.Tasks {
@@ -181,6 +195,13 @@ func (s *Set) Want(st *controller.State, g slotstore.GroupID) (bool, uint64, boo
 // and what a retired group left while this node was down. Failures are
 // logged; the next round tries again.
 func (s *Set) Follow(ctx context.Context, st *controller.State) {
+	if !s.confirmed {
+		if fresh, err := s.controllerNow(ctx, min(s.cfg.RequestTimeout, time.Second)); err == nil {
+			st, s.confirmed = fresh, true
+		} else {
+			s.cfg.Logger.Debug("controller state not confirmed yet: no replica restarts", "err", err)
+		}
+	}
 	for id := range s.All() {
 		if _, ok := st.Groups[id]; !ok && st.IsRetired(id) {
 			if err := s.Stop(ctx, id); err != nil {
@@ -206,6 +227,9 @@ func (s *Set) Follow(ctx context.Context, st *controller.State) {
 		running := s.Get(id) != nil
 		switch {
 		case want && !running:
+			if !s.confirmed && s.cfg.NH.HasNodeInfo(controller.ShardOf(id), replica) {
+				continue // see confirmed
+			}
 			if err := s.Start(st, grp, replica, learner); err != nil {
 				s.cfg.Logger.Error("start group replica", "group", id, "err", err)
 			}
@@ -215,7 +239,14 @@ func (s *Set) Follow(ctx context.Context, st *controller.State) {
 			}
 		case !want && !running && s.hasData(id):
 			// A replica removed while this node was down, or a Stop cut
-			// short by a restart, left its data behind.
+			// short by a restart, left its data behind; or a recovery
+			// tombstoned it (said, once, as its data goes).
+			if r, ok := grp.Peers[s.cfg.NodeID]; ok {
+				if t, dead := st.Tombstoned(id, r); dead {
+					s.cfg.Logger.Error("replica refused: a lost-quorum recovery tombstoned it; its data is removed",
+						"group", id, "replica", r, "tombstoned_at_ms", t.AtMs)
+				}
+			}
 			if err := s.clearStale(ctx, id, 0); err != nil {
 				s.cfg.Logger.Error("remove data a removed replica left behind", "group", id, "err", err)
 			}
@@ -256,6 +287,18 @@ func (s *Set) Start(st *controller.State, grp *controller.Group, replica uint64,
 	cfg.IsNonVoting = learner
 	join := false
 	restarted := s.cfg.NH.HasNodeInfo(shard, replica)
+	laidOut, err := s.laidOutFor(g, replica, restarted)
+	if err != nil {
+		return err
+	}
+	if laidOut {
+		// The rows were laid out for this replica (a recovery): its log
+		// begins past them (recovery.go).
+		if err := s.startLogPast(st, grp, replica); err != nil {
+			return err
+		}
+		restarted = true
+	}
 	if !restarted {
 		// A new replica starts from nothing (see the package doc).
 		if err := s.clearStale(context.Background(), g, replica); err != nil {
@@ -411,16 +454,12 @@ func (s *Set) clearStale(ctx context.Context, g slotstore.GroupID, keep uint64) 
 	// context has no deadline, and dragonboat refuses a SyncRead without
 	// one (ErrDeadlineNotSet) — the data of a removed replica or a retired
 	// group then stayed for good.
+	st, err := s.controllerNow(ctx, s.cfg.RequestTimeout)
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
 	defer cancel()
-	v, err := s.cfg.NH.SyncRead(ctx, controller.ShardID, controller.StateQuery{})
-	if err != nil {
-		return fmt.Errorf("read the controller state: %w", propose.RaftError(err, 0, false))
-	}
-	st, ok := v.(*controller.State)
-	if !ok {
-		return fmt.Errorf("controller state query answered %T", v)
-	}
 	if want, replica, _ := s.Want(st, g); want && replica != keep {
 		return fmt.Errorf("the controller places replica %d of group %d here: its data stays", replica, g)
 	}
@@ -433,11 +472,31 @@ func (s *Set) clearStale(ctx context.Context, g slotstore.GroupID, keep uint64) 
 	if !rows {
 		return nil
 	}
+	if laid, ok, _ := fsm.RestoredFor(s.cfg.DB, g); ok && keep != 0 && laid == keep {
+		return nil // laid out for the replica starting: they are its own (recovery.go)
+	}
 	if err := s.cfg.DB.DeleteGroup(g); err != nil {
 		return err
 	}
 	s.cfg.Logger.Warn("removed the store data an earlier replica left", "group", g)
 	return nil
+}
+
+// controllerNow reads the controller's state linearizably, within
+// timeout (the reconcile loop's own context has no deadline, and
+// dragonboat refuses a SyncRead without one: ErrDeadlineNotSet).
+func (s *Set) controllerNow(ctx context.Context, timeout time.Duration) (*controller.State, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	v, err := s.cfg.NH.SyncRead(ctx, controller.ShardID, controller.StateQuery{})
+	if err != nil {
+		return nil, fmt.Errorf("read the controller state: %w", propose.RaftError(err, 0, false))
+	}
+	st, ok := v.(*controller.State)
+	if !ok {
+		return nil, fmt.Errorf("controller state query answered %T", v)
+	}
+	return st, nil
 }
 
 // RefreshLeaders re-reads the live leader of every replica here, in case a

@@ -1,0 +1,218 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/controller"
+	"github.com/slotmeta/slotmeta/internal/slotstore/peer"
+	"github.com/slotmeta/slotmeta/internal/slotstore/replicas"
+	"github.com/slotmeta/slotmeta/internal/slotstore/restore"
+)
+
+// recoverer is the node's lost-quorum recovery (slotstore.Recovery, issue
+// 29): the node asked picks the most advanced surviving replica from the
+// controller leader's view, has its node prepare it (the recover-prepare
+// endpoint: replicas.Set.PrepareRecovery), records the recovery in the
+// controller (controller.RecoverGroup), and reports what may be lost.
+// One recovery at a time through a node; the reports of the last ones
+// are kept for the console.
+type recoverer struct {
+	n       *Node
+	run     sync.Mutex // one recovery at a time through this node
+	mu      sync.Mutex // reports
+	reports []slotstore.RecoveryReport
+}
+
+// maxReports bounds the reports a node keeps; prepareTimeout the
+// survivor's preparation (its replica stopped, its log's tail applied).
+// termMargin is how far past the highest term seen a recovered group's log
+// begins (routers and clients ignore a leader of an older term than one
+// they saw).
+const (
+	maxReports     = 20
+	prepareTimeout = 30 * time.Second
+	termMargin     = 100
+)
+
+var _ slotstore.Recovery = (*recoverer)(nil)
+
+// prepareRequest is the body of recover-prepare.
+type prepareRequest struct {
+	Group      slotstore.GroupID `json:"group"`
+	OldReplica uint64            `json:"old_replica"`
+	Replica    uint64            `json:"replica"`
+	Bump       uint64            `json:"bump"`
+}
+
+// RecoverGroup rebuilds group g from its most advanced surviving replica.
+func (r *recoverer) RecoverGroup(ctx context.Context, g slotstore.GroupID, acceptDataLoss bool) (slotstore.RecoveryReport, error) {
+	rep := slotstore.RecoveryReport{Group: g}
+	if !acceptDataLoss {
+		return rep, slotstore.Errorf(slotstore.CodeInvalidArgument,
+			"a lost-quorum recovery may lose acknowledged writes: confirm that you accept it (accept_data_loss)")
+	}
+	if !r.run.TryLock() {
+		return rep, slotstore.Errorf(slotstore.CodeConflict, "a recovery is running through node %d", r.n.cfg.NodeID)
+	}
+	defer r.run.Unlock()
+	st := r.n.ctrl.Load()
+	grp, ok := st.Groups[g]
+	if !ok {
+		return rep, slotstore.Errorf(slotstore.CodeNotFound, "group %d does not exist", g)
+	}
+	for _, t := range st.TasksNewestFirst() {
+		if (t.Group == g || t.ToGroup == g) && t.Kind != controller.TaskReplicaMove &&
+			(t.Status == controller.TaskRunning || t.Status == controller.TaskCancelling || t.Status == controller.TaskFailed) {
+			return rep, slotstore.Errorf(slotstore.CodeFailedPrecondition, "task %d (%s) moves hash slots of group %d: finish or cancel it first", t.ID, t.Kind, g)
+		}
+	}
+	vctx, cancel := context.WithTimeout(ctx, r.n.cfg.RequestTimeout)
+	view, err := r.n.leader.Group(vctx, g)
+	cancel()
+	if err != nil {
+		return rep, err
+	}
+	fresh := func(rv slotstore.ReplicaView) bool {
+		return rv.ReportAgeMs >= 0 && rv.ReportAgeMs <= r.n.cfg.UnreachableAfter.Milliseconds()
+	}
+	var survivor *slotstore.ReplicaView
+	alive := 0
+	for i, rv := range view.Replicas {
+		if grp.Peers[rv.Node] != rv.ReplicaID || !fresh(rv) {
+			continue
+		}
+		alive++
+		if s := survivor; s == nil || rv.LogLast > s.LogLast || (rv.LogLast == s.LogLast && rv.AppliedIndex > s.AppliedIndex) {
+			survivor = &view.Replicas[i]
+		}
+	}
+	if 2*alive > len(grp.Peers) {
+		return rep, slotstore.Errorf(slotstore.CodeFailedPrecondition,
+			"group %d: %d of its %d replicas report: its quorum is not lost (a recovery is for a group that lost a majority for good)", g, alive, len(grp.Peers))
+	}
+	if survivor == nil {
+		return rep, slotstore.Errorf(slotstore.CodeFailedPrecondition, "group %d: no replica of it reports: nothing to recover from (restore a backup)", g)
+	}
+	req := prepareRequest{Group: g, OldReplica: survivor.ReplicaID, Replica: st.NextReplicaID, Bump: restore.DefaultBump}
+	pctx, cancel := context.WithTimeout(ctx, prepareTimeout)
+	p, err := r.prepare(pctx, survivor.Node, req)
+	cancel()
+	if err != nil {
+		return rep, fmt.Errorf("prepare node %d's replica %d: %w", survivor.Node, survivor.ReplicaID, err)
+	}
+	rep = r.report(st, view, survivor.Node, p)
+	// The new log's term: past every term the group was seen at, with room
+	// for elections no report showed before the replicas were lost.
+	term := max(p.Term, view.Term)
+	for _, rv := range view.Replicas {
+		term = max(term, rv.Term)
+	}
+	term += termMargin
+	cctx, cancel := context.WithTimeout(ctx, r.n.cfg.RequestTimeout)
+	defer cancel()
+	if _, err := r.n.ctl.proposeControllerResult(cctx, controller.Command{RecoverGroup: &controller.RecoverGroup{Group: g, Node: survivor.Node,
+		OldReplica: p.OldReplica, Replica: p.Replica, Index: p.Index, Term: term, Lost: rep.Message}}); err != nil {
+		return rep, fmt.Errorf("record the recovery of group %d (node %d's replica is prepared; ask again): %w", g, survivor.Node, err)
+	}
+	r.mu.Lock()
+	r.reports = append(r.reports, rep)
+	if len(r.reports) > maxReports {
+		r.reports = slices.Delete(r.reports, 0, len(r.reports)-maxReports)
+	}
+	r.mu.Unlock()
+	r.n.cfg.Logger.Warn("group recovered from a lost quorum", "group", g, "node", survivor.Node, "replica", p.Replica, "index", p.Index, "report", rep.Message)
+	return rep, nil
+}
+
+// prepare has node prepare its replica (here or over peer RPC).
+func (r *recoverer) prepare(ctx context.Context, node slotstore.NodeID, req prepareRequest) (replicas.Prepared, error) {
+	if node == r.n.cfg.NodeID {
+		return r.n.replicas.PrepareRecovery(ctx, req.Group, req.OldReplica, req.Replica, req.Bump)
+	}
+	body, err := json.Marshal(req)
+	if err != nil {
+		return replicas.Prepared{}, err
+	}
+	resp, _, err := r.n.peers.Call(ctx, http.MethodPost, r.n.dispatch.PeerAddrOf(node), "recover-prepare", body, nil)
+	if err != nil {
+		return replicas.Prepared{}, err
+	}
+	b, err := peer.ReadBody(resp)
+	if err != nil {
+		return replicas.Prepared{}, err
+	}
+	var p replicas.Prepared
+	return p, json.Unmarshal(b, &p)
+}
+
+// servePrepare is the recover-prepare endpoint.
+func (r *recoverer) servePrepare(ctx context.Context, w http.ResponseWriter, req *http.Request) {
+	var pr prepareRequest
+	if err := json.NewDecoder(io.LimitReader(req.Body, 4096)).Decode(&pr); err != nil {
+		peer.WriteError(w, http.StatusBadRequest, slotstore.Wrap(slotstore.CodeInvalidArgument, err, "recover-prepare request"))
+		return
+	}
+	p, err := r.n.replicas.PrepareRecovery(ctx, pr.Group, pr.OldReplica, pr.Replica, pr.Bump)
+	if err != nil {
+		peer.WriteError(w, peer.StatusOf(err), err)
+		return
+	}
+	peer.WriteJSON(w, p)
+}
+
+// report says what the recovery did and what may be lost.
+func (r *recoverer) report(st *controller.State, view slotstore.GroupView, node slotstore.NodeID, p replicas.Prepared) slotstore.RecoveryReport {
+	grp := st.Groups[p.Group]
+	rep := slotstore.RecoveryReport{Group: p.Group, Node: node, OldReplica: p.OldReplica, Replica: p.Replica, RecoveredIndex: p.Index,
+		SurvivorApplied: p.Applied, SurvivorCommit: p.Commit, SurvivorLast: p.Last, HighestKnown: max(p.Commit, p.Index), HighestKnownBy: node,
+		HashSlots: []slotstore.HashSlot{}}
+	for _, n := range grp.PeerNodes() {
+		rep.Tombstoned = append(rep.Tombstoned, slotstore.TombstonedReplica{Node: n, Replica: grp.Peers[n]})
+	}
+	now := r.n.cfg.Now().UnixMilli()
+	for _, rv := range view.Replicas {
+		if rv.AppliedIndex > rep.HighestKnown {
+			rep.HighestKnown, rep.HighestKnownBy = rv.AppliedIndex, rv.Node
+		}
+		if rv.AppliedIndex > p.Index && rv.ReportAgeMs >= 0 {
+			rep.LostToMs = max(rep.LostToMs, now-rv.ReportAgeMs)
+		}
+	}
+	for s, owner := range st.HashToGroup {
+		if owner == p.Group {
+			rep.HashSlots = append(rep.HashSlots, slotstore.HashSlot(s))
+		}
+	}
+	for _, l := range p.Uncertain {
+		rep.Uncertain = append(rep.Uncertain, slotstore.RecoveredEntry{Index: l.Index, Keys: l.Keys, TimeMs: l.TimeMs})
+	}
+	if rep.HighestKnown > p.Index {
+		rep.MayBeLost, rep.LostFrom, rep.LostTo, rep.LostFromMs = true, p.Index+1, rep.HighestKnown, p.LastTimeMs
+		rep.Message = fmt.Sprintf("entries %d..%d of group %d (hash slots %v) were committed on replicas that are gone and are lost; "+
+			"no surviving log holds them, so their keys are unknown", rep.LostFrom, rep.LostTo, p.Group, rep.HashSlots)
+	} else {
+		rep.Message = fmt.Sprintf("nothing known committed is lost: the survivor held every entry any replica was seen to apply (up to %d)", rep.HighestKnown)
+	}
+	if len(rep.Uncertain) > 0 {
+		rep.Message += fmt.Sprintf("; %d entries the survivor logged without knowing them committed were applied", len(rep.Uncertain))
+	}
+	return rep
+}
+
+// Recoveries are the reports of the recoveries made through this node,
+// newest first.
+func (r *recoverer) Recoveries() []slotstore.RecoveryReport {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := slices.Clone(r.reports)
+	slices.Reverse(out)
+	return out
+}
