@@ -100,13 +100,47 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 
 // limiter bounds the bytes a node reads for images, for every backup at
 // once (its own and other nodes'), so that serving goes on.
-type limiter struct{ l *rate.Limiter }
+// The clock is injected (now, sleep) so that a test holds the rate
+// without waiting for it.
+type limiter struct {
+	l     *rate.Limiter
+	now   func() time.Time
+	sleep func(ctx context.Context, d time.Duration) error
+}
 
 // limitBurst is the most one wait lets through.
 const limitBurst = 256 << 10
 
 func newLimiter(bytesPerSec int) *limiter {
-	return &limiter{l: rate.NewLimiter(rate.Limit(bytesPerSec), limitBurst)}
+	return &limiter{l: rate.NewLimiter(rate.Limit(bytesPerSec), limitBurst), now: time.Now, sleep: sleepCtx}
+}
+
+// sleepCtx waits d, or less if ctx ends first.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// wait waits for k bytes' turn, within ctx.
+func (l *limiter) wait(ctx context.Context, k int) error {
+	now := l.now()
+	r := l.l.ReserveN(now, k)
+	if !r.OK() {
+		return fmt.Errorf("backups: %d bytes exceed the read limit's burst", k)
+	}
+	if d := r.DelayFrom(now); d > 0 {
+		if err := l.sleep(ctx, d); err != nil {
+			r.CancelAt(l.now())
+			return err
+		}
+	}
+	return nil
 }
 
 // writer is w with every write waiting for its bytes' turn (within ctx).
@@ -115,7 +149,7 @@ func (l *limiter) writer(ctx context.Context, w io.Writer) io.Writer {
 		n := 0
 		for len(p) > 0 {
 			k := min(len(p), limitBurst)
-			if err := l.l.WaitN(ctx, k); err != nil {
+			if err := l.wait(ctx, k); err != nil {
 				return n, err
 			}
 			m, err := w.Write(p[:k])
