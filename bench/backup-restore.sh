@@ -51,6 +51,9 @@ t=$(secs)
 "$SLOTBENCH" -endpoints "$EPS" -workload get-local -keys "$KEYS" -value-size $VALUE -key-prefix big -preload-c 16 -duration 1s -warmup 0s >"$RUN/fill.log" 2>&1
 FILL=$(since "$t")
 STORE=$(du -sh "$SLOTMETA_CLUSTER_DIR/node1/data/store" | cut -f1)
+# The fill leaves compactions behind: the writers' baseline waits for them
+# (BENCH_SETTLE, 60 s at most, until the nodes use < BENCH_SETTLE_CORES).
+read -r SETTLED _ _ < <(wait_idle "$(slotmeta_pids)")
 BEFORE=$(put "$EPS")
 t=$(secs)
 "$BIN" ctl --endpoints "$EPS" --timeout 30m -o json backup start --wait >"$RUN/backup.json" 2>&1 &
@@ -105,7 +108,7 @@ WRITES=$(put "$REPS")
   echo
   echo "| | result |"
   echo "| --- | --- |"
-  echo "| filled | $KEYS values of 64 KiB in ${FILL} s; node 1's store $STORE |"
+  echo "| filled | $KEYS values of 64 KiB in ${FILL} s; node 1's store $STORE; settled ${SETTLED} s |"
   echo "| kv-put c=16 before / during / after the backup | $BEFORE / $DURING / $AFTER |"
   echo "| backup under kv-put | $BYTES bytes in ${BACKUP_S} s |"
   echo "| \`slotmeta restore\` per node (one after the other) | ${LAYOUT[0]} / ${LAYOUT[1]} / ${LAYOUT[2]} s; a restored data directory $LAID |"
