@@ -63,6 +63,10 @@ func (f follower) reconcile(ctx context.Context) {
 			return
 		}
 	}
+	if err := foundedAsLaidOut(f.n.seed, st); err != nil {
+		f.n.cfg.Logger.Error("no replica starts", "err", err)
+		return
+	}
 	f.n.replicas.Follow(ctx, st)
 	// A replica here that knows no leader is woken with its group. A
 	// restarted replica whose first heartbeats were lost (its peers wrote

@@ -300,7 +300,7 @@ func Start(cfg Config) (*Node, error) {
 		go func() { _ = n.peerSrv.Serve(n.peerLn) }()
 	}
 	if seed != nil {
-		if err := startRestoredLogs(nh, n.logdb, seed, cfg.Logger); err != nil {
+		if err := startRestoredLogs(nh, n.logdb, db, seed, cfg.Logger); err != nil {
 			n.closePeer()
 			nh.Close()
 			_ = db.Close()

@@ -40,6 +40,7 @@ func (p peerAPI) peerHandler() *peer.Server {
 	s.Handle(http.MethodPost, "wake", p.n.wakes.serve)
 	s.Handle(http.MethodPost, "membership", p.servePeerMembership)
 	s.Handle(http.MethodPost, "recover-prepare", p.n.recovery.servePrepare)
+	s.Handle(http.MethodPost, "recover-status", p.n.recovery.serveStatus)
 	return s
 }
 

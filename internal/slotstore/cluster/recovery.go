@@ -39,6 +39,7 @@ type recoverer struct {
 const (
 	maxReports     = 20
 	prepareTimeout = 30 * time.Second
+	statusTimeout  = 2 * time.Second
 	termMargin     = 100
 )
 
@@ -63,7 +64,14 @@ func (r *recoverer) RecoverGroup(ctx context.Context, g slotstore.GroupID, accep
 		return rep, slotstore.Errorf(slotstore.CodeConflict, "a recovery is running through node %d", r.n.cfg.NodeID)
 	}
 	defer r.run.Unlock()
-	st := r.n.ctrl.Load()
+	// The controller's current word (the next replica id must be the one
+	// the command will find), within a request's bound.
+	sctx, cancel := context.WithTimeout(ctx, r.n.cfg.RequestTimeout)
+	st, err := backupHost{r.n}.ControllerState(sctx)
+	cancel()
+	if err != nil {
+		return rep, err
+	}
 	grp, ok := st.Groups[g]
 	if !ok {
 		return rep, slotstore.Errorf(slotstore.CodeNotFound, "group %d does not exist", g)
@@ -83,32 +91,40 @@ func (r *recoverer) RecoverGroup(ctx context.Context, g slotstore.GroupID, accep
 	fresh := func(rv slotstore.ReplicaView) bool {
 		return rv.ReportAgeMs >= 0 && rv.ReportAgeMs <= r.n.cfg.UnreachableAfter.Milliseconds()
 	}
-	var survivor *slotstore.ReplicaView
 	alive := 0
-	for i, rv := range view.Replicas {
-		if grp.Peers[rv.Node] != rv.ReplicaID || !fresh(rv) {
-			continue
-		}
-		alive++
-		if s := survivor; s == nil || rv.LogLast > s.LogLast || (rv.LogLast == s.LogLast && rv.AppliedIndex > s.AppliedIndex) {
-			survivor = &view.Replicas[i]
+	for _, rv := range view.Replicas {
+		if grp.Peers[rv.Node] == rv.ReplicaID && fresh(rv) {
+			alive++
 		}
 	}
 	if 2*alive > len(grp.Peers) {
 		return rep, slotstore.Errorf(slotstore.CodeFailedPrecondition,
 			"group %d: %d of its %d replicas report: its quorum is not lost (a recovery is for a group that lost a majority for good)", g, alive, len(grp.Peers))
 	}
-	if survivor == nil {
-		return rep, slotstore.Errorf(slotstore.CodeFailedPrecondition, "group %d: no replica of it reports: nothing to recover from (restore a backup)", g)
+	// The survivor: of the replicas whose nodes answer — running, or
+	// stopped by an earlier attempt that was never recorded — the one with
+	// the longest log.
+	var survivor *replicas.Survivor
+	var survivorNode slotstore.NodeID
+	for node, sv := range r.survivors(ctx, st, grp) {
+		if survivor == nil || sv.Last > survivor.Last || (sv.Last == survivor.Last && sv.Applied > survivor.Applied) {
+			survivor, survivorNode = &sv, node
+		}
 	}
-	req := prepareRequest{Group: g, OldReplica: survivor.ReplicaID, Replica: st.NextReplicaID, Bump: restore.DefaultBump}
+	if survivor == nil {
+		return rep, slotstore.Errorf(slotstore.CodeFailedPrecondition, "group %d: no replica of it answers: nothing to recover from (restore a backup)", g)
+	}
+	req := prepareRequest{Group: g, OldReplica: survivor.Replica, Replica: st.NextReplicaID, Bump: restore.DefaultBump}
+	// From here on the caller leaving does not stop it: a prepared survivor
+	// is recorded, or the error says to ask again.
+	ctx = context.WithoutCancel(ctx)
 	pctx, cancel := context.WithTimeout(ctx, prepareTimeout)
-	p, err := r.prepare(pctx, survivor.Node, req)
+	p, err := r.prepare(pctx, survivorNode, req)
 	cancel()
 	if err != nil {
-		return rep, fmt.Errorf("prepare node %d's replica %d: %w", survivor.Node, survivor.ReplicaID, err)
+		return rep, fmt.Errorf("prepare node %d's replica %d: %w", survivorNode, survivor.Replica, err)
 	}
-	rep = r.report(st, view, survivor.Node, p)
+	rep = r.report(st, view, survivorNode, p)
 	// The new log's term: past every term the group was seen at, with room
 	// for elections no report showed before the replicas were lost.
 	term := max(p.Term, view.Term)
@@ -118,9 +134,9 @@ func (r *recoverer) RecoverGroup(ctx context.Context, g slotstore.GroupID, accep
 	term += termMargin
 	cctx, cancel := context.WithTimeout(ctx, r.n.cfg.RequestTimeout)
 	defer cancel()
-	if _, err := r.n.ctl.proposeControllerResult(cctx, controller.Command{RecoverGroup: &controller.RecoverGroup{Group: g, Node: survivor.Node,
+	if _, err := r.n.ctl.proposeControllerResult(cctx, controller.Command{RecoverGroup: &controller.RecoverGroup{Group: g, Node: survivorNode,
 		OldReplica: p.OldReplica, Replica: p.Replica, Index: p.Index, Term: term, Lost: rep.Message}}); err != nil {
-		return rep, fmt.Errorf("record the recovery of group %d (node %d's replica is prepared; ask again): %w", g, survivor.Node, err)
+		return rep, fmt.Errorf("record the recovery of group %d (node %d's replica is prepared; ask again): %w", g, survivorNode, err)
 	}
 	r.mu.Lock()
 	r.reports = append(r.reports, rep)
@@ -128,8 +144,82 @@ func (r *recoverer) RecoverGroup(ctx context.Context, g slotstore.GroupID, accep
 		r.reports = slices.Delete(r.reports, 0, len(r.reports)-maxReports)
 	}
 	r.mu.Unlock()
-	r.n.cfg.Logger.Warn("group recovered from a lost quorum", "group", g, "node", survivor.Node, "replica", p.Replica, "index", p.Index, "report", rep.Message)
+	r.n.cfg.Logger.Warn("group recovered from a lost quorum", "group", g, "node", survivorNode, "replica", p.Replica, "index", p.Index, "report", rep.Message)
 	return rep, nil
+}
+
+// survivors asks every desired peer's node of grp, side by side and
+// briefly, what its replica holds (recover-status); the ones that answer.
+func (r *recoverer) survivors(ctx context.Context, st *controller.State, grp *controller.Group) map[slotstore.NodeID]replicas.Survivor {
+	out := map[slotstore.NodeID]replicas.Survivor{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for node, rid := range grp.Peers {
+		if _, dead := st.Tombstoned(grp.ID, rid); dead {
+			continue
+		}
+		wg.Go(func() {
+			qctx, cancel := context.WithTimeout(ctx, statusTimeout)
+			defer cancel()
+			sv, err := r.status(qctx, node, survivorRequest{Group: grp.ID, Replica: rid})
+			if err != nil {
+				r.n.cfg.Logger.Info("recovery: a replica does not answer", "group", grp.ID, "node", node, "err", err)
+				return
+			}
+			mu.Lock()
+			out[node] = sv
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// survivorRequest is the body of recover-status.
+type survivorRequest struct {
+	Group   slotstore.GroupID `json:"group"`
+	Replica uint64            `json:"replica"`
+}
+
+// status asks node what its replica holds (here or over peer RPC).
+func (r *recoverer) status(ctx context.Context, node slotstore.NodeID, req survivorRequest) (replicas.Survivor, error) {
+	if node == r.n.cfg.NodeID {
+		return r.n.replicas.SurvivorStatus(req.Group, req.Replica)
+	}
+	var sv replicas.Survivor
+	return sv, r.call(ctx, node, "recover-status", req, &sv)
+}
+
+// serveStatus is the recover-status endpoint.
+func (r *recoverer) serveStatus(_ context.Context, w http.ResponseWriter, req *http.Request) {
+	var sr survivorRequest
+	if err := json.NewDecoder(io.LimitReader(req.Body, 4096)).Decode(&sr); err != nil {
+		peer.WriteError(w, http.StatusBadRequest, slotstore.Wrap(slotstore.CodeInvalidArgument, err, "recover-status request"))
+		return
+	}
+	sv, err := r.n.replicas.SurvivorStatus(sr.Group, sr.Replica)
+	if err != nil {
+		peer.WriteError(w, peer.StatusOf(err), err)
+		return
+	}
+	peer.WriteJSON(w, sv)
+}
+
+// call posts body to node's peer endpoint and decodes the answer into out.
+func (r *recoverer) call(ctx context.Context, node slotstore.NodeID, endpoint string, body, out any) error {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	resp, _, err := r.n.peers.Call(ctx, http.MethodPost, r.n.dispatch.PeerAddrOf(node), endpoint, b, nil)
+	if err != nil {
+		return err
+	}
+	raw, err := peer.ReadBody(resp)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(raw, out)
 }
 
 // prepare has node prepare its replica (here or over peer RPC).
@@ -137,20 +227,8 @@ func (r *recoverer) prepare(ctx context.Context, node slotstore.NodeID, req prep
 	if node == r.n.cfg.NodeID {
 		return r.n.replicas.PrepareRecovery(ctx, req.Group, req.OldReplica, req.Replica, req.Bump)
 	}
-	body, err := json.Marshal(req)
-	if err != nil {
-		return replicas.Prepared{}, err
-	}
-	resp, _, err := r.n.peers.Call(ctx, http.MethodPost, r.n.dispatch.PeerAddrOf(node), "recover-prepare", body, nil)
-	if err != nil {
-		return replicas.Prepared{}, err
-	}
-	b, err := peer.ReadBody(resp)
-	if err != nil {
-		return replicas.Prepared{}, err
-	}
 	var p replicas.Prepared
-	return p, json.Unmarshal(b, &p)
+	return p, r.call(ctx, node, "recover-prepare", req, &p)
 }
 
 // servePrepare is the recover-prepare endpoint.
@@ -201,8 +279,9 @@ func (r *recoverer) report(st *controller.State, view slotstore.GroupView, node 
 	} else {
 		rep.Message = fmt.Sprintf("nothing known committed is lost: the survivor held every entry any replica was seen to apply (up to %d)", rep.HighestKnown)
 	}
-	if len(rep.Uncertain) > 0 {
-		rep.Message += fmt.Sprintf("; %d entries the survivor logged without knowing them committed were applied", len(rep.Uncertain))
+	if p.UncertainCount > 0 {
+		rep.Message += fmt.Sprintf("; %d entries the survivor logged without knowing them committed were applied (the first %d listed)",
+			p.UncertainCount, len(rep.Uncertain))
 	}
 	return rep
 }

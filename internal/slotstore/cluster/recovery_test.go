@@ -19,7 +19,9 @@ import (
 // TestRecoverAGroupThatLostItsQuorum is "Must show 2" of issue 29: of a
 // group's three replicas, two are lost for good (their nodes stopped; the
 // controller, on five nodes, keeps its quorum). The recovery is refused
-// while the quorum stands and without the confirmation; then it rebuilds
+// while the quorum stands and without the confirmation; an attempt that
+// prepared the survivor but was never recorded does not stop the next
+// one; then it rebuilds
 // the group from the survivor: every write the survivor had applied is
 // there, the report says nothing known committed is lost and names the
 // tombstoned replicas, the group takes writes, a node whose replica was
@@ -61,6 +63,12 @@ func TestRecoverAGroupThatLostItsQuorum(t *testing.T) {
 	})
 	c.StopNode(0)
 	c.StopNode(1)
+	// An earlier attempt prepared the survivor and was never recorded (its
+	// caller gone, the controller busy): its replica stopped and reports
+	// nothing; a new attempt still finds it and goes on.
+	waitUntil(t, 10*time.Second, "an unrecorded preparation of node 3", func() bool {
+		return c.Nodes[2].PrepareRecovery(ctx, g, peers[3], via.Controller().NextReplicaID) == nil
+	})
 	rep := recoverOnceLost(ctx, t, rec, g)
 	t.Logf("report: %+v", rep)
 	if rep.Node != 3 || rep.OldReplica != peers[3] || rep.Replica == 0 || rep.MayBeLost || rep.RecoveredIndex < rep.SurvivorApplied ||

@@ -7,8 +7,10 @@ import (
 	"github.com/lni/dragonboat/v4"
 
 	"github.com/slotmeta/slotmeta/internal/slotstore/controller"
+	"github.com/slotmeta/slotmeta/internal/slotstore/fsm"
 	"github.com/slotmeta/slotmeta/internal/slotstore/raftlog"
 	"github.com/slotmeta/slotmeta/internal/slotstore/restore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/store"
 )
 
 // A node whose data directory a restore laid out (package restore) starts
@@ -40,10 +42,16 @@ func readRestoreSeed(cfg *Config) (*restore.Seed, error) {
 // startRestoredLogs records where the logs of the seed's replicas begin,
 // for each one that has not run here yet (dragonboat knows the ones that
 // did: their own log goes on). The NodeHost runs; no replica does yet.
-func startRestoredLogs(nh *dragonboat.NodeHost, logdb *raftlog.Factory, seed *restore.Seed, log *slog.Logger) error {
+func startRestoredLogs(nh *dragonboat.NodeHost, logdb *raftlog.Factory, db *store.DB, seed *restore.Seed, log *slog.Logger) error {
 	for _, s := range seed.Starts {
 		shard := controller.ShardOf(s.Group)
 		if nh.HasNodeInfo(shard, s.Replica) {
+			continue
+		}
+		// Only while the rows are still laid out for it: a replica that ran
+		// (its mark cleared at its first start) and was moved away since
+		// has no log to begin.
+		if laid, ok, err := fsm.RestoredFor(db, s.Group); err != nil || !ok || laid != s.Replica {
 			continue
 		}
 		if err := logdb.StartAt(raftlog.Start{Shard: shard, Replica: s.Replica, Index: s.Index, Term: s.Term, Members: s.Members}); err != nil {
@@ -65,4 +73,30 @@ func founding(cfg *Config, secret string, seed *restore.Seed) *controller.Bootst
 		b.GroupCount = len(r.Groups)
 	}
 	return b
+}
+
+// foundedAsLaidOut says whether the cluster was founded as this node's
+// restore laid its store out: from the same backup, with the same bump and
+// replication factor (the placement's inputs; the members were checked at
+// start). Nodes restored with other options than the one whose founding
+// won would hold other groups than the founding places on them: this node
+// then starts no replica, and says why.
+func foundedAsLaidOut(seed *restore.Seed, st *controller.State) error {
+	if seed == nil {
+		return nil
+	}
+	r := st.Restored
+	rf := min(seed.ReplicationFactor, len(seed.Members))
+	if r == nil || r.BackupID != seed.Controller.BackupID || r.RouteRevision != seed.Controller.RouteRevision || st.ReplicationFactor != rf {
+		return fmt.Errorf("cluster: this node was restored from backup %s (route revision %d, replication factor %d) but the cluster was founded %s: "+
+			"restore every node with the same backup and options", seed.Controller.BackupID, seed.Controller.RouteRevision, rf, foundedAs(st))
+	}
+	return nil
+}
+
+func foundedAs(st *controller.State) string {
+	if st.Restored == nil {
+		return "new"
+	}
+	return fmt.Sprintf("from backup %s (route revision %d, replication factor %d)", st.Restored.BackupID, st.Restored.RouteRevision, st.ReplicationFactor)
 }

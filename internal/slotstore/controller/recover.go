@@ -73,6 +73,28 @@ func (s *State) Tombstoned(g slotstore.GroupID, r uint64) (Tombstone, bool) {
 	return Tombstone{}, false
 }
 
+// pruneTombstones keeps at most MaxTombstones, dropping the oldest whose
+// replica no group names as a desired peer any more (its node was moved
+// off or removed: nothing would start it). One still named stays, whatever
+// the bound: forgetting it would make it wanted again.
+func pruneTombstones(s *State) {
+	over := len(s.Tombstones) - MaxTombstones
+	if over <= 0 {
+		return
+	}
+	kept := s.Tombstones[:0:0]
+	for _, t := range s.Tombstones {
+		if over > 0 {
+			if g, ok := s.Groups[t.Group]; !ok || g.Peers[t.Node] != t.Replica {
+				over--
+				continue
+			}
+		}
+		kept = append(kept, t)
+	}
+	s.Tombstones = kept
+}
+
 // RecoveredAs is the recovery that made replica r of group g, if one did.
 func (s *State) RecoveredAs(g slotstore.GroupID, r uint64) (Recovery, bool) {
 	for i := len(s.Recoveries) - 1; i >= 0; i-- {
@@ -103,7 +125,7 @@ func applyRecoverGroup(s *State, c *RecoverGroup, timeMs int64) Result {
 	}
 	rec := Recovery{Group: c.Group, Node: c.Node, OldReplica: c.OldReplica, Replica: c.Replica, Index: c.Index, Term: max(c.Term, 1), Lost: c.Lost, AtMs: timeMs}
 	tomb := func(node slotstore.NodeID, r uint64) {
-		s.Tombstones = appendBounded(s.Tombstones, Tombstone{Group: c.Group, Replica: r, Node: node, AtMs: timeMs}, MaxTombstones)
+		s.Tombstones = append(s.Tombstones, Tombstone{Group: c.Group, Replica: r, Node: node, AtMs: timeMs})
 		rec.Tombstoned = append(rec.Tombstoned, r)
 	}
 	for _, n := range g.PeerNodes() {
@@ -119,6 +141,7 @@ func applyRecoverGroup(s *State, c *RecoverGroup, timeMs int64) Result {
 		}
 	}
 	g.Peers[c.Node] = c.Replica
+	pruneTombstones(s)
 	g.ConfigEpoch++
 	g.PreferredLeader, g.PreferredSetAtMs = c.Node, timeMs
 	s.NextReplicaID++

@@ -91,3 +91,24 @@ func r0(t *testing.T, s *StateMachine) uint64 {
 	}
 	return ids[len(ids)-1]
 }
+
+// TestTombstonesStayWhileNamed: beyond MaxTombstones the oldest go — but
+// only those of replicas no group names as a desired peer any more.
+func TestTombstonesStayWhileNamed(t *testing.T) {
+	s := NewState()
+	s.Groups[1] = &Group{ID: 1, Peers: map[slotstore.NodeID]uint64{2: 7}}
+	s.Tombstones = append(s.Tombstones, Tombstone{Group: 1, Replica: 7, Node: 2}) // oldest, still named
+	for i := range MaxTombstones + 9 {
+		s.Tombstones = append(s.Tombstones, Tombstone{Group: 5, Replica: uint64(100 + i), Node: 3})
+	}
+	pruneTombstones(s)
+	if len(s.Tombstones) != MaxTombstones {
+		t.Fatalf("%d tombstones kept, want %d", len(s.Tombstones), MaxTombstones)
+	}
+	if _, dead := s.Tombstoned(1, 7); !dead {
+		t.Fatal("the tombstone of a replica still named a desired peer was dropped")
+	}
+	if _, dead := s.Tombstoned(5, 100); dead {
+		t.Fatal("the oldest unnamed tombstone stayed")
+	}
+}

@@ -39,6 +39,8 @@ type Restored struct {
 	FromCluster string `json:"from_cluster"`
 	BackupID    string `json:"backup_id"`
 	AtMs        int64  `json:"at_ms"`
+	// RouteRevision is the founding table's (the backup's, bumped).
+	RouteRevision uint64 `json:"route_revision"`
 }
 
 func (r *Restore) validate() error {
@@ -89,7 +91,7 @@ func (r *Restore) found(s *State, timeMs int64) {
 	s.Audit = appendBounded(s.Audit, AuditRecord{Seq: s.AuditSeq, AtMs: timeMs, Who: "slotmeta restore", Via: "restore",
 		Action: "cluster.restore", Target: r.BackupID, Outcome: slotstore.AuditOK,
 		Detail: fmt.Sprintf("restored from backup %s of cluster %s", r.BackupID, r.FromCluster)}, MaxAudit)
-	s.Restored = &Restored{FromCluster: r.FromCluster, BackupID: r.BackupID, AtMs: timeMs}
+	s.Restored = &Restored{FromCluster: r.FromCluster, BackupID: r.BackupID, AtMs: timeMs, RouteRevision: r.RouteRevision}
 	s.NextGroupID = uint64(s.nextGroupID())
 }
 

@@ -108,6 +108,13 @@ func RestoredFor(db *store.DB, g slotstore.GroupID) (replica uint64, ok bool, er
 	return binary.BigEndian.Uint64(v), true, nil
 }
 
+// MarkRestored records, durably, that group g's rows in db are laid out
+// for replica: before a recovery changes them (replicas.PrepareRecovery),
+// so that a crash halfway leaves rows no other replica restarts over.
+func MarkRestored(db *store.DB, g slotstore.GroupID, replica uint64) error {
+	return db.Pebble().Set(meta.SysKey(g, meta.SysRestored), u64(replica), pebble.Sync)
+}
+
 // ClearRestored drops the record of the replica group g's rows were laid
 // out for: a replica starting on them takes them as its own first, so
 // that no later image of the group carries the record to another replica.

@@ -44,6 +44,7 @@ import (
 const (
 	maxTailBytes = 64 << 20
 	lookBack     = 64
+	maxUncertain = 1000
 )
 
 // Prepared is what PrepareRecovery did: the survivor's old and new
@@ -62,6 +63,9 @@ type Prepared struct {
 	// Uncertain are the entries applied past the commit the survivor
 	// knew: they may not have been committed (nor acknowledged).
 	Uncertain []Logged `json:"uncertain,omitempty"`
+	// UncertainCount is how many there were (Uncertain lists the first
+	// maxUncertain: a report must fit a peer answer).
+	UncertainCount int `json:"uncertain_count,omitempty"`
 	// LastTimeMs is the time of the last command it applied (0: unknown).
 	LastTimeMs int64 `json:"last_time_ms,omitempty"`
 }
@@ -101,6 +105,13 @@ func (s *Set) PrepareRecovery(ctx context.Context, g slotstore.GroupID, old, nex
 			return p, err
 		}
 	}
+	// The rows are marked for the new replica before anything changes
+	// them: a crash from here on leaves rows the old replica never
+	// restarts over (its log would disagree with them), and preparing
+	// again goes on from where it stopped.
+	if err := fsm.MarkRestored(s.cfg.DB, g, next); err != nil {
+		return p, err
+	}
 	m := fsm.New(fsm.Config{Group: g, DB: s.cfg.DB, WatchRecords: s.cfg.WatchRecords, WatchAge: s.cfg.WatchAge})
 	applied, err := m.Open(nil)
 	if err != nil {
@@ -133,7 +144,10 @@ func (s *Set) PrepareRecovery(ctx context.Context, g slotstore.GroupID, old, nex
 		}
 		entries = append(entries, sm.Entry{Index: e.Index, Cmd: cmd})
 		if e.Index > tail.Commit {
-			p.Uncertain = append(p.Uncertain, l)
+			if len(p.Uncertain) < maxUncertain {
+				p.Uncertain = append(p.Uncertain, l)
+			}
+			p.UncertainCount++
 		}
 	}
 	if len(entries) > 0 {
@@ -236,10 +250,11 @@ func (s *Set) startLogPast(st *controller.State, grp *controller.Group, replica 
 			members[rid] = info.RaftAddr
 		}
 	}
-	term := uint64(1)
-	if rec, ok := st.RecoveredAs(g, replica); ok {
-		term = rec.Term
+	rec, ok := st.RecoveredAs(g, replica)
+	if !ok {
+		return fmt.Errorf("replicas: the rows of group %d are laid out for replica %d, which no recovery recorded", g, replica)
 	}
+	term := rec.Term
 	if err := s.cfg.Log.StartAt(raftlog.Start{Shard: controller.ShardOf(g), Replica: replica, Index: index, Term: term, Members: members}); err != nil {
 		return err
 	}
@@ -248,4 +263,40 @@ func (s *Set) startLogPast(st *controller.State, grp *controller.Group, replica 
 	}
 	s.cfg.Logger.Warn("recovered group's log begins past its rows", "group", g, "replica", replica, "index", index, "voters", len(members))
 	return nil
+}
+
+// Survivor is what a replica of a group holds, from its own log and rows,
+// whether it runs or a recovery stopped it: the recovery picks the one
+// with the longest log.
+type Survivor struct {
+	Group   slotstore.GroupID `json:"group"`
+	Replica uint64            `json:"replica"`
+	Applied uint64            `json:"applied"`
+	Commit  uint64            `json:"commit"`
+	Last    uint64            `json:"last"`
+	Term    uint64            `json:"term"`
+	// Prepared is the replica id a recovery marked its rows for (0: none).
+	Prepared uint64 `json:"prepared,omitempty"`
+}
+
+// SurvivorStatus reads what this node's replica of g holds (not_found
+// when the node holds none).
+func (s *Set) SurvivorStatus(g slotstore.GroupID, replica uint64) (Survivor, error) {
+	v := Survivor{Group: g, Replica: replica}
+	if s.cfg.Log == nil || !s.cfg.NH.HasNodeInfo(controller.ShardOf(g), replica) {
+		return v, slotstore.Errorf(slotstore.CodeNotFound, "node %d holds no replica %d of group %d", s.cfg.NodeID, replica, g)
+	}
+	applied, err := fsm.AppliedIn(s.cfg.DB, g)
+	if err != nil {
+		return v, err
+	}
+	tail, err := s.cfg.Log.ReadTail(controller.ShardOf(g), replica, ^uint64(0)-1, 0)
+	if err != nil {
+		return v, err
+	}
+	v.Applied, v.Commit, v.Last, v.Term = applied, tail.Commit, tail.Last, tail.Term
+	if laid, ok, err := fsm.RestoredFor(s.cfg.DB, g); err == nil && ok && laid != replica {
+		v.Prepared = laid
+	}
+	return v, nil
 }

@@ -25,11 +25,13 @@ import (
 const DefaultBump = 1_000_000_000
 
 // StartIndex and StartTerm are where a restored replica's Raft log begins
-// past (raftlog.Start): any index above 0 will do; the new cluster's first
-// election is at a later term.
+// past (raftlog.Start): any index above 0 will do; the term is 2 so that
+// the log is more up to date than any a replica bootstrapped new for the
+// same group could have (its configuration entries are at term 1): such a
+// replica, empty, can never win an election over the restored ones.
 const (
 	StartIndex = 1
-	StartTerm  = 1
+	StartTerm  = 2
 )
 
 // Options say what to restore where.
