@@ -196,18 +196,25 @@ func (w *Writer) Finish(m Manifest) (*Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
-	tmp := filepath.Join(w.dir, ManifestName+".tmp")
-	if err := writeSynced(tmp, b); err != nil {
-		return nil, err
-	}
-	if err := os.Rename(tmp, filepath.Join(w.dir, ManifestName)); err != nil {
-		return nil, err
-	}
-	if err := syncDir(w.dir); err != nil {
+	if err := WriteFile(w.dir, ManifestName, b); err != nil {
 		return nil, err
 	}
 	w.done = true
 	return &m, nil
+}
+
+// WriteFile writes name in dir whole or not at all: a temporary file
+// written and synced, renamed into place, the directory synced (a
+// backup's manifest, a restore's seed).
+func WriteFile(dir, name string, b []byte) error {
+	tmp := filepath.Join(dir, name+".tmp")
+	if err := writeSynced(tmp, b); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
+		return err
+	}
+	return syncDir(dir)
 }
 
 func writeSynced(path string, b []byte) error {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/slotmeta/slotmeta/internal/slotstore"
@@ -105,12 +106,9 @@ func lossOf(r slotstore.RecoveryReport) string {
 
 // tombstonedOf lists a recovery's tombstoned replicas as node/replica.
 func tombstonedOf(r slotstore.RecoveryReport) string {
-	out := ""
+	out := make([]string, len(r.Tombstoned))
 	for i, t := range r.Tombstoned {
-		if i > 0 {
-			out += ", "
-		}
-		out += fmt.Sprintf("n%d/r%d", t.Node, t.Replica)
+		out[i] = fmt.Sprintf("n%d/r%d", t.Node, t.Replica)
 	}
-	return out
+	return strings.Join(out, ", ")
 }

@@ -32,6 +32,7 @@ func (p peerAPI) peerHandler() *peer.Server {
 	p.n.dispatch.Register(s) // propose, propose-batch, read
 	p.n.leader.Register(s)   // groups, health, balancer, balancer-plan, transfer
 	p.n.backups.Register(s)  // backup-image
+	p.n.recovery.register(s) // recover-prepare, recover-status
 	s.Handle(http.MethodPost, "readindex", p.servePeerReadIndex)
 	s.Handle(http.MethodGet, "leaders", p.servePeerLeaders)
 	s.Handle(http.MethodGet, "applied", p.servePeerApplied)
@@ -39,8 +40,7 @@ func (p peerAPI) peerHandler() *peer.Server {
 	s.Handle(http.MethodGet, "nodes", p.servePeerNodes)
 	s.Handle(http.MethodPost, "wake", p.n.wakes.serve)
 	s.Handle(http.MethodPost, "membership", p.servePeerMembership)
-	s.Handle(http.MethodPost, "recover-prepare", p.n.recovery.servePrepare)
-	s.Handle(http.MethodPost, "recover-status", p.n.recovery.serveStatus)
+
 	return s
 }
 

@@ -190,21 +190,6 @@ func (r *recoverer) status(ctx context.Context, node slotstore.NodeID, req survi
 	return sv, r.call(ctx, node, "recover-status", req, &sv)
 }
 
-// serveStatus is the recover-status endpoint.
-func (r *recoverer) serveStatus(_ context.Context, w http.ResponseWriter, req *http.Request) {
-	var sr survivorRequest
-	if err := json.NewDecoder(io.LimitReader(req.Body, 4096)).Decode(&sr); err != nil {
-		peer.WriteError(w, http.StatusBadRequest, slotstore.Wrap(slotstore.CodeInvalidArgument, err, "recover-status request"))
-		return
-	}
-	sv, err := r.n.replicas.SurvivorStatus(sr.Group, sr.Replica)
-	if err != nil {
-		peer.WriteError(w, peer.StatusOf(err), err)
-		return
-	}
-	peer.WriteJSON(w, sv)
-}
-
 // call posts body to node's peer endpoint and decodes the answer into out.
 func (r *recoverer) call(ctx context.Context, node slotstore.NodeID, endpoint string, body, out any) error {
 	b, err := json.Marshal(body)
@@ -231,19 +216,32 @@ func (r *recoverer) prepare(ctx context.Context, node slotstore.NodeID, req prep
 	return p, r.call(ctx, node, "recover-prepare", req, &p)
 }
 
-// servePrepare is the recover-prepare endpoint.
-func (r *recoverer) servePrepare(ctx context.Context, w http.ResponseWriter, req *http.Request) {
-	var pr prepareRequest
-	if err := json.NewDecoder(io.LimitReader(req.Body, 4096)).Decode(&pr); err != nil {
-		peer.WriteError(w, http.StatusBadRequest, slotstore.Wrap(slotstore.CodeInvalidArgument, err, "recover-prepare request"))
-		return
+// serveJSON is a recovery endpoint: a JSON request (at most 4 KiB) in,
+// do's answer or error out.
+func serveJSON[Req, Resp any](what string, do func(context.Context, Req) (Resp, error)) peer.HandlerFunc {
+	return func(ctx context.Context, w http.ResponseWriter, r *http.Request) {
+		var req Req
+		if err := json.NewDecoder(io.LimitReader(r.Body, 4096)).Decode(&req); err != nil {
+			peer.WriteError(w, http.StatusBadRequest, slotstore.Wrap(slotstore.CodeInvalidArgument, err, what+" request"))
+			return
+		}
+		out, err := do(ctx, req)
+		if err != nil {
+			peer.WriteError(w, peer.StatusOf(err), err)
+			return
+		}
+		peer.WriteJSON(w, out)
 	}
-	p, err := r.n.replicas.PrepareRecovery(ctx, pr.Group, pr.OldReplica, pr.Replica, pr.Bump)
-	if err != nil {
-		peer.WriteError(w, peer.StatusOf(err), err)
-		return
-	}
-	peer.WriteJSON(w, p)
+}
+
+// register adds the recovery's endpoints to the node's peer RPC.
+func (r *recoverer) register(s *peer.Server) {
+	s.Handle(http.MethodPost, "recover-prepare", serveJSON("recover-prepare", func(ctx context.Context, pr prepareRequest) (replicas.Prepared, error) {
+		return r.n.replicas.PrepareRecovery(ctx, pr.Group, pr.OldReplica, pr.Replica, pr.Bump)
+	}))
+	s.Handle(http.MethodPost, "recover-status", serveJSON("recover-status", func(_ context.Context, sr survivorRequest) (replicas.Survivor, error) {
+		return r.n.replicas.SurvivorStatus(sr.Group, sr.Replica)
+	}))
 }
 
 // report says what the recovery did and what may be lost.

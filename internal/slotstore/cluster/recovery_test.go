@@ -162,18 +162,12 @@ func TestRecoveryReportsWhatIsLost(t *testing.T) {
 	if err := via.Testing().TransferControllerLeader(ctx, 4); err != nil {
 		t.Fatal(err)
 	}
-	put := func(k string) {
+	put := func(k string) { // again while the group elects a leader after the cut
 		t.Helper()
-		for {
+		waitUntil(t, 20*time.Second, "put "+k, func() bool {
 			res, _, err := via.Propose(ctx, &meta.PutKV{Key: k, Value: []byte("v-" + k)})
-			if err == nil && res.OK() {
-				return
-			}
-			if ctx.Err() != nil {
-				t.Fatalf("put %s: %v %+v", k, err, res)
-			}
-			time.Sleep(20 * time.Millisecond) // a leader change after the cut; bounded by ctx
-		}
+			return err == nil && res.OK()
+		})
 	}
 	for i := range 20 {
 		put(fmt.Sprintf("held-%d", i))

@@ -1,7 +1,6 @@
 package fsm
 
 import (
-	"encoding/binary"
 	"fmt"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -98,14 +97,7 @@ func (s *StateMachine) Rebase(o Rebase) error {
 // RestoredFor reports the replica a restore laid group g's rows out for
 // in db (Rebase), if any.
 func RestoredFor(db *store.DB, g slotstore.GroupID) (replica uint64, ok bool, err error) {
-	v, found, err := store.Get(db.Pebble(), meta.SysKey(g, meta.SysRestored))
-	if err != nil || !found {
-		return 0, false, err
-	}
-	if len(v) != 8 {
-		return 0, false, fmt.Errorf("fsm: group %d: restore record of %d bytes", g, len(v))
-	}
-	return binary.BigEndian.Uint64(v), true, nil
+	return sysU64(db.Pebble(), g, meta.SysRestored)
 }
 
 // MarkRestored records, durably, that group g's rows in db are laid out
@@ -124,12 +116,6 @@ func ClearRestored(db *store.DB, g slotstore.GroupID) error {
 
 // AppliedIn reads the applied index of group g's rows in db.
 func AppliedIn(db *store.DB, g slotstore.GroupID) (uint64, error) {
-	v, found, err := store.Get(db.Pebble(), meta.SysKey(g, meta.SysApplied))
-	if err != nil || !found {
-		return 0, err
-	}
-	if len(v) != 8 {
-		return 0, fmt.Errorf("fsm: group %d: applied index of %d bytes", g, len(v))
-	}
-	return binary.BigEndian.Uint64(v), nil
+	v, _, err := sysU64(db.Pebble(), g, meta.SysApplied)
+	return v, err
 }

@@ -236,14 +236,21 @@ func (s *StateMachine) getSys(kind meta.SysKind) ([]byte, bool, error) {
 }
 
 func (s *StateMachine) getSysU64(kind meta.SysKind) (uint64, error) {
-	v, found, err := s.getSys(kind)
+	v, _, err := sysU64(s.db, s.cfg.Group, kind)
+	return v, err
+}
+
+// sysU64 reads group g's u64 system record kind from r (found false, 0:
+// none).
+func sysU64(r pebble.Reader, g slotstore.GroupID, kind meta.SysKind) (uint64, bool, error) {
+	v, found, err := store.Get(r, meta.SysKey(g, kind))
 	if err != nil || !found {
-		return 0, err
+		return 0, false, err
 	}
 	if len(v) != 8 {
-		return 0, fmt.Errorf("fsm: group %d: system record %d has %d bytes", s.cfg.Group, kind, len(v))
+		return 0, false, fmt.Errorf("fsm: group %d: system record %d has %d bytes", g, kind, len(v))
 	}
-	return binary.BigEndian.Uint64(v), nil
+	return binary.BigEndian.Uint64(v), true, nil
 }
 
 // Update applies a run of committed entries in one Pebble batch.

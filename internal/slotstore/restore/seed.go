@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/slotmeta/slotmeta/internal/backup"
 	"github.com/slotmeta/slotmeta/internal/slotstore"
 	"github.com/slotmeta/slotmeta/internal/slotstore/controller"
 )
@@ -101,34 +102,5 @@ func (s *Seed) write(dataDir string) error {
 	if err != nil {
 		return err
 	}
-	tmp := filepath.Join(dataDir, SeedFile+".tmp")
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err = f.Write(b); err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, filepath.Join(dataDir, SeedFile))
-	}
-	if err == nil {
-		err = syncDir(dataDir)
-	}
-	return err
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return backup.WriteFile(dataDir, SeedFile, b)
 }
