@@ -139,7 +139,11 @@ func TestQuiescedTransferWhoseTimeoutNowIsLost(t *testing.T) {
 	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	start := time.Now()
-	if err := ln.TransferLeader(ctx, faultGroup, follower); err != nil {
+	// The first transfer's TimeoutNow may still land once the link heals:
+	// then the follower campaigns and node 1 stops leading before this
+	// transfer is asked (not_leader; CI, 2026-12-04) — the group is not
+	// stuck either way, which the wait below holds.
+	if err := ln.TransferLeader(ctx, faultGroup, follower); err != nil && slotstore.ErrorCode(err) != slotstore.CodeNotLeader {
 		t.Fatalf("the transfer after the heal (%v): %v", time.Since(start).Round(time.Millisecond), err)
 	}
 	t.Logf("the transfer after the heal landed in %v", time.Since(start).Round(time.Millisecond))
