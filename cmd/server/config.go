@@ -116,6 +116,7 @@ func parseOptions(args []string, getenv func(string) string) (*options, error) {
   slotmeta cert <command> …    certificates: create-ca, create-node, create-client, list (slotmeta cert -h)
   slotmeta ctl <noun> <verb> … call a cluster's API: kv, user, channel, cluster, node, group, task, … (slotmeta ctl -h)
   slotmeta restore --from DIR … lay this node's data directory out from a backup (slotmeta restore -h)
+  slotmeta recover-controller … rebuild a controller that lost its quorum, offline (slotmeta recover-controller -h)
   slotmeta --version           print the version
   slotmeta --check-config …    check a configuration and print what would run
 

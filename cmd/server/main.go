@@ -52,8 +52,9 @@ func main() {
 	}
 }
 
-// subcommand runs `slotmeta cert …`, `slotmeta ctl …` and `slotmeta
-// restore …`, which are tools, not a node: ok false when args name none.
+// subcommand runs `slotmeta cert …`, `slotmeta ctl …`, `slotmeta
+// restore …` and `slotmeta recover-controller …`, which are tools, not a
+// node: ok false when args name none.
 func subcommand(args []string, getenv func(string) string, stdout, stderr io.Writer) (code int, ok bool) {
 	if len(args) == 0 {
 		return 0, false
@@ -65,6 +66,10 @@ func subcommand(args []string, getenv func(string) string, stdout, stderr io.Wri
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		return runRestore(ctx, args[1:], getenv, stdout, stderr), true
+	case "recover-controller":
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		return runRecoverController(ctx, args[1:], getenv, stdout, stderr), true
 	case "ctl":
 		// ^C ends the command's calls (exit 1), not the process mid-write.
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -34,45 +34,24 @@ directory must be absent or empty. Nothing is written when it is refused.
 // runRestore runs `slotmeta restore …`: 0 on success, 2 for a usage error,
 // 1 when the restore was refused or failed.
 func runRestore(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	var from, clusterID string
+	values, _, rest, help, err := toolFlags("restore", args, []string{"from", "new-cluster-id", "bump"}, nil)
+	switch {
+	case help:
+		fmt.Fprint(stdout, restoreUsage)
+		return 0
+	case err != nil:
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	from, clusterID := values["from"], values["new-cluster-id"]
 	var bump uint64
-	var rest []string
-	for i := 0; i < len(args); i++ {
-		name, value, hasValue := strings.Cut(strings.TrimLeft(args[i], "-"), "=")
-		if !strings.HasPrefix(args[i], "-") {
-			rest = append(rest, args[i])
-			continue
+	if v, ok := values["bump"]; ok {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil || n == 0 {
+			fmt.Fprintf(stderr, "slotmeta restore: --bump %q: a positive number\n", v)
+			return 2
 		}
-		switch name {
-		case "from", "new-cluster-id", "bump":
-		case "h", "help":
-			fmt.Fprint(stdout, restoreUsage)
-			return 0
-		default:
-			rest = append(rest, args[i])
-			continue
-		}
-		if !hasValue {
-			if i+1 == len(args) {
-				fmt.Fprintf(stderr, "slotmeta restore: --%s needs a value\n", name)
-				return 2
-			}
-			i++
-			value = args[i]
-		}
-		switch name {
-		case "from":
-			from = value
-		case "new-cluster-id":
-			clusterID = value
-		case "bump":
-			n, err := strconv.ParseUint(value, 10, 64)
-			if err != nil || n == 0 {
-				fmt.Fprintf(stderr, "slotmeta restore: --bump %q: a positive number\n", value)
-				return 2
-			}
-			bump = n
-		}
+		bump = n
 	}
 	if from == "" {
 		fmt.Fprint(stderr, "slotmeta restore: --from is needed\n\n"+restoreUsage)

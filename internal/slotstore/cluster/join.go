@@ -42,7 +42,16 @@ const (
 )
 
 func (r controllerReplica) controllerRole() (ctrlRole, error) {
-	b, err := os.ReadFile(filepath.Join(r.n.cfg.DataDir, roleFile))
+	return readControllerRole(r.n.cfg.DataDir)
+}
+
+func (r controllerReplica) setControllerRole(role ctrlRole) error {
+	return writeControllerRole(r.n.cfg.DataDir, role)
+}
+
+// readControllerRole reads the role file of the data directory dir.
+func readControllerRole(dir string) (ctrlRole, error) {
+	b, err := os.ReadFile(filepath.Join(dir, roleFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return roleVoter, nil
 	}
@@ -57,8 +66,8 @@ func (r controllerReplica) controllerRole() (ctrlRole, error) {
 	}
 }
 
-func (r controllerReplica) setControllerRole(role ctrlRole) error {
-	p := filepath.Join(r.n.cfg.DataDir, roleFile)
+func writeControllerRole(dir string, role ctrlRole) error {
+	p := filepath.Join(dir, roleFile)
 	tmp := p + ".tmp"
 	if err := os.WriteFile(tmp, []byte(string(role)+"\n"), 0o644); err != nil {
 		return err
@@ -74,13 +83,13 @@ func (r controllerReplica) self() slotstore.NodeInfo {
 // register asks a running cluster, through any node's API, to admit this
 // node (POST /v1/cluster/nodes). It retries refusals that say "try again"
 // for up to a minute and gives up at once on a definite refusal.
-func (r controllerReplica) register() error {
+func (r controllerReplica) register(via string) error {
 	body, _ := json.Marshal(r.self())
-	url := "http://" + r.n.cfg.JoinAddr + "/v1/cluster/nodes"
+	url := "http://" + via + "/v1/cluster/nodes"
 	client := http.DefaultClient
 	if r.n.peerTLS != nil {
 		// The cluster's API is HTTPS with the nodes' certificates.
-		url = "https://" + r.n.cfg.JoinAddr + "/v1/cluster/nodes"
+		url = "https://" + via + "/v1/cluster/nodes"
 		client = r.n.peerTLS.HTTPClient()
 	}
 	deadline := time.Now().Add(time.Minute)
@@ -110,7 +119,7 @@ func (r controllerReplica) register() error {
 		cancel()
 		switch {
 		case resp.StatusCode/100 == 2:
-			r.n.cfg.Logger.Info("registered with the cluster", "via", r.n.cfg.JoinAddr)
+			r.n.cfg.Logger.Info("registered with the cluster", "via", via)
 			return nil
 		case resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests:
 			last = fmt.Errorf("%s answered %d: %s", url, resp.StatusCode, msg)
@@ -118,7 +127,7 @@ func (r controllerReplica) register() error {
 			return fmt.Errorf("cluster: join refused by %s (%d): %s", url, resp.StatusCode, msg)
 		}
 	}
-	return fmt.Errorf("cluster: could not join through %s: %w", r.n.cfg.JoinAddr, last)
+	return fmt.Errorf("cluster: could not join through %s: %w", via, last)
 }
 
 // RegisterNode admits a node into the running cluster: it records the node

@@ -110,6 +110,7 @@ type Node struct {
 	seed       *restore.Seed                   // the restore this data directory was laid out by (nil: none)
 	recovery   *recoverer                      // lost-quorum recoveries through this node (recovery.go)
 	removed    atomic.Pointer[map[string]bool] // Raft addresses of removed nodes (refused)
+	recovered  *controllerRecord               // this node's controller recovery (controllerrecovered.go), or nil
 	wakes      *waker                          // wakes quiesced groups (quiesce.go)
 	ctl        controllerReplica               // the node's controller replica: start, role, proposals (join.go)
 	follow     follower                        // follows the controller's state (follow.go)
@@ -172,6 +173,10 @@ func Start(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	recovered, err := readControllerRecord(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
 	db, err := store.Open(filepath.Join(cfg.DataDir, "store"), &cfg.Store)
 	if err != nil {
 		return nil, err
@@ -184,8 +189,9 @@ func Start(cfg Config) (*Node, error) {
 	n := &Node{cfg: cfg, db: db, logdb: &raftlog.Factory{}, router: routing.NewRouter(), kick: make(chan struct{}, 1),
 		stop: make(chan struct{}), done: make(chan struct{}),
 		secret: secrets.secret, secrets: secrets,
-		heard: raftnet.NewHeard(), heat: &heat.Counters{}, seed: seed}
+		heard: raftnet.NewHeard(), heat: &heat.Counters{}, seed: seed, recovered: recovered}
 	n.ctl, n.follow, n.peerSide = controllerReplica{n}, follower{n}, peerAPI{n}
+	n.follow.noteRemoved(controller.NewState()) // a recovery's lost nodes, fenced from the start
 	n.secret.Accept(cfg.AcceptedSecrets)
 	n.peers = peer.NewClient(n.secret, cfg.MaxPeerInFlight)
 	n.peerTLS = peerTLS
@@ -211,18 +217,8 @@ func Start(cfg Config) (*Node, error) {
 		_ = db.Close()
 		return nil, err
 	}
-	nhc := config.NodeHostConfig{
-		DeploymentID:      cfg.DeploymentID,
-		NodeHostDir:       raftDir,
-		RTTMillisecond:    uint64(cfg.RTT / time.Millisecond),
-		RaftAddress:       cfg.RaftAddr,
-		RaftEventListener: n,
-		MutualTLS:         cfg.TLS.Enabled(),
-		CAFile:            cfg.TLS.CAFile,
-		CertFile:          cfg.TLS.CertFile,
-		KeyFile:           cfg.TLS.KeyFile,
-		Expert:            raftlog.ExpertConfig(workers, n.logdb),
-	}
+	nhc := nodeHostConfig(&cfg, raftDir, workers, n.logdb)
+	nhc.RaftEventListener = n
 	nhc.SystemEventListener = &n.snaps // counts snapshots (snapshotevents.go)
 	// dragonboat's TCP transport (or the test's), recording who we hear from.
 	tr := raftnet.Transport{Inner: cfg.RaftTransport, Heard: n.heard, Refuse: n.refusesRaftFrom, Sending: n.logdb.Sending,
@@ -233,9 +229,6 @@ func Start(cfg Config) (*Node, error) {
 		tr.ServerTLS = peerTLS.Server
 	}
 	nhc.Expert.TransportFactory = tr
-	if cfg.RaftFS != nil {
-		nhc.Expert.FS = cfg.RaftFS
-	}
 	if n.hub, err = watch.NewHub(cfg.Watch); err != nil { // validated: cannot fail
 		_ = db.Close()
 		return nil, fmt.Errorf("cluster: %w", err)
@@ -314,7 +307,9 @@ func Start(cfg Config) (*Node, error) {
 		_ = db.Close()
 		return nil, err
 	}
-	if restarted {
+	// The base of a controller recovery asks no one: the others are lost
+	// or rejoin through it.
+	if restarted && (recovered == nil || recovered.Rejoin) {
 		if err := n.ctl.checkNotRemoved(5 * time.Second); err != nil {
 			n.closePeer()
 			nh.Close()
@@ -323,6 +318,13 @@ func Start(cfg Config) (*Node, error) {
 		}
 	}
 	go n.follow.reconcileLoop()
+	if recovered != nil && !recovered.Rejoin {
+		n.bg.Add(1)
+		go func() {
+			defer n.bg.Done()
+			n.ctl.recordControllerRecovery(recovered)
+		}()
+	}
 	n.bg.Add(3)
 	go func() {
 		defer n.bg.Done()
@@ -356,19 +358,45 @@ func (n *Node) closePeer() {
 	n.peers.Close()
 }
 
+// nodeHostConfig is the NodeHost's configuration over the Raft data in
+// raftDir (the node's, and an offline recovery's: controllerrecovery.go).
+func nodeHostConfig(cfg *Config, raftDir string, workers int, logdb *raftlog.Factory) config.NodeHostConfig {
+	nhc := config.NodeHostConfig{
+		DeploymentID:   cfg.DeploymentID,
+		NodeHostDir:    raftDir,
+		RTTMillisecond: uint64(cfg.RTT / time.Millisecond),
+		RaftAddress:    cfg.RaftAddr,
+		MutualTLS:      cfg.TLS.Enabled(),
+		CAFile:         cfg.TLS.CAFile,
+		CertFile:       cfg.TLS.CertFile,
+		KeyFile:        cfg.TLS.KeyFile,
+		Expert:         raftlog.ExpertConfig(workers, logdb),
+	}
+	if cfg.RaftFS != nil {
+		nhc.Expert.FS = cfg.RaftFS
+	}
+	return nhc
+}
+
 func (n *Node) shardConfig(shard, replica uint64) config.Config {
+	return shardConfig(&n.cfg, shard, replica)
+}
+
+// shardConfig is the configuration of replica of shard on the node cfg
+// configures.
+func shardConfig(cfg *Config, shard, replica uint64) config.Config {
 	return config.Config{
 		ShardID:             shard,
 		ReplicaID:           replica,
 		CheckQuorum:         true,
 		PreVote:             true,
-		ElectionRTT:         n.cfg.ElectionRTT,
-		HeartbeatRTT:        n.cfg.HeartbeatRTT,
-		SnapshotEntries:     n.cfg.SnapshotEntries,
-		CompactionOverhead:  n.cfg.CompactionOverhead,
+		ElectionRTT:         cfg.ElectionRTT,
+		HeartbeatRTT:        cfg.HeartbeatRTT,
+		SnapshotEntries:     cfg.SnapshotEntries,
+		CompactionOverhead:  cfg.CompactionOverhead,
 		OrderedConfigChange: true,
-		MaxInMemLogSize:     n.cfg.MaxInMemLogSize,
-		Quiesce:             !n.cfg.DisableQuiesce && shard != controller.ShardID,
+		MaxInMemLogSize:     cfg.MaxInMemLogSize,
+		Quiesce:             !cfg.DisableQuiesce && shard != controller.ShardID,
 	}
 }
 
@@ -406,8 +434,19 @@ func (r controllerReplica) startController() error {
 		}
 		cfg.IsNonVoting = false
 		return r.n.nh.StartReplica(members, false, create, cfg)
+	case r.n.recovered != nil && r.n.recovered.Rejoin:
+		// A survivor of a controller recovery: its replica's data was
+		// removed; it joins the recovered group through the base.
+		if err := r.register(r.n.recovered.JoinVia); err != nil {
+			return err
+		}
+		if err := r.setControllerRole(roleNonVoting); err != nil {
+			return err
+		}
+		cfg.IsNonVoting = true
+		return r.n.nh.StartReplica(nil, true, create, cfg)
 	case r.n.cfg.JoinAddr != "":
-		if err := r.register(); err != nil {
+		if err := r.register(r.n.cfg.JoinAddr); err != nil {
 			return err
 		}
 		if err := r.setControllerRole(roleNonVoting); err != nil {

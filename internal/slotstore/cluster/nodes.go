@@ -114,6 +114,12 @@ func (o operator) moveControllerLeadershipOff(ctx context.Context, id slotstore.
 // to refuse (called with every applied controller state).
 func (f follower) noteRemoved(st *controller.State) {
 	var removed map[string]bool
+	if rec := f.n.recovered; rec != nil {
+		removed = map[string]bool{}
+		for _, addr := range rec.LostRaftAddrs {
+			removed[addr] = true
+		}
+	}
 	for _, node := range st.Nodes {
 		if node.State == controller.NodeRemoved {
 			if removed == nil {
@@ -132,7 +138,7 @@ func (f follower) noteRemoved(st *controller.State) {
 // requests are refused).
 func (n *Node) isRemoved(id slotstore.NodeID) bool {
 	node, ok := n.ctrl.Load().Nodes[id]
-	return ok && node.State == controller.NodeRemoved
+	return ok && node.State == controller.NodeRemoved || n.fenced(id)
 }
 
 // refusesRaftFrom reports whether Raft messages from addr are dropped

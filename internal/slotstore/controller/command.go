@@ -35,6 +35,8 @@ type Command struct {
 	RaftTiming   *SetRaftTiming       `json:"raft_timing,omitempty"`
 	PeerSecret   *SetPeerSecret       `json:"peer_secret,omitempty"`
 	RecoverGroup *RecoverGroup        `json:"recover_group,omitempty"`
+	// RecoverController: recovercontroller.go.
+	RecoverController *RecoverController `json:"recover_controller,omitempty"`
 }
 
 // SetPreferred sets a group's preferred leader (an intent with a time).
@@ -106,7 +108,7 @@ func DecodeCommand(b []byte) (Command, error) {
 	for _, set := range []bool{c.Bootstrap != nil, c.RegisterNode != nil, c.SetNodeState != nil, c.SetPreferred != nil, c.Decision != nil,
 		c.CreateMove != nil, c.AdvanceTask != nil, c.CancelTask != nil, c.SlotMigrate != nil, c.CreateGroup != nil, c.RetireGroup != nil,
 		c.CreateSplit != nil, c.CreateMerge != nil, c.DrainNode != nil, c.RemoveNode != nil, c.SetBalancer != nil, c.Audit != nil,
-		c.RaftTiming != nil, c.PeerSecret != nil, c.RecoverGroup != nil} {
+		c.RaftTiming != nil, c.PeerSecret != nil, c.RecoverGroup != nil, c.RecoverController != nil} {
 		if set {
 			bodies++
 		}
@@ -188,6 +190,8 @@ func apply(s *State, c Command) Result {
 		return applySetBalancer(s, c.SetBalancer, c.TimeMs)
 	case c.RecoverGroup != nil:
 		return applyRecoverGroup(s, c.RecoverGroup, c.TimeMs)
+	case c.RecoverController != nil:
+		return applyRecoverController(s, c.RecoverController, c.TimeMs)
 	case c.SetPreferred != nil:
 		return applySetPreferred(s, c.SetPreferred, c.TimeMs)
 	case c.Audit != nil:

@@ -146,6 +146,9 @@ type State struct {
 	// first).
 	Tombstones []Tombstone `json:"tombstones,omitempty"`
 	Recoveries []Recovery  `json:"recoveries,omitempty"`
+	// ControllerRecoveries are the recoveries of the controller group
+	// itself (recovercontroller.go; bounded, oldest first).
+	ControllerRecoveries []ControllerRecovery `json:"controller_recoveries,omitempty"`
 }
 
 // NewState is the empty, not yet bootstrapped state.
@@ -170,6 +173,7 @@ func (s *State) Clone() *State {
 	c.Audit = s.Audit[:len(s.Audit):len(s.Audit)]
 	c.Tombstones = s.Tombstones[:len(s.Tombstones):len(s.Tombstones)]
 	c.Recoveries = s.Recoveries[:len(s.Recoveries):len(s.Recoveries)]
+	c.ControllerRecoveries = s.ControllerRecoveries[:len(s.ControllerRecoveries):len(s.ControllerRecoveries)]
 	c.Tasks = make(map[uint64]*Task, len(s.Tasks))
 	for id, t := range s.Tasks {
 		tt := *t

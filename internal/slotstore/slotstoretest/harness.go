@@ -186,6 +186,9 @@ func (c *Cluster) closeNode(i int) {
 	}
 }
 
+// Config is node i's (0-based) configuration.
+func (c *Cluster) Config(i int) cluster.Config { return c.cfgs[i] }
+
 // DataDir is node i's (0-based) data directory.
 func (c *Cluster) DataDir(i int) string { return c.cfgs[i].DataDir }
 

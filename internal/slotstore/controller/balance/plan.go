@@ -134,7 +134,10 @@ func (p *planner) emptiest(peers []slotstore.NodeID) slotstore.NodeID {
 
 func (p *planner) drain() {
 	for _, n := range p.in.Nodes {
-		if n.State != slotstore.NodeDraining {
+		// A removed node that still holds replicas was lost for good (a
+		// controller recovery removed it): its replicas move off as a
+		// draining node's do.
+		if n.State != slotstore.NodeDraining && n.State != slotstore.NodeRemoved {
 			continue
 		}
 		left := 0
@@ -155,8 +158,12 @@ func (p *planner) drain() {
 				p.out.Held = fmt.Sprintf("no active node can take group %d's replica from draining node %d", g.ID, n.ID)
 				return
 			}
+			why := "drains"
+			if n.State == slotstore.NodeRemoved {
+				why = "was removed"
+			}
 			p.add(Action{Kind: MoveReplica, Reason: ReasonDrain, Group: g.ID, From: n.ID, To: to,
-				Detail: fmt.Sprintf("node %d drains (%d replicas left on it); node %d has %d replicas, the fewest", n.ID, left, to, p.replicas[to])})
+				Detail: fmt.Sprintf("node %d %s (%d replicas left on it); node %d has %d replicas, the fewest", n.ID, why, left, to, p.replicas[to])})
 		}
 	}
 }
