@@ -186,14 +186,15 @@ func (e BalancePlanBalanced) Valid() bool {
 
 // Defines values for DecisionKind.
 const (
-	DecisionKindBalance        DecisionKind = "balance"
-	DecisionKindBalanceHeld    DecisionKind = "balance_held"
-	DecisionKindBalanceRefused DecisionKind = "balance_refused"
-	DecisionKindSkip           DecisionKind = "skip"
-	DecisionKindTask           DecisionKind = "task"
-	DecisionKindTransfer       DecisionKind = "transfer"
-	DecisionKindTransferFailed DecisionKind = "transfer_failed"
-	DecisionKindTransferred    DecisionKind = "transferred"
+	DecisionKindBalance         DecisionKind = "balance"
+	DecisionKindBalanceHeld     DecisionKind = "balance_held"
+	DecisionKindBalanceRefused  DecisionKind = "balance_refused"
+	DecisionKindControllerVoter DecisionKind = "controller_voter"
+	DecisionKindSkip            DecisionKind = "skip"
+	DecisionKindTask            DecisionKind = "task"
+	DecisionKindTransfer        DecisionKind = "transfer"
+	DecisionKindTransferFailed  DecisionKind = "transfer_failed"
+	DecisionKindTransferred     DecisionKind = "transferred"
 )
 
 // Valid indicates whether the value is a known member of the DecisionKind enum.
@@ -204,6 +205,8 @@ func (e DecisionKind) Valid() bool {
 	case DecisionKindBalanceHeld:
 		return true
 	case DecisionKindBalanceRefused:
+		return true
+	case DecisionKindControllerVoter:
 		return true
 	case DecisionKindSkip:
 		return true

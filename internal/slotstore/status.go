@@ -209,14 +209,15 @@ type DecisionKind string
 // Decision kinds: the preferred-leader reconciler's (transfer … transfer_failed),
 // a task's phase step, the balancer's (balance … balance_held).
 const (
-	DecisionTransfer       DecisionKind = "transfer"        // a leader transfer to the preferred node, about to be made
-	DecisionSkip           DecisionKind = "skip"            // no transfer: Reason says which check failed
-	DecisionTransferred    DecisionKind = "transferred"     // the transfer landed
-	DecisionTransferFailed DecisionKind = "transfer_failed" // the transfer did not land
-	DecisionTask           DecisionKind = "task"            // a task's step (Reason kind:phase→next)
-	DecisionBalance        DecisionKind = "balance"         // a balancer action taken, with its reason and numbers
-	DecisionBalanceRefused DecisionKind = "balance_refused" // a balancer action the controller refused
-	DecisionBalanceHeld    DecisionKind = "balance_held"    // why the balancer waits
+	DecisionTransfer        DecisionKind = "transfer"         // a leader transfer to the preferred node, about to be made
+	DecisionSkip            DecisionKind = "skip"             // no transfer: Reason says which check failed
+	DecisionTransferred     DecisionKind = "transferred"      // the transfer landed
+	DecisionTransferFailed  DecisionKind = "transfer_failed"  // the transfer did not land
+	DecisionTask            DecisionKind = "task"             // a task's step (Reason kind:phase→next)
+	DecisionBalance         DecisionKind = "balance"          // a balancer action taken, with its reason and numbers
+	DecisionBalanceRefused  DecisionKind = "balance_refused"  // a balancer action the controller refused
+	DecisionBalanceHeld     DecisionKind = "balance_held"     // why the balancer waits
+	DecisionControllerVoter DecisionKind = "controller_voter" // a non-voting member of the controller promoted to a voter
 )
 
 // Decision is one reconciliation decision in the controller's bounded log.

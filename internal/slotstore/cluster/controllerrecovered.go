@@ -74,9 +74,9 @@ func readControllerRecord(dir string) (*controllerRecord, error) {
 	return &rec, nil
 }
 
-// fenced reports whether the node's controller recovery named id lost.
-func (n *Node) fenced(id slotstore.NodeID) bool {
-	return n.recovered != nil && slices.Contains(n.recovered.Lost, id)
+// fenced reports whether the recovery (nil: none) named id lost.
+func (rec *controllerRecord) fenced(id slotstore.NodeID) bool {
+	return rec != nil && slices.Contains(rec.Lost, id)
 }
 
 // recordControllerRecovery proposes the base's recovery until the

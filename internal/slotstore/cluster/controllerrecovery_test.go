@@ -156,4 +156,26 @@ func TestRecoverTheController(t *testing.T) {
 	if l := n1.ControllerLeader(); l != 1 {
 		t.Fatalf("the controller's leader is %d", l)
 	}
+
+	// The controller gets its voters back: node 5 joins, and the leader
+	// promotes the non-voting members 4 and 5.
+	c.Join(c.APIAddr(0))
+	waitUntil(t, 20*time.Second, "three controller voters", func() bool {
+		v, _, err := n1.Testing().ControllerMembers(ctx)
+		return err == nil && slices.Equal(v, []slotstore.NodeID{1, 4, 5})
+	})
+	// Node 4 restarts with its promotion inside its snapshot (its role
+	// file still says non-voting): it starts as the voter it is — with node
+	// 5 stopped, nodes 1 and 4 are the controller's majority, and node 4
+	// can lead it.
+	if err := n4.Testing().SnapshotController(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.Restart(3)
+	c.StopNode(4)
+	waitUntil(t, 20*time.Second, "node 4 to lead the controller", func() bool {
+		actx, acancel := context.WithTimeout(ctx, 2*time.Second)
+		defer acancel()
+		return n1.Testing().TransferControllerLeader(actx, 4) == nil
+	})
 }

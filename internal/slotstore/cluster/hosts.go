@@ -33,6 +33,14 @@ func (h leaderHost) Propose(ctx context.Context, c controller.Command) (controll
 
 func (h leaderHost) Status(ctx context.Context) slotstore.NodeStatus { return h.n.LocalStatus(ctx) }
 
+func (h leaderHost) ControllerMembers(ctx context.Context) (voters, nonVoting []slotstore.NodeID, err error) {
+	return h.n.ctl.members(ctx)
+}
+
+func (h leaderHost) PromoteController(ctx context.Context, id slotstore.NodeID) error {
+	return h.n.ctl.promote(ctx, id)
+}
+
 func (h leaderHost) PeerAddr(id slotstore.NodeID) string { return h.n.dispatch.PeerAddrOf(id) }
 
 func (h leaderHost) TransferHere(ctx context.Context, g slotstore.GroupID, target slotstore.NodeID) (slotstore.NodeID, uint64, error) {

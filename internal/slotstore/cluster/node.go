@@ -417,7 +417,11 @@ func (r controllerReplica) startController() error {
 	}
 	cfg.IsNonVoting = role == roleNonVoting
 	if r.n.nh.HasNodeInfo(controller.ShardID, replica) {
-		// Restart: dragonboat has the membership; start with none.
+		// Restart: dragonboat has the membership; start with none. A
+		// non-voting member promoted since its role file was written
+		// starts non-voting and becomes the voter it is as it loads its
+		// membership (internal/raft/raft.go: restoreRemotes, and addNode
+		// for a promotion replayed from the log).
 		if err := r.n.nh.StartReplica(nil, false, create, cfg); err != nil {
 			return fmt.Errorf("cluster: restart controller replica: %w", err)
 		}

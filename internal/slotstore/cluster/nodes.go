@@ -14,13 +14,10 @@ import (
 
 	"github.com/slotmeta/slotmeta/internal/slotstore"
 	"github.com/slotmeta/slotmeta/internal/slotstore/controller"
+	"github.com/slotmeta/slotmeta/internal/slotstore/controller/leader"
 	"github.com/slotmeta/slotmeta/internal/slotstore/peer"
 	"github.com/slotmeta/slotmeta/internal/slotstore/propose"
 )
-
-// minControllerVoters: removing a node never leaves the controller group
-// with fewer voters than this (it would lose its fault tolerance).
-const minControllerVoters = 3
 
 // ErrRemoved is returned by Open when the cluster removed this node: a
 // removed node never rejoins with its old identity.
@@ -50,14 +47,27 @@ func (o operator) RemoveNode(ctx context.Context, id slotstore.NodeID) error {
 	if err != nil {
 		return err
 	}
-	if _, voter := m.Nodes[uint64(id)]; voter && len(m.Nodes)-1 < minControllerVoters {
-		return slotstore.Errorf(slotstore.CodeFailedPrecondition,
-			"node %d is one of the controller's %d voters; removing it would leave fewer than %d", id, len(m.Nodes), minControllerVoters)
-	}
 	// What the controller would refuse, refused before the controller's
 	// leadership is moved for nothing.
 	if held := o.ctrl.Load().ReplicasOn(id); held > 0 {
 		return slotstore.Errorf(slotstore.CodeFailedPrecondition, "node %d still holds %d replicas; drain it first", id, held)
+	}
+	// Removing a voter never leaves the controller group with fewer than
+	// leader.ControllerVoters (it would lose its fault tolerance): an
+	// active non-voting member is promoted in its place first.
+	if _, voter := m.Nodes[uint64(id)]; voter && len(m.Nodes)-1 < leader.ControllerVoters {
+		promoted, err := o.ctl.standIn(ctx, id)
+		if err != nil {
+			return err
+		}
+		if !promoted {
+			return slotstore.Errorf(slotstore.CodeFailedPrecondition,
+				"node %d is one of the controller's %d voters and no active non-voting node can take its place; removing it would leave fewer than %d: join a node first",
+				id, len(m.Nodes), leader.ControllerVoters)
+		}
+		if m, err = o.ctl.membership(ctx); err != nil {
+			return err
+		}
 	}
 	if err := o.moveControllerLeadershipOff(ctx, id, m); err != nil {
 		return err
@@ -138,7 +148,7 @@ func (f follower) noteRemoved(st *controller.State) {
 // requests are refused).
 func (n *Node) isRemoved(id slotstore.NodeID) bool {
 	node, ok := n.ctrl.Load().Nodes[id]
-	return ok && node.State == controller.NodeRemoved || n.fenced(id)
+	return ok && node.State == controller.NodeRemoved || n.recovered.fenced(id)
 }
 
 // refusesRaftFrom reports whether Raft messages from addr are dropped

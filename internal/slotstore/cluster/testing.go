@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/lni/dragonboat/v4"
+
 	"github.com/slotmeta/slotmeta/internal/slotstore"
 	"github.com/slotmeta/slotmeta/internal/slotstore/controller"
 	"github.com/slotmeta/slotmeta/internal/slotstore/controller/leader"
@@ -67,3 +69,16 @@ func (t Testing) HeardAgo(g slotstore.GroupID, target slotstore.NodeID) (time.Du
 // its rounds (ObserveOnce, ReconcileOnce, TasksOnce, BalanceOnce) with their
 // own clock, on a node started with a negative ObserveInterval.
 func (t Testing) Leader() *leader.Leader { return t.n.leader }
+
+// ControllerMembers is the controller group's membership as this node's
+// replica reads it (linearizably).
+func (t Testing) ControllerMembers(ctx context.Context) (voters, nonVoting []slotstore.NodeID, err error) {
+	return t.n.ctl.members(ctx)
+}
+
+// SnapshotController makes this node's controller replica take a snapshot
+// now (its membership then sits in the snapshot, not in the log).
+func (t Testing) SnapshotController(ctx context.Context) error {
+	_, err := t.n.nh.SyncRequestSnapshot(ctx, controller.ShardID, dragonboat.DefaultSnapshotOption)
+	return err
+}

@@ -39,6 +39,11 @@ type Host interface {
 	TransferHere(ctx context.Context, g slotstore.GroupID, target slotstore.NodeID) (slotstore.NodeID, uint64, error)
 	// Wake wakes quiesced groups (skip: a node not to ask).
 	Wake(groups []slotstore.GroupID, skip slotstore.NodeID)
+	// ControllerMembers is the controller group's membership: its voters
+	// and non-voting members. PromoteController makes non-voting member
+	// id a voter (voters.go).
+	ControllerMembers(ctx context.Context) (voters, nonVoting []slotstore.NodeID, err error)
+	PromoteController(ctx context.Context, id slotstore.NodeID) error
 
 	// What the task executor needs of the node beside the leader's own
 	// views (package tasks' Node).
@@ -147,6 +152,9 @@ func (l *Leader) Run(stop <-chan struct{}) {
 		l.ObserveOnce(ctx)
 		cancel()
 		l.ReconcileOnce(l.cfg.Now())
+		vctx, vcancel := context.WithTimeout(life, l.cfg.RequestTimeout)
+		l.KeepControllerVoters(vctx, l.cfg.Now())
+		vcancel()
 		tctx, tcancel := context.WithTimeout(life, 2*l.cfg.RequestTimeout)
 		if l.Leads() {
 			l.tasks.Drive(tctx, tasksStepsPerRound)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -28,6 +29,8 @@ type fakeHost struct {
 	mu        sync.Mutex
 	index     uint64
 	transfers []slotstore.GroupID
+	// The controller group's membership (voters_test.go).
+	voters, learners []slotstore.NodeID
 }
 
 func newFakeHost(self slotstore.NodeID, now func() time.Time) *fakeHost {
@@ -39,6 +42,20 @@ func (h *fakeHost) ControllerLeader() slotstore.NodeID          { return h.self 
 func (h *fakeHost) Status(context.Context) slotstore.NodeStatus { return slotstore.NodeStatus{} }
 func (h *fakeHost) PeerAddr(slotstore.NodeID) string            { return "" }
 func (h *fakeHost) Wake([]slotstore.GroupID, slotstore.NodeID)  {}
+
+func (h *fakeHost) ControllerMembers(context.Context) (voters, nonVoting []slotstore.NodeID, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.voters), slices.Clone(h.learners), nil
+}
+
+func (h *fakeHost) PromoteController(_ context.Context, id slotstore.NodeID) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.learners = slices.DeleteFunc(h.learners, func(n slotstore.NodeID) bool { return n == id })
+	h.voters = append(h.voters, id)
+	return nil
+}
 
 func (h *fakeHost) Propose(_ context.Context, c controller.Command) (controller.Result, error) {
 	c.TimeMs = h.now().UnixMilli()
