@@ -101,6 +101,11 @@ type Config struct {
 	// reports and reconciles (default 1s; negative: never by itself — tests
 	// drive ObserveOnce and ReconcileOnce with their own clock).
 	ObserveInterval time.Duration
+	// HighWaterInterval is how often the controller leader records the
+	// highest applied index it saw per group, when it rose (default 10s;
+	// leader.DefaultHighWaterInterval): what a lost-quorum recovery
+	// reports as lost survives a change of controller leader.
+	HighWaterInterval time.Duration
 	// ProjectInterval is how often a node drains the subscriber → membership
 	// outbox of the groups it leads (default 200ms; negative: never — tests
 	// use it to stop between the channel-side commit and the projection).

@@ -268,7 +268,7 @@ func Start(cfg Config) (*Node, error) {
 	n.projector = projector.New(projector.Config{Node: projectHost{n}, Interval: cfg.ProjectInterval,
 		RoundTimeout: cfg.RequestTimeout, Backlog: n.metrics.backlog, Logger: cfg.Logger})
 	n.leader = leader.New(leader.Config{NodeID: cfg.NodeID, Host: leaderHost{n}, Peers: n.peers, Now: cfg.Now, Logger: cfg.Logger, Life: n.life,
-		ObserveInterval: cfg.ObserveInterval, BalanceInterval: cfg.BalanceInterval, RequestTimeout: cfg.RequestTimeout,
+		ObserveInterval: cfg.ObserveInterval, BalanceInterval: cfg.BalanceInterval, HighWaterInterval: cfg.HighWaterInterval, RequestTimeout: cfg.RequestTimeout,
 		UnreachableAfter: cfg.UnreachableAfter, TaskPhaseTimeout: cfg.TaskPhaseTimeout, Leadership: cfg.Leadership,
 		Balancer: cfg.Balancer, DisableBalancer: cfg.DisableBalancer, DisableQuiesce: cfg.DisableQuiesce,
 		DisableHashSlotMoves: cfg.DisableHashSlotMoves, BackoffSeed: uint64(cfg.NodeID)<<32 ^ uint64(time.Now().UnixNano()),

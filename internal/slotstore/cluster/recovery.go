@@ -262,6 +262,14 @@ func (r *recoverer) report(st *controller.State, view slotstore.GroupView, node 
 			rep.LostToMs = max(rep.LostToMs, now-rv.ReportAgeMs)
 		}
 	}
+	// What a controller leader before this one saw (its observations are
+	// gone with it): the group's recorded high-water mark.
+	if m, ok := st.HighWater[p.Group]; ok && m.Index > rep.HighestKnown {
+		rep.HighestKnown, rep.HighestKnownBy = m.Index, m.Node
+		if m.Index > p.Index {
+			rep.LostToMs = max(rep.LostToMs, m.AtMs)
+		}
+	}
 	for s, owner := range st.HashToGroup {
 		if owner == p.Group {
 			rep.HashSlots = append(rep.HashSlots, slotstore.HashSlot(s))

@@ -146,7 +146,8 @@ func TestRecoverAGroupThatLostItsQuorum(t *testing.T) {
 
 // TestRecoveryReportsWhatIsLost: the survivor was cut off from the other
 // two replicas while they committed more writes, acknowledged; then those
-// two are lost for good. The recovery from the survivor keeps every write
+// two are lost for good, and the controller changes leader (what the old
+// leader saw survives as the group's high-water mark). The recovery from the survivor keeps every write
 // the survivor held, and its report says that entries past the recovered
 // index up to the highest index the lost replicas were seen to apply are
 // lost, for every hash slot of the group, with the time range; the writes
@@ -203,9 +204,28 @@ func TestRecoveryReportsWhatIsLost(t *testing.T) {
 		}
 		return survivor > 0 && best > survivor
 	})
+	// The controller leader recorded it (a high-water mark), and then
+	// changes: its successor never saw the lost replicas' reports, and the
+	// report still says what is lost.
+	waitUntil(t, 10*time.Second, "the group's high-water mark past the survivor", func() bool {
+		st := via.Controller()
+		v, err := via.Operator().Group(ctx, g)
+		if err != nil {
+			return false
+		}
+		for _, rv := range v.Replicas {
+			if rv.Node == 3 {
+				return st.HighWater[g].Index > rv.AppliedIndex && st.HighWater[g].Node != 3
+			}
+		}
+		return false
+	})
 	c.StopNode(0)
 	c.StopNode(1)
 	c.Net.Heal()
+	if err := via.Testing().TransferControllerLeader(ctx, 5); err != nil {
+		t.Fatal(err)
+	}
 	rep := recoverOnceLost(ctx, t, via.Operator().Recovery(), g)
 	t.Logf("report: %s", rep.Message)
 	if !rep.MayBeLost {
@@ -249,6 +269,7 @@ func startRecoveryCluster(t *testing.T, faults bool) (*slotstoretest.Cluster, *s
 		cfg.ObserveInterval = 100 * time.Millisecond
 		cfg.UnreachableAfter = 600 * time.Millisecond
 		cfg.TaskPhaseTimeout = 10 * time.Second
+		cfg.HighWaterInterval = 200 * time.Millisecond
 		cfg.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn})).With("node", cfg.NodeID)
 	}})
 	return c, logs
@@ -270,4 +291,87 @@ func recoverOnceLost(ctx context.Context, t *testing.T, rec slotstore.Recovery, 
 		return err == nil
 	})
 	return rep
+}
+
+// TestRecoveryAppliesTheUncertainTail: the survivor logged a write it never
+// knew committed (the third replica was cut off and the survivor's answers
+// to the leader were lost, so the leader could not commit it either: its
+// caller got no answer); then the leader and the cut-off replica are lost.
+// The recovery applies the survivor's whole log, as etcd's
+// --force-new-cluster commits its own — and lists that entry as uncertain,
+// with its key — and every write before it is there too.
+func TestRecoveryAppliesTheUncertainTail(t *testing.T) {
+	c, _ := startRecoveryCluster(t, true)
+	const g = slotstore.GroupID(1)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	via := c.Nodes[3]
+	if err := via.Testing().TransferControllerLeader(ctx, 4); err != nil { // outlives the fault
+		t.Fatal(err)
+	}
+	var keys []string
+	for i := range 10 {
+		k := fmt.Sprintf("uk-%d", i)
+		waitUntil(t, 10*time.Second, "put "+k, func() bool {
+			res, _, err := via.Propose(ctx, &meta.PutKV{Key: k, Value: []byte("v-" + k)})
+			return err == nil && res.OK()
+		})
+		keys = append(keys, k)
+	}
+	// Node 1 leads the group; node 2 is cut off; node 3's answers to node 1
+	// are lost (node 1 steps down an election timeout later: no quorum
+	// answers; node 3 cannot be elected without node 2).
+	waitUntil(t, 10*time.Second, "node 1 to lead the group", func() bool {
+		if l, ok := via.Routes().Group(g); ok && l.Leader == 1 {
+			return true
+		}
+		if l, ok := via.Routes().Group(g); ok && l.Leader != 0 {
+			_ = c.Nodes[l.Leader-1].TransferLeader(ctx, g, 1)
+		}
+		return false
+	})
+	for _, other := range []slotstore.NodeID{1, 3} {
+		c.Net.DropOneWay(2, other)
+		c.Net.DropOneWay(other, 2)
+	}
+	c.Net.DropOneWay(3, 1)
+	const uncertain = "uk-uncertain"
+	pctx, pcancel := context.WithTimeout(ctx, time.Second)
+	if res, _, err := c.Nodes[0].Propose(pctx, &meta.PutKV{Key: uncertain, Value: []byte("v-" + uncertain)}); err == nil {
+		t.Fatalf("a write no majority could log was acknowledged: %+v", res)
+	}
+	pcancel()
+	waitUntil(t, 10*time.Second, "node 3 to log the write the leader could not commit", func() bool {
+		v, err := via.Operator().Group(ctx, g)
+		if err != nil {
+			return false
+		}
+		by := map[slotstore.NodeID]slotstore.ReplicaView{}
+		for _, rv := range v.Replicas {
+			by[rv.Node] = rv
+		}
+		return by[1].LogLast > by[1].AppliedIndex && by[3].LogLast == by[1].LogLast
+	})
+	c.StopNode(0)
+	c.StopNode(1)
+	c.Net.Heal()
+	rep := recoverOnceLost(ctx, t, via.Operator().Recovery(), g)
+	t.Logf("report: %s", rep.Message)
+	listed := false
+	for _, e := range rep.Uncertain {
+		if e.Index <= rep.SurvivorApplied || e.Index > rep.SurvivorLast {
+			t.Fatalf("uncertain entry %d outside (%d, %d]", e.Index, rep.SurvivorApplied, rep.SurvivorLast)
+		}
+		listed = listed || slices.Contains(e.Keys, uncertain)
+	}
+	if rep.Node != 3 || !listed || rep.RecoveredIndex != rep.SurvivorLast {
+		t.Fatalf("report %+v", rep)
+	}
+	for _, k := range append(keys, uncertain) {
+		waitUntil(t, 20*time.Second, "read "+k, func() bool {
+			v, _, err := via.Read(ctx, &meta.GetKV{HashSlot: slotstore.HashSlotOfString(k), Key: k}, meta.Linearizable)
+			kv, _ := v.(*meta.KV)
+			return err == nil && kv != nil && string(kv.Value) == "v-"+k
+		})
+	}
 }

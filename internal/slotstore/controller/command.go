@@ -37,6 +37,8 @@ type Command struct {
 	RecoverGroup *RecoverGroup        `json:"recover_group,omitempty"`
 	// RecoverController: recovercontroller.go.
 	RecoverController *RecoverController `json:"recover_controller,omitempty"`
+	// HighWater: highwater.go.
+	HighWater *HighWater `json:"high_water,omitempty"`
 }
 
 // SetPreferred sets a group's preferred leader (an intent with a time).
@@ -108,7 +110,7 @@ func DecodeCommand(b []byte) (Command, error) {
 	for _, set := range []bool{c.Bootstrap != nil, c.RegisterNode != nil, c.SetNodeState != nil, c.SetPreferred != nil, c.Decision != nil,
 		c.CreateMove != nil, c.AdvanceTask != nil, c.CancelTask != nil, c.SlotMigrate != nil, c.CreateGroup != nil, c.RetireGroup != nil,
 		c.CreateSplit != nil, c.CreateMerge != nil, c.DrainNode != nil, c.RemoveNode != nil, c.SetBalancer != nil, c.Audit != nil,
-		c.RaftTiming != nil, c.PeerSecret != nil, c.RecoverGroup != nil, c.RecoverController != nil} {
+		c.RaftTiming != nil, c.PeerSecret != nil, c.RecoverGroup != nil, c.RecoverController != nil, c.HighWater != nil} {
 		if set {
 			bodies++
 		}
@@ -192,6 +194,8 @@ func apply(s *State, c Command) Result {
 		return applyRecoverGroup(s, c.RecoverGroup, c.TimeMs)
 	case c.RecoverController != nil:
 		return applyRecoverController(s, c.RecoverController, c.TimeMs)
+	case c.HighWater != nil:
+		return applyHighWater(s, c.HighWater)
 	case c.SetPreferred != nil:
 		return applySetPreferred(s, c.SetPreferred, c.TimeMs)
 	case c.Audit != nil:

@@ -168,6 +168,7 @@ func applyRetireGroup(s *State, c *RetireGroup) Result {
 		return refuse(slotstore.CodeConflict, "group %d is the cluster's last group", c.Group)
 	}
 	delete(s.Groups, c.Group)
+	delete(s.HighWater, c.Group)
 	retire(s, c.Group)
 	return Result{OK: true, Message: fmt.Sprintf("group %d retired", c.Group)}
 }

@@ -141,6 +141,7 @@ func applyRecoverGroup(s *State, c *RecoverGroup, timeMs int64) Result {
 		}
 	}
 	g.Peers[c.Node] = c.Replica
+	delete(s.HighWater, c.Group) // the new log's indexes are the survivor's, not the lost ones'
 	pruneTombstones(s)
 	g.ConfigEpoch++
 	g.PreferredLeader, g.PreferredSetAtMs = c.Node, timeMs

@@ -23,6 +23,7 @@ package controller
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/slotmeta/slotmeta/internal/slotstore"
@@ -149,6 +150,9 @@ type State struct {
 	// ControllerRecoveries are the recoveries of the controller group
 	// itself (recovercontroller.go; bounded, oldest first).
 	ControllerRecoveries []ControllerRecovery `json:"controller_recoveries,omitempty"`
+	// HighWater is, per group, the highest applied index the controller
+	// leader saw a replica report (highwater.go).
+	HighWater map[slotstore.GroupID]HighWaterMark `json:"high_water,omitempty"`
 }
 
 // NewState is the empty, not yet bootstrapped state.
@@ -174,6 +178,7 @@ func (s *State) Clone() *State {
 	c.Tombstones = s.Tombstones[:len(s.Tombstones):len(s.Tombstones)]
 	c.Recoveries = s.Recoveries[:len(s.Recoveries):len(s.Recoveries)]
 	c.ControllerRecoveries = s.ControllerRecoveries[:len(s.ControllerRecoveries):len(s.ControllerRecoveries)]
+	c.HighWater = maps.Clone(s.HighWater)
 	c.Tasks = make(map[uint64]*Task, len(s.Tasks))
 	for id, t := range s.Tasks {
 		tt := *t

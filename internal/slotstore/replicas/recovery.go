@@ -155,7 +155,11 @@ func (s *Set) PrepareRecovery(ctx context.Context, g slotstore.GroupID, old, nex
 			return p, fmt.Errorf("replicas: apply the log tail of replica %d: %w", old, err)
 		}
 	}
-	p.Index = m.AppliedIndex()
+	// An entry that carries nothing for the state machine (a new leader's
+	// empty entry, a membership change) is held all the same: the
+	// recovered index is the survivor's last entry, not its last command
+	// (else a leader's empty entry past it reads as a lost entry).
+	p.Index = max(m.AppliedIndex(), tail.Last)
 	if p.Index == 0 {
 		return p, slotstore.Errorf(slotstore.CodeFailedPrecondition, "replica %d of group %d applied nothing: nothing to recover from", old, g)
 	}

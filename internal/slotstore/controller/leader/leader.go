@@ -1,6 +1,7 @@
 package leader
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"net/http"
@@ -74,6 +75,9 @@ type Config struct {
 	// balancer rounds within them (≤ 0: none).
 	ObserveInterval time.Duration
 	BalanceInterval time.Duration
+	// HighWaterInterval is the period of the groups' high-water marks
+	// (highwater.go; default DefaultHighWaterInterval).
+	HighWaterInterval time.Duration
 	// RequestTimeout bounds each proposal and transfer of a round.
 	RequestTimeout time.Duration
 	// UnreachableAfter: a node whose latest report is older is unreachable.
@@ -93,7 +97,7 @@ type Config struct {
 	// asked of this one over the peer port (attribution).
 	ServedTransfer func(ctx context.Context)
 	// Views, set only by tests, replaces the observed views the
-	// preferred-leader reconciler decides from.
+	// preferred-leader reconciler and the high-water marks decide from.
 	Views func(now time.Time) []slotstore.GroupView
 }
 
@@ -136,7 +140,8 @@ func (l *Leader) Run(stop <-chan struct{}) {
 	defer t.Stop()
 	// The first balancer round after taking the lead comes a full interval
 	// later: the reports and load rates must fill in first.
-	lastBalance := l.cfg.Now()
+	lastBalance, lastHighWater := l.cfg.Now(), time.Time{}
+	highWaterEvery := cmp.Or(l.cfg.HighWaterInterval, DefaultHighWaterInterval)
 	for {
 		select {
 		case <-stop:
@@ -154,6 +159,10 @@ func (l *Leader) Run(stop <-chan struct{}) {
 		l.ReconcileOnce(l.cfg.Now())
 		vctx, vcancel := context.WithTimeout(life, l.cfg.RequestTimeout)
 		l.KeepControllerVoters(vctx, l.cfg.Now())
+		if now := l.cfg.Now(); now.Sub(lastHighWater) >= highWaterEvery {
+			lastHighWater = now
+			l.RecordHighWater(vctx, now)
+		}
 		vcancel()
 		tctx, tcancel := context.WithTimeout(life, 2*l.cfg.RequestTimeout)
 		if l.Leads() {

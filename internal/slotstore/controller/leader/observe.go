@@ -83,6 +83,15 @@ func (l *Leader) health(now time.Time) []slotstore.NodeHealth {
 	return l.obs.NodeHealth(now, registeredNodes(l.cfg.Host.Controller()), l.cfg.NodeID)
 }
 
+// decisionViews are the views the reconciler and the high-water marks
+// decide from: the observed ones, or the test's (Config.Views).
+func (l *Leader) decisionViews(now time.Time) []slotstore.GroupView {
+	if l.cfg.Views != nil {
+		return l.cfg.Views(now)
+	}
+	return l.views(now)
+}
+
 // views builds every group's view from the intent and the latest reports.
 func (l *Leader) views(now time.Time) []slotstore.GroupView {
 	return l.obs.Aggregate(l.cfg.Host.Controller(), now, l.cfg.NodeID, l.cfg.UnreachableAfter)

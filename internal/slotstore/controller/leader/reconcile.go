@@ -20,11 +20,7 @@ func (l *Leader) ReconcileOnce(now time.Time) []slotstore.Decision {
 		return nil
 	}
 	var out []slotstore.Decision
-	views := l.views(now)
-	if l.cfg.Views != nil {
-		views = l.cfg.Views(now)
-	}
-	for _, v := range views {
+	for _, v := range l.decisionViews(now) {
 		d := policy.DecidePreferred(v, l.cfg.Leadership, l.facts(v.ID, v.PreferredLeader, now))
 		if d == nil {
 			l.decided.Delete(v.ID)
