@@ -298,6 +298,33 @@ func (e ErrorCode) Valid() bool {
 	}
 }
 
+// Defines values for GroupPinWhy.
+const (
+	GroupPinWhyMerge           GroupPinWhy = "merge"
+	GroupPinWhyMove            GroupPinWhy = "move"
+	GroupPinWhyPreferredLeader GroupPinWhy = "preferred_leader"
+	GroupPinWhySlotMigration   GroupPinWhy = "slot_migration"
+	GroupPinWhySplit           GroupPinWhy = "split"
+)
+
+// Valid indicates whether the value is a known member of the GroupPinWhy enum.
+func (e GroupPinWhy) Valid() bool {
+	switch e {
+	case GroupPinWhyMerge:
+		return true
+	case GroupPinWhyMove:
+		return true
+	case GroupPinWhyPreferredLeader:
+		return true
+	case GroupPinWhySlotMigration:
+		return true
+	case GroupPinWhySplit:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for GroupViewHealth.
 const (
 	GroupViewHealthHealthy         GroupViewHealth = "healthy"
@@ -1398,7 +1425,10 @@ type BalancePlanBalanced string
 
 // BalancerRequest defines model for BalancerRequest.
 type BalancerRequest struct {
-	Paused bool `json:"paused"`
+	Paused *bool `json:"paused,omitempty"`
+
+	// ReleasePins Groups whose operator pins are released (the balancer may move them again).
+	ReleasePins *[]int64 `json:"release_pins,omitempty"`
 }
 
 // BalancerStatus defines model for BalancerStatus.
@@ -1416,6 +1446,9 @@ type BalancerStatus struct {
 	LastRoundAtMs *int64      `json:"last_round_at_ms,omitempty"`
 	Load          []NodeLoad  `json:"load"`
 	Paused        bool        `json:"paused"`
+
+	// Pins Groups an operator's manual action pinned (a replica move, preferred leader, split, merge or slot migration, for --manual-pin): the balancer plans nothing for them but drains.
+	Pins []GroupPin `json:"pins"`
 }
 
 // BatchChannels defines model for BatchChannels.
@@ -1925,6 +1958,17 @@ type GroupList struct {
 	Items      []GroupView `json:"items"`
 	NextCursor string      `json:"next_cursor"`
 }
+
+// GroupPin defines model for GroupPin.
+type GroupPin struct {
+	AtMs    int64       `json:"at_ms"`
+	Group   int64       `json:"group"`
+	UntilMs int64       `json:"until_ms"`
+	Why     GroupPinWhy `json:"why"`
+}
+
+// GroupPinWhy defines model for GroupPin.Why.
+type GroupPinWhy string
 
 // GroupView defines model for GroupView.
 type GroupView struct {
@@ -4444,20 +4488,24 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/cluster/balancer (the `GetBalancer` operationId).
 	GetBalancer(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// SetBalancerWithBody Pause or resume the balancer
+	// SetBalancerWithBody Pause or resume the balancer, release operator pins
 	//
 	// A paused balancer starts nothing new except drains (tasks already running go on). The
-	// pause is replicated: it outlives a controller failover.
+	// pause is replicated: it outlives a controller failover. `release_pins` releases the pins
+	// that manual actions put on groups (`pins` in the status), so that the balancer may move
+	// them again.
 	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with PUT /v1/cluster/balancer (the `SetBalancer` operationId).
 	SetBalancerWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// SetBalancer Pause or resume the balancer
+	// SetBalancer Pause or resume the balancer, release operator pins
 	//
 	// A paused balancer starts nothing new except drains (tasks already running go on). The
-	// pause is replicated: it outlives a controller failover.
+	// pause is replicated: it outlives a controller failover. `release_pins` releases the pins
+	// that manual actions put on groups (`pins` in the status), so that the balancer may move
+	// them again.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -6626,10 +6674,12 @@ func (c *Client) GetBalancer(ctx context.Context, reqEditors ...RequestEditorFn)
 	return c.Client.Do(req)
 }
 
-// SetBalancerWithBody Pause or resume the balancer
+// SetBalancerWithBody Pause or resume the balancer, release operator pins
 //
 // A paused balancer starts nothing new except drains (tasks already running go on). The
-// pause is replicated: it outlives a controller failover.
+// pause is replicated: it outlives a controller failover. `release_pins` releases the pins
+// that manual actions put on groups (`pins` in the status), so that the balancer may move
+// them again.
 //
 // Takes any type of body and a specified content type.
 //
@@ -6646,10 +6696,12 @@ func (c *Client) SetBalancerWithBody(ctx context.Context, contentType string, bo
 	return c.Client.Do(req)
 }
 
-// SetBalancer Pause or resume the balancer
+// SetBalancer Pause or resume the balancer, release operator pins
 //
 // A paused balancer starts nothing new except drains (tasks already running go on). The
-// pause is replicated: it outlives a controller failover.
+// pause is replicated: it outlives a controller failover. `release_pins` releases the pins
+// that manual actions put on groups (`pins` in the status), so that the balancer may move
+// them again.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -15979,20 +16031,24 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/cluster/balancer (the `GetBalancer` operationId).
 	GetBalancerWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetBalancerResponse, error)
 
-	// SetBalancerWithBodyWithResponse Pause or resume the balancer
+	// SetBalancerWithBodyWithResponse Pause or resume the balancer, release operator pins
 	//
 	// A paused balancer starts nothing new except drains (tasks already running go on). The
-	// pause is replicated: it outlives a controller failover.
+	// pause is replicated: it outlives a controller failover. `release_pins` releases the pins
+	// that manual actions put on groups (`pins` in the status), so that the balancer may move
+	// them again.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with PUT /v1/cluster/balancer (the `SetBalancer` operationId).
 	SetBalancerWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetBalancerResponse, error)
 
-	// SetBalancerWithResponse Pause or resume the balancer
+	// SetBalancerWithResponse Pause or resume the balancer, release operator pins
 	//
 	// A paused balancer starts nothing new except drains (tasks already running go on). The
-	// pause is replicated: it outlives a controller failover.
+	// pause is replicated: it outlives a controller failover. `release_pins` releases the pins
+	// that manual actions put on groups (`pins` in the status), so that the balancer may move
+	// them again.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -34157,10 +34213,12 @@ func (c *ClientWithResponses) GetBalancerWithResponse(ctx context.Context, reqEd
 	return ParseGetBalancerResponse(rsp)
 }
 
-// SetBalancerWithBodyWithResponse Pause or resume the balancer
+// SetBalancerWithBodyWithResponse Pause or resume the balancer, release operator pins
 //
 // A paused balancer starts nothing new except drains (tasks already running go on). The
-// pause is replicated: it outlives a controller failover.
+// pause is replicated: it outlives a controller failover. `release_pins` releases the pins
+// that manual actions put on groups (`pins` in the status), so that the balancer may move
+// them again.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -34173,10 +34231,12 @@ func (c *ClientWithResponses) SetBalancerWithBodyWithResponse(ctx context.Contex
 	return ParseSetBalancerResponse(rsp)
 }
 
-// SetBalancerWithResponse Pause or resume the balancer
+// SetBalancerWithResponse Pause or resume the balancer, release operator pins
 //
 // A paused balancer starts nothing new except drains (tasks already running go on). The
-// pause is replicated: it outlives a controller failover.
+// pause is replicated: it outlives a controller failover. `release_pins` releases the pins
+// that manual actions put on groups (`pins` in the status), so that the balancer may move
+// them again.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

@@ -45,6 +45,7 @@ type options struct {
 	Quiesce             bool
 	LeaseReads          bool
 	BalanceInterval     time.Duration
+	ManualPin           time.Duration
 	BalancerMaxTasks    int
 	GroupsPerNode       int
 	ProjectInterval     time.Duration
@@ -91,6 +92,7 @@ func parseOptions(args []string, getenv func(string) string) (*options, error) {
 	fs.BoolVar(&o.Quiesce, "quiesce", true, "let idle slot groups stop their heartbeats (woken when their leader cannot be reached); =false keeps them beating")
 	fs.BoolVar(&o.Balancer, "balancer", true, "run the balancer on this node while it leads the controller (pause it cluster-wide with PUT /v1/cluster/balancer)")
 	fs.DurationVar(&o.BalanceInterval, "balancer-interval", 5*time.Second, "how often the balancer plans")
+	fs.DurationVar(&o.ManualPin, "manual-pin", time.Hour, "how long a manual move, leader, split, merge or slot migration keeps the balancer off its groups (negative: not at all)")
 	fs.IntVar(&o.BalancerMaxTasks, "balancer-max-tasks", 2, "tasks (replica moves, slot moves, splits, merges) running at once that the balancer waits for")
 	fs.IntVar(&o.GroupsPerNode, "balancer-groups-per-node", 1, "slot groups the balancer keeps per active node once there are more nodes than replicas per group (-1: it never splits or merges)")
 	fs.DurationVar(&o.ProjectInterval, "project-interval", 200*time.Millisecond, "how often subscriber changes are projected into memberships (negative: never; for tests)")

@@ -88,6 +88,7 @@ func (o *options) plan(getenv func(string) string) (*plan, error) {
 		DisableQuiesce:       !o.Quiesce,
 		DisableLeaseReads:    !o.LeaseReads,
 		BalanceInterval:      o.BalanceInterval,
+		ManualPin:            o.ManualPin,
 		Balancer:             balance.Config{MaxTasks: o.BalancerMaxTasks, GroupsPerNode: o.GroupsPerNode},
 		ProjectInterval:      o.ProjectInterval,
 		WatchRecords:         o.WatchRecords,

@@ -71,11 +71,21 @@ func (c balancerPages) balancerFragment(w http.ResponseWriter, r *http.Request) 
 }
 
 func (c balancerPages) setBalancer(w http.ResponseWriter, r *http.Request) (string, Flash) {
+	if g := r.PostForm.Get("release"); g != "" {
+		id, err := strconv.ParseUint(g, 10, 64)
+		if err != nil || id == 0 {
+			return "/console/balancer", Flash{Message: "release: want a group id"}
+		}
+		if err := c.src.SetBalancer(r.Context(), slotstore.BalancerChange{ReleasePins: []slotstore.GroupID{slotstore.GroupID(id)}}); err != nil {
+			return "/console/balancer", Flash{Message: "Refused: " + errMessage(err)}
+		}
+		return "/console/balancer", Flash{OK: true, Message: fmt.Sprintf("Group %d's pin is released: the balancer may move it again.", id)}
+	}
 	paused, err := strconv.ParseBool(r.PostForm.Get("paused"))
 	if err != nil {
 		return "/console/balancer", Flash{Message: "paused: want true or false"}
 	}
-	if err := c.src.SetBalancerPaused(r.Context(), paused); err != nil {
+	if err := c.src.SetBalancer(r.Context(), slotstore.BalancerChange{Paused: &paused}); err != nil {
 		return "/console/balancer", Flash{Message: "Refused: " + errMessage(err)}
 	}
 	if paused {

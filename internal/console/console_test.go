@@ -526,6 +526,21 @@ func TestBalancerPageShowsPlanLoadAndDrains(t *testing.T) {
 	if fl := post("/console/balancer", url.Values{"paused": {"maybe"}}); !strings.Contains(fl, "want true or false") {
 		t.Fatalf("bad pause value: %q", fl)
 	}
+	f.Pins = []slotstore.GroupPin{{Group: 3, UntilMs: now.Add(time.Hour).UnixMilli(), Why: "split", AtMs: now.UnixMilli()}}
+	c0 := &console{src: f, now: func() time.Time { return now }}
+	pins := byTestID(render(t, BalancerLive(balancerPages{c0}.balancer(context.Background(), true))), "pin-3")
+	if len(pins) != 1 || !strings.Contains(text(pins[0]), "split") || !strings.Contains(text(pins[0]), "Release") {
+		t.Fatalf("pins shown: %d", len(pins))
+	}
+	if fl := post("/console/balancer", url.Values{"release": {"3"}}); !strings.Contains(fl, "Group 3's pin is released") {
+		t.Fatalf("release: flash %q", fl)
+	}
+	if st, _ := f.Balancer(context.Background()); len(st.Pins) != 0 {
+		t.Fatalf("pins after the release: %v", st.Pins)
+	}
+	if fl := post("/console/balancer", url.Values{"release": {"x"}}); !strings.Contains(fl, "want a group id") {
+		t.Fatalf("bad release: %q", fl)
+	}
 	if fl := post("/console/nodes/2/drain", nil); !strings.Contains(fl, "Node 2 drains its 2 replicas") {
 		t.Fatalf("drain: %q", fl)
 	}

@@ -1337,13 +1337,31 @@ func genCluster(t *testing.T, c *client.ClientWithResponses, cn *cluster.Node) {
 	}
 	plan, err := c.GetBalancerPlanWithResponse(ctx)
 	genCheck(t, "balancer plan", plan, err, http.StatusOK)
-	paused, err := c.SetBalancerWithResponse(ctx, client.BalancerRequest{Paused: true})
+	yes, no := true, false
+	paused, err := c.SetBalancerWithResponse(ctx, client.BalancerRequest{Paused: &yes})
 	genCheck(t, "pause the balancer", paused, err, http.StatusOK)
 	if !paused.JSON200.Paused || paused.JSON200.ChangedAtMs == nil {
 		t.Fatalf("paused: %+v", paused.JSON200)
 	}
-	resumed, err := c.SetBalancerWithResponse(ctx, client.BalancerRequest{Paused: false})
+	resumed, err := c.SetBalancerWithResponse(ctx, client.BalancerRequest{Paused: &no})
 	genCheck(t, "resume the balancer", resumed, err, http.StatusOK)
+	// The preferred leader, split and merge made by hand above pinned their
+	// groups; released.
+	var pinned []int64
+	for _, p := range resumed.JSON200.Pins {
+		if p.UntilMs <= p.AtMs || !p.Why.Valid() {
+			t.Fatalf("pin %+v", p)
+		}
+		pinned = append(pinned, p.Group)
+	}
+	if len(pinned) == 0 {
+		t.Fatalf("no pins after manual actions: %+v", resumed.JSON200)
+	}
+	released, err := c.SetBalancerWithResponse(ctx, client.BalancerRequest{ReleasePins: &pinned})
+	genCheck(t, "release a pin", released, err, http.StatusOK)
+	if len(released.JSON200.Pins) != 0 || released.JSON200.Paused {
+		t.Fatalf("after the release: %+v", released.JSON200)
+	}
 	drain, err := c.DrainNodeWithResponse(ctx, self)
 	genCheck(t, "drain the only node", drain, err, http.StatusPreconditionFailed)
 	genCheckErr(t, "drain the only node", drain.JSON412, client.ErrorCodeFailedPrecondition)

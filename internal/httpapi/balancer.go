@@ -18,16 +18,18 @@ func (a balancerRoutes) getBalancer(w http.ResponseWriter, r *http.Request) erro
 }
 
 type balancerRequest struct {
-	Paused *bool `json:"paused" validate:"required"`
+	Paused      *bool               `json:"paused" validate:"required_without=ReleasePins"`
+	ReleasePins []slotstore.GroupID `json:"release_pins" validate:"omitempty,max=256,dive,min=1"`
 }
 
-// putBalancer is PUT /v1/cluster/balancer {"paused": bool}.
+// putBalancer is PUT /v1/cluster/balancer {"paused": bool, "release_pins":
+// [group, …]} (either or both).
 func (a balancerRoutes) putBalancer(w http.ResponseWriter, r *http.Request) error {
 	var req balancerRequest
 	if err := a.decode(w, r, &req); err != nil {
 		return err
 	}
-	if err := a.op.SetBalancerPaused(r.Context(), *req.Paused); err != nil {
+	if err := a.op.SetBalancer(r.Context(), slotstore.BalancerChange{Paused: req.Paused, ReleasePins: req.ReleasePins}); err != nil {
 		return err
 	}
 	return a.getBalancer(w, r)

@@ -52,8 +52,27 @@ type BalancerStatus struct {
 	// node's API served, reads and writes), as the controller keeps it.
 	Load []NodeLoad `json:"load"`
 	// Drains is the progress of every draining node.
-	Drains     []DrainProgress `json:"drains"`
-	Aggregator NodeID          `json:"aggregator"`
+	Drains []DrainProgress `json:"drains"`
+	// Pins are the groups an operator's manual action pinned: the
+	// balancer plans nothing for them but drains until UntilMs.
+	Pins       []GroupPin `json:"pins"`
+	Aggregator NodeID     `json:"aggregator"`
+}
+
+// GroupPin is a group an operator's manual action (Why: move,
+// preferred_leader, split, merge, slot_migration) pinned at AtMs.
+type GroupPin struct {
+	Group   GroupID `json:"group"`
+	UntilMs int64   `json:"until_ms"`
+	Why     string  `json:"why"`
+	AtMs    int64   `json:"at_ms"`
+}
+
+// BalancerChange is an operator's change to the balancer: pause or resume
+// it (Paused set), release the pins of groups.
+type BalancerChange struct {
+	Paused      *bool
+	ReleasePins []GroupID
 }
 
 // NodeLoad is one node's measured load and replica counts.

@@ -65,8 +65,8 @@ type Operator interface {
 	DrainNode(ctx context.Context, id NodeID) (NodeInfo, error)
 	RemoveNode(ctx context.Context, id NodeID) error
 	// Balancer reports the balancer, BalancerPlan what it would do now,
-	// SetBalancerPaused pauses or resumes it.
+	// SetBalancer pauses or resumes it and releases operator pins.
 	Balancer(ctx context.Context) (BalancerStatus, error)
 	BalancerPlan(ctx context.Context) (BalancePlan, error)
-	SetBalancerPaused(ctx context.Context, paused bool) error
+	SetBalancer(ctx context.Context, c BalancerChange) error
 }

@@ -101,6 +101,11 @@ type Config struct {
 	// reports and reconciles (default 1s; negative: never by itself — tests
 	// drive ObserveOnce and ReconcileOnce with their own clock).
 	ObserveInterval time.Duration
+	// ManualPin is how long an operator's manual replica move, preferred
+	// leader, split, merge or slot migration pins the groups it names:
+	// the balancer plans nothing for them but drains until then (default
+	// an hour; negative: no pins).
+	ManualPin time.Duration
 	// HighWaterInterval is how often the controller leader records the
 	// highest applied index it saw per group, when it rose (default 10s;
 	// leader.DefaultHighWaterInterval): what a lost-quorum recovery
@@ -213,6 +218,7 @@ func (c *Config) EnsureDefaults() {
 	c.ForwardMoveGrace = cmp.Or(c.ForwardMoveGrace, max(4*c.RTT, 100*time.Millisecond))
 	c.LeaderWait = cmp.Or(c.LeaderWait, max(4*c.electionTimeout(), 2*time.Second))
 	c.ObserveInterval = cmp.Or(c.ObserveInterval, time.Second)
+	c.ManualPin = cmp.Or(c.ManualPin, time.Hour)
 	c.Leadership.ReachableWithin = cmp.Or(c.Leadership.ReachableWithin, c.electionTimeout())
 	if c.UnreachableAfter == 0 {
 		c.UnreachableAfter = 3 * c.ObserveInterval

@@ -30,6 +30,10 @@ type operator struct {
 	recovery    slotstore.Recovery
 	// electionTimeout bounds the wait for the controller's leadership to move.
 	electionTimeout time.Duration
+	// manualPin is how long a manual action pins its groups
+	// (Config.ManualPin; ≤ 0: not at all), from now.
+	manualPin time.Duration
+	now       func() time.Time
 }
 
 var _ slotstore.Operator = operator{}
@@ -38,7 +42,8 @@ var _ slotstore.Operator = operator{}
 // console.
 func (n *Node) Operator() slotstore.Operator {
 	return operator{id: n.cfg.NodeID, noSlotMoves: n.cfg.DisableHashSlotMoves, router: n.router,
-		leader: n.leader, ctl: n.ctl, ctrl: &n.ctrl, ready: n.Ready, electionTimeout: n.cfg.electionTimeout(), backups: n.backups, recovery: n.recovery}
+		leader: n.leader, ctl: n.ctl, ctrl: &n.ctrl, ready: n.Ready, electionTimeout: n.cfg.electionTimeout(), backups: n.backups, recovery: n.recovery,
+		manualPin: n.cfg.ManualPin, now: n.cfg.Now}
 }
 
 // Backups are the backups this node takes (package backups).
@@ -76,7 +81,16 @@ func (o operator) LeaderTransfer(ctx context.Context, g slotstore.GroupID, targe
 
 // SetPreferredLeader records the intent that node should lead group g.
 func (o operator) SetPreferredLeader(ctx context.Context, g slotstore.GroupID, node slotstore.NodeID) error {
-	return o.ctl.proposeController(ctx, controller.Command{SetPreferred: &controller.SetPreferred{Group: g, Node: node}})
+	return o.ctl.proposeController(ctx, o.pinned(controller.Command{SetPreferred: &controller.SetPreferred{Group: g, Node: node}}))
+}
+
+// pinned is c, a manual action, pinning the groups it names for
+// manualPin (controller/pins.go): the balancer leaves them be.
+func (o operator) pinned(c controller.Command) controller.Command {
+	if o.manualPin > 0 {
+		c.PinUntilMs = o.now().Add(o.manualPin).UnixMilli()
+	}
+	return c
 }
 
 // Decisions returns the controller's decision log, newest last.
@@ -94,7 +108,16 @@ func (o operator) BalancerPlan(ctx context.Context) (slotstore.BalancePlan, erro
 	return o.leader.BalancerPlan(ctx)
 }
 
-// SetBalancerPaused pauses or resumes the balancer (replicated).
-func (o operator) SetBalancerPaused(ctx context.Context, paused bool) error {
-	return o.ctl.proposeController(ctx, controller.Command{SetBalancer: &controller.SetBalancer{Paused: paused}})
+// SetBalancer pauses or resumes the balancer and releases operator pins
+// (replicated).
+func (o operator) SetBalancer(ctx context.Context, c slotstore.BalancerChange) error {
+	if c.Paused != nil {
+		if err := o.ctl.proposeController(ctx, controller.Command{SetBalancer: &controller.SetBalancer{Paused: *c.Paused}}); err != nil {
+			return err
+		}
+	}
+	if len(c.ReleasePins) > 0 {
+		return o.ctl.proposeController(ctx, controller.Command{ReleasePins: &controller.ReleasePins{Groups: c.ReleasePins}})
+	}
+	return nil
 }

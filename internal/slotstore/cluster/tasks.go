@@ -76,7 +76,7 @@ func (o operator) createTask(ctx context.Context, c controller.Command, movesSlo
 	if movesSlots && o.noSlotMoves {
 		return slotstore.Task{}, controller.SlotMovesOff()
 	}
-	r, err := o.ctl.proposeControllerResult(ctx, c)
+	r, err := o.ctl.proposeControllerResult(ctx, o.pinned(c))
 	if err != nil {
 		return slotstore.Task{}, err
 	}

@@ -13,8 +13,12 @@ const commandVersion = 1
 
 // Command is the JSON envelope of a controller command: exactly one body is set.
 type Command struct {
-	V            int                  `json:"v"`
-	TimeMs       int64                `json:"time_ms"`
+	V      int   `json:"v"`
+	TimeMs int64 `json:"time_ms"`
+	// PinUntilMs, on an operator's replica move, preferred leader, split,
+	// merge or slot migration, pins the groups it names until then
+	// (pins.go).
+	PinUntilMs   int64                `json:"pin_until_ms,omitempty"`
 	Bootstrap    *Bootstrap           `json:"bootstrap,omitempty"`
 	RegisterNode *RegisterNode        `json:"register_node,omitempty"`
 	SetNodeState *SetNodeState        `json:"set_node_state,omitempty"`
@@ -39,6 +43,8 @@ type Command struct {
 	RecoverController *RecoverController `json:"recover_controller,omitempty"`
 	// HighWater: highwater.go.
 	HighWater *HighWater `json:"high_water,omitempty"`
+	// ReleasePins: pins.go.
+	ReleasePins *ReleasePins `json:"release_pins,omitempty"`
 }
 
 // SetPreferred sets a group's preferred leader (an intent with a time).
@@ -110,7 +116,7 @@ func DecodeCommand(b []byte) (Command, error) {
 	for _, set := range []bool{c.Bootstrap != nil, c.RegisterNode != nil, c.SetNodeState != nil, c.SetPreferred != nil, c.Decision != nil,
 		c.CreateMove != nil, c.AdvanceTask != nil, c.CancelTask != nil, c.SlotMigrate != nil, c.CreateGroup != nil, c.RetireGroup != nil,
 		c.CreateSplit != nil, c.CreateMerge != nil, c.DrainNode != nil, c.RemoveNode != nil, c.SetBalancer != nil, c.Audit != nil,
-		c.RaftTiming != nil, c.PeerSecret != nil, c.RecoverGroup != nil, c.RecoverController != nil, c.HighWater != nil} {
+		c.RaftTiming != nil, c.PeerSecret != nil, c.RecoverGroup != nil, c.RecoverController != nil, c.HighWater != nil, c.ReleasePins != nil} {
 		if set {
 			bodies++
 		}
@@ -155,8 +161,18 @@ func (b *Bootstrap) Validate() error {
 	return nil
 }
 
-// apply applies c to s at Raft index; it returns the command's result.
+// apply applies c to s at Raft index; it returns the command's result. A
+// manual command that applies pins the groups it names (pins.go).
 func apply(s *State, c Command) Result {
+	res := applyBody(s, c)
+	if res.OK && (c.PinUntilMs > 0 || len(s.Pins) > 0) {
+		why, groups := pinned(s, c, res)
+		pin(s, why, groups, c.PinUntilMs, c.TimeMs)
+	}
+	return res
+}
+
+func applyBody(s *State, c Command) Result {
 	switch {
 	case c.Bootstrap != nil:
 		return applyBootstrap(s, c.Bootstrap, c.TimeMs)
@@ -196,6 +212,8 @@ func apply(s *State, c Command) Result {
 		return applyRecoverController(s, c.RecoverController, c.TimeMs)
 	case c.HighWater != nil:
 		return applyHighWater(s, c.HighWater)
+	case c.ReleasePins != nil:
+		return applyReleasePins(s, c.ReleasePins)
 	case c.SetPreferred != nil:
 		return applySetPreferred(s, c.SetPreferred, c.TimeMs)
 	case c.Audit != nil:

@@ -153,6 +153,9 @@ type State struct {
 	// HighWater is, per group, the highest applied index the controller
 	// leader saw a replica report (highwater.go).
 	HighWater map[slotstore.GroupID]HighWaterMark `json:"high_water,omitempty"`
+	// Pins are the groups an operator's manual action pinned: the
+	// balancer leaves them be until then (pins.go).
+	Pins map[slotstore.GroupID]Pin `json:"pins,omitempty"`
 }
 
 // NewState is the empty, not yet bootstrapped state.
@@ -179,6 +182,7 @@ func (s *State) Clone() *State {
 	c.Recoveries = s.Recoveries[:len(s.Recoveries):len(s.Recoveries)]
 	c.ControllerRecoveries = s.ControllerRecoveries[:len(s.ControllerRecoveries):len(s.ControllerRecoveries)]
 	c.HighWater = maps.Clone(s.HighWater)
+	c.Pins = maps.Clone(s.Pins)
 	c.Tasks = make(map[uint64]*Task, len(s.Tasks))
 	for id, t := range s.Tasks {
 		tt := *t

@@ -31,6 +31,8 @@ type Fake struct {
 	// Plan is what BalancerPlan answers; Load the balancer's per-node load.
 	Plan slotstore.BalancePlan
 	Load []slotstore.NodeLoad
+	// Pins are the balancer's pins (SetBalancer releases them).
+	Pins []slotstore.GroupPin
 	// SlotMovesOff refuses the tasks that move hash slots, as a node
 	// started with them turned off does.
 	SlotMovesOff bool

@@ -191,7 +191,7 @@ func (f *Fake) Balancer(context.Context) (slotstore.BalancerStatus, error) {
 	defer f.lockFor("Balancer")()
 	return slotstore.BalancerStatus{Enabled: true, Paused: f.paused, IntervalMs: 5000, Aggregator: f.Self,
 		Load: append([]slotstore.NodeLoad{}, f.Load...), Drains: append([]slotstore.DrainProgress{}, f.drains...),
-		LastPlan: slotstore.BalancePlan{Actions: []slotstore.BalanceAction{}}}, nil
+		LastPlan: slotstore.BalancePlan{Actions: []slotstore.BalanceAction{}}, Pins: append([]slotstore.GroupPin{}, f.Pins...)}, nil
 }
 
 func (f *Fake) BalancerPlan(context.Context) (slotstore.BalancePlan, error) {
@@ -199,9 +199,12 @@ func (f *Fake) BalancerPlan(context.Context) (slotstore.BalancePlan, error) {
 	return f.Plan, nil
 }
 
-func (f *Fake) SetBalancerPaused(_ context.Context, paused bool) error {
-	defer f.lockFor("SetBalancerPaused")()
-	f.paused = paused
+func (f *Fake) SetBalancer(_ context.Context, c slotstore.BalancerChange) error {
+	defer f.lockFor("SetBalancer")()
+	if c.Paused != nil {
+		f.paused = *c.Paused
+	}
+	f.Pins = slices.DeleteFunc(f.Pins, func(p slotstore.GroupPin) bool { return slices.Contains(c.ReleasePins, p.Group) })
 	return nil
 }
 

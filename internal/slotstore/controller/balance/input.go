@@ -25,6 +25,9 @@ type Group struct {
 	Quorum bool
 	// Busy: a task works on the group (source or target).
 	Busy bool
+	// Pinned: an operator's manual action pinned the group (controller
+	// pins.go): nothing but a drain moves it.
+	Pinned bool
 }
 
 // Load is a measured rate, in operations per second.

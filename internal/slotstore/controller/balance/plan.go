@@ -31,6 +31,13 @@ func Decide(in Input, c Config) Plan {
 	if in.DrainOnly {
 		return p.out
 	}
+	// An operator's manual action pinned these: a drain (also the
+	// operator's word) moves their replicas, nothing else touches them.
+	for _, g := range p.in.Groups {
+		if g.Pinned {
+			p.used[g.ID] = true
+		}
+	}
 	if held := p.faultOpen(); held != "" {
 		p.out.Held = held
 		return p.out

@@ -19,7 +19,7 @@ import (
 // Directive: plan. Input lines:
 //
 //	node <id> [state=<s>] [unreachable]
-//	group <id> peers=<n,…> [leader=<n>] [preferred=<n> preferred-ago=<d>] slots=<a-b,c,…> [noquorum] [busy]
+//	group <id> peers=<n,…> [leader=<n>] [preferred=<n> preferred-ago=<d>] slots=<a-b,c,…> [noquorum] [busy] [pinned]
 //	load slots=<a-b,…> [reads=<x>] [writes=<y>]      per slot, ops/s
 //	moved slot=<s> from=<g> to=<g> ago=<d>
 //	tasks [running=<n>] [slot=<n>] [group=<n>]
@@ -82,7 +82,7 @@ func TestPlanDataDriven(t *testing.T) {
 				in.Nodes = append(in.Nodes, Node{ID: slotstore.NodeID(id), State: state, Reachable: !flags["unreachable"]})
 			case "group":
 				id, _ := strconv.Atoi(fields[1])
-				g := Group{ID: slotstore.GroupID(id), Leader: slotstore.NodeID(num("leader", 0)), Quorum: !flags["noquorum"], Busy: flags["busy"],
+				g := Group{ID: slotstore.GroupID(id), Leader: slotstore.NodeID(num("leader", 0)), Quorum: !flags["noquorum"], Busy: flags["busy"], Pinned: flags["pinned"],
 					PreferredLeader: slotstore.NodeID(num("preferred", 0)), Slots: slotsOf(t, kv["slots"])}
 				if kv["preferred-ago"] != "" {
 					g.PreferredSetAt = ago("preferred-ago")

@@ -3,6 +3,8 @@ package leader
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -55,7 +57,8 @@ func (l *Leader) balanceInput(now time.Time) balance.Input {
 	table, _ := st.Table()
 	for _, v := range l.views(now) {
 		g := balance.Group{ID: v.ID, Leader: v.Leader, PreferredLeader: v.PreferredLeader, Busy: busy[v.ID],
-			Quorum: v.LiveVoters > len(v.DesiredPeers)/2} // a quiesced group's voters are live too (Heard.Unanswered)
+			Quorum: v.LiveVoters > len(v.DesiredPeers)/2, // a quiesced group's voters are live too (Heard.Unanswered)
+			Pinned: st.PinnedAt(v.ID, now.UnixMilli())}
 		if v.PreferredSetAtMs > 0 {
 			g.PreferredSetAt = time.UnixMilli(v.PreferredSetAtMs)
 		}
@@ -151,7 +154,12 @@ func (l *Leader) Balancer(ctx context.Context) (slotstore.BalancerStatus, error)
 	st := l.cfg.Host.Controller()
 	out := slotstore.BalancerStatus{Enabled: !l.cfg.DisableBalancer, Paused: st.Balancer.Paused, PausedAtMs: st.Balancer.ChangedAtMs,
 		IntervalMs: l.cfg.BalanceInterval.Milliseconds(), Aggregator: l.cfg.NodeID, Load: []slotstore.NodeLoad{}, Drains: []slotstore.DrainProgress{},
-		LastPlan: slotstore.BalancePlan{Actions: []slotstore.BalanceAction{}}}
+		LastPlan: slotstore.BalancePlan{Actions: []slotstore.BalanceAction{}}, Pins: []slotstore.GroupPin{}}
+	for _, g := range slices.Sorted(maps.Keys(st.Pins)) {
+		if p := st.Pins[g]; st.PinnedAt(g, now.UnixMilli()) {
+			out.Pins = append(out.Pins, slotstore.GroupPin{Group: g, UntilMs: p.UntilMs, Why: p.Why, AtMs: p.AtMs})
+		}
+	}
 	l.balancer.mu.Lock()
 	if !l.balancer.lastAt.IsZero() {
 		out.LastRoundAtMs, out.LastPlan = l.balancer.lastAt.UnixMilli(), l.balancer.lastPlan
