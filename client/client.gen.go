@@ -346,6 +346,24 @@ func (e GroupViewHealth) Valid() bool {
 	}
 }
 
+// Defines values for LocalReplicaRole.
+const (
+	LocalReplicaRoleLearner LocalReplicaRole = "learner"
+	LocalReplicaRoleVoter   LocalReplicaRole = "voter"
+)
+
+// Valid indicates whether the value is a known member of the LocalReplicaRole enum.
+func (e LocalReplicaRole) Valid() bool {
+	switch e {
+	case LocalReplicaRoleLearner:
+		return true
+	case LocalReplicaRoleVoter:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for MigrationKind.
 const (
 	MigrationKindLeaderTransfer MigrationKind = "leader_transfer"
@@ -1779,6 +1797,9 @@ type ClusterSummary struct {
 	Groups           int   `json:"groups"`
 	GroupsWithLeader int   `json:"groups_with_leader"`
 
+	// Local The answering node's own replicas as it sees them, from its own Raft state (the controller's is group 0): what a surviving node still knows when the controller lost its quorum.
+	Local []LocalReplica `json:"local"`
+
 	// NodeId The node that answered.
 	NodeId         int64   `json:"node_id"`
 	Nodes          int     `json:"nodes"`
@@ -2103,6 +2124,24 @@ type KeyRoute struct {
 type LeaderTransferRequest struct {
 	TargetNode int64 `json:"target_node"`
 }
+
+// LocalReplica defines model for LocalReplica.
+type LocalReplica struct {
+	AppliedIndex int64 `json:"applied_index"`
+
+	// Group 0 is the controller group.
+	Group int64 `json:"group"`
+
+	// Leader The leader this replica knows (0 none).
+	Leader    int64            `json:"leader"`
+	LogLast   int64            `json:"log_last"`
+	ReplicaId int64            `json:"replica_id"`
+	Role      LocalReplicaRole `json:"role"`
+	Term      int64            `json:"term"`
+}
+
+// LocalReplicaRole defines model for LocalReplica.Role.
+type LocalReplicaRole string
 
 // Membership defines model for Membership.
 type Membership struct {

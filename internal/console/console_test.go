@@ -689,3 +689,63 @@ func TestPagesCarrySecurityHeaders(t *testing.T) {
 		}
 	}
 }
+
+// TestQuorumLostShowsTheLocalView: on a node whose controller lost its
+// quorum (no controller leader answers), the overview shows the group
+// counts and the nodes' replica counts as unknown — never a green 0 — and
+// the node's own replicas with the leader each knows; the balancer page
+// says no controller leader answers, not that the balancer is turned off.
+func TestQuorumLostShowsTheLocalView(t *testing.T) {
+	f := newFake()
+	f.NoControllerLeader = true
+	f.Local = []slotstore.LocalReplica{
+		{Group: 0, ReplicaID: 1, Role: slotstore.RoleVoter, Term: 4, AppliedIndex: 90, LogLast: 91},
+		{Group: 2, ReplicaID: 7, Role: slotstore.RoleVoter, Leader: 3, Term: 6, AppliedIndex: 40, LogLast: 40},
+	}
+	c := &console{src: f, now: time.Now}
+	doc := render(t, OverviewFragment(overviewPages{c}.overview(context.Background())))
+	for _, id := range []string{"groups-with-leader", "groups-without-leader"} {
+		if got := text(byTestID(doc, id)[0]); !strings.HasPrefix(got, "unknown") {
+			t.Fatalf("%s: %q, want unknown", id, got)
+		}
+	}
+	if rows := byTestID(doc, "node-1"); len(rows) != 1 || !strings.Contains(text(rows[0]), "?") {
+		t.Fatalf("node 1's row without the groups' views: %v", rows)
+	}
+	ctrl, g2 := byTestID(doc, "local-0"), byTestID(doc, "local-2")
+	if len(ctrl) != 1 || !strings.Contains(text(ctrl[0]), "controller") || !strings.Contains(text(ctrl[0]), "none") {
+		t.Fatalf("the controller's local row: %v", ctrl)
+	}
+	if len(g2) != 1 || !strings.Contains(text(g2[0]), "node 3") || !strings.Contains(text(g2[0]), "40") {
+		t.Fatalf("group 2's local row: %q", text(g2[0]))
+	}
+	bal := render(t, BalancerLive(balancerPages{c}.balancer(context.Background(), true)))
+	if got := text(byTestID(bal, "balancer-mode")[0]); !strings.Contains(got, "no controller leader") {
+		t.Fatalf("balancer mode %q", got)
+	}
+}
+
+// TestDecisionLogFoldsTaskSteps: a task's phase steps fold under its
+// newest (a split is a row, not one per step); a decision whose leader is
+// no input of it (a task step, a balancer action) shows no leader as "—",
+// not as a group without a leader; a reconciler's skip for a group without
+// a leader still says so.
+func TestDecisionLogFoldsTaskSteps(t *testing.T) {
+	at := int64(1_800_000_000_000)
+	ds := []slotstore.Decision{
+		{AtMs: at, Group: 1, Kind: slotstore.DecisionTask, Reason: "group_split:copy→switch"},
+		{AtMs: at + 1, Group: 1, Kind: slotstore.DecisionTask, Reason: "group_split:switch→drain"},
+		{AtMs: at + 2, Group: 1, Kind: slotstore.DecisionTask, Reason: "group_split:drain→done"},
+		{AtMs: at + 3, Group: 2, Kind: slotstore.DecisionBalance, Reason: "replica_count"},
+		{AtMs: at + 4, Group: 3, Kind: slotstore.DecisionSkip, Reason: "no_leader"},
+	}
+	rows := foldDecisions(ds)
+	if len(rows) != 3 || rows[2].Reason != "group_split:drain→done" || len(rows[2].Folded) != 2 || rows[0].Group != 3 {
+		t.Fatalf("rows %+v", rows)
+	}
+	doc := render(t, DecisionTable(DecisionsProps{Decisions: rows, Now: time.UnixMilli(at + 10)}))
+	table := text(byTestID(doc, "decisions")[0])
+	if strings.Count(table, "no leader") != 1 || !strings.Contains(table, "—") || !strings.Contains(table, "2 earlier steps of this task") {
+		t.Fatalf("decision table: %q", table)
+	}
+}

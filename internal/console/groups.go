@@ -59,12 +59,14 @@ func (c groupPages) group(ctx context.Context, id slotstore.GroupID, canAct bool
 			p.Tasks = append(p.Tasks, t)
 		}
 	}
-	ds := c.src.Decisions()
-	for i := len(ds) - 1; i >= 0 && len(p.Decisions) < 50; i-- {
-		if ds[i].Group == id {
-			p.Decisions = append(p.Decisions, ds[i])
+	var mine []slotstore.Decision
+	for _, d := range c.src.Decisions() {
+		if d.Group == id {
+			mine = append(mine, d)
 		}
 	}
+	p.Decisions = foldDecisions(mine)
+	p.Decisions = p.Decisions[:min(len(p.Decisions), 50)]
 	return p
 }
 

@@ -16,6 +16,7 @@ func (c overviewPages) overview(ctx context.Context) OverviewProps {
 	if err != nil {
 		p.Err = errMessage(err)
 	}
+	p.Known = err == nil
 	for _, g := range groups {
 		if g.Leader != 0 {
 			p.WithLeader++

@@ -50,8 +50,12 @@ type OverviewProps struct {
 	Nodes         []NodeRow
 	WithLeader    int
 	WithoutLeader int
-	Now           time.Time
-	Err           string
+	// Known: the groups' views came (from the controller leader); without
+	// them the counts are unknown, never 0, and the node's own view
+	// (Summary.Local) is what it can show.
+	Known bool
+	Now   time.Time
+	Err   string
 }
 
 // SlotCell is one hash slot of the map.
@@ -101,8 +105,8 @@ type GroupProps struct {
 	Candidates []Candidate
 	Nodes      []slotstore.NodeInfo
 	Tasks      []slotstore.Task
-	Decisions  []slotstore.Decision // newest first
-	Others     []slotstore.GroupID  // the groups that own slots, this one aside (merge targets)
+	Decisions  []DecisionRow       // newest first, a task's steps folded
+	Others     []slotstore.GroupID // the groups that own slots, this one aside (merge targets)
 	CanAct     bool
 	Now        time.Time
 	Err        string
@@ -116,8 +120,15 @@ type TasksProps struct {
 
 // DecisionsProps is the decision log, newest first.
 type DecisionsProps struct {
-	Decisions []slotstore.Decision
+	Decisions []DecisionRow
 	Now       time.Time
+}
+
+// DecisionRow is one row of the decision log: a decision and, for a
+// task's phase step, the earlier steps of the same task folded under it.
+type DecisionRow struct {
+	slotstore.Decision
+	Folded []slotstore.Decision
 }
 
 // AuditProps is the audit trail, newest first.

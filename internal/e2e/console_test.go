@@ -511,3 +511,42 @@ func TestConsoleBalancerInBrowser(t *testing.T) {
 		t.Fatalf("the audit page is not newest first:\n%s", trail)
 	}
 }
+
+// TestConsoleQuorumLostInBrowser is the quorum-lost part of "Must show 1"
+// of issue 30: two of three nodes are killed; the survivor's console shows
+// its outage — the group counts unknown, never a green 0 — its own
+// replicas with the leader each knows (none: the others are gone), and the
+// balancer page says no controller leader answers.
+func TestConsoleQuorumLostInBrowser(t *testing.T) {
+	if _, err := os.Stat(chromiumPath); err != nil {
+		t.Skipf("the browser test needs Chromium at %s: %v", chromiumPath, err)
+	}
+	c := slotstoretest.Start(t, slotstoretest.Options{Nodes: 3, Groups: 2})
+	base := serveConsole(t, c.Nodes[0])
+	ctx, shot, do := browser(t, artifactsDir(t))
+	do("sign in", chromedp.Navigate(base+"/console"), chromedp.WaitVisible(chromedp.CSS(`[data-testid=login-form]`)),
+		chromedp.SendKeys(chromedp.CSS(`#token`), consoleReadToken),
+		chromedp.Click(chromedp.CSS(`[data-testid=login-form] button`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=summary]`)))
+	c.StopNode(1)
+	c.StopNode(2)
+	waitText := func(what, page, sel, want string) {
+		t.Helper()
+		if state, ok := testutil.Eventually(30*time.Second, 300*time.Millisecond, func() (bool, string) {
+			if err := chromedp.Do(ctx, chromedp.Navigate(base+page)); err != nil {
+				return false, fmt.Sprintf("%s: open %s: %v", what, page, err)
+			}
+			s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+			return err == nil && strings.Contains(s, want), fmt.Sprintf("%s: %q (err %v), want %q", what, s, err, want)
+		}); !ok {
+			shot(strings.ReplaceAll(what, " ", "-"))
+			t.Fatal(state)
+		}
+	}
+	waitText("groups unknown", "/console", `[data-testid=groups-with-leader]`, "unknown")
+	waitText("no green 0", "/console", `[data-testid=groups-without-leader]`, "unknown")
+	waitText("the controller's own replica knows no leader", "/console", `[data-testid=local-0]`, "none")
+	waitText("group 1's own replica", "/console", `[data-testid=local-1]`, "g1")
+	shot("quorum-lost-overview")
+	waitText("balancer", "/console/balancer", `[data-testid=balancer-mode]`, "no controller leader")
+}

@@ -45,4 +45,21 @@ type ClusterSummary struct {
 	GroupsWithLeader int    `json:"groups_with_leader"`
 	Ready            bool   `json:"ready"`
 	NotReadyReason   string `json:"not_ready_reason,omitempty"`
+	// Local is this node's own replicas as it sees them, without the
+	// controller leader: what a surviving node still knows when the
+	// controller lost its quorum.
+	Local []LocalReplica `json:"local"`
+}
+
+// LocalReplica is one of the answering node's replicas as that node sees
+// it: its role, the leader it knows (0: none) and that leader's term, what
+// it applied and logged.
+type LocalReplica struct {
+	Group        GroupID     `json:"group"`
+	ReplicaID    uint64      `json:"replica_id"`
+	Role         ReplicaRole `json:"role"`
+	Leader       NodeID      `json:"leader"`
+	Term         uint64      `json:"term"`
+	AppliedIndex uint64      `json:"applied_index"`
+	LogLast      uint64      `json:"log_last"`
 }

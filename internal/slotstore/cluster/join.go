@@ -298,7 +298,7 @@ func (o operator) Summary() slotstore.ClusterSummary {
 	st := o.ctrl.Load()
 	snap := o.router.Load()
 	s := slotstore.ClusterSummary{ClusterID: st.ClusterID, NodeID: o.id, RouteRevision: snap.Revision(),
-		ControllerLeader: o.ctl.leader(), Nodes: len(st.Nodes), Groups: len(st.Groups)}
+		ControllerLeader: o.ctl.leader(), Nodes: len(st.Nodes), Groups: len(st.Groups), Local: localView(o.ctl.n, st)}
 	for _, id := range st.GroupIDs() {
 		if g, ok := snap.Group(id); ok && g.Leader != 0 {
 			s.GroupsWithLeader++

@@ -33,6 +33,12 @@ type Fake struct {
 	Load []slotstore.NodeLoad
 	// Pins are the balancer's pins (SetBalancer releases them).
 	Pins []slotstore.GroupPin
+	// Local is the node's own replicas (Summary); NoControllerLeader makes
+	// what the controller leader answers — groups, node health, the
+	// balancer and its plan — fail as on a node whose controller lost its
+	// quorum.
+	Local              []slotstore.LocalReplica
+	NoControllerLeader bool
 	// SlotMovesOff refuses the tasks that move hash slots, as a node
 	// started with them turned off does.
 	SlotMovesOff bool

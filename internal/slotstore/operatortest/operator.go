@@ -13,9 +13,18 @@ import (
 
 func (f *Fake) NodeID() slotstore.NodeID { f.Record("NodeID"); return f.Self }
 
+// errNoControllerLeader is what the controller leader's answers fail with
+// under NoControllerLeader.
+var errNoControllerLeader = slotstore.Errorf(slotstore.CodeRouteNotReady, "no controller leader is known")
+
 func (f *Fake) Summary() slotstore.ClusterSummary {
 	f.Record("Summary")
-	return slotstore.ClusterSummary{ClusterID: "fake", NodeID: f.Self, RouteRevision: 3, ControllerLeader: f.Self, Ready: true}
+	s := slotstore.ClusterSummary{ClusterID: "fake", NodeID: f.Self, RouteRevision: 3, ControllerLeader: f.Self, Ready: true,
+		Local: append([]slotstore.LocalReplica{}, f.Local...)}
+	if f.NoControllerLeader {
+		s.ControllerLeader, s.Ready, s.NotReadyReason = 0, false, "no controller leader"
+	}
+	return s
 }
 
 func (f *Fake) Nodes() []slotstore.NodeInfo {
@@ -30,11 +39,17 @@ func (f *Fake) SlotMap() [slotstore.HashSlotCount]slotstore.GroupID {
 
 func (f *Fake) NodeHealth(context.Context) ([]slotstore.NodeHealth, error) {
 	defer f.lockFor("NodeHealth")()
+	if f.NoControllerLeader {
+		return nil, errNoControllerLeader
+	}
 	return slices.Clone(f.health), nil
 }
 
 func (f *Fake) Groups(context.Context) ([]slotstore.GroupView, error) {
 	defer f.lockFor("Groups")()
+	if f.NoControllerLeader {
+		return nil, errNoControllerLeader
+	}
 	return sortedValues(f.groups, func(a, b slotstore.GroupView) int { return int(a.ID) - int(b.ID) }), nil
 }
 
@@ -189,6 +204,9 @@ func (f *Fake) RemoveNode(context.Context, slotstore.NodeID) error {
 
 func (f *Fake) Balancer(context.Context) (slotstore.BalancerStatus, error) {
 	defer f.lockFor("Balancer")()
+	if f.NoControllerLeader {
+		return slotstore.BalancerStatus{}, errNoControllerLeader
+	}
 	return slotstore.BalancerStatus{Enabled: true, Paused: f.paused, IntervalMs: 5000, Aggregator: f.Self,
 		Load: append([]slotstore.NodeLoad{}, f.Load...), Drains: append([]slotstore.DrainProgress{}, f.drains...),
 		LastPlan: slotstore.BalancePlan{Actions: []slotstore.BalanceAction{}}, Pins: append([]slotstore.GroupPin{}, f.Pins...)}, nil
@@ -196,6 +214,9 @@ func (f *Fake) Balancer(context.Context) (slotstore.BalancerStatus, error) {
 
 func (f *Fake) BalancerPlan(context.Context) (slotstore.BalancePlan, error) {
 	f.Record("BalancerPlan")
+	if f.NoControllerLeader {
+		return slotstore.BalancePlan{}, errNoControllerLeader
+	}
 	return f.Plan, nil
 }
 

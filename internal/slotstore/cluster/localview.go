@@ -1,0 +1,61 @@
+package cluster
+
+import (
+	"github.com/lni/dragonboat/v4"
+
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/controller"
+)
+
+// localView is the node's own replicas as it sees them — role, the leader
+// it knows and its term, applied and last log index — from its NodeHost
+// alone, with no request to any other node (issue 30): what a surviving
+// node shows when the controller lost its quorum and the controller
+// leader's views are gone. The controller replica is group 0.
+func localView(n *Node, st *controller.State) []slotstore.LocalReplica {
+	info := n.nh.GetNodeHostInfo(dragonboat.NodeHostInfoOption{SkipLogInfo: true})
+	shards := map[uint64]dragonboat.ShardInfo{}
+	for _, si := range info.ShardInfoList {
+		shards[si.ShardID] = si
+	}
+	out := []slotstore.LocalReplica{}
+	add := func(g slotstore.GroupID, shard, replica, applied uint64, nodeOf func(uint64) slotstore.NodeID) {
+		r := slotstore.LocalReplica{Group: g, ReplicaID: replica, Role: slotstore.RoleVoter, AppliedIndex: applied}
+		if si, ok := shards[shard]; ok {
+			r.Term = si.Term
+			if si.IsNonVoting {
+				r.Role = slotstore.RoleLearner
+			}
+			if si.LeaderID != 0 {
+				r.Leader = nodeOf(si.LeaderID)
+			}
+		}
+		if lr, err := n.nh.GetLogReader(shard); err == nil {
+			_, r.LogLast = lr.GetRange()
+		}
+		out = append(out, r)
+	}
+	// The controller's replica ids are node ids.
+	add(0, controller.ShardID, uint64(n.cfg.NodeID), st.AppliedIndex, func(id uint64) slotstore.NodeID { return slotstore.NodeID(id) })
+	all := n.replicas.All()
+	for _, g := range st.GroupIDs() {
+		lg := all[g]
+		if lg == nil {
+			continue
+		}
+		var applied uint64
+		if s := lg.SM(); s != nil {
+			applied = s.AppliedIndex()
+		}
+		peers := st.Groups[g].Peers
+		add(g, controller.ShardOf(g), lg.ReplicaID, applied, func(id uint64) slotstore.NodeID {
+			for node, r := range peers {
+				if r == id {
+					return node
+				}
+			}
+			return 0
+		})
+	}
+	return out
+}
