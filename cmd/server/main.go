@@ -136,7 +136,9 @@ func run(args []string, getenv func(string) string, stdout io.Writer) error {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		collectors.NewBuildInfoCollector())
+		collectors.NewBuildInfoCollector(),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "slotmeta_build_info", Help: "1, labelled with the node's version (slotmeta --version).",
+			ConstLabels: prometheus.Labels{"version": versionString()}}, func() float64 { return 1 }))
 	log.Info("slotmeta", "version", versionString())
 	// A SIGHUP while the node starts waits for it (a reload then) instead of
 	// ending the process; SIGINT and SIGTERM keep their default (exit) until
@@ -179,7 +181,7 @@ func run(args []string, getenv func(string) string, stdout io.Writer) error {
 		Logger:       log,
 		MaxBodyBytes: o.MaxBodyBytes,
 		Console: console.Handler(console.Config{Source: node.Operator(), Auth: p.authn, Limiter: limiter, Audit: recorder,
-			Security: rl.status, Changes: node.Watches().Log}),
+			Security: rl.status, Changes: node.Watches().Log, Version: versionString()}),
 		OpenAPI:  slotmeta.OpenAPI,
 		Auth:     p.authn,
 		Limiter:  limiter,

@@ -242,7 +242,7 @@ func (c changePages) channelPage(w http.ResponseWriter, r *http.Request) {
 	if p.Ref == nil {
 		status = http.StatusBadRequest
 	}
-	props := PageProps{Title: "Changes of channel " + p.Type + "/" + p.ID, Nav: "groups", Session: c.session(r), Now: c.now()}
+	props := PageProps{Title: "Changes of channel " + p.Type + "/" + p.ID, Nav: "groups", Session: c.session(r), Now: c.now(), Version: c.version}
 	c.render(w, r, status, Page(props, ChannelBody(p)))
 }
 

@@ -73,6 +73,8 @@ type Config struct {
 	// GET /v1/watch reads), for the change tails; nil: they say there is
 	// none.
 	Changes watch.Log
+	// Version is the node's version, in every page's footer.
+	Version string
 }
 
 // flashCookie carries the outcome of an action to the page the action
@@ -90,13 +92,14 @@ type console struct {
 	security func() slotstore.SecurityStatus
 	sessions *auth.Sessions
 	changes  watch.Log
+	version  string
 	now      func() time.Time
 }
 
 // Handler serves the console; mount it at /console (it sees full paths).
 func Handler(cfg Config) http.Handler {
 	c := &console{src: cfg.Source, authn: cfg.Auth, limiter: cfg.Limiter, audit: cfg.Audit, security: cfg.Security, now: time.Now,
-		sessions: cfg.Sessions, changes: cfg.Changes}
+		sessions: cfg.Sessions, changes: cfg.Changes, version: cfg.Version}
 	if c.sessions == nil {
 		c.sessions = auth.NewSessions(auth.SessionsConfig{})
 	}
@@ -181,7 +184,7 @@ func pageHeaders(h http.Handler) http.Handler {
 // ---- rendering ----
 
 func (c *console) page(r *http.Request, title, nav string, body templ.Component) templ.Component {
-	return Page(PageProps{Title: title, Nav: nav, Session: c.session(r), Now: c.now()}, body)
+	return Page(PageProps{Title: title, Nav: nav, Session: c.session(r), Now: c.now(), Version: c.version}, body)
 }
 
 func (c *console) refusedPage(r *http.Request, msg string) templ.Component {
@@ -197,6 +200,6 @@ func (c *console) render(w http.ResponseWriter, r *http.Request, status int, com
 }
 
 func (c *console) full(w http.ResponseWriter, r *http.Request, title, nav string, body templ.Component) {
-	props := PageProps{Title: title, Nav: nav, Session: c.session(r), Now: c.now(), Flash: takeFlash(w, r)}
+	props := PageProps{Title: title, Nav: nav, Session: c.session(r), Now: c.now(), Flash: takeFlash(w, r), Version: c.version}
 	c.render(w, r, http.StatusOK, Page(props, body))
 }

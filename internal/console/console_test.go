@@ -749,3 +749,15 @@ func TestDecisionLogFoldsTaskSteps(t *testing.T) {
 		t.Fatalf("decision table: %q", table)
 	}
 }
+
+// TestFooterShowsTheVersion: every page's footer names the node's version.
+func TestFooterShowsTheVersion(t *testing.T) {
+	ts := httptest.NewServer(Handler(Config{Source: newFake(), Version: "v9.8.7 (go1.26)"}))
+	defer ts.Close()
+	for _, page := range []string{"/console", "/console/balancer", "/console/decisions"} {
+		resp, body := get(t, ts, nil, "", page)
+		if resp.StatusCode != 200 || !strings.Contains(body, "slotmeta v9.8.7 (go1.26)") {
+			t.Fatalf("%s: %d, no version in the footer", page, resp.StatusCode)
+		}
+	}
+}

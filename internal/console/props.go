@@ -34,6 +34,7 @@ type PageProps struct {
 	Session Session
 	Flash   *Flash
 	Now     time.Time
+	Version string // the node's, in the footer ("" not shown)
 }
 
 // NodeRow is one node in the overview.

@@ -43,13 +43,18 @@ func TestStoreMetrics(t *testing.T) {
 		return out
 	}
 	got := values()
-	for _, name := range []string{"slotmeta_store_block_cache_bytes", "slotmeta_store_memtable_bytes", "slotmeta_store_file_cache_bytes", "slotmeta_store_disk_bytes"} {
+	for _, name := range []string{"slotmeta_store_block_cache_bytes", "slotmeta_store_memtable_bytes", "slotmeta_store_file_cache_bytes", "slotmeta_store_disk_bytes", "slotmeta_raft_disk_bytes", "slotmeta_data_dir_disk_bytes"} {
 		if _, ok := got[name]; !ok {
 			t.Fatalf("%s missing from %v", name, got)
 		}
 	}
 	if got["slotmeta_store_memtable_bytes"] <= 0 || got["slotmeta_store_disk_bytes"] <= 0 {
 		t.Fatalf("memtables %v, disk %v", got["slotmeta_store_memtable_bytes"], got["slotmeta_store_disk_bytes"])
+	}
+	// What the disk holds, preallocated WALs included (the store says a
+	// few KB where the directory held 22.6 MB: issue 30).
+	if raft, whole := got["slotmeta_raft_disk_bytes"], got["slotmeta_data_dir_disk_bytes"]; raft < 1<<20 || whole < raft+got["slotmeta_store_disk_bytes"] {
+		t.Fatalf("raft disk bytes %v, data directory %v", raft, whole)
 	}
 	if err := c.Nodes[0].Close(); err != nil {
 		t.Fatal(err)
