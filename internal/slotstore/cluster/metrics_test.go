@@ -38,6 +38,9 @@ func TestStoreMetrics(t *testing.T) {
 				if g := m.GetGauge(); g != nil {
 					out[mf.GetName()] += g.GetValue()
 				}
+				if c := m.GetCounter(); c != nil {
+					out[mf.GetName()] += c.GetValue()
+				}
 			}
 		}
 		return out
@@ -55,6 +58,19 @@ func TestStoreMetrics(t *testing.T) {
 	// few KB where the directory held 22.6 MB: issue 30).
 	if raft, whole := got["slotmeta_raft_disk_bytes"], got["slotmeta_data_dir_disk_bytes"]; raft < 1<<20 || whole < raft+got["slotmeta_store_disk_bytes"] {
 		t.Fatalf("raft disk bytes %v, data directory %v", raft, whole)
+	}
+	// What every node says of the controller state and its own replicas:
+	// the leaders it saw elected (the controller's and the group's), the
+	// route revision, the controller's applied index, no pins, no pause.
+	for name, atLeast := range map[string]float64{"slotmeta_leader_changes_total": 2, "slotmeta_route_revision": 1, "slotmeta_controller_applied_index": 1} {
+		if got[name] < atLeast {
+			t.Fatalf("%s = %v, want at least %v", name, got[name], atLeast)
+		}
+	}
+	for _, name := range []string{"slotmeta_balancer_pinned_groups", "slotmeta_balancer_paused", "slotmeta_snapshots_total"} {
+		if v, ok := got[name]; !ok || v != 0 {
+			t.Fatalf("%s = %v (%v), want 0", name, v, ok)
+		}
 	}
 	if err := c.Nodes[0].Close(); err != nil {
 		t.Fatal(err)

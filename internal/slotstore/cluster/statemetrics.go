@@ -1,0 +1,69 @@
+package cluster
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// stateCollector reports, from every node, what its copy of the controller
+// state and its own counters say (issue 30): the route revision, the
+// controller's applied index, tasks by kind and state, operator pins and
+// the balancer's pause, and the Raft snapshots that moved through this
+// node. Every node exports them, so they stay while the controller leader
+// is gone (each node's copy as it last applied it).
+//
+// Concurrency contract: it reads the atomic controller state and atomic
+// counters only; safe at any time, also after the node closed.
+type stateCollector struct {
+	n                                           *Node
+	revision, applied, tasks, pins, paused, snp *prometheus.Desc
+}
+
+func newStateCollector(n *Node) *stateCollector {
+	return &stateCollector{n: n,
+		revision: prometheus.NewDesc("slotmeta_route_revision", "The routing table's revision in this node's copy of the controller state.", nil, nil),
+		applied:  prometheus.NewDesc("slotmeta_controller_applied_index", "The last controller command this node's controller replica applied.", nil, nil),
+		tasks: prometheus.NewDesc("slotmeta_tasks", "Tasks the controller keeps, by kind and status (this node's copy).",
+			[]string{"kind", "status"}, nil),
+		pins:   prometheus.NewDesc("slotmeta_balancer_pinned_groups", "Groups an operator's manual action pinned (the balancer leaves them be).", nil, nil),
+		paused: prometheus.NewDesc("slotmeta_balancer_paused", "1 while an operator paused the balancer.", nil, nil),
+		snp: prometheus.NewDesc("slotmeta_snapshots_total",
+			"Raft snapshots of slot groups through this node since it started: received, recovered (also at restarts), sent, send_aborted.", []string{"event"}, nil),
+	}
+}
+
+func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.revision, c.applied, c.tasks, c.pins, c.paused, c.snp} {
+		ch <- d
+	}
+}
+
+func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.n.ctrl.Load()
+	now := c.n.cfg.Now().UnixMilli()
+	ch <- prometheus.MustNewConstMetric(c.revision, prometheus.GaugeValue, float64(st.RouteRevision))
+	ch <- prometheus.MustNewConstMetric(c.applied, prometheus.GaugeValue, float64(st.AppliedIndex))
+	type kindStatus struct{ kind, status string }
+	counts := map[kindStatus]int{}
+	for _, t := range st.Tasks {
+		counts[kindStatus{string(t.Kind), string(t.Status)}]++
+	}
+	for k, v := range counts {
+		ch <- prometheus.MustNewConstMetric(c.tasks, prometheus.GaugeValue, float64(v), k.kind, k.status)
+	}
+	pinned := 0
+	for g := range st.Pins {
+		if st.PinnedAt(g, now) {
+			pinned++
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(c.pins, prometheus.GaugeValue, float64(pinned))
+	paused := 0.0
+	if st.Balancer.Paused {
+		paused = 1
+	}
+	ch <- prometheus.MustNewConstMetric(c.paused, prometheus.GaugeValue, paused)
+	s := c.n.snapshotStats()
+	for event, v := range map[string]uint64{"received": s.Received, "recovered": s.Recovered, "sent": s.Sent, "send_aborted": s.SendAborted} {
+		ch <- prometheus.MustNewConstMetric(c.snp, prometheus.CounterValue, float64(v), event)
+	}
+}
