@@ -53,8 +53,13 @@ type SetPreferred struct {
 	Node  slotstore.NodeID  `json:"node"`
 }
 
-// MaxDecisions bounds the decision log; the oldest entries go first.
-const MaxDecisions = 500
+// MaxDecisions bounds the decision log; the oldest entries go first, a
+// task's phase steps before the rest once they hold MaxTaskDecisions (a
+// merge's steps flushed every other decision within seconds: issue 30).
+const (
+	MaxDecisions     = 500
+	MaxTaskDecisions = MaxDecisions / 2
+)
 
 // MaxAudit bounds the audit trail; the oldest records go first.
 const MaxAudit = 1000
@@ -161,6 +166,30 @@ func (b *Bootstrap) Validate() error {
 	return nil
 }
 
+// appendDecision appends d, keeping at most MaxDecisions: when full, the
+// oldest task step goes if task steps hold more than MaxTaskDecisions,
+// else the oldest decision.
+func appendDecision(list []Decision, d Decision) []Decision {
+	list = append(list, d)
+	if len(list) <= MaxDecisions {
+		return list
+	}
+	tasks, oldestTask := 0, -1
+	for i, x := range list {
+		if x.Kind == slotstore.DecisionTask {
+			tasks++
+			if oldestTask < 0 {
+				oldestTask = i
+			}
+		}
+	}
+	drop := 0
+	if tasks > MaxTaskDecisions {
+		drop = oldestTask
+	}
+	return append(list[:drop:drop], list[drop+1:]...)
+}
+
 // apply applies c to s at Raft index; it returns the command's result. A
 // manual command that applies pins the groups it names (pins.go).
 func apply(s *State, c Command) Result {
@@ -225,7 +254,7 @@ func applyBody(s *State, c Command) Result {
 	case c.Decision != nil:
 		d := *c.Decision
 		d.AtMs = c.TimeMs
-		s.Decisions = appendBounded(s.Decisions, d, MaxDecisions)
+		s.Decisions = appendDecision(s.Decisions, d)
 		s.DecisionSeq++
 		return Result{OK: true}
 	}
