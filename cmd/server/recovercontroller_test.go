@@ -14,7 +14,8 @@ import (
 // TestRecoverControllerThroughTheBinary: `slotmeta recover-controller` on a
 // node's data directory with the node's flags — refused while the node
 // runs, then it reports what the controller replica holds; a recovery that
-// names no node of the cluster, and a rejoin without its base, are refused.
+// names no node of the cluster, and a rejoin without its base, are refused
+// — before anything is written.
 // (The recovery itself: cluster.TestRecoverTheController.)
 func TestRecoverControllerThroughTheBinary(t *testing.T) {
 	pc := procConfig{dataDir: t.TempDir(), api: freePort(t), raft: freePort(t)}
@@ -48,6 +49,13 @@ func TestRecoverControllerThroughTheBinary(t *testing.T) {
 	}
 	if code, _, stderr := run("--rejoin", "--lost", "7"); code != 1 || !strings.Contains(stderr, "names the base") {
 		t.Fatalf("a rejoin without its base: exit %d, %q", code, stderr)
+	}
+	// Refused before anything is written: the replica is still there.
+	if code, _, stderr := run("--rejoin", "--base", "2", "--lost", "7"); code != 1 || !strings.Contains(stderr, "node 7 is not a node") {
+		t.Fatalf("a rejoin naming no node of the cluster lost: exit %d, %q", code, stderr)
+	}
+	if code, _, stderr := run(); code != 0 {
+		t.Fatalf("status after the refused rejoin: exit %d, %q", code, stderr)
 	}
 	if code, _, stderr := run("--lost", "x"); code != 2 || !strings.Contains(stderr, "node ids") {
 		t.Fatalf("--lost x: exit %d, %q", code, stderr)

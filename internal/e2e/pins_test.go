@@ -90,11 +90,11 @@ func TestManualActionsStayPut(t *testing.T) {
 			t.Fatalf("the balancer plans %+v on a pinned group", a)
 		}
 	}
-	// Three more rounds of the balancer.
-	first := bal.LastRoundAtMs
+	// Three more rounds of the balancer, from now.
+	since := time.Now().UnixMilli()
 	testutil.WaitUntil(t, 10*time.Second, 50*time.Millisecond, "three balancer rounds", func() bool {
 		b, err := op.Balancer(ctx)
-		return err == nil && b.LastRoundAtMs >= first+3*200
+		return err == nil && b.LastRoundAtMs >= since+3*200
 	})
 	now := c.Nodes[0].Controller()
 	if _, ok := now.Groups[child]; !ok {

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"crypto/md5"
 	"errors"
@@ -14,7 +15,6 @@ import (
 	"time"
 
 	"github.com/lni/dragonboat/v4"
-	"github.com/lni/dragonboat/v4/config"
 	pb "github.com/lni/dragonboat/v4/raftpb"
 	sm "github.com/lni/dragonboat/v4/statemachine"
 	"github.com/lni/dragonboat/v4/tools"
@@ -95,6 +95,7 @@ func RecoverController(ctx context.Context, cfg Config, o ControllerRecovery) (C
 	if _, err := readRestoreSeed(&cfg); err != nil {
 		return ControllerRecoveryReport{}, err
 	}
+	quietDragonboat() // as a node: its report, not the engine's lines
 	self := cfg.NodeID
 	switch {
 	case o.AcceptDataLoss && o.Rejoin:
@@ -117,12 +118,25 @@ func RecoverController(ctx context.Context, cfg Config, o ControllerRecovery) (C
 	logdb := &raftlog.Factory{}
 	nhc := nodeHostConfig(&cfg, raftDir, workers, logdb)
 	nhc.Expert.TransportFactory = raftnet.Silent{}
-	ctx, cancel := context.WithTimeout(ctx, cmpDuration(o.Timeout, time.Minute))
+	ctx, cancel := context.WithTimeout(ctx, cmp.Or(o.Timeout, time.Minute))
 	defer cancel()
-	r, st, tail, exported, err := readController(ctx, nhc, cfg, logdb, o)
+	nh, err := dragonboat.NewNodeHost(nhc)
+	if err != nil {
+		return ControllerRecoveryReport{}, fmt.Errorf("cluster: open the Raft data (is the node still running?): %w", err)
+	}
+	open := true
+	closeNH := func() { // dragonboat panics on a second Close
+		if open {
+			open = false
+			nh.Close()
+		}
+	}
+	defer closeNH()
+	r, st, tail, err := readController(ctx, nh, cfg, logdb)
 	if err != nil || (!o.AcceptDataLoss && !o.Rejoin) {
 		return r, err
 	}
+	// Everything is checked before anything is written.
 	lost := make([]string, 0, len(o.Lost))
 	for _, id := range o.Lost {
 		node, ok := st.Nodes[id]
@@ -138,11 +152,26 @@ func RecoverController(ctx context.Context, cfg Config, o ControllerRecovery) (C
 			return r, fmt.Errorf("cluster: node %d, the base, has no API address in the controller's state", o.Base)
 		}
 		rec.Rejoin, rec.JoinVia, rec.Node = true, base.APIAddr, o.Base
+		// The record before the removal: a founding node that lost its
+		// controller replica without it would found a controller anew.
 		if err := writeControllerRecord(cfg.DataDir, rec); err != nil {
 			return r, err
 		}
+		if err := nh.StopReplica(controller.ShardID, uint64(self)); err != nil {
+			return r, err
+		}
+		if err := removeReplicaData(ctx, nh, nhc.NodeHostDir, controller.ShardID, uint64(self)); err != nil {
+			return r, fmt.Errorf("cluster: remove the controller replica's Raft data: %w", err)
+		}
 		r.Done = "rejoins"
 		return r, writeControllerRole(cfg.DataDir, roleNonVoting)
+	}
+	exportDir := filepath.Join(cfg.DataDir, "controller-export")
+	defer os.RemoveAll(exportDir) // scratch, whatever happens
+	exported, err := exportController(ctx, nh, exportDir, r.Commit)
+	closeNH() // tools.ImportSnapshot opens the Raft data itself
+	if err != nil {
+		return r, err
 	}
 	rec.ID = strconv.FormatUint(uint64(self), 10) + "-" + strconv.FormatUint(r.Commit, 10) + "-" + strconv.FormatInt(rec.AtMs, 10)
 	rec.Tail = tail
@@ -163,56 +192,41 @@ func RecoverController(ctx context.Context, cfg Config, o ControllerRecovery) (C
 	if err := writeControllerRole(cfg.DataDir, roleVoter); err != nil {
 		return r, err
 	}
-	_ = os.RemoveAll(filepath.Dir(exported))
 	r.Done, r.ID = "recovered", rec.ID
 	return r, nil
 }
 
-func cmpDuration(d, def time.Duration) time.Duration {
-	if d > 0 {
-		return d
-	}
-	return def
-}
-
-// readController opens the NodeHost, reads the controller replica's log
-// state and tail, replays the replica to its commit and reads its state;
-// for the base it exports the state (the exported snapshot's directory);
-// for a rejoining node it removes the replica's Raft data. The NodeHost
-// is closed when it returns.
-func readController(ctx context.Context, nhc config.NodeHostConfig, cfg Config, logdb *raftlog.Factory, o ControllerRecovery) (
-	r ControllerRecoveryReport, st *controller.State, tail [][]byte, exported string, err error) {
-	nh, err := dragonboat.NewNodeHost(nhc)
-	if err != nil {
-		return r, nil, nil, "", fmt.Errorf("cluster: open the Raft data (is the node still running?): %w", err)
-	}
-	defer nh.Close()
+// readController reads the controller replica's log state and tail from
+// the offline NodeHost nh, replays the replica to its commit and returns
+// its state; the replica keeps running on nh.
+func readController(ctx context.Context, nh *dragonboat.NodeHost, cfg Config, logdb *raftlog.Factory) (
+	r ControllerRecoveryReport, st *controller.State, tail [][]byte, err error) {
 	self := uint64(cfg.NodeID)
 	if !nh.HasNodeInfo(controller.ShardID, self) {
-		return r, nil, nil, "", fmt.Errorf("cluster: node %d holds no controller replica here", cfg.NodeID)
+		return r, nil, nil, fmt.Errorf("cluster: node %d holds no controller replica here", cfg.NodeID)
 	}
 	role, err := readControllerRole(cfg.DataDir)
 	if err != nil {
-		return r, nil, nil, "", err
+		return r, nil, nil, err
 	}
 	r = ControllerRecoveryReport{Node: cfg.NodeID, Role: string(role), Done: "status"}
 	state, err := logdb.ReadTail(controller.ShardID, self, math.MaxUint64-1, 0)
 	if err != nil {
-		return r, nil, nil, "", err
+		return r, nil, nil, err
 	}
 	r.Term, r.Commit, r.Last = state.Term, state.Commit, state.Last
 	t, err := logdb.ReadTail(controller.ShardID, self, state.Commit, 64<<20)
 	if err != nil {
-		return r, nil, nil, "", err
+		return r, nil, nil, err
 	}
 	if !t.Complete {
-		return r, nil, nil, "", fmt.Errorf("cluster: the controller's log holds more than 64 MiB past its commit %d", state.Commit)
+		return r, nil, nil, fmt.Errorf("cluster: the controller's log holds more than 64 MiB past its commit %d", state.Commit)
 	}
 	for _, e := range t.Entries {
 		cmd, ok, err := raftlog.Payload(e)
 		switch {
 		case err != nil:
-			return r, nil, nil, "", err
+			return r, nil, nil, err
 		case ok:
 			tail = append(tail, cmd)
 		case e.Type == pb.ConfigChangeEntry:
@@ -221,54 +235,49 @@ func readController(ctx context.Context, nhc config.NodeHostConfig, cfg Config, 
 	}
 	r.Tail = len(tail)
 	if len(tail) > controller.MaxControllerTail {
-		return r, nil, nil, "", fmt.Errorf("cluster: %d commands logged past the commit, at most %d: recover from a survivor that knew more committed", len(tail), controller.MaxControllerTail)
+		return r, nil, nil, fmt.Errorf("cluster: %d commands logged past the commit, at most %d: recover from a survivor that knew more committed", len(tail), controller.MaxControllerTail)
 	}
 	machine := controller.NewStateMachine(nil)
 	scfg := shardConfig(&cfg, controller.ShardID, self)
 	scfg.IsNonVoting = role == roleNonVoting
 	if err := nh.StartReplica(nil, false, func(uint64, uint64) sm.IStateMachine { return machine }, scfg); err != nil {
-		return r, nil, nil, "", fmt.Errorf("cluster: start the controller replica offline: %w", err)
+		return r, nil, nil, fmt.Errorf("cluster: start the controller replica offline: %w", err)
 	}
 	for st = machine.Snapshot(); st.AppliedIndex < state.Commit; st = machine.Snapshot() {
 		select {
 		case <-ctx.Done():
-			return r, nil, nil, "", fmt.Errorf("cluster: the controller replica applied %d of %d: %w", st.AppliedIndex, state.Commit, ctx.Err())
+			return r, nil, nil, fmt.Errorf("cluster: the controller replica applied %d of %d: %w", st.AppliedIndex, state.Commit, ctx.Err())
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
 	r.Applied = st.AppliedIndex
-	r.Voters = votersOf(nh)
+	r.Voters, r.NonVoting = append([]slotstore.NodeID{}, votersOf(nh)...), []slotstore.NodeID{}
 	for _, id := range st.NodeIDs() {
 		if st.Nodes[id].State != controller.NodeRemoved && !slices.Contains(r.Voters, id) {
 			r.NonVoting = append(r.NonVoting, id)
 		}
 	}
-	switch {
-	case o.AcceptDataLoss:
-		dir := filepath.Join(cfg.DataDir, "controller-export")
-		if err := os.RemoveAll(dir); err != nil {
-			return r, nil, nil, "", err
-		}
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return r, nil, nil, "", err
-		}
-		idx, err := nh.SyncRequestSnapshot(ctx, controller.ShardID, dragonboat.SnapshotOption{Exported: true, ExportPath: dir})
-		if err != nil {
-			return r, nil, nil, "", fmt.Errorf("cluster: export the controller's state: %w", err)
-		}
-		if idx < state.Commit {
-			return r, nil, nil, "", fmt.Errorf("cluster: the controller's state was exported at %d, before its commit %d", idx, state.Commit)
-		}
-		exported = filepath.Join(dir, fmt.Sprintf("snapshot-%016X", idx))
-	case o.Rejoin:
-		if err := nh.StopReplica(controller.ShardID, self); err != nil {
-			return r, nil, nil, "", err
-		}
-		if err := removeReplicaData(ctx, nh, nhc.NodeHostDir, controller.ShardID, self); err != nil {
-			return r, nil, nil, "", fmt.Errorf("cluster: remove the controller replica's Raft data: %w", err)
-		}
+	return r, st, tail, nil
+}
+
+// exportController exports the running controller replica's state into
+// dir (dragonboat's exported snapshot) and returns the snapshot's
+// directory; its index is at least commit.
+func exportController(ctx context.Context, nh *dragonboat.NodeHost, dir string, commit uint64) (string, error) {
+	if err := os.RemoveAll(dir); err != nil {
+		return "", err
 	}
-	return r, st, tail, exported, nil
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	idx, err := nh.SyncRequestSnapshot(ctx, controller.ShardID, dragonboat.SnapshotOption{Exported: true, ExportPath: dir})
+	if err != nil {
+		return "", fmt.Errorf("cluster: export the controller's state: %w", err)
+	}
+	if idx < commit {
+		return "", fmt.Errorf("cluster: the controller's state was exported at %d, before its commit %d", idx, commit)
+	}
+	return filepath.Join(dir, fmt.Sprintf("snapshot-%016X", idx)), nil
 }
 
 // votersOf is the controller group's voters as the local replica's

@@ -2,14 +2,13 @@ package cluster
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"slices"
 
 	"github.com/lni/dragonboat/v4"
 
 	"github.com/slotmeta/slotmeta/internal/slotstore"
 	"github.com/slotmeta/slotmeta/internal/slotstore/controller"
-	"github.com/slotmeta/slotmeta/internal/slotstore/propose"
 )
 
 // The controller group's voters (leader.ControllerVoters): the controller
@@ -35,31 +34,24 @@ func (r controllerReplica) members(ctx context.Context) (voters, nonVoting []slo
 }
 
 // promote makes non-voting member id a voter (dragonboat: adding a replica
-// that is a non-voting member promotes it, with its progress). A stale
-// config change id is retried a few times.
+// that is a non-voting member promotes it, with its progress).
 func (r controllerReplica) promote(ctx context.Context, id slotstore.NodeID) error {
-	for attempt := 0; attempt < 5; attempt++ {
-		m, err := r.membership(ctx)
-		if err != nil {
-			return err
-		}
+	return r.changeMembership(ctx, fmt.Sprintf("promoting node %d", id), true, func(m *dragonboat.Membership) (func(uint64) error, error) {
 		if _, voter := m.Nodes[uint64(id)]; voter {
-			return nil
+			return nil, nil
 		}
 		addr, ok := m.NonVotings[uint64(id)]
 		if !ok {
-			return slotstore.Errorf(slotstore.CodeFailedPrecondition, "node %d is not a member of the controller group", id)
+			return nil, slotstore.Errorf(slotstore.CodeFailedPrecondition, "node %d is not a member of the controller group", id)
 		}
-		err = r.n.nh.SyncRequestAddReplica(ctx, controller.ShardID, uint64(id), addr, m.ConfigChangeID)
-		if err == nil {
-			r.n.cfg.Logger.Info("promoted to a controller voter", "node", id)
-			return nil
-		}
-		if !errors.Is(err, dragonboat.ErrRejected) && !dragonboat.IsTempError(err) {
-			return propose.RaftError(err, 0, true)
-		}
-	}
-	return slotstore.Errorf(slotstore.CodeBusy, "controller membership kept changing while promoting node %d; retry", id)
+		return func(cc uint64) error {
+			err := r.n.nh.SyncRequestAddReplica(ctx, controller.ShardID, uint64(id), addr, cc)
+			if err == nil {
+				r.n.cfg.Logger.Info("promoted to a controller voter", "node", id)
+			}
+			return err
+		}, nil
+	})
 }
 
 // standIn promotes an active non-voting member other than leaving, so that

@@ -227,60 +227,66 @@ func (r controllerReplica) transferLeadership(target uint64) {
 }
 
 // removeMember takes node id out of the controller group's membership
-// (voter or not), unless it is out already. A stale config change id is
-// retried a few times.
+// (voter or not), unless it is out already.
 func (r controllerReplica) removeMember(ctx context.Context, id slotstore.NodeID) error {
+	return r.changeMembership(ctx, fmt.Sprintf("removing node %d", id), true, func(m *dragonboat.Membership) (func(uint64) error, error) {
+		_, voter := m.Nodes[uint64(id)]
+		_, learner := m.NonVotings[uint64(id)]
+		if !voter && !learner {
+			return nil, nil
+		}
+		return func(cc uint64) error { return r.n.nh.SyncRequestDeleteReplica(ctx, controller.ShardID, uint64(id), cc) }, nil
+	})
+}
+
+// addControllerNonVoting adds the node to the controller group unless it is
+// already a member.
+func (r controllerReplica) addControllerNonVoting(ctx context.Context, info slotstore.NodeInfo) error {
+	id := uint64(info.ID)
+	return r.changeMembership(ctx, fmt.Sprintf("adding node %d", id), false, func(m *dragonboat.Membership) (func(uint64) error, error) {
+		_, voter := m.Nodes[id]
+		_, learner := m.NonVotings[id]
+		if _, removed := m.Removed[id]; removed {
+			return nil, slotstore.Errorf(slotstore.CodeConflict, "node %d was removed from the controller group", info.ID)
+		}
+		if voter || learner {
+			return nil, nil
+		}
+		return func(cc uint64) error {
+			return r.n.nh.SyncRequestAddNonVoting(ctx, controller.ShardID, id, info.RaftAddr, cc)
+		}, nil
+	})
+}
+
+// changeMembership makes one change to the controller group's membership:
+// step reads the membership and answers the request that makes the change
+// with the config change id read (nil: made already) or a refusal. A stale
+// config change id (rejected) or a temporary error is retried a few times;
+// mayHaveApplied says whether a failed request may still have been
+// applied (propose.RaftError).
+func (r controllerReplica) changeMembership(ctx context.Context, what string, mayHaveApplied bool,
+	step func(m *dragonboat.Membership) (request func(configChangeID uint64) error, err error)) error {
 	for attempt := 0; attempt < 5; attempt++ {
 		m, err := r.membership(ctx)
 		if err != nil {
 			return err
 		}
-		_, voter := m.Nodes[uint64(id)]
-		_, learner := m.NonVotings[uint64(id)]
-		if !voter && !learner {
-			return nil
+		request, err := step(m)
+		if err != nil || request == nil {
+			return err
 		}
-		err = r.n.nh.SyncRequestDeleteReplica(ctx, controller.ShardID, uint64(id), m.ConfigChangeID)
+		err = request(m.ConfigChangeID)
 		if err == nil {
 			return nil
 		}
 		if !errors.Is(err, dragonboat.ErrRejected) && !dragonboat.IsTempError(err) {
-			return propose.RaftError(err, 0, true)
-		}
-	}
-	return slotstore.Errorf(slotstore.CodeBusy, "controller membership kept changing while removing node %d; retry", id)
-}
-
-// addControllerNonVoting adds the node to the controller group unless it is
-// already a member. A stale config change id is retried a few times.
-func (r controllerReplica) addControllerNonVoting(ctx context.Context, info slotstore.NodeInfo) error {
-	for attempt := 0; attempt < 5; attempt++ {
-		m, err := r.n.nh.SyncGetShardMembership(ctx, controller.ShardID)
-		if err != nil {
-			return propose.RaftError(err, 0, false)
-		}
-		id := uint64(info.ID)
-		if _, ok := m.Nodes[id]; ok {
-			return nil
-		}
-		if _, ok := m.NonVotings[id]; ok {
-			return nil
-		}
-		if _, ok := m.Removed[id]; ok {
-			return slotstore.Errorf(slotstore.CodeConflict, "node %d was removed from the controller group", info.ID)
-		}
-		err = r.n.nh.SyncRequestAddNonVoting(ctx, controller.ShardID, id, info.RaftAddr, m.ConfigChangeID)
-		if err == nil {
-			return nil
-		}
-		if !errors.Is(err, dragonboat.ErrRejected) && !dragonboat.IsTempError(err) {
-			return propose.RaftError(err, 0, false)
+			return propose.RaftError(err, 0, mayHaveApplied)
 		}
 		if ctx.Err() != nil {
-			return propose.RaftError(ctx.Err(), 0, false)
+			return propose.RaftError(ctx.Err(), 0, mayHaveApplied)
 		}
 	}
-	return slotstore.Errorf(slotstore.CodeBusy, "controller membership kept changing; retry")
+	return slotstore.Errorf(slotstore.CodeBusy, "controller membership kept changing while %s; retry", what)
 }
 
 // Nodes lists the registered nodes.

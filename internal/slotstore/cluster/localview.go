@@ -47,14 +47,9 @@ func localView(n *Node, st *controller.State) []slotstore.LocalReplica {
 		if s := lg.SM(); s != nil {
 			applied = s.AppliedIndex()
 		}
-		peers := st.Groups[g].Peers
 		add(g, controller.ShardOf(g), lg.ReplicaID, applied, func(id uint64) slotstore.NodeID {
-			for node, r := range peers {
-				if r == id {
-					return node
-				}
-			}
-			return 0
+			node, _ := st.NodeOfReplica(g, id)
+			return node
 		})
 	}
 	return out
