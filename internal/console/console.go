@@ -110,6 +110,7 @@ func Handler(cfg Config) http.Handler {
 	// One table for the whole console; the handlers live with their page family.
 	ov, sl, gr, ts := overviewPages{c}, slotPages{c}, groupPages{c}, taskPages{c}
 	dc, au, ba, li, ch, bk := decisionPages{c}, auditPages{c}, balancerPages{c}, loginPages{c}, changePages{c}, backupPages{c}
+	cp, hp := chartsPages{c}, heatPages{c}
 	mux.HandleFunc("GET /console", c.read(ov.overviewPage))
 	mux.HandleFunc("GET /console/{$}", c.read(ov.overviewPage))
 	mux.HandleFunc("GET /console/slots", c.read(sl.slotsPage))
@@ -124,6 +125,10 @@ func Handler(cfg Config) http.Handler {
 	mux.HandleFunc("POST /console/backups", c.action(bk.startBackup))
 	mux.HandleFunc("GET /console/balancer", c.read(ba.balancerPage))
 	mux.HandleFunc("GET /console/fragments/balancer", c.read(ba.balancerFragment))
+	mux.HandleFunc("GET /console/charts", c.read(cp.chartsPage))
+	mux.HandleFunc("GET /console/fragments/charts", c.read(cp.chartsFragment))
+	mux.HandleFunc("GET /console/heat", c.read(hp.heatPage))
+	mux.HandleFunc("GET /console/heat.png", c.read(hp.heatImage))
 	mux.HandleFunc("POST /console/balancer", c.action(ba.setBalancer))
 	mux.HandleFunc("POST /console/nodes/{id}/drain", c.action(ba.drainNode))
 	mux.HandleFunc("POST /console/nodes/{id}/remove", c.action(ba.removeNode))

@@ -411,7 +411,7 @@ func TestPagesRenderWithoutAuthAndServeAssets(t *testing.T) {
 	for _, p := range []string{"/console", "/console/slots", "/console/groups", "/console/groups/1", "/console/tasks", "/console/decisions",
 		"/console/fragments/overview", "/console/fragments/slots", "/console/fragments/groups", "/console/fragments/groups/1",
 		"/console/fragments/tasks", "/console/fragments/decisions", "/console/login", "/console/static/console.css", "/console/static/htmx.min.js",
-		"/console/fragments/groups/1/changes", "/console/channels", "/console/channels/2/room-1/changes", "/console/fragments/channels/2/room-1/changes"} {
+		"/console/fragments/groups/1/changes", "/console/charts", "/console/fragments/charts", "/console/heat", "/console/heat?by=reads", "/console/channels", "/console/channels/2/room-1/changes", "/console/fragments/channels/2/room-1/changes"} {
 		resp, err := http.Get(ts.URL + p)
 		if err != nil {
 			t.Fatal(err)
@@ -520,8 +520,8 @@ func TestBalancerPageShowsPlanLoadAndDrains(t *testing.T) {
 		t.Helper()
 		return postFlash(t, ts.URL+path, form)
 	}
-	if fl := post("/console/balancer", url.Values{"paused": {"true"}}); !strings.Contains(fl, "paused") || !f.Paused() {
-		t.Fatalf("pause: flash %q, paused %v", fl, f.Paused())
+	if fl := post("/console/balancer", url.Values{"paused": {"true"}}); !strings.Contains(fl, "paused") || !paused(t, f) {
+		t.Fatalf("pause: flash %q, paused %v", fl, paused(t, f))
 	}
 	if fl := post("/console/balancer", url.Values{"paused": {"maybe"}}); !strings.Contains(fl, "want true or false") {
 		t.Fatalf("bad pause value: %q", fl)
@@ -760,4 +760,13 @@ func TestFooterShowsTheVersion(t *testing.T) {
 			t.Fatalf("%s: %d, no version in the footer", page, resp.StatusCode)
 		}
 	}
+}
+
+func paused(t *testing.T, f *operatortest.Fake) bool {
+	t.Helper()
+	st, err := f.Balancer(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Paused
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/slotmeta/slotmeta"
 	"github.com/slotmeta/slotmeta/client"
@@ -59,6 +60,14 @@ func signIn(t *testing.T, base, token string) *http.Cookie {
 
 func serveConsole(t *testing.T, n *cluster.Node) string {
 	t.Helper()
+	return serveConsoleOn(t, n, nil)
+}
+
+// serveConsoleOn is serveConsole with the API's metrics on reg (nil: a
+// registry of its own): the node's registry, as cmd/server shares it, for
+// the charts' latency and errors.
+func serveConsoleOn(t *testing.T, n *cluster.Node, reg *prometheus.Registry) string {
+	t.Helper()
 	authn, err := auth.New(map[string]auth.Role{consoleAdminToken: auth.RoleAdmin, consoleReadToken: auth.RoleRead})
 	if err != nil {
 		t.Fatal(err)
@@ -67,6 +76,9 @@ func serveConsole(t *testing.T, n *cluster.Node) string {
 	return slotstoretest.ServeAPI(t, n, func(cfg *httpapi.Config) {
 		cfg.OpenAPI, cfg.Auth, cfg.Audit, cfg.Docs = slotmeta.OpenAPI, authn, rec, console.Docs()
 		cfg.Console = console.Handler(console.Config{Source: n.Operator(), Auth: authn, Audit: rec, Changes: n.Watches().Log})
+		if reg != nil {
+			cfg.Registerer, cfg.Gatherer = reg, reg
+		}
 	}).URL
 }
 
@@ -199,6 +211,22 @@ func browser(t *testing.T, dir string) (context.Context, func(name string), func
 }
 
 const chromiumPath = "/usr/bin/chromium"
+
+// waitOnPage opens base+page until the text of sel holds want (30 s at
+// most), and fails t with a screenshot otherwise.
+func waitOnPage(t *testing.T, ctx context.Context, shot func(string), base, what, page, sel, want string) {
+	t.Helper()
+	if state, ok := testutil.Eventually(30*time.Second, 300*time.Millisecond, func() (bool, string) {
+		if err := chromedp.Do(ctx, chromedp.Navigate(base+page)); err != nil {
+			return false, fmt.Sprintf("%s: open %s: %v", what, page, err)
+		}
+		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+		return err == nil && strings.Contains(s, want), fmt.Sprintf("%s: %q (err %v), want %q", what, s, err, want)
+	}); !ok {
+		shot(strings.ReplaceAll(what, " ", "-"))
+		t.Fatal(state)
+	}
+}
 
 func TestConsoleInBrowser(t *testing.T) {
 	if _, err := os.Stat(chromiumPath); err != nil {
@@ -530,19 +558,7 @@ func TestConsoleQuorumLostInBrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid=summary]`)))
 	c.StopNode(1)
 	c.StopNode(2)
-	waitText := func(what, page, sel, want string) {
-		t.Helper()
-		if state, ok := testutil.Eventually(30*time.Second, 300*time.Millisecond, func() (bool, string) {
-			if err := chromedp.Do(ctx, chromedp.Navigate(base+page)); err != nil {
-				return false, fmt.Sprintf("%s: open %s: %v", what, page, err)
-			}
-			s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
-			return err == nil && strings.Contains(s, want), fmt.Sprintf("%s: %q (err %v), want %q", what, s, err, want)
-		}); !ok {
-			shot(strings.ReplaceAll(what, " ", "-"))
-			t.Fatal(state)
-		}
-	}
+	waitText := func(what, page, sel, want string) { t.Helper(); waitOnPage(t, ctx, shot, base, what, page, sel, want) }
 	waitText("groups unknown", "/console", `[data-testid=groups-with-leader]`, "unknown")
 	waitText("no green 0", "/console", `[data-testid=groups-without-leader]`, "unknown")
 	waitText("the controller's own replica knows no leader", "/console", `[data-testid=local-0]`, "none")

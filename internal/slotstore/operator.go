@@ -16,6 +16,9 @@ type Operator interface {
 	Backups() Backups
 	// Recovery rebuilds groups that lost their quorum (issue 29).
 	Recovery() Recovery
+	// History is what the console charts: every node's recent vital
+	// signs and the hash slots' heat.
+	History() History
 	// Summary is the node's view of the cluster (GET /v1/cluster).
 	Summary() ClusterSummary
 	// Nodes lists the registered nodes in id order.

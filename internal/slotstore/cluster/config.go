@@ -111,6 +111,10 @@ type Config struct {
 	// leader.DefaultHighWaterInterval): what a lost-quorum recovery
 	// reports as lost survives a change of controller leader.
 	HighWaterInterval time.Duration
+	// HistoryStep is the step of the node's history and of the controller
+	// leader's heat-map columns, the console's charts (default 10s;
+	// package history): an hour of points, half an hour of columns.
+	HistoryStep time.Duration
 	// ProjectInterval is how often a node drains the subscriber → membership
 	// outbox of the groups it leads (default 200ms; negative: never — tests
 	// use it to stop between the channel-side commit and the projection).
@@ -266,6 +270,9 @@ func (c *Config) Validate() error {
 	}
 	if err := c.Watch.Validate(); err != nil {
 		return fmt.Errorf("cluster: %w", err)
+	}
+	if c.HistoryStep < 0 {
+		return fmt.Errorf("cluster: HistoryStep %v is negative", c.HistoryStep)
 	}
 	if c.WatchRecords < 0 || c.WatchAge < 0 {
 		return fmt.Errorf("cluster: negative change-log retention (%d records, %v)", c.WatchRecords, c.WatchAge)

@@ -60,6 +60,7 @@ import (
 	dblogger "github.com/lni/dragonboat/v4/logger"
 	"github.com/lni/dragonboat/v4/raftio"
 	sm "github.com/lni/dragonboat/v4/statemachine"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/slotmeta/slotmeta/internal/netguard"
 	"github.com/slotmeta/slotmeta/internal/slotstore"
@@ -68,6 +69,7 @@ import (
 	"github.com/slotmeta/slotmeta/internal/slotstore/controller/leader"
 	"github.com/slotmeta/slotmeta/internal/slotstore/dispatch"
 	"github.com/slotmeta/slotmeta/internal/slotstore/heat"
+	"github.com/slotmeta/slotmeta/internal/slotstore/history"
 	"github.com/slotmeta/slotmeta/internal/slotstore/peer"
 	"github.com/slotmeta/slotmeta/internal/slotstore/projector"
 	"github.com/slotmeta/slotmeta/internal/slotstore/raftlog"
@@ -112,6 +114,7 @@ type Node struct {
 	removed    atomic.Pointer[map[string]bool] // Raft addresses of removed nodes (refused)
 	recovered  *controllerRecord               // this node's controller recovery (controllerrecovered.go), or nil
 	wakes      *waker                          // wakes quiesced groups (quiesce.go)
+	history    *history.Recorder               // the node's vital signs, for the console's charts
 	ctl        controllerReplica               // the node's controller replica: start, role, proposals (join.go)
 	follow     follower                        // follows the controller's state (follow.go)
 	xfer       transferer                      // leader transfers of the groups this node leads (transfer.go)
@@ -207,6 +210,8 @@ func Start(cfg Config) (*Node, error) {
 		_ = db.Close()
 		return nil, err
 	}
+	gatherer, _ := cfg.Registerer.(prometheus.Gatherer) // a registry is both
+	n.history = history.New(history.Config{Node: cfg.NodeID, Step: cfg.HistoryStep, Now: cfg.Now, Gatherer: gatherer, Ops: n.heat.Totals})
 	raftDir := filepath.Join(cfg.DataDir, "raft")
 	workers, err := raftlog.ResolveWorkers(cfg.DataDir, cfg.RaftWorkers)
 	if err != nil {
@@ -268,7 +273,7 @@ func Start(cfg Config) (*Node, error) {
 	n.projector = projector.New(projector.Config{Node: projectHost{n}, Interval: cfg.ProjectInterval,
 		RoundTimeout: cfg.RequestTimeout, Backlog: n.metrics.backlog, Logger: cfg.Logger})
 	n.leader = leader.New(leader.Config{NodeID: cfg.NodeID, Host: leaderHost{n}, Peers: n.peers, Now: cfg.Now, Logger: cfg.Logger, Life: n.life,
-		ObserveInterval: cfg.ObserveInterval, BalanceInterval: cfg.BalanceInterval, HighWaterInterval: cfg.HighWaterInterval, RequestTimeout: cfg.RequestTimeout,
+		ObserveInterval: cfg.ObserveInterval, BalanceInterval: cfg.BalanceInterval, HighWaterInterval: cfg.HighWaterInterval, HeatStep: cfg.HistoryStep, RequestTimeout: cfg.RequestTimeout,
 		UnreachableAfter: cfg.UnreachableAfter, TaskPhaseTimeout: cfg.TaskPhaseTimeout, Leadership: cfg.Leadership,
 		Balancer: cfg.Balancer, DisableBalancer: cfg.DisableBalancer, DisableQuiesce: cfg.DisableQuiesce,
 		DisableHashSlotMoves: cfg.DisableHashSlotMoves, BackoffSeed: uint64(cfg.NodeID)<<32 ^ uint64(time.Now().UnixNano()),
@@ -325,10 +330,14 @@ func Start(cfg Config) (*Node, error) {
 			n.ctl.recordControllerRecovery(recovered)
 		}()
 	}
-	n.bg.Add(3)
+	n.bg.Add(4)
 	go func() {
 		defer n.bg.Done()
 		n.leader.Run(n.stop)
+	}()
+	go func() {
+		defer n.bg.Done()
+		n.history.Run(n.stop)
 	}()
 	go func() {
 		defer n.bg.Done()

@@ -28,6 +28,7 @@ type operator struct {
 	ready       func() error                      // Node.Ready
 	backups     slotstore.Backups
 	recovery    slotstore.Recovery
+	history     histories
 	// electionTimeout bounds the wait for the controller's leadership to move.
 	electionTimeout time.Duration
 	// manualPin is how long a manual action pins its groups
@@ -43,6 +44,7 @@ var _ slotstore.Operator = operator{}
 func (n *Node) Operator() slotstore.Operator {
 	return operator{id: n.cfg.NodeID, noSlotMoves: n.cfg.DisableHashSlotMoves, router: n.router,
 		leader: n.leader, ctl: n.ctl, ctrl: &n.ctrl, ready: n.Ready, electionTimeout: n.cfg.electionTimeout(), backups: n.backups, recovery: n.recovery,
+		history:   histories{self: n.cfg.NodeID, rec: n.history, peers: n.peers, addr: n.dispatch.PeerAddrOf, leader: n.leader},
 		manualPin: n.cfg.ManualPin, now: n.cfg.Now}
 }
 
@@ -51,6 +53,10 @@ func (o operator) Backups() slotstore.Backups { return o.backups }
 
 // Recovery rebuilds groups that lost their quorum (recovery.go).
 func (o operator) Recovery() slotstore.Recovery { return o.recovery }
+
+// History is every node's recent vital signs and the hash slots' heat
+// (history.go).
+func (o operator) History() slotstore.History { return o.history }
 
 func (o operator) NodeID() slotstore.NodeID { return o.id }
 

@@ -33,6 +33,7 @@ func (p peerAPI) peerHandler() *peer.Server {
 	p.n.leader.Register(s)   // groups, health, balancer, balancer-plan, transfer
 	p.n.backups.Register(s)  // backup-image
 	p.n.recovery.register(s) // recover-prepare, recover-status
+	p.n.history.Register(s)  // history
 	s.Handle(http.MethodPost, "readindex", p.servePeerReadIndex)
 	s.Handle(http.MethodGet, "leaders", p.servePeerLeaders)
 	s.Handle(http.MethodGet, "applied", p.servePeerApplied)

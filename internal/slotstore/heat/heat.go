@@ -1,8 +1,8 @@
 // Package heat measures how busy each hash slot is: every node counts the
 // reads and writes its API serves per hash slot (Counters), reports the
 // counts with its status, and the controller leader turns successive reports
-// into rates (Tracker) — the load the balancer evens out and, later, the
-// console's heat map.
+// into rates (Tracker) — the load the balancer evens out — and into the
+// operations of each step (the console's heat map, columns.go).
 //
 // Model. A node counts an operation where a client sent it (the node that
 // resolved its route), once, whether it was served locally or forwarded;
@@ -60,6 +60,18 @@ func (c *Counters) Snapshot() (reads, writes []uint64) {
 		return nil, nil
 	}
 	return r, w
+}
+
+// Totals returns the reads and writes counted, summed over the slots.
+func (c *Counters) Totals() (reads, writes uint64) {
+	if c == nil {
+		return 0, 0
+	}
+	for i := range c.reads {
+		reads += c.reads[i].Load()
+		writes += c.writes[i].Load()
+	}
+	return reads, writes
 }
 
 type quietKey struct{}

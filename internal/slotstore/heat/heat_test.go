@@ -34,7 +34,7 @@ func TestCountersSnapshot(t *testing.T) {
 }
 
 func TestTrackerRates(t *testing.T) {
-	tr := NewTracker()
+	tr := NewTracker(0, 0)
 	t0 := time.Unix(1000, 0)
 	tr.Observe(1, t0, counts(map[int]uint64{7: 100}), nil)
 	if got := tr.Slots(t0, time.Minute)[7]; got != (Rate{}) {
@@ -67,4 +67,39 @@ func TestTrackerRates(t *testing.T) {
 	}
 	// A malformed report is ignored.
 	tr.Observe(1, t0.Add(time.Hour), []uint64{1}, nil)
+}
+
+func TestHeatColumns(t *testing.T) {
+	tr := NewTracker(10*time.Second, 3)
+	t0 := time.Unix(1000, 0) // a step boundary
+	tr.Observe(1, t0, nil, nil)
+	tr.Observe(2, t0, nil, nil)
+	if h := tr.Heat(); h.StepMs != 10000 || len(h.Columns) != 0 {
+		t.Fatalf("first reports are no operations yet: %+v", h)
+	}
+	// Node 1 writes slot 7 and node 2 reads it within the first step; node
+	// 1's next report falls in the second step.
+	tr.Observe(1, t0.Add(2*time.Second), nil, counts(map[int]uint64{7: 40}))
+	tr.Observe(2, t0.Add(3*time.Second), counts(map[int]uint64{7: 5}), nil)
+	tr.Observe(1, t0.Add(12*time.Second), nil, counts(map[int]uint64{7: 50, 200: 1}))
+	h := tr.Heat()
+	if len(h.Columns) != 2 || h.Columns[0].AtMs != 1000_000 || h.Columns[1].AtMs != 1010_000 {
+		t.Fatalf("columns: %+v", h.Columns)
+	}
+	if c := h.Columns[0]; c.Writes[7] != 40 || c.Reads[7] != 5 {
+		t.Fatalf("first column: writes %d reads %d, want 40 and 5", c.Writes[7], c.Reads[7])
+	}
+	if c := h.Columns[1]; c.Reads != nil || c.Writes[7] != 10 || c.Writes[200] != 1 {
+		t.Fatalf("second column: %+v", c)
+	}
+	// Only the last three columns stay; a step without reports has none.
+	tr.Observe(1, t0.Add(31*time.Second), nil, counts(map[int]uint64{7: 50, 200: 1}))
+	tr.Observe(1, t0.Add(45*time.Second), nil, counts(map[int]uint64{7: 51, 200: 1}))
+	h = tr.Heat()
+	if len(h.Columns) != 3 || h.Columns[0].AtMs != 1010_000 || h.Columns[2].AtMs != 1040_000 || h.Columns[2].Writes[7] != 1 {
+		t.Fatalf("bounded columns: %+v", h.Columns)
+	}
+	if h.Columns[1].Writes != nil || h.Columns[1].Reads != nil {
+		t.Fatalf("a step without operations holds none: %+v", h.Columns[1])
+	}
 }

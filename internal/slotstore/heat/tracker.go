@@ -21,6 +21,7 @@ const HalfLife = 15 * time.Second
 type Tracker struct {
 	mu    sync.Mutex
 	nodes map[slotstore.NodeID]*series
+	cols  columns // the heat map's
 }
 
 type series struct {
@@ -30,8 +31,24 @@ type series struct {
 	seen          bool // rates hold at least one interval
 }
 
-// NewTracker returns an empty tracker.
-func NewTracker() *Tracker { return &Tracker{nodes: map[slotstore.NodeID]*series{}} }
+// NewTracker returns an empty tracker that keeps the last keep columns of
+// step for the heat map (0: DefaultStep, DefaultColumns).
+func NewTracker(step time.Duration, keep int) *Tracker {
+	if step <= 0 {
+		step = DefaultStep
+	}
+	if keep <= 0 {
+		keep = DefaultColumns
+	}
+	return &Tracker{nodes: map[slotstore.NodeID]*series{}, cols: columns{step: step, keep: keep}}
+}
+
+// Heat returns the heat map's columns, oldest first.
+func (t *Tracker) Heat() slotstore.SlotHeat {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.cols.heat()
+}
 
 // Observe records node's counts as of at (the time the controller received
 // them). Counts of nil mean nothing was counted yet.
@@ -56,8 +73,10 @@ func (t *Tracker) Observe(node slotstore.NodeID, at time.Time, reads, writes []u
 	}
 	dt := at.Sub(s.at).Seconds()
 	alpha := 1 - math.Exp2(-dt/HalfLife.Seconds())
+	var dr, dw [slotstore.HashSlotCount]float64
 	for i := range s.rates {
-		r := Rate{Reads: delta(s.reads[i], reads[i]) / dt, Writes: delta(s.writes[i], writes[i]) / dt}
+		dr[i], dw[i] = delta(s.reads[i], reads[i]), delta(s.writes[i], writes[i])
+		r := Rate{Reads: dr[i] / dt, Writes: dw[i] / dt}
 		if !s.seen {
 			s.rates[i] = r
 			continue
@@ -66,6 +85,7 @@ func (t *Tracker) Observe(node slotstore.NodeID, at time.Time, reads, writes []u
 		s.rates[i].Writes += alpha * (r.Writes - s.rates[i].Writes)
 	}
 	s.at, s.reads, s.writes, s.seen = at, reads, writes, true
+	t.cols.add(at, &dr, &dw)
 }
 
 // delta is the count added since old; a count that fell (a restart) counts

@@ -44,6 +44,10 @@ type Fake struct {
 	SlotMovesOff bool
 	// RemoveErr, when set, is RemoveNode's refusal.
 	RemoveErr error
+	// Histories are the nodes' histories and Heat the heat map that
+	// History answers (a node without one: not_found).
+	Histories map[slotstore.NodeID]slotstore.NodeHistory
+	Heat      slotstore.SlotHeat
 
 	mu        sync.Mutex
 	calls     []string
@@ -150,13 +154,6 @@ func (f *Fake) Splits() [][]slotstore.HashSlot {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Clone(f.splits)
-}
-
-// Paused reports whether the balancer was paused.
-func (f *Fake) Paused() bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.paused
 }
 
 // Audit is the audit recorder's sink: it keeps records as the controller

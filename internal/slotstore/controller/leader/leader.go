@@ -78,6 +78,8 @@ type Config struct {
 	// HighWaterInterval is the period of the groups' high-water marks
 	// (highwater.go; default DefaultHighWaterInterval).
 	HighWaterInterval time.Duration
+	// HeatStep is the width of a heat-map column (default heat.DefaultStep).
+	HeatStep time.Duration
 	// RequestTimeout bounds each proposal and transfer of a round.
 	RequestTimeout time.Duration
 	// UnreachableAfter: a node whose latest report is older is unreachable.
@@ -118,7 +120,7 @@ func New(cfg Config) *Leader {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	l := &Leader{cfg: cfg, obs: policy.NewObservations(), load: heat.NewTracker(), backoff: policy.NewBackoff(cfg.BackoffSeed)}
+	l := &Leader{cfg: cfg, obs: policy.NewObservations(), load: heat.NewTracker(cfg.HeatStep, 0), backoff: policy.NewBackoff(cfg.BackoffSeed)}
 	l.tasks = tasks.New(tasks.Config{Node: taskNode{l}, PhaseTimeout: cfg.TaskPhaseTimeout, ActiveWithin: cfg.Leadership.ActiveWithin,
 		MaxLag: cfg.Leadership.MaxLag, RequestTimeout: cfg.RequestTimeout, Now: cfg.Now, Logger: cfg.Logger})
 	return l

@@ -19,7 +19,23 @@ func (l *Leader) Register(s *peer.Server) {
 	s.Handle(http.MethodGet, "health", serveView(l, func(context.Context) []slotstore.NodeHealth { return l.health(l.cfg.Now()) }))
 	s.Handle(http.MethodGet, "balancer", serveView(l, func(ctx context.Context) slotstore.BalancerStatus { st, _ := l.Balancer(ctx); return st }))
 	s.Handle(http.MethodGet, "balancer-plan", serveView(l, func(ctx context.Context) slotstore.BalancePlan { p, _ := l.BalancerPlan(ctx); return p }))
+	s.Handle(http.MethodGet, "heat", serveView(l, func(context.Context) slotstore.SlotHeat { return l.heat() }))
 	s.Handle(http.MethodPost, "transfer", l.serveTransfer)
+}
+
+// Heat returns the hash slots' heat map, as the controller leader counted
+// it (asked of it when this node does not lead).
+func (l *Leader) Heat(ctx context.Context) (slotstore.SlotHeat, error) {
+	if !l.Leads() {
+		return ask[slotstore.SlotHeat](ctx, l, "heat")
+	}
+	return l.heat(), nil
+}
+
+func (l *Leader) heat() slotstore.SlotHeat {
+	h := l.load.Heat()
+	h.Aggregator = l.cfg.NodeID
+	return h
 }
 
 // notLeader is the refusal of a node that does not lead the controller.

@@ -230,7 +230,11 @@ func (o *Observations) Aggregate(st *controller.State, now time.Time, self slots
 		}
 		for i := range reps {
 			s := &reps[i]
-			if s.rs.LeaderReplica == 0 {
+			// A stale report names no leader: the last word of a node that
+			// stopped reporting (killed, cut off) would otherwise keep its
+			// leadership on show — and the group counted as led — long
+			// after its followers began campaigning without it.
+			if s.rs.LeaderReplica == 0 || now.Sub(s.at) > unreachableAfter {
 				continue
 			}
 			self := s.rs.LeaderReplica == s.rs.ReplicaID

@@ -59,3 +59,34 @@ func hasDetail(pf Preflight, reason slotstore.Reason, detail string) bool {
 	}
 	return false
 }
+
+// TestAStaleLeaderReportNamesNoLeader: group 1's leader (node 3) stopped
+// reporting 10 s ago, the unreachable limit is 3 s, and its followers
+// report no leader (campaigning without a quorum): the view shows no
+// leader — not node 3 from its last word — and the group as leaderless.
+// While node 3's report is fresh, it leads.
+func TestAStaleLeaderReportNamesNoLeader(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	st := controller.NewState()
+	st.Groups[1] = &controller.Group{ID: 1, Peers: map[slotstore.NodeID]uint64{1: 1, 2: 2, 3: 3}}
+	voters := map[uint64]string{1: "n1", 2: "n2", 3: "n3"}
+	o := NewObservations()
+	o.Lead(now.Add(-time.Minute))
+	leaderReport := func(at time.Time) {
+		o.Record(3, slotstore.NodeStatus{Node: 3, Replicas: []slotstore.ReplicaStatus{{Group: 1, ReplicaID: 3, Node: 3,
+			AppliedIndex: 100, LeaderReplica: 3, Term: 4, Voters: voters}}}, at)
+	}
+	leaderReport(now.Add(-10 * time.Second))
+	for _, n := range []slotstore.NodeID{1, 2} {
+		o.Record(n, slotstore.NodeStatus{Node: n, Replicas: []slotstore.ReplicaStatus{{Group: 1, ReplicaID: uint64(n), Node: n,
+			AppliedIndex: 100, Term: 6}}}, now.Add(-50*time.Millisecond))
+	}
+	views := o.Aggregate(st, now, 1, 3*time.Second)
+	if len(views) != 1 || views[0].Leader != 0 || views[0].Health != slotstore.GroupNoLeader {
+		t.Fatalf("a leader that stopped reporting: %+v", views)
+	}
+	leaderReport(now.Add(-100 * time.Millisecond))
+	if views := o.Aggregate(st, now, 1, 3*time.Second); views[0].Leader != 3 {
+		t.Fatalf("a leader reporting: %+v", views[0])
+	}
+}
