@@ -1317,9 +1317,12 @@ type AuditList struct {
 	Items  []AuditRecord `json:"items"`
 	Newest int64         `json:"newest"`
 
-	// NextBefore Pass as `before` for the next page; absent at the oldest record kept.
+	// NextBefore The same as `next_cursor`, for `before`.
 	NextBefore *int64 `json:"next_before,omitempty"`
-	Oldest     int64  `json:"oldest"`
+
+	// NextCursor Pass as `cursor` for the next page; absent at the oldest record kept.
+	NextCursor *string `json:"next_cursor,omitempty"`
+	Oldest     int64   `json:"oldest"`
 }
 
 // AuditRecord defines model for AuditRecord.
@@ -1850,17 +1853,20 @@ type CreateGroupRequest struct {
 
 // Decision defines model for Decision.
 type Decision struct {
-	AtMs              int64        `json:"at_ms"`
-	Detail            *string      `json:"detail,omitempty"`
-	Group             int32        `json:"group"`
-	Kind              DecisionKind `json:"kind"`
-	Leader            int64        `json:"leader"`
-	Observer          int64        `json:"observer"`
-	PreferredLeader   int64        `json:"preferred_leader"`
-	Reason            string       `json:"reason"`
-	TargetLag         int64        `json:"target_lag"`
-	TargetReportAgeMs int64        `json:"target_report_age_ms"`
-	Term              int64        `json:"term"`
+	AtMs            int64        `json:"at_ms"`
+	Detail          *string      `json:"detail,omitempty"`
+	Group           int32        `json:"group"`
+	Kind            DecisionKind `json:"kind"`
+	Leader          int64        `json:"leader"`
+	Observer        int64        `json:"observer"`
+	PreferredLeader int64        `json:"preferred_leader"`
+	Reason          string       `json:"reason"`
+
+	// Seq The decision's number, from 1 (0: recorded before decisions were numbered).
+	Seq               int64 `json:"seq"`
+	TargetLag         int64 `json:"target_lag"`
+	TargetReportAgeMs int64 `json:"target_report_age_ms"`
+	Term              int64 `json:"term"`
 }
 
 // DecisionKind defines model for Decision.Kind.
@@ -3251,14 +3257,20 @@ type GetChannelSubscriberParamsConsistency string
 type ListAuditParams struct {
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Before Continue below this sequence number (a page's `next_before`).
+	// Cursor The `next_cursor` of the previous page; absent or empty starts from the beginning.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Before Continue below this sequence number (a page's `next_before`; `cursor` is the same, as every listing pages).
 	Before *int64 `form:"before,omitempty" json:"before,omitempty"`
 }
 
 // ListDecisionsParams defines parameters for ListDecisions.
 type ListDecisionsParams struct {
-	// Limit The newest `limit` decisions (absent — every one kept).
+	// Limit At most `limit` decisions (absent — every one kept).
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page; absent or empty starts from the beginning.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
 // PreflightLeaderTransferParams defines parameters for PreflightLeaderTransfer.
@@ -4562,7 +4574,11 @@ type ClientInterface interface {
 
 	// ListDecisions The reconciler's bounded decision log, newest first
 	//
-	// Each transfer, skip and outcome with its reason and the inputs it was decided from. At most 500 entries are kept; a repeated skip for the same reason is recorded once.
+	// Each transfer, skip and outcome with its reason and the inputs it was decided from. At most
+	// 500 entries of the last 7 days are kept (a task's phase steps at most half of them); a
+	// repeated skip for the same reason is recorded once. Paged like every listing: at most
+	// `limit` decisions, newest first, and a `next_cursor` to pass as `cursor` for older ones,
+	// empty when none are left.
 	//
 	// Corresponds with GET /v1/cluster/decisions (the `ListDecisions` operationId).
 	ListDecisions(ctx context.Context, params *ListDecisionsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -6778,7 +6794,11 @@ func (c *Client) GetBalancerPlan(ctx context.Context, reqEditors ...RequestEdito
 
 // ListDecisions The reconciler's bounded decision log, newest first
 //
-// Each transfer, skip and outcome with its reason and the inputs it was decided from. At most 500 entries are kept; a repeated skip for the same reason is recorded once.
+// Each transfer, skip and outcome with its reason and the inputs it was decided from. At most
+// 500 entries of the last 7 days are kept (a task's phase steps at most half of them); a
+// repeated skip for the same reason is recorded once. Paged like every listing: at most
+// `limit` decisions, newest first, and a `next_cursor` to pass as `cursor` for older ones,
+// empty when none are left.
 //
 // Corresponds with GET /v1/cluster/decisions (the `ListDecisions` operationId).
 func (c *Client) ListDecisions(ctx context.Context, params *ListDecisionsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -11482,6 +11502,18 @@ func NewListAuditRequest(server string, params *ListAuditParams) (*http.Request,
 
 		}
 
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if params.Before != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "before", *params.Before, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
@@ -11721,6 +11753,18 @@ func NewListDecisionsRequest(server string, params *ListDecisionsParams) (*http.
 		if params.Limit != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -16107,7 +16151,11 @@ type ClientWithResponsesInterface interface {
 
 	// ListDecisionsWithResponse The reconciler's bounded decision log, newest first
 	//
-	// Each transfer, skip and outcome with its reason and the inputs it was decided from. At most 500 entries are kept; a repeated skip for the same reason is recorded once.
+	// Each transfer, skip and outcome with its reason and the inputs it was decided from. At most
+	// 500 entries of the last 7 days are kept (a task's phase steps at most half of them); a
+	// repeated skip for the same reason is recorded once. Paged like every listing: at most
+	// `limit` decisions, newest first, and a `next_cursor` to pass as `cursor` for older ones,
+	// empty when none are left.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -34307,7 +34355,11 @@ func (c *ClientWithResponses) GetBalancerPlanWithResponse(ctx context.Context, r
 
 // ListDecisionsWithResponse The reconciler's bounded decision log, newest first
 //
-// Each transfer, skip and outcome with its reason and the inputs it was decided from. At most 500 entries are kept; a repeated skip for the same reason is recorded once.
+// Each transfer, skip and outcome with its reason and the inputs it was decided from. At most
+// 500 entries of the last 7 days are kept (a task's phase steps at most half of them); a
+// repeated skip for the same reason is recorded once. Paged like every listing: at most
+// `limit` decisions, newest first, and a `next_cursor` to pass as `cursor` for older ones,
+// empty when none are left.
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -148,6 +148,8 @@ func Handler(cfg Config) http.Handler {
 	mux.HandleFunc("POST /console/login", li.login)
 	mux.HandleFunc("POST /console/logout", li.logout)
 
+	mux.HandleFunc("GET /console/groups/{id}/transfer", c.read(gr.confirmTransfer))
+	mux.HandleFunc("GET /console/groups/{id}/moves", c.read(gr.confirmMove))
 	mux.HandleFunc("POST /console/groups/{id}/transfer", c.action(groupAction(gr.transfer)))
 	mux.HandleFunc("POST /console/groups/{id}/preferred", c.action(groupAction(gr.setPreferred)))
 	mux.HandleFunc("POST /console/groups/{id}/moves", c.action(groupAction(gr.replicaMove)))

@@ -279,8 +279,23 @@ func TestActionsNeedAdminAndReadsNeedRead(t *testing.T) {
 	if f.Transfers() != 0 || leaderOf(t, f, 1) != 3 {
 		t.Fatal("a refused action changed the leader")
 	}
-	// Admin: done, POST-redirect-GET with the outcome shown once.
+	// Admin without the confirmation: sent to the confirmation page, which
+	// shows the preflight and the form that does it.
 	resp, _ := do("POST", "/console/groups/1/transfer", adminTok, form)
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/console/groups/1/transfer?target=2" || leaderOf(t, f, 1) != 3 {
+		t.Fatalf("unconfirmed action: %d %s leader %d", resp.StatusCode, resp.Header.Get("Location"), leaderOf(t, f, 1))
+	}
+	if resp, body := do("GET", "/console/groups/1/transfer?target=2", adminTok, nil); resp.StatusCode != 200 ||
+		!strings.Contains(text(one(t, parse(t, body), "confirm-title")), "Transfer group 1's leadership to node 2?") || hasAttr(one(t, parse(t, body), "confirm"), "disabled") {
+		t.Fatalf("confirmation page: %d %s", resp.StatusCode, body)
+	}
+	if _, body := do("GET", "/console/groups/1/moves?from=1&to=2", readTok, nil); !hasAttr(one(t, parse(t, body), "confirm"), "disabled") ||
+		!strings.Contains(body, "Move group 1&#39;s replica from node 1 to node 2?") {
+		t.Fatalf("a move's confirmation for the read role: %s", body)
+	}
+	// Admin, confirmed: done, POST-redirect-GET with the outcome shown once.
+	form.Set("confirm", "yes")
+	resp, _ = do("POST", "/console/groups/1/transfer", adminTok, form)
 	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/console/groups/1" || leaderOf(t, f, 1) != 2 {
 		t.Fatalf("admin action: %d %s leader %d", resp.StatusCode, resp.Header.Get("Location"), leaderOf(t, f, 1))
 	}
@@ -322,12 +337,13 @@ func TestActionsNeedAdminAndReadsNeedRead(t *testing.T) {
 	// The audit trail has the denied and the done action, with names; the
 	// anonymous and the cross-origin attempts never reached an identity.
 	trail := f.AuditTrail()
-	if len(trail) != 2 || trail[0].Outcome != slotstore.AuditDenied || !strings.HasPrefix(trail[0].Who, "read-token-") ||
-		trail[1].Outcome != slotstore.AuditOK || trail[1].Role != "admin" || trail[1].Action != "console POST /console/groups/{id}/transfer" ||
-		trail[1].Target != "/console/groups/1/transfer" || !strings.Contains(trail[1].Detail, "to node 2") {
+	if len(trail) != 3 || trail[0].Outcome != slotstore.AuditDenied || !strings.HasPrefix(trail[0].Who, "read-token-") ||
+		trail[1].Outcome != slotstore.AuditRefused || !strings.Contains(trail[1].Detail, "confirm") ||
+		trail[2].Outcome != slotstore.AuditOK || trail[2].Role != "admin" || trail[2].Action != "console POST /console/groups/{id}/transfer" ||
+		trail[2].Target != "/console/groups/1/transfer" || !strings.Contains(trail[2].Detail, "to node 2") {
 		t.Fatalf("audit trail: %+v", trail)
 	}
-	if resp, body := do("GET", "/console/audit", adminTok, nil); resp.StatusCode != 200 || strings.Count(body, `data-testid="audit-row"`) != 2 {
+	if resp, body := do("GET", "/console/audit", adminTok, nil); resp.StatusCode != 200 || strings.Count(body, `data-testid="audit-row"`) != 3 {
 		t.Fatalf("audit page: %d %s", resp.StatusCode, body)
 	}
 	if resp, _ := do("GET", "/console/audit", readTok, nil); resp.StatusCode != http.StatusForbidden {

@@ -141,6 +141,9 @@ func (c groupPages) transfer(r *http.Request, id slotstore.GroupID) (string, Fla
 	if err != nil {
 		return groupHref(id), Flash{Message: err.Error()}
 	}
+	if ok, to, f := confirmed(r, "leader transfer"); !ok {
+		return to, f
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), 15*time.Second)
 	defer cancel()
 	pf, res, err := c.src.LeaderTransfer(ctx, id, target, false)
@@ -176,6 +179,9 @@ func (c groupPages) replicaMove(r *http.Request, id slotstore.GroupID) (string, 
 	to, err := formNode(r, "to")
 	if err != nil {
 		return groupHref(id), Flash{Message: err.Error()}
+	}
+	if ok, page, f := confirmed(r, "replica move"); !ok {
+		return page, f
 	}
 	t, err := c.src.CreateReplicaMove(r.Context(), id, from, to)
 	if err != nil {

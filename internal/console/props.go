@@ -123,6 +123,9 @@ type TasksProps struct {
 type DecisionsProps struct {
 	Decisions []DecisionRow
 	Now       time.Time
+	// Before is the sequence number this page lists below (0: from the
+	// newest); Older, the one the next page does (0: none older).
+	Before, Older uint64
 }
 
 // DecisionRow is one row of the decision log: a decision and, for a

@@ -341,6 +341,10 @@ func TestConsoleInBrowser(t *testing.T) {
 	shot("group-before-transfer")
 	do("transfer",
 		chromedp.Click(chromedp.CSS(fmt.Sprintf(`[data-testid=transfer-%d]`, target))),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=confirm-page]`)))
+	shot("confirm-transfer")
+	do("confirm the transfer",
+		chromedp.Click(chromedp.CSS(`[data-testid=confirm]`)),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid=flash]`)))
 	flash, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`[data-testid=flash]`)))
 	if err != nil {

@@ -9,15 +9,17 @@ import (
 
 type auditJSON struct {
 	Items []slotstore.AuditRecord `json:"items"`
-	// NextBefore continues the listing (pass it as before); absent at the
-	// oldest record kept.
+	// NextCursor continues the listing (pass it as cursor), as NextBefore
+	// does (as before); both absent at the oldest record kept.
+	NextCursor string `json:"next_cursor,omitempty"`
 	NextBefore uint64 `json:"next_before,omitempty"`
 	// Oldest and Newest are the sequence numbers the trail keeps now.
 	Oldest uint64 `json:"oldest"`
 	Newest uint64 `json:"newest"`
 }
 
-// listAudit is GET /v1/cluster/audit?before=&limit=: the audit trail,
+// listAudit is GET /v1/cluster/audit?cursor=&limit= (or ?before=, the
+// older form): the audit trail,
 // newest first, as this node's controller replica has applied it.
 func (a clusterRoutes) listAudit(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
@@ -25,7 +27,14 @@ func (a clusterRoutes) listAudit(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var before uint64
+	cur, _, err := single(q, "cursor")
+	if err != nil {
+		return err
+	}
+	before, err := parseSeqCursor(cur, tagAudit)
+	if err != nil {
+		return err
+	}
 	if s, ok, err := single(q, "before"); err != nil {
 		return err
 	} else if ok {
@@ -34,18 +43,13 @@ func (a clusterRoutes) listAudit(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	trail := a.op.AuditTrail()
-	out := auditJSON{Items: []slotstore.AuditRecord{}}
+	out := auditJSON{}
 	if len(trail) > 0 {
 		out.Oldest, out.Newest = trail[0].Seq, trail[len(trail)-1].Seq
 	}
-	for i := len(trail) - 1; i >= 0 && len(out.Items) < limit; i-- {
-		if before != 0 && trail[i].Seq >= before {
-			continue
-		}
-		out.Items = append(out.Items, trail[i])
-	}
-	if n := len(out.Items); n == limit && out.Items[n-1].Seq > out.Oldest {
-		out.NextBefore = out.Items[n-1].Seq
+	out.Items, out.NextBefore = newestFirst(trail, func(r slotstore.AuditRecord) uint64 { return r.Seq }, before, limit)
+	if out.NextBefore != 0 {
+		out.NextCursor = seqCursor(tagAudit, out.NextBefore)
 	}
 	a.writeJSON(w, r, http.StatusOK, out)
 	return nil

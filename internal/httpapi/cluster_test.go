@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -93,10 +94,40 @@ func TestResolveRoutes(t *testing.T) {
 	}
 }
 
-// TestDecisionsLimit: ?limit answers the newest decisions only; a bad one
-// is refused.
+// TestDecisionsLimit: ?limit answers the newest decisions only, and
+// next_cursor pages to the oldest as every listing does; a bad limit or
+// cursor is refused.
 func TestDecisionsLimit(t *testing.T) {
-	h := newHandler(t, newFake(t, 1))
+	f := newFake(t, 1)
+	for i := range 5 {
+		f.Decide(slotstore.Decision{AtMs: int64(i), Group: 1, Kind: slotstore.DecisionSkip})
+	}
+	h := newHandler(t, f)
+	var seqs []uint64
+	path := "/v1/cluster/decisions?limit=2"
+	for pages := 0; path != ""; pages++ {
+		w := do(t, h, "GET", path, "")
+		var page struct {
+			Items      []slotstore.Decision `json:"items"`
+			NextCursor string               `json:"next_cursor"`
+		}
+		if err := json.Unmarshal(w.Body.Bytes(), &page); err != nil || w.Code != 200 || pages > 3 {
+			t.Fatalf("%s: %d %s", path, w.Code, w.Body)
+		}
+		for _, d := range page.Items {
+			seqs = append(seqs, d.Seq)
+		}
+		path = ""
+		if page.NextCursor != "" {
+			path = "/v1/cluster/decisions?limit=2&cursor=" + page.NextCursor
+		}
+	}
+	if fmt.Sprint(seqs) != "[5 4 3 2 1]" {
+		t.Fatalf("paged decisions: %v, want 5 to 1", seqs)
+	}
+	if w := do(t, h, "GET", "/v1/cluster/decisions?cursor=nope", ""); w.Code != 400 {
+		t.Fatalf("cursor=nope: %d", w.Code)
+	}
 	if w := do(t, h, "GET", "/v1/cluster/decisions?limit=0", ""); w.Code != 400 {
 		t.Fatalf("limit=0: %d", w.Code)
 	}

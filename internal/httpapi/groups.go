@@ -133,8 +133,8 @@ func (a groupRoutes) setPreferredLeader(ctx context.Context, g slotstore.GroupID
 	}
 }
 
-// listDecisions is GET /v1/cluster/decisions: the bounded decision log,
-// newest first (the log holds at most a few hundred entries).
+// listDecisions is GET /v1/cluster/decisions?limit=&cursor=: the bounded
+// decision log, newest first, paged by sequence number (seqpage.go).
 // maxDecisionsPage is the most decisions one answer holds: the log's own
 // bound.
 const maxDecisionsPage = 500
@@ -150,12 +150,20 @@ func (a groupRoutes) listDecisions(w http.ResponseWriter, r *http.Request) error
 		}
 		limit = n
 	}
-	ds := a.op.Decisions()
-	out := make([]slotstore.Decision, 0, min(len(ds), limit))
-	for i := len(ds) - 1; i >= 0 && len(out) < limit; i-- {
-		out = append(out, ds[i])
+	cur, _, err := single(r.URL.Query(), "cursor")
+	if err != nil {
+		return err
 	}
-	a.writeJSON(w, r, http.StatusOK, whole(out))
+	before, err := parseSeqCursor(cur, tagDecisions)
+	if err != nil {
+		return err
+	}
+	out, next := newestFirst(a.op.Decisions(), func(d slotstore.Decision) uint64 { return d.Seq }, before, limit)
+	page := whole(out)
+	if next != 0 {
+		page.NextCursor = seqCursor(tagDecisions, next)
+	}
+	a.writeJSON(w, r, http.StatusOK, page)
 	return nil
 }
 

@@ -222,6 +222,9 @@ const (
 
 // Decision is one reconciliation decision in the controller's bounded log.
 type Decision struct {
+	// Seq numbers the decisions the controller recorded, from 1 (0: one
+	// recorded before decisions were numbered); a page's cursor.
+	Seq    uint64       `json:"seq"`
 	AtMs   int64        `json:"at_ms"`
 	Group  GroupID      `json:"group"`
 	Kind   DecisionKind `json:"kind"`

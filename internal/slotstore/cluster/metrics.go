@@ -41,6 +41,7 @@ type metrics struct {
 	// leaderChanges counts the leaders this node saw its replicas take
 	// (LeaderUpdated with a leader), by group ("controller" for its own).
 	leaderChanges *prometheus.CounterVec
+	lat           *latencies // latencymetrics.go
 	cs            []prometheus.Collector
 
 	reads     *prometheus.CounterVec
@@ -95,8 +96,10 @@ func newMetrics(reg prometheus.Registerer, n *Node) (*metrics, error) {
 		`Leaders this node's replica of a group saw elected or handed over (group "controller": the controller group's).`, "group")
 	m.queueDepth = &queueCollector{n: n, desc: prometheus.NewDesc("slotmeta_proposal_queue_depth",
 		"Commands waiting in a group's proposal queue on this node.", []string{"group"}, nil)}
-	for _, c := range []prometheus.Collector{m.reads, m.proposals, m.batchCmds, m.batchBytes, m.appliedIdx, m.backlogs, m.queueDepth,
-		m.dropped, m.peerAuth, m.peerWrites, m.peerAuditLost, m.moves, m.attempts, m.health, m.store, m.raft, m.state, m.leaderChanges} {
+	m.lat = newLatencies()
+	for _, c := range append([]prometheus.Collector{m.reads, m.proposals, m.batchCmds, m.batchBytes, m.appliedIdx, m.backlogs, m.queueDepth,
+		m.dropped, m.peerAuth, m.peerWrites, m.peerAuditLost, m.moves, m.attempts, m.health, m.store, m.raft, m.state, m.leaderChanges},
+		m.lat.collectors()...) {
 		if err := reg.Register(c); err != nil {
 			m.unregister()
 			return nil, err
@@ -229,10 +232,6 @@ func (h *healthCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(h.under, prometheus.GaugeValue, v, label)
 		ch <- prometheus.MustNewConstMetric(h.live, prometheus.GaugeValue, float64(g.LiveVoters), label)
 	}
-}
-
-func (m *metrics) applied(g slotstore.GroupID, index uint64) {
-	m.appliedIdx.WithLabelValues(strconv.FormatUint(uint64(g), 10)).Set(float64(index))
 }
 
 // backlog records the projection backlog of a led group; n < 0: the node

@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -116,6 +117,42 @@ func TestEveryNodeReportsItsReplicas(t *testing.T) {
 	if leaders != 1 {
 		t.Fatalf("%v nodes say they lead group 1", leaders)
 	}
+	// Writes through a node that does not lead group 1 are forwarded: it
+	// times its forward hops and peer calls, every replica its Raft log's
+	// saves and its applies, and each node says its Raft connections open.
+	var via *cluster.Node
+	for _, n := range c.Nodes {
+		if v, _ := gauge(regs[n.NodeID()], "slotmeta_replica_is_leader", "1"); v == 0 {
+			via = n
+			break
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for i := range 20 {
+		if res, _, err := via.Propose(ctx, &meta.PutKV{Key: fmt.Sprintf("lat-%d", i), Value: []byte("v")}); err != nil || !res.OK() {
+			t.Fatalf("put: %v %+v", err, res)
+		}
+	}
+	reg := regs[via.NodeID()]
+	if n := series(t, reg, "slotmeta_forward_seconds")["outcome=ok"]; n < 1 {
+		t.Fatalf("forward hops timed: %v", n)
+	}
+	if calls := series(t, reg, "slotmeta_peer_request_seconds"); len(calls) == 0 {
+		t.Fatal("no peer call timed")
+	}
+	for id, r := range regs {
+		if n := series(t, r, "slotmeta_raft_log_save_seconds")[""]; n < 1 {
+			t.Fatalf("node %d: Raft log saves timed: %v", id, n)
+		}
+		testutil.WaitUntil(t, 5*time.Second, 10*time.Millisecond, "every node applied the writes", func() bool {
+			return series(t, r, "slotmeta_apply_seconds")[""] >= 1
+		})
+		up := series(t, r, "slotmeta_raft_peer_connected")
+		if len(up) != 2 || up["node=1"]+up["node=2"]+up["node=3"] != 2 {
+			t.Fatalf("node %d: Raft connections %v, want the two others open", id, up)
+		}
+	}
 	survivor := c.Nodes[0]
 	for _, n := range c.Nodes[1:] {
 		if err := n.Close(); err != nil {
@@ -126,9 +163,14 @@ func TestEveryNodeReportsItsReplicas(t *testing.T) {
 		v, ok := gauge(regs[survivor.NodeID()], "slotmeta_replica_has_leader", "1")
 		return ok && v == 0
 	})
+	testutil.WaitUntil(t, 30*time.Second, 50*time.Millisecond, "the survivor says it cannot connect to the others", func() bool {
+		up := series(t, regs[survivor.NodeID()], "slotmeta_raft_peer_connected")
+		fails := series(t, regs[survivor.NodeID()], "slotmeta_raft_peer_connection_failures_total")
+		return len(up) == 2 && up["node=2"]+up["node=3"] == 0 && fails["node=2"] > 0 && fails["node=3"] > 0
+	})
 }
 
-// series reads the gauges or counters of a family, keyed by their labels
+// series reads the gauges, counters or histograms' counts of a family, keyed by their labels
 // ("name=value,…" in order).
 func series(t *testing.T, reg *prometheus.Registry, name string) map[string]float64 {
 	t.Helper()
@@ -146,7 +188,8 @@ func series(t *testing.T, reg *prometheus.Registry, name string) map[string]floa
 			for _, l := range m.GetLabel() {
 				key = append(key, l.GetName()+"="+l.GetValue())
 			}
-			out[strings.Join(key, ",")] = m.GetGauge().GetValue() + m.GetCounter().GetValue()
+			// A histogram reads as its count.
+			out[strings.Join(key, ",")] = m.GetGauge().GetValue() + m.GetCounter().GetValue() + float64(m.GetHistogram().GetSampleCount())
 		}
 	}
 	return out

@@ -210,6 +210,8 @@ func Start(cfg Config) (*Node, error) {
 		_ = db.Close()
 		return nil, err
 	}
+	n.peers.OnCall(n.metrics.lat.peerCalled)
+	n.logdb.Saved = func(took time.Duration) { n.metrics.lat.logSave.Observe(took.Seconds()) }
 	gatherer, _ := cfg.Registerer.(prometheus.Gatherer) // a registry is both
 	n.history = history.New(history.Config{Node: cfg.NodeID, Step: cfg.HistoryStep, Now: cfg.Now, Gatherer: gatherer, Ops: n.heat.Totals})
 	raftDir := filepath.Join(cfg.DataDir, "raft")
@@ -226,7 +228,7 @@ func Start(cfg Config) (*Node, error) {
 	nhc.RaftEventListener = n
 	nhc.SystemEventListener = &n.snaps // counts snapshots (snapshotevents.go)
 	// dragonboat's TCP transport (or the test's), recording who we hear from.
-	tr := raftnet.Transport{Inner: cfg.RaftTransport, Heard: n.heard, Refuse: n.refusesRaftFrom, Sending: n.logdb.Sending,
+	tr := raftnet.Transport{Inner: cfg.RaftTransport, Heard: n.heard, Refuse: n.refusesRaftFrom, Sending: n.logdb.Sending, SnapshotBytes: n.metrics.lat.snapshotChunk,
 		Bounds: raftnet.Bounds{MaxConns: cfg.Conns.Raft.Max, MaxPerSource: cfg.Conns.Raft.PerSource, Listening: n.guarded}}
 	if peerTLS != nil {
 		// The Raft port's handshakes read the certificate reloaded in
@@ -269,7 +271,7 @@ func Start(cfg Config) (*Node, error) {
 	n.dispatch = dispatch.New(dispatch.Config{NodeID: cfg.NodeID, Router: n.router, Local: localReplicas{n}, Peers: n.peers,
 		Controller: n.ctrl.Load, MaxForwardHops: cfg.MaxForwardHops, ForwardHopTimeout: cfg.ForwardHopTimeout,
 		ForwardMoveGrace: cfg.ForwardMoveGrace, LeaderWait: cfg.LeaderWait, ElectionTimeout: cfg.electionTimeout(), Now: cfg.Now,
-		Proposal: n.metrics.proposal, LeaderMove: n.metrics.leaderMove, Heat: n.heat, Wake: n.wakes.unreached, ServedWrite: n.peerWrites.proposed})
+		Proposal: n.metrics.proposal, LeaderMove: n.metrics.leaderMove, Forwarded: n.metrics.lat.forwarded, Heat: n.heat, Wake: n.wakes.unreached, ServedWrite: n.peerWrites.proposed})
 	n.projector = projector.New(projector.Config{Node: projectHost{n}, Interval: cfg.ProjectInterval,
 		RoundTimeout: cfg.RequestTimeout, Backlog: n.metrics.backlog, Logger: cfg.Logger})
 	n.leader = leader.New(leader.Config{NodeID: cfg.NodeID, Host: leaderHost{n}, Peers: n.peers, Now: cfg.Now, Logger: cfg.Logger, Life: n.life,

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"sync"
 	"sync/atomic"
 
 	"github.com/lni/dragonboat/v4/raftio"
@@ -33,9 +34,52 @@ func (n *Node) snapshotStats() SnapshotStats {
 }
 
 // snapshotEvents is the node's dragonboat system event listener. dragonboat
-// calls it from one goroutine of its own; it only counts.
+// calls it from one goroutine of its own; it only counts — the snapshots,
+// and the Raft connections to each address as this node sees them: whether
+// the last attempt connected, and the failures (a peer's reachability from
+// here, exported by every node: slotmeta_raft_peer_connected).
 type snapshotEvents struct {
 	received, recovered, sent, aborted atomic.Uint64
+	conns                              sync.Map // Raft address → *connState
+}
+
+// connState is one address's Raft connections: the last attempt's outcome
+// and the failures so far.
+type connState struct {
+	up       atomic.Bool
+	failures atomic.Uint64
+}
+
+func (e *snapshotEvents) conn(addr string) *connState {
+	c, _ := e.conns.LoadOrStore(addr, &connState{})
+	return c.(*connState)
+}
+
+// connection reports the last outcome and failures of the connections to
+// addr (known: an attempt was made).
+func (e *snapshotEvents) connection(addr string) (up bool, failures uint64, known bool) {
+	c, ok := e.conns.Load(addr)
+	if !ok {
+		return false, 0, false
+	}
+	cs := c.(*connState)
+	return cs.up.Load(), cs.failures.Load(), true
+}
+
+// ConnectionEstablished and ConnectionFailed: the message connections only
+// (a snapshot's is short-lived and says nothing more).
+func (e *snapshotEvents) ConnectionEstablished(i raftio.ConnectionInfo) {
+	if !i.SnapshotConnection {
+		e.conn(i.Address).up.Store(true)
+	}
+}
+
+func (e *snapshotEvents) ConnectionFailed(i raftio.ConnectionInfo) {
+	if !i.SnapshotConnection {
+		c := e.conn(i.Address)
+		c.up.Store(false)
+		c.failures.Add(1)
+	}
 }
 
 var _ raftio.ISystemEventListener = (*snapshotEvents)(nil)
@@ -66,15 +110,13 @@ func (e *snapshotEvents) SendSnapshotAborted(i raftio.SnapshotInfo) {
 	}
 }
 
-func (*snapshotEvents) NodeHostShuttingDown()                       {}
-func (*snapshotEvents) NodeUnloaded(raftio.NodeInfo)                {}
-func (*snapshotEvents) NodeDeleted(raftio.NodeInfo)                 {}
-func (*snapshotEvents) NodeReady(raftio.NodeInfo)                   {}
-func (*snapshotEvents) MembershipChanged(raftio.NodeInfo)           {}
-func (*snapshotEvents) ConnectionEstablished(raftio.ConnectionInfo) {}
-func (*snapshotEvents) ConnectionFailed(raftio.ConnectionInfo)      {}
-func (*snapshotEvents) SendSnapshotStarted(raftio.SnapshotInfo)     {}
-func (*snapshotEvents) SnapshotCreated(raftio.SnapshotInfo)         {}
-func (*snapshotEvents) SnapshotCompacted(raftio.SnapshotInfo)       {}
-func (*snapshotEvents) LogCompacted(raftio.EntryInfo)               {}
-func (*snapshotEvents) LogDBCompacted(raftio.EntryInfo)             {}
+func (*snapshotEvents) NodeHostShuttingDown()                   {}
+func (*snapshotEvents) NodeUnloaded(raftio.NodeInfo)            {}
+func (*snapshotEvents) NodeDeleted(raftio.NodeInfo)             {}
+func (*snapshotEvents) NodeReady(raftio.NodeInfo)               {}
+func (*snapshotEvents) MembershipChanged(raftio.NodeInfo)       {}
+func (*snapshotEvents) SendSnapshotStarted(raftio.SnapshotInfo) {}
+func (*snapshotEvents) SnapshotCreated(raftio.SnapshotInfo)     {}
+func (*snapshotEvents) SnapshotCompacted(raftio.SnapshotInfo)   {}
+func (*snapshotEvents) LogCompacted(raftio.EntryInfo)           {}
+func (*snapshotEvents) LogDBCompacted(raftio.EntryInfo)         {}

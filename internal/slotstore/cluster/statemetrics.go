@@ -1,14 +1,16 @@
 package cluster
 
 import (
+	"strconv"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
 // stateCollector reports, from every node, what its copy of the controller
 // state and its own counters say (issue 30): the route revision, the
 // controller's applied index, tasks by kind and state, operator pins and
-// the balancer's pause, and the Raft snapshots that moved through this
-// node. Every node exports them, so they stay while the controller leader
+// the balancer's pause, the Raft snapshots that moved through this node,
+// and whether this node's Raft connections to each other node open. Every node exports them, so they stay while the controller leader
 // is gone (each node's copy as it last applied it).
 //
 // Concurrency contract: it reads the atomic controller state and atomic
@@ -16,6 +18,7 @@ import (
 type stateCollector struct {
 	n                                           *Node
 	revision, applied, tasks, pins, paused, snp *prometheus.Desc
+	connected, connFailures                     *prometheus.Desc
 }
 
 func newStateCollector(n *Node) *stateCollector {
@@ -28,11 +31,15 @@ func newStateCollector(n *Node) *stateCollector {
 		paused: prometheus.NewDesc("slotmeta_balancer_paused", "1 while an operator paused the balancer.", nil, nil),
 		snp: prometheus.NewDesc("slotmeta_snapshots_total",
 			"Raft snapshots of slot groups through this node since it started: received, recovered (also at restarts), sent, send_aborted.", []string{"event"}, nil),
+		connected: prometheus.NewDesc("slotmeta_raft_peer_connected",
+			"1 when this node's last attempt to open a Raft connection to the node succeeded, 0 when it failed (a peer's reachability as this node sees it; absent before any attempt).", []string{"node"}, nil),
+		connFailures: prometheus.NewDesc("slotmeta_raft_peer_connection_failures_total",
+			"Failed attempts of this node to open a Raft connection to the node.", []string{"node"}, nil),
 	}
 }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.revision, c.applied, c.tasks, c.pins, c.paused, c.snp} {
+	for _, d := range []*prometheus.Desc{c.revision, c.applied, c.tasks, c.pins, c.paused, c.snp, c.connected, c.connFailures} {
 		ch <- d
 	}
 }
@@ -65,5 +72,18 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	s := c.n.snapshotStats()
 	for event, v := range map[string]uint64{"received": s.Received, "recovered": s.Recovered, "sent": s.Sent, "send_aborted": s.SendAborted} {
 		ch <- prometheus.MustNewConstMetric(c.snp, prometheus.CounterValue, float64(v), event)
+	}
+	for id, node := range st.Nodes {
+		up, failures, known := c.n.snaps.connection(node.RaftAddr)
+		if !known || id == c.n.cfg.NodeID {
+			continue
+		}
+		label := strconv.FormatUint(uint64(id), 10)
+		v := 0.0
+		if up {
+			v = 1
+		}
+		ch <- prometheus.MustNewConstMetric(c.connected, prometheus.GaugeValue, v, label)
+		ch <- prometheus.MustNewConstMetric(c.connFailures, prometheus.CounterValue, float64(failures), label)
 	}
 }

@@ -26,7 +26,7 @@ func TestRecordsMapEveryFieldToTheAPI(t *testing.T) {
 	if back := NodeOf(node.Info()); !reflect.DeepEqual(back, node) {
 		t.Fatalf("node round trip: %+v", back)
 	}
-	d := Decision{AtMs: 1, Group: 2, Kind: slotstore.DecisionTransfer, Reason: "r", Detail: "d", Leader: 3, Term: 4, PreferredLeader: 5,
+	d := Decision{Seq: 9, AtMs: 1, Group: 2, Kind: slotstore.DecisionTransfer, Reason: "r", Detail: "d", Leader: 3, Term: 4, PreferredLeader: 5,
 		TargetLag: 6, TargetReportAge: 7, Observer: 8}
 	allSet(t, "decision", reflect.ValueOf(d))
 	if back := DecisionOf(d.API()); back != d {

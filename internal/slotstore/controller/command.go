@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
@@ -56,9 +57,12 @@ type SetPreferred struct {
 // MaxDecisions bounds the decision log; the oldest entries go first, a
 // task's phase steps before the rest once they hold MaxTaskDecisions (a
 // merge's steps flushed every other decision within seconds: issue 30).
+// Decisions older than MaxDecisionAge before the newest go too (by the
+// commands' own times: every replica drops the same).
 const (
 	MaxDecisions     = 500
 	MaxTaskDecisions = MaxDecisions / 2
+	MaxDecisionAge   = 7 * 24 * time.Hour
 )
 
 // MaxAudit bounds the audit trail; the oldest records go first.
@@ -166,11 +170,16 @@ func (b *Bootstrap) Validate() error {
 	return nil
 }
 
-// appendDecision appends d, keeping at most MaxDecisions: when full, the
-// oldest task step goes if task steps hold more than MaxTaskDecisions,
-// else the oldest decision.
+// appendDecision appends d, keeping the decisions of the last
+// MaxDecisionAge before it and at most MaxDecisions: when full, the oldest
+// task step goes if task steps hold more than MaxTaskDecisions, else the
+// oldest decision.
 func appendDecision(list []Decision, d Decision) []Decision {
-	list = append(list, d)
+	old := 0
+	for old < len(list) && list[old].AtMs < d.AtMs-MaxDecisionAge.Milliseconds() {
+		old++
+	}
+	list = append(list[old:], d)
 	if len(list) <= MaxDecisions {
 		return list
 	}
@@ -253,9 +262,9 @@ func applyBody(s *State, c Command) Result {
 		return Result{OK: true, TaskID: a.Seq}
 	case c.Decision != nil:
 		d := *c.Decision
-		d.AtMs = c.TimeMs
-		s.Decisions = appendDecision(s.Decisions, d)
 		s.DecisionSeq++
+		d.AtMs, d.Seq = c.TimeMs, s.DecisionSeq
+		s.Decisions = appendDecision(s.Decisions, d)
 		return Result{OK: true}
 	}
 	return Result{Message: "empty command"}

@@ -75,6 +75,7 @@ type ChangeCursor struct {
 // Decision is one entry of the decision log: what the reconciler, the
 // balancer or a task decided, and the inputs it decided from.
 type Decision struct {
+	Seq             uint64                 `json:"seq,omitempty"` // State.DecisionSeq when recorded (0: before it was kept)
 	AtMs            int64                  `json:"at_ms"`
 	Group           slotstore.GroupID      `json:"group"`
 	Kind            slotstore.DecisionKind `json:"kind"`

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"testing"
+	"time"
 
 	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
@@ -31,5 +32,23 @@ func TestTaskStepsDoNotFlushTheDecisionLog(t *testing.T) {
 	if first, last := log[0], log[len(log)-1]; first.Kind != slotstore.DecisionBalance || first.AtMs != int64(MaxDecisions-MaxTaskDecisions) ||
 		last.AtMs != int64(3*MaxDecisions-1) {
 		t.Fatalf("kept %+v … %+v", first, last)
+	}
+}
+
+// TestOldDecisionsGo: a decision older than MaxDecisionAge before the
+// newest leaves the log, by the commands' own times.
+func TestOldDecisionsGo(t *testing.T) {
+	var log []Decision
+	day := (24 * time.Hour).Milliseconds()
+	for i := range 10 {
+		log = appendDecision(log, Decision{AtMs: int64(i) * day, Kind: slotstore.DecisionBalance})
+	}
+	// Days 0 and 1 are more than seven days before day 9.
+	if len(log) != 8 || log[0].AtMs != 2*day {
+		t.Fatalf("kept %d decisions from day %d", len(log), log[0].AtMs/day)
+	}
+	log = appendDecision(log, Decision{AtMs: 100 * day})
+	if len(log) != 1 {
+		t.Fatalf("a decision 91 days later keeps %d", len(log))
 	}
 }

@@ -21,6 +21,10 @@ var updateGolden = flag.Bool("update", false, "rewrite testdata/snapshot.golden.
 
 const goldenSnapshot = "testdata/snapshot.golden.json"
 
+// oldSnapshots are snapshots earlier code wrote (before decisions were
+// numbered: 2026-12-03), which today's code must read and write back alike.
+var oldSnapshots = []string{"testdata/snapshot-2026-12-03.json", goldenSnapshot}
+
 // richState applies one of every kind of command to a new state machine.
 func richState(t *testing.T) *StateMachine {
 	t.Helper()
@@ -82,10 +86,17 @@ func TestSnapshotGolden(t *testing.T) {
 	}
 }
 
-// TestOldSnapshotStillDecodes: the golden snapshot, recovered and saved
-// again, is the same bytes — no field of it is lost or read differently.
+// TestOldSnapshotStillDecodes: each old snapshot and the golden one,
+// recovered and saved again, are the same bytes — no field of them is lost
+// or read differently.
 func TestOldSnapshotStillDecodes(t *testing.T) {
-	old, err := os.ReadFile(goldenSnapshot)
+	for _, path := range oldSnapshots {
+		t.Run(path, func(t *testing.T) { oldSnapshotDecodes(t, path) })
+	}
+}
+
+func oldSnapshotDecodes(t *testing.T, path string) {
+	old, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +105,7 @@ func TestOldSnapshotStillDecodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	if again := snapshotOf(t, s); !bytes.Equal(again, old) {
-		t.Fatalf("a snapshot of 2026-12-03 does not survive recovery:\n got %s\nwant %s", again, old)
+		t.Fatalf("%s does not survive recovery:\n got %s\nwant %s", path, again, old)
 	}
 	st := s.Snapshot()
 	if st.ClusterID != "golden" || len(st.Nodes) != 4 || len(st.Tasks) != 2 || st.PeerSecret == "" || !st.Balancer.Paused ||

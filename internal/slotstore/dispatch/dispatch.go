@@ -60,6 +60,9 @@ type Config struct {
 	// leader change.
 	Proposal   func(g slotstore.GroupID, code slotstore.Code)
 	LeaderMove func(redirected bool)
+	// Forwarded, when set, is told how long each forward hop of a write
+	// took and how it ended (nil: answered).
+	Forwarded func(took time.Duration, err error)
 	// Heat counts the reads and writes this node resolved, per hash slot
 	// (nil: not counted).
 	Heat *heat.Counters

@@ -49,7 +49,11 @@ func (d *Dispatcher) forwardPropose(ctx context.Context, target slotstore.NodeID
 	}
 	hctx, moved, stop := d.watchLeaderMove(hctx, route.GroupID, target, grace)
 	defer stop()
+	start := time.Now()
 	res, r2, sent, err := d.cfg.Peers.Forward(hctx, addr, enc, moved)
+	if d.cfg.Forwarded != nil {
+		d.cfg.Forwarded(time.Since(start), err)
+	}
 	if r2.GroupID == 0 {
 		r2 = route
 	}

@@ -63,8 +63,9 @@ type Config struct {
 	// always takes the default; tests may set a smaller one).
 	EventCapacity int
 	// OnApplied, if set, is called after each committed Update with the new
-	// applied index (for metrics). It must not block.
-	OnApplied func(g slotstore.GroupID, index uint64)
+	// applied index and how long the Update took (for metrics). It must not
+	// block.
+	OnApplied func(g slotstore.GroupID, index uint64, took time.Duration)
 	// OnChanges, if set, is called after each committed Update with the
 	// changes it numbered (watchlog.go), in sequence order per slot. It
 	// must not block; it may keep the records.
@@ -258,6 +259,7 @@ func (s *StateMachine) Update(entries []sm.Entry) ([]sm.Entry, error) {
 	if len(entries) == 0 {
 		return entries, nil
 	}
+	start := time.Now()
 	b := s.db.NewIndexedBatch()
 	defer b.Close()
 	a := applier{sm: s, b: b, revision: s.revision, dedupHead: s.dedupHead, dedupTail: s.dedupTail,
@@ -317,7 +319,7 @@ func (s *StateMachine) Update(entries []sm.Entry) ([]sm.Entry, error) {
 	s.applied.Store(last)
 	s.waiters.advanced()
 	if s.cfg.OnApplied != nil {
-		s.cfg.OnApplied(g, last)
+		s.cfg.OnApplied(g, last, time.Since(start))
 	}
 	if len(a.changes) > 0 {
 		s.cfg.OnChanges(g, a.changes)

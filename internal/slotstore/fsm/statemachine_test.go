@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	sm "github.com/lni/dragonboat/v4/statemachine"
@@ -77,9 +78,9 @@ func TestReopenAfterSync(t *testing.T) {
 	db := rawOpen(t, dir)
 	var notified []uint64
 	s := newSM(t, db, 1, allSlots(), func(c *fsm.Config) {
-		c.OnApplied = func(g slotstore.GroupID, idx uint64) {
-			if g != 1 {
-				t.Errorf("OnApplied group %d", g)
+		c.OnApplied = func(g slotstore.GroupID, idx uint64, took time.Duration) {
+			if g != 1 || took <= 0 {
+				t.Errorf("OnApplied group %d, took %v", g, took)
 			}
 			notified = append(notified, idx)
 		}

@@ -9,7 +9,8 @@
 // leader changes, the replicas' last and applied indexes, the data
 // directory's disk bytes, the build's version), the API's operation counts,
 // and the process's CPU time and resident memory — and turns the change
-// since the previous sample into one point: rates per second over the step,
+// since the previous sample into one point (the first sample, a step after
+// the node starts, only takes the totals): rates per second over the step,
 // the p99 from the histogram's bucket deltas (as Prometheus's
 // histogram_quantile does), gauges as they are. A total that fell (a
 // collector re-registered) counts from zero, never as a negative rate. At
@@ -73,7 +74,10 @@ type Recorder struct {
 	points  []slotstore.HistoryPoint // oldest first, at most Keep
 }
 
-// New returns a Recorder whose first point is the step after now.
+// New returns a Recorder. It reads nothing yet: its first Sample takes the
+// totals the points are the changes of (a read at construction would run
+// the node's collectors before the node runs — and a collector that caches
+// what it read, like the data directory's size, would keep that).
 func New(cfg Config) *Recorder {
 	cfg.Step = cmp.Or(cfg.Step, DefaultStep)
 	cfg.Keep = cmp.Or(cfg.Keep, DefaultKeep)
@@ -83,10 +87,7 @@ func New(cfg Config) *Recorder {
 	if cfg.Process == nil {
 		cfg.Process = selfProcess
 	}
-	r := &Recorder{cfg: cfg, started: cfg.Now()}
-	r.prev, r.version, _ = r.read()
-	r.prevAt = r.started
-	return r
+	return &Recorder{cfg: cfg, started: cfg.Now()}
 }
 
 // Run samples every Step until stop closes.
@@ -103,12 +104,20 @@ func (r *Recorder) Run(stop <-chan struct{}) {
 	}
 }
 
-// Sample adds the point of the time since the previous sample.
+// Sample adds the point of the time since the previous sample (the first
+// only takes the totals).
 func (r *Recorder) Sample() {
 	now := r.cfg.Now()
 	cur, version, g := r.read()
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if version != "" {
+		r.version = version
+	}
+	if r.prevAt.IsZero() { // the first sample: the totals to count from
+		r.prev, r.prevAt = cur, now
+		return
+	}
 	dt := now.Sub(r.prevAt).Seconds()
 	if dt <= 0 {
 		return // the clock stood still or stepped back: no rate to make
@@ -122,9 +131,6 @@ func (r *Recorder) Sample() {
 		r.points = slices.Delete(r.points, 0, len(r.points)-r.cfg.Keep)
 	}
 	r.prev, r.prevAt = cur, now
-	if version != "" {
-		r.version = version
-	}
 }
 
 // History returns a copy of the points, oldest first.

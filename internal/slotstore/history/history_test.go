@@ -44,6 +44,10 @@ func TestRecorderPoints(t *testing.T) {
 	r := New(Config{Node: 2, Step: 10 * time.Second, Keep: 3, Now: func() time.Time { return now }, Gatherer: in.reg,
 		Ops:     func() (uint64, uint64) { return reads, writes },
 		Process: func() (float64, float64) { return cpu, 50 << 20 }})
+	r.Sample() // the totals to count from
+	if h := r.History(); len(h.Points) != 0 {
+		t.Fatalf("the first sample made a point: %+v", h.Points)
+	}
 
 	// One step: 100 reads and 30 writes, 100 requests (98 quick, 2 slow),
 	// 4 refused as conflicts, 2 leader changes, one replica 7 entries behind.
@@ -115,6 +119,7 @@ func TestRecorderPoints(t *testing.T) {
 func TestRecorderWithoutSources(t *testing.T) {
 	now := time.Unix(1, 0)
 	r := New(Config{Now: func() time.Time { return now }})
+	r.Sample()
 	now = now.Add(DefaultStep)
 	r.Sample()
 	if h := r.History(); len(h.Points) != 1 || h.StepMs != DefaultStep.Milliseconds() || h.Points[0].Reads != 0 {

@@ -170,5 +170,6 @@ func (f *Fake) Audit(_ context.Context, rec slotstore.AuditRecord) (uint64, erro
 func (f *Fake) Decide(d slotstore.Decision) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	d.Seq = uint64(len(f.decisions) + 1) // numbered as the controller numbers them
 	f.decisions = append(f.decisions, d)
 }

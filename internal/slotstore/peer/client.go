@@ -29,7 +29,8 @@ type Client struct {
 	scheme string           // http, or https with TLS (UseTLS)
 	secret *Secret
 	bound  int
-	from   slotstore.NodeID // named in every call (From); 0: none
+	from   slotstore.NodeID                                 // named in every call (From); 0: none
+	onCall func(path string, took time.Duration, err error) // OnCall; nil: none
 
 	mu          sync.Mutex
 	slots       map[string]chan struct{} // by peer address
@@ -57,6 +58,11 @@ func NewClient(secret *Secret, bound int) *Client {
 
 // From makes every call name this node (set before the first call).
 func (c *Client) From(id slotstore.NodeID) { c.from = id }
+
+// OnCall has f told of every Call: its path, how long the peer took to
+// answer (to the answer's headers) and its error (set before the first
+// call; for metrics: it must not block).
+func (c *Client) OnCall(f func(path string, took time.Duration, err error)) { c.onCall = f }
 
 // UseTLS makes the client call peers over TLS with p's client config (this
 // node's certificate, the cluster's CA); nil leaves it on plain HTTP. It is
@@ -106,6 +112,10 @@ func (c *Client) acquire(addr string) (func(), error) {
 // peer's error. sent reports whether the request may have reached the peer
 // (a transport failure after that leaves a write's outcome unknown).
 func (c *Client) Call(ctx context.Context, method, addr, path string, body []byte, hdr map[string]string) (resp *http.Response, sent bool, err error) {
+	if c.onCall != nil {
+		start := time.Now()
+		defer func() { c.onCall(path, time.Since(start), err) }()
+	}
 	first := c.secret.Current()
 	if t, ok := c.took.Load(addr); ok && time.Now().Before(t.(tookSecret).until) && slices.Contains(c.secret.Previous(), t.(tookSecret).secret) {
 		first = t.(tookSecret).secret // what the peer took a moment ago

@@ -3,6 +3,7 @@ package raftlog
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 	_ "unsafe" // for go:linkname
 
 	"github.com/lni/dragonboat/v4/config"
@@ -53,6 +54,9 @@ const defaultLogDBName = "sharded-pebble"
 // it, so that its counters can be read (Stats).
 type Factory struct {
 	db atomic.Pointer[commitLogDB]
+	// Saved, when set (before Create), is told how long each save that
+	// reached the disk took: the write and its fsync.
+	Saved func(took time.Duration)
 }
 
 // Name implements config.LogDBFactory: dragonboat's own name for its
@@ -66,6 +70,7 @@ func (f *Factory) Create(cfg config.NodeHostConfig, cb config.LogDBCallback, dir
 		return nil, err
 	}
 	db := newCommitLogDB(inner)
+	db.onSave = f.Saved
 	f.db.Store(db)
 	return db, nil
 }
@@ -98,6 +103,8 @@ type commitLogDB struct {
 	raised   uint64                  // commits ReadRaftState raised to the snapshot (for tests)
 
 	recs sync.Map // replicaKey → *Appended: what this process saved or sent (appended.go)
+
+	onSave func(time.Duration) // Factory.Saved
 }
 
 func newCommitLogDB(inner raftio.ILogDB) *commitLogDB {
@@ -154,8 +161,12 @@ func (l *commitLogDB) SaveRaftState(updates []pb.Update, worker uint64) error {
 		return nil
 	}
 	l.mu.Unlock()
+	start := time.Now()
 	if err := l.ILogDB.SaveRaftState(out, worker); err != nil {
 		return err
+	}
+	if l.onSave != nil {
+		l.onSave(time.Since(start))
 	}
 	l.mu.Lock()
 	for i := range out {

@@ -170,6 +170,9 @@ type Transport struct {
 	// writes it (raftlog.Factory.Sending records the entries a replica
 	// sends ahead of its own save).
 	Sending func(pb.MessageBatch)
+	// SnapshotBytes, when set, is told of every snapshot chunk's data
+	// this node sends or receives (for metrics: it must not block).
+	SnapshotBytes func(sent bool, n int)
 }
 
 var _ config.TransportFactory = Transport{}
@@ -184,10 +187,17 @@ func (f Transport) Create(c config.NodeHostConfig, mh raftio.MessageHandler, ch 
 			f.Sending(b)
 		}
 	}
-	return sendHook{ITransport: t, before: before}
+	return sendHook{ITransport: t, before: before, chunkBytes: f.SnapshotBytes}
 }
 
 func (f Transport) create(c config.NodeHostConfig, mh raftio.MessageHandler, ch raftio.ChunkHandler) raftio.ITransport {
+	if count := f.SnapshotBytes; count != nil {
+		inner := ch
+		ch = func(c pb.Chunk) bool {
+			count(false, len(c.Data))
+			return inner(c)
+		}
+	}
 	handle := func(b pb.MessageBatch) {
 		if f.Refuse != nil && f.Refuse(b.SourceAddress) {
 			return
@@ -204,10 +214,33 @@ func (f Transport) create(c config.NodeHostConfig, mh raftio.MessageHandler, ch 
 	return newServerTransport(newTCPTransport(c, handle, ch), addr, f.ServerTLS, f.Bounds)
 }
 
-// sendHook shows every batch to before ahead of its connection's write.
+// sendHook shows every batch to before ahead of its connection's write,
+// and counts the snapshot chunks' bytes it sends (chunkBytes; nil: none).
 type sendHook struct {
 	raftio.ITransport
-	before func(pb.MessageBatch)
+	before     func(pb.MessageBatch)
+	chunkBytes func(sent bool, n int)
+}
+
+func (s sendHook) GetSnapshotConnection(ctx context.Context, target string) (raftio.ISnapshotConnection, error) {
+	c, err := s.ITransport.GetSnapshotConnection(ctx, target)
+	if err != nil || s.chunkBytes == nil {
+		return c, err
+	}
+	return countedChunks{ISnapshotConnection: c, count: s.chunkBytes}, nil
+}
+
+type countedChunks struct {
+	raftio.ISnapshotConnection
+	count func(sent bool, n int)
+}
+
+func (c countedChunks) SendChunk(chunk pb.Chunk) error {
+	err := c.ISnapshotConnection.SendChunk(chunk)
+	if err == nil {
+		c.count(true, len(chunk.Data))
+	}
+	return err
 }
 
 func (s sendHook) GetConnection(ctx context.Context, target string) (raftio.IConnection, error) {

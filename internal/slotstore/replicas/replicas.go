@@ -94,7 +94,7 @@ type Config struct {
 	WatchRecords int
 	WatchAge     time.Duration
 	// Metrics hooks.
-	Applied           func(g slotstore.GroupID, index uint64)
+	Applied           func(g slotstore.GroupID, index uint64, took time.Duration)
 	Batches           func(g slotstore.GroupID) propose.BatchObserver
 	DroppedProposal   func()
 	Logger            *slog.Logger
