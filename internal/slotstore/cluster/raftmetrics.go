@@ -12,7 +12,8 @@ import (
 
 // raftCollector reports, from every node about itself, each Raft replica it
 // runs (the slot groups' and the controller's): whether it knows a leader,
-// whether it is the leader, the term, and its log's last index. These are
+// whether it is the leader, the term, its log's last index, the commit
+// index Raft handed its log, and its newest snapshot's index. These are
 // what an alert needs when most of the cluster is gone — the controller
 // leader's own view (group_under_replicated, group_live_voters) vanishes
 // with the controller's quorum, but every surviving node still says that
@@ -23,12 +24,19 @@ import (
 type raftCollector struct {
 	nh                             atomic.Pointer[dragonboat.NodeHost] // set once the NodeHost runs
 	hasLeader, isLeader, term, log *prometheus.Desc
+	commit, snapshot               *prometheus.Desc
+	commitOf                       func(shard, replica uint64) (uint64, bool) // raftlog.Factory.Commit
+	snapshotOf                     func(shard uint64) (uint64, bool)          // snapshotEvents.snapshotIndex
 	scrapeGate
 }
 
-func newRaftCollector() *raftCollector {
+func newRaftCollector(commitOf func(shard, replica uint64) (uint64, bool), snapshotOf func(shard uint64) (uint64, bool)) *raftCollector {
 	labels := []string{"group"}
-	return &raftCollector{
+	return &raftCollector{commitOf: commitOf, snapshotOf: snapshotOf,
+		commit: prometheus.NewDesc("slotmeta_replica_commit_index",
+			"The commit index Raft handed this node's log of the group (saved with its next entries or vote).", labels, nil),
+		snapshot: prometheus.NewDesc("slotmeta_replica_snapshot_index",
+			"The index of the newest snapshot of this node's replica of the group it took, received or recovered since the node started.", labels, nil),
 		hasLeader: prometheus.NewDesc("slotmeta_replica_has_leader",
 			`1 when this node's replica of the group knows a leader, else 0 (group "controller": the controller group).`, labels, nil),
 		isLeader: prometheus.NewDesc("slotmeta_replica_is_leader", "1 when this node's replica leads the group.", labels, nil),
@@ -42,6 +50,8 @@ func (c *raftCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.isLeader
 	ch <- c.term
 	ch <- c.log
+	ch <- c.commit
+	ch <- c.snapshot
 }
 
 func (c *raftCollector) Collect(ch chan<- prometheus.Metric) { c.collect(func() { c.collectRaft(ch) }) }
@@ -70,6 +80,12 @@ func (c *raftCollector) collectRaft(ch chan<- prometheus.Metric) {
 		if lr, err := nh.GetLogReader(si.ShardID); err == nil {
 			_, last := lr.GetRange()
 			gauge(c.log, float64(last))
+		}
+		if commit, ok := c.commitOf(si.ShardID, si.ReplicaID); ok {
+			gauge(c.commit, float64(commit))
+		}
+		if index, ok := c.snapshotOf(si.ShardID); ok {
+			gauge(c.snapshot, float64(index))
 		}
 	}
 }

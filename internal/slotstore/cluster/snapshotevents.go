@@ -41,7 +41,31 @@ func (n *Node) snapshotStats() SnapshotStats {
 type snapshotEvents struct {
 	received, recovered, sent, aborted atomic.Uint64
 	conns                              sync.Map // Raft address → *connState
+	snapIndex                          sync.Map // shard → *atomic.Uint64: its newest snapshot's index
 }
+
+// snapshotSeen keeps the newest snapshot index of a shard.
+func (e *snapshotEvents) snapshotSeen(i raftio.SnapshotInfo) {
+	v, _ := e.snapIndex.LoadOrStore(i.ShardID, new(atomic.Uint64))
+	idx := v.(*atomic.Uint64)
+	for {
+		old := idx.Load()
+		if i.Index <= old || idx.CompareAndSwap(old, i.Index) {
+			return
+		}
+	}
+}
+
+// snapshotIndex is the newest snapshot index seen of shard (false: none).
+func (e *snapshotEvents) snapshotIndex(shard uint64) (uint64, bool) {
+	v, ok := e.snapIndex.Load(shard)
+	if !ok {
+		return 0, false
+	}
+	return v.(*atomic.Uint64).Load(), true
+}
+
+func (e *snapshotEvents) SnapshotCreated(i raftio.SnapshotInfo) { e.snapshotSeen(i) }
 
 // connState is one address's Raft connections: the last attempt's outcome
 // and the failures so far.
@@ -87,12 +111,14 @@ var _ raftio.ISystemEventListener = (*snapshotEvents)(nil)
 func slotShard(shard uint64) bool { return shard != controller.ShardID }
 
 func (e *snapshotEvents) SnapshotReceived(i raftio.SnapshotInfo) {
+	e.snapshotSeen(i)
 	if slotShard(i.ShardID) {
 		e.received.Add(1)
 	}
 }
 
 func (e *snapshotEvents) SnapshotRecovered(i raftio.SnapshotInfo) {
+	e.snapshotSeen(i)
 	if slotShard(i.ShardID) && i.Index > 0 {
 		e.recovered.Add(1)
 	}
@@ -116,7 +142,6 @@ func (*snapshotEvents) NodeDeleted(raftio.NodeInfo)             {}
 func (*snapshotEvents) NodeReady(raftio.NodeInfo)               {}
 func (*snapshotEvents) MembershipChanged(raftio.NodeInfo)       {}
 func (*snapshotEvents) SendSnapshotStarted(raftio.SnapshotInfo) {}
-func (*snapshotEvents) SnapshotCreated(raftio.SnapshotInfo)     {}
 func (*snapshotEvents) SnapshotCompacted(raftio.SnapshotInfo)   {}
 func (*snapshotEvents) LogCompacted(raftio.EntryInfo)           {}
 func (*snapshotEvents) LogDBCompacted(raftio.EntryInfo)         {}

@@ -8,9 +8,11 @@ import (
 
 // stateCollector reports, from every node, what its copy of the controller
 // state and its own counters say (issue 30): the route revision, the
-// controller's applied index, tasks by kind and state, operator pins and
-// the balancer's pause, the Raft snapshots that moved through this node,
-// and whether this node's Raft connections to each other node open. Every node exports them, so they stay while the controller leader
+// controller's applied index, the groups' config epochs, tasks by kind and
+// state, operator pins and
+// the balancer's pause, the decisions recorded and kept, the Raft snapshots
+// that moved through this node, and whether this node's Raft connections to
+// each other node open. Every node exports them, so they stay while the controller leader
 // is gone (each node's copy as it last applied it).
 //
 // Concurrency contract: it reads the atomic controller state and atomic
@@ -19,6 +21,7 @@ type stateCollector struct {
 	n                                           *Node
 	revision, applied, tasks, pins, paused, snp *prometheus.Desc
 	connected, connFailures                     *prometheus.Desc
+	decided, decisions, epochs                  *prometheus.Desc
 }
 
 func newStateCollector(n *Node) *stateCollector {
@@ -31,6 +34,12 @@ func newStateCollector(n *Node) *stateCollector {
 		paused: prometheus.NewDesc("slotmeta_balancer_paused", "1 while an operator paused the balancer.", nil, nil),
 		snp: prometheus.NewDesc("slotmeta_snapshots_total",
 			"Raft snapshots of slot groups through this node since it started: received, recovered (also at restarts), sent, send_aborted.", []string{"event"}, nil),
+		epochs: prometheus.NewDesc("slotmeta_group_config_epoch",
+			"The group's config epoch (raised by every membership and slot change) in this node's copy of the controller state.", []string{"group"}, nil),
+		decided: prometheus.NewDesc("slotmeta_decisions_recorded_total",
+			"Decisions the controller recorded (the reconciler's, the balancer's, the tasks' steps), as this node's copy counts them.", nil, nil),
+		decisions: prometheus.NewDesc("slotmeta_decision_log_entries",
+			"Decisions the bounded decision log keeps, by kind (this node's copy).", []string{"kind"}, nil),
 		connected: prometheus.NewDesc("slotmeta_raft_peer_connected",
 			"1 when this node's last attempt to open a Raft connection to the node succeeded, 0 when it failed (a peer's reachability as this node sees it; absent before any attempt).", []string{"node"}, nil),
 		connFailures: prometheus.NewDesc("slotmeta_raft_peer_connection_failures_total",
@@ -39,7 +48,7 @@ func newStateCollector(n *Node) *stateCollector {
 }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.revision, c.applied, c.tasks, c.pins, c.paused, c.snp, c.connected, c.connFailures} {
+	for _, d := range []*prometheus.Desc{c.revision, c.applied, c.tasks, c.pins, c.paused, c.snp, c.connected, c.connFailures, c.decided, c.decisions, c.epochs} {
 		ch <- d
 	}
 }
@@ -56,6 +65,17 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for k, v := range counts {
 		ch <- prometheus.MustNewConstMetric(c.tasks, prometheus.GaugeValue, float64(v), k.kind, k.status)
+	}
+	for id, g := range st.Groups {
+		ch <- prometheus.MustNewConstMetric(c.epochs, prometheus.GaugeValue, float64(g.ConfigEpoch), strconv.FormatUint(uint64(id), 10))
+	}
+	ch <- prometheus.MustNewConstMetric(c.decided, prometheus.CounterValue, float64(st.DecisionSeq))
+	byKind := map[string]int{}
+	for _, d := range st.Decisions {
+		byKind[string(d.Kind)]++
+	}
+	for kind, v := range byKind {
+		ch <- prometheus.MustNewConstMetric(c.decisions, prometheus.GaugeValue, float64(v), kind)
 	}
 	pinned := 0
 	for g := range st.Pins {

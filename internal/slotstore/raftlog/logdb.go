@@ -75,6 +75,24 @@ func (f *Factory) Create(cfg config.NodeHostConfig, cb config.LogDBCallback, dir
 	return db, nil
 }
 
+// Commit is the newest commit index Raft handed the log for a replica,
+// written or deferred (false: none yet) — what dragonboat's own log reader
+// does not tell after a start.
+func (f *Factory) Commit(shard, replica uint64) (uint64, bool) {
+	db := f.db.Load()
+	if db == nil {
+		return 0, false
+	}
+	k := replicaKey{shard, replica}
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if d, ok := db.deferred[k]; ok {
+		return d.Commit, true
+	}
+	st, ok := db.saved[k]
+	return st.Commit, ok
+}
+
 // Stats are the log's counters: saves left out (commit-only), and commits
 // raised to the latest snapshot on a read after a crash.
 type Stats struct {
