@@ -142,7 +142,7 @@ idle_cores() {
   for p in ${1//,/ }; do a=$((a + $(awk '{ print $14 + $15 }' "/proc/$p/stat"))); done
   sleep "$2"
   for p in ${1//,/ }; do b=$((b + $(awk '{ print $14 + $15 }' "/proc/$p/stat"))); done
-  awk -v d=$((b - a)) -v s="$2" 'BEGIN { printf "%.2f", d / 100 / s }'
+  awk -v d=$((b - a)) -v s="$2" 'BEGIN { printf "%.3f", d / 100 / s }'
 }
 
 # wait_idle PIDS: how long the processes stay busy (>= BENCH_SETTLE_CORES) on

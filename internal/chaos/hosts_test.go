@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -74,6 +75,9 @@ func startHosts(t *testing.T, args ...string) *hostCluster {
 	if err := nethost.Available(); err != nil {
 		t.Skip(err)
 	}
+	// CHAOS_NODE_ARGS adds node flags to a run (an experiment's timing,
+	// e.g. "--rtt 100ms --election-rtt 5").
+	args = append(args, strings.Fields(os.Getenv("CHAOS_NODE_ARGS"))...)
 	c := nethost.Start(t, nethost.Options{Bin: slotmetaBin(t), Nodes: 3, Args: append([]string{"--log-level", "warn"}, args...)})
 	hc := &hostCluster{t: t, c: c, client: &http.Client{Timeout: 5 * time.Second,
 		Transport: &http.Transport{MaxIdleConnsPerHost: 32, DisableCompression: true}}}
