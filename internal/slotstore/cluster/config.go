@@ -85,8 +85,8 @@ type Config struct {
 	DeploymentID      uint64 // isolates clusters on one network (default 1)
 
 	// Raft timing: RTT is the tick; elections take ElectionRTT..2×ElectionRTT ticks.
-	RTT                time.Duration // default 50ms
-	ElectionRTT        uint64        // default 10
+	RTT                time.Duration // default 100ms (ADR 0018)
+	ElectionRTT        uint64        // default 5
 	HeartbeatRTT       uint64        // default 1
 	SnapshotEntries    uint64        // default 10000
 	CompactionOverhead uint64        // default 5000
@@ -210,8 +210,8 @@ func (c *Config) EnsureDefaults() {
 	c.ReplicationFactor = cmp.Or(c.ReplicationFactor, 3)
 	c.GroupCount = cmp.Or(c.GroupCount, DefaultGroupCount(len(c.InitialMembers), c.ReplicationFactor))
 	c.DeploymentID = cmp.Or(c.DeploymentID, 1)
-	c.RTT = cmp.Or(c.RTT, 50*time.Millisecond)
-	c.ElectionRTT = cmp.Or(c.ElectionRTT, 10)
+	c.RTT = cmp.Or(c.RTT, 100*time.Millisecond) // ADR 0018
+	c.ElectionRTT = cmp.Or(c.ElectionRTT, 5)
 	c.HeartbeatRTT = cmp.Or(c.HeartbeatRTT, 1)
 	c.SnapshotEntries = cmp.Or(c.SnapshotEntries, 10000)
 	c.CompactionOverhead = cmp.Or(c.CompactionOverhead, 5000)
