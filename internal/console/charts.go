@@ -164,14 +164,12 @@ func (c chartsPages) charts(ctx context.Context) ChartsProps {
 // step when their times round to it).
 func errorSeries(nodes []ChartNode) []series {
 	byCode := map[string]map[int64]float64{}
-	var steps []int64
+	stepSet := map[int64]bool{}
 	for _, n := range nodes {
 		step := max(n.History.StepMs, 1)
 		for _, pt := range n.History.Points {
 			at := pt.AtMs / step * step
-			if !slices.Contains(steps, at) {
-				steps = append(steps, at)
-			}
+			stepSet[at] = true
 			for code, v := range pt.Errors {
 				if byCode[code] == nil {
 					byCode[code] = map[int64]float64{}
@@ -180,7 +178,7 @@ func errorSeries(nodes []ChartNode) []series {
 			}
 		}
 	}
-	slices.Sort(steps)
+	steps := slices.Sorted(maps.Keys(stepSet))
 	var out []series
 	for i, code := range slices.Sorted(maps.Keys(byCode)) {
 		s := series{name: code, color: palette[i%len(palette)]}

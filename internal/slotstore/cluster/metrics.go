@@ -90,7 +90,7 @@ func newMetrics(reg prometheus.Registerer, n *Node) (*metrics, error) {
 		live:        prometheus.NewDesc("slotmeta_group_live_voters", "Voters of the group that report and that its leader hears (reported by the controller leader only).", []string{"group"}, nil),
 	}
 	m.store = newStoreCollector(n)
-	m.raft = newRaftCollector(n.logdb.Commit, n.snaps.snapshotIndex)
+	m.raft = newRaftCollector(n.logdb.Commit, n.events.snapshotIndex)
 	m.state = newStateCollector(n)
 	m.leaderChanges = counterVec("slotmeta_leader_changes_total",
 		`Leaders this node's replica of a group saw elected or handed over (group "controller": the controller group's).`, "group")

@@ -123,7 +123,7 @@ type Node struct {
 	projector  *projector.Projector            // drains the outboxes of the groups this node leads
 	dispatch   *dispatch.Dispatcher            // routes commands and queries to the replica that serves them
 	peerWrites *peerWrites                     // attributes what other nodes ask through the peer port (peerwrites.go)
-	snaps      snapshotEvents                  // dragonboat system events, counted (snapshotevents.go)
+	events     systemEvents                    // dragonboat system events, counted (systemevents.go)
 	bg         sync.WaitGroup                  // background goroutines besides the reconcile loop
 
 	// followGate, set only by tests, holds the reconcile loop before it
@@ -226,7 +226,7 @@ func Start(cfg Config) (*Node, error) {
 	}
 	nhc := nodeHostConfig(&cfg, raftDir, workers, n.logdb)
 	nhc.RaftEventListener = n
-	nhc.SystemEventListener = &n.snaps // counts snapshots (snapshotevents.go)
+	nhc.SystemEventListener = &n.events // counts snapshots and Raft connections (systemevents.go)
 	// dragonboat's TCP transport (or the test's), recording who we hear from.
 	tr := raftnet.Transport{Inner: cfg.RaftTransport, Heard: n.heard, Refuse: n.refusesRaftFrom, Sending: n.logdb.Sending, SnapshotBytes: n.metrics.lat.snapshotChunk,
 		Bounds: raftnet.Bounds{MaxConns: cfg.Conns.Raft.Max, MaxPerSource: cfg.Conns.Raft.PerSource, Listening: n.guarded}}

@@ -26,7 +26,7 @@ type raftCollector struct {
 	hasLeader, isLeader, term, log *prometheus.Desc
 	commit, snapshot               *prometheus.Desc
 	commitOf                       func(shard, replica uint64) (uint64, bool) // raftlog.Factory.Commit
-	snapshotOf                     func(shard uint64) (uint64, bool)          // snapshotEvents.snapshotIndex
+	snapshotOf                     func(shard uint64) (uint64, bool)          // systemEvents.snapshotIndex
 	scrapeGate
 }
 

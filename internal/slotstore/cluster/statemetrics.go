@@ -94,7 +94,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.snp, prometheus.CounterValue, float64(v), event)
 	}
 	for id, node := range st.Nodes {
-		up, failures, known := c.n.snaps.connection(node.RaftAddr)
+		up, failures, known := c.n.events.connection(node.RaftAddr)
 		if !known || id == c.n.cfg.NodeID {
 			continue
 		}

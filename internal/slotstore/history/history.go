@@ -25,7 +25,7 @@ package history
 import (
 	"cmp"
 	"context"
-	"encoding/json"
+	"maps"
 	"net/http"
 	"runtime"
 	"slices"
@@ -141,18 +141,7 @@ func (r *Recorder) History() slotstore.NodeHistory {
 		StepMs: r.cfg.Step.Milliseconds(), Points: make([]slotstore.HistoryPoint, len(r.points))}
 	for i, p := range r.points {
 		out.Points[i] = p
-		out.Points[i].Errors = cloneMap(p.Errors)
-	}
-	return out
-}
-
-func cloneMap(m map[string]float64) map[string]float64 {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]float64, len(m))
-	for k, v := range m {
-		out[k] = v
+		out.Points[i].Errors = maps.Clone(p.Errors)
 	}
 	return out
 }
@@ -179,24 +168,7 @@ func selfProcess() (cpuSeconds, rssBytes float64) {
 	return st.CPUTime(), float64(st.ResidentMemory())
 }
 
-// Caller is the peer RPC client (peer.Client).
-type Caller interface {
-	Call(ctx context.Context, method, addr, path string, body []byte, hdr map[string]string) (*http.Response, bool, error)
-}
-
 // Ask asks the node at the peer address addr for its history.
-func Ask(ctx context.Context, peers Caller, addr string) (slotstore.NodeHistory, error) {
-	var out slotstore.NodeHistory
-	resp, _, err := peers.Call(ctx, http.MethodGet, addr, "history", nil, nil)
-	if err != nil {
-		return out, err
-	}
-	b, err := peer.ReadBody(resp)
-	if err != nil {
-		return out, slotstore.Wrap(slotstore.CodeTimeout, err, "reading a node's history")
-	}
-	if err := json.Unmarshal(b, &out); err != nil {
-		return out, slotstore.Wrap(slotstore.CodeInternal, err, "undecodable history")
-	}
-	return out, nil
+func Ask(ctx context.Context, peers peer.Caller, addr string) (slotstore.NodeHistory, error) {
+	return peer.CallJSON[slotstore.NodeHistory](ctx, peers, http.MethodGet, addr, "history", nil, "a node's history")
 }

@@ -209,6 +209,31 @@ func (c *Client) call(ctx context.Context, method, addr, path string, body []byt
 	return resp, true, nil
 }
 
+// Caller is what CallJSON needs of a client (Client, or a test's fake).
+type Caller interface {
+	Call(ctx context.Context, method, addr, path string, body []byte, hdr map[string]string) (resp *http.Response, sent bool, err error)
+}
+
+// CallJSON sends one peer request and decodes its JSON answer: the peer's
+// error as Call returns it, an answer that could not be read whole
+// (timeout) or that does not decode (internal), each saying what was asked
+// (what, e.g. "the controller leader's answer").
+func CallJSON[T any](ctx context.Context, c Caller, method, addr, path string, body []byte, what string) (T, error) {
+	var out T
+	resp, _, err := c.Call(ctx, method, addr, path, body, nil)
+	if err != nil {
+		return out, err
+	}
+	b, err := ReadBody(resp)
+	if err != nil {
+		return out, slotstore.Wrap(slotstore.CodeTimeout, err, "reading "+what)
+	}
+	if err := json.Unmarshal(b, &out); err != nil {
+		return out, slotstore.Wrap(slotstore.CodeInternal, err, what+" does not decode")
+	}
+	return out, nil
+}
+
 // ReadBody reads and closes a response body, bounded to one entry.
 func ReadBody(resp *http.Response) ([]byte, error) {
 	defer resp.Body.Close()

@@ -62,24 +62,13 @@ func ask[T any](ctx context.Context, l *Leader, path string) (T, error) {
 
 // askWith asks the controller leader over peer RPC and decodes its answer.
 func askWith[T any](ctx context.Context, l *Leader, method, path string, body []byte) (T, error) {
-	var out T
 	leader := l.cfg.Host.ControllerLeader()
 	addr := l.cfg.Host.PeerAddr(leader)
 	if leader == 0 || addr == "" {
+		var out T
 		return out, slotstore.Errorf(slotstore.CodeRouteNotReady, "the controller leader is unknown")
 	}
-	resp, _, err := l.cfg.Peers.Call(ctx, method, addr, path, body, nil)
-	if err != nil {
-		return out, err
-	}
-	b, err := peer.ReadBody(resp)
-	if err != nil {
-		return out, slotstore.Wrap(slotstore.CodeTimeout, err, "reading the controller leader's answer")
-	}
-	if err := json.Unmarshal(b, &out); err != nil {
-		return out, slotstore.Wrap(slotstore.CodeInternal, err, "undecodable answer of the controller leader")
-	}
-	return out, nil
+	return peer.CallJSON[T](ctx, l.cfg.Peers, method, addr, path, body, "the controller leader's answer")
 }
 
 // serveTransfer carries out a raw transfer on the group leader's node, or

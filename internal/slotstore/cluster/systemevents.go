@@ -28,24 +28,24 @@ type SnapshotStats struct {
 
 // snapshotStats reports this node's snapshot counters.
 func (n *Node) snapshotStats() SnapshotStats {
-	e := &n.snaps
+	e := &n.events
 	return SnapshotStats{Received: e.received.Load(), Recovered: e.recovered.Load(),
 		Sent: e.sent.Load(), SendAborted: e.aborted.Load()}
 }
 
-// snapshotEvents is the node's dragonboat system event listener. dragonboat
+// systemEvents is the node's dragonboat system event listener. dragonboat
 // calls it from one goroutine of its own; it only counts — the snapshots,
 // and the Raft connections to each address as this node sees them: whether
 // the last attempt connected, and the failures (a peer's reachability from
 // here, exported by every node: slotmeta_raft_peer_connected).
-type snapshotEvents struct {
+type systemEvents struct {
 	received, recovered, sent, aborted atomic.Uint64
 	conns                              sync.Map // Raft address → *connState
 	snapIndex                          sync.Map // shard → *atomic.Uint64: its newest snapshot's index
 }
 
 // snapshotSeen keeps the newest snapshot index of a shard.
-func (e *snapshotEvents) snapshotSeen(i raftio.SnapshotInfo) {
+func (e *systemEvents) snapshotSeen(i raftio.SnapshotInfo) {
 	v, _ := e.snapIndex.LoadOrStore(i.ShardID, new(atomic.Uint64))
 	idx := v.(*atomic.Uint64)
 	for {
@@ -57,7 +57,7 @@ func (e *snapshotEvents) snapshotSeen(i raftio.SnapshotInfo) {
 }
 
 // snapshotIndex is the newest snapshot index seen of shard (false: none).
-func (e *snapshotEvents) snapshotIndex(shard uint64) (uint64, bool) {
+func (e *systemEvents) snapshotIndex(shard uint64) (uint64, bool) {
 	v, ok := e.snapIndex.Load(shard)
 	if !ok {
 		return 0, false
@@ -65,7 +65,7 @@ func (e *snapshotEvents) snapshotIndex(shard uint64) (uint64, bool) {
 	return v.(*atomic.Uint64).Load(), true
 }
 
-func (e *snapshotEvents) SnapshotCreated(i raftio.SnapshotInfo) { e.snapshotSeen(i) }
+func (e *systemEvents) SnapshotCreated(i raftio.SnapshotInfo) { e.snapshotSeen(i) }
 
 // connState is one address's Raft connections: the last attempt's outcome
 // and the failures so far.
@@ -74,14 +74,14 @@ type connState struct {
 	failures atomic.Uint64
 }
 
-func (e *snapshotEvents) conn(addr string) *connState {
+func (e *systemEvents) conn(addr string) *connState {
 	c, _ := e.conns.LoadOrStore(addr, &connState{})
 	return c.(*connState)
 }
 
 // connection reports the last outcome and failures of the connections to
 // addr (known: an attempt was made).
-func (e *snapshotEvents) connection(addr string) (up bool, failures uint64, known bool) {
+func (e *systemEvents) connection(addr string) (up bool, failures uint64, known bool) {
 	c, ok := e.conns.Load(addr)
 	if !ok {
 		return false, 0, false
@@ -92,13 +92,13 @@ func (e *snapshotEvents) connection(addr string) (up bool, failures uint64, know
 
 // ConnectionEstablished and ConnectionFailed: the message connections only
 // (a snapshot's is short-lived and says nothing more).
-func (e *snapshotEvents) ConnectionEstablished(i raftio.ConnectionInfo) {
+func (e *systemEvents) ConnectionEstablished(i raftio.ConnectionInfo) {
 	if !i.SnapshotConnection {
 		e.conn(i.Address).up.Store(true)
 	}
 }
 
-func (e *snapshotEvents) ConnectionFailed(i raftio.ConnectionInfo) {
+func (e *systemEvents) ConnectionFailed(i raftio.ConnectionInfo) {
 	if !i.SnapshotConnection {
 		c := e.conn(i.Address)
 		c.up.Store(false)
@@ -106,42 +106,42 @@ func (e *snapshotEvents) ConnectionFailed(i raftio.ConnectionInfo) {
 	}
 }
 
-var _ raftio.ISystemEventListener = (*snapshotEvents)(nil)
+var _ raftio.ISystemEventListener = (*systemEvents)(nil)
 
 func slotShard(shard uint64) bool { return shard != controller.ShardID }
 
-func (e *snapshotEvents) SnapshotReceived(i raftio.SnapshotInfo) {
+func (e *systemEvents) SnapshotReceived(i raftio.SnapshotInfo) {
 	e.snapshotSeen(i)
 	if slotShard(i.ShardID) {
 		e.received.Add(1)
 	}
 }
 
-func (e *snapshotEvents) SnapshotRecovered(i raftio.SnapshotInfo) {
+func (e *systemEvents) SnapshotRecovered(i raftio.SnapshotInfo) {
 	e.snapshotSeen(i)
 	if slotShard(i.ShardID) && i.Index > 0 {
 		e.recovered.Add(1)
 	}
 }
 
-func (e *snapshotEvents) SendSnapshotCompleted(i raftio.SnapshotInfo) {
+func (e *systemEvents) SendSnapshotCompleted(i raftio.SnapshotInfo) {
 	if slotShard(i.ShardID) {
 		e.sent.Add(1)
 	}
 }
 
-func (e *snapshotEvents) SendSnapshotAborted(i raftio.SnapshotInfo) {
+func (e *systemEvents) SendSnapshotAborted(i raftio.SnapshotInfo) {
 	if slotShard(i.ShardID) {
 		e.aborted.Add(1)
 	}
 }
 
-func (*snapshotEvents) NodeHostShuttingDown()                   {}
-func (*snapshotEvents) NodeUnloaded(raftio.NodeInfo)            {}
-func (*snapshotEvents) NodeDeleted(raftio.NodeInfo)             {}
-func (*snapshotEvents) NodeReady(raftio.NodeInfo)               {}
-func (*snapshotEvents) MembershipChanged(raftio.NodeInfo)       {}
-func (*snapshotEvents) SendSnapshotStarted(raftio.SnapshotInfo) {}
-func (*snapshotEvents) SnapshotCompacted(raftio.SnapshotInfo)   {}
-func (*snapshotEvents) LogCompacted(raftio.EntryInfo)           {}
-func (*snapshotEvents) LogDBCompacted(raftio.EntryInfo)         {}
+func (*systemEvents) NodeHostShuttingDown()                   {}
+func (*systemEvents) NodeUnloaded(raftio.NodeInfo)            {}
+func (*systemEvents) NodeDeleted(raftio.NodeInfo)             {}
+func (*systemEvents) NodeReady(raftio.NodeInfo)               {}
+func (*systemEvents) MembershipChanged(raftio.NodeInfo)       {}
+func (*systemEvents) SendSnapshotStarted(raftio.SnapshotInfo) {}
+func (*systemEvents) SnapshotCompacted(raftio.SnapshotInfo)   {}
+func (*systemEvents) LogCompacted(raftio.EntryInfo)           {}
+func (*systemEvents) LogDBCompacted(raftio.EntryInfo)         {}
