@@ -169,8 +169,8 @@ func settleMoves(tc *testCluster, ml *moveLog, rf int) {
 	}); !ended {
 		for _, t := range st.Tasks {
 			if t.Kind == controller.TaskReplicaMove && t.Status != controller.TaskSucceeded {
-				ml.violations = append(ml.violations, fmt.Sprintf("task %d (g%d n%d→n%d) did not end within 60s after the faults: %s/%s attempt %d: %s; %s",
-					t.ID, t.Group, t.From, t.To, t.Phase, t.Status, t.Attempt, t.Error, taskTrail(st, *t)))
+				ml.violations = append(ml.violations, fmt.Sprintf("task %d (g%d n%d→n%d) did not end within 60s after the faults: %s/%s attempt %d: %s; %s; %s",
+					t.ID, t.Group, t.From, t.To, t.Phase, t.Status, t.Attempt, t.Error, taskTrail(st, *t), tc.groupsNow(t.Group)))
 			}
 		}
 		return
@@ -251,6 +251,38 @@ func membershipMismatches(tc *testCluster, rf int) []string {
 
 // taskTrail is the last few decisions recorded about t's group, for a
 // violation's report.
+// groupsNow is what a stuck task's groups look like now, for its
+// violation: the controller leader, and each node's replica of each group
+// (replica id, the leader it knows, term, applied index, and the voters the
+// group's leader applies).
+func (tc *testCluster) groupsNow(groups ...slotstore.GroupID) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	out := []string{fmt.Sprintf("controller leader n%d", tc.ctrlLeader())}
+	for _, n := range tc.c.Nodes {
+		for _, rs := range n.LocalStatus(ctx).Replicas {
+			if !slices.Contains(groups, rs.Group) {
+				continue
+			}
+			line := fmt.Sprintf("n%d g%d r%d leader r%d term %d applied %d", n.NodeID(), rs.Group, rs.ReplicaID, rs.LeaderReplica, rs.Term, rs.AppliedIndex)
+			if rs.NonVoting {
+				line += " learner"
+			}
+			if rs.Voters != nil {
+				line += fmt.Sprintf(" voters %v", slices.Sorted(maps.Keys(rs.Voters)))
+			}
+			out = append(out, line)
+		}
+	}
+	st := tc.ctrlState()
+	for _, g := range groups {
+		if grp, ok := st.Groups[g]; ok {
+			out = append(out, fmt.Sprintf("g%d desired %v", g, grp.Peers))
+		}
+	}
+	return "now: " + strings.Join(out, "; ")
+}
+
 func taskTrail(st *controller.State, t controller.Task) string {
 	var out []string
 	for _, d := range st.Decisions {

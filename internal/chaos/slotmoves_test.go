@@ -181,8 +181,8 @@ func waitSlotMoves(tc *testCluster, ml *moveLog) {
 			ended := t.Status == controller.TaskSucceeded || t.Status == controller.TaskCancelled ||
 				t.Status == controller.TaskFailed && t.Kind != controller.TaskSlotMigration // a failed split or merge keeps what it moved
 			if controller.MovesSlots(t.Kind) && !ended {
-				ml.violations = append(ml.violations, fmt.Sprintf("task %d (%s g%d→g%d) did not end within 60s after the faults: %s/%s attempt %d: %s; %s",
-					t.ID, t.Kind, t.Group, t.ToGroup, t.Phase, t.Status, t.Attempt, t.Error, taskTrail(st, *t)))
+				ml.violations = append(ml.violations, fmt.Sprintf("task %d (%s g%d→g%d) did not end within 60s after the faults: %s/%s attempt %d: %s; %s; %s",
+					t.ID, t.Kind, t.Group, t.ToGroup, t.Phase, t.Status, t.Attempt, t.Error, taskTrail(st, *t), tc.groupsNow(t.Group, t.ToGroup)))
 			}
 		}
 		return

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
+	"time"
 
 	"github.com/lni/dragonboat/v4"
 
@@ -33,19 +35,31 @@ func (n *Node) membership(ctx context.Context, req tasks.MembershipRequest) (tas
 	if grp, ok := n.ctrl.Load().Groups[req.Group]; ok {
 		candidates = append(candidates, grp.PeerNodes()...)
 	}
+	seen := map[slotstore.NodeID]bool{n.cfg.NodeID: true}
+	candidates = slices.DeleteFunc(candidates, func(id slotstore.NodeID) bool {
+		skip := seen[id] || n.dispatch.PeerAddrOf(id) == ""
+		seen[id] = true
+		return skip
+	})
 	body, _ := json.Marshal(req)
 	var err error = slotstore.Errorf(slotstore.CodeRouteNotReady, "no node holding group %d answered", req.Group)
-	for _, id := range candidates {
-		addr := n.dispatch.PeerAddrOf(id)
-		if id == n.cfg.NodeID || addr == "" {
-			continue
+	for i, id := range candidates {
+		// Each candidate gets its share of what is left: a cut link hangs
+		// until the deadline, and the leader the router names first may be
+		// the one cut off (chaos: every step of a move's remove_old spent
+		// its whole deadline on the isolated new leader).
+		cctx, cancel := ctx, context.CancelFunc(func() {})
+		if dl, ok := ctx.Deadline(); ok && i < len(candidates)-1 {
+			cctx, cancel = context.WithTimeout(ctx, time.Until(dl)/time.Duration(len(candidates)-i))
 		}
 		var resp *http.Response
-		resp, _, err = n.peers.Call(ctx, http.MethodPost, addr, "membership", body, nil)
+		resp, _, err = n.peers.Call(cctx, http.MethodPost, n.dispatch.PeerAddrOf(id), "membership", body, nil)
 		if err != nil {
+			cancel()
 			continue
 		}
 		b, rerr := peer.ReadBody(resp)
+		cancel()
 		var m tasks.Membership
 		if rerr == nil && json.Unmarshal(b, &m) == nil {
 			return m, nil

@@ -189,6 +189,21 @@ func commitMove(s *State, t *Task) Result {
 	return Result{OK: true}
 }
 
+// PastCancelling reports t in a phase past its point of cancelling, from
+// which it only goes forward: a replica move from remove_old on (the new
+// replica is a voter, the old one is being removed), a hash slot's move from
+// acquire on (the target may own the slot), a group's creation at done.
+func PastCancelling(t *Task) bool {
+	cutoff := PhaseIndex(t, PhaseRemoveOld)
+	switch t.Kind {
+	case TaskSlotMigration, TaskGroupSplit, TaskGroupMerge:
+		cutoff = PhaseIndex(t, PhaseAcquire)
+	case TaskGroupCreate:
+		cutoff = PhaseIndex(t, PhaseDone)
+	}
+	return PhaseIndex(t, t.Phase) >= cutoff
+}
+
 func applyCancelTask(s *State, c *CancelTask, timeMs int64) Result {
 	t, ok := s.Tasks[c.ID]
 	if !ok {
@@ -197,14 +212,7 @@ func applyCancelTask(s *State, c *CancelTask, timeMs int64) Result {
 	if t.Status == TaskCancelled || t.Status == TaskCancelling {
 		return Result{OK: true, TaskID: t.ID}
 	}
-	cutoff := PhaseIndex(t, PhaseRemoveOld)
-	switch t.Kind {
-	case TaskSlotMigration, TaskGroupSplit, TaskGroupMerge:
-		cutoff = PhaseIndex(t, PhaseAcquire)
-	case TaskGroupCreate:
-		cutoff = PhaseIndex(t, PhaseDone)
-	}
-	if t.Status == TaskSucceeded || PhaseIndex(t, t.Phase) >= cutoff {
+	if t.Status == TaskSucceeded || PastCancelling(t) {
 		return refuse(slotstore.CodeConflict, "task %d is past the point of cancelling (phase %s, %s)", t.ID, t.Phase, t.Status)
 	}
 	t.Status, t.UpdatedAtMs = TaskCancelling, timeMs

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/slotmeta/slotmeta/internal/slotstore"
@@ -51,10 +52,41 @@ type Config struct {
 }
 
 // Executor carries out the controller's tasks, one step per round.
-type Executor struct{ cfg Config }
+type Executor struct {
+	cfg Config
+
+	mu        sync.Mutex
+	stuckOnce map[uint64]string // task → the phase whose being stuck was recorded
+}
 
 // New returns an executor.
-func New(cfg Config) *Executor { return &Executor{cfg: cfg} }
+func New(cfg Config) *Executor { return &Executor{cfg: cfg, stuckOnce: map[uint64]string{}} }
+
+// stuck records, once per task phase and attempt, that t is stuck past the
+// phase timeout in a phase it cannot fail or abort from — it is retried
+// until it completes — with the error that holds it: the decision log then
+// says why a task does not end, where a failed task would say so itself.
+func (e *Executor) stuck(t controller.Task, err error) {
+	slot := -1
+	if t.HashSlot != nil {
+		slot = int(*t.HashSlot)
+	}
+	key := fmt.Sprintf("%s/%d/%d", t.Phase, slot, t.Attempt)
+	e.mu.Lock()
+	seen := e.stuckOnce[t.ID] == key
+	e.stuckOnce[t.ID] = key
+	for id := range e.stuckOnce { // bounded by the tasks that run
+		if cur, ok := e.cfg.Node.Controller().Tasks[id]; !ok || cur.Status != controller.TaskRunning && cur.Status != controller.TaskCancelling {
+			delete(e.stuckOnce, id)
+		}
+	}
+	e.mu.Unlock()
+	if !seen {
+		e.cfg.Node.Record(slotstore.Decision{Group: t.Group, Kind: slotstore.DecisionTask,
+			Reason: slotstore.Reason(string(t.Kind) + ":" + string(t.Phase) + "→stuck"),
+			Detail: fmt.Sprintf("task %d stuck in phase %s for more than %v, retried until it completes: %v", t.ID, t.Phase, e.cfg.PhaseTimeout, err)})
+	}
+}
 
 // Once runs one step of every running task of st.
 func (e *Executor) Once(ctx context.Context, tasks []controller.Task) {
@@ -156,12 +188,18 @@ func (e *Executor) step(ctx context.Context, t controller.Task) error {
 		return nil
 	}
 	stuck := e.cfg.Now().Sub(time.UnixMilli(t.UpdatedAtMs))
-	if stuck > e.cfg.PhaseTimeout && t.Kind == controller.TaskReplicaMove && t.Phase == controller.PhaseCommit {
-		// Past the point of no return: Raft already has the new voter and
-		// not the old one, and only the desired peers are left to commit.
-		// Failing here would leave them apart until someone asked for the
-		// same move again; it is retried until it completes.
-		return fmt.Errorf("phase %s stuck for %v, retried until it completes (the membership changed already): %w",
+	if stuck > e.cfg.PhaseTimeout && t.Kind == controller.TaskReplicaMove && controller.PastCancelling(&t) {
+		// Past the point of no return (the point of cancelling,
+		// controller.PastCancelling): the new replica is a voter, and the
+		// old one is being removed (remove_old: whether a removal that
+		// timed out was applied is unknown) or gone (commit: only the
+		// desired peers are left to commit). Failing here would leave the
+		// desired peers and the membership apart — and free the group for
+		// a split or another move planned from the wrong peers (chaos found
+		// a split started so, which never ended) — until someone asked for
+		// the same move again; it is retried until it completes.
+		e.stuck(t, err)
+		return fmt.Errorf("phase %s stuck for %v, retried until it completes (the membership changes already): %w",
 			t.Phase, stuck.Round(time.Millisecond), err)
 	}
 	if stuck > e.cfg.PhaseTimeout && handingOver(t) {
@@ -173,6 +211,7 @@ func (e *Executor) step(ctx context.Context, t controller.Task) error {
 		// (chaos found it: a release whose source leader was cut off for
 		// longer than the timeout). Acquire, release and switch are
 		// idempotent; they are retried until the source and target answer.
+		e.stuck(t, err)
 		return fmt.Errorf("phase %s stuck for %v, retried until it completes (hash slot %d is being handed over): %w",
 			t.Phase, stuck.Round(time.Millisecond), *t.HashSlot, err)
 	}
@@ -184,7 +223,9 @@ func (e *Executor) step(ctx context.Context, t controller.Task) error {
 			// keeps the slot, unfenced (asking again starts it over).
 			m := slotMove{e: e, t: t, hdr: meta.Header{HashSlot: *t.HashSlot}}
 			if uerr := m.undoSource(ctx); uerr != nil {
-				return fmt.Errorf("%s; aborting it: %w", reason, uerr)
+				uerr = fmt.Errorf("%s; aborting it: %w", reason, uerr)
+				e.stuck(t, uerr)
+				return uerr
 			}
 			reason = "aborted, the source keeps the slot: " + reason
 			if uerr := m.cmd(ctx, t.ToGroup, &meta.DropImported{Header: m.hdr}); uerr != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,9 +24,12 @@ type commitNode struct {
 	st         *controller.State
 	membership error
 	advances   []controller.AdvanceTask
+	decisions  []slotstore.Decision
 }
 
 func (n *commitNode) Controller() *controller.State { return n.st }
+
+func (n *commitNode) GroupLeader(slotstore.GroupID) slotstore.NodeID { return 0 }
 
 func (n *commitNode) Membership(context.Context, MembershipRequest) (Membership, error) {
 	if n.membership != nil {
@@ -46,32 +50,48 @@ func (n *commitNode) Advance(_ context.Context, a controller.AdvanceTask) error 
 	return nil
 }
 
-func (n *commitNode) Record(slotstore.Decision) {}
+func (n *commitNode) Record(d slotstore.Decision) { n.decisions = append(n.decisions, d) }
 
-// TestMoveAtCommitIsNeverFailed: a replica move whose commit cannot read
-// the group's membership for longer than the phase timeout keeps trying —
-// Raft already has the new voter and not the old one, so a failed task
-// would leave the desired peers and the membership apart until someone
-// asked for the same move again — and completes once it can; an earlier
-// phase stuck as long fails its task as before.
+// TestMoveAtCommitIsNeverFailed: a replica move past its point of
+// cancelling — remove_old, whose removal may have been applied, and commit,
+// where Raft already has the new voter and not the old one — whose step
+// cannot reach the group's membership for longer than the phase timeout
+// keeps trying, and says so once in the decision log: a failed task would
+// leave the desired peers and the membership apart, and free the group for
+// a split or another move planned from the wrong peers, until someone asked
+// for the same move again. It completes once it can; an earlier phase stuck
+// as long fails its task as before.
 func TestMoveAtCommitIsNeverFailed(t *testing.T) {
 	now := time.UnixMilli(1_000_000)
+	for _, phase := range []slotstore.TaskPhase{controller.PhaseRemoveOld, controller.PhaseCommit} {
+		task := &controller.Task{ID: 7, Kind: controller.TaskReplicaMove, Group: 1, From: 3, To: 4, OldReplicaID: 3, NewReplicaID: 4,
+			Phase: phase, Status: controller.TaskRunning, Attempt: 1, UpdatedAtMs: now.Add(-time.Hour).UnixMilli()}
+		n := &commitNode{st: &controller.State{Tasks: map[uint64]*controller.Task{7: task}},
+			membership: errors.New("route_not_ready: group 1 has no live leader")}
+		e := New(Config{Node: n, PhaseTimeout: time.Minute, Now: func() time.Time { return now },
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+
+		for range 3 {
+			e.Once(context.Background(), []controller.Task{*task})
+		}
+		if len(n.advances) != 0 || task.Status != controller.TaskRunning {
+			t.Fatalf("%s stuck for an hour: advances %+v, status %s", phase, n.advances, task.Status)
+		}
+		if len(n.decisions) != 1 || n.decisions[0].Reason != slotstore.Reason("replica_move:"+string(phase)+"→stuck") ||
+			!strings.Contains(n.decisions[0].Detail, "no live leader") {
+			t.Fatalf("%s stuck for three rounds: decisions %+v, want one that says why", phase, n.decisions)
+		}
+		n.membership = nil
+		e.Once(context.Background(), []controller.Task{*task})
+		if task.Phase == phase || task.Status != controller.TaskRunning || len(n.advances) != 1 {
+			t.Fatalf("after the membership answered: phase %s status %s, advances %+v", task.Phase, task.Status, n.advances)
+		}
+	}
 	task := &controller.Task{ID: 7, Kind: controller.TaskReplicaMove, Group: 1, From: 3, To: 4, OldReplicaID: 3, NewReplicaID: 4,
-		Phase: controller.PhaseCommit, Status: controller.TaskRunning, UpdatedAtMs: now.Add(-time.Hour).UnixMilli()}
-	n := &commitNode{st: &controller.State{Tasks: map[uint64]*controller.Task{7: task}},
-		membership: errors.New("route_not_ready: group 1 has no live leader")}
+		Status: controller.TaskRunning, UpdatedAtMs: now.Add(-time.Hour).UnixMilli()}
+	n := &commitNode{st: &controller.State{Tasks: map[uint64]*controller.Task{7: task}}}
 	e := New(Config{Node: n, PhaseTimeout: time.Minute, Now: func() time.Time { return now },
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-
-	e.Once(context.Background(), []controller.Task{*task})
-	if len(n.advances) != 0 || task.Status != controller.TaskRunning {
-		t.Fatalf("a commit stuck for an hour: advances %+v, status %s", n.advances, task.Status)
-	}
-	n.membership = nil
-	e.Once(context.Background(), []controller.Task{*task})
-	if task.Phase != controller.PhaseDone || task.Status != controller.TaskRunning || len(n.advances) != 1 {
-		t.Fatalf("after the membership answered: phase %s status %s, advances %+v", task.Phase, task.Status, n.advances)
-	}
 
 	// Before the point of no return, a phase stuck as long fails the task.
 	task.Phase, task.Status, n.advances = controller.PhasePromote, controller.TaskRunning, nil
