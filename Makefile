@@ -9,7 +9,9 @@ TEST_FLAGS ?= -race -count=1 -timeout 25m
 REDOCLY_VERSION    ?= 2.77.0
 SWAGGER_UI_VERSION ?= 5.35.0
 
-.PHONY: chaos run build test test-short generate lint lint-spec update-swagger-ui bench soak scale fmt clean
+SIM_SCENARIOS ?= internal/sim/testdata/*.sim
+
+.PHONY: sim chaos run build test test-short generate lint lint-spec update-swagger-ui bench soak scale fmt clean
 
 run: build
 	$(BIN) --data-dir $(DATA_DIR)
@@ -23,6 +25,13 @@ build:
 test:
 	$(GO) vet ./...
 	$(GO) test $(TEST_FLAGS) ./...
+
+# Every scenario of the control-plane simulator (package sim): the real
+# controller, balancer and task executor on a simulated clock, up to 1 000
+# nodes; reports, and plots in bin/sim/. Fails when an outcome is not as
+# expected. `make test` runs the short scenarios (internal/sim/testdata/short).
+sim:
+	$(GO) run ./cmd/slotsim -out bin/sim $(SIM_SCENARIOS)
 
 # Without the race detector: a quicker loop while developing.
 test-short:

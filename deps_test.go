@@ -26,7 +26,7 @@ func TestLeavesRunWithoutTheEngine(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go list")
 	}
-	for _, pkg := range []string{"./internal/slotstore/dispatch", "./internal/slotstore/projector", "./internal/slotstore/controller/leader"} {
+	for _, pkg := range []string{"./internal/slotstore/dispatch", "./internal/slotstore/projector", "./internal/slotstore/controller/leader", "./internal/sim"} {
 		noEngine(t, pkg, []string{"github.com/lni/dragonboat/v4/statemachine"})
 	}
 }
@@ -60,16 +60,16 @@ var layers = map[string]int{
 	"internal/slotstore/fsm": 3, "internal/slotstore/controller/policy": 3, "internal/slotstore/controller/balance": 3, "internal/slotstore/controller/tasks": 3,
 	"internal/slotstore/projector": 3, "internal/slotstore/history": 3,
 	"internal/slotstore/replicas": 4, "internal/slotstore/controller/leader": 4, "internal/slotstore/backups": 4, "internal/slotstore/restore": 4,
-	"internal/slotstore/dispatch": 5,
-	"internal/slotstore/cluster":  6, "internal/httpapi": 6, "internal/console": 6,
-	"cmd/server": 7,
+	"internal/slotstore/dispatch": 5, "internal/sim": 5,
+	"internal/slotstore/cluster": 6, "internal/httpapi": 6, "internal/console": 6,
+	"cmd/server": 7, "cmd/slotsim": 7,
 }
 
 func TestPackagesImportOnlyLowerLayers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go list")
 	}
-	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "./internal/...", "./cmd/server", "./web", "./migrations").CombinedOutput()
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "./internal/...", "./cmd/server", "./cmd/slotsim", "./web", "./migrations").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, out)
 	}

@@ -37,6 +37,7 @@ type options struct {
 	ElectionRTT         uint64
 	HeartbeatRTT        uint64
 	RaftWorkers         int
+	ApplyWorkers        int
 	LogLevel            string
 	MaxBodyBytes        int64
 	ShutdownTimeout     time.Duration
@@ -84,6 +85,7 @@ func parseOptions(args []string, getenv func(string) string) (*options, error) {
 	fs.DurationVar(&o.RTT, "rtt", 100*time.Millisecond, "Raft tick (ADR 0018: idle groups cost a third less than at 50ms)")
 	fs.Uint64Var(&o.ElectionRTT, "election-rtt", 5, "election timeout in ticks")
 	fs.Uint64Var(&o.HeartbeatRTT, "heartbeat-rtt", 1, "leader heartbeat interval in ticks (below half the election timeout)")
+	fs.IntVar(&o.ApplyWorkers, "apply-workers", 4, "the Raft engine's commit workers and apply workers, each (1..16): each visits its share of the groups every 200 ms besides its work")
 	fs.IntVar(&o.RaftWorkers, "raft-workers", 0, "Raft step workers and log shards; groups on one worker share a log fsync (default for a new data dir: one per 4 cores, 1..8; fixed when the data dir is created)")
 	fs.StringVar(&o.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.Int64Var(&o.MaxBodyBytes, "max-body-bytes", 1<<20, "largest accepted request body")

@@ -102,6 +102,7 @@ func (o *options) plan(getenv func(string) string) (*plan, error) {
 		ElectionRTT:          o.ElectionRTT,
 		HeartbeatRTT:         o.HeartbeatRTT,
 		RaftWorkers:          o.RaftWorkers,
+		ApplyWorkers:         o.ApplyWorkers,
 	}
 	if len(errs) == 0 {
 		c := p.cluster

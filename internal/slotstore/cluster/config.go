@@ -23,6 +23,9 @@ import (
 	"github.com/slotmeta/slotmeta/internal/slotstore/watch"
 )
 
+// DefaultApplyWorkers is Config.ApplyWorkers' default.
+const DefaultApplyWorkers = 4
+
 // Config describes one node. Start fills defaults (EnsureDefaults) and
 // refuses what Validate rejects.
 type Config struct {
@@ -96,6 +99,12 @@ type Config struct {
 	// data directory is created (default raftlog.DefaultWorkers: one per four
 	// cores, 1..8); 0 takes the directory's count.
 	RaftWorkers int
+	// ApplyWorkers is the number of dragonboat's commit workers and of its
+	// apply workers (engine.go: each a goroutine that, besides the work it
+	// is woken for, visits its share of the replicas every 200 ms). The
+	// engine's default is 16 of each; two cores need few (issue 31: idle
+	// groups). Default 4, at most 16.
+	ApplyWorkers int
 
 	// ObserveInterval is how often the controller leader collects status
 	// reports and reconciles (default 1s; negative: never by itself — tests
@@ -233,6 +242,7 @@ func (c *Config) EnsureDefaults() {
 	c.Leadership.EnsureDefaults()
 	c.ProjectInterval = cmp.Or(c.ProjectInterval, 200*time.Millisecond)
 	c.BalanceInterval = cmp.Or(c.BalanceInterval, 5*time.Second)
+	c.ApplyWorkers = cmp.Or(c.ApplyWorkers, DefaultApplyWorkers)
 	c.TaskPhaseTimeout = cmp.Or(c.TaskPhaseTimeout, 2*time.Minute)
 	c.RequestTimeout = cmp.Or(c.RequestTimeout, 3*time.Second)
 	if c.Registerer == nil {
@@ -310,6 +320,9 @@ func (c *Config) Validate() error {
 	}
 	if err := c.TLS.Validate(); err != nil {
 		return err
+	}
+	if c.ApplyWorkers < 0 || c.ApplyWorkers > 16 {
+		return fmt.Errorf("cluster: apply workers %d outside 1..16", c.ApplyWorkers)
 	}
 	if c.RaftWorkers < 0 || c.RaftWorkers > raftlog.MaxWorkers {
 		return fmt.Errorf("cluster: raft workers %d outside 1..%d", c.RaftWorkers, raftlog.MaxWorkers)

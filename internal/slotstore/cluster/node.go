@@ -381,7 +381,7 @@ func nodeHostConfig(cfg *Config, raftDir string, workers int, logdb *raftlog.Fac
 		CAFile:         cfg.TLS.CAFile,
 		CertFile:       cfg.TLS.CertFile,
 		KeyFile:        cfg.TLS.KeyFile,
-		Expert:         raftlog.ExpertConfig(workers, logdb),
+		Expert:         raftlog.ExpertConfig(workers, cfg.ApplyWorkers, logdb),
 	}
 	if cfg.RaftFS != nil {
 		nhc.Expert.FS = cfg.RaftFS

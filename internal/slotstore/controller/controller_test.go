@@ -208,3 +208,56 @@ func TestRegisterAndActivateNode(t *testing.T) {
 		t.Fatal("a command with two bodies applied")
 	}
 }
+
+// TestPlacementSpreadsAGroupApart: the founding placement puts each node
+// the same number of replicas (give or take one) and a group's replicas
+// N/rf apart in the id order, so that no block of N/rf consecutive node
+// ids — a rack numbered in order — holds two replicas of one group, and
+// every replica of a group is on a distinct node.
+func TestPlacementSpreadsAGroupApart(t *testing.T) {
+	for _, tc := range []struct{ nodes, groups, rf int }{
+		{3, 8, 3}, {4, 8, 3}, {6, 6, 3}, {7, 20, 3}, {20, 20, 3}, {100, 100, 3}, {100, 256, 5}, {1000, 256, 3},
+	} {
+		var nodes []slotstore.NodeID
+		for i := 1; i <= tc.nodes; i++ {
+			nodes = append(nodes, slotstore.NodeID(i))
+		}
+		var groups []slotstore.GroupID
+		for i := 1; i <= tc.groups; i++ {
+			groups = append(groups, slotstore.GroupID(i))
+		}
+		count := map[slotstore.NodeID]int{}
+		block := max(1, tc.nodes/tc.rf)
+		for _, p := range Placement(groups, nodes, tc.rf) {
+			seen := map[slotstore.NodeID]bool{}
+			for _, n := range p.Nodes {
+				if seen[n] {
+					t.Fatalf("%+v: group %d has node %d twice: %v", tc, p.Group, n, p.Nodes)
+				}
+				seen[n] = true
+				count[n]++
+			}
+			if tc.nodes < 2*tc.rf {
+				continue // too few nodes to keep replicas apart
+			}
+			for start := 1; start <= tc.nodes; start++ {
+				in := 0
+				for _, n := range p.Nodes {
+					if d := (int(n) - start + tc.nodes) % tc.nodes; d < block {
+						in++
+					}
+				}
+				if in > 1 {
+					t.Fatalf("%+v: group %d on %v: %d replicas among the %d ids from %d", tc, p.Group, p.Nodes, in, block, start)
+				}
+			}
+		}
+		lo, hi := tc.groups, 0
+		for _, n := range nodes {
+			lo, hi = min(lo, count[n]), max(hi, count[n])
+		}
+		if hi-lo > tc.rf {
+			t.Fatalf("%+v: replicas per node from %d to %d", tc, lo, hi)
+		}
+	}
+}

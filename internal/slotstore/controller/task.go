@@ -234,3 +234,33 @@ func pruneTasks(s *State) {
 		}
 	}
 }
+
+// Wants says whether node should run a replica of group g, with which
+// replica id, and whether that replica is (still) a learner: a desired peer
+// runs one; so does the target of a replica move once the learner was added
+// (and until the task is cancelled). Package replicas starts and stops a
+// node's replicas by it; the simulator (package sim) places its nodes' by it.
+func (s *State) Wants(node slotstore.NodeID, g slotstore.GroupID) (bool, uint64, bool) {
+	grp, ok := s.Groups[g]
+	if !ok {
+		return false, 0, false // retired, or not created yet
+	}
+	if r, ok := grp.Peers[node]; ok {
+		if _, dead := s.Tombstoned(g, r); dead {
+			return false, 0, false // a recovery rebuilt the group without it (recovery.go)
+		}
+		return true, r, false
+	}
+	for _, t := range s.Tasks {
+		if t.Group != g || t.To != node || t.Kind != TaskReplicaMove {
+			continue
+		}
+		switch t.Status {
+		case TaskRunning, TaskFailed:
+			if TaskPhaseIndex(TaskReplicaMove, t.Phase) >= TaskPhaseIndex(TaskReplicaMove, PhaseCatchUp) {
+				return true, t.NewReplicaID, TaskPhaseIndex(TaskReplicaMove, t.Phase) <= TaskPhaseIndex(TaskReplicaMove, PhasePromote)
+			}
+		}
+	}
+	return false, 0, false
+}

@@ -83,13 +83,17 @@ func ResolveWorkers(dataDir string, configured int) (int, error) {
 
 // ExpertConfig is dragonboat's engine and LogDB configuration for workers:
 // the tiny LogDB preset (dragonboat.md §2: 4 MiB write buffers per shard),
-// one LogDB shard per step worker, the other stages at their defaults; the
+// one LogDB shard per step worker, applyWorkers commit and apply workers
+// each (0: the engine's 16), the other stages at their defaults; the
 // LogDB is dragonboat's default without an fsync for commit-only saves
 // (logdb.go, ADR 0006).
-func ExpertConfig(workers int, logdb *Factory) config.ExpertConfig {
+func ExpertConfig(workers, applyWorkers int, logdb *Factory) config.ExpertConfig {
 	logcfg := config.GetTinyMemLogDBConfig()
 	logcfg.Shards = uint64(workers)
 	engine := config.GetDefaultEngineConfig()
 	engine.ExecShards = uint64(workers)
+	if applyWorkers > 0 {
+		engine.CommitShards, engine.ApplyShards = uint64(applyWorkers), uint64(applyWorkers)
+	}
 	return config.ExpertConfig{LogDB: logcfg, Engine: engine, LogDBFactory: logdb}
 }

@@ -52,11 +52,11 @@ func TestRaftWorkersAreFixedAtCreation(t *testing.T) {
 }
 
 // TestExpertConfigSharesLogShards: groups on one step worker save through
-// one LogDB shard.
+// one LogDB shard; the commit and apply workers are as many as asked.
 func TestExpertConfigSharesLogShards(t *testing.T) {
-	e := ExpertConfig(2, &Factory{})
-	if e.Engine.ExecShards != 2 || e.LogDB.Shards != 2 {
-		t.Fatalf("exec %d, logdb %d", e.Engine.ExecShards, e.LogDB.Shards)
+	e := ExpertConfig(2, 4, &Factory{})
+	if e.Engine.ExecShards != 2 || e.LogDB.Shards != 2 || e.Engine.CommitShards != 4 || e.Engine.ApplyShards != 4 {
+		t.Fatalf("exec %d, logdb %d, commit %d, apply %d", e.Engine.ExecShards, e.LogDB.Shards, e.Engine.CommitShards, e.Engine.ApplyShards)
 	}
 	if err := e.Engine.Validate(); err != nil {
 		t.Fatal(err)

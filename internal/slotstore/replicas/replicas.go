@@ -166,28 +166,7 @@ func (s *Set) All() map[slotstore.GroupID]*Replica { return *s.groups.Load() }
 // runs one; so does the target of a replica move once the learner was added
 // (and until the task is cancelled).
 func (s *Set) Want(st *controller.State, g slotstore.GroupID) (bool, uint64, bool) {
-	grp, ok := st.Groups[g]
-	if !ok {
-		return false, 0, false // retired, or not created yet
-	}
-	if r, ok := grp.Peers[s.cfg.NodeID]; ok {
-		if _, dead := st.Tombstoned(g, r); dead {
-			return false, 0, false // a recovery rebuilt the group without it (recovery.go)
-		}
-		return true, r, false
-	}
-	for _, t := range st.Tasks {
-		if t.Group != g || t.To != s.cfg.NodeID || t.Kind != controller.TaskReplicaMove {
-			continue
-		}
-		switch t.Status {
-		case controller.TaskRunning, controller.TaskFailed:
-			if controller.TaskPhaseIndex(controller.TaskReplicaMove, t.Phase) >= controller.TaskPhaseIndex(controller.TaskReplicaMove, controller.PhaseCatchUp) {
-				return true, t.NewReplicaID, controller.TaskPhaseIndex(controller.TaskReplicaMove, t.Phase) <= controller.TaskPhaseIndex(controller.TaskReplicaMove, controller.PhasePromote)
-			}
-		}
-	}
-	return false, 0, false
+	return st.Wants(s.cfg.NodeID, g)
 }
 
 // Follow starts, stops and cleans up replicas so that the node runs what st

@@ -34,7 +34,9 @@
 // Hysteresis: skews below the thresholds are left alone, a slot is not
 // moved back to the group it left within SlotCooldown (so each slot moves
 // at most once per direction while load stays put), and a move must leave
-// the two groups closer than before. Nothing but drains is planned while a
+// the two groups closer than before, lowering the busier one by half the
+// load it moves at least (a slot about the size of the gap would only swap
+// which group is the busier). Nothing but drains is planned while a
 // fault is open: an active node unreachable or a group without a quorum.
 // A group that a task works on is left alone. A paused balancer plans
 // drains only (Input.DrainOnly): an operator asked for them.

@@ -405,6 +405,14 @@ func (p *planner) hashSlots() {
 			if l <= 0 || l >= gap || p.movedLately(s) {
 				continue
 			}
+			// Worth a move only if it lowers the busier of the two by half
+			// the load it moves at least: a slot about the gap's size only
+			// swaps which group is the busier (the simulator found groups
+			// of one and two slots under an even load trading slots for an
+			// hour, each move "closer" by the noise of the measured rates).
+			if busiest-max(busiest-l, p.load(cold)+l) < l/2 {
+				continue
+			}
 			if left := math.Abs(gap - 2*l); left < bestLeft {
 				best, bestLeft, found = s, left, true
 			}

@@ -111,8 +111,9 @@ type Leader struct {
 	backoff   *policy.Backoff      // per group, after failed transfers
 	tasks     *tasks.Executor
 	balancer  balancerBook
-	transfers sync.Map // GroupID → time.Time: transfers started here and not seen to finish
-	decided   sync.Map // GroupID → string: the last decision recorded per group (to log changes only)
+	transfers sync.Map                                       // GroupID → time.Time: transfers started here and not seen to finish
+	rounds    struct{ lastBalance, lastHighWater time.Time } // Round's own, one round at a time
+	decided   sync.Map                                       // GroupID → string: the last decision recorded per group (to log changes only)
 }
 
 // New returns a Leader; it does nothing until driven (Run or the *Once calls).
@@ -129,54 +130,63 @@ func New(cfg Config) *Leader {
 // Leads reports whether this node leads the controller group.
 func (l *Leader) Leads() bool { return l.cfg.Host.ControllerLeader() == l.cfg.NodeID }
 
-// Run drives the rounds until stop closes: while this node leads the
-// controller, observe, reconcile, step the tasks and, every
-// BalanceInterval, balance; while it does not, forget the observations.
-// Each round's work is bounded by Config.Life and its own timeout.
+// Run drives the rounds until stop closes: every ObserveInterval, one
+// Round. Each round's work is bounded by Config.Life and its own timeout.
 func (l *Leader) Run(stop <-chan struct{}) {
 	if l.cfg.ObserveInterval < 0 {
 		return // driven by tests
 	}
-	life := l.cfg.Life
 	t := time.NewTicker(l.cfg.ObserveInterval)
 	defer t.Stop()
-	// The first balancer round after taking the lead comes a full interval
-	// later: the reports and load rates must fill in first.
-	lastBalance, lastHighWater := l.cfg.Now(), time.Time{}
-	highWaterEvery := cmp.Or(l.cfg.HighWaterInterval, DefaultHighWaterInterval)
 	for {
 		select {
 		case <-stop:
 			return
 		case <-t.C:
 		}
-		if !l.Leads() {
-			l.obs.StepDown()
-			lastBalance = l.cfg.Now()
-			continue
-		}
-		ctx, cancel := context.WithTimeout(life, l.cfg.ObserveInterval)
-		l.ObserveOnce(ctx)
-		cancel()
-		l.ReconcileOnce(l.cfg.Now())
-		vctx, vcancel := context.WithTimeout(life, l.cfg.RequestTimeout)
-		l.KeepControllerVoters(vctx, l.cfg.Now())
-		if now := l.cfg.Now(); now.Sub(lastHighWater) >= highWaterEvery {
-			lastHighWater = now
-			l.RecordHighWater(vctx, now)
-		}
-		vcancel()
-		tctx, tcancel := context.WithTimeout(life, 2*l.cfg.RequestTimeout)
-		if l.Leads() {
-			l.tasks.Drive(tctx, tasksStepsPerRound)
-		}
-		tcancel()
-		if l.cfg.BalanceInterval > 0 && l.Leads() && l.cfg.Now().Sub(lastBalance) >= l.cfg.BalanceInterval {
-			lastBalance = l.cfg.Now()
-			bctx, bcancel := context.WithTimeout(life, 2*l.cfg.RequestTimeout)
-			l.BalanceOnce(bctx, lastBalance)
-			bcancel()
-		}
+		l.Round()
+	}
+}
+
+// Round is one round of the controller leader's work: while this node
+// leads the controller, observe, reconcile, keep the controller's voters,
+// record the high-water marks (every HighWaterInterval), step the tasks
+// and, every BalanceInterval, balance; while it does not, forget the
+// observations. Run calls it every ObserveInterval; the simulator (package
+// sim) calls it on its simulated clock. Rounds must not overlap.
+func (l *Leader) Round() {
+	life := l.cfg.Life
+	if !l.Leads() {
+		l.obs.StepDown()
+		l.rounds.lastBalance = l.cfg.Now()
+		return
+	}
+	if l.rounds.lastBalance.IsZero() {
+		// The first balancer round after taking the lead comes a full
+		// interval later: the reports and load rates must fill in first.
+		l.rounds.lastBalance = l.cfg.Now()
+	}
+	ctx, cancel := context.WithTimeout(life, cmp.Or(max(l.cfg.ObserveInterval, 0), time.Second))
+	l.ObserveOnce(ctx)
+	cancel()
+	l.ReconcileOnce(l.cfg.Now())
+	vctx, vcancel := context.WithTimeout(life, l.cfg.RequestTimeout)
+	l.KeepControllerVoters(vctx, l.cfg.Now())
+	if now := l.cfg.Now(); now.Sub(l.rounds.lastHighWater) >= cmp.Or(l.cfg.HighWaterInterval, DefaultHighWaterInterval) {
+		l.rounds.lastHighWater = now
+		l.RecordHighWater(vctx, now)
+	}
+	vcancel()
+	tctx, tcancel := context.WithTimeout(life, 2*l.cfg.RequestTimeout)
+	if l.Leads() {
+		l.tasks.Drive(tctx, tasksStepsPerRound)
+	}
+	tcancel()
+	if l.cfg.BalanceInterval > 0 && l.Leads() && l.cfg.Now().Sub(l.rounds.lastBalance) >= l.cfg.BalanceInterval {
+		l.rounds.lastBalance = l.cfg.Now()
+		bctx, bcancel := context.WithTimeout(life, 2*l.cfg.RequestTimeout)
+		l.BalanceOnce(bctx, l.rounds.lastBalance)
+		bcancel()
 	}
 }
 
