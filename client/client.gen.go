@@ -2576,8 +2576,11 @@ type SystemUIDPage struct {
 
 // Task defines model for Task.
 type Task struct {
-	Attempt     int   `json:"attempt"`
-	CreatedAtMs int64 `json:"created_at_ms"`
+	Attempt int `json:"attempt"`
+
+	// CopiedTo slot moves, in the copy phase: the last row key imported so far (base64); the copy goes on from it in bounded steps, also after a failover
+	CopiedTo    *[]byte `json:"copied_to,omitempty"`
+	CreatedAtMs int64   `json:"created_at_ms"`
 
 	// Cursor slot moves: how far the source's change log was applied to the target (the source's Raft index and the change within its entry)
 	Cursor *struct {

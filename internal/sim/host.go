@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/slotmeta/slotmeta/internal/slotstore"
 	"github.com/slotmeta/slotmeta/internal/slotstore/controller"
@@ -258,15 +259,39 @@ func (w *world) slotCommand(gid slotstore.GroupID, cmd meta.Command) (meta.Resul
 	return meta.Result{Revision: g.index}, nil
 }
 
-// slotRead answers a slot move's exports from the group the table names:
-// one chunk that is the whole slot, and no logged changes.
+// chunkBytes is what one exported chunk of a slot stands for (the
+// executor's chunks are up to 256 KiB).
+const chunkBytes = 256 << 10
+
+// slotRead answers a slot move's exports from the group owning the slot:
+// the slot's bytes as chunks of one stand-in row each ("c00000001", …), at
+// most SnapshotRate a step and a slot (a copy takes time proportional to
+// the slot's data: the executor's step stops at the refusal and goes on
+// from its position next round), and no logged changes.
 func (w *world) slotRead(q meta.Query) (any, meta.ReadInfo, error) {
 	switch q := q.(type) {
 	case *meta.ExportSlot:
-		if w.leaderNode(w.groups[w.owner[q.HashSlot]]) == 0 {
+		g := w.groups[w.owner[q.HashSlot]]
+		if w.leaderNode(g) == 0 {
 			return nil, meta.ReadInfo{}, slotstore.Errorf(slotstore.CodeRouteNotReady, "hash slot %d has no live leader", q.HashSlot)
 		}
-		return &meta.SlotChunk{Done: true, Revision: w.groups[w.owner[q.HashSlot]].index}, meta.ReadInfo{}, nil
+		total := int((w.slotBytes[q.HashSlot] + chunkBytes - 1) / chunkBytes)
+		next := 1
+		if len(q.After) > 0 {
+			if _, err := fmt.Sscanf(string(q.After), "c%d", &next); err != nil {
+				return nil, meta.ReadInfo{}, slotstore.Errorf(slotstore.CodeInvalidArgument, "sim: row key %q", q.After)
+			}
+			next++
+		}
+		if next > total {
+			return &meta.SlotChunk{Done: true, Revision: g.index}, meta.ReadInfo{}, nil
+		}
+		if w.exported[q.HashSlot] >= max(1, int(w.params.SnapshotRate*int64(w.params.Step/time.Millisecond)/1000/chunkBytes)) {
+			return nil, meta.ReadInfo{}, slotstore.Errorf(slotstore.CodeBusy, "sim: hash slot %d exported what a step can", q.HashSlot)
+		}
+		w.exported[q.HashSlot]++
+		row := meta.Row{Key: []byte(fmt.Sprintf("c%08d", next)), Value: []byte{0}}
+		return &meta.SlotChunk{Rows: []meta.Row{row}, Done: next == total, Revision: g.index}, meta.ReadInfo{}, nil
 	case *meta.ExportChanges:
 		if w.leaderNode(w.groups[w.owner[q.HashSlot]]) == 0 {
 			return nil, meta.ReadInfo{}, slotstore.Errorf(slotstore.CodeRouteNotReady, "hash slot %d has no live leader", q.HashSlot)

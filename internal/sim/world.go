@@ -41,6 +41,8 @@ type world struct {
 	// groupBytes each group's data (from owner, every follow).
 	owner      [slotstore.HashSlotCount]slotstore.GroupID
 	groupBytes map[slotstore.GroupID]int64
+	// exported counts each slot's chunks exported this step (slotRead).
+	exported map[slotstore.HashSlot]int
 	// stats the report reads.
 	elections, leaderlessSeconds int
 }
@@ -176,6 +178,7 @@ func (w *world) follow(st *controller.State) {
 			}
 		}
 	}
+	w.exported = map[slotstore.HashSlot]int{}
 	w.groupBytes = map[slotstore.GroupID]int64{}
 	for hs, owner := range w.owner {
 		w.groupBytes[owner] += w.slotBytes[hs]

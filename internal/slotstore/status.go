@@ -283,8 +283,10 @@ type Task struct {
 	// Live moves (every slot-moving task created now): the slot keeps
 	// taking writes while it is copied and caught up from the source's
 	// change log; Cursor is how far that log was applied to the target.
-	Live         bool          `json:"live,omitempty"`
-	Cursor       *ChangeCursor `json:"cursor,omitempty"`
+	Live   bool          `json:"live,omitempty"`
+	Cursor *ChangeCursor `json:"cursor,omitempty"`
+	// CopiedTo is, in the copy phase, the last row key imported so far.
+	CopiedTo     []byte        `json:"copied_to,omitempty"`
 	OldReplicaID uint64        `json:"old_replica_id,omitempty"`
 	NewReplicaID uint64        `json:"new_replica_id,omitempty"`
 	Phase        TaskPhase     `json:"phase"`

@@ -157,3 +157,63 @@ func TestSplitWalksItsSlots(t *testing.T) {
 		t.Fatalf("routes after the split: 7→%d 8→%d 9→%d", st.HashToGroup[7], st.HashToGroup[8], st.HashToGroup[9])
 	}
 }
+
+// TestCopyPositionIsProgress: the copy phase's position (CopiedTo) is kept
+// on the task; moving it restarts the phase's clock (a long copy is not
+// stuck) while a catch-up's cursor does not; a phase change clears it, and
+// so does resuming a failed move (its copied rows were dropped).
+func TestCopyPositionIsProgress(t *testing.T) {
+	s := NewStateMachine(func(*State) {})
+	update(t, s, 1, bootstrapCmd(t, 3, 2, 3))
+	idx := uint64(1)
+	at := int64(1000)
+	do := func(c Command) Result {
+		idx++
+		at += 1000
+		c.TimeMs, c.V = at, 1
+		b, err := EncodeCommand(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return update(t, s, idx, b)
+	}
+	hs := slotstore.HashSlot(3)
+	r := do(Command{SlotMigrate: &CreateSlotMigration{HashSlot: hs, ToGroup: 2}})
+	if !r.OK {
+		t.Fatal(r)
+	}
+	id := r.TaskID
+	task := func() *Task { return s.Snapshot().Tasks[id] }
+	if r := do(Command{AdvanceTask: &AdvanceTask{ID: id, ExpectedPhase: PhaseTrack, Phase: PhaseCopy, HashSlot: &hs}}); !r.OK {
+		t.Fatal(r)
+	}
+	began := task().UpdatedAtMs
+	if r := do(Command{AdvanceTask: &AdvanceTask{ID: id, ExpectedPhase: PhaseCopy, HashSlot: &hs, CopiedTo: []byte("k1")}}); !r.OK {
+		t.Fatal(r)
+	}
+	if tk := task(); string(tk.CopiedTo) != "k1" || tk.UpdatedAtMs == began || tk.Phase != PhaseCopy {
+		t.Fatalf("rows copied further: %+v", tk)
+	}
+	moved := task().UpdatedAtMs
+	do(Command{AdvanceTask: &AdvanceTask{ID: id, ExpectedPhase: PhaseCopy, HashSlot: &hs, CopiedTo: []byte("k1")}})
+	if tk := task(); tk.UpdatedAtMs != moved {
+		t.Fatalf("the same position again restarted the clock: %+v", tk)
+	}
+	do(Command{AdvanceTask: &AdvanceTask{ID: id, ExpectedPhase: PhaseCopy, HashSlot: &hs, Status: TaskFailed, Error: "aborted"}})
+	if tk := task(); tk.CopiedTo != nil || tk.Status != TaskFailed {
+		t.Fatalf("a failed move kept its copy position: %+v", tk)
+	}
+	if r := do(Command{SlotMigrate: &CreateSlotMigration{HashSlot: hs, ToGroup: 2}}); !r.OK || r.TaskID != id {
+		t.Fatalf("resume: %+v", r)
+	}
+	if r := do(Command{AdvanceTask: &AdvanceTask{ID: id, ExpectedPhase: PhaseTrack, Phase: PhaseCopy, HashSlot: &hs}}); !r.OK {
+		t.Fatal(r)
+	}
+	do(Command{AdvanceTask: &AdvanceTask{ID: id, ExpectedPhase: PhaseCopy, HashSlot: &hs, CopiedTo: []byte("k9")}})
+	if r := do(Command{AdvanceTask: &AdvanceTask{ID: id, ExpectedPhase: PhaseCopy, Phase: PhaseCatchUp, HashSlot: &hs}}); !r.OK {
+		t.Fatal(r)
+	}
+	if tk := task(); tk.CopiedTo != nil || tk.Phase != PhaseCatchUp {
+		t.Fatalf("after the copy: %+v", tk)
+	}
+}

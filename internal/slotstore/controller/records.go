@@ -41,8 +41,13 @@ type Task struct {
 	// Live moves: the slot keeps taking writes while it is copied and
 	// caught up from the source's change log; Cursor is how far that log
 	// was applied to the target.
-	Live         bool                 `json:"live,omitempty"`
-	Cursor       *ChangeCursor        `json:"cursor,omitempty"`
+	Live   bool          `json:"live,omitempty"`
+	Cursor *ChangeCursor `json:"cursor,omitempty"`
+	// CopiedTo is how far the copy phase imported the slot's rows: the
+	// last row key copied (a copy goes on from it, in bounded steps, after
+	// a round or a failover; nil: from the start). Cleared when the phase
+	// ends and when an aborted move resumes (its copied rows were dropped).
+	CopiedTo     []byte               `json:"copied_to,omitempty"`
 	OldReplicaID uint64               `json:"old_replica_id,omitempty"`
 	NewReplicaID uint64               `json:"new_replica_id,omitempty"`
 	Phase        slotstore.TaskPhase  `json:"phase"`

@@ -146,6 +146,7 @@ func applyCreateSlotMigration(s *State, c *CreateSlotMigration, timeMs int64) Re
 		if t.Kind == TaskSlotMigration && t.HashSlot != nil && *t.HashSlot == c.HashSlot && t.ToGroup == c.ToGroup && t.Status == TaskFailed {
 			t.Status, t.Error, t.UpdatedAtMs = TaskRunning, "", timeMs
 			t.Attempt++
+			t.CopiedTo = nil // the abort dropped the copied rows
 			if t.Live && PhaseIndex(t, t.Phase) < PhaseIndex(t, PhaseAcquire) {
 				t.Phase, t.Cursor = PhaseTrack, nil // an aborted move starts over
 			}

@@ -165,7 +165,7 @@ func advanceSlots(s *State, t *Task, a *AdvanceTask) (r Result, handled bool) {
 		if a.Phase != want {
 			return refuse(slotstore.CodeInvalidArgument, "task %d has %d hash slots left to move: next is %s, not %s", t.ID, len(rest), want, a.Phase), true
 		}
-		t.HashSlots, t.Moved, t.Phase, t.HashSlot, t.Cursor = rest, t.Moved+1, want, nil, nil
+		t.HashSlots, t.Moved, t.Phase, t.HashSlot, t.Cursor, t.CopiedTo = rest, t.Moved+1, want, nil, nil, nil
 		if len(rest) > 0 {
 			next := rest[0]
 			t.HashSlot = &next

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"bytes"
 	"fmt"
 	"sort"
 
@@ -53,6 +54,10 @@ type AdvanceTask struct {
 	HashSlot *slotstore.HashSlot `json:"hash_slot,omitempty"`
 	// Cursor, when set, is how far the slot's change log was applied.
 	Cursor *ChangeCursor `json:"cursor,omitempty"`
+	// CopiedTo, when set, is how far the copy phase imported the slot's
+	// rows (the last row key): progress within the phase, which restarts
+	// the phase's clock.
+	CopiedTo []byte `json:"copied_to,omitempty"`
 }
 
 // CancelTask asks to cancel a task; only possible before its commit phase.
@@ -161,12 +166,22 @@ func applyAdvanceTask(s *State, a *AdvanceTask, timeMs int64) Result {
 		cur := *a.Cursor
 		t.Cursor = &cur
 	}
+	copied := false
+	switch {
+	case a.Phase != "" || a.Status != "":
+		t.CopiedTo = nil // the copy is over (or the task)
+	case a.CopiedTo != nil && !bytes.Equal(a.CopiedTo, t.CopiedTo):
+		t.CopiedTo, copied = bytes.Clone(a.CopiedTo), true
+	}
 	if a.Status != "" {
 		t.Status = a.Status
 	}
 	t.Error = a.Error
-	if a.Phase != "" || a.Status != "" {
-		t.UpdatedAtMs = timeMs // a record of progress within a phase keeps the phase's clock
+	if a.Phase != "" || a.Status != "" || copied {
+		// A record of progress within a phase keeps the phase's clock (a
+		// catch-up outrun by the writes times out); rows copied further
+		// restart it (a copy of many steps is not stuck).
+		t.UpdatedAtMs = timeMs
 	}
 	pruneTasks(s)
 	return Result{OK: true, TaskID: t.ID}

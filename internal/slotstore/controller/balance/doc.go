@@ -18,7 +18,8 @@
 //     or, when nodes left, the least busy group merged into the next least
 //     busy one — one split or merge at a time;
 //  3. replicas: a replica moves from the node with the most to the node
-//     with the fewest while they differ by more than ReplicaSkew;
+//     with the fewest while they differ by more than ReplicaSkew (a move
+//     under way, Input.Moving, counts as done);
 //  4. leaders: a group led by the node leading the most gets a preferred
 //     leader on the node leading the fewest while they differ by more than
 //     LeaderSkew (the preferred-leader reconciler carries it out, with its

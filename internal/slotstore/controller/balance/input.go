@@ -45,6 +45,12 @@ type SlotMove struct {
 	At       time.Time
 }
 
+// ReplicaMove is a replica move under way, from node From to node To.
+type ReplicaMove struct {
+	Group    slotstore.GroupID
+	From, To slotstore.NodeID
+}
+
 // Input is the cluster at one moment.
 type Input struct {
 	Now    time.Time
@@ -60,7 +66,10 @@ type Input struct {
 	// MaxSlotMoves at once).
 	SlotTasks int
 	// GroupTasks: splits and merges running now.
-	GroupTasks  int
+	GroupTasks int
+	// Moving: the replica moves running now, which the replica counts
+	// take as done (the desired peers change only at their commit).
+	Moving      []ReplicaMove
 	RecentMoves []SlotMove
 	// DrainOnly plans drains and nothing else (the balancer is paused or
 	// turned off: drains were asked for by an operator and go on).

@@ -107,6 +107,20 @@ func (p *planner) countReplicas() {
 			}
 		}
 	}
+	// A move under way counts as done: its source is on its way to one
+	// replica fewer, its target to one more. Counted by the desired peers
+	// alone, a round during a slow move saw the same skew again and sent
+	// a second replica the same way, and the two then went back (the
+	// simulator found replicas moving back and forth for as long as a
+	// move took longer than a balancer round).
+	for _, m := range p.in.Moving {
+		if _, ok := p.replicas[m.From]; ok {
+			p.replicas[m.From]--
+		}
+		if _, ok := p.replicas[m.To]; ok {
+			p.replicas[m.To]++
+		}
+	}
 }
 
 // faultOpen says which fault holds balancing back ("" when none).

@@ -101,6 +101,9 @@ func TestPlanDataDriven(t *testing.T) {
 					From: slotstore.GroupID(num("from", 0)), To: slotstore.GroupID(num("to", 0)), At: ago("ago")})
 			case "drain-only":
 				in.DrainOnly = true
+			case "moving":
+				in.Moving = append(in.Moving, ReplicaMove{Group: slotstore.GroupID(num("group", 0)),
+					From: slotstore.NodeID(num("from", 0)), To: slotstore.NodeID(num("to", 0))})
 			case "tasks":
 				in.Running, in.SlotTasks, in.GroupTasks = num("running", 0), num("slot", 0), num("group", 0)
 			case "cluster":

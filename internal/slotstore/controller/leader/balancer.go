@@ -44,6 +44,9 @@ func (l *Leader) balanceInput(now time.Time) balance.Input {
 		case t.Status == controller.TaskRunning || t.Status == controller.TaskCancelling:
 			busy[t.Group], busy[t.ToGroup] = true, true
 			in.Running++
+			if t.Kind == controller.TaskReplicaMove && t.Status == controller.TaskRunning {
+				in.Moving = append(in.Moving, balance.ReplicaMove{Group: t.Group, From: t.From, To: t.To})
+			}
 			if controller.MovesSlots(t.Kind) {
 				in.SlotTasks++
 			}

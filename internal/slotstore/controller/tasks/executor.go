@@ -132,7 +132,7 @@ func progress(t *controller.Task) string {
 	if t.HashSlot != nil {
 		slot = int(*t.HashSlot)
 	}
-	return fmt.Sprintf("%s/%s/%d/%d/%d", t.Phase, t.Status, slot, t.Moved, len(t.History))
+	return fmt.Sprintf("%s/%s/%d/%d/%d/%x", t.Phase, t.Status, slot, t.Moved, len(t.History), t.CopiedTo)
 }
 
 // advance replicates a step of task t (to phase, or ending it with status)

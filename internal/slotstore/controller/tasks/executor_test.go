@@ -41,11 +41,14 @@ func (n *commitNode) Membership(context.Context, MembershipRequest) (Membership,
 func (n *commitNode) Advance(_ context.Context, a controller.AdvanceTask) error {
 	n.advances = append(n.advances, a)
 	t := n.st.Tasks[a.ID]
+	if a.CopiedTo != nil {
+		t.CopiedTo = a.CopiedTo
+	}
 	if a.Phase != "" {
-		t.Phase = a.Phase
+		t.Phase, t.CopiedTo = a.Phase, nil
 	}
 	if a.Status != "" {
-		t.Status, t.Error = a.Status, a.Error
+		t.Status, t.Error, t.CopiedTo = a.Status, a.Error, nil
 	}
 	return nil
 }
@@ -165,5 +168,73 @@ func TestSlotHandoverIsNeverFailed(t *testing.T) {
 	if task.Status != controller.TaskFailed ||
 		fmt.Sprint(n.proposed) != "[g2 *meta.UnfenceSlot g2 *meta.UntrackSlot g3 *meta.DropImported]" {
 		t.Fatalf("a copy stuck for an hour: status %s, proposed %v", task.Status, n.proposed)
+	}
+}
+
+// rowsNode is a slot node whose source slot holds rows, exported one row a
+// chunk after the key asked; it counts the rows imported into the target.
+type rowsNode struct {
+	slotNode
+	rows     []string
+	imported []string
+}
+
+func (n *rowsNode) Read(_ context.Context, q meta.Query, _ meta.Consistency) (any, meta.ReadInfo, error) {
+	ex, ok := q.(*meta.ExportSlot)
+	if !ok {
+		return n.slotNode.Read(context.Background(), q, meta.Linearizable)
+	}
+	i := 0
+	for i < len(n.rows) && n.rows[i] <= string(ex.After) {
+		i++
+	}
+	if i == len(n.rows) {
+		return &meta.SlotChunk{Done: true, Revision: 5}, meta.ReadInfo{}, nil
+	}
+	return &meta.SlotChunk{Rows: []meta.Row{{Key: []byte(n.rows[i]), Value: []byte("v")}}, Done: i == len(n.rows)-1, Revision: 5}, meta.ReadInfo{}, nil
+}
+
+func (n *rowsNode) ProposeToGroup(ctx context.Context, g slotstore.GroupID, cmd meta.Command) (meta.Result, error) {
+	if imp, ok := cmd.(*meta.ImportRows); ok {
+		for _, r := range imp.Rows {
+			n.imported = append(n.imported, string(r.Key))
+		}
+	}
+	return n.slotNode.ProposeToGroup(ctx, g, cmd)
+}
+
+// TestCopyGoesOnFromWhereItStopped: a slot's copy imports at most
+// copyChunksPerStep chunks a step and keeps its position on the task, so a
+// slot of any size moves a step at a time (a copy was one step, and one
+// that outlasted the step's deadline started over every round); an
+// executor that takes over (a failover) goes on from the position; every
+// row is imported once.
+func TestCopyGoesOnFromWhereItStopped(t *testing.T) {
+	now := time.UnixMilli(1_000_000)
+	hs := slotstore.HashSlot(9)
+	task := &controller.Task{ID: 3, Kind: controller.TaskSlotMigration, Group: 1, ToGroup: 2, HashSlot: &hs, Live: true,
+		Phase: controller.PhaseCopy, Status: controller.TaskRunning, UpdatedAtMs: now.UnixMilli()}
+	n := &rowsNode{slotNode: slotNode{commitNode: commitNode{st: &controller.State{Tasks: map[uint64]*controller.Task{3: task}}}}}
+	for i := range 2*copyChunksPerStep + 22 {
+		n.rows = append(n.rows, fmt.Sprintf("k%04d", i))
+	}
+	newExecutor := func() *Executor {
+		return New(Config{Node: n, PhaseTimeout: time.Minute, Now: func() time.Time { return now },
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	}
+	newExecutor().Once(context.Background(), []controller.Task{*task})
+	if task.Phase != controller.PhaseCopy || string(task.CopiedTo) != n.rows[copyChunksPerStep-1] || len(n.imported) != copyChunksPerStep {
+		t.Fatalf("after one step: phase %s, copied to %q, %d rows imported", task.Phase, task.CopiedTo, len(n.imported))
+	}
+	newExecutor().Once(context.Background(), []controller.Task{*task}) // another controller leader
+	if task.Phase != controller.PhaseCopy || string(task.CopiedTo) != n.rows[2*copyChunksPerStep-1] {
+		t.Fatalf("after a step on a new leader: phase %s, copied to %q", task.Phase, task.CopiedTo)
+	}
+	newExecutor().Once(context.Background(), []controller.Task{*task})
+	if task.Phase != controller.PhaseCatchUp || task.CopiedTo != nil {
+		t.Fatalf("after the last rows: phase %s, copied to %q", task.Phase, task.CopiedTo)
+	}
+	if fmt.Sprint(n.imported) != fmt.Sprint(n.rows) {
+		t.Fatalf("imported %d rows, not each of the %d once in order", len(n.imported), len(n.rows))
 	}
 }

@@ -52,14 +52,23 @@ func (e *Executor) slotStep(ctx context.Context, t controller.Task) error {
 		}
 		return e.advance(ctx, t, next, "", "", m.note("group %d refuses writes to hash slot %d", t.Group, hs))
 	case controller.PhaseCopy:
-		// From the start every time: rows re-imported after a failover are
-		// the source's values now (a live move catches up on later changes,
-		// a fenced one has none).
-		rows, chunks, err := m.copyRows(ctx)
-		if err != nil {
+		// From where the last step left it (t.CopiedTo), at most
+		// copyChunksPerStep chunks a step, the position kept on the task: a
+		// slot of any size moves, a step at a time, and a failover goes on
+		// from the position (the rows before it were imported; a live
+		// move's change log, tracked since before the copy, catches them up
+		// on later changes; a fenced move has none).
+		rows, chunks, after, done, err := m.copyRows(ctx, t.CopiedTo)
+		if err != nil && chunks == 0 {
 			return err
 		}
-		return e.advance(ctx, t, next, "", "", m.note("%d rows copied to group %d in %d chunks", rows, t.ToGroup, chunks))
+		if !done || err != nil {
+			if aerr := e.cfg.Node.Advance(ctx, controller.AdvanceTask{ID: t.ID, ExpectedPhase: t.Phase, HashSlot: t.HashSlot, CopiedTo: after}); aerr != nil {
+				return aerr
+			}
+			return err // nil: the next step goes on
+		}
+		return e.advance(ctx, t, next, "", "", m.note("%d rows copied to group %d in %d chunks (this step)", rows, t.ToGroup, chunks))
 	case controller.PhaseCatchUp, controller.PhaseDrain:
 		// catch_up: rounds until one covers few changes (the writes go on);
 		// drain: the fence is up, so the log ends: to its end.
@@ -146,30 +155,41 @@ func (m slotMove) undoSource(ctx context.Context) error {
 	return m.cmd(ctx, m.t.Group, &meta.UntrackSlot{Header: m.hdr})
 }
 
-// copyRows exports the slot's rows from the source in bounded chunks and
-// imports each into the target.
-func (m slotMove) copyRows(ctx context.Context) (rows, chunks int, err error) {
-	var after []byte
-	for {
-		ch, _, err := meta.Read(ctx, m.e.cfg.Node, &meta.ExportSlot{HashSlot: m.hdr.HashSlot, After: after, MaxBytes: exportChunkBytes}, meta.Linearizable)
+// copyChunksPerStep bounds the chunks one copy step imports (16 MiB at
+// most): a step ends well within its round's deadline, and the position is
+// kept on the task between steps. (A copy was one step: a slot that took
+// longer to copy than the step's deadline started over every round and
+// never moved.)
+const copyChunksPerStep = 64
+
+// copyRows exports the slot's rows after the key after from the source in
+// bounded chunks and imports each into the target, at most
+// copyChunksPerStep; it returns the last key imported (after itself when
+// none) and done when the source has no more. On an error, the rows before
+// the key returned were imported.
+func (m slotMove) copyRows(ctx context.Context, after []byte) (rows, chunks int, last []byte, done bool, err error) {
+	last = after
+	for chunks < copyChunksPerStep {
+		ch, _, err := meta.Read(ctx, m.e.cfg.Node, &meta.ExportSlot{HashSlot: m.hdr.HashSlot, After: last, MaxBytes: exportChunkBytes}, meta.Linearizable)
 		if err != nil {
-			return rows, chunks, err
+			return rows, chunks, last, false, err
 		}
 		if ch == nil {
-			return rows, chunks, fmt.Errorf("export of hash slot %d answered nothing", m.hdr.HashSlot)
+			return rows, chunks, last, false, fmt.Errorf("export of hash slot %d answered nothing", m.hdr.HashSlot)
 		}
 		if len(ch.Rows) > 0 {
 			if err := m.cmd(ctx, m.t.ToGroup, &meta.ImportRows{Header: m.hdr, Rows: ch.Rows}); err != nil {
-				return rows, chunks, err
+				return rows, chunks, last, false, err
 			}
-			after = ch.Rows[len(ch.Rows)-1].Key
+			last = ch.Rows[len(ch.Rows)-1].Key
 			rows += len(ch.Rows)
 			chunks++
 		}
 		if ch.Done {
-			return rows, chunks, nil
+			return rows, chunks, last, true, nil
 		}
 	}
+	return rows, chunks, last, false, nil
 }
 
 // Catch-up bounds: a round that covers at most catchUpFew logged changes
