@@ -25,7 +25,7 @@ WORKERS=${PROFILE_RAFT_WORKERS:-0}
 mkdir -p "$OUTDIR"
 
 (cd "$SRC" && "$GO" test -c -tags slotbenchprofile -o "$OUTDIR/slotbench.test" ./cmd/slotbench)
-echo "workload $WORKLOAD c=$CONC for $DURATION, 3 in-process nodes ($GROUPS_N groups, RTT 50ms); load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "workload $WORKLOAD c=$CONC for $DURATION, 3 in-process nodes ($GROUPS_N groups, RTT 100ms × 5); load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 (cd "$OUTDIR" && SLOTBENCH_PROFILE_OUT="$OUTDIR/cpu.prof" SLOTBENCH_PROFILE_HEAP="$OUTDIR/heap.prof" SLOTBENCH_PROFILE_WORKLOAD=$WORKLOAD \
   SLOTBENCH_PROFILE_C=$CONC SLOTBENCH_PROFILE_DURATION=$DURATION SLOTBENCH_PROFILE_GROUPS=$GROUPS_N SLOTBENCH_PROFILE_RAFT_WORKERS=$WORKERS \
   SLOTBENCH_PROFILE_HEARTBEAT_RTT=${PROFILE_HEARTBEAT_RTT:-} SLOTBENCH_PROFILE_QUIESCE=${PROFILE_QUIESCE:-} \

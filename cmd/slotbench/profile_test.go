@@ -3,7 +3,7 @@
 // The in-process profile harness (bench/profile.sh): three real slotmeta
 // nodes in this process — dragonboat NodeHosts, Pebble stores, the REST API
 // on loopback HTTP servers, the server's defaults for three nodes (1
-// group, 2 Raft workers, RTT 50 ms, election 10 ticks) — loaded by
+// group, 2 Raft workers, RTT 100 ms, election 5 ticks: ADR 0018) — loaded by
 // slotbench's own Run, with a CPU profile taken over the load only. The build tag keeps it out of `go test ./...`.
 //
 //	go test -tags slotbenchprofile -run TestProfileInProcess -v ./cmd/slotbench
@@ -76,9 +76,9 @@ func TestProfileInProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := slotstoretest.Start(t, slotstoretest.Options{
-		Nodes: 3, Groups: groups, RTT: 50 * time.Millisecond,
+		Nodes: 3, Groups: groups, RTT: 100 * time.Millisecond,
 		Tune: func(cfg *cluster.Config) {
-			cfg.ElectionRTT = 10
+			cfg.ElectionRTT = 5
 			cfg.RaftWorkers = workers
 			if v, err := strconv.Atoi(os.Getenv("SLOTBENCH_PROFILE_MAXINFLIGHT")); err == nil {
 				cfg.Proposer.MaxInFlight = v
