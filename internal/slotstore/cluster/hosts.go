@@ -82,8 +82,8 @@ func (h projectHost) Groups() []projector.Group {
 	snap := h.n.router.Load()
 	table := snap.Table()
 	var out []projector.Group
-	for id := range h.n.replicas.All() {
-		g := projector.Group{ID: id}
+	for id, r := range h.n.replicas.All() {
+		g := projector.Group{ID: id, Applied: r.AppliedIndex()}
 		if st, ok := snap.Group(id); ok && st.Leader == h.n.cfg.NodeID && table != nil {
 			g.Led, g.Slots = true, table.SlotsOf(id)
 		}

@@ -29,12 +29,13 @@ type fakeNode struct {
 	backlog   map[slotstore.GroupID][]int   // Backlog calls
 	ackBefore map[uint64]map[string]bool    // seq → its uids projected when it was acknowledged
 	recordOf  map[uint64]*meta.OutboxRecord // seq → record
+	scans     map[slotstore.GroupID]int     // ScanOutbox calls
 }
 
 func newFakeNode() *fakeNode {
 	return &fakeNode{outbox: map[slotstore.GroupID][]meta.OutboxEntry{}, fail: map[string]error{},
 		scanErr: map[slotstore.GroupID]error{}, backlog: map[slotstore.GroupID][]int{},
-		ackBefore: map[uint64]map[string]bool{}, recordOf: map[uint64]*meta.OutboxRecord{}}
+		ackBefore: map[uint64]map[string]bool{}, recordOf: map[uint64]*meta.OutboxRecord{}, scans: map[slotstore.GroupID]int{}}
 }
 
 // add puts a record in g's outbox at seq.
@@ -49,6 +50,7 @@ func (f *fakeNode) Groups() []Group { return f.groups }
 func (f *fakeNode) ScanOutbox(_ context.Context, g slotstore.GroupID, q *meta.ScanOutbox) (*meta.OutboxPage, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.scans[g]++
 	if err := f.scanErr[g]; err != nil {
 		return nil, err
 	}
@@ -251,5 +253,30 @@ func TestProposalsInFlightAreBounded(t *testing.T) {
 	defer f.mu.Unlock()
 	if f.maxFlight != projectParallel || f.inFlight != 0 {
 		t.Fatalf("in flight: at most %d (want %d), %d left after the round", f.maxFlight, projectParallel, f.inFlight)
+	}
+}
+
+// TestEmptyOutboxIsNotScannedAgainUntilApplied: a led group whose outbox a
+// scan found empty at an applied index is not scanned again while the
+// index stays (idle groups cost nothing a round); a group whose index
+// moved, whose last scan found records, or whose index is unknown is.
+func TestEmptyOutboxIsNotScannedAgainUntilApplied(t *testing.T) {
+	f := newFakeNode()
+	slots := []slotstore.HashSlot{0, 255}
+	f.groups = []Group{{ID: 1, Led: true, Slots: slots, Applied: 7}, {ID: 2, Led: true, Slots: slots, Applied: 9},
+		{ID: 3, Led: true, Slots: slots}}
+	f.add(2, 1, "room", "u1")
+	f.fail["u1"] = errors.New("not now")
+	p := newProjector(f)
+	for range 3 {
+		_, _ = p.Once(context.Background())
+	}
+	if f.scans[1] != 1 || f.scans[2] != 3 || f.scans[3] != 3 {
+		t.Fatalf("scans after three rounds: %v (want g1 once: empty at 7; g2, with a record, and g3, index unknown, every round)", f.scans)
+	}
+	f.groups[0].Applied = 8 // something applied: the outbox may have a record now
+	f.add(1, 2, "hall", "u2")
+	if _, err := p.Once(context.Background()); err == nil || f.scans[1] != 2 || !slices.Contains(f.projected, "u2 hall v20 +") {
+		t.Fatalf("after g1's index moved: scans %v, projected %v, err %v", f.scans, f.projected, err)
 	}
 }
