@@ -103,7 +103,7 @@ func (rec *recorder) started(c controller.Command, st *controller.State) {
 	}
 }
 
-func (rec *recorder) round(took time.Duration, _ uint64) {
+func (rec *recorder) round(took time.Duration) {
 	rec.rounds = append(rec.rounds, took)
 }
 

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -153,19 +154,12 @@ func (r *Run) propose(c controller.Command) (controller.Result, error) {
 		return out, err
 	}
 	if !out.OK {
-		return out, &slotstore.Error{Code: cmpOr(out.Code, slotstore.CodeInternal), Message: out.Message}
+		return out, &slotstore.Error{Code: cmp.Or(out.Code, slotstore.CodeInternal), Message: out.Message}
 	}
 	if before != nil {
 		r.rec.started(c, before)
 	}
 	return out, nil
-}
-
-func cmpOr(c, def slotstore.Code) slotstore.Code {
-	if c == "" {
-		return def
-	}
-	return c
 }
 
 // leaderOf is node id's controller leader, made the first time the node
@@ -220,19 +214,15 @@ func (r *Run) Step() error {
 	r.w.mu.Unlock()
 	if ctrl != 0 {
 		l := r.leaderOf(ctrl)
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		alloc := ms.TotalAlloc
 		t0 := time.Now()
 		l.Round()
-		took := time.Since(t0)
-		runtime.ReadMemStats(&ms)
-		r.rec.round(took, ms.TotalAlloc-alloc)
+		r.rec.round(time.Since(t0))
 		if now.Sub(start)%r.w.params.BalanceInterval == 0 {
 			// The balancer's own cost: one plan, timed apart from the
 			// round (BalanceOnce plans the same from the same input).
+			var ms runtime.MemStats
 			runtime.ReadMemStats(&ms)
-			alloc = ms.TotalAlloc
+			alloc := ms.TotalAlloc
 			t0 := time.Now()
 			plan, _ := l.BalancerPlan(r.life)
 			took := time.Since(t0)

@@ -43,8 +43,6 @@ type world struct {
 	groupBytes map[slotstore.GroupID]int64
 	// exported counts each slot's chunks exported this step (slotRead).
 	exported map[slotstore.HashSlot]int
-	// stats the report reads.
-	elections, leaderlessSeconds int
 }
 
 type simNode struct {
@@ -199,13 +197,11 @@ func (w *world) elect() {
 		if g.leader != 0 || g.lostAt.IsZero() {
 			g.leader, g.lostAt = 0, w.now
 		}
-		w.leaderlessSeconds += int(w.params.Step / time.Second)
 		up := w.upVoters(g)
 		if len(up) <= len(g.voters)/2 || w.now.Sub(g.lostAt) < w.params.ElectionTimeout {
 			continue
 		}
 		g.leader, g.term, g.lostAt = up[w.rng.Intn(len(up))], g.term+1, time.Time{}
-		w.elections++
 	}
 }
 
