@@ -63,6 +63,13 @@ func TestHashSlotMigration(t *testing.T) {
 		t.Fatalf("slot 300: %d", r.code)
 	}
 	ctl := controllerLeader(t, c)
+	// The task was created through another node, which answered once its
+	// own replica applied it: the controller leader's may apply it a moment
+	// later (CI stepped a task the leader did not have yet).
+	testutil.WaitFor(t, 10*time.Second, 10*time.Millisecond, func() (bool, string) {
+		_, err := ctl.Operator().Task(uint64(task.Id))
+		return err == nil, fmt.Sprint(err)
+	})
 	step := func() slotstore.Task {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
