@@ -15,7 +15,10 @@
 #                 configurations separated by ';', each "label|server flags"; a
 #                 third field "|{json}" runs the nodes in a directory holding it as
 #                 dragonboat-soft-settings.json (dragonboat reads it from the working
-#                 directory at start), e.g. '{"NodeReloadMillisecond":1000}'
+#                 directory at start), e.g. '{"NodeReloadMillisecond":1000}'; a
+#                 fourth field "|PATH" runs that server binary instead of one built
+#                 from this tree (an A/B of two commits: build each with
+#                 `go build -o PATH ./cmd/server` in a worktree of it)
 #   IDLE_GROUPS [256]             groups of every cluster
 #   IDLE_ROUNDS [3]               rounds of all configurations
 #   BENCH_GROUPS_IDLE [10]        seconds measured
@@ -36,8 +39,10 @@ cleanup_on_exit
 : >"$RUN/idle.tsv"
 for round in $(seq 1 "$ROUNDS"); do
   for i in "${!CONFIGS[@]}"; do
-    IFS='|' read -r label args soft <<<"${CONFIGS[$i]}"
-    echo "=== round $round: $label ($GROUPS_N groups, flags '${args}'${soft:+, soft settings $soft}; load $(load_now))"
+    IFS='|' read -r label args soft bin <<<"${CONFIGS[$i]}"
+    echo "=== round $round: $label ($GROUPS_N groups, flags '${args}'${soft:+, soft settings $soft}${bin:+, binary $bin}; load $(load_now))"
+    [ -z "$bin" ] || [ -x "$bin" ] || die "configuration $label: $bin is not an executable"
+    export SLOTMETA_SERVER_BIN=$bin # scripts/cluster.sh runs it instead of building ('': builds)
     export BENCH_NODE_ARGS="$args --groups $GROUPS_N"
     cwd=$RUN/cwd-$i
     mkdir -p "$cwd"
@@ -69,7 +74,8 @@ LOAD_END=$(load_now)
   echo "| configuration | server flags | soft settings | median per node (% of a core) | rounds (% per node) |"
   echo "| --- | --- | --- | --: | --- |"
   for i in "${!CONFIGS[@]}"; do
-    IFS='|' read -r label args soft <<<"${CONFIGS[$i]}"
+    IFS='|' read -r label args soft bin <<<"${CONFIGS[$i]}"
+    [ -z "$bin" ] || soft="${soft:+$soft, }binary ${bin##*/}"
     awk -F'\t' -v i="$i" -v label="$label" -v args="${args:-defaults}" -v soft="${soft:--}" '
       $1 == i { v[n++] = $4 / 3 * 100 }
       END {

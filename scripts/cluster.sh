@@ -16,6 +16,7 @@
 #                         peer BASE+2000+i-1 (default 8081)
 #   SLOTMETA_NODE_ARGS    extra server flags for every node, word-split (e.g. "--rtt 20ms --groups 8")
 #   SLOTMETA_CLUSTER_JSON JSON reader for `status`: jq, python3 or awk (default: the first found)
+#   SLOTMETA_SERVER_BIN   run this server binary instead of building one from the tree
 #
 # Layout: $DIR/bin/slotmeta, $DIR/secret (mode 600), $DIR/members (the founding
 # --initial-members), $DIR/node$i/{data,log,pid,args}. A node's configuration is
@@ -49,7 +50,7 @@ usage: scripts/cluster.sh COMMAND
   logs I [-f]   tail node I's log
   down          stop every node started here
   help          this text
-env: SLOTMETA_CLUSTER_DIR (./.cluster), SLOTMETA_BASE_PORT (8081), SLOTMETA_NODE_ARGS
+env: SLOTMETA_CLUSTER_DIR (./.cluster), SLOTMETA_BASE_PORT (8081), SLOTMETA_NODE_ARGS, SLOTMETA_SERVER_BIN
 ports of node i: API BASE+i-1, Raft BASE+1000+i-1, peer BASE+2000+i-1 (127.0.0.1 only)
 EOF
 }
@@ -148,6 +149,11 @@ port_in_use() { (exec 3<>"/dev/tcp/$HOST/$1") 2>/dev/null; }
 
 build() {
   mkdir -p "$DIR/bin"
+  if [ -n "${SLOTMETA_SERVER_BIN:-}" ]; then # a binary built elsewhere (bench/idle.sh's A/B of commits)
+    echo "using $SLOTMETA_SERVER_BIN"
+    cp "$SLOTMETA_SERVER_BIN" "$BIN" || die "cannot copy $SLOTMETA_SERVER_BIN"
+    return
+  fi
   echo "building $BIN"
   # Pure Go, like make build (no glibc arenas under Pebble's memory).
   (cd "$ROOT" && CGO_ENABLED=${CGO_ENABLED:-0} go build -o "$BIN" ./cmd/server) || die "go build failed"

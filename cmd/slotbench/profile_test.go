@@ -195,9 +195,16 @@ func TestProfileInProcess(t *testing.T) {
 }
 
 // profileIdle profiles the cluster at rest: after the start's leader moves
-// have settled (SLOTBENCH_PROFILE_SETTLE, default 5 s), dur with no load.
+// have settled and the groups quiesced (SLOTBENCH_PROFILE_SETTLE, default
+// 30 s), dur with no load. The groups quiesce ten election timeouts (5 s)
+// after their last message, and the preferred-leader reconciler moves
+// leaders for the first 10–20 s: a profile that began 5 s after the start
+// (the old default) caught 256 groups still heartbeating — a Raft
+// transport busy with traffic a cluster at rest does not have (counted by
+// message type: 1 500 heartbeats a second across the 3 nodes 10–20 s in,
+// the controller group's 22 a second from 25 s on).
 func profileIdle(t *testing.T, out string, dur time.Duration) {
-	settle := 5 * time.Second
+	settle := 30 * time.Second
 	if d, err := time.ParseDuration(os.Getenv("SLOTBENCH_PROFILE_SETTLE")); err == nil {
 		settle = d
 	}

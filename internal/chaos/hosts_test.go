@@ -36,8 +36,19 @@ func (hc *hostCluster) do(base string, r request) answer {
 
 var serverBin struct {
 	once sync.Once
+	dir  string
 	path string
 	err  error
+}
+
+// TestMain removes the server binary slotmetaBin built (70 MB in the
+// temporary directory per run, left behind before).
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if serverBin.dir != "" {
+		os.RemoveAll(serverBin.dir)
+	}
+	os.Exit(code)
 }
 
 // slotmetaBin builds the server binary once per test process (with the race
@@ -51,7 +62,7 @@ func slotmetaBin(t *testing.T) string {
 			serverBin.err = err
 			return
 		}
-		serverBin.path = filepath.Join(dir, "slotmeta")
+		serverBin.dir, serverBin.path = dir, filepath.Join(dir, "slotmeta")
 		args := []string{"build", "-o", serverBin.path}
 		if raceEnabled {
 			args = append(args, "-race")

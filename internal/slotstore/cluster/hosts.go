@@ -83,7 +83,7 @@ func (h projectHost) Groups() []projector.Group {
 	table := snap.Table()
 	var out []projector.Group
 	for id, r := range h.n.replicas.All() {
-		g := projector.Group{ID: id, Applied: r.AppliedIndex()}
+		g := projector.Group{ID: id, Applied: r.AppliedIndex(), Open: r.Open()}
 		if st, ok := snap.Group(id); ok && st.Leader == h.n.cfg.NodeID && table != nil {
 			g.Led, g.Slots = true, table.SlotsOf(id)
 		}

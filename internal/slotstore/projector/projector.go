@@ -44,11 +44,15 @@ type Group struct {
 	ID    slotstore.GroupID
 	Led   bool                 // the node leads it
 	Slots []slotstore.HashSlot // the hash slots it owns, in order
-	// Applied is the local replica's applied index when the list was made
-	// (0: unknown). The outbox changes only with applied entries, so a
-	// group whose last scan found it empty at this index is not scanned
-	// again until the index moves.
+	// Applied is the local replica's applied index when the list was made,
+	// meaningful when Open (its state machine exists). The outbox changes
+	// only with applied commands, so a group whose last scan found it empty
+	// at this index is not scanned again until the index moves. A group
+	// that never applied a command is at 0 — a fresh cluster at rest: 0 is
+	// an index like another, not "unknown" (it was, and such a cluster
+	// scanned every led group every round).
 	Applied uint64
+	Open    bool
 }
 
 // Node is what the projector needs of its node.
@@ -135,7 +139,7 @@ func (p *Projector) round(ctx context.Context) (done int, more bool, err error) 
 			p.cfg.Backlog(g.ID, -1)
 			continue
 		}
-		if at, ok := p.emptyAt[g.ID]; ok && g.Applied != 0 && at == g.Applied {
+		if at, ok := p.emptyAt[g.ID]; ok && g.Open && at == g.Applied {
 			// Empty when scanned at this applied index, and nothing applied
 			// since: a local scan of every led group every interval was a
 			// twentieth of an idle node's CPU (bench/README.md, issue 31).
@@ -150,7 +154,7 @@ func (p *Projector) round(ctx context.Context) (done int, more bool, err error) 
 		if page == nil {
 			continue
 		}
-		if len(page.Entries) == 0 && g.Applied != 0 {
+		if len(page.Entries) == 0 && g.Open {
 			// The scan read a state at or past g.Applied: if the index is
 			// still g.Applied next round, that state is this one.
 			p.emptyAt[g.ID] = g.Applied

@@ -258,21 +258,22 @@ func TestProposalsInFlightAreBounded(t *testing.T) {
 
 // TestEmptyOutboxIsNotScannedAgainUntilApplied: a led group whose outbox a
 // scan found empty at an applied index is not scanned again while the
-// index stays (idle groups cost nothing a round); a group whose index
-// moved, whose last scan found records, or whose index is unknown is.
+// index stays (idle groups cost nothing a round) — also at index 0, a group
+// that never applied a command; a group whose index moved, whose last scan
+// found records, or whose state machine is not open is.
 func TestEmptyOutboxIsNotScannedAgainUntilApplied(t *testing.T) {
 	f := newFakeNode()
 	slots := []slotstore.HashSlot{0, 255}
-	f.groups = []Group{{ID: 1, Led: true, Slots: slots, Applied: 7}, {ID: 2, Led: true, Slots: slots, Applied: 9},
-		{ID: 3, Led: true, Slots: slots}}
+	f.groups = []Group{{ID: 1, Led: true, Slots: slots, Applied: 7, Open: true}, {ID: 2, Led: true, Slots: slots, Applied: 9, Open: true},
+		{ID: 3, Led: true, Slots: slots}, {ID: 4, Led: true, Slots: slots, Open: true}}
 	f.add(2, 1, "room", "u1")
 	f.fail["u1"] = errors.New("not now")
 	p := newProjector(f)
 	for range 3 {
 		_, _ = p.Once(context.Background())
 	}
-	if f.scans[1] != 1 || f.scans[2] != 3 || f.scans[3] != 3 {
-		t.Fatalf("scans after three rounds: %v (want g1 once: empty at 7; g2, with a record, and g3, index unknown, every round)", f.scans)
+	if f.scans[1] != 1 || f.scans[2] != 3 || f.scans[3] != 3 || f.scans[4] != 1 {
+		t.Fatalf("scans after three rounds: %v (want g1 once: empty at 7; g4 once: empty at 0; g2, with a record, and g3, not open, every round)", f.scans)
 	}
 	f.groups[0].Applied = 8 // something applied: the outbox may have a record now
 	f.add(1, 2, "hall", "u2")
