@@ -13,7 +13,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/slotmeta/slotmeta/internal/slotstore"
-	"github.com/slotmeta/slotmeta/internal/slotstore/controller"
 	"github.com/slotmeta/slotmeta/internal/slotstore/propose"
 )
 
@@ -39,10 +38,8 @@ type metrics struct {
 	store         *storeCollector
 	raft          *raftCollector
 	state         *stateCollector
-	// leaderChanges counts the leaders this node saw its replicas take
-	// (LeaderUpdated with a leader), by group ("controller" for its own).
-	leaderChanges *prometheus.CounterVec
-	lat           *latencies // latencymetrics.go
+	leaders       *leaderEvents // leaderevents.go
+	lat           *latencies    // latencymetrics.go
 	cs            []prometheus.Collector
 
 	reads     *prometheus.CounterVec
@@ -93,14 +90,13 @@ func newMetrics(reg prometheus.Registerer, n *Node) (*metrics, error) {
 	m.store = newStoreCollector(n)
 	m.raft = newRaftCollector(n.logdb.Commit, n.events.snapshotIndex)
 	m.state = newStateCollector(n)
-	m.leaderChanges = counterVec("slotmeta_leader_changes_total",
-		`Leaders this node's replica of a group saw elected or handed over (group "controller": the controller group's).`, "group")
+	m.leaders = newLeaderEvents()
 	m.queueDepth = &queueCollector{n: n, desc: prometheus.NewDesc("slotmeta_proposal_queue_depth",
 		"Commands waiting in a group's proposal queue on this node.", []string{"group"}, nil)}
 	m.lat = newLatencies()
 	for _, c := range append([]prometheus.Collector{m.reads, m.proposals, m.batchCmds, m.batchBytes, m.appliedIdx, m.backlogs, m.queueDepth,
-		m.dropped, m.peerAuth, m.peerWrites, m.peerAuditLost, m.moves, m.attempts, m.health, m.store, m.raft, m.state, m.leaderChanges},
-		m.lat.collectors()...) {
+		m.dropped, m.peerAuth, m.peerWrites, m.peerAuditLost, m.moves, m.attempts, m.health, m.store, m.raft, m.state},
+		append(m.lat.collectors(), m.leaders.collectors()...)...) {
 		if err := reg.Register(c); err != nil {
 			m.unregister()
 			return nil, err
@@ -130,23 +126,6 @@ func (m *metrics) unregister() {
 		m.reg.Unregister(c)
 	}
 	m.cs = nil
-}
-
-// leaderChanged counts a leader this node saw a replica of shard take (none
-// known: not a change to count).
-func (m *metrics) leaderChanged(shard, leader uint64) {
-	if leader == 0 {
-		return
-	}
-	group := "controller"
-	if shard != controller.ShardID {
-		g, ok := controller.GroupOfShard(shard)
-		if !ok {
-			return
-		}
-		group = strconv.FormatUint(uint64(g), 10)
-	}
-	m.leaderChanges.WithLabelValues(group).Inc()
 }
 
 func (m *metrics) proposal(g slotstore.GroupID, code slotstore.Code) {

@@ -113,6 +113,10 @@ func TestEveryNodeReportsItsReplicas(t *testing.T) {
 			if v, _ := gauge(reg, "slotmeta_replica_term", g); v < 1 {
 				t.Fatalf("node %d group %s: term %v", id, g, v)
 			}
+			// Each replica saw the founding election (term 0 → 1 at least).
+			if v, _ := gauge(reg, "slotmeta_elections_total", g); v < 1 {
+				t.Fatalf("node %d group %s: elections %v", id, g, v)
+			}
 		}
 		v, _ := gauge(reg, "slotmeta_replica_is_leader", "1")
 		leaders += v
