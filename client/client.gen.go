@@ -2440,6 +2440,9 @@ type ReplicaView struct {
 	ReportAgeMs int64           `json:"report_age_ms"`
 	Role        ReplicaViewRole `json:"role"`
 
+	// SnapshotBytes Bytes of Raft snapshots the replica's node has received for it since the node started: a learner receiving its group's data shows its progress here before its log moves.
+	SnapshotBytes *int64 `json:"snapshot_bytes,omitempty"`
+
 	// Term The Raft term this replica was in when its node last reported (0 when it never did); after a leader change it lags the group's term until the node reports again.
 	Term *int64 `json:"term,omitempty"`
 
@@ -2604,14 +2607,17 @@ type Task struct {
 	Live *bool `json:"live,omitempty"`
 
 	// Moved splits and merges: the hash slots moved so far
-	Moved        *int       `json:"moved,omitempty"`
-	NewReplicaId *int64     `json:"new_replica_id,omitempty"`
-	OldReplicaId *int64     `json:"old_replica_id,omitempty"`
-	Phase        TaskPhase  `json:"phase"`
-	Status       TaskStatus `json:"status"`
-	ToGroup      *int32     `json:"to_group,omitempty"`
-	ToNode       *int64     `json:"to_node,omitempty"`
-	UpdatedAtMs  int64      `json:"updated_at_ms"`
+	Moved        *int      `json:"moved,omitempty"`
+	NewReplicaId *int64    `json:"new_replica_id,omitempty"`
+	OldReplicaId *int64    `json:"old_replica_id,omitempty"`
+	Phase        TaskPhase `json:"phase"`
+
+	// SnapshotBytes replica moves, in the catch-up phase: the snapshot bytes the learner's node last said it had received for it; a change restarts the phase's clock (a large group's snapshot outlasts the phase timeout)
+	SnapshotBytes *int64     `json:"snapshot_bytes,omitempty"`
+	Status        TaskStatus `json:"status"`
+	ToGroup       *int32     `json:"to_group,omitempty"`
+	ToNode        *int64     `json:"to_node,omitempty"`
+	UpdatedAtMs   int64      `json:"updated_at_ms"`
 }
 
 // TaskKind defines model for Task.Kind.

@@ -44,9 +44,10 @@ type Sample struct {
 	Tasks    int
 }
 
-// Moves counts what the controller started.
+// Moves counts what the controller started, and the tasks that failed
+// (a phase timed out, or a step refused for good).
 type Moves struct {
-	Replica, Slot, Split, Merge, Leader, Undone int
+	Replica, Slot, Split, Merge, Leader, Undone, Failed int
 }
 
 func newRecorder(r *Run) *recorder {
@@ -100,6 +101,8 @@ func (rec *recorder) started(c controller.Command, st *controller.State) {
 		rec.groupOps = append(rec.groupOps, op)
 	case c.SetPreferred != nil:
 		rec.moves.Leader++
+	case c.AdvanceTask != nil && c.AdvanceTask.Status == controller.TaskFailed:
+		rec.moves.Failed++
 	}
 }
 

@@ -122,6 +122,8 @@ func (rep Report) check(e Expectation) (bool, string) {
 		got = rep.GroupLoadSkew
 	case "undone":
 		got = float64(rep.Moves.Undone)
+	case "failed":
+		got = float64(rep.Moves.Failed)
 	case "quorum-lost":
 		got = float64(rep.QuorumLost)
 	case "hot-slot-group-slots":
@@ -140,8 +142,8 @@ func (rep Report) Text() string {
 	fmt.Fprintf(&b, "%s: %v simulated in %v; %d nodes, %d groups; %s\n", rep.Scenario, rep.Simulated, rep.Wall.Round(time.Millisecond),
 		rep.Nodes, rep.Groups, conv)
 	m := rep.Moves
-	fmt.Fprintf(&b, "  moves: %d replica, %d hash slot, %d split, %d merge, %d preferred leader; %d undone\n",
-		m.Replica, m.Slot, m.Split, m.Merge, m.Leader, m.Undone)
+	fmt.Fprintf(&b, "  moves: %d replica, %d hash slot, %d split, %d merge, %d preferred leader; %d undone; %d tasks failed\n",
+		m.Replica, m.Slot, m.Split, m.Merge, m.Leader, m.Undone, m.Failed)
 	fmt.Fprintf(&b, "  at the end: replica skew %d, leader skew %d, group load %.2f× the mean; groups that lost a quorum %d, leaderless at once at most %d\n",
 		rep.ReplicaSkew, rep.LeaderSkew, rep.GroupLoadSkew, rep.QuorumLost, rep.MaxLeaderless)
 	fmt.Fprintf(&b, "  controller leader: round p50 %v max %v; balancer plan p50 %v max %v, %d KB allocated (p50); state %d KB at most, largest command %d B\n",

@@ -37,7 +37,8 @@ import (
 // the balancer plans nothing, for three balancer rounds); replica-skew,
 // leader-skew <= N (between active nodes that are up, at the end);
 // group-load-skew <= X (the busiest group's load over the mean); undone <=
-// N (moves that took back an earlier one); quorum-lost <= N (groups that
+// N (moves that took back an earlier one); failed <= N (tasks that failed:
+// a phase timed out); quorum-lost <= N (groups that
 // lacked a quorum of live voters at some point); drained (draining nodes
 // hold nothing at the end); hot-slot-group-slots <= N.
 type Scenario struct {
@@ -296,7 +297,7 @@ func (sc *Scenario) parseExpect(f []string) error {
 			return err
 		}
 		e.Op, e.Dur = "within", d
-	case "replica-skew", "leader-skew", "group-load-skew", "undone", "quorum-lost", "hot-slot-group-slots":
+	case "replica-skew", "leader-skew", "group-load-skew", "undone", "failed", "quorum-lost", "hot-slot-group-slots":
 		if len(f) != 4 || f[2] != "<=" {
 			return fmt.Errorf("expect %s <= N", e.Name)
 		}

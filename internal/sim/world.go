@@ -248,6 +248,10 @@ func (w *world) status(id slotstore.NodeID) slotstore.NodeStatus {
 		_, rs.NonVoting = g.learners[rep.id]
 		if w.caughtUp(g, rep) {
 			rs.AppliedIndex, rs.LogLast = g.index, g.index
+		} else {
+			// Receiving the group's data as a snapshot, which a real node
+			// counts per replica as its chunks arrive (raftnet.Heard).
+			rs.SnapshotBytes = uint64(w.now.Sub(rep.addedAt).Seconds() * float64(w.params.SnapshotRate))
 		}
 		if w.leaderNode(g) != 0 {
 			rs.LeaderReplica = g.leader

@@ -46,6 +46,10 @@ type ReplicaStatus struct {
 	// than an election should take); and how long ago it ended.
 	Disruption     Disruption `json:"disruption,omitempty"`
 	DisruptedAgoMs int64      `json:"disrupted_ago_ms,omitempty"`
+	// SnapshotBytes is how many bytes of Raft snapshots this node has
+	// received for the replica since it started: a learner receiving its
+	// group's data shows its progress here long before its log moves.
+	SnapshotBytes uint64 `json:"snapshot_bytes,omitempty"`
 }
 
 // NodeStatus is one node's report.
@@ -91,6 +95,9 @@ type ReplicaView struct {
 	// ReplicaStatus); "" when none.
 	Disruption     Disruption `json:"disruption,omitempty"`
 	DisruptedAgoMs int64      `json:"disrupted_ago_ms,omitempty"`
+	// SnapshotBytes: the bytes of Raft snapshots the replica's node has
+	// received for it since the node started (see ReplicaStatus).
+	SnapshotBytes uint64 `json:"snapshot_bytes,omitempty"`
 }
 
 // Disruption is a kind of disruption a node reports about its own replicas.
@@ -286,14 +293,17 @@ type Task struct {
 	Live   bool          `json:"live,omitempty"`
 	Cursor *ChangeCursor `json:"cursor,omitempty"`
 	// CopiedTo is, in the copy phase, the last row key imported so far.
-	CopiedTo     []byte        `json:"copied_to,omitempty"`
-	OldReplicaID uint64        `json:"old_replica_id,omitempty"`
-	NewReplicaID uint64        `json:"new_replica_id,omitempty"`
-	Phase        TaskPhase     `json:"phase"`
-	Status       TaskStatus    `json:"status"`
-	Attempt      int           `json:"attempt"`
-	Error        string        `json:"error,omitempty"`
-	History      []PhaseRecord `json:"history"`
-	CreatedAtMs  int64         `json:"created_at_ms"`
-	UpdatedAtMs  int64         `json:"updated_at_ms"`
+	CopiedTo []byte `json:"copied_to,omitempty"`
+	// SnapshotBytes is, in a replica move's catch-up, the snapshot bytes
+	// the learner's node last said it had received.
+	SnapshotBytes uint64        `json:"snapshot_bytes,omitempty"`
+	OldReplicaID  uint64        `json:"old_replica_id,omitempty"`
+	NewReplicaID  uint64        `json:"new_replica_id,omitempty"`
+	Phase         TaskPhase     `json:"phase"`
+	Status        TaskStatus    `json:"status"`
+	Attempt       int           `json:"attempt"`
+	Error         string        `json:"error,omitempty"`
+	History       []PhaseRecord `json:"history"`
+	CreatedAtMs   int64         `json:"created_at_ms"`
+	UpdatedAtMs   int64         `json:"updated_at_ms"`
 }

@@ -171,6 +171,13 @@ func TestRestoreDrill(t *testing.T) {
 		}
 	}
 	moveReplica(ctx, t, via, g, from, to)
+	// Its node counted the snapshot's bytes for it (what a move's catch-up
+	// reads as progress while the learner's log stands still).
+	if i := slices.IndexFunc(dst.Nodes[to-1].LocalStatus(ctx).Replicas, func(rs slotstore.ReplicaStatus) bool {
+		return rs.Group == g && rs.SnapshotBytes > 0
+	}); i < 0 {
+		t.Fatalf("n%d reports no snapshot bytes received for its new replica of group %d: %+v", to, g, dst.Nodes[to-1].LocalStatus(ctx).Replicas)
+	}
 	key := keys[slices.IndexFunc(keys, func(k string) bool { return st.HashToGroup[slotstore.HashSlotOfString(k)] == g })]
 	waitUntil(t, 20*time.Second, fmt.Sprintf("n%d's new replica of group %d to serve %s", to, g, key), func() bool {
 		v, info, err := dst.Nodes[to-1].Read(ctx, &meta.GetKV{HashSlot: slotstore.HashSlotOfString(key), Key: key}, meta.Linearizable)

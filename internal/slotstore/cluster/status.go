@@ -69,6 +69,7 @@ func (n *Node) LocalStatus(ctx context.Context) slotstore.NodeStatus {
 		if kind, ago := n.replicas.Disruption(shard); kind != "" {
 			rs.Disruption, rs.DisruptedAgoMs = kind, ago.Milliseconds()
 		}
+		rs.SnapshotBytes = n.heard.SnapshotBytes(shard, lg.ReplicaID)
 		out.Replicas = append(out.Replicas, rs)
 	}
 	return out

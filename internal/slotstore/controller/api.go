@@ -15,7 +15,7 @@ func NodeOf(info slotstore.NodeInfo) Node { return Node(info) }
 // API is t as the API shows it.
 func (t *Task) API() slotstore.Task {
 	out := slotstore.Task{ID: t.ID, Kind: t.Kind, Group: t.Group, From: t.From, To: t.To, HashSlot: t.HashSlot, ToGroup: t.ToGroup,
-		HashSlots: t.HashSlots, Moved: t.Moved, Live: t.Live, CopiedTo: t.CopiedTo, OldReplicaID: t.OldReplicaID, NewReplicaID: t.NewReplicaID,
+		HashSlots: t.HashSlots, Moved: t.Moved, Live: t.Live, CopiedTo: t.CopiedTo, SnapshotBytes: t.SnapshotBytes, OldReplicaID: t.OldReplicaID, NewReplicaID: t.NewReplicaID,
 		Phase: t.Phase, Status: t.Status, Attempt: t.Attempt, Error: t.Error, CreatedAtMs: t.CreatedAtMs, UpdatedAtMs: t.UpdatedAtMs,
 		History: make([]slotstore.PhaseRecord, len(t.History))}
 	if t.Cursor != nil {

@@ -14,7 +14,7 @@ import (
 func TestRecordsMapEveryFieldToTheAPI(t *testing.T) {
 	hs := slotstore.HashSlot(7)
 	task := Task{ID: 1, Kind: TaskSlotMigration, Group: 2, From: 3, To: 4, HashSlot: &hs, ToGroup: 5, HashSlots: []slotstore.HashSlot{7, 8},
-		Moved: 1, Live: true, Cursor: &ChangeCursor{Index: 9, Seq: 2}, CopiedTo: []byte{1}, OldReplicaID: 6, NewReplicaID: 7, Phase: PhaseCopy,
+		Moved: 1, Live: true, Cursor: &ChangeCursor{Index: 9, Seq: 2}, CopiedTo: []byte{1}, SnapshotBytes: 5, OldReplicaID: 6, NewReplicaID: 7, Phase: PhaseCopy,
 		Status: TaskRunning, Attempt: 2, Error: "e", CreatedAtMs: 1, UpdatedAtMs: 2,
 		History: []PhaseRecord{{Phase: PhaseFence, AtMs: 1, Voters: []uint64{1}, Learners: []uint64{2}, ConfigChangeID: 3, Note: "n"}}}
 	allSet(t, "task", reflect.ValueOf(task))

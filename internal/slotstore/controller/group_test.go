@@ -165,18 +165,7 @@ func TestSplitWalksItsSlots(t *testing.T) {
 func TestCopyPositionIsProgress(t *testing.T) {
 	s := NewStateMachine(func(*State) {})
 	update(t, s, 1, bootstrapCmd(t, 3, 2, 3))
-	idx := uint64(1)
-	at := int64(1000)
-	do := func(c Command) Result {
-		idx++
-		at += 1000
-		c.TimeMs, c.V = at, 1
-		b, err := EncodeCommand(c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return update(t, s, idx, b)
-	}
+	do := stepper(t, s)
 	hs := slotstore.HashSlot(3)
 	r := do(Command{SlotMigrate: &CreateSlotMigration{HashSlot: hs, ToGroup: 2}})
 	if !r.OK {
@@ -215,5 +204,66 @@ func TestCopyPositionIsProgress(t *testing.T) {
 	}
 	if tk := task(); tk.CopiedTo != nil || tk.Phase != PhaseCatchUp {
 		t.Fatalf("after the copy: %+v", tk)
+	}
+}
+
+// TestSnapshotBytesAreProgress: in a replica move's catch-up, snapshot
+// bytes the learner received since the last record restart the phase's
+// clock; the same count again does not; the next phase clears it.
+func TestSnapshotBytesAreProgress(t *testing.T) {
+	s := NewStateMachine(func(*State) {})
+	update(t, s, 1, bootstrapCmd(t, 4, 1, 3))
+	do := stepper(t, s)
+	g := s.Snapshot().Groups[1]
+	var from, to slotstore.NodeID
+	for id := range s.Snapshot().Nodes {
+		if _, ok := g.Peers[id]; ok {
+			from = id
+		} else {
+			to = id
+		}
+	}
+	r := do(Command{CreateMove: &CreateMove{Group: 1, From: from, To: to}})
+	if !r.OK {
+		t.Fatal(r)
+	}
+	id := r.TaskID
+	task := func() *Task { return s.Snapshot().Tasks[id] }
+	if r := do(Command{AdvanceTask: &AdvanceTask{ID: id, ExpectedPhase: PhaseAddLearner, Phase: PhaseCatchUp}}); !r.OK {
+		t.Fatal(r)
+	}
+	began := task().UpdatedAtMs
+	if r := do(Command{AdvanceTask: &AdvanceTask{ID: id, ExpectedPhase: PhaseCatchUp, SnapshotBytes: 1 << 20, Error: "receiving"}}); !r.OK {
+		t.Fatal(r)
+	}
+	if tk := task(); tk.SnapshotBytes != 1<<20 || tk.UpdatedAtMs == began || tk.Phase != PhaseCatchUp || tk.Error != "receiving" {
+		t.Fatalf("snapshot bytes received: %+v", tk)
+	}
+	moved := task().UpdatedAtMs
+	do(Command{AdvanceTask: &AdvanceTask{ID: id, ExpectedPhase: PhaseCatchUp, SnapshotBytes: 1 << 20}})
+	if tk := task(); tk.UpdatedAtMs != moved {
+		t.Fatalf("the same count again restarted the clock: %+v", tk)
+	}
+	if r := do(Command{AdvanceTask: &AdvanceTask{ID: id, ExpectedPhase: PhaseCatchUp, Phase: PhasePromote}}); !r.OK {
+		t.Fatal(r)
+	}
+	if tk := task(); tk.SnapshotBytes != 0 || tk.Phase != PhasePromote {
+		t.Fatalf("the next phase kept the snapshot count: %+v", tk)
+	}
+}
+
+// stepper applies commands to s after its bootstrap (index 1), each at the
+// next index and a second after the one before.
+func stepper(t *testing.T, s *StateMachine) func(Command) Result {
+	idx, at := uint64(1), int64(1000)
+	return func(c Command) Result {
+		idx++
+		at += 1000
+		c.TimeMs, c.V = at, 1
+		b, err := EncodeCommand(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return update(t, s, idx, b)
 	}
 }

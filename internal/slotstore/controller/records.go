@@ -47,16 +47,21 @@ type Task struct {
 	// last row key copied (a copy goes on from it, in bounded steps, after
 	// a round or a failover; nil: from the start). Cleared when the phase
 	// ends and when an aborted move resumes (its copied rows were dropped).
-	CopiedTo     []byte               `json:"copied_to,omitempty"`
-	OldReplicaID uint64               `json:"old_replica_id,omitempty"`
-	NewReplicaID uint64               `json:"new_replica_id,omitempty"`
-	Phase        slotstore.TaskPhase  `json:"phase"`
-	Status       slotstore.TaskStatus `json:"status"`
-	Attempt      int                  `json:"attempt"`
-	Error        string               `json:"error,omitempty"`
-	History      []PhaseRecord        `json:"history"`
-	CreatedAtMs  int64                `json:"created_at_ms"`
-	UpdatedAtMs  int64                `json:"updated_at_ms"`
+	CopiedTo []byte `json:"copied_to,omitempty"`
+	// SnapshotBytes is, in a replica move's catch-up, the bytes of Raft
+	// snapshots the learner's node said it had received when last recorded:
+	// a change is progress (a large group's snapshot takes longer than the
+	// phase timeout to send). Cleared when the phase ends.
+	SnapshotBytes uint64               `json:"snapshot_bytes,omitempty"`
+	OldReplicaID  uint64               `json:"old_replica_id,omitempty"`
+	NewReplicaID  uint64               `json:"new_replica_id,omitempty"`
+	Phase         slotstore.TaskPhase  `json:"phase"`
+	Status        slotstore.TaskStatus `json:"status"`
+	Attempt       int                  `json:"attempt"`
+	Error         string               `json:"error,omitempty"`
+	History       []PhaseRecord        `json:"history"`
+	CreatedAtMs   int64                `json:"created_at_ms"`
+	UpdatedAtMs   int64                `json:"updated_at_ms"`
 }
 
 // PhaseRecord is what a task observed when it finished a phase: the Raft

@@ -58,6 +58,10 @@ type AdvanceTask struct {
 	// rows (the last row key): progress within the phase, which restarts
 	// the phase's clock.
 	CopiedTo []byte `json:"copied_to,omitempty"`
+	// SnapshotBytes, when set and not what the task holds, is how many
+	// snapshot bytes a replica move's learner has received: progress within
+	// the catch-up phase, which restarts the phase's clock.
+	SnapshotBytes uint64 `json:"snapshot_bytes,omitempty"`
 }
 
 // CancelTask asks to cancel a task; only possible before its commit phase.
@@ -166,21 +170,24 @@ func applyAdvanceTask(s *State, a *AdvanceTask, timeMs int64) Result {
 		cur := *a.Cursor
 		t.Cursor = &cur
 	}
-	copied := false
+	progressed := false
 	switch {
 	case a.Phase != "" || a.Status != "":
-		t.CopiedTo = nil // the copy is over (or the task)
+		t.CopiedTo, t.SnapshotBytes = nil, 0 // the copy or catch-up is over (or the task)
 	case a.CopiedTo != nil && !bytes.Equal(a.CopiedTo, t.CopiedTo):
-		t.CopiedTo, copied = bytes.Clone(a.CopiedTo), true
+		t.CopiedTo, progressed = bytes.Clone(a.CopiedTo), true
+	case a.SnapshotBytes != 0 && a.SnapshotBytes != t.SnapshotBytes:
+		t.SnapshotBytes, progressed = a.SnapshotBytes, true
 	}
 	if a.Status != "" {
 		t.Status = a.Status
 	}
 	t.Error = a.Error
-	if a.Phase != "" || a.Status != "" || copied {
+	if a.Phase != "" || a.Status != "" || progressed {
 		// A record of progress within a phase keeps the phase's clock (a
-		// catch-up outrun by the writes times out); rows copied further
-		// restart it (a copy of many steps is not stuck).
+		// catch-up outrun by the writes times out); rows copied further or
+		// snapshot bytes received restart it (a copy of many steps, a
+		// learner receiving a large group, is not stuck).
 		t.UpdatedAtMs = timeMs
 	}
 	pruneTasks(s)

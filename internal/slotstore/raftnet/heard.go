@@ -39,6 +39,9 @@ type Heard struct {
 	now  func() time.Duration // since base (tests replace it)
 	mu   sync.RWMutex
 	at   map[heardKey]*heardEntry
+	// snaps counts, per receiving replica, the snapshot bytes this node
+	// received for it (SnapshotBytes).
+	snaps map[heardKey]*atomic.Uint64
 }
 
 type heardKey struct{ shard, replica uint64 }
@@ -51,25 +54,29 @@ type heardEntry struct {
 }
 
 func NewHeard() *Heard {
-	h := &Heard{base: time.Now(), at: map[heardKey]*heardEntry{}}
+	h := &Heard{base: time.Now(), at: map[heardKey]*heardEntry{}, snaps: map[heardKey]*atomic.Uint64{}}
 	h.now = func() time.Duration { return time.Since(h.base) }
 	return h
 }
 
 // entry returns k's entry, creating it.
-func (h *Heard) entry(k heardKey) *heardEntry {
-	h.mu.RLock()
-	e := h.at[k]
-	h.mu.RUnlock()
-	if e == nil {
-		h.mu.Lock()
-		if e = h.at[k]; e == nil {
-			e = &heardEntry{}
-			h.at[k] = e
+func (h *Heard) entry(k heardKey) *heardEntry { return getOrMake(&h.mu, h.at, k) }
+
+// getOrMake returns m[k], made (zero) under mu's write lock the first time;
+// lookups after that take only its read lock.
+func getOrMake[V any](mu *sync.RWMutex, m map[heardKey]*V, k heardKey) *V {
+	mu.RLock()
+	v := m[k]
+	mu.RUnlock()
+	if v == nil {
+		mu.Lock()
+		if v = m[k]; v == nil {
+			v = new(V)
+			m[k] = v
 		}
-		h.mu.Unlock()
+		mu.Unlock()
 	}
-	return e
+	return v
 }
 
 func (h *Heard) lookup(k heardKey) *heardEntry {
@@ -119,6 +126,26 @@ func (h *Heard) Asked(b pb.MessageBatch) {
 			e.asked.CompareAndSwap(0, now)
 		}
 	}
+}
+
+// snapshotChunk counts n bytes of a snapshot chunk this node received for
+// its replica of shard.
+func (h *Heard) snapshotChunk(shard, replica uint64, n int) {
+	getOrMake(&h.mu, h.snaps, heardKey{shard, replica}).Add(uint64(n))
+}
+
+// SnapshotBytes is how many bytes of snapshots this node has received for
+// its replica of shard: a learner's catch-up that a snapshot carries shows
+// as progress here while its log and applied index stand still (a
+// replica move's catch-up phase reads it). Entries are never removed (one
+// per replica that ever received a snapshot here).
+func (h *Heard) SnapshotBytes(shard, replica uint64) uint64 {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	if c := h.snaps[heardKey{shard, replica}]; c != nil {
+		return c.Load()
+	}
+	return 0
 }
 
 // Ago is how long ago this node last heard from replica of shard, and
@@ -191,12 +218,13 @@ func (f Transport) Create(c config.NodeHostConfig, mh raftio.MessageHandler, ch 
 }
 
 func (f Transport) create(c config.NodeHostConfig, mh raftio.MessageHandler, ch raftio.ChunkHandler) raftio.ITransport {
-	if count := f.SnapshotBytes; count != nil {
-		inner := ch
-		ch = func(c pb.Chunk) bool {
-			count(false, len(c.Data))
-			return inner(c)
+	inner := ch
+	ch = func(c pb.Chunk) bool {
+		f.Heard.snapshotChunk(c.ShardID, c.ReplicaID, len(c.Data))
+		if f.SnapshotBytes != nil {
+			f.SnapshotBytes(false, len(c.Data))
 		}
+		return inner(c)
 	}
 	handle := func(b pb.MessageBatch) {
 		if f.Refuse != nil && f.Refuse(b.SourceAddress) {

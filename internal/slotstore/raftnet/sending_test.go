@@ -64,3 +64,43 @@ func (c recordingConn) SendMessageBatch(b pb.MessageBatch) error {
 	*c.events = append(*c.events, "write "+b.SourceAddress)
 	return nil
 }
+
+// TestReceivedSnapshotBytesPerReplica: every snapshot chunk the transport
+// hands to dragonboat counts for the replica it is for (a learner's
+// catch-up progress), and in the metrics hook; other replicas count none.
+func TestReceivedSnapshotBytesPerReplica(t *testing.T) {
+	h := NewHeard()
+	var handle raftio.ChunkHandler
+	inner := chunkCapture{handle: &handle}
+	var metered int
+	Transport{Inner: inner, Heard: h, SnapshotBytes: func(sent bool, n int) {
+		if !sent {
+			metered += n
+		}
+	}}.Create(config.NodeHostConfig{}, func(pb.MessageBatch) {}, func(pb.Chunk) bool { return true })
+	for _, c := range []pb.Chunk{{ShardID: 7, ReplicaID: 4, Data: make([]byte, 100)}, {ShardID: 7, ReplicaID: 4, Data: make([]byte, 50)},
+		{ShardID: 8, ReplicaID: 4, Data: make([]byte, 9)}} {
+		if !handle(c) {
+			t.Fatal("the chunk was refused")
+		}
+	}
+	if got := h.SnapshotBytes(7, 4); got != 150 {
+		t.Fatalf("shard 7 replica 4 received %d bytes, want 150", got)
+	}
+	if got, other := h.SnapshotBytes(8, 4), h.SnapshotBytes(7, 5); got != 9 || other != 0 {
+		t.Fatalf("shard 8: %d (want 9), shard 7 replica 5: %d (want 0)", got, other)
+	}
+	if metered != 159 {
+		t.Fatalf("the metrics hook counted %d received bytes, want 159", metered)
+	}
+}
+
+// chunkCapture is a transport factory that keeps the chunk handler it is
+// given.
+type chunkCapture struct{ handle *raftio.ChunkHandler }
+
+func (f chunkCapture) Create(_ config.NodeHostConfig, _ raftio.MessageHandler, ch raftio.ChunkHandler) raftio.ITransport {
+	*f.handle = ch
+	return recordingTransport{events: new([]string)}
+}
+func (f chunkCapture) Validate(string) bool { return true }

@@ -297,6 +297,7 @@ func (o *Observations) Aggregate(st *controller.State, now time.Time, self slots
 					rv.UnansweredMs = wait + leaderReportAge
 				}
 			}
+			rv.SnapshotBytes = s.rs.SnapshotBytes
 			rv.Disruption, rv.DisruptedAgoMs = s.rs.Disruption, s.rs.DisruptedAgoMs
 			if rv.Disruption != "" {
 				rv.DisruptedAgoMs += rv.ReportAgeMs

@@ -187,6 +187,11 @@ func (e *Executor) step(ctx context.Context, t controller.Task) error {
 	if err == nil {
 		return nil
 	}
+	if cur := e.cfg.Node.Controller().Tasks[t.ID]; cur != nil && cur.Phase == t.Phase {
+		// The phase's clock as the step left it: a step that recorded
+		// progress (rows copied) and then failed restarted it.
+		t.UpdatedAtMs = max(t.UpdatedAtMs, cur.UpdatedAtMs)
+	}
 	stuck := e.cfg.Now().Sub(time.UnixMilli(t.UpdatedAtMs))
 	if stuck > e.cfg.PhaseTimeout && t.Kind == controller.TaskReplicaMove && controller.PastCancelling(&t) {
 		// Past the point of no return (the point of cancelling,

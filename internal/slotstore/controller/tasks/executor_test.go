@@ -238,3 +238,67 @@ func TestCopyGoesOnFromWhereItStopped(t *testing.T) {
 		t.Fatalf("imported %d rows, not each of the %d once in order", len(n.imported), len(n.rows))
 	}
 }
+
+// learnerNode is a fake of the executor's node for a replica move's
+// catch-up: the group view shows the leader on node 1 and the learner on
+// node 4 with the snapshot bytes its node reports; an advance that brings
+// other snapshot bytes restarts the phase's clock, as the controller's does.
+type learnerNode struct {
+	commitNode
+	now      *time.Time
+	received uint64
+}
+
+func (n *learnerNode) Observe(context.Context) {}
+
+func (n *learnerNode) Group(context.Context, slotstore.GroupID) (slotstore.GroupView, error) {
+	return slotstore.GroupView{ID: 1, Leader: 1, Replicas: []slotstore.ReplicaView{
+		{Node: 1, ReplicaID: 1, AppliedIndex: 500, LogLast: 500},
+		{Node: 4, ReplicaID: 4, SnapshotBytes: n.received, Lag: 500},
+	}}, nil
+}
+
+func (n *learnerNode) Advance(ctx context.Context, a controller.AdvanceTask) error {
+	t := n.st.Tasks[a.ID]
+	if a.SnapshotBytes != 0 && a.SnapshotBytes != t.SnapshotBytes {
+		t.SnapshotBytes, t.UpdatedAtMs = a.SnapshotBytes, n.now.UnixMilli()
+	}
+	t.Error = a.Error
+	return n.commitNode.Advance(ctx, a)
+}
+
+// TestCatchUpReceivingASnapshotIsProgress: a learner whose log and applied
+// index stand still while its node receives the group's snapshot is not
+// stuck — each step that sees more bytes received records them, which
+// restarts the phase's clock — and a learner that receives nothing more
+// for the phase timeout fails its move as before (the simulator's
+// big-groups scenario: 11 GB groups at 50 MB/s failed every move).
+func TestCatchUpReceivingASnapshotIsProgress(t *testing.T) {
+	now := time.UnixMilli(1_000_000)
+	task := &controller.Task{ID: 7, Kind: controller.TaskReplicaMove, Group: 1, From: 3, To: 4, OldReplicaID: 3, NewReplicaID: 4,
+		Phase: controller.PhaseCatchUp, Status: controller.TaskRunning, Attempt: 1, UpdatedAtMs: now.Add(-50 * time.Second).UnixMilli()}
+	n := &learnerNode{commitNode: commitNode{st: &controller.State{Tasks: map[uint64]*controller.Task{7: task}}}, now: &now}
+	e := New(Config{Node: n, PhaseTimeout: time.Minute, ActiveWithin: 5 * time.Second, MaxLag: 10, Now: func() time.Time { return now },
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	for i := range 5 { // five minutes of a snapshot on its way, 1 GB a minute
+		now = now.Add(time.Minute)
+		n.received += 1 << 30
+		e.Once(context.Background(), []controller.Task{*task})
+		if task.Status != controller.TaskRunning || task.SnapshotBytes != n.received {
+			t.Fatalf("minute %d, %d bytes received: status %s (%s), recorded %d", i+1, n.received, task.Status, task.Error, task.SnapshotBytes)
+		}
+	}
+	if !strings.Contains(task.Error, "receiving a snapshot") {
+		t.Fatalf("the task says %q, want why it waits", task.Error)
+	}
+	now = now.Add(30 * time.Second) // nothing more arrives
+	e.Once(context.Background(), []controller.Task{*task})
+	if task.Status != controller.TaskRunning {
+		t.Fatalf("30 s without progress: status %s", task.Status)
+	}
+	now = now.Add(31 * time.Second)
+	e.Once(context.Background(), []controller.Task{*task})
+	if task.Status != controller.TaskFailed || !strings.Contains(task.Error, "did not complete within") {
+		t.Fatalf("61 s without progress: status %s (%s), want failed", task.Status, task.Error)
+	}
+}

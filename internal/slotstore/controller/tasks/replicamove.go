@@ -59,6 +59,15 @@ func (e *Executor) moveStep(ctx context.Context, t controller.Task) error {
 				return e.advance(ctx, t, controller.PhasePromote, "", "",
 					m.Record(t.Phase, fmt.Sprintf("learner applied %d, leader %d", r.AppliedIndex, leaderApplied)))
 			}
+			if fresh && r.SnapshotBytes != 0 && r.SnapshotBytes != t.SnapshotBytes {
+				// Receiving a snapshot: its log and applied index stand still
+				// until the whole group has arrived, which for a large group
+				// takes longer than the phase timeout. Bytes received since the
+				// last record are progress and restart the phase's clock; a
+				// learner that receives nothing still times out.
+				return e.cfg.Node.Advance(ctx, controller.AdvanceTask{ID: t.ID, ExpectedPhase: t.Phase, SnapshotBytes: r.SnapshotBytes,
+					Error: fmt.Sprintf("learner on node %d is receiving a snapshot: %d bytes so far", t.To, r.SnapshotBytes)})
+			}
 			return fmt.Errorf("learner on node %d has applied %d of %d and logged %d of %d (reported %dms ago)",
 				t.To, r.AppliedIndex, leaderApplied, r.LogLast, leaderLog, r.ReportAgeMs)
 		}
