@@ -2,6 +2,7 @@ package console
 
 import (
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -88,6 +89,9 @@ func sizeOf(n int64) string {
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
+
+// sizeOfU is sizeOf for an unsigned count.
+func sizeOfU(n uint64) string { return sizeOf(int64(min(n, math.MaxInt64))) }
 
 func ms64(t time.Time) int64 {
 	if t.IsZero() {

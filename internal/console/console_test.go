@@ -479,7 +479,8 @@ func TestHealthShownAsItIs(t *testing.T) {
 		{ID: 1, Leader: 1, DesiredPeers: peers, Health: slotstore.GroupHealthy, LiveVoters: 3},
 		{ID: 2, Leader: 1, DesiredPeers: peers, Health: slotstore.GroupUnderReplicated, LiveVoters: 2, Replicas: []slotstore.ReplicaView{
 			{Node: 1, Role: slotstore.RoleVoter, Live: true, HeardAgoMs: 0},
-			{Node: 2, Role: slotstore.RoleVoter, Live: false, HeardAgoMs: 4200, Disruption: "no_leader", DisruptedAgoMs: 0}}},
+			{Node: 2, Role: slotstore.RoleVoter, Live: false, HeardAgoMs: 4200, Disruption: "no_leader", DisruptedAgoMs: 0},
+			{Node: 4, Role: slotstore.RoleLearner, HeardAgoMs: 100, SnapshotBytes: 3 << 29}}},
 	}}
 	doc = render(t, GroupsTable(gp))
 	if got := text(one(t, one(t, doc, "group-1"), "group-health")); got != "healthy" {
@@ -492,6 +493,14 @@ func TestHealthShownAsItIs(t *testing.T) {
 	r2 := one(t, page, "replica-2")
 	if got := text(r2); !strings.Contains(got, "not live") || !strings.Contains(got, "no_leader") || !strings.Contains(text(one(t, r2, "heard")), "4.2s ago") {
 		t.Fatalf("replica 2 row: %q", got)
+	}
+	// A learner receiving its snapshot shows how much has arrived; a
+	// replica that received none shows a dash.
+	if got := text(one(t, one(t, page, "replica-4"), "snapshots-in")); got != "1.5 GiB" {
+		t.Fatalf("learner's snapshots in: %q", got)
+	}
+	if got := text(one(t, r2, "snapshots-in")); got != "—" {
+		t.Fatalf("replica 2's snapshots in: %q", got)
 	}
 }
 
