@@ -59,8 +59,8 @@ type NodeStatus struct {
 	Replicas []ReplicaStatus `json:"replicas"`
 	// SlotReads and SlotWrites are the operations this node's API served
 	// per hash slot since it started (package heat), absent while none.
-	SlotReads  []uint64 `json:"slot_reads,omitempty"`
-	SlotWrites []uint64 `json:"slot_writes,omitempty"`
+	SlotReads  SlotCounts `json:"slot_reads,omitempty"`
+	SlotWrites SlotCounts `json:"slot_writes,omitempty"`
 }
 
 // ReplicaView is one replica of a group as the console and API show it.
