@@ -42,6 +42,7 @@ for round in $(seq 1 "$ROUNDS"); do
     IFS='|' read -r label args soft bin <<<"${CONFIGS[$i]}"
     echo "=== round $round: $label ($GROUPS_N groups, flags '${args}'${soft:+, soft settings $soft}${bin:+, binary $bin}; load $(load_now))"
     [ -z "$bin" ] || [ -x "$bin" ] || die "configuration $label: $bin is not an executable"
+    [ -z "$bin" ] || bin=$(realpath "$bin") # the cluster starts from another directory
     export SLOTMETA_SERVER_BIN=$bin # scripts/cluster.sh runs it instead of building ('': builds)
     export BENCH_NODE_ARGS="$args --groups $GROUPS_N"
     cwd=$RUN/cwd-$i

@@ -40,15 +40,15 @@ func TestSlotCountsRoundTrip(t *testing.T) {
 		!slices.Equal(got.SlotReads, SlotCounts{1, 0, 3}) || got.SlotWrites != nil {
 		t.Fatalf("a report read: %+v %v", got, err)
 	}
-	too := "[" + strings.Repeat("1,", HashSlotCount) + "1]"
-	if err := json.Unmarshal([]byte(`{"slot_reads":`+too+`}`), &got); err == nil {
-		t.Fatal("more counts than hash slots were read")
+	too := "[" + strings.Repeat("1,", HashSlotCount) + "2]"
+	if err := json.Unmarshal([]byte(`{"slot_reads":`+too+`}`), &got); err != nil || len(got.SlotReads) != HashSlotCount || got.SlotReads[HashSlotCount-1] != 1 {
+		t.Fatalf("more counts than hash slots: %d read (%v), want the first %d", len(got.SlotReads), err, HashSlotCount)
 	}
 }
 
 // FuzzSlotCounts holds the hand-written reader to encoding/json's reading
-// of a []uint64: any JSON it reads, encoding/json reads alike; any array of
-// at most HashSlotCount that encoding/json reads, it reads alike; it never
+// of a []uint64: any JSON it reads, encoding/json reads alike (its first
+// HashSlotCount elements); any JSON encoding/json reads, it reads; it never
 // panics on anything (corpus: testdata/fuzz/FuzzSlotCounts).
 func FuzzSlotCounts(f *testing.F) {
 	for _, s := range []string{"[]", "null", "[1,2,3]", " [ 0 ,\n18446744073709551615\t] ", "[1.0]", "[-1]", "[1e3]", "[01]",
@@ -63,10 +63,10 @@ func FuzzSlotCounts(f *testing.F) {
 		}
 		var std []uint64
 		stdErr := json.Unmarshal(b, &std)
-		if err == nil && (stdErr != nil || !slices.Equal(std, []uint64(ours)) || (std == nil) != (ours == nil)) {
+		if err == nil && (stdErr != nil || !slices.Equal(std[:min(len(std), HashSlotCount)], []uint64(ours)) || (std == nil) != (ours == nil)) {
 			t.Fatalf("%q: read %v, encoding/json %v %v", b, ours, std, stdErr)
 		}
-		if stdErr == nil && len(std) <= HashSlotCount && err != nil {
+		if stdErr == nil && err != nil {
 			t.Fatalf("%q: refused (%v), encoding/json read %v", b, err, std)
 		}
 	})

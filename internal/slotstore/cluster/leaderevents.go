@@ -22,7 +22,9 @@ import (
 // included — so the terms a replica moved through are the elections held
 // while it watched, each counted once per replica whether or not it took
 // part or anyone won. A replica's first event (its start: the term of its
-// log) only sets the base.
+// log) only sets the base — per replica id: a group's replica that leaves
+// the node and comes back is a new replica, whose first term is no count of
+// the elections held while the node had none.
 //
 // Concurrency contract: observe runs on dragonboat's event goroutine; the
 // mutex keeps it safe from any other.
@@ -30,8 +32,10 @@ type leaderEvents struct {
 	changes, elections *prometheus.CounterVec
 
 	mu    sync.Mutex
-	terms map[uint64]uint64 // shard → the last term seen
+	terms map[replicaKey]uint64 // the last term each replica saw
 }
+
+type replicaKey struct{ shard, replica uint64 }
 
 func newLeaderEvents() *leaderEvents {
 	return &leaderEvents{
@@ -39,7 +43,7 @@ func newLeaderEvents() *leaderEvents {
 			Help: `Leaders this node's replica of a group saw elected or handed over (group "controller": the controller group's).`}, []string{"group"}),
 		elections: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "slotmeta_elections_total",
 			Help: `Elections this node's replica of a group saw held — the Raft terms it went through (pre-vote on: a term is entered only by a candidate that won its pre-vote; a leader transfer is one) — won or not (group "controller": the controller group's).`}, []string{"group"}),
-		terms: map[uint64]uint64{},
+		terms: map[replicaKey]uint64{},
 	}
 }
 
@@ -47,17 +51,18 @@ func (e *leaderEvents) collectors() []prometheus.Collector {
 	return []prometheus.Collector{e.changes, e.elections}
 }
 
-// observe counts one leader event of a replica of shard: the leader it now
+// observe counts one leader event of replica of shard: the leader it now
 // knows (0: none) at term.
-func (e *leaderEvents) observe(shard, leader, term uint64) {
+func (e *leaderEvents) observe(shard, replica, leader, term uint64) {
 	group, ok := groupLabel(shard)
 	if !ok {
 		return
 	}
+	k := replicaKey{shard, replica}
 	e.mu.Lock()
-	last, seen := e.terms[shard]
+	last, seen := e.terms[k]
 	if term > last || !seen {
-		e.terms[shard] = term
+		e.terms[k] = term
 	}
 	e.mu.Unlock()
 	if seen && term > last {

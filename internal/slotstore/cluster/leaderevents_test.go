@@ -31,7 +31,7 @@ func TestLeaderEventsCountElectionsByTerm(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newLeaderEvents()
 			for _, ev := range tc.events {
-				e.observe(shard, ev[0], ev[1])
+				e.observe(shard, 3, ev[0], ev[1])
 			}
 			if got := counted(t, e.elections, "7"); got != tc.elections {
 				t.Errorf("elections %v, want %v", got, tc.elections)
@@ -42,10 +42,17 @@ func TestLeaderEventsCountElectionsByTerm(t *testing.T) {
 		})
 	}
 	e := newLeaderEvents()
-	e.observe(controller.ShardID, 1, 1)
-	e.observe(controller.ShardID, 2, 2)
+	e.observe(controller.ShardID, 1, 1, 1)
+	e.observe(controller.ShardID, 1, 2, 2)
 	if got := counted(t, e.elections, "controller"); got != 1 {
 		t.Fatalf("controller elections %v, want 1", got)
+	}
+	// A replica of group 7 that left the node and came back (a new replica
+	// id) at a later term: its first event is a base, not 9 elections.
+	e.observe(shard, 3, 1, 2)
+	e.observe(shard, 8, 2, 11)
+	if got := counted(t, e.elections, "7"); got != 0 {
+		t.Fatalf("a returning replica counted %v elections, want 0", got)
 	}
 }
 

@@ -565,7 +565,7 @@ func (n *Node) WaitReady(ctx context.Context) error {
 // LeaderUpdated implements raftio.IRaftEventListener. It runs on
 // dragonboat's event goroutine: publish and return.
 func (n *Node) LeaderUpdated(info raftio.LeaderInfo) {
-	n.metrics.leaders.observe(info.ShardID, info.LeaderID, info.Term)
+	n.metrics.leaders.observe(info.ShardID, info.ReplicaID, info.LeaderID, info.Term)
 	if info.ShardID == controller.ShardID {
 		n.ctrlLeader.Store(info.LeaderID) // controller replica ids are node ids
 		return

@@ -79,15 +79,28 @@ type Config struct {
 // Projector drains the outboxes of the groups its node leads.
 type Projector struct {
 	cfg Config
-	// emptyAt is, per group, the applied index at which its last scan
-	// found the outbox empty (rounds are sequential: Run's, or a test's
-	// Once).
-	emptyAt map[slotstore.GroupID]uint64
+	// emptyAt is, per group, what its last scan that found the outbox
+	// empty read (rounds are sequential: Run's, or a test's Once).
+	emptyAt map[slotstore.GroupID]scanned
+}
+
+// scanned is what a scan read: the group's state at an applied index, over
+// a range of hash slots. The same index over other slots is another scan —
+// a slot migrated in changes the routing table, not the group's index, and
+// its copied outbox records would stay unseen until the next write.
+type scanned struct {
+	applied     uint64
+	first, last slotstore.HashSlot
+	slots       int
+}
+
+func scanOf(g Group) scanned {
+	return scanned{applied: g.Applied, first: g.Slots[0], last: g.Slots[len(g.Slots)-1], slots: len(g.Slots)}
 }
 
 // New returns a projector.
 func New(cfg Config) *Projector {
-	return &Projector{cfg: cfg, emptyAt: map[slotstore.GroupID]uint64{}}
+	return &Projector{cfg: cfg, emptyAt: map[slotstore.GroupID]scanned{}}
 }
 
 // Run projects round after round until life ends (each round's context
@@ -139,7 +152,7 @@ func (p *Projector) round(ctx context.Context) (done int, more bool, err error) 
 			p.cfg.Backlog(g.ID, -1)
 			continue
 		}
-		if at, ok := p.emptyAt[g.ID]; ok && g.Open && at == g.Applied {
+		if at, ok := p.emptyAt[g.ID]; ok && g.Open && at == scanOf(g) {
 			// Empty when scanned at this applied index, and nothing applied
 			// since: a local scan of every led group every interval was a
 			// twentieth of an idle node's CPU (bench/README.md, issue 31).
@@ -157,7 +170,7 @@ func (p *Projector) round(ctx context.Context) (done int, more bool, err error) 
 		if len(page.Entries) == 0 && g.Open {
 			// The scan read a state at or past g.Applied: if the index is
 			// still g.Applied next round, that state is this one.
-			p.emptyAt[g.ID] = g.Applied
+			p.emptyAt[g.ID] = scanOf(g)
 		}
 		p.cfg.Backlog(g.ID, len(page.Entries))
 		more = more || len(page.Entries) >= projectBatch

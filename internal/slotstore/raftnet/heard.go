@@ -220,11 +220,14 @@ func (f Transport) Create(c config.NodeHostConfig, mh raftio.MessageHandler, ch 
 func (f Transport) create(c config.NodeHostConfig, mh raftio.MessageHandler, ch raftio.ChunkHandler) raftio.ITransport {
 	inner := ch
 	ch = func(c pb.Chunk) bool {
+		if !inner(c) {
+			return false // turned away (out of order, too many at once, ...): no progress
+		}
 		f.Heard.snapshotChunk(c.ShardID, c.ReplicaID, len(c.Data))
 		if f.SnapshotBytes != nil {
 			f.SnapshotBytes(false, len(c.Data))
 		}
-		return inner(c)
+		return true
 	}
 	handle := func(b pb.MessageBatch) {
 		if f.Refuse != nil && f.Refuse(b.SourceAddress) {

@@ -66,8 +66,9 @@ func (c recordingConn) SendMessageBatch(b pb.MessageBatch) error {
 }
 
 // TestReceivedSnapshotBytesPerReplica: every snapshot chunk the transport
-// hands to dragonboat counts for the replica it is for (a learner's
-// catch-up progress), and in the metrics hook; other replicas count none.
+// hands to dragonboat and dragonboat takes counts for the replica it is for
+// (a learner's catch-up progress), and in the metrics hook; other replicas
+// count none, nor does a chunk turned away.
 func TestReceivedSnapshotBytesPerReplica(t *testing.T) {
 	h := NewHeard()
 	var handle raftio.ChunkHandler
@@ -77,12 +78,16 @@ func TestReceivedSnapshotBytesPerReplica(t *testing.T) {
 		if !sent {
 			metered += n
 		}
-	}}.Create(config.NodeHostConfig{}, func(pb.MessageBatch) {}, func(pb.Chunk) bool { return true })
+	}}.Create(config.NodeHostConfig{}, func(pb.MessageBatch) {}, func(c pb.Chunk) bool { return c.ChunkId != 99 })
 	for _, c := range []pb.Chunk{{ShardID: 7, ReplicaID: 4, Data: make([]byte, 100)}, {ShardID: 7, ReplicaID: 4, Data: make([]byte, 50)},
 		{ShardID: 8, ReplicaID: 4, Data: make([]byte, 9)}} {
 		if !handle(c) {
 			t.Fatal("the chunk was refused")
 		}
+	}
+	// A chunk dragonboat turns away is no progress.
+	if handle(pb.Chunk{ShardID: 7, ReplicaID: 4, ChunkId: 99, Data: make([]byte, 1000)}) {
+		t.Fatal("a refused chunk was accepted")
 	}
 	if got := h.SnapshotBytes(7, 4); got != 150 {
 		t.Fatalf("shard 7 replica 4 received %d bytes, want 150", got)

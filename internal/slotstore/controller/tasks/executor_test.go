@@ -301,4 +301,20 @@ func TestCatchUpReceivingASnapshotIsProgress(t *testing.T) {
 	if task.Status != controller.TaskFailed || !strings.Contains(task.Error, "did not complete within") {
 		t.Fatalf("61 s without progress: status %s (%s), want failed", task.Status, task.Error)
 	}
+
+	// A snapshot sent again and again changes the count forever: past 30
+	// phase timeouts from the learner's addition, bytes are no progress.
+	task.Status, task.Error, task.UpdatedAtMs = controller.TaskRunning, "", now.UnixMilli()
+	task.History = []controller.PhaseRecord{{Phase: controller.PhaseAddLearner, AtMs: now.Add(-29 * time.Minute).UnixMilli()}}
+	for m := range 3 {
+		now = now.Add(time.Minute)
+		n.received += 1 << 30
+		e.Once(context.Background(), []controller.Task{*task})
+		if m == 0 && task.SnapshotBytes != n.received {
+			t.Fatalf("29 phase timeouts in, the bytes were not progress: recorded %d of %d", task.SnapshotBytes, n.received)
+		}
+	}
+	if task.Status != controller.TaskFailed {
+		t.Fatalf("32 phase timeouts after the learner's addition, still %s (%s)", task.Status, task.Error)
+	}
 }

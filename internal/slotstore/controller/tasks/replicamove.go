@@ -59,12 +59,16 @@ func (e *Executor) moveStep(ctx context.Context, t controller.Task) error {
 				return e.advance(ctx, t, controller.PhasePromote, "", "",
 					m.Record(t.Phase, fmt.Sprintf("learner applied %d, leader %d", r.AppliedIndex, leaderApplied)))
 			}
-			if fresh && r.SnapshotBytes != 0 && r.SnapshotBytes != t.SnapshotBytes {
+			if fresh && r.SnapshotBytes != 0 && r.SnapshotBytes != t.SnapshotBytes &&
+				e.cfg.Now().Sub(catchUpBegan(t)) <= catchUpPhaseTimeouts*e.cfg.PhaseTimeout {
 				// Receiving a snapshot: its log and applied index stand still
 				// until the whole group has arrived, which for a large group
 				// takes longer than the phase timeout. Bytes received since the
 				// last record are progress and restart the phase's clock; a
-				// learner that receives nothing still times out.
+				// learner that receives nothing still times out, and so does
+				// one past catchUpPhaseTimeouts since the phase began (a
+				// snapshot sent again and again — rejected at its end, or
+				// outrun by the writes — changes the count forever).
 				return e.cfg.Node.Advance(ctx, controller.AdvanceTask{ID: t.ID, ExpectedPhase: t.Phase, SnapshotBytes: r.SnapshotBytes,
 					Error: fmt.Sprintf("learner on node %d is receiving a snapshot: %d bytes so far", t.To, r.SnapshotBytes)})
 			}
@@ -110,4 +114,22 @@ func (e *Executor) moveStep(ctx context.Context, t controller.Task) error {
 		return e.advance(ctx, t, controller.PhaseDone, "", "", m.Record(t.Phase, "desired peers committed, config epoch +1"))
 	}
 	return nil
+}
+
+// catchUpPhaseTimeouts bounds a replica move's catch-up that receives a
+// snapshot: bytes received are progress for at most this many phase
+// timeouts from the phase's start (an hour at the default 2 minutes: a
+// 180 GB group at 50 MB/s).
+const catchUpPhaseTimeouts = 30
+
+// catchUpBegan is when t's catch-up began: when its learner was added (the
+// newest add_learner record), else when the task was made. A move resumed
+// after a failure keeps its first start: its budget is not renewed.
+func catchUpBegan(t controller.Task) time.Time {
+	for i := len(t.History) - 1; i >= 0; i-- {
+		if t.History[i].Phase == controller.PhaseAddLearner {
+			return time.UnixMilli(t.History[i].AtMs)
+		}
+	}
+	return time.UnixMilli(t.CreatedAtMs)
 }
