@@ -1,6 +1,7 @@
 package slotstore
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -26,51 +27,28 @@ var errSlotCounts = errors.New("slot counts: want an array of unsigned integers"
 
 // UnmarshalJSON reads an array of numbers, or null (nil).
 func (c *SlotCounts) UnmarshalJSON(b []byte) error {
-	i := skipSpace(b, 0)
-	if rest := b[i:]; len(rest) >= 4 && string(rest[:4]) == "null" && skipSpace(b, i+4) == len(b) {
+	b = trimSpace(b)
+	if string(b) == "null" {
 		*c = nil
 		return nil
 	}
-	if i >= len(b) || b[i] != '[' {
+	if len(b) < 2 || b[0] != '[' || b[len(b)-1] != ']' {
 		return errSlotCounts
 	}
 	out := make(SlotCounts, 0, HashSlotCount)
-	i = skipSpace(b, i+1)
-	if i < len(b) && b[i] == ']' {
-		if skipSpace(b, i+1) != len(b) {
-			return errSlotCounts
-		}
-		*c = out
-		return nil
-	}
-	for {
-		j := i
-		for j < len(b) && b[j] != ',' && b[j] != ']' && !isSpace(b[j]) {
-			j++
-		}
-		v, ok := parseCount(b[i:j])
-		if !ok {
-			return fmt.Errorf("%w: %q", errSlotCounts, b[i:j])
-		}
-		if len(out) < HashSlotCount {
-			out = append(out, v) // more are read and dropped: heat data is not worth a whole report
-		}
-		i = skipSpace(b, j)
-		if i >= len(b) {
-			return errSlotCounts
-		}
-		if b[i] == ']' {
-			if skipSpace(b, i+1) != len(b) {
-				return errSlotCounts
+	if rest := trimSpace(b[1 : len(b)-1]); len(rest) > 0 {
+		for field := range bytes.SplitSeq(rest, []byte(",")) {
+			v, ok := parseCount(trimSpace(field))
+			if !ok {
+				return fmt.Errorf("%w: %q", errSlotCounts, field)
 			}
-			*c = out
-			return nil
+			if len(out) < HashSlotCount {
+				out = append(out, v) // more are read and dropped: heat data is not worth a whole report
+			}
 		}
-		if b[i] != ',' {
-			return errSlotCounts
-		}
-		i = skipSpace(b, i+1)
 	}
+	*c = out
+	return nil
 }
 
 // parseCount reads a JSON integer literal in uint64's range (no sign,
@@ -98,11 +76,13 @@ func parseCount(lit []byte) (uint64, bool) {
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
-// skipSpace is the index of the first byte at or after i that is not JSON
-// white space.
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && isSpace(b[i]) {
-		i++
+// trimSpace is b without JSON white space at either end.
+func trimSpace(b []byte) []byte {
+	for len(b) > 0 && isSpace(b[0]) {
+		b = b[1:]
 	}
-	return i
+	for len(b) > 0 && isSpace(b[len(b)-1]) {
+		b = b[:len(b)-1]
+	}
+	return b
 }

@@ -1,13 +1,10 @@
 package cluster
 
 import (
-	"strconv"
 	"sync/atomic"
 
 	"github.com/lni/dragonboat/v4"
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/slotmeta/slotmeta/internal/slotstore/controller"
 )
 
 // raftCollector reports, from every node about itself, each Raft replica it
@@ -63,13 +60,9 @@ func (c *raftCollector) collectRaft(ch chan<- prometheus.Metric) {
 	}
 	info := nh.GetNodeHostInfo(dragonboat.NodeHostInfoOption{SkipLogInfo: true})
 	for _, si := range info.ShardInfoList {
-		group := "controller"
-		if si.ShardID != controller.ShardID {
-			g, ok := controller.GroupOfShard(si.ShardID)
-			if !ok {
-				continue
-			}
-			group = strconv.FormatUint(uint64(g), 10)
+		group, ok := groupLabel(si.ShardID)
+		if !ok {
+			continue
 		}
 		gauge := func(d *prometheus.Desc, v float64) {
 			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, group)
