@@ -15,11 +15,8 @@ func backupStart(c *cmd) int {
 		return code
 	}
 	r, err := c.api.StartBackupWithResponse(c.ctx)
-	if err != nil {
-		return c.netError(err)
-	}
-	if r.JSON202 == nil {
-		return c.refused(r.HTTPResponse, r.Body)
+	if _, code, ok := answered(c, r, err); !ok {
+		return code
 	}
 	if !*wait {
 		return c.show(r.Body, func(t *table) { backupTable(t, r.JSON202) })
@@ -29,11 +26,8 @@ func backupStart(c *cmd) int {
 	defer tick.Stop()
 	for {
 		g, err := c.api.GetBackupWithResponse(c.ctx, id)
-		if err != nil {
-			return c.netError(err)
-		}
-		if g.JSON200 == nil {
-			return c.refused(g.HTTPResponse, g.Body)
+		if _, code, ok := answered(c, g, err); !ok {
+			return code
 		}
 		if b := g.JSON200; b.State != client.BackupStateRunning {
 			code := c.show(g.Body, func(t *table) { backupTable(t, b) })
@@ -56,13 +50,7 @@ func backupList(c *cmd) int {
 		return code
 	}
 	r, err := c.api.ListBackupsWithResponse(c.ctx)
-	if err != nil {
-		return c.netError(err)
-	}
-	if r.JSON200 == nil {
-		return c.refused(r.HTTPResponse, r.Body)
-	}
-	return c.show(r.Body, func(t *table) {
+	return reply(c, r, err, func(t *table) {
 		backupHeader(t)
 		for i := range r.JSON200.Items {
 			backupRow(t, &r.JSON200.Items[i])
@@ -77,13 +65,7 @@ func backupGet(c *cmd) int {
 		return code
 	}
 	r, err := c.api.GetBackupWithResponse(c.ctx, pos[0])
-	if err != nil {
-		return c.netError(err)
-	}
-	if r.JSON200 == nil {
-		return c.refused(r.HTTPResponse, r.Body)
-	}
-	return c.show(r.Body, func(t *table) { backupTable(t, r.JSON200) })
+	return reply(c, r, err, func(t *table) { backupTable(t, r.JSON200) })
 }
 
 func backupTable(t *table, b *client.Backup) {

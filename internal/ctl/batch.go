@@ -49,29 +49,12 @@ func kvBatchWrite(c *cmd) int {
 		return c.usageError(err.Error())
 	}
 	r, err := c.api.BatchWriteKVWithResponse(c.ctx, &client.BatchWriteKVParams{}, client.BatchKVWrite{Ops: ops}, c.idempotent)
-	if err != nil {
-		return c.netError(err)
-	}
-	if r.JSON200 == nil {
-		return c.refused(r.HTTPResponse, r.Body)
-	}
-	items := r.JSON200.Items
-	code = c.show(r.Body, func(t *table) {
+	return replyBatch(c, r, err, func(t *table) {
 		t.header("KEY", "OP", "OK", "REVISION", "ERROR")
-		for _, it := range items {
+		for _, it := range r.JSON200.Items {
 			t.row(it.Key, it.Op, it.Ok, it.Revision, itemError(it.Error))
 		}
 	})
-	var failed *client.Error
-	for _, it := range items {
-		if it.Error != nil && (failed == nil || failed.Code == client.ErrorCodeAborted) {
-			failed = it.Error
-		}
-	}
-	if failed != nil {
-		return c.itemFailed(*failed)
-	}
-	return code
 }
 
 // opsOfArgs reads "put K V" and "del K" (or "delete K") in a row.

@@ -1,37 +1,20 @@
 package ctl
 
 import (
-	"net/http"
 	"strings"
 
 	"github.com/slotmeta/slotmeta/client"
 )
 
-// channelOf reads the TYPE (1–255) of TYPE ID.
-func (c *cmd) channelOf(pos []string) (typ int, code int, ok bool) {
-	n, code, ok := c.number("TYPE", pos[0], 255)
-	return int(n), code, ok
-}
-
 // channel get TYPE ID: GET /v1/channels/{type}/{id}.
 func channelGet(c *cmd) int {
 	cons := c.consistency()
-	pos, code, ok := c.parse()
-	if !ok {
-		return code
-	}
-	typ, code, ok := c.channelOf(pos)
+	typ, pos, code, ok := c.parseChannel()
 	if !ok {
 		return code
 	}
 	r, err := c.api.GetChannelWithResponse(c.ctx, typ, pos[1], &client.GetChannelParams{Consistency: (*client.GetChannelParamsConsistency)(cons)})
-	if err != nil {
-		return c.netError(err)
-	}
-	if r.JSON200 == nil {
-		return c.refused(r.HTTPResponse, r.Body)
-	}
-	return c.show(r.Body, func(t *table) { channelTable(t, r.JSON200) })
+	return reply(c, r, err, func(t *table) { channelTable(t, r.JSON200) })
 }
 
 func channelTable(t *table, ch *client.Channel) {
@@ -60,41 +43,24 @@ func channelPut(c *cmd) int {
 	stranger := c.fs.Bool("allow-stranger", false, "non-subscribers may send")
 	large := c.fs.Bool("large", false, "a large channel")
 	extra := c.extra()
-	pos, code, ok := c.parse()
-	if !ok {
-		return code
-	}
-	typ, code, ok := c.channelOf(pos)
+	typ, pos, code, ok := c.parseChannel()
 	if !ok {
 		return code
 	}
 	body := client.ChannelUpsert{Ban: ban, Disband: disband, SendBan: sendBan, AllowStranger: stranger, Large: large, Extra: extraOf(extra)}
 	r, err := c.api.PutChannelWithResponse(c.ctx, typ, pos[1], &client.PutChannelParams{}, body, c.idempotent)
-	if err != nil {
-		return c.netError(err)
-	}
-	if r.JSON200 == nil {
-		return c.refused(r.HTTPResponse, r.Body)
-	}
-	return c.show(r.Body, func(t *table) { channelTable(t, r.JSON200) })
+	return reply(c, r, err, func(t *table) { channelTable(t, r.JSON200) })
 }
 
 // channel delete TYPE ID: DELETE /v1/channels/{type}/{id}.
 func channelDelete(c *cmd) int {
-	pos, code, ok := c.parse()
-	if !ok {
-		return code
-	}
-	typ, code, ok := c.channelOf(pos)
+	typ, pos, code, ok := c.parseChannel()
 	if !ok {
 		return code
 	}
 	r, err := c.api.DeleteChannelWithResponse(c.ctx, typ, pos[1], &client.DeleteChannelParams{}, c.idempotent)
-	if err != nil {
-		return c.netError(err)
-	}
-	if r.StatusCode() != http.StatusNoContent {
-		return c.refused(r.HTTPResponse, r.Body)
+	if _, code, ok := answered(c, r, err); !ok {
+		return code
 	}
 	return c.deleted(map[string]any{"channel_type": typ, "channel_id": pos[1]}, []string{"TYPE", "ID"}, typ, pos[1])
 }

@@ -13,14 +13,8 @@ func clusterStatus(c *cmd) int {
 		return code
 	}
 	r, err := c.api.GetClusterWithResponse(c.ctx)
-	if err != nil {
-		return c.netError(err)
-	}
-	if r.JSON200 == nil {
-		return c.refused(r.HTTPResponse, r.Body)
-	}
-	s := r.JSON200
-	return c.show(r.Body, func(t *table) {
+	return reply(c, r, err, func(t *table) {
+		s := r.JSON200
 		t.header("CLUSTER", "NODE", "CONTROLLER", "NODES", "GROUPS", "WITH_LEADER", "ROUTE_REVISION", "READY", "NOT_READY_REASON")
 		t.row(s.ClusterId, s.NodeId, s.ControllerLeader, s.Nodes, s.Groups, s.GroupsWithLeader, s.RouteRevision, s.Ready, s.NotReadyReason)
 	})
@@ -32,13 +26,7 @@ func nodeList(c *cmd) int {
 		return code
 	}
 	r, err := c.api.ListNodesWithResponse(c.ctx)
-	if err != nil {
-		return c.netError(err)
-	}
-	if r.JSON200 == nil {
-		return c.refused(r.HTTPResponse, r.Body)
-	}
-	return c.show(r.Body, func(t *table) {
+	return reply(c, r, err, func(t *table) {
 		nodeHeader(t)
 		for i := range r.JSON200.Items {
 			nodeRow(t, &r.JSON200.Items[i])
@@ -61,22 +49,12 @@ func nodeRow(t *table, n *client.Node) {
 // node drain ID: POST /v1/cluster/nodes/{id}/drain; the node, draining.
 // Its progress: node drain-status.
 func nodeDrain(c *cmd) int {
-	pos, code, ok := c.parse()
-	if !ok {
-		return code
-	}
-	id, code, ok := c.number("ID", pos[0], math.MaxInt64)
+	id, _, code, ok := c.parseID("ID", math.MaxInt64)
 	if !ok {
 		return code
 	}
 	r, err := c.api.DrainNodeWithResponse(c.ctx, id, c.idempotent)
-	if err != nil {
-		return c.netError(err)
-	}
-	if r.JSON202 == nil {
-		return c.refused(r.HTTPResponse, r.Body)
-	}
-	return c.show(r.Body, func(t *table) {
+	return reply(c, r, err, func(t *table) {
 		nodeHeader(t)
 		nodeRow(t, r.JSON202)
 	})
@@ -97,11 +75,8 @@ func nodeDrainStatus(c *cmd) int {
 		}
 	}
 	r, err := c.api.GetBalancerWithResponse(c.ctx)
-	if err != nil {
-		return c.netError(err)
-	}
-	if r.JSON200 == nil {
-		return c.refused(r.HTTPResponse, r.Body)
+	if _, code, ok := answered(c, r, err); !ok {
+		return code
 	}
 	drains := []client.DrainProgress{}
 	for _, d := range r.JSON200.Drains {
@@ -130,13 +105,7 @@ func routeList(c *cmd) int {
 		return code
 	}
 	r, err := c.api.GetRoutesWithResponse(c.ctx)
-	if err != nil {
-		return c.netError(err)
-	}
-	if r.JSON200 == nil {
-		return c.refused(r.HTTPResponse, r.Body)
-	}
-	return c.show(r.Body, func(t *table) {
+	return reply(c, r, err, func(t *table) {
 		t.header("HASH_SLOT", "GROUP", "LEADER", "TERM", "CONFIG_EPOCH")
 		for _, s := range r.JSON200.HashSlots {
 			t.row(s.HashSlot, s.Group, s.LeaderNode, s.LeaderTerm, s.ConfigEpoch)
@@ -151,13 +120,7 @@ func routeResolve(c *cmd) int {
 		return code
 	}
 	r, err := c.api.ResolveRoutesWithResponse(c.ctx, client.ResolveRequest{Keys: pos})
-	if err != nil {
-		return c.netError(err)
-	}
-	if r.JSON200 == nil {
-		return c.refused(r.HTTPResponse, r.Body)
-	}
-	return c.show(r.Body, func(t *table) {
+	return reply(c, r, err, func(t *table) {
 		t.header("KEY", "HASH_SLOT", "GROUP", "LEADER", "TERM", "CONFIG_EPOCH", "READY", "ERROR")
 		for _, k := range r.JSON200.Routes {
 			t.row(k.Key, k.HashSlot, k.Group, k.LeaderNode, k.LeaderTerm, k.ConfigEpoch, k.Ready, k.Error)
@@ -180,13 +143,7 @@ func auditList(c *cmd) int {
 		params.Before = before
 	}
 	r, err := c.api.ListAuditWithResponse(c.ctx, &params)
-	if err != nil {
-		return c.netError(err)
-	}
-	if r.JSON200 == nil {
-		return c.refused(r.HTTPResponse, r.Body)
-	}
-	return c.show(r.Body, func(t *table) {
+	return reply(c, r, err, func(t *table) {
 		t.header("SEQ", "AT", "WHO", "ROLE", "VIA", "NODE", "ACTION", "TARGET", "OUTCOME", "STATUS")
 		for _, a := range r.JSON200.Items {
 			t.row(a.Seq, ms(a.AtMs), a.Who, a.Role, a.Via, a.Node, a.Action, a.Target, a.Outcome, a.Status)

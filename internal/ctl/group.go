@@ -15,13 +15,7 @@ func groupList(c *cmd) int {
 		return code
 	}
 	r, err := c.api.ListGroupsWithResponse(c.ctx)
-	if err != nil {
-		return c.netError(err)
-	}
-	if r.JSON200 == nil {
-		return c.refused(r.HTTPResponse, r.Body)
-	}
-	return c.show(r.Body, func(t *table) {
+	return reply(c, r, err, func(t *table) {
 		groupHeader(t)
 		for i := range r.JSON200.Items {
 			groupRow(t, &r.JSON200.Items[i])
@@ -39,23 +33,13 @@ func groupRow(t *table, g *client.GroupView) {
 
 // group get ID: GET /v1/cluster/groups/{id}; the table adds its replicas.
 func groupGet(c *cmd) int {
-	pos, code, ok := c.parse()
-	if !ok {
-		return code
-	}
-	id, code, ok := c.number("ID", pos[0], maxGroup)
+	id, _, code, ok := c.parseID("ID", maxGroup)
 	if !ok {
 		return code
 	}
 	r, err := c.api.GetGroupWithResponse(c.ctx, id)
-	if err != nil {
-		return c.netError(err)
-	}
-	if r.JSON200 == nil {
-		return c.refused(r.HTTPResponse, r.Body)
-	}
-	g := r.JSON200
-	return c.show(r.Body, func(t *table) {
+	return reply(c, r, err, func(t *table) {
+		g := r.JSON200
 		groupHeader(t)
 		groupRow(t, g)
 		if g.Replicas == nil || len(*g.Replicas) == 0 {
@@ -73,11 +57,7 @@ func groupGet(c *cmd) int {
 // The controller leader checks first; an unsafe transfer is refused (4)
 // with its blockers on the error line.
 func leaderTransfer(c *cmd) int {
-	pos, code, ok := c.parse()
-	if !ok {
-		return code
-	}
-	group, code, ok := c.number("GROUP", pos[0], maxGroup)
+	group, pos, code, ok := c.parseID("GROUP", maxGroup)
 	if !ok {
 		return code
 	}
@@ -86,14 +66,8 @@ func leaderTransfer(c *cmd) int {
 		return code
 	}
 	r, err := c.api.TransferLeaderWithResponse(c.ctx, group, client.LeaderTransferRequest{TargetNode: node}, c.idempotent)
-	if err != nil {
-		return c.netError(err)
-	}
-	if r.JSON200 == nil {
-		return c.refused(r.HTTPResponse, r.Body)
-	}
-	tr := r.JSON200
-	return c.show(r.Body, func(t *table) {
+	return reply(c, r, err, func(t *table) {
+		tr := r.JSON200
 		t.header("GROUP", "PREVIOUS_LEADER", "LEADER", "TERM", "TOOK_MS")
 		t.row(tr.Group, tr.PreviousLeader, tr.Leader, tr.Term, tr.TookMs)
 	})
@@ -105,11 +79,7 @@ func leaderTransfer(c *cmd) int {
 func replicaMove(c *cmd) int {
 	from := c.fs.Int64("from", 0, "the `NODE` whose replica moves (required)")
 	to := c.fs.Int64("to", 0, "the `NODE` it moves to (required)")
-	pos, code, ok := c.parse()
-	if !ok {
-		return code
-	}
-	group, code, ok := c.number("GROUP", pos[0], maxGroup)
+	group, _, code, ok := c.parseID("GROUP", maxGroup)
 	if !ok {
 		return code
 	}
@@ -117,13 +87,7 @@ func replicaMove(c *cmd) int {
 		return c.usageError("--from and --to are required: node ids")
 	}
 	r, err := c.api.CreateReplicaMoveWithResponse(c.ctx, group, client.ReplicaMoveRequest{FromNode: *from, ToNode: *to}, c.idempotent)
-	if err != nil {
-		return c.netError(err)
-	}
-	if r.JSON202 == nil {
-		return c.refused(r.HTTPResponse, r.Body)
-	}
-	return c.show(r.Body, func(t *table) {
+	return reply(c, r, err, func(t *table) {
 		taskHeader(t)
 		taskRow(t, r.JSON202)
 	})
@@ -133,11 +97,7 @@ func replicaMove(c *cmd) int {
 // the lost-quorum recovery (docs/runbook.md); the table is its report.
 func groupRecover(c *cmd) int {
 	accept := c.fs.Bool("accept-data-loss", false, "confirm that acknowledged writes may be lost (the report says which); required")
-	pos, code, ok := c.parse()
-	if !ok {
-		return code
-	}
-	id, code, ok := c.number("ID", pos[0], maxGroup)
+	id, _, code, ok := c.parseID("ID", maxGroup)
 	if !ok {
 		return code
 	}
@@ -145,14 +105,8 @@ func groupRecover(c *cmd) int {
 		return c.usageError("a lost-quorum recovery may lose acknowledged writes: --accept-data-loss is required")
 	}
 	r, err := c.api.RecoverGroupWithResponse(c.ctx, id, client.RecoverRequest{AcceptDataLoss: true})
-	if err != nil {
-		return c.netError(err)
-	}
-	if r.JSON200 == nil {
-		return c.refused(r.HTTPResponse, r.Body)
-	}
-	rep := r.JSON200
-	return c.show(r.Body, func(t *table) {
+	return reply(c, r, err, func(t *table) {
+		rep := r.JSON200
 		t.header("GROUP", "NODE", "REPLICA", "RECOVERED_INDEX", "HIGHEST_KNOWN", "MAY_BE_LOST", "LOST_FROM", "LOST_TO", "UNCERTAIN")
 		uncertain := 0
 		if rep.Uncertain != nil {

@@ -2,7 +2,6 @@ package ctl
 
 import (
 	"errors"
-	"net/http"
 	"strconv"
 
 	"github.com/slotmeta/slotmeta/client"
@@ -16,22 +15,17 @@ func kvGet(c *cmd) int {
 		return code
 	}
 	r, err := c.api.GetKVWithResponse(c.ctx, pos[0], &client.GetKVParams{Consistency: (*client.GetKVParamsConsistency)(cons)})
-	if err != nil {
-		return c.netError(err)
-	}
-	if r.JSON200 == nil {
-		return c.refused(r.HTTPResponse, r.Body)
-	}
-	kv := r.JSON200
-	return c.show(r.Body, func(t *table) {
+	return reply(c, r, err, func(t *table) {
+		kv := r.JSON200
 		t.header("KEY", "VALUE", "REVISION")
 		t.row(kv.Key, kv.Value, kv.Revision)
 	})
 }
 
-// ifMatch is the --if-match flag: a revision, or * (the key exists).
-func (c *cmd) ifMatch() *string {
-	var v string
+// ifMatch is the --if-match flag: a revision, or * (the key exists);
+// *v stays nil without it, as the generated parameters want it.
+func (c *cmd) ifMatch() **string {
+	var v *string
 	c.fs.Func("if-match", "write only at revision `REV` (or *: only if the key exists); else exit 4", func(s string) error {
 		if s != "*" {
 			n, err := strconv.ParseInt(s, 10, 64)
@@ -40,7 +34,7 @@ func (c *cmd) ifMatch() *string {
 			}
 			s = strconv.Quote(strconv.FormatInt(n, 10)) // the entity tag "<revision>"
 		}
-		v = s
+		v = &s
 		return nil
 	})
 	return &v
@@ -55,26 +49,17 @@ func kvPut(c *cmd) int {
 	if !ok {
 		return code
 	}
-	var params client.PutKVParams
-	if *ifMatch != "" {
-		params.IfMatch = ifMatch
-	}
+	params := client.PutKVParams{IfMatch: *ifMatch}
 	if *ifAbsent {
-		if *ifMatch != "" {
+		if *ifMatch != nil {
 			return c.usageError("--if-match and --if-absent exclude each other")
 		}
 		star := client.PutKVParamsIfNoneMatch("*")
 		params.IfNoneMatch = &star
 	}
 	r, err := c.api.PutKVWithResponse(c.ctx, pos[0], &params, client.KVWrite{Value: pos[1]}, c.idempotent)
-	if err != nil {
-		return c.netError(err)
-	}
-	if r.JSON200 == nil {
-		return c.refused(r.HTTPResponse, r.Body)
-	}
-	kv := r.JSON200
-	return c.show(r.Body, func(t *table) {
+	return reply(c, r, err, func(t *table) {
+		kv := r.JSON200
 		t.header("KEY", "REVISION")
 		t.row(kv.Key, kv.Revision)
 	})
@@ -88,16 +73,9 @@ func kvDelete(c *cmd) int {
 	if !ok {
 		return code
 	}
-	var params client.DeleteKVParams
-	if *ifMatch != "" {
-		params.IfMatch = ifMatch
-	}
-	r, err := c.api.DeleteKVWithResponse(c.ctx, pos[0], &params, c.idempotent)
-	if err != nil {
-		return c.netError(err)
-	}
-	if r.StatusCode() != http.StatusNoContent {
-		return c.refused(r.HTTPResponse, r.Body)
+	r, err := c.api.DeleteKVWithResponse(c.ctx, pos[0], &client.DeleteKVParams{IfMatch: *ifMatch}, c.idempotent)
+	if _, code, ok := answered(c, r, err); !ok {
+		return code
 	}
 	// The revision the delete was applied at, as a put prints its own.
 	rev, err := strconv.ParseUint(r.HTTPResponse.Header.Get("X-Revision"), 10, 64)
@@ -128,25 +106,12 @@ func kvBatchGet(c *cmd) int {
 	}
 	r, err := c.api.BatchGetKVWithResponse(c.ctx, &client.BatchGetKVParams{Consistency: (*client.BatchGetKVParamsConsistency)(cons)},
 		client.BatchKeys{Keys: pos})
-	if err != nil {
-		return c.netError(err)
-	}
-	if r.JSON200 == nil {
-		return c.refused(r.HTTPResponse, r.Body)
-	}
-	items := r.JSON200.Items
-	code = c.show(r.Body, func(t *table) {
+	return replyBatch(c, r, err, func(t *table) {
 		t.header("KEY", "FOUND", "VALUE", "REVISION", "ERROR")
-		for _, it := range items {
+		for _, it := range r.JSON200.Items {
 			t.row(it.Key, it.Found, it.Value, it.Revision, itemError(it.Error))
 		}
 	})
-	for _, it := range items {
-		if it.Error != nil {
-			return c.itemFailed(*it.Error)
-		}
-	}
-	return code
 }
 
 // itemError is one item's error in a table cell.
@@ -155,14 +120,4 @@ func itemError(e *client.Error) string {
 		return ""
 	}
 	return string(e.Code) + ": " + e.Message
-}
-
-// itemFailed is the exit code of a batch whose answer (printed) holds a
-// failed item: that item's, told once on stderr.
-func (c *cmd) itemFailed(e client.Error) int {
-	code := exitCodeOf(e.Code, 0, e.Retryable)
-	if c.s.cfg.Output != "json" {
-		c.errorLine(client.Error{Code: e.Code, Message: "an item failed: " + e.Message}, code)
-	}
-	return code
 }

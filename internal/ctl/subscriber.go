@@ -10,11 +10,7 @@ import (
 func subscriberList(c *cmd) int {
 	cons := c.consistency()
 	page := c.fs.Int("page-size", 1000, "members asked per request (1–1000)")
-	pos, code, ok := c.parse()
-	if !ok {
-		return code
-	}
-	typ, code, ok := c.channelOf(pos)
+	typ, pos, code, ok := c.parseChannel()
 	if !ok {
 		return code
 	}
@@ -25,11 +21,8 @@ func subscriberList(c *cmd) int {
 	params := client.ListChannelSubscribersParams{Limit: page, Consistency: (*client.ListChannelSubscribersParamsConsistency)(cons)}
 	for {
 		r, err := c.api.ListChannelSubscribersWithResponse(c.ctx, typ, pos[1], &params)
-		if err != nil {
-			return c.netError(err)
-		}
-		if r.JSON200 == nil {
-			return c.refused(r.HTTPResponse, r.Body)
+		if _, code, ok := answered(c, r, err); !ok {
+			return code
 		}
 		all.Items = append(all.Items, r.JSON200.Items...)
 		next := r.JSON200.NextCursor
@@ -48,23 +41,13 @@ func subscriberList(c *cmd) int {
 
 // subscriber add TYPE ID UID...: POST /v1/channels/{type}/{id}/subscribers.
 func subscriberAdd(c *cmd) int {
-	pos, code, ok := c.parse()
-	if !ok {
-		return code
-	}
-	typ, code, ok := c.channelOf(pos)
+	typ, pos, code, ok := c.parseChannel()
 	if !ok {
 		return code
 	}
 	r, err := c.api.AddChannelSubscribersWithResponse(c.ctx, typ, pos[1], &client.AddChannelSubscribersParams{},
 		client.ChannelMembersRequest{Uids: pos[2:]}, c.idempotent)
-	if err != nil {
-		return c.netError(err)
-	}
-	if r.JSON200 == nil {
-		return c.refused(r.HTTPResponse, r.Body)
-	}
-	return c.show(r.Body, func(t *table) {
+	return reply(c, r, err, func(t *table) {
 		t.header("ADDED", "SUBSCRIBERS")
 		t.row(r.JSON200.Added, r.JSON200.Count)
 	})
@@ -72,23 +55,13 @@ func subscriberAdd(c *cmd) int {
 
 // subscriber remove TYPE ID UID...: POST /v1/channels/{type}/{id}/subscribers/remove.
 func subscriberRemove(c *cmd) int {
-	pos, code, ok := c.parse()
-	if !ok {
-		return code
-	}
-	typ, code, ok := c.channelOf(pos)
+	typ, pos, code, ok := c.parseChannel()
 	if !ok {
 		return code
 	}
 	r, err := c.api.RemoveChannelSubscribersWithResponse(c.ctx, typ, pos[1], &client.RemoveChannelSubscribersParams{},
 		client.ChannelMembersRequest{Uids: pos[2:]}, c.idempotent)
-	if err != nil {
-		return c.netError(err)
-	}
-	if r.JSON200 == nil {
-		return c.refused(r.HTTPResponse, r.Body)
-	}
-	return c.show(r.Body, func(t *table) {
+	return reply(c, r, err, func(t *table) {
 		t.header("REMOVED", "SUBSCRIBERS")
 		t.row(r.JSON200.Removed, r.JSON200.Count)
 	})

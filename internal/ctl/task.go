@@ -12,13 +12,7 @@ func taskList(c *cmd) int {
 		return code
 	}
 	r, err := c.api.ListTasksWithResponse(c.ctx)
-	if err != nil {
-		return c.netError(err)
-	}
-	if r.JSON200 == nil {
-		return c.refused(r.HTTPResponse, r.Body)
-	}
-	return c.show(r.Body, func(t *table) {
+	return reply(c, r, err, func(t *table) {
 		taskHeader(t)
 		for i := range r.JSON200.Items {
 			taskRow(t, &r.JSON200.Items[i])
@@ -36,23 +30,13 @@ func taskRow(t *table, k *client.Task) {
 
 // task get ID: GET /v1/cluster/tasks/{id}; the table adds its phases.
 func taskGet(c *cmd) int {
-	pos, code, ok := c.parse()
-	if !ok {
-		return code
-	}
-	id, code, ok := c.number("ID", pos[0], math.MaxInt64)
+	id, _, code, ok := c.parseID("ID", math.MaxInt64)
 	if !ok {
 		return code
 	}
 	r, err := c.api.GetTaskWithResponse(c.ctx, id)
-	if err != nil {
-		return c.netError(err)
-	}
-	if r.JSON200 == nil {
-		return c.refused(r.HTTPResponse, r.Body)
-	}
-	k := r.JSON200
-	return c.show(r.Body, func(t *table) {
+	return reply(c, r, err, func(t *table) {
+		k := r.JSON200
 		taskHeader(t)
 		taskRow(t, k)
 		if k.History == nil || len(*k.History) == 0 {
@@ -69,22 +53,12 @@ func taskGet(c *cmd) int {
 // task cancel ID: POST /v1/cluster/tasks/{id}/cancel; the task, cancelling.
 // Past the removal of the old voter it is refused (4).
 func taskCancel(c *cmd) int {
-	pos, code, ok := c.parse()
-	if !ok {
-		return code
-	}
-	id, code, ok := c.number("ID", pos[0], math.MaxInt64)
+	id, _, code, ok := c.parseID("ID", math.MaxInt64)
 	if !ok {
 		return code
 	}
 	r, err := c.api.CancelTaskWithResponse(c.ctx, id, c.idempotent)
-	if err != nil {
-		return c.netError(err)
-	}
-	if r.JSON200 == nil {
-		return c.refused(r.HTTPResponse, r.Body)
-	}
-	return c.show(r.Body, func(t *table) {
+	return reply(c, r, err, func(t *table) {
 		taskHeader(t)
 		taskRow(t, r.JSON200)
 	})

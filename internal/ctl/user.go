@@ -1,10 +1,6 @@
 package ctl
 
-import (
-	"net/http"
-
-	"github.com/slotmeta/slotmeta/client"
-)
+import "github.com/slotmeta/slotmeta/client"
 
 // user get UID: GET /v1/users/{uid}.
 func userGet(c *cmd) int {
@@ -14,13 +10,7 @@ func userGet(c *cmd) int {
 		return code
 	}
 	r, err := c.api.GetUserWithResponse(c.ctx, pos[0], &client.GetUserParams{Consistency: (*client.GetUserParamsConsistency)(cons)})
-	if err != nil {
-		return c.netError(err)
-	}
-	if r.JSON200 == nil {
-		return c.refused(r.HTTPResponse, r.Body)
-	}
-	return c.show(r.Body, func(t *table) { userTable(t, r.JSON200) })
+	return reply(c, r, err, func(t *table) { userTable(t, r.JSON200) })
 }
 
 func userTable(t *table, u *client.User) {
@@ -41,13 +31,7 @@ func userPut(c *cmd) int {
 	}
 	body := client.UserUpsert{Name: name, Avatar: avatar, Extra: extraOf(extra)}
 	r, err := c.api.PutUserWithResponse(c.ctx, pos[0], &client.PutUserParams{}, body, c.idempotent)
-	if err != nil {
-		return c.netError(err)
-	}
-	if r.JSON200 == nil {
-		return c.refused(r.HTTPResponse, r.Body)
-	}
-	return c.show(r.Body, func(t *table) { userTable(t, r.JSON200) })
+	return reply(c, r, err, func(t *table) { userTable(t, r.JSON200) })
 }
 
 // user delete UID: DELETE /v1/users/{uid}, and everything stored under it.
@@ -57,11 +41,8 @@ func userDelete(c *cmd) int {
 		return code
 	}
 	r, err := c.api.DeleteUserWithResponse(c.ctx, pos[0], &client.DeleteUserParams{}, c.idempotent)
-	if err != nil {
-		return c.netError(err)
-	}
-	if r.StatusCode() != http.StatusNoContent {
-		return c.refused(r.HTTPResponse, r.Body)
+	if _, code, ok := answered(c, r, err); !ok {
+		return code
 	}
 	return c.deleted(map[string]any{"uid": pos[0]}, []string{"UID"}, pos[0])
 }
