@@ -42,6 +42,11 @@ func TestBadInputIsRejectedBeforeTheBackend(t *testing.T) {
 		{"not JSON content type", "POST", "/v1/users", `{"uid":"a"}`, []string{"Content-Type", "text/plain"}, 400, "Content-Type"},
 		{"form content type", "POST", "/v1/users", `{"uid":"a"}`, []string{"Content-Type", "application/x-www-form-urlencoded"}, 400, "Content-Type"},
 		{"body over the limit", "POST", "/v1/users", `{"uid":"a","extra":"` + long(2<<20) + `"}`, nil, 413, ""},
+		// A request struct's embedded fields are its members, named as the
+		// client wrote them (channelFlagsJSON's, here).
+		{"embedded member wrong type", "POST", "/v1/channels", `{"channel_id":"c","channel_type":1,"ban":"yes"}`, nil, 400, "ban"},
+		{"embedded member too long", "PUT", "/v1/channels/1/c", `{"extra":"` + long(64<<10) + `"}`, nil, 400, "extra"},
+		{"unknown member beside embedded ones", "POST", "/v1/channels", `{"channel_id":"c","channel_type":1,"mute":true}`, nil, 400, "mute"},
 		// uid rules.
 		{"uid missing", "POST", "/v1/users", `{"name":"n"}`, nil, 400, "uid"},
 		{"uid empty", "POST", "/v1/users", `{"uid":""}`, nil, 400, "uid"},

@@ -13,10 +13,9 @@ import (
 // identified by (channel_type, channel_id); its route key is channel_id.
 type channelRoutes struct{ *api }
 
-// channelRequest is the body of POST /v1/channels.
-type channelRequest struct {
-	ChannelID     string          `json:"channel_id" validate:"required,uid"`
-	ChannelType   int             `json:"channel_type" validate:"min=1,max=255"`
+// channelFlagsJSON is what a client sets on a channel besides its
+// identity: the flags and extra, which a write replaces.
+type channelFlagsJSON struct {
 	Ban           bool            `json:"ban"`
 	Disband       bool            `json:"disband"`
 	SendBan       bool            `json:"send_ban"`
@@ -25,28 +24,29 @@ type channelRequest struct {
 	Extra         json.RawMessage `json:"extra" validate:"maxbytes=65536"`
 }
 
-// info is the channel a request describes.
-func (q *channelRequest) info() meta.ChannelInfo {
+// info is channel (typ, id) with these flags and extra.
+func (f *channelFlagsJSON) info(typ uint8, id string) meta.ChannelInfo {
 	return meta.ChannelInfo{
-		Type: uint8(q.ChannelType), ID: q.ChannelID,
-		Ban: q.Ban, Disband: q.Disband, SendBan: q.SendBan, AllowStranger: q.AllowStranger, Large: q.Large,
-		Extra: rawJSONIn(q.Extra),
+		Type: typ, ID: id,
+		Ban: f.Ban, Disband: f.Disband, SendBan: f.SendBan, AllowStranger: f.AllowStranger, Large: f.Large,
+		Extra: rawJSONIn(f.Extra),
 	}
+}
+
+// channelRequest is the body of POST /v1/channels.
+type channelRequest struct {
+	ChannelID   string `json:"channel_id" validate:"required,uid"`
+	ChannelType int    `json:"channel_type" validate:"min=1,max=255"`
+	channelFlagsJSON
 }
 
 // channelPutRequest is the body of PUT /v1/channels/{channel_type}/{channel_id}:
 // the flags and extra, which replace the channel's. An identity in the body
-// must equal the path's. It is channelRequest with the identity optional
-// (the same fields, so one converts to the other).
+// is optional and must equal the path's.
 type channelPutRequest struct {
-	ChannelID     string          `json:"channel_id" validate:"omitempty,uid"`
-	ChannelType   int             `json:"channel_type" validate:"omitempty,min=1,max=255"`
-	Ban           bool            `json:"ban"`
-	Disband       bool            `json:"disband"`
-	SendBan       bool            `json:"send_ban"`
-	AllowStranger bool            `json:"allow_stranger"`
-	Large         bool            `json:"large"`
-	Extra         json.RawMessage `json:"extra" validate:"maxbytes=65536"`
+	ChannelID   string `json:"channel_id" validate:"omitempty,uid"`
+	ChannelType int    `json:"channel_type" validate:"omitempty,min=1,max=255"`
+	channelFlagsJSON
 }
 
 // channelJSON is a channel as the API shows it.
@@ -102,7 +102,7 @@ func channelNotFound(channelType uint8, id string) error {
 func (a channelRoutes) createChannel(w http.ResponseWriter, r *http.Request) error {
 	var req channelRequest
 	return channelRow.create(a.api, w, r, &req, func() (string, meta.Command, error) {
-		return req.ChannelID, &meta.CreateChannel{Channel: req.info()}, nil
+		return req.ChannelID, &meta.CreateChannel{Channel: req.info(uint8(req.ChannelType), req.ChannelID)}, nil
 	})
 }
 
@@ -117,8 +117,6 @@ func (a channelRoutes) putChannel(w http.ResponseWriter, r *http.Request) error 
 		if req.ChannelType != 0 && req.ChannelType != int(c.ChannelType) {
 			return nil, invalidField("channel_type", "must equal the channel_type in the path")
 		}
-		info := (*channelRequest)(&req).info()
-		info.Type, info.ID = c.ChannelType, c.ChannelID
-		return &meta.PutChannel{Channel: info}, nil
+		return &meta.PutChannel{Channel: req.info(c.ChannelType, c.ChannelID)}, nil
 	})
 }

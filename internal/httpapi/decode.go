@@ -60,8 +60,11 @@ func fieldsOf(t reflect.Type) map[string]bool {
 		return s.(map[string]bool)
 	}
 	s := map[string]bool{}
-	for i := range t.NumField() {
-		if name := jsonName(t.Field(i)); name != "" {
+	for _, f := range reflect.VisibleFields(t) { // an embedded struct's fields are the request's
+		if f.Anonymous && f.Type.Kind() == reflect.Struct && f.Tag.Get("json") == "" {
+			continue // encoding/json reads its fields in its stead
+		}
+		if name := jsonName(f); name != "" {
 			s[name] = true
 		}
 	}
@@ -96,10 +99,10 @@ func (a *api) decode(w http.ResponseWriter, r *http.Request, dst any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
-		return jsonError(err)
+		return jsonError(unembedded(err, reflect.TypeOf(dst)))
 	}
 	if err := validate.Struct(dst); err != nil {
-		return validationError(err)
+		return validationError(err, reflect.TypeOf(dst))
 	}
 	return nil
 }
@@ -161,6 +164,36 @@ func checkMembers(body []byte, allowed map[string]bool) error {
 		return fieldErrors(bad...)
 	}
 	return nil
+}
+
+// unembedded names a mistyped member as the client wrote it (see
+// withoutEmbedded).
+func unembedded(err error, t reflect.Type) error {
+	if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok && te.Field != "" {
+		te.Field = withoutEmbedded(t, te.Field)
+	}
+	return err
+}
+
+// withoutEmbedded is path, a member's path in a request of type t, as the
+// client wrote it: encoding/json and the validator put the Go name of the
+// embedded struct that holds the member before it
+// ("channelFlagsJSON.extra"), a name the client never saw.
+func withoutEmbedded(t reflect.Type, path string) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return path
+	}
+	segs := strings.Split(path, ".")
+	kept := segs[:0]
+	for _, seg := range segs {
+		if f, ok := t.FieldByName(seg); !ok || !f.Anonymous {
+			kept = append(kept, seg)
+		}
+	}
+	return strings.Join(kept, ".")
 }
 
 // jsonError explains a decoding failure.
@@ -225,7 +258,7 @@ func article(jsonKind string) string {
 }
 
 // validationError lists the fields validator rejected under their JSON names.
-func validationError(err error) error {
+func validationError(err error, t reflect.Type) error {
 	ves, ok := errors.AsType[validator.ValidationErrors](err)
 	if !ok {
 		return invalid("invalid request: %v", err)
@@ -236,7 +269,7 @@ func validationError(err error) error {
 		if _, rest, ok := strings.Cut(field, "."); ok {
 			field = rest // drop the request type's name
 		}
-		details = append(details, slotstore.FieldError{Field: field, Reason: reason(fe)})
+		details = append(details, slotstore.FieldError{Field: withoutEmbedded(t, field), Reason: reason(fe)})
 	}
 	return fieldErrors(details...)
 }

@@ -40,7 +40,7 @@ func TestResourceBodyLimitsFitTheCodec(t *testing.T) {
 		{pluginRequest{}, "Config", "maxbytes", meta.MaxPluginConfigBytes},
 		{channelRequest{}, "Extra", "maxbytes", meta.MaxStringBytes},
 		{channelRequest{}, "ChannelType", "max", 255},
-		{channelPutRequest{}, "Extra", "maxbytes", meta.MaxStringBytes},
+		{channelFlagsJSON{}, "Extra", "maxbytes", meta.MaxStringBytes},
 		{membersRequest{}, "UIDs", "max", meta.MaxListUIDs},
 	} {
 		if n := tagValue(c.typ, c.field, c.key); n > c.limit {

@@ -35,13 +35,6 @@ func (a channelApplier) writeChannel(key []byte, ch *meta.Channel) meta.Result {
 	return writeRow(a.applier, key, ch, &ch.Revision, meta.EncodeChannel)
 }
 
-// setInfo copies what a client sets onto the channel row.
-func setInfo(ch *meta.Channel, in *meta.ChannelInfo) {
-	ch.Type, ch.ID = in.Type, in.ID
-	ch.Ban, ch.Disband, ch.SendBan, ch.AllowStranger, ch.Large = in.Ban, in.Disband, in.SendBan, in.AllowStranger, in.Large
-	ch.Extra = in.Extra
-}
-
 func (a channelApplier) createChannel(c *meta.CreateChannel) meta.Result {
 	if r, bad := badChannel(c.Channel.Type, c.Channel.ID); bad {
 		return r
@@ -51,8 +44,7 @@ func (a channelApplier) createChannel(c *meta.CreateChannel) meta.Result {
 		return meta.Result{Code: slotstore.CodeConflict, Message: fmt.Sprintf("channel %d/%q exists", old.Type, old.ID),
 			Revision: old.Revision, Value: meta.EncodeChannel(old)}
 	}
-	ch := &meta.Channel{CreatedAtMs: c.TimeMs, UpdatedAtMs: c.TimeMs}
-	setInfo(ch, &c.Channel)
+	ch := &meta.Channel{ChannelInfo: c.Channel, CreatedAtMs: c.TimeMs, UpdatedAtMs: c.TimeMs}
 	return a.writeChannel(key, ch)
 }
 
@@ -67,8 +59,7 @@ func (a channelApplier) putChannel(c *meta.PutChannel) meta.Result {
 	if !found {
 		ch = &meta.Channel{CreatedAtMs: c.TimeMs}
 	}
-	setInfo(ch, &c.Channel)
-	ch.UpdatedAtMs = c.TimeMs
+	ch.ChannelInfo, ch.UpdatedAtMs = c.Channel, c.TimeMs
 	return a.writeChannel(key, ch)
 }
 
@@ -85,7 +76,7 @@ func (a channelApplier) deleteChannel(c *meta.DeleteChannel) meta.Result {
 	subs := meta.ChannelListPrefix(a.sm.cfg.Group, c.HashSlot, meta.ListSubscribers.Table(), c.ChannelType, c.ChannelID)
 	var uids []string
 	rev := a.nextRevision()
-	ch := &meta.Channel{Type: c.ChannelType, ID: c.ChannelID}
+	ch := &meta.Channel{ChannelInfo: meta.ChannelInfo{Type: c.ChannelType, ID: c.ChannelID}}
 	flush := func() {
 		if len(uids) > 0 {
 			a.appendOutbox(c.HashSlot, a.nextRevision(), ch, false, uids)

@@ -367,7 +367,7 @@ func TestChannelCommands(t *testing.T) {
 	info := meta.ChannelInfo{Type: 1, ID: "c", Ban: true, Extra: "{}"}
 	r1 := st.ok(&meta.CreateChannel{Header: hdr("c", "", 100), Channel: info})[0]
 	c1, _ := meta.DecodeChannel(r1.Value)
-	if *c1 != (meta.Channel{Type: 1, ID: "c", Ban: true, Extra: "{}", CreatedAtMs: 100, UpdatedAtMs: 100, Revision: r1.Revision}) {
+	if *c1 != (meta.Channel{ChannelInfo: meta.ChannelInfo{Type: 1, ID: "c", Ban: true, Extra: "{}"}, CreatedAtMs: 100, UpdatedAtMs: 100, Revision: r1.Revision}) {
 		t.Fatalf("created %+v", c1)
 	}
 	unchanged(t, db, 1, "a conflicting create", func() {

@@ -7,16 +7,10 @@ import "github.com/slotmeta/slotmeta/internal/slotstore"
 // deny and allow lists live in one hash slot. The counts of the three lists
 // live on the channel row and change in the same batch as the list.
 
-// Channel is a channel's row.
+// Channel is a channel's row: what a client sets on it, then what the
+// list commands keep.
 type Channel struct {
-	Type          uint8 // 1–255
-	ID            string
-	Ban           bool
-	Disband       bool
-	SendBan       bool
-	AllowStranger bool
-	Large         bool
-	Extra         string // opaque application data (JSON by convention), ≤ 64 KiB
+	ChannelInfo
 
 	// Maintained by the list commands, never by the client.
 	SubscriberCount uint64
@@ -37,8 +31,7 @@ type Channel struct {
 
 func (ch *Channel) code(c *coder) {
 	c.version(entityVersion, "channel")
-	c.channelRef(&ch.Type, &ch.ID)
-	c.channelFlags(&ch.Ban, &ch.Disband, &ch.SendBan, &ch.AllowStranger, &ch.Large, &ch.Extra)
+	ch.ChannelInfo.code(c)
 	c.uvarint(&ch.SubscriberCount)
 	c.uvarint(&ch.DenylistCount)
 	c.uvarint(&ch.AllowlistCount)
@@ -55,30 +48,24 @@ func DecodeChannel(b []byte) (*Channel, error) { return decodeEntity[Channel](b)
 
 // ChannelInfo is what a client sets on a channel: identity, flags, extra.
 type ChannelInfo struct {
-	Type          uint8
+	Type          uint8 // 1–255
 	ID            string
 	Ban           bool
 	Disband       bool
 	SendBan       bool
 	AllowStranger bool
 	Large         bool
-	Extra         string
-}
-
-// channelFlags codes what a client sets on a channel after its identity;
-// a channel row and ChannelInfo share it.
-func (c *coder) channelFlags(ban, disband, sendBan, allowStranger, large *bool, extra *string) {
-	c.bool(ban)
-	c.bool(disband)
-	c.bool(sendBan)
-	c.bool(allowStranger)
-	c.bool(large)
-	c.str(extra, MaxStringBytes, "extra")
+	Extra         string // opaque application data (JSON by convention), ≤ 64 KiB
 }
 
 func (ci *ChannelInfo) code(c *coder) {
 	c.channelRef(&ci.Type, &ci.ID)
-	c.channelFlags(&ci.Ban, &ci.Disband, &ci.SendBan, &ci.AllowStranger, &ci.Large, &ci.Extra)
+	c.bool(&ci.Ban)
+	c.bool(&ci.Disband)
+	c.bool(&ci.SendBan)
+	c.bool(&ci.AllowStranger)
+	c.bool(&ci.Large)
+	c.str(&ci.Extra, MaxStringBytes, "extra")
 }
 
 const (

@@ -212,7 +212,7 @@ func resourceEntities() []struct {
 		{systemUIDCodec, &meta.SystemUID{UID: "bot", CreatedAtMs: 1, Revision: 2}},
 		{pluginCodec, &meta.PluginBinding{UID: "u", PluginNo: "p", Config: `{"a":1}`, CreatedAtMs: -5, UpdatedAtMs: 5, Revision: 300}},
 		{channelCodec, &meta.Channel{}},
-		{channelCodec, &meta.Channel{Type: 255, ID: "c", Ban: true, Disband: true, SendBan: true, AllowStranger: true, Large: true, Extra: "{}",
+		{channelCodec, &meta.Channel{ChannelInfo: meta.ChannelInfo{Type: 255, ID: "c", Ban: true, Disband: true, SendBan: true, AllowStranger: true, Large: true, Extra: "{}"},
 			SubscriberCount: 1 << 40, DenylistCount: 2, AllowlistCount: 3, SubscriberVersion: 4, PendingProjection: 5,
 			CreatedAtMs: 6, UpdatedAtMs: 7, Revision: math.MaxUint64}},
 		{memberCodec, &meta.ChannelMember{UID: "用户", AddedAtMs: 1_700_000_000_000}},
@@ -248,8 +248,8 @@ func TestResourceEntitiesRoundTripAndRejectCuts(t *testing.T) {
 		"device uid":     deviceCodec.enc(&meta.Device{UID: over(meta.MaxKeyBytes)}),
 		"plugin no":      pluginCodec.enc(&meta.PluginBinding{PluginNo: over(meta.MaxPluginNoBytes)}),
 		"plugin config":  pluginCodec.enc(&meta.PluginBinding{Config: over(meta.MaxPluginConfigBytes)}),
-		"channel id":     channelCodec.enc(&meta.Channel{ID: over(meta.MaxKeyBytes)}),
-		"channel extra":  channelCodec.enc(&meta.Channel{Extra: over(meta.MaxStringBytes)}),
+		"channel id":     channelCodec.enc(&meta.Channel{ChannelInfo: meta.ChannelInfo{ID: over(meta.MaxKeyBytes)}}),
+		"channel extra":  channelCodec.enc(&meta.Channel{ChannelInfo: meta.ChannelInfo{Extra: over(meta.MaxStringBytes)}}),
 		"system uid":     systemUIDCodec.enc(&meta.SystemUID{UID: over(meta.MaxKeyBytes)}),
 		"member uid":     memberCodec.enc(&meta.ChannelMember{UID: over(meta.MaxKeyBytes)}),
 		"huge uid len":   {1, 0xFF, 0xFF, 0xFF, 0xFF, 0x0F},
@@ -323,7 +323,7 @@ func TestResourceAnswersRoundTripAndRejectCuts(t *testing.T) {
 		&meta.DevicePage{}, // an empty list decodes as nil, as the state machine builds it
 		&meta.SystemUIDPage{UIDs: []*meta.SystemUID{{UID: "a", CreatedAtMs: 1, Revision: 2}}, More: true},
 		&meta.PluginPage{Bindings: []*meta.PluginBinding{{UID: "u", PluginNo: "p", Config: "{}"}}},
-		&meta.Channel{Type: 1, ID: "c", SubscriberCount: 3},
+		&meta.Channel{ChannelInfo: meta.ChannelInfo{Type: 1, ID: "c"}, SubscriberCount: 3},
 		&meta.ChannelMemberPage{Members: []*meta.ChannelMember{{UID: "a", AddedAtMs: 1}, {UID: "b"}}, More: true},
 		&meta.ChannelMember{UID: "a", AddedAtMs: 5},
 	} {

@@ -81,7 +81,7 @@ func TestWatchedTablesAreNamedAndDecode(t *testing.T) {
 	rows := map[Table][]byte{
 		TableUser: EncodeUser(&User{UID: "u"}), TableKV: EncodeKV(&KV{Key: "k"}), TableDevice: EncodeDevice(&Device{UID: "u"}),
 		TableSystemUID: EncodeSystemUID(&SystemUID{UID: "u"}), TablePlugin: EncodePluginBinding(&PluginBinding{UID: "u"}),
-		TableChannel: EncodeChannel(&Channel{ID: "c"}), TableSubscriber: EncodeChannelMember(&ChannelMember{UID: "u"}),
+		TableChannel: EncodeChannel(&Channel{ChannelInfo: ChannelInfo{ID: "c"}}), TableSubscriber: EncodeChannelMember(&ChannelMember{UID: "u"}),
 		TableDenylist: EncodeChannelMember(&ChannelMember{UID: "u"}), TableAllowlist: EncodeChannelMember(&ChannelMember{UID: "u"}),
 		TableMembership: EncodeMembership(&Membership{UID: "u"}), TableCmdBinding: EncodeCmdBinding(&CmdBinding{UID: "u"}),
 		TableRuntime: EncodeChannelRuntime(&ChannelRuntime{ChannelID: "c"}),
