@@ -53,27 +53,18 @@ func (c backupPages) startBackup(w http.ResponseWriter, r *http.Request) (string
 	return "/console/backups", Flash{OK: true, Message: fmt.Sprintf("Backup %s started, into %s.", b.ID, b.Dir)}
 }
 
-// backupState is a backup's state with its marker.
-func backupState(b slotstore.Backup) string {
+// backupState labels a backup's state, with its marker and class (as
+// nodeHealth and groupHealthLabel do).
+func backupState(b slotstore.Backup) (label, class string) {
 	switch b.State {
 	case slotstore.BackupDone:
-		return "✔ done"
+		return "✔ done", "ok"
 	case slotstore.BackupRunning:
-		return "⟳ running"
+		return "⟳ running", ""
 	case slotstore.BackupFailed:
-		return "✖ failed"
+		return "✖ failed", "bad"
 	}
-	return "⚠ " + string(b.State)
-}
-
-func backupClass(b slotstore.Backup) string {
-	switch b.State {
-	case slotstore.BackupDone:
-		return "ok"
-	case slotstore.BackupRunning:
-		return ""
-	}
-	return "bad"
+	return "⚠ " + string(b.State), "bad"
 }
 
 // sizeOf is a byte count for people.
