@@ -706,17 +706,15 @@ func TestKillLeaderWhileWriting(t *testing.T) {
 				var ans [3]readAns
 				var fails []string
 				// An unacknowledged write may still be in the Raft log and
-				// commit while it is being read: reread a disagreement.
-				for attempt := 0; ; attempt++ {
+				// commit while it is being read: reread a disagreement, for
+				// a second at most (what is still read then is judged).
+				testutil.Eventually(time.Second, 500*time.Millisecond, func() (bool, string) {
 					for i, n := range nodes {
 						ans[i] = readKey(n, j.key)
 						reads.Add(1)
 					}
-					if j.acked || attempt == 2 || (ans[0].status == ans[1].status && ans[1].status == ans[2].status) {
-						break
-					}
-					time.Sleep(500 * time.Millisecond) // let a late commit settle before rereading
-				}
+					return j.acked || (ans[0].status == ans[1].status && ans[1].status == ans[2].status), ""
+				})
 				for i, a := range ans {
 					switch {
 					case a.err != "":

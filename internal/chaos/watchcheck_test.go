@@ -124,17 +124,11 @@ func firstMark(base string) (watch.Cursor, bool) {
 // the follower's own until then).
 func (f *watchFollower) catchUp(t testing.TB) (behind string) {
 	target := feedHead(t, f.tc)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		ok, state := f.reached(target)
-		if ok {
-			return ""
-		}
-		if time.Now().After(deadline) {
-			return state
-		}
-		time.Sleep(20 * time.Millisecond)
+	state, ok := testutil.Eventually(20*time.Second, 20*time.Millisecond, func() (bool, string) { return f.reached(target) })
+	if ok {
+		return ""
 	}
+	return state
 }
 
 // checkFeed compares the feed with the histories and the final reads

@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
@@ -155,7 +155,7 @@ func TestStreamDeliversEveryRecordOnce(t *testing.T) {
 			for i := 0; i < 400; i++ {
 				h.Publish(l.commit(slots[wrng.IntN(len(slots))], 1+wrng.IntN(3)))
 				if wrng.IntN(50) == 0 {
-					time.Sleep(time.Millisecond) // let the reader in between
+					runtime.Gosched() // let the reader in between
 				}
 			}
 		}()
@@ -428,7 +428,7 @@ func TestFilteredStreamDeliversWhatItWantsOnce(t *testing.T) {
 			for i := 0; i < 400; i++ {
 				commit(wrng)
 				if wrng.IntN(50) == 0 {
-					time.Sleep(time.Millisecond)
+					runtime.Gosched() // let the reader in between
 				}
 			}
 		}()
