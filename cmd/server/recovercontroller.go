@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strconv"
@@ -44,17 +42,13 @@ data group that lost its quorum (ctl group recover ID --accept-data-loss).
 // 2 for a usage error, 1 when refused or failed. It prints the report as
 // JSON on stdout.
 func runRecoverController(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	values, set, rest, help, err := toolFlags("recover-controller", args, []string{"base", "lost"}, []string{"accept-data-loss", "rejoin"})
-	switch {
-	case help:
-		fmt.Fprint(stdout, recoverControllerUsage)
-		return 0
-	case err != nil:
-		fmt.Fprintln(stderr, err)
-		return 2
+	a, code, ok := tool{name: "recover-controller", usage: recoverControllerUsage,
+		valued: []string{"base", "lost"}, bools: []string{"accept-data-loss", "rejoin"}}.parse(args, getenv, stdout, stderr)
+	if !ok {
+		return code
 	}
-	o := cluster.ControllerRecovery{AcceptDataLoss: set["accept-data-loss"], Rejoin: set["rejoin"]}
-	if v, ok := values["lost"]; ok {
+	o := cluster.ControllerRecovery{AcceptDataLoss: a.set["accept-data-loss"], Rejoin: a.set["rejoin"]}
+	if v, ok := a.values["lost"]; ok {
 		for _, f := range strings.Split(v, ",") {
 			id, err := strconv.ParseUint(strings.TrimSpace(f), 10, 64)
 			if err != nil || id == 0 {
@@ -64,7 +58,7 @@ func runRecoverController(ctx context.Context, args []string, getenv func(string
 			o.Lost = append(o.Lost, slotstore.NodeID(id))
 		}
 	}
-	if v, ok := values["base"]; ok {
+	if v, ok := a.values["base"]; ok {
 		id, err := strconv.ParseUint(v, 10, 64)
 		if err != nil || id == 0 {
 			fmt.Fprintf(stderr, "slotmeta recover-controller: --base %q: a node id\n", v)
@@ -72,13 +66,7 @@ func runRecoverController(ctx context.Context, args []string, getenv func(string
 		}
 		o.Base = slotstore.NodeID(id)
 	}
-	opts, err := parseOptions(rest, getenv)
-	if err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(stderr, "slotmeta recover-controller:", err)
-		}
-		return 2
-	}
+	opts := a.node
 	p, err := opts.plan(getenv)
 	if err != nil {
 		fmt.Fprintln(stderr, "slotmeta recover-controller:", err)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strconv"
@@ -34,18 +33,13 @@ directory must be absent or empty. Nothing is written when it is refused.
 // runRestore runs `slotmeta restore …`: 0 on success, 2 for a usage error,
 // 1 when the restore was refused or failed.
 func runRestore(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	values, _, rest, help, err := toolFlags("restore", args, []string{"from", "new-cluster-id", "bump"}, nil)
-	switch {
-	case help:
-		fmt.Fprint(stdout, restoreUsage)
-		return 0
-	case err != nil:
-		fmt.Fprintln(stderr, err)
-		return 2
+	a, code, ok := tool{name: "restore", usage: restoreUsage, valued: []string{"from", "new-cluster-id", "bump"}}.parse(args, getenv, stdout, stderr)
+	if !ok {
+		return code
 	}
-	from, clusterID := values["from"], values["new-cluster-id"]
+	from, clusterID, o := a.values["from"], a.values["new-cluster-id"], a.node
 	var bump uint64
-	if v, ok := values["bump"]; ok {
+	if v, ok := a.values["bump"]; ok {
 		n, err := strconv.ParseUint(v, 10, 64)
 		if err != nil || n == 0 {
 			fmt.Fprintf(stderr, "slotmeta restore: --bump %q: a positive number\n", v)
@@ -55,13 +49,6 @@ func runRestore(ctx context.Context, args []string, getenv func(string) string, 
 	}
 	if from == "" {
 		fmt.Fprint(stderr, "slotmeta restore: --from is needed\n\n"+restoreUsage)
-		return 2
-	}
-	o, err := parseOptions(rest, getenv)
-	if err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(stderr, "slotmeta restore:", err)
-		}
 		return 2
 	}
 	members, err := o.members()

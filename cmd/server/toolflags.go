@@ -1,10 +1,51 @@
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 )
+
+// tool is one of the node's offline tools (`slotmeta restore`, `slotmeta
+// recover-controller`): its own flags, then the node flags of the node
+// whose data directory it works on.
+type tool struct {
+	name, usage   string
+	valued, bools []string // its own flags: with a value, and boolean
+}
+
+// toolArgs is what a tool was given.
+type toolArgs struct {
+	values map[string]string // its valued flags
+	set    map[string]bool   // its boolean flags given
+	node   *options          // the node's flags (parseOptions)
+}
+
+// parse reads a tool's arguments: -h prints its usage on stdout (exit 0),
+// a bad flag of its own or of the node's is a usage error on stderr (exit
+// 2). ok false: Run returns code.
+func (t tool) parse(args []string, getenv func(string) string, stdout, stderr io.Writer) (a toolArgs, code int, ok bool) {
+	values, set, rest, help, err := toolFlags(t.name, args, t.valued, t.bools)
+	switch {
+	case help:
+		fmt.Fprint(stdout, t.usage)
+		return a, 0, false
+	case err != nil:
+		fmt.Fprintln(stderr, err)
+		return a, 2, false
+	}
+	o, err := parseOptions(rest, getenv)
+	if err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(stderr, "slotmeta %s: %v\n", t.name, err)
+		}
+		return a, 2, false
+	}
+	return toolArgs{values: values, set: set, node: o}, 0, true
+}
 
 // toolFlags splits a tool's own flags (`slotmeta restore`, `slotmeta
 // recover-controller`) from the node flags it passes on: values holds the
