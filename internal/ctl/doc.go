@@ -18,7 +18,9 @@
 // where requests go, so that a route-aware doer can replace its failover.
 // Every write carries an Idempotency-Key — a random one per invocation, or
 // --idempotency-key — so a write retried with the same key applies once
-// (a retryable failure prints the key to retry with).
+// (a retryable failure prints the key to retry with). A command parses,
+// makes its call and ends in reply (reply.go), the one place that tells
+// no answer, a refusal and the body to show apart.
 //
 // Output is a table (aligned columns, a header line, a row per item) or,
 // with -o json, the server's JSON body as it is (jq-ready); where a command
