@@ -706,14 +706,14 @@ func TestKillLeaderWhileWriting(t *testing.T) {
 				var ans [3]readAns
 				var fails []string
 				// An unacknowledged write may still be in the Raft log and
-				// commit while it is being read: reread a disagreement, for
-				// a second at most (what is still read then is judged).
-				testutil.Eventually(time.Second, 500*time.Millisecond, func() (bool, string) {
+				// commit while it is being read: reread a disagreement, three
+				// reads at most, half a second apart (the last one is judged).
+				testutil.Retry(3, 500*time.Millisecond, func() bool {
 					for i, n := range nodes {
 						ans[i] = readKey(n, j.key)
 						reads.Add(1)
 					}
-					return j.acked || (ans[0].status == ans[1].status && ans[1].status == ans[2].status), ""
+					return j.acked || (ans[0].status == ans[1].status && ans[1].status == ans[2].status)
 				})
 				for i, a := range ans {
 					switch {

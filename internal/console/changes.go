@@ -144,8 +144,14 @@ func valueJSON(t meta.Table, b []byte) string {
 	}
 	var out strings.Builder
 	out.WriteByte('{')
-	for i := 0; i < rv.NumField() && out.Len() <= maxValueChars; i++ {
-		f, sf := rv.Field(i), rv.Type().Field(i)
+	for _, sf := range reflect.VisibleFields(rv.Type()) {
+		if out.Len() > maxValueChars {
+			break
+		}
+		if sf.Anonymous && sf.Type.Kind() == reflect.Struct {
+			continue // its fields follow, as the row's own (meta.Channel's ChannelInfo)
+		}
+		f := rv.FieldByIndex(sf.Index)
 		if !sf.IsExported() || f.IsZero() {
 			continue
 		}

@@ -186,3 +186,19 @@ func TestChannelChangeTail(t *testing.T) {
 		}
 	}
 }
+
+// TestValueJSONShowsARowsOwnFields: a stored row reads as its fields in
+// order, zero ones left out — an embedded struct's fields among them as
+// the row's own (a channel row embeds what the client set on it), not as
+// one nested object that would fill the line with zeros.
+func TestValueJSONShowsARowsOwnFields(t *testing.T) {
+	ch := &meta.Channel{ChannelInfo: meta.ChannelInfo{Type: 2, ID: "room-1", Ban: true}, SubscriberCount: 3, Revision: 9}
+	got := valueJSON(meta.TableChannel, meta.EncodeChannel(ch))
+	if want := `{"Type":2,"ID":"room-1","Ban":true,"SubscriberCount":3,"Revision":9}`; got != want {
+		t.Fatalf("channel row: %s, want %s", got, want)
+	}
+	kv := valueJSON(meta.TableKV, meta.EncodeKV(&meta.KV{Key: "k", Value: []byte("<v>"), Revision: 4}))
+	if want := `{"Key":"k","Value":"<v>","Revision":4}`; kv != want {
+		t.Fatalf("business key: %s, want %s", kv, want)
+	}
+}

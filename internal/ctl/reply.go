@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"strings"
 
 	"github.com/slotmeta/slotmeta/client"
 )
@@ -40,8 +41,8 @@ func replyBatch[R any](c *cmd, r *R, err error, rows func(t *table)) int {
 	}
 	var failed *client.Error
 	for _, it := range batch.Items {
-		if e := it.Error; e != nil && (failed == nil || failed.Code == client.ErrorCodeAborted && e.Code != client.ErrorCodeAborted) {
-			failed = e
+		if it.Error != nil && (failed == nil || failed.Code == client.ErrorCodeAborted) {
+			failed = it.Error
 		}
 	}
 	if failed == nil {
@@ -69,10 +70,12 @@ func answered[R any](c *cmd, r *R, err error) (body []byte, code int, ok bool) {
 }
 
 // answerOf reads the fields every generated *client.…Response has: Body,
-// HTTPResponse, and a JSON<status> field per documented status, which the
-// generated parser sets when that status came with a JSON body. ok: a 2xx
-// with its body parsed, or a 204 (no body to parse). The one place the
-// generated types are read by field name; TestAnswerOf holds it to them.
+// HTTPResponse, and a JSON<status> field per documented status with a JSON
+// body, which the generated parser sets when that status came with one.
+// ok: a 2xx with its body parsed, or a 204 where no 2xx has a body (a
+// delete: nothing to parse; a command that expects a body refuses a 204).
+// The one place the generated types are read by field name; TestAnswerOf
+// holds it to them.
 func answerOf[R any](r *R) (resp *http.Response, body []byte, ok bool) {
 	v := reflect.ValueOf(r).Elem()
 	body, _ = v.FieldByName("Body").Interface().([]byte)
@@ -81,6 +84,11 @@ func answerOf[R any](r *R) (resp *http.Response, body []byte, ok bool) {
 	case resp == nil || resp.StatusCode < 200 || resp.StatusCode > 299:
 		return resp, body, false
 	case resp.StatusCode == http.StatusNoContent:
+		for _, f := range reflect.VisibleFields(v.Type()) {
+			if strings.HasPrefix(f.Name, "JSON2") {
+				return resp, body, false
+			}
+		}
 		return resp, body, true
 	}
 	f := v.FieldByName(fmt.Sprintf("JSON%d", resp.StatusCode))

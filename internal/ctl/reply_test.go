@@ -36,6 +36,7 @@ func TestAnswerOf(t *testing.T) {
 		{"204 (no body to parse)", func() (*http.Response, []byte, bool) {
 			return answerOf(&client.DeleteKVResponse{Body: body, HTTPResponse: status(204)})
 		}, true},
+		{"204 where a body was expected", of(&client.CancelTaskResponse{Body: body, HTTPResponse: status(204)}), false},
 	} {
 		resp, got, ok := tc.answer()
 		if ok != tc.want {

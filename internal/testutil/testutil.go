@@ -78,3 +78,19 @@ func Eventually(within, poll time.Duration, check func() (done bool, state strin
 		time.Sleep(poll)
 	}
 }
+
+// Retry calls check up to attempts times, pause apart, until it reports
+// true, and says whether it did: for a check whose every call takes a
+// while of its own (bounded by its own deadlines), where a number of
+// attempts, not a deadline, says how hard to try.
+func Retry(attempts int, pause time.Duration, check func() bool) bool {
+	for i := 0; ; i++ {
+		if check() {
+			return true
+		}
+		if i+1 >= attempts {
+			return false
+		}
+		time.Sleep(pause)
+	}
+}
