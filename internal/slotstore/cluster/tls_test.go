@@ -95,10 +95,12 @@ func TestTLSClusterWritesAndReadsThroughEveryNode(t *testing.T) {
 	c := slotstoretest.Start(t, slotstoretest.Options{Nodes: 3, Groups: 4, Tune: func(cfg *cluster.Config) {
 		cfg.TLS = ca.Issue(t, fmt.Sprintf("node-%d", cfg.NodeID))
 	}})
+	// Ready says every data group has a leader, not that every node has
+	// heard who leads the controller group yet (on a loaded machine a node
+	// learns it a moment later): wait for it.
 	for _, n := range c.Nodes {
-		if n.ControllerLeader() == 0 {
-			t.Fatalf("node %d: no controller leader", n.NodeID())
-		}
+		testutil.WaitUntil(t, 10*time.Second, 20*time.Millisecond, fmt.Sprintf("node %d knows the controller leader", n.NodeID()),
+			func() bool { return n.ControllerLeader() != 0 })
 	}
 	var keys []string
 	forwarded := 0
@@ -189,7 +191,9 @@ func TestTLSNodeOfAnotherCACannotTakePart(t *testing.T) {
 			t.Fatalf("node %d: %v", n.NodeID(), err)
 		}
 	}
-	if l := n1.ControllerLeader(); l == 0 || l == rogue.NodeID() {
+	// Ready does not say node 1 has heard who leads the controller: wait.
+	testutil.WaitUntil(t, 10*time.Second, 20*time.Millisecond, "node 1 knows the controller leader", func() bool { return n1.ControllerLeader() != 0 })
+	if l := n1.ControllerLeader(); l == rogue.NodeID() {
 		t.Fatalf("controller leader %d", l)
 	}
 
