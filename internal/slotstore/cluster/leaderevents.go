@@ -24,7 +24,9 @@ import (
 // part or anyone won. A replica's first event (its start: the term of its
 // log) only sets the base — per replica id: a group's replica that leaves
 // the node and comes back is a new replica, whose first term is no count of
-// the elections held while the node had none.
+// the elections held while the node had none. A node holds one replica of
+// a shard at a time, so one entry a shard says which replica it counts
+// (at most one a group the node ever held).
 //
 // Concurrency contract: observe runs on dragonboat's event goroutine; the
 // mutex keeps it safe from any other.
@@ -32,10 +34,10 @@ type leaderEvents struct {
 	changes, elections *prometheus.CounterVec
 
 	mu    sync.Mutex
-	terms map[replicaKey]uint64 // the last term each replica saw
+	terms map[uint64]replicaTerm // by shard: its replica here, the last term it saw
 }
 
-type replicaKey struct{ shard, replica uint64 }
+type replicaTerm struct{ replica, term uint64 }
 
 func newLeaderEvents() *leaderEvents {
 	return &leaderEvents{
@@ -43,7 +45,7 @@ func newLeaderEvents() *leaderEvents {
 			Help: `Leaders this node's replica of a group saw elected or handed over (group "controller": the controller group's).`}, []string{"group"}),
 		elections: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "slotmeta_elections_total",
 			Help: `Elections this node's replica of a group saw held — the Raft terms it went through (pre-vote on: a term is entered only by a candidate that won its pre-vote; a leader transfer is one) — won or not (group "controller": the controller group's).`}, []string{"group"}),
-		terms: map[replicaKey]uint64{},
+		terms: map[uint64]replicaTerm{},
 	}
 }
 
@@ -58,11 +60,12 @@ func (e *leaderEvents) observe(shard, replica, leader, term uint64) {
 	if !ok {
 		return
 	}
-	k := replicaKey{shard, replica}
 	e.mu.Lock()
-	last, seen := e.terms[k]
-	if term > last || !seen {
-		e.terms[k] = term
+	was, ok := e.terms[shard]
+	seen := ok && was.replica == replica
+	last := was.term
+	if !seen || term > last {
+		e.terms[shard] = replicaTerm{replica, term}
 	}
 	e.mu.Unlock()
 	if seen && term > last {
