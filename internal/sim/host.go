@@ -72,6 +72,10 @@ func (h host) ControllerMembers(context.Context) (voters, nonVoting []slotstore.
 	return voters, nonVoting, nil
 }
 
+// SyncController: the simulated controller applies a command as it
+// commits it.
+func (h host) SyncController(context.Context) error { return nil }
+
 func (h host) PromoteController(_ context.Context, id slotstore.NodeID) error {
 	h.r.w.mu.Lock()
 	defer h.r.w.mu.Unlock()

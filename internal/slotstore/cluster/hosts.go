@@ -10,6 +10,7 @@ import (
 	"github.com/slotmeta/slotmeta/internal/slotstore/heat"
 	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
 	"github.com/slotmeta/slotmeta/internal/slotstore/projector"
+	"github.com/slotmeta/slotmeta/internal/slotstore/propose"
 )
 
 // The node as its leaf packages see it: small adapters that implement the
@@ -25,6 +26,13 @@ func (h leaderHost) Controller() *controller.State { return h.n.ctrl.Load() }
 
 func (h leaderHost) ControllerLeader() slotstore.NodeID {
 	return slotstore.NodeID(h.n.ctrlLeader.Load())
+}
+
+func (h leaderHost) SyncController(ctx context.Context) error {
+	if _, err := h.n.nh.SyncRead(ctx, controller.ShardID, controller.Barrier{}); err != nil {
+		return propose.RaftError(err, 0, false)
+	}
+	return nil
 }
 
 func (h leaderHost) Propose(ctx context.Context, c controller.Command) (controller.Result, error) {

@@ -64,10 +64,18 @@ func (s *StateMachine) Update(e sm.Entry) (sm.Result, error) {
 // StateQuery asks for a copy of the state. Answer: *State.
 type StateQuery struct{}
 
-// Lookup answers StateQuery.
+// Barrier asks nothing: read linearizably (dragonboat's SyncRead), it
+// returns once the replica applied every command committed before it.
+// Answer: nil.
+type Barrier struct{}
+
+// Lookup answers StateQuery and Barrier.
 func (s *StateMachine) Lookup(q any) (any, error) {
-	if _, ok := q.(StateQuery); ok {
+	switch q.(type) {
+	case StateQuery:
 		return s.Snapshot(), nil
+	case Barrier:
+		return nil, nil
 	}
 	return nil, fmt.Errorf("controller: unknown query %T", q)
 }

@@ -17,12 +17,8 @@ import (
 func TestRecordHighWater(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
 	clock := func() time.Time { return now }
-	host := newFakeHost(1, clock)
+	host := bootstrappedHost(t, clock)
 	ctx := context.Background()
-	nodes := []controller.Node{{ID: 1, RaftAddr: "a1"}, {ID: 2, RaftAddr: "a2"}, {ID: 3, RaftAddr: "a3"}}
-	if _, err := host.Propose(ctx, controller.Command{Bootstrap: &controller.Bootstrap{ClusterID: "c", GroupCount: 1, ReplicationFactor: 3, Nodes: nodes}}); err != nil {
-		t.Fatal(err)
-	}
 	peers := host.Controller().Groups[1].Peers
 	applied := map[slotstore.NodeID]uint64{1: 50, 2: 70, 3: 60}
 	views := func(time.Time) []slotstore.GroupView {

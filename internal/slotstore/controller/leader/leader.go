@@ -27,6 +27,10 @@ type Host interface {
 	// unknown).
 	Controller() *controller.State
 	ControllerLeader() slotstore.NodeID
+	// SyncController returns once the node's replica of the controller
+	// applied every command the group committed before the call (a
+	// ReadIndex round): Controller() then holds them.
+	SyncController(ctx context.Context) error
 	// Propose replicates a controller command, stamped with the node's
 	// time, and returns its result once the node's replica applied it (a
 	// refusal is an error).

@@ -51,6 +51,13 @@ func serveView[T any](l *Leader, view func(context.Context) T) peer.HandlerFunc 
 			peer.WriteError(w, http.StatusServiceUnavailable, l.notLeader())
 			return
 		}
+		// The asker's own writes first: its proposal returned once its
+		// replica applied it, which this one (the leader's) may not have
+		// yet — a balancer paused through node 1 answered "not paused".
+		if err := l.cfg.Host.SyncController(ctx); err != nil {
+			peer.WriteError(w, peer.StatusOf(err), err)
+			return
+		}
 		peer.WriteJSON(w, view(ctx))
 	}
 }

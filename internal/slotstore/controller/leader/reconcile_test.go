@@ -31,10 +31,25 @@ type fakeHost struct {
 	transfers []slotstore.GroupID
 	// The controller group's membership (voters_test.go).
 	voters, learners []slotstore.NodeID
+	// lagging are commands committed but not applied here yet, until
+	// SyncController (peerapi_test.go).
+	lagging []controller.Command
 }
 
 func newFakeHost(self slotstore.NodeID, now func() time.Time) *fakeHost {
 	return &fakeHost{self: self, now: now, ctrl: controller.NewStateMachine(nil)}
+}
+
+// bootstrappedHost is a fake host (node 1) whose controller founded a
+// cluster of nodes 1–3 with one group of three replicas.
+func bootstrappedHost(t *testing.T, now func() time.Time) *fakeHost {
+	t.Helper()
+	host := newFakeHost(1, now)
+	nodes := []controller.Node{{ID: 1, RaftAddr: "a1"}, {ID: 2, RaftAddr: "a2"}, {ID: 3, RaftAddr: "a3"}}
+	if _, err := host.Propose(context.Background(), controller.Command{Bootstrap: &controller.Bootstrap{ClusterID: "c", GroupCount: 1, ReplicationFactor: 3, Nodes: nodes}}); err != nil {
+		t.Fatal(err)
+	}
+	return host
 }
 
 func (h *fakeHost) Controller() *controller.State               { return h.ctrl.Snapshot() }
@@ -47,6 +62,21 @@ func (h *fakeHost) ControllerMembers(context.Context) (voters, nonVoting []slots
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return slices.Clone(h.voters), slices.Clone(h.learners), nil
+}
+
+// SyncController applies what the fake's replica lags behind (lagging:
+// commands the group committed through another node).
+func (h *fakeHost) SyncController(ctx context.Context) error {
+	h.mu.Lock()
+	lagging := h.lagging
+	h.lagging = nil
+	h.mu.Unlock()
+	for _, c := range lagging {
+		if _, err := h.Propose(ctx, c); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (h *fakeHost) PromoteController(_ context.Context, id slotstore.NodeID) error {
