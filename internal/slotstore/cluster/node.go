@@ -428,11 +428,16 @@ func (r controllerReplica) startController() error {
 	}
 	cfg.IsNonVoting = role == roleNonVoting
 	if r.n.nh.HasNodeInfo(controller.ShardID, replica) {
-		// Restart: dragonboat has the membership; start with none. A
-		// non-voting member promoted since its role file was written
+		// Restart: dragonboat has the membership; start with none, in the
+		// role the replica had where its replay begins (raftlog/restart.go;
+		// the role file says how the node joined, which agrees unless a
+		// recovery rewrote the group). A non-voting member promoted since
 		// starts non-voting and becomes the voter it is as it loads its
 		// membership (internal/raft/raft.go: restoreRemotes, and addNode
 		// for a promotion replayed from the log).
+		if cfg.IsNonVoting, err = r.n.logdb.RestartsNonVoting(controller.ShardID, replica); err != nil {
+			return fmt.Errorf("cluster: restart controller replica: %w", err)
+		}
 		if err := r.n.nh.StartReplica(nil, false, create, cfg); err != nil {
 			return fmt.Errorf("cluster: restart controller replica: %w", err)
 		}

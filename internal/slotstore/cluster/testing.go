@@ -10,6 +10,7 @@ import (
 	"github.com/slotmeta/slotmeta/internal/slotstore/controller"
 	"github.com/slotmeta/slotmeta/internal/slotstore/controller/leader"
 	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore/store"
 )
 
 // Testing is the part of a node only tests use, kept off the facade: what
@@ -82,3 +83,14 @@ func (t Testing) SnapshotController(ctx context.Context) error {
 	_, err := t.n.nh.SyncRequestSnapshot(ctx, controller.ShardID, dragonboat.DefaultSnapshotOption)
 	return err
 }
+
+// CompactGroup makes this node's replica of group g take a snapshot now
+// and compact its Raft log up to it: the membership changes before it are
+// then read from the snapshot on a restart, not replayed from the log.
+func (t Testing) CompactGroup(ctx context.Context, g slotstore.GroupID) (uint64, error) {
+	return t.n.nh.SyncRequestSnapshot(ctx, controller.ShardOf(g),
+		dragonboat.SnapshotOption{OverrideCompactionOverhead: true, CompactionOverhead: 0})
+}
+
+// Store is the node's store (tests read a group's rows from it).
+func (t Testing) Store() *store.DB { return t.n.db }

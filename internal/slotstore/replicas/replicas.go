@@ -121,7 +121,8 @@ type Config struct {
 	// not counted).
 	ReadPath func(propose.ReadPath)
 	// Log records what this process saved to or sent from each replica's
-	// Raft log (nil: a leader's read under its lease always queries the log).
+	// Raft log (nil: a leader's read under its lease always queries the log)
+	// and tells the role a replica restarts in (nil: its role now).
 	Log *raftlog.Factory
 }
 
@@ -277,6 +278,14 @@ func (s *Set) Start(st *controller.State, grp *controller.Group, replica uint64,
 			return err
 		}
 		restarted = true
+	}
+	if restarted && s.cfg.Log != nil {
+		// As it was where its replay begins, not as it is now: a learner
+		// promoted since restarts non-voting and replays its promotion
+		// (raftlog/restart.go; issue 51's crash loop).
+		if cfg.IsNonVoting, err = s.cfg.Log.RestartsNonVoting(shard, replica); err != nil {
+			return err
+		}
 	}
 	if !restarted {
 		// A new replica starts from nothing (see the package doc).

@@ -1,0 +1,63 @@
+package raftlog
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/lni/dragonboat/v4/raftio"
+	pb "github.com/lni/dragonboat/v4/raftpb"
+)
+
+// How a replica restarts (issue 51): dragonboat takes the replica's own
+// initial role from config.Config.IsNonVoting alone, and the membership
+// from its latest snapshot (internal/raft/raft.go newRaft), then replays
+// the log after that snapshot. A replica that joined as non-voting and was
+// promoted since restarts from a point where it was still non-voting —
+// its join, or a snapshot taken before the promotion — and the replay of
+// "add <self> as non-voting" panics a replica started as a voter (raft.go
+// addNonVoting: "is not a nonVoting"); so does restoring a snapshot that
+// lists it as non-voting (raft.go restore: "converting to nonVoting").
+// Started non-voting instead, the replica becomes the voter it is as it
+// replays its promotion (addNode of self) or restores a snapshot that lists
+// it as a voter (restoreRemotes). What it is now, in the controller's
+// state, is not what the replay needs.
+
+// ErrNotStarted says a replica never started on this NodeHost: it has no
+// bootstrap record (dragonboat's HasNodeInfo is false).
+var ErrNotStarted = errors.New("raftlog: the replica never started here")
+
+// RestartsNonVoting reports whether replica of shard must restart as a
+// non-voting replica: what it was where its replay begins. That is its
+// latest snapshot's membership when it has one, else how it began — a
+// replica that joined a running group (dragonboat's bootstrap record says
+// join) began non-voting, as every replica this system adds does; one of
+// a group's founding members began a voter. It reads the log the factory
+// created and must be called before the replica starts (it reads no
+// state of a running replica).
+func (f *Factory) RestartsNonVoting(shard, replica uint64) (bool, error) {
+	db := f.db.Load()
+	if db == nil {
+		return false, errors.New("raftlog: no log yet (the NodeHost creates it)")
+	}
+	return restartsNonVoting(db, shard, replica)
+}
+
+// restartsNonVoting is RestartsNonVoting over a LogDB.
+func restartsNonVoting(db raftio.ILogDB, shard, replica uint64) (bool, error) {
+	bi, err := db.GetBootstrapInfo(shard, replica)
+	if errors.Is(err, raftio.ErrNoBootstrapInfo) {
+		return false, fmt.Errorf("shard %d replica %d: %w", shard, replica, ErrNotStarted)
+	}
+	if err != nil {
+		return false, fmt.Errorf("raftlog: read the bootstrap record of shard %d replica %d: %w", shard, replica, err)
+	}
+	ss, err := db.GetSnapshot(shard, replica) // an empty one when there is none
+	if err != nil {
+		return false, fmt.Errorf("raftlog: read the latest snapshot of shard %d replica %d: %w", shard, replica, err)
+	}
+	if !pb.IsEmptySnapshot(ss) {
+		_, nonVoting := ss.Membership.NonVotings[replica]
+		return nonVoting, nil
+	}
+	return bi.Join, nil
+}
