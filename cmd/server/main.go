@@ -123,7 +123,7 @@ func run(args []string, getenv func(string) string, stdout io.Writer) error {
 	if err := level.UnmarshalText([]byte(o.LogLevel)); err != nil {
 		return fmt.Errorf("log level: %w", err)
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	log := newLogger(os.Stderr, level)
 	p, err := o.plan(getenv)
 	if err != nil {
 		return err
