@@ -96,8 +96,13 @@ func main() {
 			t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 	}
-	run("get", path+"@"+version)
-	run("mod", "tidy")
+	// go get of the packages the app imports, as `go get` of an import
+	// path does: it records their module and every go.sum line their build
+	// needs. (go mod tidy would also want the modules the dependencies'
+	// own tests import — testify for oapi-codegen/runtime's —, which a
+	// machine's download cache need not hold: CI on a fresh machine failed
+	// on them.)
+	run("get", path+"/client@"+version, path+"/client/routed@"+version)
 	run("build", "-o", filepath.Join(root, "app.bin"), ".")
 	sum, err := os.ReadFile(filepath.Join(consumer, "go.sum"))
 	if err != nil || !bytes.Contains(sum, []byte(path+" "+version)) {
