@@ -183,23 +183,32 @@ func putStoreRows(t *testing.T, dataDir string, rows [][2][]byte) {
 }
 
 // moveReplica moves g's replica from one node to another through via and
-// waits until the task succeeds (failing t otherwise, or at ctx's end). A
-// controller proposal that a stopped leader dropped is only answered at its
-// deadline, so it asks in short attempts, as a client would (asking again
-// for the same move resumes it).
+// waits until the task succeeds (failing t otherwise, or at ctx's end).
 func moveReplica(ctx context.Context, t *testing.T, via *cluster.Node, g slotstore.GroupID, from, to slotstore.NodeID) slotstore.Task {
+	t.Helper()
+	return runTask(ctx, t, via, fmt.Sprintf("move g%d n%d→n%d", g, from, to), func(ctx context.Context) (slotstore.Task, error) {
+		return via.Operator().CreateReplicaMove(ctx, g, from, to)
+	})
+}
+
+// runTask asks via for a task (create) and waits until it succeeds
+// (failing t otherwise, or at ctx's end). A controller proposal that a
+// stopped leader dropped is only answered at its deadline, so it asks in
+// short attempts, as a client would (asking again for the same task
+// resumes it).
+func runTask(ctx context.Context, t *testing.T, via *cluster.Node, what string, create func(context.Context) (slotstore.Task, error)) slotstore.Task {
 	t.Helper()
 	var task slotstore.Task
 	for {
 		actx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		var err error
-		task, err = via.Operator().CreateReplicaMove(actx, g, from, to)
+		task, err = create(actx)
 		cancel()
 		if err == nil {
 			break
 		}
 		if ctx.Err() != nil {
-			t.Fatalf("move n%d→n%d: %v", from, to, err)
+			t.Fatalf("%s: %v", what, err)
 		}
 	}
 	within := time.Minute
@@ -210,10 +219,10 @@ func moveReplica(ctx context.Context, t *testing.T, via *cluster.Node, g slotsto
 		if task.Status == controller.TaskRunning {
 			task, _ = via.Operator().Task(task.ID)
 		}
-		return task.Status != controller.TaskRunning, fmt.Sprintf("move n%d→n%d did not end: %+v", from, to, task)
+		return task.Status != controller.TaskRunning, fmt.Sprintf("%s did not end: %+v", what, task)
 	})
 	if task.Status != controller.TaskSucceeded {
-		t.Fatalf("move n%d→n%d: %s at %s: %s", from, to, task.Status, task.Phase, task.Error)
+		t.Fatalf("%s: %s at %s: %s", what, task.Status, task.Phase, task.Error)
 	}
 	return task
 }

@@ -124,9 +124,10 @@ func TestRecoverAGroupThatLostItsQuorum(t *testing.T) {
 	// Back to three replicas, off the dead nodes.
 	moveReplica(ctx, t, via, g, 1, 4)
 	moveReplica(ctx, t, via, g, 2, 5)
-	for _, n := range []int{3, 4} {
+	holdsAll := func(n int, what string) {
+		t.Helper()
 		node := c.Nodes[n]
-		waitUntil(t, 20*time.Second, fmt.Sprintf("node %d's new replica to hold every row", n+1), func() bool {
+		waitUntil(t, 20*time.Second, fmt.Sprintf("node %d's %s to hold every row", n+1, what), func() bool {
 			for _, k := range keys {
 				v, info, err := node.Read(ctx, &meta.GetKV{HashSlot: slotstore.HashSlotOfString(k), Key: k}, meta.Local)
 				kv, _ := v.(*meta.KV)
@@ -137,10 +138,32 @@ func TestRecoverAGroupThatLostItsQuorum(t *testing.T) {
 			return true
 		})
 	}
+	for _, n := range []int{3, 4} {
+		holdsAll(n, "new replica")
+	}
 	final := via.Controller().Groups[g]
 	got := slices.Sorted(maps.Keys(final.Peers))
 	if !slices.Equal(got, []slotstore.NodeID{3, 4, 5}) {
 		t.Fatalf("group 1 on %v after the moves", got)
+	}
+
+	// The survivor's node and the two that received replicas restart on
+	// their data (issue 51): over the recovered log (it begins with an
+	// imported snapshot), and after every replica compacted it.
+	for _, compacted := range []bool{false, true} {
+		for _, n := range []int{2, 3, 4} {
+			if compacted {
+				if _, err := c.Nodes[n].Testing().CompactGroup(ctx, g); err != nil {
+					t.Fatalf("node %d: compact group %d: %v", n+1, g, err)
+				}
+			}
+		}
+		for _, n := range []int{2, 3, 4} {
+			c.Restart(n)
+		}
+		for _, n := range []int{2, 3, 4} {
+			holdsAll(n, fmt.Sprintf("replica, restarted (compacted %v),", compacted))
+		}
 	}
 }
 
