@@ -34,6 +34,7 @@ import (
 type moveLog struct {
 	started, resumed, refused  int // moves asked for, failed moves asked for again, requests not accepted
 	ctrlRestarts, ctrlIsolates int // controller leaders lost while a move ran
+	restartsAfter              int // nodes restarted after they received or lost a replica
 	done, failedOnce           int // at the end: moves succeeded, and of them resumed after a failure
 	slots                      slotMoveLog
 	violations                 []string
@@ -55,31 +56,13 @@ func injectMove(f *faultEnv) (string, func()) {
 			g, from, to = t.Group, t.From, t.To
 			what = "resume"
 		} else {
-			g = slotstore.GroupID(f.rng.Intn(f.tc.groups) + 1)
-			grp, ok := st.Groups[g]
-			if !ok {
-				return fmt.Sprintf("move g%d: no intent yet", g), nil
+			var why string
+			if g, from, to, why = pickMove(f, st); why != "" {
+				return why, nil
 			}
-			peers := grp.PeerNodes()
-			var free []slotstore.NodeID
-			for i := 1; i <= f.tc.size(); i++ {
-				if _, in := grp.Peers[slotstore.NodeID(i)]; !in {
-					free = append(free, slotstore.NodeID(i))
-				}
-			}
-			if len(free) == 0 || len(peers) == 0 {
-				return fmt.Sprintf("move g%d: no free node", g), nil
-			}
-			from, to = peers[f.rng.Intn(len(peers))], free[f.rng.Intn(len(free))]
 			what = "move"
 		}
-		via := f.tc.c.Nodes[f.rng.Intn(f.tc.size())]
-		if l := f.tc.ctrlLeader(); l != 0 && f.rng.Intn(4) != 0 {
-			via = f.tc.c.Nodes[l-1] // mostly the controller leader: a follower's proposal may wait out an election
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		t, err := via.Operator().CreateReplicaMove(ctx, g, from, to)
-		cancel()
+		t, err := askMove(f, g, from, to)
 		if err != nil {
 			ml.refused++
 			return fmt.Sprintf("%s g%d n%d→n%d refused (%v)", what, g, from, to, slotstore.ErrorCode(err)), nil
@@ -92,6 +75,85 @@ func injectMove(f *faultEnv) (string, func()) {
 		task, what = t, fmt.Sprintf("%s g%d n%d→n%d (task %d)", what, g, from, to, t.ID)
 	}
 	return loseControllerLeader(f, task, what)
+}
+
+// pickMove draws a group and one of its peers to move to a node without a
+// replica of it; why says why there is none.
+func pickMove(f *faultEnv, st *controller.State) (g slotstore.GroupID, from, to slotstore.NodeID, why string) {
+	g = slotstore.GroupID(f.rng.Intn(f.tc.groups) + 1)
+	grp, ok := st.Groups[g]
+	if !ok {
+		return g, 0, 0, fmt.Sprintf("move g%d: no intent yet", g)
+	}
+	peers := grp.PeerNodes()
+	var free []slotstore.NodeID
+	for i := 1; i <= f.tc.size(); i++ {
+		if _, in := grp.Peers[slotstore.NodeID(i)]; !in {
+			free = append(free, slotstore.NodeID(i))
+		}
+	}
+	if len(free) == 0 || len(peers) == 0 {
+		return g, 0, 0, fmt.Sprintf("move g%d: no free node", g)
+	}
+	return g, peers[f.rng.Intn(len(peers))], free[f.rng.Intn(len(free))], ""
+}
+
+// askMove asks a node, mostly the controller leader, for the move.
+func askMove(f *faultEnv, g slotstore.GroupID, from, to slotstore.NodeID) (slotstore.Task, error) {
+	via := f.tc.c.Nodes[f.rng.Intn(f.tc.size())]
+	if l := f.tc.ctrlLeader(); l != 0 && f.rng.Intn(4) != 0 {
+		via = f.tc.c.Nodes[l-1] // mostly the controller leader: a follower's proposal may wait out an election
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	return via.Operator().CreateReplicaMove(ctx, g, from, to)
+}
+
+// injectMoveRestart moves a replica to a node without one and, once the
+// move succeeded, restarts the node that received it on its data — and,
+// half the time, the node it left (issue 51: a node that received a
+// replica by a move panicked on every restart, replaying its own addition
+// as non-voting over the voter it had become). A move still running or
+// failed is left to the move fault; a move that does not end within its
+// deadline is restarted over all the same (mid-move).
+func injectMoveRestart(f *faultEnv) (string, func()) {
+	st := f.tc.ctrlState()
+	if t, ok := moveTask(st, controller.TaskRunning, controller.TaskCancelling, controller.TaskFailed); ok {
+		return fmt.Sprintf("move+restart: task %d (g%d) not ended yet", t.ID, t.Group), nil
+	}
+	g, from, to, why := pickMove(f, st)
+	if why != "" {
+		return "move+restart: " + why, nil
+	}
+	// A task that moves the group's hash slots (a split under way) refuses
+	// the move for a while: ask again until it ends, within a bound.
+	var t slotstore.Task
+	var err error
+	testutil.Eventually(5*time.Second, 100*time.Millisecond, func() (bool, string) {
+		t, err = askMove(f, g, from, to)
+		return slotstore.ErrorCode(err) != slotstore.CodeConflict, ""
+	})
+	if err != nil {
+		f.moves.refused++
+		return fmt.Sprintf("move+restart g%d n%d→n%d refused (%v)", g, from, to, slotstore.ErrorCode(err)), nil
+	}
+	f.moves.started++
+	end := "succeeded"
+	if _, ok := testutil.Eventually(10*time.Second, 20*time.Millisecond, func() (bool, string) {
+		got, ok := f.tc.ctrlState().Tasks[t.ID]
+		return ok && got.Status == controller.TaskSucceeded, ""
+	}); !ok {
+		end = "not ended in 10s"
+	}
+	f.moves.restartsAfter++
+	f.tc.restart(int(to) - 1)
+	what := fmt.Sprintf("move g%d n%d→n%d (task %d, %s) + restart receiver n%d", g, from, to, t.ID, end, to)
+	if f.rng.Intn(2) == 0 {
+		f.moves.restartsAfter++
+		f.tc.restart(int(from) - 1)
+		what += fmt.Sprintf(" + restart n%d it left", from)
+	}
+	return what, nil
 }
 
 // loseControllerLeader waits (briefly) until the controller leader has taken

@@ -16,10 +16,10 @@ import (
 // it is healed and the next one injected. Every schedule starts with one
 // fault of each class of mustClasses, in a seeded order, so that even a
 // short schedule has a network fault, a slow disk, a snapshot install, a
-// replica move under controller leader loss and a live hash-slot move
-// under the clients' writes — and a schedule that runs with quiesce a quiet
-// fault (quiet_test.go: a group leader lost while every group is quiesced);
-// weighted draws follow.
+// replica move under controller leader loss, a move followed by restarts of
+// the nodes it changed, and a live hash-slot move under the clients' writes
+// — and a schedule that runs with quiesce a quiet fault (quiet_test.go: a
+// group leader lost while every group is quiesced); weighted draws follow.
 // To add a kind, write its inject function and add a row.
 
 // faultKind is one kind of fault. inject puts it in place now (it may block
@@ -46,11 +46,12 @@ var faultKinds = []faultKind{
 	{name: "slow-disk", class: "disk", weight: 1, inject: injectSlowDisk},
 	{name: "lag", class: "snapshot", weight: 1, hold: [2]int{300, 700}, inject: injectLag},
 	{name: "move", class: "move", weight: 1, inject: injectMove},
+	{name: "move-restart", class: "move-restart", weight: 1, inject: injectMoveRestart},
 	{name: "slot-move", class: "slot-move", weight: 2, inject: injectSlotMove},
 }
 
 // mustClasses are the classes every schedule injects first, one kind each.
-var mustClasses = []string{"net", "disk", "snapshot", "move", "slot-move"}
+var mustClasses = []string{"net", "disk", "snapshot", "move", "move-restart", "slot-move"}
 
 // faultEnv is what an inject function works with. It runs on the test's
 // goroutine (t.Fatal is fine); the clients run beside it.

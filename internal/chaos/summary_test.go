@@ -58,9 +58,9 @@ func (s *scheduleReport) log(t *testing.T) {
 	t.Logf("seed=%d idempotency: writes=%d retried=%d resent=%d replay_mismatches=%d",
 		s.seed, id.writes, id.retried, id.resent, id.mismatched)
 	m := s.moves
-	t.Logf("seed=%d cluster: snapshots received=%d recovered=%d sent=%d send_aborted=%d; moves started=%d resumed=%d refused=%d done=%d failed_then_done=%d ctrl_leader_restarts=%d ctrl_leader_isolations=%d; net_dropped=%d delayed_syncs=%d",
+	t.Logf("seed=%d cluster: snapshots received=%d recovered=%d sent=%d send_aborted=%d; moves started=%d resumed=%d refused=%d done=%d failed_then_done=%d ctrl_leader_restarts=%d ctrl_leader_isolations=%d restarts_after_move=%d; net_dropped=%d delayed_syncs=%d",
 		s.seed, s.snaps.Received, s.snaps.Recovered, s.snaps.Sent, s.snaps.SendAborted,
-		m.started, m.resumed, m.refused, m.done, m.failedOnce, m.ctrlRestarts, m.ctrlIsolates, s.dropped, s.delayedSyncs)
+		m.started, m.resumed, m.refused, m.done, m.failedOnce, m.ctrlRestarts, m.ctrlIsolates, m.restartsAfter, s.dropped, s.delayedSyncs)
 	sm := m.slots
 	t.Logf("seed=%d slot moves: migrations=%d splits=%d merges=%d refused=%d resumed=%d done=%d failed=%d retried=%d",
 		s.seed, sm.migrations, sm.splits, sm.merges, sm.refused, sm.resumed, sm.done, sm.failed, sm.aborted)

@@ -28,7 +28,7 @@ var ErrNotStarted = errors.New("raftlog: the replica never started here")
 
 // RestartsNonVoting reports whether replica of shard must restart as a
 // non-voting replica: what it was where its replay begins. That is its
-// latest snapshot's membership when it has one, else how it began — a
+// latest snapshot's membership when that lists it, else how it began — a
 // replica that joined a running group (dragonboat's bootstrap record says
 // join) began non-voting, as every replica this system adds does; one of
 // a group's founding members began a voter. It reads the log the factory
@@ -56,8 +56,16 @@ func restartsNonVoting(db raftio.ILogDB, shard, replica uint64) (bool, error) {
 		return false, fmt.Errorf("raftlog: read the latest snapshot of shard %d replica %d: %w", shard, replica, err)
 	}
 	if !pb.IsEmptySnapshot(ss) {
-		_, nonVoting := ss.Membership.NonVotings[replica]
-		return nonVoting, nil
+		if _, ok := ss.Membership.NonVotings[replica]; ok {
+			return true, nil
+		}
+		if _, ok := ss.Membership.Addresses[replica]; ok {
+			return false, nil
+		}
+		// Not a member where the snapshot was taken: its replay adds it
+		// as it began. (The engine sends an on-disk state machine a
+		// snapshot streamed from its state at the time, which lists the
+		// learner it is sent to, so this should not happen.)
 	}
 	return bi.Join, nil
 }
