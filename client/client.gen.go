@@ -2423,6 +2423,9 @@ type ReplicaView struct {
 	// Disruption The replica's last disruption as its node reported it: started again from its own Raft state, stopped leading without a transfer away having been asked, or knew no leader for longer than an election takes. Absent when none.
 	Disruption *ReplicaViewDisruption `json:"disruption,omitempty"`
 
+	// Failed Why the replica's node could not start it: the storage engine's error, or its panic, on one line (a damaged Raft log or state, say). The node runs without it and serves its other groups; moving the replica to another node rebuilds it there from a snapshot. Absent while it runs.
+	Failed *string `json:"failed,omitempty"`
+
 	// HeardAgoMs How long ago the group leader's node last received a Raft message from this replica, as of now (its report plus the report's age); 0 for the leader, -1 when no leader report says. A quiesced group exchanges no messages, so this grows without meaning anything.
 	HeardAgoMs int64 `json:"heard_ago_ms"`
 

@@ -94,6 +94,23 @@ var now = time.UnixMilli(1_800_000_000_000)
 
 // ---- component tests (plain props) ----
 
+// TestGroupPageShowsAFailedReplica: a replica its node could not start is
+// marked failed on the group page, with the engine's reason.
+func TestGroupPageShowsAFailedReplica(t *testing.T) {
+	const reason = "the engine panicked loading the replica: got out of range state, st.commit 1016, range[0,15]"
+	g := slotstore.GroupView{ID: 1, HashSlots: 256, PreferredLeader: 1, Leader: 1, Term: 3, Voters: []slotstore.NodeID{1, 2, 3},
+		Replicas: []slotstore.ReplicaView{{Node: 1, AppliedIndex: 90, Role: slotstore.RoleVoter, Live: true},
+			{Node: 2, ReplicaID: 2, Role: slotstore.RoleUnknown, Desired: true, HeardAgoMs: -1, UnansweredMs: -1, Failed: reason},
+			{Node: 3, AppliedIndex: 90, Role: slotstore.RoleVoter, Live: true}}}
+	gp := render(t, GroupLive(GroupProps{Found: true, Now: now, Group: g}))
+	if got := text(one(t, gp, "replica-2")); !strings.Contains(got, "failed to start: "+reason) {
+		t.Fatalf("the failed replica's row: %q", got)
+	}
+	if got := text(one(t, gp, "replica-3")); strings.Contains(got, "failed") {
+		t.Fatalf("a running replica's row: %q", got)
+	}
+}
+
 func TestGroupWithoutLeaderSaysSoNeverThePreferredLeader(t *testing.T) {
 	p := GroupsProps{Now: now, Groups: []slotstore.GroupView{
 		{ID: 1, HashSlots: 128, PreferredLeader: 1, Leader: 3, Term: 5, ConfigEpoch: 1, Voters: []slotstore.NodeID{1, 2, 3},

@@ -256,6 +256,8 @@ func lagWidth(lag, maxLag uint64) string {
 
 func replicaState(g slotstore.GroupView, r slotstore.ReplicaView) (label, class string) {
 	switch {
+	case r.Failed != "":
+		return "failed to start: " + r.Failed, "bad"
 	case g.Leader != 0 && r.Node == g.Leader:
 		return "leader", "ok"
 	case r.ReportAgeMs > staleMs:

@@ -61,6 +61,27 @@ type NodeStatus struct {
 	// per hash slot since it started (package heat), absent while none.
 	SlotReads  SlotCounts `json:"slot_reads,omitempty"`
 	SlotWrites SlotCounts `json:"slot_writes,omitempty"`
+	// Failed are the replicas the controller places on this node that
+	// could not start here (absent while none): the node runs without them.
+	Failed []ReplicaFailure `json:"failed,omitempty"`
+}
+
+// ReplicaFailure is a replica its node could not start: the engine refused
+// it or panicked while loading it (a damaged Raft log or state, say). The
+// node goes on without it and serves its other groups; the group is served
+// by its other replicas. A failure the engine panicked on is not tried
+// again by that process: moving the replica to another node rebuilds it
+// there from a snapshot (and removes what it left here).
+type ReplicaFailure struct {
+	Group     GroupID `json:"group"`
+	ReplicaID uint64  `json:"replica_id"`
+	// Reason is the engine's error, or its panic, on one line.
+	Reason string `json:"reason"`
+	// Panicked: the engine panicked loading it; the node does not try
+	// again (a returned error is tried again every reconcile round).
+	Panicked bool  `json:"panicked"`
+	Attempts int   `json:"attempts"`
+	SinceMs  int64 `json:"since_ms"` // the first failed attempt (the node's clock)
 }
 
 // ReplicaView is one replica of a group as the console and API show it.
@@ -98,6 +119,9 @@ type ReplicaView struct {
 	// SnapshotBytes: the bytes of Raft snapshots the replica's node has
 	// received for it since the node started (see ReplicaStatus).
 	SnapshotBytes uint64 `json:"snapshot_bytes,omitempty"`
+	// Failed is why the replica's node could not start it (ReplicaFailure:
+	// the engine's reason); "" while it runs or is not reported.
+	Failed string `json:"failed,omitempty"`
 }
 
 // Disruption is a kind of disruption a node reports about its own replicas.

@@ -532,12 +532,22 @@ func (n *Node) Ready() error {
 		return slotstore.Errorf(slotstore.CodeRouteNotReady, "group %d has no live leader", g)
 	}
 	for _, id := range st.GroupIDs() {
-		if r, want := st.Groups[id].Peers[n.cfg.NodeID]; !want {
+		r, want := st.Groups[id].Peers[n.cfg.NodeID]
+		if !want {
 			continue
-		} else if _, dead := st.Tombstoned(id, r); dead {
+		}
+		if _, dead := st.Tombstoned(id, r); dead {
 			continue // a recovery tombstoned it: it never runs here again
 		}
 		if !n.replicas.Get(id).Open() {
+			if rf, failed := n.replicas.Failure(id); failed && rf.ReplicaID == r {
+				// Not ready — a rolling restart must not go on to the next
+				// node with this group one replica short — though the node
+				// serves its other groups (replicas/failures.go).
+				return slotstore.Errorf(slotstore.CodeRouteNotReady,
+					"replica %d of group %d failed to start here (%d attempts): %s; the group is served by its other replicas; move this replica to another node to rebuild it",
+					rf.ReplicaID, id, rf.Attempts, rf.Reason)
+			}
 			return slotstore.Errorf(slotstore.CodeRouteNotReady, "replica of group %d is not running here yet", id)
 		}
 		// The router learns a new leader from dragonboat's event a moment

@@ -209,9 +209,15 @@ type restarts struct {
 // put writes n keys through node 1 (forwarded to their leaders).
 func (r *restarts) put(prefix string, n int) {
 	r.t.Helper()
+	r.putVia(r.c.Nodes[0], prefix, n)
+}
+
+// putVia writes n keys through node via.
+func (r *restarts) putVia(via *cluster.Node, prefix string, n int) {
+	r.t.Helper()
 	for i := range n {
 		key := fmt.Sprintf("%s-%d", prefix, i)
-		putKV(r.t, r.c.Nodes[0], key)
+		putKV(r.t, via, key)
 		r.written = append(r.written, key)
 	}
 }

@@ -22,6 +22,7 @@ type stateCollector struct {
 	revision, applied, tasks, pins, paused, snp *prometheus.Desc
 	connected, connFailures                     *prometheus.Desc
 	decided, decisions, epochs                  *prometheus.Desc
+	failed                                      *prometheus.Desc
 }
 
 func newStateCollector(n *Node) *stateCollector {
@@ -34,6 +35,9 @@ func newStateCollector(n *Node) *stateCollector {
 		paused: prometheus.NewDesc("slotmeta_balancer_paused", "1 while an operator paused the balancer.", nil, nil),
 		snp: prometheus.NewDesc("slotmeta_snapshots_total",
 			"Raft snapshots of slot groups through this node since it started: received, recovered (also at restarts), sent, send_aborted.", []string{"event"}, nil),
+		failed: prometheus.NewDesc("slotmeta_replica_failed",
+			"1 for each replica the controller places on this node that could not start here (the engine refused it or panicked loading it); the node runs without it.",
+			[]string{"group", "replica"}, nil),
 		epochs: prometheus.NewDesc("slotmeta_group_config_epoch",
 			"The group's config epoch (raised by every membership and slot change) in this node's copy of the controller state.", []string{"group"}, nil),
 		decided: prometheus.NewDesc("slotmeta_decisions_recorded_total",
@@ -48,7 +52,7 @@ func newStateCollector(n *Node) *stateCollector {
 }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.revision, c.applied, c.tasks, c.pins, c.paused, c.snp, c.connected, c.connFailures, c.decided, c.decisions, c.epochs} {
+	for _, d := range []*prometheus.Desc{c.revision, c.applied, c.tasks, c.pins, c.paused, c.snp, c.connected, c.connFailures, c.decided, c.decisions, c.epochs, c.failed} {
 		ch <- d
 	}
 }
@@ -68,6 +72,10 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for id, g := range st.Groups {
 		ch <- prometheus.MustNewConstMetric(c.epochs, prometheus.GaugeValue, float64(g.ConfigEpoch), strconv.FormatUint(uint64(id), 10))
+	}
+	for _, rf := range c.n.replicas.Failures() {
+		ch <- prometheus.MustNewConstMetric(c.failed, prometheus.GaugeValue, 1,
+			strconv.FormatUint(uint64(rf.Group), 10), strconv.FormatUint(rf.ReplicaID, 10))
 	}
 	ch <- prometheus.MustNewConstMetric(c.decided, prometheus.CounterValue, float64(st.DecisionSeq))
 	byKind := map[string]int{}

@@ -19,6 +19,9 @@ import (
 func (n *Node) LocalStatus(ctx context.Context) slotstore.NodeStatus {
 	out := slotstore.NodeStatus{Node: n.cfg.NodeID, AtMs: n.cfg.Now().UnixMilli()}
 	out.SlotReads, out.SlotWrites = n.heat.Snapshot()
+	if f := n.replicas.Failures(); len(f) > 0 {
+		out.Failed = f
+	}
 	info := n.nh.GetNodeHostInfo(dragonboat.NodeHostInfoOption{SkipLogInfo: true})
 	shards := map[uint64]int{}
 	held := map[uint64]bool{}

@@ -2,9 +2,11 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/lni/dragonboat/v4"
+	pb "github.com/lni/dragonboat/v4/raftpb"
 
 	"github.com/slotmeta/slotmeta/internal/slotstore"
 	"github.com/slotmeta/slotmeta/internal/slotstore/controller"
@@ -90,6 +92,38 @@ func (t Testing) SnapshotController(ctx context.Context) error {
 func (t Testing) CompactGroup(ctx context.Context, g slotstore.GroupID) (uint64, error) {
 	return t.n.nh.SyncRequestSnapshot(ctx, controller.ShardOf(g),
 		dragonboat.SnapshotOption{OverrideCompactionOverhead: true, CompactionOverhead: 0})
+}
+
+// DamageReplicaState stops this node's replica of g, its data kept, and
+// saves a Raft state whose commit index lies past its log's last entry: a
+// damaged state the engine panics on as it loads the replica
+// (internal/raft/raft.go loadState: "got out of range state"). Close the
+// node next (nothing else runs the replica); started again, it cannot start
+// its replica of g. It returns the commit index saved.
+func (t Testing) DamageReplicaState(g slotstore.GroupID) (uint64, error) {
+	r := t.n.replicas.Get(g)
+	if r == nil {
+		return 0, fmt.Errorf("no replica of group %d runs here", g)
+	}
+	shard := controller.ShardOf(g)
+	if err := t.n.nh.StopReplica(shard, r.ReplicaID); err != nil {
+		return 0, err
+	}
+	db := t.n.logdb.Raw()
+	ss, err := db.GetSnapshot(shard, r.ReplicaID)
+	if err != nil {
+		return 0, err
+	}
+	rs, err := db.ReadRaftState(shard, r.ReplicaID, ss.Index)
+	if err != nil {
+		return 0, err
+	}
+	st := rs.State
+	st.Commit = rs.FirstIndex + rs.EntryCount + 1000
+	if err := db.SaveRaftState([]pb.Update{{ShardID: shard, ReplicaID: r.ReplicaID, State: st}}, 1); err != nil {
+		return 0, err
+	}
+	return st.Commit, nil
 }
 
 // Store is the node's store (tests read a group's rows from it).

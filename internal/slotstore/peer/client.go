@@ -179,7 +179,12 @@ func (c *Client) call(ctx context.Context, method, addr, path string, body []byt
 	if c.from != 0 {
 		req.Header.Set(hdrFrom, strconv.FormatUint(uint64(c.from), 10))
 	}
-	req.Header.Set(hdrTimeoutMs, strconv.FormatInt(max(remaining.Milliseconds(), 1), 10))
+	// A peer works at most maxPeerTime on a request and refuses a longer
+	// budget: a caller with more time left asks for that much (an
+	// operator's call with a three-minute deadline was refused
+	// invalid_argument when the controller leader was another node).
+	budget := min(remaining, maxPeerTime)
+	req.Header.Set(hdrTimeoutMs, strconv.FormatInt(max(budget.Milliseconds(), 1), 10))
 	for k, v := range hdr {
 		req.Header.Set(k, v)
 	}

@@ -113,6 +113,29 @@ func TestPeerClientNeedsADeadline(t *testing.T) {
 	}
 }
 
+// TestPeerClientAsksAtMostThePeersLimit: a caller with more time left
+// than a peer works on a request asks for the peer's limit, not for its
+// own deadline (which the peer refuses).
+func TestPeerClientAsksAtMostThePeersLimit(t *testing.T) {
+	s := NewServer(NewSecret("right"), 1)
+	var left time.Duration
+	s.Handle(http.MethodGet, "leaders", func(ctx context.Context, w http.ResponseWriter, _ *http.Request) {
+		dl, _ := ctx.Deadline()
+		left = time.Until(dl)
+	})
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	c := NewClient(NewSecret("right"), 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if _, _, err := c.Call(ctx, http.MethodGet, srv.Listener.Addr().String(), "leaders", nil, nil); err != nil {
+		t.Fatalf("a call with three minutes left: %v", err)
+	}
+	if left <= 0 || left > maxPeerTime {
+		t.Fatalf("the peer worked within %v, want at most %v", left, maxPeerTime)
+	}
+}
+
 // TestPeerRPCRefusesRemovedNodes: a request naming a node the cluster
 // removed is answered permission_denied before its handler runs; the
 // client names its node in every call.

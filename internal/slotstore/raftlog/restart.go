@@ -42,6 +42,17 @@ func (f *Factory) RestartsNonVoting(shard, replica uint64) (bool, error) {
 	return restartsNonVoting(db, shard, replica)
 }
 
+// Raw is dragonboat's LogDB under the commit-deferring layer (nil before
+// the NodeHost created it): what it writes goes to the disk as given. For
+// tests that damage a stopped replica's state the way a disk can, and for
+// tools.
+func (f *Factory) Raw() raftio.ILogDB {
+	if db := f.db.Load(); db != nil {
+		return db.ILogDB
+	}
+	return nil
+}
+
 // restartsNonVoting is RestartsNonVoting over a LogDB.
 func restartsNonVoting(db raftio.ILogDB, shard, replica uint64) (bool, error) {
 	bi, err := db.GetBootstrapInfo(shard, replica)

@@ -19,6 +19,10 @@
 // (fsm.RestoredFor) are that replica's: it starts with a log that begins
 // past them, and no other replica restarts over them.
 //
+// A replica the engine cannot start (an error, or a panic while it loads
+// the replica) is recorded as failed and the node goes on without it
+// (failures.go).
+//
 // Each running replica is a Replica: its state machine, its proposer, its
 // ReadIndex batcher and its leader lease (ended by TransferAway; a
 // replica waits out a lease after its process or its predecessor started,
@@ -145,6 +149,8 @@ type Set struct {
 	// replica restarts from its own Raft state: the node's copy of the
 	// controller's state may predate a recovery that tombstoned it.
 	confirmed bool
+	// failed: the replicas this node could not start (failures.go).
+	failed failures
 }
 
 // New returns an empty set.
@@ -155,6 +161,13 @@ func New(cfg Config) *Set {
 	s.groups.Store(&empty)
 	return s
 }
+
+// Failures returns the replicas this node could not start, by group
+// (failures.go).
+func (s *Set) Failures() []slotstore.ReplicaFailure { return s.failed.list() }
+
+// Failure returns g's replica failure on this node, if any.
+func (s *Set) Failure(g slotstore.GroupID) (slotstore.ReplicaFailure, bool) { return s.failed.get(g) }
 
 // Get returns the replica of g on this node (nil when none runs).
 func (s *Set) Get(g slotstore.GroupID) *Replica { return (*s.groups.Load())[g] }
@@ -201,17 +214,34 @@ func (s *Set) Follow(ctx context.Context, st *controller.State) {
 		}
 		s.cleared[id] = true
 	}
+	for _, rf := range s.failed.list() {
+		if _, ok := st.Groups[rf.Group]; !ok {
+			s.failed.forget(rf.Group, 0) // retired
+		}
+	}
 	for _, id := range st.GroupIDs() {
 		grp := st.Groups[id]
 		want, replica, learner := s.Want(st, id)
 		running := s.Get(id) != nil
+		if want {
+			s.failed.forget(id, replica) // another replica's failure: not this one's
+		} else {
+			s.failed.forget(id, 0)
+		}
 		switch {
 		case want && !running:
 			if !s.confirmed && s.cfg.NH.HasNodeInfo(controller.ShardOf(id), replica) {
 				continue // see confirmed
 			}
+			if s.failed.gaveUp(id, replica) {
+				continue // the engine panicked on it: not again in this process (failures.go)
+			}
 			if err := s.Start(st, grp, replica, learner); err != nil {
-				s.cfg.Logger.Error("start group replica", "group", id, "err", err)
+				rf := s.failed.failed(id, replica, err, time.Now())
+				s.cfg.Logger.Error("group replica failed to start; the node goes on without it", "group", id, "replica", replica,
+					"attempts", rf.Attempts, "tried_again", !rf.Panicked, "err", err)
+			} else {
+				s.failed.forget(id, 0)
 			}
 		case !want && running:
 			if err := s.Stop(ctx, id); err != nil {
@@ -315,7 +345,7 @@ func (s *Set) Start(st *controller.State, grp *controller.Group, replica uint64,
 		saved = s.cfg.Log.Appended(shard, replica) // before the start: its first save counts
 	}
 	s.disrupt.started(shard, replica, restarted)
-	if err := s.cfg.NH.StartOnDiskReplica(members, join, create, cfg); err != nil {
+	if err := startEngine(func() error { return s.cfg.NH.StartOnDiskReplica(members, join, create, cfg) }); err != nil {
 		s.disrupt.forget(shard)
 		return err
 	}

@@ -211,9 +211,21 @@ func (o *Observations) Aggregate(st *controller.State, now time.Time, self slots
 	// in every report was groups × replicas (256 × 256 a round for a node
 	// of 3 at rest, a twentieth of its idle CPU; issue 31).
 	byGroup := make(map[slotstore.GroupID][]seen, len(st.Groups))
+	type failed struct {
+		node slotstore.NodeID
+		rf   slotstore.ReplicaFailure
+		at   time.Time
+	}
+	var failedBy map[slotstore.GroupID][]failed // replicas a node could not start
 	for _, r := range reports {
 		for _, rs := range r.status.Replicas {
 			byGroup[rs.Group] = append(byGroup[rs.Group], seen{rs, r.receivedAt})
+		}
+		for _, rf := range r.status.Failed {
+			if failedBy == nil {
+				failedBy = map[slotstore.GroupID][]failed{}
+			}
+			failedBy[rf.Group] = append(failedBy[rf.Group], failed{r.status.Node, rf, r.receivedAt})
 		}
 	}
 	views := make([]slotstore.GroupView, 0, len(st.Groups))
@@ -309,6 +321,15 @@ func (o *Observations) Aggregate(st *controller.State, now time.Time, self slots
 			}
 			reported[s.rs.Node] = true
 			v.Replicas = append(v.Replicas, rv)
+		}
+		for _, f := range failedBy[gid] { // replicas their nodes could not start
+			if reported[f.node] {
+				continue
+			}
+			_, desired := grp.Peers[f.node]
+			v.Replicas = append(v.Replicas, slotstore.ReplicaView{Node: f.node, ReplicaID: f.rf.ReplicaID, Role: slotstore.RoleUnknown,
+				Desired: desired, ReportAgeMs: now.Sub(f.at).Milliseconds(), HeardAgoMs: -1, UnansweredMs: -1, Failed: f.rf.Reason})
+			reported[f.node] = true
 		}
 		for _, p := range v.DesiredPeers { // desired peers that reported nothing
 			if !reported[p.Node] {
