@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"syscall"
@@ -33,6 +34,7 @@ import (
 	"github.com/slotmeta/slotmeta/internal/auth"
 	"github.com/slotmeta/slotmeta/internal/certs"
 	"github.com/slotmeta/slotmeta/internal/console"
+	"github.com/slotmeta/slotmeta/internal/crashlog"
 	"github.com/slotmeta/slotmeta/internal/ctl"
 	"github.com/slotmeta/slotmeta/internal/httpapi"
 	"github.com/slotmeta/slotmeta/internal/netguard"
@@ -154,6 +156,15 @@ func run(args []string, getenv func(string) string, stdout io.Writer) error {
 	log.Info("connection bounds", "budget", budget.String())
 	cfg := p.cluster
 	cfg.Registerer, cfg.Logger, cfg.Conns, cfg.ConnMetrics = reg, log, budget, conns
+	// The crash output goes to the data directory too: the next process
+	// names what ended this one (a replica's replay that keeps crashing
+	// the process is not started again: replicas/startmarks.go).
+	if cfg.LastCrash, err = crashlog.Keep(o.DataDir); err != nil {
+		log.Error("the crash output is not kept in the data directory", "err", err)
+	} else if cfg.LastCrash != "" {
+		log.Warn("the previous process on this data directory crashed", "crash", cfg.LastCrash,
+			"output", filepath.Join(o.DataDir, crashlog.PrevFile))
+	}
 	node, err := cluster.Start(cfg)
 	if err != nil {
 		return err

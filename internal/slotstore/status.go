@@ -77,7 +77,8 @@ type ReplicaFailure struct {
 	ReplicaID uint64  `json:"replica_id"`
 	// Reason is the engine's error, or its panic, on one line.
 	Reason string `json:"reason"`
-	// Panicked: the engine panicked loading it; the node does not try
+	// Panicked: the engine panicked loading it, or processes ended while
+	// it replayed its log (the crash-loop breaker); the node does not try
 	// again (a returned error is tried again every reconcile round).
 	Panicked bool  `json:"panicked"`
 	Attempts int   `json:"attempts"`

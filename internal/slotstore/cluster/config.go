@@ -193,6 +193,12 @@ type Config struct {
 	Conns       netguard.Budget
 	ConnMetrics *netguard.Collector
 
+	// LastCrash is the first line of the previous process's crash output
+	// on this data directory ("" none; cmd/server keeps it,
+	// internal/crashlog): the reason given for a replica the crash-loop
+	// breaker does not start again (replicas/startmarks.go).
+	LastCrash string
+
 	Registerer prometheus.Registerer // default: a private registry
 	Logger     *slog.Logger          // default: discard
 	Now        func() time.Time      // default: time.Now

@@ -257,7 +257,7 @@ func Start(cfg Config) (*Node, error) {
 		StartWait:       cfg.leaseDuration(),
 		RemoteReadIndex: n.remoteReadIndex(leaseReads > 0), RemoteBudget: min(cfg.electionTimeout(), cfg.RequestTimeout/2),
 		LeaseLimit: func(g slotstore.GroupID) time.Duration { return leaseLimit(n.ctrl.Load(), g) }, Log: n.logdb,
-		ReadPath: n.metrics.readPath})
+		ReadPath: n.metrics.readPath, StartMarks: filepath.Join(cfg.DataDir, "replica-starts"), LastCrash: cfg.LastCrash})
 	n.wakes = newWaker(&waker{off: cfg.DisableQuiesce, self: cfg.NodeID, life: n.life, router: n.router, ctrl: n.ctrl.Load,
 		peers: n.peers, addr: func(id slotstore.NodeID) string { return n.dispatch.PeerAddrOf(id) },
 		touch: func(g slotstore.GroupID) {
@@ -525,6 +525,16 @@ func (n *Node) Ready() error {
 	if !st.Bootstrapped {
 		return slotstore.Errorf(slotstore.CodeRouteNotReady, "cluster is not bootstrapped yet")
 	}
+	// A replica that failed to start here first: not ready — a rolling
+	// restart must not go on to the next node with the group one replica
+	// short — though the node serves its other groups (replicas/failures.go).
+	for _, rf := range n.replicas.Failures() {
+		if grp, ok := st.Groups[rf.Group]; ok && grp.Peers[n.cfg.NodeID] == rf.ReplicaID {
+			return slotstore.Errorf(slotstore.CodeRouteNotReady,
+				"replica %d of group %d failed to start here (%d attempts): %s; its other replicas serve the group; move this replica to another node to rebuild it",
+				rf.ReplicaID, rf.Group, rf.Attempts, rf.Reason)
+		}
+	}
 	if ok, g := n.router.Load().Ready(); !ok {
 		if g == 0 {
 			return slotstore.Errorf(slotstore.CodeRouteNotReady, "no routing table yet")
@@ -540,14 +550,6 @@ func (n *Node) Ready() error {
 			continue // a recovery tombstoned it: it never runs here again
 		}
 		if !n.replicas.Get(id).Open() {
-			if rf, failed := n.replicas.Failure(id); failed && rf.ReplicaID == r {
-				// Not ready — a rolling restart must not go on to the next
-				// node with this group one replica short — though the node
-				// serves its other groups (replicas/failures.go).
-				return slotstore.Errorf(slotstore.CodeRouteNotReady,
-					"replica %d of group %d failed to start here (%d attempts): %s; the group is served by its other replicas; move this replica to another node to rebuild it",
-					rf.ReplicaID, id, rf.Attempts, rf.Reason)
-			}
 			return slotstore.Errorf(slotstore.CodeRouteNotReady, "replica of group %d is not running here yet", id)
 		}
 		// The router learns a new leader from dragonboat's event a moment

@@ -42,6 +42,29 @@ func (f *Factory) RestartsNonVoting(shard, replica uint64) (bool, error) {
 	return restartsNonVoting(db, shard, replica)
 }
 
+// ReplayTarget is the index a restarting replica applies up to from its own
+// log before it hears from any peer: its saved commit index (raised to its
+// latest snapshot, as ReadRaftState does for the engine). A replica that
+// has applied it has replayed what it holds (replicas/startmarks.go).
+func (f *Factory) ReplayTarget(shard, replica uint64) (uint64, error) {
+	db := f.db.Load()
+	if db == nil {
+		return 0, errors.New("raftlog: no log yet (the NodeHost creates it)")
+	}
+	ss, err := db.GetSnapshot(shard, replica)
+	if err != nil {
+		return 0, fmt.Errorf("raftlog: read the latest snapshot of shard %d replica %d: %w", shard, replica, err)
+	}
+	rs, err := db.ReadRaftState(shard, replica, ss.Index)
+	if errors.Is(err, raftio.ErrNoSavedLog) {
+		return ss.Index, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("raftlog: read the state of shard %d replica %d: %w", shard, replica, err)
+	}
+	return max(rs.State.Commit, ss.Index), nil
+}
+
 // Raw is dragonboat's LogDB under the commit-deferring layer (nil before
 // the NodeHost created it): what it writes goes to the disk as given. For
 // tests that damage a stopped replica's state the way a disk can, and for

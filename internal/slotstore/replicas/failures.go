@@ -66,7 +66,8 @@ func (f *failures) failed(g slotstore.GroupID, replica uint64, err error, now ti
 		rf = slotstore.ReplicaFailure{Group: g, ReplicaID: replica, SinceMs: now.UnixMilli()}
 	}
 	var p *EnginePanic
-	rf.Reason, rf.Panicked = oneLine(err.Error()), errors.As(err, &p)
+	var c *ReplayCrashes
+	rf.Reason, rf.Panicked = oneLine(err.Error()), errors.As(err, &p) || errors.As(err, &c)
 	rf.Attempts++
 	f.m[g] = rf
 	return rf

@@ -128,6 +128,11 @@ type Config struct {
 	// Raft log (nil: a leader's read under its lease always queries the log)
 	// and tells the role a replica restarts in (nil: its role now).
 	Log *raftlog.Factory
+	// StartMarks is the directory of the replicas' start marks, the
+	// crash-loop breaker (startmarks.go; "": none; needs Log); LastCrash
+	// the first line of the previous process's crash output, if any.
+	StartMarks string
+	LastCrash  string
 }
 
 // Set is the node's running replicas.
@@ -151,6 +156,9 @@ type Set struct {
 	confirmed bool
 	// failed: the replicas this node could not start (failures.go).
 	failed failures
+	// marks: the replicas replaying their own logs (startmarks.go; nil:
+	// none kept).
+	marks *startMarks
 }
 
 // New returns an empty set.
@@ -159,6 +167,14 @@ func New(cfg Config) *Set {
 		stopped: map[slotstore.GroupID]time.Time{}, notBefore: time.Now().Add(cfg.StartWait)}
 	empty := map[slotstore.GroupID]*Replica{}
 	s.groups.Store(&empty)
+	if cfg.StartMarks != "" && cfg.Log != nil {
+		m, err := loadMarks(cfg.StartMarks, cfg.LastCrash)
+		if err != nil {
+			cfg.Logger.Error("no crash-loop breaker: the start marks cannot be kept", "err", err)
+		} else {
+			s.marks = m
+		}
+	}
 	return s
 }
 
@@ -219,6 +235,17 @@ func (s *Set) Follow(ctx context.Context, st *controller.State) {
 			s.failed.forget(rf.Group, 0) // retired
 		}
 	}
+	if s.marks != nil {
+		s.marks.settle(func(shard uint64) (uint64, bool) {
+			g, _ := controller.GroupOfShard(shard)
+			if r := s.Get(g); r != nil {
+				if m := r.SM(); m != nil {
+					return m.AppliedIndex(), true
+				}
+			}
+			return 0, false
+		}, time.Now())
+	}
 	for _, id := range st.GroupIDs() {
 		grp := st.Groups[id]
 		want, replica, learner := s.Want(st, id)
@@ -236,7 +263,9 @@ func (s *Set) Follow(ctx context.Context, st *controller.State) {
 			if s.failed.gaveUp(id, replica) {
 				continue // the engine panicked on it: not again in this process (failures.go)
 			}
-			if err := s.Start(st, grp, replica, learner); err != nil {
+			if err := s.Start(st, grp, replica, learner); errors.Is(err, errWaitAlone) {
+				s.cfg.Logger.Debug("replica waits to replay alone", "group", id, "replica", replica)
+			} else if err != nil {
 				rf := s.failed.failed(id, replica, err, time.Now())
 				s.cfg.Logger.Error("group replica failed to start; the node goes on without it", "group", id, "replica", replica,
 					"attempts", rf.Attempts, "tried_again", !rf.Panicked, "err", err)
@@ -317,6 +346,17 @@ func (s *Set) Start(st *controller.State, grp *controller.Group, replica uint64,
 			return err
 		}
 	}
+	marked := false
+	if restarted && s.marks != nil {
+		target, err := s.cfg.Log.ReplayTarget(shard, replica)
+		if err != nil {
+			return err
+		}
+		if err := s.marks.begin(shard, replica, target, time.Now()); err != nil {
+			return err
+		}
+		marked = true
+	}
 	if !restarted {
 		// A new replica starts from nothing (see the package doc).
 		if err := s.clearStale(context.Background(), g, replica); err != nil {
@@ -347,6 +387,9 @@ func (s *Set) Start(st *controller.State, grp *controller.Group, replica uint64,
 	s.disrupt.started(shard, replica, restarted)
 	if err := startEngine(func() error { return s.cfg.NH.StartOnDiskReplica(members, join, create, cfg) }); err != nil {
 		s.disrupt.forget(shard)
+		if marked {
+			s.marks.drop(shard) // it failed here, in this process, which goes on
+		}
 		return err
 	}
 	changed := func() context.Context { return s.cfg.Router.LeaderChange(g) }
@@ -429,6 +472,9 @@ func (s *Set) Stop(ctx context.Context, g slotstore.GroupID) error {
 	if err := s.cfg.NH.SyncRemoveData(rctx, shard, r.ReplicaID); err != nil {
 		s.cfg.Logger.Warn("remove raft data of a stopped replica", "group", g, "err", err)
 	}
+	if s.marks != nil {
+		s.marks.drop(shard)
+	}
 	if err := s.cfg.DB.DeleteGroup(g); err != nil {
 		return err
 	}
@@ -443,6 +489,9 @@ func (s *Set) Close() {
 	for _, r := range s.All() {
 		r.Proposer.Close()
 		r.Reads.Close()
+	}
+	if s.marks != nil {
+		s.marks.close() // a clean end: no replay ended it
 	}
 }
 
@@ -486,6 +535,9 @@ func (s *Set) clearStale(ctx context.Context, g slotstore.GroupID, keep uint64) 
 			return fmt.Errorf("remove the raft data of replica %d: %w", rid, err)
 		}
 		s.cfg.Logger.Warn("removed the raft data an earlier replica left", "group", g, "replica", rid)
+	}
+	if s.marks != nil {
+		s.marks.drop(shard)
 	}
 	if !rows {
 		return nil
