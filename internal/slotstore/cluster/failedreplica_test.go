@@ -26,9 +26,14 @@ import (
 // the engine's reason — in its status, its readiness, the controller
 // leader's view of the group and a metric — without trying it again.
 // Moving the replica to another node rebuilds it there and removes what it
-// left; moved back, it is a new replica from a snapshot, and the node is
-// ready and restarts cleanly.
+// left — an operator's move, or the balancer's — moved back, it is a new
+// replica from a snapshot, and the node is ready and restarts cleanly.
 func TestAReplicaThatCannotStartDoesNotTakeItsNodeDown(t *testing.T) {
+	t.Run("rebuilt by an operator", func(t *testing.T) { failAReplica(t, false) })
+	t.Run("rebuilt by the balancer", func(t *testing.T) { failAReplica(t, true) })
+}
+
+func failAReplica(t *testing.T, balancer bool) {
 	var logs syncLog
 	var mu sync.Mutex
 	regs := map[slotstore.NodeID]*prometheus.Registry{}
@@ -46,10 +51,23 @@ func TestAReplicaThatCannotStartDoesNotTakeItsNodeDown(t *testing.T) {
 		regs[cfg.NodeID] = reg
 		mu.Unlock()
 		cfg.Registerer = reg
+		if balancer {
+			cfg.DisableBalancer, cfg.BalanceInterval = false, 200*time.Millisecond
+			cfg.Balancer.GroupsPerNode, cfg.Balancer.LeaderSkew = -1, 100 // only the rebuild moves
+		}
 	}})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	r := &restarts{t: t, c: c, ctx: ctx}
+	pause := func(paused bool) {
+		t.Helper()
+		if err := c.Nodes[0].Operator().SetBalancer(ctx, slotstore.BalancerChange{Paused: &paused}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if balancer {
+		pause(true) // until the failure was seen everywhere
+	}
 	r.put("before", 20)
 
 	// The victim holds replicas of both groups and does not lead group 1.
@@ -123,7 +141,18 @@ func TestAReplicaThatCannotStartDoesNotTakeItsNodeDown(t *testing.T) {
 	}
 
 	// Rebuilt: moved to another node (its data here removed), then back.
-	moveReplica(ctx, t, c.Nodes[0], g, victim, free)
+	if balancer {
+		pause(false)
+		waitUntil(t, 30*time.Second, fmt.Sprintf("the balancer to move group %d's replica off n%d", g, victim), func() bool {
+			_, still := c.Nodes[0].Controller().Groups[g].Peers[victim]
+			return !still
+		})
+		if d := decisionsOf(c.Nodes[0], g, "replica_failed"); len(d) == 0 {
+			t.Fatalf("no balancer decision names the failed replica")
+		}
+	} else {
+		moveReplica(ctx, t, c.Nodes[0], g, victim, free)
+	}
 	waitUntil(t, 30*time.Second, "the failure gone with the replica's data", func() bool {
 		_, failed := failure(n)
 		k, err := n.Testing().KeyCount(g, nil)
@@ -195,4 +224,16 @@ func lineWith(s, sub string) string {
 		}
 	}
 	return ""
+}
+
+// decisionsOf returns the decisions the node's controller state keeps
+// about group g with reason.
+func decisionsOf(n *cluster.Node, g slotstore.GroupID, reason slotstore.Reason) []slotstore.Decision {
+	var out []slotstore.Decision
+	for _, d := range n.Operator().Decisions() {
+		if d.Group == g && d.Reason == reason {
+			out = append(out, d)
+		}
+	}
+	return out
 }

@@ -11,7 +11,9 @@
 //  1. drain: every replica on a draining node moves to the active node
 //     with the fewest replicas (drains go on while other faults are open,
 //     as long as the group keeps a quorum: draining a dead node is how it
-//     is replaced);
+//     is replaced); then rebuild: a replica its node could not start
+//     (Group.Failed) moves the same way, rebuilt elsewhere from a snapshot
+//     (not while the balancer is paused: no one asked for it);
 //  2. group count: with more active data nodes than replicas per group,
 //     the cluster wants GroupsPerNode groups per node (never fewer than it
 //     was bootstrapped with, at most MaxGroups): the busiest group is split,
@@ -37,8 +39,9 @@
 // at most once per direction while load stays put), and a move must leave
 // the two groups closer than before, lowering the busier one by half the
 // load it moves at least (a slot about the size of the gap would only swap
-// which group is the busier). Nothing but drains is planned while a
-// fault is open: an active node unreachable or a group without a quorum.
+// which group is the busier). Nothing but drains and rebuilds is planned
+// while a fault is open: an active node unreachable, a group without a
+// quorum, or a replica that failed to start.
 // A group that a task works on is left alone. A paused balancer plans
 // drains only (Input.DrainOnly): an operator asked for them.
 //

@@ -28,6 +28,10 @@ type Group struct {
 	// Pinned: an operator's manual action pinned the group (controller
 	// pins.go): nothing but a drain moves it.
 	Pinned bool
+	// Failed: desired peers whose node reports it could not start its
+	// replica of the group (replicas/failures.go): the replica is rebuilt
+	// on another node.
+	Failed []slotstore.NodeID
 }
 
 // Load is a measured rate, in operations per second.
@@ -124,18 +128,19 @@ func (c Config) Defaults() Config {
 
 // Action kinds and reasons (the domain's, see slotstore.BalanceAction).
 const (
-	MoveReplica                   = slotstore.BalanceMoveReplica
-	SetLeader                     = slotstore.BalanceSetLeader
-	MoveSlot                      = slotstore.BalanceMoveSlot
-	SplitGroup                    = slotstore.BalanceSplitGroup
-	MergeGroup                    = slotstore.BalanceMergeGroup
-	ReasonDrain  slotstore.Reason = "drain"
-	ReasonCount  slotstore.Reason = "replica_count"
-	ReasonLeader slotstore.Reason = "leader_count"
-	ReasonLoad   slotstore.Reason = "slot_load"
-	ReasonSlots  slotstore.Reason = "slot_count"
-	ReasonGrow   slotstore.Reason = "scale_out"
-	ReasonShrink slotstore.Reason = "scale_in"
+	MoveReplica                    = slotstore.BalanceMoveReplica
+	SetLeader                      = slotstore.BalanceSetLeader
+	MoveSlot                       = slotstore.BalanceMoveSlot
+	SplitGroup                     = slotstore.BalanceSplitGroup
+	MergeGroup                     = slotstore.BalanceMergeGroup
+	ReasonDrain   slotstore.Reason = "drain"
+	ReasonRebuild slotstore.Reason = "replica_failed"
+	ReasonCount   slotstore.Reason = "replica_count"
+	ReasonLeader  slotstore.Reason = "leader_count"
+	ReasonLoad    slotstore.Reason = "slot_load"
+	ReasonSlots   slotstore.Reason = "slot_count"
+	ReasonGrow    slotstore.Reason = "scale_out"
+	ReasonShrink  slotstore.Reason = "scale_in"
 )
 
 // Action is one step the planner proposes; Plan is a whole plan.

@@ -38,6 +38,9 @@ func Decide(in Input, c Config) Plan {
 			p.used[g.ID] = true
 		}
 	}
+	// Before the fault check: a failed replica leaves its group short of
+	// live voters, which holds every other move until it is rebuilt.
+	p.rebuild()
 	if held := p.faultOpen(); held != "" {
 		p.out.Held = held
 		return p.out
@@ -134,6 +137,9 @@ func (p *planner) faultOpen() string {
 		if !g.Quorum && !g.Busy { // a group a task creates has no voters yet
 			return fmt.Sprintf("group %d has no quorum of live voters", g.ID)
 		}
+		if len(g.Failed) > 0 {
+			return fmt.Sprintf("group %d's replica on node %d failed to start", g.ID, g.Failed[0])
+		}
 	}
 	return ""
 }
@@ -185,6 +191,30 @@ func (p *planner) drain() {
 			}
 			p.add(Action{Kind: MoveReplica, Reason: ReasonDrain, Group: g.ID, From: n.ID, To: to,
 				Detail: fmt.Sprintf("node %d %s (%d replicas left on it); node %d has %d replicas, the fewest", n.ID, why, left, to, p.replicas[to])})
+		}
+	}
+}
+
+// rebuild moves every replica its node could not start (Group.Failed) to
+// the active node with the fewest replicas that holds none of the group:
+// the new replica is sent a snapshot, and the failed one's data is removed
+// from its node once it is no longer placed there.
+func (p *planner) rebuild() {
+	for _, g := range p.in.Groups {
+		for _, from := range g.Failed {
+			if p.budget <= 0 {
+				return
+			}
+			if !slices.Contains(g.Peers, from) || !p.free(g) {
+				continue
+			}
+			to := p.emptiest(g.Peers)
+			if to == 0 {
+				p.out.Held = fmt.Sprintf("no active node can take group %d's replica that node %d could not start", g.ID, from)
+				return
+			}
+			p.add(Action{Kind: MoveReplica, Reason: ReasonRebuild, Group: g.ID, From: from, To: to,
+				Detail: fmt.Sprintf("node %d could not start its replica (see the group's view); rebuilt on node %d, %d replicas, the fewest", from, to, p.replicas[to])})
 		}
 	}
 }

@@ -19,7 +19,7 @@ import (
 // Directive: plan. Input lines:
 //
 //	node <id> [state=<s>] [unreachable]
-//	group <id> peers=<n,…> [leader=<n>] [preferred=<n> preferred-ago=<d>] slots=<a-b,c,…> [noquorum] [busy] [pinned]
+//	group <id> peers=<n,…> [leader=<n>] [preferred=<n> preferred-ago=<d>] slots=<a-b,c,…> [failed=<n,…>] [noquorum] [busy] [pinned]
 //	load slots=<a-b,…> [reads=<x>] [writes=<y>]      per slot, ops/s
 //	moved slot=<s> from=<g> to=<g> ago=<d>
 //	tasks [running=<n>] [slot=<n>] [group=<n>]
@@ -90,6 +90,12 @@ func TestPlanDataDriven(t *testing.T) {
 				for _, p := range strings.Split(kv["peers"], ",") {
 					n, _ := strconv.Atoi(p)
 					g.Peers = append(g.Peers, slotstore.NodeID(n))
+				}
+				if kv["failed"] != "" {
+					for _, f := range strings.Split(kv["failed"], ",") {
+						n, _ := strconv.Atoi(f)
+						g.Failed = append(g.Failed, slotstore.NodeID(n))
+					}
 				}
 				in.Groups = append(in.Groups, g)
 			case "load":

@@ -68,6 +68,11 @@ func (l *Leader) balanceInput(now time.Time) balance.Input {
 		for _, p := range v.DesiredPeers {
 			g.Peers = append(g.Peers, p.Node)
 		}
+		for _, r := range v.Replicas {
+			if r.Failed != "" && r.Desired {
+				g.Failed = append(g.Failed, r.Node)
+			}
+		}
 		if table != nil {
 			g.Slots = table.SlotsOf(v.ID)
 		}
