@@ -90,6 +90,18 @@ func runProbes(ctx context.Context, hc *hostCluster, i, writer int, prefix strin
 	}
 }
 
+// startKVClients starts three history clients on keys (seeded from seed,
+// retrying an unknown outcome until retryUntil), each done on wg when ctx
+// ends.
+func startKVClients(ctx context.Context, wg *sync.WaitGroup, hc *hostCluster, keys []string, rec *recorder, seed int64, retryUntil time.Time, prefix string) {
+	for id := range 3 {
+		c := &client{id: id, tc: hc, keys: keys, rec: rec, rng: rand.New(rand.NewSource(seed + int64(id))),
+			retryUntil: retryUntil, idemPrefix: prefix + "-"}
+		wg.Add(1)
+		go func() { defer wg.Done(); c.runKVClient(ctx) }()
+	}
+}
+
 // windowStats are a span's availability figures.
 type windowStats struct {
 	window  time.Duration // longest wait of a retrying client (see the top of the file)
@@ -216,12 +228,7 @@ func runEpisode(t *testing.T, hc *hostCluster, kind string, n int, faultFor, aft
 	defer stop()
 	var wg sync.WaitGroup
 	started := time.Now()
-	for id := range 3 {
-		c := &client{id: id, tc: hc, keys: keys, rec: rec, rng: rand.New(rand.NewSource(int64(n)*131 + int64(id))),
-			retryUntil: started.Add(time.Second + faultFor + afterHeal), idemPrefix: prefix + "-"}
-		wg.Add(1)
-		go func() { defer wg.Done(); c.runKVClient(ctx) }()
-	}
+	startKVClients(ctx, &wg, hc, keys, rec, int64(n)*131, started.Add(time.Second+faultFor+afterHeal), prefix)
 	for _, i := range majority {
 		for w := range 2 {
 			wg.Add(1)
