@@ -96,7 +96,8 @@ clean:
 # HTTP requests. Each schedule runs a 4-node cluster (2 groups of 3 replicas)
 # under leader transfers, restarts, isolated nodes, partitions, one-way and
 # lossy links, slow fsync, a follower lagging until it installs a snapshot,
-# and replica moves while the controller leader is lost. The summary lands in
+# replica moves while the controller leader is lost, and moves followed by
+# restarts of the nodes they changed. The summary lands in
 # chaos/results/<UTC time>.txt: per schedule the lines "seed=<seed> faults:",
 # "ops:", "idempotency:", "cluster:" (snapshots, moves, dropped messages,
 # delayed fsyncs) and "checks:" (violations, lost writes, duplicate applies,
@@ -117,7 +118,9 @@ clean:
 # TestQuiesceAvailability: QUIESCE_ROUNDS rounds of a quiesced cluster (8 idle
 # groups, --quiesce) whose leader node is killed or cut off, measured per
 # group until a write is acknowledged, and of wake reads that cost an
-# election (the "quiesce availability" line).
+# election (the "quiesce availability" line). And TestKillsAfterPlacementChanges:
+# on separate hosts, kill -9 of the nodes a replica move and a drain changed,
+# under history clients.
 QUIESCE_ROUNDS ?= 6
 CHAOS_SEEDS ?= 50
 CHAOS_DURATION ?= 5s
@@ -128,7 +131,7 @@ chaos:
 	out=chaos/results/$$(date -u +%Y%m%dT%H%M%SZ).txt; log=$${out%.txt}.log; \
 	CHAOS_SEEDS=$(CHAOS_SEEDS) CHAOS_DURATION=$(CHAOS_DURATION) CHAOS_VIS_DIR=$(CURDIR)/chaos/results FUZZ_REQUESTS=100000 \
 		AVAILABILITY_ROUNDS=$(AVAILABILITY_ROUNDS) QUIESCE_ROUNDS=$(QUIESCE_ROUNDS) \
-		$(GO) test -count=1 -timeout 150m -v -run 'TestShortChaos|TestOverload|TestHTTPFuzz|TestAvailability|TestQuiesceAvailability' ./internal/chaos/ 2>&1 \
+		$(GO) test -count=1 -timeout 150m -v -run 'TestShortChaos|TestOverload|TestHTTPFuzz|TestAvailability|TestQuiesceAvailability|TestKillsAfterPlacementChanges' ./internal/chaos/ 2>&1 \
 		| tee $$log | grep -aE '^(=== RUN|--- |ok|FAIL|PASS|[[:space:]]+[a-z_]+_test\.go:)' | tee $$out; \
 	status=$${PIPESTATUS[0]}; \
 	if [ $$status -ne 0 ]; then \
