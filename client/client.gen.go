@@ -4657,7 +4657,10 @@ type ClientInterface interface {
 	//
 	// Runs the preflight checks on the controller leader and, when every check passes, asks the
 	// group's Raft to transfer and answers once the new leader is observed. Unsafe transfers
-	// are refused with `409 conflict`; `error.details` lists the blockers, each with `field` =
+	// are refused with `409 conflict`; a transfer blocked by time alone — another transfer of
+	// the group under way (`transfer_in_flight`), or the back-off after failed ones
+	// (`transfer_backoff`) — with `503 busy`, retryable, and `Retry-After` saying when the same
+	// request can pass. `error.details` lists the blockers, each with `field` =
 	// the machine-readable reason (`target_not_desired_peer`, `target_not_voter`,
 	// `target_inactive`, `target_unreachable`, `target_held_down`, `target_lagging`,
 	// `config_change_pending`, `voter_mismatch`, `transfer_in_flight`, `transfer_backoff`,
@@ -4669,7 +4672,9 @@ type ClientInterface interface {
 	// toward a node that cannot take over would only stop the group's writes.
 	// `target_held_down`: the target was disrupted (unreachable, restarted, lost its leadership
 	// or its leader) less than the hold-down (30 s) ago. `transfer_backoff`: the group's recent
-	// transfers failed; the next waits, doubling per failure (5 s to 5 min, jittered).
+	// transfers failed; the next waits, doubling per failure (5 s to 5 min, jittered). A
+	// transfer the group leader's node refused before asking Raft (the target silent, the
+	// leadership already moving) is no failure.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -4680,7 +4685,10 @@ type ClientInterface interface {
 	//
 	// Runs the preflight checks on the controller leader and, when every check passes, asks the
 	// group's Raft to transfer and answers once the new leader is observed. Unsafe transfers
-	// are refused with `409 conflict`; `error.details` lists the blockers, each with `field` =
+	// are refused with `409 conflict`; a transfer blocked by time alone — another transfer of
+	// the group under way (`transfer_in_flight`), or the back-off after failed ones
+	// (`transfer_backoff`) — with `503 busy`, retryable, and `Retry-After` saying when the same
+	// request can pass. `error.details` lists the blockers, each with `field` =
 	// the machine-readable reason (`target_not_desired_peer`, `target_not_voter`,
 	// `target_inactive`, `target_unreachable`, `target_held_down`, `target_lagging`,
 	// `config_change_pending`, `voter_mismatch`, `transfer_in_flight`, `transfer_backoff`,
@@ -4692,7 +4700,9 @@ type ClientInterface interface {
 	// toward a node that cannot take over would only stop the group's writes.
 	// `target_held_down`: the target was disrupted (unreachable, restarted, lost its leadership
 	// or its leader) less than the hold-down (30 s) ago. `transfer_backoff`: the group's recent
-	// transfers failed; the next waits, doubling per failure (5 s to 5 min, jittered).
+	// transfers failed; the next waits, doubling per failure (5 s to 5 min, jittered). A
+	// transfer the group leader's node refused before asking Raft (the target silent, the
+	// leadership already moving) is no failure.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -6937,7 +6947,10 @@ func (c *Client) GetGroup(ctx context.Context, id GroupID, reqEditors ...Request
 //
 // Runs the preflight checks on the controller leader and, when every check passes, asks the
 // group's Raft to transfer and answers once the new leader is observed. Unsafe transfers
-// are refused with `409 conflict`; `error.details` lists the blockers, each with `field` =
+// are refused with `409 conflict`; a transfer blocked by time alone — another transfer of
+// the group under way (`transfer_in_flight`), or the back-off after failed ones
+// (`transfer_backoff`) — with `503 busy`, retryable, and `Retry-After` saying when the same
+// request can pass. `error.details` lists the blockers, each with `field` =
 // the machine-readable reason (`target_not_desired_peer`, `target_not_voter`,
 // `target_inactive`, `target_unreachable`, `target_held_down`, `target_lagging`,
 // `config_change_pending`, `voter_mismatch`, `transfer_in_flight`, `transfer_backoff`,
@@ -6949,7 +6962,9 @@ func (c *Client) GetGroup(ctx context.Context, id GroupID, reqEditors ...Request
 // toward a node that cannot take over would only stop the group's writes.
 // `target_held_down`: the target was disrupted (unreachable, restarted, lost its leadership
 // or its leader) less than the hold-down (30 s) ago. `transfer_backoff`: the group's recent
-// transfers failed; the next waits, doubling per failure (5 s to 5 min, jittered).
+// transfers failed; the next waits, doubling per failure (5 s to 5 min, jittered). A
+// transfer the group leader's node refused before asking Raft (the target silent, the
+// leadership already moving) is no failure.
 //
 // Takes any type of body and a specified content type.
 //
@@ -6970,7 +6985,10 @@ func (c *Client) TransferLeaderWithBody(ctx context.Context, id GroupID, content
 //
 // Runs the preflight checks on the controller leader and, when every check passes, asks the
 // group's Raft to transfer and answers once the new leader is observed. Unsafe transfers
-// are refused with `409 conflict`; `error.details` lists the blockers, each with `field` =
+// are refused with `409 conflict`; a transfer blocked by time alone — another transfer of
+// the group under way (`transfer_in_flight`), or the back-off after failed ones
+// (`transfer_backoff`) — with `503 busy`, retryable, and `Retry-After` saying when the same
+// request can pass. `error.details` lists the blockers, each with `field` =
 // the machine-readable reason (`target_not_desired_peer`, `target_not_voter`,
 // `target_inactive`, `target_unreachable`, `target_held_down`, `target_lagging`,
 // `config_change_pending`, `voter_mismatch`, `transfer_in_flight`, `transfer_backoff`,
@@ -6982,7 +7000,9 @@ func (c *Client) TransferLeaderWithBody(ctx context.Context, id GroupID, content
 // toward a node that cannot take over would only stop the group's writes.
 // `target_held_down`: the target was disrupted (unreachable, restarted, lost its leadership
 // or its leader) less than the hold-down (30 s) ago. `transfer_backoff`: the group's recent
-// transfers failed; the next waits, doubling per failure (5 s to 5 min, jittered).
+// transfers failed; the next waits, doubling per failure (5 s to 5 min, jittered). A
+// transfer the group leader's node refused before asking Raft (the target silent, the
+// leadership already moving) is no failure.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -16242,7 +16262,10 @@ type ClientWithResponsesInterface interface {
 	//
 	// Runs the preflight checks on the controller leader and, when every check passes, asks the
 	// group's Raft to transfer and answers once the new leader is observed. Unsafe transfers
-	// are refused with `409 conflict`; `error.details` lists the blockers, each with `field` =
+	// are refused with `409 conflict`; a transfer blocked by time alone — another transfer of
+	// the group under way (`transfer_in_flight`), or the back-off after failed ones
+	// (`transfer_backoff`) — with `503 busy`, retryable, and `Retry-After` saying when the same
+	// request can pass. `error.details` lists the blockers, each with `field` =
 	// the machine-readable reason (`target_not_desired_peer`, `target_not_voter`,
 	// `target_inactive`, `target_unreachable`, `target_held_down`, `target_lagging`,
 	// `config_change_pending`, `voter_mismatch`, `transfer_in_flight`, `transfer_backoff`,
@@ -16254,7 +16277,9 @@ type ClientWithResponsesInterface interface {
 	// toward a node that cannot take over would only stop the group's writes.
 	// `target_held_down`: the target was disrupted (unreachable, restarted, lost its leadership
 	// or its leader) less than the hold-down (30 s) ago. `transfer_backoff`: the group's recent
-	// transfers failed; the next waits, doubling per failure (5 s to 5 min, jittered).
+	// transfers failed; the next waits, doubling per failure (5 s to 5 min, jittered). A
+	// transfer the group leader's node refused before asking Raft (the target silent, the
+	// leadership already moving) is no failure.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -16265,7 +16290,10 @@ type ClientWithResponsesInterface interface {
 	//
 	// Runs the preflight checks on the controller leader and, when every check passes, asks the
 	// group's Raft to transfer and answers once the new leader is observed. Unsafe transfers
-	// are refused with `409 conflict`; `error.details` lists the blockers, each with `field` =
+	// are refused with `409 conflict`; a transfer blocked by time alone — another transfer of
+	// the group under way (`transfer_in_flight`), or the back-off after failed ones
+	// (`transfer_backoff`) — with `503 busy`, retryable, and `Retry-After` saying when the same
+	// request can pass. `error.details` lists the blockers, each with `field` =
 	// the machine-readable reason (`target_not_desired_peer`, `target_not_voter`,
 	// `target_inactive`, `target_unreachable`, `target_held_down`, `target_lagging`,
 	// `config_change_pending`, `voter_mismatch`, `transfer_in_flight`, `transfer_backoff`,
@@ -16277,7 +16305,9 @@ type ClientWithResponsesInterface interface {
 	// toward a node that cannot take over would only stop the group's writes.
 	// `target_held_down`: the target was disrupted (unreachable, restarted, lost its leadership
 	// or its leader) less than the hold-down (30 s) ago. `transfer_backoff`: the group's recent
-	// transfers failed; the next waits, doubling per failure (5 s to 5 min, jittered).
+	// transfers failed; the next waits, doubling per failure (5 s to 5 min, jittered). A
+	// transfer the group leader's node refused before asking Raft (the target silent, the
+	// leadership already moving) is no failure.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -34482,7 +34512,10 @@ func (c *ClientWithResponses) GetGroupWithResponse(ctx context.Context, id Group
 //
 // Runs the preflight checks on the controller leader and, when every check passes, asks the
 // group's Raft to transfer and answers once the new leader is observed. Unsafe transfers
-// are refused with `409 conflict`; `error.details` lists the blockers, each with `field` =
+// are refused with `409 conflict`; a transfer blocked by time alone — another transfer of
+// the group under way (`transfer_in_flight`), or the back-off after failed ones
+// (`transfer_backoff`) — with `503 busy`, retryable, and `Retry-After` saying when the same
+// request can pass. `error.details` lists the blockers, each with `field` =
 // the machine-readable reason (`target_not_desired_peer`, `target_not_voter`,
 // `target_inactive`, `target_unreachable`, `target_held_down`, `target_lagging`,
 // `config_change_pending`, `voter_mismatch`, `transfer_in_flight`, `transfer_backoff`,
@@ -34494,7 +34527,9 @@ func (c *ClientWithResponses) GetGroupWithResponse(ctx context.Context, id Group
 // toward a node that cannot take over would only stop the group's writes.
 // `target_held_down`: the target was disrupted (unreachable, restarted, lost its leadership
 // or its leader) less than the hold-down (30 s) ago. `transfer_backoff`: the group's recent
-// transfers failed; the next waits, doubling per failure (5 s to 5 min, jittered).
+// transfers failed; the next waits, doubling per failure (5 s to 5 min, jittered). A
+// transfer the group leader's node refused before asking Raft (the target silent, the
+// leadership already moving) is no failure.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -34511,7 +34546,10 @@ func (c *ClientWithResponses) TransferLeaderWithBodyWithResponse(ctx context.Con
 //
 // Runs the preflight checks on the controller leader and, when every check passes, asks the
 // group's Raft to transfer and answers once the new leader is observed. Unsafe transfers
-// are refused with `409 conflict`; `error.details` lists the blockers, each with `field` =
+// are refused with `409 conflict`; a transfer blocked by time alone — another transfer of
+// the group under way (`transfer_in_flight`), or the back-off after failed ones
+// (`transfer_backoff`) — with `503 busy`, retryable, and `Retry-After` saying when the same
+// request can pass. `error.details` lists the blockers, each with `field` =
 // the machine-readable reason (`target_not_desired_peer`, `target_not_voter`,
 // `target_inactive`, `target_unreachable`, `target_held_down`, `target_lagging`,
 // `config_change_pending`, `voter_mismatch`, `transfer_in_flight`, `transfer_backoff`,
@@ -34523,7 +34561,9 @@ func (c *ClientWithResponses) TransferLeaderWithBodyWithResponse(ctx context.Con
 // toward a node that cannot take over would only stop the group's writes.
 // `target_held_down`: the target was disrupted (unreachable, restarted, lost its leadership
 // or its leader) less than the hold-down (30 s) ago. `transfer_backoff`: the group's recent
-// transfers failed; the next waits, doubling per failure (5 s to 5 min, jittered).
+// transfers failed; the next waits, doubling per failure (5 s to 5 min, jittered). A
+// transfer the group leader's node refused before asking Raft (the target silent, the
+// leadership already moving) is no failure.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

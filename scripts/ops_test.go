@@ -673,6 +673,21 @@ func TestOpsScriptsFailures(t *testing.T) {
 		}
 	})
 
+	t.Run("transfer refused for now", func(t *testing.T) {
+		out, code := run(t, map[string][]opsReply{
+			"GET /v1/cluster/groups/1": {{200, view(1, 1)}},
+			"GET /v1/cluster/groups/1/leader-transfer/preflight?target_node=2": {{200,
+				`{"group":1,"target_node":2,"ok":true,"blockers":[],"leader":1,"term":5,"target_lag":0,` +
+					`"target_report_age_ms":20,"observed_by":1,"observation_age_ms":10}`}},
+			"POST /v1/cluster/groups/1/leader-transfer": {{503,
+				`{"error":{"code":"busy","message":"leader transfer of group 1 refused for now: retry in 4s","retryable":true,` +
+					`"details":[{"field":"transfer_backoff","reason":"1 failed transfer(s) of group 1 in a row: next attempt in 4s"}]}}`}},
+		}, 30*time.Second, "transfer-leader.sh", "1", "2")
+		if code != 1 || !strings.Contains(out, "refused for now") || !strings.Contains(out, "transfer_backoff") {
+			t.Fatalf("exit %d; want 1, refused for now with the blocker:\n%s", code, out)
+		}
+	})
+
 	t.Run("rebalance timeout", func(t *testing.T) {
 		now := time.Now().UnixMilli()
 		out, code := run(t, map[string][]opsReply{

@@ -6,8 +6,8 @@
 #      prints the verdict and the blockers; when it is unsafe, exits 1 and
 #      transfers nothing;
 #   2. POST /v1/cluster/groups/GROUP/leader-transfer prints the new leader, its
-#      term and how long the transfer took (a refusal — 409 — exits 1 with the
-#      blockers);
+#      term and how long the transfer took (a refusal — 409, or 503 busy while
+#      another transfer runs or after failed ones — exits 1 with the blockers);
 #   3. waits (up to --timeout, default 10 s) until GET /v1/cluster/groups/GROUP
 #      shows NODE leading.
 #
@@ -80,7 +80,13 @@ took=$(($(now_ms) - start))
 case $OPS_CODE in
 200) ;;
 409) die "the transfer of group $group to node $node was refused after ${took}ms: $(describe)" ;;
-503 | 000) die "the transfer of group $group to node $node did not complete after ${took}ms: $(describe)
+503 | 000)
+  # busy: refused for now (another transfer of the group runs, or its
+  # back-off after failed ones); the answer says when to ask again.
+  if [ "$OPS_CODE" = 503 ] && [ "$(jq_py 'print(((d or {}).get("error") or {}).get("code", ""))' 2>/dev/null)" = busy ]; then
+    die "the transfer of group $group to node $node was refused for now (nothing moved; ask again later): $(describe)"
+  fi
+  die "the transfer of group $group to node $node did not complete after ${took}ms: $(describe)
 leadership may still move; see GET $base" ;;
 *) die "the transfer of group $group to node $node failed after ${took}ms: $(describe)" ;;
 esac

@@ -29,6 +29,8 @@ type fakeHost struct {
 	mu        sync.Mutex
 	index     uint64
 	transfers []slotstore.GroupID
+	// transferErr, when set, is what a transfer here answers.
+	transferErr error
 	// The controller group's membership (voters_test.go).
 	voters, learners []slotstore.NodeID
 	// lagging are commands committed but not applied here yet, until
@@ -108,6 +110,9 @@ func (h *fakeHost) TransferHere(_ context.Context, g slotstore.GroupID, target s
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.transfers = append(h.transfers, g)
+	if h.transferErr != nil {
+		return 0, 0, h.transferErr
+	}
 	return target, 5, nil
 }
 

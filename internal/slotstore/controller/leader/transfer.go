@@ -3,6 +3,7 @@ package leader
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -65,24 +66,59 @@ func (l *Leader) Transfer(ctx context.Context, g slotstore.GroupID, target slots
 	if err != nil {
 		return slotstore.Preflight{}, slotstore.TransferResult{}, err
 	}
-	pf := policy.CheckTransfer(v, target, l.cfg.Leadership, l.facts(g, target, l.cfg.Now()))
+	f := l.facts(g, target, l.cfg.Now())
+	pf := policy.CheckTransfer(v, target, l.cfg.Leadership, f)
 	if dryRun {
 		return pf, slotstore.TransferResult{}, nil
 	}
 	if !pf.OK {
-		return pf, slotstore.TransferResult{}, refusal(pf)
+		return pf, slotstore.TransferResult{}, l.refusal(g, pf, f)
 	}
 	res, err := l.execute(ctx, v, target)
 	return pf, res, err
 }
 
-// refusal turns a failed preflight into a 409 whose details name the blockers.
-func refusal(pf slotstore.Preflight) error {
+// refusal turns a failed preflight into an error whose details name the
+// blockers: a 409 while the transfer is not safe, and a retryable busy
+// with Retry-After when all that blocks it is time — another transfer of
+// the group under way, or the back-off after failed ones — for then the
+// same request succeeds later unchanged (it answered 409, not retryable,
+// though it named when to retry).
+func (l *Leader) refusal(g slotstore.GroupID, pf slotstore.Preflight, f policy.Facts) error {
 	e := &slotstore.Error{Code: slotstore.CodeConflict, Message: "leader transfer refused: it is not safe now"}
+	var wait time.Duration
+	onlyTime := true
 	for _, b := range pf.Blockers {
 		e.Details = append(e.Details, slotstore.FieldError{Field: string(b.Reason), Reason: b.Detail})
+		switch b.Reason {
+		case policy.ReasonTransferInFlight:
+			if started, ok := l.transfers.Load(g); ok {
+				wait = max(wait, started.(time.Time).Add(l.cfg.Leadership.TransferCooldown).Sub(f.Now))
+			}
+		case policy.ReasonTransferBackoff:
+			wait = max(wait, f.Backoff.Until.Sub(f.Now))
+		default:
+			onlyTime = false
+		}
 	}
+	if !onlyTime {
+		return e
+	}
+	e.Code, e.RetryAfter = slotstore.CodeBusy, max(wait, 100*time.Millisecond)
+	e.Message = fmt.Sprintf("leader transfer of group %d refused for now: retry in %v", g, e.RetryAfter.Round(time.Millisecond))
 	return e
+}
+
+// failedTransfer reports whether err, a transfer's outcome, is a failure
+// the group's back-off counts: not a refusal before Raft was asked (the
+// leader's node found the target silent, or no longer leads because
+// leadership is moving already), which says nothing about the next try.
+func failedTransfer(err error) bool {
+	switch slotstore.ErrorCode(err) {
+	case slotstore.CodeConflict, slotstore.CodeNotLeader, slotstore.CodeNotFound, slotstore.CodeRouteNotReady:
+		return false
+	}
+	return true
 }
 
 // execute asks the group's current leader (this node, or the leader's node
@@ -90,16 +126,17 @@ func refusal(pf slotstore.Preflight) error {
 // leader's node carries it out because it alone knows, live, whether the
 // target answers it (it refuses otherwise), and so that it knows its
 // leadership was handed away, not lost. A failure puts the group into
-// back-off; a success clears it.
+// back-off (a refusal does not: failedTransfer); a success clears it.
 func (l *Leader) execute(ctx context.Context, v slotstore.GroupView, target slotstore.NodeID) (res slotstore.TransferResult, err error) {
 	start := l.cfg.Now()
 	l.transfers.Store(v.ID, start)
 	defer l.transfers.Delete(v.ID)
 	defer func() {
-		if err != nil {
-			l.backoff.Failed(v.ID, l.cfg.Now(), l.cfg.Leadership)
-		} else {
+		switch {
+		case err == nil:
 			l.backoff.Succeeded(v.ID)
+		case failedTransfer(err):
+			l.backoff.Failed(v.ID, l.cfg.Now(), l.cfg.Leadership)
 		}
 	}()
 	res = slotstore.TransferResult{Group: v.ID, PreviousLeader: v.Leader}
