@@ -4532,6 +4532,7 @@ type ClientInterface interface {
 	// the groups concerned be imaged again until every slot is in exactly one image. Reads of
 	// images are rate-limited (64 MiB/s a node) so that serving goes on; writers are never
 	// stopped. One backup at a time per node (409). Follow it with `GET /v1/cluster/backups/{id}`.
+	// The request takes no body (none, or `{}`; any other is refused 400, not ignored).
 	//
 	// Corresponds with POST /v1/cluster/backups (the `StartBackup` operationId).
 	StartBackup(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -6702,6 +6703,7 @@ func (c *Client) ListBackups(ctx context.Context, reqEditors ...RequestEditorFn)
 // the groups concerned be imaged again until every slot is in exactly one image. Reads of
 // images are rate-limited (64 MiB/s a node) so that serving goes on; writers are never
 // stopped. One backup at a time per node (409). Follow it with `GET /v1/cluster/backups/{id}`.
+// The request takes no body (none, or `{}`; any other is refused 400, not ignored).
 //
 // Corresponds with POST /v1/cluster/backups (the `StartBackup` operationId).
 func (c *Client) StartBackup(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -16121,6 +16123,7 @@ type ClientWithResponsesInterface interface {
 	// the groups concerned be imaged again until every slot is in exactly one image. Reads of
 	// images are rate-limited (64 MiB/s a node) so that serving goes on; writers are never
 	// stopped. One backup at a time per node (409). Follow it with `GET /v1/cluster/backups/{id}`.
+	// The request takes no body (none, or `{}`; any other is refused 400, not ignored).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -23989,6 +23992,8 @@ type StartBackupResponse struct {
 	HTTPResponse *http.Response
 	// JSON202 the response for an HTTP 202 `application/json` response
 	JSON202 *Backup
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *InvalidArgument
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthenticated
 	// JSON403 the response for an HTTP 403 `application/json` response
@@ -24020,6 +24025,11 @@ type StartBackupResponse struct {
 // GetJSON202 returns the response for an HTTP 202 `application/json` response
 func (r StartBackupResponse) GetJSON202() *Backup {
 	return r.JSON202
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r StartBackupResponse) GetJSON400() *InvalidArgument {
+	return r.JSON400
 }
 
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
@@ -34299,6 +34309,7 @@ func (c *ClientWithResponses) ListBackupsWithResponse(ctx context.Context, reqEd
 // the groups concerned be imaged again until every slot is in exactly one image. Reads of
 // images are rate-limited (64 MiB/s a node) so that serving goes on; writers are never
 // stopped. One backup at a time per node (409). Follow it with `GET /v1/cluster/backups/{id}`.
+// The request takes no body (none, or `{}`; any other is refused 400, not ignored).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -48552,6 +48563,13 @@ func ParseStartBackupResponse(rsp *http.Response) (*StartBackupResponse, error) 
 			return nil, err
 		}
 		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest InvalidArgument
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthenticated

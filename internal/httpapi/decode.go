@@ -107,6 +107,25 @@ func (a *api) decode(w http.ResponseWriter, r *http.Request, dst any) error {
 	return nil
 }
 
+// bodyless wraps the handler of a request that takes no body: a body
+// with anything but whitespace or an empty JSON object is refused, not
+// ignored (POST /v1/cluster/backups took {"destination": "…"} and
+// started a backup to its own directory). At most a small prefix is read.
+func bodyless(h handlerFunc) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		const most = 64
+		body, err := io.ReadAll(io.LimitReader(r.Body, most+1))
+		if err != nil {
+			return invalid("reading request body: %v", err)
+		}
+		var obj map[string]json.RawMessage
+		if b := bytes.TrimSpace(body); len(b) > 0 && (len(body) > most || json.Unmarshal(b, &obj) != nil || len(obj) > 0) {
+			return invalid("%s %s takes no request body (send none, or {})", r.Method, r.URL.Path)
+		}
+		return h(w, r)
+	}
+}
+
 // innermost unwraps middleware's response writers down to the server's own,
 // which MaxBytesReader tells to close the connection after an oversize body.
 func innermost(w http.ResponseWriter) http.ResponseWriter {
