@@ -11,7 +11,7 @@ SWAGGER_UI_VERSION ?= 5.35.0
 
 SIM_SCENARIOS ?= internal/sim/testdata/*.sim
 
-.PHONY: sim chaos run build test test-short generate lint lint-spec update-swagger-ui bench soak scale fmt clean
+.PHONY: sim chaos run build dist test test-short generate lint lint-spec update-swagger-ui bench soak scale fmt clean
 
 run: build
 	$(BIN) --data-dir $(DATA_DIR)
@@ -21,6 +21,28 @@ run: build
 # for as long as data grew (bench/README.md, soak).
 build:
 	CGO_ENABLED=0 $(GO) build -ldflags "-X main.version=$$(git describe --always --dirty 2>/dev/null || echo unknown)" -o $(BIN) ./cmd/server
+
+# Release tarballs: dist/slotmeta-VERSION-OS-ARCH.tar.gz for each platform
+# (a pure-Go, trimmed binary; README.md, docs/runbook.md, the systemd unit and
+# its sysusers.d file, the Prometheus rules and dashboard), and dist/SHA256SUMS.
+# Files are owned by root and dated at the commit, so the same commit makes
+# the same tarballs. VERSION: `git describe` (a tag v0.x.y when there is one).
+VERSION        ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo unknown)
+DIST_DIR       ?= dist
+DIST_PLATFORMS ?= linux/amd64 linux/arm64
+dist:
+	rm -rf $(DIST_DIR) && mkdir -p $(DIST_DIR)
+	set -e; when=$$(git log -1 --format=%ct 2>/dev/null || echo 0); \
+	for p in $(DIST_PLATFORMS); do \
+	  os=$${p%/*}; arch=$${p#*/}; name=slotmeta-$(VERSION)-$$os-$$arch; stage=$(DIST_DIR)/$$name; \
+	  mkdir -p $$stage/deploy $$stage/docs; \
+	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o $$stage/slotmeta ./cmd/server; \
+	  cp README.md $$stage/; cp docs/runbook.md $$stage/docs/; \
+	  cp -r deploy/slotmeta.service deploy/slotmeta.sysusers deploy/prometheus $$stage/deploy/; \
+	  tar -C $(DIST_DIR) --sort=name --owner=0 --group=0 --numeric-owner --mtime=@$$when -cf - $$name | gzip -n > $(DIST_DIR)/$$name.tar.gz; \
+	  rm -rf $$stage; \
+	done; \
+	cd $(DIST_DIR) && sha256sum *.tar.gz > SHA256SUMS && cat SHA256SUMS
 
 test:
 	$(GO) vet ./...

@@ -1,12 +1,19 @@
 package slotmeta
 
 import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
 	"encoding/json"
+	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -148,5 +155,117 @@ func TestDashboardAndRulesNameRealMetrics(t *testing.T) {
 	}
 	if len(seen) < 10 {
 		t.Fatalf("only %d metrics found in the dashboard and rules", len(seen))
+	}
+}
+
+// TestSysusersCreatesTheUnitsUser: the sysusers.d file creates the user and
+// group the systemd unit runs as (systemd-sysusers into a scratch root).
+func TestSysusersCreatesTheUnitsUser(t *testing.T) {
+	sysusers, err := exec.LookPath("systemd-sysusers")
+	if err != nil {
+		t.Skip("systemd-sysusers is not installed")
+	}
+	unit, err := os.ReadFile("deploy/slotmeta.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf, err := os.ReadFile("deploy/slotmeta.sysusers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir() // installed where the unit's comment says
+	for _, d := range []string{"etc", "usr/lib/sysusers.d"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(root, "usr/lib/sysusers.d/slotmeta.conf"), conf, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(sysusers, "--root="+root).CombinedOutput(); err != nil {
+		t.Fatalf("systemd-sysusers: %v\n%s", err, out)
+	}
+	for _, f := range []string{"passwd", "group"} {
+		data, err := os.ReadFile(filepath.Join(root, "etc", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(data), "\nslotmeta:") && !strings.HasPrefix(string(data), "slotmeta:") {
+			t.Errorf("/etc/%s lacks slotmeta:\n%s", f, data)
+		}
+	}
+	for _, want := range []string{"User=slotmeta", "Group=slotmeta", "deploy/slotmeta.sysusers"} {
+		if !strings.Contains(string(unit), want) {
+			t.Errorf("deploy/slotmeta.service lacks %q", want)
+		}
+	}
+}
+
+// TestDistMakesTarballsWithSums: `make dist` (one platform here) makes a
+// tarball whose binary reports the version, with the unit, its sysusers.d
+// file and the docs, owned by root, and SHA256SUMS that matches it.
+func TestDistMakesTarballsWithSums(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a release binary")
+	}
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("make is not installed")
+	}
+	dir := t.TempDir()
+	const version = "v0.0.0-disttest"
+	cmd := exec.Command("make", "dist", "DIST_DIR="+dir, "DIST_PLATFORMS=linux/"+runtime.GOARCH, "VERSION="+version)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("make dist: %v\n%s", err, out)
+	}
+	name := "slotmeta-" + version + "-linux-" + runtime.GOARCH
+	data, err := os.ReadFile(filepath.Join(dir, name+".tar.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sums, err := os.ReadFile(filepath.Join(dir, "SHA256SUMS"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("%x  %s.tar.gz\n", sha256.Sum256(data), name); string(sums) != want {
+		t.Fatalf("SHA256SUMS is %q, want %q", sums, want)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(zr)
+	got := map[string]bool{}
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Uid != 0 || h.Gid != 0 {
+			t.Errorf("%s is owned by %d:%d, not root", h.Name, h.Uid, h.Gid)
+		}
+		got[h.Name] = true
+		if h.Name == name+"/slotmeta" {
+			bin := filepath.Join(dir, "slotmeta")
+			f, err := os.OpenFile(bin, os.O_CREATE|os.O_WRONLY, 0o755)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := io.Copy(f, tr); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+			if out, err := exec.Command(bin, "--version").Output(); err != nil || !strings.Contains(string(out), version) {
+				t.Errorf("the binary's version: %q %v", out, err)
+			}
+		}
+	}
+	for _, want := range []string{"slotmeta", "README.md", "docs/runbook.md", "deploy/slotmeta.service", "deploy/slotmeta.sysusers",
+		"deploy/prometheus/slotmeta.rules.yml"} {
+		if !got[name+"/"+want] {
+			t.Errorf("the tarball lacks %s/%s", name, want)
+		}
 	}
 }
