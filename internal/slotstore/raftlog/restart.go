@@ -35,11 +35,20 @@ var ErrNotStarted = errors.New("raftlog: the replica never started here")
 // created and must be called before the replica starts (it reads no
 // state of a running replica).
 func (f *Factory) RestartsNonVoting(shard, replica uint64) (bool, error) {
-	db := f.db.Load()
-	if db == nil {
-		return false, errors.New("raftlog: no log yet (the NodeHost creates it)")
+	db, err := f.created()
+	if err != nil {
+		return false, err
 	}
 	return restartsNonVoting(db, shard, replica)
+}
+
+// created is the log the factory created, or an error before the NodeHost
+// created it.
+func (f *Factory) created() (*commitLogDB, error) {
+	if db := f.db.Load(); db != nil {
+		return db, nil
+	}
+	return nil, errors.New("raftlog: no log yet (the NodeHost creates it)")
 }
 
 // ReplayTarget is the index a restarting replica applies up to from its own
@@ -47,9 +56,9 @@ func (f *Factory) RestartsNonVoting(shard, replica uint64) (bool, error) {
 // latest snapshot, as ReadRaftState does for the engine). A replica that
 // has applied it has replayed what it holds (replicas/startmarks.go).
 func (f *Factory) ReplayTarget(shard, replica uint64) (uint64, error) {
-	db := f.db.Load()
-	if db == nil {
-		return 0, errors.New("raftlog: no log yet (the NodeHost creates it)")
+	db, err := f.created()
+	if err != nil {
+		return 0, err
 	}
 	ss, err := db.GetSnapshot(shard, replica)
 	if err != nil {

@@ -82,22 +82,18 @@ func (f *failures) gaveUp(g slotstore.GroupID, replica uint64) bool {
 	return ok && rf.ReplicaID == replica && rf.Panicked
 }
 
-// forget drops g's failure unless it is replica's (0: any replica): the
-// replica started, or the node no longer holds that one.
-func (f *failures) forget(g slotstore.GroupID, unless uint64) {
+// forget drops g's failure: its replica started.
+func (f *failures) forget(g slotstore.GroupID) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if rf, ok := f.m[g]; ok && (unless == 0 || rf.ReplicaID != unless) {
-		delete(f.m, g)
-	}
+	delete(f.m, g)
 }
 
-// get returns g's failure, if any.
-func (f *failures) get(g slotstore.GroupID) (slotstore.ReplicaFailure, bool) {
+// retain keeps the failures keep says are still the node's.
+func (f *failures) retain(keep func(slotstore.ReplicaFailure) bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	rf, ok := f.m[g]
-	return rf, ok
+	maps.DeleteFunc(f.m, func(_ slotstore.GroupID, rf slotstore.ReplicaFailure) bool { return !keep(rf) })
 }
 
 // list returns every failure, by group.

@@ -182,9 +182,6 @@ func New(cfg Config) *Set {
 // (failures.go).
 func (s *Set) Failures() []slotstore.ReplicaFailure { return s.failed.list() }
 
-// Failure returns g's replica failure on this node, if any.
-func (s *Set) Failure(g slotstore.GroupID) (slotstore.ReplicaFailure, bool) { return s.failed.get(g) }
-
 // Get returns the replica of g on this node (nil when none runs).
 func (s *Set) Get(g slotstore.GroupID) *Replica { return (*s.groups.Load())[g] }
 
@@ -202,7 +199,9 @@ func (s *Set) Want(st *controller.State, g slotstore.GroupID) (bool, uint64, boo
 // Follow starts, stops and cleans up replicas so that the node runs what st
 // places on it: also a retired group's replica stops and its data goes,
 // and what a retired group left while this node was down. Failures are
-// logged; the next round tries again.
+// logged; the next round tries again, except a replica the engine
+// panicked on (failures.go), which is recorded until it is placed
+// elsewhere.
 func (s *Set) Follow(ctx context.Context, st *controller.State) {
 	if !s.confirmed {
 		if fresh, err := s.controllerNow(ctx, min(s.cfg.RequestTimeout, time.Second)); err == nil {
@@ -230,11 +229,13 @@ func (s *Set) Follow(ctx context.Context, st *controller.State) {
 		}
 		s.cleared[id] = true
 	}
-	for _, rf := range s.failed.list() {
-		if _, ok := st.Groups[rf.Group]; !ok {
-			s.failed.forget(rf.Group, 0) // retired
-		}
-	}
+	// A failure is the node's while the controller places that replica
+	// here: not once the group retired, or the replica was moved off (a
+	// rebuild), or another replica of the group is placed here.
+	s.failed.retain(func(rf slotstore.ReplicaFailure) bool {
+		want, replica, _ := s.Want(st, rf.Group)
+		return want && replica == rf.ReplicaID
+	})
 	if s.marks != nil {
 		s.marks.settle(func(shard uint64) (uint64, bool) {
 			g, _ := controller.GroupOfShard(shard)
@@ -250,11 +251,6 @@ func (s *Set) Follow(ctx context.Context, st *controller.State) {
 		grp := st.Groups[id]
 		want, replica, learner := s.Want(st, id)
 		running := s.Get(id) != nil
-		if want {
-			s.failed.forget(id, replica) // another replica's failure: not this one's
-		} else {
-			s.failed.forget(id, 0)
-		}
 		switch {
 		case want && !running:
 			if !s.confirmed && s.cfg.NH.HasNodeInfo(controller.ShardOf(id), replica) {
@@ -270,7 +266,7 @@ func (s *Set) Follow(ctx context.Context, st *controller.State) {
 				s.cfg.Logger.Error("group replica failed to start; the node goes on without it", "group", id, "replica", replica,
 					"attempts", rf.Attempts, "tried_again", !rf.Panicked, "err", err)
 			} else {
-				s.failed.forget(id, 0)
+				s.failed.forget(id)
 			}
 		case !want && running:
 			if err := s.Stop(ctx, id); err != nil {

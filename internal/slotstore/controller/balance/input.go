@@ -26,7 +26,8 @@ type Group struct {
 	// Busy: a task works on the group (source or target).
 	Busy bool
 	// Pinned: an operator's manual action pinned the group (controller
-	// pins.go): nothing but a drain moves it.
+	// pins.go): nothing but a drain, or the rebuild of a replica that
+	// failed to start, moves it.
 	Pinned bool
 	// Failed: desired peers whose node reports it could not start its
 	// replica of the group (replicas/failures.go): the replica is rebuilt

@@ -173,50 +173,56 @@ func (p *planner) drain() {
 				left++
 			}
 		}
+		why := "drains"
+		if n.State == slotstore.NodeRemoved {
+			why = "was removed"
+		}
 		for _, g := range p.in.Groups {
-			if p.budget <= 0 {
+			if !p.moveOff(g, n.ID, ReasonDrain, fmt.Sprintf("no active node can take group %d's replica from draining node %d", g.ID, n.ID),
+				func(to slotstore.NodeID) string {
+					return fmt.Sprintf("node %d %s (%d replicas left on it); node %d has %d replicas, the fewest", n.ID, why, left, to, p.replicas[to])
+				}) {
 				return
 			}
-			if !slices.Contains(g.Peers, n.ID) || !p.free(g) {
-				continue
-			}
-			to := p.emptiest(g.Peers)
-			if to == 0 {
-				p.out.Held = fmt.Sprintf("no active node can take group %d's replica from draining node %d", g.ID, n.ID)
-				return
-			}
-			why := "drains"
-			if n.State == slotstore.NodeRemoved {
-				why = "was removed"
-			}
-			p.add(Action{Kind: MoveReplica, Reason: ReasonDrain, Group: g.ID, From: n.ID, To: to,
-				Detail: fmt.Sprintf("node %d %s (%d replicas left on it); node %d has %d replicas, the fewest", n.ID, why, left, to, p.replicas[to])})
 		}
 	}
 }
 
-// rebuild moves every replica its node could not start (Group.Failed) to
-// the active node with the fewest replicas that holds none of the group:
-// the new replica is sent a snapshot, and the failed one's data is removed
-// from its node once it is no longer placed there.
+// rebuild moves every replica its node could not start (Group.Failed) as a
+// drain does: the new replica is sent a snapshot, and the failed one's data
+// is removed from its node once it is no longer placed there.
 func (p *planner) rebuild() {
 	for _, g := range p.in.Groups {
 		for _, from := range g.Failed {
-			if p.budget <= 0 {
+			if !p.moveOff(g, from, ReasonRebuild, fmt.Sprintf("no active node can take group %d's replica that node %d could not start", g.ID, from),
+				func(to slotstore.NodeID) string {
+					return fmt.Sprintf("node %d could not start its replica (see the group's view); rebuilt on node %d, %d replicas, the fewest", from, to, p.replicas[to])
+				}) {
 				return
 			}
-			if !slices.Contains(g.Peers, from) || !p.free(g) {
-				continue
-			}
-			to := p.emptiest(g.Peers)
-			if to == 0 {
-				p.out.Held = fmt.Sprintf("no active node can take group %d's replica that node %d could not start", g.ID, from)
-				return
-			}
-			p.add(Action{Kind: MoveReplica, Reason: ReasonRebuild, Group: g.ID, From: from, To: to,
-				Detail: fmt.Sprintf("node %d could not start its replica (see the group's view); rebuilt on node %d, %d replicas, the fewest", from, to, p.replicas[to])})
 		}
 	}
+}
+
+// moveOff plans moving g's replica on node from to the active node with the
+// fewest replicas outside g's peers, for reason (detail says why, given the
+// target). It reports false when planning must stop: the budget is spent,
+// or no node can take it (held, then, says so). A group that is busy or
+// without a quorum, or not on from, is passed over.
+func (p *planner) moveOff(g Group, from slotstore.NodeID, reason slotstore.Reason, held string, detail func(to slotstore.NodeID) string) bool {
+	if p.budget <= 0 {
+		return false
+	}
+	if !slices.Contains(g.Peers, from) || !p.free(g) {
+		return true
+	}
+	to := p.emptiest(g.Peers)
+	if to == 0 {
+		p.out.Held = held
+		return false
+	}
+	p.add(Action{Kind: MoveReplica, Reason: reason, Group: g.ID, From: from, To: to, Detail: detail(to)})
+	return true
 }
 
 // load is a group's measured load: the sum of its slots'.
