@@ -298,6 +298,30 @@ func (e ErrorCode) Valid() bool {
 	}
 }
 
+// Defines values for GroupCheckVerdict.
+const (
+	GroupCheckVerdictConsistent GroupCheckVerdict = "consistent"
+	GroupCheckVerdictDiverged   GroupCheckVerdict = "diverged"
+	GroupCheckVerdictIncomplete GroupCheckVerdict = "incomplete"
+	GroupCheckVerdictNoMajority GroupCheckVerdict = "no_majority"
+)
+
+// Valid indicates whether the value is a known member of the GroupCheckVerdict enum.
+func (e GroupCheckVerdict) Valid() bool {
+	switch e {
+	case GroupCheckVerdictConsistent:
+		return true
+	case GroupCheckVerdictDiverged:
+		return true
+	case GroupCheckVerdictIncomplete:
+		return true
+	case GroupCheckVerdictNoMajority:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for GroupPinWhy.
 const (
 	GroupPinWhyMerge           GroupPinWhy = "merge"
@@ -1980,6 +2004,29 @@ type FieldError struct {
 	Reason string `json:"reason"`
 }
 
+// GroupCheck defines model for GroupCheck.
+type GroupCheck struct {
+	// Action What was done about a divergence, or why nothing was.
+	Action  *string `json:"action,omitempty"`
+	AtMs    int64   `json:"at_ms"`
+	CheckId int64   `json:"check_id"`
+
+	// Differing The hash slots whose digests are not the same on every replica that answered (65535 stands for the group's system records).
+	Differing *[]int   `json:"differing,omitempty"`
+	Fenced    *NodeIDs `json:"fenced,omitempty"`
+	Group     int32    `json:"group"`
+
+	// Index The Raft index every replica hashed its state at.
+	Index    int64             `json:"index"`
+	Minority *NodeIDs          `json:"minority,omitempty"`
+	Replicas *[]ReplicaCheck   `json:"replicas"`
+	TookMs   int64             `json:"took_ms"`
+	Verdict  GroupCheckVerdict `json:"verdict"`
+}
+
+// GroupCheckVerdict defines model for GroupCheck.Verdict.
+type GroupCheckVerdict string
+
 // GroupList defines model for GroupList.
 type GroupList struct {
 	Items      []GroupView `json:"items"`
@@ -2006,8 +2053,9 @@ type GroupView struct {
 	HashSlots      int            `json:"hash_slots"`
 
 	// Health `under_replicated`: fewer live voters than desired peers.
-	Health GroupViewHealth `json:"health"`
-	Id     int32           `json:"id"`
+	Health    GroupViewHealth `json:"health"`
+	Id        int32           `json:"id"`
+	LastCheck *GroupCheck     `json:"last_check,omitempty"`
 
 	// Leader 0 when no replica reports a live leader.
 	Leader   int64   `json:"leader"`
@@ -2406,6 +2454,23 @@ type RegisterNodeRequest struct {
 	RaftAddr string `json:"raft_addr"`
 }
 
+// ReplicaCheck defines model for ReplicaCheck.
+type ReplicaCheck struct {
+	// Agrees The replica's digest is the majority's.
+	Agrees bool  `json:"agrees"`
+	Bytes  int64 `json:"bytes"`
+
+	// Digest A hash over every hash slot's digest; replicas that agree have the same one ("" when the replica did not answer).
+	Digest *string `json:"digest,omitempty"`
+
+	// Error Why the replica gave no digest.
+	Error     *string `json:"error,omitempty"`
+	Node      int64   `json:"node"`
+	ReplicaId int64   `json:"replica_id"`
+	Rows      int64   `json:"rows"`
+	TookMs    *int64  `json:"took_ms,omitempty"`
+}
+
 // ReplicaMoveRequest defines model for ReplicaMoveRequest.
 type ReplicaMoveRequest struct {
 	FromNode int64 `json:"from_node"`
@@ -2425,6 +2490,9 @@ type ReplicaView struct {
 
 	// Failed Why the replica's node could not start it: the storage engine's error, or its panic, on one line (a damaged Raft log or state, say). The node runs without it and serves its other groups; moving the replica to another node rebuilds it there from a snapshot. Absent while it runs.
 	Failed *string `json:"failed,omitempty"`
+
+	// Fenced A state check found the replica's rows differing from the majority's and its node stopped it (`failed` says which check and hash slots): it serves nothing and stays stopped across restarts until it is moved off, which rebuilds it from the leader.
+	Fenced *bool `json:"fenced,omitempty"`
 
 	// HeardAgoMs How long ago the group leader's node last received a Raft message from this replica, as of now (its report plus the report's age); 0 for the leader, -1 when no leader report says. A quiesced group exchanges no messages, so this grows without meaning anything.
 	HeardAgoMs int64 `json:"heard_ago_ms"`
@@ -4653,6 +4721,21 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/cluster/groups/{id} (the `GetGroup` operationId).
 	GetGroup(ctx context.Context, id GroupID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CheckGroup Check the group's replicas against each other now (a state check)
+	//
+	// A check command goes through the group's Raft log, so every replica hashes its state at
+	// that entry's index, per hash slot (paced on each node); the controller leader collects
+	// one digest per replica and compares them. The answer is the verdict — `consistent`,
+	// `incomplete` (some replicas did not answer; those that did agree), `diverged` (a majority
+	// agrees; the others, the minority, are fenced at once — they stop serving and are rebuilt
+	// from the majority when the balancer moves them off) or `no_majority` (nothing is chosen
+	// automatically) — with the hash slots that differ and each replica's digest. The
+	// controller leader also checks every group in the background, at least once an hour;
+	// the last check of each group is in its view (`last_check`). Takes no body. Audited.
+	//
+	// Corresponds with POST /v1/cluster/groups/{id}/check (the `CheckGroup` operationId).
+	CheckGroup(ctx context.Context, id GroupID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// TransferLeaderWithBody Move a group's leadership to a node, if it is safe
 	//
@@ -6935,6 +7018,31 @@ func (c *Client) RetireGroup(ctx context.Context, id GroupID, reqEditors ...Requ
 // Corresponds with GET /v1/cluster/groups/{id} (the `GetGroup` operationId).
 func (c *Client) GetGroup(ctx context.Context, id GroupID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetGroupRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CheckGroup Check the group's replicas against each other now (a state check)
+//
+// A check command goes through the group's Raft log, so every replica hashes its state at
+// that entry's index, per hash slot (paced on each node); the controller leader collects
+// one digest per replica and compares them. The answer is the verdict — `consistent`,
+// `incomplete` (some replicas did not answer; those that did agree), `diverged` (a majority
+// agrees; the others, the minority, are fenced at once — they stop serving and are rebuilt
+// from the majority when the balancer moves them off) or `no_majority` (nothing is chosen
+// automatically) — with the hash slots that differ and each replica's digest. The
+// controller leader also checks every group in the background, at least once an hour;
+// the last check of each group is in its view (`last_check`). Takes no body. Audited.
+//
+// Corresponds with POST /v1/cluster/groups/{id}/check (the `CheckGroup` operationId).
+func (c *Client) CheckGroup(ctx context.Context, id GroupID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCheckGroupRequest(c.Server, id)
 	if err != nil {
 		return nil, err
 	}
@@ -11957,6 +12065,40 @@ func NewGetGroupRequest(server string, id GroupID) (*http.Request, error) {
 	return req, nil
 }
 
+// NewCheckGroupRequest constructs an http.Request for the CheckGroup method
+func NewCheckGroupRequest(server string, id GroupID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/cluster/groups/%s/check", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewTransferLeaderRequest calls the generic TransferLeader builder with application/json body
 func NewTransferLeaderRequest(server string, id GroupID, body TransferLeaderJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -16260,6 +16402,23 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/cluster/groups/{id} (the `GetGroup` operationId).
 	GetGroupWithResponse(ctx context.Context, id GroupID, reqEditors ...RequestEditorFn) (*GetGroupResponse, error)
+
+	// CheckGroupWithResponse Check the group's replicas against each other now (a state check)
+	//
+	// A check command goes through the group's Raft log, so every replica hashes its state at
+	// that entry's index, per hash slot (paced on each node); the controller leader collects
+	// one digest per replica and compares them. The answer is the verdict — `consistent`,
+	// `incomplete` (some replicas did not answer; those that did agree), `diverged` (a majority
+	// agrees; the others, the minority, are fenced at once — they stop serving and are rebuilt
+	// from the majority when the balancer moves them off) or `no_majority` (nothing is chosen
+	// automatically) — with the hash slots that differ and each replica's digest. The
+	// controller leader also checks every group in the background, at least once an hour;
+	// the last check of each group is in its view (`last_check`). Takes no body. Audited.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/cluster/groups/{id}/check (the `CheckGroup` operationId).
+	CheckGroupWithResponse(ctx context.Context, id GroupID, reqEditors ...RequestEditorFn) (*CheckGroupResponse, error)
 
 	// TransferLeaderWithBodyWithResponse Move a group's leadership to a node, if it is safe
 	//
@@ -25150,6 +25309,138 @@ func (r GetGroupResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetGroupResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CheckGroupResponse401Headers the declared response headers of an HTTP 401 response for CheckGroup
+type CheckGroupResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// CheckGroupResponse429Headers the declared response headers of an HTTP 429 response for CheckGroup
+type CheckGroupResponse429Headers struct {
+	RetryAfter int
+}
+
+// CheckGroupResponse503Headers the declared response headers of an HTTP 503 response for CheckGroup
+type CheckGroupResponse503Headers struct {
+	RetryAfter int
+}
+
+// CheckGroupResponseDefaultHeaders the declared response headers of an HTTP default response for CheckGroup
+type CheckGroupResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
+type CheckGroupResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *GroupCheck
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ErrorBody
+	// JSON412 the response for an HTTP 412 `application/json` response
+	JSON412 *ErrorBody
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorResponse
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CheckGroupResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CheckGroupResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CheckGroupResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *CheckGroupResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CheckGroupResponse) GetJSON200() *GroupCheck {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CheckGroupResponse) GetJSON400() *InvalidArgument {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CheckGroupResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CheckGroupResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CheckGroupResponse) GetJSON404() *ErrorBody {
+	return r.JSON404
+}
+
+// GetJSON412 returns the response for an HTTP 412 `application/json` response
+func (r CheckGroupResponse) GetJSON412() *ErrorBody {
+	return r.JSON412
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CheckGroupResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CheckGroupResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CheckGroupResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r CheckGroupResponse) GetJSONDefault() *ErrorResponse {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r CheckGroupResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CheckGroupResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CheckGroupResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CheckGroupResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -34517,6 +34808,29 @@ func (c *ClientWithResponses) GetGroupWithResponse(ctx context.Context, id Group
 		return nil, err
 	}
 	return ParseGetGroupResponse(rsp)
+}
+
+// CheckGroupWithResponse Check the group's replicas against each other now (a state check)
+//
+// A check command goes through the group's Raft log, so every replica hashes its state at
+// that entry's index, per hash slot (paced on each node); the controller leader collects
+// one digest per replica and compares them. The answer is the verdict — `consistent`,
+// `incomplete` (some replicas did not answer; those that did agree), `diverged` (a majority
+// agrees; the others, the minority, are fenced at once — they stop serving and are rebuilt
+// from the majority when the balancer moves them off) or `no_majority` (nothing is chosen
+// automatically) — with the hash slots that differ and each replica's digest. The
+// controller leader also checks every group in the background, at least once an hour;
+// the last check of each group is in its view (`last_check`). Takes no body. Audited.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/cluster/groups/{id}/check (the `CheckGroup` operationId).
+func (c *ClientWithResponses) CheckGroupWithResponse(ctx context.Context, id GroupID, reqEditors ...RequestEditorFn) (*CheckGroupResponse, error) {
+	rsp, err := c.CheckGroup(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCheckGroupResponse(rsp)
 }
 
 // TransferLeaderWithBodyWithResponse Move a group's leadership to a node, if it is safe
@@ -49727,6 +50041,138 @@ func ParseGetGroupResponse(rsp *http.Response) (*GetGroupResponse, error) {
 		response.Headers503 = &headers
 	case true:
 		var headers GetGroupResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCheckGroupResponse parses an HTTP response from a CheckGroupWithResponse call
+func ParseCheckGroupResponse(rsp *http.Response) (*CheckGroupResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CheckGroupResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest GroupCheck
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest InvalidArgument
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers CheckGroupResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers CheckGroupResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers CheckGroupResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	case true:
+		var headers CheckGroupResponseDefaultHeaders
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

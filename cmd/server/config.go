@@ -38,6 +38,8 @@ type options struct {
 	HeartbeatRTT        uint64
 	RaftWorkers         int
 	ApplyWorkers        int
+	CheckEvery          time.Duration
+	CheckPace           int
 	LogLevel            string
 	MaxBodyBytes        int64
 	ShutdownTimeout     time.Duration
@@ -86,6 +88,8 @@ func parseOptions(args []string, getenv func(string) string) (*options, error) {
 	fs.Uint64Var(&o.ElectionRTT, "election-rtt", 5, "election timeout in ticks")
 	fs.Uint64Var(&o.HeartbeatRTT, "heartbeat-rtt", 1, "leader heartbeat interval in ticks (below half the election timeout)")
 	fs.IntVar(&o.ApplyWorkers, "apply-workers", 4, "the Raft engine's commit workers and apply workers, each (1..16): each visits its share of the groups every 200 ms besides its work")
+	fs.DurationVar(&o.CheckEvery, "check-every", time.Hour, "how often the controller leader checks each slot group's replicas against each other, one group at a time (negative: only when an operator asks: POST /v1/cluster/groups/{id}/check)")
+	fs.IntVar(&o.CheckPace, "check-bytes-per-second", 8<<20, "how fast a state check hashes a replica's rows on this node")
 	fs.IntVar(&o.RaftWorkers, "raft-workers", 0, "Raft step workers and log shards; groups on one worker share a log fsync (default for a new data dir: one per 4 cores, 1..8; fixed when the data dir is created)")
 	fs.StringVar(&o.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.Int64Var(&o.MaxBodyBytes, "max-body-bytes", 1<<20, "largest accepted request body")

@@ -103,6 +103,8 @@ func (o *options) plan(getenv func(string) string) (*plan, error) {
 		HeartbeatRTT:         o.HeartbeatRTT,
 		RaftWorkers:          o.RaftWorkers,
 		ApplyWorkers:         o.ApplyWorkers,
+		CheckEvery:           o.CheckEvery,
+		CheckBytesPerSecond:  o.CheckPace,
 	}
 	if len(errs) == 0 {
 		c := p.cluster

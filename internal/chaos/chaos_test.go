@@ -154,6 +154,7 @@ func runSchedule(t *testing.T, seed int64, dur time.Duration) uint64 {
 	settleSlotMoves(tc, rep.moves)
 	finalKV, finalSubs := finalReads(t, tc, rec, kvKeys, subChannels)
 	rep.own.check(tc.c.Nodes)
+	rep.states = checkStates(tc.c.Nodes[0])
 	behind, keyBehind := wf.catchUp(t), wk.catchUp(t)
 	stopWatch()
 	watching.Wait()

@@ -27,6 +27,7 @@ type scheduleReport struct {
 	moves        *moveLog
 	watch        *watchReport
 	watchKey     *watchReport          // the watch of one key
+	states       stateChecks           // every group's replicas checked against each other at the end
 	smart        routed.Stats          // the route-aware client's counters
 	snaps        cluster.SnapshotStats // summed over every node the schedule ran
 	dropped      uint64                // messages the fault network refused
@@ -36,7 +37,7 @@ type scheduleReport struct {
 
 // violations counts everything that fails the schedule.
 func (s *scheduleReport) violations() int {
-	n := s.lost.lost + len(s.dups) + len(s.own.violations) + len(s.rec.failures) + len(s.moves.violations) + len(s.watch.violations) + len(s.watchKey.violations)
+	n := s.lost.lost + len(s.dups) + len(s.own.violations) + len(s.rec.failures) + len(s.moves.violations) + len(s.watch.violations) + len(s.watchKey.violations) + len(s.states.violations)
 	for _, v := range s.verdicts {
 		if v != "ok" {
 			n++
@@ -73,14 +74,14 @@ func (s *scheduleReport) log(t *testing.T) {
 		models = append(models, m+"="+v)
 	}
 	sort.Strings(models)
-	t.Logf("seed=%d checks: violations=%d linearizable %s; acked=%d lost=%d; duplicate_applies=%d; slot_checks=%d slot_skipped=%d slot_violations=%d; watch_violations=%d; failures=%d; snapshot_installs=%d moves_done=%d move_violations=%d; quiesce=%v run=%v check=%v",
+	t.Logf("seed=%d checks: violations=%d linearizable %s; acked=%d lost=%d; duplicate_applies=%d; slot_checks=%d slot_skipped=%d slot_violations=%d; watch_violations=%d; failures=%d; snapshot_installs=%d moves_done=%d move_violations=%d; state_checks=%d state_differences=%d; quiesce=%v run=%v check=%v",
 		s.seed, s.violations(), strings.Join(models, " "), s.lost.acked, s.lost.lost, len(s.dups),
 		s.own.checks, s.own.skipped, len(s.own.violations), len(s.watch.violations)+len(s.watchKey.violations), len(s.rec.failures), s.snaps.Received, m.done, len(m.violations),
-		s.quiesce, s.run.Round(time.Millisecond), s.check.Round(time.Millisecond))
+		s.states.groups, len(s.states.violations), s.quiesce, s.run.Round(time.Millisecond), s.check.Round(time.Millisecond))
 	for _, group := range []struct {
 		what  string
 		lines []string
-	}{{"lost", s.lost.details}, {"duplicate", s.dups}, {"slot", s.own.violations}, {"watch", s.watch.violations}, {"watch_key", s.watchKey.violations}, {"failure", s.rec.failures}, {"move", m.violations}} {
+	}{{"lost", s.lost.details}, {"duplicate", s.dups}, {"slot", s.own.violations}, {"watch", s.watch.violations}, {"watch_key", s.watchKey.violations}, {"failure", s.rec.failures}, {"move", m.violations}, {"state", s.states.violations}} {
 		for i, l := range group.lines {
 			if i == 10 {
 				t.Logf("seed=%d %s: … %d more", s.seed, group.what, len(group.lines)-i)

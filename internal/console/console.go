@@ -158,6 +158,7 @@ func Handler(cfg Config) http.Handler {
 	mux.HandleFunc("POST /console/groups/{id}/split", c.action(groupAction(gr.splitGroup)))
 	mux.HandleFunc("POST /console/groups/{id}/merge", c.action(groupAction(gr.mergeGroup)))
 	mux.HandleFunc("POST /console/groups/{id}/retire", c.action(groupAction(gr.retireGroup)))
+	mux.HandleFunc("POST /console/groups/{id}/check", c.action(groupAction(gr.checkGroup)))
 
 	// Cross-origin POSTs (CSRF) are refused: Sec-Fetch-Site, else Origin
 	// against Host (net/http's CrossOriginProtection).

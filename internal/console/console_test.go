@@ -111,6 +111,37 @@ func TestGroupPageShowsAFailedReplica(t *testing.T) {
 	}
 }
 
+// TestAStateCheckThatFoundADivergenceIsShown: the group page shows the
+// last check (its verdict, the replica that differs, the fenced replica's
+// state) and the overview a banner naming the group.
+func TestAStateCheckThatFoundADivergenceIsShown(t *testing.T) {
+	check := slotstore.GroupCheck{Group: 2, CheckID: 9, Index: 40, Verdict: slotstore.CheckDiverged,
+		Replicas: []slotstore.ReplicaCheck{{Node: 1, ReplicaID: 1, Digest: "aa", Rows: 5, Agrees: true},
+			{Node: 2, ReplicaID: 2, Digest: "bb", Rows: 5}, {Node: 3, ReplicaID: 3, Digest: "aa", Rows: 5, Agrees: true}},
+		Differing: []slotstore.HashSlot{17}, Minority: []slotstore.NodeID{2}, Fenced: []slotstore.NodeID{2},
+		Action: "the minority is fenced (stopped, reported failed); the balancer rebuilds it from the majority"}
+	fenced := "fenced by a state check: check 9 at index 40: differs from the majority in hash slots [hs17]"
+	g := slotstore.GroupView{ID: 2, HashSlots: 128, Leader: 1, Term: 3, Voters: []slotstore.NodeID{1, 2, 3}, LastCheck: &check,
+		Replicas: []slotstore.ReplicaView{{Node: 1, ReplicaID: 1, Role: slotstore.RoleVoter, Live: true},
+			{Node: 2, ReplicaID: 2, Role: slotstore.RoleUnknown, HeardAgoMs: -1, UnansweredMs: -1, Failed: fenced, Fenced: true},
+			{Node: 3, ReplicaID: 3, Role: slotstore.RoleVoter, Live: true}}}
+	gp := render(t, GroupLive(GroupProps{Found: true, Now: now, Group: g}))
+	last := one(t, gp, "last-check")
+	if got := text(last); !strings.Contains(got, "diverged") || !strings.Contains(got, "hash slots 17") || !strings.Contains(got, "fenced") {
+		t.Fatalf("the last check: %q", got)
+	}
+	if got := text(one(t, gp, "replica-2")); !strings.Contains(got, fenced) || strings.Contains(got, "failed to start") {
+		t.Fatalf("the fenced replica's row: %q", got)
+	}
+	ov := render(t, OverviewFragment(OverviewProps{Now: now, Known: true, Diverged: []slotstore.GroupCheck{check}}))
+	if got := text(one(t, ov, "diverged-banner")); !strings.Contains(got, "group 2") || !strings.Contains(got, "nodes [2]") {
+		t.Fatalf("the overview's banner: %q", got)
+	}
+	if ns := byTestID(render(t, OverviewFragment(OverviewProps{Now: now, Known: true})), "diverged-banner"); len(ns) != 0 {
+		t.Fatal("a banner with no divergence")
+	}
+}
+
 func TestGroupWithoutLeaderSaysSoNeverThePreferredLeader(t *testing.T) {
 	p := GroupsProps{Now: now, Groups: []slotstore.GroupView{
 		{ID: 1, HashSlots: 128, PreferredLeader: 1, Leader: 3, Term: 5, ConfigEpoch: 1, Voters: []slotstore.NodeID{1, 2, 3},

@@ -98,3 +98,18 @@ func (c groupPages) retireGroup(r *http.Request, id slotstore.GroupID) (string, 
 	}
 	return "/console/groups", Flash{OK: true, Message: fmt.Sprintf("Group %d retired: every node stops its replica and deletes its data.", id)}
 }
+
+// checkGroup runs a state check of the group now.
+func (c groupPages) checkGroup(r *http.Request, id slotstore.GroupID) (string, Flash) {
+	ctx, cancel := context.WithTimeout(r.Context(), time.Minute)
+	defer cancel()
+	got, err := c.src.Recovery().CheckGroup(ctx, id)
+	if err != nil {
+		return groupHref(id), Flash{Message: fmt.Sprintf("Checking group %d failed: %s", id, errMessage(err))}
+	}
+	msg := fmt.Sprintf("Checked group %d: %s.", id, describeCheck(got))
+	if got.Action != "" {
+		msg += " " + got.Action + "."
+	}
+	return groupHref(id), Flash{OK: !got.Verdict.Alarming(), Message: msg}
+}

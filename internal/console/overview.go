@@ -23,6 +23,9 @@ func (c overviewPages) overview(ctx context.Context) OverviewProps {
 		} else {
 			p.WithoutLeader++
 		}
+		if c := g.LastCheck; c != nil && c.Verdict.Alarming() {
+			p.Diverged = append(p.Diverged, *c)
+		}
 	}
 	health := map[slotstore.NodeID]slotstore.NodeHealth{}
 	if hs, err := c.src.NodeHealth(ctx); err == nil {

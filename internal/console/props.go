@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/checks"
 )
 
 // Session is who looks at the page.
@@ -55,8 +56,11 @@ type OverviewProps struct {
 	// them the counts are unknown, never 0, and the node's own view
 	// (Summary.Local) is what it can show.
 	Known bool
-	Now   time.Time
-	Err   string
+	// Diverged are the last state checks that found a group's replicas
+	// differing (a banner).
+	Diverged []slotstore.GroupCheck
+	Now      time.Time
+	Err      string
 }
 
 // SlotCell is one hash slot of the map.
@@ -256,6 +260,8 @@ func lagWidth(lag, maxLag uint64) string {
 
 func replicaState(g slotstore.GroupView, r slotstore.ReplicaView) (label, class string) {
 	switch {
+	case r.Fenced:
+		return r.Failed, "bad" // "fenced by a state check: …"
 	case r.Failed != "":
 		return "failed to start: " + r.Failed, "bad"
 	case g.Leader != 0 && r.Node == g.Leader:
@@ -384,4 +390,18 @@ func moveTo(g slotstore.GroupView, nodes []slotstore.NodeInfo) slotstore.NodeID 
 		}
 	}
 	return 0
+}
+
+// describeCheck says in words what a state check found.
+func describeCheck(c slotstore.GroupCheck) string { return checks.Describe(c) }
+
+// checkClass is the style of a state check's verdict.
+func checkClass(v slotstore.CheckVerdict) string {
+	switch {
+	case v == slotstore.CheckConsistent:
+		return "ok"
+	case v.Alarming():
+		return "bad"
+	}
+	return "warn"
 }

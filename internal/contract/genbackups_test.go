@@ -56,4 +56,18 @@ func genRecovery(t *testing.T, c *client.ClientWithResponses) {
 	if l := list.JSON200; len(l.Items) != 0 || l.NextCursor != "" {
 		t.Fatalf("recoveries: %+v", l)
 	}
+	// A state check of the node's one replica of group 1 agrees with
+	// itself; the group's view then shows it; an unknown group is 404.
+	chk, err := c.CheckGroupWithResponse(ctx, 1)
+	genCheck(t, "a state check", chk, err, http.StatusOK)
+	if k := chk.JSON200; k.Verdict != client.GroupCheckVerdictConsistent || len(*k.Replicas) != 1 || !(*k.Replicas)[0].Agrees || k.Index == 0 || (*k.Replicas)[0].Digest == nil {
+		t.Fatalf("a state check: %+v", k)
+	}
+	view, err := c.GetGroupWithResponse(ctx, 1)
+	genCheck(t, "the checked group", view, err, http.StatusOK)
+	if v := view.JSON200; v.LastCheck == nil || v.LastCheck.CheckId != chk.JSON200.CheckId {
+		t.Fatalf("the group's view after a check: %+v", v.LastCheck)
+	}
+	none, err := c.CheckGroupWithResponse(ctx, 99)
+	genCheck(t, "a state check of no group", none, err, http.StatusNotFound)
 }

@@ -265,6 +265,17 @@ func TestCommands(t *testing.T) {
 		n.fails(exitConflict, "group", "recover", "1", "--accept-data-loss")  // its quorum stands: failed_precondition
 		n.fails(exitNotFound, "group", "recover", "99", "--accept-data-loss") // no such group
 	})
+	t.Run("group check", func(t *testing.T) {
+		n := node{t, env}
+		var got client.GroupCheck
+		if n.json(&got, "group", "check", "1"); got.Verdict != client.GroupCheckVerdictConsistent || got.Replicas == nil || len(*got.Replicas) != 1 {
+			t.Fatalf("group check: %+v", got)
+		}
+		if out := n.ok("group", "check", "1", "-o", "table"); !strings.Contains(out, "group 1 at index") || !strings.Contains(out, "consistent") {
+			t.Fatalf("group check as a table: %q", out)
+		}
+		n.fails(exitNotFound, "group", "check", "99")
+	})
 
 	t.Run("endpoints fail over", func(t *testing.T) {
 		dead := "http://" + testutil.FreeAddr(t)

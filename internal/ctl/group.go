@@ -1,6 +1,7 @@
 package ctl
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/slotmeta/slotmeta/client"
@@ -116,4 +117,44 @@ func groupRecover(c *cmd) int {
 		t.row()
 		t.row(rep.Message)
 	})
+}
+
+// groupCheck runs a state check of a group now: a row per replica, the
+// verdict last; exit 4 when the replicas differ.
+func groupCheck(c *cmd) int {
+	id, _, code, ok := c.parseID("ID", maxGroup)
+	if !ok {
+		return code
+	}
+	r, err := c.api.CheckGroupWithResponse(c.ctx, id)
+	code = reply(c, r, err, func(t *table) {
+		k := r.JSON200
+		t.header("NODE", "REPLICA", "AGREES", "ROWS", "BYTES", "DIGEST", "ERROR")
+		if k.Replicas != nil {
+			for _, rc := range *k.Replicas {
+				t.row(rc.Node, rc.ReplicaId, rc.Agrees, rc.Rows, rc.Bytes, deref(rc.Digest), deref(rc.Error))
+			}
+		}
+		t.row()
+		t.row(fmt.Sprintf("group %d at index %d: %s", k.Group, k.Index, k.Verdict))
+		if k.Differing != nil && len(*k.Differing) > 0 {
+			t.row(fmt.Sprintf("hash slots that differ: %v (65535: the system records)", *k.Differing))
+		}
+		if k.Action != nil && *k.Action != "" {
+			t.row(*k.Action)
+		}
+	})
+	if code == exitOK && r.JSON200 != nil && (r.JSON200.Verdict == client.GroupCheckVerdictDiverged || r.JSON200.Verdict == client.GroupCheckVerdictNoMajority) {
+		return exitConflict
+	}
+	return code
+}
+
+// deref is *p, or the zero value when p is nil (an optional field).
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
 }

@@ -61,6 +61,7 @@ var nouns = []noun{
 	{"group", []verb{
 		{"list", "", 0, 0, false, "the slot groups: leader, voters, health", groupList},
 		{"get", "ID", 1, 1, false, "one slot group with its replicas", groupGet},
+		{"check", "ID", 1, 1, true, "check a group's replicas against each other now (exit 4 when they differ)", groupCheck},
 		{"recover", "ID --accept-data-loss", 1, 1, true, "rebuild a group that lost its quorum from its best survivor (unsafe; docs/runbook.md)", groupRecover},
 	}},
 	{"route", []verb{
@@ -172,7 +173,8 @@ const exitCodesText = `Exit codes:
   1  any other error (no endpoint reachable, invalid argument, internal)
   2  usage error: a bad flag or argument; nothing was sent
   3  not found
-  4  failed precondition or conflict (a stale --if-match, --if-absent on an existing key)
+  4  failed precondition or conflict (a stale --if-match, --if-absent on an existing key),
+     or a group check that found replicas that differ
   5  unavailable: retry (503, 429, a timeout, no leader yet)
   6  unauthenticated or permission denied
 `

@@ -54,6 +54,16 @@ func (a groupRoutes) getGroup(w http.ResponseWriter, r *http.Request) error {
 	return a.reply(w, r, http.StatusOK)(a.op.Group(r.Context(), g))
 }
 
+// checkGroup is POST /v1/cluster/groups/{id}/check: a state check now,
+// answered with what it found (verdict, differing hash slots, minority).
+func (a groupRoutes) checkGroup(w http.ResponseWriter, r *http.Request) error {
+	g, err := groupParam(r)
+	if err != nil {
+		return err
+	}
+	return a.reply(w, r, http.StatusOK)(a.op.Recovery().CheckGroup(r.Context(), g))
+}
+
 // onGroup serves the start of a request that changes group {id} as its
 // body B asks: it parses the group, then the body, and calls change.
 func onGroup[B, T any](a *api, w http.ResponseWriter, r *http.Request, change func(ctx context.Context, g slotstore.GroupID, req *B) (T, error)) (T, error) {

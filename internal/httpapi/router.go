@@ -197,6 +197,7 @@ func (a *api) mountV1(r chi.Router) {
 		{get, "/groups/{id}/leader-transfer/preflight", groups.preflightTransfer},
 		{put, "/groups/{id}/preferred-leader", changeGroup(a, groups.setPreferredLeader)},
 		{post, "/groups/{id}/recover", changeGroup(a, groups.recoverGroup)},
+		{post, "/groups/{id}/check", bodyless(groups.checkGroup)},
 		{get, "/recoveries", groups.listRecoveries},
 		{get, "/decisions", groups.listDecisions},
 		{get, "/audit", cluster.listAudit},

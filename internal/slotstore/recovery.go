@@ -56,12 +56,15 @@ type RecoveredEntry struct {
 	TimeMs int64    `json:"time_ms,omitempty"`
 }
 
-// Recovery is the operator's lost-quorum recovery: RecoverGroup rebuilds
-// a group that lost its quorum from its most advanced surviving replica
+// Recovery is the operator's repair of groups. RecoverGroup rebuilds a
+// group that lost its quorum from its most advanced surviving replica
 // (acceptDataLoss must be true: writes may be lost, and the report says
 // which), and Recoveries lists the reports of those made through this
-// node, newest first.
+// node, newest first. CheckGroup checks g's replicas against each other
+// now (a state check, issue 52) and returns what it found; a minority it
+// finds is fenced, to be rebuilt from the majority.
 type Recovery interface {
 	RecoverGroup(ctx context.Context, g GroupID, acceptDataLoss bool) (RecoveryReport, error)
 	Recoveries() []RecoveryReport
+	CheckGroup(ctx context.Context, g GroupID) (GroupCheck, error)
 }

@@ -80,7 +80,11 @@ type ReplicaFailure struct {
 	// Panicked: the engine panicked loading it, or processes ended while
 	// it replayed its log (the crash-loop breaker); the node does not try
 	// again (a returned error is tried again every reconcile round).
-	Panicked bool  `json:"panicked"`
+	Panicked bool `json:"panicked"`
+	// Fenced: not a start that failed — a state check found the replica's
+	// rows differing from the majority's and its node stopped it (issue
+	// 52); it is not started again until it is moved off and rebuilt.
+	Fenced   bool  `json:"fenced,omitempty"`
 	Attempts int   `json:"attempts"`
 	SinceMs  int64 `json:"since_ms"` // the first failed attempt (the node's clock)
 }
@@ -121,8 +125,10 @@ type ReplicaView struct {
 	// received for it since the node started (see ReplicaStatus).
 	SnapshotBytes uint64 `json:"snapshot_bytes,omitempty"`
 	// Failed is why the replica's node could not start it (ReplicaFailure:
-	// the engine's reason); "" while it runs or is not reported.
+	// the engine's reason); "" while it runs or is not reported. Fenced:
+	// a state check fenced it instead (Failed says why).
 	Failed string `json:"failed,omitempty"`
+	Fenced bool   `json:"fenced,omitempty"`
 }
 
 // Disruption is a kind of disruption a node reports about its own replicas.
@@ -202,6 +208,9 @@ type GroupView struct {
 	ObservedAtMs     int64         `json:"observed_at_ms"` // when that report was received
 	ObservationAgeMs int64         `json:"observation_age_ms"`
 	Aggregator       NodeID        `json:"aggregator"` // the controller leader that aggregated the reports
+	// LastCheck is the group's last state check on this controller leader
+	// (nil: none since it took the lead).
+	LastCheck *GroupCheck `json:"last_check,omitempty"`
 }
 
 // Blocker is one reason a leader transfer must not happen now.
@@ -250,6 +259,7 @@ const (
 	DecisionBalanceRefused  DecisionKind = "balance_refused"  // a balancer action the controller refused
 	DecisionBalanceHeld     DecisionKind = "balance_held"     // why the balancer waits
 	DecisionControllerVoter DecisionKind = "controller_voter" // a non-voting member of the controller promoted to a voter
+	DecisionCheck           DecisionKind = "check"            // a state check found replicas that differ (Reason: the verdict)
 )
 
 // Decision is one reconciliation decision in the controller's bounded log.

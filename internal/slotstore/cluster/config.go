@@ -177,6 +177,14 @@ type Config struct {
 	WatchRecords int
 	WatchAge     time.Duration
 
+	// CheckBytesPerSecond paces the hashing of state checks on this node
+	// (default digests.DefaultBytesPerSecond); CheckEvery is how often the
+	// controller leader checks each group in the background (default
+	// leader.DefaultCheckEvery, an hour; negative: only when an operator
+	// asks).
+	CheckBytesPerSecond int
+	CheckEvery          time.Duration
+
 	// RequestTimeout bounds the node's own background Raft calls (default 3s).
 	RequestTimeout time.Duration
 
@@ -289,6 +297,9 @@ func (c *Config) Validate() error {
 	}
 	if c.HistoryStep < 0 {
 		return fmt.Errorf("cluster: HistoryStep %v is negative", c.HistoryStep)
+	}
+	if c.CheckBytesPerSecond < 0 {
+		return fmt.Errorf("cluster: negative check pace %d bytes/s", c.CheckBytesPerSecond)
 	}
 	if c.WatchRecords < 0 || c.WatchAge < 0 {
 		return fmt.Errorf("cluster: negative change-log retention (%d records, %v)", c.WatchRecords, c.WatchAge)

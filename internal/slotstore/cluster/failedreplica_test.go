@@ -34,37 +34,12 @@ func TestAReplicaThatCannotStartDoesNotTakeItsNodeDown(t *testing.T) {
 }
 
 func failAReplica(t *testing.T, balancer bool) {
-	var logs syncLog
-	var mu sync.Mutex
-	regs := map[slotstore.NodeID]*prometheus.Registry{}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("node logs:\n%s", logs.String())
-		}
-	})
-	c := slotstoretest.Start(t, slotstoretest.Options{Nodes: 4, Groups: 2, ReplicationFactor: 3, Tune: func(cfg *cluster.Config) {
-		cfg.ObserveInterval = 100 * time.Millisecond
-		cfg.TaskPhaseTimeout = 10 * time.Second
-		cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil)).With("node", cfg.NodeID)
-		reg := prometheus.NewRegistry()
-		mu.Lock()
-		regs[cfg.NodeID] = reg
-		mu.Unlock()
-		cfg.Registerer = reg
-		if balancer {
-			cfg.DisableBalancer, cfg.BalanceInterval = false, 200*time.Millisecond
-			cfg.Balancer.GroupsPerNode, cfg.Balancer.LeaderSkew = -1, 100 // only the rebuild moves
-		}
-	}})
+	rc := startRebuilds(t, balancer, nil)
+	c, logs := rc.Cluster, rc.logs
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	r := &restarts{t: t, c: c, ctx: ctx}
-	pause := func(paused bool) {
-		t.Helper()
-		if err := c.Nodes[0].Operator().SetBalancer(ctx, slotstore.BalancerChange{Paused: &paused}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	pause := func(paused bool) { rc.pause(ctx, paused) }
 	if balancer {
 		pause(true) // until the failure was seen everywhere
 	}
@@ -126,10 +101,7 @@ func failAReplica(t *testing.T, balancer bool) {
 		return i >= 0 && v.Replicas[i].ReplicaID == replica && strings.Contains(v.Replicas[i].Failed, why),
 			fmt.Sprintf("the group's view does not show the failed replica: %+v", v.Replicas)
 	})
-	mu.Lock()
-	reg := regs[victim]
-	mu.Unlock()
-	if v := gaugeOf(t, reg, "slotmeta_replica_failed", map[string]string{"group": "1", "replica": fmt.Sprint(replica)}); v != 1 {
+	if v := gaugeOf(t, rc.reg(victim), "slotmeta_replica_failed", map[string]string{"group": "1", "replica": fmt.Sprint(replica)}); v != 1 {
 		t.Fatalf("slotmeta_replica_failed{group=1,replica=%d} = %v", replica, v)
 	}
 	// Not tried again (the engine panicked on it), and said on one line.
@@ -167,6 +139,59 @@ func failAReplica(t *testing.T, balancer bool) {
 	r.restart(victim)
 	r.put("restarted", 10)
 	r.agree("after a restart of the rebuilt replica's node")
+}
+
+// rebuilds is a cluster of four nodes and two groups of three replicas
+// whose balancer (when on) only rebuilds replicas; it keeps each node's
+// metrics registry, and shows the nodes' logs when the test fails.
+type rebuilds struct {
+	*slotstoretest.Cluster
+	t    *testing.T
+	logs *syncLog
+	mu   sync.Mutex
+	regs map[slotstore.NodeID]*prometheus.Registry
+}
+
+func startRebuilds(t *testing.T, balancer bool, tune func(*cluster.Config)) *rebuilds {
+	rc := &rebuilds{t: t, logs: &syncLog{}, regs: map[slotstore.NodeID]*prometheus.Registry{}}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("node logs:\n%s", rc.logs.String())
+		}
+	})
+	rc.Cluster = slotstoretest.Start(t, slotstoretest.Options{Nodes: 4, Groups: 2, ReplicationFactor: 3, Tune: func(cfg *cluster.Config) {
+		cfg.ObserveInterval = 100 * time.Millisecond
+		cfg.TaskPhaseTimeout = 10 * time.Second
+		cfg.Logger = slog.New(slog.NewTextHandler(rc.logs, nil)).With("node", cfg.NodeID)
+		reg := prometheus.NewRegistry()
+		rc.mu.Lock()
+		rc.regs[cfg.NodeID] = reg
+		rc.mu.Unlock()
+		cfg.Registerer = reg
+		if balancer {
+			cfg.DisableBalancer, cfg.BalanceInterval = false, 200*time.Millisecond
+			cfg.Balancer.GroupsPerNode, cfg.Balancer.LeaderSkew = -1, 100 // only the rebuild moves
+		}
+		if tune != nil {
+			tune(cfg)
+		}
+	}})
+	return rc
+}
+
+// reg is node id's metrics registry.
+func (rc *rebuilds) reg(id slotstore.NodeID) *prometheus.Registry {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return rc.regs[id]
+}
+
+// pause pauses or resumes the balancer.
+func (rc *rebuilds) pause(ctx context.Context, paused bool) {
+	rc.t.Helper()
+	if err := rc.Nodes[0].Operator().SetBalancer(ctx, slotstore.BalancerChange{Paused: &paused}); err != nil {
+		rc.t.Fatal(err)
+	}
 }
 
 // readsLocally reports whether node n reads every written key of group g

@@ -86,6 +86,10 @@ func newMetrics(reg prometheus.Registerer, n *Node) (*metrics, error) {
 		unreachable: prometheus.NewDesc("slotmeta_node_unreachable", "1 when the controller leader has had no status report from the node for longer than the unreachable limit (reported by the controller leader only).", []string{"node"}, nil),
 		under:       prometheus.NewDesc("slotmeta_group_under_replicated", "1 when the group has fewer live voters than desired peers, or no leader (reported by the controller leader only).", []string{"group"}, nil),
 		live:        prometheus.NewDesc("slotmeta_group_live_voters", "Voters of the group that report and that its leader hears (reported by the controller leader only).", []string{"group"}, nil),
+		diverged: prometheus.NewDesc("slotmeta_group_check_diverged",
+			"1 when the group's last state check found replicas that differ (a minority fenced, or no majority), 0 when they agreed (reported by the controller leader only, for the groups it checked).", []string{"group"}, nil),
+		checked: prometheus.NewDesc("slotmeta_group_check_timestamp_seconds",
+			"When the group's last state check began (reported by the controller leader only, for the groups it checked).", []string{"group"}, nil),
 	}
 	m.store = newStoreCollector(n)
 	m.raft = newRaftCollector(n.logdb.Commit, n.events.snapshotIndex)
@@ -183,12 +187,13 @@ func (m *metrics) leaderMove(redirected bool) {
 type healthCollector struct {
 	n                        *Node
 	unreachable, under, live *prometheus.Desc
+	diverged, checked        *prometheus.Desc
 }
 
 func (h *healthCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- h.unreachable
-	ch <- h.under
-	ch <- h.live
+	for _, d := range []*prometheus.Desc{h.unreachable, h.under, h.live, h.diverged, h.checked} {
+		ch <- d
+	}
 }
 
 func (h *healthCollector) Collect(ch chan<- prometheus.Metric) {
@@ -211,6 +216,14 @@ func (h *healthCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(h.under, prometheus.GaugeValue, v, label)
 		ch <- prometheus.MustNewConstMetric(h.live, prometheus.GaugeValue, float64(g.LiveVoters), label)
+		if c := g.LastCheck; c != nil {
+			v = 0
+			if c.Verdict.Alarming() {
+				v = 1
+			}
+			ch <- prometheus.MustNewConstMetric(h.diverged, prometheus.GaugeValue, v, label)
+			ch <- prometheus.MustNewConstMetric(h.checked, prometheus.GaugeValue, float64(c.AtMs)/1000, label)
+		}
 	}
 }
 

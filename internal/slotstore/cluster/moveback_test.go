@@ -133,6 +133,7 @@ func TestReplicaMovesBackToANodeThatWasDown(t *testing.T) {
 	if rid := grp.Peers[down]; rid == 0 || rid == peers[down] {
 		t.Fatalf("n%d holds replica %d of group 1 (was %d): want a new replica id", down, rid, peers[down])
 	}
+	checkAll(t, ctx, c.Nodes[0], "after the move back")
 }
 
 // storeRows reads every row under prefix from a stopped node's store.

@@ -67,6 +67,7 @@ import (
 	"github.com/slotmeta/slotmeta/internal/slotstore/backups"
 	"github.com/slotmeta/slotmeta/internal/slotstore/controller"
 	"github.com/slotmeta/slotmeta/internal/slotstore/controller/leader"
+	"github.com/slotmeta/slotmeta/internal/slotstore/digests"
 	"github.com/slotmeta/slotmeta/internal/slotstore/dispatch"
 	"github.com/slotmeta/slotmeta/internal/slotstore/heat"
 	"github.com/slotmeta/slotmeta/internal/slotstore/history"
@@ -94,7 +95,8 @@ type Node struct {
 	ctrlLeader atomic.Uint64 // controller leader node id (0: unknown)
 	ctrlSM     *controller.StateMachine
 
-	replicas *replicas.Set // the slot-group replicas on this node
+	replicas *replicas.Set     // the slot-group replicas on this node
+	digests  *digests.Registry // hashes the replicas' state for state checks (checks.go)
 	backups  *backups.Runner
 	hub      *watch.Hub // the change feed's subscribers (Watches)
 
@@ -248,7 +250,8 @@ func Start(cfg Config) (*Node, error) {
 	n.metrics.raft.nh.Store(nh)
 	n.nh = nh
 	// The leaf packages, over the NodeHost (package doc).
-	n.replicas = replicas.New(replicas.Config{NodeID: cfg.NodeID, NH: nh, DB: db, Router: n.router, ShardConfig: n.shardConfig,
+	n.digests = digests.New(digests.Config{BytesPerSecond: cfg.CheckBytesPerSecond, Logger: cfg.Logger})
+	n.replicas = replicas.New(replicas.Config{Check: n.digests.Start, FenceMarks: filepath.Join(cfg.DataDir, "replica-fences"), NodeID: cfg.NodeID, NH: nh, DB: db, Router: n.router, ShardConfig: n.shardConfig,
 		Proposer: cfg.Proposer, RequestTimeout: cfg.RequestTimeout, Controller: n.ctrl.Load,
 		Changes: func(_ slotstore.GroupID, recs []watch.Record) { n.hub.Publish(recs) }, WatchRecords: cfg.WatchRecords, WatchAge: cfg.WatchAge,
 		Applied: n.metrics.applied, Batches: n.metrics.batchObserver, DroppedProposal: n.metrics.droppedProposal,
@@ -279,7 +282,8 @@ func Start(cfg Config) (*Node, error) {
 		UnreachableAfter: cfg.UnreachableAfter, TaskPhaseTimeout: cfg.TaskPhaseTimeout, Leadership: cfg.Leadership,
 		Balancer: cfg.Balancer, DisableBalancer: cfg.DisableBalancer, DisableQuiesce: cfg.DisableQuiesce,
 		DisableHashSlotMoves: cfg.DisableHashSlotMoves, BackoffSeed: uint64(cfg.NodeID)<<32 ^ uint64(time.Now().UnixNano()),
-		ServedTransfer: func(ctx context.Context) { n.peerWrites.wrote(ctx, peerWriteTransfer) }})
+		ServedTransfer: func(ctx context.Context) { n.peerWrites.wrote(ctx, peerWriteTransfer) },
+		Checks:         leaderHost{n}, CheckEvery: cfg.CheckEvery})
 	n.backups = n.newBackups()
 	n.recovery = &recoverer{n: n}
 	if cfg.PeerAddr != "" {
@@ -289,6 +293,7 @@ func Start(cfg Config) (*Node, error) {
 			MaxPerSource: cfg.Conns.Peer.PerSource, Unproven: 10 * time.Second, Logger: cfg.Logger})
 		if err != nil {
 			nh.Close()
+			n.digests.Close()
 			_ = db.Close()
 			return nil, fmt.Errorf("cluster: peer listener: %w", err)
 		}
@@ -303,6 +308,7 @@ func Start(cfg Config) (*Node, error) {
 		if err := startRestoredLogs(nh, n.logdb, db, seed, cfg.Logger); err != nil {
 			n.closePeer()
 			nh.Close()
+			n.digests.Close()
 			_ = db.Close()
 			return nil, err
 		}
@@ -311,6 +317,7 @@ func Start(cfg Config) (*Node, error) {
 	if err := n.ctl.startController(); err != nil {
 		n.closePeer()
 		nh.Close()
+		n.digests.Close()
 		_ = db.Close()
 		return nil, err
 	}
@@ -320,6 +327,7 @@ func Start(cfg Config) (*Node, error) {
 		if err := n.ctl.checkNotRemoved(5 * time.Second); err != nil {
 			n.closePeer()
 			nh.Close()
+			n.digests.Close()
 			_ = db.Close()
 			return nil, err
 		}
@@ -500,6 +508,7 @@ func (n *Node) Close() error {
 		n.replicas.Close()
 		n.metrics.raft.stop() // no scrape reads the NodeHost from here on
 		n.nh.Close()
+		n.digests.Close() // the engine hands it no snapshot any more
 		n.metrics.unregister()
 		err = n.db.Close()
 	})
@@ -529,6 +538,11 @@ func (n *Node) Ready() error {
 	// restart must not go on to the next node with the group one replica
 	// short — though the node serves its other groups (replicas/failures.go).
 	for _, rf := range n.replicas.Failures() {
+		if grp, ok := st.Groups[rf.Group]; ok && grp.Peers[n.cfg.NodeID] == rf.ReplicaID && rf.Fenced {
+			return slotstore.Errorf(slotstore.CodeRouteNotReady,
+				"replica %d of group %d is fenced here: %s; its other replicas serve the group; it is rebuilt when it is moved to another node (the balancer does, or an operator)",
+				rf.ReplicaID, rf.Group, rf.Reason)
+		}
 		if grp, ok := st.Groups[rf.Group]; ok && grp.Peers[n.cfg.NodeID] == rf.ReplicaID {
 			return slotstore.Errorf(slotstore.CodeRouteNotReady,
 				"replica %d of group %d failed to start here (%d attempts): %s; its other replicas serve the group; move this replica to another node to rebuild it",

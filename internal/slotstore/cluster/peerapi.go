@@ -41,6 +41,7 @@ func (p peerAPI) peerHandler() *peer.Server {
 	s.Handle(http.MethodGet, "nodes", p.servePeerNodes)
 	s.Handle(http.MethodPost, "wake", p.n.wakes.serve)
 	s.Handle(http.MethodPost, "membership", p.servePeerMembership)
+	p.registerChecks(s) // digest, fence
 
 	return s
 }

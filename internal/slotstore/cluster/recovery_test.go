@@ -164,6 +164,7 @@ func TestRecoverAGroupThatLostItsQuorum(t *testing.T) {
 		for _, n := range []int{2, 3, 4} {
 			holdsAll(n, fmt.Sprintf("replica, restarted (compacted %v),", compacted))
 		}
+		checkGroups(t, ctx, c.Nodes[2], fmt.Sprintf("after the recovery and restarts (compacted %v)", compacted), g)
 	}
 }
 

@@ -265,4 +265,5 @@ func (r *restarts) agree(when string) {
 		}
 		return true
 	})
+	checkAll(r.t, r.ctx, r.c.Nodes[0], when)
 }

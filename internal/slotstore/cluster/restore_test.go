@@ -208,6 +208,7 @@ func TestRestoreDrill(t *testing.T) {
 		return err == nil && info.ServedBy == to && kv != nil && string(kv.Value) == "v-"+key
 	})
 
+	checkAll(t, ctx, dst.Nodes[0], "after the restore and restarts")
 	// Every replica holds exactly the backed-up rows (and the new keys).
 	final := dst.Nodes[0].Controller()
 	for i := range dst.Nodes {

@@ -37,7 +37,8 @@ type applier struct {
 	last                 lastRow                                // the last row read or written (get)
 	forgotHeads          []slotstore.HashSlot                   // slots whose kept heads are stale (forgetHead)
 	slotsChanged         bool
-	err                  error // first storage error; Update fails with it
+	checks               []uint64 // state checks the entry being applied asked for (check.go)
+	err                  error    // first storage error; Update fails with it
 }
 
 // applyEntry applies every command of one entry and encodes their results.
@@ -66,6 +67,8 @@ func (a *applier) applyCommand(raw []byte) meta.Result {
 		return slotApplier{a}.applySlotCommand(c)
 	case *meta.SlotWrites:
 		return a.applySlotWrites(c)
+	case *meta.CheckState:
+		return a.applyCheck(c)
 	}
 	return a.applyOne(c)
 }

@@ -76,6 +76,10 @@ type Config struct {
 	// same values.
 	WatchRecords int
 	WatchAge     time.Duration
+	// OnCheck, if set, is handed a store snapshot of the state right after
+	// the entry at index that carried the state checks ids (check.go). It
+	// owns the snapshot (closes it) and must not block.
+	OnCheck func(g slotstore.GroupID, index uint64, ids []uint64, snap *pebble.Snapshot)
 }
 
 // The change log's default retention per hash slot.
@@ -254,27 +258,46 @@ func sysU64(r pebble.Reader, g slotstore.GroupID, kind meta.SysKind) (uint64, bo
 	return binary.BigEndian.Uint64(v), true, nil
 }
 
-// Update applies a run of committed entries in one Pebble batch.
+// Update applies a run of committed entries in one Pebble batch — or in
+// several, when an entry asks for a state check (meta.CheckState): the
+// batch is committed after that entry and a store snapshot taken there, so
+// every replica hashes its state at the same index (check.go).
 func (s *StateMachine) Update(entries []sm.Entry) ([]sm.Entry, error) {
-	if len(entries) == 0 {
-		return entries, nil
+	for done := 0; done < len(entries); {
+		n, checks, err := s.applyRun(entries[done:])
+		if err != nil {
+			return nil, err
+		}
+		done += n
+		if len(checks) > 0 {
+			s.handOverChecks(entries[done-1].Index, checks)
+		}
 	}
+	return entries, nil
+}
+
+// applyRun applies entries into one batch and commits it, stopping after
+// the first entry that asks for a check: it returns how many entries it
+// applied and that entry's check IDs.
+func (s *StateMachine) applyRun(entries []sm.Entry) (int, []uint64, error) {
 	start := time.Now()
 	b := s.db.NewIndexedBatch()
 	defer b.Close()
 	a := applier{sm: s, b: b, revision: s.revision, dedupHead: s.dedupHead, dedupTail: s.dedupTail,
 		owned: *s.owned.Load(), fenced: *s.fenced.Load(), tracked: *s.tracked.Load()}
 	a.tracking = !a.tracked.Empty()
-	for i := range entries {
-		a.index, a.seq = entries[i].Index, 0
-		entries[i].Result = a.applyEntry(entries[i].Cmd)
+	n := 0
+	for n < len(entries) && len(a.checks) == 0 {
+		a.index, a.seq = entries[n].Index, 0
+		entries[n].Result = a.applyEntry(entries[n].Cmd)
+		n++
 	}
 	a.flushHeads()
 	if a.err != nil {
 		// A storage error is not a command's fault: stop rather than diverge.
-		return nil, a.err
+		return 0, nil, a.err
 	}
-	last := entries[len(entries)-1].Index
+	last := entries[n-1].Index
 	g := s.cfg.Group
 	_ = b.Set(meta.SysKey(g, meta.SysApplied), u64(last), nil)
 	if a.revision != s.revision {
@@ -302,7 +325,7 @@ func (s *StateMachine) Update(entries []sm.Entry) ([]sm.Entry, error) {
 		}
 	}
 	if err := b.Commit(pebble.NoSync); err != nil {
-		return nil, fmt.Errorf("fsm: commit group %d at %d: %w", g, last, err)
+		return 0, nil, fmt.Errorf("fsm: commit group %d at %d: %w", g, last, err)
 	}
 	if s.afterCommit != nil {
 		s.afterCommit()
@@ -324,7 +347,7 @@ func (s *StateMachine) Update(entries []sm.Entry) ([]sm.Entry, error) {
 	if len(a.changes) > 0 {
 		s.cfg.OnChanges(g, a.changes)
 	}
-	return entries, nil
+	return n, a.checks, nil
 }
 
 // Sync makes everything applied so far durable.

@@ -62,3 +62,15 @@ func (r *Recovery) Recoveries() []slotstore.RecoveryReport {
 	defer r.mu.Unlock()
 	return slices.Clone(r.reports)
 }
+
+// CheckGroup answers that every replica of an existing group agrees.
+func (r *Recovery) CheckGroup(_ context.Context, g slotstore.GroupID) (slotstore.GroupCheck, error) {
+	r.f.Record(fmt.Sprintf("CheckGroup %d", g))
+	r.f.mu.Lock()
+	_, ok := r.f.groups[g]
+	r.f.mu.Unlock()
+	if !ok {
+		return slotstore.GroupCheck{}, slotstore.Errorf(slotstore.CodeNotFound, "group %d does not exist", g)
+	}
+	return slotstore.GroupCheck{Group: g, CheckID: 1, Verdict: slotstore.CheckConsistent}, nil
+}

@@ -67,7 +67,9 @@ func (f *failures) failed(g slotstore.GroupID, replica uint64, err error, now ti
 	}
 	var p *EnginePanic
 	var c *ReplayCrashes
-	rf.Reason, rf.Panicked = oneLine(err.Error()), errors.As(err, &p) || errors.As(err, &c)
+	var fe *Fenced
+	rf.Reason, rf.Fenced = oneLine(err.Error()), errors.As(err, &fe)
+	rf.Panicked = errors.As(err, &p) || errors.As(err, &c) || rf.Fenced
 	rf.Attempts++
 	f.m[g] = rf
 	return rf

@@ -41,6 +41,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/cockroachdb/pebble/v2"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -93,6 +94,9 @@ type Config struct {
 	// Changes receives the changes each replica numbered, once committed
 	// (fsm.Config.OnChanges: it must not block).
 	Changes func(g slotstore.GroupID, recs []watch.Record)
+	// Check receives a store snapshot for each state check a replica
+	// applies (fsm.Config.OnCheck: it owns the snapshot, must not block).
+	Check func(g slotstore.GroupID, index uint64, ids []uint64, snap *pebble.Snapshot)
 	// WatchRecords and WatchAge bound each hash slot's change log
 	// (fsm.Config; the same on every node).
 	WatchRecords int
@@ -133,6 +137,9 @@ type Config struct {
 	// the first line of the previous process's crash output, if any.
 	StartMarks string
 	LastCrash  string
+	// FenceMarks is the directory of the fenced replicas' marks
+	// (fences.go; "": Fence refuses).
+	FenceMarks string
 }
 
 // Set is the node's running replicas.
@@ -159,6 +166,9 @@ type Set struct {
 	// marks: the replicas replaying their own logs (startmarks.go; nil:
 	// none kept).
 	marks *startMarks
+	// fences are the replicas state checks fenced (fences.go; nil: none
+	// kept).
+	fences *fences
 }
 
 // New returns an empty set.
@@ -173,6 +183,14 @@ func New(cfg Config) *Set {
 			cfg.Logger.Error("no crash-loop breaker: the start marks cannot be kept", "err", err)
 		} else {
 			s.marks = m
+		}
+	}
+	if cfg.FenceMarks != "" {
+		f, err := loadFences(cfg.FenceMarks)
+		if err != nil {
+			cfg.Logger.Error("no replica can be fenced: the fence marks cannot be kept", "err", err)
+		} else {
+			s.fences = f
 		}
 	}
 	return s
@@ -309,11 +327,14 @@ func (s *Set) Start(st *controller.State, grp *controller.Group, replica uint64,
 		return nil
 	}
 	g, shard := grp.ID, controller.ShardOf(grp.ID)
+	if err := s.isFenced(shard, replica); err != nil {
+		return err
+	}
 	r := &Replica{Group: g, ReplicaID: replica}
 	genesis := st.GenesisSlots(g)
 	create := func(uint64, uint64) sm.IOnDiskStateMachine {
 		m := fsm.New(fsm.Config{Group: g, DB: s.cfg.DB, Genesis: genesis, OnApplied: s.cfg.Applied,
-			OnChanges: s.cfg.Changes, WatchRecords: s.cfg.WatchRecords, WatchAge: s.cfg.WatchAge})
+			OnChanges: s.cfg.Changes, OnCheck: s.cfg.Check, WatchRecords: s.cfg.WatchRecords, WatchAge: s.cfg.WatchAge})
 		r.sm.Store(m)
 		return m
 	}
@@ -471,6 +492,9 @@ func (s *Set) Stop(ctx context.Context, g slotstore.GroupID) error {
 	if s.marks != nil {
 		s.marks.drop(shard)
 	}
+	if s.fences != nil {
+		s.fences.drop(shard)
+	}
 	if err := s.cfg.DB.DeleteGroup(g); err != nil {
 		return err
 	}
@@ -534,6 +558,9 @@ func (s *Set) clearStale(ctx context.Context, g slotstore.GroupID, keep uint64) 
 	}
 	if s.marks != nil {
 		s.marks.drop(shard)
+	}
+	if s.fences != nil {
+		s.fences.drop(shard) // keep is a new replica: never fenced
 	}
 	if !rows {
 		return nil

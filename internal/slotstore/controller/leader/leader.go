@@ -102,6 +102,13 @@ type Config struct {
 	// ServedTransfer, when set, is told of every raw transfer another node
 	// asked of this one over the peer port (attribution).
 	ServedTransfer func(ctx context.Context)
+	// Checks runs state checks (check.go; nil: none). CheckEvery is how
+	// often each group is checked in the background (default
+	// DefaultCheckEvery; negative: only when an operator asks);
+	// CheckTimeout bounds one background check (default 10 minutes).
+	Checks       CheckHost
+	CheckEvery   time.Duration
+	CheckTimeout time.Duration
 	// Views, set only by tests, replaces the observed views the
 	// preferred-leader reconciler and the high-water marks decide from.
 	Views func(now time.Time) []slotstore.GroupView
@@ -118,6 +125,7 @@ type Leader struct {
 	transfers sync.Map                                       // GroupID → time.Time: transfers started here and not seen to finish
 	rounds    struct{ lastBalance, lastHighWater time.Time } // Round's own, one round at a time
 	decided   sync.Map                                       // GroupID → string: the last decision recorded per group (to log changes only)
+	checks    checkBook                                      // state checks (check.go)
 }
 
 // New returns a Leader; it does nothing until driven (Run or the *Once calls).
@@ -125,7 +133,14 @@ func New(cfg Config) *Leader {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.CheckEvery == 0 {
+		cfg.CheckEvery = DefaultCheckEvery
+	}
+	if cfg.CheckTimeout <= 0 {
+		cfg.CheckTimeout = 10 * time.Minute
+	}
 	l := &Leader{cfg: cfg, obs: policy.NewObservations(), load: heat.NewTracker(cfg.HeatStep, 0), backoff: policy.NewBackoff(cfg.BackoffSeed)}
+	l.checks.last, l.checks.started = map[slotstore.GroupID]slotstore.GroupCheck{}, map[slotstore.GroupID]time.Time{}
 	l.tasks = tasks.New(tasks.Config{Node: taskNode{l}, PhaseTimeout: cfg.TaskPhaseTimeout, ActiveWithin: cfg.Leadership.ActiveWithin,
 		MaxLag: cfg.Leadership.MaxLag, RequestTimeout: cfg.RequestTimeout, Now: cfg.Now, Logger: cfg.Logger})
 	return l
@@ -142,6 +157,7 @@ func (l *Leader) Run(stop <-chan struct{}) {
 	}
 	t := time.NewTicker(l.cfg.ObserveInterval)
 	defer t.Stop()
+	defer l.checks.wg.Wait() // the background check ends with the node's life
 	for {
 		select {
 		case <-stop:
@@ -162,6 +178,7 @@ func (l *Leader) Round() {
 	life := l.cfg.Life
 	if !l.Leads() {
 		l.obs.StepDown()
+		l.checks.stepDown()
 		l.rounds.lastBalance = l.cfg.Now()
 		return
 	}
@@ -191,6 +208,9 @@ func (l *Leader) Round() {
 		bctx, bcancel := context.WithTimeout(life, 2*l.cfg.RequestTimeout)
 		l.BalanceOnce(bctx, l.rounds.lastBalance)
 		bcancel()
+	}
+	if l.Leads() {
+		l.checkInBackground(l.cfg.Now())
 	}
 }
 

@@ -94,7 +94,14 @@ func (l *Leader) decisionViews(now time.Time) []slotstore.GroupView {
 
 // views builds every group's view from the intent and the latest reports.
 func (l *Leader) views(now time.Time) []slotstore.GroupView {
-	return l.obs.Aggregate(l.cfg.Host.Controller(), now, l.cfg.NodeID, l.cfg.UnreachableAfter)
+	vs := l.obs.Aggregate(l.cfg.Host.Controller(), now, l.cfg.NodeID, l.cfg.UnreachableAfter)
+	last := l.LastChecks()
+	for i := range vs {
+		if c, ok := last[vs[i].ID]; ok {
+			vs[i].LastCheck = &c
+		}
+	}
+	return vs
 }
 
 // Observed is what this node observes of the cluster at now — every node's

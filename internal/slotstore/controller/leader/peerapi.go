@@ -21,6 +21,7 @@ func (l *Leader) Register(s *peer.Server) {
 	s.Handle(http.MethodGet, "balancer-plan", serveView(l, func(ctx context.Context) slotstore.BalancePlan { p, _ := l.BalancerPlan(ctx); return p }))
 	s.Handle(http.MethodGet, "heat", serveView(l, func(context.Context) slotstore.SlotHeat { return l.heat() }))
 	s.Handle(http.MethodPost, "transfer", l.serveTransfer)
+	s.Handle(http.MethodPost, "check", l.serveCheck)
 }
 
 // Heat returns the hash slots' heat map, as the controller leader counted

@@ -328,7 +328,7 @@ func (o *Observations) Aggregate(st *controller.State, now time.Time, self slots
 			}
 			_, desired := grp.Peers[f.node]
 			v.Replicas = append(v.Replicas, slotstore.ReplicaView{Node: f.node, ReplicaID: f.rf.ReplicaID, Role: slotstore.RoleUnknown,
-				Desired: desired, ReportAgeMs: now.Sub(f.at).Milliseconds(), HeardAgoMs: -1, UnansweredMs: -1, Failed: f.rf.Reason})
+				Desired: desired, ReportAgeMs: now.Sub(f.at).Milliseconds(), HeardAgoMs: -1, UnansweredMs: -1, Failed: f.rf.Reason, Fenced: f.rf.Fenced})
 			reported[f.node] = true
 		}
 		for _, p := range v.DesiredPeers { // desired peers that reported nothing
