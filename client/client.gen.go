@@ -4896,6 +4896,12 @@ type ClientInterface interface {
 	// the membership as it is; asking for the same move again resumes the failed task. One
 	// task per group at a time (409).
 	//
+	// `to_node` equal to `from_node` rebuilds the replica in place (a replica that failed to
+	// start, or that a state check fenced, on a cluster with no node outside the group): the
+	// old replica is removed first (leadership moved off it), then a new one is added on the
+	// same node as a learner, caught up from a snapshot, promoted and committed; the group runs
+	// on one voter fewer in between, and the task cannot be cancelled.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/cluster/groups/{id}/replica-moves (the `CreateReplicaMove` operationId).
@@ -4910,6 +4916,12 @@ type ClientInterface interface {
 	// observed. A phase stuck past the task timeout fails the task with its reason and leaves
 	// the membership as it is; asking for the same move again resumes the failed task. One
 	// task per group at a time (409).
+	//
+	// `to_node` equal to `from_node` rebuilds the replica in place (a replica that failed to
+	// start, or that a state check fenced, on a cluster with no node outside the group): the
+	// old replica is removed first (leadership moved off it), then a new one is added on the
+	// same node as a learner, caught up from a snapshot, promoted and committed; the group runs
+	// on one voter fewer in between, and the task cannot be cancelled.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -7302,6 +7314,12 @@ func (c *Client) RecoverGroup(ctx context.Context, id GroupID, body RecoverGroup
 // the membership as it is; asking for the same move again resumes the failed task. One
 // task per group at a time (409).
 //
+// `to_node` equal to `from_node` rebuilds the replica in place (a replica that failed to
+// start, or that a state check fenced, on a cluster with no node outside the group): the
+// old replica is removed first (leadership moved off it), then a new one is added on the
+// same node as a learner, caught up from a snapshot, promoted and committed; the group runs
+// on one voter fewer in between, and the task cannot be cancelled.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/cluster/groups/{id}/replica-moves (the `CreateReplicaMove` operationId).
@@ -7326,6 +7344,12 @@ func (c *Client) CreateReplicaMoveWithBody(ctx context.Context, id GroupID, cont
 // observed. A phase stuck past the task timeout fails the task with its reason and leaves
 // the membership as it is; asking for the same move again resumes the failed task. One
 // task per group at a time (409).
+//
+// `to_node` equal to `from_node` rebuilds the replica in place (a replica that failed to
+// start, or that a state check fenced, on a cluster with no node outside the group): the
+// old replica is removed first (leadership moved off it), then a new one is added on the
+// same node as a learner, caught up from a snapshot, promoted and committed; the group runs
+// on one voter fewer in between, and the task cannot be cancelled.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -16581,6 +16605,12 @@ type ClientWithResponsesInterface interface {
 	// the membership as it is; asking for the same move again resumes the failed task. One
 	// task per group at a time (409).
 	//
+	// `to_node` equal to `from_node` rebuilds the replica in place (a replica that failed to
+	// start, or that a state check fenced, on a cluster with no node outside the group): the
+	// old replica is removed first (leadership moved off it), then a new one is added on the
+	// same node as a learner, caught up from a snapshot, promoted and committed; the group runs
+	// on one voter fewer in between, and the task cannot be cancelled.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/cluster/groups/{id}/replica-moves (the `CreateReplicaMove` operationId).
@@ -16595,6 +16625,12 @@ type ClientWithResponsesInterface interface {
 	// observed. A phase stuck past the task timeout fails the task with its reason and leaves
 	// the membership as it is; asking for the same move again resumes the failed task. One
 	// task per group at a time (409).
+	//
+	// `to_node` equal to `from_node` rebuilds the replica in place (a replica that failed to
+	// start, or that a state check fenced, on a cluster with no node outside the group): the
+	// old replica is removed first (leadership moved off it), then a new one is added on the
+	// same node as a learner, caught up from a snapshot, promoted and committed; the group runs
+	// on one voter fewer in between, and the task cannot be cancelled.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -35048,6 +35084,12 @@ func (c *ClientWithResponses) RecoverGroupWithResponse(ctx context.Context, id G
 // the membership as it is; asking for the same move again resumes the failed task. One
 // task per group at a time (409).
 //
+// `to_node` equal to `from_node` rebuilds the replica in place (a replica that failed to
+// start, or that a state check fenced, on a cluster with no node outside the group): the
+// old replica is removed first (leadership moved off it), then a new one is added on the
+// same node as a learner, caught up from a snapshot, promoted and committed; the group runs
+// on one voter fewer in between, and the task cannot be cancelled.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/cluster/groups/{id}/replica-moves (the `CreateReplicaMove` operationId).
@@ -35068,6 +35110,12 @@ func (c *ClientWithResponses) CreateReplicaMoveWithBodyWithResponse(ctx context.
 // observed. A phase stuck past the task timeout fails the task with its reason and leaves
 // the membership as it is; asking for the same move again resumes the failed task. One
 // task per group at a time (409).
+//
+// `to_node` equal to `from_node` rebuilds the replica in place (a replica that failed to
+// start, or that a state check fenced, on a cluster with no node outside the group): the
+// old replica is removed first (leadership moved off it), then a new one is added on the
+// same node as a learner, caught up from a snapshot, promoted and committed; the group runs
+// on one voter fewer in between, and the task cannot be cancelled.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

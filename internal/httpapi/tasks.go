@@ -17,7 +17,7 @@ type taskRoutes struct{ *api }
 
 type replicaMoveRequest struct {
 	FromNode uint64 `json:"from_node" validate:"required,min=1"`
-	ToNode   uint64 `json:"to_node" validate:"required,min=1,nefield=FromNode"`
+	ToNode   uint64 `json:"to_node" validate:"required,min=1"` // = from_node: rebuild in place
 }
 
 // createReplicaMove is POST /v1/cluster/groups/{id}/replica-moves: it starts

@@ -49,31 +49,8 @@ func TestAStateCheckFindsFencesAndRebuildsADivergentReplica(t *testing.T) {
 		t.Fatalf("the first check: %+v", clean)
 	}
 
-	// A follower's row of one written key, changed in its store.
-	leader, _, _ := roles(t, c, g)
+	victim, key, hs := diverge(t, c, g, r.written)
 	st := c.Nodes[0].Controller()
-	var victim slotstore.NodeID
-	for node := range st.Groups[g].Peers {
-		if node != leader && (victim == 0 || node < victim) {
-			victim = node
-		}
-	}
-	tbl := c.Nodes[0].Routes().Table()
-	i := slices.IndexFunc(r.written, func(k string) bool { return tbl.Group(slotstore.HashSlotOfString(k)) == g })
-	key := r.written[i]
-	hs := slotstore.HashSlotOfString(key)
-	db := c.Nodes[victim-1].Testing().Store().Pebble()
-	kk := meta.KVKey(g, hs, key)
-	v, closer, err := db.Get(kk)
-	if err != nil {
-		t.Fatal(err)
-	}
-	flipped := slices.Clone(v)
-	flipped[len(flipped)-1] ^= 1
-	closer.Close()
-	if err := db.Set(kk, flipped, pebble.Sync); err != nil {
-		t.Fatal(err)
-	}
 
 	found := check(0)
 	if found.Verdict != slotstore.CheckDiverged || !slices.Equal(found.Minority, []slotstore.NodeID{victim}) ||
@@ -110,7 +87,8 @@ func TestAStateCheckFindsFencesAndRebuildsADivergentReplica(t *testing.T) {
 	}
 	// The fence outlives the process.
 	c.StopNode(int(victim) - 1)
-	if n, err = c.TryStartNode(int(victim) - 1); err != nil {
+	n, err := c.TryStartNode(int(victim) - 1)
+	if err != nil {
 		t.Fatal(err)
 	}
 	waitUntil(t, 30*time.Second, "the restarted node to report its replica fenced", func() bool { return fenced(n) })
@@ -197,4 +175,119 @@ func TestTheControllerLeaderChecksEveryGroupInTheBackground(t *testing.T) {
 		}
 		return twice == 3
 	})
+}
+
+// diverge changes, behind Raft's back, one byte of a written key's row on
+// a follower of g (a flipped bit on its disk); it returns the follower,
+// the key and its hash slot.
+func diverge(t *testing.T, c *slotstoretest.Cluster, g slotstore.GroupID, written []string) (slotstore.NodeID, string, slotstore.HashSlot) {
+	t.Helper()
+	var leader slotstore.NodeID
+	waitUntil(t, 10*time.Second, fmt.Sprintf("a leader of group %d", g), func() bool {
+		st, ok := c.Nodes[0].Routes().Group(g)
+		leader = st.Leader
+		return ok && leader != 0
+	})
+	st := c.Nodes[0].Controller()
+	var victim slotstore.NodeID
+	for node := range st.Groups[g].Peers {
+		if node != leader && (victim == 0 || node < victim) {
+			victim = node
+		}
+	}
+	tbl := c.Nodes[0].Routes().Table()
+	i := slices.IndexFunc(written, func(k string) bool { return tbl.Group(slotstore.HashSlotOfString(k)) == g })
+	key := written[i]
+	hs := slotstore.HashSlotOfString(key)
+	db := c.Nodes[victim-1].Testing().Store().Pebble()
+	kk := meta.KVKey(g, hs, key)
+	v, closer, err := db.Get(kk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flipped := slices.Clone(v)
+	flipped[len(flipped)-1] ^= 1
+	closer.Close()
+	if err := db.Set(kk, flipped, pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	return victim, key, hs
+}
+
+// On three nodes — no node outside the group — a fenced replica is rebuilt
+// in place: the balancer moves it from its node to itself, which removes
+// it, then adds a new replica there from a snapshot; the next check is
+// clean, every write reads back, and the rebuilt replica's node restarts
+// on its data.
+func TestADivergentReplicaIsRebuiltInPlaceOnThreeNodes(t *testing.T) {
+	rc := startRebuilds(t, true, func(cfg *cluster.Config) { cfg.CheckEvery = time.Hour }, 3) // no background check in the test's time but the recheck
+	c := rc.Cluster
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	r := &restarts{t: t, c: c, ctx: ctx}
+	r.put("before", 40)
+	const g = slotstore.GroupID(1)
+	old := c.Nodes[0].Controller().Groups[g].Peers
+	victim, _, hs := diverge(t, c, g, r.written)
+	got, err := c.Nodes[0].Operator().Recovery().CheckGroup(ctx, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Verdict != slotstore.CheckDiverged || !slices.Equal(got.Fenced, []slotstore.NodeID{victim}) || !slices.Equal(got.Differing, []slotstore.HashSlot{hs}) {
+		t.Fatalf("the check: %+v", got)
+	}
+	waitUntil(t, 60*time.Second, fmt.Sprintf("n%d's replica of group %d rebuilt in place", victim, g), func() bool {
+		peers := c.Nodes[0].Controller().Groups[g].Peers
+		return len(peers) == 3 && peers[victim] != 0 && peers[victim] != old[victim]
+	})
+	if d := decisionsOf(c.Nodes[0], g, "replica_failed"); len(d) == 0 || !strings.Contains(d[len(d)-1].Detail, "in place") {
+		t.Fatalf("the balancer's decision: %+v", d)
+	}
+	var rebuilt *slotstore.Task
+	for _, tk := range c.Nodes[0].Operator().Tasks() {
+		if tk.Group == g && tk.From == victim && tk.To == victim {
+			rebuilt = &tk
+			break
+		}
+	}
+	if rebuilt == nil || rebuilt.Status != "succeeded" || len(rebuilt.History) == 0 || rebuilt.History[0].Phase != "remove_old" {
+		t.Fatalf("the rebuild in place: %+v", rebuilt)
+	}
+	t.Logf("rebuilt in place: task %d, replica %d → %d, phases %v", rebuilt.ID, old[victim], rebuilt.NewReplicaID, phasesOf(rebuilt.History))
+	// The controller leader checks the group again by itself once the
+	// minority was rebuilt: the alarm ends with a clean check.
+	waitUntil(t, 30*time.Second, "a clean check of the rebuilt group", func() bool {
+		v, err := c.Nodes[0].Operator().Group(ctx, g)
+		return err == nil && v.LastCheck != nil && v.LastCheck.CheckID != got.CheckID && v.LastCheck.Verdict == slotstore.CheckConsistent
+	})
+	r.put("after", 20)
+	r.agree("after the rebuild in place") // ends with a check of every group
+	r.restart(victim)
+	r.put("restarted", 10)
+	r.agree("after a restart of the rebuilt node")
+
+	// An operator rebuilds a healthy replica in place — the group's
+	// leader's, which hands its leadership to another voter first: the
+	// node stops the running old replica and starts the new one.
+	var leader slotstore.NodeID
+	waitUntil(t, 10*time.Second, "a leader of group 1", func() bool {
+		st, ok := c.Nodes[0].Routes().Group(g)
+		leader = st.Leader
+		return ok && leader != 0
+	})
+	before := c.Nodes[0].Controller().Groups[g].Peers[leader]
+	moveReplica(ctx, t, c.Nodes[0], g, leader, leader)
+	if after := c.Nodes[0].Controller().Groups[g].Peers[leader]; after == before || after == 0 {
+		t.Fatalf("n%d's replica %d after its rebuild in place: %d", leader, before, after)
+	}
+	r.put("rebuilt-healthy", 10)
+	r.agree("after an operator's rebuild in place of the leader's replica")
+}
+
+func phasesOf(h []slotstore.PhaseRecord) []slotstore.TaskPhase {
+	out := make([]slotstore.TaskPhase, len(h))
+	for i, r := range h {
+		out[i] = r.Phase
+	}
+	return out
 }

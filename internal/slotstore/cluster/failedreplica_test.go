@@ -141,8 +141,8 @@ func failAReplica(t *testing.T, balancer bool) {
 	r.agree("after a restart of the rebuilt replica's node")
 }
 
-// rebuilds is a cluster of four nodes and two groups of three replicas
-// whose balancer (when on) only rebuilds replicas; it keeps each node's
+// rebuilds is a cluster of nodes (four unless said) and two groups of
+// three replicas whose balancer (when on) only rebuilds replicas; it keeps each node's
 // metrics registry, and shows the nodes' logs when the test fails.
 type rebuilds struct {
 	*slotstoretest.Cluster
@@ -152,14 +152,18 @@ type rebuilds struct {
 	regs map[slotstore.NodeID]*prometheus.Registry
 }
 
-func startRebuilds(t *testing.T, balancer bool, tune func(*cluster.Config)) *rebuilds {
+func startRebuilds(t *testing.T, balancer bool, tune func(*cluster.Config), nodes ...int) *rebuilds {
+	n := 4
+	if len(nodes) > 0 {
+		n = nodes[0]
+	}
 	rc := &rebuilds{t: t, logs: &syncLog{}, regs: map[slotstore.NodeID]*prometheus.Registry{}}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("node logs:\n%s", rc.logs.String())
 		}
 	})
-	rc.Cluster = slotstoretest.Start(t, slotstoretest.Options{Nodes: 4, Groups: 2, ReplicationFactor: 3, Tune: func(cfg *cluster.Config) {
+	rc.Cluster = slotstoretest.Start(t, slotstoretest.Options{Nodes: n, Groups: 2, ReplicationFactor: 3, Tune: func(cfg *cluster.Config) {
 		cfg.ObserveInterval = 100 * time.Millisecond
 		cfg.TaskPhaseTimeout = 10 * time.Second
 		cfg.Logger = slog.New(slog.NewTextHandler(rc.logs, nil)).With("node", cfg.NodeID)

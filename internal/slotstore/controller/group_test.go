@@ -267,3 +267,64 @@ func stepper(t *testing.T, s *StateMachine) func(Command) Result {
 		return update(t, s, idx, b)
 	}
 }
+
+// TestARebuildInPlaceRemovesTheOldReplicaFirst: a move from a node to
+// itself runs remove_old first; the node runs the old replica until the
+// learner was added, then the new one (a learner until promoted); the
+// commit gives the node the new replica id; it cannot be cancelled; and a
+// group of one replica cannot be rebuilt in place.
+func TestARebuildInPlaceRemovesTheOldReplicaFirst(t *testing.T) {
+	s := NewStateMachine(func(*State) {})
+	update(t, s, 1, bootstrapCmd(t, 3, 1, 3))
+	do := stepper(t, s)
+	g := s.Snapshot().Groups[1]
+	const node = slotstore.NodeID(2)
+	old := g.Peers[node]
+	r := do(Command{CreateMove: &CreateMove{Group: 1, From: node, To: node}})
+	if !r.OK {
+		t.Fatal(r)
+	}
+	id := r.TaskID
+	tk := s.Snapshot().Tasks[id]
+	if tk.Phase != PhaseRemoveOld || tk.NewReplicaID == old {
+		t.Fatalf("the rebuild's start: %+v", tk)
+	}
+	wants := func() (bool, uint64, bool) { return s.Snapshot().Wants(node, 1) }
+	if w, rid, learner := wants(); !w || rid != old || learner {
+		t.Fatalf("before its learner: wants %v replica %d learner %v", w, rid, learner)
+	}
+	if r := do(Command{CancelTask: &CancelTask{ID: id}}); r.OK {
+		t.Fatal("a rebuild in place was cancelled")
+	}
+	for _, step := range []struct {
+		from, to slotstore.TaskPhase
+		replica  uint64
+		learner  bool
+	}{
+		{PhaseRemoveOld, PhaseAddLearner, old, false},
+		{PhaseAddLearner, PhaseCatchUp, tk.NewReplicaID, true},
+		{PhaseCatchUp, PhasePromote, tk.NewReplicaID, true},
+		{PhasePromote, PhaseCommit, tk.NewReplicaID, false},
+	} {
+		if r := do(Command{AdvanceTask: &AdvanceTask{ID: id, ExpectedPhase: step.from, Phase: step.to}}); !r.OK {
+			t.Fatalf("%s → %s: %v", step.from, step.to, r)
+		}
+		if w, rid, learner := wants(); !w || rid != step.replica || learner != step.learner {
+			t.Fatalf("in %s: wants %v replica %d learner %v, want %d %v", step.to, w, rid, learner, step.replica, step.learner)
+		}
+	}
+	if r := do(Command{AdvanceTask: &AdvanceTask{ID: id, ExpectedPhase: PhaseCommit, Phase: PhaseDone}}); !r.OK {
+		t.Fatal(r)
+	}
+	after := s.Snapshot()
+	if after.Tasks[id].Status != TaskSucceeded || after.Groups[1].Peers[node] != tk.NewReplicaID || len(after.Groups[1].Peers) != 3 ||
+		after.Groups[1].ConfigEpoch != g.ConfigEpoch+1 {
+		t.Fatalf("after the commit: %+v, peers %v", after.Tasks[id], after.Groups[1].Peers)
+	}
+
+	one := NewStateMachine(func(*State) {})
+	update(t, one, 1, bootstrapCmd(t, 1, 1, 1))
+	if r := stepper(t, one)(Command{CreateMove: &CreateMove{Group: 1, From: 1, To: 1}}); r.OK || r.Code != slotstore.CodeFailedPrecondition {
+		t.Fatalf("a one-replica group rebuilt in place: %+v", r)
+	}
+}

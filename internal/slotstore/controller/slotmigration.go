@@ -64,6 +64,9 @@ func Phases(t *Task) []slotstore.TaskPhase {
 	case TaskGroupMerge:
 		return append(append([]slotstore.TaskPhase(nil), steps...), PhaseRetire, PhaseDone)
 	}
+	if Rebuilds(t) {
+		return rebuildPhases
+	}
 	return movePhases
 }
 
@@ -91,11 +94,6 @@ func PhaseIndex(t *Task, phase slotstore.TaskPhase) int {
 		}
 	}
 	return -1
-}
-
-// TaskPhaseIndex is the position of phase in a replica move (-1 if unknown).
-func TaskPhaseIndex(kind slotstore.TaskKind, phase slotstore.TaskPhase) int {
-	return PhaseIndex(&Task{Kind: kind}, phase)
 }
 
 // slotMoves counts the running tasks that move hash slots.

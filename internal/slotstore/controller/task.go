@@ -31,9 +31,22 @@ const (
 // movePhases is the order of a replica move's phases.
 var movePhases = []slotstore.TaskPhase{PhaseAddLearner, PhaseCatchUp, PhasePromote, PhaseRemoveOld, PhaseCommit, PhaseDone}
 
+// rebuildPhases is the order of a rebuild in place — a replica move whose
+// From is its To: a node holds one replica of a group, so the old one is
+// removed first and the new one, a learner on the same node, is sent the
+// group's state as any move's learner is. The group runs on one voter
+// fewer in between; once the old replica is removed the task only goes
+// forward.
+var rebuildPhases = []slotstore.TaskPhase{PhaseRemoveOld, PhaseAddLearner, PhaseCatchUp, PhasePromote, PhaseCommit, PhaseDone}
+
+// Rebuilds reports whether t is a rebuild in place (a replica move from a
+// node to itself).
+func Rebuilds(t *Task) bool { return t.Kind == TaskReplicaMove && t.From == t.To }
+
 // CreateMove starts a replica move of Group from From to To. A move of the
 // same group, from and to that failed earlier is resumed instead (same task,
-// same new replica id, next attempt).
+// same new replica id, next attempt). From equal to To rebuilds the replica
+// in place (rebuildPhases).
 type CreateMove struct {
 	Group slotstore.GroupID `json:"group"`
 	From  slotstore.NodeID  `json:"from"`
@@ -99,17 +112,21 @@ func applyCreateMove(s *State, c *CreateMove, timeMs int64) Result {
 	if _, ok := g.Peers[c.From]; !ok {
 		return refuse(slotstore.CodeConflict, "node %d is not a desired peer of group %d", c.From, c.Group)
 	}
-	if _, ok := g.Peers[c.To]; ok {
+	if _, ok := g.Peers[c.To]; ok && c.To != c.From {
 		return refuse(slotstore.CodeConflict, "node %d already is a desired peer of group %d", c.To, c.Group)
 	}
 	to, ok := s.Nodes[c.To]
 	if !ok || to.State != NodeActive {
 		return refuse(slotstore.CodeConflict, "node %d is not an active node", c.To)
 	}
+	if c.From == c.To && len(g.Peers) < 2 {
+		return refuse(slotstore.CodeFailedPrecondition, "group %d has one replica: it cannot be rebuilt in place (nothing would be left to copy from)", c.Group)
+	}
 	s.NextTaskID++
 	t := &Task{ID: s.NextTaskID, Kind: TaskReplicaMove, Group: c.Group, From: c.From, To: c.To,
-		OldReplicaID: g.Peers[c.From], NewReplicaID: s.NextReplicaID, Phase: PhaseAddLearner, Status: TaskRunning,
+		OldReplicaID: g.Peers[c.From], NewReplicaID: s.NextReplicaID, Status: TaskRunning,
 		Attempt: 1, CreatedAtMs: timeMs, UpdatedAtMs: timeMs}
+	t.Phase = Phases(t)[0]
 	s.NextReplicaID++
 	if s.Tasks == nil {
 		s.Tasks = map[uint64]*Task{}
@@ -267,22 +284,24 @@ func (s *State) Wants(node slotstore.NodeID, g slotstore.GroupID) (bool, uint64,
 	if !ok {
 		return false, 0, false // retired, or not created yet
 	}
-	if r, ok := grp.Peers[node]; ok {
-		if _, dead := s.Tombstoned(g, r); dead {
-			return false, 0, false // a recovery rebuilt the group without it (recovery.go)
-		}
-		return true, r, false
-	}
+	// The target of a move runs the new replica once its learner was added
+	// — on a node being rebuilt in place, instead of the old one.
 	for _, t := range s.Tasks {
 		if t.Group != g || t.To != node || t.Kind != TaskReplicaMove {
 			continue
 		}
 		switch t.Status {
 		case TaskRunning, TaskFailed:
-			if TaskPhaseIndex(TaskReplicaMove, t.Phase) >= TaskPhaseIndex(TaskReplicaMove, PhaseCatchUp) {
-				return true, t.NewReplicaID, TaskPhaseIndex(TaskReplicaMove, t.Phase) <= TaskPhaseIndex(TaskReplicaMove, PhasePromote)
+			if PhaseIndex(t, t.Phase) >= PhaseIndex(t, PhaseCatchUp) {
+				return true, t.NewReplicaID, PhaseIndex(t, t.Phase) <= PhaseIndex(t, PhasePromote)
 			}
 		}
+	}
+	if r, ok := grp.Peers[node]; ok {
+		if _, dead := s.Tombstoned(g, r); dead {
+			return false, 0, false // a recovery rebuilt the group without it (recovery.go)
+		}
+		return true, r, false
 	}
 	return false, 0, false
 }

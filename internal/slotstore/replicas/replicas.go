@@ -290,6 +290,14 @@ func (s *Set) Follow(ctx context.Context, st *controller.State) {
 			if err := s.Stop(ctx, id); err != nil {
 				s.cfg.Logger.Error("stop group replica", "group", id, "err", err)
 			}
+		case running && s.Get(id).ReplicaID != replica:
+			// Rebuilt in place: the controller places a new replica of the
+			// group here (a move from this node to itself); the old one,
+			// already removed from the group's Raft, goes with its data and
+			// the new one starts next round.
+			if err := s.Stop(ctx, id); err != nil {
+				s.cfg.Logger.Error("stop a replica rebuilt in place", "group", id, "err", err)
+			}
 		case !want && !running && s.hasData(id):
 			// A replica removed while this node was down, or a Stop cut
 			// short by a restart, left its data behind; or a recovery

@@ -188,18 +188,32 @@ func (p *planner) drain() {
 	}
 }
 
-// rebuild moves every replica its node could not start (Group.Failed) as a
-// drain does: the new replica is sent a snapshot, and the failed one's data
-// is removed from its node once it is no longer placed there.
+// rebuild moves every replica its node could not start or a state check
+// fenced (Group.Failed) as a drain does: the new replica is sent a
+// snapshot, and the failed one's data is removed from its node once it is
+// no longer placed there. With no active node outside the group (three
+// nodes, three replicas) it is rebuilt in place: a move from its node to
+// itself removes it first, then adds the new one there.
 func (p *planner) rebuild() {
 	for _, g := range p.in.Groups {
 		for _, from := range g.Failed {
-			if !p.moveOff(g, from, ReasonRebuild, fmt.Sprintf("no active node can take group %d's replica that node %d could not start", g.ID, from),
-				func(to slotstore.NodeID) string {
-					return fmt.Sprintf("node %d could not start its replica (see the group's view); rebuilt on node %d, %d replicas, the fewest", from, to, p.replicas[to])
-				}) {
+			if p.budget <= 0 {
 				return
 			}
+			if !slices.Contains(g.Peers, from) || !p.free(g) {
+				continue
+			}
+			if to := p.emptiest(g.Peers); to != 0 {
+				p.add(Action{Kind: MoveReplica, Reason: ReasonRebuild, Group: g.ID, From: from, To: to,
+					Detail: fmt.Sprintf("node %d could not start its replica, or a state check fenced it (see the group's view); rebuilt on node %d, %d replicas, the fewest", from, to, p.replicas[to])})
+				continue
+			}
+			if !p.active(from) {
+				p.out.Held = fmt.Sprintf("no active node can take group %d's failed replica on node %d", g.ID, from)
+				return
+			}
+			p.add(Action{Kind: MoveReplica, Reason: ReasonRebuild, Group: g.ID, From: from, To: from,
+				Detail: fmt.Sprintf("node %d could not start its replica, or a state check fenced it (see the group's view); no active node outside the group: rebuilt in place from a snapshot", from)})
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/slotmeta/slotmeta/internal/slotstore"
 	"github.com/slotmeta/slotmeta/internal/slotstore/checks"
+	"github.com/slotmeta/slotmeta/internal/slotstore/controller"
 	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
 	"github.com/slotmeta/slotmeta/internal/slotstore/peer"
 )
@@ -48,6 +49,7 @@ type CheckHost interface {
 type checkBook struct {
 	mu      sync.Mutex
 	last    map[slotstore.GroupID]slotstore.GroupCheck
+	epochs  map[slotstore.GroupID]uint64    // each group's config epoch when its last check began
 	started map[slotstore.GroupID]time.Time // when the latest check of a group began
 	next    time.Time                       // no background check starts before
 	running bool
@@ -105,6 +107,7 @@ func (l *Leader) check(ctx context.Context, g slotstore.GroupID) (slotstore.Grou
 	start := l.cfg.Now()
 	l.checks.mu.Lock()
 	l.checks.started[g] = start
+	l.checks.epochs[g] = grp.ConfigEpoch
 	l.checks.mu.Unlock()
 	id := uint64(rand.Int64N(1<<53-1)) + 1 // never 0; exact in JSON numbers (53 bits)
 	res, err := l.proposeCheck(ctx, g, id)
@@ -222,18 +225,26 @@ func (l *Leader) checkInBackground(now time.Time) {
 		b.next = now.Add(spacing)
 		return
 	}
-	if b.running || now.Before(b.next) {
+	if b.running || now.Before(b.next) && !b.recheck(l.cfg.Host.Controller()) {
 		return
 	}
 	var due slotstore.GroupID
 	var oldest time.Time
+	st := l.cfg.Host.Controller()
 	for _, g := range ids {
+		// A group whose last check found a divergence and whose replicas
+		// changed since (the minority rebuilt) is checked again first: the
+		// alarm ends with a clean check, not an hour later.
+		if c, ok := b.last[g]; ok && c.Verdict.Alarming() && st.Groups[g].ConfigEpoch != b.epochs[g] {
+			due, oldest = g, time.Time{}
+			break
+		}
 		t := b.started[g]
 		if due == 0 || t.Before(oldest) {
 			due, oldest = g, t
 		}
 	}
-	if now.Sub(oldest) < every {
+	if !oldest.IsZero() && now.Sub(oldest) < every {
 		return
 	}
 	// Spread over the period: one group every every/len(ids).
@@ -259,4 +270,15 @@ func (b *checkBook) stepDown() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.next = time.Time{}
+}
+
+// recheck reports a group whose last check found a divergence and whose
+// replicas changed since. b.mu is held.
+func (b *checkBook) recheck(st *controller.State) bool {
+	for g, c := range b.last {
+		if grp, ok := st.Groups[g]; ok && c.Verdict.Alarming() && grp.ConfigEpoch != b.epochs[g] {
+			return true
+		}
+	}
+	return false
 }

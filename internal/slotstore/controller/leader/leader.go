@@ -141,6 +141,7 @@ func New(cfg Config) *Leader {
 	}
 	l := &Leader{cfg: cfg, obs: policy.NewObservations(), load: heat.NewTracker(cfg.HeatStep, 0), backoff: policy.NewBackoff(cfg.BackoffSeed)}
 	l.checks.last, l.checks.started = map[slotstore.GroupID]slotstore.GroupCheck{}, map[slotstore.GroupID]time.Time{}
+	l.checks.epochs = map[slotstore.GroupID]uint64{}
 	l.tasks = tasks.New(tasks.Config{Node: taskNode{l}, PhaseTimeout: cfg.TaskPhaseTimeout, ActiveWithin: cfg.Leadership.ActiveWithin,
 		MaxLag: cfg.Leadership.MaxLag, RequestTimeout: cfg.RequestTimeout, Now: cfg.Now, Logger: cfg.Logger})
 	return l

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 	"github.com/slotmeta/slotmeta/internal/slotstore/controller"
 )
 
@@ -27,7 +28,7 @@ func (e *Executor) moveStep(ctx context.Context, t controller.Task) error {
 		if err != nil {
 			return err
 		}
-		return e.advance(ctx, t, controller.PhaseCatchUp, "", "", m.Record(t.Phase, fmt.Sprintf("replica %d added as a learner on node %d", t.NewReplicaID, t.To)))
+		return e.advance(ctx, t, nextMovePhase(t), "", "", m.Record(t.Phase, fmt.Sprintf("replica %d added as a learner on node %d", t.NewReplicaID, t.To)))
 	case controller.PhaseCatchUp:
 		octx, cancel := context.WithTimeout(ctx, time.Second)
 		e.cfg.Node.Observe(octx)
@@ -56,7 +57,7 @@ func (e *Executor) moveStep(ctx context.Context, t controller.Task) error {
 				if err != nil {
 					return err
 				}
-				return e.advance(ctx, t, controller.PhasePromote, "", "",
+				return e.advance(ctx, t, nextMovePhase(t), "", "",
 					m.Record(t.Phase, fmt.Sprintf("learner applied %d, leader %d", r.AppliedIndex, leaderApplied)))
 			}
 			if fresh && r.SnapshotBytes != 0 && r.SnapshotBytes != t.SnapshotBytes &&
@@ -84,14 +85,18 @@ func (e *Executor) moveStep(ctx context.Context, t controller.Task) error {
 		if _, ok := m.Voters[t.NewReplicaID]; !ok {
 			return fmt.Errorf("replica %d is not a voter after promotion", t.NewReplicaID)
 		}
-		return e.advance(ctx, t, controller.PhaseRemoveOld, "", "", m.Record(t.Phase, fmt.Sprintf("replica %d promoted to voter", t.NewReplicaID)))
+		return e.advance(ctx, t, nextMovePhase(t), "", "", m.Record(t.Phase, fmt.Sprintf("replica %d promoted to voter", t.NewReplicaID)))
 	case controller.PhaseRemoveOld:
 		// Never remove the leader under itself: hand leadership to the new
-		// replica first.
+		// replica first (a rebuild in place: to another live voter).
 		if e.cfg.Node.GroupLeader(t.Group) == t.From {
 			if v, err := e.cfg.Node.Group(ctx, t.Group); err == nil {
+				to := t.To
+				if controller.Rebuilds(&t) {
+					to = otherLiveVoter(v, t.From)
+				}
 				tctx, cancel := context.WithTimeout(ctx, e.cfg.RequestTimeout)
-				err = e.cfg.Node.Transfer(tctx, v, t.To)
+				err = e.cfg.Node.Transfer(tctx, v, to)
 				cancel()
 				if err != nil {
 					return fmt.Errorf("moving leadership off node %d before removing it: %w", t.From, err)
@@ -105,7 +110,7 @@ func (e *Executor) moveStep(ctx context.Context, t controller.Task) error {
 		if _, ok := m.Voters[t.OldReplicaID]; ok {
 			return fmt.Errorf("replica %d is still a voter", t.OldReplicaID)
 		}
-		return e.advance(ctx, t, controller.PhaseCommit, "", "", m.Record(t.Phase, fmt.Sprintf("replica %d of node %d removed", t.OldReplicaID, t.From)))
+		return e.advance(ctx, t, nextMovePhase(t), "", "", m.Record(t.Phase, fmt.Sprintf("replica %d of node %d removed", t.OldReplicaID, t.From)))
 	case controller.PhaseCommit:
 		m, err := e.cfg.Node.Membership(ctx, MembershipRequest{Group: t.Group, Op: OpGet})
 		if err != nil {
@@ -132,4 +137,25 @@ func catchUpBegan(t controller.Task) time.Time {
 		}
 	}
 	return time.UnixMilli(t.CreatedAtMs)
+}
+
+// nextMovePhase is the phase after t's in its own order (a move's or a
+// rebuild's in place, controller.Phases).
+func nextMovePhase(t controller.Task) slotstore.TaskPhase {
+	phases := controller.Phases(&t)
+	if i := controller.PhaseIndex(&t, t.Phase); i >= 0 && i+1 < len(phases) {
+		return phases[i+1]
+	}
+	return controller.PhaseDone
+}
+
+// otherLiveVoter is a live voter of v on another node than not (0: none;
+// the transfer then refuses).
+func otherLiveVoter(v slotstore.GroupView, not slotstore.NodeID) slotstore.NodeID {
+	for _, r := range v.Replicas {
+		if r.Node != not && r.Role == slotstore.RoleVoter && r.Live {
+			return r.Node
+		}
+	}
+	return 0
 }
