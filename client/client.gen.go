@@ -2062,15 +2062,18 @@ type GroupView struct {
 	Learners NodeIDs `json:"learners"`
 
 	// LiveVoters Voters that report and that the leader hears.
-	LiveVoters       int            `json:"live_voters"`
-	ObservationAgeMs int64          `json:"observation_age_ms"`
-	ObservedAtMs     int64          `json:"observed_at_ms"`
-	ObservedBy       int64          `json:"observed_by"`
-	PreferredLeader  int64          `json:"preferred_leader"`
-	PreferredSetAtMs int64          `json:"preferred_set_at_ms"`
-	Replicas         *[]ReplicaView `json:"replicas"`
-	Term             int64          `json:"term"`
-	Voters           NodeIDs        `json:"voters"`
+	LiveVoters       int   `json:"live_voters"`
+	ObservationAgeMs int64 `json:"observation_age_ms"`
+	ObservedAtMs     int64 `json:"observed_at_ms"`
+	ObservedBy       int64 `json:"observed_by"`
+	PreferredLeader  int64 `json:"preferred_leader"`
+	PreferredSetAtMs int64 `json:"preferred_set_at_ms"`
+
+	// ReadsFenced Set while the group's reads are refused (412 failed_precondition on every node): a state check found its replicas differing with no majority. Its writes go on. Lifted by the next check that finds every replica agreeing.
+	ReadsFenced *string        `json:"reads_fenced,omitempty"`
+	Replicas    *[]ReplicaView `json:"replicas"`
+	Term        int64          `json:"term"`
+	Voters      NodeIDs        `json:"voters"`
 }
 
 // GroupViewHealth `under_replicated`: fewer live voters than desired peers.
@@ -4730,7 +4733,8 @@ type ClientInterface interface {
 	// `incomplete` (some replicas did not answer; those that did agree), `diverged` (a majority
 	// agrees; the others, the minority, are fenced at once — they stop serving and are rebuilt
 	// from the majority when the balancer moves them off) or `no_majority` (nothing is chosen
-	// automatically) — with the hash slots that differ and each replica's digest. The
+	// automatically: the group's reads are refused on every node, 412, until a check finds
+	// every replica agreeing) — with the hash slots that differ and each replica's digest. The
 	// controller leader also checks every group in the background, at least once an hour;
 	// the last check of each group is in its view (`last_check`). Takes no body. Audited.
 	//
@@ -7048,7 +7052,8 @@ func (c *Client) GetGroup(ctx context.Context, id GroupID, reqEditors ...Request
 // `incomplete` (some replicas did not answer; those that did agree), `diverged` (a majority
 // agrees; the others, the minority, are fenced at once — they stop serving and are rebuilt
 // from the majority when the balancer moves them off) or `no_majority` (nothing is chosen
-// automatically) — with the hash slots that differ and each replica's digest. The
+// automatically: the group's reads are refused on every node, 412, until a check finds
+// every replica agreeing) — with the hash slots that differ and each replica's digest. The
 // controller leader also checks every group in the background, at least once an hour;
 // the last check of each group is in its view (`last_check`). Takes no body. Audited.
 //
@@ -16435,7 +16440,8 @@ type ClientWithResponsesInterface interface {
 	// `incomplete` (some replicas did not answer; those that did agree), `diverged` (a majority
 	// agrees; the others, the minority, are fenced at once — they stop serving and are rebuilt
 	// from the majority when the balancer moves them off) or `no_majority` (nothing is chosen
-	// automatically) — with the hash slots that differ and each replica's digest. The
+	// automatically: the group's reads are refused on every node, 412, until a check finds
+	// every replica agreeing) — with the hash slots that differ and each replica's digest. The
 	// controller leader also checks every group in the background, at least once an hour;
 	// the last check of each group is in its view (`last_check`). Takes no body. Audited.
 	//
@@ -34854,7 +34860,8 @@ func (c *ClientWithResponses) GetGroupWithResponse(ctx context.Context, id Group
 // `incomplete` (some replicas did not answer; those that did agree), `diverged` (a majority
 // agrees; the others, the minority, are fenced at once — they stop serving and are rebuilt
 // from the majority when the balancer moves them off) or `no_majority` (nothing is chosen
-// automatically) — with the hash slots that differ and each replica's digest. The
+// automatically: the group's reads are refused on every node, 412, until a check finds
+// every replica agreeing) — with the hash slots that differ and each replica's digest. The
 // controller leader also checks every group in the background, at least once an hour;
 // the last check of each group is in its view (`last_check`). Takes no body. Audited.
 //

@@ -133,6 +133,13 @@ func TestAStateCheckThatFoundADivergenceIsShown(t *testing.T) {
 	if got := text(one(t, gp, "replica-2")); !strings.Contains(got, fenced) || strings.Contains(got, "failed to start") {
 		t.Fatalf("the fenced replica's row: %q", got)
 	}
+	if ns := byTestID(gp, "reads-fenced"); len(ns) != 0 {
+		t.Fatal("a group with a majority shows its reads fenced")
+	}
+	g.ReadsFenced = "group 2 diverged at index 40 with no majority: hash slots 17 differ"
+	if got := text(one(t, render(t, GroupLive(GroupProps{Found: true, Now: now, Group: g})), "reads-fenced")); !strings.Contains(got, g.ReadsFenced) {
+		t.Fatalf("the read fence: %q", got)
+	}
 	ov := render(t, OverviewFragment(OverviewProps{Now: now, Known: true, Diverged: []slotstore.GroupCheck{check}}))
 	if got := text(one(t, ov, "diverged-banner")); !strings.Contains(got, "group 2") || !strings.Contains(got, "nodes [2]") {
 		t.Fatalf("the overview's banner: %q", got)

@@ -209,8 +209,11 @@ type GroupView struct {
 	ObservationAgeMs int64         `json:"observation_age_ms"`
 	Aggregator       NodeID        `json:"aggregator"` // the controller leader that aggregated the reports
 	// LastCheck is the group's last state check on this controller leader
-	// (nil: none since it took the lead).
-	LastCheck *GroupCheck `json:"last_check,omitempty"`
+	// (nil: none since it took the lead). ReadsFenced, when set, says why
+	// the group's reads are refused: a check found its replicas differing
+	// with no majority (lifted by a check that finds them agreeing).
+	LastCheck   *GroupCheck `json:"last_check,omitempty"`
+	ReadsFenced string      `json:"reads_fenced,omitempty"`
 }
 
 // Blocker is one reason a leader transfer must not happen now.

@@ -182,12 +182,7 @@ func TestTheControllerLeaderChecksEveryGroupInTheBackground(t *testing.T) {
 // the key and its hash slot.
 func diverge(t *testing.T, c *slotstoretest.Cluster, g slotstore.GroupID, written []string) (slotstore.NodeID, string, slotstore.HashSlot) {
 	t.Helper()
-	var leader slotstore.NodeID
-	waitUntil(t, 10*time.Second, fmt.Sprintf("a leader of group %d", g), func() bool {
-		st, ok := c.Nodes[0].Routes().Group(g)
-		leader = st.Leader
-		return ok && leader != 0
-	})
+	leader := awaitLeader(t, c, g)
 	st := c.Nodes[0].Controller()
 	var victim slotstore.NodeID
 	for node := range st.Groups[g].Peers {
@@ -198,19 +193,7 @@ func diverge(t *testing.T, c *slotstoretest.Cluster, g slotstore.GroupID, writte
 	tbl := c.Nodes[0].Routes().Table()
 	i := slices.IndexFunc(written, func(k string) bool { return tbl.Group(slotstore.HashSlotOfString(k)) == g })
 	key := written[i]
-	hs := slotstore.HashSlotOfString(key)
-	db := c.Nodes[victim-1].Testing().Store().Pebble()
-	kk := meta.KVKey(g, hs, key)
-	v, closer, err := db.Get(kk)
-	if err != nil {
-		t.Fatal(err)
-	}
-	flipped := slices.Clone(v)
-	flipped[len(flipped)-1] ^= 1
-	closer.Close()
-	if err := db.Set(kk, flipped, pebble.Sync); err != nil {
-		t.Fatal(err)
-	}
+	hs := damage(t, c, victim, g, key, 1)
 	return victim, key, hs
 }
 
@@ -269,12 +252,7 @@ func TestADivergentReplicaIsRebuiltInPlaceOnThreeNodes(t *testing.T) {
 	// An operator rebuilds a healthy replica in place — the group's
 	// leader's, which hands its leadership to another voter first: the
 	// node stops the running old replica and starts the new one.
-	var leader slotstore.NodeID
-	waitUntil(t, 10*time.Second, "a leader of group 1", func() bool {
-		st, ok := c.Nodes[0].Routes().Group(g)
-		leader = st.Leader
-		return ok && leader != 0
-	})
+	leader := awaitLeader(t, c, g)
 	before := c.Nodes[0].Controller().Groups[g].Peers[leader]
 	moveReplica(ctx, t, c.Nodes[0], g, leader, leader)
 	if after := c.Nodes[0].Controller().Groups[g].Peers[leader]; after == before || after == 0 {
@@ -290,4 +268,104 @@ func phasesOf(h []slotstore.PhaseRecord) []slotstore.TaskPhase {
 		out[i] = r.Phase
 	}
 	return out
+}
+
+// damage flips bits (xor) in the last byte of key's row in group g on node
+// n's store, behind Raft's back; it returns the key's hash slot.
+func damage(t *testing.T, c *slotstoretest.Cluster, n slotstore.NodeID, g slotstore.GroupID, key string, xor byte) slotstore.HashSlot {
+	t.Helper()
+	hs := slotstore.HashSlotOfString(key)
+	db := c.Nodes[n-1].Testing().Store().Pebble()
+	kk := meta.KVKey(g, hs, key)
+	v, closer, err := db.Get(kk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flipped := slices.Clone(v)
+	flipped[len(flipped)-1] ^= xor
+	closer.Close()
+	if err := db.Set(kk, flipped, pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	return hs
+}
+
+// Two replicas of three that differ from each other and from the third:
+// no majority, nothing fenced or rebuilt automatically — the group's reads
+// are refused on every node (its writes go on, other groups are read) until
+// an operator has rebuilt the wrong replicas from the right one and a check
+// finds them agreeing, which lifts the fence.
+func TestNoMajorityFencesTheGroupsReads(t *testing.T) {
+	rc := startRebuilds(t, false, func(cfg *cluster.Config) { cfg.CheckEvery = -1 }, 3)
+	c := rc.Cluster
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	r := &restarts{t: t, c: c, ctx: ctx}
+	r.put("before", 40)
+	const g = slotstore.GroupID(1)
+	leader := awaitLeader(t, c, g)
+	tbl := c.Nodes[0].Routes().Table()
+	key := r.written[slices.IndexFunc(r.written, func(k string) bool { return tbl.Group(slotstore.HashSlotOfString(k)) == g })]
+	other := r.written[slices.IndexFunc(r.written, func(k string) bool { return tbl.Group(slotstore.HashSlotOfString(k)) != g })]
+	var followers []slotstore.NodeID
+	for node := range c.Nodes[0].Controller().Groups[g].Peers {
+		if node != leader {
+			followers = append(followers, node)
+		}
+	}
+	slices.Sort(followers)
+	hs := damage(t, c, followers[0], g, key, 1)
+	damage(t, c, followers[1], g, key, 2)
+
+	got, err := c.Nodes[0].Operator().Recovery().CheckGroup(ctx, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Verdict != slotstore.CheckNoMajority || len(got.Fenced) != 0 || !slices.Equal(got.Differing, []slotstore.HashSlot{hs}) {
+		t.Fatalf("the check: %+v", got)
+	}
+	read := func(n *cluster.Node, k string, cons meta.Consistency) error {
+		_, _, err := n.Read(ctx, &meta.GetKV{HashSlot: slotstore.HashSlotOfString(k), Key: k}, cons)
+		return err
+	}
+	for i, n := range c.Nodes {
+		waitUntil(t, 10*time.Second, fmt.Sprintf("n%d to refuse group %d's reads", i+1, g), func() bool {
+			return slotstore.ErrorCode(read(n, key, meta.Linearizable)) == slotstore.CodeFailedPrecondition &&
+				slotstore.ErrorCode(read(n, key, meta.Local)) == slotstore.CodeFailedPrecondition
+		})
+		if err := read(n, other, meta.Linearizable); err != nil {
+			t.Fatalf("n%d: a read of another group: %v", i+1, err)
+		}
+		rows := n.ReadRows(ctx, []*meta.GetRows{{HashSlot: hs, Table: meta.TableKV, Keys: []meta.RowRef{{Key: key}}}}, meta.Linearizable)
+		if len(rows) != 1 || slotstore.ErrorCode(rows[0].Err) != slotstore.CodeFailedPrecondition {
+			t.Fatalf("n%d: a batch read of the fenced group: %+v", i+1, rows)
+		}
+	}
+	if v, err := c.Nodes[0].Operator().Group(ctx, g); err != nil || v.ReadsFenced == "" {
+		t.Fatalf("the group's view: %v %q", err, v.ReadsFenced)
+	}
+	r.put("while-fenced", 10) // writes go on
+
+	// The operator rebuilds both followers from the leader, one at a time,
+	// and checks again: the fence is lifted.
+	for _, f := range followers {
+		moveReplica(ctx, t, c.Nodes[0], g, f, f)
+	}
+	again, err := c.Nodes[0].Operator().Recovery().CheckGroup(ctx, g)
+	if err != nil || again.Verdict != slotstore.CheckConsistent || !strings.Contains(again.Action, "lifted") {
+		t.Fatalf("the check after the rebuilds: %v %+v", err, again)
+	}
+	r.agree("after the fence was lifted") // every replica reads every write
+}
+
+// awaitLeader waits until node 1 knows a leader of g and returns it.
+func awaitLeader(t *testing.T, c *slotstoretest.Cluster, g slotstore.GroupID) slotstore.NodeID {
+	t.Helper()
+	var leader slotstore.NodeID
+	waitUntil(t, 10*time.Second, fmt.Sprintf("a leader of group %d", g), func() bool {
+		st, ok := c.Nodes[0].Routes().Group(g)
+		leader = st.Leader
+		return ok && leader != 0
+	})
+	return leader
 }

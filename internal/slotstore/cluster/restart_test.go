@@ -76,11 +76,7 @@ func TestNodesRestartAfterReceivingAReplica(t *testing.T) {
 // of g (four nodes, three replicas).
 func roles(t *testing.T, c *slotstoretest.Cluster, g slotstore.GroupID) (leader, follower, free slotstore.NodeID) {
 	t.Helper()
-	waitUntil(t, 10*time.Second, fmt.Sprintf("a leader of group %d", g), func() bool {
-		st, ok := c.Nodes[0].Routes().Group(g)
-		leader = st.Leader
-		return ok && leader != 0
-	})
+	leader = awaitLeader(t, c, g)
 	peers := c.Nodes[0].Controller().Groups[g].Peers
 	for i := range c.Nodes {
 		id := slotstore.NodeID(i + 1)

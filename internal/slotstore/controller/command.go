@@ -46,6 +46,9 @@ type Command struct {
 	HighWater *HighWater `json:"high_water,omitempty"`
 	// ReleasePins: pins.go.
 	ReleasePins *ReleasePins `json:"release_pins,omitempty"`
+	// FenceReads, LiftReadFence: readfence.go.
+	FenceReads    *FenceReads    `json:"fence_reads,omitempty"`
+	LiftReadFence *LiftReadFence `json:"lift_read_fence,omitempty"`
 }
 
 // SetPreferred sets a group's preferred leader (an intent with a time).
@@ -125,7 +128,8 @@ func DecodeCommand(b []byte) (Command, error) {
 	for _, set := range []bool{c.Bootstrap != nil, c.RegisterNode != nil, c.SetNodeState != nil, c.SetPreferred != nil, c.Decision != nil,
 		c.CreateMove != nil, c.AdvanceTask != nil, c.CancelTask != nil, c.SlotMigrate != nil, c.CreateGroup != nil, c.RetireGroup != nil,
 		c.CreateSplit != nil, c.CreateMerge != nil, c.DrainNode != nil, c.RemoveNode != nil, c.SetBalancer != nil, c.Audit != nil,
-		c.RaftTiming != nil, c.PeerSecret != nil, c.RecoverGroup != nil, c.RecoverController != nil, c.HighWater != nil, c.ReleasePins != nil} {
+		c.RaftTiming != nil, c.PeerSecret != nil, c.RecoverGroup != nil, c.RecoverController != nil, c.HighWater != nil, c.ReleasePins != nil,
+		c.FenceReads != nil, c.LiftReadFence != nil} {
 		if set {
 			bodies++
 		}
@@ -252,6 +256,10 @@ func applyBody(s *State, c Command) Result {
 		return applyHighWater(s, c.HighWater)
 	case c.ReleasePins != nil:
 		return applyReleasePins(s, c.ReleasePins)
+	case c.FenceReads != nil:
+		return applyFenceReads(s, c.FenceReads, c.TimeMs)
+	case c.LiftReadFence != nil:
+		return applyLiftReadFence(s, c.LiftReadFence)
 	case c.SetPreferred != nil:
 		return applySetPreferred(s, c.SetPreferred, c.TimeMs)
 	case c.Audit != nil:

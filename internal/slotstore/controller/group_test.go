@@ -328,3 +328,31 @@ func TestARebuildInPlaceRemovesTheOldReplicaFirst(t *testing.T) {
 		t.Fatalf("a one-replica group rebuilt in place: %+v", r)
 	}
 }
+
+// TestAReadFenceIsSetAndLifted: FenceReads records why a group's reads are
+// refused (ReadsFenced), a clone keeps it apart, LiftReadFence ends it; an
+// unknown group is refused.
+func TestAReadFenceIsSetAndLifted(t *testing.T) {
+	s := NewStateMachine(func(*State) {})
+	update(t, s, 1, bootstrapCmd(t, 3, 1, 3))
+	do := stepper(t, s)
+	if s.Snapshot().ReadsFenced(1) != nil {
+		t.Fatal("a new group's reads are fenced")
+	}
+	if r := do(Command{FenceReads: &FenceReads{Group: 1, CheckID: 7, Reason: "no majority"}}); !r.OK {
+		t.Fatal(r)
+	}
+	before := s.Snapshot()
+	if f := before.ReadsFenced(1); f == nil || f.CheckID != 7 || f.Reason != "no majority" || f.AtMs == 0 {
+		t.Fatalf("the fence: %+v", f)
+	}
+	if r := do(Command{LiftReadFence: &LiftReadFence{Group: 1, CheckID: 8}}); !r.OK {
+		t.Fatal(r)
+	}
+	if s.Snapshot().ReadsFenced(1) != nil || before.ReadsFenced(1) == nil {
+		t.Fatal("the lift did not end the fence, or changed an earlier snapshot")
+	}
+	if r := do(Command{FenceReads: &FenceReads{Group: 9}}); r.OK || r.Code != slotstore.CodeNotFound {
+		t.Fatalf("a fence of no group: %+v", r)
+	}
+}

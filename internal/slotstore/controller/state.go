@@ -66,6 +66,8 @@ type Group struct {
 	ConfigEpoch      uint64                      `json:"config_epoch"`
 	PreferredLeader  slotstore.NodeID            `json:"preferred_leader"`
 	PreferredSetAtMs int64                       `json:"preferred_set_at_ms"`
+	// ReadFence, when set, refuses the group's reads (readfence.go).
+	ReadFence *ReadFence `json:"read_fence,omitempty"`
 }
 
 // PeerNodes lists the desired member nodes in ascending order.

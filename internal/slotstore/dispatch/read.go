@@ -34,6 +34,9 @@ func (d *Dispatcher) read(ctx context.Context, q meta.Query, c meta.Consistency,
 	waitUntil := time.Now().Add(d.cfg.LeaderWait)
 	for round := 1; ; round++ {
 		change, route, rerr := d.resolveWatching(q.RouteSlot())
+		if err := d.readsFenced(route.GroupID); err != nil {
+			return nil, meta.ReadInfo{}, err
+		}
 		var v any
 		var info meta.ReadInfo
 		var err error
@@ -174,4 +177,18 @@ func localReadBudget(ctx context.Context) time.Duration {
 		budget = min(budget, time.Until(d)/2)
 	}
 	return max(budget, time.Millisecond)
+}
+
+// readsFenced refuses the reads of group g while a state check found its
+// replicas differing with no majority (controller/readfence.go): none of
+// them may be trusted to answer.
+func (d *Dispatcher) readsFenced(g slotstore.GroupID) error {
+	if g == 0 {
+		return nil
+	}
+	if f := d.cfg.Controller().ReadsFenced(g); f != nil {
+		return slotstore.Errorf(slotstore.CodeFailedPrecondition,
+			"group %d's reads are fenced: its replicas hold different rows and no majority agrees (%s); an operator rebuilds the wrong replicas and checks again (docs/runbook.md)", g, f.Reason)
+	}
+	return nil
 }

@@ -38,6 +38,10 @@ func (d *Dispatcher) ReadRows(ctx context.Context, qs []*meta.GetRows, c meta.Co
 			d.cfg.Heat.Read(q.RouteSlot())
 		}
 		route, err := router.ResolveSlot(q.RouteSlot())
+		if ferr := d.readsFenced(route.GroupID); err == nil && ferr != nil {
+			out[i].Err = ferr
+			continue
+		}
 		var r Replica
 		if err == nil && route.GroupID != 0 {
 			r = d.cfg.Local.Replica(route.GroupID)

@@ -191,7 +191,20 @@ func (l *Leader) act(ctx context.Context, c *slotstore.GroupCheck, answers []che
 			c.Action = "fencing the minority failed: " + errors.Join(failed...).Error() + "; the next check tries again"
 		}
 	case slotstore.CheckNoMajority:
-		c.Action = "no majority: nothing fenced automatically; compare the replicas and move the wrong ones off (runbook)"
+		c.Action = "no majority: the group's reads are fenced, nothing is rebuilt automatically; rebuild the wrong replicas from the right one and check again (runbook)"
+		if _, err := l.cfg.Host.Propose(ctx, controller.Command{FenceReads: &controller.FenceReads{Group: c.Group, CheckID: c.CheckID, Reason: what}}); err != nil {
+			c.Action = "no majority, and fencing the group's reads failed: " + err.Error() + "; the next check tries again"
+		}
+	case slotstore.CheckConsistent:
+		if l.cfg.Host.Controller().ReadsFenced(c.Group) != nil {
+			if _, err := l.cfg.Host.Propose(ctx, controller.Command{LiftReadFence: &controller.LiftReadFence{Group: c.Group, CheckID: c.CheckID}}); err != nil {
+				c.Action = "every replica agrees, but lifting the read fence failed: " + err.Error()
+			} else {
+				c.Action = "every replica agrees: the group's read fence is lifted"
+			}
+			l.cfg.Logger.Warn("state check: replicas agree again; read fence lifted", "group", c.Group, "check", c.CheckID, "action", c.Action)
+		}
+		return
 	default:
 		return
 	}

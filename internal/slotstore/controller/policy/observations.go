@@ -236,6 +236,9 @@ func (o *Observations) Aggregate(st *controller.State, now time.Time, self slots
 		if table != nil {
 			v.HashSlots = len(table.SlotsOf(gid))
 		}
+		if f := grp.ReadFence; f != nil {
+			v.ReadsFenced = f.Reason
+		}
 		for _, node := range grp.PeerNodes() {
 			v.DesiredPeers = append(v.DesiredPeers, slotstore.DesiredPeer{Node: node, ReplicaID: grp.Peers[node]})
 		}
