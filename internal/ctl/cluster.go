@@ -150,3 +150,20 @@ func auditList(c *cmd) int {
 		}
 	})
 }
+
+// node remove ID: DELETE /v1/cluster/nodes/{id} — a drained node leaves
+// the cluster for good (refused while it holds replicas).
+func nodeRemove(c *cmd) int {
+	id, _, code, ok := c.parseID("ID", math.MaxInt64)
+	if !ok {
+		return code
+	}
+	r, err := c.api.RemoveNodeWithResponse(c.ctx, id, c.idempotent)
+	if _, code, ok := answered(c, r, err); !ok {
+		return code
+	}
+	return c.showValue(map[string]any{"node": id, "removed": true}, func(t *table) {
+		t.header("NODE", "REMOVED")
+		t.row(id, true)
+	})
+}

@@ -165,6 +165,23 @@ func (c *cmd) number(name, s string, limit int64) (n int64, code int, ok bool) {
 	return n, exitOK, true
 }
 
+// numbers parses list, comma-separated numbers from low to limit (a flag
+// named name): nil when list is empty.
+func (c *cmd) numbers(name, list string, low, limit int64) (*[]int64, int, bool) {
+	if strings.TrimSpace(list) == "" {
+		return nil, exitOK, true
+	}
+	var out []int64
+	for _, part := range strings.Split(list, ",") {
+		n, err := strconv.ParseInt(strings.TrimSpace(part), 10, 64)
+		if err != nil || n < low || n > limit || len(out) == 256 {
+			return nil, c.usageError(fmt.Sprintf("%s %q: want at most 256 numbers from %d to %d, comma-separated", name, list, low, limit)), false
+		}
+		out = append(out, n)
+	}
+	return &out, exitOK, true
+}
+
 // consistency is the --consistency flag of reads.
 func (c *cmd) consistency() *string {
 	v := "linearizable"

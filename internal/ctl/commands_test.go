@@ -265,6 +265,41 @@ func TestCommands(t *testing.T) {
 		n.fails(exitConflict, "group", "recover", "1", "--accept-data-loss")  // its quorum stands: failed_precondition
 		n.fails(exitNotFound, "group", "recover", "99", "--accept-data-loss") // no such group
 	})
+	t.Run("operator verbs", func(t *testing.T) {
+		n := node{t, env}
+		var b client.BalancerStatus
+		if n.json(&b, "balancer", "pause"); !b.Paused {
+			t.Fatalf("balancer pause: %+v", b)
+		}
+		if n.json(&b, "balancer", "status"); !b.Paused {
+			t.Fatalf("balancer status after a pause: %+v", b)
+		}
+		if n.json(&b, "balancer", "resume"); b.Paused {
+			t.Fatalf("balancer resume: %+v", b)
+		}
+		if out := n.ok("balancer", "status", "-o", "table"); !strings.Contains(out, "PAUSED") {
+			t.Fatalf("balancer status as a table: %q", out)
+		}
+		var plan client.BalancePlan
+		n.json(&plan, "balancer", "plan")
+		n.json(&b, "balancer", "release", "1")
+		n.fails(exitUsage, "balancer", "release", "x")
+		var g client.GroupView
+		if n.json(&g, "leader", "prefer", "1", "1"); g.Id != 1 || g.PreferredLeader != 1 {
+			t.Fatalf("leader prefer: %+v", g)
+		}
+		n.fails(exitConflict, "leader", "prefer", "1", "9") // not a peer of the group
+		n.fails(exitConflict, "leader", "transfer", "1", "1", "--prefer")
+		var created client.Task
+		if n.json(&created, "group", "create"); created.Kind != "group_create" || created.Id == 0 {
+			t.Fatalf("group create: %+v", created)
+		}
+		n.fails(exitUsage, "group", "split", "1", "--slots", "300")
+		n.fails(exitUsage, "group", "merge", "1")
+		n.fails(exitNotFound, "group", "merge", "99", "--into", "1")
+		n.fails(exitNotFound, "group", "retire", "99")
+		n.fails(exitConflict, "node", "remove", "1") // not drained: refused
+	})
 	t.Run("group check", func(t *testing.T) {
 		n := node{t, env}
 		var got client.GroupCheck

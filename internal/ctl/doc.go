@@ -8,10 +8,12 @@
 //	slotmeta ctl [global flags] <noun> <verb> [args] [flags]
 //	slotmeta ctl kv put feature.flags on --if-match 7 -o json
 //
-// Nouns: kv, user, channel, subscriber (the data), cluster, node, group,
-// route, leader, replica, task and audit (operations); `slotmeta ctl -h`
-// lists every command, `slotmeta ctl <noun> <verb> -h` its flags. Flags
-// and arguments may be mixed; after "--" everything is an argument.
+// Nouns: kv, user, channel, subscriber (the data), cluster, node,
+// balancer, group, route, leader, replica, task, backup and audit
+// (operations); `slotmeta ctl -h` lists every command, `slotmeta ctl
+// <noun> <verb> -h` its flags. Flags and arguments may be mixed; after
+// "--" everything is an argument. `slotmeta ctl completion bash|zsh`
+// writes a completion script of the same tree (completion.go).
 //
 // Every command is one or a few calls of the generated Go client (package
 // client), through one client that dial builds: the only place that knows
@@ -62,4 +64,6 @@
 // its exit code is that of the first failed item (a batch write's aborted
 // items, failed because another of their hash slot did, come last), 0 when
 // none failed. A key a batch-get does not find is an answer, not an error.
+// group check exits 4 when the group's replicas differ (diverged or no
+// majority), 0 when they agree.
 package ctl

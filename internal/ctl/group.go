@@ -54,26 +54,6 @@ func groupGet(c *cmd) int {
 	})
 }
 
-// leader transfer GROUP NODE: POST /v1/cluster/groups/{id}/leader-transfer.
-// The controller leader checks first; an unsafe transfer is refused (4)
-// with its blockers on the error line.
-func leaderTransfer(c *cmd) int {
-	group, pos, code, ok := c.parseID("GROUP", maxGroup)
-	if !ok {
-		return code
-	}
-	node, code, ok := c.number("NODE", pos[1], math.MaxInt64)
-	if !ok {
-		return code
-	}
-	r, err := c.api.TransferLeaderWithResponse(c.ctx, group, client.LeaderTransferRequest{TargetNode: node}, c.idempotent)
-	return reply(c, r, err, func(t *table) {
-		tr := r.JSON200
-		t.header("GROUP", "PREVIOUS_LEADER", "LEADER", "TERM", "TOOK_MS")
-		t.row(tr.Group, tr.PreviousLeader, tr.Leader, tr.Term, tr.TookMs)
-	})
-}
-
 // replica move GROUP --from N --to M: POST
 // /v1/cluster/groups/{id}/replica-moves; the task, started. Follow it with
 // task get.
@@ -157,4 +137,88 @@ func deref[T any](p *T) T {
 		return zero
 	}
 	return *p
+}
+
+// group create [--peers 1,2,3]: POST /v1/cluster/groups — a new, empty
+// group (the controller chooses its nodes unless --peers); the task.
+func groupCreate(c *cmd) int {
+	peers := c.fs.String("peers", "", "the new group's `NODES`, comma-separated (default: the controller chooses)")
+	if _, code, ok := c.parse(); !ok {
+		return code
+	}
+	ids, code, ok := c.numbers("--peers", *peers, 1, math.MaxInt64)
+	if !ok {
+		return code
+	}
+	r, err := c.api.CreateGroupWithResponse(c.ctx, client.CreateGroupRequest{Peers: ids}, c.idempotent)
+	return taskStarted(c, r, err, func() *client.Task { return r.JSON202 })
+}
+
+// group split ID [--slots 5,6,7] [--peers 1,2,3]: POST
+// /v1/cluster/groups/{id}/split — the slots (default: the upper half) move
+// into a new group; the task.
+func groupSplit(c *cmd) int {
+	slots := c.fs.String("slots", "", "the `HASH_SLOTS` to move into the new group, comma-separated (default: the upper half)")
+	peers := c.fs.String("peers", "", "the new group's `NODES`, comma-separated (default: the controller chooses)")
+	id, _, code, ok := c.parseID("ID", maxGroup)
+	if !ok {
+		return code
+	}
+	hs, code, ok := c.numbers("--slots", *slots, 0, 255)
+	if !ok {
+		return code
+	}
+	ids, code, ok := c.numbers("--peers", *peers, 1, math.MaxInt64)
+	if !ok {
+		return code
+	}
+	req := client.SplitRequest{Peers: ids}
+	if hs != nil {
+		s := make([]int, len(*hs))
+		for i, v := range *hs {
+			s[i] = int(v)
+		}
+		req.HashSlots = &s
+	}
+	r, err := c.api.SplitGroupWithResponse(c.ctx, id, req, c.idempotent)
+	return taskStarted(c, r, err, func() *client.Task { return r.JSON202 })
+}
+
+// group merge ID --into GROUP: POST /v1/cluster/groups/{id}/merge — every
+// slot of ID moves into GROUP, then ID is retired; the task.
+func groupMerge(c *cmd) int {
+	into := c.fs.Int64("into", 0, "the `GROUP` that receives the slots (required)")
+	id, _, code, ok := c.parseID("ID", maxGroup)
+	if !ok {
+		return code
+	}
+	if *into < 1 || *into > maxGroup {
+		return c.usageError("--into is required: a group id")
+	}
+	r, err := c.api.MergeGroupWithResponse(c.ctx, id, client.MergeRequest{Into: *into}, c.idempotent)
+	return taskStarted(c, r, err, func() *client.Task { return r.JSON202 })
+}
+
+// group retire ID: DELETE /v1/cluster/groups/{id} — an empty group goes.
+func groupRetire(c *cmd) int {
+	id, _, code, ok := c.parseID("ID", maxGroup)
+	if !ok {
+		return code
+	}
+	r, err := c.api.RetireGroupWithResponse(c.ctx, id, c.idempotent)
+	if _, code, ok := answered(c, r, err); !ok {
+		return code
+	}
+	return c.showValue(map[string]any{"group": id, "retired": true}, func(t *table) {
+		t.header("GROUP", "RETIRED")
+		t.row(id, true)
+	})
+}
+
+// taskStarted shows the task a command started (202).
+func taskStarted[R any](c *cmd, r *R, err error, task func() *client.Task) int {
+	return reply(c, r, err, func(t *table) {
+		taskHeader(t)
+		taskRow(t, task())
+	})
 }

@@ -57,11 +57,23 @@ var nouns = []noun{
 		{"list", "", 0, 0, false, "the nodes, with their state and health", nodeList},
 		{"drain", "ID", 1, 1, true, "move every replica and leader off a node", nodeDrain},
 		{"drain-status", "[ID]", 0, 1, false, "the progress of the drains (of one node)", nodeDrainStatus},
+		{"remove", "ID", 1, 1, true, "remove a drained node from the cluster for good", nodeRemove},
+	}},
+	{"balancer", []verb{
+		{"status", "", 0, 0, false, "the balancer: paused or not, its last plan, the operator pins", balancerStatus},
+		{"plan", "", 0, 0, false, "what the balancer would do now (nothing done)", balancerPlan},
+		{"pause", "", 0, 0, true, "pause the balancer cluster-wide (drains go on)", balancerPause},
+		{"resume", "", 0, 0, true, "resume the balancer", balancerResume},
+		{"release", "GROUP...", 1, -1, true, "release operator pins: the balancer may move those groups again", balancerRelease},
 	}},
 	{"group", []verb{
 		{"list", "", 0, 0, false, "the slot groups: leader, voters, health", groupList},
 		{"get", "ID", 1, 1, false, "one slot group with its replicas", groupGet},
 		{"check", "ID", 1, 1, true, "check a group's replicas against each other now (exit 4 when they differ)", groupCheck},
+		{"create", "[--peers NODES]", 0, 0, true, "start creating a new, empty group", groupCreate},
+		{"split", "ID [--slots SLOTS] [--peers NODES]", 1, 1, true, "start moving hash slots of a group (default: the upper half) into a new group", groupSplit},
+		{"merge", "ID --into GROUP", 1, 1, true, "start moving every hash slot of a group into another, then retire it", groupMerge},
+		{"retire", "ID", 1, 1, true, "retire an empty group", groupRetire},
 		{"recover", "ID --accept-data-loss", 1, 1, true, "rebuild a group that lost its quorum from its best survivor (unsafe; docs/runbook.md)", groupRecover},
 	}},
 	{"route", []verb{
@@ -69,7 +81,8 @@ var nouns = []noun{
 		{"resolve", "KEY...", 1, -1, false, "where keys route: hash slot, group, leader", routeResolve},
 	}},
 	{"leader", []verb{
-		{"transfer", "GROUP NODE", 2, 2, true, "move a group's leadership to a node, if it is safe", leaderTransfer},
+		{"transfer", "GROUP NODE [--prefer]", 2, 2, true, "move a group's leadership to a node, if it is safe (--prefer: and keep it there)", leaderTransfer},
+		{"prefer", "GROUP NODE", 2, 2, true, "make a node the group's preferred leader (the reconciler moves leadership there)", leaderPrefer},
 	}},
 	{"replica", []verb{
 		{"move", "GROUP --from NODE --to NODE", 1, 1, true, "start moving a group's replica from one node to another", replicaMove},
@@ -116,6 +129,15 @@ func Run(ctx context.Context, args []string, env func(string) string, stdout, st
 	}
 	if isHelp(rest[0]) {
 		s.usage(stdout)
+		return exitOK
+	}
+	if rest[0] == "completion" {
+		if len(rest) != 2 {
+			return s.usageError("slotmeta ctl completion", "want one shell: bash or zsh")
+		}
+		if err := completion(stdout, rest[1]); err != nil {
+			return s.usageError("slotmeta ctl completion", err.Error())
+		}
 		return exitOK
 	}
 	n := findNoun(rest[0])
@@ -187,6 +209,7 @@ func (s *session) usage(w io.Writer) {
 			fmt.Fprintf(tw, "  %s\t%s\n", strings.TrimSpace(n.name+" "+v.name+" "+v.args), v.summary)
 		}
 	}
+	fmt.Fprintf(tw, "  %s\t%s\n", "completion bash|zsh", "a shell completion script (source <(slotmeta ctl completion bash))")
 	_ = tw.Flush()
 	fmt.Fprint(w, "\n")
 	s.globalUsage(w)
