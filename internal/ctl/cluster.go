@@ -13,11 +13,17 @@ func clusterStatus(c *cmd) int {
 		return code
 	}
 	r, err := c.api.GetClusterWithResponse(c.ctx)
-	return reply(c, r, err, func(t *table) {
+	code := reply(c, r, err, func(t *table) {
 		s := r.JSON200
 		t.header("CLUSTER", "NODE", "CONTROLLER", "NODES", "GROUPS", "WITH_LEADER", "ROUTE_REVISION", "READY", "NOT_READY_REASON")
 		t.row(s.ClusterId, s.NodeId, s.ControllerLeader, s.Nodes, s.Groups, s.GroupsWithLeader, s.RouteRevision, s.Ready, s.NotReadyReason)
 	})
+	// A cluster that is not ready is not a success, for scripts: 5, as a
+	// 503 would be (the summary is shown all the same).
+	if code == exitOK && !r.JSON200.Ready {
+		return exitUnavailable
+	}
+	return code
 }
 
 // node list: GET /v1/cluster/nodes.

@@ -290,15 +290,35 @@ func TestCommands(t *testing.T) {
 		}
 		n.fails(exitConflict, "leader", "prefer", "1", "9") // not a peer of the group
 		n.fails(exitConflict, "leader", "transfer", "1", "1", "--prefer")
-		var created client.Task
-		if n.json(&created, "group", "create"); created.Kind != "group_create" || created.Id == 0 {
-			t.Fatalf("group create: %+v", created)
-		}
+		// A group the cluster would create is not created here (the
+		// subtests share the node): one on a node that is not there is
+		// refused, which shows the request made and answered.
+		n.fails(exitFailure, "group", "create", "--peers", "9") // invalid_argument: no such active node
+		n.fails(exitUsage, "group", "create", "--peers", "0")
 		n.fails(exitUsage, "group", "split", "1", "--slots", "300")
 		n.fails(exitUsage, "group", "merge", "1")
 		n.fails(exitNotFound, "group", "merge", "99", "--into", "1")
 		n.fails(exitNotFound, "group", "retire", "99")
 		n.fails(exitConflict, "node", "remove", "1") // not drained: refused
+	})
+	t.Run("endpoints", func(t *testing.T) {
+		n := node{t, env}
+		var st struct{ Endpoints []endpointAnswer }
+		if n.json(&st, "endpoint", "status"); len(st.Endpoints) != 1 || !st.Endpoints[0].Healthy || st.Endpoints[0].Status == nil ||
+			st.Endpoints[0].Status.NodeId != 1 || len(st.Endpoints[0].Status.Local) != 5 { // the controller and 4 groups
+			t.Fatalf("endpoint status: %+v", st)
+		}
+		if out := n.ok("endpoint", "health", "-o", "table"); !strings.Contains(out, "true") {
+			t.Fatalf("endpoint health: %q", out)
+		}
+		// An endpoint that does not answer: its row says why, the exit is 5.
+		dead := "http://" + testutil.FreeAddr(t)
+		code, stdout, stderr := run(map[string]string{"SLOTMETA_ENDPOINTS": ts.URL + "," + dead}, "endpoint", "health", "-o", "json")
+		var hs struct{ Endpoints []endpointAnswer }
+		if err := json.Unmarshal([]byte(stdout), &hs); err != nil || code != exitUnavailable || len(hs.Endpoints) != 2 ||
+			!hs.Endpoints[0].Healthy || hs.Endpoints[1].Healthy || hs.Endpoints[1].Error == "" {
+			t.Fatalf("endpoint health with a dead endpoint: exit %d %v %+v\n%s", code, err, hs, stderr)
+		}
 	})
 	t.Run("group check", func(t *testing.T) {
 		n := node{t, env}
@@ -396,4 +416,25 @@ func TestTokens(t *testing.T) {
 		t.Fatalf("get with SLOTMETA_TOKEN: %+v", kv)
 	}
 	n.ok("kv", "put", "k", "w", "--token", writer) // the flag wins over the env
+}
+
+// TestEndpointsOfTheCluster: --cluster asks every registered node at the
+// API address it registered, not the endpoints given.
+func TestEndpointsOfTheCluster(t *testing.T) {
+	c := slotstoretest.Start(t, slotstoretest.Options{Nodes: 2, Groups: 1, ReplicationFactor: 2})
+	var urls []string
+	for i, n := range c.Nodes {
+		urls = append(urls, slotstoretest.ServeAPIAt(t, n, c.APIAddr(i)).URL)
+	}
+	n := node{t, map[string]string{"SLOTMETA_ENDPOINTS": urls[0]}}
+	var st struct{ Endpoints []endpointAnswer }
+	n.json(&st, "endpoint", "status", "--cluster")
+	if len(st.Endpoints) != 2 || st.Endpoints[1].Endpoint != urls[1] || st.Endpoints[1].Status == nil || st.Endpoints[1].Status.NodeId != 2 {
+		t.Fatalf("endpoint status --cluster: %+v", st)
+	}
+	for _, e := range st.Endpoints {
+		if !e.Healthy || len(e.Status.Local) != 2 { // the controller and group 1 on each node
+			t.Fatalf("endpoint status --cluster: %+v", e)
+		}
+	}
 }

@@ -8,8 +8,8 @@
 //	slotmeta ctl [global flags] <noun> <verb> [args] [flags]
 //	slotmeta ctl kv put feature.flags on --if-match 7 -o json
 //
-// Nouns: kv, user, channel, subscriber (the data), cluster, node,
-// balancer, group, route, leader, replica, task, backup and audit
+// Nouns: kv, user, channel, subscriber (the data), cluster, endpoint,
+// node, balancer, group, route, leader, replica, task, backup and audit
 // (operations); `slotmeta ctl -h` lists every command, `slotmeta ctl
 // <noun> <verb> -h` its flags. Flags and arguments may be mixed; after
 // "--" everything is an argument. `slotmeta ctl completion bash|zsh`
@@ -65,5 +65,6 @@
 // items, failed because another of their hash slot did, come last), 0 when
 // none failed. A key a batch-get does not find is an answer, not an error.
 // group check exits 4 when the group's replicas differ (diverged or no
-// majority), 0 when they agree.
+// majority), 0 when they agree; cluster status, endpoint status and
+// endpoint health exit 5 when a node is not ready or does not answer.
 package ctl

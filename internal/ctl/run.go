@@ -51,7 +51,11 @@ var nouns = []noun{
 		{"remove", "TYPE ID UID...", 3, -1, true, "remove subscribers from a channel", subscriberRemove},
 	}},
 	{"cluster", []verb{
-		{"status", "", 0, 0, false, "the answering node's summary of the cluster", clusterStatus},
+		{"status", "", 0, 0, false, "the answering node's summary of the cluster (exit 5 when it is not ready)", clusterStatus},
+	}},
+	{"endpoint", []verb{
+		{"status", "[--cluster]", 0, 0, false, "each endpoint's own view and replicas, asked of it alone (--cluster: every node)", endpointStatus},
+		{"health", "[--cluster]", 0, 0, false, "each endpoint's readiness, asked of it alone (--cluster: every node)", endpointHealth},
 	}},
 	{"node", []verb{
 		{"list", "", 0, 0, false, "the nodes, with their state and health", nodeList},
@@ -197,7 +201,7 @@ const exitCodesText = `Exit codes:
   3  not found
   4  failed precondition or conflict (a stale --if-match, --if-absent on an existing key),
      or a group check that found replicas that differ
-  5  unavailable: retry (503, 429, a timeout, no leader yet)
+  5  unavailable: retry (503, 429, a timeout, no leader yet; a node not ready)
   6  unauthenticated or permission denied
 `
 
