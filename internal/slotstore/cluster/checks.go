@@ -73,6 +73,8 @@ func localDigest(ctx context.Context, n *Node, g slotstore.GroupID, id uint64) (
 	switch {
 	case errors.Is(err, digests.ErrBusy):
 		return d, slotstore.Wrap(slotstore.CodeBusy, err, "state check")
+	case errors.Is(err, digests.ErrStale):
+		return d, slotstore.Wrap(slotstore.CodeFailedPrecondition, err, "state check")
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled):
 		return d, slotstore.Wrap(slotstore.CodeTimeout, err, "state check")
 	case err != nil:

@@ -95,7 +95,7 @@ func BenchmarkPacedCheckCPU(b *testing.B) {
 	var cpu, wall time.Duration
 	for i := range b.N {
 		before, start := cpuTime(b), time.Now()
-		r.Start(3, uint64(i+1), []uint64{uint64(i + 1)}, db.NewSnapshot())
+		r.Start(3, uint64(i+1), []uint64{uint64(i + 1)}, 0, db.NewSnapshot())
 		if _, err := r.Wait(context.Background(), 3, uint64(i+1)); err != nil {
 			b.Fatal(err)
 		}

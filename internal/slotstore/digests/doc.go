@@ -16,7 +16,10 @@
 // stays as it is (no read of the row a write replaces just to unhash it),
 // and the cost is paid only when a check runs. The snapshot pins the
 // group's rows for as long as the hash takes; checks wait in a short
-// bounded queue, and one that finds it full is answered ErrBusy.
+// bounded queue, and one that finds it full is answered ErrBusy. A check
+// applied more than Config.MaxAge after it was proposed — a restart
+// replaying its log applies its old checks again — is not hashed
+// (ErrStale): nobody waits for it.
 //
 // Concurrency contract. Registry.Start is called on the engine's apply
 // goroutine and never blocks; Wait may be called from any goroutine;

@@ -25,7 +25,11 @@ type Config struct {
 	MaxQueued int
 	// Keep bounds the digests kept for peers to ask (default 512, the
 	// oldest dropped first).
-	Keep   int
+	Keep int
+	// MaxAge: a check proposed longer ago than this is not hashed
+	// (default 10 minutes) — a restart replaying its log applies its old
+	// checks again, which nobody waits for.
+	MaxAge time.Duration
 	Now    func() time.Time
 	Logger *slog.Logger
 }
@@ -42,6 +46,9 @@ func (c *Config) defaults() {
 	}
 	if c.Keep <= 0 {
 		c.Keep = 512
+	}
+	if c.MaxAge <= 0 {
+		c.MaxAge = 10 * time.Minute
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -102,13 +109,28 @@ func New(cfg Config) *Registry {
 	return r
 }
 
+// ErrStale is the answer for a check proposed longer than MaxAge before
+// this node applied it (a log replayed at a restart, a replica far behind).
+var ErrStale = errors.New("checks: this replica applied the check too long after it was proposed (a replay); not hashed")
+
 // Start queues the hashing of group g's state in snap, taken at index for
-// the checks ids; the Registry owns snap. It never blocks: a full queue
-// answers the checks ErrBusy. An id already known keeps its first result
+// the checks ids proposed at atMs (0: unknown); the Registry owns snap. It
+// never blocks: a full queue answers the checks ErrBusy, one proposed
+// more than MaxAge ago ErrStale. An id already known keeps its first result
 // (a retried proposal applied twice).
-func (r *Registry) Start(g slotstore.GroupID, index uint64, ids []uint64, snap *pebble.Snapshot) {
+func (r *Registry) Start(g slotstore.GroupID, index uint64, ids []uint64, atMs int64, snap *pebble.Snapshot) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if atMs > 0 && r.cfg.Now().Sub(time.UnixMilli(atMs)) > r.cfg.MaxAge {
+		_ = snap.Close()
+		for _, id := range ids {
+			if r.results[key{g, id}] == nil {
+				r.put(key{g, id}, &result{digest: slotstore.ReplicaDigest{Group: g, CheckID: id, Index: index}, err: ErrStale, done: true})
+			}
+		}
+		r.notify()
+		return
+	}
 	var fresh []uint64
 	for _, id := range ids {
 		if r.results[key{g, id}] == nil {

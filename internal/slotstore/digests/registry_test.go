@@ -20,7 +20,7 @@ func TestRegistryHashesTheSnapshotItWasGiven(t *testing.T) {
 	if err := db.Set([]byte{0, 0, 0, 7, 0, 3, 0, 9}, []byte("later"), nil); err != nil {
 		t.Fatal(err)
 	}
-	r.Start(7, 42, []uint64{1, 2}, snap)
+	r.Start(7, 42, []uint64{1, 2}, 0, snap)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for _, id := range []uint64{1, 2} {
@@ -34,7 +34,7 @@ func TestRegistryHashesTheSnapshotItWasGiven(t *testing.T) {
 	}
 	// The same check handed over again (a retried proposal applied at a
 	// later index) keeps its first result.
-	r.Start(7, 50, []uint64{1}, db.NewSnapshot())
+	r.Start(7, 50, []uint64{1}, 0, db.NewSnapshot())
 	if d, _ := r.Wait(ctx, 7, 1); d.Index != 42 {
 		t.Fatalf("a repeated check replaced the first: index %d", d.Index)
 	}
@@ -52,7 +52,7 @@ func TestRegistryWaitsForACheckNotYetApplied(t *testing.T) {
 		_, err := r.Wait(ctx, 7, 3)
 		got <- err
 	}()
-	r.Start(7, 10, []uint64{3}, db.NewSnapshot())
+	r.Start(7, 10, []uint64{3}, 0, db.NewSnapshot())
 	if err := <-got; err != nil {
 		t.Fatal(err)
 	}
@@ -78,13 +78,13 @@ func TestRegistryAnswersBusyWhenItsQueueIsFull(t *testing.T) {
 	if err := b.Commit(nil); err != nil {
 		t.Fatal(err)
 	}
-	r.Start(9, 1, []uint64{1}, db.NewSnapshot())
+	r.Start(9, 1, []uint64{1}, 0, db.NewSnapshot())
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	// The worker holds at most one job and the queue one more: of checks
 	// 2 and 3, the last is refused at once.
-	r.Start(9, 2, []uint64{2}, db.NewSnapshot())
-	r.Start(9, 3, []uint64{3}, db.NewSnapshot())
+	r.Start(9, 2, []uint64{2}, 0, db.NewSnapshot())
+	r.Start(9, 3, []uint64{3}, 0, db.NewSnapshot())
 	if _, err := r.Wait(ctx, 9, 3); !errors.Is(err, ErrBusy) {
 		t.Fatalf("a check past a full queue: %v, want ErrBusy", err)
 	}
@@ -94,5 +94,25 @@ func TestRegistryAnswersBusyWhenItsQueueIsFull(t *testing.T) {
 	if _, err := r.Wait(ctx, 9, 1); err == nil {
 		t.Fatal("a check cut short by Close answered no error")
 	}
-	r.Start(9, 99, []uint64{99}, db.NewSnapshot()) // after Close: closed at once
+	r.Start(9, 99, []uint64{99}, 0, db.NewSnapshot()) // after Close: closed at once
+}
+
+// A check proposed longer ago than MaxAge — a log replayed at a restart —
+// is not hashed: its snapshot is closed at once and it answers ErrStale.
+func TestRegistryDoesNotHashACheckReplayedLongAfter(t *testing.T) {
+	db := openMem(t)
+	fill(t, db)
+	now := time.UnixMilli(1_800_000_000_000)
+	r := New(Config{MaxAge: time.Minute, Now: func() time.Time { return now }})
+	defer r.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r.Start(7, 5, []uint64{1}, now.Add(-2*time.Minute).UnixMilli(), db.NewSnapshot())
+	if _, err := r.Wait(ctx, 7, 1); !errors.Is(err, ErrStale) {
+		t.Fatalf("a check replayed two minutes after it was proposed: %v", err)
+	}
+	r.Start(7, 6, []uint64{2}, now.Add(-30*time.Second).UnixMilli(), db.NewSnapshot())
+	if d, err := r.Wait(ctx, 7, 2); err != nil || len(d.Slots) == 0 {
+		t.Fatalf("a recent check: %+v %v", d, err)
+	}
 }

@@ -38,6 +38,7 @@ type applier struct {
 	forgotHeads          []slotstore.HashSlot                   // slots whose kept heads are stale (forgetHead)
 	slotsChanged         bool
 	checks               []uint64 // state checks the entry being applied asked for (check.go)
+	checkAtMs            int64    // when the first of them was proposed (its header's time)
 	err                  error    // first storage error; Update fails with it
 }
 

@@ -21,15 +21,18 @@ import (
 // applyCheck notes a check for the end of the entry; its answer carries the
 // entry's index (8 bytes, big-endian) in Value.
 func (a *applier) applyCheck(c *meta.CheckState) meta.Result {
+	if len(a.checks) == 0 {
+		a.checkAtMs = a.timeMs
+	}
 	a.checks = append(a.checks, c.ID)
 	return meta.Result{Revision: a.revision, Value: binary.BigEndian.AppendUint64(nil, a.index)}
 }
 
 // handOverChecks gives the checker a snapshot of the state just committed
-// at index, for the checks ids.
-func (s *StateMachine) handOverChecks(index uint64, ids []uint64) {
+// at index, for the checks ids proposed at atMs.
+func (s *StateMachine) handOverChecks(index uint64, ids []uint64, atMs int64) {
 	if s.cfg.OnCheck == nil {
 		return
 	}
-	s.cfg.OnCheck(s.cfg.Group, index, ids, s.db.NewSnapshot())
+	s.cfg.OnCheck(s.cfg.Group, index, ids, atMs, s.db.NewSnapshot())
 }

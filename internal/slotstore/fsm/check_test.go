@@ -19,18 +19,19 @@ import (
 type handed struct {
 	index  uint64
 	ids    []uint64
+	atMs   int64
 	digest []slotstore.SlotDigest
 }
 
 func collectChecks(tb testing.TB, into *[]handed) func(*fsm.Config) {
 	return func(c *fsm.Config) {
-		c.OnCheck = func(g slotstore.GroupID, index uint64, ids []uint64, snap *pebble.Snapshot) {
+		c.OnCheck = func(g slotstore.GroupID, index uint64, ids []uint64, atMs int64, snap *pebble.Snapshot) {
 			defer snap.Close()
 			d, err := digests.Digest(context.Background(), snap, g, nil)
 			if err != nil {
 				tb.Errorf("digest: %v", err)
 			}
-			*into = append(*into, handed{index, ids, d})
+			*into = append(*into, handed{index, ids, atMs, d})
 		}
 	}
 }
@@ -45,7 +46,7 @@ func TestACheckHashesTheStateAtItsEntry(t *testing.T) {
 	b := newSM(t, dbB, 1, allSlots(), collectChecks(t, &gotB))
 	entries := []sm.Entry{
 		{Index: 1, Cmd: encodeCmds(putKV("k1", "one"))},
-		{Index: 2, Cmd: encodeCmds(putKV("k2", "two"), &meta.CheckState{ID: 7}, putKV("k3", "three"))},
+		{Index: 2, Cmd: encodeCmds(putKV("k2", "two"), &meta.CheckState{Header: meta.Header{TimeMs: 1234}, ID: 7}, putKV("k3", "three"))},
 		{Index: 3, Cmd: encodeCmds(putKV("k1", "changed"), &meta.CheckState{ID: 8})},
 		{Index: 4, Cmd: encodeCmds(putKV("k4", "after"))},
 	}
@@ -70,6 +71,9 @@ func TestACheckHashesTheStateAtItsEntry(t *testing.T) {
 		if checks.Sum(gotA[i].digest) != checks.Sum(gotB[i].digest) {
 			t.Fatalf("check at %d: replicas fed different runs differ:\n%+v\n%+v", want.index, gotA[i].digest, gotB[i].digest)
 		}
+	}
+	if gotA[0].atMs != 1234 || gotB[0].atMs != 1234 {
+		t.Fatalf("the check's proposal time handed over: %d, %d", gotA[0].atMs, gotB[0].atMs)
 	}
 	if checks.Sum(gotA[0].digest) == checks.Sum(gotA[1].digest) {
 		t.Fatal("the second check saw the same state as the first")

@@ -77,9 +77,9 @@ type Config struct {
 	WatchRecords int
 	WatchAge     time.Duration
 	// OnCheck, if set, is handed a store snapshot of the state right after
-	// the entry at index that carried the state checks ids (check.go). It
-	// owns the snapshot (closes it) and must not block.
-	OnCheck func(g slotstore.GroupID, index uint64, ids []uint64, snap *pebble.Snapshot)
+	// the entry at index that carried the state checks ids, proposed at
+	// atMs (check.go). It owns the snapshot (closes it) and must not block.
+	OnCheck func(g slotstore.GroupID, index uint64, ids []uint64, atMs int64, snap *pebble.Snapshot)
 }
 
 // The change log's default retention per hash slot.
@@ -264,13 +264,13 @@ func sysU64(r pebble.Reader, g slotstore.GroupID, kind meta.SysKind) (uint64, bo
 // every replica hashes its state at the same index (check.go).
 func (s *StateMachine) Update(entries []sm.Entry) ([]sm.Entry, error) {
 	for done := 0; done < len(entries); {
-		n, checks, err := s.applyRun(entries[done:])
+		n, checks, atMs, err := s.applyRun(entries[done:])
 		if err != nil {
 			return nil, err
 		}
 		done += n
 		if len(checks) > 0 {
-			s.handOverChecks(entries[done-1].Index, checks)
+			s.handOverChecks(entries[done-1].Index, checks, atMs)
 		}
 	}
 	return entries, nil
@@ -278,8 +278,8 @@ func (s *StateMachine) Update(entries []sm.Entry) ([]sm.Entry, error) {
 
 // applyRun applies entries into one batch and commits it, stopping after
 // the first entry that asks for a check: it returns how many entries it
-// applied and that entry's check IDs.
-func (s *StateMachine) applyRun(entries []sm.Entry) (int, []uint64, error) {
+// applied, that entry's check IDs and when they were proposed.
+func (s *StateMachine) applyRun(entries []sm.Entry) (int, []uint64, int64, error) {
 	start := time.Now()
 	b := s.db.NewIndexedBatch()
 	defer b.Close()
@@ -295,7 +295,7 @@ func (s *StateMachine) applyRun(entries []sm.Entry) (int, []uint64, error) {
 	a.flushHeads()
 	if a.err != nil {
 		// A storage error is not a command's fault: stop rather than diverge.
-		return 0, nil, a.err
+		return 0, nil, 0, a.err
 	}
 	last := entries[n-1].Index
 	g := s.cfg.Group
@@ -325,7 +325,7 @@ func (s *StateMachine) applyRun(entries []sm.Entry) (int, []uint64, error) {
 		}
 	}
 	if err := b.Commit(pebble.NoSync); err != nil {
-		return 0, nil, fmt.Errorf("fsm: commit group %d at %d: %w", g, last, err)
+		return 0, nil, 0, fmt.Errorf("fsm: commit group %d at %d: %w", g, last, err)
 	}
 	if s.afterCommit != nil {
 		s.afterCommit()
@@ -347,7 +347,7 @@ func (s *StateMachine) applyRun(entries []sm.Entry) (int, []uint64, error) {
 	if len(a.changes) > 0 {
 		s.cfg.OnChanges(g, a.changes)
 	}
-	return n, a.checks, nil
+	return n, a.checks, a.checkAtMs, nil
 }
 
 // Sync makes everything applied so far durable.

@@ -96,7 +96,7 @@ type Config struct {
 	Changes func(g slotstore.GroupID, recs []watch.Record)
 	// Check receives a store snapshot for each state check a replica
 	// applies (fsm.Config.OnCheck: it owns the snapshot, must not block).
-	Check func(g slotstore.GroupID, index uint64, ids []uint64, snap *pebble.Snapshot)
+	Check func(g slotstore.GroupID, index uint64, ids []uint64, atMs int64, snap *pebble.Snapshot)
 	// WatchRecords and WatchAge bound each hash slot's change log
 	// (fsm.Config; the same on every node).
 	WatchRecords int
