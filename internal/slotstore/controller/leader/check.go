@@ -100,7 +100,8 @@ func (l *Leader) check(ctx context.Context, g slotstore.GroupID) (slotstore.Grou
 	if host == nil {
 		return slotstore.GroupCheck{}, slotstore.Errorf(slotstore.CodeFailedPrecondition, "this node runs no state checks")
 	}
-	grp, ok := l.cfg.Host.Controller().Groups[g]
+	st := l.cfg.Host.Controller()
+	grp, ok := st.Groups[g]
 	if !ok {
 		return slotstore.GroupCheck{}, slotstore.Errorf(slotstore.CodeNotFound, "group %d does not exist", g)
 	}
@@ -124,7 +125,13 @@ func (l *Leader) check(ctx context.Context, g slotstore.GroupID) (slotstore.Grou
 	answers := make([]checks.Answer, len(nodes))
 	var wg sync.WaitGroup
 	for i, n := range nodes {
-		answers[i] = checks.Answer{Node: n, ReplicaID: grp.Peers[n]}
+		// The replica the node runs: a node being rebuilt in place runs
+		// its new one before the move's commit names it.
+		rid := grp.Peers[n]
+		if want, r, _ := st.Wants(n, g); want {
+			rid = r
+		}
+		answers[i] = checks.Answer{Node: n, ReplicaID: rid}
 		wg.Go(func() {
 			answers[i].Digest, answers[i].Err = host.ReplicaDigest(ctx, n, g, id)
 		})
