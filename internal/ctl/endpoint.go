@@ -1,7 +1,6 @@
 package ctl
 
 import (
-	"context"
 	"net/url"
 	"sync"
 	"time"
@@ -102,8 +101,7 @@ func (c *cmd) askEndpoint(e string, health bool) endpointAnswer {
 		return out
 	}
 	defer rc.Close()
-	ctx, cancel := context.WithTimeout(c.ctx, cfg.Timeout)
-	defer cancel()
+	ctx := c.ctx // --timeout bounds the whole command
 	start := time.Now()
 	if health {
 		r, err := rc.API().ReadyzWithResponse(ctx)

@@ -75,7 +75,8 @@ type result struct {
 }
 
 type job struct {
-	key   key
+	g     slotstore.GroupID
+	ids   []uint64 // the checks one hash answers (those of one entry)
 	index uint64
 	snap  *pebble.Snapshot
 }
@@ -141,9 +142,9 @@ func (r *Registry) Start(g slotstore.GroupID, index uint64, ids []uint64, atMs i
 		_ = snap.Close()
 		return
 	}
-	// One hash serves every check of the entry: the first carries the job,
-	// the others are answered with its digest under their own id.
-	j := job{key: key{g, fresh[0]}, index: index, snap: snap}
+	// One hash serves every check of the entry, each answered under its
+	// own id.
+	j := job{g: g, ids: fresh, index: index, snap: snap}
 	select {
 	case r.jobs <- j:
 		for _, id := range fresh {
@@ -219,19 +220,20 @@ func (r *Registry) work() {
 
 func (r *Registry) run(j job) {
 	start := r.cfg.Now()
-	slots, err := Digest(r.life, j.snap, j.key.g, r.pace)
+	slots, err := Digest(r.life, j.snap, j.g, r.pace)
 	_ = j.snap.Close()
 	took := r.cfg.Now().Sub(start)
 	if err != nil {
-		r.cfg.Logger.Warn("state check failed", "group", j.key.g, "check", j.key.id, "err", err)
+		r.cfg.Logger.Warn("state check failed", "group", j.g, "checks", j.ids, "err", err)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for k, res := range r.results {
-		if k.g != j.key.g || res.done || res.digest.Index != j.index {
-			continue
+	for _, id := range j.ids {
+		// Kept unless Keep dropped it meanwhile (a Wait then ends with
+		// its own context).
+		if res := r.results[key{j.g, id}]; res != nil && !res.done {
+			res.digest.Slots, res.digest.TookMs, res.err, res.done = slots, took.Milliseconds(), err, true
 		}
-		res.digest.Slots, res.digest.TookMs, res.err, res.done = slots, took.Milliseconds(), err, true
 	}
 	r.notify()
 }

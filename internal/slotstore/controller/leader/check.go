@@ -245,27 +245,20 @@ func (l *Leader) checkInBackground(now time.Time) {
 		b.next = now.Add(spacing)
 		return
 	}
-	if b.running || now.Before(b.next) && !b.recheck(l.cfg.Host.Controller()) {
+	if b.running {
 		return
 	}
-	var due slotstore.GroupID
-	var oldest time.Time
-	st := l.cfg.Host.Controller()
-	for _, g := range ids {
-		// A group whose last check found a divergence and whose replicas
-		// changed since (the minority rebuilt) is checked again first: the
-		// alarm ends with a clean check, not an hour later.
-		if c, ok := b.last[g]; ok && c.Verdict.Alarming() && st.Groups[g].ConfigEpoch != b.epochs[g] {
-			due, oldest = g, time.Time{}
-			break
+	// A group whose last check found a divergence and whose replicas
+	// changed since (the minority rebuilt) is checked again at once: the
+	// alarm ends with a clean check, not an hour later.
+	due, ok := b.recheck(l.cfg.Host.Controller())
+	if !ok {
+		if now.Before(b.next) {
+			return
 		}
-		t := b.started[g]
-		if due == 0 || t.Before(oldest) {
-			due, oldest = g, t
+		if due, ok = b.oldest(ids, now, every); !ok {
+			return
 		}
-	}
-	if !oldest.IsZero() && now.Sub(oldest) < every {
-		return
 	}
 	// Spread over the period: one group every every/len(ids).
 	b.next = now.Add(spacing)
@@ -292,13 +285,26 @@ func (b *checkBook) stepDown() {
 	b.next = time.Time{}
 }
 
-// recheck reports a group whose last check found a divergence and whose
+// recheck is a group whose last check found a divergence and whose
 // replicas changed since. b.mu is held.
-func (b *checkBook) recheck(st *controller.State) bool {
+func (b *checkBook) recheck(st *controller.State) (slotstore.GroupID, bool) {
 	for g, c := range b.last {
 		if grp, ok := st.Groups[g]; ok && c.Verdict.Alarming() && grp.ConfigEpoch != b.epochs[g] {
-			return true
+			return g, true
 		}
 	}
-	return false
+	return 0, false
+}
+
+// oldest is the group of ids checked longest ago (never, first), if that
+// was every or more before now. b.mu is held.
+func (b *checkBook) oldest(ids []slotstore.GroupID, now time.Time, every time.Duration) (slotstore.GroupID, bool) {
+	var due slotstore.GroupID
+	var at time.Time
+	for _, g := range ids {
+		if t := b.started[g]; due == 0 || t.Before(at) {
+			due, at = g, t
+		}
+	}
+	return due, at.IsZero() || now.Sub(at) >= every
 }
