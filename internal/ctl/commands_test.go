@@ -426,9 +426,19 @@ func TestEndpointsOfTheCluster(t *testing.T) {
 	for i, n := range c.Nodes {
 		urls = append(urls, slotstoretest.ServeAPIAt(t, n, c.APIAddr(i)).URL)
 	}
-	n := node{t, map[string]string{"SLOTMETA_ENDPOINTS": urls[0]}}
+	env := map[string]string{"SLOTMETA_ENDPOINTS": urls[0]}
+	// Both nodes ready (a group may still be electing its leader at
+	// first, and each node says so until then: exit 5).
 	var st struct{ Endpoints []endpointAnswer }
-	n.json(&st, "endpoint", "status", "--cluster")
+	var code int
+	var stdout, stderr string
+	testutil.Eventually(20*time.Second, 50*time.Millisecond, func() (bool, string) {
+		code, stdout, stderr = run(env, "endpoint", "status", "--cluster", "-o", "json")
+		return code == exitOK, stdout
+	})
+	if err := json.Unmarshal([]byte(stdout), &st); err != nil || code != exitOK {
+		t.Fatalf("endpoint status --cluster: exit %d %v\n%s%s", code, err, stdout, stderr)
+	}
 	if len(st.Endpoints) != 2 || st.Endpoints[1].Endpoint != urls[1] || st.Endpoints[1].Status == nil || st.Endpoints[1].Status.NodeId != 2 {
 		t.Fatalf("endpoint status --cluster: %+v", st)
 	}
