@@ -189,6 +189,8 @@ const (
 	DecisionKindBalance         DecisionKind = "balance"
 	DecisionKindBalanceHeld     DecisionKind = "balance_held"
 	DecisionKindBalanceRefused  DecisionKind = "balance_refused"
+	DecisionKindCheck           DecisionKind = "check"
+	DecisionKindClusterVersion  DecisionKind = "cluster_version"
 	DecisionKindControllerVoter DecisionKind = "controller_voter"
 	DecisionKindSkip            DecisionKind = "skip"
 	DecisionKindTask            DecisionKind = "task"
@@ -205,6 +207,10 @@ func (e DecisionKind) Valid() bool {
 	case DecisionKindBalanceHeld:
 		return true
 	case DecisionKindBalanceRefused:
+		return true
+	case DecisionKindCheck:
+		return true
+	case DecisionKindClusterVersion:
 		return true
 	case DecisionKindControllerVoter:
 		return true
@@ -1819,6 +1825,15 @@ type ChannelUpsert struct {
 type ClusterSummary struct {
 	ClusterId string `json:"cluster_id"`
 
+	// ClusterVersion The release line (major.minor) every node runs, as the controller records it once they all do: the features of newer releases are refused until it reaches theirs. 0.1 while none is recorded. Absent from a node of a release before cluster versions.
+	ClusterVersion *string `json:"cluster_version,omitempty"`
+
+	// ControllerApplied The last controller command the answering node's copy of the controller state applied.
+	ControllerApplied *int64 `json:"controller_applied,omitempty"`
+
+	// ControllerDigest A hash (xxhash64, hex) of the answering node's copy of the controller state at controller_applied. Copies at one index hash alike: compare the nodes' to prove the controller's replicas agree (after an upgrade, say).
+	ControllerDigest *string `json:"controller_digest,omitempty"`
+
 	// ControllerLeader 0 while unknown.
 	ControllerLeader int64 `json:"controller_leader"`
 	Groups           int   `json:"groups"`
@@ -1833,6 +1848,9 @@ type ClusterSummary struct {
 	NotReadyReason *string `json:"not_ready_reason,omitempty"`
 	Ready          bool    `json:"ready"`
 	RouteRevision  int64   `json:"route_revision"`
+
+	// Version The release line the answering node runs (absent from a release before cluster versions).
+	Version *string `json:"version,omitempty"`
 }
 
 // CmdBinding defines model for CmdBinding.
@@ -2292,6 +2310,9 @@ type Node struct {
 	ReportAgeMs *int64       `json:"report_age_ms,omitempty"`
 	Roles       *[]NodeRoles `json:"roles,omitempty"`
 	State       *NodeState   `json:"state,omitempty"`
+
+	// Version The release line (major.minor) the node reported it runs (in listNodes only; absent while it has not reported, or when it runs a release before cluster versions, 0.1).
+	Version *string `json:"version,omitempty"`
 }
 
 // NodeHealth As the controller leader observes it (in listNodes only): `unreachable` when it has had no status report from the node for longer than a few report intervals (3 s by default); `unknown` when it has no report yet, or the controller leader cannot be asked.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/slotmeta/slotmeta/internal/slotstore"
 	"github.com/slotmeta/slotmeta/internal/slotstore/checks"
+	"github.com/slotmeta/slotmeta/internal/slotstore/clusterversion"
 )
 
 // Session is who looks at the page.
@@ -289,6 +290,16 @@ func nodeHealth(n NodeRow) (label, class string) {
 		return "reachable", "ok"
 	}
 	return "unknown", "warn"
+}
+
+// nodeVersion is the release line a node reported it runs ("?" before its
+// first report; a report without one is a release before cluster
+// versions).
+func nodeVersion(h slotstore.NodeHealth) string {
+	if h.ReportAgeMs < 0 {
+		return "?"
+	}
+	return clusterversion.Running(h.Version).String()
 }
 
 // groupHealthLabel labels a group's observed health.

@@ -1082,6 +1082,14 @@ func genCluster(t *testing.T, c *client.ClientWithResponses, cn *cluster.Node) {
 		t.Fatalf("cluster: %+v", s)
 	}
 	self := s.NodeId
+	// Before the leader's first observation the cluster records no
+	// version (0.1): the features of 0.2 are refused, naming themselves.
+	if s.ClusterVersion == nil || *s.ClusterVersion != "0.1" || s.Version == nil || *s.Version != "0.2" {
+		t.Fatalf("versions before the first observation: %v %v", s.ClusterVersion, s.Version)
+	}
+	early, err := c.CheckGroupWithResponse(ctx, 1)
+	genCheck(t, "a state check at cluster version 0.1", early, err, http.StatusPreconditionFailed)
+	genCheckErr(t, "a state check at cluster version 0.1", early.JSON412, client.ErrorCodeFailedPrecondition)
 
 	nodes, err := c.ListNodesWithResponse(ctx)
 	genCheck(t, "nodes", nodes, err, http.StatusOK)
@@ -1128,8 +1136,15 @@ func genCluster(t *testing.T, c *client.ClientWithResponses, cn *cluster.Node) {
 		}
 	}
 
-	// Groups: intent and observed fact (the test observes).
+	// Groups: intent and observed fact (the test observes; the one node
+	// reports 0.2, which the observation records as the cluster version).
 	cn.Testing().Leader().ObserveOnce(ctx)
+	if after, err := c.GetClusterWithResponse(ctx); err != nil || after.JSON200 == nil || after.JSON200.ClusterVersion == nil || *after.JSON200.ClusterVersion != "0.2" {
+		t.Fatalf("the cluster version after an observation: %v %+v", err, after)
+	}
+	if ns, err := c.ListNodesWithResponse(ctx); err != nil || ns.JSON200 == nil || ns.JSON200.Items[0].Version == nil || *ns.JSON200.Items[0].Version != "0.2" {
+		t.Fatalf("the node's version after an observation: %v %+v", err, ns)
+	}
 	groups, err := c.ListGroupsWithResponse(ctx)
 	genCheck(t, "groups", groups, err, http.StatusOK)
 	if len(groups.JSON200.Items) != 4 {

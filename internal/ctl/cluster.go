@@ -15,8 +15,8 @@ func clusterStatus(c *cmd) int {
 	r, err := c.api.GetClusterWithResponse(c.ctx)
 	code := reply(c, r, err, func(t *table) {
 		s := r.JSON200
-		t.header("CLUSTER", "NODE", "CONTROLLER", "NODES", "GROUPS", "WITH_LEADER", "ROUTE_REVISION", "READY", "NOT_READY_REASON")
-		t.row(s.ClusterId, s.NodeId, s.ControllerLeader, s.Nodes, s.Groups, s.GroupsWithLeader, s.RouteRevision, s.Ready, s.NotReadyReason)
+		t.header("CLUSTER", "NODE", "CONTROLLER", "NODES", "GROUPS", "WITH_LEADER", "ROUTE_REVISION", "CLUSTER_VERSION", "NODE_VERSION", "READY", "NOT_READY_REASON")
+		t.row(s.ClusterId, s.NodeId, s.ControllerLeader, s.Nodes, s.Groups, s.GroupsWithLeader, s.RouteRevision, s.ClusterVersion, s.Version, s.Ready, s.NotReadyReason)
 	})
 	// A cluster that is not ready is not a success, for scripts: 5, as a
 	// 503 would be (the summary is shown all the same).
@@ -40,7 +40,9 @@ func nodeList(c *cmd) int {
 	})
 }
 
-func nodeHeader(t *table) { t.header("ID", "STATE", "HEALTH", "ROLES", "API", "RAFT", "PEER") }
+func nodeHeader(t *table) {
+	t.header("ID", "STATE", "HEALTH", "VERSION", "ROLES", "API", "RAFT", "PEER")
+}
 
 func nodeRow(t *table, n *client.Node) {
 	var roles []string
@@ -49,7 +51,7 @@ func nodeRow(t *table, n *client.Node) {
 			roles = append(roles, string(r))
 		}
 	}
-	t.row(n.Id, n.State, n.Health, strings.Join(roles, ","), n.ApiAddr, n.RaftAddr, n.PeerAddr)
+	t.row(n.Id, n.State, n.Health, n.Version, strings.Join(roles, ","), n.ApiAddr, n.RaftAddr, n.PeerAddr)
 }
 
 // node drain ID: POST /v1/cluster/nodes/{id}/drain; the node, draining.

@@ -40,7 +40,8 @@ type Backend interface {
 
 	// RegisterNode admits a joining node (idempotent) and returns it as the
 	// controller recorded it.
-	RegisterNode(ctx context.Context, n slotstore.NodeInfo) (slotstore.NodeInfo, error)
+	// RegisterNode admits n, which runs the version runs (zero: not said).
+	RegisterNode(ctx context.Context, n slotstore.NodeInfo, runs slotstore.Version) (slotstore.NodeInfo, error)
 
 	// Operator is the node's operations on the cluster, shared with the
 	// console (slotstore.Operator is declared once, in the domain).

@@ -123,6 +123,7 @@ type nodeJSON struct {
 	Health       slotstore.Reachability `json:"health"`
 	ReportAgeMs  int64                  `json:"report_age_ms"`
 	HealthyForMs int64                  `json:"healthy_for_ms"`
+	Version      slotstore.Version      `json:"version,omitzero"`
 }
 
 // listNodes is GET /v1/cluster/nodes. The node list is small and always
@@ -139,7 +140,7 @@ func (a clusterRoutes) listNodes(w http.ResponseWriter, r *http.Request) error {
 	for _, n := range a.op.Nodes() {
 		item := nodeJSON{NodeInfo: n, Health: slotstore.NodeUnknown, ReportAgeMs: -1, HealthyForMs: -1}
 		if h, ok := health[n.ID]; ok {
-			item.Health, item.ReportAgeMs, item.HealthyForMs = h.Health, h.ReportAgeMs, h.HealthyForMs
+			item.Health, item.ReportAgeMs, item.HealthyForMs, item.Version = h.Health, h.ReportAgeMs, h.HealthyForMs, h.Version
 		}
 		items = append(items, item)
 	}
@@ -161,8 +162,16 @@ func (a clusterRoutes) registerNode(w http.ResponseWriter, r *http.Request) erro
 	if err := a.decode(w, r, &req); err != nil {
 		return err
 	}
+	var runs slotstore.Version
+	if h := r.Header.Get(slotstore.VersionHeader); h != "" {
+		v, err := slotstore.ParseVersion(h)
+		if err != nil {
+			return slotstore.Errorf(slotstore.CodeInvalidArgument, "header %s: %v", slotstore.VersionHeader, err)
+		}
+		runs = v
+	}
 	return a.reply(w, r, http.StatusOK)(a.be.RegisterNode(r.Context(), slotstore.NodeInfo{ID: slotstore.NodeID(req.ID),
-		RaftAddr: req.RaftAddr, APIAddr: req.APIAddr, PeerAddr: req.PeerAddr}))
+		RaftAddr: req.RaftAddr, APIAddr: req.APIAddr, PeerAddr: req.PeerAddr}, runs))
 }
 
 // reply returns the end of a handler that shows what an operator call

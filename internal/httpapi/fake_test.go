@@ -109,7 +109,7 @@ func (f *fakeBackend) count(call string) int { return f.Count(call) }
 
 func (f *fakeBackend) Ready() error { f.record("Ready"); return f.readyErr }
 
-func (f *fakeBackend) RegisterNode(_ context.Context, n slotstore.NodeInfo) (slotstore.NodeInfo, error) {
+func (f *fakeBackend) RegisterNode(_ context.Context, n slotstore.NodeInfo, _ slotstore.Version) (slotstore.NodeInfo, error) {
 	f.record("RegisterNode")
 	n.State = slotstore.NodeActive
 	return n, nil

@@ -45,6 +45,17 @@ type ClusterSummary struct {
 	GroupsWithLeader int    `json:"groups_with_leader"`
 	Ready            bool   `json:"ready"`
 	NotReadyReason   string `json:"not_ready_reason,omitempty"`
+	// ClusterVersion is the release line every node runs, as the
+	// controller records it (package clusterversion: 0.1 until it records
+	// one); Version is what the answering node runs.
+	ClusterVersion Version `json:"cluster_version"`
+	Version        Version `json:"version"`
+	// ControllerApplied and ControllerDigest are this node's copy of the
+	// controller state: the last command it applied and a hash of the
+	// state there. Copies at one index must hash alike: compare the nodes'
+	// (an upgrade's proof that the controller's replicas agree).
+	ControllerApplied uint64 `json:"controller_applied"`
+	ControllerDigest  string `json:"controller_digest"`
 	// Local is this node's own replicas as it sees them, without the
 	// controller leader: what a surviving node still knows when the
 	// controller lost its quorum.

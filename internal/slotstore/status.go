@@ -64,6 +64,10 @@ type NodeStatus struct {
 	// Failed are the replicas the controller places on this node that
 	// could not start here (absent while none): the node runs without them.
 	Failed []ReplicaFailure `json:"failed,omitempty"`
+	// Version is the release line the node's binary runs (package
+	// clusterversion); absent from a node of a release before cluster
+	// versions (it runs 0.1).
+	Version Version `json:"version,omitzero"`
 }
 
 // ReplicaFailure is a replica its node could not start: the engine refused
@@ -177,6 +181,9 @@ type NodeHealth struct {
 	// controller leader took over when it never saw a gap).
 	HealthyForMs int64  `json:"healthy_for_ms"`
 	Aggregator   NodeID `json:"aggregator"` // the controller leader that observed it
+	// Version is the release line the node reported it runs (zero: no
+	// report, or a node of a release before cluster versions).
+	Version Version `json:"version,omitzero"`
 }
 
 // DesiredPeer is one node of a group's intended membership.
@@ -263,6 +270,7 @@ const (
 	DecisionBalanceHeld     DecisionKind = "balance_held"     // why the balancer waits
 	DecisionControllerVoter DecisionKind = "controller_voter" // a non-voting member of the controller promoted to a voter
 	DecisionCheck           DecisionKind = "check"            // a state check found replicas that differ (Reason: the verdict)
+	DecisionClusterVersion  DecisionKind = "cluster_version"  // the cluster version recorded: every node runs it
 )
 
 // Decision is one reconciliation decision in the controller's bounded log.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/slotmeta/slotmeta/internal/netguard"
 	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/clusterversion"
 	"github.com/slotmeta/slotmeta/internal/slotstore/controller"
 	"github.com/slotmeta/slotmeta/internal/slotstore/controller/balance"
 	"github.com/slotmeta/slotmeta/internal/slotstore/controller/policy"
@@ -188,6 +189,11 @@ type Config struct {
 	// RequestTimeout bounds the node's own background Raft calls (default 3s).
 	RequestTimeout time.Duration
 
+	// Version is the release line the node reports it runs (default
+	// clusterversion.Binary). Only tests set another: an older one holds
+	// the cluster version back as a node of that release would.
+	Version slotstore.Version
+
 	// Fault-injection hooks for in-process test clusters (package
 	// slotstore/faults); nil in production.
 	RaftTransport     config.TransportFactory                   // replaces dragonboat's default transport
@@ -259,6 +265,7 @@ func (c *Config) EnsureDefaults() {
 	c.ApplyWorkers = cmp.Or(c.ApplyWorkers, DefaultApplyWorkers)
 	c.TaskPhaseTimeout = cmp.Or(c.TaskPhaseTimeout, 2*time.Minute)
 	c.RequestTimeout = cmp.Or(c.RequestTimeout, 3*time.Second)
+	c.Version = cmp.Or(c.Version, clusterversion.Binary)
 	if c.Registerer == nil {
 		c.Registerer = prometheus.NewRegistry()
 	}

@@ -56,6 +56,7 @@ func (f follower) reconcile(ctx context.Context) {
 	if !f.publishRoutes(st) {
 		return
 	}
+	f.recordClusterVersion(st)
 	if gate := f.n.followGate.Load(); gate != nil {
 		select {
 		case <-*gate:

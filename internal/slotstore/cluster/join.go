@@ -17,6 +17,7 @@ import (
 	sm "github.com/lni/dragonboat/v4/statemachine"
 
 	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/clusterversion"
 	"github.com/slotmeta/slotmeta/internal/slotstore/controller"
 	"github.com/slotmeta/slotmeta/internal/slotstore/propose"
 )
@@ -105,6 +106,7 @@ func (r controllerReplica) register(via string) error {
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set(slotstore.VersionHeader, r.n.cfg.Version.String())
 		if r.n.cfg.JoinToken != "" {
 			req.Header.Set("Authorization", "Bearer "+r.n.cfg.JoinToken)
 		}
@@ -134,10 +136,17 @@ func (r controllerReplica) register(via string) error {
 // in the controller (joining), adds it as a non-voting member of the
 // controller group so it follows the cluster's intent, and marks it active
 // (it can then receive replicas). Every step is idempotent, so a retried
-// registration finishes what an interrupted one started.
-func (n *Node) RegisterNode(ctx context.Context, info slotstore.NodeInfo) (slotstore.NodeInfo, error) {
+// registration finishes what an interrupted one started. A node that says
+// it runs a version older than the cluster's is refused before anything
+// is recorded (runs zero: it did not say — an operator's registration).
+func (n *Node) RegisterNode(ctx context.Context, info slotstore.NodeInfo, runs slotstore.Version) (slotstore.NodeInfo, error) {
 	if info.ID == 0 || info.RaftAddr == "" {
 		return info, slotstore.Errorf(slotstore.CodeInvalidArgument, "a node needs an id and a raft address")
+	}
+	if !runs.IsZero() {
+		if err := clusterversion.CanJoin(n.ctrl.Load().ClusterVersion, runs); err != nil {
+			return info, fmt.Errorf("node %d may not join: %w", info.ID, err)
+		}
 	}
 	if err := n.ctl.proposeController(ctx, controller.Command{RegisterNode: &controller.RegisterNode{Node: controller.NodeOf(info)}}); err != nil {
 		return info, err
@@ -304,7 +313,8 @@ func (o operator) Summary() slotstore.ClusterSummary {
 	st := o.ctrl.Load()
 	snap := o.router.Load()
 	s := slotstore.ClusterSummary{ClusterID: st.ClusterID, NodeID: o.id, RouteRevision: snap.Revision(),
-		ControllerLeader: o.ctl.leader(), Nodes: len(st.Nodes), Groups: len(st.Groups), Local: localView(o.ctl.n, st)}
+		ControllerLeader: o.ctl.leader(), Nodes: len(st.Nodes), Groups: len(st.Groups), Local: localView(o.ctl.n, st),
+		ClusterVersion: st.Version(), Version: o.ctl.n.cfg.Version, ControllerApplied: st.AppliedIndex, ControllerDigest: o.ctl.n.controllerDigest(st)}
 	for _, id := range st.GroupIDs() {
 		if g, ok := snap.Group(id); ok && g.Leader != 0 {
 			s.GroupsWithLeader++

@@ -92,7 +92,8 @@ type Node struct {
 	metrics *metrics
 
 	ctrl       atomic.Pointer[controller.State]
-	ctrlLeader atomic.Uint64 // controller leader node id (0: unknown)
+	ctrlDigest atomic.Pointer[stateDigest] // the latest state's digest (controllerdigest.go)
+	ctrlLeader atomic.Uint64               // controller leader node id (0: unknown)
 	ctrlSM     *controller.StateMachine
 
 	replicas *replicas.Set     // the slot-group replicas on this node
@@ -115,6 +116,7 @@ type Node struct {
 	recovery   *recoverer                      // lost-quorum recoveries through this node (recovery.go)
 	removed    atomic.Pointer[map[string]bool] // Raft addresses of removed nodes (refused)
 	recovered  *controllerRecord               // this node's controller recovery (controllerrecovered.go), or nil
+	minVersion slotstore.Version               // the cluster version the data directory records (minversion.go; the follower loop's own)
 	wakes      *waker                          // wakes quiesced groups (quiesce.go)
 	history    *history.Recorder               // the node's vital signs, for the console's charts
 	ctl        controllerReplica               // the node's controller replica: start, role, proposals (join.go)
@@ -164,6 +166,12 @@ func Start(cfg Config) (*Node, error) {
 	if cfg.DisableLeaseReads {
 		leaseReads = 0
 	}
+	// Before anything in the data directory is opened or written: data a
+	// newer cluster version wrote is not for this binary (minversion.go).
+	minVersion, err := checkMinVersion(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
 	quietDragonboat()
 	peerTLS, err := cfg.TLS.Load()
 	if err != nil {
@@ -194,7 +202,7 @@ func Start(cfg Config) (*Node, error) {
 	n := &Node{cfg: cfg, db: db, logdb: &raftlog.Factory{}, router: routing.NewRouter(), kick: make(chan struct{}, 1),
 		stop: make(chan struct{}), done: make(chan struct{}),
 		secret: secrets.secret, secrets: secrets,
-		heard: raftnet.NewHeard(), heat: &heat.Counters{}, seed: seed, recovered: recovered}
+		heard: raftnet.NewHeard(), heat: &heat.Counters{}, seed: seed, recovered: recovered, minVersion: minVersion}
 	n.ctl, n.follow, n.peerSide = controllerReplica{n}, follower{n}, peerAPI{n}
 	n.follow.noteRemoved(controller.NewState()) // a recovery's lost nodes, fenced from the start
 	n.secret.Accept(cfg.AcceptedSecrets)

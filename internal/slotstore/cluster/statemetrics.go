@@ -22,7 +22,7 @@ type stateCollector struct {
 	revision, applied, tasks, pins, paused, snp *prometheus.Desc
 	connected, connFailures                     *prometheus.Desc
 	decided, decisions, epochs                  *prometheus.Desc
-	failed                                      *prometheus.Desc
+	failed, version                             *prometheus.Desc
 }
 
 func newStateCollector(n *Node) *stateCollector {
@@ -38,6 +38,9 @@ func newStateCollector(n *Node) *stateCollector {
 		failed: prometheus.NewDesc("slotmeta_replica_failed",
 			"1 for each replica the controller places on this node that could not start here (the engine refused it or panicked loading it); the node runs without it.",
 			[]string{"group", "replica"}, nil),
+		version: prometheus.NewDesc("slotmeta_cluster_version_info",
+			"1, labelled with the cluster version this node's copy of the controller state records (0.1 until every node runs a newer release) and the release line this node runs.",
+			[]string{"cluster_version", "version"}, nil),
 		epochs: prometheus.NewDesc("slotmeta_group_config_epoch",
 			"The group's config epoch (raised by every membership and slot change) in this node's copy of the controller state.", []string{"group"}, nil),
 		decided: prometheus.NewDesc("slotmeta_decisions_recorded_total",
@@ -52,7 +55,7 @@ func newStateCollector(n *Node) *stateCollector {
 }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.revision, c.applied, c.tasks, c.pins, c.paused, c.snp, c.connected, c.connFailures, c.decided, c.decisions, c.epochs, c.failed} {
+	for _, d := range []*prometheus.Desc{c.revision, c.applied, c.tasks, c.pins, c.paused, c.snp, c.connected, c.connFailures, c.decided, c.decisions, c.epochs, c.failed, c.version} {
 		ch <- d
 	}
 }
@@ -62,6 +65,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	now := c.n.cfg.Now().UnixMilli()
 	ch <- prometheus.MustNewConstMetric(c.revision, prometheus.GaugeValue, float64(st.RouteRevision))
 	ch <- prometheus.MustNewConstMetric(c.applied, prometheus.GaugeValue, float64(st.AppliedIndex))
+	ch <- prometheus.MustNewConstMetric(c.version, prometheus.GaugeValue, 1, st.Version().String(), c.n.cfg.Version.String())
 	type kindStatus struct{ kind, status string }
 	counts := map[kindStatus]int{}
 	for _, t := range st.Tasks {

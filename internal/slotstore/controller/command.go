@@ -49,6 +49,8 @@ type Command struct {
 	// FenceReads, LiftReadFence: readfence.go.
 	FenceReads    *FenceReads    `json:"fence_reads,omitempty"`
 	LiftReadFence *LiftReadFence `json:"lift_read_fence,omitempty"`
+	// SetClusterVersion: clusterversion.go.
+	SetClusterVersion *SetClusterVersion `json:"set_cluster_version,omitempty"`
 }
 
 // SetPreferred sets a group's preferred leader (an intent with a time).
@@ -129,7 +131,7 @@ func DecodeCommand(b []byte) (Command, error) {
 		c.CreateMove != nil, c.AdvanceTask != nil, c.CancelTask != nil, c.SlotMigrate != nil, c.CreateGroup != nil, c.RetireGroup != nil,
 		c.CreateSplit != nil, c.CreateMerge != nil, c.DrainNode != nil, c.RemoveNode != nil, c.SetBalancer != nil, c.Audit != nil,
 		c.RaftTiming != nil, c.PeerSecret != nil, c.RecoverGroup != nil, c.RecoverController != nil, c.HighWater != nil, c.ReleasePins != nil,
-		c.FenceReads != nil, c.LiftReadFence != nil} {
+		c.FenceReads != nil, c.LiftReadFence != nil, c.SetClusterVersion != nil} {
 		if set {
 			bodies++
 		}
@@ -260,6 +262,8 @@ func applyBody(s *State, c Command) Result {
 		return applyFenceReads(s, c.FenceReads, c.TimeMs)
 	case c.LiftReadFence != nil:
 		return applyLiftReadFence(s, c.LiftReadFence)
+	case c.SetClusterVersion != nil:
+		return applySetClusterVersion(s, c.SetClusterVersion)
 	case c.SetPreferred != nil:
 		return applySetPreferred(s, c.SetPreferred, c.TimeMs)
 	case c.Audit != nil:

@@ -1,9 +1,12 @@
 package controller
 
 import (
+	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/clusterversion"
 )
 
 func command(t *testing.T, c Command) []byte {
@@ -280,6 +283,7 @@ func TestARebuildInPlaceRemovesTheOldReplicaFirst(t *testing.T) {
 	g := s.Snapshot().Groups[1]
 	const node = slotstore.NodeID(2)
 	old := g.Peers[node]
+	finalize(t, s, do, Command{CreateMove: &CreateMove{Group: 1, From: node, To: node}})
 	r := do(Command{CreateMove: &CreateMove{Group: 1, From: node, To: node}})
 	if !r.OK {
 		t.Fatal(r)
@@ -324,8 +328,65 @@ func TestARebuildInPlaceRemovesTheOldReplicaFirst(t *testing.T) {
 
 	one := NewStateMachine(func(*State) {})
 	update(t, one, 1, bootstrapCmd(t, 1, 1, 1))
-	if r := stepper(t, one)(Command{CreateMove: &CreateMove{Group: 1, From: 1, To: 1}}); r.OK || r.Code != slotstore.CodeFailedPrecondition {
+	doOne := stepper(t, one)
+	if r := doOne(Command{SetClusterVersion: &SetClusterVersion{Version: clusterversion.StateChecks.Since}}); !r.OK {
+		t.Fatal(r)
+	}
+	if r := doOne(Command{CreateMove: &CreateMove{Group: 1, From: 1, To: 1}}); r.OK || r.Code != slotstore.CodeFailedPrecondition {
 		t.Fatalf("a one-replica group rebuilt in place: %+v", r)
+	}
+}
+
+// finalize checks that cmd, of a feature of cluster version 0.2, is
+// refused while the cluster is at 0.1 (changing nothing), then records
+// 0.2.
+func finalize(t *testing.T, s *StateMachine, do func(Command) Result, cmd Command) {
+	t.Helper()
+	state := func() string {
+		st := s.Snapshot().Clone()
+		st.AppliedIndex = 0
+		b, _ := json.Marshal(st)
+		return string(b)
+	}
+	before := state()
+	if r := do(cmd); r.OK || r.Code != slotstore.CodeFailedPrecondition || !strings.Contains(r.Message, "need cluster version 0.2") {
+		t.Fatalf("%+v at cluster version 0.1: %+v", cmd, r)
+	}
+	if state() != before {
+		t.Fatalf("%+v, refused, changed the state", cmd)
+	}
+	if r := do(Command{SetClusterVersion: &SetClusterVersion{Version: clusterversion.StateChecks.Since}}); !r.OK {
+		t.Fatal(r)
+	}
+}
+
+// TestTheClusterVersionOnlyRises: SetClusterVersion records a newer
+// version, never the same, an older or none; the state's snapshot keeps it.
+func TestTheClusterVersionOnlyRises(t *testing.T) {
+	s := NewStateMachine(func(*State) {})
+	update(t, s, 1, bootstrapCmd(t, 3, 1, 3))
+	do := stepper(t, s)
+	if v := s.Snapshot().Version(); v != clusterversion.Base {
+		t.Fatalf("a new cluster is at %s", v)
+	}
+	set := func(v slotstore.Version) Result {
+		return do(Command{SetClusterVersion: &SetClusterVersion{Version: v}})
+	}
+	if r := set(slotstore.Version{Major: 0, Minor: 2}); !r.OK {
+		t.Fatal(r)
+	}
+	for _, v := range []slotstore.Version{{Major: 0, Minor: 2}, {Major: 0, Minor: 1}, {}} {
+		if r := set(v); r.OK {
+			t.Fatalf("%s recorded over 0.2", v)
+		}
+	}
+	b, err := json.Marshal(s.Snapshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back State
+	if err := json.Unmarshal(b, &back); err != nil || back.Version() != (slotstore.Version{Major: 0, Minor: 2}) {
+		t.Fatalf("through JSON: %v %v", back.Version(), err)
 	}
 }
 
@@ -339,6 +400,7 @@ func TestAReadFenceIsSetAndLifted(t *testing.T) {
 	if s.Snapshot().ReadsFenced(1) != nil {
 		t.Fatal("a new group's reads are fenced")
 	}
+	finalize(t, s, do, Command{FenceReads: &FenceReads{Group: 1, CheckID: 6, Reason: "no majority"}})
 	if r := do(Command{FenceReads: &FenceReads{Group: 1, CheckID: 7, Reason: "no majority"}}); !r.OK {
 		t.Fatal(r)
 	}

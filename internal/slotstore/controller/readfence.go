@@ -1,6 +1,9 @@
 package controller
 
-import "github.com/slotmeta/slotmeta/internal/slotstore"
+import (
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/clusterversion"
+)
 
 // Read fences (issue 52). A state check that finds a group's replicas
 // differing with no majority — no digest held by more than half of them —
@@ -35,6 +38,9 @@ type LiftReadFence struct {
 }
 
 func applyFenceReads(s *State, c *FenceReads, timeMs int64) Result {
+	if res, no := gated(s, clusterversion.StateChecks); no {
+		return res
+	}
 	g, ok := s.Groups[c.Group]
 	if !ok {
 		return refuse(slotstore.CodeNotFound, "group %d does not exist", c.Group)
@@ -45,6 +51,9 @@ func applyFenceReads(s *State, c *FenceReads, timeMs int64) Result {
 }
 
 func applyLiftReadFence(s *State, c *LiftReadFence) Result {
+	if res, no := gated(s, clusterversion.StateChecks); no {
+		return res
+	}
 	g, ok := s.Groups[c.Group]
 	if !ok {
 		return refuse(slotstore.CodeNotFound, "group %d does not exist", c.Group)

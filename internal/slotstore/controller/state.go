@@ -158,6 +158,9 @@ type State struct {
 	// Pins are the groups an operator's manual action pinned: the
 	// balancer leaves them be until then (pins.go).
 	Pins map[slotstore.GroupID]Pin `json:"pins,omitempty"`
+	// ClusterVersion is the lowest release line every node runs, recorded
+	// once they all do (clusterversion.go); zero until then.
+	ClusterVersion slotstore.Version `json:"cluster_version,omitzero"`
 }
 
 // NewState is the empty, not yet bootstrapped state.

@@ -1,11 +1,13 @@
 package controller
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"sync"
 
+	"github.com/cespare/xxhash/v2"
 	sm "github.com/lni/dragonboat/v4/statemachine"
 
 	"github.com/slotmeta/slotmeta/internal/slotstore"
@@ -88,16 +90,9 @@ func (s *StateMachine) SaveSnapshot(w io.Writer, _ sm.ISnapshotFileCollection, _
 
 // RecoverFromSnapshot replaces the state with a saved one.
 func (s *StateMachine) RecoverFromSnapshot(r io.Reader, _ []sm.SnapshotFile, _ <-chan struct{}) error {
-	st := NewState()
-	dec := json.NewDecoder(io.LimitReader(r, 64<<20))
-	if err := dec.Decode(st); err != nil {
-		return fmt.Errorf("controller: corrupt snapshot: %w", err)
-	}
-	if st.Nodes == nil {
-		st.Nodes = map[slotstore.NodeID]*Node{}
-	}
-	if st.Groups == nil {
-		st.Groups = map[slotstore.GroupID]*Group{}
+	st, err := decodeState(r)
+	if err != nil {
+		return err
 	}
 	s.mu.Lock()
 	s.state = st
@@ -107,6 +102,42 @@ func (s *StateMachine) RecoverFromSnapshot(r io.Reader, _ []sm.SnapshotFile, _ <
 		s.onChange(copy)
 	}
 	return nil
+}
+
+// decodeState reads a state as SaveSnapshot writes it.
+func decodeState(r io.Reader) (*State, error) {
+	st := NewState()
+	dec := json.NewDecoder(io.LimitReader(r, 64<<20))
+	if err := dec.Decode(st); err != nil {
+		return nil, fmt.Errorf("controller: corrupt snapshot: %w", err)
+	}
+	if st.Nodes == nil {
+		st.Nodes = map[slotstore.NodeID]*Node{}
+	}
+	if st.Groups == nil {
+		st.Groups = map[slotstore.GroupID]*Group{}
+	}
+	return st, nil
+}
+
+// Digest hashes the state (xxhash64 of its snapshot's JSON): replicas of
+// the controller that applied the same log to the same index have the same
+// digest, however they got there — the state is hashed as a replica that
+// recovered it from a snapshot holds it, so that an empty list and none
+// hash alike.
+func (s *State) Digest() (uint64, error) {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return 0, err
+	}
+	st, err := decodeState(bytes.NewReader(b))
+	if err != nil {
+		return 0, err
+	}
+	if b, err = json.Marshal(st); err != nil {
+		return 0, err
+	}
+	return xxhash.Sum64(b), nil
 }
 
 // Close releases nothing.

@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/clusterversion"
 )
 
 // Task kinds, phases and statuses. A replica move walks its phases in order;
@@ -98,6 +99,11 @@ func applyCreateMove(s *State, c *CreateMove, timeMs int64) Result {
 	g, ok := s.Groups[c.Group]
 	if !ok {
 		return refuse(slotstore.CodeNotFound, "group %d does not exist", c.Group)
+	}
+	if c.From == c.To { // a rebuild in place: an older controller refuses it
+		if res, no := gated(s, clusterversion.StateChecks); no {
+			return res
+		}
 	}
 	if t := activeTask(s, c.Group); t != nil {
 		return refuse(slotstore.CodeConflict, "task %d is already running on group %d", t.ID, c.Group)

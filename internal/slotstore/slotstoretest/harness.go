@@ -226,6 +226,10 @@ func (c *Cluster) StartNode(i int) *cluster.Node {
 	return n
 }
 
+// Retune changes node i's (0-based) configuration for its next start: a
+// node started again on another binary, say (cluster.Config.Version).
+func (c *Cluster) Retune(i int, tune func(*cluster.Config)) { tune(&c.cfgs[i]) }
+
 // Join starts one more node that joins the running cluster through the API
 // address via (a node's HTTP API must be served there), and waits until it
 // is ready. The node keeps the cluster's options.

@@ -78,7 +78,11 @@ type Input struct {
 	RecentMoves []SlotMove
 	// DrainOnly plans drains and nothing else (the balancer is paused or
 	// turned off: drains were asked for by an operator and go on).
-	DrainOnly         bool
+	DrainOnly bool
+	// InPlaceGated says why a replica may not be rebuilt in place (a move
+	// from a node to itself) — the cluster version does not allow it yet,
+	// a rolling upgrade in progress — or is empty when it may.
+	InPlaceGated      string
 	ReplicationFactor int
 	InitialGroups     int
 }

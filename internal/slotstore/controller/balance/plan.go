@@ -42,7 +42,9 @@ func Decide(in Input, c Config) Plan {
 	// live voters, which holds every other move until it is rebuilt.
 	p.rebuild()
 	if held := p.faultOpen(); held != "" {
-		p.out.Held = held
+		if p.out.Held == "" { // rebuild's own reason says more
+			p.out.Held = held
+		}
 		return p.out
 	}
 	p.groupCount()
@@ -210,6 +212,10 @@ func (p *planner) rebuild() {
 			}
 			if !p.active(from) {
 				p.out.Held = fmt.Sprintf("no active node can take group %d's failed replica on node %d", g.ID, from)
+				return
+			}
+			if p.in.InPlaceGated != "" {
+				p.out.Held = fmt.Sprintf("no node outside group %d can take its failed replica on node %d, and it cannot be rebuilt in place: %s", g.ID, from, p.in.InPlaceGated)
 				return
 			}
 			p.add(Action{Kind: MoveReplica, Reason: ReasonRebuild, Group: g.ID, From: from, To: from,

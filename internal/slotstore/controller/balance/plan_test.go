@@ -24,6 +24,7 @@ import (
 //	moved slot=<s> from=<g> to=<g> ago=<d>
 //	tasks [running=<n>] [slot=<n>] [group=<n>]
 //	drain-only                                        the balancer is paused
+//	in-place-gated <why…>                             no rebuild in place (the cluster version)
 //	cluster [rf=<n>] [initial=<n>]
 //	config [max-tasks=<n>] [groups-per-node=<n>] [max-groups=<n>] [load-skew=<x>] [min-load=<x>]
 func TestPlanDataDriven(t *testing.T) {
@@ -107,6 +108,8 @@ func TestPlanDataDriven(t *testing.T) {
 					From: slotstore.GroupID(num("from", 0)), To: slotstore.GroupID(num("to", 0)), At: ago("ago")})
 			case "drain-only":
 				in.DrainOnly = true
+			case "in-place-gated":
+				in.InPlaceGated = strings.TrimSpace(strings.TrimPrefix(line, "in-place-gated"))
 			case "moving":
 				in.Moving = append(in.Moving, ReplicaMove{Group: slotstore.GroupID(num("group", 0)),
 					From: slotstore.NodeID(num("from", 0)), To: slotstore.NodeID(num("to", 0))})

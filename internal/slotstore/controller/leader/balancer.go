@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/clusterversion"
 	"github.com/slotmeta/slotmeta/internal/slotstore/controller"
 	"github.com/slotmeta/slotmeta/internal/slotstore/controller/balance"
 )
@@ -28,6 +29,7 @@ type balancerBook struct {
 func (l *Leader) balanceInput(now time.Time) balance.Input {
 	st := l.cfg.Host.Controller()
 	in := balance.Input{Now: now, ReplicationFactor: st.ReplicationFactor, InitialGroups: st.InitialGroupCount}
+	in.InPlaceGated = clusterversion.Refusal(st.ClusterVersion, clusterversion.StateChecks)
 	reachable := map[slotstore.NodeID]bool{}
 	for _, h := range l.health(now) {
 		reachable[h.Node] = h.Health == slotstore.NodeReachable

@@ -14,6 +14,7 @@ import (
 
 	"github.com/slotmeta/slotmeta/internal/slotstore"
 	"github.com/slotmeta/slotmeta/internal/slotstore/checks"
+	"github.com/slotmeta/slotmeta/internal/slotstore/clusterversion"
 	"github.com/slotmeta/slotmeta/internal/slotstore/controller"
 	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
 	"github.com/slotmeta/slotmeta/internal/slotstore/peer"
@@ -59,6 +60,11 @@ type checkBook struct {
 // CheckGroup checks g's replicas now and returns what it found (asked of
 // the controller leader when this node does not lead).
 func (l *Leader) CheckGroup(ctx context.Context, g slotstore.GroupID) (slotstore.GroupCheck, error) {
+	// Refused here too, before asking the leader: in a mixed cluster it
+	// may run a release that has no such peer call.
+	if err := l.cfg.Host.Controller().Allows(clusterversion.StateChecks); err != nil {
+		return slotstore.GroupCheck{}, err
+	}
 	if !l.Leads() {
 		return askWith[slotstore.GroupCheck](ctx, l, http.MethodPost, "check?group="+strconv.FormatUint(uint64(g), 10), nil)
 	}
@@ -104,6 +110,11 @@ func (l *Leader) check(ctx context.Context, g slotstore.GroupID) (slotstore.Grou
 	grp, ok := st.Groups[g]
 	if !ok {
 		return slotstore.GroupCheck{}, slotstore.Errorf(slotstore.CodeNotFound, "group %d does not exist", g)
+	}
+	// A replica of an older release refuses CheckState, and the fence
+	// that may follow is a command it does not know.
+	if err := st.Allows(clusterversion.StateChecks); err != nil {
+		return slotstore.GroupCheck{}, err
 	}
 	start := l.cfg.Now()
 	l.checks.mu.Lock()
@@ -230,8 +241,9 @@ func (l *Leader) checkInBackground(now time.Time) {
 		return
 	}
 	every = max(every, time.Second)
-	ids := l.cfg.Host.Controller().GroupIDs()
-	if len(ids) == 0 {
+	st := l.cfg.Host.Controller()
+	ids := st.GroupIDs()
+	if len(ids) == 0 || st.Allows(clusterversion.StateChecks) != nil {
 		return
 	}
 	b := &l.checks

@@ -124,6 +124,7 @@ type Leader struct {
 	balancer  balancerBook
 	transfers sync.Map                                       // GroupID → time.Time: transfers started here and not seen to finish
 	rounds    struct{ lastBalance, lastHighWater time.Time } // Round's own, one round at a time
+	version   versionStep                                    // clusterversion.go
 	decided   sync.Map                                       // GroupID → string: the last decision recorded per group (to log changes only)
 	checks    checkBook                                      // state checks (check.go)
 }
@@ -170,8 +171,9 @@ func (l *Leader) Run(stop <-chan struct{}) {
 }
 
 // Round is one round of the controller leader's work: while this node
-// leads the controller, observe, reconcile, keep the controller's voters,
-// record the high-water marks (every HighWaterInterval), step the tasks
+// leads the controller, observe (and raise the cluster version when every
+// node runs a newer one), reconcile, keep the controller's voters, record the
+// high-water marks (every HighWaterInterval), step the tasks
 // and, every BalanceInterval, balance; while it does not, forget the
 // observations. Run calls it every ObserveInterval; the simulator (package
 // sim) calls it on its simulated clock. Rounds must not overlap.

@@ -15,7 +15,9 @@ import (
 
 // ObserveOnce collects one status report from every registered node
 // (concurrently; a node that does not answer within ctx keeps its last one),
-// then updates node health and wakes the groups led from unreachable nodes.
+// then updates node health, wakes the groups led from unreachable nodes and
+// records a newer cluster version once every node reports running it
+// (clusterversion.go).
 func (l *Leader) ObserveOnce(ctx context.Context) {
 	st := l.cfg.Host.Controller()
 	l.obs.Lead(l.cfg.Now())
@@ -65,6 +67,7 @@ func (l *Leader) ObserveOnce(ctx context.Context) {
 		}()
 	}
 	wg.Wait()
+	l.version.raise(ctx, l, l.cfg.Now())
 }
 
 // registeredNodes are the nodes st lists, removed ones left out.

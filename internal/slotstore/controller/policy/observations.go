@@ -64,6 +64,21 @@ func (o *Observations) Fresh(now time.Time, within time.Duration) bool {
 	return len(o.reports) > 0
 }
 
+// Versions is the version each node's latest report says it runs, for the
+// nodes whose report is younger than within: a node not heard from lately
+// may have been started on another binary since (package clusterversion).
+func (o *Observations) Versions(now time.Time, within time.Duration) map[slotstore.NodeID]slotstore.Version {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := make(map[slotstore.NodeID]slotstore.Version, len(o.reports))
+	for id, r := range o.reports {
+		if now.Sub(r.receivedAt) <= within {
+			out[id] = r.status.Version
+		}
+	}
+	return out
+}
+
 // Node health on the controller leader.
 //
 // The controller leader collects a status report from every node once per
@@ -143,7 +158,7 @@ func (o *Observations) NodeHealth(now time.Time, nodes []slotstore.NodeID, self 
 		h := slotstore.NodeHealth{Node: id, Health: slotstore.NodeUnknown, ReportAgeMs: -1, HealthyForMs: -1, Aggregator: self}
 		r, ok := o.reports[id]
 		if ok {
-			h.ReportAgeMs = now.Sub(r.receivedAt).Milliseconds()
+			h.ReportAgeMs, h.Version = now.Sub(r.receivedAt).Milliseconds(), r.status.Version
 		}
 		t := o.health.tracks[id]
 		switch {
