@@ -7,6 +7,8 @@
 #   cluster.sh kill I     SIGKILL node I
 #   cluster.sh start I    start node I again with its saved arguments, wait for /readyz
 #   cluster.sh join I     start a new node I (> N) that joins through node 1
+#   cluster.sh upgrade BINARY I…  a rolling upgrade (or rollback): for each node in turn, stop it
+#                         (SIGTERM), start it on BINARY with the same arguments and data, wait for /readyz
 #   cluster.sh logs I [-f] the tail of node I's log (-f: follow it)
 #   cluster.sh down       stop every node this script started (SIGTERM, SIGKILL after 15 s)
 #
@@ -19,13 +21,15 @@
 #   SLOTMETA_SERVER_BIN   run this server binary instead of building one from the tree
 #
 # Layout: $DIR/bin/slotmeta, $DIR/secret (mode 600), $DIR/members (the founding
-# --initial-members), $DIR/node$i/{data,log,pid,args}. A node's configuration is
+# --initial-members), $DIR/node$i/{data,log,pid,args}, and $DIR/node$i/slotmeta once
+# upgrade gave node i a binary of its own. A node's configuration is
 # exactly its args file (one argument a line) plus the cluster secret, which it
 # reads from SLOTMETA_CLUSTER_SECRET so that it never shows in ps or in args.
 # Every other SLOTMETA_* variable of the caller is kept away from the nodes.
 #
 # Only processes whose pid file this script wrote, and whose /proc/PID/cmdline
-# is $DIR/bin/slotmeta with this node's data dir, are ever signalled.
+# is $DIR/bin/slotmeta (or the node's own binary) with this node's data dir,
+# are ever signalled.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
@@ -47,6 +51,10 @@ usage: scripts/cluster.sh COMMAND
   kill I        SIGKILL node I
   start I       start node I again (same arguments and data), wait for /readyz
   join I        start a new node I that joins the cluster through node 1
+  upgrade BINARY I…
+                one node at a time: stop it (SIGTERM), start it on BINARY (same
+                arguments and data), wait for /readyz — a rolling upgrade, or a
+                rollback with the previous binary (docs/runbook.md)
   logs I [-f]   tail node I's log
   down          stop every node started here
   help          this text
@@ -99,7 +107,16 @@ pid_of() {
   return 0
 }
 
-# ours I PID: PID is a live (not zombie) process running $BIN for node I.
+# node_bin I: the binary node I runs: its own once upgrade gave it one, else $BIN.
+node_bin() {
+  if [ -x "$(node_dir "$1")/slotmeta" ]; then
+    printf '%s' "$(node_dir "$1")/slotmeta"
+  else
+    printf '%s' "$BIN"
+  fi
+}
+
+# ours I PID: PID is a live (not zombie) process running node I's binary for node I.
 ours() {
   local i=$1 pid=$2 stat state arg
   local -a argv=()
@@ -109,7 +126,7 @@ ours() {
   state=${state%% *}
   case $state in Z | X | x) return 1 ;; esac
   { mapfile -d '' -t argv <"/proc/$pid/cmdline"; } 2>/dev/null || return 1
-  [ "${#argv[@]}" -gt 0 ] && [ "${argv[0]}" = "$BIN" ] || return 1
+  [ "${#argv[@]}" -gt 0 ] && { [ "${argv[0]}" = "$BIN" ] || [ "${argv[0]}" = "$(node_dir "$i")/slotmeta" ]; } || return 1
   for arg in "${argv[@]}"; do
     [ "$arg" = "$(node_dir "$i")/data" ] && return 0
   done
@@ -186,7 +203,7 @@ launch() {
   mkdir -p "$d/data"
   printf '=== %s cluster.sh: starting node %s\n' "$(date '+%F %T')" "$i" >>"$d/log"
   env "${clean[@]}" SLOTMETA_CLUSTER_SECRET="$secret" \
-    nohup "$BIN" "${argv[@]}" </dev/null >>"$d/log" 2>&1 &
+    nohup "$(node_bin "$i")" "${argv[@]}" </dev/null >>"$d/log" 2>&1 &
   echo $! >"$d/pid"
 }
 
@@ -470,6 +487,32 @@ cmd_start() {
   table "$i"
 }
 
+# upgrade BINARY I…: one node at a time, stop it (SIGTERM, as a service
+# manager does), give it its own copy of BINARY, start it on the same
+# arguments and data, wait until it is ready — then the next. The same
+# command rolls back, with the previous binary (docs/runbook.md, "Upgrades
+# and rollbacks").
+cmd_upgrade() {
+  local bin=${1:-} i d
+  shift || true
+  [ -n "$bin" ] && [ -x "$bin" ] || { note "upgrade: want an executable server binary, got '$bin'"; usage >&2; exit 2; }
+  [ $# -gt 0 ] || { note "upgrade: name the nodes, in the order to upgrade them"; usage >&2; exit 2; }
+  for i in "$@"; do
+    i=$(node_id "$i")
+    d=$(node_dir "$i")
+    [ -f "$d/args" ] || die "node $i was never started in $DIR (up or join first)"
+  done
+  for i in "$@"; do
+    d=$(node_dir "$i")
+    echo "node $i: $("$bin" --version 2>/dev/null | head -n 1)"
+    [ -z "$(running "$i")" ] || stop TERM "$i"
+    cp "$bin" "$d/slotmeta.new" && mv -f "$d/slotmeta.new" "$d/slotmeta" || die "cannot install $bin for node $i"
+    launch "$i"
+    wait_ready "$i"
+  done
+  table "$@"
+}
+
 # routes_view I: node I's leader of every group, "GROUP LEADER" lines.
 routes_view() {
   [ "$(http GET "$(api_url "$1")/v1/cluster/routes")" = 200 ] || return 0
@@ -529,6 +572,7 @@ status) cmd_status ;;
 kill) cmd_kill "$@" ;;
 start) cmd_start "$@" ;;
 join) cmd_join "$@" ;;
+upgrade) cmd_upgrade "$@" ;;
 logs) cmd_logs "$@" ;;
 help | -h | --help) usage ;;
 *)

@@ -39,6 +39,7 @@ import (
 	"github.com/slotmeta/slotmeta/internal/httpapi"
 	"github.com/slotmeta/slotmeta/internal/netguard"
 	"github.com/slotmeta/slotmeta/internal/slotstore/cluster"
+	"github.com/slotmeta/slotmeta/internal/slotstore/clusterversion"
 )
 
 func main() {
@@ -85,7 +86,9 @@ func subcommand(args []string, getenv func(string) string, stdout, stderr io.Wri
 // "-X main.version=…", from git describe); else the module's build info.
 var version = ""
 
-// versionString names the binary's version, Go version and platform.
+// versionString names the binary's version, the release line it runs (what
+// the cluster version compares: package clusterversion), Go version and
+// platform.
 func versionString() string {
 	v := version
 	if v == "" {
@@ -101,7 +104,7 @@ func versionString() string {
 			}
 		}
 	}
-	return fmt.Sprintf("slotmeta %s (%s, %s/%s)", v, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	return fmt.Sprintf("slotmeta %s (release line %s; %s, %s/%s)", v, clusterversion.Binary, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }
 
 // apiGrace is how long an API connection may stay open before a request on

@@ -2,14 +2,25 @@ package cluster
 
 import (
 	"fmt"
+	"sync/atomic"
 
 	"github.com/slotmeta/slotmeta/internal/slotstore/controller"
 )
 
-// controllerDigest is st's digest (controller.State.Digest) in hex, kept
-// for the latest state: hashing it costs a JSON round trip.
-func (n *Node) controllerDigest(st *controller.State) string {
-	if d := n.ctrlDigest.Load(); d != nil && d.st == st {
+// digestCache keeps the digest (controller.State.Digest, in hex) of the
+// latest controller state asked about: hashing one costs a JSON round trip,
+// and GET /v1/cluster asks on every call.
+type digestCache struct{ last atomic.Pointer[stateDigest] }
+
+// stateDigest is a controller state's digest.
+type stateDigest struct {
+	st  *controller.State
+	sum string
+}
+
+// of is st's digest.
+func (c *digestCache) of(st *controller.State) string {
+	if d := c.last.Load(); d != nil && d.st == st {
 		return d.sum
 	}
 	sum, err := st.Digest()
@@ -17,12 +28,6 @@ func (n *Node) controllerDigest(st *controller.State) string {
 		return "error: " + err.Error()
 	}
 	d := &stateDigest{st: st, sum: fmt.Sprintf("%016x", sum)}
-	n.ctrlDigest.Store(d)
+	c.last.Store(d)
 	return d.sum
-}
-
-// stateDigest is a controller state's digest.
-type stateDigest struct {
-	st  *controller.State
-	sum string
 }

@@ -92,8 +92,8 @@ type Node struct {
 	metrics *metrics
 
 	ctrl       atomic.Pointer[controller.State]
-	ctrlDigest atomic.Pointer[stateDigest] // the latest state's digest (controllerdigest.go)
-	ctrlLeader atomic.Uint64               // controller leader node id (0: unknown)
+	ctrlDigest digestCache   // the latest controller state's digest (controllerdigest.go)
+	ctrlLeader atomic.Uint64 // controller leader node id (0: unknown)
 	ctrlSM     *controller.StateMachine
 
 	replicas *replicas.Set     // the slot-group replicas on this node
