@@ -46,44 +46,8 @@ func TestClusterScript(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := &cluster{t: t, script: script}
-	// The cluster dirs live under parent, made before the cleanup below is
-	// registered: cleanups run last-in first-out, so down runs while the
-	// dirs (and their pid files) still exist.
-	parent := t.TempDir()
-	t.Cleanup(func() {
-		if c.dir == "" {
-			return
-		}
-		if t.Failed() {
-			c.dumpLogs()
-		}
-		if out, code := c.run(time.Minute, nil, "down"); code != 0 {
-			t.Errorf("cleanup: down exited %d:\n%s", code, out)
-		}
-	})
-
-	// up 3: the first build of the server may take a while. The ports were
-	// free a moment ago; if one was taken since, try other ones.
-	for attempt := 1; ; attempt++ {
-		dir, err := os.MkdirTemp(parent, "cluster-")
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.dir, c.base = dir, freeBase(t, nodes+1)
-		t.Logf("cluster dir %s, base port %d", c.dir, c.base)
-		out, code := c.run(10*time.Minute, nil, "up", strconv.Itoa(nodes))
-		if code == 0 {
-			t.Logf("%s", out)
-			break
-		}
-		if !strings.Contains(out, "already in use") || attempt == 3 {
-			t.Fatalf("cluster.sh up %d exited %d:\n%s", nodes, code, out)
-		}
-		t.Logf("cluster.sh up: a port was taken; trying other ports:\n%s", out)
-		if out, code := c.run(time.Minute, nil, "down"); code != 0 {
-			t.Fatalf("down exited %d:\n%s", code, out)
-		}
-	}
+	// up 3: the first build of the server may take a while.
+	c.up(nodes, nodes+1, nil)
 	c.waitReady(15*time.Second, 1, 2, 3)
 	if code, body := c.put(1, "/v1/kv/x", `{"value":"1"}`); code != http.StatusOK {
 		t.Fatalf("PUT /v1/kv/x on node 1: %d %s", code, body)
@@ -154,6 +118,50 @@ func TestClusterScript(t *testing.T) {
 		}
 		if _, err := os.Stat(filepath.Join(c.dir, fmt.Sprintf("node%d", i), "pid")); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("node %d's pid file outlived down: %v", i, err)
+		}
+	}
+}
+
+// up runs cluster.sh up n (with env) in a new directory, on ports free for
+// ports nodes (more than n leaves room for a join), and stops the nodes
+// when the test ends — its nodes' logs shown first when it failed. The
+// ports were free a moment ago; when one was taken since, up tries others.
+func (c *cluster) up(n, ports int, env []string) {
+	t := c.t
+	t.Helper()
+	// The cluster dirs live under parent, made before the cleanup below is
+	// registered: cleanups run last-in first-out, so down runs while the
+	// dirs (and their pid files) still exist.
+	parent := t.TempDir()
+	t.Cleanup(func() {
+		if c.dir == "" {
+			return
+		}
+		if t.Failed() {
+			c.dumpLogs()
+		}
+		if out, code := c.run(time.Minute, nil, "down"); code != 0 {
+			t.Errorf("cleanup: down exited %d:\n%s", code, out)
+		}
+	})
+	for attempt := 1; ; attempt++ {
+		dir, err := os.MkdirTemp(parent, "cluster-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.dir, c.base = dir, freeBase(t, ports)
+		t.Logf("cluster dir %s, base port %d", c.dir, c.base)
+		out, code := c.run(10*time.Minute, env, "up", strconv.Itoa(n))
+		if code == 0 {
+			t.Logf("%s", out)
+			return
+		}
+		if !strings.Contains(out, "already in use") || attempt == 3 {
+			t.Fatalf("cluster.sh up %d exited %d:\n%s", n, code, out)
+		}
+		t.Logf("cluster.sh up: a port was taken; trying other ports:\n%s", out)
+		if out, code := c.run(time.Minute, nil, "down"); code != 0 {
+			t.Fatalf("down exited %d:\n%s", code, out)
 		}
 	}
 }

@@ -189,39 +189,7 @@ func TestOpsScripts(t *testing.T) {
 	opsEnv := []string{"SLOTMETA_TOKEN=" + opsToken}
 	c := &cluster{t: t, script: script, token: opsToken}
 	nodeArgs := []string{"SLOTMETA_NODE_ARGS=" + opsNodeArgs + " --tokens-file " + tokens} // wins over run's default
-	// The first TempDir registers the removal of the test's temporary
-	// directory; cleanups run last-in first-out, so the one below, registered
-	// after it, stops the nodes (and reads their logs) before their directory
-	// goes. Registered before any TempDir, down would find no cluster and
-	// leave the nodes running.
-	t.TempDir()
-	t.Cleanup(func() {
-		if c.dir == "" {
-			return
-		}
-		if t.Failed() {
-			c.dumpLogs()
-		}
-		if out, code := c.run(time.Minute, nil, "down"); code != 0 {
-			t.Errorf("cleanup: down exited %d:\n%s", code, out)
-		}
-	})
-	for attempt := 1; ; attempt++ {
-		c.dir, c.base = t.TempDir(), freeBase(t, opsNodes)
-		t.Logf("cluster dir %s, base port %d", c.dir, c.base)
-		out, code := c.run(10*time.Minute, nodeArgs, "up", strconv.Itoa(opsNodes))
-		if code == 0 {
-			t.Logf("%s", out)
-			break
-		}
-		if !strings.Contains(out, "already in use") || attempt == 3 {
-			t.Fatalf("cluster.sh up %d exited %d:\n%s", opsNodes, code, out)
-		}
-		t.Logf("cluster.sh up: a port was taken; trying other ports:\n%s", out)
-		if out, code := c.run(time.Minute, nil, "down"); code != 0 {
-			t.Fatalf("down exited %d:\n%s", code, out)
-		}
-	}
+	c.up(opsNodes, opsNodes, nodeArgs)
 	c.waitReady(15*time.Second, 1, 2, 3, 4)
 	api := func(i int) string { return c.url(i, "") }
 

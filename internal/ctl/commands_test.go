@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -307,6 +308,15 @@ func TestCommands(t *testing.T) {
 		if n.json(&st, "endpoint", "status"); len(st.Endpoints) != 1 || !st.Endpoints[0].Healthy || st.Endpoints[0].Status == nil ||
 			st.Endpoints[0].Status.NodeId != 1 || len(st.Endpoints[0].Status.Local) != 5 { // the controller and 4 groups
 			t.Fatalf("endpoint status: %+v", st)
+		}
+		// The node's release line and its copy of the controller (digest
+		// at an index) are in the table, for an upgrade's checks.
+		if s := st.Endpoints[0].Status; deref(s.Version) != "0.2" || len(deref(s.ControllerDigest)) != 16 || deref(s.ControllerApplied) == 0 {
+			t.Fatalf("endpoint status: version %v, controller %v at %v", deref(s.Version), deref(s.ControllerDigest), deref(s.ControllerApplied))
+		}
+		// (Another digest, maybe: the controller may have applied more since.)
+		if out := n.ok("endpoint", "status", "-o", "table"); !strings.Contains(out, "CONTROLLER_DIGEST") || !regexp.MustCompile(`\s0\.2\s+0\.[12]\s+\d+\s+[0-9a-f]{16}\s`).MatchString(out) {
+			t.Fatalf("endpoint status's table: %q", out)
 		}
 		if out := n.ok("endpoint", "health", "-o", "table"); !strings.Contains(out, "true") {
 			t.Fatalf("endpoint health: %q", out)

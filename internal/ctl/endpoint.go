@@ -67,7 +67,11 @@ func askEndpoints(c *cmd, health bool) int {
 			}
 			return
 		}
-		t.header("ENDPOINT", "NODE", "READY", "CONTROLLER", "ROUTE_REVISION", "REPLICAS", "LEADS", "TOOK_MS", "ERROR")
+		// VERSION and CLUSTER_VERSION during a rolling upgrade; the
+		// controller's copies agree when CONTROLLER_DIGEST is alike at
+		// one CONTROLLER_APPLIED (docs/runbook.md).
+		t.header("ENDPOINT", "NODE", "READY", "CONTROLLER", "ROUTE_REVISION", "REPLICAS", "LEADS", "VERSION", "CLUSTER_VERSION",
+			"CONTROLLER_APPLIED", "CONTROLLER_DIGEST", "TOOK_MS", "ERROR")
 		for _, a := range answers {
 			if s := a.Status; s != nil {
 				leads := 0
@@ -76,9 +80,10 @@ func askEndpoints(c *cmd, health bool) int {
 						leads++
 					}
 				}
-				t.row(a.Endpoint, s.NodeId, s.Ready, s.ControllerLeader, s.RouteRevision, len(s.Local), leads, a.TookMs, a.Error)
+				t.row(a.Endpoint, s.NodeId, s.Ready, s.ControllerLeader, s.RouteRevision, len(s.Local), leads, s.Version, s.ClusterVersion,
+					s.ControllerApplied, s.ControllerDigest, a.TookMs, a.Error)
 			} else {
-				t.row(a.Endpoint, "", false, "", "", "", "", a.TookMs, a.Error)
+				t.row(a.Endpoint, "", false, "", "", "", "", "", "", "", "", a.TookMs, a.Error)
 			}
 		}
 	})
