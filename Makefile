@@ -142,7 +142,9 @@ clean:
 # group until a write is acknowledged, and of wake reads that cost an
 # election (the "quiesce availability" line). And TestKillsAfterPlacementChanges:
 # on separate hosts, kill -9 of the nodes a replica move and a drain changed,
-# under history clients.
+# under history clients. And TestPausedNodesServeNoStaleReads: SIGSTOP of a
+# group leader (1× and 3× the election timeout), the controller leader (2×) and
+# a follower (4×) under history clients and readers pinned to each node.
 QUIESCE_ROUNDS ?= 6
 CHAOS_SEEDS ?= 50
 CHAOS_DURATION ?= 5s
@@ -153,7 +155,7 @@ chaos:
 	out=chaos/results/$$(date -u +%Y%m%dT%H%M%SZ).txt; log=$${out%.txt}.log; \
 	CHAOS_SEEDS=$(CHAOS_SEEDS) CHAOS_DURATION=$(CHAOS_DURATION) CHAOS_VIS_DIR=$(CURDIR)/chaos/results FUZZ_REQUESTS=100000 \
 		AVAILABILITY_ROUNDS=$(AVAILABILITY_ROUNDS) QUIESCE_ROUNDS=$(QUIESCE_ROUNDS) \
-		$(GO) test -count=1 -timeout 150m -v -run 'TestShortChaos|TestOverload|TestHTTPFuzz|TestAvailability|TestQuiesceAvailability|TestKillsAfterPlacementChanges' ./internal/chaos/ 2>&1 \
+		$(GO) test -count=1 -timeout 150m -v -run 'TestShortChaos|TestOverload|TestHTTPFuzz|TestAvailability|TestQuiesceAvailability|TestKillsAfterPlacementChanges|TestPausedNodesServeNoStaleReads' ./internal/chaos/ 2>&1 \
 		| tee $$log | grep -aE '^(=== RUN|--- |ok|FAIL|PASS|[[:space:]]+[a-z_]+_test\.go:)' | tee $$out; \
 	status=$${PIPESTATUS[0]}; \
 	if [ $$status -ne 0 ]; then \

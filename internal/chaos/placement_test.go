@@ -97,18 +97,7 @@ func TestKillsAfterPlacementChanges(t *testing.T) {
 			h.WaitReady(time.Now().Add(30 * time.Second))
 		}
 	}
-	finalKV, _ := finalReads(t, hc, rec, keys, nil)
-	if verdict, _ := linearizable("kv-"+prefix, 51, kvModel, rec.kv); verdict != "ok" {
-		t.Errorf("the history: %s", verdict)
-	}
-	var lost lostReport
-	checkLostKV(rec.kv, finalKV, &lost)
-	for _, f := range append(append(lost.details, rec.dups...), rec.failures...) {
-		t.Error(f)
-	}
-	if dups := checkDuplicatesKV(rec.kv); len(dups) > 0 {
-		t.Errorf("applied twice: %v", dups)
-	}
+	lost, _ := checkKVHistory(t, hc, rec, keys, prefix, 51)
 	n := 0
 	for _, p := range probes.all() {
 		if !p.ok {
@@ -206,4 +195,26 @@ func groupsOn(t *testing.T, hc *hostCluster, node slotstore.NodeID) []slotstore.
 		}
 	}
 	return out
+}
+
+// checkKVHistory reads keys back through every node once the clients
+// stopped, then checks the history: linearizable, no acknowledged write
+// lost, nothing applied twice, no answer a correct server never gives
+// (each a test error). It returns the lost-write report and the verdict.
+func checkKVHistory(t *testing.T, hc *hostCluster, rec *recorder, keys []string, prefix string, seed int64) (lostReport, string) {
+	t.Helper()
+	finalKV, _ := finalReads(t, hc, rec, keys, nil)
+	verdict, _ := linearizable("kv-"+prefix, seed, kvModel, rec.kv)
+	if verdict != "ok" {
+		t.Errorf("the history: %s", verdict)
+	}
+	var lost lostReport
+	checkLostKV(rec.kv, finalKV, &lost)
+	for _, f := range append(append(lost.details, rec.dups...), rec.failures...) {
+		t.Error(f)
+	}
+	if dups := checkDuplicatesKV(rec.kv); len(dups) > 0 {
+		t.Errorf("applied twice: %v", dups)
+	}
+	return lost, verdict
 }

@@ -49,6 +49,13 @@ func (r *recorder) addKV(op porcupine.Operation) {
 	r.mu.Unlock()
 }
 
+// kvOps is the number of key-value operations recorded so far.
+func (r *recorder) kvOps() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.kv)
+}
+
 func (r *recorder) addSub(op porcupine.Operation) {
 	r.mu.Lock()
 	r.subs = append(r.subs, op)

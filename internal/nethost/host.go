@@ -135,6 +135,38 @@ func (h *Host) kill() bool {
 	return true
 }
 
+// Pause stops the node's process (SIGSTOP) as a long GC pause, a VM's
+// suspension or a debugger would: its sockets stay open, what peers send
+// waits in its buffers, and its clocks run on. Continue resumes it.
+func (h *Host) Pause() { h.signal(syscall.SIGSTOP) }
+
+// Continue resumes a paused node (SIGCONT).
+func (h *Host) Continue() { h.signal(syscall.SIGCONT) }
+
+// PauseFor pauses the node for d (the fault is held that long), then
+// resumes it.
+func (h *Host) PauseFor(d time.Duration) {
+	h.c.t.Helper()
+	h.Pause()
+	defer h.Continue()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	<-t.C
+}
+
+func (h *Host) signal(sig syscall.Signal) {
+	h.c.t.Helper()
+	h.mu.Lock()
+	cmd := h.cmd
+	h.mu.Unlock()
+	if cmd == nil || !h.Running() {
+		h.c.t.Fatalf("node %d is not running", h.ID)
+	}
+	if err := cmd.Process.Signal(sig); err != nil {
+		h.c.t.Fatalf("signal %v to node %d: %v", sig, h.ID, err)
+	}
+}
+
 // Cut takes the host's link down: packets to and from it vanish (no reset,
 // no refusal), as when a host drops off the network.
 func (h *Host) Cut() { h.c.must("ip", "link", "set", h.Veth, "down") }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/clusterversion"
 	"github.com/slotmeta/slotmeta/internal/slotstore/controller"
 )
 
@@ -238,7 +239,7 @@ func (w *world) load(step time.Duration) {
 func (w *world) status(id slotstore.NodeID) slotstore.NodeStatus {
 	n := w.nodes[id]
 	st := slotstore.NodeStatus{Node: id, AtMs: w.now.UnixMilli(), Replicas: []slotstore.ReplicaStatus{},
-		SlotReads: slices.Clone(n.reads), SlotWrites: slices.Clone(n.writes)}
+		SlotReads: slices.Clone(n.reads), SlotWrites: slices.Clone(n.writes), Version: clusterversion.Binary}
 	for _, gid := range slices.Sorted(maps.Keys(n.replicas)) {
 		rep, g := n.replicas[gid], w.groups[gid]
 		if g == nil {

@@ -28,6 +28,8 @@ type fakeHost struct {
 	table  func(n int) []slotstore.GroupID
 	images map[slotstore.GroupID]int
 	reads  int
+	// stateErrs answer the first reads of the controller's state.
+	stateErrs []error
 }
 
 func (h *fakeHost) NodeID() slotstore.NodeID { return 1 }
@@ -35,6 +37,11 @@ func (h *fakeHost) NodeID() slotstore.NodeID { return 1 }
 func (h *fakeHost) ControllerState(context.Context) (*controller.State, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if len(h.stateErrs) > 0 {
+		err := h.stateErrs[0]
+		h.stateErrs = h.stateErrs[1:]
+		return nil, err
+	}
 	h.reads++
 	st := controller.NewState()
 	st.ClusterID, st.PeerSecret, st.HashToGroup = "cluster-x", "secret", h.table(h.reads)
@@ -217,5 +224,28 @@ func TestListingIsBounded(t *testing.T) {
 	}
 	if _, err := r.Backup(context.Background(), "../x"); slotstore.ErrorCode(err) != slotstore.CodeNotFound {
 		t.Fatalf("a path as an id: %v", err)
+	}
+}
+
+// TestTheControllerElectingALeader: a read of the controller's state
+// answered retryably (no leader while it elects one) is asked again, and
+// the backup completes; a definite refusal fails it at once, saying so.
+func TestTheControllerElectingALeader(t *testing.T) {
+	whole := func(g slotstore.GroupID, n int) []slotstore.HashSlot {
+		if g == 1 {
+			return span(0, 128)
+		}
+		return span(128, 256)
+	}
+	notReady := &slotstore.Error{Code: slotstore.CodeRouteNotReady, Message: "g0: group has no leader right now"}
+	h := &fakeHost{groups: []slotstore.GroupID{1, 2}, images: map[slotstore.GroupID]int{}, owns: whole, table: halves,
+		stateErrs: []error{notReady, notReady, notReady}}
+	if b, _ := run(t, h); b.State != slotstore.BackupDone || b.Percent != 100 {
+		t.Fatalf("a backup through an election: %+v", b)
+	}
+	h = &fakeHost{groups: []slotstore.GroupID{1, 2}, images: map[slotstore.GroupID]int{}, owns: whole, table: halves,
+		stateErrs: []error{notReady, slotstore.Errorf(slotstore.CodePermissionDenied, "no")}}
+	if b, _ := run(t, h); b.State != slotstore.BackupFailed || !strings.Contains(b.Error, "read the controller's state: permission_denied") {
+		t.Fatalf("a backup refused the controller's state: %+v", b)
 	}
 }

@@ -133,15 +133,23 @@ func (r *Runner) take(b *slotstore.Backup) error {
 	return nil
 }
 
-// state reads the controller's state, bounded.
+// state reads the controller's state, bounded by stateTimeout: a read the
+// controller answers retryably — it is electing a leader, which its read
+// does not wait for (dragonboat answers ErrShardNotReady at once) — is
+// asked again after a pause that doubles, from 50 ms to a second (a
+// backup failed on one election: CI of 0587e5e).
 func (r *Runner) state(ctx context.Context) (*controller.State, error) {
 	ctx, cancel := context.WithTimeout(ctx, stateTimeout)
 	defer cancel()
-	st, err := r.cfg.Host.ControllerState(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("read the controller's state: %w", err)
+	for pause := 50 * time.Millisecond; ; pause = min(2*pause, time.Second) {
+		st, err := r.cfg.Host.ControllerState(ctx)
+		if err == nil {
+			return st, nil
+		}
+		if !slotstore.ErrorCode(err).Retryable() || sleepCtx(ctx, pause) != nil {
+			return nil, fmt.Errorf("read the controller's state: %w", err)
+		}
 	}
-	return st, nil
 }
 
 // job is one backup's images as they are taken.
