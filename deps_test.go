@@ -53,7 +53,7 @@ func noEngine(t *testing.T, pkg string, allowed []string) {
 // the code.
 var layers = map[string]int{
 	"internal/slotstore": 0, "internal/netguard": 0, "internal/crashlog": 0, "client": 0, "client/routed": 1,
-	"internal/slotstore/meta": 1, "internal/slotstore/checks": 1, "internal/slotstore/clusterversion": 1, "internal/slotstore/routing": 1, "internal/slotstore/raftlog": 1,
+	"internal/slotstore/meta": 1, "internal/slotstore/checks": 1, "internal/slotstore/clusterversion": 1, "internal/slotstore/diskguard": 1, "internal/slotstore/routing": 1, "internal/slotstore/raftlog": 1,
 	"internal/slotstore/raftnet": 1, "internal/slotstore/heat": 1, "internal/backup": 1, "internal/auth": 1, "internal/certs": 1, "web": 1, "migrations": 1,
 	"internal/slotstore/store": 2, "internal/slotstore/digests": 2, "internal/ctl": 2, "internal/slotstore/controller": 2, "internal/slotstore/peer": 2,
 	"internal/slotstore/propose": 2, "internal/audit": 2, "internal/slotstore/watch": 2,

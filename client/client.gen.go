@@ -239,6 +239,7 @@ const (
 	ErrorCodeFailedPrecondition    ErrorCode = "failed_precondition"
 	ErrorCodeInternal              ErrorCode = "internal"
 	ErrorCodeInvalidArgument       ErrorCode = "invalid_argument"
+	ErrorCodeNoSpace               ErrorCode = "no_space"
 	ErrorCodeNotFound              ErrorCode = "not_found"
 	ErrorCodeNotLeader             ErrorCode = "not_leader"
 	ErrorCodePayloadTooLarge       ErrorCode = "payload_too_large"
@@ -272,6 +273,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeInternal:
 		return true
 	case ErrorCodeInvalidArgument:
+		return true
+	case ErrorCodeNoSpace:
 		return true
 	case ErrorCodeNotFound:
 		return true
@@ -1365,7 +1368,8 @@ type AuditRecord struct {
 	// invalid_argument 400, unauthenticated 401, permission_denied 403, not_found 404,
 	// conflict / epoch_stale / route_revision_mismatch 409, failed_precondition 412,
 	// compacted 410, payload_too_large 413, queue_full / rate_limited 429, internal 500, route_not_ready /
-	// not_leader / busy / slot_migrating / timeout / wrong_group 503. A 405 says invalid_argument.
+	// not_leader / busy / slot_migrating / timeout / wrong_group / no_space 503 (no_space: the node that would
+	// lead the write has too little disk left). A 405 says invalid_argument.
 	// slow_consumer only ends a watch stream (its `error` event); aborted (409) is only an item of a
 	// batch write's answer: that operation was fine, another of its hash slot failed.
 	Code   *ErrorCode `json:"code,omitempty"`
@@ -1978,7 +1982,8 @@ type Error struct {
 	// invalid_argument 400, unauthenticated 401, permission_denied 403, not_found 404,
 	// conflict / epoch_stale / route_revision_mismatch 409, failed_precondition 412,
 	// compacted 410, payload_too_large 413, queue_full / rate_limited 429, internal 500, route_not_ready /
-	// not_leader / busy / slot_migrating / timeout / wrong_group 503. A 405 says invalid_argument.
+	// not_leader / busy / slot_migrating / timeout / wrong_group / no_space 503 (no_space: the node that would
+	// lead the write has too little disk left). A 405 says invalid_argument.
 	// slow_consumer only ends a watch stream (its `error` event); aborted (409) is only an item of a
 	// batch write's answer: that operation was fine, another of its hash slot failed.
 	Code    ErrorCode     `json:"code"`
@@ -2004,7 +2009,8 @@ type ErrorBody struct {
 // invalid_argument 400, unauthenticated 401, permission_denied 403, not_found 404,
 // conflict / epoch_stale / route_revision_mismatch 409, failed_precondition 412,
 // compacted 410, payload_too_large 413, queue_full / rate_limited 429, internal 500, route_not_ready /
-// not_leader / busy / slot_migrating / timeout / wrong_group 503. A 405 says invalid_argument.
+// not_leader / busy / slot_migrating / timeout / wrong_group / no_space 503 (no_space: the node that would
+// lead the write has too little disk left). A 405 says invalid_argument.
 // slow_consumer only ends a watch stream (its `error` event); aborted (409) is only an item of a
 // batch write's answer: that operation was fine, another of its hash slot failed.
 type ErrorCode string

@@ -231,7 +231,8 @@ func mayRetry(status int) bool {
 func refusedUnproposed(code client.ErrorCode) bool {
 	switch code {
 	case client.ErrorCodeNotLeader, client.ErrorCodeRouteNotReady, client.ErrorCodeQueueFull, client.ErrorCodeRateLimited,
-		client.ErrorCodeBusy, client.ErrorCodeWrongGroup, client.ErrorCodeSlotMigrating, client.ErrorCodeRouteRevisionMismatch:
+		client.ErrorCodeBusy, client.ErrorCodeWrongGroup, client.ErrorCodeSlotMigrating, client.ErrorCodeRouteRevisionMismatch,
+		client.ErrorCodeNoSpace:
 		return true
 	}
 	return false

@@ -40,6 +40,7 @@ type options struct {
 	ApplyWorkers        int
 	CheckEvery          time.Duration
 	CheckPace           int
+	DiskReserve         int64
 	LogLevel            string
 	MaxBodyBytes        int64
 	ShutdownTimeout     time.Duration
@@ -90,6 +91,7 @@ func parseOptions(args []string, getenv func(string) string) (*options, error) {
 	fs.IntVar(&o.ApplyWorkers, "apply-workers", 4, "the Raft engine's commit workers and apply workers, each (1..16): each visits its share of the groups every 200 ms besides its work")
 	fs.DurationVar(&o.CheckEvery, "check-every", time.Hour, "how often the controller leader checks each slot group's replicas against each other, one group at a time (negative: only when an operator asks: POST /v1/cluster/groups/{id}/check)")
 	fs.IntVar(&o.CheckPace, "check-bytes-per-second", 8<<20, "how fast a state check hashes a replica's rows on this node")
+	fs.Int64Var(&o.DiskReserve, "disk-reserve-bytes", 256<<20, "space kept free in the data directory's filesystem: under it the node refuses the writes it would lead (no_space) until space is freed (negative: no guard)")
 	fs.IntVar(&o.RaftWorkers, "raft-workers", 0, "Raft step workers and log shards; groups on one worker share a log fsync (default for a new data dir: one per 4 cores, 1..8; fixed when the data dir is created)")
 	fs.StringVar(&o.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.Int64Var(&o.MaxBodyBytes, "max-body-bytes", 1<<20, "largest accepted request body")

@@ -105,6 +105,7 @@ func (o *options) plan(getenv func(string) string) (*plan, error) {
 		ApplyWorkers:         o.ApplyWorkers,
 		CheckEvery:           o.CheckEvery,
 		CheckBytesPerSecond:  o.CheckPace,
+		DiskReserve:          o.DiskReserve,
 	}
 	if len(errs) == 0 {
 		c := p.cluster

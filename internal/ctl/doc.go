@@ -57,7 +57,7 @@
 //	3  not found (not_found)
 //	4  precondition or conflict: failed_precondition, conflict, aborted, epoch_stale
 //	5  unavailable, retry: route_not_ready, not_leader, busy, slot_migrating, timeout, wrong_group,
-//	   queue_full, rate_limited, route_revision_mismatch, a 503/429, no answer within --timeout
+//	   no_space, queue_full, rate_limited, route_revision_mismatch, a 503/429, no answer within --timeout
 //	6  unauthenticated or permission_denied
 //
 // A batch (kv batch-get, kv batch-write) answers 200 with an item per key;

@@ -48,6 +48,7 @@ var exitCodes = map[client.ErrorCode]int{
 	client.ErrorCodeSlotMigrating:         exitUnavailable,
 	client.ErrorCodeTimeout:               exitUnavailable,
 	client.ErrorCodeWrongGroup:            exitUnavailable,
+	client.ErrorCodeNoSpace:               exitUnavailable,
 	client.ErrorCodeQueueFull:             exitUnavailable,
 	client.ErrorCodeRateLimited:           exitUnavailable,
 	client.ErrorCodeSlowConsumer:          exitUnavailable,

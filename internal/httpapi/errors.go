@@ -32,6 +32,7 @@ var statusOf = map[slotstore.Code]int{
 	slotstore.CodeSlotMigrating:         http.StatusServiceUnavailable,
 	slotstore.CodeTimeout:               http.StatusServiceUnavailable,
 	slotstore.CodeWrongGroup:            http.StatusServiceUnavailable,
+	slotstore.CodeNoSpace:               http.StatusServiceUnavailable,
 	slotstore.CodeInternal:              http.StatusInternalServerError,
 	slotstore.CodeCompacted:             http.StatusGone,
 	slotstore.CodeSlowConsumer:          http.StatusTooManyRequests, // only ever in a stream's error event

@@ -62,6 +62,7 @@ var allCodes = []struct {
 	{slotstore.CodeCompacted, 410},
 	{slotstore.CodeSlowConsumer, 429},
 	{slotstore.CodeAborted, 409},
+	{slotstore.CodeNoSpace, 503},
 }
 
 func TestErrorTableMapsEveryCode(t *testing.T) {

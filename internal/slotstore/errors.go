@@ -29,7 +29,10 @@ const (
 	CodeSlotMigrating         Code = "slot_migrating"
 	CodeTimeout               Code = "timeout"
 	CodeWrongGroup            Code = "wrong_group"
-	CodeInternal              Code = "internal"
+	// The node that would lead the write has too little disk left (package
+	// diskguard): retryable, once space is freed or leadership moved.
+	CodeNoSpace  Code = "no_space"
+	CodeInternal Code = "internal"
 	// The change feed's (GET /v1/watch): a position older than what the
 	// change log keeps, and a watcher cut for falling too far behind (it
 	// resumes from its cursor).
@@ -43,7 +46,7 @@ const (
 // Retryable reports whether a client may retry the same request unchanged.
 func (c Code) Retryable() bool {
 	switch c {
-	case CodeQueueFull, CodeRateLimited, CodeRouteNotReady, CodeNotLeader, CodeBusy, CodeSlotMigrating, CodeTimeout, CodeWrongGroup, CodeSlowConsumer:
+	case CodeQueueFull, CodeRateLimited, CodeRouteNotReady, CodeNotLeader, CodeBusy, CodeSlotMigrating, CodeTimeout, CodeWrongGroup, CodeSlowConsumer, CodeNoSpace:
 		return true
 	}
 	return false

@@ -68,6 +68,9 @@ type NodeStatus struct {
 	// clusterversion); absent from a node of a release before cluster
 	// versions (it runs 0.1).
 	Version Version `json:"version,omitzero"`
+	// DiskLow: the node's disk is under its reserve (package diskguard);
+	// it refuses the writes it would lead.
+	DiskLow bool `json:"disk_low,omitempty"`
 }
 
 // ReplicaFailure is a replica its node could not start: the engine refused

@@ -189,6 +189,14 @@ type Config struct {
 	// RequestTimeout bounds the node's own background Raft calls (default 3s).
 	RequestTimeout time.Duration
 
+	// DiskReserve is the space (bytes) the node keeps free in its data
+	// directory's filesystem: under it the node refuses the writes it
+	// would lead (package diskguard; default diskguard.DefaultReserve,
+	// negative: no guard). DiskCheckInterval is how often it measures
+	// (default a second).
+	DiskReserve       int64
+	DiskCheckInterval time.Duration
+
 	// Version is the release line the node reports it runs (default
 	// clusterversion.Binary). Only tests set another: an older one holds
 	// the cluster version back as a node of that release would.

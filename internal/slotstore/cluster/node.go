@@ -93,6 +93,7 @@ type Node struct {
 
 	ctrl       atomic.Pointer[controller.State]
 	ctrlDigest digestCache   // the latest controller state's digest (controllerdigest.go)
+	disk       diskWatch     // the data directory's free space (disk.go)
 	ctrlLeader atomic.Uint64 // controller leader node id (0: unknown)
 	ctrlSM     *controller.StateMachine
 
@@ -279,10 +280,12 @@ func Start(cfg Config) (*Node, error) {
 	n.xfer = transferer{cfg: &n.cfg, nh: nh, ctrl: n.ctrl.Load, peerAddr: func(id slotstore.NodeID) string { return n.dispatch.PeerAddrOf(id) },
 		peers: n.peers, replicas: n.replicas, router: n.router, heard: n.heard, wakes: n.wakes, attempt: n.metrics.transferAttempt}
 	n.peerWrites = &peerWrites{nodes: n.ctrl.Load, counted: n.metrics.peerWrites, lost: n.metrics.peerAuditLost, audit: n.Audit, log: cfg.Logger}
+	n.disk = newDiskWatch(n)
 	n.dispatch = dispatch.New(dispatch.Config{NodeID: cfg.NodeID, Router: n.router, Local: localReplicas{n}, Peers: n.peers,
 		Controller: n.ctrl.Load, MaxForwardHops: cfg.MaxForwardHops, ForwardHopTimeout: cfg.ForwardHopTimeout,
 		ForwardMoveGrace: cfg.ForwardMoveGrace, LeaderWait: cfg.LeaderWait, ElectionTimeout: cfg.electionTimeout(), Now: cfg.Now,
-		Proposal: n.metrics.proposal, LeaderMove: n.metrics.leaderMove, Forwarded: n.metrics.lat.forwarded, Heat: n.heat, Wake: n.wakes.unreached, ServedWrite: n.peerWrites.proposed})
+		Proposal: n.metrics.proposal, LeaderMove: n.metrics.leaderMove, Forwarded: n.metrics.lat.forwarded, Heat: n.heat, Wake: n.wakes.unreached, ServedWrite: n.peerWrites.proposed,
+		Refuse: n.disk.refuse})
 	n.projector = projector.New(projector.Config{Node: projectHost{n}, Interval: cfg.ProjectInterval,
 		RoundTimeout: cfg.RequestTimeout, Backlog: n.metrics.backlog, Logger: cfg.Logger})
 	n.leader = leader.New(leader.Config{NodeID: cfg.NodeID, Host: leaderHost{n}, Peers: n.peers, Now: cfg.Now, Logger: cfg.Logger, Life: n.life,
@@ -348,10 +351,14 @@ func Start(cfg Config) (*Node, error) {
 			n.ctl.recordControllerRecovery(recovered)
 		}()
 	}
-	n.bg.Add(4)
+	n.bg.Add(5)
 	go func() {
 		defer n.bg.Done()
 		n.leader.Run(n.stop)
+	}()
+	go func() {
+		defer n.bg.Done()
+		n.disk.run(n.stop)
 	}()
 	go func() {
 		defer n.bg.Done()
@@ -541,6 +548,9 @@ func (n *Node) Ready() error {
 	st := n.ctrl.Load()
 	if !st.Bootstrapped {
 		return slotstore.Errorf(slotstore.CodeRouteNotReady, "cluster is not bootstrapped yet")
+	}
+	if why := n.disk.g.Reason(); why != "" {
+		return slotstore.Errorf(slotstore.CodeNoSpace, "%s", why)
 	}
 	// A replica that failed to start here first: not ready — a rolling
 	// restart must not go on to the next node with the group one replica

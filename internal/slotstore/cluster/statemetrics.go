@@ -23,6 +23,7 @@ type stateCollector struct {
 	connected, connFailures                     *prometheus.Desc
 	decided, decisions, epochs                  *prometheus.Desc
 	failed, version                             *prometheus.Desc
+	diskFree, diskTotal, diskLow                *prometheus.Desc
 }
 
 func newStateCollector(n *Node) *stateCollector {
@@ -38,6 +39,11 @@ func newStateCollector(n *Node) *stateCollector {
 		failed: prometheus.NewDesc("slotmeta_replica_failed",
 			"1 for each replica the controller places on this node that could not start here (the engine refused it or panicked loading it); the node runs without it.",
 			[]string{"group", "replica"}, nil),
+		diskFree: prometheus.NewDesc("slotmeta_disk_free_bytes",
+			"Space left to the node in its data directory's filesystem (its ballast counted as free), as the disk guard last measured it.", nil, nil),
+		diskTotal: prometheus.NewDesc("slotmeta_disk_total_bytes", "The size of the data directory's filesystem.", nil, nil),
+		diskLow: prometheus.NewDesc("slotmeta_disk_low",
+			"1 while the space left is under the node's reserve (--disk-reserve-bytes): it refuses the writes it would lead, until space is freed.", nil, nil),
 		version: prometheus.NewDesc("slotmeta_cluster_version_info",
 			"1, labelled with the cluster version this node's copy of the controller state records (0.1 until every node runs a newer release) and the release line this node runs.",
 			[]string{"cluster_version", "version"}, nil),
@@ -55,7 +61,7 @@ func newStateCollector(n *Node) *stateCollector {
 }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.revision, c.applied, c.tasks, c.pins, c.paused, c.snp, c.connected, c.connFailures, c.decided, c.decisions, c.epochs, c.failed, c.version} {
+	for _, d := range []*prometheus.Desc{c.revision, c.applied, c.tasks, c.pins, c.paused, c.snp, c.connected, c.connFailures, c.decided, c.decisions, c.epochs, c.failed, c.version, c.diskFree, c.diskTotal, c.diskLow} {
 		ch <- d
 	}
 }
@@ -66,6 +72,16 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.revision, prometheus.GaugeValue, float64(st.RouteRevision))
 	ch <- prometheus.MustNewConstMetric(c.applied, prometheus.GaugeValue, float64(st.AppliedIndex))
 	ch <- prometheus.MustNewConstMetric(c.version, prometheus.GaugeValue, 1, st.Version().String(), c.n.cfg.Version.String())
+	if g := c.n.disk.g; g != nil {
+		ds := g.State()
+		low := 0.0
+		if ds.Low {
+			low = 1
+		}
+		ch <- prometheus.MustNewConstMetric(c.diskFree, prometheus.GaugeValue, float64(ds.Free))
+		ch <- prometheus.MustNewConstMetric(c.diskTotal, prometheus.GaugeValue, float64(ds.Total))
+		ch <- prometheus.MustNewConstMetric(c.diskLow, prometheus.GaugeValue, low)
+	}
 	type kindStatus struct{ kind, status string }
 	counts := map[kindStatus]int{}
 	for _, t := range st.Tasks {

@@ -17,7 +17,7 @@ import (
 // (from the state machine), log range, leader view, role, config change
 // index — and, for the groups it leads, the membership it applies.
 func (n *Node) LocalStatus(ctx context.Context) slotstore.NodeStatus {
-	out := slotstore.NodeStatus{Node: n.cfg.NodeID, AtMs: n.cfg.Now().UnixMilli(), Version: n.cfg.Version}
+	out := slotstore.NodeStatus{Node: n.cfg.NodeID, AtMs: n.cfg.Now().UnixMilli(), Version: n.cfg.Version, DiskLow: n.disk.g.State().Low}
 	out.SlotReads, out.SlotWrites = n.heat.Snapshot()
 	if f := n.replicas.Failures(); len(f) > 0 {
 		out.Failed = f

@@ -75,6 +75,10 @@ type Config struct {
 	// other groups that node leads (package cluster, quiesce.go). It must
 	// not block.
 	Wake func(g slotstore.GroupID, leader slotstore.NodeID)
+	// Refuse, when set, is asked before a write this node leads is
+	// proposed: an error is the write's answer (a node whose disk is low,
+	// package diskguard).
+	Refuse func() error
 }
 
 // Dispatcher routes a node's commands and queries.

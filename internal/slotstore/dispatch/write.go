@@ -195,6 +195,11 @@ func (d *Dispatcher) proposeLocal(ctx context.Context, cmd meta.Command, enc []b
 		return meta.Result{}, route, &slotstore.Error{Code: slotstore.CodeNotLeader, LeaderHint: route.LeaderNodeID,
 			LeaderTerm: route.LeaderTerm, RetryAfter: 200 * time.Millisecond, Message: "this node does not lead the group"}
 	}
+	if d.cfg.Refuse != nil {
+		if err := d.cfg.Refuse(); err != nil {
+			return meta.Result{}, route, err
+		}
+	}
 	now := d.cfg.Now().UnixMilli()
 	cmd.Head().TimeMs = now
 	if enc == nil {

@@ -92,6 +92,9 @@ func Start(t testing.TB, o Options) *Cluster {
 			// Tests place replicas, leaders and slots themselves; one that
 			// wants the balancer turns it on in Tune.
 			DisableBalancer: true,
+			// The disk guard runs, with a small reserve (and ballast): a
+			// test that fills a disk sets its own.
+			DiskReserve: 8 << 20,
 		}
 		if o.Tune != nil {
 			o.Tune(&cfg)

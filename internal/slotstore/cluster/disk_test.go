@@ -1,0 +1,162 @@
+package cluster_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/slotmeta/slotmeta/internal/slotstore"
+	"github.com/slotmeta/slotmeta/internal/slotstore/cluster"
+	"github.com/slotmeta/slotmeta/internal/slotstore/diskguard"
+	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore/slotstoretest"
+)
+
+// smallDisk mounts a tmpfs of size bytes on a new directory (root only)
+// and unmounts it when the test ends, after what it holds was closed.
+func smallDisk(t *testing.T, size int64) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a small filesystem needs root")
+	}
+	dir := t.TempDir()
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, fmt.Sprintf("size=%d", size)); err != nil {
+		t.Skipf("cannot mount a tmpfs on %s: %v", dir, err)
+	}
+	// Registered before the cluster's cleanups: runs after them.
+	t.Cleanup(func() {
+		if err := syscall.Unmount(dir, 0); err != nil {
+			t.Errorf("unmount %s: %v", dir, err)
+		}
+	})
+	return dir
+}
+
+// TestAFullDiskRefusesWritesAndRecovers (issue 48, item 1, on one node):
+// the data directory is a 160 MiB filesystem; something else fills it
+// until less than the node's 32 MiB reserve is left. The node does not
+// crash: a write answers one clear error — 503 no_space, retryable with
+// Retry-After, naming the disk — reads go on, /readyz says why, the metric
+// says so, and the ballast is given up. Once the space is freed the node
+// takes writes again without a restart, its ballast back, and every
+// acknowledged write reads back.
+func TestAFullDiskRefusesWritesAndRecovers(t *testing.T) {
+	disk := smallDisk(t, 160<<20)
+	reg := prometheus.NewRegistry()
+	c := slotstoretest.Start(t, slotstoretest.Options{Nodes: 1, Groups: 2, Tune: func(cfg *cluster.Config) {
+		cfg.DataDir = filepath.Join(disk, "node")
+		cfg.DiskReserve = 32 << 20
+		cfg.DiskCheckInterval = 20 * time.Millisecond
+		cfg.Registerer = reg
+	}})
+	n := c.Nodes[0]
+	api := c.ServeAPIs()[0].URL
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ballast := filepath.Join(c.DataDir(0), diskguard.BallastFile)
+	waitUntil(t, 10*time.Second, "the ballast", func() bool { _, err := os.Stat(ballast); return err == nil })
+	var acked []string
+	put := func(k string) error {
+		res, _, err := n.Propose(ctx, &meta.PutKV{Key: k, Value: []byte("v-" + k)})
+		if err == nil && !res.OK() {
+			err = fmt.Errorf("%+v", res)
+		}
+		if err == nil {
+			acked = append(acked, k)
+		}
+		return err
+	}
+	for i := range 50 {
+		if err := put(fmt.Sprintf("before-%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Something else fills the filesystem, leaving 16 MiB.
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(disk, &st); err != nil {
+		t.Fatal(err)
+	}
+	filler := filepath.Join(disk, "filler")
+	f, err := os.Create(filler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Fallocate(int(f.Fd()), 0, 0, int64(st.Bavail)*st.Bsize-16<<20); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	waitUntil(t, 10*time.Second, "the node to say its disk is low", func() bool {
+		return slotstore.ErrorCode(n.Ready()) == slotstore.CodeNoSpace
+	})
+	if err := n.Ready(); !strings.Contains(err.Error(), "disk low") || !strings.Contains(err.Error(), "under the 32 MiB reserve") {
+		t.Fatalf("/readyz's reason: %v", err)
+	}
+	if _, err := os.Stat(ballast); !os.IsNotExist(err) {
+		t.Fatalf("the ballast is kept while the disk is low: %v", err)
+	}
+	err = put("while-low")
+	if slotstore.ErrorCode(err) != slotstore.CodeNoSpace || !slotstore.ErrorCode(err).Retryable() || !strings.Contains(err.Error(), "disk is low") {
+		t.Fatalf("a write while the disk is low: %v", err)
+	}
+	// Through the API: one clear error.
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPut, api+"/v1/kv/over-http", strings.NewReader(`{"value":"x"}`))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var e struct {
+		Error struct {
+			Code      string `json:"code"`
+			Message   string `json:"message"`
+			Retryable bool   `json:"retryable"`
+		} `json:"error"`
+	}
+	if resp.StatusCode != http.StatusServiceUnavailable || json.Unmarshal(body, &e) != nil || e.Error.Code != "no_space" || !e.Error.Retryable ||
+		resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("PUT while the disk is low: %d %s (Retry-After %q)", resp.StatusCode, body, resp.Header.Get("Retry-After"))
+	}
+	readBack := func(when string) {
+		t.Helper()
+		for _, k := range acked {
+			v, _, err := n.Read(ctx, &meta.GetKV{HashSlot: slotstore.HashSlotOfString(k), Key: k}, meta.Linearizable)
+			if kv, _ := v.(*meta.KV); err != nil || kv == nil || string(kv.Value) != "v-"+k {
+				t.Fatalf("acknowledged %s, read %s: %v %v", k, when, v, err)
+			}
+		}
+	}
+	readBack("while the disk is low") // reads go on
+	if m := series(t, reg, "slotmeta_disk_low"); m[""] != 1 {
+		t.Fatalf("slotmeta_disk_low while low: %v", m)
+	}
+
+	// Space freed: writes again, without a restart.
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 10*time.Second, "the node to take writes again", func() bool { return n.Ready() == nil })
+	for i := range 20 {
+		if err := put(fmt.Sprintf("after-%d", i)); err != nil {
+			t.Fatalf("a write once space was freed: %v", err)
+		}
+	}
+	waitUntil(t, 10*time.Second, "the ballast back", func() bool { _, err := os.Stat(ballast); return err == nil })
+	if m := series(t, reg, "slotmeta_disk_low"); m[""] != 0 {
+		t.Fatalf("slotmeta_disk_low after: %v", m)
+	}
+	readBack("after")
+	t.Logf("%d acknowledged writes read back", len(acked))
+}
