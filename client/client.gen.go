@@ -4778,8 +4778,10 @@ type ClientInterface interface {
 	// request can pass. `error.details` lists the blockers, each with `field` =
 	// the machine-readable reason (`target_not_desired_peer`, `target_not_voter`,
 	// `target_inactive`, `target_unreachable`, `target_held_down`, `target_lagging`,
-	// `config_change_pending`, `voter_mismatch`, `transfer_in_flight`, `transfer_backoff`,
-	// `no_live_leader`, `already_leader`, `no_observation`) and `reason` = the detail.
+	// `target_disk_low`, `config_change_pending`, `voter_mismatch`, `transfer_in_flight`,
+	// `transfer_backoff`, `no_live_leader`, `already_leader`, `no_observation`) and `reason` =
+	// the detail. `target_disk_low`: the target's disk is under its reserve — as the leader it
+	// would refuse the group's writes (`no_space`).
 	//
 	// `target_unreachable`: the group leader's node has not received a Raft message from the
 	// target within the reachability limit (one election timeout by default), or the target's
@@ -4806,8 +4808,10 @@ type ClientInterface interface {
 	// request can pass. `error.details` lists the blockers, each with `field` =
 	// the machine-readable reason (`target_not_desired_peer`, `target_not_voter`,
 	// `target_inactive`, `target_unreachable`, `target_held_down`, `target_lagging`,
-	// `config_change_pending`, `voter_mismatch`, `transfer_in_flight`, `transfer_backoff`,
-	// `no_live_leader`, `already_leader`, `no_observation`) and `reason` = the detail.
+	// `target_disk_low`, `config_change_pending`, `voter_mismatch`, `transfer_in_flight`,
+	// `transfer_backoff`, `no_live_leader`, `already_leader`, `no_observation`) and `reason` =
+	// the detail. `target_disk_low`: the target's disk is under its reserve — as the leader it
+	// would refuse the group's writes (`no_space`).
 	//
 	// `target_unreachable`: the group leader's node has not received a Raft message from the
 	// target within the reachability limit (one election timeout by default), or the target's
@@ -7107,8 +7111,10 @@ func (c *Client) CheckGroup(ctx context.Context, id GroupID, reqEditors ...Reque
 // request can pass. `error.details` lists the blockers, each with `field` =
 // the machine-readable reason (`target_not_desired_peer`, `target_not_voter`,
 // `target_inactive`, `target_unreachable`, `target_held_down`, `target_lagging`,
-// `config_change_pending`, `voter_mismatch`, `transfer_in_flight`, `transfer_backoff`,
-// `no_live_leader`, `already_leader`, `no_observation`) and `reason` = the detail.
+// `target_disk_low`, `config_change_pending`, `voter_mismatch`, `transfer_in_flight`,
+// `transfer_backoff`, `no_live_leader`, `already_leader`, `no_observation`) and `reason` =
+// the detail. `target_disk_low`: the target's disk is under its reserve — as the leader it
+// would refuse the group's writes (`no_space`).
 //
 // `target_unreachable`: the group leader's node has not received a Raft message from the
 // target within the reachability limit (one election timeout by default), or the target's
@@ -7145,8 +7151,10 @@ func (c *Client) TransferLeaderWithBody(ctx context.Context, id GroupID, content
 // request can pass. `error.details` lists the blockers, each with `field` =
 // the machine-readable reason (`target_not_desired_peer`, `target_not_voter`,
 // `target_inactive`, `target_unreachable`, `target_held_down`, `target_lagging`,
-// `config_change_pending`, `voter_mismatch`, `transfer_in_flight`, `transfer_backoff`,
-// `no_live_leader`, `already_leader`, `no_observation`) and `reason` = the detail.
+// `target_disk_low`, `config_change_pending`, `voter_mismatch`, `transfer_in_flight`,
+// `transfer_backoff`, `no_live_leader`, `already_leader`, `no_observation`) and `reason` =
+// the detail. `target_disk_low`: the target's disk is under its reserve — as the leader it
+// would refuse the group's writes (`no_space`).
 //
 // `target_unreachable`: the group leader's node has not received a Raft message from the
 // target within the reachability limit (one election timeout by default), or the target's
@@ -16487,8 +16495,10 @@ type ClientWithResponsesInterface interface {
 	// request can pass. `error.details` lists the blockers, each with `field` =
 	// the machine-readable reason (`target_not_desired_peer`, `target_not_voter`,
 	// `target_inactive`, `target_unreachable`, `target_held_down`, `target_lagging`,
-	// `config_change_pending`, `voter_mismatch`, `transfer_in_flight`, `transfer_backoff`,
-	// `no_live_leader`, `already_leader`, `no_observation`) and `reason` = the detail.
+	// `target_disk_low`, `config_change_pending`, `voter_mismatch`, `transfer_in_flight`,
+	// `transfer_backoff`, `no_live_leader`, `already_leader`, `no_observation`) and `reason` =
+	// the detail. `target_disk_low`: the target's disk is under its reserve — as the leader it
+	// would refuse the group's writes (`no_space`).
 	//
 	// `target_unreachable`: the group leader's node has not received a Raft message from the
 	// target within the reachability limit (one election timeout by default), or the target's
@@ -16515,8 +16525,10 @@ type ClientWithResponsesInterface interface {
 	// request can pass. `error.details` lists the blockers, each with `field` =
 	// the machine-readable reason (`target_not_desired_peer`, `target_not_voter`,
 	// `target_inactive`, `target_unreachable`, `target_held_down`, `target_lagging`,
-	// `config_change_pending`, `voter_mismatch`, `transfer_in_flight`, `transfer_backoff`,
-	// `no_live_leader`, `already_leader`, `no_observation`) and `reason` = the detail.
+	// `target_disk_low`, `config_change_pending`, `voter_mismatch`, `transfer_in_flight`,
+	// `transfer_backoff`, `no_live_leader`, `already_leader`, `no_observation`) and `reason` =
+	// the detail. `target_disk_low`: the target's disk is under its reserve — as the leader it
+	// would refuse the group's writes (`no_space`).
 	//
 	// `target_unreachable`: the group leader's node has not received a Raft message from the
 	// target within the reachability limit (one election timeout by default), or the target's
@@ -34913,8 +34925,10 @@ func (c *ClientWithResponses) CheckGroupWithResponse(ctx context.Context, id Gro
 // request can pass. `error.details` lists the blockers, each with `field` =
 // the machine-readable reason (`target_not_desired_peer`, `target_not_voter`,
 // `target_inactive`, `target_unreachable`, `target_held_down`, `target_lagging`,
-// `config_change_pending`, `voter_mismatch`, `transfer_in_flight`, `transfer_backoff`,
-// `no_live_leader`, `already_leader`, `no_observation`) and `reason` = the detail.
+// `target_disk_low`, `config_change_pending`, `voter_mismatch`, `transfer_in_flight`,
+// `transfer_backoff`, `no_live_leader`, `already_leader`, `no_observation`) and `reason` =
+// the detail. `target_disk_low`: the target's disk is under its reserve — as the leader it
+// would refuse the group's writes (`no_space`).
 //
 // `target_unreachable`: the group leader's node has not received a Raft message from the
 // target within the reachability limit (one election timeout by default), or the target's
@@ -34947,8 +34961,10 @@ func (c *ClientWithResponses) TransferLeaderWithBodyWithResponse(ctx context.Con
 // request can pass. `error.details` lists the blockers, each with `field` =
 // the machine-readable reason (`target_not_desired_peer`, `target_not_voter`,
 // `target_inactive`, `target_unreachable`, `target_held_down`, `target_lagging`,
-// `config_change_pending`, `voter_mismatch`, `transfer_in_flight`, `transfer_backoff`,
-// `no_live_leader`, `already_leader`, `no_observation`) and `reason` = the detail.
+// `target_disk_low`, `config_change_pending`, `voter_mismatch`, `transfer_in_flight`,
+// `transfer_backoff`, `no_live_leader`, `already_leader`, `no_observation`) and `reason` =
+// the detail. `target_disk_low`: the target's disk is under its reserve — as the leader it
+// would refuse the group's writes (`no_space`).
 //
 // `target_unreachable`: the group leader's node has not received a Raft message from the
 // target within the reachability limit (one election timeout by default), or the target's

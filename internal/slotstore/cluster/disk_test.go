@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -83,19 +84,7 @@ func TestAFullDiskRefusesWritesAndRecovers(t *testing.T) {
 	}
 
 	// Something else fills the filesystem, leaving 16 MiB.
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(disk, &st); err != nil {
-		t.Fatal(err)
-	}
-	filler := filepath.Join(disk, "filler")
-	f, err := os.Create(filler)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Fallocate(int(f.Fd()), 0, 0, int64(st.Bavail)*st.Bsize-16<<20); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	filler := fill(t, disk, 16<<20)
 	waitUntil(t, 10*time.Second, "the node to say its disk is low", func() bool {
 		return slotstore.ErrorCode(n.Ready()) == slotstore.CodeNoSpace
 	})
@@ -105,7 +94,7 @@ func TestAFullDiskRefusesWritesAndRecovers(t *testing.T) {
 	if _, err := os.Stat(ballast); !os.IsNotExist(err) {
 		t.Fatalf("the ballast is kept while the disk is low: %v", err)
 	}
-	err = put("while-low")
+	err := put("while-low")
 	if slotstore.ErrorCode(err) != slotstore.CodeNoSpace || !slotstore.ErrorCode(err).Retryable() || !strings.Contains(err.Error(), "disk is low") {
 		t.Fatalf("a write while the disk is low: %v", err)
 	}
@@ -159,4 +148,97 @@ func TestAFullDiskRefusesWritesAndRecovers(t *testing.T) {
 	}
 	readBack("after")
 	t.Logf("%d acknowledged writes read back", len(acked))
+}
+
+// fill leaves about left bytes free in disk's filesystem (a file of the
+// rest, allocated) and returns its path.
+func fill(t *testing.T, disk string, left int64) string {
+	t.Helper()
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(disk, &st); err != nil {
+		t.Fatal(err)
+	}
+	filler := filepath.Join(disk, "filler")
+	f, err := os.Create(filler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := syscall.Fallocate(int(f.Fd()), 0, 0, int64(st.Bavail)*st.Bsize-left); err != nil {
+		t.Fatal(err)
+	}
+	return filler
+}
+
+// TestALeaderLowOnDiskHandsItsGroupsOver (issue 48, item 1): node 1, the
+// preferred leader of group 1, runs on a small filesystem that something
+// else fills. The controller leader sees its report (disk_low) and moves
+// the group's leadership to another voter (a leader_disk_low decision);
+// writes through every node go on — node 1 forwards them to the new
+// leader — and the preferred-leader reconciler leaves the group there
+// while node 1 stays low. Once space is freed, the group goes back to node
+// 1. Every acknowledged write reads back.
+func TestALeaderLowOnDiskHandsItsGroupsOver(t *testing.T) {
+	disk := smallDisk(t, 160<<20)
+	c := slotstoretest.Start(t, slotstoretest.Options{Nodes: 3, Groups: 1, Tune: func(cfg *cluster.Config) {
+		cfg.ObserveInterval = 100 * time.Millisecond
+		cfg.DiskCheckInterval = 20 * time.Millisecond
+		if cfg.NodeID == 1 {
+			cfg.DataDir = filepath.Join(disk, "node")
+			cfg.DiskReserve = 32 << 20
+		}
+	}})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const g = faultGroup
+	if err := c.Nodes[0].Operator().SetPreferredLeader(ctx, g, 1); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 30*time.Second, "node 1 to lead group 1", func() bool { return leaderOf(c.Nodes[1]) == 1 })
+	var acked []string
+	write := func(via int, k string) {
+		t.Helper()
+		waitUntil(t, 10*time.Second, "put "+k, func() bool {
+			res, _, err := c.Nodes[via].Propose(ctx, &meta.PutKV{Key: k, Value: []byte("v-" + k)})
+			if code := slotstore.ErrorCode(err); err != nil && !code.Retryable() {
+				t.Fatalf("put %s: %v", k, err)
+			}
+			return err == nil && res.OK()
+		})
+		acked = append(acked, k)
+	}
+	for i := range 30 {
+		write(i%3, fmt.Sprintf("before-%d", i))
+	}
+
+	filler := fill(t, disk, 16<<20)
+	waitUntil(t, 30*time.Second, "group 1's leadership to leave node 1", func() bool {
+		l := leaderOf(c.Nodes[1])
+		return l != 0 && l != 1
+	})
+	waitUntil(t, 10*time.Second, "the leader_disk_low transfer in the decision log", func() bool {
+		return slices.ContainsFunc(c.Nodes[1].Operator().Decisions(), func(d slotstore.Decision) bool {
+			return d.Kind == slotstore.DecisionTransferred && d.Reason == "leader_disk_low"
+		})
+	})
+	for i := range 30 { // through every node, node 1 too (it forwards)
+		write(i%3, fmt.Sprintf("while-low-%d", i))
+	}
+	if l := leaderOf(c.Nodes[1]); l == 1 {
+		t.Fatal("the group went back to node 1 while its disk was low")
+	}
+
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 60*time.Second, "group 1 back on node 1, its preferred leader", func() bool { return leaderOf(c.Nodes[1]) == 1 })
+	for i := range 10 {
+		write(i%3, fmt.Sprintf("after-%d", i))
+	}
+	for _, k := range acked {
+		v, _, err := c.Nodes[2].Read(ctx, &meta.GetKV{HashSlot: slotstore.HashSlotOfString(k), Key: k}, meta.Linearizable)
+		if kv, _ := v.(*meta.KV); err != nil || kv == nil || string(kv.Value) != "v-"+k {
+			t.Fatalf("acknowledged %s reads back %v %v", k, v, err)
+		}
+	}
 }

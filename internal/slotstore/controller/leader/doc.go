@@ -16,7 +16,8 @@
 //
 //	observe.go     status reports, node health, group views, and the waking
 //	               of groups led from unreachable nodes
-//	reconcile.go   the preferred-leader reconciler and the decision log
+//	reconcile.go   the leader reconciler (off a node low on disk, else to the
+//	               preferred leader) and the decision log
 //	transfer.go    checked leader transfers (decided here, carried out on
 //	               the group leader's node)
 //	balancer.go    the balancer's input, rounds, plan and status

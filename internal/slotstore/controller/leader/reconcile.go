@@ -9,8 +9,10 @@ import (
 	"github.com/slotmeta/slotmeta/internal/slotstore/controller/policy"
 )
 
-// ReconcileOnce runs one round of preferred-leader reconciliation at now,
-// on the controller leader (elsewhere it does nothing). Each decision that
+// ReconcileOnce runs one round of leader reconciliation at now, on the
+// controller leader (elsewhere it does nothing): a group led from a node
+// whose disk is low is moved to another voter (policy.DecideDiskLow), else
+// toward its preferred leader (policy.DecidePreferred). Each decision that
 // differs from the group's previous one goes into the replicated decision
 // log; a transfer is carried out before the round ends (bounded by the
 // request timeout) and its outcome is logged too. It returns the decisions
@@ -21,7 +23,11 @@ func (l *Leader) ReconcileOnce(now time.Time) []slotstore.Decision {
 	}
 	var out []slotstore.Decision
 	for _, v := range l.decisionViews(now) {
-		d := policy.DecidePreferred(v, l.cfg.Leadership, l.facts(v.ID, v.PreferredLeader, now))
+		factsOf := func(n slotstore.NodeID) policy.Facts { return l.facts(v.ID, n, now) }
+		d, target := policy.DecideDiskLow(v, l.cfg.Leadership, factsOf)
+		if d == nil {
+			d, target = policy.DecidePreferred(v, l.cfg.Leadership, factsOf(v.PreferredLeader)), v.PreferredLeader
+		}
 		if d == nil {
 			l.decided.Delete(v.ID)
 			continue
@@ -36,7 +42,7 @@ func (l *Leader) ReconcileOnce(now time.Time) []slotstore.Decision {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(l.cfg.Life, l.cfg.RequestTimeout)
-		res, err := l.execute(ctx, v, v.PreferredLeader)
+		res, err := l.execute(ctx, v, target)
 		cancel()
 		outcome := *d
 		if err != nil {
@@ -45,7 +51,7 @@ func (l *Leader) ReconcileOnce(now time.Time) []slotstore.Decision {
 				outcome.Detail += fmt.Sprintf("; failure %d in a row, next attempt not before %v", b.Failures, b.Until.Sub(now).Round(time.Millisecond))
 			}
 		} else {
-			outcome.Kind, outcome.Reason = slotstore.DecisionTransferred, "preferred_leader"
+			outcome.Kind = slotstore.DecisionTransferred
 			outcome.Detail = fmt.Sprintf("node %d leads at term %d after %dms", res.Leader, res.Term, res.TookMs)
 			outcome.Leader, outcome.Term = res.Leader, res.Term
 		}

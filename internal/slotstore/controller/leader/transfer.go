@@ -39,6 +39,7 @@ func (l *Leader) inFlight(g slotstore.GroupID, now time.Time) bool {
 func (l *Leader) facts(g slotstore.GroupID, target slotstore.NodeID, now time.Time) policy.Facts {
 	f := policy.Facts{Now: now, InFlight: l.inFlight(g, now), Backoff: l.backoff.State(g)}
 	f.TargetHealthyFor, f.TargetGap = l.obs.HealthyFor(now, target)
+	f.TargetDiskLow = l.obs.DiskLow(target)
 	for _, h := range l.obs.NodeHealth(now, []slotstore.NodeID{target}, l.cfg.NodeID) {
 		f.TargetDown = h.Health == slotstore.NodeUnreachable
 	}

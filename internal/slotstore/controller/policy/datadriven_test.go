@@ -20,7 +20,7 @@ import (
 // blocker. Rewrite with `go test ./internal/slotstore/controller/policy
 // -run TestDecideDataDriven -rewrite`.
 //
-// Directives: decide | check target=<node>. Input lines:
+// Directives: decide | decide-disk | check target=<node>. Input lines:
 //
 //	replica node=<n> [report=<ms>] [heard=<ms>] [unanswered=<ms>] [lag=<n>] [disruption=<kind>] [disrupted=<ms>] [role=<r>]
 //	leader <node>                   the observed leader (0: none)
@@ -28,10 +28,12 @@ import (
 //	intent age=<duration>           when the preference was set
 //	facts [inflight] [backoff=<failures>,<remaining>] [gap healthy-for=<duration>] [down]
 //	policy hold-down=<duration>
+//	disk-low <n,…>                  nodes whose disk is low (decide-disk: DecideDiskLow)
 func TestDecideDataDriven(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
 	datadriven.RunTest(t, "testdata/decide", func(t *testing.T, d *datadriven.TestData) string {
 		v, f := healthyView(now), facts(now)
+		low := map[slotstore.NodeID]bool{}
 		p := Leadership{}
 		p.EnsureDefaults()
 		for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {
@@ -117,13 +119,29 @@ func TestDecideDataDriven(t *testing.T) {
 				}
 			case "policy":
 				p.HoldDown = dur("hold-down")
+			case "disk-low":
+				for _, s := range strings.Split(fields[1], ",") {
+					n, _ := strconv.Atoi(s)
+					low[slotstore.NodeID(n)] = true
+				}
 			default:
 				t.Fatalf("%s: unknown line %q", d.Pos, line)
 			}
 		}
+		factsOf := func(n slotstore.NodeID) Facts {
+			g := f
+			g.TargetDiskLow = low[n]
+			return g
+		}
 		switch d.Cmd {
+		case "decide-disk":
+			dec, target := DecideDiskLow(v, p, factsOf)
+			if dec == nil {
+				return "nothing to decide\n"
+			}
+			return fmt.Sprintf("%s %s: %s (target %d)\n", dec.Kind, dec.Reason, dec.Detail, target)
 		case "decide":
-			dec := DecidePreferred(v, p, f)
+			dec := DecidePreferred(v, p, factsOf(v.PreferredLeader))
 			if dec == nil {
 				return "nothing to decide\n"
 			}
@@ -131,7 +149,7 @@ func TestDecideDataDriven(t *testing.T) {
 		case "check":
 			var target int
 			d.ScanArgs(t, "target", &target)
-			pf := CheckTransfer(v, slotstore.NodeID(target), p, f)
+			pf := CheckTransfer(v, slotstore.NodeID(target), p, factsOf(slotstore.NodeID(target)))
 			if pf.OK {
 				return "ok\n"
 			}

@@ -10,8 +10,11 @@
 // reconciler share, so they can never disagree; DecidePreferred only ever
 // proposes the preferred leader, and only when every check passes —
 // membership, progress, reachability now (the leader's own Raft view of the
-// target), the hold-down after a disruption, the back-off (ADR 0007) —
-// otherwise it skips and says why. Observations keep the reports and the
+// target), the hold-down after a disruption, a target low on disk, the
+// back-off (ADR 0007) — otherwise it skips and says why. DecideDiskLow,
+// asked first, moves a leadership off a node whose disk is low (it refuses
+// the group's writes) to the preferred leader or else the first voter the
+// same checks pass for. Observations keep the reports and the
 // streaks of one controller leadership: a new leader starts a new book.
 //
 // Concurrency contract. The functions are pure; Observations and Backoff

@@ -79,6 +79,15 @@ func (o *Observations) Versions(now time.Time, within time.Duration) map[slotsto
 	return out
 }
 
+// DiskLow reports whether node's latest report says its disk is low
+// (package diskguard).
+func (o *Observations) DiskLow(node slotstore.NodeID) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	r, ok := o.reports[node]
+	return ok && r.status.DiskLow
+}
+
 // Node health on the controller leader.
 //
 // The controller leader collects a status report from every node once per

@@ -26,6 +26,10 @@ const (
 	ReasonTargetUnreachable   slotstore.Reason = "target_unreachable"
 	ReasonTargetHeldDown      slotstore.Reason = "target_held_down"
 	ReasonTransferBackoff     slotstore.Reason = "transfer_backoff"
+	ReasonTargetDiskLow       slotstore.Reason = "target_disk_low"
+	// ReasonLeaderDiskLow: the leader's node is low on disk (it refuses
+	// the group's writes): its leadership moves to another voter.
+	ReasonLeaderDiskLow slotstore.Reason = "leader_disk_low"
 )
 
 // Leadership holds the thresholds of the leader-transfer checks.
@@ -73,6 +77,9 @@ type Facts struct {
 	TargetGap        bool
 	TargetHealthyFor time.Duration
 	TargetDown       bool // the node is unreachable now
+	// TargetDiskLow: the node reports its disk low (package diskguard):
+	// it would refuse the group's writes as their leader.
+	TargetDiskLow bool
 }
 
 // Blocker and Preflight are the domain types (package slotstore).
@@ -174,6 +181,9 @@ func CheckTransfer(v slotstore.GroupView, target slotstore.NodeID, p Leadership,
 		block(ReasonTargetUnreachable, "node %d is unreachable: no status report for longer than the limit", target)
 	} else if f.TargetGap && f.TargetHealthyFor < p.HoldDown {
 		block(ReasonTargetHeldDown, "node %d was unreachable; healthy for %v of the %v hold-down", target, f.TargetHealthyFor.Round(time.Millisecond), p.HoldDown)
+	}
+	if f.TargetDiskLow {
+		block(ReasonTargetDiskLow, "node %d's disk is low: as the leader it would refuse the group's writes", target)
 	}
 	if f.InFlight {
 		block(ReasonTransferInFlight, "a leader transfer of group %d is in flight", v.ID)
