@@ -198,6 +198,9 @@ func TestReplicaMoveResumesOnANewControllerLeader(t *testing.T) {
 	if err := ctl.Testing().TransferControllerLeader(ctx, next); err != nil {
 		t.Fatal(err)
 	}
+	testutil.WaitUntil(t, 10*time.Second, 10*time.Millisecond, fmt.Sprintf("node %d to lead the controller after the transfer", next), func() bool {
+		return controllerLeader(t, c).NodeID() == next
+	})
 	if cur, _ := c.Nodes[0].Operator().Task(uint64(task2.Id)); cur.Status != controller.TaskRunning && cur.Phase == controller.PhaseDone {
 		t.Log("the move finished before the controller leader changed; the resume path was not exercised this run")
 	}
@@ -207,7 +210,10 @@ func TestReplicaMoveResumesOnANewControllerLeader(t *testing.T) {
 		s.must(200, "GET", "/v1/cluster/groups/2", "").json(&g2)
 		t.Fatalf("move across a controller leader change: %s\ngroup 2: %s", js(task2), js(g2))
 	}
-	if controllerLeader(t, c).NodeID() != next {
-		t.Fatalf("controller leader is %d, moved to %d", controllerLeader(t, c).NodeID(), next)
+	// Whoever leads the controller now carried the move on: on a loaded
+	// machine its leadership may have moved again meanwhile (CI of
+	// 526556d: an election under -race), which the move survives too.
+	if l := controllerLeader(t, c).NodeID(); l != next {
+		t.Logf("the controller's leadership moved again during the move: node %d leads, not %d", l, next)
 	}
 }

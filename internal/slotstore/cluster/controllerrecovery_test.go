@@ -48,10 +48,7 @@ func TestRecoverTheController(t *testing.T) {
 	var keys []string
 	for i := range 40 {
 		k := fmt.Sprintf("ck-%d", i)
-		res, _, err := c.Nodes[0].Propose(ctx, &meta.PutKV{Key: k, Value: []byte("v-" + k)})
-		if err != nil || !res.OK() {
-			t.Fatalf("put %s: %v %+v", k, err, res)
-		}
+		put(t, ctx, c.Nodes[0], k, []byte("v-"+k))
 		keys = append(keys, k)
 	}
 	before := c.Nodes[0].Controller()

@@ -145,6 +145,23 @@ func leaderOf(n *cluster.Node) slotstore.NodeID {
 	return st.Leader
 }
 
+// put writes key = value through n as a client does: a retryable answer
+// (a proposal that timed out on a loaded machine, a leader moving) is sent
+// again, the same value, for up to 15 s; any other failure fails the test.
+func put(t *testing.T, ctx context.Context, n *cluster.Node, key string, value []byte) {
+	t.Helper()
+	waitUntil(t, 15*time.Second, "put "+key, func() bool {
+		res, _, err := n.Propose(ctx, &meta.PutKV{Key: key, Value: value})
+		if err == nil && !res.OK() {
+			t.Fatalf("put %s: %+v", key, res)
+		}
+		if err != nil && !slotstore.ErrorCode(err).Retryable() {
+			t.Fatalf("put %s: %v", key, err)
+		}
+		return err == nil
+	})
+}
+
 // waitUntil polls cond every 20ms until it holds or within has passed.
 func waitUntil(t *testing.T, within time.Duration, what string, cond func() bool) {
 	t.Helper()

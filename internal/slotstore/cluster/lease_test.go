@@ -139,12 +139,9 @@ func TestFollowerReadsAskTheLeadersLease(t *testing.T) {
 	before := followers[0].Stats().RemoteRounds + followers[1].Stats().RemoteRounds
 	for i := range 200 {
 		k := w.key()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		res, _, err := lead.Propose(ctx, &meta.PutKV{Key: k, Value: []byte(k)})
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		put(t, ctx, lead, k, []byte(k))
 		cancel()
-		if err != nil || !res.OK() {
-			t.Fatalf("write %s: %v %v", k, err, res)
-		}
 		if err := readKey(followers[i%2], k, meta.Linearizable); err != nil {
 			t.Fatalf("read %s through follower n%d right after its write was acknowledged: %v", k, followers[i%2].NodeID(), err)
 		}

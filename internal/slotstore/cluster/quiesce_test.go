@@ -2,7 +2,9 @@ package cluster_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -75,9 +77,20 @@ func TestQuiescedGroupStaysHealthyAndTransfers(t *testing.T) {
 			t.Fatalf("the quiesced follower's replica view: %+v", r)
 		}
 	}
-	if pf, _, err := ctrl.Operator().LeaderTransfer(ctx, faultGroup, follower, false); err != nil || !pf.OK {
-		t.Fatalf("transfer of the quiesced group to node %d: %+v, %v", follower, pf, err)
-	}
+	// The transfer wakes the group; the leader's node refuses it while the
+	// woken target has not answered yet — at once here, but once in CI of
+	// 526556d (-race, two loaded cores) not within the first attempt: asked
+	// again, as an operator would, for up to 5 s.
+	attempts := 0
+	waitUntil(t, 5*time.Second, fmt.Sprintf("a transfer of the quiesced group to node %d", follower), func() bool {
+		attempts++
+		pf, _, err := ctrl.Operator().LeaderTransfer(ctx, faultGroup, follower, false)
+		if err != nil && !strings.Contains(err.Error(), "the target does not answer the leader") || err == nil && !pf.OK {
+			t.Fatalf("transfer of the quiesced group to node %d: %+v, %v", follower, pf, err)
+		}
+		return err == nil
+	})
+	t.Logf("the quiesced group transferred at attempt %d", attempts)
 	waitUntil(t, 5*time.Second, "the follower leads", func() bool { return leaderOf(c.Nodes[0]) == follower })
 
 	// Asked and not answering: unreachable.

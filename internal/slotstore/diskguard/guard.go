@@ -20,7 +20,7 @@
 // The guard decides from the filesystem's figures alone; what the node
 // does about it (refusing, moving leaderships away) belongs to its
 // callers. Concurrency: Check is called by one owner (the node's loop);
-// State and Refusal are safe from any goroutine.
+// State, Refusal and Reason are safe from any goroutine, and lock-free.
 package diskguard
 
 import (
@@ -29,7 +29,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -90,15 +90,17 @@ type State struct {
 // Guard watches one data directory.
 type Guard struct {
 	cfg Config
-
-	mu    sync.Mutex
-	state State
+	// state is replaced whole by Check (one owner) and read without a lock
+	// on every write the node leads (Refusal).
+	state atomic.Pointer[State]
 }
 
 // New returns a guard of cfg.Dir; it measures nothing until Check.
 func New(cfg Config) *Guard {
 	cfg.ensureDefaults()
-	return &Guard{cfg: cfg, state: State{Reserve: uint64(max(cfg.Reserve, 0)), Since: cfg.Now()}}
+	g := &Guard{cfg: cfg}
+	g.state.Store(&State{Reserve: uint64(max(cfg.Reserve, 0)), Since: cfg.Now()})
+	return g
 }
 
 // Interval is how often the guard wants to be checked.
@@ -113,8 +115,7 @@ func (g *Guard) Check() (State, bool) {
 	}
 	free, total, err := g.cfg.Space(g.cfg.Dir)
 	ballast := g.ballastSize()
-	g.mu.Lock()
-	prev := g.state
+	prev := *g.state.Load()
 	s := prev
 	s.Err = ""
 	if err != nil {
@@ -129,8 +130,7 @@ func (g *Guard) Check() (State, bool) {
 			s.Low, s.Since = false, g.cfg.Now()
 		}
 	}
-	g.state = s
-	g.mu.Unlock()
+	g.state.Store(&s)
 	if s.Low {
 		_ = os.Remove(g.ballastPath()) // room for what must still be written
 	} else if err == nil && g.cfg.BallastBytes > 0 && ballast == 0 && free > uint64(g.cfg.Reserve)+uint64(g.cfg.BallastBytes) {
@@ -140,11 +140,7 @@ func (g *Guard) Check() (State, bool) {
 }
 
 // State is the last measure.
-func (g *Guard) State() State {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.state
-}
+func (g *Guard) State() State { return *g.state.Load() }
 
 // Refusal is nil while the disk is not low, else the no_space error a
 // write this node would lead is answered with.
