@@ -1840,8 +1840,16 @@ type ClusterSummary struct {
 
 	// ControllerLeader 0 while unknown.
 	ControllerLeader int64 `json:"controller_leader"`
-	Groups           int   `json:"groups"`
-	GroupsWithLeader int   `json:"groups_with_leader"`
+
+	// Disk The answering node's data directory's filesystem, as its disk guard last measured it: the space left to the node (its ballast counted as free), the filesystem's size, and the reserve under which the node is low — it then refuses the writes it would lead (`no_space`) and its leaderships move to other nodes.
+	Disk *struct {
+		FreeBytes    int64 `json:"free_bytes"`
+		Low          bool  `json:"low"`
+		ReserveBytes int64 `json:"reserve_bytes"`
+		TotalBytes   int64 `json:"total_bytes"`
+	} `json:"disk,omitempty"`
+	Groups           int `json:"groups"`
+	GroupsWithLeader int `json:"groups_with_leader"`
 
 	// Local The answering node's own replicas as it sees them, from its own Raft state (the controller's is group 0): what a surviving node still knows when the controller lost its quorum.
 	Local []LocalReplica `json:"local"`

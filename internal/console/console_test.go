@@ -149,6 +149,31 @@ func TestAStateCheckThatFoundADivergenceIsShown(t *testing.T) {
 	}
 }
 
+// TestADiskLowNodeIsShown: the overview of a node whose disk is low shows
+// a banner with the figures and what it means; a node with room, none.
+// The overview also shows the cluster version, and says so when this node
+// runs a newer line (an upgrade in progress).
+func TestADiskLowNodeIsShown(t *testing.T) {
+	low := slotstore.ClusterSummary{NodeID: 2, ClusterVersion: slotstore.Version{Minor: 1}, Version: slotstore.Version{Minor: 2},
+		Disk: slotstore.DiskUsage{Low: true, FreeBytes: 20 << 20, TotalBytes: 1 << 30, ReserveBytes: 256 << 20}}
+	ov := render(t, OverviewFragment(OverviewProps{Now: now, Known: true, Summary: low}))
+	if got := text(one(t, ov, "disk-low-banner")); !strings.Contains(got, "node 2") || !strings.Contains(got, "20 MiB free of 1024 MiB") ||
+		!strings.Contains(got, "256 MiB reserve") || !strings.Contains(got, "no_space") {
+		t.Fatalf("the disk banner: %q", got)
+	}
+	if got := text(one(t, ov, "cluster-version")); !strings.Contains(got, "0.1") || !strings.Contains(got, "this node runs 0.2") {
+		t.Fatalf("the cluster version while mixed: %q", got)
+	}
+	low.Disk.Low, low.ClusterVersion = false, low.Version
+	ov = render(t, OverviewFragment(OverviewProps{Now: now, Known: true, Summary: low}))
+	if ns := byTestID(ov, "disk-low-banner"); len(ns) != 0 {
+		t.Fatal("a disk banner for a node with room")
+	}
+	if got := text(one(t, ov, "cluster-version")); got != "0.2" {
+		t.Fatalf("the cluster version: %q", got)
+	}
+}
+
 func TestGroupWithoutLeaderSaysSoNeverThePreferredLeader(t *testing.T) {
 	p := GroupsProps{Now: now, Groups: []slotstore.GroupView{
 		{ID: 1, HashSlots: 128, PreferredLeader: 1, Leader: 3, Term: 5, ConfigEpoch: 1, Voters: []slotstore.NodeID{1, 2, 3},

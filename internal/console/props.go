@@ -292,6 +292,9 @@ func nodeHealth(n NodeRow) (label, class string) {
 	return "unknown", "warn"
 }
 
+// mib formats bytes in MiB.
+func mib(n uint64) string { return fmt.Sprintf("%d MiB", n>>20) }
+
 // nodeVersion is the release line a node reported it runs ("?" before its
 // first report; a report without one is a release before cluster
 // versions).

@@ -56,10 +56,23 @@ type ClusterSummary struct {
 	// (an upgrade's proof that the controller's replicas agree).
 	ControllerApplied uint64 `json:"controller_applied"`
 	ControllerDigest  string `json:"controller_digest"`
+	// Disk is the answering node's data directory's filesystem as its disk
+	// guard last measured it.
+	Disk DiskUsage `json:"disk"`
 	// Local is this node's own replicas as it sees them, without the
 	// controller leader: what a surviving node still knows when the
 	// controller lost its quorum.
 	Local []LocalReplica `json:"local"`
+}
+
+// DiskUsage is a node's data directory's filesystem: the space left to the
+// node (its ballast counted as free), the filesystem's size, the reserve
+// under which it is low — refusing the writes it would lead (no_space).
+type DiskUsage struct {
+	Low          bool   `json:"low"`
+	FreeBytes    uint64 `json:"free_bytes"`
+	TotalBytes   uint64 `json:"total_bytes"`
+	ReserveBytes uint64 `json:"reserve_bytes"`
 }
 
 // LocalReplica is one of the answering node's replicas as that node sees

@@ -3,6 +3,7 @@ package cluster
 import (
 	"time"
 
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 	"github.com/slotmeta/slotmeta/internal/slotstore/diskguard"
 )
 
@@ -45,6 +46,12 @@ func (w diskWatch) check() {
 	default:
 		w.n.cfg.Logger.Warn("disk no longer low: writes taken again", "free_bytes", s.Free, "total_bytes", s.Total)
 	}
+}
+
+// usage is the last measure, as the node's summary shows it.
+func (w diskWatch) usage() slotstore.DiskUsage {
+	s := w.g.State()
+	return slotstore.DiskUsage{Low: s.Low, FreeBytes: s.Free, TotalBytes: s.Total, ReserveBytes: s.Reserve}
 }
 
 // refuse is the dispatcher's Refuse: nil unless the disk is low.

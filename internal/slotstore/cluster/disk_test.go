@@ -124,6 +124,9 @@ func TestAFullDiskRefusesWritesAndRecovers(t *testing.T) {
 	if m := series(t, reg, "slotmeta_disk_low"); m[""] != 1 {
 		t.Fatalf("slotmeta_disk_low while low: %v", m)
 	}
+	if d := n.Operator().Summary().Disk; !d.Low || d.FreeBytes >= d.ReserveBytes || d.TotalBytes < 150<<20 {
+		t.Fatalf("GET /v1/cluster's disk while low: %+v", d)
+	}
 
 	// Space freed: writes again, without a restart.
 	if err := os.Remove(filler); err != nil {
@@ -136,6 +139,9 @@ func TestAFullDiskRefusesWritesAndRecovers(t *testing.T) {
 	waitUntil(t, 10*time.Second, "the ballast back", func() bool { _, err := os.Stat(ballast); return err == nil })
 	if m := series(t, reg, "slotmeta_disk_low"); m[""] != 0 {
 		t.Fatalf("slotmeta_disk_low after: %v", m)
+	}
+	if d := n.Operator().Summary().Disk; d.Low || d.FreeBytes <= d.ReserveBytes {
+		t.Fatalf("GET /v1/cluster's disk after: %+v", d)
 	}
 	readBack("after")
 	t.Logf("%d acknowledged writes read back", len(acked))

@@ -314,7 +314,8 @@ func (o operator) Summary() slotstore.ClusterSummary {
 	snap := o.router.Load()
 	s := slotstore.ClusterSummary{ClusterID: st.ClusterID, NodeID: o.id, RouteRevision: snap.Revision(),
 		ControllerLeader: o.ctl.leader(), Nodes: len(st.Nodes), Groups: len(st.Groups), Local: localView(o.ctl.n, st),
-		ClusterVersion: st.Version(), Version: o.ctl.n.cfg.Version, ControllerApplied: st.AppliedIndex, ControllerDigest: o.ctl.n.ctrlDigest.of(st)}
+		ClusterVersion: st.Version(), Version: o.ctl.n.cfg.Version, ControllerApplied: st.AppliedIndex, ControllerDigest: o.ctl.n.ctrlDigest.of(st),
+		Disk: o.ctl.n.disk.usage()}
 	for _, id := range st.GroupIDs() {
 		if g, ok := snap.Group(id); ok && g.Leader != 0 {
 			s.GroupsWithLeader++
