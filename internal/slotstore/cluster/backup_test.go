@@ -30,30 +30,18 @@ func TestBackupOfACluster(t *testing.T) {
 	c := slotstoretest.Start(t, slotstoretest.Options{Nodes: 4, Groups: 4, ReplicationFactor: 3})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	propose := func(n int, key string) error {
-		res, _, err := c.Nodes[n%len(c.Nodes)].Propose(ctx, &meta.PutKV{Key: key, Value: []byte("v-" + key)})
-		if err == nil && !res.OK() {
-			err = fmt.Errorf("%+v", res)
-		}
-		return err
-	}
-	put := func(n int, key string) bool { return propose(n, key) == nil }
 	var before []string
 	for i := range 200 {
 		k := fmt.Sprintf("bk-%d", i)
-		// Sent again after a retryable answer (a proposal that timed out
-		// under -race in CI of 873b686), as a client does: the same value.
-		waitUntil(t, 10*time.Second, "put "+k, func() bool {
-			err := propose(i, k)
-			if err != nil && !slotstore.ErrorCode(err).Retryable() {
-				t.Fatalf("put %s: %v", k, err)
-			}
-			return err == nil
-		})
+		put(t, ctx, c.Nodes[i%len(c.Nodes)], k, []byte("v-"+k)) // again after a timeout (CI of 873b686)
 		before = append(before, k)
 	}
 	// Writes go on through the backup.
-	stopWriting := keepWriting(func(i int) bool { return put(i, fmt.Sprintf("during-%d", i)) })
+	stopWriting := keepWriting(func(i int) bool {
+		k := fmt.Sprintf("during-%d", i)
+		res, _, err := c.Nodes[i%len(c.Nodes)].Propose(ctx, &meta.PutKV{Key: k, Value: []byte("v-" + k)})
+		return err == nil && res.OK()
+	})
 	self := c.Nodes[0]
 	b, err := self.Operator().Backups().StartBackup(ctx)
 	if err != nil {

@@ -41,16 +41,7 @@ func TestRecoverAGroupThatLostItsQuorum(t *testing.T) {
 	var keys []string
 	for i := range 50 {
 		k := fmt.Sprintf("rk-%d", i)
-		// A put that timed out (a slow machine under -race: CI of 3fd1668)
-		// is sent again, as a client does: the same value, so a first
-		// that did apply changes nothing the test reads.
-		waitUntil(t, 10*time.Second, "put "+k, func() bool {
-			res, _, err := via.Propose(ctx, &meta.PutKV{Key: k, Value: []byte("v-" + k)})
-			if code := slotstore.ErrorCode(err); err != nil && !code.Retryable() {
-				t.Fatalf("put %s: %v", k, err)
-			}
-			return err == nil && res.OK()
-		})
+		put(t, ctx, via, k, []byte("v-"+k)) // again after a timeout (a slow machine under -race: CI of 3fd1668)
 		keys = append(keys, k)
 	}
 	rec := via.Operator().Recovery()

@@ -60,12 +60,13 @@ type checkBook struct {
 // CheckGroup checks g's replicas now and returns what it found (asked of
 // the controller leader when this node does not lead).
 func (l *Leader) CheckGroup(ctx context.Context, g slotstore.GroupID) (slotstore.GroupCheck, error) {
-	// Refused here too, before asking the leader: in a mixed cluster it
-	// may run a release that has no such peer call.
-	if err := l.cfg.Host.Controller().Allows(clusterversion.StateChecks); err != nil {
-		return slotstore.GroupCheck{}, err
-	}
 	if !l.Leads() {
+		// Refused here, before asking the leader (check refuses on the
+		// leader): in a mixed cluster it may run a release that has no
+		// such peer call.
+		if err := l.cfg.Host.Controller().Allows(clusterversion.StateChecks); err != nil {
+			return slotstore.GroupCheck{}, err
+		}
 		return askWith[slotstore.GroupCheck](ctx, l, http.MethodPost, "check?group="+strconv.FormatUint(uint64(g), 10), nil)
 	}
 	return l.check(ctx, g)
