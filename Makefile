@@ -155,7 +155,7 @@ chaos:
 	out=chaos/results/$$(date -u +%Y%m%dT%H%M%SZ).txt; log=$${out%.txt}.log; \
 	CHAOS_SEEDS=$(CHAOS_SEEDS) CHAOS_DURATION=$(CHAOS_DURATION) CHAOS_VIS_DIR=$(CURDIR)/chaos/results FUZZ_REQUESTS=100000 \
 		AVAILABILITY_ROUNDS=$(AVAILABILITY_ROUNDS) QUIESCE_ROUNDS=$(QUIESCE_ROUNDS) \
-		$(GO) test -count=1 -timeout 150m -v -run 'TestShortChaos|TestOverload|TestHTTPFuzz|TestAvailability|TestQuiesceAvailability|TestKillsAfterPlacementChanges|TestPausedNodesServeNoStaleReads' ./internal/chaos/ 2>&1 \
+		$(GO) test -count=1 -timeout 150m -v -run 'TestShortChaos|TestOverload|TestHTTPFuzz|TestAvailability|TestQuiesceAvailability|TestKillsAfterPlacementChanges|TestPausedNodesServeNoStaleReads|TestDiskFaultsAvailability' ./internal/chaos/ 2>&1 \
 		| tee $$log | grep -aE '^(=== RUN|--- |ok|FAIL|PASS|[[:space:]]+[a-z_]+_test\.go:)' | tee $$out; \
 	status=$${PIPESTATUS[0]}; \
 	if [ $$status -ne 0 ]; then \

@@ -1841,9 +1841,12 @@ type ClusterSummary struct {
 	// ControllerLeader 0 while unknown.
 	ControllerLeader int64 `json:"controller_leader"`
 
-	// Disk The answering node's data directory's filesystem, as its disk guard last measured it: the space left to the node (its ballast counted as free), the filesystem's size, and the reserve under which the node is low — it then refuses the writes it would lead (`no_space`) and its leaderships move to other nodes.
+	// Disk The answering node's data directory's filesystem, as its disk guard last measured it: the space left to the node (its ballast counted as free), the filesystem's size, and the reserve under which the node is low — it then refuses the writes it would lead (`no_space`) and its leaderships move to other nodes; under half of it the node is full — its replicas also store nothing other nodes send them, and fall behind until it is not.
 	Disk *struct {
-		FreeBytes    int64 `json:"free_bytes"`
+		FreeBytes int64 `json:"free_bytes"`
+
+		// Full Under half the reserve (absent from v0.2.0 nodes).
+		Full         *bool `json:"full,omitempty"`
 		Low          bool  `json:"low"`
 		ReserveBytes int64 `json:"reserve_bytes"`
 		TotalBytes   int64 `json:"total_bytes"`

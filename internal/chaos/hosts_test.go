@@ -83,13 +83,21 @@ func slotmetaBin(t *testing.T) string {
 // ticks, 500 ms election timeout) and the given extra flags.
 func startHosts(t *testing.T, args ...string) *hostCluster {
 	t.Helper()
+	return startHostsWith(t, nethost.Options{Args: args})
+}
+
+// startHostsWith is startHosts with more of nethost's options (o.Args are
+// the node flags; Bin and Nodes are set here).
+func startHostsWith(t *testing.T, o nethost.Options) *hostCluster {
+	t.Helper()
 	if err := nethost.Available(); err != nil {
 		t.Skip(err)
 	}
 	// CHAOS_NODE_ARGS adds node flags to a run (an experiment's timing,
 	// e.g. "--rtt 100ms --election-rtt 5").
-	args = append(args, strings.Fields(os.Getenv("CHAOS_NODE_ARGS"))...)
-	c := nethost.Start(t, nethost.Options{Bin: slotmetaBin(t), Nodes: 3, Args: append([]string{"--log-level", "warn"}, args...)})
+	args := append(o.Args, strings.Fields(os.Getenv("CHAOS_NODE_ARGS"))...)
+	o.Bin, o.Nodes, o.Args = slotmetaBin(t), 3, append([]string{"--log-level", "warn"}, args...)
+	c := nethost.Start(t, o)
 	hc := &hostCluster{t: t, c: c, client: &http.Client{Timeout: 5 * time.Second,
 		Transport: &http.Transport{MaxIdleConnsPerHost: 32, DisableCompression: true}}}
 	t.Cleanup(hc.client.CloseIdleConnections)

@@ -22,6 +22,7 @@ type Host struct {
 	Veth     string // host side of its link to the bridge
 	IP       string
 	dataDir  string
+	mounted  bool     // dataDir is a tmpfs of its own (disk.go)
 	certsDir string   // its certificates (Options.TLS)
 	cmdline  []string // binary and arguments
 	log      syncBuffer

@@ -66,6 +66,9 @@ type Options struct {
 	// under (default: the test's temporary directory), e.g. a tmpfs so that
 	// one shared disk does not bound what many nodes can do.
 	DataRoot string
+	// DiskBytes, when above 0, gives every node a disk of its own: its
+	// data directory is a tmpfs of that size (disk.go; root).
+	DiskBytes int64
 	// CPU, when above 0, caps every node's process at that many cores (a
 	// cgroup v1 cpu quota; CanCap says whether it can), so that capacity is
 	// per node as on real hosts.
@@ -198,6 +201,11 @@ func (c *Cluster) newHost(i int) *Host {
 	h := &Host{c: c, ID: i, NS: fmt.Sprintf("smh%sn%d", c.tag, i), Veth: fmt.Sprintf("smv%sn%d", c.tag, i),
 		IP: fmt.Sprintf("%s%d", c.subnet, i), dataDir: filepath.Join(c.dataRoot, fmt.Sprintf("node%d", i))}
 	c.Hosts = append(c.Hosts, h)
+	if c.o.DiskBytes > 0 {
+		if err := h.mountDisk(); err != nil {
+			c.t.Fatal(err)
+		}
+	}
 	if c.o.TLS {
 		h.certsDir = filepath.Join(c.dir, fmt.Sprintf("certs%d", i))
 		if err := os.MkdirAll(h.certsDir, 0o700); err != nil {
@@ -280,6 +288,7 @@ func (c *Cluster) Close() {
 		}
 	}
 	for _, h := range c.Hosts {
+		h.unmountDisk()
 		_ = exec.Command("ip", "netns", "del", h.NS).Run() // removes its veth end, and so the pair
 		_ = exec.Command("ip", "link", "del", h.Veth).Run()
 		h.removeCgroups()

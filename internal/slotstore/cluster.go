@@ -67,9 +67,11 @@ type ClusterSummary struct {
 
 // DiskUsage is a node's data directory's filesystem: the space left to the
 // node (its ballast counted as free), the filesystem's size, the reserve
-// under which it is low — refusing the writes it would lead (no_space).
+// under which it is low — refusing the writes it would lead (no_space) —
+// and full under half of it (its replicas store nothing others send).
 type DiskUsage struct {
 	Low          bool   `json:"low"`
+	Full         bool   `json:"full"`
 	FreeBytes    uint64 `json:"free_bytes"`
 	TotalBytes   uint64 `json:"total_bytes"`
 	ReserveBytes uint64 `json:"reserve_bytes"`

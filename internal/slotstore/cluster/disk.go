@@ -11,7 +11,9 @@ import (
 // the data directory's filesystem every interval and says when the node
 // becomes low on disk, and when it is no longer. While it is low the
 // dispatcher refuses the writes this node would lead (Refuse), /readyz
-// names the disk, the metrics and the node's status say so.
+// names the disk, the metrics and the node's status say so. While it is
+// full the Raft transport drops the appends and snapshot chunks other
+// nodes send (raftnet.Transport.Hold).
 type diskWatch struct {
 	n *Node
 	g *diskguard.Guard
@@ -40,6 +42,9 @@ func (w diskWatch) check() {
 	s, changed := w.g.Check()
 	switch {
 	case !changed:
+	case s.Full:
+		w.n.cfg.Logger.Error("disk full: this node's replicas store nothing other nodes send them (they fall behind) until space is freed",
+			"free_bytes", s.Free, "total_bytes", s.Total, "reserve_bytes", s.Reserve, "dir", w.n.cfg.DataDir)
 	case s.Low:
 		w.n.cfg.Logger.Error("disk low: writes to the groups this node leads are refused until space is freed",
 			"free_bytes", s.Free, "total_bytes", s.Total, "reserve_bytes", s.Reserve, "dir", w.n.cfg.DataDir)
@@ -51,7 +56,7 @@ func (w diskWatch) check() {
 // usage is the last measure, as the node's summary shows it.
 func (w diskWatch) usage() slotstore.DiskUsage {
 	s := w.g.State()
-	return slotstore.DiskUsage{Low: s.Low, FreeBytes: s.Free, TotalBytes: s.Total, ReserveBytes: s.Reserve}
+	return slotstore.DiskUsage{Low: s.Low, Full: s.Full, FreeBytes: s.Free, TotalBytes: s.Total, ReserveBytes: s.Reserve}
 }
 
 // refuse is the dispatcher's Refuse: nil unless the disk is low.

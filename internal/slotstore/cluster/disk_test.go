@@ -167,6 +167,31 @@ func fill(t *testing.T, disk string, left int64) string {
 	return filler
 }
 
+// smallDiskCluster starts three nodes, node on a 160 MiB filesystem of its
+// own with a 32 MiB reserve (its metrics on reg, when set), and waits for
+// node 1 to lead group 1, its preferred leader. It returns the cluster and
+// the filesystem's directory.
+func smallDiskCluster(t *testing.T, ctx context.Context, node slotstore.NodeID, reg *prometheus.Registry) (*slotstoretest.Cluster, string) {
+	t.Helper()
+	disk := smallDisk(t, 160<<20)
+	c := slotstoretest.Start(t, slotstoretest.Options{Nodes: 3, Groups: 1, Tune: func(cfg *cluster.Config) {
+		cfg.ObserveInterval = 100 * time.Millisecond
+		cfg.DiskCheckInterval = 20 * time.Millisecond
+		if cfg.NodeID == node {
+			cfg.DataDir = filepath.Join(disk, "node")
+			cfg.DiskReserve = 32 << 20
+			if reg != nil {
+				cfg.Registerer = reg
+			}
+		}
+	}})
+	if err := c.Nodes[0].Operator().SetPreferredLeader(ctx, faultGroup, 1); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 30*time.Second, "node 1 to lead group 1", func() bool { return leaderOf(c.Nodes[1]) == 1 })
+	return c, disk
+}
+
 // TestALeaderLowOnDiskHandsItsGroupsOver (issue 48, item 1): node 1, the
 // preferred leader of group 1, runs on a small filesystem that something
 // else fills. The controller leader sees its report (disk_low) and moves
@@ -176,22 +201,9 @@ func fill(t *testing.T, disk string, left int64) string {
 // while node 1 stays low. Once space is freed, the group goes back to node
 // 1. Every acknowledged write reads back.
 func TestALeaderLowOnDiskHandsItsGroupsOver(t *testing.T) {
-	disk := smallDisk(t, 160<<20)
-	c := slotstoretest.Start(t, slotstoretest.Options{Nodes: 3, Groups: 1, Tune: func(cfg *cluster.Config) {
-		cfg.ObserveInterval = 100 * time.Millisecond
-		cfg.DiskCheckInterval = 20 * time.Millisecond
-		if cfg.NodeID == 1 {
-			cfg.DataDir = filepath.Join(disk, "node")
-			cfg.DiskReserve = 32 << 20
-		}
-	}})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	const g = faultGroup
-	if err := c.Nodes[0].Operator().SetPreferredLeader(ctx, g, 1); err != nil {
-		t.Fatal(err)
-	}
-	waitUntil(t, 30*time.Second, "node 1 to lead group 1", func() bool { return leaderOf(c.Nodes[1]) == 1 })
+	c, disk := smallDiskCluster(t, ctx, 1, nil)
 	var acked []string
 	write := func(via int, k string) {
 		t.Helper()
@@ -232,4 +244,80 @@ func TestALeaderLowOnDiskHandsItsGroupsOver(t *testing.T) {
 			t.Fatalf("acknowledged %s reads back %v %v", k, v, err)
 		}
 	}
+}
+
+// TestAFollowerOnAFullDiskStoresNothingUntilFreed (issue 48, item 1): node
+// 3 follows group 1 from a small filesystem that something else fills to
+// under half its reserve. It does not append until ENOSPC (where the
+// engine panics): the appends its leader sends are dropped and counted, so
+// its replica falls behind while writes through every node go on, and a
+// linearizable read through it is answered by the leader's node. The
+// controller places nothing on it. Once space is freed it catches up —
+// its own state reads every acknowledged write — without a restart.
+func TestAFollowerOnAFullDiskStoresNothingUntilFreed(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	reg := prometheus.NewRegistry()
+	c, disk := smallDiskCluster(t, ctx, 3, reg)
+	const g = faultGroup
+	n3 := c.Nodes[2]
+	applied := func(n *cluster.Node) uint64 {
+		for _, r := range n.Operator().Summary().Local {
+			if r.Group == g {
+				return r.AppliedIndex
+			}
+		}
+		return 0
+	}
+	var acked []string
+	write := func(via int, k string) {
+		t.Helper()
+		put(t, ctx, c.Nodes[via], k, []byte("v-"+k))
+		acked = append(acked, k)
+	}
+	for i := range 20 {
+		write(i%3, fmt.Sprintf("before-%d", i))
+	}
+
+	filler := fill(t, disk, 4<<20) // with its 8 MiB ballast given up: 12 MiB, under half the 32 MiB reserve
+	waitUntil(t, 10*time.Second, "node 3 to say its disk is full", func() bool { return n3.Operator().Summary().Disk.Full })
+	if err := n3.Ready(); err == nil || !strings.Contains(err.Error(), "store nothing others send") {
+		t.Fatalf("/readyz while full: %v", err)
+	}
+	if m := series(t, reg, "slotmeta_disk_full"); m[""] != 1 {
+		t.Fatalf("slotmeta_disk_full while full: %v", m)
+	}
+	behind := applied(n3)
+	for i := range 40 { // through every node, node 3 too (it forwards)
+		write(i%3, fmt.Sprintf("while-full-%d", i))
+	}
+	lead := applied(c.Nodes[0])
+	if now := applied(n3); now > behind+2 || lead < behind+40 {
+		t.Fatalf("node 3's replica applied %d → %d while its disk was full; the leader's %d", behind, now, lead)
+	}
+	if m := series(t, reg, "slotmeta_raft_held_total"); m["kind=message"] == 0 {
+		t.Fatalf("no append held: %v", m)
+	}
+	// A linearizable read through node 3 is answered, by the leader's node.
+	k := acked[len(acked)-1]
+	v, info, err := n3.Read(ctx, &meta.GetKV{HashSlot: slotstore.HashSlotOfString(k), Key: k}, meta.Linearizable)
+	if kv, _ := v.(*meta.KV); err != nil || kv == nil || string(kv.Value) != "v-"+k || info.ServedBy == 3 {
+		t.Fatalf("a linearizable read through node 3 while full: %v %+v %v", v, info, err)
+	}
+
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 10*time.Second, "node 3's disk to be ok", func() bool { return n3.Ready() == nil })
+	for i := range 5 {
+		write(i%3, fmt.Sprintf("after-%d", i))
+	}
+	waitUntil(t, 30*time.Second, "node 3 to catch up", func() bool { return applied(n3) >= applied(c.Nodes[0]) })
+	for _, k := range acked {
+		v, _, err := n3.Read(ctx, &meta.GetKV{HashSlot: slotstore.HashSlotOfString(k), Key: k}, meta.Local)
+		if kv, _ := v.(*meta.KV); err != nil || kv == nil || string(kv.Value) != "v-"+k {
+			t.Fatalf("acknowledged %s: node 3's own state reads %v %v", k, v, err)
+		}
+	}
+	t.Logf("node 3 held back at applied %d while the leader went to %d; %d acknowledged writes read back from its own state", behind, lead, len(acked))
 }

@@ -27,6 +27,7 @@ type metrics struct {
 	backlogs   *prometheus.GaugeVec
 	queueDepth prometheus.Collector
 	dropped    prometheus.Counter
+	held       *prometheus.CounterVec // what a full disk kept the node from storing (disk.go)
 	peerAuth   *prometheus.CounterVec
 	peerWrites *prometheus.CounterVec
 	// peerAuditLost counts audit records of peer writes that could not be
@@ -66,6 +67,8 @@ func newMetrics(reg prometheus.Registerer, n *Node) (*metrics, error) {
 		"Subscriber changes waiting for their membership projection, as the last scan of a group this node leads saw them (capped at one scan page).", "group")
 	m.dropped = counter("slotmeta_proposals_dropped_total",
 		"Raft entries dragonboat dropped before appending them (a leader transfer or an election under way), proposed again.")
+	m.held = counterVec("slotmeta_raft_held_total",
+		"What other nodes sent this node's replicas to store that it dropped while its disk was full (under half its reserve), by kind: message (appends) or chunk (snapshot chunks); the senders send again once it is not.", "kind")
 	m.peerAuth = counterVec("slotmeta_peer_auth_failures_total",
 		"Peer RPC requests refused for their cluster secret: wrong_secret, or rate_limited (the source sent too many wrong ones).", "reason")
 	m.peerWrites = counterVec("slotmeta_peer_writes_total",
@@ -99,7 +102,7 @@ func newMetrics(reg prometheus.Registerer, n *Node) (*metrics, error) {
 		"Commands waiting in a group's proposal queue on this node.", []string{"group"}, nil)}
 	m.lat = newLatencies()
 	for _, c := range append([]prometheus.Collector{m.reads, m.proposals, m.batchCmds, m.batchBytes, m.appliedIdx, m.backlogs, m.queueDepth,
-		m.dropped, m.peerAuth, m.peerWrites, m.peerAuditLost, m.moves, m.attempts, m.health, m.store, m.raft, m.state},
+		m.dropped, m.held, m.peerAuth, m.peerWrites, m.peerAuditLost, m.moves, m.attempts, m.health, m.store, m.raft, m.state},
 		append(m.lat.collectors(), m.leaders.collectors()...)...) {
 		if err := reg.Register(c); err != nil {
 			m.unregister()
@@ -160,6 +163,16 @@ func (m *metrics) peerAuthFailed(limited bool) {
 func (m *metrics) droppedProposal() {
 	m.drops.Add(1)
 	m.dropped.Inc()
+}
+
+// heldByDisk counts what the transport dropped while the disk was full.
+func (m *metrics) heldByDisk(messages, chunks int) {
+	if messages > 0 {
+		m.held.WithLabelValues("message").Add(float64(messages))
+	}
+	if chunks > 0 {
+		m.held.WithLabelValues("chunk").Add(float64(chunks))
+	}
 }
 
 // transferAttempt counts one attempt of a leader transfer.

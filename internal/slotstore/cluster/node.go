@@ -238,8 +238,11 @@ func Start(cfg Config) (*Node, error) {
 	nhc := nodeHostConfig(&cfg, raftDir, workers, n.logdb)
 	nhc.RaftEventListener = n
 	nhc.SystemEventListener = &n.events // counts snapshots and Raft connections (systemevents.go)
-	// dragonboat's TCP transport (or the test's), recording who we hear from.
+	// dragonboat's TCP transport (or the test's), recording who we hear
+	// from, and storing nothing others send while the disk is full.
+	n.disk = newDiskWatch(n)
 	tr := raftnet.Transport{Inner: cfg.RaftTransport, Heard: n.heard, Refuse: n.refusesRaftFrom, Sending: n.logdb.Sending, SnapshotBytes: n.metrics.lat.snapshotChunk,
+		Hold: n.disk.g.Full, Held: n.metrics.heldByDisk,
 		Bounds: raftnet.Bounds{MaxConns: cfg.Conns.Raft.Max, MaxPerSource: cfg.Conns.Raft.PerSource, Listening: n.guarded}}
 	if peerTLS != nil {
 		// The Raft port's handshakes read the certificate reloaded in
@@ -280,12 +283,11 @@ func Start(cfg Config) (*Node, error) {
 	n.xfer = transferer{cfg: &n.cfg, nh: nh, ctrl: n.ctrl.Load, peerAddr: func(id slotstore.NodeID) string { return n.dispatch.PeerAddrOf(id) },
 		peers: n.peers, replicas: n.replicas, router: n.router, heard: n.heard, wakes: n.wakes, attempt: n.metrics.transferAttempt}
 	n.peerWrites = &peerWrites{nodes: n.ctrl.Load, counted: n.metrics.peerWrites, lost: n.metrics.peerAuditLost, audit: n.Audit, log: cfg.Logger}
-	n.disk = newDiskWatch(n)
 	n.dispatch = dispatch.New(dispatch.Config{NodeID: cfg.NodeID, Router: n.router, Local: localReplicas{n}, Peers: n.peers,
 		Controller: n.ctrl.Load, MaxForwardHops: cfg.MaxForwardHops, ForwardHopTimeout: cfg.ForwardHopTimeout,
 		ForwardMoveGrace: cfg.ForwardMoveGrace, LeaderWait: cfg.LeaderWait, ElectionTimeout: cfg.electionTimeout(), Now: cfg.Now,
 		Proposal: n.metrics.proposal, LeaderMove: n.metrics.leaderMove, Forwarded: n.metrics.lat.forwarded, Heat: n.heat, Wake: n.wakes.unreached, ServedWrite: n.peerWrites.proposed,
-		Refuse: n.disk.refuse})
+		Refuse: n.disk.refuse, Behind: n.disk.g.Full})
 	n.projector = projector.New(projector.Config{Node: projectHost{n}, Interval: cfg.ProjectInterval,
 		RoundTimeout: cfg.RequestTimeout, Backlog: n.metrics.backlog, Logger: cfg.Logger})
 	n.leader = leader.New(leader.Config{NodeID: cfg.NodeID, Host: leaderHost{n}, Peers: n.peers, Now: cfg.Now, Logger: cfg.Logger, Life: n.life,

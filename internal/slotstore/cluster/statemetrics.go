@@ -23,7 +23,7 @@ type stateCollector struct {
 	connected, connFailures                     *prometheus.Desc
 	decided, decisions, epochs                  *prometheus.Desc
 	failed, version                             *prometheus.Desc
-	diskFree, diskTotal, diskLow                *prometheus.Desc
+	diskFree, diskTotal, diskLow, diskFull      *prometheus.Desc
 }
 
 func newStateCollector(n *Node) *stateCollector {
@@ -44,6 +44,8 @@ func newStateCollector(n *Node) *stateCollector {
 		diskTotal: prometheus.NewDesc("slotmeta_disk_total_bytes", "The size of the data directory's filesystem.", nil, nil),
 		diskLow: prometheus.NewDesc("slotmeta_disk_low",
 			"1 while the space left is under the node's reserve (--disk-reserve-bytes): it refuses the writes it would lead, until space is freed.", nil, nil),
+		diskFull: prometheus.NewDesc("slotmeta_disk_full",
+			"1 while the space left is under half the node's reserve: its replicas also store nothing other nodes send them (they fall behind, and catch up once it is not).", nil, nil),
 		version: prometheus.NewDesc("slotmeta_cluster_version_info",
 			"1, labelled with the cluster version this node's copy of the controller state records (0.1 until every node runs a newer release) and the release line this node runs.",
 			[]string{"cluster_version", "version"}, nil),
@@ -61,7 +63,7 @@ func newStateCollector(n *Node) *stateCollector {
 }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.revision, c.applied, c.tasks, c.pins, c.paused, c.snp, c.connected, c.connFailures, c.decided, c.decisions, c.epochs, c.failed, c.version, c.diskFree, c.diskTotal, c.diskLow} {
+	for _, d := range []*prometheus.Desc{c.revision, c.applied, c.tasks, c.pins, c.paused, c.snp, c.connected, c.connFailures, c.decided, c.decisions, c.epochs, c.failed, c.version, c.diskFree, c.diskTotal, c.diskLow, c.diskFull} {
 		ch <- d
 	}
 }
@@ -74,13 +76,17 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.version, prometheus.GaugeValue, 1, st.Version().String(), c.n.cfg.Version.String())
 	if g := c.n.disk.g; g != nil {
 		ds := g.State()
-		low := 0.0
+		low, full := 0.0, 0.0
 		if ds.Low {
 			low = 1
+		}
+		if ds.Full {
+			full = 1
 		}
 		ch <- prometheus.MustNewConstMetric(c.diskFree, prometheus.GaugeValue, float64(ds.Free))
 		ch <- prometheus.MustNewConstMetric(c.diskTotal, prometheus.GaugeValue, float64(ds.Total))
 		ch <- prometheus.MustNewConstMetric(c.diskLow, prometheus.GaugeValue, low)
+		ch <- prometheus.MustNewConstMetric(c.diskFull, prometheus.GaugeValue, full)
 	}
 	type kindStatus struct{ kind, status string }
 	counts := map[kindStatus]int{}

@@ -16,6 +16,12 @@
 //   - It is low until the space left is above Reserve by a margin (a
 //     quarter of Reserve), so that it does not flap; then it writes its
 //     ballast again and takes writes, without a restart.
+//   - Under half the Reserve the node is also *full*: what other nodes
+//     send it to store goes unwritten too — the Raft appends and snapshot
+//     chunks its follower replicas receive (raftnet.Transport.Hold) — so
+//     that a follower does not append until ENOSPC, where the engine
+//     panics. Its replicas fall behind, as over a lossy link, and catch up
+//     once it is no longer full (a quarter of Reserve above the half).
 //
 // The guard decides from the filesystem's figures alone; what the node
 // does about it (refusing, moving leaderships away) belongs to its
@@ -80,6 +86,7 @@ func (c *Config) ensureDefaults() {
 // State is what the guard last measured.
 type State struct {
 	Low     bool      `json:"low"`
+	Full    bool      `json:"full"`        // under half the reserve (implies Low)
 	Free    uint64    `json:"free_bytes"`  // left to the node, its ballast not counted as used
 	Total   uint64    `json:"total_bytes"` // the filesystem's size
 	Reserve uint64    `json:"reserve_bytes"`
@@ -129,6 +136,13 @@ func (g *Guard) Check() (State, bool) {
 		case s.Low && s.Free > reserve+reserve/4:
 			s.Low, s.Since = false, g.cfg.Now()
 		}
+		switch {
+		case !s.Full && s.Free < reserve/2:
+			s.Full = true
+		case s.Full && s.Free > reserve/2+reserve/4:
+			s.Full = false
+		}
+		s.Full = s.Full && s.Low
 	}
 	g.state.Store(&s)
 	if s.Low {
@@ -136,11 +150,16 @@ func (g *Guard) Check() (State, bool) {
 	} else if err == nil && g.cfg.BallastBytes > 0 && ballast == 0 && free > uint64(g.cfg.Reserve)+uint64(g.cfg.BallastBytes) {
 		_ = g.writeBallast()
 	}
-	return s, s.Low != prev.Low
+	return s, s.Low != prev.Low || s.Full != prev.Full
 }
 
 // State is the last measure.
 func (g *Guard) State() State { return *g.state.Load() }
+
+// Full reports whether the node is full: its follower replicas take
+// nothing more to store until it is not (lock-free, for the transport's
+// receive path).
+func (g *Guard) Full() bool { return g.state.Load().Full }
 
 // Refusal is nil while the disk is not low, else the no_space error a
 // write this node would lead is answered with.
@@ -160,8 +179,12 @@ func (g *Guard) Reason() string {
 	if !s.Low {
 		return ""
 	}
-	return fmt.Sprintf("disk low: %s free of %s in %s, under the %s reserve (since %s): writes refused", bytes(s.Free), bytes(s.Total),
-		g.cfg.Dir, bytes(s.Reserve), s.Since.UTC().Format(time.RFC3339))
+	held := ""
+	if s.Full {
+		held = "; under half of it, its replicas store nothing others send (they fall behind)"
+	}
+	return fmt.Sprintf("disk low: %s free of %s in %s, under the %s reserve (since %s): writes refused%s", bytes(s.Free), bytes(s.Total),
+		g.cfg.Dir, bytes(s.Reserve), s.Since.UTC().Format(time.RFC3339), held)
 }
 
 func (g *Guard) ballastPath() string { return filepath.Join(g.cfg.Dir, BallastFile) }

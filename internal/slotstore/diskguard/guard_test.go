@@ -28,8 +28,8 @@ func TestLowUnderTheReserveUntilAQuarterAbove(t *testing.T) {
 		free = f
 		s, _ := g.Check()
 		_, err := os.Stat(ballast)
-		if s.Low != wantLow || (err == nil) != wantBallast {
-			t.Fatalf("free %d MiB: low %v ballast %v, want %v %v (%+v)", f>>20, s.Low, err == nil, wantLow, wantBallast, s)
+		if s.Low != wantLow || (err == nil) != wantBallast || s.Full || g.Full() {
+			t.Fatalf("free %d MiB: low %v ballast %v, want %v %v, not full (%+v)", f>>20, s.Low, err == nil, wantLow, wantBallast, s)
 		}
 		if (g.Refusal(7) != nil) != wantLow || (g.Reason() != "") != wantLow {
 			t.Fatalf("free %d MiB: refusal %v reason %q", f>>20, g.Refusal(7), g.Reason())
@@ -51,6 +51,27 @@ func TestLowUnderTheReserveUntilAQuarterAbove(t *testing.T) {
 	g.Check()
 	if err := g.Refusal(7); slotstore.ErrorCode(err) != slotstore.CodeNoSpace || !strings.Contains(err.Error(), "node 7's disk is low") {
 		t.Fatalf("the refusal: %v", err)
+	}
+
+	// Full under half the reserve (20 MiB), until 30 MiB.
+	free = 60 << 20
+	g.Check()
+	full := func(f uint64, want bool) {
+		t.Helper()
+		free = f
+		s, _ := g.Check()
+		if s.Full != want || g.Full() != want || !s.Low || strings.Contains(g.Reason(), "store nothing") != want {
+			t.Fatalf("free %d MiB: full %v, want %v (%+v, %q)", f>>20, s.Full, want, s, g.Reason())
+		}
+	}
+	full(21<<20, false)
+	full(19<<20, true)
+	full(29<<20, true) // not yet a quarter of the reserve above the half
+	full(31<<20, false)
+	full(10<<20, true)
+	free = 60 << 20
+	if s, _ := g.Check(); s.Full || s.Low {
+		t.Fatalf("free 60 MiB: %+v", s)
 	}
 
 	off := New(Config{Dir: t.TempDir(), Reserve: -1, Space: func(string) (uint64, uint64, error) { return 0, 1, nil }})

@@ -79,6 +79,11 @@ type Config struct {
 	// proposed: an error is the write's answer (a node whose disk is low,
 	// package diskguard).
 	Refuse func() error
+	// Behind, when set and true, says this node's follower replicas fall
+	// behind on purpose (its disk is full: they store nothing others send,
+	// package diskguard): a linearizable read asks the leader's node at
+	// once instead of waiting on them.
+	Behind func() bool
 }
 
 // Dispatcher routes a node's commands and queries.

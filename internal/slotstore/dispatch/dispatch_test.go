@@ -35,6 +35,7 @@ import (
 //	leader <n>/<term>               what this node knows of group 1's leader (0: none;
 //	                                an older term than the one known is ignored)
 //	replica [leader-known]          this node holds a replica of group 1
+//	disk-full                       this node's followers fall behind (Config.Behind)
 //	heard <n>=<duration>            its replica last heard node n's that long ago
 //	on-wake <n>/<term>              woken, the group elects node n (once)
 //	hops <n> | leader-wait <d> | hop-timeout <d> | grace <d>
@@ -59,6 +60,8 @@ func TestDispatchDataDriven(t *testing.T) {
 				case "replica":
 					h.local.has = true
 					h.local.leaderKnown = len(f) > 1 && f[1] == "leader-known"
+				case "disk-full":
+					h.cfg.Behind = func() bool { return true }
 				case "heard":
 					n, ago, _ := strings.Cut(f[1], "=")
 					h.local.heard[slotstore.NodeID(h.num(n))] = h.dur(ago)

@@ -65,6 +65,9 @@ func (d *Dispatcher) readOnce(ctx context.Context, q meta.Query, c meta.Consiste
 		if c == meta.Local {
 			return d.ReadLocal(ctx, q, c)
 		}
+		if d.cfg.Behind != nil && route.LeaderNodeID != d.cfg.NodeID && d.cfg.Behind() {
+			return d.readPeers(ctx, q, c, route, true, rerr)
+		}
 		// A ReadIndex on this replica normally takes one round trip; if it
 		// has not completed in half the budget (a restarting replica, a
 		// leader change swallowing it), ask the leader instead with the rest.

@@ -200,6 +200,18 @@ type Transport struct {
 	// SnapshotBytes, when set, is told of every snapshot chunk's data
 	// this node sends or receives (for metrics: it must not block).
 	SnapshotBytes func(sent bool, n int)
+	// Hold, when set and true, drops what other nodes send this node's
+	// replicas to store — appends (Replicate, InstallSnapshot) and
+	// snapshot chunks — before dragonboat sees them: the node's disk is
+	// full (package diskguard). Its follower replicas fall behind as over a
+	// lossy link; the leader sends again (a heartbeat answer shows the
+	// follower behind, dragonboat raft.go handleLeaderHeartbeatResp) once
+	// Hold is false. Everything else — heartbeats, votes, read indexes —
+	// passes, so the replicas stay members and elections stay quiet. It is
+	// called on every received batch: it must be cheap and must not block.
+	Hold func() bool
+	// Held, when set, is told of what Hold dropped (for metrics).
+	Held func(messages, chunks int)
 }
 
 var _ config.TransportFactory = Transport{}
@@ -220,6 +232,10 @@ func (f Transport) Create(c config.NodeHostConfig, mh raftio.MessageHandler, ch 
 func (f Transport) create(c config.NodeHostConfig, mh raftio.MessageHandler, ch raftio.ChunkHandler) raftio.ITransport {
 	inner := ch
 	ch = func(c pb.Chunk) bool {
+		if f.Hold != nil && f.Hold() {
+			f.held(0, 1)
+			return false // the sender's snapshot fails; the leader sends it again later
+		}
 		if !inner(c) {
 			return false // turned away (out of order, too many at once, ...): no progress
 		}
@@ -233,7 +249,16 @@ func (f Transport) create(c config.NodeHostConfig, mh raftio.MessageHandler, ch 
 		if f.Refuse != nil && f.Refuse(b.SourceAddress) {
 			return
 		}
-		f.Heard.Record(b)
+		f.Heard.Record(b) // heard, even if held
+		if f.Hold != nil && f.Hold() {
+			var dropped int
+			if b, dropped = withoutAppends(b); dropped > 0 {
+				f.held(dropped, 0)
+			}
+			if len(b.Requests) == 0 {
+				return
+			}
+		}
 		mh(b)
 	}
 	switch {
@@ -243,6 +268,26 @@ func (f Transport) create(c config.NodeHostConfig, mh raftio.MessageHandler, ch 
 	addr := c.GetListenAddress()
 	c.ListenAddress = "127.0.0.1:0" // dragonboat's own listener: never started (server.go)
 	return newServerTransport(newTCPTransport(c, handle, ch), addr, f.ServerTLS, f.Bounds)
+}
+
+func (f Transport) held(messages, chunks int) {
+	if f.Held != nil {
+		f.Held(messages, chunks)
+	}
+}
+
+// withoutAppends is b without the messages that would make a replica
+// store something (Hold), and how many it left out. b is not changed.
+func withoutAppends(b pb.MessageBatch) (pb.MessageBatch, int) {
+	keep := make([]pb.Message, 0, len(b.Requests))
+	for _, m := range b.Requests {
+		if m.Type != pb.Replicate && m.Type != pb.InstallSnapshot {
+			keep = append(keep, m)
+		}
+	}
+	dropped := len(b.Requests) - len(keep)
+	b.Requests = keep
+	return b, dropped
 }
 
 // sendHook shows every batch to before ahead of its connection's write,

@@ -2,6 +2,7 @@ package raftnet
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	_ "github.com/lni/dragonboat/v4" // links the transport newTCPTransport names
@@ -109,3 +110,61 @@ func (f chunkCapture) Create(_ config.NodeHostConfig, _ raftio.MessageHandler, c
 	return recordingTransport{events: new([]string)}
 }
 func (f chunkCapture) Validate(string) bool { return true }
+
+// TestHoldDropsWhatWouldBeStored: while Hold says so, appends and snapshot
+// chunks are dropped before dragonboat sees them — and counted — while
+// heartbeats, votes and read indexes pass, and the sender still counts as
+// heard; once Hold is false everything passes again.
+func TestHoldDropsWhatWouldBeStored(t *testing.T) {
+	h := NewHeard()
+	var handle raftio.MessageHandler
+	var chunk raftio.ChunkHandler
+	hold := true
+	var heldMsgs, heldChunks int
+	var got []pb.MessageType
+	Transport{Inner: batchCapture{handle: &handle, chunk: &chunk}, Heard: h, Hold: func() bool { return hold },
+		Held: func(m, c int) { heldMsgs += m; heldChunks += c }}.Create(config.NodeHostConfig{},
+		func(b pb.MessageBatch) {
+			for _, m := range b.Requests {
+				got = append(got, m.Type)
+			}
+		}, func(pb.Chunk) bool { return true })
+	batch := pb.MessageBatch{SourceAddress: "a:1", Requests: []pb.Message{
+		{Type: pb.Heartbeat, ShardID: 3, From: 1, To: 2}, {Type: pb.Replicate, ShardID: 3, From: 1, To: 2, Entries: []pb.Entry{{Index: 9}}},
+		{Type: pb.RequestVote, ShardID: 4, From: 1, To: 2}, {Type: pb.InstallSnapshot, ShardID: 5, From: 1, To: 2}, {Type: pb.ReadIndexResp, ShardID: 3, From: 1, To: 2}}}
+	handle(batch)
+	if want := []pb.MessageType{pb.Heartbeat, pb.RequestVote, pb.ReadIndexResp}; !slices.Equal(got, want) {
+		t.Fatalf("passed %v while held, want %v", got, want)
+	}
+	if len(batch.Requests) != 5 {
+		t.Fatal("the caller's batch was changed")
+	}
+	if _, ok := h.Ago(3, 1); !ok {
+		t.Fatal("a held batch's sender was not recorded as heard")
+	}
+	if chunk(pb.Chunk{ShardID: 5, ReplicaID: 2, Data: make([]byte, 10)}) {
+		t.Fatal("a snapshot chunk was taken while held")
+	}
+	handle(pb.MessageBatch{Requests: []pb.Message{{Type: pb.Replicate, ShardID: 3, From: 1, To: 2}}}) // all held: nothing handed on
+	if heldMsgs != 3 || heldChunks != 1 || len(got) != 3 {
+		t.Fatalf("held %d messages and %d chunks (want 3, 1); passed %v", heldMsgs, heldChunks, got)
+	}
+	hold = false
+	got = nil
+	handle(batch)
+	if len(got) != 5 || !chunk(pb.Chunk{ShardID: 5, ReplicaID: 2}) {
+		t.Fatalf("once no longer held: passed %v", got)
+	}
+}
+
+// batchCapture is a transport factory that keeps the handlers it is given.
+type batchCapture struct {
+	handle *raftio.MessageHandler
+	chunk  *raftio.ChunkHandler
+}
+
+func (f batchCapture) Create(_ config.NodeHostConfig, mh raftio.MessageHandler, ch raftio.ChunkHandler) raftio.ITransport {
+	*f.handle, *f.chunk = mh, ch
+	return recordingTransport{events: new([]string)}
+}
+func (f batchCapture) Validate(string) bool { return true }

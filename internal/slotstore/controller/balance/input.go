@@ -11,6 +11,10 @@ type Node struct {
 	ID        slotstore.NodeID
 	State     slotstore.NodeState // active, draining, … (removed nodes are left out)
 	Reachable bool
+	// DiskLow: the node reports its disk low (package diskguard): it takes
+	// no replica and no leadership the planner would give it — it refuses
+	// writes, and under half its reserve stores nothing others send.
+	DiskLow bool
 }
 
 // Group is a slot group as the planner sees it.

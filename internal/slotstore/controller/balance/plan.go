@@ -86,7 +86,7 @@ func (p *planner) free(g Group) bool { return !p.used[g.ID] && g.Quorum }
 
 func (p *planner) active(id slotstore.NodeID) bool {
 	n, ok := p.nodes[id]
-	return ok && n.State == slotstore.NodeActive && n.Reachable
+	return ok && n.State == slotstore.NodeActive && n.Reachable && !n.DiskLow
 }
 
 // activeNodes lists the active nodes (reachable or not), by id.

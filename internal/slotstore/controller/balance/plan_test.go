@@ -18,7 +18,7 @@ import (
 //
 // Directive: plan. Input lines:
 //
-//	node <id> [state=<s>] [unreachable]
+//	node <id> [state=<s>] [unreachable] [disk-low]
 //	group <id> peers=<n,…> [leader=<n>] [preferred=<n> preferred-ago=<d>] slots=<a-b,c,…> [failed=<n,…>] [noquorum] [busy] [pinned]
 //	load slots=<a-b,…> [reads=<x>] [writes=<y>]      per slot, ops/s
 //	moved slot=<s> from=<g> to=<g> ago=<d>
@@ -80,7 +80,7 @@ func TestPlanDataDriven(t *testing.T) {
 				if state == "" {
 					state = slotstore.NodeActive
 				}
-				in.Nodes = append(in.Nodes, Node{ID: slotstore.NodeID(id), State: state, Reachable: !flags["unreachable"]})
+				in.Nodes = append(in.Nodes, Node{ID: slotstore.NodeID(id), State: state, Reachable: !flags["unreachable"], DiskLow: flags["disk-low"]})
 			case "group":
 				id, _ := strconv.Atoi(fields[1])
 				g := Group{ID: slotstore.GroupID(id), Leader: slotstore.NodeID(num("leader", 0)), Quorum: !flags["noquorum"], Busy: flags["busy"], Pinned: flags["pinned"],

@@ -36,7 +36,7 @@ func (l *Leader) balanceInput(now time.Time) balance.Input {
 	}
 	for _, id := range st.NodeIDs() {
 		if node := st.Nodes[id]; node.State != controller.NodeRemoved || st.ReplicasOn(id) > 0 { // a lost node's replicas move off
-			in.Nodes = append(in.Nodes, balance.Node{ID: id, State: node.State, Reachable: reachable[id]})
+			in.Nodes = append(in.Nodes, balance.Node{ID: id, State: node.State, Reachable: reachable[id], DiskLow: l.obs.DiskLow(id)})
 		}
 	}
 	busy := map[slotstore.GroupID]bool{}
