@@ -144,7 +144,10 @@ clean:
 # on separate hosts, kill -9 of the nodes a replica move and a drain changed,
 # under history clients. And TestPausedNodesServeNoStaleReads: SIGSTOP of a
 # group leader (1× and 3× the election timeout), the controller leader (2×) and
-# a follower (4×) under history clients and readers pinned to each node.
+# a follower (4×) under history clients and readers pinned to each node. And
+# TestDiskFaultsAvailability: AVAILABILITY_ROUNDS/2 episodes each of a group
+# leader's disk filled under its reserve and a follower's under half of it
+# (each node's data directory a tmpfs of its own), measured as the others.
 QUIESCE_ROUNDS ?= 6
 CHAOS_SEEDS ?= 50
 CHAOS_DURATION ?= 5s
