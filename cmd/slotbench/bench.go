@@ -66,9 +66,11 @@ type Config struct {
 	Batch int
 	// Client is who sends the requests: "raw" (slotbench's own
 	// connections, to the endpoints in turn) or "smart" (the route-aware
-	// Go client, smart.go; slotmeta only).
+	// Go client, smart.go; slotmeta only) or "grpc" (etcd's own Go client,
+	// etcdgrpc.go; etcd only).
 	Client string
 	smart  *routed.Client
+	etcd   etcdClients
 }
 
 // Result is what one run measured; one JSON line of -json.
@@ -160,9 +162,12 @@ type worker struct {
 func (w *worker) do(ctx context.Context, c call) string {
 	var status int
 	var err error
-	if w.cfg.smart != nil {
+	switch {
+	case w.cfg.smart != nil:
 		status, err = w.smartTrip(ctx, c, &w.buf)
-	} else {
+	case w.cfg.etcd != nil:
+		status, err = w.etcdTrip(ctx, c, &w.buf)
+	default:
 		status, err = w.conns.roundTrip(ctx, c, &w.buf)
 	}
 	w.msg = ""
@@ -325,8 +330,12 @@ func validate(cfg *Config, be backend) error {
 		if cfg.Target != "slotmeta" || cfg.Routes != nil {
 			return errors.New("-client smart: slotmeta only, not with routes of slotbench's own")
 		}
+	case "grpc":
+		if cfg.Target != "etcd" || cfg.Routes != nil {
+			return errors.New("-client grpc: etcd only")
+		}
 	default:
-		return fmt.Errorf("-client %q: raw or smart", cfg.Client)
+		return fmt.Errorf("-client %q: raw, smart or grpc", cfg.Client)
 	}
 	switch cfg.Workload {
 	case "user-create":
@@ -457,6 +466,12 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Result, error) {
 			return nil, err
 		}
 		defer cfg.smart.Close()
+	}
+	if cfg.Client == "grpc" {
+		if cfg.etcd, err = newEtcdClients(ctx, &cfg); err != nil {
+			return nil, err
+		}
+		defer cfg.etcd.close()
 	}
 	// Every endpoint answers before anything is measured.
 	for _, ep := range cfg.Endpoints {

@@ -20,8 +20,11 @@ type call struct {
 	expect int               // the status of success
 	alt    int               // another status that counts as success (0: none)
 	check  func([]byte) bool // nil: the status decides
-	keys   []string          // a batch's keys (-client smart sends them typed)
-	value  []byte            // a batch put's value
+	keys   []string          // a batch's keys (-client smart and grpc send them typed), or a put's or get's key (etcd)
+	value  []byte            // a batch put's value, or a put's (etcd)
+	// serializable: an etcd range that may be answered by any member
+	// (-client grpc sends it as clientv3.WithSerializable).
+	serializable bool
 }
 
 // backend turns the workloads' operations into HTTP requests of one system.
@@ -179,7 +182,7 @@ func (etcdBackend) put(ep, key string, value []byte) call {
 	b = append(b, `","value":"`...)
 	b = b64.AppendEncode(b, value)
 	b = append(b, `"}`...)
-	return call{kind: "write", method: "POST", host: hostOf(ep), path: "/v3/kv/put", body: b, expect: 200}
+	return call{kind: "write", method: "POST", host: hostOf(ep), path: "/v3/kv/put", body: b, expect: 200, keys: []string{key}, value: value}
 }
 
 // hasKV: a range that found the key answers "kvs" (and "count"); a miss
@@ -193,7 +196,8 @@ func (etcdBackend) get(ep, key string, linearizable bool) call {
 	b = append(b, `","serializable":`...)
 	b = strconv.AppendBool(b, !linearizable)
 	b = append(b, '}')
-	return call{kind: "read", method: "POST", host: hostOf(ep), path: "/v3/kv/range", body: b, expect: 200, check: hasKV}
+	return call{kind: "read", method: "POST", host: hostOf(ep), path: "/v3/kv/range", body: b, expect: 200, check: hasKV,
+		keys: []string{key}, serializable: !linearizable}
 }
 
 func (etcdBackend) createUser(string, string, []byte) (call, bool) { return call{}, false }
@@ -217,7 +221,7 @@ func (etcdBackend) batchPut(ep string, keys []string, value []byte) (call, bool)
 		b = append(b, `"}}`...)
 	}
 	b = append(b, "]}"...)
-	return call{kind: "write", method: "POST", host: hostOf(ep), path: "/v3/kv/txn", body: b, expect: 200,
+	return call{kind: "write", method: "POST", host: hostOf(ep), path: "/v3/kv/txn", body: b, expect: 200, keys: keys, value: value,
 		check: func(body []byte) bool { return bytes.Contains(body, []byte(`"succeeded":true`)) }}, true
 }
 
@@ -236,7 +240,7 @@ func (etcdBackend) batchGet(ep string, keys []string) (call, bool) {
 	}
 	b = append(b, "]}"...)
 	n := len(keys)
-	return call{kind: "read", method: "POST", host: hostOf(ep), path: "/v3/kv/txn", body: b, expect: 200,
+	return call{kind: "read", method: "POST", host: hostOf(ep), path: "/v3/kv/txn", body: b, expect: 200, keys: keys,
 		check: func(body []byte) bool { return bytes.Count(body, []byte(`"kvs"`)) == n }}, true
 }
 
