@@ -1114,6 +1114,24 @@ func (e GetChannelSubscriberParamsConsistency) Valid() bool {
 	}
 }
 
+// Defines values for ListKVParamsConsistency.
+const (
+	ListKVParamsConsistencyLinearizable ListKVParamsConsistency = "linearizable"
+	ListKVParamsConsistencyLocal        ListKVParamsConsistency = "local"
+)
+
+// Valid indicates whether the value is a known member of the ListKVParamsConsistency enum.
+func (e ListKVParamsConsistency) Valid() bool {
+	switch e {
+	case ListKVParamsConsistencyLinearizable:
+		return true
+	case ListKVParamsConsistencyLocal:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for GetKVParamsConsistency.
 const (
 	GetKVParamsConsistencyLinearizable GetKVParamsConsistency = "linearizable"
@@ -2186,6 +2204,23 @@ type KVBatchWriteItem struct {
 // KVBatchWriteResult defines model for KVBatchWriteResult.
 type KVBatchWriteResult struct {
 	Items []KVBatchWriteItem `json:"items"`
+}
+
+// KVItem defines model for KVItem.
+type KVItem struct {
+	Key      string `json:"key"`
+	Revision int64  `json:"revision"`
+
+	// Value Absent when the listing asked for keys only.
+	Value *string `json:"value,omitempty"`
+}
+
+// KVPage defines model for KVPage.
+type KVPage struct {
+	Items []KVItem `json:"items"`
+
+	// NextCursor Absent when the listing is done.
+	NextCursor *string `json:"next_cursor,omitempty"`
 }
 
 // KVWrite defines model for KVWrite.
@@ -3398,6 +3433,32 @@ type ListDecisionsParams struct {
 type PreflightLeaderTransferParams struct {
 	TargetNode int64 `form:"target_node" json:"target_node"`
 }
+
+// ListKVParams defines parameters for ListKV.
+type ListKVParams struct {
+	// Prefix Only keys that begin with it.
+	Prefix *string `form:"prefix,omitempty" json:"prefix,omitempty"`
+
+	// Start Only keys at or after it (byte order).
+	Start *string `form:"start,omitempty" json:"start,omitempty"`
+
+	// End Only keys before it (byte order); must sort after `start`.
+	End *string `form:"end,omitempty" json:"end,omitempty"`
+
+	// KeysOnly Leave the values out.
+	KeysOnly *bool `form:"keys_only,omitempty" json:"keys_only,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page; absent or empty starts from the beginning.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+	Limit  *Limit  `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Consistency `linearizable` reads through Raft ReadIndex and sees every write acknowledged before it;
+	// `local` reads the serving replica's applied state, possibly stale (see `X-Applied-Index`).
+	Consistency *ListKVParamsConsistency `form:"consistency,omitempty" json:"consistency,omitempty"`
+}
+
+// ListKVParamsConsistency defines parameters for ListKV.
+type ListKVParamsConsistency string
 
 // DeleteKVParams defines parameters for DeleteKV.
 type DeleteKVParams struct {
@@ -5171,6 +5232,22 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/cluster/tasks/{id}/cancel (the `CancelTask` operationId).
 	CancelTask(ctx context.Context, id TaskID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListKV Business keys by prefix or range, paged across hash slots in slot order
+	//
+	// The business keys that begin with `prefix` and lie in [`start`, `end`) — each bound
+	// optional; none lists every key — in (hash slot, key) order: a key lives in the hash slot
+	// of its hash, so a listing is in key order within a hash slot only. Each group seeks to the
+	// bounds in every hash slot it owns, so a prefix costs what it matches. A page holds at most
+	// `limit` keys (and at most 4 MiB of keys and values) and may hold fewer, even none, while
+	// `next_cursor` is present; the listing is done when `next_cursor` is absent. Send the same
+	// bounds with the cursor: it names a position (a hash slot and the last key), not a node or
+	// a group, so a listing survives leader changes, hash-slot moves and splits — no key is
+	// listed twice, and none that existed throughout is missed. `X-Watch-Cursor` resumes a
+	// watch of the same keys (`GET /v1/watch?prefix=`) from this listing.
+	//
+	// Corresponds with GET /v1/kv (the `ListKV` operationId).
+	ListKV(ctx context.Context, params *ListKVParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DeleteKV Delete a business key, optionally only at a revision
 	//
@@ -7775,6 +7852,32 @@ func (c *Client) GetTask(ctx context.Context, id TaskID, reqEditors ...RequestEd
 // Corresponds with POST /v1/cluster/tasks/{id}/cancel (the `CancelTask` operationId).
 func (c *Client) CancelTask(ctx context.Context, id TaskID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCancelTaskRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListKV Business keys by prefix or range, paged across hash slots in slot order
+//
+// The business keys that begin with `prefix` and lie in [`start`, `end`) — each bound
+// optional; none lists every key — in (hash slot, key) order: a key lives in the hash slot
+// of its hash, so a listing is in key order within a hash slot only. Each group seeks to the
+// bounds in every hash slot it owns, so a prefix costs what it matches. A page holds at most
+// `limit` keys (and at most 4 MiB of keys and values) and may hold fewer, even none, while
+// `next_cursor` is present; the listing is done when `next_cursor` is absent. Send the same
+// bounds with the cursor: it names a position (a hash slot and the last key), not a node or
+// a group, so a listing survives leader changes, hash-slot moves and splits — no key is
+// listed twice, and none that existed throughout is missed. `X-Watch-Cursor` resumes a
+// watch of the same keys (`GET /v1/watch?prefix=`) from this listing.
+//
+// Corresponds with GET /v1/kv (the `ListKV` operationId).
+func (c *Client) ListKV(ctx context.Context, params *ListKVParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListKVRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -12911,6 +13014,132 @@ func NewCancelTaskRequest(server string, id TaskID) (*http.Request, error) {
 	return req, nil
 }
 
+// NewListKVRequest constructs an http.Request for the ListKV method
+func NewListKVRequest(server string, params *ListKVParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/kv")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Prefix != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "prefix", *params.Prefix, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Start != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "start", *params.Start, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.End != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "end", *params.End, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.KeysOnly != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "keys_only", *params.KeysOnly, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Consistency != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "consistency", *params.Consistency, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewDeleteKVRequest constructs an http.Request for the DeleteKV method
 func NewDeleteKVRequest(server string, key Key, params *DeleteKVParams) (*http.Request, error) {
 	var err error
@@ -16908,6 +17137,24 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/cluster/tasks/{id}/cancel (the `CancelTask` operationId).
 	CancelTaskWithResponse(ctx context.Context, id TaskID, reqEditors ...RequestEditorFn) (*CancelTaskResponse, error)
+
+	// ListKVWithResponse Business keys by prefix or range, paged across hash slots in slot order
+	//
+	// The business keys that begin with `prefix` and lie in [`start`, `end`) — each bound
+	// optional; none lists every key — in (hash slot, key) order: a key lives in the hash slot
+	// of its hash, so a listing is in key order within a hash slot only. Each group seeks to the
+	// bounds in every hash slot it owns, so a prefix costs what it matches. A page holds at most
+	// `limit` keys (and at most 4 MiB of keys and values) and may hold fewer, even none, while
+	// `next_cursor` is present; the listing is done when `next_cursor` is absent. Send the same
+	// bounds with the cursor: it names a position (a hash slot and the last key), not a node or
+	// a group, so a listing survives leader changes, hash-slot moves and splits — no key is
+	// listed twice, and none that existed throughout is missed. `X-Watch-Cursor` resumes a
+	// watch of the same keys (`GET /v1/watch?prefix=`) from this listing.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/kv (the `ListKV` operationId).
+	ListKVWithResponse(ctx context.Context, params *ListKVParams, reqEditors ...RequestEditorFn) (*ListKVResponse, error)
 
 	// DeleteKVWithResponse Delete a business key, optionally only at a revision
 	//
@@ -27949,6 +28196,132 @@ func (r CancelTaskResponse) ContentType() string {
 	return ""
 }
 
+// ListKVResponse200Headers the declared response headers of an HTTP 200 response for ListKV
+type ListKVResponse200Headers struct {
+	XRouteRevision *int64
+	XWatchCursor   *string
+}
+
+// ListKVResponse401Headers the declared response headers of an HTTP 401 response for ListKV
+type ListKVResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ListKVResponse429Headers the declared response headers of an HTTP 429 response for ListKV
+type ListKVResponse429Headers struct {
+	RetryAfter int
+}
+
+// ListKVResponse503Headers the declared response headers of an HTTP 503 response for ListKV
+type ListKVResponse503Headers struct {
+	RetryAfter int
+}
+
+// ListKVResponseDefaultHeaders the declared response headers of an HTTP default response for ListKV
+type ListKVResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
+type ListKVResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *KVPage
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorResponse
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListKVResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListKVResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListKVResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListKVResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ListKVResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListKVResponse) GetJSON200() *KVPage {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListKVResponse) GetJSON400() *InvalidArgument {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListKVResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListKVResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListKVResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListKVResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListKVResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ListKVResponse) GetJSONDefault() *ErrorResponse {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListKVResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListKVResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListKVResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListKVResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // DeleteKVResponse204Headers the declared response headers of an HTTP 204 response for DeleteKV
 type DeleteKVResponse204Headers struct {
 	IdempotentReplayed *string
@@ -35505,6 +35878,30 @@ func (c *ClientWithResponses) CancelTaskWithResponse(ctx context.Context, id Tas
 		return nil, err
 	}
 	return ParseCancelTaskResponse(rsp)
+}
+
+// ListKVWithResponse Business keys by prefix or range, paged across hash slots in slot order
+//
+// The business keys that begin with `prefix` and lie in [`start`, `end`) — each bound
+// optional; none lists every key — in (hash slot, key) order: a key lives in the hash slot
+// of its hash, so a listing is in key order within a hash slot only. Each group seeks to the
+// bounds in every hash slot it owns, so a prefix costs what it matches. A page holds at most
+// `limit` keys (and at most 4 MiB of keys and values) and may hold fewer, even none, while
+// `next_cursor` is present; the listing is done when `next_cursor` is absent. Send the same
+// bounds with the cursor: it names a position (a hash slot and the last key), not a node or
+// a group, so a listing survives leader changes, hash-slot moves and splits — no key is
+// listed twice, and none that existed throughout is missed. `X-Watch-Cursor` resumes a
+// watch of the same keys (`GET /v1/watch?prefix=`) from this listing.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/kv (the `ListKV` operationId).
+func (c *ClientWithResponses) ListKVWithResponse(ctx context.Context, params *ListKVParams, reqEditors ...RequestEditorFn) (*ListKVResponse, error) {
+	rsp, err := c.ListKV(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListKVResponse(rsp)
 }
 
 // DeleteKVWithResponse Delete a business key, optionally only at a revision
@@ -52695,6 +53092,141 @@ func ParseCancelTaskResponse(rsp *http.Response) (*CancelTaskResponse, error) {
 		response.Headers503 = &headers
 	case true:
 		var headers CancelTaskResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListKVResponse parses an HTTP response from a ListKVWithResponse call
+func ParseListKVResponse(rsp *http.Response) (*ListKVResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListKVResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest KVPage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest InvalidArgument
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListKVResponse200Headers
+		if values := rsp.Header.Values("X-Route-Revision"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Route-Revision", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XRouteRevision = &value
+		}
+		if values := rsp.Header.Values("X-Watch-Cursor"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Watch-Cursor", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XWatchCursor = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListKVResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListKVResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListKVResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	case true:
+		var headers ListKVResponseDefaultHeaders
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -239,6 +241,48 @@ func TestGeneratedClient(t *testing.T) {
 	over, err := c.BatchGetKVWithResponse(ctx, nil, client.BatchKeys{Keys: tooMany})
 	must(t, err)
 	status("batch get over the bound", over.StatusCode(), http.StatusRequestEntityTooLarge, over.Body)
+
+	// Listing by prefix: the 20 batch/ keys (not the bw/ keys of the batch
+	// write), page after page in hash-slot order, each once; keys only
+	// leaves the values out; a range [start, end) bounds them; an end
+	// before the start is refused.
+	listed := map[string]bool{}
+	lp := &client.ListKVParams{Prefix: ptr("batch/"), Limit: ptr(client.Limit(6))}
+	for pages := 0; ; pages++ {
+		lr, err := c.ListKVWithResponse(ctx, lp)
+		must(t, err)
+		status("list kv", lr.StatusCode(), http.StatusOK, lr.Body)
+		for _, it := range lr.JSON200.Items {
+			if !strings.HasPrefix(it.Key, "batch/") || it.Value == nil || *it.Value != "b"+it.Key || it.Revision < 1 || listed[it.Key] {
+				t.Fatalf("listed %+v (seen before: %v)", it, listed[it.Key])
+			}
+			listed[it.Key] = true
+		}
+		if lr.JSON200.NextCursor == nil || pages > 40 {
+			break
+		}
+		lp.Cursor = lr.JSON200.NextCursor
+	}
+	if len(listed) != 20 {
+		t.Fatalf("listed %d keys with prefix batch/: %v", len(listed), listed)
+	}
+	kr, err := c.ListKVWithResponse(ctx, &client.ListKVParams{Start: ptr("batch/10"), End: ptr("batch/12"), KeysOnly: ptr(true)})
+	must(t, err)
+	status("list a range, keys only", kr.StatusCode(), http.StatusOK, kr.Body)
+	var ranged []string
+	for _, it := range kr.JSON200.Items {
+		if it.Value != nil {
+			t.Fatalf("keys only listed a value: %+v", it)
+		}
+		ranged = append(ranged, it.Key)
+	}
+	slices.Sort(ranged)
+	if !slices.Equal(ranged, []string{"batch/10", "batch/11"}) || kr.JSON200.NextCursor != nil {
+		t.Fatalf("range [batch/10, batch/12): %v %s", ranged, kr.Body)
+	}
+	bad, err := c.ListKVWithResponse(ctx, &client.ListKVParams{Start: ptr("b"), End: ptr("a")})
+	must(t, err)
+	status("list with end before start", bad.StatusCode(), http.StatusBadRequest, bad.Body)
 
 	delKV, err := c.DeleteKVWithResponse(ctx, key, &client.DeleteKVParams{IfMatch: v2.Headers200.ETag})
 	must(t, err)

@@ -31,6 +31,10 @@ type cmd struct {
 	rc      *routed.Client // api's: closed with the command
 	ctx     context.Context
 	cancel  context.CancelFunc
+	// untimed: the command runs until interrupted unless --timeout (or
+	// SLOTMETA_TIMEOUT) is given (a watch); set before parse.
+	untimed bool
+	set     map[string]bool // the flags given on the command line (after parse)
 }
 
 func (c *cmd) name() string { return "slotmeta ctl " + c.noun + " " + c.v.name }
@@ -90,6 +94,7 @@ func (c *cmd) parse() (pos []string, code int, ok bool) {
 	set := map[string]bool{}
 	c.s.g.fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	all.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	c.set = set
 	cfg, err := c.s.g.finish(set, c.s.env)
 	if err != nil {
 		return nil, c.usageError(err.Error()), false
@@ -106,7 +111,11 @@ func (c *cmd) parse() (pos []string, code int, ok bool) {
 		return nil, c.usageError(err.Error()), false
 	}
 	c.api = c.rc.API()
-	c.ctx, c.cancel = context.WithTimeout(c.s.ctx, cfg.Timeout)
+	if c.untimed && !set["timeout"] && c.s.env("SLOTMETA_TIMEOUT") == "" {
+		c.ctx, c.cancel = context.WithCancel(c.s.ctx) // until interrupted
+	} else {
+		c.ctx, c.cancel = context.WithTimeout(c.s.ctx, cfg.Timeout)
+	}
 	return pos, exitOK, true
 }
 

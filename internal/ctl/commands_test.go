@@ -1,6 +1,8 @@
 package ctl
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
@@ -8,7 +10,9 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -152,6 +156,69 @@ func TestCommands(t *testing.T) {
 		// A failed condition: the batch is answered, its exit code is the item's.
 		if stderr := n.fails(exitConflict, "kv", "batch-write", "--file", writeFile(t, `{"op":"put","key":"b.a","value":"x","if_match":999999}`)); !strings.Contains(stderr, "failed_precondition") {
 			t.Fatalf("stderr %q", stderr)
+		}
+	})
+
+	t.Run("listing and watch", func(t *testing.T) {
+		n := node{t, env}
+		for i := range 12 {
+			n.ok("kv", "put", fmt.Sprintf("ls/%02d", i), fmt.Sprintf("v%d", i))
+		}
+		n.ok("kv", "put", "lt/0", "not listed")
+		var page client.KVPage
+		n.json(&page, "kv", "get", "--prefix", "ls/", "--page-size", "5")
+		var keys []string
+		for _, it := range page.Items {
+			keys = append(keys, it.Key)
+		}
+		slices.Sort(keys)
+		if len(keys) != 12 || keys[0] != "ls/00" || keys[11] != "ls/11" || page.NextCursor != nil {
+			t.Fatalf("kv get --prefix ls/: %v (next %v)", keys, page.NextCursor)
+		}
+		var ranged client.KVPage // a fresh one: decoding into page would keep its values
+		n.json(&ranged, "kv", "get", "--from", "ls/03", "--to", "ls/05", "--keys-only")
+		if len(ranged.Items) != 2 || ranged.Items[0].Value != nil {
+			t.Fatalf("kv get --from ls/03 --to ls/05 --keys-only: %+v", ranged.Items)
+		}
+		var limited client.KVPage
+		n.json(&limited, "kv", "get", "--prefix", "ls/", "--limit", "7", "--page-size", "3")
+		if len(limited.Items) != 7 || limited.NextCursor == nil {
+			t.Fatalf("kv get --prefix ls/ --limit 7: %d keys, next %v", len(limited.Items), limited.NextCursor)
+		}
+		if table := n.ok("kv", "get", "--prefix", "ls/1"); !strings.Contains(table, "ls/10") || !strings.Contains(table, "v11") || strings.Contains(table, "ls/09") {
+			t.Fatalf("the table of kv get --prefix ls/1:\n%s", table)
+		}
+		n.fails(exitUsage, "kv", "get", "ls/00", "--prefix", "ls/")
+		n.fails(exitUsage, "kv", "get")
+		n.fails(exitUsage, "kv", "get", "--from", "b", "--to", "a")
+		// kv watch --prefix: each change a line, until interrupted (no
+		// --timeout: a watch has no deadline of its own).
+		var out syncBuffer
+		done := make(chan int, 1)
+		wctx, stop := context.WithCancel(context.Background()) // an interrupt
+		defer stop()
+		go func() {
+			var errOut bytes.Buffer
+			done <- Run(wctx, []string{"kv", "watch", "--prefix", "wt/"}, func(k string) string { return env[k] }, &out, &errOut)
+		}()
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for i := 0; !strings.Contains(out.String(), "put\twt/") && i < 40; i++ {
+			n.ok("kv", "put", fmt.Sprintf("wt/%d", i), "w")
+			n.ok("kv", "put", fmt.Sprintf("wx/%d", i), "not watched")
+			<-tick.C
+		}
+		n.ok("kv", "delete", "wt/0")
+		for i := 0; !strings.Contains(out.String(), "delete\twt/0") && i < 50; i++ {
+			<-tick.C
+		}
+		stop()
+		if code := <-done; code != exitOK {
+			t.Fatalf("kv watch ended %d:\n%s", code, out.String())
+		}
+		got := out.String()
+		if !strings.Contains(got, "put\twt/") || !strings.Contains(got, "\tw\t") || !strings.Contains(got, "delete\twt/0") || strings.Contains(got, "wx/") {
+			t.Fatalf("kv watch --prefix wt/ printed:\n%s", got)
 		}
 	})
 
@@ -457,4 +524,22 @@ func TestEndpointsOfTheCluster(t *testing.T) {
 			t.Fatalf("endpoint status --cluster: %+v", e)
 		}
 	}
+}
+
+// syncBuffer is a bytes.Buffer written by one goroutine and read by another.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

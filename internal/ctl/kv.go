@@ -7,12 +7,23 @@ import (
 	"github.com/slotmeta/slotmeta/client"
 )
 
-// kv get KEY: GET /v1/kv/{key}.
+// kv get KEY: GET /v1/kv/{key}; kv get --prefix P | --from K --to K: the
+// listing (kvList).
 func kvGet(c *cmd) int {
 	cons := c.consistency()
+	l := c.kvListFlags()
 	pos, code, ok := c.parse()
 	if !ok {
 		return code
+	}
+	if l.listing(c.set) {
+		if len(pos) > 0 {
+			return c.usageError("KEY and --prefix/--from/--to exclude each other")
+		}
+		return kvList(c, l, cons)
+	}
+	if len(pos) != 1 {
+		return c.usageError("missing KEY (or --prefix/--from/--to to list keys)")
 	}
 	r, err := c.api.GetKVWithResponse(c.ctx, pos[0], &client.GetKVParams{Consistency: (*client.GetKVParamsConsistency)(cons)})
 	return reply(c, r, err, func(t *table) {

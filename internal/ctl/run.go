@@ -29,7 +29,8 @@ type verb struct {
 // nouns is the command tree, in the order the usage lists it.
 var nouns = []noun{
 	{"kv", []verb{
-		{"get", "KEY", 1, 1, false, "read a business key", kvGet},
+		{"get", "KEY | --prefix P | --from K [--to K]", 0, 1, false, "read a business key, or list the keys with a prefix or in a range", kvGet},
+		{"watch", "[KEY | --prefix P]", 0, 1, false, "follow the changes of business keys (of one key, or with a prefix) until interrupted", kvWatch},
 		{"put", "KEY VALUE", 2, 2, true, "write a business key (compare-and-set with --if-match or --if-absent)", kvPut},
 		{"delete", "KEY", 1, 1, true, "delete a business key (only at a revision with --if-match)", kvDelete},
 		{"batch-get", "KEY...", 1, -1, false, "read many keys in one request", kvBatchGet},

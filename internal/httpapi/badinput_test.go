@@ -80,8 +80,18 @@ func TestBadInputIsRejectedBeforeTheBackend(t *testing.T) {
 		{"cursor wrong version", "GET", "/v1/users?cursor=" + encodeBad(2, 0, "a"), ``, nil, 400, "cursor"},
 		{"cursor slot out of range", "GET", "/v1/users?cursor=" + encodeBad(1, 256, "a"), ``, nil, 400, "cursor"},
 		{"cursor bad uid", "GET", "/v1/users?cursor=" + encodeBad(1, 3, "a b"), ``, nil, 400, "cursor"},
-		{"cursor padded", "GET", "/v1/users?cursor=" + encodeCursor(position{slot: 3, afterUID: "ab"}) + "=", ``, nil, 400, "cursor"},
+		{"cursor padded", "GET", "/v1/users?cursor=" + encodeCursor(position{slot: 3, after: "ab"}) + "=", ``, nil, 400, "cursor"},
 		{"bad consistency on list", "GET", "/v1/users?consistency=eventual", ``, nil, 400, "consistency"},
+		// Key listings: bounds, keys_only, a cursor of a key.
+		{"kv list end before start", "GET", "/v1/kv?start=b&end=a", ``, nil, 400, "end"},
+		{"kv list end equal to start", "GET", "/v1/kv?start=a&end=a", ``, nil, 400, "end"},
+		{"kv list prefix with a control character", "GET", "/v1/kv?prefix=a%01", ``, nil, 400, "prefix"},
+		{"kv list prefix too long", "GET", "/v1/kv?prefix=" + long(513), ``, nil, 400, "prefix"},
+		{"kv list prefix twice", "GET", "/v1/kv?prefix=a&prefix=b", ``, nil, 400, "prefix"},
+		{"kv list start not UTF-8", "GET", "/v1/kv?start=%ff", ``, nil, 400, "start"},
+		{"kv list keys_only not a boolean", "GET", "/v1/kv?keys_only=maybe", ``, nil, 400, "keys_only"},
+		{"kv list cursor bad key", "GET", "/v1/kv?cursor=" + encodeBad(1, 3, "a\x01"), ``, nil, 400, "cursor"},
+		{"kv list limit too large", "GET", "/v1/kv?limit=1001", ``, nil, 400, "limit"},
 		// Routing and idempotency headers.
 		{"route revision not a number", "GET", "/v1/kv/k", ``, []string{"X-Route-Revision", "abc"}, 400, "X-Route-Revision"},
 		{"route revision negative", "PUT", "/v1/kv/k", `{"value":"v"}`, []string{"X-Route-Revision", "-1"}, 400, "X-Route-Revision"},
@@ -164,7 +174,7 @@ func hasField(details []slotstore.FieldError, field string) bool {
 
 // encodeBad builds a cursor from raw parts, valid or not.
 func encodeBad(version byte, slot uint16, uid string) string {
-	p := position{slot: slotstore.HashSlot(slot), afterUID: uid}
+	p := position{slot: slotstore.HashSlot(slot), after: uid}
 	s := encodeCursor(p)
 	if version == cursorVersion {
 		return s

@@ -10,31 +10,33 @@ import (
 	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
 )
 
-// cursorVersion is the first byte of every user-listing cursor.
+// cursorVersion is the first byte of every cross-slot listing's cursor.
 const cursorVersion = 1
 
-// maxCursorLen bounds an encoded cursor: version, slot and a longest uid.
-var maxCursorLen = base64.RawURLEncoding.EncodedLen(3 + maxUIDBytes)
+// maxCursorLen bounds an encoded cursor: version, slot and a longest key
+// (a uid is never longer: limits_test.go).
+var maxCursorLen = base64.RawURLEncoding.EncodedLen(3 + maxKeyBytes)
 
-// position is where a user listing continues: after user afterUID in hash
-// slot slot, or at the start of slot when afterUID is "". Slot
+// position is where a cross-slot listing continues: after key after in
+// hash slot slot, or at the start of slot when after is "". Slot
 // HashSlotCount means the listing is done.
 type position struct {
-	slot     slotstore.HashSlot
-	afterUID string
+	slot  slotstore.HashSlot
+	after string
 }
 
 // encodeCursor renders p as an opaque cursor: base64url (no padding) of
-// version(1) | hash slot (u16 BE) | uid. It names a position, not a node.
+// version(1) | hash slot (u16 BE) | key. It names a position, not a node.
 func encodeCursor(p position) string {
-	b := make([]byte, 3, 3+len(p.afterUID))
+	b := make([]byte, 3, 3+len(p.after))
 	b[0] = cursorVersion
 	binary.BigEndian.PutUint16(b[1:], uint16(p.slot))
-	return base64.RawURLEncoding.EncodeToString(append(b, p.afterUID...))
+	return base64.RawURLEncoding.EncodeToString(append(b, p.after...))
 }
 
-// decodeCursor parses encodeCursor's output; "" is the start of the listing.
-func decodeCursor(s string) (position, error) {
+// decodeCursor parses encodeCursor's output, whose key must pass valid (a
+// problem function such as uidProblem); "" is the start of the listing.
+func decodeCursor(s string, valid func(string) string) (position, error) {
 	if s == "" {
 		return position{}, nil
 	}
@@ -46,46 +48,61 @@ func decodeCursor(s string) (position, error) {
 	if err != nil || len(b) < 3 || b[0] != cursorVersion {
 		return position{}, bad
 	}
-	p := position{slot: slotstore.HashSlot(binary.BigEndian.Uint16(b[1:])), afterUID: string(b[3:])}
-	if !p.slot.Valid() || (p.afterUID != "" && uidProblem(p.afterUID) != "") {
+	p := position{slot: slotstore.HashSlot(binary.BigEndian.Uint16(b[1:])), after: string(b[3:])}
+	if !p.slot.Valid() || (p.after != "" && valid(p.after) != "") {
 		return position{}, bad
 	}
 	return p, nil
 }
 
 // listUsers is GET /v1/users?cursor=&limit=&consistency=: every user, in
-// (hash slot, uid) order, walked by walkSlots with one ScanUsers query per
-// run of hash slots owned by one group.
+// (hash slot, uid) order, walked with one ScanUsers query per run of hash
+// slots owned by one group.
 func (a userRoutes) listUsers(w http.ResponseWriter, r *http.Request) error {
-	return walkSlots(a.api, w, r, "ScanUsers", userOut, func(u *meta.User) string { return u.UID },
-		func(run slotRun) meta.For[*meta.UserPage] {
-			return &meta.ScanUsers{FromSlot: run.from, ToSlot: run.to, AfterUID: run.afterUID, Limit: run.want}
-		}, func(p *meta.UserPage) ([]*meta.User, bool) { return p.Users, p.More })
+	return slotWalk[meta.UserPage, *meta.User, userJSON]{name: "ScanUsers", out: userOut, valid: uidProblem,
+		keyOf: func(u *meta.User) string { return u.UID },
+		query: func(run slotRun) meta.For[*meta.UserPage] {
+			return &meta.ScanUsers{FromSlot: run.from, ToSlot: run.to, AfterUID: run.after, Limit: run.want}
+		}, rows: func(p *meta.UserPage) ([]*meta.User, bool) { return p.Users, p.More }}.serve(a.api, w, r)
 }
 
 // slotRun is one query of a cross-slot listing: the hash slots [from, to],
 // all owned by one group under the routing table of the request, starting
-// after afterUID in from ("" from its start), at most want items.
+// after key after in from ("" from its start), at most want items.
 type slotRun struct {
 	from, to slotstore.HashSlot
-	afterUID string
+	after    string
 	want     int
 }
 
-// walkSlots serves a listing of rows that live in the hash slot of their
-// uid, across every hash slot in (hash slot, uid) order: GET /v1/users, GET
-// /v1/plugins/{plugin_no}/users. It parses ?limit=, ?consistency= and
-// ?cursor=, sets X-Route-Revision, and reads query (whose name says which
-// answered nothing, should one) once per run of consecutive hash slots
-// owned by one group, until the page is full or hash slot 255 is done;
-// rows are an answer's items and whether more follow, each shown by out.
-// keyOf is an item's uid (whose hash slot must be the item's). A page may
-// come back short, even empty, with a cursor; the cursor is left out when
-// the listing is done. The cursor names a position (hash slot, last uid),
-// never a node or a group, so a listing survives leader changes and
-// routing changes.
-func walkSlots[P, T, J any](a *api, w http.ResponseWriter, r *http.Request, name string, out func(T) J, keyOf func(T) string,
-	query func(run slotRun) meta.For[*P], rows func(*P) (items []T, more bool)) error {
+// slotWalk is a listing of rows that live in the hash slot of their key,
+// across every hash slot in (hash slot, key) order: GET /v1/users, GET
+// /v1/plugins/{plugin_no}/users, GET /v1/kv.
+type slotWalk[P, T, J any] struct {
+	name  string                          // the query's name, should one answer nothing
+	query func(run slotRun) meta.For[*P]  // one run's query
+	rows  func(*P) (items []T, more bool) // an answer's items, and whether more follow
+	out   func(T) J                       // an item as the API shows it
+	keyOf func(T) string                  // an item's key (whose hash slot must be the item's)
+	valid func(string) string             // a key's problem, for the cursor ("" if none)
+	size  func(T) int                     // an item's bytes, bounding a page to maxPageBytes (nil: not counted)
+}
+
+// maxPageBytes bounds what a listing whose items count their size
+// (slotWalk.size) puts in one page; the page then ends early, with a
+// cursor.
+const maxPageBytes = 4 << 20
+
+// serve parses ?limit=, ?consistency= and ?cursor=, sets X-Route-Revision,
+// and reads the walk's query once per run of consecutive hash slots owned
+// by one group, until the page is full (limit, or maxPageBytes) or hash
+// slot 255 is done. A page may come back short, even empty, with a
+// cursor; the cursor is left out when the listing is done. The cursor
+// names a position (hash slot, last key), never a node or a group, so a
+// listing survives leader changes and routing changes: a hash slot moved
+// to another group between two pages is read from there, and a key is
+// listed once, in its slot, whichever group holds it.
+func (sw slotWalk[P, T, J]) serve(a *api, w http.ResponseWriter, r *http.Request) error {
 	q, err := queryParams(r)
 	if err != nil {
 		return err
@@ -102,7 +119,7 @@ func walkSlots[P, T, J any](a *api, w http.ResponseWriter, r *http.Request, name
 	if err != nil {
 		return err
 	}
-	pos, err := decodeCursor(cur)
+	pos, err := decodeCursor(cur, sw.valid)
 	if err != nil {
 		return err
 	}
@@ -118,24 +135,30 @@ func walkSlots[P, T, J any](a *api, w http.ResponseWriter, r *http.Request, name
 	watchPos := a.watchFrom(r, allSlots()...)
 
 	got := make([]T, 0, min(limit, defaultPageSize))
-	for pos.slot < slotstore.HashSlotCount && len(got) < limit {
+	bytes := 0
+	for pos.slot < slotstore.HashSlotCount && len(got) < limit && bytes < maxPageBytes {
 		end := pos.slot // the last hash slot of the run owned by pos.slot's group
 		for end+1 < slotstore.HashSlotCount && table.Group(end+1) == table.Group(pos.slot) {
 			end++
 		}
 		want := limit - len(got)
-		p, _, err := meta.Read(r.Context(), a.be, query(slotRun{from: pos.slot, to: end, afterUID: pos.afterUID, want: want}), c)
+		p, _, err := meta.Read(r.Context(), a.be, sw.query(slotRun{from: pos.slot, to: end, after: pos.after, want: want}), c)
 		if err != nil {
 			return err
 		}
 		if p == nil {
-			return internalf("%s answered nothing", name)
+			return internalf("%s answered nothing", sw.name)
 		}
-		items, more := rows(p)
+		items, more := sw.rows(p)
 		if len(items) > want {
 			items, more = items[:want], true
 		}
 		got = append(got, items...)
+		if sw.size != nil {
+			for _, it := range items {
+				bytes += sw.size(it)
+			}
+		}
 		if !more {
 			pos = position{slot: end + 1}
 			continue
@@ -143,14 +166,14 @@ func walkSlots[P, T, J any](a *api, w http.ResponseWriter, r *http.Request, name
 		if len(items) == 0 {
 			return internalf("the scan of hash slots %d-%d stopped early without an item", pos.slot, end)
 		}
-		last := keyOf(items[len(items)-1])
-		next := position{slot: slotstore.HashSlotOfString(last), afterUID: last}
-		if next.slot < pos.slot || next.slot > end || (next.slot == pos.slot && last <= pos.afterUID) {
+		last := sw.keyOf(items[len(items)-1])
+		next := position{slot: slotstore.HashSlotOfString(last), after: last}
+		if next.slot < pos.slot || next.slot > end || (next.slot == pos.slot && last <= pos.after) {
 			return internalf("the scan of hash slots %d-%d went backwards to %q", pos.slot, end, last)
 		}
 		pos = next
 	}
-	page := pageOf(got, false, out, nil)
+	page := pageOf(got, false, sw.out, nil)
 	if pos.slot < slotstore.HashSlotCount {
 		page.NextCursor = encodeCursor(pos)
 	}

@@ -43,10 +43,13 @@
 // guessed. Reads also say who served them (X-Served-By) and at which applied
 // index (X-Applied-Index).
 //
-// Listing users walks the 256 hash slots in order. One routing table groups
-// consecutive hash slots owned by the same group into one meta.ScanUsers
-// query; the cursor names a position (hash slot, last uid), never a node, so
-// a client can continue a listing on any node and across leader changes.
+// Listing users, a plugin's users or business keys (by prefix or range)
+// walks the 256 hash slots in order (slotWalk, cursor.go). One routing table
+// groups consecutive hash slots owned by the same group into one query
+// (meta.ScanUsers, ScanPluginUsers, ScanKV); the cursor names a position
+// (hash slot, last key), never a node or a group, so a client can continue
+// a listing on any node and across leader changes, splits and hash-slot
+// moves.
 //
 // # Errors
 //

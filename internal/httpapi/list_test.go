@@ -181,8 +181,8 @@ func TestListUsersEmptyAndNotReady(t *testing.T) {
 }
 
 func TestCursorRoundTrip(t *testing.T) {
-	for _, p := range []position{{}, {slot: 255}, {slot: 7, afterUID: "u"}, {slot: 200, afterUID: "用户-42"}} {
-		got, err := decodeCursor(encodeCursor(p))
+	for _, p := range []position{{}, {slot: 255}, {slot: 7, after: "u"}, {slot: 200, after: "用户-42"}} {
+		got, err := decodeCursor(encodeCursor(p), uidProblem)
 		if err != nil || got != p {
 			t.Fatalf("%+v → %+v, %v", p, got, err)
 		}

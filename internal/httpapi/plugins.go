@@ -144,15 +144,16 @@ func (a pluginRoutes) listUserPlugins(w http.ResponseWriter, r *http.Request) er
 
 // listPluginUsers is GET /v1/plugins/{plugin_no}/users?cursor=&limit=&consistency=:
 // the bindings to a plugin across every hash slot, in (hash slot, uid)
-// order, walked like GET /v1/users (walkSlots). An unknown plugin lists
+// order, walked like GET /v1/users (slotWalk). An unknown plugin lists
 // nothing.
 func (a pluginRoutes) listPluginUsers(w http.ResponseWriter, r *http.Request) error {
 	plugin, err := pathParam(r, "plugin_no", pluginNoProblem)
 	if err != nil {
 		return err
 	}
-	return walkSlots(a.api, w, r, "ScanPluginUsers", pluginOut, func(b *meta.PluginBinding) string { return b.UID },
-		func(run slotRun) meta.For[*meta.PluginPage] {
-			return &meta.ScanPluginUsers{PluginNo: plugin, FromSlot: run.from, ToSlot: run.to, AfterUID: run.afterUID, Limit: run.want}
-		}, func(p *meta.PluginPage) ([]*meta.PluginBinding, bool) { return p.Bindings, p.More })
+	return slotWalk[meta.PluginPage, *meta.PluginBinding, pluginJSON]{name: "ScanPluginUsers", out: pluginOut, valid: uidProblem,
+		keyOf: func(b *meta.PluginBinding) string { return b.UID },
+		query: func(run slotRun) meta.For[*meta.PluginPage] {
+			return &meta.ScanPluginUsers{PluginNo: plugin, FromSlot: run.from, ToSlot: run.to, AfterUID: run.after, Limit: run.want}
+		}, rows: func(p *meta.PluginPage) ([]*meta.PluginBinding, bool) { return p.Bindings, p.More }}.serve(a.api, w, r)
 }

@@ -114,6 +114,7 @@ func (a *api) mountV1(r chi.Router) {
 		{del, "/{uid}", userRow.remove(a)},
 	}))
 	r.Route("/kv", a.family([]route{
+		{get, "/", kv.listKV},
 		{get, "/{key}", kvRow.fetch(a)},
 		{put, "/{key}", kv.putKV},
 		{del, "/{key}", kv.deleteKV},

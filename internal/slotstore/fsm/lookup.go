@@ -97,6 +97,8 @@ func (s reader) stillOwned(q meta.Query) error {
 		return s.checkOwnedRange(q.FromSlot, q.ToSlot)
 	case *meta.ScanPluginUsers:
 		return s.checkOwnedRange(q.FromSlot, q.ToSlot)
+	case *meta.ScanKV:
+		return s.checkOwnedRange(q.FromSlot, q.ToSlot)
 	}
 	return s.checkOwned(q.RouteSlot())
 }

@@ -80,6 +80,7 @@ func init() {
 	registerApplyMethod(meta.OpDeleteKV, kvApplier.deleteKV)
 	registerApplyMethod(meta.OpWriteKVs, kvApplier.writeKVs)
 	registerLookup(meta.QueryGetKV, reader.getKV)
+	registerLookup(meta.QueryScanKV, reader.scanKV)
 	registerLookup(meta.QueryGetRows, reader.getRows)
 	registerApplyMethod(meta.OpAddSystemUID, systemUIDApplier.addSystemUID)
 	registerApplyMethod(meta.OpRemoveSystemUID, systemUIDApplier.removeSystemUID)

@@ -10,6 +10,7 @@ func TestQueryWireRoundTrip(t *testing.T) {
 		&GetUser{HashSlot: 7, UID: "u1"},
 		&GetKV{HashSlot: 255, Key: "k/1"},
 		&ScanUsers{FromSlot: 3, ToSlot: 9, AfterUID: "bob", Limit: 100},
+		&ScanKV{FromSlot: 3, ToSlot: 9, Prefix: "app/", Start: "app/1", End: "app/9", AfterKey: "app/3", KeysOnly: true, Limit: 100},
 	} {
 		b := EncodeQuery(q)
 		got, err := DecodeQuery(b)
@@ -66,6 +67,10 @@ func TestAnswerWireRoundTrip(t *testing.T) {
 
 func FuzzDecodeQueryAndAnswer(f *testing.F) {
 	f.Add(EncodeQuery(&ScanUsers{FromSlot: 1, ToSlot: 2, AfterUID: "a", Limit: 3}))
+	f.Add(EncodeQuery(&ScanKV{FromSlot: 1, ToSlot: 2, Prefix: "p", AfterKey: "p1", Limit: 3}))
+	if kb, err := EncodeAnswer(&KVPage{KVs: []*KV{{Key: "p1", Value: []byte("v")}}, More: true}); err == nil {
+		f.Add(kb)
+	}
 	b, _ := EncodeAnswer(&UserPage{Users: []*User{{UID: "x"}}})
 	f.Add(b)
 	f.Fuzz(func(t *testing.T, b []byte) {
