@@ -1879,8 +1879,11 @@ type ClusterSummary struct {
 	NodeId         int64   `json:"node_id"`
 	Nodes          int     `json:"nodes"`
 	NotReadyReason *string `json:"not_ready_reason,omitempty"`
-	Ready          bool    `json:"ready"`
-	RouteRevision  int64   `json:"route_revision"`
+
+	// Peers Who the answering node hears from over Raft, from its own transport alone: every other registered node, how long ago a Raft message of any of its replicas arrived here, and whether the last Raft connection to it succeeded. Absent from nodes of v0.2.0 and older.
+	Peers         *[]PeerView `json:"peers,omitempty"`
+	Ready         bool        `json:"ready"`
+	RouteRevision int64       `json:"route_revision"`
 
 	// Version The release line the answering node runs (absent from a release before cluster versions).
 	Version *string `json:"version,omitempty"`
@@ -2395,6 +2398,16 @@ type NodeLoad struct {
 	ReadsPerS  float32 `json:"reads_per_s"`
 	Replicas   int     `json:"replicas"`
 	WritesPerS float32 `json:"writes_per_s"`
+}
+
+// PeerView defines model for PeerView.
+type PeerView struct {
+	// Connected Whether this node's last Raft connection to it succeeded; absent before any attempt.
+	Connected *bool `json:"connected,omitempty"`
+
+	// HeardAgoMs Milliseconds since a Raft message of any of the node's replicas arrived; -1 when none did since this node started.
+	HeardAgoMs int64 `json:"heard_ago_ms"`
+	Node       int64 `json:"node"`
 }
 
 // PhaseRecord defines model for PhaseRecord.

@@ -47,6 +47,8 @@ func main() {
 		err = freeportCmd(args[1:], os.Stdout)
 	case len(args) > 0 && args[0] == "noop":
 		err = noopCmd(args[1:], os.Stdout)
+	case len(args) > 0 && args[0] == "kvlist":
+		err = kvListCmd(args[1:], os.Stdout, os.Stderr)
 	case len(args) > 0 && args[0] == "slotmove":
 		err = slotMoveCmd(args[1:], os.Stdout, os.Stderr)
 	case len(args) > 0 && args[0] == "run":

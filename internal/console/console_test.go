@@ -875,3 +875,51 @@ func paused(t *testing.T, f *operatortest.Fake) bool {
 	}
 	return st.Paused
 }
+
+// TestGroupPagesFallBackToTheNodesOwnView (issue 54, item 2): when no view
+// of the groups comes (no controller leader answers), the groups page and
+// a group's page show this node's own replicas — role, the leader each
+// knows, applied — and say where they come from; a group the node holds no
+// replica of says so.
+func TestGroupPagesFallBackToTheNodesOwnView(t *testing.T) {
+	local := []slotstore.LocalReplica{{Group: 1, ReplicaID: 4, Role: "follower", Leader: 0, Term: 7, AppliedIndex: 120, LogLast: 121},
+		{Group: 3, ReplicaID: 9, Role: "leader", Leader: 2, Term: 3, AppliedIndex: 55, LogLast: 55}}
+	gp := render(t, GroupsTable(GroupsProps{Now: now, Err: "no controller leader answers", Node: 2, Local: local}))
+	if got := text(one(t, gp, "local-groups-note")); !strings.Contains(got, "No controller leader answers") || !strings.Contains(got, "node 2 knows itself") {
+		t.Fatalf("the note: %q", got)
+	}
+	if got := text(one(t, gp, "local-group-1")); !strings.Contains(got, "g1") || !strings.Contains(got, "follower") || !strings.Contains(got, "none") || !strings.Contains(got, "120") {
+		t.Fatalf("group 1's row: %q", got)
+	}
+	if got := text(one(t, gp, "local-group-3")); !strings.Contains(got, "leader") || !strings.Contains(got, "55") {
+		t.Fatalf("group 3's row: %q", got)
+	}
+	if ns := byTestID(render(t, GroupsTable(GroupsProps{Now: now})), "local-groups"); len(ns) != 0 {
+		t.Fatal("the node's own view shown while the controller answers")
+	}
+	one3 := render(t, GroupLive(GroupProps{Now: now, Err: "no controller leader answers", Node: 2, Local: &local[1]}))
+	if got := text(one(t, one3, "local-group")); !strings.Contains(got, "leader") || !strings.Contains(got, "55") {
+		t.Fatalf("group 3's page: %q", got)
+	}
+	none := render(t, GroupLive(GroupProps{Now: now, Err: "no controller leader answers", Node: 2}))
+	if got := text(one(t, none, "local-group-note")); !strings.Contains(got, "holds no replica") {
+		t.Fatalf("a group the node does not hold: %q", got)
+	}
+}
+
+// TestOverviewShowsWhoTheNodeHears (issue 54, item 2): the overview lists
+// every other node as this node's own Raft transport sees it.
+func TestOverviewShowsWhoTheNodeHears(t *testing.T) {
+	up, down := true, false
+	sum := slotstore.ClusterSummary{NodeID: 1, Peers: []slotstore.PeerView{{Node: 2, HeardAgoMs: 40, Connected: &up},
+		{Node: 3, HeardAgoMs: 9000, Connected: &down}, {Node: 4, HeardAgoMs: -1}}}
+	ov := render(t, OverviewBody(OverviewProps{Now: now, Summary: sum}))
+	for id, want := range map[string][]string{"peer-2": {"ago", "up"}, "peer-3": {"⚠", "failed"}, "peer-4": {"never", "not tried"}} {
+		got := text(one(t, ov, id))
+		for _, w := range want {
+			if !strings.Contains(got, w) {
+				t.Fatalf("%s: %q lacks %q", id, got, w)
+			}
+		}
+	}
+}

@@ -22,6 +22,14 @@ func (c groupPages) groups(ctx context.Context, canAct bool) GroupsProps {
 	gs, err := c.src.Groups(ctx)
 	if err != nil {
 		p.Err = errMessage(err)
+		// What the node knows without the controller leader.
+		sum := c.src.Summary()
+		p.Node = sum.NodeID
+		for _, r := range sum.Local {
+			if r.Group != 0 {
+				p.Local = append(p.Local, r)
+			}
+		}
 	}
 	p.Groups = gs
 	return p
@@ -32,6 +40,13 @@ func (c groupPages) group(ctx context.Context, id slotstore.GroupID, canAct bool
 	g, err := c.src.Group(ctx, id)
 	if err != nil {
 		p.Err = errMessage(err)
+		sum := c.src.Summary()
+		p.Node = sum.NodeID
+		for _, r := range sum.Local {
+			if r.Group == id {
+				p.Local = &r
+			}
+		}
 		return p
 	}
 	p.Group, p.Found = g, true

@@ -95,6 +95,11 @@ type GroupsProps struct {
 	Now    time.Time
 	CanAct bool
 	Err    string
+	// Node and Local: when the groups' views did not come (no controller
+	// leader answers), this node and its own replicas as it sees them
+	// (Summary.Local), shown instead and said to be so.
+	Node  slotstore.NodeID
+	Local []slotstore.LocalReplica
 }
 
 // Candidate is a possible new leader with its preflight verdict.
@@ -116,6 +121,10 @@ type GroupProps struct {
 	CanAct     bool
 	Now        time.Time
 	Err        string
+	// Node and Local: when the group's view did not come, this node and its
+	// own replica of the group (nil: none), shown instead.
+	Node  slotstore.NodeID
+	Local *slotstore.LocalReplica
 }
 
 // TasksProps is the tasks page.

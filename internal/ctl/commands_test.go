@@ -523,6 +523,26 @@ func TestEndpointsOfTheCluster(t *testing.T) {
 		if !e.Healthy || len(e.Status.Local) != 2 { // the controller and group 1 on each node
 			t.Fatalf("endpoint status --cluster: %+v", e)
 		}
+		// Each hears the other over Raft, by its own transport.
+		if e.Status.Peers == nil || len(*e.Status.Peers) != 1 || (*e.Status.Peers)[0].Node == e.Status.NodeId ||
+			(*e.Status.Peers)[0].HeardAgoMs < 0 || (*e.Status.Peers)[0].HeardAgoMs > 5000 {
+			t.Fatalf("node %d's peers: %+v", e.Status.NodeId, e.Status.Peers)
+		}
+	}
+	// Node 2 stops: node 1 says so by itself — it has not heard from it
+	// since, and its connection to it failed.
+	c.StopNode(1)
+	testutil.WaitFor(t, 30*time.Second, 100*time.Millisecond, func() (bool, string) {
+		code, stdout, stderr = run(env, "endpoint", "status", "-o", "json")
+		st.Endpoints = nil
+		if json.Unmarshal([]byte(stdout), &st) != nil || len(st.Endpoints) != 1 || st.Endpoints[0].Status == nil || st.Endpoints[0].Status.Peers == nil {
+			return false, stdout + stderr
+		}
+		p := (*st.Endpoints[0].Status.Peers)[0]
+		return p.Node == 2 && p.HeardAgoMs > 1000 && p.Connected != nil && !*p.Connected, fmt.Sprintf("%+v", p)
+	})
+	if _, table, _ := run(env, "endpoint", "status"); !strings.Contains(table, "HEARS") || !strings.Contains(table, "/1 ") {
+		t.Fatalf("the table's HEARS:\n%s", table)
 	}
 }
 

@@ -1,6 +1,7 @@
 package ctl
 
 import (
+	"fmt"
 	"net/url"
 	"sync"
 	"time"
@@ -70,7 +71,9 @@ func askEndpoints(c *cmd, health bool) int {
 		// VERSION and CLUSTER_VERSION during a rolling upgrade; the
 		// controller's copies agree when CONTROLLER_DIGEST is alike at
 		// one CONTROLLER_APPLIED (docs/runbook.md).
-		t.header("ENDPOINT", "NODE", "READY", "CONTROLLER", "ROUTE_REVISION", "REPLICAS", "LEADS", "VERSION", "CLUSTER_VERSION",
+		// HEARS: the other nodes a Raft message came from within 5 s, of
+		// those registered (its own transport's view).
+		t.header("ENDPOINT", "NODE", "READY", "CONTROLLER", "ROUTE_REVISION", "REPLICAS", "LEADS", "HEARS", "VERSION", "CLUSTER_VERSION",
 			"CONTROLLER_APPLIED", "CONTROLLER_DIGEST", "TOOK_MS", "ERROR")
 		for _, a := range answers {
 			if s := a.Status; s != nil {
@@ -80,10 +83,10 @@ func askEndpoints(c *cmd, health bool) int {
 						leads++
 					}
 				}
-				t.row(a.Endpoint, s.NodeId, s.Ready, s.ControllerLeader, s.RouteRevision, len(s.Local), leads, s.Version, s.ClusterVersion,
+				t.row(a.Endpoint, s.NodeId, s.Ready, s.ControllerLeader, s.RouteRevision, len(s.Local), leads, hears(s.Peers), s.Version, s.ClusterVersion,
 					s.ControllerApplied, s.ControllerDigest, a.TookMs, a.Error)
 			} else {
-				t.row(a.Endpoint, "", false, "", "", "", "", "", "", "", "", a.TookMs, a.Error)
+				t.row(a.Endpoint, "", false, "", "", "", "", "", "", "", "", "", a.TookMs, a.Error)
 			}
 		}
 	})
@@ -93,6 +96,21 @@ func askEndpoints(c *cmd, health bool) int {
 		}
 	}
 	return code
+}
+
+// hears renders a node's peer view as "heard/registered others" (a
+// message within 5 s counts), "-" from a node that reports none.
+func hears(peers *[]client.PeerView) string {
+	if peers == nil {
+		return "-"
+	}
+	n := 0
+	for _, p := range *peers {
+		if p.HeardAgoMs >= 0 && p.HeardAgoMs < 5000 {
+			n++
+		}
+	}
+	return fmt.Sprintf("%d/%d", n, len(*peers))
 }
 
 // askEndpoint asks endpoint e alone, within the command's deadline.

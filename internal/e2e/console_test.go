@@ -547,8 +547,10 @@ func TestConsoleBalancerInBrowser(t *testing.T) {
 // TestConsoleQuorumLostInBrowser is the quorum-lost part of "Must show 1"
 // of issue 30: two of three nodes are killed; the survivor's console shows
 // its outage — the group counts unknown, never a green 0 — its own
-// replicas with the leader each knows (none: the others are gone), and the
-// balancer page says no controller leader answers.
+// replicas with the leader each knows (none: the others are gone), on the
+// overview and, in place of the controller's views, on the groups page and
+// a group's page (issue 54), and the balancer page says no controller
+// leader answers.
 func TestConsoleQuorumLostInBrowser(t *testing.T) {
 	if _, err := os.Stat(chromiumPath); err != nil {
 		t.Skipf("the browser test needs Chromium at %s: %v", chromiumPath, err)
@@ -568,5 +570,8 @@ func TestConsoleQuorumLostInBrowser(t *testing.T) {
 	waitText("the controller's own replica knows no leader", "/console", `[data-testid=local-0]`, "none")
 	waitText("group 1's own replica", "/console", `[data-testid=local-1]`, "g1")
 	shot("quorum-lost-overview")
+	waitText("the groups page shows the node's own replicas", "/console/groups", `[data-testid=local-group-1]`, "g1")
+	waitText("group 1's page shows the node's own replica", "/console/groups/1", `[data-testid=local-group]`, "none")
+	shot("quorum-lost-group")
 	waitText("balancer", "/console/balancer", `[data-testid=balancer-mode]`, "no controller leader")
 }

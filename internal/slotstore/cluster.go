@@ -63,6 +63,19 @@ type ClusterSummary struct {
 	// controller leader: what a surviving node still knows when the
 	// controller lost its quorum.
 	Local []LocalReplica `json:"local"`
+	// Peers is who this node hears from over Raft, from its own transport
+	// alone: every other registered node.
+	Peers []PeerView `json:"peers"`
+}
+
+// PeerView is another node as the answering node's Raft transport sees it:
+// how long ago a Raft message of any of its replicas arrived (-1: never
+// since this process started) and whether the last Raft connection to it
+// succeeded (absent: none tried yet).
+type PeerView struct {
+	Node       NodeID `json:"node"`
+	HeardAgoMs int64  `json:"heard_ago_ms"`
+	Connected  *bool  `json:"connected,omitempty"`
 }
 
 // DiskUsage is a node's data directory's filesystem: the space left to the

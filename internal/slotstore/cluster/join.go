@@ -315,7 +315,7 @@ func (o operator) Summary() slotstore.ClusterSummary {
 	s := slotstore.ClusterSummary{ClusterID: st.ClusterID, NodeID: o.id, RouteRevision: snap.Revision(),
 		ControllerLeader: o.ctl.leader(), Nodes: len(st.Nodes), Groups: len(st.Groups), Local: localView(o.ctl.n, st),
 		ClusterVersion: st.Version(), Version: o.ctl.n.cfg.Version, ControllerApplied: st.AppliedIndex, ControllerDigest: o.ctl.n.ctrlDigest.of(st),
-		Disk: o.ctl.n.disk.usage()}
+		Disk: o.ctl.n.disk.usage(), Peers: peerView(o.ctl.n, st)}
 	for _, id := range st.GroupIDs() {
 		if g, ok := snap.Group(id); ok && g.Leader != 0 {
 			s.GroupsWithLeader++

@@ -54,3 +54,38 @@ func localView(n *Node, st *controller.State) []slotstore.LocalReplica {
 	}
 	return out
 }
+
+// peerView is who this node hears from, from its own Raft transport alone
+// (issue 54): for every other registered node, how long ago a Raft message
+// of any replica of it arrived here (the controller's, or a group's both
+// hold a replica of; -1: never since this process started) and whether
+// this node's last Raft connection to it succeeded (nil: none tried).
+func peerView(n *Node, st *controller.State) []slotstore.PeerView {
+	all := n.replicas.All()
+	out := []slotstore.PeerView{}
+	for _, id := range st.NodeIDs() {
+		node := st.Nodes[id]
+		if id == n.cfg.NodeID || node.State == controller.NodeRemoved {
+			continue
+		}
+		v := slotstore.PeerView{Node: id, HeardAgoMs: -1}
+		heard := func(shard, replica uint64) {
+			if ago, ok := n.heard.Ago(shard, replica); ok && (v.HeardAgoMs < 0 || ago.Milliseconds() < v.HeardAgoMs) {
+				v.HeardAgoMs = ago.Milliseconds()
+			}
+		}
+		heard(controller.ShardID, uint64(id)) // the controller's replica ids are node ids
+		for g, lg := range all {
+			if grp := st.Groups[g]; lg != nil && grp != nil {
+				if rid, ok := grp.Peers[id]; ok {
+					heard(controller.ShardOf(g), rid)
+				}
+			}
+		}
+		if up, _, known := n.events.connection(node.RaftAddr); known {
+			v.Connected = &up
+		}
+		out = append(out, v)
+	}
+	return out
+}
