@@ -1491,6 +1491,12 @@ type BalancePlan struct {
 
 	// Held Why balancing (not draining) waits, e.g. "node 3 is unreachable".
 	Held *string `json:"held,omitempty"`
+
+	// HeldReason Why `held`: `fault_open`, or `hot_slot` (a hash slot carries more than a group may and moving the rest would not help).
+	HeldReason *string `json:"held_reason,omitempty"`
+
+	// Hot Hash slots that alone carry more than a group may (the mean group load times the skew allowed): a hot key, or a few in one slot, that no placement spreads — moving the slot only moves the heat.
+	Hot *[]HotSlot `json:"hot,omitempty"`
 }
 
 // BalancePlanBalanced defines model for BalancePlan.Balanced.
@@ -2146,6 +2152,16 @@ type HashSlotRoute struct {
 
 	// LeaderTerm Absent with leader_node.
 	LeaderTerm *int64 `json:"leader_term,omitempty"`
+}
+
+// HotSlot defines model for HotSlot.
+type HotSlot struct {
+	Group    int64 `json:"group"`
+	HashSlot int   `json:"hash_slot"`
+
+	// OfMean Its load over the mean group load.
+	OfMean    float32 `json:"of_mean"`
+	OpsPerSec float32 `json:"ops_per_sec"`
 }
 
 // KV defines model for KV.

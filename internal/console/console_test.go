@@ -923,3 +923,25 @@ func TestOverviewShowsWhoTheNodeHears(t *testing.T) {
 		}
 	}
 }
+
+// TestHotSlotsAreNamed (issue 54, item 3): a hash slot the balancer's plan
+// names as too hot for any group shows on the balancer page and on the
+// heat map page, with its load over the mean.
+func TestHotSlotsAreNamed(t *testing.T) {
+	hot := []slotstore.HotSlot{{Slot: 37, Group: 2, OpsPerSec: 3000, OfMean: 2.94}}
+	plan := slotstore.BalancePlan{Held: "hash slot 37 of group 2 alone carries 3000 ops/s", HeldReason: "hot_slot", Hot: hot}
+	bp := render(t, BalancerLive(BalancerProps{Now: now, Plan: plan}))
+	if got := text(one(t, bp, "unspreadable-37")); !strings.Contains(got, "g2") || !strings.Contains(got, "3000") || !strings.Contains(got, "2.94") {
+		t.Fatalf("the balancer page's row: %q", got)
+	}
+	if got := text(one(t, bp, "plan-held")); !strings.Contains(got, "hash slot 37") {
+		t.Fatalf("the balancer page's wait: %q", got)
+	}
+	hp := render(t, HeatBody(HeatProps{Now: now, Unspreadable: hot}))
+	if got := text(one(t, hp, "unspreadable-37")); !strings.Contains(got, "3000") {
+		t.Fatalf("the heat page's row: %q", got)
+	}
+	if ns := byTestID(render(t, HeatBody(HeatProps{Now: now})), "hot-unspreadable"); len(ns) != 0 {
+		t.Fatal("a hot-slot table with none")
+	}
+}

@@ -42,20 +42,23 @@ const (
 
 // HeatProps is the heat-map page.
 type HeatProps struct {
-	By       string // "writes" or "reads"
-	Err      string
-	StepMs   int64
-	FromMs   int64 // the first column's start
-	Columns  int
-	Width    int // of the cells, pixels
-	Height   int
-	Max      uint32 // the hottest cell
-	On       slotstore.NodeID
-	Hot      []HotSlot
-	Moves    []HeatMove
-	SlotTick []ChartTick
-	TimeTick []ChartTick
-	Now      time.Time
+	By      string // "writes" or "reads"
+	Err     string
+	StepMs  int64
+	FromMs  int64 // the first column's start
+	Columns int
+	Width   int // of the cells, pixels
+	Height  int
+	Max     uint32 // the hottest cell
+	On      slotstore.NodeID
+	Hot     []HotSlot
+	// Unspreadable are the hash slots the balancer's plan names as too hot
+	// for any group (slotstore.BalancePlan.Hot).
+	Unspreadable []slotstore.HotSlot
+	Moves        []HeatMove
+	SlotTick     []ChartTick
+	TimeTick     []ChartTick
+	Now          time.Time
 }
 
 // HotSlot is one of the hottest slots over the last minute.
@@ -130,6 +133,9 @@ func (c heatPages) heat(ctx context.Context, by string) HeatProps {
 		}
 	}
 	p.Hot = hottest(h, c.src.SlotMap(), p.Now)
+	if plan, err := c.src.BalancerPlan(ctx); err == nil {
+		p.Unspreadable = plan.Hot
+	}
 	for _, t := range c.src.Tasks() {
 		if t.HashSlot == nil && len(t.HashSlots) == 0 && t.Moved == 0 {
 			continue // moves no hash slot

@@ -128,6 +128,8 @@ func (rep Report) check(e Expectation) (bool, string) {
 		got = float64(rep.QuorumLost)
 	case "hot-slot-group-slots":
 		got = float64(rep.HotSlotGroupSlots)
+	case "slot-moves":
+		got = float64(rep.Moves.Slot)
 	}
 	return got <= e.Value, fmt.Sprintf("%.4g", got)
 }

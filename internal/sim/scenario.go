@@ -297,7 +297,7 @@ func (sc *Scenario) parseExpect(f []string) error {
 			return err
 		}
 		e.Op, e.Dur = "within", d
-	case "replica-skew", "leader-skew", "group-load-skew", "undone", "failed", "quorum-lost", "hot-slot-group-slots":
+	case "replica-skew", "leader-skew", "group-load-skew", "undone", "failed", "quorum-lost", "hot-slot-group-slots", "slot-moves":
 		if len(f) != 4 || f[2] != "<=" {
 			return fmt.Errorf("expect %s <= N", e.Name)
 		}

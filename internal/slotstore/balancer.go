@@ -36,6 +36,23 @@ type BalancePlan struct {
 	// Balanced lists the dimensions found within their thresholds:
 	// group_count, replica_count, leader_count, slot_load, slot_count.
 	Balanced []string `json:"balanced,omitempty"`
+	// HeldReason names why Held: fault_open, or hot_slot (a hash slot
+	// carries more than a group may, and nothing else moves the load).
+	HeldReason Reason `json:"held_reason,omitempty"`
+	// Hot are the hash slots that alone carry more than the busiest group
+	// may (the mean group load × the skew allowed): one hot key, or a few
+	// in one slot, that no placement spreads — moving the slot only moves
+	// the heat (split the key in the application, or accept it).
+	Hot []HotSlot `json:"hot,omitempty"`
+}
+
+// HotSlot is a hash slot whose own load no move can spread.
+type HotSlot struct {
+	Slot      HashSlot `json:"hash_slot"`
+	Group     GroupID  `json:"group"`
+	OpsPerSec float64  `json:"ops_per_sec"`
+	// OfMean is its load over the mean group load.
+	OfMean float64 `json:"of_mean"`
 }
 
 // BalancerStatus is the balancer as the API and console show it.

@@ -147,6 +147,9 @@ const (
 	ReasonCount   slotstore.Reason = "replica_count"
 	ReasonLeader  slotstore.Reason = "leader_count"
 	ReasonLoad    slotstore.Reason = "slot_load"
+	// ReasonHotSlot: balancing waits because a hash slot alone carries
+	// more than a group may and nothing else moves the load (Plan.Hot).
+	ReasonHotSlot slotstore.Reason = "hot_slot"
 	ReasonSlots   slotstore.Reason = "slot_count"
 	ReasonGrow    slotstore.Reason = "scale_out"
 	ReasonShrink  slotstore.Reason = "scale_in"

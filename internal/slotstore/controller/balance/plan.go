@@ -426,6 +426,20 @@ func (p *planner) leaders() {
 	}
 }
 
+// hotSlots names the slots of group g that alone carry more than a group
+// may (mean × LoadSkew) and returns their load: wherever such a slot goes,
+// its group is the busiest, so no move brings the skew within bounds.
+func (p *planner) hotSlots(g Group, mean float64) float64 {
+	var sum float64
+	for _, s := range g.Slots {
+		if l := p.in.SlotLoad[s].Total(); l > mean*p.cfg.LoadSkew {
+			p.out.Hot = append(p.out.Hot, slotstore.HotSlot{Slot: s, Group: g.ID, OpsPerSec: l, OfMean: l / mean})
+			sum += l
+		}
+	}
+	return sum
+}
+
 // movedLately reports whether slot s moved within the cooldown.
 func (p *planner) movedLately(s slotstore.HashSlot) bool {
 	for _, m := range p.in.RecentMoves {
@@ -464,6 +478,17 @@ func (p *planner) hashSlots() {
 			p.out.Balanced = append(p.out.Balanced, "slot_load")
 			return
 		}
+		if hotLoad := p.hotSlots(hot, mean); hotLoad > 0 {
+			// A hot slot stays where it is (moving it moves the heat), and
+			// while the rest of its group is within bounds no move of the
+			// rest brings the group within them either: say so, and wait.
+			if rest := busiest - hotLoad; rest <= mean*p.cfg.LoadSkew {
+				h := p.out.Hot[0]
+				p.out.Held, p.out.HeldReason = fmt.Sprintf("hash slot %d of group %d alone carries %.0f ops/s, %.1f× the mean group load (%.0f): a hot key or hot slot that no move spreads; the rest of the group (%.0f ops/s) is within bounds, so moving it would not help",
+					h.Slot, hot.ID, h.OpsPerSec, h.OfMean, mean, rest), ReasonHotSlot
+				return
+			}
+		}
 		if !p.free(hot) || !p.free(cold) || len(hot.Slots) < 2 {
 			return
 		}
@@ -472,7 +497,8 @@ func (p *planner) hashSlots() {
 		found := false
 		for _, s := range hot.Slots {
 			l := p.in.SlotLoad[s].Total()
-			if l <= 0 || l >= gap || p.movedLately(s) {
+			// A hot slot stays: moving it moves the heat.
+			if l <= 0 || l >= gap || l > mean*p.cfg.LoadSkew || p.movedLately(s) {
 				continue
 			}
 			// Worth a move only if it lowers the busier of the two by half

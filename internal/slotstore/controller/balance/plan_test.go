@@ -143,8 +143,15 @@ func render(p Plan) string {
 		}
 		fmt.Fprintf(&b, "\n  %s\n", a.Detail)
 	}
+	for _, h := range p.Hot {
+		fmt.Fprintf(&b, "hot: slot=%d group=%d ops=%.0f of-mean=%.2f\n", h.Slot, h.Group, h.OpsPerSec, h.OfMean)
+	}
 	if p.Held != "" {
-		fmt.Fprintf(&b, "held: %s\n", p.Held)
+		fmt.Fprintf(&b, "held: %s", p.Held)
+		if p.HeldReason != "" {
+			fmt.Fprintf(&b, " [%s]", p.HeldReason)
+		}
+		b.WriteString("\n")
 	}
 	if len(p.Balanced) > 0 {
 		fmt.Fprintf(&b, "balanced: %s\n", strings.Join(p.Balanced, " "))

@@ -1,6 +1,7 @@
 package leader
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -103,7 +104,8 @@ func (l *Leader) BalanceOnce(ctx context.Context, now time.Time) slotstore.Balan
 	l.balancer.held = plan.Held
 	l.balancer.mu.Unlock()
 	if logHeld {
-		l.record(slotstore.Decision{Kind: slotstore.DecisionBalanceHeld, Reason: "fault_open", Detail: plan.Held, Observer: l.cfg.NodeID})
+		reason := cmp.Or(plan.HeldReason, "fault_open")
+		l.record(slotstore.Decision{Kind: slotstore.DecisionBalanceHeld, Reason: reason, Detail: plan.Held, Observer: l.cfg.NodeID})
 	}
 	for _, a := range plan.Actions {
 		d := slotstore.Decision{Group: a.Group, Kind: slotstore.DecisionBalance, Reason: a.Reason, Observer: l.cfg.NodeID,
