@@ -69,8 +69,12 @@ type Config struct {
 	// Go client, smart.go; slotmeta only) or "grpc" (etcd's own Go client,
 	// etcdgrpc.go; etcd only).
 	Client string
-	smart  *routed.Client
-	etcd   etcdClients
+	// IdempotencyKeys: each kv-put carries an Idempotency-Key, as the
+	// routed client's writes do (-client raw only), so that forwarding's
+	// cost can be told from the keys' (issue 49).
+	IdempotencyKeys bool
+	smart           *routed.Client
+	etcd            etcdClients
 }
 
 // Result is what one run measured; one JSON line of -json.
@@ -238,7 +242,11 @@ func (w *worker) next(k int) call {
 	switch cfg.Workload {
 	case "kv-put":
 		key := fmt.Sprintf("sb.%s.%d.%d", cfg.RunID, w.id, k)
-		return w.be.put(w.routed(k, key, true), key, w.value)
+		c := w.be.put(w.routed(k, key, true), key, w.value)
+		if cfg.IdempotencyKeys {
+			c.idem = "sbi." + key // what the routed client adds to every write (-client smart)
+		}
+		return c
 	case "kv-put-watched":
 		key := watchKey(cfg.RunID, (w.id+k*cfg.Concurrency)%cfg.Keys)
 		return w.be.put(w.routed(k, key, true), key, w.value)

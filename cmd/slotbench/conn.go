@@ -145,6 +145,11 @@ func appendRequest(b []byte, c call, token string) []byte {
 		b = append(b, token...)
 		b = append(b, "\r\n"...)
 	}
+	if c.idem != "" {
+		b = append(b, "Idempotency-Key: "...)
+		b = append(b, c.idem...)
+		b = append(b, "\r\n"...)
+	}
 	if c.body != nil {
 		b = append(b, "Content-Type: application/json\r\nContent-Length: "...)
 		b = strconv.AppendInt(b, int64(len(c.body)), 10)

@@ -121,3 +121,18 @@ func TestConnsTimeoutAndClose(t *testing.T) {
 		t.Errorf("non-loopback dial: %q", got)
 	}
 }
+
+// TestIdempotencyKeysAreSent: with -idempotency-keys a kv-put carries its
+// own Idempotency-Key (as the routed client's writes do); without, none.
+func TestIdempotencyKeysAreSent(t *testing.T) {
+	cfg := &Config{Workload: "kv-put", RunID: "r", IdempotencyKeys: true, Endpoints: []string{"http://h:1"}}
+	w := &worker{id: 3, cfg: cfg, be: slotmetaBackend{}, value: []byte("v")}
+	req := string(appendRequest(nil, w.next(7), ""))
+	if !strings.Contains(req, "\r\nIdempotency-Key: sbi.sb.r.3.7\r\n") {
+		t.Fatalf("with keys:\n%s", req)
+	}
+	cfg.IdempotencyKeys = false
+	if req := string(appendRequest(nil, w.next(7), "")); strings.Contains(req, "Idempotency-Key") {
+		t.Fatalf("without keys:\n%s", req)
+	}
+}

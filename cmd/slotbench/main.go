@@ -92,6 +92,7 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&cfg.Settle, "settle", 0, "with -pids: first wait up to this long until the servers use fewer than -settle-cores")
 	fs.Float64Var(&cfg.SettleCores, "settle-cores", 0.3, "see -settle")
 	fs.StringVar(&cfg.Client, "client", "raw", "raw (slotbench's own connections, to the endpoints in turn) | smart (the route-aware Go client: to each key's leader; slotmeta) | grpc (etcd's own Go client, clientv3; etcd)")
+	fs.BoolVar(&cfg.IdempotencyKeys, "idempotency-keys", false, "kv-put: each write carries an Idempotency-Key, as -client smart's do (-client raw)")
 	fs.StringVar(&cfg.Token, "token", os.Getenv("SLOTBENCH_TOKEN"), "slotmeta: bearer token (default $SLOTBENCH_TOKEN)")
 	fs.StringVar(&jsonOut, "json", "", "append the result as one JSON line to this file")
 	fs.StringVar(&cfg.Label, "label", "", "free text stored with the result")

@@ -25,6 +25,8 @@ type call struct {
 	// serializable: an etcd range that may be answered by any member
 	// (-client grpc sends it as clientv3.WithSerializable).
 	serializable bool
+	// idem, when set, is the write's Idempotency-Key (-idempotency-keys).
+	idem string
 }
 
 // backend turns the workloads' operations into HTTP requests of one system.
