@@ -18,7 +18,7 @@
 #     bench/results/<date>-<commit>-etcd.md: throughput, p50/p99 and server
 #     CPU per operation, the ratios against etcd+grpc first.
 #
-# Environment: COMPARE_WORKLOADS ["kv-put get-linearizable get-local"],
+# Environment: COMPARE_WORKLOADS ["kv-put get-linearizable get-local batch-put"],
 # COMPARE_MODE [interleaved], COMPARE_SMART [1: also through the routed
 # client], COMPARE_GATEWAY [1: also etcd's HTTP gateway], ETCD [built],
 # ETCD_QUOTA [268435456], BENCH_CONCURRENCY ["1 64"] and bench/run.sh's
@@ -29,7 +29,7 @@ set -euo pipefail
 BENCH_CONCURRENCY=${BENCH_CONCURRENCY:-1 64}
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-COMPARE_WORKLOADS=${COMPARE_WORKLOADS:-kv-put get-linearizable get-local}
+COMPARE_WORKLOADS=${COMPARE_WORKLOADS:-kv-put get-linearizable get-local batch-put}
 COMPARE_MODE=${COMPARE_MODE:-interleaved}
 COMPARE_SMART=${COMPARE_SMART:-1}
 COMPARE_GATEWAY=${COMPARE_GATEWAY:-1}

@@ -72,7 +72,9 @@ func TestReportRatiosAndTargets(t *testing.T) {
 		mk("slotmeta", "kv-put", 64, 5000, 10, 20), mk("etcd", "kv-put", 64, 1000, 12, 30),
 		mk("slotmeta", "get-linearizable", 64, 1990, 1, 2), mk("etcd", "get-linearizable", 64, 1000, 1, 2),
 		mk("slotmeta", "kv-put", 1, 500, 2, 3), mk("etcd", "kv-put", 1, 600, 1.5, 3),
+		mk("slotmeta", "batch-put", 64, 300, 30, 60),
 	}
+	rs[len(rs)-1].KeysPerSec = 30000
 	var out bytes.Buffer
 	report(&out, rs, "slotmeta", "etcd")
 	s := out.String()
@@ -81,6 +83,7 @@ func TestReportRatiosAndTargets(t *testing.T) {
 		"kv-put c=64 ≥ 1.2× etcd: 5.00× (CPU 0.000 vs 0.000 ms/op) — **met**",
 		"get-linearizable c=64 ≥ 2× etcd: 1.99× — **not met**",
 		"c=1 write (kv-put) p50 ≤ 0.8× etcd's: 2.00 vs 1.50 ms (1.33×) — **not met**",
+		"batch-put c=64 ≥ 5× slotmeta's kv-put c=64 in keys/s: 30000 vs 5000 keys/s (6.00×) — **met**",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("report lacks %q:\n%s", want, s)

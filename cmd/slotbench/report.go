@@ -227,6 +227,10 @@ func report(out io.Writer, rs []*Result, a, b string) {
 		fmt.Fprintf(out, "- c=1 write (kv-put) p50 ≤ 0.8× %s's: %.2f vs %.2f ms (%.2f×) — %s\n", b, ra.Latency.P50, rb.Latency.P50,
 			ra.Latency.P50/max(rb.Latency.P50, 1e-9), verdict(ra.Latency.P50 <= 0.8*rb.Latency.P50))
 	}
+	if ra, rb := get(a, "batch-put", 64), get(a, "kv-put", 64); ra != nil && rb != nil && rb.OpsPerSec > 0 {
+		x := ra.KeysPerSec / rb.OpsPerSec
+		fmt.Fprintf(out, "- batch-put c=64 ≥ 5× %s's kv-put c=64 in keys/s: %.0f vs %.0f keys/s (%.2f×) — %s\n", a, ra.KeysPerSec, rb.OpsPerSec, x, verdict(x >= 5))
+	}
 	if p := peaks[a]; len(p) > 0 {
 		worst := 0.0
 		for _, x := range p {
