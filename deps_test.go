@@ -1,8 +1,11 @@
 package slotmeta
 
 import (
+	"os"
 	"os/exec"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -114,5 +117,92 @@ func TestClientStandsAlone(t *testing.T) {
 		if found && ours != "client" && ours != "client/routed" || strings.Contains(dep, "dragonboat") || strings.Contains(dep, "pebble") {
 			t.Errorf("the client depends on %s", dep)
 		}
+	}
+}
+
+// TestDesignPackagePictureIsTrue (issue 53: docs that cannot drift): the
+// layer picture and the import table of docs/design.md §14 say what the
+// code does — the picture's layers are the ones above, and each row of
+// the table names exactly the packages of ours its packages import (the
+// domain types, package slotstore, aside; a parenthesis is a remark).
+func TestDesignPackagePictureIsTrue(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	b, err := os.ReadFile("docs/design.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	sec := doc[strings.Index(doc, "\n## 14. Packages"):]
+	if end := strings.Index(sec[1:], "\n## "); end >= 0 {
+		sec = sec[:end+1]
+	}
+	full := func(name string) string { // a short name of §14 as an import path
+		for _, p := range []string{"internal/slotstore/" + name, "internal/" + name, name} {
+			if _, ok := layers[p]; ok {
+				return p
+			}
+		}
+		t.Errorf("§14 names %q, which is no package of the layers", name)
+		return name
+	}
+
+	// The picture: "N  pkg   pkg …" lines of its second code block.
+	picture := map[string]int{}
+	line := regexp.MustCompile(`(?m)^ ?(\d) {2}(.+)$`)
+	for _, m := range line.FindAllStringSubmatch(sec, -1) {
+		n, _ := strconv.Atoi(m[1])
+		for _, name := range strings.Fields(m[2]) {
+			picture[full(name)] = n
+		}
+	}
+	for pkg, l := range layers {
+		if got, ok := picture[pkg]; !ok || got != l {
+			t.Errorf("§14's picture puts %s in layer %d (%v); the code, in %d", pkg, got, ok, l)
+		}
+	}
+
+	// The table: "| pkg[, pkg] | imports (remark) |".
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "./...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	imports := map[string][]string{}
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(l)
+		pkg := strings.TrimPrefix(f[0], "github.com/slotmeta/slotmeta/")
+		for _, imp := range f[1:] {
+			if dep, ours := strings.CutPrefix(imp, "github.com/slotmeta/slotmeta/"); ours && dep != "internal/slotstore" {
+				imports[pkg] = append(imports[pkg], dep)
+			}
+		}
+	}
+	row := regexp.MustCompile(`(?m)^\| ([a-z/, ]+) \| ([^|]*) \|$`)
+	rows := 0
+	for _, m := range row.FindAllStringSubmatch(sec, -1) {
+		if m[1] == "package" {
+			continue
+		}
+		rows++
+		listed, _, _ := strings.Cut(m[2], "(")
+		var want []string
+		for _, name := range strings.Split(listed, ",") {
+			if name = strings.TrimSpace(name); name != "" {
+				want = append(want, full(name))
+			}
+		}
+		slices.Sort(want)
+		for _, name := range strings.Split(m[1], ",") {
+			pkg := full(strings.TrimSpace(name))
+			got := slices.Clone(imports[pkg])
+			slices.Sort(got)
+			if !slices.Equal(got, want) {
+				t.Errorf("§14's table says %s imports %v; it imports %v", pkg, want, got)
+			}
+		}
+	}
+	if rows < 10 {
+		t.Fatalf("§14's import table has %d rows: the test no longer finds it", rows)
 	}
 }

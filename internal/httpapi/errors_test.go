@@ -8,6 +8,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -35,8 +39,8 @@ func decodeError(t testing.TB, w *httptest.ResponseRecorder) errorJSON {
 	return body.Error
 }
 
-// allCodes is every slotstore.Code with the status docs/design.md §10 (plus
-// failed_precondition 412 and wrong_group 503) gives it.
+// allCodes is every slotstore.Code with the status docs/design.md §10 gives
+// it (TestDesignListsEveryCode keeps the two in step).
 var allCodes = []struct {
 	code   slotstore.Code
 	status int
@@ -150,5 +154,37 @@ func TestPanicAnswersInternalJSON(t *testing.T) {
 	w := do(t, newHandler(t, f), "PUT", "/v1/kv/k", `{"value":"v"}`)
 	if w.Code != 500 || decodeError(t, w).Code != slotstore.CodeInternal {
 		t.Fatalf("status %d body %s", w.Code, w.Body)
+	}
+}
+
+// TestDesignListsEveryCode (issue 53: docs that cannot drift): docs/design.md
+// §10 lists every error code with the status the table gives it, in its
+// form "`code` [/ `code`]… STATUS".
+func TestDesignListsEveryCode(t *testing.T) {
+	b, err := os.ReadFile("../../docs/design.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	start := strings.Index(doc, "\n## 10. Errors")
+	if start < 0 {
+		t.Fatal("docs/design.md has no §10 Errors")
+	}
+	sec := doc[start+1:]
+	if end := strings.Index(sec, "\n## "); end >= 0 {
+		sec = sec[:end]
+	}
+	sec = strings.Join(strings.Fields(sec), " ") // line breaks as spaces
+	status := regexp.MustCompile(`^(?: / ` + "`" + `[a-z_]+` + "`" + `)* (\d{3})\b`)
+	for _, c := range allCodes {
+		at := strings.Index(sec, "`"+string(c.code)+"`")
+		if at < 0 {
+			t.Errorf("§10 does not list %s", c.code)
+			continue
+		}
+		m := status.FindStringSubmatch(sec[at+len(c.code)+2:])
+		if m == nil || m[1] != strconv.Itoa(c.status) {
+			t.Errorf("§10 gives %s the status %v, the table %d", c.code, m, c.status)
+		}
 	}
 }
