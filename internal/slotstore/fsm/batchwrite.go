@@ -1,7 +1,9 @@
 package fsm
 
 import (
+	"bytes"
 	"fmt"
+	"slices"
 
 	"github.com/slotmeta/slotmeta/internal/slotstore"
 	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
@@ -20,18 +22,13 @@ func (a kvApplier) writeKVs(c *meta.WriteKVs) meta.Result {
 	// Each row is read from the store once: before holds the rows as the
 	// command found them, rows each pass's view as its operations so far
 	// leave them (nil: absent).
-	before := map[string]*meta.KV{}
+	before := a.kvRowsOf(c)
 	rows := map[string]*meta.KV{}
 	row := func(k string) *meta.KV {
 		if r, ok := rows[k]; ok {
 			return r
 		}
-		r, ok := before[k]
-		if !ok {
-			r, _ = readRow(a.applier, meta.KVKey(a.sm.cfg.Group, c.HashSlot, k), meta.DecodeKV)
-			before[k] = r
-		}
-		return r
+		return before[k]
 	}
 	failed := false
 	for i, op := range c.Ops {
@@ -81,6 +78,30 @@ func (a kvApplier) writeKVs(c *meta.WriteKVs) meta.Result {
 		rows[op.Key] = kv
 	}
 	return meta.Result{Revision: rev, Value: meta.EncodeKVWriteResults(out)}
+}
+
+// kvRowsOf reads the rows of c's keys of its hash slot as the command finds
+// them (nil: absent), with one iterator for them all (getEach).
+func (a kvApplier) kvRowsOf(c *meta.WriteKVs) map[string]*meta.KV {
+	rows := make(map[string]*meta.KV, len(c.Ops))
+	var keys [][]byte
+	for _, op := range c.Ops {
+		if _, seen := rows[op.Key]; !seen && slotstore.HashSlotOfString(op.Key) == c.HashSlot {
+			rows[op.Key] = nil
+			keys = append(keys, meta.KVKey(a.sm.cfg.Group, c.HashSlot, op.Key))
+		}
+	}
+	slices.SortFunc(keys, bytes.Compare)
+	prefix := len(meta.TablePrefix(a.sm.cfg.Group, c.HashSlot, meta.TableKV))
+	a.getEach(keys, func(i int, v []byte) {
+		kv, err := meta.DecodeKV(v)
+		if err != nil {
+			a.fail(fmt.Errorf("fsm: business key %q: %w", keys[i][prefix:], err))
+			return
+		}
+		rows[string(keys[i][prefix:])] = kv
+	})
+	return rows
 }
 
 func revisionOf(kv *meta.KV) uint64 {
