@@ -15,9 +15,16 @@
 // only then. Forward batches the commands forwarded to one leader: a command
 // that finds a free slot leaves alone, commands that arrive while the slots
 // are busy leave together (propose-batch), each answered on its own. The
-// handlers that give the endpoints their meaning are the node's (package
-// cluster); this package owns the wire: framing, envelope, route headers,
-// batch codec, TLS.
+// handlers that give the endpoints their meaning belong to the packages of
+// their concern, each registering its own on the node's Server: forwarded
+// writes and reads (dispatch/serve.go), the controller leader's views and
+// checked transfers (controller/leader/peerapi.go), a node's history
+// (history), backup images (backups/image.go), and the node's own (package
+// cluster: status, read indexes, leaders, applied indexes, nodes, wakes and
+// memberships in peerapi.go; replica digests and fences in checks.go; a
+// lost-quorum recovery's steps in recovery.go).
+// This package owns the wire: framing, envelope, route headers, batch
+// codec, TLS.
 //
 // Concurrency contract. A Client and a Server are safe for concurrent use.
 // A forwarder's send goroutines (at most four per peer) are started by
