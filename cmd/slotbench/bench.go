@@ -345,6 +345,9 @@ func validate(cfg *Config, be backend) error {
 	default:
 		return fmt.Errorf("-client %q: raw, smart or grpc", cfg.Client)
 	}
+	if cfg.IdempotencyKeys && (cfg.Client != "raw" || cfg.Target != "slotmeta") {
+		return errors.New("-idempotency-keys: -target slotmeta -client raw only (the routed client adds its own)")
+	}
 	switch cfg.Workload {
 	case "user-create":
 		if _, ok := be.createUser("", "", nil); !ok {

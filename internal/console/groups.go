@@ -23,13 +23,7 @@ func (c groupPages) groups(ctx context.Context, canAct bool) GroupsProps {
 	if err != nil {
 		p.Err = errMessage(err)
 		// What the node knows without the controller leader.
-		sum := c.src.Summary()
-		p.Node = sum.NodeID
-		for _, r := range sum.Local {
-			if r.Group != 0 {
-				p.Local = append(p.Local, r)
-			}
-		}
+		p.Node, p.Local = c.ownReplicas(func(g slotstore.GroupID) bool { return g != 0 })
 	}
 	p.Groups = gs
 	return p
@@ -40,12 +34,10 @@ func (c groupPages) group(ctx context.Context, id slotstore.GroupID, canAct bool
 	g, err := c.src.Group(ctx, id)
 	if err != nil {
 		p.Err = errMessage(err)
-		sum := c.src.Summary()
-		p.Node = sum.NodeID
-		for _, r := range sum.Local {
-			if r.Group == id {
-				p.Local = &r
-			}
+		var own []slotstore.LocalReplica
+		p.Node, own = c.ownReplicas(func(g slotstore.GroupID) bool { return g == id })
+		if len(own) > 0 {
+			p.Local = &own[0]
 		}
 		return p
 	}
@@ -83,6 +75,20 @@ func (c groupPages) group(ctx context.Context, id slotstore.GroupID, canAct bool
 	p.Decisions = foldDecisions(mine)
 	p.Decisions = p.Decisions[:min(len(p.Decisions), 50)]
 	return p
+}
+
+// ownReplicas is this node and its own replicas of the groups keep
+// selects, as its Raft state shows them (Summary.Local): what the group
+// pages show when no controller leader answers.
+func (c groupPages) ownReplicas(keep func(slotstore.GroupID) bool) (slotstore.NodeID, []slotstore.LocalReplica) {
+	sum := c.src.Summary()
+	var out []slotstore.LocalReplica
+	for _, r := range sum.Local {
+		if keep(r.Group) {
+			out = append(out, r)
+		}
+	}
+	return sum.NodeID, out
 }
 
 // otherGroups lists the groups other than id (the targets of a merge).

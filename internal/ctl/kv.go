@@ -16,7 +16,7 @@ func kvGet(c *cmd) int {
 	if !ok {
 		return code
 	}
-	if l.listing(c.set) {
+	if listing(c) {
 		if len(pos) > 0 {
 			return c.usageError("KEY and --prefix/--from/--to exclude each other")
 		}

@@ -1,11 +1,9 @@
 package ctl
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 
 	"github.com/slotmeta/slotmeta/client"
@@ -14,7 +12,6 @@ import (
 // kvListing is what kv get lists instead of reading one key: the keys with
 // a prefix and/or in [from, to).
 type kvListing struct {
-	set              map[string]bool // the listing flags given
 	prefix, from, to *string
 	keysOnly         *bool
 	pageSize, limit  *int
@@ -31,12 +28,8 @@ func (c *cmd) kvListFlags() *kvListing {
 	return l
 }
 
-// listing reports whether a listing flag was given (set: cmd.set, after
-// parse).
-func (l *kvListing) listing(set map[string]bool) bool {
-	l.set = set
-	return set["prefix"] || set["from"] || set["to"]
-}
+// listing reports whether c was given a listing flag (after parse).
+func listing(c *cmd) bool { return c.set["prefix"] || c.set["from"] || c.set["to"] }
 
 // kvList lists the keys page after page (GET /v1/kv) until the listing is
 // done, --limit keys were shown, or --timeout. Keys come in hash-slot
@@ -46,17 +39,17 @@ func kvList(c *cmd, l *kvListing, cons *string) int {
 	if *l.pageSize < 1 || *l.pageSize > 1000 || *l.limit < 0 {
 		return c.usageError("--page-size takes 1 to 1000, --limit 0 or more")
 	}
-	if l.set["to"] && *l.to <= *l.from {
+	if c.set["to"] && *l.to <= *l.from {
 		return c.usageError("--to must sort after --from")
 	}
 	params := client.ListKVParams{Limit: l.pageSize, Consistency: (*client.ListKVParamsConsistency)(cons)}
-	if l.set["prefix"] {
+	if c.set["prefix"] {
 		params.Prefix = l.prefix
 	}
-	if l.set["from"] {
+	if c.set["from"] {
 		params.Start = l.from
 	}
-	if l.set["to"] {
+	if c.set["to"] {
 		params.End = l.to
 	}
 	if *l.keysOnly {
@@ -73,9 +66,9 @@ func kvList(c *cmd, l *kvListing, cons *string) int {
 		}
 		all.Items = append(all.Items, r.JSON200.Items...)
 		next := r.JSON200.NextCursor
-		if next == nil || *next == "" || (*l.limit > 0 && len(all.Items) >= *l.limit) {
-			if *l.limit > 0 && len(all.Items) >= *l.limit {
-				all.NextCursor = next
+		if full := *l.limit > 0 && len(all.Items) >= *l.limit; full || next == nil || *next == "" {
+			if full {
+				all.NextCursor = next // where the listing would go on
 			}
 			break
 		}
@@ -101,7 +94,7 @@ func kvList(c *cmd, l *kvListing, cons *string) int {
 // (client.Follow: resumed after a disconnect, on another endpoint too)
 // until interrupted or --timeout. Each change is one line — put KEY VALUE
 // REVISION, or delete KEY — or, with -o json, one event per line as the
-// API sends it. --from continues after a listing's X-Watch-Cursor or an
+// API sends it. --cursor continues after a listing's X-Watch-Cursor or an
 // event's cursor.
 func kvWatch(c *cmd) int {
 	prefix := c.fs.String("prefix", "", "follow the keys that begin with `P`")
@@ -167,12 +160,10 @@ func kvWatch(c *cmd) int {
 // a stream's answer never ends. The token and TLS are the command's.
 func (c *cmd) streamClient() (*client.Client, error) {
 	cfg := c.s.cfg
-	opts := []client.ClientOption{client.WithRequestEditorFn(func(_ context.Context, req *http.Request) error {
-		if cfg.Token != "" {
-			req.Header.Set("Authorization", "Bearer "+cfg.Token)
-		}
-		return nil
-	})}
+	var opts []client.ClientOption
+	if cfg.Token != "" {
+		opts = append(opts, client.WithBearerToken(cfg.Token))
+	}
 	if cfg.CACert != "" {
 		opts = append(opts, client.WithTLS(client.TLSFiles{CA: cfg.CACert, CertFile: cfg.Cert, KeyFile: cfg.Key}))
 	}

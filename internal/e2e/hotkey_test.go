@@ -58,14 +58,21 @@ func TestOneHotKeyIsNamedNotChased(t *testing.T) {
 	if plan.Hot[0].OfMean < 2 || len(plan.Actions) != 0 {
 		t.Fatalf("the plan: %+v", plan)
 	}
-	// Some rounds more: still nothing moves.
 	testutil.WaitUntil(t, 20*time.Second, 100*time.Millisecond, "a hot_slot decision", func() bool {
 		return slices.ContainsFunc(op.Decisions(), func(d slotstore.Decision) bool {
 			return d.Kind == slotstore.DecisionBalanceHeld && d.Reason == "hot_slot"
 		})
 	})
-	after := time.Now().Add(3 * time.Second)
-	testutil.WaitUntil(t, 10*time.Second, 100*time.Millisecond, "three seconds of rounds", func() bool { return time.Now().After(after) })
+	// Ten balancer rounds (200 ms apart) after the hold: none moved a slot.
+	st, err := op.Balancer(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := st.LastRoundAtMs
+	testutil.WaitFor(t, 20*time.Second, 100*time.Millisecond, func() (bool, string) {
+		st, err = op.Balancer(ctx)
+		return err == nil && st.LastRoundAtMs >= from+2000, fmt.Sprintf("last round at %d, from %d: %v", st.LastRoundAtMs, from, err)
+	})
 	for _, task := range c.Nodes[0].Controller().Tasks {
 		if task.Kind == controller.TaskSlotMigration {
 			t.Fatalf("the balancer moved a hash slot: %+v", task)

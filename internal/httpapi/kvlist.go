@@ -2,9 +2,6 @@ package httpapi
 
 import (
 	"net/http"
-	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
 )
@@ -62,16 +59,11 @@ func (a kvRoutes) listKV(w http.ResponseWriter, r *http.Request) error {
 }
 
 // boundProblem says what is wrong with a listing's prefix, start or end
-// ("" if nothing; "" is no bound): UTF-8 of at most a key's length,
-// without control characters. Unlike a key it may be "." or "..".
+// ("" if nothing): what keyProblem says of a key, but "" (no bound) and
+// "." or ".." (a prefix of keys that begin with dots) are bounds too.
 func boundProblem(s string) string {
-	switch {
-	case len(s) > maxKeyBytes:
-		return "must be at most 512 bytes"
-	case !utf8.ValidString(s):
-		return "must be UTF-8"
-	case strings.ContainsFunc(s, unicode.IsControl):
-		return "must hold no control characters"
+	if s == "" || s == "." || s == ".." {
+		return ""
 	}
-	return ""
+	return keyProblem(s)
 }

@@ -3,8 +3,6 @@ package fsm
 import (
 	"slices"
 
-	"github.com/cockroachdb/pebble/v2"
-
 	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
 )
 
@@ -30,27 +28,23 @@ func (s reader) scanKV(q *meta.ScanKV) (*meta.KVPage, error) {
 		if hi != "" {
 			upper = append(slices.Clip(p), hi...)
 		}
-		it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: append(slices.Clip(p), lo...), UpperBound: upper})
-		if err != nil {
-			return nil, err
-		}
-		for it.First(); it.Valid(); it.Next() {
+		err := scanRange(s.db, append(slices.Clip(p), lo...), upper, func(_, v []byte) (bool, error) {
 			if len(page.KVs) == limit || size >= meta.ScanKVPageBytes {
 				page.More = true
-				break
+				return false, nil
 			}
-			kv, err := meta.DecodeKV(it.Value())
+			kv, err := meta.DecodeKV(v)
 			if err != nil {
-				_ = it.Close()
-				return nil, err
+				return false, err
 			}
 			if q.KeysOnly {
 				kv.Value = nil
 			}
 			size += len(kv.Key) + len(kv.Value)
 			page.KVs = append(page.KVs, kv)
-		}
-		if err := it.Close(); err != nil {
+			return true, nil
+		})
+		if err != nil {
 			return nil, err
 		}
 	}

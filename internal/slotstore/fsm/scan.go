@@ -53,7 +53,12 @@ func scanReader(r pebble.Reader, p, lower []byte, f func(k, v []byte) (bool, err
 	if lower == nil {
 		lower = p
 	}
-	it, err := r.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: meta.PrefixEnd(p)})
+	return scanRange(r, lower, meta.PrefixEnd(p), f)
+}
+
+// scanRange is scanReader over [lower, upper).
+func scanRange(r pebble.Reader, lower, upper []byte, f func(k, v []byte) (bool, error)) error {
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return err
 	}

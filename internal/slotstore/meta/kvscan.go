@@ -1,10 +1,6 @@
 package meta
 
-import (
-	"strings"
-
-	"github.com/slotmeta/slotmeta/internal/slotstore"
-)
+import "github.com/slotmeta/slotmeta/internal/slotstore"
 
 // ScanKV lists the business keys of the hash slots [FromSlot, ToSlot] —
 // all owned by one group — in (slot, key) order, starting after (FromSlot,
@@ -66,30 +62,11 @@ func (q *ScanKV) Bounds(after string) (lower, upper string) {
 	}
 	upper = q.End
 	if q.Prefix != "" {
-		if pe := prefixEndString(q.Prefix); pe != "" && (upper == "" || pe < upper) {
+		if pe := string(PrefixEnd([]byte(q.Prefix))); pe != "" && (upper == "" || pe < upper) { // "": p is all 0xff
 			upper = pe
 		}
 	}
 	return lower, upper
-}
-
-// Matches reports whether key is one the scan lists (its bounds aside
-// from the cursor).
-func (q *ScanKV) Matches(key string) bool {
-	return strings.HasPrefix(key, q.Prefix) && key >= q.Start && (q.End == "" || key < q.End)
-}
-
-// prefixEndString is the least string greater than every string with
-// prefix p ("" when there is none: p is all 0xff).
-func prefixEndString(p string) string {
-	b := []byte(p)
-	for i := len(b) - 1; i >= 0; i-- {
-		if b[i] < 0xff {
-			b[i]++
-			return string(b[:i+1])
-		}
-	}
-	return ""
 }
 
 func init() {

@@ -427,12 +427,12 @@ func (p *planner) leaders() {
 }
 
 // hotSlots names the slots of group g that alone carry more than a group
-// may (mean × LoadSkew) and returns their load: wherever such a slot goes,
-// its group is the busiest, so no move brings the skew within bounds.
-func (p *planner) hotSlots(g Group, mean float64) float64 {
+// may (bound: mean × LoadSkew) and returns their load: wherever such a slot
+// goes, its group is the busiest, so no move brings the skew within bounds.
+func (p *planner) hotSlots(g Group, mean, bound float64) float64 {
 	var sum float64
 	for _, s := range g.Slots {
-		if l := p.in.SlotLoad[s].Total(); l > mean*p.cfg.LoadSkew {
+		if l := p.in.SlotLoad[s].Total(); l > bound {
 			p.out.Hot = append(p.out.Hot, slotstore.HotSlot{Slot: s, Group: g.ID, OpsPerSec: l, OfMean: l / mean})
 			sum += l
 		}
@@ -461,7 +461,8 @@ func (p *planner) hashSlots() {
 	}
 	mean := total / float64(len(order))
 	if busiest := p.load(order[0]); busiest >= p.cfg.MinLoad {
-		if busiest <= mean*p.cfg.LoadSkew {
+		bound := mean * p.cfg.LoadSkew // what a group may carry; a slot over it alone is hot
+		if busiest <= bound {
 			p.out.Balanced = append(p.out.Balanced, "slot_load")
 			return
 		}
@@ -478,11 +479,11 @@ func (p *planner) hashSlots() {
 			p.out.Balanced = append(p.out.Balanced, "slot_load")
 			return
 		}
-		if hotLoad := p.hotSlots(hot, mean); hotLoad > 0 {
+		if hotLoad := p.hotSlots(hot, mean, bound); hotLoad > 0 {
 			// A hot slot stays where it is (moving it moves the heat), and
 			// while the rest of its group is within bounds no move of the
 			// rest brings the group within them either: say so, and wait.
-			if rest := busiest - hotLoad; rest <= mean*p.cfg.LoadSkew {
+			if rest := busiest - hotLoad; rest <= bound {
 				h := p.out.Hot[0]
 				p.out.Held, p.out.HeldReason = fmt.Sprintf("hash slot %d of group %d alone carries %.0f ops/s, %.1f× the mean group load (%.0f): a hot key or hot slot that no move spreads; the rest of the group (%.0f ops/s) is within bounds, so moving it would not help",
 					h.Slot, hot.ID, h.OpsPerSec, h.OfMean, mean, rest), ReasonHotSlot
@@ -498,7 +499,7 @@ func (p *planner) hashSlots() {
 		for _, s := range hot.Slots {
 			l := p.in.SlotLoad[s].Total()
 			// A hot slot stays: moving it moves the heat.
-			if l <= 0 || l >= gap || l > mean*p.cfg.LoadSkew || p.movedLately(s) {
+			if l <= 0 || l >= gap || l > bound || p.movedLately(s) {
 				continue
 			}
 			// Worth a move only if it lowers the busier of the two by half
