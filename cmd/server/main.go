@@ -3,10 +3,12 @@
 // variables configure it (see -h); `slotmeta cert …` creates and lists
 // certificates (package certs), `slotmeta ctl …` calls a cluster's API
 // (package ctl), `slotmeta restore …` lays a data directory out from a
-// backup (package restore); `--check-config` checks a configuration and
-// prints what would run. SIGHUP reloads the tokens, the cluster secret file
-// and the certificates (reload.go); SIGINT/SIGTERM drain HTTP, then close
-// the NodeHost, then the store.
+// backup (package restore), `slotmeta recover-controller …` rebuilds the
+// controller group on stopped survivors after it lost a majority of its
+// voters for good (recovercontroller.go); `--check-config` checks a
+// configuration and prints what would run. SIGHUP reloads the tokens, the
+// cluster secret file and the certificates (reload.go); SIGINT/SIGTERM
+// drain HTTP, then close the NodeHost, then the store.
 package main
 
 import (

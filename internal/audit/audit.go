@@ -4,17 +4,20 @@
 // the bounded trail; GET /v1/cluster/audit reads it).
 //
 // Model. An admin action is recorded after it was carried out or refused,
-// before its answer leaves the node (the answer waits at most Timeout for
-// the record). A record that cannot be written is not silent: it is logged
-// at error level with every field and counted (Lost), since the action it
-// describes already happened and cannot be undone. Requests refused for
-// unknown credentials are not recorded (anyone could flood the bounded
-// trail with them); they are rate-limited and counted instead (package
-// auth). Requests with known credentials but too low a role are recorded
-// as denied.
+// before its answer leaves the node (the answer waits at most
+// DefaultTimeout, 5 s, for the record: New sets it and nothing changes it;
+// the request's own deadline or cancellation does not cut the wait short).
+// A record that cannot be written is not silent: it is logged at error
+// level with every field and counted (Lost), since the action it describes
+// already happened and cannot be undone. Requests refused for unknown
+// credentials are not recorded (anyone could flood the bounded trail with
+// them); they are rate-limited and counted instead (package auth).
+// Requests with known credentials but too low a role are recorded as
+// denied.
 //
 // Concurrency contract: a Recorder is safe for concurrent use; Record
-// blocks its caller for at most Timeout.
+// blocks its caller for at most DefaultTimeout (as long as the Sink gives
+// up when its context ends).
 package audit
 
 import (
@@ -78,7 +81,7 @@ func IsAdminAction(req *http.Request) bool {
 }
 
 // Record writes one record for an action by id. ctx may be the request's
-// (its cancellation does not stop the write; Timeout bounds it).
+// (its cancellation does not stop the write; DefaultTimeout bounds it).
 func (r *Recorder) Record(ctx context.Context, id auth.Identity, rec slotstore.AuditRecord) {
 	if r == nil || r.sink == nil {
 		return

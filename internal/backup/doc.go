@@ -2,17 +2,19 @@
 // a directory of checksummed chunk files and one manifest that names them.
 //
 // Model. A backup is a set of streams — each group's image (the same
-// self-checking image a Raft snapshot carries, package fsm), the
-// controller's state, the audit trail — each cut into chunk files of at
-// most ChunkBytes, named "<stream>.<n>" (n from 0, four digits at least).
-// The manifest (manifest.json) records the format version, the cluster's
-// id, the backup's id and time, and per stream its chunks (name, bytes,
-// SHA-256) and its whole length and SHA-256, plus what the caller adds (per
-// group: the applied index of its image, the hash slots it owned and each
-// slot's change-log position). The manifest is written last, synced and
-// renamed into place: a directory without one is a partial backup. It
-// carries the SHA-256 of its own body, so a manifest changed after it was
-// written is refused like a changed chunk.
+// self-checking image a Raft snapshot carries, package fsm) and the
+// controller's state (the audit trail is part of it, not a stream of its
+// own) — each cut into chunk files of at most the size given to Create
+// (chunkBytes: DefaultChunkBytes when none, at most MaxChunkBytes, the
+// largest Verify accepts), named "<stream>.<n>" (n from 0, four digits at
+// least). The manifest (manifest.json) records the format version, the
+// cluster's id, the backup's id and time, and per stream its chunks (name,
+// bytes, SHA-256) and its whole length and SHA-256, plus what the caller
+// adds (per group: the applied index of its image, the hash slots it owned
+// and each slot's change-log position). The manifest is written last,
+// synced and renamed into place: a directory without one is a partial
+// backup. It carries the SHA-256 of its own body, so a manifest changed
+// after it was written is refused like a changed chunk.
 //
 // Verify checks a directory before anything reads it: the manifest's
 // checksum, a format no newer than this code's (FormatVersion), the

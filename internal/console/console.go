@@ -2,9 +2,10 @@
 // the hash-slot map, the groups (intent beside observed fact), one group's
 // detail with its actions (leader transfer after a preflight, preferred
 // leader, replica move), the tasks, the decision log, the balancer (its
-// plan, the load per node, drains and removals) and the audit trail. Every
-// action is recorded in the audit trail with the signed-in identity; a node
-// running --insecure shows a banner on every page.
+// plan, the load per node, drains and removals), the backups, the charts
+// of every node's vital signs, the heat map of the hash slots and the audit
+// trail. Every action is recorded in the audit trail with the signed-in
+// identity; a node running --insecure shows a banner on every page.
 //
 // The change tails (issue 27) show what the data did, beside what the
 // cluster did: a group's page lists the newest changes of its hash slots,
@@ -17,18 +18,23 @@
 //
 // Pages are rendered on the server with templ (the *.templ files; the
 // generated *_templ.go files are committed). The parts that change are
-// fragments that htmx (vendored in web/static) re-fetches every 2 s; the full
-// pages render the same fragments, so everything reads without JavaScript.
+// fragments that htmx (vendored in web/static) re-fetches: most every 2 s
+// (live in layout.templ), the charts every 10 s (they change once a step);
+// the heat map has no fragment and does not refresh itself. The full pages
+// render the same fragments, so everything reads without JavaScript.
 // The handlers of each page family are methods of a small type of its own
 // that holds the shared *console (overviewPages, slotPages, groupPages,
-// taskPages, decisionPages, auditPages, balancerPages, changePages,
-// loginPages), all registered in the one table of Handler; console keeps
-// access control (access.go) and rendering.
+// taskPages, decisionPages, auditPages, backupPages, balancerPages,
+// chartsPages, heatPages, changePages, loginPages), all registered in the
+// one table of Handler; console keeps access control (access.go) and
+// rendering.
 //
-// Reads need the read role and actions the admin role when access control
-// is on (auth.Authenticator); the token lives in an HttpOnly, SameSite=Strict
-// cookie set by the login form. Actions are POST forms answered with a
-// redirect (POST-redirect-GET) and guarded against cross-origin requests.
+// When access control is on (auth.Authenticator), reads need the read role,
+// except the audit trail and the backups, which need admin, as do all
+// actions. The login form sets an HttpOnly, SameSite=Strict cookie that
+// holds a random session id, never the token: the token stays on the server
+// in auth.Sessions. Actions are POST forms answered with a redirect
+// (POST-redirect-GET) and guarded against cross-origin requests.
 package console
 
 //go:generate go tool templ generate

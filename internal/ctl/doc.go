@@ -16,8 +16,9 @@
 // writes a completion script of the same tree (completion.go).
 //
 // Every command is one or a few calls of the generated Go client (package
-// client), through one client that dial builds: the only place that knows
-// where requests go, so that a route-aware doer can replace its failover.
+// client), through the one client dial builds (dial.go): the route-aware
+// client of client/routed, which sends a keyed request to the leader of its
+// key's group and retries by the error contract (three sends at most).
 // Every write carries an Idempotency-Key — a random one per invocation, or
 // --idempotency-key — so a write retried with the same key applies once
 // (a retryable failure prints the key to retry with). A command parses,
@@ -39,8 +40,11 @@
 // Each global flag falls back to an environment variable (the flag wins);
 // they may come before the noun or after the verb:
 //
-//	--endpoints  SLOTMETA_ENDPOINTS  comma-separated base URLs (default http://127.0.0.1:8080),
-//	                                 tried in order while one cannot be connected to
+//	--endpoints  SLOTMETA_ENDPOINTS  comma-separated base URLs (default http://127.0.0.1:8080), asked for
+//	                                 the cluster's view; a keyed request goes to its group's leader once
+//	                                 known, anything else to the first endpoint (its node forwards); a
+//	                                 retry goes to the known nodes and endpoints in turn, skipping any
+//	                                 that just failed
 //	--token      SLOTMETA_TOKEN      bearer token
 //	--cacert     SLOTMETA_CACERT     CA of the nodes' HTTPS certificates
 //	--cert/--key SLOTMETA_CERT/_KEY  client certificate and key (with --cacert)

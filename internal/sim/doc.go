@@ -12,11 +12,13 @@
 // a group without a leader elects one ElectionTimeout later when a quorum
 // of its voters is up; a new replica holds its group's data after its
 // bytes at SnapshotRate (a move's catch-up takes time proportional to
-// data); a hash slot's copy is instant (rows are not modelled); the load
-// is operations per second per hash slot, served by the node leading the
-// slot's group, and reported as a real node reports it (per-slot counters,
-// package heat). The nodes run the replicas the controller state places on
-// them (controller.State.Wants), as package replicas does.
+// data); a hash slot's copy is paced at SnapshotRate too (rows are not
+// modelled: one stand-in row per 256 KiB of the slot's bytes, host.go),
+// with no changes to catch up; the load is operations per second per hash
+// slot, served by the node leading the slot's group, and reported as a real
+// node reports it (per-slot counters, package heat). The nodes run the
+// replicas the controller state places on them (controller.State.Wants), as
+// package replicas does.
 //
 // A scenario (scenario.go, testdata/*.sim) founds a cluster, schedules
 // events — joins, nodes lost for good or for a while, rolling restarts,

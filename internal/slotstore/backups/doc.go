@@ -6,9 +6,11 @@
 // group's image (fsm.WriteImage: the format a Raft snapshot carries) —
 // from this node's replica when it holds one, after a linearizable read
 // round, so that every write acknowledged before the backup started is in
-// it; otherwise from the group's leader's node over peer RPC (the
-// backup-image endpoint, whose reads are rate-limited so that serving goes
-// on, and which must finish within a peer call's bound). The controller's
+// it; otherwise, or when that fails, from the group's leader's node over
+// peer RPC (the backup-image endpoint, whose reads are rate-limited so that
+// serving goes on, and which must finish within a peer call's bound); and
+// when the leader's node fails too, from every other node of the group's
+// peers in turn, until one gives a whole image (job.go). The controller's
 // state is read again at the end and written whole (nodes, routing table,
 // groups, tasks, the audit trail); idempotency records are rows of the
 // groups, in their images.

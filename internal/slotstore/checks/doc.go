@@ -11,6 +11,6 @@
 // more than half of the group's replicas. Without such a digest there is no
 // majority and nothing may be chosen automatically.
 //
-// The package is pure (no store, no engine): the simulator and the
-// controller leader import it.
+// The package is pure (no store, no engine): the controller leader
+// (package leader) and the console (its props) import it.
 package checks

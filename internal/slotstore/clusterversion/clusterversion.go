@@ -19,8 +19,9 @@
 //   - The cluster version is recorded in the controller's replicated state.
 //     The controller leader raises it (Next) once every registered node runs
 //     a newer one, and never lowers it: from then on the features of that
-//     version may be proposed, and a node older than it may not start or
-//     join (Check, and the join's own check).
+//     version may be proposed, and a node older than it may not join
+//     (CanJoin, asked when a node registers: cluster/join.go) or start (its
+//     data directory's MIN_VERSION, below: cluster/minversion.go).
 //   - Gate answers a feature the cluster version does not allow yet with a
 //     failed_precondition naming the feature and both versions. Proposers
 //     ask it before proposing; the controller's state machine asks it

@@ -4,12 +4,16 @@
 //
 // Apply model. Update receives a contiguous run of committed entries; each
 // entry holds many commands (the proposer coalesced them). Every command of
-// every entry is applied into ONE indexed Pebble batch — later commands see
+// the run is applied into ONE indexed Pebble batch — later commands see
 // earlier ones — together with the group's applied index, revision counter
 // and idempotency bookkeeping, and the batch is committed once without
 // fsync. That is safe: Open returns the applied index that is durable, and
 // dragonboat replays every committed entry after it from its own (fsynced)
 // log, so a crash can lose only a suffix of applied state, never a hole.
+// The one exception: an entry that asks for a state check (meta.CheckState)
+// ends the batch, committed after that entry so every replica hashes its
+// state at the same index, and the entries after it start a new batch
+// (applyRun).
 //
 // Every command is checked before it is applied: it must decode, its hash
 // slot must be the hash slot of its route key, and the group must own that

@@ -26,12 +26,19 @@
 // Each running replica is a Replica: its state machine, its proposer, its
 // ReadIndex batcher and its leader lease (ended by TransferAway; a
 // replica waits out a lease after its process or its predecessor started,
-// Config.StartWait). The set also remembers each replica's last disruption (restart, leadership lost without a transfer away, a long
-// spell without a leader) for the leader-transfer gates (disruption.go).
+// Config.StartWait). The set also remembers each replica's last disruption
+// (restart, leadership lost without a transfer away, a long spell without
+// a leader) for the leader-transfer gates (disruption.go).
 //
 // Concurrency contract. Get and All read an immutable copy-on-write map and
-// may be called from any goroutine without blocking; Follow, Start and Stop
-// are serialized by the set's mutex and run on the node's reconcile loop.
+// may be called from any goroutine without blocking. Follow takes no lock:
+// it must run on one goroutine, the node's reconcile loop (cluster's
+// follower), and it is the only caller of Start and Stop, so that one loop
+// is what keeps them from overlapping. The set's mutex only guards changes
+// to the map and the stop times: Start holds it throughout, Stop only while
+// it takes the replica out of the map and when it records the stop (the
+// replica's stop and the removal of its data run outside it); Fence and
+// PrepareRecovery, called on request goroutines, take it too.
 // LeaderUpdated runs on dragonboat's event goroutine and only takes a short
 // mutex. Close stops every proposer and batcher; the replicas themselves
 // stop with the NodeHost.

@@ -5,9 +5,14 @@
 // Concurrency: a Snapshot is an immutable value. A Router publishes the
 // current Snapshot through an atomic pointer; readers Load it without locks
 // and may resolve any number of keys against it, all under one revision.
-// Writers (the controller follower and the leader-change listener) build a
-// new Snapshot for every change and Publish it; they serialise among
-// themselves with the Router's mutex, never blocking readers.
+// Writers call SetTable, SetConfigEpoch, SetLeader and ForgetGroup
+// (router.go): the controller follower, the leader-change listener, the
+// replica set (its leader refresh, and ForgetGroup when a replica stops),
+// a finished leader transfer and the leader hints of refused requests.
+// Each goes through update, which builds a new Snapshot from a copy of the
+// current one (or none, when nothing changes) and stores it; writers
+// serialise among themselves with the Router's mutex, never blocking
+// readers.
 //
 // A route is never guessed: a hash slot without a group, a group without a
 // known live leader, or a table that has not arrived yet all yield

@@ -4,9 +4,10 @@
 // hash slot, the tasks that run and the slots moved lately — it says what
 // to do next and why, with the numbers behind each step.
 //
-// Model. Plan is a pure function of its Input and Config; the clock is in
-// the input. It proposes, in this order, and never more than the budget
-// (Config.MaxTasks minus the balancing tasks already running):
+// Model. Decide is a pure function of its Input and Config, and a Plan is
+// what it returns; the clock is in the input. It proposes, in this order,
+// and never more than the budget (Config.MaxTasks minus the balancing tasks
+// already running):
 //
 //  1. drain: every replica on a draining node moves to the active node
 //     with the fewest replicas (drains go on while other faults are open,
@@ -46,6 +47,7 @@
 // drains only (Input.DrainOnly): an operator asked for them.
 //
 // Concurrency contract. Everything is pure; nothing here owns a goroutine
-// or does I/O. Package cluster builds the input each round, carries out
-// the actions and records them in the decision log.
+// or does I/O. Package controller/leader (balancer.go) builds the input
+// each round, calls Decide, carries out the actions and records them in
+// the decision log.
 package balance

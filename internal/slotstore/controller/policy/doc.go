@@ -14,11 +14,12 @@
 // back-off (ADR 0007) — otherwise it skips and says why. DecideDiskLow,
 // asked first, moves a leadership off a node whose disk is low (it refuses
 // the group's writes) to the preferred leader or else the first voter the
-// same checks pass for. Observations keep the reports and the
-// streaks of one controller leadership: a new leader starts a new book.
+// same checks pass for. Observations keep the reports and the streaks of
+// one controller leadership: a new leader starts a new book.
 //
 // Concurrency contract. The functions are pure; Observations and Backoff
 // are safe for concurrent use (one mutex each). Nothing here owns a
-// goroutine or does I/O: the node collects the reports and carries out the
-// decisions (package cluster).
+// goroutine or does I/O: the controller leader collects the reports and
+// carries out the decisions (package controller/leader: leader.go,
+// observe.go, reconcile.go, transfer.go).
 package policy

@@ -18,12 +18,18 @@
 // A replica move: add the target as a learner, wait until it caught up,
 // promote it, hand leadership to it if the old replica leads, remove the old
 // voter, commit the new desired peers (config epoch +1). A hash-slot
-// migration: fence the slot on the source, copy its rows to the target in
-// bounded chunks, let the target acquire it, switch the route (revision +1),
-// release the source. A group creation: the group's intent is committed
-// with the task; wait until it has a leader and every desired peer as a
-// voter (cancelled: retire the group). Splits and merges move each of
-// their slots through a migration's phases in turn (controller/splitmerge.go).
+// migration moves the slot live (Live, as every migration, split and merge
+// created now does): the source logs the slot's changes (track), its rows go
+// to the target in bounded chunks (copy), the logged changes follow until a
+// round finds few (catch_up), the source fences the slot (fence) and the
+// changes logged before the fence follow (drain), the target acquires it,
+// the source releases it, and the route switches (revision +1). A task
+// created before live moves (Live false) keeps the old fenced order: fence,
+// copy, acquire, switch, release (controller/slotmigration.go). A group
+// creation: the group's intent is committed with the task; wait until it
+// has a leader and every desired peer as a voter (cancelled: retire the
+// group). Splits and merges move each of their slots through a migration's
+// phases in turn (controller/splitmerge.go).
 //
 // Concurrency contract. An Executor is driven by one goroutine (the
 // controller leader's observe loop); everything it does goes through Node,
