@@ -2939,10 +2939,78 @@ type WatchKey struct {
 	Uid         string `json:"uid,omitempty"`
 }
 
+// WatchPosition A watch's position (cursor), or why it was refused (error).
+type WatchPosition struct {
+	Cursor  string `json:"cursor,omitempty"`
+	Error   *Error `json:"error,omitempty"`
+	WatchId uint64 `json:"watch_id"`
+}
+
 // WatchProgress The data of a `progress` event; its `id` is the cursor (never ahead of what was delivered).
 type WatchProgress struct {
 	// TimeMs The serving node's clock, in Unix milliseconds.
 	TimeMs int64 `json:"time_ms"`
+}
+
+// WatchSpec One watch of a stream, as GET /v1/watch's parameters, with the id its client chose and the cursor to resume from.
+type WatchSpec struct {
+	ChannelId    string  `json:"channel_id,omitempty"`
+	ChannelType  int     `json:"channel_type,omitempty"`
+	Cursor       string  `json:"cursor,omitempty"`
+	Key          *string `json:"key,omitempty"`
+	Linearizable bool    `json:"linearizable,omitempty"`
+	Prefix       *string `json:"prefix,omitempty"`
+	Prev         bool    `json:"prev,omitempty"`
+
+	// Resource Comma-separated; as GET /v1/watch's, but not routes.
+	//
+	// Example: users
+	Resource string `json:"resource"`
+	Uid      string `json:"uid,omitempty"`
+	WatchId  uint64 `json:"watch_id"`
+}
+
+// WatchStreamAdd defines model for WatchStreamAdd.
+type WatchStreamAdd struct {
+	Watches []WatchSpec `json:"watches"`
+}
+
+// WatchStreamAdded defines model for WatchStreamAdded.
+type WatchStreamAdded struct {
+	Watches []WatchPosition `json:"watches"`
+}
+
+// WatchStreamChange The data of a stream's `change` event — GET /v1/watch's change data with the watch it is for and the cursor to resume that watch from.
+type WatchStreamChange struct {
+	Changes  []WatchChange `json:"changes"`
+	Cursor   string        `json:"cursor"`
+	HashSlot int           `json:"hash_slot"`
+	Seq      uint64        `json:"seq"`
+	TimeMs   int64         `json:"time_ms"`
+	WatchId  uint64        `json:"watch_id"`
+}
+
+// WatchStreamError The data of a stream's `error` event — the end of one watch (watch_id and the cursor to add it again from) or, without a watch_id, of the stream.
+type WatchStreamError struct {
+	Cursor  string `json:"cursor,omitempty"`
+	Error   Error  `json:"error"`
+	WatchId uint64 `json:"watch_id,omitempty"`
+}
+
+// WatchStreamOpened The data of a stream's first event.
+type WatchStreamOpened struct {
+	// MaxWatches The most watches the stream carries at once.
+	MaxWatches int    `json:"max_watches"`
+	StreamId   string `json:"stream_id"`
+}
+
+// WatchStreamProgress The data of a stream's `progress` event.
+type WatchStreamProgress struct {
+	// TimeMs The serving node's clock, in Unix milliseconds.
+	TimeMs int64 `json:"time_ms"`
+
+	// Watches The watches that caught up to a position not told before, with it.
+	Watches []WatchPosition `json:"watches"`
 }
 
 // WriteFence Blocks writes to the channel's log (for example while a migration switches leaders).
@@ -2997,6 +3065,9 @@ type PluginNoPath = string
 
 // RouteRevisionFence defines model for RouteRevisionFence.
 type RouteRevisionFence = int64
+
+// StreamID Example: 0123456789abcdef0123456789abcdef
+type StreamID = string
 
 // TaskID defines model for TaskID.
 type TaskID = int64
@@ -3877,6 +3948,11 @@ type WatchParams struct {
 	LastEventID *string `json:"Last-Event-ID,omitempty"`
 }
 
+// OpenWatchStreamParams defines parameters for OpenWatchStream.
+type OpenWatchStreamParams struct {
+	ProgressIntervalMs *int `form:"progress_interval_ms,omitempty" json:"progress_interval_ms,omitempty"`
+}
+
 // BatchGetChannelsJSONRequestBody defines body for BatchGetChannels for application/json ContentType.
 type BatchGetChannelsJSONRequestBody = BatchChannels
 
@@ -3999,6 +4075,9 @@ type ReadMembershipJSONRequestBody = MembershipRead
 
 // PutUserPluginJSONRequestBody defines body for PutUserPlugin for application/json ContentType.
 type PutUserPluginJSONRequestBody = PluginBindingWrite
+
+// AddWatchesJSONRequestBody defines body for AddWatches for application/json ContentType.
+type AddWatchesJSONRequestBody = WatchStreamAdd
 
 // RequestEditorFn is the function signature for the RequestEditor callback function
 type RequestEditorFn func(ctx context.Context, req *http.Request) error
@@ -5649,6 +5728,76 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/watch (the `Watch` operationId).
 	Watch(ctx context.Context, params *WatchParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// OpenWatchStream Open a stream that carries many watches
+	//
+	// One Server-Sent Events stream that carries many watches, as an etcd watch stream does: a
+	// thousand watches cost one connection and one wake-up per batch of changes instead of a
+	// thousand of each. The stream starts with a `stream` event naming it (`stream_id`, 128
+	// random bits known only to its opener); watches are added to it with
+	// `POST /v1/watch/stream/{stream_id}` and cancelled with
+	// `DELETE /v1/watch/stream/{stream_id}/{watch_id}`, on the node that opened it (another node
+	// answers not_found). Each watch takes what `GET /v1/watch` takes and keeps its semantics:
+	// positions per hash slot, no change repeated or missed, in order per slot.
+	//
+	// Events (the schemas the 200 answer's `x-events` names):
+	// - `stream` — first: `{"stream_id", "max_watches"}`.
+	// - `change` — one command's changes in one hash slot for one watch: `GET /v1/watch`'s change
+	//   data with the watch's `watch_id` and the `cursor` to resume it from.
+	// - `progress` — every `progress_interval_ms`: the watches that caught up to a position they
+	//   were not told yet (a change they do not want moves it), each with its cursor; an empty
+	//   list keeps an idle stream alive.
+	// - `error` — with a `watch_id`, that watch ended (`slow_consumer`, `compacted`,
+	//   `route_not_ready`: add it again from its `cursor`, here or on another node) and the
+	//   stream goes on; without one, the stream ends (the node is stopping).
+	//
+	// No event has an `id`: a stream is not resumed, its watches are. A client that loses the
+	// stream opens another and adds its watches again with their last cursors.
+	//
+	// Corresponds with GET /v1/watch/stream (the `OpenWatchStream` operationId).
+	OpenWatchStream(ctx context.Context, params *OpenWatchStreamParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AddWatchesWithBody Add watches to a stream
+	//
+	// Adds up to 1 000 watches to the stream, each with the id its client chose (unique in the
+	// stream while it lasts): the stream's events name it, and may come before this answer does.
+	// A watch that is not valid refuses the whole request (400, nothing added) — as GET /v1/watch
+	// refuses it: at most one of uid, channel (channel_type and channel_id, together), key and
+	// prefix, each only with the resources it filters; a cursor only of the same watch. One that cannot
+	// start is answered with its error and the others are added: `compacted` (its cursor left
+	// retention), `route_not_ready` (its slots are not served on this node now), `rate_limited`
+	// (the node's or the stream's watch bound), `conflict` (its id is in use). Each added watch
+	// is answered with the cursor it starts from.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/watch/stream/{stream_id} (the `AddWatches` operationId).
+	AddWatchesWithBody(ctx context.Context, streamId StreamID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AddWatches Add watches to a stream
+	//
+	// Adds up to 1 000 watches to the stream, each with the id its client chose (unique in the
+	// stream while it lasts): the stream's events name it, and may come before this answer does.
+	// A watch that is not valid refuses the whole request (400, nothing added) — as GET /v1/watch
+	// refuses it: at most one of uid, channel (channel_type and channel_id, together), key and
+	// prefix, each only with the resources it filters; a cursor only of the same watch. One that cannot
+	// start is answered with its error and the others are added: `compacted` (its cursor left
+	// retention), `route_not_ready` (its slots are not served on this node now), `rate_limited`
+	// (the node's or the stream's watch bound), `conflict` (its id is in use). Each added watch
+	// is answered with the cursor it starts from.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/watch/stream/{stream_id} (the `AddWatches` operationId).
+	AddWatches(ctx context.Context, streamId StreamID, body AddWatchesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CancelWatch Cancel a stream's watch
+	//
+	// Once answered, the stream sends nothing more of the watch (events already on their way
+	// may still arrive: a client drops those of the ids it cancelled).
+	//
+	// Corresponds with DELETE /v1/watch/stream/{stream_id}/{watch_id} (the `CancelWatch` operationId).
+	CancelWatch(ctx context.Context, streamId StreamID, watchId uint64, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // Docs This contract, rendered for people
@@ -8699,6 +8848,116 @@ func (c *Client) PutUserPlugin(ctx context.Context, uid UIDParameter, pluginNo P
 // Corresponds with GET /v1/watch (the `Watch` operationId).
 func (c *Client) Watch(ctx context.Context, params *WatchParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewWatchRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// OpenWatchStream Open a stream that carries many watches
+//
+// One Server-Sent Events stream that carries many watches, as an etcd watch stream does: a
+// thousand watches cost one connection and one wake-up per batch of changes instead of a
+// thousand of each. The stream starts with a `stream` event naming it (`stream_id`, 128
+// random bits known only to its opener); watches are added to it with
+// `POST /v1/watch/stream/{stream_id}` and cancelled with
+// `DELETE /v1/watch/stream/{stream_id}/{watch_id}`, on the node that opened it (another node
+// answers not_found). Each watch takes what `GET /v1/watch` takes and keeps its semantics:
+// positions per hash slot, no change repeated or missed, in order per slot.
+//
+// Events (the schemas the 200 answer's `x-events` names):
+//   - `stream` — first: `{"stream_id", "max_watches"}`.
+//   - `change` — one command's changes in one hash slot for one watch: `GET /v1/watch`'s change
+//     data with the watch's `watch_id` and the `cursor` to resume it from.
+//   - `progress` — every `progress_interval_ms`: the watches that caught up to a position they
+//     were not told yet (a change they do not want moves it), each with its cursor; an empty
+//     list keeps an idle stream alive.
+//   - `error` — with a `watch_id`, that watch ended (`slow_consumer`, `compacted`,
+//     `route_not_ready`: add it again from its `cursor`, here or on another node) and the
+//     stream goes on; without one, the stream ends (the node is stopping).
+//
+// No event has an `id`: a stream is not resumed, its watches are. A client that loses the
+// stream opens another and adds its watches again with their last cursors.
+//
+// Corresponds with GET /v1/watch/stream (the `OpenWatchStream` operationId).
+func (c *Client) OpenWatchStream(ctx context.Context, params *OpenWatchStreamParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewOpenWatchStreamRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AddWatchesWithBody Add watches to a stream
+//
+// Adds up to 1 000 watches to the stream, each with the id its client chose (unique in the
+// stream while it lasts): the stream's events name it, and may come before this answer does.
+// A watch that is not valid refuses the whole request (400, nothing added) — as GET /v1/watch
+// refuses it: at most one of uid, channel (channel_type and channel_id, together), key and
+// prefix, each only with the resources it filters; a cursor only of the same watch. One that cannot
+// start is answered with its error and the others are added: `compacted` (its cursor left
+// retention), `route_not_ready` (its slots are not served on this node now), `rate_limited`
+// (the node's or the stream's watch bound), `conflict` (its id is in use). Each added watch
+// is answered with the cursor it starts from.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/watch/stream/{stream_id} (the `AddWatches` operationId).
+func (c *Client) AddWatchesWithBody(ctx context.Context, streamId StreamID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAddWatchesRequestWithBody(c.Server, streamId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AddWatches Add watches to a stream
+//
+// Adds up to 1 000 watches to the stream, each with the id its client chose (unique in the
+// stream while it lasts): the stream's events name it, and may come before this answer does.
+// A watch that is not valid refuses the whole request (400, nothing added) — as GET /v1/watch
+// refuses it: at most one of uid, channel (channel_type and channel_id, together), key and
+// prefix, each only with the resources it filters; a cursor only of the same watch. One that cannot
+// start is answered with its error and the others are added: `compacted` (its cursor left
+// retention), `route_not_ready` (its slots are not served on this node now), `rate_limited`
+// (the node's or the stream's watch bound), `conflict` (its id is in use). Each added watch
+// is answered with the cursor it starts from.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/watch/stream/{stream_id} (the `AddWatches` operationId).
+func (c *Client) AddWatches(ctx context.Context, streamId StreamID, body AddWatchesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAddWatchesRequest(c.Server, streamId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CancelWatch Cancel a stream's watch
+//
+// Once answered, the stream sends nothing more of the watch (events already on their way
+// may still arrive: a client drops those of the ids it cancelled).
+//
+// Corresponds with DELETE /v1/watch/stream/{stream_id}/{watch_id} (the `CancelWatch` operationId).
+func (c *Client) CancelWatch(ctx context.Context, streamId StreamID, watchId uint64, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCancelWatchRequest(c.Server, streamId, watchId)
 	if err != nil {
 		return nil, err
 	}
@@ -15849,6 +16108,148 @@ func NewWatchRequest(server string, params *WatchParams) (*http.Request, error) 
 	return req, nil
 }
 
+// NewOpenWatchStreamRequest constructs an http.Request for the OpenWatchStream method
+func NewOpenWatchStreamRequest(server string, params *OpenWatchStreamParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/watch/stream")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.ProgressIntervalMs != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "progress_interval_ms", *params.ProgressIntervalMs, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewAddWatchesRequest calls the generic AddWatches builder with application/json body
+func NewAddWatchesRequest(server string, streamId StreamID, body AddWatchesJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewAddWatchesRequestWithBody(server, streamId, "application/json", bodyReader)
+}
+
+// NewAddWatchesRequestWithBody constructs an http.Request for the AddWatches method, with any body, and a specified content type
+func NewAddWatchesRequestWithBody(server string, streamId StreamID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "stream_id", streamId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/watch/stream/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewCancelWatchRequest constructs an http.Request for the CancelWatch method
+func NewCancelWatchRequest(server string, streamId StreamID, watchId uint64) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "stream_id", streamId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "watch_id", watchId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/watch/stream/%s/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 func (c *Client) applyEditors(ctx context.Context, req *http.Request, additionalEditors []RequestEditorFn) error {
 	for _, r := range c.RequestEditors {
 		if err := r(ctx, req); err != nil {
@@ -17600,6 +18001,80 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/watch (the `Watch` operationId).
 	WatchWithResponse(ctx context.Context, params *WatchParams, reqEditors ...RequestEditorFn) (*WatchResponse, error)
+
+	// OpenWatchStreamWithResponse Open a stream that carries many watches
+	//
+	// One Server-Sent Events stream that carries many watches, as an etcd watch stream does: a
+	// thousand watches cost one connection and one wake-up per batch of changes instead of a
+	// thousand of each. The stream starts with a `stream` event naming it (`stream_id`, 128
+	// random bits known only to its opener); watches are added to it with
+	// `POST /v1/watch/stream/{stream_id}` and cancelled with
+	// `DELETE /v1/watch/stream/{stream_id}/{watch_id}`, on the node that opened it (another node
+	// answers not_found). Each watch takes what `GET /v1/watch` takes and keeps its semantics:
+	// positions per hash slot, no change repeated or missed, in order per slot.
+	//
+	// Events (the schemas the 200 answer's `x-events` names):
+	// - `stream` — first: `{"stream_id", "max_watches"}`.
+	// - `change` — one command's changes in one hash slot for one watch: `GET /v1/watch`'s change
+	//   data with the watch's `watch_id` and the `cursor` to resume it from.
+	// - `progress` — every `progress_interval_ms`: the watches that caught up to a position they
+	//   were not told yet (a change they do not want moves it), each with its cursor; an empty
+	//   list keeps an idle stream alive.
+	// - `error` — with a `watch_id`, that watch ended (`slow_consumer`, `compacted`,
+	//   `route_not_ready`: add it again from its `cursor`, here or on another node) and the
+	//   stream goes on; without one, the stream ends (the node is stopping).
+	//
+	// No event has an `id`: a stream is not resumed, its watches are. A client that loses the
+	// stream opens another and adds its watches again with their last cursors.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/watch/stream (the `OpenWatchStream` operationId).
+	OpenWatchStreamWithResponse(ctx context.Context, params *OpenWatchStreamParams, reqEditors ...RequestEditorFn) (*OpenWatchStreamResponse, error)
+
+	// AddWatchesWithBodyWithResponse Add watches to a stream
+	//
+	// Adds up to 1 000 watches to the stream, each with the id its client chose (unique in the
+	// stream while it lasts): the stream's events name it, and may come before this answer does.
+	// A watch that is not valid refuses the whole request (400, nothing added) — as GET /v1/watch
+	// refuses it: at most one of uid, channel (channel_type and channel_id, together), key and
+	// prefix, each only with the resources it filters; a cursor only of the same watch. One that cannot
+	// start is answered with its error and the others are added: `compacted` (its cursor left
+	// retention), `route_not_ready` (its slots are not served on this node now), `rate_limited`
+	// (the node's or the stream's watch bound), `conflict` (its id is in use). Each added watch
+	// is answered with the cursor it starts from.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/watch/stream/{stream_id} (the `AddWatches` operationId).
+	AddWatchesWithBodyWithResponse(ctx context.Context, streamId StreamID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AddWatchesResponse, error)
+
+	// AddWatchesWithResponse Add watches to a stream
+	//
+	// Adds up to 1 000 watches to the stream, each with the id its client chose (unique in the
+	// stream while it lasts): the stream's events name it, and may come before this answer does.
+	// A watch that is not valid refuses the whole request (400, nothing added) — as GET /v1/watch
+	// refuses it: at most one of uid, channel (channel_type and channel_id, together), key and
+	// prefix, each only with the resources it filters; a cursor only of the same watch. One that cannot
+	// start is answered with its error and the others are added: `compacted` (its cursor left
+	// retention), `route_not_ready` (its slots are not served on this node now), `rate_limited`
+	// (the node's or the stream's watch bound), `conflict` (its id is in use). Each added watch
+	// is answered with the cursor it starts from.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/watch/stream/{stream_id} (the `AddWatches` operationId).
+	AddWatchesWithResponse(ctx context.Context, streamId StreamID, body AddWatchesJSONRequestBody, reqEditors ...RequestEditorFn) (*AddWatchesResponse, error)
+
+	// CancelWatchWithResponse Cancel a stream's watch
+	//
+	// Once answered, the stream sends nothing more of the watch (events already on their way
+	// may still arrive: a client drops those of the ids it cancelled).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/watch/stream/{stream_id}/{watch_id} (the `CancelWatch` operationId).
+	CancelWatchWithResponse(ctx context.Context, streamId StreamID, watchId uint64, reqEditors ...RequestEditorFn) (*CancelWatchResponse, error)
 }
 
 // DocsResponseDefaultHeaders the declared response headers of an HTTP default response for Docs
@@ -34003,6 +34478,312 @@ func (r WatchResponse) ContentType() string {
 	return ""
 }
 
+// OpenWatchStreamResponse200Headers the declared response headers of an HTTP 200 response for OpenWatchStream
+type OpenWatchStreamResponse200Headers struct {
+	CacheControl    *string
+	XAccelBuffering *string
+}
+
+// OpenWatchStreamResponse401Headers the declared response headers of an HTTP 401 response for OpenWatchStream
+type OpenWatchStreamResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// OpenWatchStreamResponse429Headers the declared response headers of an HTTP 429 response for OpenWatchStream
+type OpenWatchStreamResponse429Headers struct {
+	RetryAfter int
+}
+
+// OpenWatchStreamResponseDefaultHeaders the declared response headers of an HTTP default response for OpenWatchStream
+type OpenWatchStreamResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
+type OpenWatchStreamResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorResponse
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *OpenWatchStreamResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *OpenWatchStreamResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *OpenWatchStreamResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *OpenWatchStreamResponseDefaultHeaders
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r OpenWatchStreamResponse) GetJSON400() *InvalidArgument {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r OpenWatchStreamResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r OpenWatchStreamResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r OpenWatchStreamResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r OpenWatchStreamResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r OpenWatchStreamResponse) GetJSONDefault() *ErrorResponse {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r OpenWatchStreamResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r OpenWatchStreamResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r OpenWatchStreamResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r OpenWatchStreamResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// AddWatchesResponse401Headers the declared response headers of an HTTP 401 response for AddWatches
+type AddWatchesResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// AddWatchesResponse429Headers the declared response headers of an HTTP 429 response for AddWatches
+type AddWatchesResponse429Headers struct {
+	RetryAfter int
+}
+
+// AddWatchesResponseDefaultHeaders the declared response headers of an HTTP default response for AddWatches
+type AddWatchesResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
+type AddWatchesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *WatchStreamAdded
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ErrorBody
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorResponse
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *AddWatchesResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *AddWatchesResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *AddWatchesResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r AddWatchesResponse) GetJSON200() *WatchStreamAdded {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r AddWatchesResponse) GetJSON400() *InvalidArgument {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r AddWatchesResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r AddWatchesResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r AddWatchesResponse) GetJSON404() *ErrorBody {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r AddWatchesResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r AddWatchesResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r AddWatchesResponse) GetJSONDefault() *ErrorResponse {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r AddWatchesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r AddWatchesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AddWatchesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r AddWatchesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CancelWatchResponse401Headers the declared response headers of an HTTP 401 response for CancelWatch
+type CancelWatchResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// CancelWatchResponseDefaultHeaders the declared response headers of an HTTP default response for CancelWatch
+type CancelWatchResponseDefaultHeaders struct {
+	WWWAuthenticate *string
+}
+
+type CancelWatchResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *InvalidArgument
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PermissionDenied
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ErrorBody
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorResponse
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CancelWatchResponse401Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *CancelWatchResponseDefaultHeaders
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CancelWatchResponse) GetJSON400() *InvalidArgument {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CancelWatchResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CancelWatchResponse) GetJSON403() *PermissionDenied {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CancelWatchResponse) GetJSON404() *ErrorBody {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CancelWatchResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r CancelWatchResponse) GetJSONDefault() *ErrorResponse {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r CancelWatchResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CancelWatchResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CancelWatchResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CancelWatchResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // DocsWithResponse This contract, rendered for people
 //
 // Swagger UI reading /openapi.yaml. Served when the node is configured with it, as cmd/server does.
@@ -36599,6 +37380,104 @@ func (c *ClientWithResponses) WatchWithResponse(ctx context.Context, params *Wat
 		return nil, err
 	}
 	return ParseWatchResponse(rsp)
+}
+
+// OpenWatchStreamWithResponse Open a stream that carries many watches
+//
+// One Server-Sent Events stream that carries many watches, as an etcd watch stream does: a
+// thousand watches cost one connection and one wake-up per batch of changes instead of a
+// thousand of each. The stream starts with a `stream` event naming it (`stream_id`, 128
+// random bits known only to its opener); watches are added to it with
+// `POST /v1/watch/stream/{stream_id}` and cancelled with
+// `DELETE /v1/watch/stream/{stream_id}/{watch_id}`, on the node that opened it (another node
+// answers not_found). Each watch takes what `GET /v1/watch` takes and keeps its semantics:
+// positions per hash slot, no change repeated or missed, in order per slot.
+//
+// Events (the schemas the 200 answer's `x-events` names):
+//   - `stream` — first: `{"stream_id", "max_watches"}`.
+//   - `change` — one command's changes in one hash slot for one watch: `GET /v1/watch`'s change
+//     data with the watch's `watch_id` and the `cursor` to resume it from.
+//   - `progress` — every `progress_interval_ms`: the watches that caught up to a position they
+//     were not told yet (a change they do not want moves it), each with its cursor; an empty
+//     list keeps an idle stream alive.
+//   - `error` — with a `watch_id`, that watch ended (`slow_consumer`, `compacted`,
+//     `route_not_ready`: add it again from its `cursor`, here or on another node) and the
+//     stream goes on; without one, the stream ends (the node is stopping).
+//
+// No event has an `id`: a stream is not resumed, its watches are. A client that loses the
+// stream opens another and adds its watches again with their last cursors.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/watch/stream (the `OpenWatchStream` operationId).
+func (c *ClientWithResponses) OpenWatchStreamWithResponse(ctx context.Context, params *OpenWatchStreamParams, reqEditors ...RequestEditorFn) (*OpenWatchStreamResponse, error) {
+	rsp, err := c.OpenWatchStream(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseOpenWatchStreamResponse(rsp)
+}
+
+// AddWatchesWithBodyWithResponse Add watches to a stream
+//
+// Adds up to 1 000 watches to the stream, each with the id its client chose (unique in the
+// stream while it lasts): the stream's events name it, and may come before this answer does.
+// A watch that is not valid refuses the whole request (400, nothing added) — as GET /v1/watch
+// refuses it: at most one of uid, channel (channel_type and channel_id, together), key and
+// prefix, each only with the resources it filters; a cursor only of the same watch. One that cannot
+// start is answered with its error and the others are added: `compacted` (its cursor left
+// retention), `route_not_ready` (its slots are not served on this node now), `rate_limited`
+// (the node's or the stream's watch bound), `conflict` (its id is in use). Each added watch
+// is answered with the cursor it starts from.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/watch/stream/{stream_id} (the `AddWatches` operationId).
+func (c *ClientWithResponses) AddWatchesWithBodyWithResponse(ctx context.Context, streamId StreamID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AddWatchesResponse, error) {
+	rsp, err := c.AddWatchesWithBody(ctx, streamId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAddWatchesResponse(rsp)
+}
+
+// AddWatchesWithResponse Add watches to a stream
+//
+// Adds up to 1 000 watches to the stream, each with the id its client chose (unique in the
+// stream while it lasts): the stream's events name it, and may come before this answer does.
+// A watch that is not valid refuses the whole request (400, nothing added) — as GET /v1/watch
+// refuses it: at most one of uid, channel (channel_type and channel_id, together), key and
+// prefix, each only with the resources it filters; a cursor only of the same watch. One that cannot
+// start is answered with its error and the others are added: `compacted` (its cursor left
+// retention), `route_not_ready` (its slots are not served on this node now), `rate_limited`
+// (the node's or the stream's watch bound), `conflict` (its id is in use). Each added watch
+// is answered with the cursor it starts from.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/watch/stream/{stream_id} (the `AddWatches` operationId).
+func (c *ClientWithResponses) AddWatchesWithResponse(ctx context.Context, streamId StreamID, body AddWatchesJSONRequestBody, reqEditors ...RequestEditorFn) (*AddWatchesResponse, error) {
+	rsp, err := c.AddWatches(ctx, streamId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAddWatchesResponse(rsp)
+}
+
+// CancelWatchWithResponse Cancel a stream's watch
+//
+// Once answered, the stream sends nothing more of the watch (events already on their way
+// may still arrive: a client drops those of the ids it cancelled).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/watch/stream/{stream_id}/{watch_id} (the `CancelWatch` operationId).
+func (c *ClientWithResponses) CancelWatchWithResponse(ctx context.Context, streamId StreamID, watchId uint64, reqEditors ...RequestEditorFn) (*CancelWatchResponse, error) {
+	rsp, err := c.CancelWatch(ctx, streamId, watchId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCancelWatchResponse(rsp)
 }
 
 // ParseDocsResponse parses an HTTP response from a DocsWithResponse call
@@ -64599,6 +65478,312 @@ func ParseWatchResponse(rsp *http.Response) (*WatchResponse, error) {
 		response.Headers503 = &headers
 	case true:
 		var headers WatchResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseOpenWatchStreamResponse parses an HTTP response from a OpenWatchStreamWithResponse call
+func ParseOpenWatchStreamResponse(rsp *http.Response) (*OpenWatchStreamResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &OpenWatchStreamResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest InvalidArgument
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers OpenWatchStreamResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		if values := rsp.Header.Values("X-Accel-Buffering"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Accel-Buffering", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XAccelBuffering = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers OpenWatchStreamResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers OpenWatchStreamResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers OpenWatchStreamResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseAddWatchesResponse parses an HTTP response from a AddWatchesWithResponse call
+func ParseAddWatchesResponse(rsp *http.Response) (*AddWatchesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AddWatchesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest WatchStreamAdded
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest InvalidArgument
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers AddWatchesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers AddWatchesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers AddWatchesResponseDefaultHeaders
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCancelWatchResponse parses an HTTP response from a CancelWatchWithResponse call
+func ParseCancelWatchResponse(rsp *http.Response) (*CancelWatchResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CancelWatchResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest InvalidArgument
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PermissionDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers CancelWatchResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case true:
+		var headers CancelWatchResponseDefaultHeaders
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

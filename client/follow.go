@@ -34,8 +34,13 @@ type FollowOptions struct {
 	// MaxBackoff bounds the wait between attempts (default 5 s; the first
 	// wait is 100 ms, doubling, back to it after an event).
 	MaxBackoff time.Duration
-	// Progress, if set, is called with the cursor of every progress event.
+	// Progress, if set, is called with the cursor of every progress event
+	// (the first: where the watch starts).
 	Progress func(cursor string)
+	// Watcher, if set, carries the follow on its multiplexed stream with
+	// the others it carries (Watcher.Follow); Servers and MaxBackoff are
+	// then the Watcher's.
+	Watcher *Watcher
 }
 
 // WatchError ends Follow when resuming cannot mend what went wrong: the
@@ -61,6 +66,9 @@ func (e *WatchError) Error() string {
 // handle's error, or a *WatchError. Every change is handed to handle once:
 // the server never repeats one after a position.
 func (c *Client) Follow(ctx context.Context, params *WatchParams, opts FollowOptions, handle func(FollowEvent) error) error {
+	if opts.Watcher != nil {
+		return opts.Watcher.Follow(ctx, params, opts, handle)
+	}
 	servers := append([]string{c.Server}, opts.Servers...)
 	maxWait := opts.MaxBackoff
 	if maxWait <= 0 {

@@ -58,9 +58,13 @@ type Config struct {
 	// say (writes to the leader, reads to a replica); nil spreads requests
 	// evenly over Endpoints.
 	Routes *Routes
-	// Watchers is how many watch streams run beside the load
-	// (watchers.go; slotmeta only).
+	// Watchers is how many watches run beside the load (watchers.go;
+	// slotmeta only).
 	Watchers int
+	// WatchStreams, when set, carries the watchers over that many
+	// multiplexed streams per endpoint (client.Watcher); 0 opens a stream
+	// per watcher (GET /v1/watch).
+	WatchStreams int
 	// Batch is how many keys one batch-get (preloaded keys) or batch-put
 	// (new keys) request names.
 	Batch int
@@ -331,6 +335,9 @@ func validate(cfg *Config, be backend) error {
 	if cfg.Watchers < 0 || cfg.Watchers > 100000 || cfg.Watchers > 0 && (cfg.Target != "slotmeta" || cfg.Watchers > cfg.Keys) {
 		return errors.New("-watchers: 0..100000, at most -keys, slotmeta only")
 	}
+	if cfg.WatchStreams < 0 || cfg.WatchStreams > 1000 {
+		return errors.New("-watch-streams: 0..1000")
+	}
 	switch cfg.Client {
 	case "", "raw":
 		cfg.Client = "raw"
@@ -593,6 +600,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Result, error) {
 		if watching, err = startWatchers(wctx, &cfg, cfg.Watchers, measureFrom); err != nil {
 			return nil, err
 		}
+		defer watching.stop()
 		fmt.Fprintf(progress, "%d watchers started in %.1fs\n", cfg.Watchers, time.Since(t0).Seconds())
 	}
 	var wg sync.WaitGroup

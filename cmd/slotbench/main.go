@@ -86,6 +86,7 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&cfg.UIDsPerCall, "uids", 10, "subscribers-add: new uids per call")
 	fs.IntVar(&cfg.Batch, "batch", 100, "batch-get: preloaded keys read per request; batch-put: new keys written per request")
 	fs.IntVar(&cfg.ReadPercent, "read-percent", 90, "mixed: percent of requests that are linearizable reads")
+	fs.IntVar(&cfg.WatchStreams, "watch-streams", 0, "carry the -watchers over this many multiplexed streams per endpoint (GET /v1/watch/stream, client.Watcher); 0: a stream each (GET /v1/watch)")
 	fs.IntVar(&cfg.Watchers, "watchers", 0, "watch streams beside the load, one key each (sbw.RUN.0…; kv-put-watched writes those keys, over -keys of them)")
 	fs.StringVar(&pids, "pids", "", "comma-separated server PIDs: CPU seconds in the run and peak RSS (VmHWM)")
 	fs.DurationVar(&cfg.Idle, "idle", 0, "with -pids: first measure for this long how many cores the servers use with no load from slotbench")

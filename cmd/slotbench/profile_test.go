@@ -122,6 +122,11 @@ func TestProfileInProcess(t *testing.T) {
 	if v, err := strconv.Atoi(os.Getenv("SLOTBENCH_PROFILE_WATCHERS")); err == nil {
 		cfg.Watchers = v
 	}
+	// SLOTBENCH_PROFILE_WATCH_STREAMS=K: the watchers over K multiplexed
+	// streams per node.
+	if v, err := strconv.Atoi(os.Getenv("SLOTBENCH_PROFILE_WATCH_STREAMS")); err == nil {
+		cfg.WatchStreams = v
+	}
 	if v, err := strconv.Atoi(os.Getenv("SLOTBENCH_PROFILE_KEYS")); err == nil {
 		cfg.Keys = v
 	}

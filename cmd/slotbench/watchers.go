@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/slotmeta/slotmeta/client"
 )
 
 // Watchers beside the load (issue 27's target: 1 000 watchers must not
@@ -32,12 +35,16 @@ type watchers struct {
 	delivered   uint64
 	ended       map[string]uint64 // why streams ended early (error events, EOF)
 	wg          sync.WaitGroup
+	close       func() // ends what the watchers hold open (nil: nothing)
 }
 
 // startWatchers opens n streams and waits until each has started; they
 // run until ctx ends.
 func startWatchers(ctx context.Context, cfg *Config, n int, measureFrom time.Time) (*watchers, error) {
 	ws := &watchers{measureFrom: measureFrom, delays: newHist(), ended: map[string]uint64{}}
+	if cfg.WatchStreams > 0 {
+		return ws, ws.startMultiplexed(ctx, cfg, n)
+	}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 0, DisableCompression: true}}
 	started := make(chan error, n)
 	for i := range n {
@@ -67,6 +74,66 @@ func startWatchers(ctx context.Context, cfg *Config, n int, measureFrom time.Tim
 		}
 	}
 	return ws, nil
+}
+
+// startMultiplexed follows n keys over cfg.WatchStreams multiplexed
+// streams per endpoint (client.Watcher), the watchers spread over them,
+// and waits until each watch has started.
+func (ws *watchers) startMultiplexed(ctx context.Context, cfg *Config, n int) error {
+	var muxes []*client.Watcher
+	for _, ep := range cfg.Endpoints {
+		var opts []client.ClientOption
+		if cfg.Token != "" {
+			opts = append(opts, client.WithBearerToken(cfg.Token))
+		}
+		c, err := client.NewClient(ep, opts...)
+		if err != nil {
+			return err
+		}
+		for range cfg.WatchStreams {
+			// Made under the load generator's label: the Watcher's own
+			// goroutines (the stream's reader, its adds) carry it too.
+			pprof.Do(ctx, pprof.Labels("slotbench", "client"), func(context.Context) {
+				muxes = append(muxes, client.NewWatcher(c, client.WatcherOptions{Buffer: 4096}))
+			})
+		}
+	}
+	ws.close = func() {
+		for _, w := range muxes {
+			w.Close()
+		}
+	}
+	started := make(chan struct{}, n)
+	for i := range n {
+		w := muxes[i%len(muxes)]
+		params := &client.WatchParams{Resource: "kv", Key: new(watchKey(cfg.RunID, i))}
+		var once sync.Once
+		opts := client.FollowOptions{Watcher: w, Progress: func(string) { once.Do(func() { started <- struct{}{} }) }}
+		ws.wg.Go(func() {
+			pprof.Do(ctx, pprof.Labels("slotbench", "client"), func(ctx context.Context) {
+				err := w.Follow(ctx, params, opts, func(ev client.FollowEvent) error {
+					if now := time.Now(); now.After(ws.measureFrom) {
+						ws.mu.Lock()
+						ws.delays.record(now.Sub(time.UnixMilli(ev.TimeMs)))
+						ws.delivered++
+						ws.mu.Unlock()
+					}
+					return nil
+				})
+				if ctx.Err() == nil && !errors.Is(err, client.ErrWatcherClosed) {
+					ws.end(err.Error())
+				}
+			})
+		})
+	}
+	for range n {
+		select {
+		case <-started:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
 }
 
 // follow reads one stream; it reports on started once (nil when the
@@ -109,6 +176,13 @@ func (ws *watchers) follow(client *http.Client, req *http.Request, started chan<
 	}
 	if req.Context().Err() == nil {
 		ws.end("EOF")
+	}
+}
+
+// stop ends the watchers' multiplexed streams, if any.
+func (ws *watchers) stop() {
+	if ws.close != nil {
+		ws.close()
 	}
 }
 

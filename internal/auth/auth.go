@@ -97,6 +97,8 @@ func RequiredRole(r *http.Request) Role {
 		return RoleAdmin // recovery reports name keys
 	case r.Method == http.MethodGet || r.Method == http.MethodHead || r.Method == http.MethodOptions:
 		return RoleRead
+	case strings.HasPrefix(p, "/v1/watch/stream/"):
+		return RoleRead // adding a watch to a stream, or cancelling one, reads
 	case strings.HasPrefix(p, "/v1/batch/") && strings.HasSuffix(p, "/get"):
 		return RoleRead // batch reads take their keys in a body
 	case strings.HasPrefix(p, "/v1/cluster"):

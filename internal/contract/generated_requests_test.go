@@ -46,6 +46,7 @@ func mutatingCluster(method, path string) bool {
 var semanticRule = map[string]*regexp.Regexp{
 	"POST /v1/channels/{channel_type}/{channel_id}/migrations/{task_id}/advance": regexp.MustCompile(`phase: must come after expected_phase`),
 	"POST /v1/channels/{channel_type}/{channel_id}/runtime":                      regexp.MustCompile(`must be one of replicas|must be a subset of replicas|must hold 1 to len\(replicas\)|must be 1 to len\(replicas\)`),
+	"POST /v1/watch/stream/{stream_id}":                                          regexp.MustCompile(`at most one of|filters resources of|filter kv only|a channel filter needs|cursor: |covers other hash slots`),
 	"PUT /v1/channels/{channel_type}/{channel_id}/runtime":                       regexp.MustCompile(`must be one of replicas|must be a subset of replicas|must hold 1 to len\(replicas\)|must be 1 to len\(replicas\)`),
 }
 

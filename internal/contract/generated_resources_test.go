@@ -41,6 +41,7 @@ func TestGeneratedClientResources(t *testing.T) {
 	t.Run("channel-migrations", func(t *testing.T) { genChannelMigrations(t, c) })
 	t.Run("message-events", func(t *testing.T) { genMessageEvents(t, c) })
 	t.Run("watch", func(t *testing.T) { genWatch(t, c) })
+	t.Run("watch-stream", func(t *testing.T) { genWatchStream(t, c) })
 
 	// Every operation of these groups went through the generated client: a
 	// new one needs its step here. (TestGeneratedClient has users and kv (its listing, the batch read of kv),

@@ -37,9 +37,13 @@ func genWatchOpen(t *testing.T, c *client.ClientWithResponses, p *client.WatchPa
 	return testutil.SSEEvents(resp.Body)
 }
 
-// genWatchEventSchemas are the schemas of the stream's event data by event
-// name: the operation's x-events, resolved in the loaded spec.
-var genWatchEventSchemas = sync.OnceValues(func() (map[string]*openapi3.Schema, error) {
+// genWatchEventSchemas are the schemas of GET /v1/watch's event data by
+// event name.
+var genWatchEventSchemas = sync.OnceValues(func() (map[string]*openapi3.Schema, error) { return genEventSchemas("/v1/watch") })
+
+// genEventSchemas are the schemas of a stream's event data by event name:
+// the GET operation's x-events at path, resolved in the loaded spec.
+func genEventSchemas(path string) (map[string]*openapi3.Schema, error) {
 	raw, err := loadRawSpec()
 	if err != nil {
 		return nil, err
@@ -48,7 +52,7 @@ var genWatchEventSchemas = sync.OnceValues(func() (map[string]*openapi3.Schema, 
 	if err != nil {
 		return nil, err
 	}
-	mt := s.doc.Paths.Find("/v1/watch").Get.Responses.Status(http.StatusOK).Value.Content.Get("text/event-stream")
+	mt := s.doc.Paths.Find(path).Get.Responses.Status(http.StatusOK).Value.Content.Get("text/event-stream")
 	events, _ := mt.Extensions["x-events"].(map[string]any)
 	out := map[string]*openapi3.Schema{}
 	for name, v := range events {
@@ -60,18 +64,24 @@ var genWatchEventSchemas = sync.OnceValues(func() (map[string]*openapi3.Schema, 
 		out[name] = sr.Value
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("the watch's 200 text/event-stream has no x-events")
+		return nil, fmt.Errorf("the 200 text/event-stream of %s has no x-events", path)
 	}
 	return out, nil
-})
+}
 
-// genCheckEventData checks an event's data against its schema in the spec.
+// genCheckEventData checks an event of GET /v1/watch against its schema.
 func genCheckEventData(t *testing.T, ev testutil.SSEEvent) {
 	t.Helper()
 	schemas, err := genWatchEventSchemas()
 	if err != nil {
 		t.Fatal(err)
 	}
+	genCheckEventDataOf(t, schemas, ev)
+}
+
+// genCheckEventDataOf checks an event's data against its schema in schemas.
+func genCheckEventDataOf(t *testing.T, schemas map[string]*openapi3.Schema, ev testutil.SSEEvent) {
+	t.Helper()
 	schema := schemas[ev.Event]
 	if schema == nil {
 		t.Fatalf("event %q: the spec's x-events does not name it", ev.Event)

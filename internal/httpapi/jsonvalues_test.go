@@ -26,7 +26,7 @@ var bodyRoutes = [][2]string{
 	{"POST", "/v1/channels/2/c1/runtime"}, {"PUT", "/v1/channels/2/c1/runtime"}, {"POST", "/v1/channels/2/c1/runtime/retention"},
 	{"POST", "/v1/channels/2/c1/migrations"}, {"POST", "/v1/channels/2/c1/migrations/1/advance"}, {"POST", "/v1/channels/2/c1/migrations/1/abort"},
 	{"POST", "/v1/channels/2/c1/events"}, {"PUT", "/v1/users/u1/devices/1"}, {"PUT", "/v1/users/u1/plugins/p1"},
-	{"POST", "/v1/channels"}, {"PUT", "/v1/channels/2/c1"},
+	{"POST", "/v1/channels"}, {"PUT", "/v1/channels/2/c1"}, {"POST", "/v1/watch/stream/0123456789abcdef0123456789abcdef"},
 	{"POST", "/v1/channels/2/c1/subscribers"}, {"POST", "/v1/channels/2/c1/subscribers/remove"},
 	{"POST", "/v1/channels/2/c1/denylist"}, {"POST", "/v1/channels/2/c1/denylist/remove"},
 	{"POST", "/v1/channels/2/c1/allowlist"}, {"POST", "/v1/channels/2/c1/allowlist/remove"},

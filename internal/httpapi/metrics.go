@@ -21,6 +21,7 @@ type metrics struct {
 	// (slow_consumer, compacted, route_not_ready, …): an operator sees a
 	// watcher cut, not only the watcher.
 	watchStreams prometheus.Gauge
+	watchMuxed   prometheus.Gauge // the watches multiplexed streams carry
 	watchEvents  *prometheus.CounterVec
 	watchEnds    *prometheus.CounterVec
 }
@@ -49,7 +50,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	})
 	watchStreams := prometheus.NewGauge(prometheus.GaugeOpts{
 		Namespace: "slotmeta", Subsystem: "watch", Name: "streams",
-		Help: "Watch streams (GET /v1/watch) being served.",
+		Help: "Watch streams (GET /v1/watch and GET /v1/watch/stream) being served.",
+	})
+	watchMuxed := prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: "slotmeta", Subsystem: "watch", Name: "stream_watches",
+		Help: "Watches carried by the multiplexed watch streams (GET /v1/watch/stream).",
 	})
 	watchEvents := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "slotmeta", Subsystem: "watch", Name: "events_total",
@@ -57,11 +62,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}, []string{"event"})
 	watchEnds := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "slotmeta", Subsystem: "watch", Name: "ended_total",
-		Help: "Watch streams ended by an error event, by its code (slow_consumer, compacted, route_not_ready, …).",
+		Help: "Watches ended by an error event, by its code (slow_consumer, compacted, route_not_ready, …).",
 	}, []string{"code"})
 	m := &metrics{}
 	var err error
 	if m.watchStreams, err = register(reg, watchStreams); err != nil {
+		return nil, err
+	}
+	if m.watchMuxed, err = register(reg, watchMuxed); err != nil {
 		return nil, err
 	}
 	if m.watchEvents, err = register(reg, watchEvents); err != nil {

@@ -28,6 +28,8 @@ type api struct {
 	security func() slotstore.SecurityStatus
 	// stopping ends the watch streams (Config.Stopping; nil: never).
 	stopping <-chan struct{}
+	// streams are the multiplexed watch streams this node serves.
+	streams *muxStreams
 }
 
 // New returns the HTTP handler of one node's API. It registers its metrics on
@@ -43,7 +45,7 @@ func New(cfg Config) (http.Handler, error) {
 		return nil, err
 	}
 	a := &api{be: cfg.Backend, op: cfg.Backend.Operator(), log: cfg.Logger, maxBody: cfg.MaxBodyBytes, auth: cfg.Auth, limiter: cfg.Limiter,
-		audit: cfg.Audit, metrics: m, security: cfg.Security, stopping: cfg.Stopping}
+		audit: cfg.Audit, metrics: m, security: cfg.Security, stopping: cfg.Stopping, streams: &muxStreams{}}
 
 	r := chi.NewRouter()
 	r.Use(m.instrument, a.recoverPanics, a.validText, a.authenticate, withDeadline(cfg.RequestTimeout), routeOnEscapedPath, middleware.GetHead)
@@ -101,6 +103,9 @@ func (a *api) mountV1(r chi.Router) {
 	cluster, balancer, groups, tasks, backups := clusterRoutes{a}, balancerRoutes{a}, groupRoutes{a}, taskRoutes{a}, backupRoutes{a}
 
 	r.Get("/watch", a.handle(a.watchStream))
+	r.Get("/watch/stream", a.handle(a.openMux))
+	r.Post("/watch/stream/{stream_id}", a.handle(a.addToMux))
+	r.Delete("/watch/stream/{stream_id}/{watch_id}", a.handle(a.cancelInMux))
 	r.Post("/batch/kv/get", a.handle(kv.batchGetKV))
 	r.Post("/batch/kv/write", a.handle(kv.batchWriteKV))
 	r.Post("/batch/users/get", a.handle(users.batchGetUsers))

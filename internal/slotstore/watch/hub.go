@@ -83,6 +83,12 @@ func NewHub(cfg Config) (*Hub, error) {
 // now on; want (nil: every record) keeps it asleep for what it does not
 // want.
 func (h *Hub) Subscribe(slots []slotstore.HashSlot, want Filter) (*Sub, error) {
+	return h.subscribe(slots, want, nil, nil)
+}
+
+// subscribe is Subscribe; with a bell, the subscriber rings it for owner
+// instead of signalling its own channel.
+func (h *Hub) subscribe(slots []slotstore.HashSlot, want Filter, bell *Bell, owner *Stream) (*Sub, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
@@ -91,7 +97,10 @@ func (h *Hub) Subscribe(slots []slotstore.HashSlot, want Filter) (*Sub, error) {
 	if len(h.all) >= h.cfg.MaxSubscribers {
 		return nil, ErrTooManyWatchers
 	}
-	s := &Sub{hub: h, slots: slots, want: want, limit: h.cfg.Buffer, ready: make(chan struct{}, 1)}
+	s := &Sub{hub: h, slots: slots, want: want, limit: h.cfg.Buffer, bell: bell, owner: owner}
+	if bell == nil {
+		s.ready = make(chan struct{}, 1)
+	}
 	for _, slot := range slots {
 		if !slot.Valid() {
 			continue
@@ -166,7 +175,10 @@ type Sub struct {
 	slots []slotstore.HashSlot
 	want  Filter // nil: everything
 	limit int
-	ready chan struct{} // a signal: records or an end are waiting
+	ready chan struct{} // a signal: records or an end are waiting (nil with a bell)
+	bell  *Bell         // rung for owner instead, when the reader reads many
+	owner *Stream
+	rung  bool // on bell's list now (guarded by bell.mu)
 
 	mu      sync.Mutex
 	pending []Record
@@ -188,10 +200,7 @@ func (s *Sub) push(recs []Record) {
 		s.pending = append(s.pending, recs...)
 	}
 	s.mu.Unlock()
-	select {
-	case s.ready <- struct{}{}:
-	default:
-	}
+	s.signal()
 }
 
 // skip queues a marker that slot's records from to to were not wanted,
@@ -213,15 +222,18 @@ func (s *Sub) skip(slot slotstore.HashSlot, from, to uint64) {
 	}
 	s.mu.Unlock()
 	if wake {
-		select {
-		case s.ready <- struct{}{}:
-		default:
-		}
+		s.signal()
 	}
 }
 
-// Ready is signalled when Take has something to return.
-func (s *Sub) Ready() <-chan struct{} { return s.ready }
+// Ready is signalled when Take has something to return (the bell's
+// channel when the subscriber shares one).
+func (s *Sub) Ready() <-chan struct{} {
+	if s.bell != nil {
+		return s.bell.ch
+	}
+	return s.ready
+}
 
 // Take returns the records queued so far (nil if none), or the error that
 // ended the subscriber. Records queued before a cut are not returned: the
@@ -254,6 +266,15 @@ func (s *Sub) end(err error) {
 	}
 	s.pending = nil
 	s.mu.Unlock()
+	s.signal()
+}
+
+// signal wakes the reader: its own channel, or the bell it shares.
+func (s *Sub) signal() {
+	if s.bell != nil {
+		s.bell.ring(s)
+		return
+	}
 	select {
 	case s.ready <- struct{}{}:
 	default:

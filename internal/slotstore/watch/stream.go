@@ -95,11 +95,18 @@ type Stream struct {
 // Every covered slot is first read from the Log: the store may hold
 // records past the position.
 func Open(h *Hub, log Log, from Cursor, want Filter) (*Stream, error) {
-	sub, err := h.Subscribe(from.Slots(), want)
+	return OpenRinging(h, log, from, want, nil)
+}
+
+// OpenRinging is Open for a reader of many streams: the stream rings bell
+// (nil: a channel of its own, Ready) when it has something to deliver.
+func OpenRinging(h *Hub, log Log, from Cursor, want Filter, bell *Bell) (*Stream, error) {
+	st := &Stream{log: log, cur: from, limit: h.cfg.Buffer}
+	sub, err := h.subscribe(from.Slots(), want, bell, st)
 	if err != nil {
 		return nil, err
 	}
-	st := &Stream{sub: sub, log: log, cur: from, limit: h.cfg.Buffer}
+	st.sub = sub
 	for _, s := range from.Slots() {
 		st.behind[s] = true
 	}
