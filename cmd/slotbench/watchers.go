@@ -94,7 +94,7 @@ func (ws *watchers) startMultiplexed(ctx context.Context, cfg *Config, n int) er
 			// Made under the load generator's label: the Watcher's own
 			// goroutines (the stream's reader, its adds) carry it too.
 			pprof.Do(ctx, pprof.Labels("slotbench", "client"), func(context.Context) {
-				muxes = append(muxes, client.NewWatcher(c, client.WatcherOptions{Buffer: 4096}))
+				muxes = append(muxes, client.NewWatcher(c, client.WatcherOptions{}))
 			})
 		}
 	}

@@ -265,7 +265,7 @@ func Start(cfg Config) (*Node, error) {
 	n.digests = digests.New(digests.Config{BytesPerSecond: cfg.CheckBytesPerSecond, Logger: cfg.Logger})
 	n.replicas = replicas.New(replicas.Config{Check: n.digests.Start, FenceMarks: filepath.Join(cfg.DataDir, "replica-fences"), NodeID: cfg.NodeID, NH: nh, DB: db, Router: n.router, ShardConfig: n.shardConfig,
 		Proposer: cfg.Proposer, RequestTimeout: cfg.RequestTimeout, Controller: n.ctrl.Load,
-		Changes: func(_ slotstore.GroupID, recs []watch.Record) { n.hub.Publish(recs) }, WatchRecords: cfg.WatchRecords, WatchAge: cfg.WatchAge,
+		Changes: n.hub, WatchRecords: cfg.WatchRecords, WatchAge: cfg.WatchAge,
 		Applied: n.metrics.applied, Batches: n.metrics.batchObserver, DroppedProposal: n.metrics.droppedProposal,
 		Logger: cfg.Logger, Settle: 4 * cfg.electionTimeout(), AwayGrace: 2 * cfg.electionTimeout(),
 		LeaseDuration: leaseReads, LeaseHold: 10 * cfg.electionTimeout(),

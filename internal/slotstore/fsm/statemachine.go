@@ -70,10 +70,9 @@ type Config struct {
 	// applied index and how long the Update took (for metrics). It must not
 	// block.
 	OnApplied func(g slotstore.GroupID, index uint64, took time.Duration)
-	// OnChanges, if set, is called after each committed Update with the
-	// changes it numbered (watchlog.go), in sequence order per slot. It
-	// must not block; it may keep the records.
-	OnChanges func(g slotstore.GroupID, recs []watch.Record)
+	// Changes, if set, is handed the changes each committed Update
+	// numbered (watchlog.go), in sequence order per slot.
+	Changes watch.Publisher
 	// WatchRecords and WatchAge bound the change log each hash slot keeps
 	// (defaults DefaultWatchRecords, DefaultWatchAge). Like DedupCapacity
 	// they decide which rows exist: every replica of a group must use the
@@ -349,7 +348,7 @@ func (s *StateMachine) applyRun(entries []sm.Entry) (int, []uint64, int64, error
 		s.cfg.OnApplied(g, last, time.Since(start))
 	}
 	if len(a.changes) > 0 {
-		s.cfg.OnChanges(g, a.changes)
+		s.cfg.Changes.Publish(a.changes)
 	}
 	return n, a.checks, a.checkAtMs, nil
 }

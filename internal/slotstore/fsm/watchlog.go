@@ -19,7 +19,7 @@ import (
 // delete of a watched row in a slot the group owns, and every clear of a
 // watched list, gets the slot's next sequence and a record in the slot's
 // change log, written in the Update's batch beside the change; the records
-// are handed to Config.OnChanges once the batch is committed. Rows a
+// are handed to Config.Changes once the batch is committed. Rows a
 // migration or live move imports land in a slot the group does not own
 // yet: they are copied as they are (the source's records among them),
 // never numbered again, so a slot's sequence continues wherever it goes.
@@ -117,7 +117,7 @@ func (a *applier) record(hs slotstore.HashSlot, ch meta.Change) {
 	ch.Batch, ch.TimeMs = a.batch, a.timeMs
 	a.put(meta.WatchKey(g, hs, h.Last), meta.EncodeChange(&ch))
 	a.trimChanges(hs, h)
-	if a.sm.cfg.OnChanges != nil {
+	if a.sm.cfg.Changes != nil {
 		a.changes = append(a.changes, watch.Record{Slot: hs, Seq: h.Last, Batch: ch.Batch, TimeMs: ch.TimeMs,
 			Kind: ch.Kind, Table: ch.Table, Key: ch.Key, Value: ch.Value, Prev: ch.Prev})
 	}

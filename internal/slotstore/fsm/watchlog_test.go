@@ -16,7 +16,7 @@ import (
 	"github.com/slotmeta/slotmeta/internal/slotstore/watch"
 )
 
-// published collects what a state machine hands to OnChanges, and checks
+// published collects what a state machine hands to Config.Changes, and checks
 // that every record was committed before it was handed on.
 type published struct {
 	mu   sync.Mutex
@@ -25,7 +25,7 @@ type published struct {
 	errs []string
 }
 
-func (p *published) on(_ slotstore.GroupID, recs []watch.Record) {
+func (p *published) Publish(recs []watch.Record) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, r := range recs {
@@ -52,7 +52,7 @@ func (p *published) take(t *testing.T) []watch.Record {
 func watchedSM(t *testing.T, db *store.DB, g slotstore.GroupID, genesis []slotstore.HashSlot, mod ...func(*fsm.Config)) (*fsm.StateMachine, *published) {
 	t.Helper()
 	p := &published{}
-	s := newSM(t, db, g, genesis, append([]func(*fsm.Config){func(c *fsm.Config) { c.OnChanges = p.on }}, mod...)...)
+	s := newSM(t, db, g, genesis, append([]func(*fsm.Config){func(c *fsm.Config) { c.Changes = p }}, mod...)...)
 	p.sm = s
 	return s, p
 }

@@ -99,8 +99,8 @@ type Config struct {
 	// Controller is the node's copy of the controller state.
 	Controller func() *controller.State
 	// Changes receives the changes each replica numbered, once committed
-	// (fsm.Config.OnChanges: it must not block).
-	Changes func(g slotstore.GroupID, recs []watch.Record)
+	// (fsm.Config.Changes).
+	Changes watch.Publisher
 	// Check receives a store snapshot for each state check a replica
 	// applies (fsm.Config.OnCheck: it owns the snapshot, must not block).
 	Check func(g slotstore.GroupID, index uint64, ids []uint64, atMs int64, snap *pebble.Snapshot)
@@ -349,7 +349,7 @@ func (s *Set) Start(st *controller.State, grp *controller.Group, replica uint64,
 	genesis := st.GenesisSlots(g)
 	create := func(uint64, uint64) sm.IOnDiskStateMachine {
 		m := fsm.New(fsm.Config{Group: g, DB: s.cfg.DB, Genesis: genesis, OnApplied: s.cfg.Applied,
-			OnChanges: s.cfg.Changes, OnCheck: s.cfg.Check, WatchRecords: s.cfg.WatchRecords, WatchAge: s.cfg.WatchAge})
+			Changes: s.cfg.Changes, OnCheck: s.cfg.Check, WatchRecords: s.cfg.WatchRecords, WatchAge: s.cfg.WatchAge})
 		r.sm.Store(m)
 		return m
 	}

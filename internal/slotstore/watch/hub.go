@@ -52,6 +52,14 @@ var (
 	ErrClosed = errors.New("watch: closed")
 )
 
+// Publisher takes the records of each committed batch of a node's
+// replicas: the one way changes go from the state machines that number
+// them to the watchers (fsm.Config.Changes, replicas.Config.Changes; the
+// node's Hub). Publish must not block; it may keep the records.
+type Publisher interface {
+	Publish(recs []Record)
+}
+
 // Hub hands the records a node's replicas publish to the subscribers of
 // their hash slots.
 type Hub struct {
