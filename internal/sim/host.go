@@ -59,6 +59,7 @@ func (h host) TransferHere(_ context.Context, g slotstore.GroupID, target slotst
 }
 
 func (h host) Wake([]slotstore.GroupID, slotstore.NodeID) {} // no group quiesces here
+func (h host) WakeOn(slotstore.GroupID, slotstore.NodeID) {}
 
 func (h host) ControllerMembers(context.Context) (voters, nonVoting []slotstore.NodeID, err error) {
 	h.r.w.mu.Lock()

@@ -63,6 +63,10 @@ func (h leaderHost) Wake(groups []slotstore.GroupID, skip slotstore.NodeID) {
 	h.n.wakes.enqueue(wakeReq{groups: groups, skip: skip})
 }
 
+func (h leaderHost) WakeOn(g slotstore.GroupID, node slotstore.NodeID) {
+	h.n.wakes.enqueue(wakeReq{groups: []slotstore.GroupID{g}, only: node})
+}
+
 func (h leaderHost) Membership(ctx context.Context, req tasks.MembershipRequest) (tasks.Membership, error) {
 	return h.n.membership(ctx, req)
 }

@@ -76,6 +76,7 @@ type waker struct {
 type wakeReq struct {
 	groups []slotstore.GroupID
 	skip   slotstore.NodeID // a node not to ask (the unreachable leader's)
+	only   slotstore.NodeID // the one node to ask (0: every desired peer)
 }
 
 func newWaker(w *waker) *waker {
@@ -127,7 +128,7 @@ func (w *waker) enqueue(r wakeReq) {
 		return
 	}
 	select {
-	case w.q <- wakeReq{groups: due, skip: r.skip}:
+	case w.q <- wakeReq{groups: due, skip: r.skip, only: r.only}:
 	default:
 		w.dropped.Add(1)
 		return
@@ -151,10 +152,14 @@ func (w *waker) run(stop <-chan struct{}) {
 		case <-stop:
 			return
 		case r := <-w.q:
-			for _, g := range r.groups {
-				w.local(g)
+			if r.only == 0 || r.only == w.self {
+				for _, g := range r.groups {
+					w.local(g)
+				}
 			}
-			w.wakePeers(r.groups, r.skip)
+			if r.only != w.self {
+				w.wakePeers(r.groups, r.skip, r.only)
+			}
 		}
 	}
 }
@@ -170,16 +175,16 @@ func (w *waker) local(g slotstore.GroupID) {
 	}
 }
 
-// wakePeers asks the other desired peers of groups to wake their replicas:
-// one request per peer node for all of its groups, all at once, each
-// bounded by wakeTimeout.
-func (w *waker) wakePeers(groups []slotstore.GroupID, skip slotstore.NodeID) {
+// wakePeers asks the other desired peers of groups (only that one, if
+// set) to wake their replicas: one request per peer node for all of its
+// groups, all at once, each bounded by wakeTimeout.
+func (w *waker) wakePeers(groups []slotstore.GroupID, skip, only slotstore.NodeID) {
 	st := w.ctrl()
 	byPeer := map[slotstore.NodeID][]slotstore.GroupID{}
 	for _, g := range groups {
 		if grp, ok := st.Groups[g]; ok {
 			for _, id := range grp.PeerNodes() {
-				if id != w.self && id != skip && len(byPeer[id]) < maxWakeBatch {
+				if id != w.self && id != skip && (only == 0 || id == only) && len(byPeer[id]) < maxWakeBatch {
 					byPeer[id] = append(byPeer[id], g)
 				}
 			}

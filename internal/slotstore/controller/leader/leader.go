@@ -44,6 +44,9 @@ type Host interface {
 	TransferHere(ctx context.Context, g slotstore.GroupID, target slotstore.NodeID) (slotstore.NodeID, uint64, error)
 	// Wake wakes quiesced groups (skip: a node not to ask).
 	Wake(groups []slotstore.GroupID, skip slotstore.NodeID)
+	// WakeOn wakes group g's replica on node alone (its leader's, say,
+	// without waking followers that would campaign).
+	WakeOn(g slotstore.GroupID, node slotstore.NodeID)
 	// ControllerMembers is the controller group's membership: its voters
 	// and non-voting members. PromoteController makes non-voting member
 	// id a voter (voters.go).
@@ -261,6 +264,11 @@ func (t taskNode) Advance(ctx context.Context, a controller.AdvanceTask) error {
 	return err
 }
 func (t taskNode) Record(d slotstore.Decision) { t.l.record(d) }
+func (t taskNode) WakeLeader(g slotstore.GroupID, leader slotstore.NodeID) {
+	if !t.l.cfg.DisableQuiesce {
+		t.l.cfg.Host.WakeOn(g, leader)
+	}
+}
 func (t taskNode) RetireGroup(ctx context.Context, g slotstore.GroupID) error {
 	_, err := t.l.cfg.Host.Propose(ctx, controller.Command{RetireGroup: &controller.RetireGroup{Group: g}})
 	return err

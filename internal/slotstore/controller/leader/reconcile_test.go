@@ -59,6 +59,7 @@ func (h *fakeHost) ControllerLeader() slotstore.NodeID          { return h.self 
 func (h *fakeHost) Status(context.Context) slotstore.NodeStatus { return slotstore.NodeStatus{} }
 func (h *fakeHost) PeerAddr(slotstore.NodeID) string            { return "" }
 func (h *fakeHost) Wake([]slotstore.GroupID, slotstore.NodeID)  {}
+func (h *fakeHost) WakeOn(slotstore.GroupID, slotstore.NodeID)  {}
 
 func (h *fakeHost) ControllerMembers(context.Context) (voters, nonVoting []slotstore.NodeID, err error) {
 	h.mu.Lock()

@@ -38,6 +38,9 @@ type Node interface {
 	// RetireGroup removes an empty group from the controller state (a
 	// group already retired is no error).
 	RetireGroup(ctx context.Context, g slotstore.GroupID) error
+	// WakeLeader wakes g's replica on its leader's node, should the group
+	// be quiesced (never waits; a no-op when nothing is quiesced).
+	WakeLeader(g slotstore.GroupID, leader slotstore.NodeID)
 }
 
 // Config tunes an executor.
@@ -56,11 +59,14 @@ type Executor struct {
 	cfg Config
 
 	mu        sync.Mutex
-	stuckOnce map[uint64]string // task → the phase whose being stuck was recorded
+	stuckOnce map[uint64]string      // task → the phase whose being stuck was recorded
+	learners  map[uint64]learnerMark // task → its learner's log as last seen (replicamove.go)
 }
 
 // New returns an executor.
-func New(cfg Config) *Executor { return &Executor{cfg: cfg, stuckOnce: map[uint64]string{}} }
+func New(cfg Config) *Executor {
+	return &Executor{cfg: cfg, stuckOnce: map[uint64]string{}, learners: map[uint64]learnerMark{}}
+}
 
 // stuck records, once per task phase and attempt, that t is stuck past the
 // phase timeout in a phase it cannot fail or abort from — it is retried
@@ -75,16 +81,23 @@ func (e *Executor) stuck(t controller.Task, err error) {
 	e.mu.Lock()
 	seen := e.stuckOnce[t.ID] == key
 	e.stuckOnce[t.ID] = key
-	for id := range e.stuckOnce { // bounded by the tasks that run
-		if cur, ok := e.cfg.Node.Controller().Tasks[id]; !ok || cur.Status != controller.TaskRunning && cur.Status != controller.TaskCancelling {
-			delete(e.stuckOnce, id)
-		}
-	}
+	forgetEnded(e, e.stuckOnce)
 	e.mu.Unlock()
 	if !seen {
 		e.cfg.Node.Record(slotstore.Decision{Group: t.Group, Kind: slotstore.DecisionTask,
 			Reason: slotstore.Reason(string(t.Kind) + ":" + string(t.Phase) + "→stuck"),
 			Detail: fmt.Sprintf("task %d stuck in phase %s for more than %v, retried until it completes: %v", t.ID, t.Phase, e.cfg.PhaseTimeout, err)})
+	}
+}
+
+// forgetEnded drops the entries of tasks that no longer run from m (its
+// caller holds mu): the executor's memories are bounded by the tasks that
+// run.
+func forgetEnded[V any](e *Executor, m map[uint64]V) {
+	for id := range m {
+		if cur, ok := e.cfg.Node.Controller().Tasks[id]; !ok || cur.Status != controller.TaskRunning && cur.Status != controller.TaskCancelling {
+			delete(m, id)
+		}
 	}
 }
 

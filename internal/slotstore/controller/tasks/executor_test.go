@@ -55,6 +55,8 @@ func (n *commitNode) Advance(_ context.Context, a controller.AdvanceTask) error 
 
 func (n *commitNode) Record(d slotstore.Decision) { n.decisions = append(n.decisions, d) }
 
+func (n *commitNode) WakeLeader(slotstore.GroupID, slotstore.NodeID) {}
+
 // TestMoveAtCommitIsNeverFailed: a replica move past its point of
 // cancelling — remove_old, whose removal may have been applied, and commit,
 // where Raft already has the new voter and not the old one — whose step
@@ -316,5 +318,70 @@ func TestCatchUpReceivingASnapshotIsProgress(t *testing.T) {
 	}
 	if task.Status != controller.TaskFailed {
 		t.Fatalf("32 phase timeouts after the learner's addition, still %s (%s)", task.Status, task.Error)
+	}
+}
+
+// stalledLearnerNode is a fake of the executor's node for a replica move's
+// catch-up whose learner on node 4 has logged log of the leader's 24
+// (leader on node 1); it counts the wakes of the leader.
+type stalledLearnerNode struct {
+	commitNode
+	log   uint64
+	wakes []slotstore.NodeID
+}
+
+func (n *stalledLearnerNode) Observe(context.Context) {}
+
+func (n *stalledLearnerNode) Group(context.Context, slotstore.GroupID) (slotstore.GroupView, error) {
+	return slotstore.GroupView{ID: 1, Leader: 1, Replicas: []slotstore.ReplicaView{
+		{Node: 1, ReplicaID: 1, AppliedIndex: 19, LogLast: 24},
+		{Node: 4, ReplicaID: 4, LogLast: n.log, Lag: 19 - min(n.log, 19)},
+	}}, nil
+}
+
+func (n *stalledLearnerNode) WakeLeader(g slotstore.GroupID, leader slotstore.NodeID) {
+	n.wakes = append(n.wakes, leader)
+}
+
+// TestAStalledLearnerWakesItsLeader: a learner behind its leader that logs
+// nothing new for learnerStallWake has its group's leader woken (a lost
+// first append is resent only after a heartbeat, which a quiesced group
+// does not send) — once per stall, not every step; a learner whose log
+// grows is not a stall.
+func TestAStalledLearnerWakesItsLeader(t *testing.T) {
+	now := time.UnixMilli(1_000_000)
+	task := &controller.Task{ID: 7, Kind: controller.TaskReplicaMove, Group: 1, From: 3, To: 4, OldReplicaID: 3, NewReplicaID: 4,
+		Phase: controller.PhaseCatchUp, Status: controller.TaskRunning, Attempt: 1, UpdatedAtMs: now.UnixMilli()}
+	n := &stalledLearnerNode{commitNode: commitNode{st: &controller.State{Tasks: map[uint64]*controller.Task{7: task}}}}
+	e := New(Config{Node: n, PhaseTimeout: time.Minute, ActiveWithin: 5 * time.Second, MaxLag: 2, Now: func() time.Time { return now },
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	step := func() {
+		e.Once(context.Background(), []controller.Task{*task})
+		now = now.Add(time.Second)
+	}
+	for range 3 { // 0 s, 1 s, 2 s: not yet a stall
+		step()
+	}
+	if len(n.wakes) != 0 {
+		t.Fatalf("woken within %v: %v", learnerStallWake, n.wakes)
+	}
+	step() // 3 s
+	if len(n.wakes) != 1 || n.wakes[0] != 1 {
+		t.Fatalf("after %v of nothing logged: wakes %v, want node 1 once", learnerStallWake, n.wakes)
+	}
+	step()
+	step()
+	if len(n.wakes) != 1 {
+		t.Fatalf("woken again within %v of the last wake: %v", learnerStallWake, n.wakes)
+	}
+	for range 5 { // from 6 s, when it would be woken again, the log grows every step
+		n.log += 2
+		step()
+	}
+	if len(n.wakes) != 1 {
+		t.Fatalf("wakes %v while the log grew", n.wakes)
+	}
+	if task.Phase != controller.PhaseCatchUp || task.Status != controller.TaskRunning {
+		t.Fatalf("the move: %s %s", task.Phase, task.Status)
 	}
 }

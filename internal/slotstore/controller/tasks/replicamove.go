@@ -73,6 +73,9 @@ func (e *Executor) moveStep(ctx context.Context, t controller.Task) error {
 				return e.cfg.Node.Advance(ctx, controller.AdvanceTask{ID: t.ID, ExpectedPhase: t.Phase, SnapshotBytes: r.SnapshotBytes,
 					Error: fmt.Sprintf("learner on node %d is receiving a snapshot: %d bytes so far", t.To, r.SnapshotBytes)})
 			}
+			if fresh && leaderSeen && r.LogLast < leaderLog {
+				e.nudge(t, r.LogLast, v.Leader)
+			}
 			return fmt.Errorf("learner on node %d has applied %d of %d and logged %d of %d (reported %dms ago)",
 				t.To, r.AppliedIndex, leaderApplied, r.LogLast, leaderLog, r.ReportAgeMs)
 		}
@@ -119,6 +122,45 @@ func (e *Executor) moveStep(ctx context.Context, t controller.Task) error {
 		return e.advance(ctx, t, controller.PhaseDone, "", "", m.Record(t.Phase, "desired peers committed, config epoch +1"))
 	}
 	return nil
+}
+
+// learnerStallWake is how long a learner behind its leader may log
+// nothing before its group's leader is woken (nudge).
+const learnerStallWake = 3 * time.Second
+
+// learnerMark is a learner's log as a catch-up step last saw it grow.
+type learnerMark struct {
+	log   uint64
+	since time.Time
+}
+
+// nudge wakes the group leader's replica when t's learner, behind it, has
+// logged nothing new for learnerStallWake. A leader sends a new remote one
+// append and then waits (dragonboat's probe state) for the answer to a
+// heartbeat before it sends again; if that append was lost — it reached
+// the learner's node before that node started the replica (a message for a
+// shard it does not run is dropped), or went out on a connection that had
+// gone stale after a restart — only the next heartbeat resumes it, and a
+// quiesced group sends none: the move stalled until its phase timed out
+// (TestOpsScripts in CI, twice: a learner logged nothing for 100 s). A woken leader
+// ticks again, its heartbeat reaches the learner, and the answer resumes
+// the appends (dragonboat raft.go handleLeaderHeartbeatResp). Only the
+// leader's node is asked: woken followers would campaign.
+func (e *Executor) nudge(t controller.Task, log uint64, leader slotstore.NodeID) {
+	now := e.cfg.Now()
+	e.mu.Lock()
+	m, ok := e.learners[t.ID]
+	wake := ok && m.log == log && now.Sub(m.since) >= learnerStallWake
+	if !ok || m.log != log || wake {
+		e.learners[t.ID] = learnerMark{log: log, since: now}
+	}
+	forgetEnded(e, e.learners)
+	e.mu.Unlock()
+	if wake && leader != 0 {
+		e.cfg.Logger.Info("waking a group's leader: its learner logged nothing new", "task", t.ID, "group", t.Group,
+			"leader", leader, "learner_node", t.To, "logged", log, "for", learnerStallWake)
+		e.cfg.Node.WakeLeader(t.Group, leader)
+	}
 }
 
 // catchUpPhaseTimeouts bounds a replica move's catch-up that receives a
