@@ -6,13 +6,13 @@ import (
 	"io"
 
 	"github.com/slotmeta/slotmeta/internal/slotstore"
-	"github.com/slotmeta/slotmeta/internal/slotstore/backups"
+	"github.com/slotmeta/slotmeta/internal/slotstore/backupjob"
 	"github.com/slotmeta/slotmeta/internal/slotstore/controller"
 	"github.com/slotmeta/slotmeta/internal/slotstore/fsm"
 	"github.com/slotmeta/slotmeta/internal/slotstore/propose"
 )
 
-// backupHost is the node as its backups see it (backups.Host).
+// backupHost is the node as its backups see it (backupjob.Host).
 type backupHost struct{ n *Node }
 
 func (h backupHost) NodeID() slotstore.NodeID { return h.n.cfg.NodeID }
@@ -56,6 +56,6 @@ func (h backupHost) PeerAddr(id slotstore.NodeID) string { return h.n.dispatch.P
 
 // newBackups returns the node's backup runner (started with the node,
 // closed before its peer server).
-func (n *Node) newBackups() *backups.Runner {
-	return backups.New(backups.Config{Host: backupHost{n}, Peers: n.peers, Root: n.cfg.BackupDir, Now: n.cfg.Now, Logger: n.cfg.Logger})
+func (n *Node) newBackups() *backupjob.Runner {
+	return backupjob.New(backupjob.Config{Host: backupHost{n}, Peers: n.peers, Root: n.cfg.BackupDir, Now: n.cfg.Now, Logger: n.cfg.Logger})
 }

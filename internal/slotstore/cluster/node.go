@@ -64,7 +64,7 @@ import (
 
 	"github.com/slotmeta/slotmeta/internal/netguard"
 	"github.com/slotmeta/slotmeta/internal/slotstore"
-	"github.com/slotmeta/slotmeta/internal/slotstore/backups"
+	"github.com/slotmeta/slotmeta/internal/slotstore/backupjob"
 	"github.com/slotmeta/slotmeta/internal/slotstore/controller"
 	"github.com/slotmeta/slotmeta/internal/slotstore/controller/leader"
 	"github.com/slotmeta/slotmeta/internal/slotstore/digests"
@@ -99,7 +99,7 @@ type Node struct {
 
 	replicas *replicas.Set     // the slot-group replicas on this node
 	digests  *digests.Registry // hashes the replicas' state for state checks (checks.go)
-	backups  *backups.Runner
+	backups  *backupjob.Runner
 	hub      *watch.Hub // the change feed's subscribers (Watches)
 
 	secret  *peer.Secret  // peer RPC's cluster secret, rotatable (RotateSecret)

@@ -48,7 +48,7 @@ func (n *Node) Operator() slotstore.Operator {
 		manualPin: n.cfg.ManualPin, now: n.cfg.Now}
 }
 
-// Backups are the backups this node takes (package backups).
+// Backups are the backups this node takes (package backupjob).
 func (o operator) Backups() slotstore.Backups { return o.backups }
 
 // Recovery rebuilds groups that lost their quorum (recovery.go).

@@ -19,7 +19,7 @@
 // their concern, each registering its own on the node's Server: forwarded
 // writes and reads (dispatch/serve.go), the controller leader's views and
 // checked transfers (controller/leader/peerapi.go), a node's history
-// (history), backup images (backups/image.go), and the node's own (package
+// (history), backup images (backupjob/image.go), and the node's own (package
 // cluster: status, read indexes, leaders, applied indexes, nodes, wakes and
 // memberships in peerapi.go; replica digests and fences in checks.go; a
 // lost-quorum recovery's steps in recovery.go).

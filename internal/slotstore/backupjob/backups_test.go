@@ -1,4 +1,4 @@
-package backups
+package backupjob
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-// Package backups takes backups of the whole cluster on one node (issue
+// Package backupjob takes backups of the whole cluster on one node (issue
 // 29) into directories of the format package backup owns.
 //
 // Model. A backup is one job on the node asked for it, at most one at a
@@ -32,4 +32,4 @@
 // Concurrency contract. StartBackup, Backups and Backup may be called from any
 // goroutine. The Runner owns the job's goroutine: Close cancels it and
 // waits for it. The peer endpoint serves from the peer server's goroutines.
-package backups
+package backupjob
