@@ -35,6 +35,7 @@ type applier struct {
 	heads                map[slotstore.HashSlot]*meta.WatchHead // change-log heads read or moved by this Update (watchlog.go)
 	changes              []watch.Record                         // numbered changes, published after commit
 	last                 lastRow                                // the last row read or written (get)
+	ahead                map[string][]byte                      // business-key rows read ahead for a SlotWrites' parts (batchwrite.go; nil value: absent)
 	forgotHeads          []slotstore.HashSlot                   // slots whose kept heads are stale (forgetHead)
 	slotsChanged         bool
 	checks               []uint64 // state checks the entry being applied asked for (check.go)

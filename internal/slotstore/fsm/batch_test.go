@@ -511,3 +511,37 @@ func TestSlotWrites(t *testing.T) {
 		t.Fatalf("slot 3 unfenced: %+v", third[2])
 	}
 }
+
+// TestSlotWritesReadsItsRowsOnceAhead: a SlotWrites reads its parts' rows
+// ahead with one iterator, and a row read ahead serves one part only: a
+// second part of the same slot sees what the first wrote (its condition
+// on the first part's revision holds, its create revision is the first's),
+// as parts applied one by one would.
+func TestSlotWritesReadsItsRowsOnceAhead(t *testing.T) {
+	db := openStore(t, t.TempDir())
+	s := openGroup(t, db, 1, []slotstore.HashSlot{1})
+	var idx uint64
+	key := keysIn("ahead", 1, []slotstore.HashSlot{1})[0]
+	cmd := &meta.SlotWrites{Header: meta.Header{HashSlot: 1, TimeMs: 5000}, Parts: []meta.WriteKVs{
+		{Header: meta.Header{HashSlot: 1}, Ops: []meta.KVOp{{Key: key, Value: []byte("v1"), Cond: meta.Cond{Kind: meta.CondIfAbsent}}}},
+		{Header: meta.Header{HashSlot: 1}, Ops: []meta.KVOp{{Key: key, Value: []byte("v2"), Cond: meta.Cond{Kind: meta.CondIfExists}}}},
+	}}
+	r := apply1(t, s, &idx, cmd)
+	rs, err := meta.DecodeResults(r.Value)
+	if !r.OK() || err != nil || len(rs) != 2 {
+		t.Fatalf("the command: %+v %+v %v", r, rs, err)
+	}
+	for i, p := range rs {
+		items, err := meta.DecodeKVWriteResults(p.Value)
+		if err != nil || items.Items[0].Code != "" {
+			t.Fatalf("part %d: %+v %+v %v", i, p, items, err)
+		}
+	}
+	v, err := s.Lookup(&meta.GetKV{HashSlot: 1, Key: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kv := v.(*meta.KV); string(kv.Value) != "v2" || kv.CreateRevision != rs[0].Revision || kv.Revision != rs[1].Revision {
+		t.Fatalf("the row: %+v, want v2 created at %d, written at %d", kv, rs[0].Revision, rs[1].Revision)
+	}
+}

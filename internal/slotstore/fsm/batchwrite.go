@@ -84,24 +84,46 @@ func (a kvApplier) writeKVs(c *meta.WriteKVs) meta.Result {
 // them (nil: absent), with one iterator for them all (getEach).
 func (a kvApplier) kvRowsOf(c *meta.WriteKVs) map[string]*meta.KV {
 	rows := make(map[string]*meta.KV, len(c.Ops))
+	prefix := len(meta.TablePrefix(a.sm.cfg.Group, c.HashSlot, meta.TableKV))
+	decode := func(key, v []byte) {
+		kv, err := meta.DecodeKV(v)
+		if err != nil {
+			a.fail(fmt.Errorf("fsm: business key %q: %w", key[prefix:], err))
+			return
+		}
+		rows[string(key[prefix:])] = kv
+	}
 	var keys [][]byte
+	for _, key := range kvKeysOf(a.sm.cfg.Group, c) {
+		rows[string(key[prefix:])] = nil
+		if v, ok := a.ahead[string(key)]; ok {
+			// Read ahead (applySlotWrites) and used once: a part of the same
+			// slot later in the command reads what this one wrote.
+			delete(a.ahead, string(key))
+			if v != nil {
+				decode(key, v)
+			}
+			continue
+		}
+		keys = append(keys, key)
+	}
+	a.getEach(keys, func(i int, v []byte) { decode(keys[i], v) })
+	return rows
+}
+
+// kvKeysOf is the store keys of c's business keys of its own slot, each
+// once, sorted.
+func kvKeysOf(g slotstore.GroupID, c *meta.WriteKVs) [][]byte {
+	seen := make(map[string]bool, len(c.Ops))
+	keys := make([][]byte, 0, len(c.Ops))
 	for _, op := range c.Ops {
-		if _, seen := rows[op.Key]; !seen && slotstore.HashSlotOfString(op.Key) == c.HashSlot {
-			rows[op.Key] = nil
-			keys = append(keys, meta.KVKey(a.sm.cfg.Group, c.HashSlot, op.Key))
+		if !seen[op.Key] && slotstore.HashSlotOfString(op.Key) == c.HashSlot {
+			seen[op.Key] = true
+			keys = append(keys, meta.KVKey(g, c.HashSlot, op.Key))
 		}
 	}
 	slices.SortFunc(keys, bytes.Compare)
-	prefix := len(meta.TablePrefix(a.sm.cfg.Group, c.HashSlot, meta.TableKV))
-	a.getEach(keys, func(i int, v []byte) {
-		kv, err := meta.DecodeKV(v)
-		if err != nil {
-			a.fail(fmt.Errorf("fsm: business key %q: %w", keys[i][prefix:], err))
-			return
-		}
-		rows[string(keys[i][prefix:])] = kv
-	})
-	return rows
+	return keys
 }
 
 func revisionOf(kv *meta.KV) uint64 {
@@ -111,11 +133,37 @@ func revisionOf(kv *meta.KV) uint64 {
 	return kv.Revision
 }
 
+// readAhead reads the rows of every part's business keys with one
+// iterator, into a.ahead: a batch of 100 new keys is about 80 parts of one
+// key or two, and an iterator's setup and teardown (its files' iterators,
+// the merging iterator) cost more than its seeks. The parts' keys are of
+// their own slots, which no other part of the command writes — but for a
+// slot's part given twice, which kvRowsOf handles by using each row read
+// ahead once.
+func (a *applier) readAhead(c *meta.SlotWrites) {
+	var keys [][]byte
+	for i := range c.Parts {
+		keys = append(keys, kvKeysOf(a.sm.cfg.Group, &c.Parts[i])...)
+	}
+	if len(keys) == 0 {
+		return
+	}
+	slices.SortFunc(keys, bytes.Compare)
+	keys = slices.CompactFunc(keys, bytes.Equal)
+	a.ahead = make(map[string][]byte, len(keys))
+	for _, k := range keys {
+		a.ahead[string(k)] = nil
+	}
+	a.getEach(keys, func(i int, v []byte) { a.ahead[string(keys[i])] = v })
+}
+
 // applySlotWrites applies each part of meta.SlotWrites as applyOne applies
 // a lone WriteKVs — its slot's checks, its idempotency record, its own
 // revision and change batch — and answers an item per part. The command
 // itself always succeeds; its refusals are the parts'.
 func (a *applier) applySlotWrites(c *meta.SlotWrites) meta.Result {
+	a.readAhead(c)
+	defer func() { a.ahead = nil }()
 	results := make([]meta.Result, len(c.Parts))
 	for i := range c.Parts {
 		p := &c.Parts[i]
