@@ -108,7 +108,9 @@ type Node struct {
 	peers   *peer.Client
 	peerSrv *http.Server
 	peerRPC *peer.Server // its handler; Close ends the peer streams Shutdown does not see
-	peerLn  net.Listener
+	// peerServed is closed when peerSrv's Serve returned (closePeer waits).
+	peerServed chan struct{}
+	peerLn     net.Listener
 
 	heard      *raftnet.Heard                  // when each replica was last heard from over Raft
 	members    memberships                     // led groups' memberships by config change index (status reports)
@@ -315,7 +317,11 @@ func Start(cfg Config) (*Node, error) {
 		n.peerRPC = n.peerSide.peerHandler()
 		n.peerSrv = &http.Server{Handler: n.peerRPC, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 2 * time.Minute,
 			ErrorLog: peer.ErrorLog(cfg.Logger), ConnContext: netguard.ConnContext, ConnState: netguard.ConnState}
-		go func() { _ = n.peerSrv.Serve(n.peerLn) }()
+		n.peerServed = make(chan struct{})
+		go func() {
+			defer close(n.peerServed)
+			_ = n.peerSrv.Serve(n.peerLn)
+		}()
 	}
 	if seed != nil {
 		if err := startRestoredLogs(nh, n.logdb, db, seed, cfg.Logger); err != nil {
@@ -390,6 +396,7 @@ func (n *Node) closePeer() {
 		defer cancel()
 		_ = n.peerSrv.Shutdown(ctx)
 		n.peerRPC.Close()
+		<-n.peerServed // Shutdown closed its listener: Serve has returned or is returning
 	}
 	n.peers.Close()
 }
