@@ -178,7 +178,16 @@ func (a *api) serveMux(ctx context.Context, s *sse, ms *muxStream, progress time
 			}
 		}
 		var more []*muxWatch
+		done := make(map[*muxWatch]bool, len(turn))
 		for _, mw := range turn {
+			// Once a round, and only while it is one of the stream's: a watch
+			// cancelled or ended since it was queued is gone (its stream is
+			// closed), and one that rang while it had another turn coming is
+			// queued twice.
+			if done[mw] || watches[mw.id] != mw {
+				continue
+			}
+			done[mw] = true
 			again, ended, err := a.muxTurn(ctx, s, mw)
 			switch {
 			case err != nil:

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"net"
 	"runtime"
 	"strings"
 	"testing"
@@ -48,4 +49,32 @@ func oursRunning() []string {
 		}
 	}
 	return out
+}
+
+// TestAFailedStartReleasesWhatItOpened: a Start that fails late — its
+// peer port is taken — closes what it had opened (the store, the
+// NodeHost with its Raft port and directory lock) in reverse, so the same
+// data directory and Raft address start at once afterwards; and it leaves
+// no goroutine behind.
+func TestAFailedStartReleasesWhatItOpened(t *testing.T) {
+	before := goleak.IgnoreCurrent()
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	cfg := testConfig(t, t.TempDir(), freeAddr(t))
+	cfg.PeerAddr, cfg.ClusterSecret = taken.Addr().String(), "a-secret-of-at-least-sixteen-bytes"
+	if n, err := Start(cfg); err == nil || !strings.Contains(err.Error(), "peer listener") {
+		if n != nil {
+			n.Close()
+		}
+		t.Fatalf("Start on a taken peer port: %v", err)
+	}
+	goleak.VerifyNone(t, before)
+	cfg.PeerAddr = freeAddr(t)
+	n := startNode(t, cfg)
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -197,9 +197,18 @@ func Start(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	// What Start opened, closed in reverse should a later step fail; once
+	// it returns the node, Close owns all of it.
+	var undo closers
+	started := false
+	defer func() {
+		if !started {
+			undo.unwind()
+		}
+	}()
+	undo.push(func() { _ = db.Close() })
 	secrets, err := newSecretKeeper(cfg)
 	if err != nil {
-		_ = db.Close()
 		return nil, err
 	}
 	n := &Node{cfg: cfg, db: db, logdb: &raftlog.Factory{}, router: routing.NewRouter(), kick: make(chan struct{}, 1),
@@ -220,7 +229,6 @@ func Start(cfg Config) (*Node, error) {
 	n.ctrl.Store(controller.NewState())
 	n.metrics, err = newMetrics(cfg.Registerer, n)
 	if err != nil {
-		_ = db.Close()
 		return nil, err
 	}
 	n.peers.OnCall(n.metrics.lat.peerCalled)
@@ -230,11 +238,9 @@ func Start(cfg Config) (*Node, error) {
 	raftDir := filepath.Join(cfg.DataDir, "raft")
 	workers, err := raftlog.ResolveWorkers(cfg.DataDir, cfg.RaftWorkers)
 	if err != nil {
-		_ = db.Close()
 		return nil, err
 	}
 	if err := os.MkdirAll(raftDir, 0o755); err != nil {
-		_ = db.Close()
 		return nil, err
 	}
 	nhc := nodeHostConfig(&cfg, raftDir, workers, n.logdb)
@@ -253,18 +259,20 @@ func Start(cfg Config) (*Node, error) {
 	}
 	nhc.Expert.TransportFactory = tr
 	if n.hub, err = watch.NewHub(cfg.Watch); err != nil { // validated: cannot fail
-		_ = db.Close()
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	nh, err := dragonboat.NewNodeHost(nhc)
 	if err != nil {
-		_ = db.Close()
 		return nil, fmt.Errorf("cluster: start nodehost: %w", err)
 	}
 	n.metrics.raft.nh.Store(nh)
 	n.nh = nh
 	// The leaf packages, over the NodeHost (package doc).
 	n.digests = digests.New(digests.Config{BytesPerSecond: cfg.CheckBytesPerSecond, Logger: cfg.Logger})
+	// Pushed in this order so that the NodeHost closes before the digests:
+	// the engine hands them no snapshot any more (as Close does).
+	undo.push(n.digests.Close)
+	undo.push(nh.Close)
 	n.replicas = replicas.New(replicas.Config{Check: n.digests.Start, FenceMarks: filepath.Join(cfg.DataDir, "replica-fences"), NodeID: cfg.NodeID, NH: nh, DB: db, Router: n.router, ShardConfig: n.shardConfig,
 		Proposer: cfg.Proposer, RequestTimeout: cfg.RequestTimeout, Controller: n.ctrl.Load,
 		Changes: n.hub, WatchRecords: cfg.WatchRecords, WatchAge: cfg.WatchAge,
@@ -307,9 +315,6 @@ func Start(cfg Config) (*Node, error) {
 		gl, err := netguard.Listen(cfg.PeerAddr, netguard.Config{Name: "peer", MaxConns: cfg.Conns.Peer.Max,
 			MaxPerSource: cfg.Conns.Peer.PerSource, Unproven: 10 * time.Second, Logger: cfg.Logger})
 		if err != nil {
-			nh.Close()
-			n.digests.Close()
-			_ = db.Close()
 			return nil, fmt.Errorf("cluster: peer listener: %w", err)
 		}
 		n.guarded(gl)
@@ -323,34 +328,24 @@ func Start(cfg Config) (*Node, error) {
 			_ = n.peerSrv.Serve(n.peerLn)
 		}()
 	}
+	undo.push(n.closePeer)
 	if seed != nil {
 		if err := startRestoredLogs(nh, n.logdb, db, seed, cfg.Logger); err != nil {
-			n.closePeer()
-			nh.Close()
-			n.digests.Close()
-			_ = db.Close()
 			return nil, err
 		}
 	}
 	restarted := nh.HasNodeInfo(controller.ShardID, uint64(cfg.NodeID))
 	if err := n.ctl.startController(); err != nil {
-		n.closePeer()
-		nh.Close()
-		n.digests.Close()
-		_ = db.Close()
 		return nil, err
 	}
 	// The base of a controller recovery asks no one: the others are lost
 	// or rejoin through it.
 	if restarted && (recovered == nil || recovered.Rejoin) {
 		if err := n.ctl.checkNotRemoved(5 * time.Second); err != nil {
-			n.closePeer()
-			nh.Close()
-			n.digests.Close()
-			_ = db.Close()
 			return nil, err
 		}
 	}
+	started = true
 	go n.follow.reconcileLoop()
 	if recovered != nil && !recovered.Rejoin {
 		n.bg.Add(1)
@@ -381,6 +376,18 @@ func Start(cfg Config) (*Node, error) {
 		n.projector.Run(n.life)
 	}()
 	return n, nil
+}
+
+// closers is a stack of what a constructor opened, to close in reverse
+// when a later step fails (Start's unwinding).
+type closers []func()
+
+func (c *closers) push(f func()) { *c = append(*c, f) }
+
+func (c closers) unwind() {
+	for i := len(c) - 1; i >= 0; i-- {
+		c[i]()
+	}
 }
 
 // guarded exports a bounded listener's stats.
