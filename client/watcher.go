@@ -36,6 +36,7 @@ type Watcher struct {
 	follows  map[uint64]*follow
 	nextID   uint64
 	stream   *streamConn // the open stream (nil: none)
+	max      int         // the most follows a stream carries (its stream event's max_watches)
 	toCancel []uint64    // watches of stream whose follows ended
 	closed   bool
 
@@ -74,6 +75,7 @@ type follow struct {
 	// Under Watcher.mu:
 	on      *streamConn // the stream it is added to, or being added to (nil: to add)
 	fresh   bool        // added, and nothing handed on from its stream yet
+	alone   bool        // added in a request of its own (its batch was refused whole)
 	fails   int         // refusals for now in a row
 	retryAt time.Time   // not added again before
 }
@@ -105,7 +107,7 @@ type streamConn struct {
 func NewWatcher(c *Client, opts WatcherOptions) *Watcher {
 	w := &Watcher{c: c, hc: streamingDoer(c.Client), servers: append([]string{c.Server}, opts.Servers...),
 		maxWait: opts.MaxBackoff, buffer: opts.Buffer, follows: map[uint64]*follow{},
-		kick: make(chan struct{}, 1), done: make(chan struct{})}
+		kick: make(chan struct{}, 1), done: make(chan struct{}), max: 10_000}
 	if w.maxWait <= 0 {
 		w.maxWait = 5 * time.Second
 	}
@@ -142,6 +144,11 @@ func (w *Watcher) Follow(ctx context.Context, params *WatchParams, opts FollowOp
 	if w.closed {
 		w.mu.Unlock()
 		return ErrWatcherClosed
+	}
+	if len(w.follows) >= w.max {
+		w.mu.Unlock()
+		return &WatchError{Code: ErrorCodeRateLimited, Cursor: opts.From,
+			Message: fmt.Sprintf("this Watcher carries as many follows as one stream may (%d): follow on another Watcher", w.max)}
 	}
 	w.nextID++
 	f.spec.WatchId = w.nextID
@@ -304,6 +311,9 @@ func (w *Watcher) serve(server string) (delivered bool) {
 			sc = &streamConn{server: server, id: o.StreamId, cancel: cancel}
 			w.mu.Lock()
 			w.stream, w.toCancel = sc, nil
+			if o.MaxWatches > 0 {
+				w.max = o.MaxWatches
+			}
 			for _, f := range w.follows {
 				f.on, f.fails = nil, 0
 			}
@@ -379,7 +389,7 @@ func (w *Watcher) ended(sc *streamConn, id uint64, cursor string, we *WatchError
 	if cursor != "" {
 		f.spec.Cursor = cursor
 	}
-	if !retryableWatch(we) {
+	if !retryableWatchCode(we.Code) {
 		delete(w.follows, id)
 		we.Cursor = f.spec.Cursor
 		w.mu.Unlock()
@@ -397,17 +407,35 @@ func (w *Watcher) ended(sc *streamConn, id uint64, cursor string, we *WatchError
 	return nil
 }
 
-// maxAdd is how many watches one add request carries (the server's bound).
-const maxAdd = 1000
+// retryableWatchCode reports whether a watch ended or refused with code
+// may be added again (the same refusals for now a single stream resumes
+// after, by their codes: a stream's watch has no HTTP status of its own).
+func retryableWatchCode(code ErrorCode) bool {
+	switch code {
+	case ErrorCodeSlowConsumer, ErrorCodeRouteNotReady, ErrorCodeRateLimited, ErrorCodeQueueFull, ErrorCodeBusy,
+		ErrorCodeTimeout, ErrorCodeNotLeader, ErrorCodeSlotMigrating, ErrorCodeWrongGroup:
+		return true
+	}
+	return false
+}
+
+// Bounds of one add request: the server's count, and well under its
+// default body bound (1 MiB) — a watch of every hash slot carries a cursor
+// of a kilobyte or more.
+const (
+	maxAdd      = 1000
+	maxAddBytes = 256 << 10
+)
 
 // adds adds the follows not on sc yet and cancels those that ended, until
 // ctx ends; an add sc's node cannot take ends sc.
 func (w *Watcher) adds(ctx context.Context, sc *streamConn) {
 	for {
 		w.mu.Lock()
-		var batch []WatchSpec
+		var batch []addSpec
 		var next time.Time
 		now := time.Now()
+		size := 0
 		for _, f := range w.follows {
 			switch {
 			case f.on != nil:
@@ -415,9 +443,13 @@ func (w *Watcher) adds(ctx context.Context, sc *streamConn) {
 				if next.IsZero() || f.retryAt.Before(next) {
 					next = f.retryAt
 				}
-			case len(batch) < maxAdd:
+			case len(batch) >= maxAdd || size >= maxAddBytes:
+			case f.alone && len(batch) > 0, len(batch) == 1 && batch[0].alone:
+			default:
 				f.on, f.fresh = sc, true
-				batch = append(batch, f.spec)
+				batch = append(batch, addSpec{WatchSpec: f.spec, alone: f.alone})
+				size += 256 + len(f.spec.Cursor) + len(f.spec.Resource) + len(f.spec.Uid) + len(f.spec.ChannelId) +
+					len(deref(f.spec.Key)) + len(deref(f.spec.Prefix))
 			}
 		}
 		cancels := w.toCancel
@@ -446,9 +478,28 @@ func (w *Watcher) adds(ctx context.Context, sc *streamConn) {
 	}
 }
 
+// addSpec is a watch to add, and whether it goes alone.
+type addSpec struct {
+	WatchSpec
+	alone bool
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
 // add posts batch to sc; false when sc's node did not take the request.
-func (w *Watcher) add(ctx context.Context, sc *streamConn, batch []WatchSpec) bool {
-	req, err := NewAddWatchesRequest(sc.server, sc.id, WatchStreamAdd{Watches: batch})
+// A batch refused whole (400, 413) is sent again a watch a request, so
+// that only a watch the server refuses as it is ends its follow.
+func (w *Watcher) add(ctx context.Context, sc *streamConn, batch []addSpec) bool {
+	specs := make([]WatchSpec, len(batch))
+	for i, b := range batch {
+		specs[i] = b.WatchSpec
+	}
+	req, err := NewAddWatchesRequest(sc.server, sc.id, WatchStreamAdd{Watches: specs})
 	if err != nil {
 		return false
 	}
@@ -466,11 +517,15 @@ func (w *Watcher) add(ctx context.Context, sc *streamConn, batch []WatchSpec) bo
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
 	var out WatchStreamAdded
 	if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &out) != nil || len(out.Watches) != len(batch) {
-		if resp.StatusCode == http.StatusBadRequest {
-			w.refuse(batch, watchErrorOf(resp.StatusCode, body)) // the watches, not the stream
-			return true
+		switch {
+		case resp.StatusCode != http.StatusBadRequest && resp.StatusCode != http.StatusRequestEntityTooLarge:
+			return false
+		case len(batch) > 1:
+			w.alone(sc, specs)
+		default:
+			w.refuse(specs, watchErrorOf(resp.StatusCode, body)) // the watch, not the stream
 		}
-		return false
+		return true
 	}
 	for _, pos := range out.Watches {
 		if pos.Error != nil {
@@ -501,6 +556,18 @@ func (w *Watcher) started(sc *streamConn, pos WatchPosition) {
 		select {
 		case f.items <- followItem{progress: pos.Cursor}:
 		default: // its queue is full: the next position will do
+		}
+	}
+}
+
+// alone has the follows of a batch refused whole added again one a
+// request.
+func (w *Watcher) alone(sc *streamConn, batch []WatchSpec) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, s := range batch {
+		if f := w.follows[s.WatchId]; f != nil && f.on == sc {
+			f.on, f.alone = nil, true
 		}
 	}
 }

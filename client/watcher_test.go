@@ -135,6 +135,34 @@ func TestWatcherCarriesManyFollows(t *testing.T) {
 	write(key(1))
 	testutil.WaitUntil(t, 30*time.Second, 10*time.Millisecond, "a change after the refusal", func() bool { return got[1].count() == 7 })
 
+	// Two follows in one add, one of them refused as it is (a cursor that
+	// is no cursor): the whole request is refused, the Watcher sends them
+	// again one a request, and only the bad one ends.
+	w2 := client.NewWatcher(follower, client.WatcherOptions{Servers: urls[2:]})
+	defer w2.Close()
+	badDone := make(chan error, 1)
+	good := &seen{values: map[string][]string{}}
+	goodStarted := make(chan struct{})
+	var goodOnce sync.Once
+	go func() {
+		badDone <- follower.Follow(context.Background(), &client.WatchParams{Resource: "kv", Key: ptr(key(2))},
+			client.FollowOptions{Watcher: w2, From: "!!"}, func(client.FollowEvent) error { return nil })
+	}()
+	go func() {
+		_ = follower.Follow(context.Background(), &client.WatchParams{Resource: "kv", Key: ptr(key(3))},
+			client.FollowOptions{Watcher: w2, Progress: func(string) { goodOnce.Do(func() { close(goodStarted) }) }}, good.handle)
+	}()
+	if err := <-badDone; !errors.As(err, &we) || we.Code != client.ErrorCodeInvalidArgument {
+		t.Fatalf("the follow of a bad cursor: %v", err)
+	}
+	select {
+	case <-goodStarted:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the good follow beside a bad one never started")
+	}
+	write(key(3))
+	testutil.WaitUntil(t, 30*time.Second, 10*time.Millisecond, "the good follow's change", func() bool { return good.count() == 1 })
+
 	w.Close()
 	for i := range done {
 		if err := <-done[i]; !errors.Is(err, client.ErrWatcherClosed) {

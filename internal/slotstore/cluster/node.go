@@ -221,6 +221,7 @@ func Start(cfg Config) (*Node, error) {
 	n.peers = peer.NewClient(n.secret, cfg.MaxPeerInFlight)
 	n.peerTLS = peerTLS
 	n.life, n.endLife = context.WithCancel(context.Background())
+	undo.push(n.endLife)
 	n.peers.UseTLS(peerTLS)
 	n.peers.From(cfg.NodeID)
 	if cfg.WrapPeerTransport != nil {
@@ -231,6 +232,7 @@ func Start(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	undo.push(n.metrics.unregister) // a Start retried on a shared registry registers again
 	n.peers.OnCall(n.metrics.lat.peerCalled)
 	n.logdb.Saved = func(took time.Duration) { n.metrics.lat.logSave.Observe(took.Seconds()) }
 	gatherer, _ := cfg.Registerer.(prometheus.Gatherer) // a registry is both
@@ -261,6 +263,7 @@ func Start(cfg Config) (*Node, error) {
 	if n.hub, err = watch.NewHub(cfg.Watch); err != nil { // validated: cannot fail
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
+	undo.push(n.hub.Close)
 	nh, err := dragonboat.NewNodeHost(nhc)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: start nodehost: %w", err)
@@ -273,6 +276,7 @@ func Start(cfg Config) (*Node, error) {
 	// the engine hands them no snapshot any more (as Close does).
 	undo.push(n.digests.Close)
 	undo.push(nh.Close)
+	undo.push(n.metrics.raft.stop) // before the NodeHost closes: no scrape reads it from here on
 	n.replicas = replicas.New(replicas.Config{Check: n.digests.Start, FenceMarks: filepath.Join(cfg.DataDir, "replica-fences"), NodeID: cfg.NodeID, NH: nh, DB: db, Router: n.router, ShardConfig: n.shardConfig,
 		Proposer: cfg.Proposer, RequestTimeout: cfg.RequestTimeout, Controller: n.ctrl.Load,
 		Changes: n.hub, WatchRecords: cfg.WatchRecords, WatchAge: cfg.WatchAge,

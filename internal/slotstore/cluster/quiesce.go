@@ -119,7 +119,9 @@ func (w *waker) enqueue(r wakeReq) {
 	defer w.mu.Unlock()
 	var due []slotstore.GroupID
 	for _, g := range r.groups {
-		if at, ok := w.last[g]; g == 0 || ok && now.Sub(at) < wakeEvery {
+		// A one-node wake (a stalled learner's leader) neither waits for
+		// nor holds back the group's wake of all its peers.
+		if at, ok := w.last[g]; g == 0 || r.only == 0 && ok && now.Sub(at) < wakeEvery {
 			continue
 		}
 		due = append(due, g)
@@ -134,7 +136,9 @@ func (w *waker) enqueue(r wakeReq) {
 		return
 	}
 	for _, g := range due {
-		w.last[g] = now
+		if r.only == 0 {
+			w.last[g] = now
+		}
 	}
 	if len(w.last) > 4*maxWakeBatch { // bounded: forget the old entries
 		for id, at := range w.last {

@@ -35,6 +35,7 @@ func (b *Bell) Rung() []*Stream {
 		s.rung = false
 		out[i] = s.owner
 	}
+	clear(b.rung) // no closed subscriber kept reachable by the array
 	b.rung = b.rung[:0]
 	return out
 }
