@@ -250,9 +250,31 @@ func (a *api) serveMux(ctx context.Context, s *sse, ms *muxStream, progress time
 					mw.told = cur
 				}
 			}
-			if s.sendRaw("progress", mustJSON(muxProgressJSON{TimeMs: time.Now().UnixMilli(), Watches: told})) != nil {
+			if a.sendProgress(s, told) != nil {
 				return
 			}
+		}
+	}
+}
+
+// progressPerEvent bounds the positions one progress event lists: a
+// position of a watch of every hash slot is a kilobyte or more, and a
+// client reads an event as one line (client.ReadSSE: 16 MiB at most).
+// A variable for its test.
+var progressPerEvent = 1000
+
+// sendProgress sends the positions told as progress events of at most
+// progressPerEvent each (one, empty, when there are none: it keeps an idle
+// stream alive).
+func (a *api) sendProgress(s *sse, told []muxPositionJSON) error {
+	now := time.Now().UnixMilli()
+	for {
+		n := min(len(told), progressPerEvent)
+		if err := s.sendRaw("progress", mustJSON(muxProgressJSON{TimeMs: now, Watches: told[:n]})); err != nil {
+			return err
+		}
+		if told = told[n:]; len(told) == 0 {
+			return nil
 		}
 	}
 }
@@ -350,7 +372,8 @@ func (ms *muxStream) handOver(ctx context.Context, op muxOp) ([]error, error) {
 	case <-ms.done:
 		return nil, errStreamGone
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return nil, &slotstore.Error{Code: slotstore.CodeTimeout, Err: ctx.Err(),
+			Message: "the watch stream did not take the request in time: try again"}
 	}
 }
 

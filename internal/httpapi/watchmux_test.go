@@ -263,3 +263,38 @@ func TestWatchStreamRefusals(t *testing.T) {
 		}
 	}
 }
+
+// TestWatchStreamProgressIsSplit: a progress event lists at most
+// progressPerEvent positions; more moved watches make more events.
+func TestWatchStreamProgressIsSplit(t *testing.T) {
+	n := progressPerEvent
+	t.Cleanup(func() { progressPerEvent = n }) // the last cleanup: after the server's, which waits for the stream
+	progressPerEvent = 1
+	be := newFake(t, 4)
+	srv := httptest.NewServer(newHandler(t, be))
+	t.Cleanup(srv.Close)
+	log := be.Watches().Log.(*fakeChangeLog)
+	id, events := openStream(t, srv, "progress_interval_ms=100")
+	if status, _, body := addWatches(t, srv, id, `{"watches":[
+		{"watch_id":1,"resource":"kv","key":"p1"},
+		{"watch_id":2,"resource":"kv","key":"p2"}]}`); status != http.StatusOK {
+		t.Fatalf("add: %d %s", status, body)
+	}
+	// Changes neither watch wants move both positions.
+	log.commit(kvPut(sameSlot("p1"), "x"))
+	log.commit(kvPut(sameSlot("p2"), "y"))
+	seen := map[uint64]bool{}
+	for deadline := time.Now().Add(10 * time.Second); len(seen) < 2; {
+		ev := anyEvent(t, events)
+		var p muxProgressJSON
+		if ev.Event != "progress" || json.Unmarshal([]byte(ev.Data), &p) != nil || len(p.Watches) > 1 {
+			t.Fatalf("event %q %s, want progress events of one position at most", ev.Event, ev.Data)
+		}
+		for _, w := range p.Watches {
+			seen[w.WatchID] = true
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("positions told: %v, want watches 1 and 2", seen)
+		}
+	}
+}
