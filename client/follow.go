@@ -113,7 +113,7 @@ func retryableWatch(e *WatchError) bool {
 	case http.StatusTooManyRequests, http.StatusServiceUnavailable, http.StatusBadGateway, http.StatusGatewayTimeout:
 		return true
 	}
-	return e.Code == ErrorCodeSlowConsumer || e.Code == ErrorCodeRouteNotReady
+	return retryableWatchCode(e.Code)
 }
 
 // streamingDoer is hc without a whole-request timeout (WithTLS sets one,

@@ -408,8 +408,9 @@ func (w *Watcher) ended(sc *streamConn, id uint64, cursor string, we *WatchError
 }
 
 // retryableWatchCode reports whether a watch ended or refused with code
-// may be added again (the same refusals for now a single stream resumes
-// after, by their codes: a stream's watch has no HTTP status of its own).
+// may be followed again: the refusals for now (a multiplexed stream's watch
+// has no HTTP status of its own, so they go by code; Follow's retryableWatch
+// asks it after the status).
 func retryableWatchCode(code ErrorCode) bool {
 	switch code {
 	case ErrorCodeSlowConsumer, ErrorCodeRouteNotReady, ErrorCodeRateLimited, ErrorCodeQueueFull, ErrorCodeBusy,

@@ -14,6 +14,12 @@ type progressJSON struct {
 	TimeMs int64 `json:"time_ms"` // the serving node's clock
 }
 
+// watchWriteTimeout bounds the writes to the client: a client that stops
+// reading is cut within it (at least half of it: the deadline moves every
+// half, sse.setDeadline), not waited for (the server's WriteTimeout is for
+// one whole answer, which a stream is not).
+const watchWriteTimeout = 30 * time.Second
+
 // sse writes Server-Sent Events.
 type sse struct {
 	w        http.ResponseWriter

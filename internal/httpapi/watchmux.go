@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/slotmeta/slotmeta/internal/slotstore"
 	"github.com/slotmeta/slotmeta/internal/slotstore/watch"
 )
@@ -73,11 +75,12 @@ type muxOp struct {
 // muxWatch is one watch of a stream, owned by the serving goroutine once
 // handed over.
 type muxWatch struct {
-	id    uint64
-	sp    *watchSpec
-	st    *watch.Stream
-	first []watch.Record // what the opening poll returned, to deliver first
-	told  string         // the cursor last sent
+	id     uint64
+	sp     *watchSpec
+	st     *watch.Stream
+	first  []watch.Record // what the opening poll returned, to deliver first
+	told   string         // the cursor last sent
+	queued bool           // in muxSet.turn
 }
 
 // muxStreamJSON is the data of a stream's first event.
@@ -121,15 +124,14 @@ func (a *api) openMux(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	progress := defaultProgressInterval
 	for name := range q {
 		if name != "progress_interval_ms" {
 			return invalid("unknown parameter %q: a stream takes progress_interval_ms only; its watches are added by POST %s/{stream_id}", name, streamPath)
 		}
-		ms, err := strconv.ParseInt(q.Get(name), 10, 64)
-		if progress = time.Duration(ms) * time.Millisecond; err != nil || progress < minProgressInterval || progress > maxProgressInterval {
-			return invalid("progress_interval_ms must be %d..%d", minProgressInterval.Milliseconds(), maxProgressInterval.Milliseconds())
-		}
+	}
+	progress, err := progressParam(q)
+	if err != nil {
+		return err
 	}
 	var id [16]byte
 	_, _ = rand.Read(id[:]) // never fails (crypto/rand)
@@ -154,56 +156,38 @@ func (a *api) openMux(w http.ResponseWriter, r *http.Request) error {
 // takes the adds and cancels; and every progress interval brings each
 // watch's position up to date and tells those that moved.
 func (a *api) serveMux(ctx context.Context, s *sse, ms *muxStream, progress time.Duration) {
-	watches := map[uint64]*muxWatch{}
-	byStream := map[*watch.Stream]*muxWatch{}
-	defer func() {
-		for _, mw := range watches {
-			mw.st.Close()
-		}
-		a.metrics.watchMuxed.Sub(float64(len(watches)))
-	}()
-	end := func(mw *muxWatch) {
-		mw.st.Close()
-		delete(watches, mw.id)
-		delete(byStream, mw.st)
-		a.metrics.watchMuxed.Dec()
-	}
+	set := &muxSet{byID: map[uint64]*muxWatch{}, byStream: map[*watch.Stream]*muxWatch{}, gauge: a.metrics.watchMuxed}
+	defer set.closeAll()
 	tick := time.NewTicker(progress)
 	defer tick.Stop()
-	var turn []*muxWatch // watches with something to deliver
 	for {
 		for _, st := range ms.bell.Rung() {
-			if mw := byStream[st]; mw != nil {
-				turn = append(turn, mw)
+			if mw := set.byStream[st]; mw != nil {
+				set.queue(mw)
 			}
 		}
-		var more []*muxWatch
-		done := make(map[*muxWatch]bool, len(turn))
+		turn := set.turn
+		set.turn = nil
 		for _, mw := range turn {
-			// Once a round, and only while it is one of the stream's: a watch
-			// cancelled or ended since it was queued is gone (its stream is
-			// closed), and one that rang while it had another turn coming is
-			// queued twice.
-			if done[mw] || watches[mw.id] != mw {
-				continue
+			mw.queued = false
+			if set.byID[mw.id] != mw {
+				continue // cancelled since it was queued: its stream is closed
 			}
-			done[mw] = true
 			again, ended, err := a.muxTurn(ctx, s, mw)
 			switch {
 			case err != nil:
 				return // the client is gone
 			case ended:
-				end(mw)
+				set.remove(mw)
 			case again:
-				more = append(more, mw)
+				set.queue(mw)
 			}
 		}
 		if len(turn) > 0 && s.flush() != nil {
 			return
 		}
-		turn = more
 		var wake <-chan struct{} = ms.bell.Ready()
-		if len(turn) > 0 {
+		if len(set.turn) > 0 {
 			ready := make(chan struct{}) // another turn at once, after what is waiting
 			close(ready)
 			wake = ready
@@ -217,18 +201,16 @@ func (a *api) serveMux(ctx context.Context, s *sse, ms *muxStream, progress time
 			_ = s.sendRaw("error", mustJSON(muxErrorJSON{Error: errorJSONOf(e)}))
 			return
 		case op := <-ms.ops:
-			op.reply <- a.muxApply(op, watches, byStream)
+			op.reply <- set.apply(op)
 			for _, mw := range op.add {
 				// A turn even with nothing first: a change published between
 				// its opening and now rang for a stream not yet known here.
-				if watches[mw.id] == mw {
-					turn = append(turn, mw)
-				}
+				set.queue(mw)
 			}
 		case <-wake:
 		case <-tick.C:
 			told := []muxPositionJSON{}
-			for _, mw := range watches {
+			for _, mw := range set.byID {
 				// The hub moves a position past what the filter does not
 				// want without ringing: a poll brings it up to date.
 				if mw.first == nil {
@@ -237,11 +219,11 @@ func (a *api) serveMux(ctx context.Context, s *sse, ms *muxStream, progress time
 						if a.muxEnd(s, mw, err) != nil {
 							return
 						}
-						end(mw)
+						set.remove(mw)
 						continue
 					}
 					if mw.first = recs; recs != nil {
-						turn = append(turn, mw)
+						set.queue(mw)
 						continue
 					}
 				}
@@ -254,6 +236,38 @@ func (a *api) serveMux(ctx context.Context, s *sse, ms *muxStream, progress time
 				return
 			}
 		}
+	}
+}
+
+// muxSet is a stream's watches, owned by its serving goroutine: by id, by
+// the stream its bell names, and those with a turn coming (each once).
+type muxSet struct {
+	byID     map[uint64]*muxWatch
+	byStream map[*watch.Stream]*muxWatch
+	turn     []*muxWatch
+	gauge    prometheus.Gauge // the node's multiplexed watches
+}
+
+// queue gives mw a turn in the next round, once, while it is the set's.
+func (m *muxSet) queue(mw *muxWatch) {
+	if !mw.queued && m.byID[mw.id] == mw {
+		mw.queued = true
+		m.turn = append(m.turn, mw)
+	}
+}
+
+// remove closes mw and forgets it.
+func (m *muxSet) remove(mw *muxWatch) {
+	mw.st.Close()
+	delete(m.byID, mw.id)
+	delete(m.byStream, mw.st)
+	m.gauge.Dec()
+}
+
+// closeAll closes every watch: the stream ended.
+func (m *muxSet) closeAll() {
+	for _, mw := range m.byID {
+		m.remove(mw)
 	}
 }
 
@@ -279,31 +293,28 @@ func (a *api) sendProgress(s *sse, told []muxPositionJSON) error {
 	}
 }
 
-// muxApply takes an add or a cancel into the serving goroutine's watches.
-func (a *api) muxApply(op muxOp, watches map[uint64]*muxWatch, byStream map[*watch.Stream]*muxWatch) []error {
+// apply takes an add or a cancel into the set.
+func (m *muxSet) apply(op muxOp) []error {
 	if op.add == nil {
-		mw := watches[op.cancel]
+		mw := m.byID[op.cancel]
 		if mw == nil {
 			return []error{slotstore.Errorf(slotstore.CodeNotFound, "no watch %d on this stream", op.cancel)}
 		}
-		mw.st.Close()
-		delete(watches, mw.id)
-		delete(byStream, mw.st)
-		a.metrics.watchMuxed.Dec()
+		m.remove(mw)
 		return []error{nil}
 	}
 	errs := make([]error, len(op.add))
 	for i, mw := range op.add {
 		switch {
-		case watches[mw.id] != nil:
+		case m.byID[mw.id] != nil:
 			errs[i] = slotstore.Errorf(slotstore.CodeConflict, "watch %d is on this stream already: cancel it first, or choose another id", mw.id)
-		case len(watches) >= maxWatchesPerStream:
+		case len(m.byID) >= maxWatchesPerStream:
 			errs[i] = &slotstore.Error{Code: slotstore.CodeRateLimited, RetryAfter: time.Second,
 				Message: "this stream carries as many watches as it may (" + strconv.Itoa(maxWatchesPerStream) + "): open another"}
 		default:
-			watches[mw.id] = mw
-			byStream[mw.st] = mw
-			a.metrics.watchMuxed.Inc()
+			m.byID[mw.id] = mw
+			m.byStream[mw.st] = mw
+			m.gauge.Inc()
 		}
 	}
 	return errs

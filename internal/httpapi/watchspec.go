@@ -75,11 +75,6 @@ const (
 	defaultProgressInterval = 5 * time.Second
 	minProgressInterval     = 100 * time.Millisecond
 	maxProgressInterval     = time.Minute
-	// watchWriteTimeout bounds the writes to the client: a client that
-	// stops reading is cut within it (at least half of it: the deadline
-	// moves every half, sse.setDeadline), not waited for (the server's
-	// WriteTimeout is for one whole answer, which a stream is not).
-	watchWriteTimeout = 30 * time.Second
 )
 
 // watchSpec is what a watch request asks for.
@@ -118,7 +113,7 @@ func parseWatch(r *http.Request) (*watchSpec, error) {
 // text to resume from ("": none).
 func parseWatchQuery(q url.Values, cursor string) (*watchSpec, error) {
 	var err error
-	sp := &watchSpec{tables: map[meta.Table]watchResource{}, progress: defaultProgressInterval}
+	sp := &watchSpec{tables: map[meta.Table]watchResource{}}
 	names := strings.Split(q.Get("resource"), ",")
 	if q.Get("resource") == "" {
 		return nil, invalid("resource is required: one or more of %s, comma-separated", watchResourceNames())
@@ -176,13 +171,8 @@ func parseWatchQuery(q url.Values, cursor string) (*watchSpec, error) {
 	if sp.linearizable, err = boolParam(q, "linearizable"); err != nil {
 		return nil, err
 	}
-	if v := q.Get("progress_interval_ms"); v != "" {
-		ms, err := strconv.ParseInt(v, 10, 64)
-		d := time.Duration(ms) * time.Millisecond
-		if err != nil || d < minProgressInterval || d > maxProgressInterval {
-			return nil, invalid("progress_interval_ms must be %d..%d", minProgressInterval.Milliseconds(), maxProgressInterval.Milliseconds())
-		}
-		sp.progress = d
+	if sp.progress, err = progressParam(q); err != nil {
+		return nil, err
 	}
 	if sp.routes {
 		return sp, nil // it starts with the whole table: no cursor to resume from
@@ -198,6 +188,21 @@ func parseWatchQuery(q url.Values, cursor string) (*watchSpec, error) {
 		sp.cursor = &c
 	}
 	return sp, nil
+}
+
+// progressParam parses ?progress_interval_ms= (a watch's or a stream's;
+// default defaultProgressInterval).
+func progressParam(q url.Values) (time.Duration, error) {
+	v := q.Get("progress_interval_ms")
+	if v == "" {
+		return defaultProgressInterval, nil
+	}
+	ms, err := strconv.ParseInt(v, 10, 64)
+	d := time.Duration(ms) * time.Millisecond
+	if err != nil || d < minProgressInterval || d > maxProgressInterval {
+		return 0, invalid("progress_interval_ms must be %d..%d", minProgressInterval.Milliseconds(), maxProgressInterval.Milliseconds())
+	}
+	return d, nil
 }
 
 func onlyRoute(routes map[watchRoute]bool, want watchRoute) bool {
