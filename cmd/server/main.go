@@ -196,8 +196,10 @@ func run(args []string, getenv func(string) string, stdout io.Writer) error {
 		Gatherer:     reg,
 		Logger:       log,
 		MaxBodyBytes: o.MaxBodyBytes,
-		Console: console.Handler(console.Config{Source: node.Operator(), Auth: p.authn, Limiter: limiter, Audit: recorder,
-			Security: rl.status, Changes: node.Watches().Log, Version: versionString()}),
+		Console: func(api http.Handler) http.Handler {
+			return console.Handler(console.Config{Source: node.Operator(), Auth: p.authn, Limiter: limiter, Audit: recorder,
+				Security: rl.status, Changes: node.Watches().Log, Version: versionString(), API: api})
+		},
 		OpenAPI:  slotmeta.OpenAPI,
 		Auth:     p.authn,
 		Limiter:  limiter,

@@ -13,8 +13,11 @@
 // stored change log (Config.Changes, the log GET /v1/watch reads), not
 // from a watch: a page shows the newest rows kept, a watch would start
 // from now. Every read is bounded (tail.go: rows shown, records read,
-// values cut), because its fragment is re-fetched every 2 s; a slot whose
-// log is not on this node is named, not an error.
+// values cut), because its fragment is re-fetched (each change, or every 2 s); a slot whose
+// log is not on this node is named, not an error. A tail is fetched when
+// the node's watch stream reports a change to it (stream.go: the page's
+// script follows one multiplexed stream, forwarded to the API) and polls
+// only while it cannot.
 //
 // Pages are rendered on the server with templ (the *.templ files; the
 // generated *_templ.go files are committed). The parts that change are
@@ -81,6 +84,10 @@ type Config struct {
 	Changes watch.Log
 	// Version is the node's version, in every page's footer.
 	Version string
+	// API serves a request as a new one to the node's REST API (httpapi
+	// passes it to the console it mounts): the live tails' watch stream is
+	// forwarded to it (stream.go); nil: the tails poll.
+	API http.Handler
 }
 
 // flashCookie carries the outcome of an action to the page the action
@@ -99,13 +106,14 @@ type console struct {
 	sessions *auth.Sessions
 	changes  watch.Log
 	version  string
+	api      http.Handler
 	now      func() time.Time
 }
 
 // Handler serves the console; mount it at /console (it sees full paths).
 func Handler(cfg Config) http.Handler {
 	c := &console{src: cfg.Source, authn: cfg.Auth, limiter: cfg.Limiter, audit: cfg.Audit, security: cfg.Security, now: time.Now,
-		sessions: cfg.Sessions, changes: cfg.Changes, version: cfg.Version}
+		sessions: cfg.Sessions, changes: cfg.Changes, version: cfg.Version, api: cfg.API}
 	if c.sessions == nil {
 		c.sessions = auth.NewSessions(auth.SessionsConfig{})
 	}
@@ -116,7 +124,7 @@ func Handler(cfg Config) http.Handler {
 	// One table for the whole console; the handlers live with their page family.
 	ov, sl, gr, ts := overviewPages{c}, slotPages{c}, groupPages{c}, taskPages{c}
 	dc, au, ba, li, ch, bk := decisionPages{c}, auditPages{c}, balancerPages{c}, loginPages{c}, changePages{c}, backupPages{c}
-	cp, hp := chartsPages{c}, heatPages{c}
+	cp, hp, st := chartsPages{c}, heatPages{c}, streamPages{c}
 	mux.HandleFunc("GET /console", c.read(ov.overviewPage))
 	mux.HandleFunc("GET /console/{$}", c.read(ov.overviewPage))
 	mux.HandleFunc("GET /console/slots", c.read(sl.slotsPage))
@@ -165,6 +173,9 @@ func Handler(cfg Config) http.Handler {
 	mux.HandleFunc("POST /console/groups/{id}/merge", c.action(groupAction(gr.mergeGroup)))
 	mux.HandleFunc("POST /console/groups/{id}/retire", c.action(groupAction(gr.retireGroup)))
 	mux.HandleFunc("POST /console/groups/{id}/check", c.action(groupAction(gr.checkGroup)))
+	// The live tails' watch stream: the API checks and serves it.
+	mux.HandleFunc("GET /console/stream", st.forward)
+	mux.HandleFunc("POST /console/stream/{stream_id}", st.forward)
 
 	// Cross-origin POSTs (CSRF) are refused: Sec-Fetch-Site, else Origin
 	// against Host (net/http's CrossOriginProtection).

@@ -54,7 +54,7 @@ func apiConfig(b httpapi.Backend) httpapi.Config {
 		Logger:  slog.New(slog.DiscardHandler),
 		OpenAPI: slotmeta.OpenAPI,
 		Docs:    console.Docs(),
-		Console: http.NotFoundHandler(),
+		Console: func(http.Handler) http.Handler { return http.NotFoundHandler() },
 	}
 	if sink, ok := b.(audit.Sink); ok {
 		cfg.Audit = audit.New(sink, cfg.Logger)

@@ -20,7 +20,8 @@ import (
 // page (the tail of its hash slots) and on the channel's page, opened from
 // the channel form, as this node applied them — values escaped, the
 // channel's page without the key's change. In headless Chromium the
-// channel's fragment then shows a new subscriber without a reload.
+// channel's fragment then follows the node's watch stream (its poll held
+// back) and shows a new subscriber without a reload.
 func TestConsoleChangeTail(t *testing.T) {
 	c := slotstoretest.Start(t, slotstoretest.Options{Nodes: 3, Groups: 1})
 	base := serveConsole(t, c.Nodes[0])
@@ -77,8 +78,25 @@ func TestConsoleChangeTail(t *testing.T) {
 		chromedp.SendKeys(chromedp.CSS(`#token`), consoleReadToken),
 		chromedp.Click(chromedp.CSS(`[data-testid=login-form] button`)),
 		chromedp.WaitVisible(chromedp.CSS(`#channel-changes-live [data-testid=changes]`)))
-	if _, err := chromedp.Run(ctx, chromedp.Evaluate[int](`window.notReloaded = 1`)); err != nil {
+	// The tail follows the node's watch stream (live.js through
+	// /console/stream): once its watch is added its 2 s poll is held back,
+	// so the new row below can only come from a change the stream reported.
+	if state, ok := testutil.Eventually(10*time.Second, 100*time.Millisecond, func() (bool, string) {
+		s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(function(){ const el = document.querySelector('#channel-changes-live'); return el.dataset.live + ' ' + el.title })()`))
+		return err == nil && s == "stream ", fmt.Sprintf("the channel's tail does not follow the stream (err %v): %q", err, s)
+	}); !ok {
+		shot("channel-tail-stream")
+		t.Fatal(state)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[int](`window.notReloaded = 1; window.held = 0;
+		document.body.addEventListener('htmx:beforeRequest', function (e) { if (e.detail.elt.id === 'channel-changes-live' && e.defaultPrevented) window.held++ }); 1`)); err != nil {
 		t.Fatal(err)
+	}
+	if state, ok := testutil.Eventually(10*time.Second, 100*time.Millisecond, func() (bool, string) {
+		n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`window.held`))
+		return err == nil && n > 0, fmt.Sprintf("no poll of the followed tail was held back (err %v)", err)
+	}); !ok {
+		t.Fatal(state)
 	}
 	api.must(200, "POST", "/v1/channels/2/room-1/subscribers", `{"uids":["u2"]}`, admin...)
 	if state, ok := testutil.Eventually(15*time.Second, 250*time.Millisecond, func() (bool, string) {
@@ -90,6 +108,18 @@ func TestConsoleChangeTail(t *testing.T) {
 		t.Fatal(state)
 	}
 	shot("channel-tail")
+	if s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(function(){ const el = document.querySelector('#channel-changes-live'); return el.dataset.live + ' ' + el.title })()`)); err != nil || s != "stream " {
+		t.Fatalf("the tail fell back to polling (err %v): %q", err, s)
+	}
+	// A group's tail follows a watch of every hash slot's rows.
+	do("the group's page", chromedp.Navigate(base+"/console/groups/1"), chromedp.WaitVisible(chromedp.CSS(`#group-changes-live [data-testid=changes]`)))
+	if state, ok := testutil.Eventually(10*time.Second, 100*time.Millisecond, func() (bool, string) {
+		s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(function(){ const el = document.querySelector('#group-changes-live'); return el.dataset.live + ' ' + el.title })()`))
+		return err == nil && s == "stream ", fmt.Sprintf("the group's tail does not follow the stream (err %v): %q", err, s)
+	}); !ok {
+		shot("group-tail-stream")
+		t.Fatal(state)
+	}
 }
 
 // tailOf is the change tail's part of a page, for a failure message.

@@ -75,7 +75,9 @@ func serveConsoleOn(t *testing.T, n *cluster.Node, reg *prometheus.Registry) str
 	rec := audit.New(n, nil)
 	return slotstoretest.ServeAPI(t, n, func(cfg *httpapi.Config) {
 		cfg.OpenAPI, cfg.Auth, cfg.Audit, cfg.Docs = slotmeta.OpenAPI, authn, rec, console.Docs()
-		cfg.Console = console.Handler(console.Config{Source: n.Operator(), Auth: authn, Audit: rec, Changes: n.Watches().Log})
+		cfg.Console = func(api http.Handler) http.Handler {
+			return console.Handler(console.Config{Source: n.Operator(), Auth: authn, Audit: rec, Changes: n.Watches().Log, API: api})
+		}
 		if reg != nil {
 			cfg.Registerer, cfg.Gatherer = reg, reg
 		}

@@ -52,9 +52,12 @@ type Config struct {
 	// itself). cmd/server closes it from http.Server.RegisterOnShutdown.
 	Stopping <-chan struct{}
 
-	// Console, if non-nil, is mounted at /console. A chi router sees paths
-	// relative to /console; any other handler sees the full path.
-	Console http.Handler
+	// Console, if non-nil, builds the handler mounted at /console. A chi
+	// router sees paths relative to /console; any other handler sees the
+	// full path. api serves a request as a new one to this API, from the
+	// top of its middleware (authentication included): the console
+	// forwards its live tails' watch stream to it with the session's token.
+	Console func(api http.Handler) http.Handler
 
 	// OpenAPI, if non-nil, is served as GET /openapi.yaml.
 	OpenAPI []byte

@@ -83,7 +83,7 @@ func TestOpenAPIAndConsole(t *testing.T) {
 	})
 	h := newHandler(t, f, func(c *Config) {
 		c.OpenAPI = []byte("openapi: 3.0.3\n")
-		c.Console = console
+		c.Console = func(http.Handler) http.Handler { return console }
 	})
 	w := do(t, h, "GET", "/openapi.yaml", "")
 	if w.Code != 200 || w.Body.String() != "openapi: 3.0.3\n" || w.Header().Get("Content-Type") != "application/yaml" {

@@ -44,7 +44,7 @@ func (a *api) recoverPanics(next http.Handler) http.Handler {
 func withDeadline(d time.Duration) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.URL.Path == watchPath || r.URL.Path == streamPath {
+			if r.URL.Path == watchPath || r.URL.Path == streamPath || r.URL.Path == consoleStreamPath {
 				next.ServeHTTP(w, r) // a stream: it ends when the client or the node goes (watch.go)
 				return
 			}

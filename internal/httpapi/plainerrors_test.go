@@ -25,7 +25,10 @@ func TestMountedHandlersAnswerErrorJSON(t *testing.T) {
 		w.WriteHeader(http.StatusUnauthorized) // a login page: HTML, kept
 		_, _ = io.WriteString(w, "<p>log in</p>")
 	})
-	h := newHandler(t, newFake(t, 1), func(c *Config) { c.Console = mux; c.Docs = http.NotFoundHandler() })
+	h := newHandler(t, newFake(t, 1), func(c *Config) {
+		c.Console = func(http.Handler) http.Handler { return mux }
+		c.Docs = http.NotFoundHandler()
+	})
 	for _, path := range []string{"/console/nope", "/docs/nope"} {
 		w := do(t, h, "GET", path, "")
 		if w.Code != http.StatusNotFound {

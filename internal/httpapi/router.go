@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -61,7 +62,12 @@ func New(cfg Config) (http.Handler, error) {
 		r.Get("/openapi.yaml", a.openAPI(cfg.OpenAPI))
 	}
 	if cfg.Console != nil {
-		r.Mount("/console", a.jsonErrors(cfg.Console))
+		// A request the console hands back starts afresh: without the
+		// routing state of its way to /console, which chi would follow.
+		api := http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			r.ServeHTTP(w, req.WithContext(context.WithValue(req.Context(), chi.RouteCtxKey, nil)))
+		})
+		r.Mount("/console", a.jsonErrors(cfg.Console(api)))
 	}
 	if cfg.Docs != nil {
 		r.Method(http.MethodGet, "/docs", a.jsonErrors(cfg.Docs))

@@ -42,6 +42,10 @@ import (
 // Bounds of multiplexed streams.
 const (
 	streamPath = "/v1/watch/stream"
+	// consoleStreamPath is where the console opens the stream for its live
+	// tails (it forwards it to streamPath, internal/console/stream.go): a
+	// stream too, without the request deadline.
+	consoleStreamPath = "/console/stream"
 	// maxStreamsPerNode bounds the multiplexed streams one node serves
 	// (each watch also counts against the hub's MaxSubscribers).
 	maxStreamsPerNode = 1_000

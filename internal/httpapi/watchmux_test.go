@@ -298,3 +298,25 @@ func TestWatchStreamProgressIsSplit(t *testing.T) {
 		}
 	}
 }
+
+// TestTheConsolesStreamHasNoDeadline: the console's stream (the one it
+// forwards to /v1/watch/stream for its live tails) is a stream like the
+// API's: the request deadline is not set on it, as it is on every other
+// console request (a stream that ended with the deadline would drop the
+// tails back to polling after RequestTimeout).
+func TestTheConsolesStreamHasNoDeadline(t *testing.T) {
+	deadlines := map[string]bool{}
+	h := newHandler(t, newFake(t, 1), func(c *Config) {
+		c.RequestTimeout = time.Minute
+		c.Console = func(http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, deadlines[r.URL.Path] = r.Context().Deadline()
+			})
+		}
+	})
+	do(t, h, "GET", "/console/stream", "")
+	do(t, h, "GET", "/console/groups", "")
+	if deadlines["/console/stream"] || !deadlines["/console/groups"] {
+		t.Fatalf("deadlines set: %v", deadlines)
+	}
+}
