@@ -61,7 +61,7 @@ var layers = map[string]int{
 	"internal/slotstore/store": 2, "internal/slotstore/digests": 2, "internal/ctl": 2, "internal/slotstore/controller": 2, "internal/slotstore/peer": 2,
 	"internal/slotstore/propose": 2, "internal/audit": 2, "internal/slotstore/watch": 2,
 	"internal/slotstore/fsm": 3, "internal/slotstore/controller/policy": 3, "internal/slotstore/controller/balance": 3, "internal/slotstore/controller/tasks": 3,
-	"internal/slotstore/projector": 3, "internal/slotstore/history": 3,
+	"internal/slotstore/projector": 3, "internal/slotstore/history": 3, "internal/slotstore/waker": 3,
 	"internal/slotstore/replicas": 4, "internal/slotstore/controller/leader": 4, "internal/slotstore/backupjob": 4, "internal/slotstore/restore": 4,
 	"internal/slotstore/dispatch": 5, "internal/sim": 5,
 	"internal/slotstore/cluster": 6, "internal/httpapi": 6, "internal/console": 6,

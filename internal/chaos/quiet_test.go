@@ -14,7 +14,7 @@ import (
 // their followers never campaign by themselves), and then the leader of a
 // group is cut off or restarted while nothing touches the cluster. The
 // clients resume at once, so the first writes and reads after the fault are
-// the ones that must wake the group (cluster/quiesce.go) — the case that
+// the ones that must wake the group (package waker) — the case that
 // busy schedules, whose groups never stay idle for the quiesce threshold,
 // never reach.
 

@@ -148,7 +148,7 @@ type Config struct {
 	// timeouts without traffic (256 idle groups: 3 % of a core a node
 	// instead of 13 %; ADR 0013). A quiesced follower never times out by
 	// itself, so a group whose leader cannot be reached is woken
-	// (quiesce.go). The controller group never quiesces.
+	// (package waker). The controller group never quiesces.
 	DisableQuiesce bool
 	// Balancer tunes the balancer (package controller/balance; zero values
 	// are its defaults). DisableBalancer turns it off on this node (it then

@@ -77,7 +77,7 @@ func (f follower) reconcile(ctx context.Context) {
 	// leader too, and the group stays leaderless here until something
 	// touches it (scripts' tests: 30-60 s after a restart).
 	for _, g := range f.n.replicas.RefreshLeaders(st) {
-		f.n.wakes.wake(g)
+		f.n.wakes.Wake(g)
 	}
 	f.pollPeerLeaders(ctx, st)
 	f.ensurePeerSecret(ctx, st)

@@ -60,11 +60,11 @@ func (h leaderHost) TransferHere(ctx context.Context, g slotstore.GroupID, targe
 }
 
 func (h leaderHost) Wake(groups []slotstore.GroupID, skip slotstore.NodeID) {
-	h.n.wakes.enqueue(wakeReq{groups: groups, skip: skip})
+	h.n.wakes.WakeAll(groups, skip)
 }
 
 func (h leaderHost) WakeOn(g slotstore.GroupID, node slotstore.NodeID) {
-	h.n.wakes.enqueue(wakeReq{groups: []slotstore.GroupID{g}, only: node})
+	h.n.wakes.WakeOn(g, node)
 }
 
 func (h leaderHost) Membership(ctx context.Context, req tasks.MembershipRequest) (tasks.Membership, error) {

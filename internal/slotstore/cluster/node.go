@@ -20,8 +20,7 @@
 // (datapath.go): the controller replica — starting it, the node's role in
 // it, joining, proposing (controllerReplica, join.go); following the
 // controller's state (follower, follow.go); leader transfers of the groups
-// this node leads (transferer, transfer.go); waking quiesced groups (waker,
-// quiesce.go); the peer endpoints the node answers itself (peerAPI,
+// this node leads (transferer, transfer.go); the peer endpoints the node answers itself (peerAPI,
 // peerapi.go); the operator's operations (operator, operator.go and
 // tasks.go); the adapters the leaf packages see (hosts.go); status reports,
 // security and the metrics. A test holds every type, Node included, to at
@@ -79,6 +78,7 @@ import (
 	"github.com/slotmeta/slotmeta/internal/slotstore/restore"
 	"github.com/slotmeta/slotmeta/internal/slotstore/routing"
 	"github.com/slotmeta/slotmeta/internal/slotstore/store"
+	"github.com/slotmeta/slotmeta/internal/slotstore/waker"
 	"github.com/slotmeta/slotmeta/internal/slotstore/watch"
 )
 
@@ -120,7 +120,7 @@ type Node struct {
 	removed    atomic.Pointer[map[string]bool] // Raft addresses of removed nodes (refused)
 	recovered  *controllerRecord               // this node's controller recovery (controllerrecovered.go), or nil
 	minVersion slotstore.Version               // the cluster version the data directory records (minversion.go; the follower loop's own)
-	wakes      *waker                          // wakes quiesced groups (quiesce.go)
+	wakes      *waker.Waker                    // wakes quiesced groups
 	history    *history.Recorder               // the node's vital signs, for the console's charts
 	ctl        controllerReplica               // the node's controller replica: start, role, proposals (join.go)
 	follow     follower                        // follows the controller's state (follow.go)
@@ -287,11 +287,11 @@ func Start(cfg Config) (*Node, error) {
 		RemoteReadIndex: n.remoteReadIndex(leaseReads > 0), RemoteBudget: min(cfg.electionTimeout(), cfg.RequestTimeout/2),
 		LeaseLimit: func(g slotstore.GroupID) time.Duration { return leaseLimit(n.ctrl.Load(), g) }, Log: n.logdb,
 		ReadPath: n.metrics.readPath, StartMarks: filepath.Join(cfg.DataDir, "replica-starts"), LastCrash: cfg.LastCrash})
-	n.wakes = newWaker(&waker{off: cfg.DisableQuiesce, self: cfg.NodeID, life: n.life, router: n.router, ctrl: n.ctrl.Load,
-		peers: n.peers, addr: func(id slotstore.NodeID) string { return n.dispatch.PeerAddrOf(id) },
-		touch: func(g slotstore.GroupID) {
+	n.wakes = waker.New(waker.Config{Off: cfg.DisableQuiesce, Self: cfg.NodeID, Life: n.life, Router: n.router, Controller: n.ctrl.Load,
+		Peers: n.peers, Addr: func(id slotstore.NodeID) string { return n.dispatch.PeerAddrOf(id) },
+		Touch: func(g slotstore.GroupID) {
 			if lg := n.replicas.Get(g); lg != nil && lg.Open() {
-				_, _ = n.nh.ReadIndex(controller.ShardOf(g), wakeTimeout)
+				_, _ = n.nh.ReadIndex(controller.ShardOf(g), waker.Timeout)
 			}
 		}})
 	n.xfer = transferer{cfg: &n.cfg, nh: nh, ctrl: n.ctrl.Load, peerAddr: func(id slotstore.NodeID) string { return n.dispatch.PeerAddrOf(id) },
@@ -300,7 +300,7 @@ func Start(cfg Config) (*Node, error) {
 	n.dispatch = dispatch.New(dispatch.Config{NodeID: cfg.NodeID, Router: n.router, Local: localReplicas{n}, Peers: n.peers,
 		Controller: n.ctrl.Load, MaxForwardHops: cfg.MaxForwardHops, ForwardHopTimeout: cfg.ForwardHopTimeout,
 		ForwardMoveGrace: cfg.ForwardMoveGrace, LeaderWait: cfg.LeaderWait, ElectionTimeout: cfg.electionTimeout(), Now: cfg.Now,
-		Proposal: n.metrics.proposal, LeaderMove: n.metrics.leaderMove, Forwarded: n.metrics.lat.forwarded, Heat: n.heat, Wake: n.wakes.unreached, ServedWrite: n.peerWrites.proposed,
+		Proposal: n.metrics.proposal, LeaderMove: n.metrics.leaderMove, Forwarded: n.metrics.lat.forwarded, Heat: n.heat, Wake: n.wakes.Unreached, ServedWrite: n.peerWrites.proposed,
 		Refuse: n.disk.refuse, Behind: n.disk.g.Full})
 	n.projector = projector.New(projector.Config{Node: projectHost{n}, Interval: cfg.ProjectInterval,
 		RoundTimeout: cfg.RequestTimeout, Backlog: n.metrics.backlog, Logger: cfg.Logger})
@@ -373,7 +373,7 @@ func Start(cfg Config) (*Node, error) {
 	}()
 	go func() {
 		defer n.bg.Done()
-		n.wakes.run(n.stop)
+		n.wakes.Run(n.stop)
 	}()
 	go func() {
 		defer n.bg.Done()

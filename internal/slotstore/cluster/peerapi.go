@@ -39,7 +39,7 @@ func (p peerAPI) peerHandler() *peer.Server {
 	s.Handle(http.MethodGet, "applied", p.servePeerApplied)
 	s.Handle(http.MethodGet, "status", p.servePeerStatus)
 	s.Handle(http.MethodGet, "nodes", p.servePeerNodes)
-	s.Handle(http.MethodPost, "wake", p.n.wakes.serve)
+	s.Handle(http.MethodPost, "wake", p.n.wakes.Serve)
 	s.Handle(http.MethodPost, "membership", p.servePeerMembership)
 	p.registerChecks(s) // digest, fence
 

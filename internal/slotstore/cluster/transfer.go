@@ -16,6 +16,7 @@ import (
 	"github.com/slotmeta/slotmeta/internal/slotstore/raftnet"
 	"github.com/slotmeta/slotmeta/internal/slotstore/replicas"
 	"github.com/slotmeta/slotmeta/internal/slotstore/routing"
+	"github.com/slotmeta/slotmeta/internal/slotstore/waker"
 )
 
 // transferer carries out leader transfers of the groups this node leads:
@@ -29,7 +30,7 @@ type transferer struct {
 	replicas *replicas.Set
 	router   *routing.Router
 	heard    *raftnet.Heard
-	wakes    *waker
+	wakes    *waker.Waker
 	attempt  func(landed bool) // counts one attempt
 }
 
@@ -149,7 +150,7 @@ func (x transferer) drainedTransfer(ctx context.Context, g slotstore.GroupID, lg
 		// something else woke it (scripts' tests: a restarted node's group
 		// without a leader for a minute, the preferred leader never
 		// reached).
-		x.wakes.local(g)
+		x.wakes.Local(g)
 		if err := x.nh.RequestLeaderTransfer(shard, replica); err != nil && !dragonboat.IsTempError(err) {
 			release()
 			cancel()

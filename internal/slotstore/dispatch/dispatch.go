@@ -72,7 +72,7 @@ type Config struct {
 	// Wake, when set, is told of a group whose leader (0: none known) could
 	// not be reached (no leader known, a forward that failed or timed out):
 	// a quiesced group must be woken to elect a new one — and so must the
-	// other groups that node leads (package cluster, quiesce.go). It must
+	// other groups that node leads (waker.Waker.Unreached). It must
 	// not block.
 	Wake func(g slotstore.GroupID, leader slotstore.NodeID)
 	// Refuse, when set, is asked before a write this node leads is
