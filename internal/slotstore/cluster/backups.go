@@ -5,22 +5,31 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/lni/dragonboat/v4"
+
 	"github.com/slotmeta/slotmeta/internal/slotstore"
-	"github.com/slotmeta/slotmeta/internal/slotstore/backupjob"
 	"github.com/slotmeta/slotmeta/internal/slotstore/controller"
 	"github.com/slotmeta/slotmeta/internal/slotstore/fsm"
 	"github.com/slotmeta/slotmeta/internal/slotstore/propose"
+	"github.com/slotmeta/slotmeta/internal/slotstore/replicas"
+	"github.com/slotmeta/slotmeta/internal/slotstore/routing"
 )
 
 // backupHost is the node as its backups see it (backupjob.Host).
-type backupHost struct{ n *Node }
+type backupHost struct {
+	self     slotstore.NodeID
+	nh       *dragonboat.NodeHost
+	replicas *replicas.Set
+	router   *routing.Router
+	peerAddr func(slotstore.NodeID) string
+}
 
-func (h backupHost) NodeID() slotstore.NodeID { return h.n.cfg.NodeID }
+func (h backupHost) NodeID() slotstore.NodeID { return h.self }
 
 // ControllerState reads the controller's state linearizably through this
 // node's replica of the controller (every node runs one).
 func (h backupHost) ControllerState(ctx context.Context) (*controller.State, error) {
-	v, err := h.n.nh.SyncRead(ctx, controller.ShardID, controller.StateQuery{})
+	v, err := h.nh.SyncRead(ctx, controller.ShardID, controller.StateQuery{})
 	if err != nil {
 		return nil, propose.RaftError(err, 0, false)
 	}
@@ -31,15 +40,15 @@ func (h backupHost) ControllerState(ctx context.Context) (*controller.State, err
 	return st, nil
 }
 
-func (h backupHost) HasReplica(g slotstore.GroupID) bool { return h.n.replicas.Get(g).Open() }
+func (h backupHost) HasReplica(g slotstore.GroupID) bool { return h.replicas.Get(g).Open() }
 
 // LocalImage writes the image of this node's replica of g once a read
 // round has made it current: every write acknowledged before the call is
 // in it.
 func (h backupHost) LocalImage(ctx context.Context, g slotstore.GroupID, w io.Writer) (fsm.ImageInfo, error) {
-	r := h.n.replicas.Get(g)
+	r := h.replicas.Get(g)
 	if !r.Open() {
-		return fsm.ImageInfo{}, slotstore.Errorf(slotstore.CodeRouteNotReady, "node %d holds no replica of group %d", h.n.cfg.NodeID, g)
+		return fsm.ImageInfo{}, slotstore.Errorf(slotstore.CodeRouteNotReady, "node %d holds no replica of group %d", h.self, g)
 	}
 	if err := r.AwaitRead(ctx); err != nil {
 		return fsm.ImageInfo{}, err
@@ -48,14 +57,13 @@ func (h backupHost) LocalImage(ctx context.Context, g slotstore.GroupID, w io.Wr
 }
 
 func (h backupHost) Leader(g slotstore.GroupID) slotstore.NodeID {
-	st, _ := h.n.router.Load().Group(g)
+	st, _ := h.router.Load().Group(g)
 	return st.Leader
 }
 
-func (h backupHost) PeerAddr(id slotstore.NodeID) string { return h.n.dispatch.PeerAddrOf(id) }
+func (h backupHost) PeerAddr(id slotstore.NodeID) string { return h.peerAddr(id) }
 
-// newBackups returns the node's backup runner (started with the node,
-// closed before its peer server).
-func (n *Node) newBackups() *backupjob.Runner {
-	return backupjob.New(backupjob.Config{Host: backupHost{n}, Peers: n.peers, Root: n.cfg.BackupDir, Now: n.cfg.Now, Logger: n.cfg.Logger})
+// backupHostOf is n as its backups see it.
+func backupHostOf(n *Node) backupHost {
+	return backupHost{self: n.cfg.NodeID, nh: n.nh, replicas: n.replicas, router: n.router, peerAddr: n.dispatch.PeerAddrOf}
 }

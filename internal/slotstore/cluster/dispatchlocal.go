@@ -7,16 +7,22 @@ import (
 	"github.com/slotmeta/slotmeta/internal/slotstore/controller"
 	"github.com/slotmeta/slotmeta/internal/slotstore/dispatch"
 	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
+	"github.com/slotmeta/slotmeta/internal/slotstore/raftnet"
+	"github.com/slotmeta/slotmeta/internal/slotstore/replicas"
 )
 
 // localReplicas is the node's replicas as its dispatcher sees them
 // (dispatch.Local): the running replica set and the Raft transport's record
 // of what each replica last heard.
-type localReplicas struct{ n *Node }
+type localReplicas struct {
+	replicas *replicas.Set
+	ctrl     func() *controller.State
+	heard    *raftnet.Heard
+}
 
 // Replica is the open replica of g here, or nil.
 func (l localReplicas) Replica(g slotstore.GroupID) dispatch.Replica {
-	if r := l.n.replicas.Get(g); r.Open() {
+	if r := l.replicas.Get(g); r.Open() {
 		return r
 	}
 	return nil
@@ -24,15 +30,15 @@ func (l localReplicas) Replica(g slotstore.GroupID) dispatch.Replica {
 
 // HeardAgo is how long ago this node's replica of g heard from node's.
 func (l localReplicas) HeardAgo(g slotstore.GroupID, node slotstore.NodeID) (time.Duration, bool) {
-	grp, ok := l.n.ctrl.Load().Groups[g]
-	if !ok || l.n.replicas.Get(g) == nil {
+	grp, ok := l.ctrl().Groups[g]
+	if !ok || l.replicas.Get(g) == nil {
 		return 0, false
 	}
-	return l.n.heard.Ago(controller.ShardOf(g), grp.Peers[node])
+	return l.heard.Ago(controller.ShardOf(g), grp.Peers[node])
 }
 
 // GetRows reads each group's part from its replica here, all from one view
 // of the store (replicas.Set.GetRows).
 func (l localReplicas) GetRows(groups []slotstore.GroupID, qs []*meta.GetRows) ([]*meta.RowBatch, error) {
-	return l.n.replicas.GetRows(groups, qs)
+	return l.replicas.GetRows(groups, qs)
 }

@@ -11,6 +11,8 @@ import (
 	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
 	"github.com/slotmeta/slotmeta/internal/slotstore/projector"
 	"github.com/slotmeta/slotmeta/internal/slotstore/propose"
+	"github.com/slotmeta/slotmeta/internal/slotstore/replicas"
+	"github.com/slotmeta/slotmeta/internal/slotstore/routing"
 )
 
 // The node as its leaf packages see it: small adapters that implement the
@@ -86,17 +88,23 @@ func (h leaderHost) Read(ctx context.Context, q meta.Query, c meta.Consistency) 
 
 // projectHost is the node as the outbox projector sees it
 // (projector.Node), kept off the Node's own method set.
-type projectHost struct{ n *Node }
+type projectHost struct {
+	self      slotstore.NodeID
+	router    *routing.Router
+	replicas  *replicas.Set
+	readLocal meta.ReaderFunc
+	propose   func(ctx context.Context, cmd meta.Command) (meta.Result, slotstore.Route, error)
+}
 
 var _ projector.Node = projectHost{}
 
 func (h projectHost) Groups() []projector.Group {
-	snap := h.n.router.Load()
+	snap := h.router.Load()
 	table := snap.Table()
 	var out []projector.Group
-	for id, r := range h.n.replicas.All() {
+	for id, r := range h.replicas.All() {
 		g := projector.Group{ID: id, Applied: r.AppliedIndex(), Open: r.Open()}
-		if st, ok := snap.Group(id); ok && st.Leader == h.n.cfg.NodeID && table != nil {
+		if st, ok := snap.Group(id); ok && st.Leader == h.self && table != nil {
 			g.Led, g.Slots = true, table.SlotsOf(id)
 		}
 		out = append(out, g)
@@ -105,10 +113,10 @@ func (h projectHost) Groups() []projector.Group {
 }
 
 func (h projectHost) ScanOutbox(ctx context.Context, g slotstore.GroupID, q *meta.ScanOutbox) (*meta.OutboxPage, error) {
-	page, _, err := meta.Read(ctx, meta.ReaderFunc(h.n.dispatch.ReadLocal), q, meta.Local)
+	page, _, err := meta.Read(ctx, h.readLocal, q, meta.Local)
 	return page, err
 }
 
 func (h projectHost) Propose(ctx context.Context, cmd meta.Command) (meta.Result, slotstore.Route, error) {
-	return h.n.Propose(heat.Quiet(ctx), cmd) // projections are the node's own writes
+	return h.propose(heat.Quiet(ctx), cmd) // projections are the node's own writes
 }

@@ -297,12 +297,13 @@ func Start(cfg Config) (*Node, error) {
 	n.xfer = transferer{cfg: &n.cfg, nh: nh, ctrl: n.ctrl.Load, peerAddr: func(id slotstore.NodeID) string { return n.dispatch.PeerAddrOf(id) },
 		peers: n.peers, replicas: n.replicas, router: n.router, heard: n.heard, wakes: n.wakes, attempt: n.metrics.transferAttempt}
 	n.peerWrites = &peerWrites{nodes: n.ctrl.Load, counted: n.metrics.peerWrites, lost: n.metrics.peerAuditLost, audit: n.Audit, log: cfg.Logger}
-	n.dispatch = dispatch.New(dispatch.Config{NodeID: cfg.NodeID, Router: n.router, Local: localReplicas{n}, Peers: n.peers,
+	n.dispatch = dispatch.New(dispatch.Config{NodeID: cfg.NodeID, Router: n.router, Local: localReplicas{replicas: n.replicas, ctrl: n.ctrl.Load, heard: n.heard}, Peers: n.peers,
 		Controller: n.ctrl.Load, MaxForwardHops: cfg.MaxForwardHops, ForwardHopTimeout: cfg.ForwardHopTimeout,
 		ForwardMoveGrace: cfg.ForwardMoveGrace, LeaderWait: cfg.LeaderWait, ElectionTimeout: cfg.electionTimeout(), Now: cfg.Now,
 		Proposal: n.metrics.proposal, LeaderMove: n.metrics.leaderMove, Forwarded: n.metrics.lat.forwarded, Heat: n.heat, Wake: n.wakes.Unreached, ServedWrite: n.peerWrites.proposed,
 		Refuse: n.disk.refuse, Behind: n.disk.g.Full})
-	n.projector = projector.New(projector.Config{Node: projectHost{n}, Interval: cfg.ProjectInterval,
+	n.projector = projector.New(projector.Config{Node: projectHost{self: cfg.NodeID, router: n.router, replicas: n.replicas,
+		readLocal: n.dispatch.ReadLocal, propose: n.Propose}, Interval: cfg.ProjectInterval,
 		RoundTimeout: cfg.RequestTimeout, Backlog: n.metrics.backlog, Logger: cfg.Logger})
 	n.leader = leader.New(leader.Config{NodeID: cfg.NodeID, Host: leaderHost{n}, Peers: n.peers, Now: cfg.Now, Logger: cfg.Logger, Life: n.life,
 		ObserveInterval: cfg.ObserveInterval, BalanceInterval: cfg.BalanceInterval, HighWaterInterval: cfg.HighWaterInterval, HeatStep: cfg.HistoryStep, RequestTimeout: cfg.RequestTimeout,
@@ -311,7 +312,7 @@ func Start(cfg Config) (*Node, error) {
 		DisableHashSlotMoves: cfg.DisableHashSlotMoves, BackoffSeed: uint64(cfg.NodeID)<<32 ^ uint64(time.Now().UnixNano()),
 		ServedTransfer: func(ctx context.Context) { n.peerWrites.wrote(ctx, peerWriteTransfer) },
 		Checks:         leaderHost{n}, CheckEvery: cfg.CheckEvery})
-	n.backups = n.newBackups()
+	n.backups = backupjob.New(backupjob.Config{Host: backupHostOf(n), Peers: n.peers, Root: cfg.BackupDir, Now: cfg.Now, Logger: cfg.Logger})
 	n.recovery = &recoverer{n: n}
 	if cfg.PeerAddr != "" {
 		// Bounded: a connection that has not shown the cluster secret within

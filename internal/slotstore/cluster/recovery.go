@@ -67,7 +67,7 @@ func (r *recoverer) RecoverGroup(ctx context.Context, g slotstore.GroupID, accep
 	// The controller's current word (the next replica id must be the one
 	// the command will find), within a request's bound.
 	sctx, cancel := context.WithTimeout(ctx, r.n.cfg.RequestTimeout)
-	st, err := backupHost{r.n}.ControllerState(sctx)
+	st, err := backupHostOf(r.n).ControllerState(sctx)
 	cancel()
 	if err != nil {
 		return rep, err
