@@ -29,7 +29,7 @@ func TestLeavesRunWithoutTheEngine(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go list")
 	}
-	for _, pkg := range []string{"./internal/slotstore/dispatch", "./internal/slotstore/projector", "./internal/slotstore/controller/leader", "./internal/sim"} {
+	for _, pkg := range []string{"./internal/engine/dispatch", "./internal/engine/projector", "./internal/engine/controller/leader", "./internal/sim"} {
 		noEngine(t, pkg, []string{"github.com/lni/dragonboat/v4/statemachine"})
 	}
 }
@@ -56,15 +56,15 @@ func noEngine(t *testing.T, pkg string, allowed []string) {
 // the code.
 var layers = map[string]int{
 	"internal/slotstore": 0, "internal/netguard": 0, "internal/crashlog": 0, "client": 0, "client/routed": 1,
-	"internal/slotstore/meta": 1, "internal/slotstore/checks": 1, "internal/slotstore/clusterversion": 1, "internal/slotstore/diskguard": 1, "internal/slotstore/routing": 1, "internal/slotstore/raftlog": 1,
-	"internal/slotstore/raftnet": 1, "internal/slotstore/heat": 1, "internal/backup": 1, "internal/auth": 1, "internal/certs": 1, "web": 1, "migrations": 1,
-	"internal/slotstore/store": 2, "internal/slotstore/digests": 2, "internal/ctl": 2, "internal/slotstore/controller": 2, "internal/slotstore/peer": 2,
-	"internal/slotstore/propose": 2, "internal/audit": 2, "internal/slotstore/watch": 2,
-	"internal/slotstore/fsm": 3, "internal/slotstore/controller/policy": 3, "internal/slotstore/controller/balance": 3, "internal/slotstore/controller/tasks": 3,
-	"internal/slotstore/projector": 3, "internal/slotstore/history": 3, "internal/slotstore/waker": 3,
-	"internal/slotstore/replicas": 4, "internal/slotstore/controller/leader": 4, "internal/slotstore/backupjob": 4, "internal/slotstore/restore": 4,
-	"internal/slotstore/dispatch": 5, "internal/sim": 5,
-	"internal/slotstore/cluster": 6, "internal/httpapi": 6, "internal/console": 6,
+	"internal/slotstore/meta": 1, "internal/slotstore/checks": 1, "internal/slotstore/clusterversion": 1, "internal/engine/diskguard": 1, "internal/slotstore/routing": 1, "internal/engine/raftlog": 1,
+	"internal/engine/raftnet": 1, "internal/engine/heat": 1, "internal/backup": 1, "internal/auth": 1, "internal/certs": 1, "web": 1, "migrations": 1,
+	"internal/engine/store": 2, "internal/engine/digests": 2, "internal/ctl": 2, "internal/engine/controller": 2, "internal/engine/peer": 2,
+	"internal/engine/propose": 2, "internal/audit": 2, "internal/slotstore/watch": 2,
+	"internal/engine/fsm": 3, "internal/engine/controller/policy": 3, "internal/engine/controller/balance": 3, "internal/engine/controller/tasks": 3,
+	"internal/engine/projector": 3, "internal/engine/history": 3, "internal/engine/waker": 3,
+	"internal/engine/replicas": 4, "internal/engine/controller/leader": 4, "internal/engine/backupjob": 4, "internal/engine/restore": 4,
+	"internal/engine/dispatch": 5, "internal/sim": 5,
+	"internal/engine/cluster": 6, "internal/httpapi": 6, "internal/console": 6,
 	"cmd/server": 7, "cmd/slotsim": 7,
 }
 
@@ -81,7 +81,7 @@ func TestPackagesImportOnlyLowerLayers(t *testing.T) {
 		pkg := strings.TrimPrefix(fields[0], "github.com/slotmeta/slotmeta/")
 		switch {
 		case strings.HasPrefix(pkg, "internal/chaos"), strings.HasPrefix(pkg, "internal/e2e"), strings.HasPrefix(pkg, "internal/contract"),
-			pkg == "internal/nethost", pkg == "internal/testutil", pkg == "internal/slotstore/faults", pkg == "internal/slotstore/slotstoretest", pkg == "internal/slotstore/operatortest":
+			pkg == "internal/nethost", pkg == "internal/testutil", pkg == "internal/testkit/faults", pkg == "internal/testkit/slotstoretest", pkg == "internal/testkit/operatortest":
 			continue // tests and test support: they may use anything
 		}
 		layer, ok := layers[pkg]
@@ -139,7 +139,7 @@ func TestDesignPackagePictureIsTrue(t *testing.T) {
 		sec = sec[:end+1]
 	}
 	full := func(name string) string { // a short name of §14 as an import path
-		for _, p := range []string{"internal/slotstore/" + name, "internal/" + name, name} {
+		for _, p := range []string{"internal/slotstore/" + name, "internal/engine/" + name, "internal/testkit/" + name, "internal/" + name, name} {
 			if _, ok := layers[p]; ok {
 				return p
 			}
@@ -204,5 +204,37 @@ func TestDesignPackagePictureIsTrue(t *testing.T) {
 	}
 	if rows < 10 {
 		t.Fatalf("§14's import table has %d rows: the test no longer finds it", rows)
+	}
+}
+
+// TestTreesPointInward (issue 53): the domain (internal/slotstore and
+// below) imports nothing of ours outside it; the engine (internal/engine)
+// is imported only by itself, the commands, the simulator and tests; the
+// test kit (internal/testkit) only by itself and tests. Test files'
+// imports are not a package's (go list's Imports).
+func TestTreesPointInward(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "./...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	under := func(pkg, tree string) bool { return pkg == tree || strings.HasPrefix(pkg, tree+"/") }
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(l)
+		pkg := strings.TrimPrefix(f[0], "github.com/slotmeta/slotmeta/")
+		for _, imp := range f[1:] {
+			dep, ours := strings.CutPrefix(imp, "github.com/slotmeta/slotmeta/")
+			switch {
+			case !ours:
+			case under(pkg, "internal/slotstore") && !under(dep, "internal/slotstore"):
+				t.Errorf("the domain's %s imports %s", pkg, dep)
+			case under(dep, "internal/engine") && !under(pkg, "internal/engine") && !under(pkg, "cmd") && pkg != "internal/sim" && !under(pkg, "internal/testkit"):
+				t.Errorf("%s imports the engine's %s", pkg, dep)
+			case under(dep, "internal/testkit") && !under(pkg, "internal/testkit"):
+				t.Errorf("%s imports the test kit's %s outside its tests", pkg, dep)
+			}
+		}
 	}
 }

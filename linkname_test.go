@@ -27,9 +27,9 @@ func TestLinkedSymbolsKeepTheirSignatures(t *testing.T) {
 	for _, c := range []struct {
 		ours, name, theirs string
 	}{
-		{"internal/slotstore/raftnet/heard.go", "newTCPTransport", "internal/transport/tcp.go"},
-		{"internal/slotstore/faults/tcp.go", "newTCPTransport", "internal/transport/tcp.go"},
-		{"internal/slotstore/raftlog/logdb.go", "newDefaultLogDB", "internal/logdb/logdb.go"},
+		{"internal/engine/raftnet/heard.go", "newTCPTransport", "internal/transport/tcp.go"},
+		{"internal/testkit/faults/tcp.go", "newTCPTransport", "internal/transport/tcp.go"},
+		{"internal/engine/raftlog/logdb.go", "newDefaultLogDB", "internal/logdb/logdb.go"},
 	} {
 		ourSig, target := signature(t, c.ours, c.name, true)
 		theirName := target[strings.LastIndex(target, ".")+1:]
@@ -106,7 +106,7 @@ func signature(t *testing.T, file, name string, linked bool) (sig, target string
 }
 
 // TestLinkedVariablesKeepTheirTypes: the per-replica sizes
-// (internal/slotstore/raftlog/sizes.go) are dragonboat's package variables,
+// (internal/engine/raftlog/sizes.go) are dragonboat's package variables,
 // reached by name. Each must still be a package-level uint64 of the file
 // named here in the pinned source, initialised from a uint64 setting.
 func TestLinkedVariablesKeepTheirTypes(t *testing.T) {
@@ -116,7 +116,7 @@ func TestLinkedVariablesKeepTheirTypes(t *testing.T) {
 	}
 	dragonboat := strings.TrimSpace(string(out))
 	settings := settingTypes(t, filepath.Join(dragonboat, "internal/settings"))
-	const ours = "internal/slotstore/raftlog/sizes.go"
+	const ours = "internal/engine/raftlog/sizes.go"
 	linked := linkedVars(t, ours)
 	theirs := map[string]string{ // target → file that declares it
 		"github.com/lni/dragonboat/v4.incomingProposalsMaxLen":              "node.go",

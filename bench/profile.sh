@@ -73,7 +73,7 @@ echo "# servers: where syscalls and the runtime go (cumulative; overlapping)"
 "${PPROF[@]}" -top -cum -nodecount=100000 -tagignore=slotbench=client "$BIN" "$PROF" 2>/dev/null >"$OUTDIR/cum-servers.txt"
 for f in 'syscall.Fdatasync' 'internal/poll.\(\*FD\).Write$' 'internal/poll.\(\*FD\).Read$' 'runtime.gcBgMarkWorker$' 'runtime.mallocgc$' 'runtime.schedule$' 'runtime.findRunnable$' \
   'encoding/json.Marshal$' 'encoding/json.\(\*Decoder\).Decode$' 'encoding/json.Unmarshal$' 'net/http.\(\*conn\).serve$' \
-  'github.com/slotmeta/slotmeta/internal/slotstore/cluster.\(\*Node\).forward' 'github.com/slotmeta/slotmeta/internal/slotstore/cluster.\(\*peerClient\).callPath$' 'github.com/slotmeta/slotmeta/internal/slotstore/fsm.\(\*StateMachine\).Update$' \
+  'github.com/slotmeta/slotmeta/internal/engine/cluster.\(\*Node\).forward' 'github.com/slotmeta/slotmeta/internal/engine/cluster.\(\*peerClient\).callPath$' 'github.com/slotmeta/slotmeta/internal/engine/fsm.\(\*StateMachine\).Update$' \
   'dragonboat/v4.\(\*engine\).stepWorkerMain$' 'dragonboat/v4/internal/logdb.*SaveRaftState$' 'dragonboat/v4/internal/transport.*' 'go-playground/validator/v10.\(\*Validate\).Struct' 'prometheus.*'; do
   awk -v f="$f" '$6 ~ f { printf "%-72s %8s cum %7s\n", $6, $4, $5; exit }' "$OUTDIR/cum-servers.txt"
 done

@@ -15,7 +15,7 @@ import (
 
 	"github.com/slotmeta/slotmeta/client"
 	"github.com/slotmeta/slotmeta/internal/slotstore"
-	"github.com/slotmeta/slotmeta/internal/slotstore/slotstoretest"
+	"github.com/slotmeta/slotmeta/internal/testkit/slotstoretest"
 	"github.com/slotmeta/slotmeta/internal/testutil"
 )
 

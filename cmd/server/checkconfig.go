@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/slotmeta/slotmeta/internal/certs"
+	"github.com/slotmeta/slotmeta/internal/engine/restore"
 	"github.com/slotmeta/slotmeta/internal/slotstore"
-	"github.com/slotmeta/slotmeta/internal/slotstore/restore"
 )
 
 // checkConfig is --check-config: every check a start would make before it

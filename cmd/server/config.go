@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/slotmeta/slotmeta/internal/auth"
+	"github.com/slotmeta/slotmeta/internal/engine/controller"
+	"github.com/slotmeta/slotmeta/internal/engine/peer"
 	"github.com/slotmeta/slotmeta/internal/slotstore"
-	"github.com/slotmeta/slotmeta/internal/slotstore/controller"
-	"github.com/slotmeta/slotmeta/internal/slotstore/peer"
 )
 
 // options are the server's flags; every flag also reads SLOTMETA_<NAME>

@@ -38,9 +38,9 @@ import (
 	"github.com/slotmeta/slotmeta/internal/console"
 	"github.com/slotmeta/slotmeta/internal/crashlog"
 	"github.com/slotmeta/slotmeta/internal/ctl"
+	"github.com/slotmeta/slotmeta/internal/engine/cluster"
 	"github.com/slotmeta/slotmeta/internal/httpapi"
 	"github.com/slotmeta/slotmeta/internal/netguard"
-	"github.com/slotmeta/slotmeta/internal/slotstore/cluster"
 	"github.com/slotmeta/slotmeta/internal/slotstore/clusterversion"
 )
 

@@ -8,11 +8,11 @@ import (
 
 	"github.com/slotmeta/slotmeta/internal/auth"
 	"github.com/slotmeta/slotmeta/internal/certs"
+	"github.com/slotmeta/slotmeta/internal/engine/cluster"
+	"github.com/slotmeta/slotmeta/internal/engine/controller"
+	"github.com/slotmeta/slotmeta/internal/engine/controller/balance"
+	"github.com/slotmeta/slotmeta/internal/engine/controller/policy"
 	"github.com/slotmeta/slotmeta/internal/slotstore"
-	"github.com/slotmeta/slotmeta/internal/slotstore/cluster"
-	"github.com/slotmeta/slotmeta/internal/slotstore/controller"
-	"github.com/slotmeta/slotmeta/internal/slotstore/controller/balance"
-	"github.com/slotmeta/slotmeta/internal/slotstore/controller/policy"
 	"github.com/slotmeta/slotmeta/internal/slotstore/watch"
 )
 

@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/slotmeta/slotmeta/internal/engine/cluster"
 	"github.com/slotmeta/slotmeta/internal/slotstore"
-	"github.com/slotmeta/slotmeta/internal/slotstore/cluster"
 )
 
 // recoverControllerUsage is `slotmeta recover-controller -h`.

@@ -9,8 +9,8 @@ import (
 
 	"github.com/slotmeta/slotmeta/internal/auth"
 	"github.com/slotmeta/slotmeta/internal/certs"
+	"github.com/slotmeta/slotmeta/internal/engine/cluster"
 	"github.com/slotmeta/slotmeta/internal/slotstore"
-	"github.com/slotmeta/slotmeta/internal/slotstore/cluster"
 )
 
 // reloader re-reads, on SIGHUP, what may change while the node runs: the

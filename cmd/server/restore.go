@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/slotmeta/slotmeta/internal/engine/restore"
 	"github.com/slotmeta/slotmeta/internal/slotstore"
-	"github.com/slotmeta/slotmeta/internal/slotstore/restore"
 )
 
 // restoreUsage is `slotmeta restore -h`.

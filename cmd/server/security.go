@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/slotmeta/slotmeta/internal/auth"
-	"github.com/slotmeta/slotmeta/internal/slotstore/peer"
+	"github.com/slotmeta/slotmeta/internal/engine/peer"
 )
 
 // security is how the node's listeners are protected, decided from the

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/slotmeta/slotmeta/internal/slotstore/slotstoretest"
+	"github.com/slotmeta/slotmeta/internal/testkit/slotstoretest"
 )
 
 // TestKVListFillsAndListsEveryKey: slotbench kvlist writes -fill keys over

@@ -36,9 +36,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/slotmeta/slotmeta"
+	"github.com/slotmeta/slotmeta/internal/engine/cluster"
 	"github.com/slotmeta/slotmeta/internal/httpapi"
-	"github.com/slotmeta/slotmeta/internal/slotstore/cluster"
-	"github.com/slotmeta/slotmeta/internal/slotstore/slotstoretest"
+	"github.com/slotmeta/slotmeta/internal/testkit/slotstoretest"
 )
 
 func envOr(k, def string) string {

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slotmeta/slotmeta/internal/slotstore/slotstoretest"
+	"github.com/slotmeta/slotmeta/internal/testkit/slotstoretest"
 )
 
 // TestSmartClientRunsEveryKeyedWorkload: with -client smart, kv-put,

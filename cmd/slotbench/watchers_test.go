@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slotmeta/slotmeta/internal/slotstore/slotstoretest"
+	"github.com/slotmeta/slotmeta/internal/testkit/slotstoretest"
 )
 
 // TestWatchersSeeTheWatchedWrites: beside kv-put-watched, -watchers

@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotmeta/slotmeta/internal/engine/controller/policy"
 	"github.com/slotmeta/slotmeta/internal/nethost"
 	"github.com/slotmeta/slotmeta/internal/slotstore"
-	"github.com/slotmeta/slotmeta/internal/slotstore/controller/policy"
 	"github.com/slotmeta/slotmeta/internal/testutil"
 )
 

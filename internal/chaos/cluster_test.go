@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/slotmeta/slotmeta/client/routed"
-	"github.com/slotmeta/slotmeta/internal/slotstore/cluster"
-	"github.com/slotmeta/slotmeta/internal/slotstore/slotstoretest"
+	"github.com/slotmeta/slotmeta/internal/engine/cluster"
+	"github.com/slotmeta/slotmeta/internal/testkit/slotstoretest"
 )
 
 // endpoints is what the workload clients need of a cluster: its nodes' API

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slotmeta/slotmeta/internal/slotstore/cluster"
-	"github.com/slotmeta/slotmeta/internal/slotstore/slotstoretest"
+	"github.com/slotmeta/slotmeta/internal/engine/cluster"
+	"github.com/slotmeta/slotmeta/internal/testkit/slotstoretest"
 )
 
 // Pieces random requests are made of: real paths and near misses, every

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/slotmeta/slotmeta/internal/engine/controller"
 	"github.com/slotmeta/slotmeta/internal/slotstore"
-	"github.com/slotmeta/slotmeta/internal/slotstore/controller"
 	"github.com/slotmeta/slotmeta/internal/testutil"
 )
 

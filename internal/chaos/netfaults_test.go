@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/slotmeta/slotmeta/internal/engine/controller"
 	"github.com/slotmeta/slotmeta/internal/slotstore"
-	"github.com/slotmeta/slotmeta/internal/slotstore/controller"
 )
 
 // Network and disk faults (package slotstore/faults, through the harness's

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slotmeta/slotmeta/internal/slotstore/propose"
-	"github.com/slotmeta/slotmeta/internal/slotstore/slotstoretest"
+	"github.com/slotmeta/slotmeta/internal/engine/propose"
+	"github.com/slotmeta/slotmeta/internal/testkit/slotstoretest"
 	"github.com/slotmeta/slotmeta/internal/testutil"
 )
 

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/slotmeta/slotmeta/internal/engine/cluster"
 	"github.com/slotmeta/slotmeta/internal/slotstore"
-	"github.com/slotmeta/slotmeta/internal/slotstore/cluster"
 	"github.com/slotmeta/slotmeta/internal/testutil"
 )
 

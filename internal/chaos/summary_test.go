@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/slotmeta/slotmeta/client/routed"
-	"github.com/slotmeta/slotmeta/internal/slotstore/cluster"
+	"github.com/slotmeta/slotmeta/internal/engine/cluster"
 )
 
 // scheduleReport is what one schedule did and found. log writes it as a few

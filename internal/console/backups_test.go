@@ -9,7 +9,7 @@ import (
 
 	"github.com/slotmeta/slotmeta/internal/auth"
 	"github.com/slotmeta/slotmeta/internal/slotstore"
-	"github.com/slotmeta/slotmeta/internal/slotstore/operatortest"
+	"github.com/slotmeta/slotmeta/internal/testkit/operatortest"
 )
 
 // TestBackupsPage: the backups page is the administrators' (a read role is

@@ -14,8 +14,8 @@ import (
 	"github.com/slotmeta/slotmeta/internal/auth"
 	"github.com/slotmeta/slotmeta/internal/slotstore"
 	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
-	"github.com/slotmeta/slotmeta/internal/slotstore/operatortest"
 	"github.com/slotmeta/slotmeta/internal/slotstore/watch"
+	"github.com/slotmeta/slotmeta/internal/testkit/operatortest"
 )
 
 // get fetches path from ts (with a session of token, if any) and returns

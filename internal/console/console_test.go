@@ -16,7 +16,7 @@ import (
 	"github.com/slotmeta/slotmeta/internal/audit"
 	"github.com/slotmeta/slotmeta/internal/auth"
 	"github.com/slotmeta/slotmeta/internal/slotstore"
-	"github.com/slotmeta/slotmeta/internal/slotstore/operatortest"
+	"github.com/slotmeta/slotmeta/internal/testkit/operatortest"
 )
 
 // ---- HTML helpers ----

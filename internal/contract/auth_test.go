@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/slotmeta/slotmeta/internal/auth"
-	"github.com/slotmeta/slotmeta/internal/slotstore/slotstoretest"
+	"github.com/slotmeta/slotmeta/internal/testkit/slotstoretest"
 )
 
 const (

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/slotmeta/slotmeta/client"
-	"github.com/slotmeta/slotmeta/internal/slotstore/cluster"
-	"github.com/slotmeta/slotmeta/internal/slotstore/slotstoretest"
+	"github.com/slotmeta/slotmeta/internal/engine/cluster"
+	"github.com/slotmeta/slotmeta/internal/testkit/slotstoretest"
 	"github.com/slotmeta/slotmeta/internal/testutil"
 )
 

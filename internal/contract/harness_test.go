@@ -20,7 +20,7 @@ import (
 	"github.com/slotmeta/slotmeta/internal/console"
 	"github.com/slotmeta/slotmeta/internal/httpapi"
 	"github.com/slotmeta/slotmeta/internal/slotstore"
-	"github.com/slotmeta/slotmeta/internal/slotstore/slotstoretest"
+	"github.com/slotmeta/slotmeta/internal/testkit/slotstoretest"
 )
 
 var (

@@ -11,7 +11,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/slotmeta/slotmeta/internal/slotstore/slotstoretest"
+	"github.com/slotmeta/slotmeta/internal/testkit/slotstoretest"
 	"github.com/slotmeta/slotmeta/internal/testutil"
 )
 

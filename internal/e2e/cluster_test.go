@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/slotmeta/slotmeta/client"
-	"github.com/slotmeta/slotmeta/internal/slotstore/slotstoretest"
+	"github.com/slotmeta/slotmeta/internal/testkit/slotstoretest"
 )
 
 // TestThreeNodesWriteAnywhereReadEverywhere: a write through each node is

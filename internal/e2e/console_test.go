@@ -21,11 +21,11 @@ import (
 	"github.com/slotmeta/slotmeta/internal/audit"
 	"github.com/slotmeta/slotmeta/internal/auth"
 	"github.com/slotmeta/slotmeta/internal/console"
+	"github.com/slotmeta/slotmeta/internal/engine/cluster"
+	"github.com/slotmeta/slotmeta/internal/engine/controller/balance"
 	"github.com/slotmeta/slotmeta/internal/httpapi"
 	"github.com/slotmeta/slotmeta/internal/slotstore"
-	"github.com/slotmeta/slotmeta/internal/slotstore/cluster"
-	"github.com/slotmeta/slotmeta/internal/slotstore/controller/balance"
-	"github.com/slotmeta/slotmeta/internal/slotstore/slotstoretest"
+	"github.com/slotmeta/slotmeta/internal/testkit/slotstoretest"
 	"github.com/slotmeta/slotmeta/internal/testutil"
 )
 

@@ -15,9 +15,9 @@ import (
 
 	"github.com/slotmeta/slotmeta"
 	"github.com/slotmeta/slotmeta/client"
+	"github.com/slotmeta/slotmeta/internal/engine/cluster"
 	"github.com/slotmeta/slotmeta/internal/httpapi"
-	"github.com/slotmeta/slotmeta/internal/slotstore/cluster"
-	"github.com/slotmeta/slotmeta/internal/slotstore/slotstoretest"
+	"github.com/slotmeta/slotmeta/internal/testkit/slotstoretest"
 )
 
 // server is one node behind the real HTTP API.

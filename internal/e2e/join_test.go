@@ -9,9 +9,9 @@ import (
 
 	"github.com/slotmeta/slotmeta/client"
 	"github.com/slotmeta/slotmeta/internal/auth"
+	"github.com/slotmeta/slotmeta/internal/engine/cluster"
 	"github.com/slotmeta/slotmeta/internal/httpapi"
-	"github.com/slotmeta/slotmeta/internal/slotstore/cluster"
-	"github.com/slotmeta/slotmeta/internal/slotstore/slotstoretest"
+	"github.com/slotmeta/slotmeta/internal/testkit/slotstoretest"
 )
 
 // TestFourthNodeJoins: a node started with a join address registers through

@@ -6,10 +6,10 @@ import (
 	"time"
 
 	"github.com/slotmeta/slotmeta/client"
+	"github.com/slotmeta/slotmeta/internal/engine/cluster"
+	"github.com/slotmeta/slotmeta/internal/engine/controller"
 	"github.com/slotmeta/slotmeta/internal/slotstore"
-	"github.com/slotmeta/slotmeta/internal/slotstore/cluster"
-	"github.com/slotmeta/slotmeta/internal/slotstore/controller"
-	"github.com/slotmeta/slotmeta/internal/slotstore/slotstoretest"
+	"github.com/slotmeta/slotmeta/internal/testkit/slotstoretest"
 	"github.com/slotmeta/slotmeta/internal/testutil"
 )
 

@@ -17,9 +17,9 @@ import (
 
 	"github.com/slotmeta/slotmeta/internal/slotstore"
 	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
-	"github.com/slotmeta/slotmeta/internal/slotstore/operatortest"
 	"github.com/slotmeta/slotmeta/internal/slotstore/routing"
 	"github.com/slotmeta/slotmeta/internal/slotstore/watch"
+	"github.com/slotmeta/slotmeta/internal/testkit/operatortest"
 )
 
 // fakeBackend is an in-memory Backend: one map per entity, one revision

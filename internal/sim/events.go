@@ -7,8 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/slotmeta/slotmeta/internal/engine/controller"
 	"github.com/slotmeta/slotmeta/internal/slotstore"
-	"github.com/slotmeta/slotmeta/internal/slotstore/controller"
 )
 
 // timer is an action an event left for later (the next join of a spread

@@ -12,10 +12,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/slotmeta/slotmeta/internal/engine/controller"
+	"github.com/slotmeta/slotmeta/internal/engine/controller/leader"
+	"github.com/slotmeta/slotmeta/internal/engine/controller/tasks"
 	"github.com/slotmeta/slotmeta/internal/slotstore"
-	"github.com/slotmeta/slotmeta/internal/slotstore/controller"
-	"github.com/slotmeta/slotmeta/internal/slotstore/controller/leader"
-	"github.com/slotmeta/slotmeta/internal/slotstore/controller/tasks"
 	"github.com/slotmeta/slotmeta/internal/slotstore/meta"
 )
 

@@ -7,8 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/slotmeta/slotmeta/internal/engine/controller"
 	"github.com/slotmeta/slotmeta/internal/slotstore"
-	"github.com/slotmeta/slotmeta/internal/slotstore/controller"
 )
 
 // recorder keeps what the report says of a run: samples of the spread over

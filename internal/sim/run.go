@@ -13,11 +13,11 @@ import (
 
 	sm "github.com/lni/dragonboat/v4/statemachine"
 
+	"github.com/slotmeta/slotmeta/internal/engine/controller"
+	"github.com/slotmeta/slotmeta/internal/engine/controller/balance"
+	"github.com/slotmeta/slotmeta/internal/engine/controller/leader"
+	"github.com/slotmeta/slotmeta/internal/engine/controller/policy"
 	"github.com/slotmeta/slotmeta/internal/slotstore"
-	"github.com/slotmeta/slotmeta/internal/slotstore/controller"
-	"github.com/slotmeta/slotmeta/internal/slotstore/controller/balance"
-	"github.com/slotmeta/slotmeta/internal/slotstore/controller/leader"
-	"github.com/slotmeta/slotmeta/internal/slotstore/controller/policy"
 )
 
 // Params are the simulated cluster's timings and rates (Scenario sets

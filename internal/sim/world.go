@@ -8,9 +8,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/slotmeta/slotmeta/internal/engine/controller"
 	"github.com/slotmeta/slotmeta/internal/slotstore"
 	"github.com/slotmeta/slotmeta/internal/slotstore/clusterversion"
-	"github.com/slotmeta/slotmeta/internal/slotstore/controller"
 )
 
 // world is the simulated data plane: nodes that are up or down, each

@@ -9,7 +9,9 @@
 // hash-slot migration changes which group owns a hash slot.
 //
 // This package depends on the standard library only. Adapters (storage, Raft,
-// HTTP) import it; it imports none of them.
+// HTTP) import it; it imports none of them. It is the root of the domain
+// tree (meta, routing, clusterversion, checks, watch: none imports the
+// engine, internal/engine, or anything else of ours outside this tree).
 package slotstore
 
 import (
