@@ -79,9 +79,30 @@ func (f follower) reconcile(ctx context.Context) {
 	for _, g := range f.n.replicas.RefreshLeaders(st) {
 		f.n.wakes.Wake(g)
 	}
+	f.wakeOwnLeaders()
 	f.pollPeerLeaders(ctx, st)
 	f.ensurePeerSecret(ctx, st)
 	f.reportTiming(ctx, st) // last: a proposal may wait out its timeout
+}
+
+// wakeOwnLeaders touches this node's replicas that lead their group while
+// its controller replica knows no leader: the controller lost its quorum,
+// or this node is cut off. A quiesced leader checks its quorum only while
+// it ticks, so one whose followers are gone would go on believing it leads
+// (and say so on the node's own view, the only one left to an operator)
+// until something touched it; woken, it steps down within an election
+// timeout if its followers are gone, and leads on if they are not. Only
+// this node's replica is woken (a ReadIndex), once a reconcile round.
+func (f follower) wakeOwnLeaders() {
+	if f.n.ctrlLeader.Load() != 0 {
+		return
+	}
+	snap := f.n.router.Load()
+	for id := range f.n.replicas.All() {
+		if g, ok := snap.Group(id); ok && g.Leader == f.n.cfg.NodeID {
+			f.n.wakes.WakeOn(id, f.n.cfg.NodeID)
+		}
+	}
 }
 
 // publishRoutes makes the router serve st's hash-slot table and config

@@ -23,7 +23,7 @@
 // this node leads (transferer, transfer.go); the peer endpoints the node answers itself (peerAPI,
 // peerapi.go); the operator's operations (operator, operator.go and
 // tasks.go); the adapters the leaf packages see (hosts.go); status reports,
-// security and the metrics. A test holds every type, Node included, to at
+// security, and the wiring of the metrics (package nodemetrics). A test holds every type, Node included, to at
 // most 40 methods (methodcap_test.go at the repository root).
 //
 // Lifecycle. Start opens the store (migrating it), starts the NodeHost and
@@ -68,6 +68,7 @@ import (
 	"github.com/slotmeta/slotmeta/internal/engine/dispatch"
 	"github.com/slotmeta/slotmeta/internal/engine/heat"
 	"github.com/slotmeta/slotmeta/internal/engine/history"
+	"github.com/slotmeta/slotmeta/internal/engine/nodemetrics"
 	"github.com/slotmeta/slotmeta/internal/engine/peer"
 	"github.com/slotmeta/slotmeta/internal/engine/projector"
 	"github.com/slotmeta/slotmeta/internal/engine/raftlog"
@@ -89,7 +90,7 @@ type Node struct {
 	nh      *dragonboat.NodeHost
 	logdb   *raftlog.Factory // the Raft log (package raftlog)
 	router  *routing.Router
-	metrics *metrics
+	metrics *nodemetrics.Metrics
 
 	ctrl       atomic.Pointer[controller.State]
 	ctrlDigest digestCache   // the latest controller state's digest (controllerdigest.go)
@@ -228,13 +229,13 @@ func Start(cfg Config) (*Node, error) {
 		n.peers.WrapTransport(cfg.WrapPeerTransport)
 	}
 	n.ctrl.Store(controller.NewState())
-	n.metrics, err = newMetrics(cfg.Registerer, n)
+	n.metrics, err = newMetrics(n)
 	if err != nil {
 		return nil, err
 	}
-	undo.push(n.metrics.unregister) // a Start retried on a shared registry registers again
-	n.peers.OnCall(n.metrics.lat.peerCalled)
-	n.logdb.Saved = func(took time.Duration) { n.metrics.lat.logSave.Observe(took.Seconds()) }
+	undo.push(n.metrics.Unregister) // a Start retried on a shared registry registers again
+	n.peers.OnCall(n.metrics.PeerCalled)
+	n.logdb.Saved = n.metrics.LogSaved
 	gatherer, _ := cfg.Registerer.(prometheus.Gatherer) // a registry is both
 	n.history = history.New(history.Config{Node: cfg.NodeID, Step: cfg.HistoryStep, Now: cfg.Now, Gatherer: gatherer, Ops: n.heat.Totals})
 	raftDir := filepath.Join(cfg.DataDir, "raft")
@@ -251,8 +252,8 @@ func Start(cfg Config) (*Node, error) {
 	// dragonboat's TCP transport (or the test's), recording who we hear
 	// from, and storing nothing others send while the disk is full.
 	n.disk = newDiskWatch(n)
-	tr := raftnet.Transport{Inner: cfg.RaftTransport, Heard: n.heard, Refuse: n.refusesRaftFrom, Sending: n.logdb.Sending, SnapshotBytes: n.metrics.lat.snapshotChunk,
-		Hold: n.disk.g.Full, Held: n.metrics.heldByDisk,
+	tr := raftnet.Transport{Inner: cfg.RaftTransport, Heard: n.heard, Refuse: n.refusesRaftFrom, Sending: n.logdb.Sending, SnapshotBytes: n.metrics.SnapshotChunk,
+		Hold: n.disk.g.Full, Held: n.metrics.HeldByDisk,
 		Bounds: raftnet.Bounds{MaxConns: cfg.Conns.Raft.Max, MaxPerSource: cfg.Conns.Raft.PerSource, Listening: n.guarded}}
 	if peerTLS != nil {
 		// The Raft port's handshakes read the certificate reloaded in
@@ -268,7 +269,7 @@ func Start(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: start nodehost: %w", err)
 	}
-	n.metrics.raft.nh.Store(nh)
+	n.metrics.UseNodeHost(nh)
 	n.nh = nh
 	// The leaf packages, over the NodeHost (package doc).
 	n.digests = digests.New(digests.Config{BytesPerSecond: cfg.CheckBytesPerSecond, Logger: cfg.Logger})
@@ -276,17 +277,17 @@ func Start(cfg Config) (*Node, error) {
 	// the engine hands them no snapshot any more (as Close does).
 	undo.push(n.digests.Close)
 	undo.push(nh.Close)
-	undo.push(n.metrics.raft.stop) // before the NodeHost closes: no scrape reads it from here on
+	undo.push(n.metrics.StopRaft) // before the NodeHost closes: no scrape reads it from here on
 	n.replicas = replicas.New(replicas.Config{Check: n.digests.Start, FenceMarks: filepath.Join(cfg.DataDir, "replica-fences"), NodeID: cfg.NodeID, NH: nh, DB: db, Router: n.router, ShardConfig: n.shardConfig,
 		Proposer: cfg.Proposer, RequestTimeout: cfg.RequestTimeout, Controller: n.ctrl.Load,
 		Changes: n.hub, WatchRecords: cfg.WatchRecords, WatchAge: cfg.WatchAge,
-		Applied: n.metrics.applied, Batches: n.metrics.batchObserver, DroppedProposal: n.metrics.droppedProposal,
+		Applied: n.metrics.Applied, Batches: n.metrics.BatchObserver, DroppedProposal: n.metrics.DroppedProposal,
 		Logger: cfg.Logger, Settle: 4 * cfg.electionTimeout(), AwayGrace: 2 * cfg.electionTimeout(),
 		LeaseDuration: leaseReads, LeaseHold: 10 * cfg.electionTimeout(),
 		StartWait:       cfg.leaseDuration(),
 		RemoteReadIndex: n.remoteReadIndex(leaseReads > 0), RemoteBudget: min(cfg.electionTimeout(), cfg.RequestTimeout/2),
 		LeaseLimit: func(g slotstore.GroupID) time.Duration { return leaseLimit(n.ctrl.Load(), g) }, Log: n.logdb,
-		ReadPath: n.metrics.readPath, StartMarks: filepath.Join(cfg.DataDir, "replica-starts"), LastCrash: cfg.LastCrash})
+		ReadPath: n.metrics.ReadPath, StartMarks: filepath.Join(cfg.DataDir, "replica-starts"), LastCrash: cfg.LastCrash})
 	n.wakes = waker.New(waker.Config{Off: cfg.DisableQuiesce, Self: cfg.NodeID, Life: n.life, Router: n.router, Controller: n.ctrl.Load,
 		Peers: n.peers, Addr: func(id slotstore.NodeID) string { return n.dispatch.PeerAddrOf(id) },
 		Touch: func(g slotstore.GroupID) {
@@ -295,16 +296,16 @@ func Start(cfg Config) (*Node, error) {
 			}
 		}})
 	n.xfer = transferer{cfg: &n.cfg, nh: nh, ctrl: n.ctrl.Load, peerAddr: func(id slotstore.NodeID) string { return n.dispatch.PeerAddrOf(id) },
-		peers: n.peers, replicas: n.replicas, router: n.router, heard: n.heard, wakes: n.wakes, attempt: n.metrics.transferAttempt}
-	n.peerWrites = &peerWrites{nodes: n.ctrl.Load, counted: n.metrics.peerWrites, lost: n.metrics.peerAuditLost, audit: n.Audit, log: cfg.Logger}
+		peers: n.peers, replicas: n.replicas, router: n.router, heard: n.heard, wakes: n.wakes, attempt: n.metrics.TransferAttempt}
+	n.peerWrites = &peerWrites{nodes: n.ctrl.Load, counted: n.metrics.PeerWrites(), lost: n.metrics.PeerAuditLost(), audit: n.Audit, log: cfg.Logger}
 	n.dispatch = dispatch.New(dispatch.Config{NodeID: cfg.NodeID, Router: n.router, Local: localReplicas{replicas: n.replicas, ctrl: n.ctrl.Load, heard: n.heard}, Peers: n.peers,
 		Controller: n.ctrl.Load, MaxForwardHops: cfg.MaxForwardHops, ForwardHopTimeout: cfg.ForwardHopTimeout,
 		ForwardMoveGrace: cfg.ForwardMoveGrace, LeaderWait: cfg.LeaderWait, ElectionTimeout: cfg.electionTimeout(), Now: cfg.Now,
-		Proposal: n.metrics.proposal, LeaderMove: n.metrics.leaderMove, Forwarded: n.metrics.lat.forwarded, Heat: n.heat, Wake: n.wakes.Unreached, ServedWrite: n.peerWrites.proposed,
+		Proposal: n.metrics.Proposal, LeaderMove: n.metrics.LeaderMove, Forwarded: n.metrics.Forwarded, Heat: n.heat, Wake: n.wakes.Unreached, ServedWrite: n.peerWrites.proposed,
 		Refuse: n.disk.refuse, Behind: n.disk.g.Full})
 	n.projector = projector.New(projector.Config{Node: projectHost{self: cfg.NodeID, router: n.router, replicas: n.replicas,
 		readLocal: n.dispatch.ReadLocal, propose: n.Propose}, Interval: cfg.ProjectInterval,
-		RoundTimeout: cfg.RequestTimeout, Backlog: n.metrics.backlog, Logger: cfg.Logger})
+		RoundTimeout: cfg.RequestTimeout, Backlog: n.metrics.Backlog, Logger: cfg.Logger})
 	n.leader = leader.New(leader.Config{NodeID: cfg.NodeID, Host: leaderHost{n}, Peers: n.peers, Now: cfg.Now, Logger: cfg.Logger, Life: n.life,
 		ObserveInterval: cfg.ObserveInterval, BalanceInterval: cfg.BalanceInterval, HighWaterInterval: cfg.HighWaterInterval, HeatStep: cfg.HistoryStep, RequestTimeout: cfg.RequestTimeout,
 		UnreachableAfter: cfg.UnreachableAfter, TaskPhaseTimeout: cfg.TaskPhaseTimeout, Leadership: cfg.Leadership,
@@ -542,10 +543,10 @@ func (n *Node) Close() error {
 		n.backups.Close()
 		n.closePeer()
 		n.replicas.Close()
-		n.metrics.raft.stop() // no scrape reads the NodeHost from here on
+		n.metrics.StopRaft() // no scrape reads the NodeHost from here on
 		n.nh.Close()
 		n.digests.Close() // the engine hands it no snapshot any more
-		n.metrics.unregister()
+		n.metrics.Unregister()
 		err = n.db.Close()
 	})
 	return err
@@ -635,7 +636,7 @@ func (n *Node) WaitReady(ctx context.Context) error {
 // LeaderUpdated implements raftio.IRaftEventListener. It runs on
 // dragonboat's event goroutine: publish and return.
 func (n *Node) LeaderUpdated(info raftio.LeaderInfo) {
-	n.metrics.leaders.observe(info.ShardID, info.ReplicaID, info.LeaderID, info.Term)
+	n.metrics.LeaderChanged(info.ShardID, info.ReplicaID, info.LeaderID, info.Term)
 	if info.ShardID == controller.ShardID {
 		n.ctrlLeader.Store(info.LeaderID) // controller replica ids are node ids
 		return

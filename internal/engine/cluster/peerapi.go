@@ -28,7 +28,7 @@ type peerAPI struct{ n *Node }
 func (p peerAPI) peerHandler() *peer.Server {
 	s := peer.NewServer(p.n.secret, 4*p.n.cfg.MaxPeerInFlight)
 	s.RefuseFrom(p.n.isRemoved)
-	s.OnAuthFailure(p.n.metrics.peerAuthFailed)
+	s.OnAuthFailure(p.n.metrics.PeerAuthFailed)
 	p.n.dispatch.Register(s) // propose, propose-batch, read
 	p.n.leader.Register(s)   // groups, health, balancer, balancer-plan, transfer
 	p.n.backups.Register(s)  // backup-image

@@ -46,6 +46,21 @@ func TestQuiescedGroupWakesWhenItsLeaderIsCutOff(t *testing.T) {
 	w.verify(c, 15*time.Second)
 }
 
+// TestAQuiescedLeaderWhoseFollowersAreGoneStepsDown: the two other nodes
+// of a quiesced group stop; the survivor's controller replica loses its
+// quorum, and the survivor wakes its own replica that leads the group
+// (wakeOwnLeaders): it checks its quorum, steps down, and the node's own
+// view says the group has no leader — instead of the leader it was, for
+// as long as nothing touched it (without the wake: for good).
+func TestAQuiescedLeaderWhoseFollowersAreGoneStepsDown(t *testing.T) {
+	c, _, leader, _ := quiescedGroup(t)
+	for _, o := range others(c, leader) {
+		c.StopNode(int(o.NodeID()) - 1)
+	}
+	ln := c.Nodes[leader-1]
+	waitUntil(t, 10*time.Second, "the survivor's replica steps down", func() bool { return leaderOf(ln) != leader })
+}
+
 // TestQuiescedGroupStaysHealthyAndTransfers: a quiesced group exchanges no
 // Raft messages, so its leader hears no follower for as long as it stays
 // quiet — which is no evidence of a fault: its view stays healthy with every

@@ -41,8 +41,9 @@ func (s Stats) LeaseServed() uint64 { return s.LeaseRounds + s.LeaseNowReads }
 
 // Stats returns the node's counters. Safe at any time.
 func (n *Node) Stats() Stats {
-	s := Stats{Entries: n.metrics.entries.Load(), Commands: n.metrics.commands.Load(), Forward: n.peers.ForwardStats(),
-		DroppedProposals: n.metrics.drops.Load(), MissedTransferAttempts: n.metrics.missedAttempts.Load(),
+	t := n.metrics.Totals()
+	s := Stats{Entries: t.Entries, Commands: t.Commands, Forward: n.peers.ForwardStats(),
+		DroppedProposals: t.DroppedProposals, MissedTransferAttempts: t.MissedTransferAttempts,
 		Snapshots: n.snapshotStats(), RaftLog: n.logdb.Stats()}
 	for _, g := range n.replicas.All() {
 		r, d := g.Reads.Stats()

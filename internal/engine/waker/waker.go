@@ -17,7 +17,12 @@
 //     dispatch's Wake hook: the forward failed, timed out or no leader is
 //     known) — with every other group that leader's node leads —, and
 //   - on the controller leader, when a node becomes unreachable, for every
-//     group it led —
+//     group it led, and
+//   - on a node whose controller replica knows no leader (a lost quorum,
+//     or the node cut off), its own replicas that lead their group, on
+//     this node alone, once a reconcile round: a quiesced leader checks its
+//     quorum only while it ticks, and steps down once woken if its
+//     followers are gone —
 //
 // by a ReadIndex on its own replica (if it has one) and by asking the
 // group's other desired peers to do the same (peer RPC "wake", one request

@@ -1,4 +1,4 @@
-package cluster
+package nodemetrics
 
 import (
 	"sync/atomic"
@@ -23,7 +23,7 @@ type raftCollector struct {
 	hasLeader, isLeader, term, log *prometheus.Desc
 	commit, snapshot               *prometheus.Desc
 	commitOf                       func(shard, replica uint64) (uint64, bool) // raftlog.Factory.Commit
-	snapshotOf                     func(shard uint64) (uint64, bool)          // systemEvents.snapshotIndex
+	snapshotOf                     func(shard uint64) (uint64, bool)          // the node's count of snapshots
 	scrapeGate
 }
 

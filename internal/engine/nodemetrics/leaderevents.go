@@ -1,4 +1,4 @@
-package cluster
+package nodemetrics
 
 import (
 	"strconv"
@@ -17,7 +17,7 @@ import (
 // An election is counted from the term. dragonboat publishes a replica's
 // (leader, term) whenever either changes, and no event for a campaign (its
 // campaign counter lives in its own metrics registry, which the node does
-// not enable). With pre-vote on (node.go), a term is only entered by a
+// not enable). With pre-vote on (cluster's node.go), a term is only entered by a
 // candidate that won its pre-vote — an election, a leader transfer's
 // included — so the terms a replica moved through are the elections held
 // while it watched, each counted once per replica whether or not it took

@@ -1,4 +1,4 @@
-package cluster
+package nodemetrics
 
 import (
 	"strconv"
@@ -18,7 +18,7 @@ import (
 // Concurrency contract: it reads the atomic controller state and atomic
 // counters only; safe at any time, also after the node closed.
 type stateCollector struct {
-	n                                           *Node
+	cfg                                         Config
 	revision, applied, tasks, pins, paused, snp *prometheus.Desc
 	connected, connFailures                     *prometheus.Desc
 	decided, decisions, epochs                  *prometheus.Desc
@@ -26,8 +26,8 @@ type stateCollector struct {
 	diskFree, diskTotal, diskLow, diskFull      *prometheus.Desc
 }
 
-func newStateCollector(n *Node) *stateCollector {
-	return &stateCollector{n: n,
+func newStateCollector(cfg Config) *stateCollector {
+	return &stateCollector{cfg: cfg,
 		revision: prometheus.NewDesc("slotmeta_route_revision", "The routing table's revision in this node's copy of the controller state.", nil, nil),
 		applied:  prometheus.NewDesc("slotmeta_controller_applied_index", "The last controller command this node's controller replica applied.", nil, nil),
 		tasks: prometheus.NewDesc("slotmeta_tasks", "Tasks the controller keeps, by kind and status (this node's copy).",
@@ -69,13 +69,12 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
-	st := c.n.ctrl.Load()
-	now := c.n.cfg.Now().UnixMilli()
+	st := c.cfg.Controller()
+	now := c.cfg.Now().UnixMilli()
 	ch <- prometheus.MustNewConstMetric(c.revision, prometheus.GaugeValue, float64(st.RouteRevision))
 	ch <- prometheus.MustNewConstMetric(c.applied, prometheus.GaugeValue, float64(st.AppliedIndex))
-	ch <- prometheus.MustNewConstMetric(c.version, prometheus.GaugeValue, 1, st.Version().String(), c.n.cfg.Version.String())
-	if g := c.n.disk.g; g != nil {
-		ds := g.State()
+	ch <- prometheus.MustNewConstMetric(c.version, prometheus.GaugeValue, 1, st.Version().String(), c.cfg.Version.String())
+	if ds, ok := c.cfg.Disk(); ok {
 		low, full := 0.0, 0.0
 		if ds.Low {
 			low = 1
@@ -99,7 +98,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	for id, g := range st.Groups {
 		ch <- prometheus.MustNewConstMetric(c.epochs, prometheus.GaugeValue, float64(g.ConfigEpoch), strconv.FormatUint(uint64(id), 10))
 	}
-	for _, rf := range c.n.replicas.Failures() {
+	for _, rf := range c.cfg.ReplicaFailures() {
 		ch <- prometheus.MustNewConstMetric(c.failed, prometheus.GaugeValue, 1,
 			strconv.FormatUint(uint64(rf.Group), 10), strconv.FormatUint(rf.ReplicaID, 10))
 	}
@@ -123,13 +122,13 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		paused = 1
 	}
 	ch <- prometheus.MustNewConstMetric(c.paused, prometheus.GaugeValue, paused)
-	s := c.n.snapshotStats()
+	s := c.cfg.Snapshots()
 	for event, v := range map[string]uint64{"received": s.Received, "recovered": s.Recovered, "sent": s.Sent, "send_aborted": s.SendAborted} {
 		ch <- prometheus.MustNewConstMetric(c.snp, prometheus.CounterValue, float64(v), event)
 	}
 	for id, node := range st.Nodes {
-		up, failures, known := c.n.events.connection(node.RaftAddr)
-		if !known || id == c.n.cfg.NodeID {
+		up, failures, known := c.cfg.Connection(node.RaftAddr)
+		if !known || id == c.cfg.NodeID {
 			continue
 		}
 		label := strconv.FormatUint(uint64(id), 10)

@@ -1,4 +1,4 @@
-package cluster
+package nodemetrics
 
 import (
 	"strconv"
@@ -83,9 +83,9 @@ func (l *latencies) snapshotChunk(sent bool, n int) {
 	l.receivedBytes.Add(float64(n))
 }
 
-// applied records a group's apply: its new applied index and how long it
+// Applied records a group's apply: its new applied index and how long it
 // took.
-func (m *metrics) applied(g slotstore.GroupID, index uint64, took time.Duration) {
+func (m *Metrics) Applied(g slotstore.GroupID, index uint64, took time.Duration) {
 	m.appliedIdx.WithLabelValues(strconv.FormatUint(uint64(g), 10)).Set(float64(index))
 	m.lat.apply.Observe(took.Seconds())
 }
