@@ -61,7 +61,7 @@ var layers = map[string]int{
 	"internal/engine/store": 2, "internal/engine/digests": 2, "internal/ctl": 2, "internal/engine/controller": 2, "internal/engine/peer": 2,
 	"internal/engine/propose": 2, "internal/audit": 2, "internal/slotstore/watch": 2,
 	"internal/engine/fsm": 3, "internal/engine/controller/policy": 3, "internal/engine/controller/balance": 3, "internal/engine/controller/tasks": 3,
-	"internal/engine/projector": 3, "internal/engine/history": 3, "internal/engine/waker": 3, "internal/engine/nodemetrics": 3,
+	"internal/engine/projector": 3, "internal/engine/history": 3, "internal/engine/waker": 3, "internal/engine/nodemetrics": 3, "internal/engine/ctrlrecovery": 3,
 	"internal/engine/replicas": 4, "internal/engine/controller/leader": 4, "internal/engine/backupjob": 4, "internal/engine/restore": 4,
 	"internal/engine/dispatch": 5, "internal/sim": 5,
 	"internal/engine/cluster": 6, "internal/httpapi": 6, "internal/console": 6,

@@ -8,15 +8,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/lni/dragonboat/v4"
 	sm "github.com/lni/dragonboat/v4/statemachine"
 
 	"github.com/slotmeta/slotmeta/internal/engine/controller"
+	"github.com/slotmeta/slotmeta/internal/engine/ctrlrecovery"
 	"github.com/slotmeta/slotmeta/internal/engine/propose"
 	"github.com/slotmeta/slotmeta/internal/slotstore"
 	"github.com/slotmeta/slotmeta/internal/slotstore/clusterversion"
@@ -31,49 +29,12 @@ type controllerReplica struct{ n *Node }
 // founds or joins the cluster, and kept in a small file: dragonboat needs to
 // know whether to start the controller replica as non-voting on every
 // restart, before the controller state is readable.
-const roleFile = "controller-role"
-
-// ctrlRole is the node's role in the controller group.
-type ctrlRole string
-
-// The roles in the controller group.
-const (
-	roleVoter     ctrlRole = "voter"
-	roleNonVoting ctrlRole = "non-voting"
-)
-
-func (r controllerReplica) controllerRole() (ctrlRole, error) {
-	return readControllerRole(r.n.cfg.DataDir)
+func (r controllerReplica) controllerRole() (ctrlrecovery.Role, error) {
+	return ctrlrecovery.ReadRole(r.n.cfg.DataDir)
 }
 
-func (r controllerReplica) setControllerRole(role ctrlRole) error {
-	return writeControllerRole(r.n.cfg.DataDir, role)
-}
-
-// readControllerRole reads the role file of the data directory dir.
-func readControllerRole(dir string) (ctrlRole, error) {
-	b, err := os.ReadFile(filepath.Join(dir, roleFile))
-	if errors.Is(err, os.ErrNotExist) {
-		return roleVoter, nil
-	}
-	if err != nil {
-		return "", fmt.Errorf("cluster: read controller role: %w", err)
-	}
-	switch r := ctrlRole(strings.TrimSpace(string(b))); r {
-	case roleVoter, roleNonVoting:
-		return r, nil
-	default:
-		return "", fmt.Errorf("cluster: unknown controller role %q in %s", r, roleFile)
-	}
-}
-
-func writeControllerRole(dir string, role ctrlRole) error {
-	p := filepath.Join(dir, roleFile)
-	tmp := p + ".tmp"
-	if err := os.WriteFile(tmp, []byte(string(role)+"\n"), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, p)
+func (r controllerReplica) setControllerRole(role ctrlrecovery.Role) error {
+	return ctrlrecovery.WriteRole(r.n.cfg.DataDir, role)
 }
 
 // self describes this node for registration.

@@ -64,6 +64,7 @@ import (
 	"github.com/slotmeta/slotmeta/internal/engine/backupjob"
 	"github.com/slotmeta/slotmeta/internal/engine/controller"
 	"github.com/slotmeta/slotmeta/internal/engine/controller/leader"
+	"github.com/slotmeta/slotmeta/internal/engine/ctrlrecovery"
 	"github.com/slotmeta/slotmeta/internal/engine/digests"
 	"github.com/slotmeta/slotmeta/internal/engine/dispatch"
 	"github.com/slotmeta/slotmeta/internal/engine/heat"
@@ -119,7 +120,7 @@ type Node struct {
 	seed       *restore.Seed                   // the restore this data directory was laid out by (nil: none)
 	recovery   *recoverer                      // lost-quorum recoveries through this node (recovery.go)
 	removed    atomic.Pointer[map[string]bool] // Raft addresses of removed nodes (refused)
-	recovered  *controllerRecord               // this node's controller recovery (controllerrecovered.go), or nil
+	recovered  *ctrlrecovery.Record            // this node's controller recovery (package ctrlrecovery), or nil
 	minVersion slotstore.Version               // the cluster version the data directory records (minversion.go; the follower loop's own)
 	wakes      *waker.Waker                    // wakes quiesced groups
 	history    *history.Recorder               // the node's vital signs, for the console's charts
@@ -190,7 +191,7 @@ func Start(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	recovered, err := readControllerRecord(cfg.DataDir)
+	recovered, err := ctrlrecovery.ReadRecord(cfg.DataDir)
 	if err != nil {
 		return nil, err
 	}
@@ -415,7 +416,7 @@ func (n *Node) closePeer() {
 }
 
 // nodeHostConfig is the NodeHost's configuration over the Raft data in
-// raftDir (the node's, and an offline recovery's: controllerrecovery.go).
+// raftDir (the node's, and an offline recovery's: RecoverController).
 func nodeHostConfig(cfg *Config, raftDir string, workers int, logdb *raftlog.Factory) config.NodeHostConfig {
 	nhc := config.NodeHostConfig{
 		DeploymentID:   cfg.DeploymentID,
@@ -471,7 +472,7 @@ func (r controllerReplica) startController() error {
 	if err != nil {
 		return err
 	}
-	cfg.IsNonVoting = role == roleNonVoting
+	cfg.IsNonVoting = role == ctrlrecovery.RoleNonVoting
 	if r.n.nh.HasNodeInfo(controller.ShardID, replica) {
 		// Restart: dragonboat has the membership; start with none, in the
 		// role the replica had where its replay begins (raftlog/restart.go;
@@ -494,7 +495,7 @@ func (r controllerReplica) startController() error {
 		for _, m := range r.n.cfg.InitialMembers {
 			members[uint64(m.ID)] = m.RaftAddr
 		}
-		if err := r.setControllerRole(roleVoter); err != nil {
+		if err := r.setControllerRole(ctrlrecovery.RoleVoter); err != nil {
 			return err
 		}
 		cfg.IsNonVoting = false
@@ -505,7 +506,7 @@ func (r controllerReplica) startController() error {
 		if err := r.register(r.n.recovered.JoinVia); err != nil {
 			return err
 		}
-		if err := r.setControllerRole(roleNonVoting); err != nil {
+		if err := r.setControllerRole(ctrlrecovery.RoleNonVoting); err != nil {
 			return err
 		}
 		cfg.IsNonVoting = true
@@ -514,7 +515,7 @@ func (r controllerReplica) startController() error {
 		if err := r.register(r.n.cfg.JoinAddr); err != nil {
 			return err
 		}
-		if err := r.setControllerRole(roleNonVoting); err != nil {
+		if err := r.setControllerRole(ctrlrecovery.RoleNonVoting); err != nil {
 			return err
 		}
 		cfg.IsNonVoting = true

@@ -148,7 +148,7 @@ func (f follower) noteRemoved(st *controller.State) {
 // requests are refused).
 func (n *Node) isRemoved(id slotstore.NodeID) bool {
 	node, ok := n.ctrl.Load().Nodes[id]
-	return ok && node.State == controller.NodeRemoved || n.recovered.fenced(id)
+	return ok && node.State == controller.NodeRemoved || n.recovered.Fenced(id)
 }
 
 // refusesRaftFrom reports whether Raft messages from addr are dropped
