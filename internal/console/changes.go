@@ -41,6 +41,9 @@ type ChangeRow struct {
 type ChangesProps struct {
 	Rows  []ChangeRow
 	Slots int // the hash slots it covers
+	// Covered are those slots, in order: a group tail's script fetches
+	// only for a change in one of them (stream.go).
+	Covered []slotstore.HashSlot
 	// Unavailable are the covered slots whose change log is not on this
 	// node now (no replica here owns them).
 	Unavailable []slotstore.HashSlot
@@ -71,7 +74,7 @@ var channelTables = []meta.Table{meta.TableChannel, meta.TableRuntime, meta.Tabl
 
 // tail reads the newest changes of slots that keep wants.
 func (c changePages) tail(ctx context.Context, slots []slotstore.HashSlot, keep func(watch.Record, meta.KeyParts) bool) ChangesProps {
-	p := ChangesProps{Slots: len(slots), Now: c.now()}
+	p := ChangesProps{Slots: len(slots), Covered: slots, Now: c.now()}
 	if c.changes == nil {
 		p.NoLog = true
 		return p

@@ -531,7 +531,7 @@ func ChannelBody(p ChannelProps) templ.Component {
 				}
 				return nil
 			})
-			templ_7745c5c3_Err = liveWatched("channel-changes-live", channelFragmentHref(*p.Ref), watchAttr(tailWatch{Resource: channelTailResources, ChannelType: int(p.Ref.ChannelType), ChannelID: p.Ref.ChannelID})).Render(templ.WithChildren(ctx, templ_7745c5c3_Var29), templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = liveWatched("channel-changes-live", channelFragmentHref(*p.Ref), watchAttr(tailWatch{Resource: channelTailResources, ChannelType: int(p.Ref.ChannelType), ChannelID: p.Ref.ChannelID}), "").Render(templ.WithChildren(ctx, templ_7745c5c3_Var29), templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -108,10 +109,18 @@ func TestGroupChangeTail(t *testing.T) {
 		t.Errorf("the key is not shown escaped: %s", body)
 	}
 
-	// The group page renders the same fragment, re-fetched by htmx.
-	if _, page := get(t, ts, nil, "", "/console/groups/2"); !slices.Equal(rowIDs(page, t), want) ||
-		!strings.Contains(page, `hx-get="/console/fragments/groups/2/changes"`) {
+	// The group page renders the same fragment, re-fetched by htmx when
+	// its watch reports a change in one of the group's slots (live.js).
+	_, page := get(t, ts, nil, "", "/console/groups/2")
+	if !slices.Equal(rowIDs(page, t), want) || !strings.Contains(page, `hx-get="/console/fragments/groups/2/changes"`) {
 		t.Errorf("the group page lacks its change tail")
+	}
+	var odd []string
+	for s := 1; s < slotstore.HashSlotCount; s += 2 {
+		odd = append(odd, strconv.Itoa(s))
+	}
+	if !strings.Contains(page, `data-slots="`+strings.Join(odd, ",")+`"`) || !strings.Contains(page, `data-watch="{&#34;resource&#34;:&#34;system_uids,`) {
+		t.Errorf("the group page's tail does not name its watch and its slots")
 	}
 
 	// 128 busy slots: one record each, then pages of tailPage.

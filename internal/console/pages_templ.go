@@ -2183,7 +2183,7 @@ func GroupBody(p GroupProps, changes ChangesProps) templ.Component {
 				}
 				return nil
 			})
-			templ_7745c5c3_Err = liveWatched("group-changes-live", "/console/fragments/groups/"+gid(p.Group.ID)+"/changes", watchAttr(tailWatch{Resource: groupTailResources})).Render(templ.WithChildren(ctx, templ_7745c5c3_Var117), templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = liveWatched("group-changes-live", "/console/fragments/groups/"+gid(p.Group.ID)+"/changes", watchAttr(tailWatch{Resource: groupTailResources}), slotsAttr(changes.Covered)).Render(templ.WithChildren(ctx, templ_7745c5c3_Var117), templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -3,7 +3,11 @@ package console
 import (
 	"encoding/json"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
+
+	"github.com/slotmeta/slotmeta/internal/slotstore"
 )
 
 // The live tails follow the node's multiplexed watch stream (issue 49):
@@ -45,8 +49,12 @@ func (sp streamPages) forward(w http.ResponseWriter, r *http.Request) {
 	}
 	fwd := r.Clone(r.Context())
 	fwd.Header.Del("Cookie") // the API takes no cookie: the token is the credential
-	fwd.URL.Path = streamPrefix + strings.TrimPrefix(r.URL.Path, "/console/stream")
-	fwd.URL.RawPath = ""
+	fwd.URL.Path, fwd.URL.RawPath = streamPrefix, ""
+	if id := r.PathValue("stream_id"); id != "" {
+		// Escaped: the id stays one segment of the path the API routes.
+		fwd.URL.Path += "/" + id
+		fwd.URL.RawPath = streamPrefix + "/" + url.PathEscape(id)
+	}
 	fwd.RequestURI = fwd.URL.RequestURI()
 	sp.api.ServeHTTP(w, fwd)
 }
@@ -66,6 +74,15 @@ const groupTailResources = "system_uids,users,devices,plugins,memberships,cmd_bi
 // channelTailResources is what a channel's change tail shows: the rows a
 // channel filter selects.
 const channelTailResources = "channels,runtime,subscribers,denylist,allowlist"
+
+// slotsAttr is slots as data-slots' value: "1,5,9".
+func slotsAttr(slots []slotstore.HashSlot) string {
+	parts := make([]string, len(slots))
+	for i, s := range slots {
+		parts[i] = strconv.Itoa(int(s))
+	}
+	return strings.Join(parts, ",")
+}
 
 // watchAttr is w as data-watch's value.
 func watchAttr(w tailWatch) string {

@@ -68,6 +68,11 @@ func TestStreamIsForwardedWithTheSessionsToken(t *testing.T) {
 			t.Fatalf("request %d: the API saw %+v, want %+v", i, got[i], want[i])
 		}
 	}
+	// An escaped slash stays inside the id's segment: no other API path.
+	got = nil
+	if s := send("POST", "/console/stream/x%2F..%2F..%2Fcluster", `{}`); s != http.StatusTeapot || len(got) != 1 || got[0].uri != "/v1/watch/stream/x%2F..%2F..%2Fcluster" {
+		t.Fatalf("an id with slashes: %d, the API saw %+v", s, got)
+	}
 	got = nil
 	if s := send("POST", "/console/stream/abc123", `{}`, "Origin", "https://evil.example", "Sec-Fetch-Site", "cross-site"); s != http.StatusForbidden || len(got) != 0 {
 		t.Fatalf("a cross-origin add: %d, the API saw %+v", s, got)

@@ -4,7 +4,8 @@
 // a watch of one stream, opened through the console (GET /console/stream)
 // and added to it (POST /console/stream/{stream_id}); a change the stream
 // reports fetches that tail's fragment at once — one fetch a tail at a
-// time, at least minGapMs apart. While a tail is followed
+// time, at least minGapMs apart; a tail with data-slots (a group's) only
+// for a change in one of those hash slots. While a tail is followed
 // (data-live="stream") its 2 s poll is held back; a tail whose watch is
 // refused or ends, and every tail while the stream is down, polls again
 // (data-live="poll", the reason in its title). EventSource opens the
@@ -19,20 +20,23 @@
   }
   const minGapMs = 500;
   const byID = new Map(); // watch id → its tail
+  const byEl = new Map(); // element → its tail
   tails.forEach(function (el, i) {
-    byID.set(i + 1, { el: el, timer: null, last: 0 });
+    const slots = el.dataset.slots ? new Set(el.dataset.slots.split(",").map(Number)) : null;
+    const t = { el: el, slots: slots, timer: null, last: 0, due: false };
+    byID.set(i + 1, t);
+    byEl.set(el, t);
     el.dataset.live = "poll";
   });
-  let fetching = null; // the tail whose own fetch htmx is starting
+  let streamID = null; // the stream open now (null: none)
 
+  // fetchTail asks htmx for the tail's fragment. htmx may start the
+  // request later (after the tail's request in flight): due lets it pass
+  // the hold-back below then.
   function fetchTail(t) {
     t.last = Date.now();
-    fetching = t.el;
-    try {
-      htmx.ajax("GET", t.el.getAttribute("hx-get"), { source: t.el, target: t.el, swap: "innerHTML" });
-    } finally {
-      fetching = null;
-    }
+    t.due = true;
+    htmx.ajax("GET", t.el.getAttribute("hx-get"), { source: t.el, target: t.el, swap: "innerHTML" });
   }
   // poke fetches a followed tail now, or once its gap has passed.
   function poke(t) {
@@ -50,16 +54,23 @@
     t.el.title = why;
   }
   function pollAll(why) {
+    streamID = null;
     byID.forEach(function (t) { poll(t, why); });
   }
   function messageOf(body, fallback) {
     return (body && body.error && body.error.message) || fallback;
   }
-  // A followed tail's poll is held back: the stream says when to fetch
-  // (htmx fires this synchronously in htmx.ajax, so fetching is its own).
+  // A followed tail's poll is held back: the stream says when to fetch.
   document.body.addEventListener("htmx:beforeRequest", function (e) {
-    const el = e.detail.elt;
-    if (el.dataset.live === "stream" && el !== fetching) {
+    const t = byEl.get(e.detail.elt);
+    if (!t) {
+      return;
+    }
+    if (t.due) {
+      t.due = false; // its own fetch
+      return;
+    }
+    if (t.el.dataset.live === "stream") {
       e.preventDefault();
     }
   });
@@ -67,6 +78,7 @@
   const es = new EventSource("/console/stream");
   es.addEventListener("stream", function (e) {
     const id = JSON.parse(e.data).stream_id;
+    streamID = id;
     const watches = [];
     byID.forEach(function (t, wid) {
       watches.push(Object.assign(JSON.parse(t.el.dataset.watch), { watch_id: wid }));
@@ -78,6 +90,9 @@
       credentials: "same-origin",
     }).then(function (resp) {
       return resp.json().then(function (body) {
+        if (id !== streamID || es.readyState !== EventSource.OPEN) {
+          return; // an answer for a stream that is gone: its tails poll
+        }
         if (!resp.ok) {
           pollAll(messageOf(body, "the watch stream refused the tails: " + resp.status));
           return;
@@ -97,12 +112,15 @@
         });
       });
     }).catch(function (err) {
-      pollAll("the watch stream is not reachable: " + err);
+      if (id === streamID) {
+        pollAll("the watch stream is not reachable: " + err);
+      }
     });
   });
   es.addEventListener("change", function (e) {
-    const t = byID.get(JSON.parse(e.data).watch_id);
-    if (t) {
+    const d = JSON.parse(e.data);
+    const t = byID.get(d.watch_id);
+    if (t && (!t.slots || t.slots.has(d.hash_slot))) {
       poke(t);
     }
   });

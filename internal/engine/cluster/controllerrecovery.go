@@ -31,6 +31,9 @@ func RecoverController(ctx context.Context, cfg Config, o ControllerRecovery) (C
 	if _, err := readRestoreSeed(&cfg); err != nil {
 		return ControllerRecoveryReport{}, err
 	}
+	if err := o.Check(cfg.NodeID); err != nil {
+		return ControllerRecoveryReport{}, err
+	}
 	quietDragonboat() // as a node: its report, not the engine's lines
 	raftDir := filepath.Join(cfg.DataDir, "raft")
 	if _, err := os.Stat(raftDir); err != nil {

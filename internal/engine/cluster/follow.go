@@ -92,16 +92,21 @@ func (f follower) reconcile(ctx context.Context) {
 // (and say so on the node's own view, the only one left to an operator)
 // until something touched it; woken, it steps down within an election
 // timeout if its followers are gone, and leads on if they are not. Only
-// this node's replica is woken (a ReadIndex), once a reconcile round.
+// this node's replicas are woken (a ReadIndex each), in one batch a
+// reconcile round (a second).
 func (f follower) wakeOwnLeaders() {
 	if f.n.ctrlLeader.Load() != 0 {
 		return
 	}
 	snap := f.n.router.Load()
+	var led []slotstore.GroupID
 	for id := range f.n.replicas.All() {
 		if g, ok := snap.Group(id); ok && g.Leader == f.n.cfg.NodeID {
-			f.n.wakes.WakeOn(id, f.n.cfg.NodeID)
+			led = append(led, id)
 		}
+	}
+	if len(led) > 0 {
+		f.n.wakes.WakeOn(f.n.cfg.NodeID, led...)
 	}
 }
 

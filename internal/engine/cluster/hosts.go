@@ -66,7 +66,7 @@ func (h leaderHost) Wake(groups []slotstore.GroupID, skip slotstore.NodeID) {
 }
 
 func (h leaderHost) WakeOn(g slotstore.GroupID, node slotstore.NodeID) {
-	h.n.wakes.WakeOn(g, node)
+	h.n.wakes.WakeOn(node, g)
 }
 
 func (h leaderHost) Membership(ctx context.Context, req tasks.MembershipRequest) (tasks.Membership, error) {

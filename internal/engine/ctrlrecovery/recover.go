@@ -61,6 +61,22 @@ type Report struct {
 	ID   string `json:"id,omitempty"`
 }
 
+// Check refuses options that contradict themselves for node self, before
+// anything is opened or written.
+func (o Options) Check(self slotstore.NodeID) error {
+	switch {
+	case o.AcceptDataLoss && o.Rejoin:
+		return errors.New("cluster: a node is either the base of the recovery or rejoins it")
+	case (o.AcceptDataLoss || o.Rejoin) && len(o.Lost) == 0:
+		return errors.New("cluster: name the nodes lost for good")
+	case slices.Contains(o.Lost, self):
+		return fmt.Errorf("cluster: node %d is named lost", self)
+	case o.Rejoin && (o.Base == 0 || o.Base == self || slices.Contains(o.Lost, o.Base)):
+		return fmt.Errorf("cluster: a rejoining node names the base, another node not lost (got %d)", o.Base)
+	}
+	return nil
+}
+
 // Config is the stopped node Run works on.
 type Config struct {
 	DataDir  string
@@ -78,15 +94,8 @@ type Config struct {
 // the node the base of the recovery, or it makes it rejoin one.
 func Run(ctx context.Context, cfg Config, o Options) (Report, error) {
 	self := cfg.NodeID
-	switch {
-	case o.AcceptDataLoss && o.Rejoin:
-		return Report{}, errors.New("cluster: a node is either the base of the recovery or rejoins it")
-	case (o.AcceptDataLoss || o.Rejoin) && len(o.Lost) == 0:
-		return Report{}, errors.New("cluster: name the nodes lost for good")
-	case slices.Contains(o.Lost, self):
-		return Report{}, fmt.Errorf("cluster: node %d is named lost", self)
-	case o.Rejoin && (o.Base == 0 || o.Base == self || slices.Contains(o.Lost, o.Base)):
-		return Report{}, fmt.Errorf("cluster: a rejoining node names the base, another node not lost (got %d)", o.Base)
+	if err := o.Check(self); err != nil {
+		return Report{}, err
 	}
 	nhc := cfg.NodeHost
 	ctx, cancel := context.WithTimeout(ctx, cmp.Or(o.Timeout, time.Minute))

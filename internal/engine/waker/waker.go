@@ -131,10 +131,11 @@ func (w *Waker) WakeAll(groups []slotstore.GroupID, skip slotstore.NodeID) {
 	w.enqueue(wakeReq{groups: groups, skip: skip})
 }
 
-// WakeOn wakes g's replica on node alone (a stalled learner's leader:
-// waking the followers would make them campaign).
-func (w *Waker) WakeOn(g slotstore.GroupID, node slotstore.NodeID) {
-	w.enqueue(wakeReq{groups: []slotstore.GroupID{g}, only: node})
+// WakeOn wakes the groups' replicas on node alone, in one batch (a
+// stalled learner's leader, this node's leaders of a lost quorum: waking
+// the followers would make them campaign).
+func (w *Waker) WakeOn(node slotstore.NodeID, groups ...slotstore.GroupID) {
+	w.enqueue(wakeReq{groups: groups, only: node})
 }
 
 // enqueue queues r's groups that were not woken within wakeEvery (all of
