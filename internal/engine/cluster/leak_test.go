@@ -71,8 +71,17 @@ func TestAFailedStartReleasesWhatItOpened(t *testing.T) {
 		}
 		t.Fatalf("Start on a taken peer port: %v", err)
 	}
+	// The Raft port is free again at once: held from here until the node
+	// below binds it, so that no other process's connection takes it as
+	// its local port meanwhile (CI, 2026-12-08: "address already in use"
+	// after the goroutine check's wait, the port taken by something else).
+	held, err := net.Listen("tcp", cfg.RaftAddr)
+	if err != nil {
+		t.Fatalf("the failed Start left its Raft port bound: %v", err)
+	}
 	goleak.VerifyNone(t, before)
 	cfg.PeerAddr = freeAddr(t)
+	held.Close()
 	n := startNode(t, cfg)
 	if err := n.Close(); err != nil {
 		t.Fatal(err)
